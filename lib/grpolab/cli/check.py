@@ -1,0 +1,30 @@
+"""`grpolab check RECIPE [--set k=v ...] [--json]`: every problem the recipe shows without a cluster.
+
+Exit 0 when there is no error (warnings allowed), 1 when there are errors, 2 for unusable input.
+"""
+
+from __future__ import annotations
+
+from grpolab.cli import UsageError
+from grpolab.cli.common import add_recipe_args, print_problems
+
+
+def register(sub) -> None:
+    p = sub.add_parser("check", help="validate a recipe: every rule, all problems at once")
+    add_recipe_args(p)
+    p.add_argument("--json", action="store_true", help="print the problems as one JSON list")
+    p.add_argument("--no-verl", action="store_true", help="skip composing the launch against the installed verl")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from grpolab.problems import InputError, errors
+    from grpolab.validate import check
+
+    try:
+        recipe, problems = check(args.recipe, args.overrides, verl=not args.no_verl)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    name = recipe.name if recipe else args.recipe
+    print_problems(problems, as_json=args.json, header=f"recipe {name}: {', '.join(recipe.files) if recipe else ''}")
+    return 1 if errors(problems) else 0

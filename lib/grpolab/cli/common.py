@@ -1,0 +1,42 @@
+"""What the verbs share: the RECIPE argument with --set overrides, and printing problems."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from grpolab.cli import UsageError
+from grpolab.problems import InputError, Problem, RecipeError
+
+
+def add_recipe_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("recipe", metavar="RECIPE", help="a name under params/recipes/ or a path to a YAML file")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a recipe key, e.g. --set rollout.tp=16 (repeatable; applied last)")
+
+
+def load(args: argparse.Namespace):
+    """The validated recipe, or UsageError (exit 2) for bad input; schema problems print and exit 1."""
+    from grpolab.recipe import load_recipe
+
+    try:
+        return load_recipe(args.recipe, args.overrides)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    except RecipeError as exc:
+        print_problems(exc.problems, as_json=getattr(args, "json", False))
+        raise SystemExit(1) from None
+
+
+def print_problems(problems: list[Problem], as_json: bool = False, header: str = "") -> None:
+    if as_json:
+        print(json.dumps([p.to_dict() for p in problems], indent=2, default=str))
+        return
+    if header:
+        print(header)
+    for p in sorted(problems, key=lambda p: (p.severity != "error", p.rule)):
+        print(p.format(), file=sys.stdout)
+    n_err = sum(p.severity == "error" for p in problems)
+    n_warn = len(problems) - n_err
+    print(f"{n_err} error(s), {n_warn} warning(s)")

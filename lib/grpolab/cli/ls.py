@@ -1,0 +1,25 @@
+"""`grpolab ls`: the recipes under params/recipes/, one line each."""
+
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    p = sub.add_parser("ls", help="list the recipes, one line each")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from grpolab.paths import params_dir
+    from grpolab.problems import InputError, RecipeError
+    from grpolab.recipe import describe, load_recipe, recipe_names
+
+    for name in recipe_names():
+        path = params_dir() / "recipes" / f"{name}.yaml"
+        try:
+            r = load_recipe(name)
+            shape = (f"{r.cluster.nnodes}x{r.cluster.devices_per_node} {r.cluster.device:4} "
+                     f"{r.train.engine}+{r.rollout.engine}")
+        except (InputError, RecipeError) as exc:
+            shape = f"INVALID ({str(exc).splitlines()[0]})"
+        print(f"{name:24} {shape:28} {describe(path)}")
+    return 0

@@ -1,0 +1,38 @@
+"""`grpolab render RECIPE [--set k=v ...] [--format overrides|sh|json]`: the verl launch for the installed verl."""
+
+from __future__ import annotations
+
+import sys
+
+from grpolab.cli.common import add_recipe_args, load, print_problems
+
+
+def register(sub) -> None:
+    p = sub.add_parser("render", help="render the launch: Hydra overrides, a bash script or JSON")
+    add_recipe_args(p)
+    p.add_argument("--format", choices=("overrides", "sh", "json"), default="overrides")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from grpolab.problems import errors
+    from grpolab.render import render, to_json, to_sh
+    from grpolab.validate import validate
+
+    recipe = load(args)
+    problems = errors(validate(recipe))
+    if problems:  # a launch that cannot work is not rendered: check before launch, never after
+        print_problems(problems, header=f"recipe {recipe.name} has errors; not rendering (see `grpolab check`):")
+        return 1
+    launch = render(recipe)
+    for note in launch.notes:
+        print(f"# {note.severity}: [{note.rule}] {note.key}: {note.message}", file=sys.stderr)
+    if args.format == "json":
+        print(to_json(launch))
+    elif args.format == "sh":
+        print(to_sh(launch, recipe), end="")
+    else:
+        for name, value in launch.env.items():
+            print(f"# env {name}={value}")
+        print(" \\\n    ".join(launch.argv()))
+    return 0

@@ -1,0 +1,287 @@
+"""Recipe -> settings of the local TRL trainer -> GRPOConfig keyword arguments, and what TRL cannot honour.
+
+Pure Python on purpose (no torch, no trl at module level): the validator imports `unsupported` to report
+rule `engine-support` in milliseconds.
+
+verl -> TRL 1.16 (RECIPES.md section 5):
+    rollout.n                          -> num_generations
+    algorithm.kl_loss_coef             -> beta (0 when use_kl_loss is false); TRL's KL is low_var_kl only
+    algorithm.clip_ratio_low / high    -> epsilon / epsilon_high
+    algorithm.loss_agg_mode            -> loss_type: token-mean = dapo, seq-mean-token-mean = grpo,
+                                          seq-mean-token-sum-norm = dr_grpo
+    data.train_batch_size x rollout.n  -> generation_batch_size (completions generated per step)
+    micro_batch_size_per_device        -> per_device_train_batch_size (completions per forward pass)
+    ppo_mini_batch_size x n / micro    -> gradient_accumulation_steps (one optimizer update per mini-batch)
+    data.max_response_length           -> max_completion_length (TRL 1.16 has no max_prompt_length)
+    trainer.total_steps                -> max_steps x (optimizer updates per step)
+A verl step generates once and makes train_batch_size / ppo_mini_batch_size optimizer updates; TRL's
+global step counts optimizer updates, so `updates_per_step` converts between the two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+# verl's loss aggregation modes and the TRL loss type that aggregates the same way.
+LOSS_AGG_TO_TRL = {
+    "token-mean": "dapo",
+    "seq-mean-token-mean": "grpo",
+    "seq-mean-token-sum-norm": "dr_grpo",
+}
+# TRL's KL estimator is the k3 ("low variance") one: verl calls it low_var_kl (k3 is its alias).
+TRL_KL_TYPES = ("low_var_kl", "k3")
+
+
+@dataclass
+class TinySettings:
+    """Everything one local run needs; the defaults are the measured `tiny` recipe (RECIPES.md section 5).
+
+    Names follow the recipe where a recipe field exists (comment: its dotted key); the rest are
+    local-only knobs (the recipe's `local` section).
+    """
+
+    # task and model (local.*)
+    digits: int = 1  # operand digits: 1 -> `a+b=` with a, b in 0..9
+    val_size: int = 30  # validation problems held out of training (fixed split)
+    hidden_size: int = 64
+    layers: int = 2
+    heads: int = 4
+    kv_heads: int = 2
+    intermediate_size: int = 256
+    warmup_steps: int = 40  # supervised format-only warm-up (random answers), before GRPO
+    warmup_batch_size: int = 32
+    warmup_lr: float = 3e-3
+    threads: int = 0  # torch threads; 0 = leave torch's default
+    max_train_seconds: float = 0.0  # stop GRPO after this long (0 = no limit); the run still ends cleanly
+    # GRPO (recipe fields)
+    n: int = 8  # rollout.n
+    train_batch_size: int = 8  # data.train_batch_size: prompts per step
+    ppo_mini_batch_size: int = 8  # algorithm.ppo_mini_batch_size (prompts)
+    micro_batch_size_per_device: int = 64  # algorithm.micro_batch_size_per_device (completions)
+    lr: float = 1e-3  # algorithm.lr
+    use_kl_loss: bool = True  # algorithm.use_kl_loss
+    kl_loss_coef: float = 0.04  # algorithm.kl_loss_coef
+    kl_loss_type: str = "low_var_kl"  # algorithm.kl_loss_type
+    clip_ratio_low: float = 0.2  # algorithm.clip_ratio_low
+    clip_ratio_high: float = 0.2  # algorithm.clip_ratio_high
+    loss_agg_mode: str = "seq-mean-token-mean"  # algorithm.loss_agg_mode
+    max_prompt_length: int = 8  # data.max_prompt_length (tokens = characters)
+    max_response_length: int = 4  # data.max_response_length
+    total_steps: int = 600  # trainer.total_steps
+    test_freq: int = 25  # trainer.test_freq (steps between validations; <= 0: start and end only)
+    save_freq: int = -1  # trainer.save_freq (-1: only the final checkpoint)
+    seed: int = 1  # trainer.seed
+    temperature: float = 1.0  # rollout.temperature
+    top_p: float = 1.0  # rollout.top_p
+    top_k: int = -1  # rollout.top_k (-1: off)
+
+    @property
+    def updates_per_step(self) -> int:
+        """Optimizer updates per GRPO step (TRL global steps per verl step)."""
+        return max(1, self.train_batch_size // self.ppo_mini_batch_size)
+
+    def replace(self, **changes: Any) -> "TinySettings":
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise KeyError(f"unknown TinySettings field(s): {', '.join(unknown)}")
+        return TinySettings(**{**asdict(self), **changes})
+
+
+def loss_type(settings: TinySettings) -> str:
+    """TRL's loss_type for the recipe's loss_agg_mode (ValueError if TRL has none)."""
+    try:
+        return LOSS_AGG_TO_TRL[settings.loss_agg_mode]
+    except KeyError:
+        raise ValueError(f"loss_agg_mode {settings.loss_agg_mode!r} has no TRL equivalent") from None
+
+
+def grpo_config_kwargs(settings: TinySettings, output_dir: str) -> dict[str, Any]:
+    """Keyword arguments for trl.GRPOConfig that reproduce the settings (checked by `settings_problems`)."""
+    problems = settings_problems(settings)
+    if problems:
+        raise ValueError("; ".join(f"{key}={value!r}: {reason}" for key, value, reason in problems))
+    s = settings
+    completions_per_step = s.train_batch_size * s.n
+    micro = min(s.micro_batch_size_per_device, s.ppo_mini_batch_size * s.n)
+    return dict(
+        output_dir=output_dir,
+        # batch geometry: one generation of train_batch_size x n completions per verl step
+        num_generations=s.n,
+        per_device_train_batch_size=micro,
+        generation_batch_size=completions_per_step,
+        gradient_accumulation_steps=s.ppo_mini_batch_size * s.n // micro,
+        max_steps=s.total_steps * s.updates_per_step,
+        num_iterations=1,  # verl's ppo_epochs 1
+        # algorithm
+        learning_rate=s.lr,
+        beta=s.kl_loss_coef if s.use_kl_loss else 0.0,
+        epsilon=s.clip_ratio_low,
+        epsilon_high=s.clip_ratio_high,
+        loss_type=loss_type(s),
+        scale_rewards="group",  # GRPO's advantage: (r - group mean) / group std, as verl's grpo estimator
+        lr_scheduler_type="constant",  # verl's default actor schedule: constant after (zero) warm-up
+        warmup_steps=0,
+        weight_decay=0.0,
+        max_grad_norm=1.0,
+        # rollout
+        max_completion_length=s.max_response_length,
+        temperature=s.temperature,
+        top_p=s.top_p,
+        top_k=max(0, s.top_k),  # verl's -1 (off) is TRL's 0
+        # housekeeping: CPU, our own logging and checkpoints
+        seed=s.seed,
+        use_cpu=True,
+        bf16=False,
+        fp16=False,
+        logging_steps=1,
+        report_to="none",
+        disable_tqdm=True,
+        save_strategy="steps" if s.save_freq > 0 else "no",
+        save_steps=max(1, s.save_freq) * s.updates_per_step,
+        save_only_model=True,
+        dataloader_num_workers=0,
+        remove_unused_columns=False,  # the reward needs the dataset's `answer` column
+        log_completions=False,
+    )
+
+
+def settings_problems(settings: TinySettings) -> list[tuple[str, Any, str]]:
+    """(dotted key, value, reason) for settings TRL cannot honour or that do not fit together."""
+    s = settings
+    out: list[tuple[str, Any, str]] = []
+    if s.loss_agg_mode not in LOSS_AGG_TO_TRL:
+        out.append(("algorithm.loss_agg_mode", s.loss_agg_mode,
+                    f"TRL's loss types cover only {', '.join(LOSS_AGG_TO_TRL)}"))
+    if s.use_kl_loss and s.kl_loss_coef and s.kl_loss_type not in TRL_KL_TYPES:
+        out.append(("algorithm.kl_loss_type", s.kl_loss_type, "TRL's KL penalty is low_var_kl (k3) only"))
+    if s.n < 2:
+        out.append(("rollout.n", s.n, "GRPO needs at least 2 generations per prompt"))
+    if s.ppo_mini_batch_size <= 0 or s.train_batch_size % s.ppo_mini_batch_size:
+        out.append(("algorithm.ppo_mini_batch_size", s.ppo_mini_batch_size,
+                    f"must divide data.train_batch_size ({s.train_batch_size})"))
+    elif s.micro_batch_size_per_device <= 0 or (s.ppo_mini_batch_size * s.n) % min(
+            s.micro_batch_size_per_device, s.ppo_mini_batch_size * s.n):
+        out.append(("algorithm.micro_batch_size_per_device", s.micro_batch_size_per_device,
+                    f"must divide ppo_mini_batch_size x rollout.n ({s.ppo_mini_batch_size * s.n})"))
+    if s.max_response_length < 1:
+        out.append(("data.max_response_length", s.max_response_length, "must be at least 1"))
+    if s.total_steps < 1:
+        out.append(("trainer.total_steps", s.total_steps, "the local trainer needs a step budget (>= 1)"))
+    return out
+
+
+def unsupported(recipe: Any) -> list[tuple[str, Any, str]]:
+    """(dotted key, value, reason) for recipe fields the TRL engine cannot honour: rule `engine-support`.
+
+    Checks only what matters when `train.engine` is `trl`; other engines return no problems here.
+    """
+    train = _get(recipe, "train")
+    if _get(train, "engine") not in (None, "trl"):
+        return []
+    out: list[tuple[str, Any, str]] = []
+    algo = _get(recipe, "algorithm")
+    rollout = _get(recipe, "rollout")
+    cluster = _get(recipe, "cluster")
+
+    mode = _get(algo, "loss_agg_mode")
+    if mode is not None and mode not in LOSS_AGG_TO_TRL:
+        out.append(("algorithm.loss_agg_mode", mode,
+                    f"TRL has no loss type for it; use one of {', '.join(LOSS_AGG_TO_TRL)}"))
+    kl_type = _get(algo, "kl_loss_type")
+    if _get(algo, "use_kl_loss") is not False and kl_type is not None and kl_type not in TRL_KL_TYPES:
+        out.append(("algorithm.kl_loss_type", kl_type, "TRL's KL penalty is low_var_kl (k3) only"))
+    adv = _get(algo, "adv_estimator")
+    if adv is not None and adv != "grpo":
+        out.append(("algorithm.adv_estimator", adv, "TRL's GRPOTrainer computes GRPO advantages only"))
+    engine = _get(rollout, "engine")
+    if engine is not None and engine != "hf":
+        out.append(("rollout.engine", engine, "the local TRL trainer generates with transformers (`hf`)"))
+    device = _get(cluster, "device")
+    if device is not None and device != "cpu":
+        out.append(("cluster.device", device, "the local TRL trainer runs on the CPU"))
+    for key in ("nnodes", "devices_per_node"):
+        value = _get(cluster, key)
+        if value is not None and value != 1:
+            out.append((f"cluster.{key}", value, "the local TRL trainer is a single process"))
+    for key in ("tp", "pp", "cp", "ep", "etp", "vpp"):
+        value = _get(train, key)
+        if value is not None and value not in (1, None):
+            out.append((f"train.{key}", value, "model parallelism is not available with the TRL engine"))
+    for key in ("tp", "dp", "ep"):
+        value = _get(rollout, key)
+        if value is not None and value != 1:
+            out.append((f"rollout.{key}", value, "rollout parallelism is not available with the TRL engine"))
+    overrides = _get(recipe, "verl_overrides")
+    if overrides:
+        out.append(("verl_overrides", overrides, "raw verl overrides have no meaning for the TRL engine"))
+    try:
+        extra = settings_problems(settings_from_recipe(recipe))
+    except (TypeError, ValueError, AttributeError):
+        extra = []
+    seen = {key for key, _, _ in out}
+    out.extend(p for p in extra if p[0] not in seen)
+    return out
+
+
+def settings_from_recipe(recipe: Any) -> TinySettings:
+    """TinySettings from a loaded Recipe (pydantic model or plain nested dict); unset fields keep defaults."""
+    s = TinySettings()
+    values: dict[str, Any] = {}
+    for field, dotted in RECIPE_FIELDS.items():
+        value = _dotted(recipe, dotted)
+        if value is not None:
+            values[field] = value
+    local = _get(recipe, "local")
+    names = {f.name for f in fields(TinySettings)}
+    for key in LOCAL_FIELDS:
+        value = _get(local, key)
+        if value is not None and key in names:
+            values[key] = value
+    return s.replace(**values)
+
+
+# TinySettings field -> the recipe's dotted key.
+RECIPE_FIELDS = {
+    "n": "rollout.n",
+    "temperature": "rollout.temperature",
+    "top_p": "rollout.top_p",
+    "top_k": "rollout.top_k",
+    "train_batch_size": "data.train_batch_size",
+    "max_prompt_length": "data.max_prompt_length",
+    "max_response_length": "data.max_response_length",
+    "ppo_mini_batch_size": "algorithm.ppo_mini_batch_size",
+    "micro_batch_size_per_device": "algorithm.micro_batch_size_per_device",
+    "lr": "algorithm.lr",
+    "use_kl_loss": "algorithm.use_kl_loss",
+    "kl_loss_coef": "algorithm.kl_loss_coef",
+    "kl_loss_type": "algorithm.kl_loss_type",
+    "clip_ratio_low": "algorithm.clip_ratio_low",
+    "clip_ratio_high": "algorithm.clip_ratio_high",
+    "loss_agg_mode": "algorithm.loss_agg_mode",
+    "total_steps": "trainer.total_steps",
+    "test_freq": "trainer.test_freq",
+    "save_freq": "trainer.save_freq",
+    "seed": "trainer.seed",
+}
+# The recipe's `local` section: tiny-only knobs, same names as TinySettings.
+LOCAL_FIELDS = (
+    "digits", "val_size", "hidden_size", "layers", "heads", "kv_heads", "intermediate_size",
+    "warmup_steps", "warmup_batch_size", "warmup_lr", "threads", "max_train_seconds",
+)
+
+
+def _get(obj: Any, key: str) -> Any:
+    """obj.key or obj[key]; None when obj is None or lacks it (pydantic models and dicts alike)."""
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
+def _dotted(obj: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        obj = _get(obj, part)
+    return obj

@@ -1,0 +1,132 @@
+"""The toy task of the `tiny` recipe: `a+b=` with `digits`-digit operands, answered by the sum then EOS.
+
+Problems are generated in code. The validation split is a fixed held-out set of problems (the same for
+every training seed, chosen with SPLIT_SEED) that never appears in the train split, so validation
+accuracy measures whether the model learned to add, not whether it memorised prompts.
+
+The reward scores the answer AND the format: the exact sum followed by EOS scores 1; the right digits
+without EOS right after score less (completions would otherwise learn to skip EOS and run on); a
+well-formed wrong answer earns a small format credit; anything else scores 0.
+
+The supervised warm-up must teach the format without the answers (GRPO has to do the learning), so its
+targets are random numbers in the answers' range, not the sums: see `warmup_pairs`.
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Sequence
+
+# The validation split does not move with the training seed: three seeds are measured on one split.
+SPLIT_SEED = 20260901
+
+SCORE_CORRECT = 1.0  # the exact sum, then EOS
+SCORE_CORRECT_NO_EOS = 0.5  # the sum's digits, but no EOS right after (runs on, or truncated)
+SCORE_FORMAT = 0.1  # digits then EOS, wrong number
+SCORE_NONE = 0.0  # anything else
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One `a+b=` problem."""
+
+    a: int
+    b: int
+
+    @property
+    def prompt(self) -> str:
+        return f"{self.a}+{self.b}="
+
+    @property
+    def answer(self) -> str:
+        return str(self.a + self.b)
+
+
+def all_problems(digits: int = 1) -> list[Problem]:
+    """Every problem with operands of at most `digits` digits, in a fixed order."""
+    top = 10**digits
+    return [Problem(a, b) for a in range(top) for b in range(top)]
+
+
+def split_problems(digits: int = 1, val_size: int = 30, split_seed: int = SPLIT_SEED) -> tuple[list[Problem], list[Problem]]:
+    """(train, validation): `val_size` problems held out at random (fixed by split_seed), the rest train."""
+    problems = all_problems(digits)
+    if not 0 < val_size < len(problems):
+        raise ValueError(f"val_size must be between 1 and {len(problems) - 1} for digits={digits}, got {val_size}")
+    order = list(range(len(problems)))
+    random.Random(split_seed).shuffle(order)
+    held = set(order[:val_size])
+    train = [p for i, p in enumerate(problems) if i not in held]
+    val = [problems[i] for i in sorted(held)]
+    return train, val
+
+
+def max_answer_chars(digits: int = 1) -> int:
+    """The longest answer, in characters (the largest sum)."""
+    top = 10**digits - 1
+    return len(str(2 * top))
+
+
+def max_prompt_chars(digits: int = 1) -> int:
+    """The longest prompt, in characters (one token per character)."""
+    return 2 * digits + 2
+
+
+def warmup_pairs(train: Sequence[Problem], count: int, seed: int, digits: int = 1) -> list[tuple[str, str]]:
+    """(prompt, target) pairs for the supervised warm-up: train prompts with RANDOM answers in the sums' range.
+
+    The warm-up teaches the format (a number, then EOS) and nothing about which number: the model leaves it
+    answering at about chance level (1 in 19 for one digit), so what the validation accuracy gains after
+    it is GRPO's doing.
+    """
+    rng = random.Random(seed)
+    top = 2 * (10**digits - 1)
+    return [(rng.choice(train).prompt, str(rng.randint(0, top))) for _ in range(count)]
+
+
+def split_completion(text: str) -> tuple[str, bool]:
+    """A decoded completion (special tokens kept) -> (the leading run of digits, whether EOS follows it)."""
+    from grpolab.local.tiny import EOS
+
+    digits = ""
+    for ch in text:
+        if not ch.isdigit():
+            break
+        digits += ch
+    return digits, text[len(digits):].startswith(EOS)
+
+
+def score(digits: str, eos_follows: bool, answer: str) -> float:
+    """The reward for one completion, from its leading digits and whether EOS follows them."""
+    if digits and digits == answer:
+        return SCORE_CORRECT if eos_follows else SCORE_CORRECT_NO_EOS
+    if digits and eos_follows:
+        return SCORE_FORMAT
+    return SCORE_NONE
+
+
+def is_correct(digits: str, eos_follows: bool, answer: str) -> bool:
+    """Exact match for validation accuracy: the sum, then EOS."""
+    return eos_follows and digits == answer
+
+
+class ArithReward:
+    """TRL reward function: scores answer and format from the completion's token ids (EOS included).
+
+    TRL hands reward functions the completions decoded WITHOUT special tokens, which hides whether EOS was
+    generated, so the score is taken from `completion_ids` (TRL keeps the first EOS in them).
+    """
+
+    __name__ = "arith"  # TRL names the reward's metrics after it: rewards/arith/mean
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+
+    def texts(self, completion_ids: Sequence[Sequence[int]]) -> list[str]:
+        return self.tokenizer.batch_decode([list(ids) for ids in completion_ids], skip_special_tokens=False)
+
+    def __call__(self, prompts=None, completions=None, completion_ids=None, answer=None, **_: object) -> list[float]:
+        return [score(*split_completion(text), ans) for text, ans in zip(self.texts(completion_ids), answer, strict=True)]

@@ -1,0 +1,145 @@
+"""The tiny Qwen2-style model and character tokenizer behind the `tiny` recipe, built offline in code.
+
+Nothing is downloaded: the tokenizer's vocabulary is a handful of characters, the model is a randomly
+initialised `Qwen2ForCausalLM` a few hundred KB in size. Both are saved under a cache directory keyed by
+their settings (and the init seed), so every process that asks for the same settings loads the same
+weights with `from_pretrained`, exactly as it would a real checkpoint.
+
+Cache root: $GRPOLAB_CACHE, else $XDG_CACHE_HOME/grpolab, else ~/.cache/grpolab.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+# The characters the task needs; the special tokens come first so their ids are stable.
+PAD, EOS, BOS, UNK = "<pad>", "<eos>", "<bos>", "<unk>"
+SPECIALS = (PAD, EOS, BOS, UNK)
+CHARS = "0123456789+="
+# Bump when the way the model or tokenizer is built changes, so old cache entries are not reused.
+BUILD_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TinyModelSpec:
+    """What the tiny model is made of; every field is part of the cache key."""
+
+    hidden_size: int = 64
+    layers: int = 2
+    heads: int = 4
+    kv_heads: int = 2
+    intermediate_size: int = 256
+    max_positions: int = 32
+    init_seed: int = 0
+
+
+def vocab() -> dict[str, int]:
+    """Token -> id: the special tokens, then one token per character."""
+    return {tok: i for i, tok in enumerate([*SPECIALS, *CHARS])}
+
+
+def cache_root() -> Path:
+    """Where built models live: $GRPOLAB_CACHE, else $XDG_CACHE_HOME/grpolab, else ~/.cache/grpolab."""
+    if os.environ.get("GRPOLAB_CACHE"):
+        return Path(os.environ["GRPOLAB_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "grpolab"
+
+
+def spec_key(spec: TinyModelSpec) -> str:
+    """A short stable hash of the spec (and the build version): the cache directory's name."""
+    blob = json.dumps({"build": BUILD_VERSION, "chars": CHARS, **asdict(spec)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def build_tokenizer():
+    """A fast character tokenizer: one token per character, no special tokens added when encoding."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel(vocab=vocab(), unk_token=UNK))
+    # Every character is its own pre-token; Fuse joins decoded tokens without spaces.
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token=PAD,
+        eos_token=EOS,
+        bos_token=BOS,
+        unk_token=UNK,
+        padding_side="left",  # decoder-only generation pads prompts on the left
+        model_max_length=1024,
+    )
+
+
+def build_model(spec: TinyModelSpec):
+    """A randomly initialised Qwen2ForCausalLM of the given shape (deterministic for spec.init_seed)."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    ids = vocab()
+    config = Qwen2Config(
+        vocab_size=len(ids),
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads,
+        num_key_value_heads=spec.kv_heads,
+        max_position_embeddings=spec.max_positions,
+        tie_word_embeddings=True,
+        pad_token_id=ids[PAD],
+        eos_token_id=ids[EOS],
+        bos_token_id=ids[BOS],
+        use_cache=True,
+    )
+    # Seed a private generator's worth of state: building must not disturb the caller's RNG.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(spec.init_seed)
+        model = Qwen2ForCausalLM(config)
+    model.generation_config.pad_token_id = ids[PAD]
+    model.generation_config.eos_token_id = ids[EOS]
+    model.generation_config.bos_token_id = ids[BOS]
+    return model
+
+
+def ensure_tiny(spec: TinyModelSpec = TinyModelSpec(), root: Path | None = None) -> Path:
+    """The directory holding the tiny model and tokenizer for `spec`, building it on first use.
+
+    Built in a temporary sibling directory and renamed into place, so concurrent builders (parallel
+    tests, several Ray jobs) never see a half-written model.
+    """
+    target = (root or cache_root()) / "tiny" / spec_key(spec)
+    if (target / "config.json").is_file() and (target / "tokenizer.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
+    try:
+        build_model(spec).save_pretrained(tmp)
+        build_tokenizer().save_pretrained(tmp)
+        (tmp / "grpolab_spec.json").write_text(json.dumps(asdict(spec), indent=2) + "\n")
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            # Another process won the race; its copy is identical.
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def load_tiny(spec: TinyModelSpec = TinyModelSpec(), root: Path | None = None):
+    """(model, tokenizer) for `spec`, loaded from the cache (built first if missing), offline."""
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    path = ensure_tiny(spec, root)
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+    # Not AutoTokenizer: it would pick Qwen2's tokenizer class from the model config; ours is plain.
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(path, local_files_only=True)
+    return model, tokenizer

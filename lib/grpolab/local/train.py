@@ -1,0 +1,403 @@
+"""The local CPU trainer of the `tiny` recipe: `python -m grpolab.local.train --run-dir DIR`.
+
+Reads DIR/recipe.yaml, builds (or loads from the cache) the tiny model, runs a short supervised warm-up
+that teaches the answer FORMAT only (random answers, then EOS), then TRL's GRPOTrainer on `a+b=`.
+Writes, as it goes:
+    DIR/metrics.jsonl (or $VERL_FILE_LOGGER_PATH)  verl file-logger lines, one per step; step 0 holds the
+                                                    validation accuracy before GRPO
+    DIR/warmup/                                     the warmed-up model: GRPO's start and KL reference
+    DIR/checkpoint/                                 the final model and tokenizer (save_freq > 0 adds
+                                                    DIR/checkpoint/checkpoint-<trl step>/ on the way)
+    stdout                                          one progress line per step, for the job log
+Exit status 0 on success, 2 for unusable settings.
+
+`--set key=value` (TinySettings field names) overrides the recipe, for experiments and tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+# Never reach for the Hub: everything this trainer loads is built locally.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from grpolab.local import metrics as M  # noqa: E402
+from grpolab.local.mapping import TinySettings, grpo_config_kwargs, settings_from_recipe, settings_problems  # noqa: E402
+from grpolab.local.task import (  # noqa: E402
+    ArithReward,
+    Problem,
+    is_correct,
+    max_answer_chars,
+    max_prompt_chars,
+    split_completion,
+    split_problems,
+    warmup_pairs,
+)
+from grpolab.local.tiny import TinyModelSpec, ensure_tiny  # noqa: E402
+
+
+def model_spec(settings: TinySettings) -> TinyModelSpec:
+    """The tiny model's shape from the settings; the init seed follows the training seed."""
+    return TinyModelSpec(
+        hidden_size=settings.hidden_size,
+        layers=settings.layers,
+        heads=settings.heads,
+        kv_heads=settings.kv_heads,
+        intermediate_size=settings.intermediate_size,
+        max_positions=max(32, max_prompt_chars(settings.digits) + settings.max_response_length + 4),
+        init_seed=settings.seed,
+    )
+
+
+def load_settings(run_dir: Path, recipe_path: Path | None = None, sets: Sequence[str] = ()) -> TinySettings:
+    """Settings from the run's recipe.yaml (if any), then `key=value` overrides."""
+    path = recipe_path or run_dir / "recipe.yaml"
+    settings = TinySettings()
+    if path.is_file():
+        settings = settings_from_recipe(_read_recipe(path))
+    return apply_sets(settings, sets)
+
+
+def _read_recipe(path: Path) -> Any:
+    """The resolved recipe: through grpolab.recipe when it loads it, else the plain YAML mapping.
+
+    recipe.yaml in a run directory is already fully resolved, so reading it as data is enough; going
+    through the loader first keeps its type checks when they are available.
+    """
+    try:
+        from grpolab.recipe import load_recipe
+
+        return load_recipe(str(path))
+    except ImportError:
+        pass
+    import yaml
+
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def apply_sets(settings: TinySettings, sets: Sequence[str]) -> TinySettings:
+    """`key=value` strings typed by the TinySettings field they name."""
+    types = {f.name: type(getattr(settings, f.name)) for f in fields(settings)}
+    changes: dict[str, Any] = {}
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        key = key.strip().rsplit(".", 1)[-1]  # accept dotted recipe keys: algorithm.lr=1e-3 -> lr
+        if not sep or key not in types:
+            raise ValueError(f"bad --set {item!r}: expected key=value with key one of {', '.join(sorted(types))}")
+        kind = types[key]
+        if kind is bool:
+            changes[key] = raw.strip().lower() in ("1", "true", "yes", "on")
+        else:
+            changes[key] = kind(float(raw)) if kind is int else kind(raw)
+    return settings.replace(**changes)
+
+
+def set_threads(settings: TinySettings) -> None:
+    import torch
+
+    if settings.threads > 0:
+        torch.set_num_threads(settings.threads)
+
+
+def quiet_transformers() -> None:
+    """No progress bars or advisory warnings in the job log: the progress lines are ours."""
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    warnings.filterwarnings("ignore", category=UserWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+def warmup(model, tokenizer, settings: TinySettings, train: Sequence[Problem]) -> float:
+    """Supervised warm-up on train prompts with random answers (format only); returns the last loss."""
+    import torch
+
+    if settings.warmup_steps <= 0:
+        return float("nan")
+    pairs = warmup_pairs(train, settings.warmup_steps * settings.warmup_batch_size, seed=settings.seed,
+                         digits=settings.digits)
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    optim = torch.optim.AdamW(model.parameters(), lr=settings.warmup_lr, weight_decay=0.0)
+    model.train()
+    loss = torch.tensor(float("nan"))
+    for step in range(settings.warmup_steps):
+        batch = pairs[step * settings.warmup_batch_size:(step + 1) * settings.warmup_batch_size]
+        seqs, labels = [], []
+        for prompt, target in batch:
+            p = tokenizer(prompt, add_special_tokens=False).input_ids
+            t = tokenizer(target, add_special_tokens=False).input_ids + [eos]
+            seqs.append(p + t)
+            labels.append([-100] * len(p) + t)  # learn the completion only
+        width = max(len(s) for s in seqs)
+        ids = torch.tensor([s + [pad] * (width - len(s)) for s in seqs])
+        lab = torch.tensor([lb + [-100] * (width - len(lb)) for lb in labels])
+        mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in seqs])
+        loss = model(input_ids=ids, attention_mask=mask, labels=lab).loss
+        optim.zero_grad(set_to_none=True)
+        loss.backward()
+        optim.step()
+    return float(loss.detach())
+
+
+def greedy_accuracy(model, tokenizer, problems: Sequence[Problem], max_new_tokens: int) -> float:
+    """Share of problems answered exactly (the sum, then EOS) by greedy decoding, in one batch."""
+    import torch
+
+    enc = tokenizer([p.prompt for p in problems], return_tensors="pt", padding=True, padding_side="left",
+                    add_special_tokens=False)
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        out = model.generate(**enc, do_sample=False, max_new_tokens=max_new_tokens,
+                             pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+    if was_training:
+        model.train()
+    texts = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=False)
+    hits = sum(is_correct(*split_completion(t), p.answer) for t, p in zip(texts, problems))
+    return hits / len(problems)
+
+
+def train_dataset(train: Sequence[Problem]):
+    from datasets import Dataset
+
+    return Dataset.from_dict({"prompt": [p.prompt for p in train], "answer": [p.answer for p in train]})
+
+
+def make_callback(writer: M.JsonlWriter | None, settings: TinySettings, evaluate: Callable[[], float],
+                  reward: ArithReward, echo: Callable[[str], None] = print):
+    """A TRL callback: one verl-named metrics line and one progress line per GRPO step, validation on schedule."""
+    from transformers import TrainerCallback
+
+    ups = settings.updates_per_step
+    total = settings.total_steps
+
+    class VerlMetrics(TrainerCallback):
+        def __init__(self) -> None:
+            self.pending: list[dict[str, Any]] = []
+            self.val: float | None = None
+            self.val_time = 0.0
+            self.last_val: float | None = None
+            self.last_tokens = 0.0
+            self.started = time.perf_counter()
+            self.stopped_early = False
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step % ups:
+                return control
+            step = state.global_step // ups
+            limit = settings.max_train_seconds
+            if limit and time.perf_counter() - self.started > limit and step < total:
+                control.should_training_stop = True
+                self.stopped_early = True
+            last = step >= total or control.should_training_stop
+            if last or (settings.test_freq > 0 and step % settings.test_freq == 0):
+                t0 = time.perf_counter()
+                self.val = evaluate()
+                self.val_time = time.perf_counter() - t0
+            return control
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not logs or "train_runtime" in logs:  # the end-of-training summary is not a step
+                return control
+            self.pending.append(dict(logs))
+            if state.global_step % ups:
+                return control
+            step = state.global_step // ups
+            data = _mean_logs([M.to_verl(entry) for entry in self.pending])
+            tokens = float(self.pending[-1].get("num_tokens", 0.0) or 0.0)
+            self.pending.clear()
+            if reward.last_scores:
+                data[M.SCORE_MAX] = max(reward.last_scores)
+                data[M.SCORE_MIN] = min(reward.last_scores)
+            step_time = data.get("timing_s/step")
+            if step_time and tokens:
+                data[M.TOTAL_TOKENS] = tokens - self.last_tokens
+                data[M.THROUGHPUT] = (tokens - self.last_tokens) / step_time
+            self.last_tokens = tokens
+            data[M.MAX_MEMORY] = M.max_rss_gb()
+            if self.val is not None:
+                data[M.VAL_ACC] = self.val
+                data[M.TESTING_TIME] = self.val_time
+                self.last_val, self.val = self.val, None
+            if writer is not None:
+                writer.write(step, data)
+            line = f"step {step}/{total} reward={data.get('critic/score/mean', float('nan')):.3f}"
+            if M.VAL_ACC in data:
+                line += f" val_acc={data[M.VAL_ACC]:.3f}"
+            if step_time:
+                line += f" s/step={step_time:.3f}"
+            echo(line)
+            return control
+
+    return VerlMetrics()
+
+
+def _drop_printer(trainer) -> None:
+    """Remove transformers' log printer: it would dump every TRL log dict; our progress line replaces it."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+
+
+def _mean_logs(entries: list[dict[str, float]]) -> dict[str, float]:
+    """Average the entries of several TRL log lines (several optimizer updates in one GRPO step)."""
+    if len(entries) == 1:
+        return entries[0]
+    keys = {k for e in entries for k in e}
+    out = {}
+    for key in keys:
+        values = [e[key] for e in entries if key in e]
+        out[key] = sum(values) if key == "timing_s/step" else sum(values) / len(values)
+    return out
+
+
+class _RecordingReward(ArithReward):
+    """ArithReward that remembers the last batch's scores (for critic/score/max and min)."""
+
+    __name__ = "arith"
+
+    def __init__(self, tokenizer) -> None:
+        super().__init__(tokenizer)
+        self.last_scores: list[float] = []
+
+    def __call__(self, *args, **kwargs):
+        scores = super().__call__(*args, **kwargs)
+        self.last_scores = scores
+        return scores
+
+
+def prepare(settings: TinySettings, run_dir: Path, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Build/load the tiny model, warm it up, save it to RUN_DIR/warmup; the pieces GRPO needs.
+
+    Returns {"model", "tokenizer", "train", "val", "warmup_dir", "warmup_loss", "warmup_s"}.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, set_seed
+
+    problems = settings_problems(settings)
+    if problems:
+        raise ValueError("; ".join(f"{k}={v!r}: {why}" for k, v, why in problems))
+    if max_prompt_chars(settings.digits) > settings.max_prompt_length:
+        raise ValueError(f"data.max_prompt_length={settings.max_prompt_length} is shorter than the longest "
+                         f"prompt ({max_prompt_chars(settings.digits)} tokens)")
+    if max_answer_chars(settings.digits) + 1 > settings.max_response_length:
+        raise ValueError(f"data.max_response_length={settings.max_response_length} leaves no room for the "
+                         f"answer ({max_answer_chars(settings.digits)} tokens) and EOS")
+    set_threads(settings)
+    set_seed(settings.seed)
+    base = ensure_tiny(model_spec(settings))
+    model = AutoModelForCausalLM.from_pretrained(base, local_files_only=True)
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(base, local_files_only=True)
+    train, val = split_problems(settings.digits, settings.val_size)
+    t0 = time.perf_counter()
+    loss = warmup(model, tokenizer, settings, train)
+    warmup_s = time.perf_counter() - t0
+    # GRPOTrainer builds its KL reference model from the policy's config path, so the warmed-up weights
+    # must be on disk and the policy loaded from there: the reference is then the warmed-up model.
+    warm_dir = run_dir / "warmup"
+    model.save_pretrained(warm_dir)
+    tokenizer.save_pretrained(warm_dir)
+    model = AutoModelForCausalLM.from_pretrained(warm_dir, local_files_only=True, dtype=torch.float32)
+    echo(f"warm-up: {settings.warmup_steps} steps in {warmup_s:.1f}s, loss {loss:.3f}")
+    return dict(model=model, tokenizer=tokenizer, train=train, val=val, warmup_dir=warm_dir,
+                warmup_loss=loss, warmup_s=warmup_s)
+
+
+def run(settings: TinySettings, run_dir: str | os.PathLike[str], echo: Callable[[str], None] = print,
+        write_metrics: bool = True) -> dict[str, Any]:
+    """One local run: warm-up, validation at step 0, GRPO with per-step metrics, the final checkpoint.
+
+    Returns a summary: val_start, val_end, reward_first, reward_last, steps, grpo_s, s_per_step, ...
+    """
+    from transformers import set_seed
+    from trl import GRPOConfig, GRPOTrainer
+
+    quiet_transformers()
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    parts = prepare(settings, run_dir, echo)
+    model, tokenizer, val = parts["model"], parts["tokenizer"], parts["val"]
+    max_new = settings.max_response_length
+
+    def evaluate() -> float:
+        return greedy_accuracy(model, tokenizer, val, max_new)
+
+    writer = M.JsonlWriter(M.metrics_path(run_dir)) if write_metrics else None
+    try:
+        t0 = time.perf_counter()
+        val_start = evaluate()
+        if writer is not None:
+            writer.write(0, {M.VAL_ACC: val_start, M.TESTING_TIME: time.perf_counter() - t0})
+        echo(f"step 0/{settings.total_steps} val_acc={val_start:.3f}")
+        reward = _RecordingReward(tokenizer)
+        callback = make_callback(writer, settings, evaluate, reward, echo)
+        set_seed(settings.seed)
+        config = GRPOConfig(**grpo_config_kwargs(settings, str(run_dir / "checkpoint")))
+        trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=config,
+                              train_dataset=train_dataset(parts["train"]), processing_class=tokenizer,
+                              callbacks=[callback])
+        _drop_printer(trainer)
+        callback.started = time.perf_counter()
+        start = time.perf_counter()
+        trainer.train()
+        grpo_s = time.perf_counter() - start
+        trainer.save_model(str(run_dir / "checkpoint"))
+    finally:
+        if writer is not None:
+            writer.close()
+    steps = trainer.state.global_step // settings.updates_per_step
+    rewards = [e["reward"] for e in trainer.state.log_history if "reward" in e]
+    summary = dict(
+        val_start=val_start,
+        val_end=callback.last_val,
+        reward_first=rewards[0] if rewards else None,
+        reward_last=rewards[-1] if rewards else None,
+        rewards=rewards,
+        steps=steps,
+        grpo_s=grpo_s,
+        s_per_step=grpo_s / max(1, steps),
+        warmup_s=parts["warmup_s"],
+        stopped_early=callback.stopped_early,
+        settings=asdict(settings),
+    )
+    echo(f"done: {steps} steps in {grpo_s:.1f}s ({summary['s_per_step']:.3f} s/step), "
+         f"val_acc {val_start:.3f} -> {summary['val_end']:.3f}, checkpoint in {run_dir / 'checkpoint'}")
+    return summary
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grpolab.local.train", description=__doc__.splitlines()[0])
+    parser.add_argument("--run-dir", required=True, type=Path, help="run directory holding recipe.yaml")
+    parser.add_argument("--recipe", type=Path, help="recipe file to read instead of RUN_DIR/recipe.yaml")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a TinySettings field (repeatable)")
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings(args.run_dir, args.recipe, args.sets)
+    except (ValueError, KeyError, TypeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    echo = lambda line: print(line, flush=True)  # noqa: E731 - the launcher tails the log
+    try:
+        run(settings, args.run_dir, echo=echo)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

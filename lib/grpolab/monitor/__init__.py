@@ -1,0 +1,33 @@
+"""GRPO Lab's monitor: read a run's metrics as they grow, raise GRPO health alerts, classify failures,
+gate regressions against a baseline, draw the curves.
+
+Public API (the notebooks, `grpolab monitor` and `grpolab compare` call these):
+
+    load(ref) -> MetricsView                      ref: run id, run directory, Run, metrics.jsonl or job log
+    alerts(metrics, thresholds=None) -> list[Alert]
+    classify_failure(log_text) -> Failure | None
+    compare(run, baseline, steps=None, thresholds=None) -> Comparison      steps default 5-14 (health.yaml)
+    plot_curves(metrics, alerts=(), path="curves.png", title=None) -> Path
+    summary(ref, thresholds=None, png=None, refresh=True) -> dict        what `grpolab monitor --json` prints
+    RunMonitor(ref).update() -> dict              the same, refreshed incrementally (dashboards)
+    load_thresholds(path=None) -> Thresholds      params/monitor/health.yaml, strictly validated
+
+The live JupyterLab dashboard is `grpolab.monitor.dashboard.live(run, interval=5)`; it is not imported here
+because it needs ipywidgets, which headless code never imports. matplotlib is imported only when drawing.
+
+Modules: metrics (incremental reading), alerts, failures, compare, plots, summary, thresholds, dashboard.
+"""
+
+from grpolab.monitor.alerts import RULES, Alert, alerts
+from grpolab.monitor.compare import Comparison, FigureResult, compare
+from grpolab.monitor.failures import CAUSES, Failure, classify_failure
+from grpolab.monitor.metrics import KEY_METRICS, MetricsView, load
+from grpolab.monitor.plots import plot_curves
+from grpolab.monitor.summary import RunMonitor, format_summary, summary
+from grpolab.monitor.thresholds import Thresholds, ThresholdsError, load_thresholds
+
+__all__ = [
+    "Alert", "CAUSES", "Comparison", "Failure", "FigureResult", "KEY_METRICS", "MetricsView", "RULES",
+    "RunMonitor", "Thresholds", "ThresholdsError", "alerts", "classify_failure", "compare", "format_summary",
+    "load", "load_thresholds", "plot_curves", "summary",
+]

@@ -1,0 +1,196 @@
+"""The regression gate: a run against a baseline over a window of steps (Ascend nightly CI's thresholds).
+
+    compare(run, baseline, steps=None, thresholds=None) -> Comparison
+
+Each figure of `regression.figures` in params/monitor/health.yaml (device memory, throughput, step time,
+reward mean) reduces its metric over steps first..last (inclusive; default `regression.steps`, 5-14) in both
+runs, then fails when the run moved the wrong way by more than the limit. A metric neither run logs is
+`skipped`; a metric only one run logs `fail`s (it cannot be checked). A run with no step in the window fails
+the whole gate: an empty comparison must not pass.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from grpolab.monitor.alerts import json_number
+from grpolab.monitor.metrics import MetricsView, load
+from grpolab.monitor.thresholds import GateFigure, Thresholds, load_thresholds
+
+_REDUCE = {"mean": lambda v: sum(v) / len(v), "max": max, "min": min}
+
+
+@dataclass
+class FigureResult:
+    name: str  # key under regression.figures
+    label: str
+    metric: str
+    unit: str
+    run: float | None  # the reduced value in the run's window (None: not logged there)
+    baseline: float | None
+    change: float | None  # run - baseline; a fraction of the baseline when `relative`
+    limit: float
+    relative: bool
+    fails_on: str
+    status: str  # "pass" | "fail" | "skipped"
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        for key in ("run", "baseline", "change"):
+            data[key] = json_number(data[key])
+        return data
+
+    def change_text(self) -> str:
+        if self.change is None:
+            return "-"
+        if self.relative:
+            return f"{100 * self.change:+.2f} %"
+        return f"{self.change:+.4g}{(' ' + self.unit) if self.unit else ''}"
+
+    def limit_text(self) -> str:
+        amount = f"{100 * self.limit:.4g} %" if self.relative else f"{self.limit:.4g}{(' ' + self.unit) if self.unit else ''}"
+        return {"increase": f"<= +{amount}", "decrease": f">= -{amount}", "change": f"within +/-{amount}"}[self.fails_on]
+
+
+@dataclass
+class Comparison:
+    run: str
+    baseline: str
+    steps: tuple[int, int]
+    run_steps: int  # steps of the run inside the window
+    baseline_steps: int
+    figures: list[FigureResult] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # each one fails the gate
+    notes: list[str] = field(default_factory=list)  # worth knowing, not failing
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems and all(f.status != "fail" for f in self.figures)
+
+    @property
+    def failed_figures(self) -> list[FigureResult]:
+        return [f for f in self.figures if f.status == "fail"]
+
+    def to_dict(self) -> dict:
+        return {
+            "run": self.run,
+            "baseline": self.baseline,
+            "steps": list(self.steps),
+            "run_steps": self.run_steps,
+            "baseline_steps": self.baseline_steps,
+            "passed": self.passed,
+            "figures": [f.to_dict() for f in self.figures],
+            "problems": list(self.problems),
+            "notes": list(self.notes),
+        }
+
+    def table(self) -> str:
+        """A plain-text table of every compared figure and the verdict."""
+        first, last = self.steps
+        header = ("figure", "metric", "run", "baseline", "change", "limit", "result")
+        rows = [header]
+        for f in self.figures:
+            rows.append((f.label, f.metric, _num(f.run), _num(f.baseline), f.change_text(), f.limit_text(),
+                         f.status.upper() if f.status == "fail" else f.status))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+        lines = [f"compare {self.run}  vs baseline {self.baseline}, steps {first}-{last} "
+                 f"({self.run_steps} and {self.baseline_steps} steps in the window)", ""]
+        for row in rows:
+            lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        for f in self.figures:
+            if f.note:
+                lines.append(f"  {f.label}: {f.note}")
+        lines += [f"problem: {p}" for p in self.problems] + [f"note: {n}" for n in self.notes]
+        failed = len(self.failed_figures)
+        skipped = sum(f.status == "skipped" for f in self.figures)
+        verdict = "PASS" if self.passed else "REGRESSION"
+        lines += ["", f"result: {verdict} ({failed} of {len(self.figures)} figures failed, {skipped} skipped"
+                  f"{', ' + str(len(self.problems)) + ' problem(s)' if self.problems else ''})"]
+        return "\n".join(lines)
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4g}"
+
+
+def _label(view: MetricsView) -> str:
+    return view.run.run_id if view.run is not None else str(view.path)
+
+
+def _judge(spec: GateFigure, run_value: float, base_value: float) -> tuple[float, bool]:
+    """(change, failed) for one figure."""
+    delta = run_value - base_value
+    if spec.relative:
+        change = delta / abs(base_value) if base_value else (0.0 if delta == 0 else math.copysign(math.inf, delta))
+    else:
+        change = delta
+    # A tiny tolerance so that a run compared with itself, or a change of exactly the limit, passes.
+    eps = 1e-12
+    if spec.fails_on == "increase":
+        failed = change > spec.limit + eps
+    elif spec.fails_on == "decrease":
+        failed = -change > spec.limit + eps
+    else:
+        failed = abs(change) > spec.limit + eps
+    return change, failed
+
+
+def _figure(name: str, spec: GateFigure, run: MetricsView, base: MetricsView, first: int, last: int) -> FigureResult:
+    result = FigureResult(name, spec.label, spec.metric, spec.unit, None, None, None, spec.limit, spec.relative,
+                          spec.fails_on, "skipped")
+    run_all = run.values_between(spec.metric, first, last)
+    base_all = base.values_between(spec.metric, first, last)
+    run_vals = [v for v in run_all if math.isfinite(v)]
+    base_vals = [v for v in base_all if math.isfinite(v)]
+    reduce = _REDUCE[spec.reduce]
+    result.run = reduce(run_vals) if run_vals else None
+    result.baseline = reduce(base_vals) if base_vals else None
+    if not run_all and not base_all:
+        result.note = "logged by neither run in the window: skipped"
+        return result
+    if len(run_vals) < len(run_all):
+        result.status, result.note = "fail", f"the run has {len(run_all) - len(run_vals)} NaN/inf value(s) in the window"
+        return result
+    if not run_vals or not base_vals:
+        who = "the baseline" if run_vals else "the run"
+        other = "the run" if run_vals else "the baseline"
+        result.status, result.note = "fail", f"logged by {other} only, not by {who}: cannot be checked"
+        return result
+    result.change, failed = _judge(spec, result.run, result.baseline)
+    result.status = "fail" if failed else "pass"
+    if len(base_vals) < len(base_all):
+        result.note = f"the baseline has {len(base_all) - len(base_vals)} NaN/inf value(s) in the window (ignored)"
+    return result
+
+
+def compare(run, baseline, steps: tuple[int, int] | None = None,
+            thresholds: Thresholds | str | None = None) -> Comparison:
+    """Compare `run` with `baseline` (each a MetricsView or anything `load` accepts) over steps first..last.
+
+    `steps` defaults to `regression.steps` of the thresholds file (5-14).
+    """
+    if not isinstance(thresholds, Thresholds):
+        thresholds = load_thresholds(thresholds)
+    gate = thresholds.regression
+    first, last = steps if steps is not None else gate.steps
+    if first > last:
+        raise ValueError(f"steps {first}-{last}: the first step must not be after the last")
+    run_view = run if isinstance(run, MetricsView) else load(run)
+    base_view = baseline if isinstance(baseline, MetricsView) else load(baseline)
+    result = Comparison(_label(run_view), _label(base_view), (first, last),
+                        len(run_view.steps_between(first, last)), len(base_view.steps_between(first, last)))
+    expected = last - first + 1
+    for who, view, count in (("run", run_view, result.run_steps), ("baseline", base_view, result.baseline_steps)):
+        if count == 0:
+            logged = f"it logged steps {min(view.steps)}-{max(view.steps)}" if view.steps else "it logged no steps"
+            result.problems.append(f"the {who} {_label(view)} has no step in {first}-{last} ({logged}): let it "
+                                   f"reach step {last} or choose other steps with --steps")
+        elif count < expected:
+            result.notes.append(f"the {who} has {count} of the {expected} steps {first}-{last}")
+    for name, spec in gate.figures.items():
+        result.figures.append(_figure(name, spec, run_view, base_view, first, last))
+    return result

@@ -1,0 +1,441 @@
+"""A run's metrics as columns aligned on steps, read incrementally from verl's files.
+
+Two sources, one view:
+- `metrics.jsonl`, verl's file logger: one JSON object per line, `{"step": N, "data": {name: value}}` (newer
+  verl adds top-level keys such as `elapsed_seconds`; they are ignored). The local trainer writes the same.
+- verl's console lines in logs/job.log when a run has no metrics file: `step:N - name:value - ...`, where a
+  value may print as `np.float64(0.15)`, `np.int64(3)`, `nan` or `inf`, behind a Ray prefix
+  `(TaskRunner pid=123)`.
+
+Reading is incremental: the view keeps a byte offset and each `refresh()` reads only the bytes appended since,
+so a refresh costs the same on step 10 and on step 20,000. A final line that is not complete yet (no newline
+and not a whole JSON object) stays in the file for the next refresh; it is never an error. A file that was
+truncated or replaced (verl truncates it when a run restarts) is read again from the start.
+
+    view = load("tiny-20260101-120000-abc123")   # a run id, a run directory, a metrics.jsonl or a job log
+    view.steps                                    # [1, 2, ...] in the order logged
+    view.column("critic/score/mean")              # [0.1, None, nan, ...]: None = not logged at that step
+    view.latest("actor/entropy")                  # (step, value) of the last logged value, or None
+    view.refresh()                                # number of new or updated steps
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Iterable
+
+from grpolab.runs import Run, resolve_run
+
+try:  # orjson parses 5x faster than json when present (it comes with verl's tensordict); never required
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - depends on the environment
+    _fast_loads = json.loads
+
+# The GRPO figures the monitor shows and plots, in reading order: (label, verl metric names). The first name
+# a run logs is the one shown; the val-core entry is a prefix because the names carry the data source.
+KEY_METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("reward", ("critic/score/mean",)),
+    ("val accuracy", ("val-core/",)),
+    ("response length", ("response_length/mean",)),
+    ("length clip ratio", ("response_length/clip_ratio",)),
+    ("kl", ("actor/kl_loss", "critic/kl")),
+    ("entropy", ("actor/entropy",)),
+    ("pg clip fraction", ("actor/pg_clipfrac",)),
+    ("grad norm", ("actor/grad_norm",)),
+    ("throughput (tok/s/dev)", ("perf/throughput",)),
+    ("step time (s)", ("timing_s/step",)),
+    ("device memory (GB)", ("actor/perf/max_memory_allocated_gb",)),
+)
+
+_CONSOLE_SUFFIXES = {".log", ".txt", ".out", ".err"}
+_CHUNK_BYTES = 4 << 20  # read in 4 MiB blocks: bounded memory, and cache-friendly splitting
+_HEAD_BYTES = 256  # compared on every refresh to notice a file that was truncated and rewritten
+_MAX_PROBLEMS = 20  # keep the first few unreadable lines for the report, not all of a corrupt file
+
+
+class _Tail:
+    """Byte-offset bookkeeping for one append-only file: hands out the complete lines appended since last time."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.offset = 0
+        self.head = b""
+        self.inode: int | None = None
+
+    def read(self, sink, on_restart) -> bytes:
+        """Feed the complete lines appended since the last call to `sink(lines)`, in blocks of about
+        _CHUNK_BYTES (a big file is never held in memory twice); return the unterminated tail, which is not
+        consumed (call `consume` to take it). `on_restart()` is called first when the file was truncated,
+        replaced or deleted since the last call."""
+        try:
+            handle = open(self.path, "rb")
+        except FileNotFoundError:
+            if self.offset:
+                self.offset, self.head, self.inode = 0, b"", None
+                on_restart()
+            return b""
+        with handle:
+            stat = os.fstat(handle.fileno())
+            if self.offset and (stat.st_ino != self.inode or stat.st_size < self.offset or not self._same_head(handle)):
+                self.offset, self.head = 0, b""
+                on_restart()
+            self.inode = stat.st_ino
+            if len(self.head) < _HEAD_BYTES and stat.st_size > len(self.head):
+                handle.seek(0)
+                self.head = handle.read(_HEAD_BYTES)
+            end = stat.st_size  # bytes written after the stat are left for the next call
+            handle.seek(self.offset)
+            position, carry = self.offset, b""
+            while position < end:
+                block = handle.read(min(_CHUNK_BYTES, end - position))
+                if not block:
+                    break
+                position += len(block)
+                lines = (carry + block if carry else block).split(b"\n")
+                carry = lines.pop()  # after the last newline: a partial line, or b"" when the block ends in one
+                self.offset = position - len(carry)
+                if lines:
+                    sink(lines)
+            return carry
+
+    def consume(self, nbytes: int) -> None:
+        self.offset += nbytes
+
+    def _same_head(self, handle) -> bool:
+        handle.seek(0)
+        return handle.read(len(self.head)) == self.head
+
+
+# --- console lines -----------------------------------------------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_STEP_LINE = re.compile(r"(?:^|[\s)\]])step:(\d+) - (.*)$")
+_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+_NUMPY_WRAP = re.compile(r"^(?:np|numpy)\.[a-z_]+\d*\((.*)\)$")
+
+
+def parse_console_value(text: str) -> float | None:
+    """`0.15`, `np.float64(0.15)`, `np.int64(3)`, `nan`, `inf`, `True` -> float; anything else -> None."""
+    text = text.strip()
+    wrapped = _NUMPY_WRAP.match(text)
+    if wrapped:
+        text = wrapped.group(1).strip()
+    if text in ("True", "False"):
+        return float(text == "True")
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_console_line(line: str) -> tuple[int, dict[str, float]] | None:
+    """One verl console line -> (step, metrics); None for a line that is not a step line."""
+    match = _STEP_LINE.search(_RAY_REPEAT.sub("", _ANSI.sub("", line.rstrip("\r"))))
+    if not match:
+        return None
+    data: dict[str, float] = {}
+    for part in match.group(2).split(" - "):
+        name, sep, raw = part.rpartition(":")
+        if not sep or not name:
+            continue
+        value = parse_console_value(raw)
+        if value is not None:
+            data[name.strip()] = value
+    return int(match.group(1)), data
+
+
+# --- the view ----------------------------------------------------------------------------------------------
+
+
+def _clean(value) -> float | None:
+    """A logged JSON value as a float; None when it is not a number (null, a string, a list)."""
+    kind = type(value)
+    if kind is float:
+        return value
+    if kind is int or kind is bool:
+        return float(value)
+    return None
+
+
+def is_finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+class MetricsView:
+    """Columns of one run's metrics, aligned on `steps`; `refresh()` appends what the file gained since.
+
+    `column(name)` has one entry per step: a float (possibly NaN or inf, as logged) or None where the metric
+    was not logged at that step. A step logged twice (a second line with the same step) is merged, the later
+    value winning.
+    """
+
+    def __init__(self, path: str | os.PathLike, kind: str = "jsonl", run: Run | None = None):
+        if kind not in ("jsonl", "console"):
+            raise ValueError(f"kind must be 'jsonl' or 'console', not {kind!r}")
+        self.path = Path(path)
+        self.kind = kind
+        self.run = run
+        self.steps: list[int] = []
+        self.bad_lines = 0
+        self.problems: list[str] = []
+        self._raw: dict[str, list] = {}  # name -> raw values; shorter than steps until padded
+        self._row_of: dict[int, int] = {}
+        self._tail = _Tail(self.path)
+        self._lines_read = 0
+        self._clean_cache: dict[str, list[float | None]] = {}
+
+    # -- reading --------------------------------------------------------------------------------------------
+
+    @classmethod
+    def for_run(cls, run: Run) -> "MetricsView":
+        """metrics.jsonl when the run has one, else the console lines of logs/job.log (re-decided until data)."""
+        path, kind = cls._pick(run)
+        return cls(path, kind, run=run)
+
+    @staticmethod
+    def _pick(run: Run) -> tuple[Path, str]:
+        if run.metrics_file.exists() or not run.job_log.exists():
+            return run.metrics_file, "jsonl"
+        return run.job_log, "console"
+
+    def refresh(self) -> int:
+        """Read what was appended since the last refresh; returns the number of steps added or updated."""
+        if self.run is not None and not self.steps:
+            # Until the first step arrives, follow the run: the metrics file may appear after the job log.
+            path, kind = self._pick(self.run)
+            if (path, kind) != (self.path, self.kind):
+                self.path, self.kind, self._tail = path, kind, _Tail(path)
+        changed = 0
+
+        def ingest(lines: list[bytes]) -> None:
+            nonlocal changed
+            changed += self._ingest_json(lines) if self.kind == "jsonl" else self._ingest_console(lines)
+
+        def restart() -> None:
+            nonlocal changed
+            self._reset()
+            changed += 1  # a reset is a change even if the new file is still empty
+
+        tail = self._tail.read(ingest, restart)
+        if self.kind == "jsonl" and tail.strip():
+            # A complete JSON object is never a prefix of a longer one, so a tail that parses is a whole
+            # record whose newline has not been written yet; anything else is a half-written line.
+            record = self._parse_json(tail, final=True)
+            if record is not None:
+                self._tail.consume(len(tail))
+                changed += self._ingest_pairs([(record["step"], record["data"])])
+        if changed:
+            self._pad()
+            self._clean_cache.clear()
+        return changed
+
+    def _reset(self) -> None:
+        self.steps, self._raw, self._row_of = [], {}, {}
+        self.bad_lines, self.problems, self._lines_read = 0, [], 0
+        self._clean_cache.clear()
+
+    def _note(self, message: str) -> None:
+        self.bad_lines += 1
+        if len(self.problems) < _MAX_PROBLEMS:
+            self.problems.append(message)
+
+    def _parse_json(self, raw: bytes, final: bool = False) -> dict | None:
+        """One line as a record, or None (noted as a problem, except for the unterminated tail: that one is
+        looked at again on every refresh until its newline arrives, and noted then if still wrong)."""
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            if not final:
+                self._note(f"{self.path}: line {self._lines_read}: not JSON: {raw[:80]!r}")
+            return None
+        if not (isinstance(record, dict) and type(record.get("step")) is int and isinstance(record.get("data"), dict)):
+            if not final:
+                self._note(f"{self.path}: line {self._lines_read}: not a {{\"step\": N, \"data\": {{...}}}} record")
+            return None
+        return record
+
+    def _ingest_json(self, lines: list[bytes]) -> int:
+        fast, records = _fast_loads, []
+        for raw in lines:
+            self._lines_read += 1
+            try:
+                record = fast(raw)
+            except ValueError:
+                # orjson refuses NaN/Infinity, which verl writes (Python's json.dumps): those lines, and any
+                # line orjson rejects, go through the standard parser, which also explains real problems.
+                if not raw.strip():
+                    continue
+                record = self._parse_json(raw)
+                if record is None:
+                    continue
+            try:
+                step, data = record["step"], record["data"]
+                if type(step) is not int or type(data) is not dict:
+                    raise TypeError
+            except (TypeError, KeyError):
+                self._parse_json(raw)  # notes why the record has the wrong shape
+                continue
+            records.append((step, data))
+        return self._ingest_pairs(records)
+
+    def _ingest_console(self, lines: list[bytes]) -> int:
+        pairs = []
+        for raw in lines:
+            self._lines_read += 1
+            if b"step:" not in raw:  # cheap filter: most log lines are not step lines
+                continue
+            parsed = parse_console_line(raw.decode("utf-8", "replace"))
+            if parsed is not None:
+                pairs.append(parsed)
+        return self._ingest_pairs(pairs)
+
+    def _ingest_pairs(self, pairs: Iterable[tuple[int, dict]]) -> int:
+        # The hot path of a 20,000 x 150 load. verl logs the same names in the same order on almost every
+        # step, so when a new step has exactly the previous new step's names, their columns are all exactly
+        # one row short and the values are appended straight through bound `append`s. Otherwise (first step,
+        # a new metric, a validation step) each column is padded with None up to the row first. Columns a
+        # step did not mention catch up with None when next written, and all of them once at the end.
+        raw, row_of, steps = self._raw, self._row_of, self.steps
+        changed = 0
+        last_names: tuple | None = None
+        appenders: list = []
+        for step, data in pairs:
+            changed += 1
+            row = row_of.get(step)
+            if row is None:
+                row = row_of[step] = len(steps)
+                steps.append(step)
+                names = tuple(data)
+                if names == last_names:
+                    for append, value in zip(appenders, data.values()):
+                        append(value)
+                    continue
+                for name, value in data.items():
+                    column = raw.get(name)
+                    if column is None:
+                        column = raw[name] = [None] * row
+                    elif len(column) != row:
+                        column.extend([None] * (row - len(column)))
+                    column.append(value)
+                last_names, appenders = names, [raw[name].append for name in names]
+            else:
+                # A step logged again (verl logs validation separately at some steps): merge, later wins.
+                # Columns named in `last_names` are already a full row long, so this never breaks the
+                # fast path's invariant.
+                for name, value in data.items():
+                    column = raw.get(name)
+                    if column is None:
+                        column = raw[name] = []
+                    if len(column) > row:
+                        column[row] = value
+                    else:
+                        column.extend([None] * (row - len(column)))
+                        column.append(value)
+        return changed
+
+    def _pad(self) -> None:
+        rows = len(self.steps)
+        for column in self._raw.values():
+            if len(column) < rows:
+                column.extend([None] * (rows - len(column)))
+
+    # -- access ---------------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __contains__(self, name: str) -> bool:
+        return any(v is not None for v in self.column(name)) if name in self._raw else False
+
+    def __repr__(self) -> str:
+        return f"MetricsView({str(self.path)!r}, kind={self.kind!r}, steps={len(self.steps)}, metrics={len(self._raw)})"
+
+    @property
+    def names(self) -> list[str]:
+        """Every metric name logged so far, sorted."""
+        return sorted(self._raw)
+
+    @property
+    def last_step(self) -> int | None:
+        return max(self.steps) if self.steps else None
+
+    def column(self, name: str) -> list[float | None]:
+        """One entry per step: float (NaN/inf as logged) or None where not logged. Unknown name: all None."""
+        cached = self._clean_cache.get(name)
+        if cached is None:
+            raw = self._raw.get(name)
+            cached = [None] * len(self.steps) if raw is None else [_clean(v) for v in raw]
+            self._clean_cache[name] = cached
+        return cached
+
+    def series(self, name: str) -> tuple[list[int], list[float]]:
+        """(steps, values) where the metric was logged, NaN and inf included."""
+        pairs = [(s, v) for s, v in zip(self.steps, self.column(name)) if v is not None]
+        return [s for s, _ in pairs], [v for _, v in pairs]
+
+    def latest(self, name: str) -> tuple[int, float] | None:
+        """(step, value) of the last step that logged `name`, or None."""
+        column = self.column(name)
+        for index in range(len(column) - 1, -1, -1):
+            if column[index] is not None:
+                return self.steps[index], column[index]
+        return None
+
+    def first_present(self, candidates: Iterable[str]) -> list[str]:
+        """The names this run logs among `candidates`; an entry ending in '/' matches every name under it.
+
+        For prefixes only the headline `.../mean@N` validation figures are kept (verl also logs std, best@N...).
+        """
+        found: list[str] = []
+        for candidate in candidates:
+            if candidate.endswith("/"):
+                found += [n for n in self.names if n.startswith(candidate) and re.search(r"/mean@\d+$", n)]
+            elif candidate in self:
+                found.append(candidate)
+                break
+        return found
+
+    def values_between(self, name: str, first: int, last: int) -> list[float]:
+        """Logged values of `name` at steps first..last inclusive (NaN and inf kept)."""
+        return [v for s, v in zip(self.steps, self.column(name)) if first <= s <= last and v is not None]
+
+    def steps_between(self, first: int, last: int) -> list[int]:
+        return [s for s in self.steps if first <= s <= last]
+
+    def array(self, name: str):
+        """The column as a numpy float array, NaN where not logged (numpy imported here, not at module load)."""
+        import numpy as np
+
+        return np.array([math.nan if v is None else v for v in self.column(name)], dtype=float)
+
+    def to_pandas(self):
+        """A DataFrame indexed by step, one column per metric (for notebooks; pandas imported here)."""
+        import pandas as pd
+
+        return pd.DataFrame({n: self.array(n) for n in self.names}, index=pd.Index(self.steps, name="step"))
+
+
+def load(ref, root: Path | None = None) -> MetricsView:
+    """A MetricsView, read to the end: `ref` is a run id, a run directory, a Run, a metrics file (any name;
+    `.log`/`.txt`/`.out` files are read as verl console output) or a MetricsView (refreshed and returned).
+
+    Raises grpolab.runs.RunNotFound when `ref` names nothing.
+    """
+    if isinstance(ref, MetricsView):
+        ref.refresh()
+        return ref
+    if isinstance(ref, Run):
+        view = MetricsView.for_run(ref)
+    else:
+        path = Path(str(ref)).expanduser()
+        if path.is_file():
+            kind = "console" if path.suffix.lower() in _CONSOLE_SUFFIXES else "jsonl"
+            view = MetricsView(path, kind)
+        else:
+            view = MetricsView.for_run(resolve_run(ref, root))
+    view.refresh()
+    return view

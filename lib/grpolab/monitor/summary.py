@@ -1,0 +1,233 @@
+"""One look at a run: state, last step, latest key metrics, alerts, failure cause, wandb location, curves.
+
+    summary(ref, thresholds=None, png=None, refresh=True) -> dict   # what `grpolab monitor --json` prints
+    format_summary(data) -> str                                      # what `grpolab monitor` prints
+    RunMonitor(ref).update() -> dict                                 # the same, refreshed incrementally
+
+`RunMonitor` keeps its MetricsView between updates, so a live dashboard reads only new bytes each time;
+`summary` is a one-shot RunMonitor.
+
+The job's state comes from grpolab.launch.refresh_status(run) when the launch module provides it (it asks Ray
+and appends new logs to logs/job.log); otherwise, or when Ray cannot be reached, from status.json as it is.
+JSON output writes NaN/inf as the strings "nan"/"inf"/"-inf" (they are not JSON numbers).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from grpolab.monitor.alerts import Alert, alerts, json_number
+from grpolab.monitor.failures import Failure, classify_failure
+from grpolab.monitor.metrics import _CONSOLE_SUFFIXES, KEY_METRICS, MetricsView
+from grpolab.monitor.thresholds import Thresholds, load_thresholds
+from grpolab.runs import TERMINAL_STATES, Run, RunNotFound, resolve_run
+
+_LOG_TAIL_BYTES = 2 << 20  # failure causes sit at the end of a log; a big run's log can be gigabytes
+
+
+def open_run(ref, root: Path | None = None) -> tuple[Run, MetricsView]:
+    """(run, view) for a run id, run directory, Run or metrics file; RunNotFound when it names no run."""
+    if isinstance(ref, Run):
+        run, file = ref, None
+    else:
+        path = Path(str(ref)).expanduser()
+        run = resolve_run(ref, root)
+        file = path.resolve() if path.is_file() else None
+    if file is not None:
+        kind = "console" if file.suffix.lower() in _CONSOLE_SUFFIXES else "jsonl"
+        return run, MetricsView(file, kind, run=None)
+    if not any(p.exists() for p in (run.status_file, run.metrics_file, run.job_log, run.logs_dir)):
+        raise RunNotFound(f"{run.path} is not a run directory: it has no status.json, metrics.jsonl or "
+                          "logs/job.log; pass a run id (see `grpolab runs`), a run directory or a metrics file")
+    return run, MetricsView.for_run(run)
+
+
+def _refresh_status(run: Run) -> tuple[dict, str | None]:
+    """Ask Ray through grpolab.launch when it can; fall back to status.json as it is."""
+    try:
+        from grpolab import launch
+
+        refresh = launch.refresh_status
+    except (ImportError, AttributeError):
+        return run.status(), None
+    try:
+        return (refresh(run) or run.status()), None
+    except Exception as exc:  # Ray down or unreachable: the files on disk are still worth showing
+        return run.status(), f"could not ask Ray for the job's state ({type(exc).__name__}: {exc}); showing status.json"
+
+
+def _log_tail(run: Run) -> tuple[str, bool]:
+    """(the last _LOG_TAIL_BYTES of logs/job.log, whether earlier bytes were skipped)."""
+    try:
+        with open(run.job_log, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            skipped = size > _LOG_TAIL_BYTES
+            handle.seek(size - _LOG_TAIL_BYTES if skipped else 0)
+            data = handle.read()
+    except OSError:
+        return "", False
+    if skipped:
+        data = data[data.find(b"\n") + 1 :]  # start on a whole line
+    return data.decode("utf-8", "replace"), skipped
+
+
+def _failure(run: Run, status: dict) -> Failure:
+    tail, skipped = _log_tail(run)
+    message = status.get("message") or ""
+    found = classify_failure(tail + "\n" + message)
+    if found is not None:
+        # Line numbers count from the start of the text read: only meaningful when that was the whole log.
+        return replace(found, line_numbers=[]) if skipped else found
+    last = [line for line in tail.splitlines() if line.strip()][-5:]
+    return Failure("unknown", "the job failed, but its log shows no error",
+                   f"read the whole log (`grpolab logs {run.run_id}`) and Ray's own logs (/tmp/ray/session_latest/logs)",
+                   last or ([message] if message else []), [])
+
+
+def _latest(view: MetricsView) -> list[dict]:
+    out = []
+    for label, candidates in KEY_METRICS:
+        for name in view.first_present(candidates):
+            found = view.latest(name)
+            if found is not None:
+                step, value = found
+                shown = label if not name.startswith("val-core/") else f"{label} {name.split('/', 2)[1]}"
+                out.append({"label": shown, "metric": name, "step": step, "value": json_number(value)})
+    return out
+
+
+class RunMonitor:
+    """A run being watched: `update()` refreshes the status and reads only the metrics appended since."""
+
+    def __init__(self, ref, thresholds: Thresholds | str | None = None, root: Path | None = None):
+        self.run, self.view = open_run(ref, root)
+        self.thresholds = thresholds if isinstance(thresholds, Thresholds) else load_thresholds(thresholds)
+        self.alerts: list[Alert] = []
+
+    def update(self, refresh: bool = True, png: str | Path | None = None) -> dict:
+        """The summary dict; `png`: also draw the curves there. `refresh`: ask Ray (if the job is not over)."""
+        status = self.run.status()
+        notes = []
+        if refresh and status.get("state") not in TERMINAL_STATES and status.get("job_id"):
+            status, note = _refresh_status(self.run)
+            if note:
+                notes.append(note)
+        self.view.refresh()
+        self.alerts = alerts(self.view, self.thresholds)
+        state = status.get("state") or "UNKNOWN"
+        failure = _failure(self.run, status) if state == "FAILED" else None
+        if self.view.problems:
+            notes.append(f"{self.view.bad_lines} unreadable line(s) in {self.view.path}, first: {self.view.problems[0]}")
+        curves = None
+        if png is not None:
+            from grpolab.monitor.plots import plot_curves
+
+            curves = str(plot_curves(self.view, self.alerts, png, title=self.run.run_id))
+        return {
+            "run_id": status.get("run_id") or self.run.run_id,
+            "path": str(self.run.path),
+            "state": state,
+            "message": status.get("message") or "",
+            "job_id": status.get("job_id"),
+            "created": status.get("created"),
+            "updated": status.get("updated"),
+            "source": {"file": str(self.view.path), "kind": self.view.kind,
+                       "exists": self.view.path.exists(), "bad_lines": self.view.bad_lines},
+            "steps": len(self.view.steps),
+            "last_step": self.view.last_step,
+            "latest": _latest(self.view),
+            "alerts": [a.to_dict() for a in self.alerts],
+            "failure": failure.to_dict() if failure else None,
+            "wandb": status.get("wandb") or None,
+            "curves": curves,
+            "thresholds": self.thresholds.source,
+            "notes": notes,
+        }
+
+
+def summary(ref, thresholds: Thresholds | str | None = None, png: str | Path | None = None,
+            refresh: bool = True, root: Path | None = None) -> dict:
+    """The state of a run as a dict (what `grpolab monitor --json` prints). See RunMonitor.update."""
+    return RunMonitor(ref, thresholds, root).update(refresh=refresh, png=png)
+
+
+# --- text ----------------------------------------------------------------------------------------------------
+
+
+def _age(timestamp) -> str:
+    if not isinstance(timestamp, (int, float)):
+        return ""
+    seconds = max(0, time.time() - timestamp)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit} ago"
+    return f"{seconds:.0f} s ago"
+
+
+def _value(value) -> str:
+    return value if isinstance(value, str) else f"{value:.5g}"
+
+
+def wandb_text(info) -> str | None:
+    """Where the wandb run is, in one line (None when the run does not log to wandb)."""
+    if not isinstance(info, dict) or not info:
+        return None
+    mode, where, url = info.get("mode") or "online", info.get("dir"), info.get("url")
+    if url:
+        return f"{mode}: {url}" + (f"  (files: {where})" if where else "")
+    if mode == "offline" and where:
+        return f"offline: {where}  (upload later with: wandb sync {where})"
+    return f"{mode}" + (f": {where}" if where else "")
+
+
+def format_summary(data: dict) -> str:
+    """The summary dict as the text `grpolab monitor` prints."""
+    lines = [f"run       {data['run_id']}  ({data['path']})"]
+    state = f"state     {data['state']}"
+    if data.get("job_id"):
+        state += f"  job {data['job_id']}"
+    if data.get("updated"):
+        state += f"  updated {_age(data['updated'])}"
+    lines.append(state)
+    if data.get("message"):
+        lines.append(f"message   {data['message']}")
+    source = data["source"]
+    where = Path(source["file"]).name + ("" if source["kind"] == "jsonl" else ", console lines")
+    if not source["exists"]:
+        lines.append(f"steps     none yet ({source['file']} does not exist yet)")
+    else:
+        last = f", last step {data['last_step']}" if data["last_step"] is not None else ""
+        lines.append(f"steps     {data['steps']} logged{last}  ({where})")
+    wandb = wandb_text(data.get("wandb"))
+    if wandb:
+        lines.append(f"wandb     {wandb}")
+    if data["latest"]:
+        lines += ["", "latest"]
+        width = max(len(m["label"]) for m in data["latest"])
+        metric_width = max(len(m["metric"]) for m in data["latest"])
+        for m in data["latest"]:
+            lines.append(f"  {m['label'].ljust(width)}  {m['metric'].ljust(metric_width)}  "
+                         f"{_value(m['value']):>10}  (step {m['step']})")
+    lines.append("")
+    if data["alerts"]:
+        lines.append(f"alerts ({len(data['alerts'])})")
+        for a in data["alerts"]:
+            lines.append(f"  step {a['step']:<6} {a['rule']:<17} {a['message']}")
+    else:
+        lines.append("alerts    none")
+    failure = data.get("failure")
+    if failure:
+        lines += ["", f"failure   {failure['cause']}: {failure['message']}", f"  fix: {failure['fix']}"]
+        if failure["lines"]:
+            lines.append("  evidence:")
+            numbers = failure.get("line_numbers") or [None] * len(failure["lines"])
+            for number, text in zip(numbers, failure["lines"]):
+                lines.append(f"    {'L' + str(number) if number else '':>7} | {text}")
+    if data.get("curves"):
+        lines += ["", f"curves    {data['curves']}"]
+    for note in data.get("notes", []):
+        lines.append(f"note      {note}")
+    return "\n".join(lines)

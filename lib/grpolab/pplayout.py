@@ -1,0 +1,75 @@
+"""Parse Megatron's pipeline layout strings, e.g. `Et*10|t*12|t*8|t*8|t*12|t*12|t*12|t*4L`.
+
+Stages are separated by `|`; inside a stage, `E` is the embedding, `t` a transformer layer, `m` an MTP layer,
+`L` the loss/output layer; `X*N` repeats a token and `(...)*N` repeats a group (which may contain `|`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_GROUP = re.compile(r"\(([^()]*)\)\*(\d+)")
+_TOKEN = re.compile(r"([EtmL])(?:\*(\d+))?")
+
+
+class LayoutError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Stage:
+    embedding: bool
+    layers: int  # transformer layers in this stage
+    mtp: int
+    loss: bool
+
+
+def expand(layout: str) -> str:
+    text = layout.replace(" ", "").replace(",", "")
+    while True:
+        new = _GROUP.sub(lambda m: m.group(1) * int(m.group(2)), text)
+        if new == text:
+            break
+        text = new
+    if "(" in text or ")" in text:
+        raise LayoutError("unbalanced parentheses or a group without '*N'")
+    return text
+
+
+def parse(layout: str) -> list[Stage]:
+    """The stages of a layout; LayoutError says which stage and character is wrong."""
+    stages = []
+    for index, stage in enumerate(expand(layout).split("|")):
+        pos, counts = 0, {"E": 0, "t": 0, "m": 0, "L": 0}
+        while pos < len(stage):
+            match = _TOKEN.match(stage, pos)
+            if not match:
+                raise LayoutError(
+                    f"stage {index + 1} ({stage!r}): unexpected {stage[pos]!r}; use E, t, m, L with optional *N"
+                )
+            counts[match.group(1)] += int(match.group(2) or 1)
+            pos = match.end()
+        stages.append(Stage(counts["E"] > 0, counts["t"], counts["m"], counts["L"] > 0))
+    return stages
+
+
+def stage_starts(stages: list[Stage]) -> list[int]:
+    """The 1-based transformer layer each stage starts on (stages with no layer are skipped)."""
+    starts, layer = [], 1
+    for stage in stages:
+        if stage.layers:
+            starts.append(layer)
+        layer += stage.layers
+    return starts
+
+
+def even_layout(num_layers: int, stages: int) -> str | None:
+    """A simple layout with the embedding first and the loss last, or None when layers < stages."""
+    if num_layers < stages:
+        return None
+    base, extra = divmod(num_layers, stages)
+    sizes = [base + (1 if i >= stages - extra else 0) for i in range(stages)]
+    parts = [f"t*{n}" for n in sizes]
+    parts[0], parts[-1] = "E" + parts[0], parts[-1] + "L"
+    return "|".join(parts)

@@ -1,0 +1,65 @@
+"""Problems found in a recipe, and the two errors the loader raises.
+
+A Problem is what every check reports: a stable rule id, the dotted key, the bad value, what is wrong and how
+to fix it. Checks collect every problem instead of stopping at the first one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Literal
+
+Severity = Literal["error", "warning"]
+
+RULES = (
+    "schema", "world-divisible", "expert-divisible", "heads-tp", "kv-heads-tp", "experts-ep", "pp-layers",
+    "pp-layout", "rollout-world", "rollout-ep", "rollout-heads", "batch-divisible", "mini-batch", "lengths",
+    "env-required", "stack", "engine-support", "verl-schema", "unknown-override", "memory",
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    rule: str
+    severity: Severity
+    key: str
+    value: Any
+    message: str
+    fix: str
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:  # a typo here would break every consumer that filters by rule id
+            raise ValueError(f"unknown rule id {self.rule!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def format(self) -> str:
+        value = json.dumps(self.value, default=str) if not isinstance(self.value, str) else self.value
+        return f"{self.severity.upper():7} [{self.rule}] {self.key} = {value}\n        {self.message}\n        fix: {self.fix}"
+
+
+def errors(problems: Iterable[Problem]) -> list[Problem]:
+    return [p for p in problems if p.severity == "error"]
+
+
+def closest(word: str, candidates: Iterable[str]) -> str | None:
+    """The closest candidate to a misspelled word, or None when nothing is near."""
+    match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.5)
+    return match[0] if match else None
+
+
+class InputError(Exception):
+    """Unusable input (no such recipe, unreadable or invalid YAML, a malformed override): exit status 2."""
+
+
+class RecipeError(Exception):
+    """The recipe does not fit the schema; carries every schema problem found (exit status 1)."""
+
+    def __init__(self, problems: list[Problem], source: str = "") -> None:
+        self.problems = problems
+        self.source = source
+        lines = [f"recipe {source} has {len(problems)} problem(s):"] + [p.format() for p in problems]
+        super().__init__("\n".join(lines))

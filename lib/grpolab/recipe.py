@@ -1,0 +1,327 @@
+"""The one recipe loader: name or path -> layered YAML -> dotted overrides -> one validated `Recipe`.
+
+Layering (NeMo-RL style): a recipe lists its parents in `defaults:` (e.g. `[base, hardware/ascend-a3]`),
+later layers win, at most two levels deep; params/base.yaml is always the first layer, since it is the one
+home of every default. A layer may carry `per_device: {npu: {...}, cuda: {...}}`: the block that matches the
+resolved `cluster.device` is applied after the layers, so one recipe serves both devices. Overrides from the
+CLI, a notebook or papermill (`rollout.tp=16`) are applied last, typed by the schema.
+Every schema problem is collected and reported with the file that set the key and the closest valid key.
+"""
+
+from __future__ import annotations
+
+import copy
+import typing
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from grpolab.paths import params_dir
+from grpolab.problems import InputError, Problem, RecipeError, closest
+from grpolab.schema import ModelCard, Recipe
+
+LOADER_KEYS = ("defaults", "per_device")  # directives the loader consumes; not recipe data
+MAX_DEPTH = 2
+CLI = "--set"
+
+try:  # the C loader is several times faster; the check target is well under a second
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+
+
+def _rel(path: Path) -> str:
+    """A path as users know it: relative to the project (params/...) when it is inside."""
+    try:
+        return str(path.resolve().relative_to(params_dir().resolve().parent))
+    except ValueError:
+        return str(path)
+
+
+def read_yaml(path: Path) -> dict:
+    """A YAML mapping from a file; syntax errors name file:line:column (InputError, exit 2)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        data = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{_rel(path)}:{mark.line + 1}:{mark.column + 1}" if mark else _rel(path)
+        what = getattr(exc, "problem", None) or str(exc)
+        raise InputError(f"{where}: YAML syntax error: {what}; fix the file at that line") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise InputError(f"{_rel(path)}: a recipe must be a YAML mapping of sections, not {type(data).__name__}")
+    return data
+
+
+# ---------------------------------------------------------------------------------------------- finding
+
+
+def recipe_names() -> list[str]:
+    return sorted(p.stem for p in (params_dir() / "recipes").glob("*.yaml"))
+
+
+def resolve_ref(ref: str | Path) -> Path:
+    """A recipe name under params/recipes/, or a path to any YAML file."""
+    text = str(ref)
+    path = Path(text).expanduser()
+    if path.suffix in (".yaml", ".yml") or "/" in text or path.is_file():
+        if path.is_file():
+            return path
+        raise InputError(f"no recipe file {text!r}")
+    candidate = params_dir() / "recipes" / f"{text}.yaml"
+    if candidate.is_file():
+        return candidate
+    names = recipe_names()
+    near = closest(text, names)
+    hint = f"did you mean {near!r}? " if near else ""
+    raise InputError(f"no recipe named {text!r}: {hint}known recipes: {', '.join(names)}")
+
+
+def _parent_path(name: str, child: Path) -> Path:
+    """`base`, `hardware/ascend-a3`, `recipes/qwen3_8b` (under params/), or a path relative to the child."""
+    for base in (params_dir(), child.parent):
+        candidate = base / (name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
+        if candidate.is_file():
+            return candidate
+    raise InputError(
+        f"{_rel(child)}: defaults names {name!r}, but there is no params/{name}.yaml; "
+        "list parents as `base`, `hardware/<profile>` or `recipes/<name>`"
+    )
+
+
+# ---------------------------------------------------------------------------------------------- layering
+
+
+def _merge(into: dict, layer: dict, origin: str, origins: dict, prefix: str = "") -> None:
+    """Deep-merge `layer` into `into` (dicts merge, everything else replaces); record who set each key."""
+    for key, value in layer.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            origins[dotted] = origins.get(dotted, origin)
+            _merge(into[key], value, origin, origins, dotted + ".")
+        else:
+            into[key] = copy.deepcopy(value)
+            origins[dotted] = origin
+            for k in [k for k in origins if k.startswith(dotted + ".")]:
+                origins[k] = origin
+
+
+def _layers(path: Path, depth: int = 0, seen: tuple = ()) -> list[tuple[Path, dict]]:
+    """The chain of (file, data) layers for a recipe, parents first."""
+    if path.resolve() in seen:
+        raise InputError(f"{_rel(path)}: `defaults` loops back to itself ({' -> '.join(_rel(p) for p in seen)})")
+    data = read_yaml(path)
+    parents = data.get("defaults") or []
+    if isinstance(parents, str):
+        parents = [parents]
+    if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+        raise InputError(f"{_rel(path)}: `defaults` must be a list of names, e.g. [base, hardware/ascend-a3]")
+    if parents and depth >= MAX_DEPTH:
+        raise InputError(
+            f"{_rel(path)}: recipes inherit at most {MAX_DEPTH} levels deep; flatten the chain of `defaults`"
+        )
+    chain: list[tuple[Path, dict]] = []
+    for parent in parents:
+        chain += _layers(_parent_path(parent, path), depth + 1, seen + (path.resolve(),))
+    return chain + [(path, data)]
+
+
+def _set_dotted(data: dict, dotted: str, value: Any) -> None:
+    node = data
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    node[parts[-1]] = value
+
+
+def _field_type(dotted: str) -> Any:
+    """The schema annotation at a dotted key (None when the key is not in the schema)."""
+    model: Any = Recipe
+    annotation: Any = None
+    for part in dotted.split("."):
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            field = model.model_fields.get(part)
+            if field is None:
+                return None
+            annotation = field.annotation
+            model = annotation
+        elif typing.get_origin(model) is dict:
+            annotation = typing.get_args(model)[1]
+            model = annotation
+        else:
+            return None
+    return annotation
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`key=value` -> (key, typed value). Values are YAML (16, true, [2, 4], null) unless the key is a string."""
+    if not isinstance(text, str) or "=" not in text:
+        raise InputError(f"override {text!r} is not `key=value` (e.g. rollout.tp=16)")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise InputError(f"override {text!r}: the key before '=' must be a dotted path such as rollout.tp")
+    if _field_type(key) is str:  # env values, paths, names: keep exactly what was typed
+        return key, raw
+    try:
+        value = yaml.load(raw, Loader=_Loader) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key, value
+
+
+def merge_layers(ref: str | Path, overrides: Iterable[str] = ()) -> tuple[dict, dict, list[str], str]:
+    """(merged data, origins per dotted key, files, recipe name) before schema validation."""
+    path = resolve_ref(ref)
+    base = params_dir() / "base.yaml"
+    chain = _layers(path)
+    if all(p.resolve() != base.resolve() for p, _ in chain):
+        chain = _layers(base) + chain  # base is always the first layer: the one home of defaults
+    merged: dict = {}
+    origins: dict[str, str] = {}
+    per_device: dict = {}
+    for file, data in chain:
+        body = {k: v for k, v in data.items() if k not in LOADER_KEYS}
+        _merge(merged, body, _rel(file), origins)
+        block = data.get("per_device") or {}
+        if not isinstance(block, dict):
+            raise InputError(f"{_rel(file)}: `per_device` must map a device (npu, cuda, cpu) to recipe sections")
+        for device, section in block.items():
+            if not isinstance(section, dict):
+                raise InputError(f"{_rel(file)}: per_device.{device} must be a mapping of recipe sections")
+            _merge(per_device.setdefault(device, {}), section, _rel(file), {})
+            per_device.setdefault("__origin__", {})[device] = _rel(file)
+    parsed = [parse_override(o) for o in overrides]
+    for key, value in parsed:
+        _set_dotted(merged, key, value)
+    device = (merged.get("cluster") or {}).get("device")
+    if isinstance(device, str) and device in per_device:
+        _merge(merged, per_device[device], f"{per_device['__origin__'][device]} (per_device.{device})", origins)
+        for key, value in parsed:  # the command line still wins over the device block
+            _set_dotted(merged, key, value)
+    for text, (key, _) in zip(overrides, parsed):
+        origins[key] = f"{CLI} {text}"
+    return merged, origins, [_rel(p) for p, _ in chain], path.stem
+
+
+# ---------------------------------------------------------------------------------------------- validation
+
+
+def _model_at(loc: tuple) -> Any:
+    model: Any = Recipe
+    for part in loc:
+        if isinstance(model, type) and issubclass(model, BaseModel) and part in model.model_fields:
+            model = model.model_fields[part].annotation
+        else:
+            return None
+    return model
+
+
+def schema_problems(exc: ValidationError, origins: dict[str, str], files: list[str], root: type = Recipe) -> list[Problem]:
+    """Turn pydantic's errors into Problems naming file, dotted key, value and fix."""
+    problems = []
+    for err in exc.errors():
+        loc = tuple(str(p) for p in err["loc"])
+        key = ".".join(loc)
+        below = [v for k, v in origins.items() if k.startswith(key + ".")]  # an unknown section set by --set
+        where = origins.get(key) or next(
+            (origins[".".join(loc[:i])] for i in range(len(loc) - 1, 0, -1) if ".".join(loc[:i]) in origins),
+            below[0] if below else (files[-1] if files else "<recipe>"),
+        )
+        value = err.get("input")
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            parent = _model_at(loc[:-1]) if root is Recipe else root
+            valid = list(parent.model_fields) if isinstance(parent, type) and issubclass(parent, BaseModel) else []
+            near = closest(loc[-1], valid)
+            section = ".".join(loc[:-1]) or "the top level"
+            message = f"{where}: unknown key {loc[-1]!r} in {section}"
+            fix = f"did you mean {'.'.join(loc[:-1] + (near,))!r}?" if near else f"valid keys: {', '.join(valid)}"
+            value = value if not isinstance(value, dict) else "{...}"
+        elif kind == "missing":
+            message = f"{where}: required key {key!r} is not set"
+            fix = "set it in the recipe; base.yaml holds the default of every key (add `base` to defaults)"
+            value = None
+        else:
+            message = f"{where}: {err['msg']}"
+            expected = err.get("ctx", {})
+            fix = f"give {key} a valid value" + (f" ({', '.join(f'{k} {v}' for k, v in expected.items())})" if expected else "")
+        problems.append(Problem("schema", "error", key, _jsonable(value), message, fix))
+    return problems
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return str(value)
+
+
+def load_recipe(ref: str | Path, overrides: Iterable[str] = ()) -> Recipe:
+    """Load, layer, override and validate a recipe. Raises InputError (exit 2) or RecipeError (exit 1)."""
+    merged, origins, files, name = merge_layers(ref, overrides)
+    try:
+        recipe = Recipe.model_validate(merged)
+    except ValidationError as exc:
+        raise RecipeError(schema_problems(exc, origins, files), files[-1]) from None
+    recipe._name = name
+    recipe._files = files
+    recipe._origins = origins
+    return recipe
+
+
+def recipe_dict(recipe: Recipe) -> dict:
+    return recipe.model_dump(mode="json")
+
+
+def to_yaml(recipe: Recipe) -> str:
+    """The fully resolved recipe as YAML (what `grpolab show` prints and runs/<id>/recipe.yaml holds)."""
+    header = f"# resolved recipe {recipe.name!r} from: {', '.join(recipe.files)}\n"
+    return header + yaml.safe_dump(recipe_dict(recipe), sort_keys=False, default_flow_style=None, width=100)
+
+
+def describe(path: Path) -> str:
+    """The first comment line of a recipe file: its one-line description."""
+    for line in path.read_text().splitlines():
+        if line.startswith("#"):
+            return line.lstrip("# ").strip()
+        if line.strip():
+            break
+    return ""
+
+
+# ---------------------------------------------------------------------------------------------- model cards
+
+
+def card_path(name: str) -> Path:
+    return params_dir() / "models" / f"{name}.yaml"
+
+
+def load_card(name_or_path: str | Path) -> ModelCard:
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = card_path(str(name_or_path))
+    if not path.is_file():
+        names = sorted(p.stem for p in (params_dir() / "models").glob("*.yaml"))
+        near = closest(str(name_or_path), names)
+        raise InputError(
+            f"no model card {str(name_or_path)!r} in params/models/"
+            + (f"; did you mean {near!r}?" if near else f"; known cards: {', '.join(names)}")
+        )
+    data = read_yaml(path)
+    try:
+        return ModelCard.model_validate(data)
+    except ValidationError as exc:
+        raise RecipeError(schema_problems(exc, {}, [_rel(path)], root=ModelCard), _rel(path)) from None

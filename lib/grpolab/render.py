@@ -1,0 +1,306 @@
+"""The one renderer: a validated Recipe -> the launch (entrypoint, verl Hydra overrides, env).
+
+Rendered for the verl that is installed: keys are looked up in that verl's own config files, so a key the
+installed verl does not have (e.g. `actor.megatron.grad_offload` in 0.9.1) is left out with a warning instead
+of failing at composition on the cluster. Keys inside verl's free-form dicts (override_transformer_config,
+engine_kwargs, ...) are added with Hydra's `+` prefix. `to_sh` writes a standalone bash script.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from grpolab import verl_schema
+from grpolab.problems import Problem
+from grpolab.schema import Recipe
+
+VERL_ENTRY = ["-m", "verl.trainer.main_ppo"]
+LOCAL_ENTRY = ["-m", "grpolab.local.train"]
+RUN_DIR = "${RUN_DIR}"  # placeholder when rendering without a run directory
+_PLAIN = re.compile(r"^[A-Za-z_/~][A-Za-z0-9_\-./~]*$")
+_RESERVED = {"true", "false", "null", "none", "nan", "inf"}
+
+
+@dataclass
+class Launch:
+    """What is submitted: `python <entry> <overrides>` with `env` exported on every node."""
+
+    recipe: str
+    engine: str
+    entry: list[str]
+    overrides: list[str]
+    env: dict[str, str]
+    verl_version: str | None
+    notes: list[Problem] = field(default_factory=list)
+
+    def argv(self, python: str = "python3") -> list[str]:
+        return [python, *self.entry, *self.overrides]
+
+    def command(self, python: str = "python3") -> str:
+        return " ".join(shlex.quote(a) for a in self.argv(python))
+
+    def to_dict(self) -> dict:
+        return {
+            "recipe": self.recipe,
+            "engine": self.engine,
+            "entrypoint": self.command(),
+            "argv": self.argv(),
+            "overrides": self.overrides,
+            "env": self.env,
+            "verl_version": self.verl_version,
+            "notes": [p.to_dict() for p in self.notes],
+        }
+
+
+def hydra_value(value: Any) -> str:
+    """A Python value in Hydra's override grammar; strings are quoted unless they are plain words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
+    text = str(value)
+    if _PLAIN.match(text) and text.lower() not in _RESERVED:
+        return text
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}", v, out)
+    else:
+        out[prefix] = value
+
+
+def verl_keys(recipe: Recipe, run_dir: str) -> tuple[dict[str, Any], list[Problem]]:
+    """The recipe as {verl dotted key: value}, and notes about what the installed verl cannot take."""
+    t, ro, d, a, tr = recipe.train, recipe.rollout, recipe.data, recipe.algorithm, recipe.trainer
+    actor, ref, roll = "actor_rollout_ref.actor", "actor_rollout_ref.ref", "actor_rollout_ref.rollout"
+    logger = list(dict.fromkeys([*tr.logger, "file"]))  # `file` writes metrics.jsonl: the monitor needs it
+    micro = a.micro_batch_size_per_device
+    log_prob_micro = ro.log_prob_micro_batch_size_per_device or micro
+    keys: dict[str, Any] = {
+        "algorithm.adv_estimator": a.adv_estimator,
+        "algorithm.use_kl_in_reward": a.use_kl_in_reward,
+        "data.train_files": d.train_files,
+        "data.val_files": d.val_files,
+        "data.train_batch_size": d.train_batch_size,
+        "data.max_prompt_length": d.max_prompt_length,
+        "data.max_response_length": d.max_response_length,
+        "data.truncation": d.truncation,
+        "data.filter_overlong_prompts": d.filter_overlong_prompts,
+        "data.seed": tr.seed,
+        "actor_rollout_ref.model.path": recipe.model.path,
+        "actor_rollout_ref.model.trust_remote_code": recipe.model.trust_remote_code,
+        "actor_rollout_ref.model.use_remove_padding": recipe.model.use_remove_padding,
+        "actor_rollout_ref.nccl_timeout": tr.timeout_s,
+        f"{actor}.optim.lr": a.lr,
+        f"{actor}.ppo_mini_batch_size": a.ppo_mini_batch_size,
+        f"{actor}.ppo_micro_batch_size_per_gpu": micro,
+        f"{actor}.use_dynamic_bsz": t.dynamic_bsz,
+        f"{actor}.ppo_max_token_len_per_gpu": t.max_token_len_per_device,
+        f"{actor}.use_kl_loss": a.use_kl_loss,
+        f"{actor}.kl_loss_coef": a.kl_loss_coef,
+        f"{actor}.kl_loss_type": a.kl_loss_type,
+        f"{actor}.entropy_coeff": a.entropy_coeff,
+        f"{actor}.clip_ratio_low": a.clip_ratio_low,
+        f"{actor}.clip_ratio_high": a.clip_ratio_high,
+        f"{actor}.clip_ratio_c": a.clip_ratio_c,
+        f"{actor}.loss_agg_mode": a.loss_agg_mode,
+        f"{ref}.log_prob_micro_batch_size_per_gpu": log_prob_micro,
+        f"{roll}.name": ro.engine,
+        f"{roll}.tensor_model_parallel_size": ro.tp,
+        f"{roll}.data_parallel_size": ro.dp,
+        f"{roll}.expert_parallel_size": ro.ep,
+        f"{roll}.n": ro.n,
+        f"{roll}.gpu_memory_utilization": ro.gpu_memory_utilization,
+        f"{roll}.max_model_len": ro.max_model_len or d.max_prompt_length + d.max_response_length,
+        f"{roll}.temperature": ro.temperature,
+        f"{roll}.top_p": ro.top_p,
+        f"{roll}.top_k": ro.top_k,
+        f"{roll}.max_num_seqs": ro.max_num_seqs,
+        f"{roll}.max_num_batched_tokens": ro.max_num_batched_tokens,
+        f"{roll}.enforce_eager": ro.enforce_eager,
+        f"{roll}.load_format": ro.load_format,
+        f"{roll}.log_prob_micro_batch_size_per_gpu": log_prob_micro,
+        "trainer.project_name": tr.project,
+        "trainer.experiment_name": tr.experiment,
+        "trainer.nnodes": recipe.cluster.nnodes,
+        "trainer.n_gpus_per_node": recipe.cluster.devices_per_node,
+        "trainer.device": recipe.cluster.device,
+        "trainer.total_epochs": tr.total_epochs,
+        "trainer.save_freq": tr.save_freq,
+        "trainer.test_freq": tr.test_freq,
+        "trainer.val_before_train": tr.val_before_train,
+        "trainer.logger": logger,
+        "trainer.resume_mode": tr.resume_mode,
+        "trainer.balance_batch": tr.balance_batch,
+        "trainer.default_local_dir": tr.ckpt_dir or f"{run_dir}/checkpoint",
+    }
+    if tr.total_steps is not None:
+        keys["trainer.total_training_steps"] = tr.total_steps
+    if ro.cudagraph_capture_sizes is not None:
+        keys[f"{roll}.cudagraph_capture_sizes"] = ro.cudagraph_capture_sizes
+    _flatten(f"{roll}.engine_kwargs.{ro.engine}", ro.engine_kwargs, keys) if ro.engine_kwargs else None
+    if d.chat_template_kwargs:
+        _flatten("data.apply_chat_template_kwargs", d.chat_template_kwargs, keys)
+    notes: list[Problem] = []
+    if t.engine == "megatron":
+        mg = f"{actor}.megatron"
+        keys.update({
+            f"{mg}.tensor_model_parallel_size": t.tp,
+            f"{mg}.pipeline_model_parallel_size": t.pp,
+            f"{mg}.context_parallel_size": t.cp,
+            f"{mg}.expert_model_parallel_size": t.ep,
+            f"{mg}.expert_tensor_parallel_size": t.etp,
+            f"{mg}.virtual_pipeline_model_parallel_size": t.vpp if t.vpp > 1 else None,
+            f"{mg}.sequence_parallel": t.sp > 1,
+            f"{mg}.param_offload": t.param_offload,
+            f"{mg}.optimizer_offload": t.optimizer_offload,
+            f"{mg}.use_distributed_optimizer": t.distributed_optimizer,
+            f"{mg}.use_dist_checkpointing": t.use_dist_checkpointing,
+            f"{mg}.use_mbridge": t.use_mbridge,
+            f"{mg}.vanilla_mbridge": t.vanilla_mbridge,
+            f"{mg}.dtype": recipe.model.dtype,
+            f"{mg}.router_replay.mode": t.router_replay,
+            f"{mg}.seed": tr.seed,
+            f"{ref}.megatron.param_offload": t.param_offload,
+            f"{actor}.optim.use_precision_aware_optimizer": t.precision_aware_optimizer,
+        })
+        if t.grad_offload:
+            keys[f"{mg}.grad_offload"] = True
+        otc = f"{mg}.override_transformer_config"
+        rc = t.recompute
+        keys.update({f"{otc}.recompute_granularity": rc.granularity, f"{otc}.recompute_method": rc.method,
+                     f"{otc}.recompute_num_layers": rc.num_layers})
+        if t.pp_layout:
+            keys[f"{otc}.pipeline_model_parallel_layout"] = t.pp_layout
+        for k, v in t.transformer.items():
+            keys[f"{otc}.{k}"] = v
+        ooc = f"{actor}.optim.override_optimizer_config"
+        if t.optimizer_offload:
+            keys[f"{ooc}.optimizer_cpu_offload"] = True
+            keys[f"{ooc}.optimizer_offload_fraction"] = t.optimizer_offload_fraction
+        for k, v in t.optimizer.items():
+            keys[f"{ooc}.{k}"] = v
+    elif t.engine == "fsdp":
+        keys.update({
+            f"{actor}.fsdp_config.param_offload": t.param_offload,
+            f"{actor}.fsdp_config.optimizer_offload": t.optimizer_offload,
+            f"{actor}.ulysses_sequence_parallel_size": t.sp,
+            f"{ref}.fsdp_config.param_offload": t.param_offload,
+            f"{ref}.ulysses_sequence_parallel_size": t.sp,
+        })
+    for k, v in recipe.verl_overrides.items():  # the escape hatch goes last and wins
+        keys[k] = v
+    return keys, notes
+
+
+def render(recipe: Recipe, run_dir: str | None = None) -> Launch:
+    """The launch for the installed verl (or `python -m grpolab.local.train` for train.engine trl)."""
+    run_dir = run_dir or RUN_DIR
+    env = dict(recipe.env)
+    if recipe.train.engine == "trl":
+        return Launch(recipe.name, "trl", [*LOCAL_ENTRY, "--run-dir", run_dir], [], env, None)
+    keys, notes = verl_keys(recipe, run_dir)
+    schema = verl_schema.base_config(recipe.train.engine)
+    overrides = ["model_engine=megatron"] if recipe.train.engine == "megatron" else []
+    for key, value in keys.items():
+        bare = key.lstrip("+")
+        if key.startswith("+"):
+            overrides.append(f"{key}={hydra_value(value)}")
+        elif schema is None or verl_schema.has_key(schema, bare):
+            overrides.append(f"{key}={hydra_value(value)}")
+        elif verl_schema.in_free_form(schema, bare):
+            overrides.append(f"+{key}={hydra_value(value)}")
+        elif key in recipe.verl_overrides:
+            overrides.append(f"{key}={hydra_value(value)}")  # the user's own key: verl-schema reports it
+        else:
+            notes.append(Problem(
+                "verl-schema", "warning", _recipe_key(key), value,
+                f"the installed verl {verl_schema.verl_version()} has no {key!r}: left out of the launch",
+                "use a verl release that has it, or drop the setting from the recipe",
+            ))
+    env["VERL_FILE_LOGGER_PATH"] = f"{run_dir}/metrics.jsonl"
+    return Launch(recipe.name, recipe.train.engine, list(VERL_ENTRY), overrides, env, verl_schema.verl_version(), notes)
+
+
+def _recipe_key(verl_key: str) -> str:
+    if verl_key.endswith(".grad_offload"):
+        return "train.grad_offload"
+    return f"verl_overrides.{verl_key}"
+
+
+def to_json(launch: Launch) -> str:
+    return json.dumps(launch.to_dict(), indent=2)
+
+
+def to_sh(launch: Launch, recipe: Recipe) -> str:
+    """A standalone bash script: strict mode, every value quoted, env exported, an up-front device check."""
+    q = shlex.quote
+    c = recipe.cluster
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# GRPO Lab launch for recipe {recipe.name} ({', '.join(recipe.files)}); generated by `grpolab render "
+        f"{recipe.name} --format sh`.",
+        f"# Needs {c.nnodes} node(s) x {c.devices_per_node} {c.device} device(s) in a running Ray cluster for "
+        "verl; run it on the head node. Edit the recipe, not this file.",
+        "set -euo pipefail",
+        "",
+        f'RUN_DIR="${{RUN_DIR:-$PWD/runs/{recipe.name}-$(date -u +%Y%m%d-%H%M%S)}}"',
+        'PYTHON="${PYTHON:-python3}"',
+        'mkdir -p "$RUN_DIR/logs"',
+        "",
+    ]
+    if c.device == "npu":
+        lines += [
+            "# Up-front device check: fail in a second, not after the cluster has loaded the model.",
+            "if ! \"$PYTHON\" -c 'import torch, torch_npu, sys; sys.exit(0 if torch.npu.is_available() else 1)' "
+            ">/dev/null 2>&1; then",
+            "  echo 'error: torch_npu does not import or no NPU is visible on this node; this recipe needs "
+            f"{c.nnodes} x {c.devices_per_node} Ascend NPUs (install torch_npu + CANN, check npu-smi info)' >&2",
+            "  exit 1",
+            "fi",
+        ]
+    elif c.device == "cuda":
+        lines += [
+            "# Up-front device check: fail in a second, not after the cluster has loaded the model.",
+            "if ! \"$PYTHON\" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' "
+            ">/dev/null 2>&1; then",
+            f"  echo 'error: no CUDA device visible; this recipe needs {c.nnodes} x {c.devices_per_node} GPUs "
+            "(check nvidia-smi and the torch build)' >&2",
+            "  exit 1",
+            "fi",
+        ]
+    lines.append("")
+    for name, value in launch.env.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(f"env name {name!r} is not a valid shell variable name")
+        if value.startswith(RUN_DIR):
+            lines.append(f'export {name}="$RUN_DIR"{q(value[len(RUN_DIR):])}')
+        else:
+            lines.append(f"export {name}={q(value)}")
+    lines += ["", "args=("]
+    for arg in [*launch.entry, *launch.overrides]:
+        if RUN_DIR in arg:
+            head, tail = arg.split(RUN_DIR, 1)
+            lines.append(f'  {q(head)}"$RUN_DIR"{q(tail)}' if head else f'  "$RUN_DIR"{q(tail)}')
+        else:
+            lines.append(f"  {q(arg)}")
+    lines += [")", '"$PYTHON" "${args[@]}" 2>&1 | tee "$RUN_DIR/logs/job.log"', ""]
+    return "\n".join(lines)
+
+
+def python_executable() -> str:
+    return sys.executable

@@ -1,0 +1,107 @@
+"""Version pins (`stack:` in a recipe) and what is installed, read from package metadata without importing.
+
+A pin is `<version>`, `<version>@<commit>`, `<branch>@<commit>` or `<branch>`: e.g. `0.23.0@0fc695fc`
+(release v0.23.0 at commit 0fc695fc) or `core_r0.18.0@dc0ee41a`. `cann` is not a Python package: preflight
+reads its version from the Ascend toolkit's install info.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import metadata
+
+NOT_PACKAGES = {"cann"}
+_VERSION = re.compile(r"^v?\d+(\.\d+)*([.+-]?[A-Za-z0-9.]+)?$")
+
+
+@dataclass(frozen=True)
+class Pin:
+    package: str
+    text: str
+    version: str | None  # a release version such as 0.23.0, or None for a branch
+    ref: str | None  # a branch such as main or core_r0.18.0
+    commit: str | None
+
+
+def parse_pin(package: str, text: str) -> Pin:
+    head, _, commit = str(text).partition("@")
+    head = head.strip()
+    commit = commit.strip() or None
+    if commit is not None and not re.fullmatch(r"[0-9a-fA-F]{6,40}", commit):
+        raise ValueError(f"commit {commit!r} is not a hex commit id (6-40 characters)")
+    if not head:
+        raise ValueError("empty version")
+    if _VERSION.match(head):
+        return Pin(package, text, head.lstrip("v"), None, commit)
+    if not re.fullmatch(r"[A-Za-z0-9._/-]+", head):
+        raise ValueError(f"{head!r} is neither a version nor a branch name")
+    return Pin(package, text, None, head, commit)
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def installed(package: str) -> tuple[str | None, str | None]:
+    """(version, VCS commit) of an installed distribution, or (None, None). Never imports the package."""
+    try:
+        dist = metadata.distribution(package)
+    except metadata.PackageNotFoundError:
+        try:
+            dist = metadata.distribution(_normal(package))
+        except metadata.PackageNotFoundError:
+            return None, None
+    commit = None
+    direct = dist.read_text("direct_url.json")
+    if direct:
+        try:
+            commit = json.loads(direct).get("vcs_info", {}).get("commit_id")
+        except json.JSONDecodeError:
+            commit = None
+    return dist.version, commit
+
+
+def matches(pin: Pin, version: str | None, commit: str | None) -> tuple[bool, str]:
+    """Does what is installed satisfy the pin? (ok, explanation)."""
+    if version is None:
+        return False, "not installed"
+    if pin.commit and commit:
+        same = commit.startswith(pin.commit) or pin.commit.startswith(commit)
+        return same, f"installed {version} at commit {commit[:12]}" + ("" if same else f", pinned {pin.commit}")
+    if pin.version:
+        local = version.split("+")[0]
+        same = local == pin.version or local.startswith(pin.version + ".post") or version == pin.version
+        note = "" if not pin.commit else " (no commit recorded, installed from a wheel)"
+        return same, f"installed {version}{note}"
+    return True, f"installed {version} (pin is branch {pin.ref}: no commit recorded to compare)" if not commit else ""
+
+
+def verl_requirements() -> dict[str, str]:
+    """The installed verl's own requirements, {normalized name: specifier}, or {} without verl."""
+    try:
+        requires = metadata.requires("verl") or []
+    except metadata.PackageNotFoundError:
+        return {}
+    out = {}
+    for line in requires:
+        if ";" in line and "extra ==" in line:
+            continue
+        match = re.match(r"^\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*([^;]*)", line)
+        if match and match.group(3).strip():
+            out[_normal(match.group(1))] = match.group(3).strip().strip("()")
+    return out
+
+
+def satisfies(version: str, specifier: str) -> bool | None:
+    """True/False when packaging can tell, None when the version is not PEP 440."""
+    try:
+        from packaging.specifiers import SpecifierSet
+        from packaging.version import InvalidVersion, Version
+    except ImportError:  # pragma: no cover - packaging ships with pip's environments
+        return None
+    try:
+        return Version(version) in SpecifierSet(specifier)
+    except (InvalidVersion, ValueError):
+        return None

@@ -1,0 +1,173 @@
+"""Rule `verl-schema`: the rendered overrides checked against the installed verl's own config files.
+
+verl ships its Hydra config in the wheel (verl/trainer/config). Two passes: a fast walk of the generated,
+fully composed config that names EVERY unknown key (with the closest valid one) and wrong scalar types,
+then Hydra's own compose (hydra-core only, no torch, no verl import) as the final word, which stops at the
+first error. Nothing here imports verl itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from grpolab.problems import Problem, closest
+from grpolab.schema import Recipe
+
+# verl config dicts whose keys are free-form: new keys need Hydra's `+` and are not checked by verl
+FREE_FORM = {
+    "override_transformer_config", "override_optimizer_config", "override_ddp_config", "override_mcore_model_config",
+    "engine_kwargs", "override_config", "apply_chat_template_kwargs", "mbridge_config", "sampler_kwargs",
+    "mm_processor_kwargs", "kw_args",
+}
+GENERATED = {"megatron": "_generated_ppo_megatron_trainer.yaml", "fsdp": "_generated_ppo_trainer.yaml"}
+MISSING = object()
+
+
+def verl_version() -> str | None:
+    try:
+        return metadata.version("verl")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def config_dir() -> Path | None:
+    spec = importlib.util.find_spec("verl")  # finds the package without running its __init__
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "trainer" / "config"
+    return path if path.is_dir() else None
+
+
+@lru_cache(maxsize=4)
+def base_config(engine: str) -> dict | None:
+    """verl's fully composed default config for an engine, or None without verl."""
+    folder = config_dir()
+    if folder is None or engine not in GENERATED:
+        return None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load((folder / GENERATED[engine]).read_text(), Loader=loader)
+
+
+def _lookup(config: dict, dotted: str) -> Any:
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return MISSING
+        node = node[part]
+    return node
+
+
+def has_key(config: dict, dotted: str) -> bool:
+    return _lookup(config, dotted) is not MISSING
+
+
+def in_free_form(config: dict, dotted: str) -> bool:
+    """Is the key inside one of verl's free-form dicts (so `+key=value` is the way to set it)?"""
+    node: Any = config
+    for part in dotted.split(".")[:-1]:
+        if part in FREE_FORM:
+            return True
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return False
+
+
+def _known_at(config: dict, dotted: str) -> tuple[str, list[str]]:
+    """The deepest existing parent of a key and the keys valid there."""
+    parts = dotted.split(".")
+    node: Any = config
+    for i, part in enumerate(parts):
+        if not isinstance(node, dict) or part not in node:
+            return ".".join(parts[:i]), list(node) if isinstance(node, dict) else []
+        node = node[part]
+    return dotted, []
+
+
+def _type_problem(default: Any, value: Any) -> str | None:
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else "a boolean"
+    if isinstance(default, int):
+        return None if isinstance(value, int) and not isinstance(value, bool) else "an integer"
+    if isinstance(default, float):
+        return None if isinstance(value, (int, float)) and not isinstance(value, bool) else "a number"
+    return None
+
+
+def static_problems(recipe: Recipe, config: dict, keys: dict[str, Any]) -> list[Problem]:
+    problems = []
+    version = verl_version()
+    for key, value in keys.items():
+        if key.startswith("+"):
+            continue
+        recipe_key = f"verl_overrides.{key}" if key in recipe.verl_overrides else key
+        default = _lookup(config, key)
+        if default is MISSING:
+            if in_free_form(config, key):
+                continue
+            parent, valid = _known_at(config, key)
+            near = closest(key.split(".")[len(parent.split(".")) if parent else 0], valid)
+            fix = (f"did you mean {(parent + '.' if parent else '') + near!r}?" if near else
+                   f"valid keys under {parent or 'the root'}: {', '.join(valid[:12])}")
+            problems.append(Problem(
+                "verl-schema", "error", recipe_key, value,
+                f"verl {version} does not know {key!r} (composition would fail: Could not override)",
+                fix + "; to add a free-form key on purpose, write it as '+" + key + "'",
+            ))
+            continue
+        expected = _type_problem(default, value) if default is not None else None
+        if expected:
+            problems.append(Problem(
+                "verl-schema", "error", recipe_key, value,
+                f"verl {version} expects {expected} for {key!r} (Hydra would pass the string on unchecked)",
+                f"give {key} {expected}",
+            ))
+    return problems
+
+
+def compose(overrides: list[str]) -> str | None:
+    """Compose with Hydra exactly as main_ppo would; None when it composes, else Hydra's message."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    folder = config_dir()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(folder), version_base=None):
+            hydra_compose(config_name="ppo_trainer", overrides=overrides)
+    except Exception as exc:  # hydra raises several exception types; the message is what users need
+        return str(exc).strip()
+    finally:
+        GlobalHydra.instance().clear()
+    return None
+
+
+def check(recipe: Recipe, run_compose: bool = True) -> tuple[list[Problem], bool]:
+    """(problems, whether the installed verl can offload gradients) for a verl recipe."""
+    from grpolab.render import render, verl_keys
+
+    config = base_config(recipe.train.engine)
+    if config is None:
+        return [Problem("verl-schema", "warning", "stack.verl", recipe.stack.get("verl"),
+                        "verl is not installed here: the rendered overrides were not checked against its config",
+                        "pip install verl (see README) to check before launch")], True
+    grad_ok = has_key(config, "actor_rollout_ref.actor.megatron.grad_offload")
+    keys, _ = verl_keys(recipe, "${RUN_DIR}")
+    user_keys = {k: v for k, v in keys.items() if k in recipe.verl_overrides}
+    problems = static_problems(recipe, config, user_keys)
+    launch = render(recipe)
+    problems += launch.notes
+    if run_compose and not any(p.severity == "error" for p in problems):
+        message = compose(launch.overrides)
+        if message:
+            problems.append(Problem("verl-schema", "error", "verl_overrides", None,
+                                    f"verl {verl_version()} rejects the rendered launch: {message}",
+                                    "fix the key Hydra names (see `grpolab render` for the overrides)"))
+    return problems, grad_ok
