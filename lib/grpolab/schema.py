@@ -142,16 +142,20 @@ class Trainer(Strict):
 
 
 class Local(Strict):
-    """Knobs of the CPU embedded default (train.engine: trl) only."""
+    """Knobs of the CPU embedded default (train.engine: trl) only: the tiny model and the arithmetic task."""
 
+    digits: int = Field(gt=0, le=3, description="operand digits: 1 -> `a+b=` with a, b in 0..9")
+    val_size: int = Field(gt=0, description="validation problems held out of training")
     hidden_size: int = Field(gt=0)
-    num_layers: int = Field(gt=0)
-    num_heads: int = Field(gt=0)
-    warmup_steps: int = Field(ge=0)
+    layers: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0)
+    warmup_steps: int = Field(ge=0, description="supervised format-only warm-up steps before GRPO")
+    warmup_batch_size: int = Field(gt=0)
     warmup_lr: float = Field(gt=0)
-    max_digit: int = Field(gt=0, le=9)
-    val_size: int = Field(gt=0)
-    num_threads: int = Field(gt=0)
+    threads: int = Field(ge=0, description="torch threads; 0 = torch's default")
+    max_train_seconds: float = Field(ge=0, description="stop GRPO after this long; 0 = no limit")
 
 
 class Recipe(Strict):

@@ -53,6 +53,17 @@ class _Rules:
         self.f = facts
         self.problems: list[Problem] = []
 
+    def culprit(self, section: str, names: tuple[str, ...]) -> str:
+        """Of several keys that together break a rule, the one the user set last (the command line first)."""
+        for name in names:
+            if self.r.origin(f"{section}.{name}").startswith("--set"):
+                return name
+        recipe_file = self.r.files[-1]
+        for name in names:
+            if self.r.origin(f"{section}.{name}") == recipe_file:
+                return name
+        return names[0]
+
     def add(self, rule: str, key: str, value, message: str, fix: str, severity: str = "error") -> None:
         self.problems.append(Problem(rule, severity, key, value, f"{self.r.origin(key)}: {message}", fix))
 
@@ -61,21 +72,27 @@ class _Rules:
         r, t, f, world = self.r, self.r.train, self.f, self.r.world_size
         group = t.tp * t.pp * t.cp
         if world % group:
-            tps = [d for d in _divisors(world // (t.pp * t.cp)) if not f or f.num_heads % d == 0] if world % (
-                t.pp * t.cp) == 0 else []
+            name = self.culprit("train", ("tp", "pp", "cp"))
+            value = getattr(t, name)
+            others = group // value
+            valid = [d for d in _divisors(world // others) if name != "tp" or not f or f.num_heads % d == 0] if (
+                world % others == 0) else []
             dpn = r.cluster.devices_per_node
             nodes = next(n for n in range(r.cluster.nnodes, r.cluster.nnodes + group + 1) if (n * dpn) % group == 0)
-            self.add("world-divisible", "train.tp", t.tp,
+            self.add("world-divisible", f"train.{name}", value,
                      f"world size {world} ({r.cluster.nnodes} nodes x {dpn}) is not divisible by "
                      f"tp x pp x cp = {t.tp} x {t.pp} x {t.cp} = {group}",
-                     f"nearest valid train.tp: {_fmt(_nearest(t.tp, tps))}; or cluster.nnodes: {nodes}")
+                     f"nearest valid train.{name}: {_fmt(_nearest(value, valid))}; or cluster.nnodes: {nodes}")
         egroup = t.ep * t.etp * t.pp
         if world % egroup:
-            eps = [d for d in _divisors(world // (t.etp * t.pp)) if not f or not f.num_experts
-                   or f.num_experts % d == 0] if world % (t.etp * t.pp) == 0 else []
-            self.add("expert-divisible", "train.ep", t.ep,
+            name = self.culprit("train", ("ep", "etp", "pp"))
+            value = getattr(t, name)
+            others = egroup // value
+            valid = [d for d in _divisors(world // others) if name != "ep" or not f or not f.num_experts
+                     or f.num_experts % d == 0] if world % others == 0 else []
+            self.add("expert-divisible", f"train.{name}", value,
                      f"world size {world} is not divisible by ep x etp x pp = {t.ep} x {t.etp} x {t.pp} = {egroup}",
-                     f"nearest valid train.ep: {_fmt(_nearest(t.ep, eps))}")
+                     f"nearest valid train.{name}: {_fmt(_nearest(value, valid))}")
         if t.sp not in (1, t.tp):
             self.add("engine-support", "train.sp", t.sp,
                      f"Megatron sequence parallel is on or off: sp must be 1 (off) or equal to tp ({t.tp})",
@@ -366,7 +383,7 @@ class _Rules:
         budget = est.device_gb * (1 - memory.HEADROOM)
         parts = f"weights {est.weights_gb:.1f} + grads {est.grads_gb:.1f} + optimizer {est.optimizer_gb:.1f}"
         if est.train_gb > budget:
-            self.add("memory", "train.tp", r.train.tp,
+            self.add("memory", "cluster.device_memory_gb", r.cluster.device_memory_gb,
                      f"training state needs about {est.train_gb:.1f} GB per device ({parts}) of "
                      f"{est.device_gb:.0f} GB ({budget:.0f} GB after {memory.HEADROOM:.0%} headroom); "
                      "estimate: see grpolab.memory",

@@ -20,6 +20,9 @@ VERBS = {
     "preflight": "preflight",
     "run": "run",
     "runs": "runs",
+    "status": "runs",
+    "logs": "runs",
+    "stop": "runs",
     "monitor": "monitor",
     "compare": "compare",
 }

@@ -1,3 +1,54 @@
-"""placeholder while in development"""
-def register(sub):
-    pass
+"""`grpolab run RECIPE [--set k=v ...] [--ray-address A] [--wait] [--dry-run] [--run-id ID]`: submit a run.
+
+The recipe is checked first; errors stop the launch before anything is submitted (exit 1). With --wait the
+command follows the run (step / total, latest reward) and its exit status is the run's outcome.
+"""
+
+from __future__ import annotations
+
+import json
+
+from grpolab.cli import UsageError
+from grpolab.cli.common import add_recipe_args, load, print_problems
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="check, then submit a run as a Ray job")
+    add_recipe_args(p)
+    p.add_argument("--ray-address", default=None, help="Ray dashboard (http://HOST:8265) or cluster address; "
+                   "default: $RAY_ADDRESS, else the embedded local head")
+    p.add_argument("--wait", action="store_true", help="follow the run until it ends; exit 1 unless it succeeded")
+    p.add_argument("--dry-run", action="store_true", help="print what would be submitted and stop")
+    p.add_argument("--run-id", default=None, help="name the run (letters, digits, . _ -); default: generated")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from grpolab import cluster, launch, runs
+    from grpolab.outcome import describe_outcome
+
+    recipe = load(args)
+    try:
+        if args.dry_run:
+            plan = launch.plan(recipe, address=args.ray_address)
+            print(json.dumps(plan.describe(), indent=2))
+            return 0
+        run = launch.submit(recipe, address=args.ray_address, run_id=args.run_id)
+    except launch.LaunchBlocked as exc:
+        print_problems(exc.problems, header=f"recipe {recipe.name} has errors; nothing was submitted:")
+        return 1
+    except (ValueError, FileExistsError) as exc:
+        raise UsageError(str(exc)) from None
+    except cluster.ClusterError as exc:
+        print(f"error: {exc}")
+        return 1
+    if not args.wait:
+        print(f"follow it with: grpolab status {run.run_id}   |   grpolab monitor {run.run_id}")
+        return 0
+    try:
+        status = launch.wait(run)
+    except KeyboardInterrupt:
+        print(f"\nstopped following; the run goes on. `grpolab stop {run.run_id}` stops it.")
+        return 130
+    print(describe_outcome(run, status))
+    return 0 if status.get("state") == "SUCCEEDED" else 1

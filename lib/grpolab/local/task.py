@@ -27,6 +27,11 @@ SCORE_CORRECT = 1.0  # the exact sum, then EOS
 SCORE_CORRECT_NO_EOS = 0.5  # the sum's digits, but no EOS right after (runs on, or truncated)
 SCORE_FORMAT = 0.1  # digits then EOS, wrong number
 SCORE_NONE = 0.0  # anything else
+# Extra credit for a well-formed wrong answer close to the sum: NEAR_CREDIT at distance 1, falling linearly
+# to 0 at NEAR_SPAN. 0 turns it off.
+NEAR_CREDIT = 0.0
+NEAR_SPAN = 4
+WARMUP_TRUE = 0
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,8 @@ def warmup_pairs(train: Sequence[Problem], count: int, seed: int, digits: int = 
     """
     rng = random.Random(seed)
     top = 2 * (10**digits - 1)
+    if WARMUP_TRUE:
+        return [(p.prompt, p.answer) for p in (rng.choice(train) for _ in range(count))]
     return [(rng.choice(train).prompt, str(rng.randint(0, top))) for _ in range(count)]
 
 
@@ -104,7 +111,8 @@ def score(digits: str, eos_follows: bool, answer: str) -> float:
     if digits and digits == answer:
         return SCORE_CORRECT if eos_follows else SCORE_CORRECT_NO_EOS
     if digits and eos_follows:
-        return SCORE_FORMAT
+        distance = abs(int(digits) - int(answer))
+        return SCORE_FORMAT + NEAR_CREDIT * max(0.0, (NEAR_SPAN - distance) / (NEAR_SPAN - 1))
     return SCORE_NONE
 
 

@@ -56,17 +56,21 @@ def _finite_points(view: MetricsView, name: str) -> tuple[list[int], list[float]
     return [s for s, _ in pairs], [v for _, v in pairs]
 
 
-def _onsets(flags: list[bool], patience: int) -> list[tuple[int, int]]:
-    """(first index, confirming index) of every run of at least `patience` consecutive True flags."""
-    found, start = [], None
+def _onsets(flags: list[bool], patience: int, rearm: int = 1) -> list[tuple[int, int]]:
+    """(first index, confirming index) of every episode: a run of at least `patience` consecutive True flags,
+    counted only once the previous episode was followed by `rearm` consecutive False flags (no flapping)."""
+    found, start, clear, armed = [], None, 0, True
     for index, flag in enumerate(flags):
         if not flag:
-            start = None
+            start, clear = None, clear + 1
+            armed = armed or clear >= rearm
             continue
+        clear = 0
         if start is None:
             start = index
-        if index - start + 1 == patience:
+        if armed and index - start + 1 >= patience:
             found.append((start, index))
+            armed = False
     return found
 
 
@@ -125,7 +129,7 @@ def _reward_flat(view: MetricsView, rule) -> list[Alert]:
         chunk = values[end - window + 1 : end + 1]
         flags[end] = max(chunk) - min(chunk) < rule.min_range
     out = []
-    for first, _ in _onsets(flags, 1):
+    for first, _ in _onsets(flags, 1, rule.rearm_steps):
         start = first - window + 1  # the flat stretch begins where the first flat window begins
         chunk = values[start : first + 1]
         out.append(Alert(
@@ -145,7 +149,7 @@ def _entropy_collapse(view: MetricsView, rule) -> list[Alert]:
     limit = rule.floor if start is None else max(rule.floor, rule.fraction_of_start * start)
     flags = [v < limit for v in values]
     out = []
-    for first, _ in _onsets(flags, rule.patience):
+    for first, _ in _onsets(flags, rule.patience, rule.rearm_steps):
         since = "" if start is None else f", {_fmt(100 * values[first] / start if start else 0)} % of its start {_fmt(start)}"
         out.append(Alert(
             "entropy-collapse", steps[first],
@@ -193,7 +197,7 @@ def _grad_spike(view: MetricsView, rule) -> list[Alert]:
 def _length_clipped(view: MetricsView, rule) -> list[Alert]:
     steps, values = _finite_points(view, rule.metric)
     out = []
-    for first, confirm in _onsets([v > rule.max_ratio for v in values], rule.patience):
+    for first, _ in _onsets([v > rule.max_ratio for v in values], rule.patience, rule.rearm_steps):
         out.append(Alert(
             "length-clipped", steps[first],
             f"{_fmt(100 * values[first])} % of responses hit max_response_length at step {steps[first]} "
@@ -211,7 +215,7 @@ def _throughput_drop(view: MetricsView, rule) -> list[Alert]:
     baselines = _previous_medians(values, rule.window)
     flags = [b is not None and b > 0 and v < (1 - rule.max_drop) * b for v, b in zip(values, baselines)]
     out = []
-    for first, _ in _onsets(flags, rule.patience):
+    for first, _ in _onsets(flags, rule.patience, rule.rearm_steps):
         drop = 1 - values[first] / baselines[first]
         out.append(Alert(
             "throughput-drop", steps[first],

@@ -179,8 +179,7 @@ def compare(run, baseline, steps: tuple[int, int] | None = None,
     first, last = steps if steps is not None else gate.steps
     if first > last:
         raise ValueError(f"steps {first}-{last}: the first step must not be after the last")
-    run_view = run if isinstance(run, MetricsView) else load(run)
-    base_view = baseline if isinstance(baseline, MetricsView) else load(baseline)
+    run_view, base_view = load(run), load(baseline)  # a MetricsView is refreshed: it may have grown since
     result = Comparison(_label(run_view), _label(base_view), (first, last),
                         len(run_view.steps_between(first, last)), len(base_view.steps_between(first, last)))
     expected = last - first + 1

@@ -65,6 +65,7 @@ def plot_curves(metrics, alerts=(), path: str | Path = "curves.png", title: str 
         ax.set_xlabel("step", fontsize=9)
         ax.set_ylabel(ylabel, fontsize=9)
         ax.tick_params(labelsize=8)
+        ax.locator_params(nbins=6)
         ax.grid(True, alpha=0.3)
         if not lines:
             ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center", fontsize=12,
@@ -97,7 +98,8 @@ def plot_curves(metrics, alerts=(), path: str | Path = "curves.png", title: str 
     heading = title or (view.run.run_id if view.run is not None else view.path.name)
     fig.suptitle(f"{heading}: {len(view.steps)} steps" + (f", last step {last}" if last is not None else "")
                  + (f", {len(alerts)} alert(s)" if alerts else ""), fontsize=13)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    # Fixed margins rather than tight_layout: it measures every tick label of 12 panels and doubles the time.
+    fig.subplots_adjust(left=0.06, right=0.985, bottom=0.055, top=0.92, wspace=0.3, hspace=0.62)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
     fig.savefig(tmp, dpi=80, format="png")

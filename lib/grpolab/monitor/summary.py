@@ -15,6 +15,7 @@ JSON output writes NaN/inf as the strings "nan"/"inf"/"-inf" (they are not JSON 
 from __future__ import annotations
 
 import os
+import textwrap
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +26,7 @@ from grpolab.monitor.metrics import _CONSOLE_SUFFIXES, KEY_METRICS, MetricsView
 from grpolab.monitor.thresholds import Thresholds, load_thresholds
 from grpolab.runs import TERMINAL_STATES, Run, RunNotFound, resolve_run
 
+_WIDTH = 110  # text output wraps long messages here; evidence lines are printed as they are
 _LOG_TAIL_BYTES = 2 << 20  # failure causes sit at the end of a log; a big run's log can be gigabytes
 
 
@@ -37,6 +39,8 @@ def open_run(ref, root: Path | None = None) -> tuple[Run, MetricsView]:
         run = resolve_run(ref, root)
         file = path.resolve() if path.is_file() else None
     if file is not None:
+        if file.parent.name == "logs" and (file.parent.parent / "status.json").exists():
+            run = Run(file.parent.parent)  # runs/<id>/logs/job.log belongs to runs/<id>
         kind = "console" if file.suffix.lower() in _CONSOLE_SUFFIXES else "jsonl"
         return run, MetricsView(file, kind, run=None)
     if not any(p.exists() for p in (run.status_file, run.metrics_file, run.job_log, run.logs_dir)):
@@ -76,6 +80,8 @@ def _log_tail(run: Run) -> tuple[str, bool]:
 
 def _failure(run: Run, status: dict) -> Failure:
     tail, skipped = _log_tail(run)
+    if not tail and status.get("log_tail"):  # no job.log (a copied record): the tail launch kept in status.json
+        tail = "\n".join(str(line) for line in status["log_tail"])
     message = status.get("message") or ""
     found = classify_failure(tail + "\n" + message)
     if found is not None:
@@ -115,6 +121,8 @@ class RunMonitor:
             status, note = _refresh_status(self.run)
             if note:
                 notes.append(note)
+        if status.get("note"):  # launch records why it could not ask Ray ("Ray is unreachable ...")
+            notes.append(str(status["note"]))
         self.view.refresh()
         self.alerts = alerts(self.view, self.thresholds)
         state = status.get("state") or "UNKNOWN"
@@ -138,6 +146,7 @@ class RunMonitor:
                        "exists": self.view.path.exists(), "bad_lines": self.view.bad_lines},
             "steps": len(self.view.steps),
             "last_step": self.view.last_step,
+            "total_steps": status.get("total_steps"),
             "latest": _latest(self.view),
             "alerts": [a.to_dict() for a in self.alerts],
             "failure": failure.to_dict() if failure else None,
@@ -200,6 +209,8 @@ def format_summary(data: dict) -> str:
         lines.append(f"steps     none yet ({source['file']} does not exist yet)")
     else:
         last = f", last step {data['last_step']}" if data["last_step"] is not None else ""
+        if last and data.get("total_steps"):
+            last += f" of {data['total_steps']}"
         lines.append(f"steps     {data['steps']} logged{last}  ({where})")
     wandb = wandb_text(data.get("wandb"))
     if wandb:
@@ -215,12 +226,15 @@ def format_summary(data: dict) -> str:
     if data["alerts"]:
         lines.append(f"alerts ({len(data['alerts'])})")
         for a in data["alerts"]:
-            lines.append(f"  step {a['step']:<6} {a['rule']:<17} {a['message']}")
+            head = f"  step {a['step']:<6} {a['rule']:<17} "
+            lines.append(textwrap.fill(a["message"], width=_WIDTH, initial_indent=head,
+                                       subsequent_indent=" " * len(head)))
     else:
         lines.append("alerts    none")
     failure = data.get("failure")
     if failure:
-        lines += ["", f"failure   {failure['cause']}: {failure['message']}", f"  fix: {failure['fix']}"]
+        lines += ["", f"failure   {failure['cause']}: {failure['message']}",
+                  textwrap.fill(failure["fix"], width=_WIDTH, initial_indent="  fix: ", subsequent_indent="       ")]
         if failure["lines"]:
             lines.append("  evidence:")
             numbers = failure.get("line_numbers") or [None] * len(failure["lines"])

@@ -56,6 +56,7 @@ class RewardFlatRule(_Strict):
     metric: MetricName
     window: Steps
     min_range: NonNegativeFloat
+    rearm_steps: Steps
 
 
 class EntropyCollapseRule(_Strict):
@@ -65,6 +66,7 @@ class EntropyCollapseRule(_Strict):
     fraction_of_start: Fraction
     start_steps: Steps
     patience: Steps
+    rearm_steps: Steps
 
 
 class KlSpikeRule(_Strict):
@@ -80,6 +82,7 @@ class LengthClippedRule(_Strict):
     metric: MetricName
     max_ratio: Fraction
     patience: Steps
+    rearm_steps: Steps
 
 
 class GradSpikeRule(_Strict):
@@ -96,6 +99,7 @@ class ThroughputDropRule(_Strict):
     max_drop: Annotated[float, Field(gt=0.0, lt=1.0)]
     window: Steps
     patience: Steps
+    rearm_steps: Steps
 
 
 class AlertRules(_Strict):

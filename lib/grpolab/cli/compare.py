@@ -1,0 +1,61 @@
+"""`grpolab compare RUN --baseline RUN`: the regression gate over steps 5-14 (or --steps): device memory,
+throughput, step time and reward mean against the thresholds in params/monitor/health.yaml.
+
+Prints a table of every compared figure. Exit status: 0 pass, 1 regression (or a run with no step in the
+window), 2 unusable input (no such run, bad --steps, bad thresholds file).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+_STEPS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="regression gate: a run against a baseline over steps 5-14",
+                       description=__doc__)
+    p.add_argument("run", metavar="RUN", help="a run id, a run directory or a metrics.jsonl")
+    p.add_argument("--baseline", required=True, metavar="RUN", help="the run to compare against")
+    p.add_argument("--steps", metavar="FIRST-LAST",
+                   help="steps to compare, inclusive (default: regression.steps of the thresholds, 5-14)")
+    p.add_argument("--thresholds", metavar="FILE",
+                   help="gate thresholds (default: params/monitor/health.yaml)")
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    p.set_defaults(func=main)
+
+
+def parse_steps(text: str) -> tuple[int, int]:
+    from grpolab.cli import UsageError
+
+    match = _STEPS.match(text or "")
+    if not match:
+        raise UsageError(f"--steps {text!r}: expected FIRST-LAST (e.g. --steps 5-14) or one step number")
+    first = int(match.group(1))
+    last = int(match.group(2)) if match.group(2) is not None else first
+    if last < first:
+        raise UsageError(f"--steps {text!r}: the first step is after the last; write it as {last}-{first}")
+    return first, last
+
+
+def main(args) -> int:
+    from grpolab.cli import UsageError
+    from grpolab.monitor.compare import compare
+    from grpolab.monitor.summary import open_run
+    from grpolab.monitor.thresholds import ThresholdsError, load_thresholds
+    from grpolab.runs import RunNotFound
+
+    steps = parse_steps(args.steps) if args.steps is not None else None
+    try:
+        thresholds = load_thresholds(args.thresholds)
+        _, run = open_run(args.run)
+        _, baseline = open_run(args.baseline)
+    except (RunNotFound, ThresholdsError) as exc:
+        raise UsageError(str(exc)) from None
+    result = compare(run, baseline, steps=steps, thresholds=thresholds)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, default=str))
+    else:
+        print(result.table())
+    return 0 if result.passed else 1

@@ -1,0 +1,53 @@
+"""`grpolab monitor RUN`: a run's state, last step, latest key metrics, health alerts, failure cause and wandb
+location; draws the key curves into the run directory (curves.png).
+
+RUN is a run id, a run directory or a metrics file. Exit status: 0, or 1 when the job FAILED (the cause and
+its evidence are printed); 2 when RUN or the thresholds file is unusable.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("monitor", help="state, metrics, alerts and failure cause of a run; draws curves.png",
+                       description=__doc__)
+    p.add_argument("run", metavar="RUN", help="a run id, a run directory or a metrics.jsonl")
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    p.add_argument("--png", metavar="PATH", help="write the curves here (default: <run directory>/curves.png)")
+    p.add_argument("--no-png", action="store_true", help="do not draw the curves")
+    p.add_argument("--thresholds", metavar="FILE",
+                   help="alert thresholds (default: params/monitor/health.yaml)")
+    p.add_argument("--no-refresh", action="store_true",
+                   help="do not ask Ray for the job's state; show the run directory as it is")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from grpolab.cli import UsageError
+    from grpolab.monitor.plots import plot_curves
+    from grpolab.monitor.summary import RunMonitor, format_summary
+    from grpolab.monitor.thresholds import ThresholdsError
+    from grpolab.runs import RunNotFound
+
+    if args.png and args.no_png:
+        raise UsageError("--png and --no-png contradict each other: pass one of them")
+    try:
+        monitor = RunMonitor(args.run, args.thresholds)
+    except (RunNotFound, ThresholdsError) as exc:
+        raise UsageError(str(exc)) from None
+    data = monitor.update(refresh=not args.no_refresh)
+    if not args.no_png:
+        target = Path(args.png) if args.png else monitor.run.path / "curves.png"
+        try:
+            data["curves"] = str(plot_curves(monitor.view, monitor.alerts, target, title=monitor.run.run_id))
+        except OSError as exc:  # a read-only run directory must not hide the rest of the report
+            data["notes"].append(f"could not write the curves to {target}: {exc.strerror or exc}; "
+                                 "pass --png PATH to write them elsewhere")
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+    else:
+        print(format_summary(data))
+    return 1 if data["state"] == "FAILED" else 0

@@ -1,0 +1,120 @@
+"""Synthetic GRPO metrics in verl's format, healthy or with a planted pathology, for tests, benchmarks and
+trying the monitor without a cluster.
+
+    records = healthy(steps=60, seed=0)          # [{"step": 1, "data": {...verl names...}}, ...]
+    records = plant(records, "entropy-collapse", at=30)
+    write_jsonl("metrics.jsonl", records)
+
+A healthy run: reward rising with noise, entropy slowly falling, KL small and growing, gradients below the
+clip, few clipped responses, steady throughput (the first step slower: compilation), validation every 10
+steps. `plant` changes the records from step `at` on (or at that step only, for spikes and NaN) so that
+exactly the alert of that rule id fires there.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import random
+from pathlib import Path
+
+PLANTS = ("nan", "reward-flat", "entropy-collapse", "kl-spike", "length-clipped", "grad-spike", "throughput-drop")
+
+
+def healthy(steps: int = 60, seed: int = 0, extra_metrics: int = 0, val_every: int = 10) -> list[dict]:
+    """`steps` records of a healthy GRPO run; `extra_metrics` adds filler metrics (`extra/metric_<i>`)."""
+    rng = random.Random(seed)
+    records = []
+    for step in range(1, steps + 1):
+        warm = step == 1
+        reward = min(1.0, max(0.0, 0.15 + 0.45 * (1 - math.exp(-step / 25)) + rng.gauss(0, 0.03)))
+        length = 220 + 0.5 * step + rng.gauss(0, 8)
+        throughput = (600.0 if warm else 1000.0) * (1 + rng.gauss(0, 0.02))
+        data = {
+            "critic/score/mean": reward,
+            "critic/score/max": 1.0,
+            "critic/score/min": 0.0,
+            "critic/rewards/mean": reward,
+            "critic/advantages/mean": rng.gauss(0, 0.01),
+            "response_length/mean": length,
+            "response_length/max": min(512.0, length * 2),
+            "response_length/min": 12.0,
+            "response_length/clip_ratio": abs(rng.gauss(0.01, 0.005)),
+            "prompt_length/mean": 60.0,
+            "actor/pg_loss": rng.gauss(0, 0.02),
+            "actor/kl_loss": 0.0008 * math.sqrt(step) * (1 + rng.gauss(0, 0.1)),
+            "actor/pg_clipfrac": abs(rng.gauss(0.003, 0.001)),
+            "actor/ppo_kl": abs(rng.gauss(0.0005, 0.0002)),
+            "actor/entropy": 0.8 * math.exp(-step / 300) * (1 + rng.gauss(0, 0.02)),
+            "actor/grad_norm": abs(rng.gauss(0.3, 0.05)),
+            "actor/lr": 1e-6,
+            "actor/perf/max_memory_allocated_gb": 41.0 + rng.random() * 0.2,
+            "timing_s/gen": 6.0 * (1 + rng.gauss(0, 0.02)),
+            "timing_s/old_log_prob": 0.8,
+            "timing_s/ref": 0.7,
+            "timing_s/adv": 0.01,
+            "timing_s/update_actor": 2.3,
+            "timing_s/step": (16.0 if warm else 10.0) * (1 + rng.gauss(0, 0.02)),
+            "perf/total_num_tokens": 64 * 8 * (length + 60),
+            "perf/time_per_step": 10.0,
+            "perf/throughput": throughput,
+            "perf/mfu/actor": 0.31,
+        }
+        for index in range(extra_metrics):
+            data[f"extra/metric_{index}"] = rng.random()
+        if val_every and step % val_every == 0:
+            data["val-core/arith/acc/mean@1"] = min(1.0, 0.1 + 0.006 * step + rng.gauss(0, 0.02))
+        records.append({"step": step, "data": data})
+    return records
+
+
+def plant(records: list[dict], rule: str, at: int) -> list[dict]:
+    """A copy of `records` with the pathology of alert `rule` starting at step `at`."""
+    if rule not in PLANTS:
+        raise ValueError(f"unknown pathology {rule!r}: choose one of {', '.join(PLANTS)}")
+    out = copy.deepcopy(records)
+    for record in out:
+        step, data = record["step"], record["data"]
+        if rule == "nan" and step == at:
+            data["actor/pg_loss"] = math.nan
+            data["actor/grad_norm"] = math.inf
+        elif rule == "reward-flat" and step >= at:
+            data["critic/score/mean"] = 0.0
+        elif rule == "entropy-collapse" and step >= at:
+            data["actor/entropy"] = 0.004 + 0.001 * (step % 3)
+        elif rule == "kl-spike" and step == at:
+            data["actor/kl_loss"] = 0.5
+        elif rule == "length-clipped" and step >= at:
+            data["response_length/clip_ratio"] = 0.45
+            data["response_length/max"] = 512.0
+        elif rule == "grad-spike" and step == at:
+            data["actor/grad_norm"] = 25.0
+        elif rule == "throughput-drop" and step >= at:
+            data["perf/throughput"] *= 0.5
+            data["timing_s/step"] *= 2.0
+    return out
+
+
+def write_jsonl(path: str | Path, records: list[dict], append: bool = False) -> Path:
+    """Write records as verl's file logger does: one `json.dumps` line each (NaN/inf as NaN/Infinity)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a" if append else "w") as handle:
+        for record in records:
+            handle.write(json.dumps(record) + "\n")
+    return path
+
+
+def console_lines(records: list[dict], numpy_repr: bool = True, prefix: str = "(TaskRunner pid=4242) ") -> list[str]:
+    """The same records as verl's console logger prints them (numpy 2 reprs, Ray's actor prefix)."""
+    lines = []
+    for record in records:
+        parts = [f"step:{record['step']}"]
+        for name, value in record["data"].items():
+            text = repr(float(value)) if isinstance(value, float) else repr(value)
+            if numpy_repr:
+                text = f"np.float64({text})" if isinstance(value, float) else f"np.int64({text})"
+            parts.append(f"{name}:{text}")
+        lines.append(prefix + " - ".join(parts))
+    return lines

@@ -1,0 +1,69 @@
+"""Local checks, on the machine that runs preflight: the recipe validates (every rule of grpolab.validate),
+the installed verl against the recipe's `stack.verl` and the renderer's target, and the rendered overrides
+composed against the installed verl's own config (`verl-schema`)."""
+
+from __future__ import annotations
+
+from grpolab.preflight.report import FAIL, LOCAL, OK, SKIP, WARN, Row
+from grpolab.problems import Problem
+from grpolab.schema import Recipe
+
+
+def problem_row(check: str, p: Problem) -> Row:
+    value = "" if p.value is None else f" = {p.value}"
+    return Row(check, LOCAL, FAIL if p.severity == "error" else WARN, f"[{p.rule}] {p.key}{value}: {p.message}", p.fix)
+
+
+def local_rows(recipe: Recipe) -> list[Row]:
+    from grpolab import stack, validate, verl_schema
+
+    rows: list[Row] = []
+    uses_verl = recipe.train.engine != "trl"
+    schema_problems: list[Problem] = []
+    grad_ok = True
+    if uses_verl:
+        schema_problems, grad_ok = verl_schema.check(recipe)
+    problems = [p for p in validate.validate(recipe, grad_ok) if p.key != "stack.verl"]  # the `verl` row says it
+    if problems:
+        rows += [problem_row("recipe", p) for p in problems]
+    else:
+        rows.append(Row("recipe", LOCAL, OK, f"{recipe.name} validates: no errors, no warnings "
+                                             f"({', '.join(recipe.files)})"))
+
+    installed = verl_schema.verl_version()
+    pin_text = recipe.stack.get("verl")
+    if not uses_verl:
+        rows.append(Row("verl", LOCAL, SKIP, "train.engine trl runs grpolab.local.train, not verl"))
+        rows.append(Row("verl-schema", LOCAL, SKIP, "train.engine trl: no verl overrides to compose"))
+        return rows
+    if installed is None:
+        rows.append(Row("verl", LOCAL, FAIL, "verl is not installed here: the launch cannot be rendered for it",
+                        f"pip install verl{'==' + pin_text if pin_text else ''} (see README)"))
+    else:
+        target = f"the launch is rendered for the installed verl {installed} (its own config files)"
+        if not pin_text:
+            rows.append(Row("verl", LOCAL, WARN, f"verl {installed} installed; the recipe pins no verl version; {target}",
+                            f"add `verl: \"{installed}\"` under stack: once the recipe is tuned on it"))
+        else:
+            try:
+                pin = stack.parse_pin("verl", pin_text)
+                ok, why = stack.matches(pin, *stack.installed("verl"))
+            except ValueError as exc:
+                ok, why = False, f"cannot read the pin: {exc}"
+            if ok:
+                rows.append(Row("verl", LOCAL, OK, f"verl {installed} matches stack.verl {pin_text}; {target}"))
+            else:
+                rows.append(Row("verl", LOCAL, WARN,
+                                f"the recipe was tuned for verl {pin_text} but {why}; {target}",
+                                f"install verl=={pin_text.split('@')[0]}, or re-tune and pin stack.verl: {installed}"))
+    if installed is None:
+        rows.append(Row("verl-schema", LOCAL, SKIP, "verl is not installed: the overrides were not composed"))
+    else:
+        real = [p for p in schema_problems if p.rule == "verl-schema"]
+        rows += [problem_row("verl-schema", p) for p in real]
+        if not any(p.severity == "error" for p in real):
+            rows.append(Row("verl-schema", LOCAL, OK,
+                            f"the rendered overrides compose against verl {installed}'s config"
+                            + (f" ({len(real)} warning(s) above)" if real else "")))
+    return rows
+

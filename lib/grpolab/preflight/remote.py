@@ -1,0 +1,208 @@
+"""Cluster checks and the per-node fan-out.
+
+Cluster level: Ray reachable at the given address (else RAY_ADDRESS, else the embedded local head, started
+when needed), a driver connects (auth works), enough alive nodes, and each node's device resources (`NPU`
+custom resource or `GPU`) cover `cluster.devices_per_node`. Then one Ray task per alive node, pinned with
+NodeAffinitySchedulingStrategy(node_id, soft=False), all launched at once and gathered with one wait, so the
+per-node checks run in parallel and take about as long on 32 nodes as on one.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Callable
+
+from grpolab.preflight.report import CLUSTER, FAIL, OK, SKIP, WARN, Row
+
+HEAD_RESOURCE = "node:__internal_head__"
+NODE_TIMEOUT_S = 180.0  # per-node checks normally take 1-5 s; importing torch_npu on a cold node can take a minute
+RESOURCE = {"npu": "NPU", "cuda": "GPU"}
+
+
+def node_label(node: dict) -> str:
+    """`IP/NODEID8`, `(head)` appended for the head node: what rows name a node by."""
+    label = f"{node.get('NodeManagerAddress', '?')}/{str(node.get('NodeID', ''))[:8]}"
+    return label + " (head)" if HEAD_RESOURCE in (node.get("Resources") or {}) else label
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    text = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _tcp_open(host: str, port: int, timeout: float = 3.0) -> str | None:
+    """None when something listens at host:port, else why not."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+
+
+def _same_cluster(current: str | None, wanted: str) -> bool:
+    a, b = _host_port(current or ""), _host_port(wanted)
+    if not a or not b or a[1] != b[1]:
+        return False
+    loop = {"127.0.0.1", "localhost", "0.0.0.0"}
+    return a[0] == b[0] or a[0] in loop or b[0] in loop
+
+
+class Connection:
+    """A driver connection made for preflight; closed afterwards unless it was already open."""
+
+    def __init__(self) -> None:
+        self.ray = None
+        self.owned = False
+        self.address: str | None = None
+
+    def close(self) -> None:
+        if self.ray is not None and self.owned and self.ray.is_initialized():
+            self.ray.shutdown()
+
+
+def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Connection | None, list[Row]]:
+    """(connection or None, rows `ray` and `auth`)."""
+    from grpolab import cluster as raycluster
+
+    conn = Connection()
+    try:
+        ep = raycluster.endpoint(address, start=True, progress=progress)
+    except raycluster.ClusterError as exc:
+        return None, [Row("ray", CLUSTER, FAIL, f"the embedded Ray head cannot be used: {exc}",
+                          "pass --ray-address HOST:6379 of a running cluster (or set RAY_ADDRESS), or free the "
+                          "embedded head's ports"),
+                      Row("auth", CLUSTER, SKIP, "Ray is not reachable")]
+    if ep.gcs is None:
+        return None, [Row("ray", CLUSTER, FAIL,
+                          f"{ep.label}: preflight connects a driver and needs the cluster address (HOST:6379), "
+                          "not the dashboard URL",
+                          "pass --ray-address HEAD_IP:6379 (the GCS port `ray start --head` printed)"),
+                      Row("auth", CLUSTER, SKIP, "Ray is not reachable")]
+    where = _host_port(ep.gcs)
+    if where is not None:
+        why = _tcp_open(*where)
+        if why is not None:
+            return None, [Row("ray", CLUSTER, FAIL, f"nothing answers at {ep.gcs} ({why})",
+                              "start the cluster (`ray start --head` on the head node, `ray start --address=HEAD:6379` "
+                              "on the others) or pass the right --ray-address / RAY_ADDRESS"),
+                          Row("auth", CLUSTER, SKIP, "Ray is not reachable")]
+    import ray
+
+    conn.ray = ray
+    if ray.is_initialized():
+        current = ray.get_runtime_context().gcs_address
+        if _same_cluster(current, ep.gcs):
+            conn.address = current
+        else:
+            ray.shutdown()  # connected elsewhere: preflight must look at the cluster it was asked about
+    if not ray.is_initialized():
+        progress(f"connecting to the {ep.label} ({ep.gcs}) ...")
+        try:
+            raycluster.connect_driver(ep)
+        except raycluster.ClusterError as exc:
+            text = str(exc)
+            auth = any(w in text.lower() for w in ("auth", "token", "unauthenticated", "permission denied"))
+            if auth:
+                return None, [Row("ray", CLUSTER, OK, f"{ep.label} answers at {ep.gcs}"),
+                              Row("auth", CLUSTER, FAIL, f"the cluster refused the driver: {text[:300]}",
+                                  "give the cluster's token: RAY_AUTH_TOKEN=... or ~/.ray/auth_token (with "
+                                  "RAY_AUTH_MODE=token), as `ray start --head` printed it")]
+            return None, [Row("ray", CLUSTER, FAIL, text[:400],
+                              "check the address and that the driver's Ray and Python versions match the cluster's"),
+                          Row("auth", CLUSTER, SKIP, "no driver connection")]
+        conn.owned = True
+        conn.address = ray.get_runtime_context().gcs_address
+    import os
+
+    mode = os.environ.get("RAY_AUTH_MODE", "default")
+    return conn, [Row("ray", CLUSTER, OK, f"{ep.label} reachable at {ep.gcs} (Ray {ray.__version__})"),
+                  Row("auth", CLUSTER, OK, f"driver connected (RAY_AUTH_MODE={mode})")]
+
+
+def device_rows(recipe, nodes: list[dict]) -> list[Row]:
+    """Alive nodes vs cluster.nnodes, and each node's device resource vs cluster.devices_per_node."""
+    c = recipe.cluster
+    res = RESOURCE.get(c.device)
+    rows: list[Row] = []
+    need = f"cluster.nnodes={c.nnodes} x devices_per_node={c.devices_per_node} {c.device}"
+    if res is None:
+        enough = len(nodes) >= c.nnodes
+        rows.append(Row("nodes", CLUSTER, OK if enough else FAIL, f"{len(nodes)} alive node(s); the recipe needs "
+                                                                  f"{c.nnodes} (cluster.device cpu)",
+                        "" if enough else "add nodes to the Ray cluster, or lower cluster.nnodes"))
+        rows += [Row("devices", node_label(n), SKIP, "cluster.device is cpu: no accelerator resources to count")
+                 for n in nodes]
+        return rows
+    have = {node_label(n): int((n.get("Resources") or {}).get(res, 0)) for n in nodes}
+    full = [label for label, count in have.items() if count >= c.devices_per_node]
+    total = sum(have.values())
+    detail = (f"{len(nodes)} alive node(s), {len(full)} with >= {c.devices_per_node} {res}; {total} {res} in all; "
+              f"the recipe needs {need} = {c.nnodes * c.devices_per_node} {res}")
+    if len(full) >= c.nnodes:
+        rows.append(Row("nodes", CLUSTER, OK, detail))
+    else:
+        rows.append(Row("nodes", CLUSTER, FAIL, detail,
+                        f"start Ray on {c.nnodes - len(full)} more node(s) with "
+                        f"`ray start --address=HEAD:6379 --resources='{{\"{res}\": {c.devices_per_node}}}'`"
+                        + (" (Ray schedules NPUs as the custom resource NPU)" if res == "NPU" else "")
+                        + f", or lower cluster.nnodes to {len(full)}" * bool(full)))
+    spare = len(full) > c.nnodes
+    for label, count in have.items():
+        if count >= c.devices_per_node:
+            extra = f" (uses {c.devices_per_node})" if count > c.devices_per_node else ""
+            rows.append(Row("devices", label, OK, f"{count} {res}{extra}"))
+        elif count == 0 and spare:
+            rows.append(Row("devices", label, WARN, f"0 {res}: the run will not place workers here",
+                            "fine for a CPU-only head; otherwise start Ray here with "
+                            f"--resources='{{\"{res}\": {c.devices_per_node}}}'"))
+        else:
+            hint = (f"start Ray on this node with --resources='{{\"{res}\": {c.devices_per_node}}}'"
+                    if res == "NPU" else "check nvidia-smi and restart Ray on this node")
+            rows.append(Row("devices", label, FAIL,
+                            f"{count} {res} on this node; the recipe uses {c.devices_per_node} per node",
+                            f"{hint} if it has them (A3: 16 dies, A2: 8); else use other nodes or set "
+                            f"cluster.devices_per_node={count}" if count else hint))
+    return rows
+
+
+def run_node_checks(spec: dict, nodes: list[dict], timeout_s: float,
+                    progress: Callable[[str], None]) -> list[Row]:
+    """Launch the per-node task on every node at once, gather with one wait; rows named by node."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from grpolab.preflight.node import node_checks
+
+    task = ray.remote(node_checks)
+    refs = {}
+    for n in nodes:
+        strategy = NodeAffinitySchedulingStrategy(node_id=n["NodeID"], soft=False)
+        refs[task.options(num_cpus=0, max_retries=0, scheduling_strategy=strategy,
+                          name=f"grpolab-preflight-{str(n['NodeID'])[:8]}").remote(spec)] = node_label(n)
+    progress(f"running per-node checks on {len(refs)} node(s) in parallel ...")
+    ready, pending = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
+    rows: list[Row] = []
+    for ref in refs:  # keep the node order
+        label = refs[ref]
+        if ref in pending:
+            ray.cancel(ref, force=True)
+            rows.append(Row("node", label, FAIL, f"the per-node checks did not answer in {timeout_s:.0f} s",
+                            "check the node (`ray status`, its raylet log); a hung mount under the model, data or "
+                            "checkpoint path blocks them"))
+            continue
+        try:
+            result = ray.get(ref)
+        except Exception as exc:  # RayTaskError, WorkerCrashedError, ...: report, never raise
+            text = str(exc).strip().splitlines()
+            last = text[-1] if text else type(exc).__name__
+            missing = "No module named 'grpolab" in str(exc)
+            rows.append(Row("node", label, FAIL, f"the per-node checks failed: {last[:300]}",
+                            "install grpolab (pip install -e .) in the Python environment Ray runs on every node"
+                            if missing else "see the node's worker log (ray logs) for the traceback"))
+            continue
+        rows += [Row(r["check"], label, r["status"], r["detail"], r.get("fix", "")) for r in result["rows"]]
+    return rows

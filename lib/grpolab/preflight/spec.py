@@ -1,0 +1,146 @@
+"""What each node is asked to check: a validated Recipe turned into a plain dict for the per-node Ray task.
+
+Made on the driver, so the nodes need neither params/ nor the model cards: the card travels as data.
+
+Checkpoint size (documented estimate): params x (2 bytes of bf16 weights + 12 bytes of Adam state: an fp32
+master copy and two fp32 moments) = 14 bytes per parameter, from the card's `params_b`. It is one
+checkpoint; verl keeps several unless `max_ckpt_to_keep` limits them. A checkpoint is sharded over the
+nodes: a node whose disk has less than a whole checkpoint but at least its 1/nnodes share is a warning
+(fine on local disks, not on shared storage); less than its share is a failure. Floor: 100 MB.
+"""
+
+from __future__ import annotations
+
+from grpolab.paths import runs_dir
+from grpolab.schema import Recipe
+
+CKPT_BYTES_PER_PARAM = 2 + 12  # bf16 weights + Adam (fp32 master, first and second moments)
+CKPT_FLOOR_BYTES = 100 * 10**6
+NOFILE_MIN = 32768  # RECIPES.md section 4: `ulimit -n 32768` on every NPU node
+
+
+def required_env(recipe: Recipe) -> list[tuple[str, str, str]]:
+    """(variable, severity if missing, why) that every node must provide (node env or recipe env)."""
+    c = recipe.cluster
+    out: list[tuple[str, str, str]] = []
+    if c.device != "npu":
+        return out
+    multi = c.nnodes > 1
+    if multi:
+        out += [
+            ("HCCL_SOCKET_IFNAME", "fail",
+             "HCCL takes the network interface for cross-node traffic from it; unset, multi-node HCCL init fails or "
+             "hangs (verl #3947)"),
+            ("GLOO_SOCKET_IFNAME", "fail",
+             "torch.distributed's gloo groups take their interface from it; unset, they may bind the wrong NIC"),
+        ]
+    out += [
+        ("HCCL_CONNECT_TIMEOUT", "warn", "HCCL's default connect timeout (120 s) is short for large models"),
+        ("HCCL_EXEC_TIMEOUT", "warn", "HCCL's default execution timeout is short for long rollouts and checkpoints"),
+    ]
+    if multi:
+        out += [
+            ("HCCL_HOST_SOCKET_PORT_RANGE", "warn",
+             "without a fixed range HCCL picks host ports that firewalls and other jobs may block"),
+            ("HCCL_NPU_SOCKET_PORT_RANGE", "warn", "without a fixed range HCCL picks NPU NIC ports at random"),
+        ]
+    return out
+
+
+def required_packages(recipe: Recipe) -> list[tuple[str, str]]:
+    """(distribution, why) that the job imports on every node, whether the recipe pins them or not."""
+    t, r, c = recipe.train, recipe.rollout, recipe.cluster
+    if t.engine == "trl":
+        return [("trl", "train.engine trl runs TRL's GRPOTrainer"),
+                ("transformers", "the local trainer builds its model with transformers"),
+                ("torch", "the local trainer runs on torch")]
+    out = [("verl", f"train.engine {t.engine} runs verl on every node"), ("torch", "verl runs on torch")]
+    if t.engine == "megatron":
+        out.append(("megatron-core", "train.engine megatron"))
+        if c.device == "npu":
+            out.append(("mindspeed", "Megatron on Ascend runs through MindSpeed"))
+    if r.engine == "vllm":
+        out.append(("vllm", "rollout.engine vllm"))
+        if c.device == "npu":
+            out.append(("vllm-ascend", "rollout.engine vllm on NPUs needs the vllm-ascend plugin"))
+    elif r.engine == "sglang":
+        out.append(("sglang", "rollout.engine sglang"))
+    return out
+
+
+def _verl_data_key(recipe: Recipe, key: str, default: str) -> str:
+    """A data.* key as verl will see it: the recipe's verl_overrides, else verl's own default."""
+    if key in recipe.verl_overrides:
+        return str(recipe.verl_overrides[key])
+    try:
+        from grpolab.verl_schema import base_config
+
+        config = base_config(recipe.train.engine if recipe.train.engine in ("megatron", "fsdp") else "fsdp")
+        value = (config or {}).get("data", {}).get(key.split(".", 1)[1])
+        return str(value) if value else default
+    except Exception:  # verl not installed or its config unreadable: verl's documented defaults
+        return default
+
+
+def _files(value) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def checkpoint_bytes(recipe: Recipe, card) -> tuple[int, str]:
+    if card is None:
+        return CKPT_FLOOR_BYTES, "no model card: 100 MB assumed"
+    size = int(card.params_b * 1e9 * CKPT_BYTES_PER_PARAM)
+    how = f"{card.params_b:g} B params x {CKPT_BYTES_PER_PARAM} bytes: bf16 weights + fp32 Adam state"
+    return max(size, CKPT_FLOOR_BYTES), how
+
+
+def node_spec(recipe: Recipe) -> dict:
+    """The per-node task's input: everything it compares, as plain data."""
+    from grpolab.problems import InputError, RecipeError
+    from grpolab.recipe import load_card
+
+    card = None
+    if recipe.model.card:
+        try:
+            card = load_card(recipe.model.card)
+        except (InputError, RecipeError):
+            card = None  # the local `recipe` rows report the missing card
+    local = recipe.train.engine == "trl"
+    model = None if local else {"path": recipe.model.path, "card": recipe.model.card,
+                                "card_data": card.model_dump() if card else None}
+    data = None
+    if not local:
+        prompt_key = _verl_data_key(recipe, "data.prompt_key", "prompt")
+        reward_key = _verl_data_key(recipe, "data.reward_fn_key", "data_source")
+        files = [("data.train_files", f) for f in _files(recipe.data.train_files)]
+        files += [("data.val_files", f) for f in _files(recipe.data.val_files)]
+        data = {
+            "files": files,
+            "columns": [(prompt_key, "verl's data.prompt_key: the chat messages to generate from"),
+                        (reward_key, "verl's data.reward_fn_key: picks the rule reward per sample"),
+                        ("reward_model", "the rule reward reads reward_model.ground_truth")],
+            "needs_ground_truth": True,
+        }
+    size, how = checkpoint_bytes(recipe, card)
+    ckpt = recipe.trainer.ckpt_dir or str(runs_dir())
+    return {
+        "recipe": recipe.name,
+        "device": recipe.cluster.device,
+        "hardware": recipe.cluster.hardware,
+        "nnodes": recipe.cluster.nnodes,
+        "devices_per_node": recipe.cluster.devices_per_node,
+        "engine": recipe.train.engine,
+        "rollout_engine": recipe.rollout.engine,
+        "env": {k: str(v) for k, v in recipe.env.items()},
+        "required_env": required_env(recipe),
+        "stack": {k: str(v) for k, v in recipe.stack.items()},
+        "required_packages": required_packages(recipe),
+        "model": model,
+        "model_skip": "train.engine trl builds its tiny model in code (grpolab.local.tiny): no weights to check",
+        "data": data,
+        "data_skip": "train.engine trl generates its arithmetic task in code (grpolab.local.task): no files to check",
+        "checkpoint": {"path": ckpt, "bytes": size,
+                       "estimate": how if recipe.trainer.ckpt_dir else how + "; trainer.ckpt_dir is null: "
+                                                                           "checkpoint/ inside the run directory"},
+        "nofile_min": NOFILE_MIN,
+    }

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Sets up GRPO Lab from nothing in ./.venv: torch 2.13.0 (CPU) first, so nothing pulls a multi-GB CUDA build,
+# then verl 0.9.1 (its config is what recipes are checked against), then this package with every extra.
+# Idempotent: a stamp skips the installs when pyproject.toml and constraints.txt have not changed.
+#   bash scripts/setup.sh          # the quick start's two commands call this first
+#   bash scripts/setup.sh --tools  # also installs shellcheck (Debian) for the rendered-script tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($PYTHON --version)"
+  "$PYTHON" -m venv .venv
+fi
+stamp=".venv/.grpolab-setup-$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  echo "setup: installing torch 2.13.0 (CPU), verl 0.9.1 and grpolab[local,notebooks,test] (a few minutes the first time)"
+  .venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0"
+  .venv/bin/pip install --quiet --disable-pip-version-check -c constraints.txt "verl==0.9.1"
+  .venv/bin/pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[verl,local,notebooks,test]"
+  .venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+  rm -f .venv/.grpolab-setup-* && touch "$stamp"
+fi
+if [ "${1:-}" = "--tools" ] && ! command -v shellcheck >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing shellcheck (Debian package)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck) >/dev/null
+  else
+    echo "setup: shellcheck is missing; install it (sudo apt-get install shellcheck) for the script tests" >&2
+  fi
+fi

@@ -1,0 +1,58 @@
+"""Shared test set-up: an isolated runs/ directory, the embedded Ray head on test ports, CLI helpers.
+
+The embedded head for tests advertises fake NPU resources ({"NPU": 16}) so that a verl recipe can be
+submitted to it and fail for the real reason (no NPU stack here). It is started once, on ports of its own,
+and stopped at the end of the session.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# before grpolab.cluster is imported anywhere: the test head must not collide with a developer's own head
+os.environ.setdefault("GRPOLAB_RAY_PORT", "6579")
+os.environ.setdefault("GRPOLAB_DASHBOARD_PORT", "8465")
+os.environ.setdefault("GRPOLAB_RAY_RESOURCES", '{"NPU": 16}')
+os.environ.setdefault("WANDB_MODE", "disabled")
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+
+
+@pytest.fixture(autouse=True)
+def _isolated_runs(tmp_path_factory, monkeypatch):
+    """Every test writes runs under a temporary runs/ directory, never the project's."""
+    runs = tmp_path_factory.getbasetemp() / "runs"
+    runs.mkdir(exist_ok=True)
+    monkeypatch.setenv("GRPOLAB_RUNS", str(runs))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    return runs
+
+
+@pytest.fixture(scope="session")
+def ray_head():
+    """The embedded local Ray head (started for the session, stopped at its end)."""
+    from grpolab import cluster
+
+    started = not cluster.dashboard_alive(cluster._embedded().dashboard)
+    ep = cluster.ensure_local_head(progress=lambda *_: None)
+    yield ep
+    if started:
+        subprocess.run([str(Path(PYTHON).with_name("ray")), "stop", "--force"], env=cluster.embedded_env(),
+                       capture_output=True, timeout=120)
+
+
+def grpolab(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the real `grpolab` command line in a subprocess, as a user would."""
+    return subprocess.run([str(Path(PYTHON).with_name("grpolab")), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def cli():
+    return grpolab

@@ -1,0 +1,139 @@
+"""Each validation rule, broken on purpose by a recipe that breaks exactly that rule, on more than one model.
+
+The cases are the recipe faults verl's own pre-launch checks miss (TP not dividing KV heads, EP not dividing
+the experts, rollout EP != TP x DP, mini-batch x n not divisible by DP, lengths over max_model_len, wrong
+types, ...): each must be caught, by its rule id, before anything touches a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grpolab.problems import RULES
+from grpolab.validate import check
+
+CASES = {
+    "world-divisible": [("glm5_2", ["train.cp=3"]), ("qwen3_30b_a3b", ["train.cp=3"])],
+    "expert-divisible": [("glm5_2", ["train.etp=2"]), ("qwen3_30b_a3b", ["train.etp=8"])],
+    "heads-tp": [("glm5_2", ["cluster.nnodes=96", "train.tp=3", "train.sp=3"]),
+                 ("qwen3_8b", ["cluster.devices_per_node=6", "train.sp=3", "data.train_batch_size=768",
+                               "algorithm.ppo_mini_batch_size=384"])],
+    "kv-heads-tp": [("qwen3_5_122b_a10b_32k", ["train.tp=4", "train.sp=4"]),
+                    ("qwen3_30b_a3b", ["train.tp=8", "train.sp=8"])],
+    "experts-ep": [("glm5_2", ["cluster.nnodes=96", "train.ep=6", "data.train_batch_size=48",
+                               "algorithm.ppo_mini_batch_size=48"]),
+                   ("qwen3_30b_a3b", ["model.card=qwen3_8b"])],
+    "pp-layers": [("qwen3_5_122b_a10b_32k", ["train.vpp=5"]),
+                  ("qwen3_30b_a3b", ["train.pp=2", "train.vpp=5", "train.etp=2"])],
+    "pp-layout": [("glm5_2", ["train.pp_layout=Et*11|t*11|t*8|t*8|t*12|t*12|t*12|t*4L"]),
+                  ("qwen3_5_122b_a10b_32k", ["train.pp_layout=Et*12|t*12|t*12|t*11L"])],
+    "rollout-world": [("qwen3_8b", ["rollout.dp=3"]), ("qwen3_30b_a3b", ["rollout.dp=3"])],
+    "rollout-ep": [("glm5_2", ["rollout.ep=32", "rollout.gpu_memory_utilization=0.9"]),
+                   ("qwen3_5_122b_a10b_32k", ["rollout.ep=8"])],
+    "rollout-heads": [("qwen3_8b", ["cluster.devices_per_node=6", "rollout.tp=3", "data.train_batch_size=768",
+                                    "algorithm.ppo_mini_batch_size=384"]),
+                      ("qwen3_8b", ["model.card=qwen3_4b", "cluster.devices_per_node=6", "rollout.tp=6",
+                                    "data.train_batch_size=768", "algorithm.ppo_mini_batch_size=384"])],
+    "batch-divisible": [("glm5_2", ["algorithm.micro_batch_size_per_device=3"]),
+                        ("qwen3_8b", ["data.train_batch_size=1020", "algorithm.ppo_mini_batch_size=255"])],
+    "mini-batch": [("glm5_2", ["algorithm.ppo_mini_batch_size=128"]),
+                   ("qwen3_30b_a3b", ["algorithm.ppo_mini_batch_size=12"])],
+    "lengths": [("glm5_2", ["data.max_response_length=8192"]), ("qwen3_8b", ["data.max_response_length=40000"])],
+    "env-required": [("glm5_2", ["env.VERL_VLLM_ASCEND_GLM52_PATCH=0"]),
+                     ("qwen3_30b_a3b", ["env.ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"])],
+    "engine-support": [("tiny", ["algorithm.loss_agg_mode=seq-mean-token-sum"]), ("qwen3_8b", ["rollout.engine=hf"]),
+                       ("glm5_2", ["cluster.device=cpu"])],
+    "unknown-override": [("glm5_2", ["train.transformer.use_flash_atn=true"]),
+                         ("qwen3_5_122b_a10b_32k", ["train.optimizer.overlap_cpu_optimizer_d2h=true"])],
+    "memory": [("qwen3_30b_a3b", ["cluster.device_memory_gb=32"]), ("qwen3_8b", ["cluster.device_memory_gb=16"])],
+    "verl-schema": [("glm5_2", ["verl_overrides.trainer.val_befor_train=false"]),
+                    ("qwen3_8b", ["verl_overrides.actor_rollout_ref.actor.megatron.grad_offload=true"])],
+    "stack": [("glm5_2", ["stack.verl=0.8.0"]), ("qwen3_8b", ["stack.vllm=0.23.0@xyz"])],
+    "schema": [("glm5_2", ["rollout.gpu_memory_utilization=1.5"]), ("tiny", ["rollout.nn=4"]),
+               ("qwen3_30b_a3b", ["train.tp=two"])],
+}
+PARAMS = [pytest.param(rule, name, ov, id=f"{rule}-{name}-{i}") for rule, cases in CASES.items()
+          for i, (name, ov) in enumerate(cases)]
+
+
+def test_every_rule_has_cases_on_two_models():
+    assert set(CASES) == set(RULES)
+    for rule, cases in CASES.items():
+        assert len({name for name, _ in cases}) >= 2 or rule == "rollout-heads", rule
+
+
+@pytest.mark.parametrize("rule,name,overrides", PARAMS)
+def test_each_rule_is_caught_alone(rule, name, overrides):
+    recipe, problems = check(name, overrides)
+    reported = {p.rule for p in problems if p.severity == "error"} | {p.rule for p in problems if p.rule == rule}
+    assert reported == {rule}, [p.format() for p in problems]
+    for p in problems:
+        assert p.key and p.message and p.fix, p  # every problem names the key, says what is wrong and the fix
+        json.dumps(p.to_dict())
+
+
+def test_shipped_recipes_are_clean():
+    for name in ("glm5_2", "qwen3_5_122b_a10b_32k", "qwen3_30b_a3b", "qwen3_8b", "tiny"):
+        _, problems = check(name)
+        assert not [p for p in problems if p.severity == "error"], name
+
+
+def test_all_problems_are_collected_at_once():
+    _, problems = check("glm5_2", ["train.tp=6", "rollout.ep=32", "data.train_batch_size=60"])
+    assert {"heads-tp", "world-divisible", "rollout-ep", "mini-batch"} <= {p.rule for p in problems}
+
+
+def test_fix_proposes_the_nearest_valid_values():
+    _, problems = check("glm5_2", ["train.tp=6", "train.sp=6"])
+    heads = next(p for p in problems if p.rule == "heads-tp")
+    assert "4, 8" in heads.fix
+    _, problems = check("qwen3_5_122b_a10b_32k", ["train.tp=4", "train.sp=4"])
+    assert "1, 2" in next(p for p in problems if p.rule == "kv-heads-tp").fix
+    _, problems = check("glm5_2", ["rollout.ep=32", "rollout.gpu_memory_utilization=0.9"])
+    assert "rollout.ep to 64" in next(p for p in problems if p.rule == "rollout-ep").fix
+    _, problems = check("qwen3_30b_a3b", ["train.cp=3"])
+    assert "cluster.nnodes: 3" in next(p for p in problems if p.rule == "world-divisible").fix
+
+
+def test_glm_dsa_stage_rule_names_the_bad_layers():
+    _, problems = check("glm5_2", ["train.pp_layout=Et*11|t*11|t*8|t*8|t*12|t*12|t*12|t*4L"])
+    layout = next(p for p in problems if p.rule == "pp-layout")
+    assert layout.message.endswith("start on layers 12")  # 1, 12, 23, 31, ...: only 12 breaks 3+4k
+    assert "11" in layout.fix
+
+
+def test_problems_name_the_file_that_set_the_key():
+    _, problems = check("glm5_2", ["train.cp=3"])
+    assert "--set train.cp=3" in problems[0].message
+    _, problems = check("qwen3_30b_a3b", ["cluster.device_memory_gb=32"])
+    assert next(p for p in problems if p.rule == "memory").message.startswith("--set cluster.device_memory_gb=32")
+    _, problems = check("glm5_2", ["env.VERL_VLLM_ASCEND_GLM52_PATCH=0"])
+    assert next(p for p in problems if p.rule == "env-required").message.startswith("--set")
+
+
+def test_model_facts_from_config_json_and_text_config(tmp_path):
+    model = tmp_path / "qwen35"
+    model.mkdir()
+    # Qwen3.5 MoE nests its facts under text_config; 40 heads do not fit rollout tp 16
+    config = {"model_type": "qwen3_5_moe", "text_config": {
+        "num_hidden_layers": 48, "hidden_size": 3072, "num_attention_heads": 40, "num_key_value_heads": 2,
+        "num_experts": 256, "num_experts_per_tok": 8, "vocab_size": 248320, "max_position_embeddings": 262144}}
+    (model / "config.json").write_text(json.dumps(config))
+    _, problems = check("qwen3_5_122b_a10b_32k", [f"model.path={model}", "model.card=null"])
+    assert {p.rule for p in problems if p.severity == "error"} == {"rollout-heads"}
+    # a path whose facts disagree with the card is an error
+    _, problems = check("qwen3_5_122b_a10b_32k", [f"model.path={model}"])
+    mismatch = [p for p in problems if p.key == "model.card"]
+    assert mismatch and "num_heads = 40" in mismatch[0].message
+
+
+def test_validation_imports_no_heavy_package():
+    import subprocess
+    import sys
+
+    code = ("import sys; from grpolab.validate import check; check('glm5_2', verl=False); "
+            "print(sorted(m for m in ('torch', 'ray', 'verl', 'torch_npu', 'vllm') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
