@@ -43,8 +43,7 @@ def ray_head():
     ep = cluster.ensure_local_head(progress=lambda *_: None)
     yield ep
     if started:
-        subprocess.run([str(Path(PYTHON).with_name("ray")), "stop", "--force"], env=cluster.embedded_env(),
-                       capture_output=True, timeout=120)
+        cluster.stop_local_head()
 
 
 def grpolab(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -100,6 +100,13 @@ def ensure_local_head(progress=print) -> Endpoint:
         "--dashboard-host=127.0.0.1", f"--dashboard-port={EMBEDDED_DASHBOARD_PORT}", "--include-dashboard=true",
         f"--object-store-memory={OBJECT_STORE_BYTES}", "--disable-usage-stats",
         f"--num-cpus={os.cpu_count() or 2}",
+        # the agents' ports follow the dashboard's, so that two heads on one machine (a user's and the tests')
+        # do not collide on Ray's fixed defaults
+        f"--dashboard-agent-listen-port={EMBEDDED_DASHBOARD_PORT + 1}",
+        f"--dashboard-agent-grpc-port={EMBEDDED_DASHBOARD_PORT + 2}",
+        f"--metrics-export-port={EMBEDDED_DASHBOARD_PORT + 3}",
+        f"--runtime-env-agent-port={EMBEDDED_DASHBOARD_PORT + 4}",
+        f"--ray-client-server-port={EMBEDDED_DASHBOARD_PORT + 5}",
     ]
     resources = os.environ.get("GRPOLAB_RAY_RESOURCES")  # e.g. '{"NPU": 16}' to simulate an NPU node in tests
     if resources:
@@ -117,9 +124,30 @@ def ensure_local_head(progress=print) -> Endpoint:
     return ep
 
 
-def stop_local_head() -> None:
-    """Stop the embedded head (and any Ray processes of this user on this machine)."""
-    subprocess.run([_ray_bin(), "stop", "--force"], env=embedded_env(), capture_output=True, timeout=120)
+def stop_local_head(timeout: float = 30.0) -> int:
+    """Stop the embedded head only: the Ray processes tied to its GCS port (`ray stop` would stop every Ray
+    cluster of this machine, a user's own included). Returns how many processes were stopped."""
+    import psutil
+
+    marks = (f"127.0.0.1:{EMBEDDED_GCS_PORT}", f"--gcs_server_port={EMBEDDED_GCS_PORT}",
+             f"--port={EMBEDDED_GCS_PORT}")
+    procs = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info.get("cmdline") or [])
+        if any(mark in cmdline for mark in marks) and proc.pid != os.getpid():
+            procs.append(proc)
+    for proc in procs:
+        try:
+            proc.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    return len(procs)
 
 
 def endpoint(address: str | None = None, start: bool = True, progress=print) -> Endpoint:

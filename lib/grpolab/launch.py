@@ -30,6 +30,7 @@ REDACTED = "***redacted***"
 # passed from the launcher's environment into the job when the recipe logs there; never recorded
 PASS_THROUGH = {"wandb": ("WANDB_API_KEY", "WANDB_BASE_URL", "WANDB_MODE", "WANDB_ENTITY")}
 LOG_TAIL_LINES = 40
+AGENT_WAIT_S = 90
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 VERSIONS = ("grpolab", "verl", "ray", "torch", "transformers", "trl", "vllm", "vllm-ascend", "torch_npu")
 
@@ -125,16 +126,23 @@ def submit(recipe: Recipe, address: str | None = None, run_id: str | None = None
     }
     run.launch_file.write_text(json.dumps(record, indent=2) + "\n")
     client = cluster.job_client(ep)
-    try:
-        job_id = client.submit_job(
-            entrypoint=p.entrypoint,
-            submission_id=run.run_id,
-            runtime_env={"env_vars": p.env},
-            metadata={"grpolab_run_dir": str(run.path), "recipe": recipe.name},
-        )
-    except Exception as exc:  # the Jobs API raises RuntimeError/ConnectionError variants
-        run.write_status(state="FAILED", message=f"submission failed: {exc}", ended=time.time())
-        raise cluster.ClusterError(f"could not submit the job to {ep.label}: {exc}") from None
+    deadline = time.time() + AGENT_WAIT_S
+    while True:
+        try:
+            job_id = client.submit_job(
+                entrypoint=p.entrypoint,
+                submission_id=run.run_id,
+                runtime_env={"env_vars": p.env},
+                metadata={"grpolab_run_dir": str(run.path), "recipe": recipe.name},
+            )
+            break
+        except Exception as exc:  # the Jobs API raises RuntimeError/ConnectionError variants
+            # a head that has just started answers "No available agent ... try again later" for a few seconds
+            if "try again" in str(exc) and time.time() < deadline:
+                time.sleep(2.0)
+                continue
+            run.write_status(state="FAILED", message=f"submission failed: {exc}", ended=time.time())
+            raise cluster.ClusterError(f"could not submit the job to {ep.label}: {exc}") from None
     run.write_status(state="PENDING", job_id=job_id, ray_address=ep.dashboard or ep.gcs, embedded=ep.embedded,
                      recipe=recipe.name, total_steps=recipe.trainer.total_steps, started=time.time())
     progress(f"submitted run {run.run_id} to the {ep.label}; run directory: {run.path}")
@@ -142,11 +150,7 @@ def submit(recipe: Recipe, address: str | None = None, run_id: str | None = None
 
 
 def _redacted_recipe(recipe: Recipe) -> str:
-    text = to_yaml(recipe)
-    for name, value in recipe.env.items():
-        if SECRET.search(name) and value:
-            text = text.replace(value, REDACTED)
-    return text
+    return to_yaml(recipe, env=redact(recipe.env))
 
 
 def _client_for(run: runs.Run):

@@ -286,10 +286,15 @@ def recipe_dict(recipe: Recipe) -> dict:
     return recipe.model_dump(mode="json")
 
 
-def to_yaml(recipe: Recipe) -> str:
-    """The fully resolved recipe as YAML (what `grpolab show` prints and runs/<id>/recipe.yaml holds)."""
+def to_yaml(recipe: Recipe, env: dict[str, str] | None = None) -> str:
+    """The fully resolved recipe as YAML (what `grpolab show` prints and runs/<id>/recipe.yaml holds).
+
+    `env` replaces the env section (the run record passes it with secrets redacted)."""
+    data = recipe_dict(recipe)
+    if env is not None:
+        data["env"] = env
     header = f"# resolved recipe {recipe.name!r} from: {', '.join(recipe.files)}\n"
-    return header + yaml.safe_dump(recipe_dict(recipe), sort_keys=False, default_flow_style=None, width=100)
+    return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
 
 
 def describe(path: Path) -> str:

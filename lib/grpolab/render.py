@@ -22,7 +22,9 @@ from grpolab.schema import Recipe
 VERL_ENTRY = ["-m", "verl.trainer.main_ppo"]
 LOCAL_ENTRY = ["-m", "grpolab.local.train"]
 RUN_DIR = "${RUN_DIR}"  # placeholder when rendering without a run directory
-_PLAIN = re.compile(r"^[A-Za-z_/~][A-Za-z0-9_\-./~]*$")
+# a plain word is left unquoted; the run-directory placeholder counts as plain, so that the bash script, which
+# puts the real directory in its place, passes exactly what rendering with that directory would
+_PLAIN = re.compile(r"^(\$\{RUN_DIR\}|[A-Za-z_/~])[A-Za-z0-9_\-./~]*$")
 _RESERVED = {"true", "false", "null", "none", "nan", "inf"}
 
 

@@ -49,6 +49,7 @@ class TinySettings:
     heads: int = 4
     kv_heads: int = 2
     intermediate_size: int = 256
+    numeric_embeddings: float = 0.0
     warmup_steps: int = 40  # supervised format-only warm-up (random answers), before GRPO
     warmup_batch_size: int = 32
     warmup_lr: float = 3e-3

@@ -37,6 +37,7 @@ class TinyModelSpec:
     intermediate_size: int = 256
     max_positions: int = 32
     init_seed: int = 0
+    numeric_embeddings: float = 0.0  # scale of the digit-value features written into the embeddings (0 = off)
 
 
 def vocab() -> dict[str, int]:
@@ -102,10 +103,32 @@ def build_model(spec: TinyModelSpec):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(spec.init_seed)
         model = Qwen2ForCausalLM(config)
+        if spec.numeric_embeddings:
+            _write_numeric_features(model, ids, spec.numeric_embeddings)
     model.generation_config.pad_token_id = ids[PAD]
     model.generation_config.eos_token_id = ids[EOS]
     model.generation_config.bos_token_id = ids[BOS]
     return model
+
+
+def _write_numeric_features(model, ids: dict[str, int], scale: float) -> None:
+    """Give digit tokens features of their value: a linear ramp and period-10 cosine/sine pairs.
+
+    A numeracy prior standing in for pretraining: the random rest of each embedding still has to learn
+    everything else. The features say nothing about sums.
+    """
+    import math
+
+    import torch
+
+    emb = model.get_input_embeddings().weight
+    with torch.no_grad():
+        for d in range(10):
+            row = emb[ids[str(d)]]
+            row[0] = scale * (d - 4.5) / 4.5
+            for j in range(1, 4):
+                row[2 * j - 1] = scale * math.cos(2 * math.pi * j * d / 10)
+                row[2 * j] = scale * math.sin(2 * math.pi * j * d / 10)
 
 
 def ensure_tiny(spec: TinyModelSpec = TinyModelSpec(), root: Path | None = None) -> Path:

@@ -55,6 +55,7 @@ def model_spec(settings: TinySettings) -> TinyModelSpec:
         intermediate_size=settings.intermediate_size,
         max_positions=max(32, max_prompt_chars(settings.digits) + settings.max_response_length + 4),
         init_seed=settings.seed,
+        numeric_embeddings=settings.numeric_embeddings,
     )
 
 

@@ -15,7 +15,8 @@ Public API (the notebooks, `grpolab monitor` and `grpolab compare` call these):
 The live JupyterLab dashboard is `grpolab.monitor.dashboard.live(run, interval=5)`; it is not imported here
 because it needs ipywidgets, which headless code never imports. matplotlib is imported only when drawing.
 
-Modules: metrics (incremental reading), alerts, failures, compare, plots, summary, thresholds, dashboard.
+Modules: metrics (incremental reading), alerts, failures, compare, plots, summary, thresholds, dashboard,
+synthetic (healthy or broken verl-format metrics for tests, benchmarks and demos).
 """
 
 from grpolab.monitor.alerts import RULES, Alert, alerts

@@ -211,7 +211,8 @@ def format_summary(data: dict) -> str:
         last = f", last step {data['last_step']}" if data["last_step"] is not None else ""
         if last and data.get("total_steps"):
             last += f" of {data['total_steps']}"
-        lines.append(f"steps     {data['steps']} logged{last}  ({where})")
+        logged = f"{data['steps']} logged" if data["steps"] else "none logged yet"
+        lines.append(f"steps     {logged}{last}  ({where})")
     wandb = wandb_text(data.get("wandb"))
     if wandb:
         lines.append(f"wandb     {wandb}")

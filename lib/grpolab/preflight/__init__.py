@@ -73,9 +73,12 @@ def run_preflight(recipe: Recipe | str | Path, address: str | None = None,
     report = PreflightReport(recipe.name)
     say(f"preflight {recipe.name}: local checks ...")
     report.rows += local_rows(recipe)
+    t1 = time.perf_counter()
+    report.timings["local"] = t1 - t0
 
     conn, rows = remote.connect(address, say)
     report.rows += rows
+    report.timings["cluster"] = time.perf_counter() - t1
     if conn is None:
         report.rows.append(Row("node", CLUSTER, SKIP, "Ray is not reachable: the per-node checks did not run"))
         report.elapsed_s = time.perf_counter() - t0
@@ -87,7 +90,10 @@ def run_preflight(recipe: Recipe | str | Path, address: str | None = None,
                                   n.get("NodeManagerAddress", ""), n.get("NodeID", "")))
         report.nodes = [remote.node_label(n) for n in nodes]
         report.rows += remote.device_rows(recipe, nodes)
+        t2 = time.perf_counter()
+        report.timings["cluster"] = t2 - t1
         report.rows += remote.run_node_checks(node_spec(recipe), nodes, timeout_s or remote.NODE_TIMEOUT_S, say)
+        report.timings["nodes"] = time.perf_counter() - t2
     finally:
         conn.close()
     report.elapsed_s = time.perf_counter() - t0

@@ -288,7 +288,7 @@ def check_cann(spec: dict, env: dict[str, str]) -> dict:
     return _row("cann", OK, f"CANN {version} matches stack.cann ({path})")
 
 
-_SMI_ROW = re.compile(r"^\|\s*(\d+)\s+([A-Za-z][\w.\-]*)\s*\|\s*([A-Za-z]+)\s*\|")
+_SMI_ROW = re.compile(r"^\|\s*(\d+)\s+(\S*[A-Za-z]\S*)\s*\|\s*([A-Za-z]+)\s*\|")  # | 0  910B3  | OK  |
 
 
 def parse_npu_smi(text: str) -> tuple[str | None, int]:

@@ -47,6 +47,7 @@ class PreflightReport:
     address: str | None = None  # the Ray cluster preflight talked to (None: it could not connect)
     nodes: list[str] = field(default_factory=list)  # the nodes the per-node checks ran on
     elapsed_s: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase: local, cluster, nodes
 
     # ------------------------------------------------------------------ queries
     @property
@@ -78,6 +79,7 @@ class PreflightReport:
             "counts": self.counts(),
             "nodes": self.nodes,
             "elapsed_s": round(self.elapsed_s, 3),
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "rows": [r.to_dict() for r in self.rows],
         }
 

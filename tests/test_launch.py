@@ -1,0 +1,125 @@
+"""Launch for real: a local Ray head, `tiny` jobs with small step budgets, stop, a killed launcher, and a verl
+recipe submitted to a head that advertises fake NPUs, which fails for the real reason. No mocks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from grpolab import launch, runs
+from grpolab.recipe import load_recipe
+
+SMALL = ["trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10"]
+SECRET = "sekrit-value-123"
+
+
+def wait_for(predicate, timeout=180.0, every=1.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError("timed out waiting")
+
+
+def test_tiny_job_writes_verl_format_metrics_and_a_clean_record(ray_head, _isolated_runs):
+    recipe = load_recipe("tiny", [*SMALL, f"env.MY_API_KEY={SECRET}"])
+    run = launch.submit(recipe, progress=lambda *_: None)
+    status = launch.wait(run, progress=lambda *_: None, poll_s=1.0, timeout=240)
+    assert status["state"] == "SUCCEEDED", status
+    lines = [json.loads(line) for line in run.metrics_file.read_text().splitlines()]
+    assert [line["step"] for line in lines if "critic/score/mean" in line["data"]][-1] == 4
+    names = set().union(*(line["data"] for line in lines))
+    assert {"critic/score/mean", "response_length/mean", "actor/kl_loss", "actor/entropy", "timing_s/step",
+            "perf/throughput", "val-core/arith/acc/mean@1"} <= names
+    assert (run.path / "checkpoint").is_dir()
+    record = json.loads(run.launch_file.read_text())
+    assert record["env"]["MY_API_KEY"] == launch.REDACTED and record["versions"]["ray"]
+    for path in run.path.rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".yaml", ".jsonl", ".log"):
+            assert SECRET not in path.read_text(errors="replace"), path
+    assert "tiny" in run.recipe_file.read_text()
+
+
+def test_stop_keeps_every_finished_step(ray_head):
+    recipe = load_recipe("tiny", ["trainer.total_steps=500", "local.warmup_steps=5", "local.val_size=10"])
+    run = launch.submit(recipe, progress=lambda *_: None)
+    wait_for(lambda: run.metrics_file.exists() and len(run.metrics_file.read_text().splitlines()) >= 3)
+    status = launch.stop_run(run)
+    assert status["state"] == "STOPPED"
+    steps = [json.loads(line)["step"] for line in run.metrics_file.read_text().splitlines()]
+    assert steps and steps == sorted(steps)
+    assert runs.resolve_run(run.run_id).status()["state"] == "STOPPED"
+
+
+def test_killed_launcher_loses_nothing(ray_head, cli, _isolated_runs):
+    args = ["run", "tiny", "--wait", "--run-id", "killed-launcher"] + [a for s in SMALL for a in ("--set", s)]
+    proc = subprocess.Popen([str(Path(os.sys.executable).with_name("grpolab")), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
+    run_dir = _isolated_runs / "killed-launcher"
+    wait_for(lambda: (run_dir / "status.json").exists() and "job_id" in (run_dir / "status.json").read_text())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+
+    def finished():
+        out = cli("status", "killed-launcher")
+        return out if "SUCCEEDED" in out.stdout else None
+
+    out = wait_for(finished, timeout=240, every=3.0)
+    assert "reward" in out.stdout
+    assert len((run_dir / "metrics.jsonl").read_text().splitlines()) >= 4
+
+
+def test_verl_recipe_on_fake_npu_head_fails_with_cause_and_log_tail(ray_head, cli):
+    proc = cli("run", "qwen3_30b_a3b", "--wait", "--run-id", "fake-npu", timeout=420)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    status = runs.resolve_run("fake-npu").status()
+    assert status["state"] == "FAILED"
+    assert status["failure"]["cause"] and status["log_tail"]
+    assert "cause:" in proc.stdout and "log tail:" in proc.stdout
+    record = json.loads(runs.resolve_run("fake-npu").launch_file.read_text())
+    assert "verl.trainer.main_ppo" in record["entrypoint"]
+    assert record["env"]["VERL_FILE_LOGGER_PATH"].endswith("fake-npu/metrics.jsonl")
+
+
+def test_errors_stop_the_launch_before_anything_is_submitted(cli, _isolated_runs):
+    before = set(_isolated_runs.iterdir())
+    proc = cli("run", "glm5_2", "--set", "rollout.ep=32")
+    assert proc.returncode == 1 and "nothing was submitted" in proc.stdout
+    assert set(_isolated_runs.iterdir()) == before
+
+
+def test_dry_run_prints_what_would_be_submitted(cli, _isolated_runs):
+    before = set(_isolated_runs.iterdir())
+    proc = cli("run", "glm5_2", "--dry-run", "--set", "env.HF_TOKEN=abc123")
+    assert proc.returncode == 0
+    plan = json.loads(proc.stdout)
+    assert "verl.trainer.main_ppo" in plan["entrypoint"] and plan["env"]["HF_TOKEN"] == launch.REDACTED
+    assert "abc123" not in proc.stdout
+    assert set(_isolated_runs.iterdir()) == before
+
+
+def test_run_ids_never_collide_and_cannot_escape(cli, _isolated_runs):
+    ids = {runs.create_run("tiny").run_id for _ in range(20)}
+    assert len(ids) == 20
+    for bad in ("../escape", "a/b", ".hidden", ""):
+        with pytest.raises(ValueError):
+            runs.check_run_id(bad)
+    proc = cli("run", "tiny", "--run-id", "../escape")
+    assert proc.returncode == 2 and "not allowed" in proc.stderr
+    assert not (_isolated_runs.parent / "escape").exists()
+    runs.create_run("tiny", run_id="taken")
+    with pytest.raises(FileExistsError):
+        runs.create_run("tiny", run_id="taken")
+
+
+def test_status_of_unknown_run_is_unusable_input(cli):
+    proc = cli("status", "no-such-run")
+    assert proc.returncode == 2 and "no run" in proc.stderr

@@ -1,0 +1,265 @@
+"""Preflight's per-node checks and report, without Ray: the real check functions on fakes at the boundary only
+(a toolkit install-info file, an `npu-smi` script, parquet files, a model directory, a bound port)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from grpolab.preflight import node as N
+from grpolab.preflight.report import FAIL, OK, SKIP, WARN, PreflightReport, Row
+from grpolab.preflight.spec import node_spec, required_env
+from grpolab.recipe import load_card, load_recipe
+
+NPU_SMI_910B = """\
++------------------------------------------------------------------------------------------------+
+| npu-smi 24.1.rc2                 Version: 24.1.rc2                                             |
++---------------------------+---------------+----------------------------------------------------+
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
++===========================+===============+====================================================+
+| 0     910B3               | OK            | 93.6        40                0    / 0             |
+| 0                         | 0000:C1:00.0  | 0           0    / 0          3161 / 65536         |
++===========================+===============+====================================================+
+| 1     910B3               | OK            | 90.1        41                0    / 0             |
+| 0                         | 0000:C2:00.0  | 0           0    / 0          3161 / 65536         |
++===========================+===============+====================================================+
+"""
+
+
+def write_toolkit(root: Path, version: str, nested: bool = True) -> Path:
+    """A fake Ascend toolkit: <root>/latest/<arch>/ascend_toolkit_install.info with `version=`."""
+    folder = root / "latest" / "aarch64-linux" if nested else root / "aarch64-linux"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ascend_toolkit_install.info").write_text(
+        f"package_name=Ascend-cann-toolkit\nversion={version}\ninnerversion=V100R001\narch=aarch64\n")
+    return root
+
+
+def write_npu_smi(bindir: Path, text: str = NPU_SMI_910B) -> Path:
+    bindir.mkdir(parents=True, exist_ok=True)
+    script = bindir / "npu-smi"
+    script.write_text("#!/bin/sh\ncat <<'EOF'\n" + text + "EOF\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return script
+
+
+def base_spec(**changes) -> dict:
+    spec = node_spec(load_recipe("qwen3_30b_a3b"))
+    spec.update(changes)
+    return spec
+
+
+# ---------------------------------------------------------------------------------------------- report
+
+
+def test_report_table_failures_first_and_json():
+    rows = [Row("a", "local", OK, "fine"), Row("b", "cluster", SKIP, "n/a"), Row("c", "n1", FAIL, "broken", "do x"),
+            Row("d", "n2", WARN, "odd", "do y")]
+    report = PreflightReport("r", rows, nodes=["n1", "n2"])
+    lines = report.table().splitlines()
+    assert lines[2].startswith("FAIL") and "fix: do x" in lines[3]
+    assert [ln.split()[0] for ln in lines[2:] if ln[:1].isupper()][:4] == ["FAIL", "WARN", "OK", "SKIP"]
+    data = json.loads(report.to_json())
+    assert data["failed"] is True and data["counts"] == {"ok": 1, "warn": 1, "fail": 1, "skip": 1}
+    assert set(data["rows"][0]) == {"check", "node", "status", "detail", "fix"}
+    with pytest.raises(ValueError):
+        Row("x", "local", "bad", "")
+
+
+def test_table_folds_identical_node_rows():
+    rows = [Row("env", f"n{i}", OK, "same") for i in range(3)] + [Row("cann", "n0", FAIL, "old", "upgrade")]
+    report = PreflightReport("r", rows, nodes=["n0", "n1", "n2"])
+    assert "all 3 nodes" in report.table()
+    assert "all 3 nodes" not in report.table(fold=False)
+    assert report.select(check="env", status=OK) == rows[:3]
+
+
+# ---------------------------------------------------------------------------------------------- device runtime
+
+
+def test_cann_version_from_install_info(tmp_path):
+    write_toolkit(tmp_path / "tk", "8.5.0")
+    assert N.cann_version({"ASCEND_TOOLKIT_HOME": str(tmp_path / "tk")})[0] == "8.5.0"
+    # set_env.sh points ASCEND_TOOLKIT_HOME at .../latest itself
+    assert N.cann_version({"ASCEND_TOOLKIT_HOME": str(tmp_path / "tk" / "latest")})[0] == "8.5.0"
+    write_toolkit(tmp_path / "old", "8.0.RC2", nested=False)
+    spec = {"stack": {"cann": "8.5.0"}}
+    row = N.check_cann(spec, {"ASCEND_HOME_PATH": str(tmp_path / "old")})
+    assert row["status"] == FAIL and "8.0.RC2 is older" in row["detail"] and row["fix"]
+    assert N.check_cann(spec, {"ASCEND_TOOLKIT_HOME": str(tmp_path / "tk")})["status"] == OK
+    write_toolkit(tmp_path / "new", "9.1.0")
+    assert N.check_cann(spec, {"ASCEND_TOOLKIT_HOME": str(tmp_path / "new")})["status"] == WARN
+    missing = N.check_cann(spec, {"ASCEND_TOOLKIT_HOME": str(tmp_path / "none")})
+    assert missing["status"] == FAIL and "no CANN toolkit" in missing["detail"] and "set_env.sh" in missing["fix"]
+
+
+def test_npu_smi_parsed_and_run_from_path(tmp_path):
+    assert N.parse_npu_smi(NPU_SMI_910B) == ("910B3", 2)
+    assert N.parse_npu_smi("no table") == (None, 0)
+    write_npu_smi(tmp_path / "bin")
+    row = N.check_npu_smi({}, {"PATH": f"{tmp_path / 'bin'}{os.pathsep}/usr/bin:/bin"})
+    assert row["status"] == OK and "910B3" in row["detail"]
+    assert N.check_npu_smi({}, {"PATH": str(tmp_path / "empty")})["status"] == SKIP
+
+
+def test_device_checks_do_not_apply_to_cpu_and_gpu_checks_skip_on_npu(tmp_path):
+    cpu = N.check_devices({"device": "cpu", "engine": "trl", "devices_per_node": 1, "stack": {}}, {})
+    assert [r["status"] for r in cpu] == [SKIP] and "cpu" in cpu[0]["detail"]
+    npu = N.check_devices({"device": "npu", "devices_per_node": 16, "stack": {}},
+                          {"PATH": str(tmp_path), "ASCEND_TOOLKIT_HOME": str(tmp_path)})
+    by = {r["check"]: r for r in npu}
+    assert by["cuda"]["status"] == SKIP and "npu" in by["cuda"]["detail"]
+    assert by["torch_npu"]["status"] == FAIL and by["torch_npu"]["fix"]  # no torch_npu on a CPU machine
+
+
+# ---------------------------------------------------------------------------------------------- env, stack
+
+
+def test_job_env_expands_like_ray_and_required_vars():
+    env = N.job_env({"PATH": "/a", "X": "node"}, {"PATH": "${PATH}:/b", "Y": "${NOPE}z"})
+    assert env["PATH"] == "/a:/b" and env["Y"] == "z" and env["X"] == "node"
+    names = [v for v, _, _ in required_env(load_recipe("glm5_2"))]
+    assert {"HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"} <= set(names)
+    assert required_env(load_recipe("tiny")) == []
+
+
+def test_env_conflict_and_short_visible_devices():
+    spec = base_spec(nnodes=1)
+    node_env = {"ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7", "HCCL_CONNECT_TIMEOUT": "60",
+                "HCCL_EXEC_TIMEOUT": "60"}
+    spec["env"] = {"HCCL_CONNECT_TIMEOUT": "1500"}
+    rows = N.check_env(spec, node_env, N.job_env(node_env, spec["env"]))
+    by = {r["check"]: r for r in rows}
+    assert by["env.ASCEND_RT_VISIBLE_DEVICES"]["status"] == FAIL
+    assert "lists 8 device(s)" in by["env.ASCEND_RT_VISIBLE_DEVICES"]["detail"]
+    assert by["env.HCCL_CONNECT_TIMEOUT"]["status"] == WARN  # node 60 vs recipe 1500
+
+
+def test_stack_pin_from_fake_metadata(tmp_path):
+    dist = tmp_path / "site" / "vllm_ascend-0.22.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-ascend\nVersion: 0.22.0\n")
+    spec = base_spec(stack={"vllm-ascend": "0.23.0", "verl": "0.9.1", "cann": "8.5.0"}, required_packages=[])
+    env = {"PYTHONPATH": str(tmp_path / "site")}  # the job's PYTHONPATH (recipe env) is honoured
+    by = {r["check"]: r for r in N.check_stack(spec, env)}
+    assert by["stack.vllm-ascend"]["status"] == FAIL and "0.22.0" in by["stack.vllm-ascend"]["detail"]
+    assert "pip install vllm-ascend==0.23.0" in by["stack.vllm-ascend"]["fix"]
+    assert by["stack.verl"]["status"] == OK
+    assert "stack.cann" not in by  # CANN is compared by the `cann` row, from the toolkit
+    spec["stack"]["vllm-ascend"] = "0.22.0"
+    assert {r["check"]: r for r in N.check_stack(spec, env)}["stack.vllm-ascend"]["status"] == OK
+
+
+# ---------------------------------------------------------------------------------------------- model, data, disk
+
+
+def write_model(folder: Path, card_name: str, shards: int = 2, present: int = 2, **config_changes) -> Path:
+    card = load_card(card_name)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"model_type": card.model_type, "num_hidden_layers": card.num_layers, "hidden_size": card.hidden_size,
+              "num_attention_heads": card.num_heads, "num_key_value_heads": card.num_kv_heads,
+              "num_experts": card.num_experts, "num_experts_per_tok": card.active_experts,
+              "vocab_size": card.vocab_size, "max_position_embeddings": card.context_length, **config_changes}
+    (folder / "config.json").write_text(json.dumps(config))
+    names = [f"model-{i:05d}-of-{shards:05d}.safetensors" for i in range(1, shards + 1)]
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {f"w{i}": n for i, n in enumerate(names)}}))
+    for name in names[:present]:
+        (folder / name).write_bytes(b"")
+    return folder
+
+
+def test_model_matches_card_and_weights(tmp_path):
+    spec = base_spec()
+    spec["model"]["path"] = str(write_model(tmp_path / "good", "qwen3_30b_a3b"))
+    assert [r["status"] for r in N.check_model(spec)] == [OK, OK]
+    spec["model"]["path"] = str(write_model(tmp_path / "bad", "qwen3_30b_a3b", present=1, num_hidden_layers=36))
+    config, weights = N.check_model(spec)
+    assert config["status"] == FAIL and "num_layers 36 (card 48)" in config["detail"]
+    assert weights["status"] == FAIL and "1 of 2 weight shards" in weights["detail"]
+    spec["model"]["path"] = str(tmp_path / "absent")
+    (row,) = N.check_model(spec)
+    assert row["status"] == FAIL and "does not exist" in row["detail"] and row["fix"]
+
+
+def write_parquet(path: Path, reward: bool = True, ground_truth: bool = True) -> Path:
+    columns = {"data_source": ["gsm8k"], "prompt": [[{"role": "user", "content": "1+1?"}]]}
+    if reward:
+        columns["reward_model"] = [{"ground_truth": "2", "style": "rule"} if ground_truth else {"style": "rule"}]
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+def test_data_columns_from_parquet_schema(tmp_path):
+    spec = base_spec()
+    good, no_reward, no_gt = (write_parquet(tmp_path / "a.parquet"), write_parquet(tmp_path / "b.parquet", False),
+                              write_parquet(tmp_path / "c.parquet", ground_truth=False))
+    spec["data"]["files"] = [("data.train_files", str(good)), ("data.val_files", str(no_reward)),
+                             ("data.val_files", str(no_gt)), ("data.val_files", str(tmp_path / "none.parquet")),
+                             ("data.train_files", "generated:arith")]
+    rows = N.check_data(spec)
+    assert [r["status"] for r in rows] == [OK, FAIL, FAIL, FAIL, SKIP]
+    assert "'reward_model'" in rows[1]["detail"] and "ground_truth" in rows[2]["detail"]
+    assert all(r["fix"] for r in rows[1:4])
+
+
+def test_checkpoint_space_and_writability(tmp_path):
+    spec = base_spec(nnodes=4)
+    free = __import__("shutil").disk_usage(tmp_path).free
+    spec["checkpoint"] = {"path": str(tmp_path / "ckpt"), "bytes": 10**6, "estimate": "test"}
+    row = N.check_checkpoint(spec)
+    assert row["status"] == OK and "created at launch" in row["detail"]
+    spec["checkpoint"]["bytes"] = free * 2  # more than the disk, less than 4 shares of it
+    assert N.check_checkpoint(spec)["status"] == WARN
+    spec["checkpoint"]["bytes"] = free * 40
+    assert N.check_checkpoint(spec)["status"] == FAIL
+    if os.geteuid() != 0:  # root writes anywhere
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        spec["checkpoint"] = {"path": str(ro), "bytes": 1, "estimate": "test"}
+        assert N.check_checkpoint(spec)["status"] == FAIL
+
+
+def test_port_ranges_and_taken_port():
+    assert N.parse_port_ranges("60000-60002,60010") == [60000, 60001, 60002, 60010]
+    assert N.parse_port_ranges("auto") == []
+    with pytest.raises(ValueError):
+        N.parse_port_ranges("70000-70001")
+    with socket.socket() as held:
+        held.bind(("0.0.0.0", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        spec = {"device": "npu"}
+        rows = N.check_ports(spec, {"HCCL_HOST_SOCKET_PORT_RANGE": f"{port}-{port}"})
+        assert rows[0]["status"] == FAIL and str(port) in rows[0]["detail"] and rows[0]["fix"]
+        assert rows[1]["status"] == SKIP  # HCCL_NPU_SOCKET_PORT_RANGE not set
+    assert N.check_ports({"device": "cpu"}, {})[0]["status"] == SKIP
+
+
+def test_node_checks_never_raise_for_a_broken_check(monkeypatch):
+    spec = node_spec(load_recipe("tiny"))
+    result = N.node_checks(spec)
+    assert result["rows"] and all(r["status"] != FAIL for r in result["rows"]), result["rows"]
+    bad = dict(spec, checkpoint=None)  # a malformed spec: that check reports itself failed, the rest still run
+    rows = N.node_checks(bad)["rows"]
+    assert any(r["check"] == "checkpoint" and r["status"] == FAIL and "check itself failed" in r["detail"] for r in rows)
+    assert any(r["check"] == "env" for r in rows)
+
+
+def test_no_heavy_imports():
+    """Importing preflight must not import torch, torch_npu, vllm or ray."""
+    import subprocess
+
+    code = ("import sys, grpolab.preflight, grpolab.preflight.node, grpolab.cli.preflight; "
+            "print([m for m in ('torch', 'torch_npu', 'vllm', 'ray') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr
