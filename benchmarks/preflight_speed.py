@@ -1,41 +1,63 @@
 """Preflight time on 1 and on 4 simulated nodes: the per-node checks run in parallel, one Ray task per node.
 
-What it does: starts a Ray cluster simulated on this machine (ray.cluster_utils.Cluster, num_cpus=1 per node,
-each node advertising `GPU: 8`) with 1 node, runs `run_preflight` on the qwen3_8b recipe (cuda, FSDP: every
-node runs the real device probe, a child Python that imports torch and counts CUDA devices, plus the package,
-env, model, data, checkpoint checks), shuts it down, then does the same with 4 nodes. For each size it
-prints the first (cold) call, whose per-node phase includes starting one Ray worker per node, and the median of
-3 warm calls, split into the local, cluster and per-node phases, and the 4-node / 1-node ratio of the per-node
-phase. The run fails on this machine (no GPUs); the timing is what is measured.
+What it does: for 1 and then 4 nodes, starts a Ray cluster simulated on this machine (ray.cluster_utils.Cluster,
+num_cpus=1 per node), runs `run_preflight` against it, and shuts it down. Default recipe: qwen3_30b_a3b with
+`cluster.nnodes` set to the node count; every node advertises `NPU: 16` and carries, in its own environment,
+a fake Ascend toolkit (install-info file with version=8.5.0) and a fake `npu-smi` on PATH that answers after
+--smi-delay seconds (default 1.0), standing in for a device query on real hardware. Those are the only fakes:
+every check runs for real (torch_npu lookup, CANN, npu-smi, stack metadata, env, model, data, checkpoint,
+ports, open files); the run fails on this machine, the timing is what is measured.
 
-Note: the 4 simulated nodes share this machine's cores (2 on the project's test machines), so CPU-bound work
-on them (each probe imports torch) is serialised by the hardware; on a real cluster each node has its own
-CPUs and the per-node phase stays close to the 1-node time. The ratio printed here is an upper bound.
+Printed per cluster size: the first (cold) call, whose per-node phase includes starting one Ray worker per
+node, and the median of --warm further calls, split into the local, cluster and per-node phases; then the
+4-node / 1-node ratio of the per-node phase (a serial loop over nodes would be about 4x).
 
-Command (from the project root; takes about 1-2 minutes, most of it starting the simulated clusters):
-    .venv/bin/python benchmarks/preflight_speed.py [--recipe qwen3_8b] [--warm 3]
+`--recipe qwen3_8b` (cuda) instead runs the GPU probe on each node: a child Python that imports torch. That is
+CPU-bound, and the simulated nodes share this machine's cores (2 on the project's test machines), so its ratio
+measures the machine, not the fan-out; on a real cluster each node has its own CPUs.
+
+Command (from the project root; about 1-2 minutes, most of it starting the simulated clusters):
+    .venv/bin/python benchmarks/preflight_speed.py [--smi-delay 1.0] [--warm 3] [--recipe qwen3_30b_a3b]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import stat
+import tempfile
 import time
+from pathlib import Path
 
-RESOURCES = {"cuda": ("GPU", "num_gpus"), "npu": ("NPU", None), "cpu": (None, None)}
+SMI_TABLE = """\
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| 0     910B3               | OK            | 93.6        40                0    / 0             |
+| 0                         | 0000:C1:00.0  | 0           0    / 0          3161 / 65536         |"""
 
 
-def start(n: int, device: str, per_node: int):
+def fake_node_env(root: Path, delay: float) -> dict[str, str]:
+    """A node environment with a fake toolkit and a slow fake `npu-smi` (the hardware boundary)."""
+    info = root / "toolkit" / "latest" / "aarch64-linux" / "ascend_toolkit_install.info"
+    info.parent.mkdir(parents=True, exist_ok=True)
+    info.write_text("package_name=Ascend-cann-toolkit\nversion=8.5.0\n")
+    smi = root / "bin" / "npu-smi"
+    smi.parent.mkdir(parents=True, exist_ok=True)
+    smi.write_text(f"#!/bin/sh\nsleep {delay}\ncat <<'EOF'\n{SMI_TABLE}\nEOF\n")
+    smi.chmod(smi.stat().st_mode | stat.S_IXUSR)
+    return {"ASCEND_TOOLKIT_HOME": str(root / "toolkit"),
+            "PATH": f"{smi.parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"}
+
+
+def start(n: int, device: str, per_node: int, env: dict[str, str]):
     from ray.cluster_utils import Cluster
 
-    resource, kwarg = RESOURCES[device]
-
     def args(**extra):
-        a = {"num_cpus": 1, "object_store_memory": 80 * 1024**2, **extra}
-        if kwarg:
-            a[kwarg] = per_node
-        elif resource:
-            a["resources"] = {resource: per_node}
+        a = {"num_cpus": 1, "object_store_memory": 80 * 1024**2, "env_vars": env, **extra}
+        if device == "cuda":
+            a["num_gpus"] = per_node
+        elif device == "npu":
+            a["resources"] = {"NPU": per_node}
         return a
 
     cluster = Cluster(initialize_head=True, head_node_args=args(include_dashboard=False, no_monitor=True,
@@ -50,15 +72,15 @@ def start(n: int, device: str, per_node: int):
     return cluster
 
 
-def measure(n: int, recipe_name: str, warm: int) -> dict:
+def measure(n: int, recipe_name: str, warm: int, env: dict[str, str]) -> dict:
     import ray
 
     from grpolab.preflight import run_preflight
     from grpolab.recipe import load_recipe
 
-    recipe = load_recipe(recipe_name)
+    recipe = load_recipe(recipe_name, [f"cluster.nnodes={n}"])
     t0 = time.perf_counter()
-    cluster = start(n, recipe.cluster.device, recipe.cluster.devices_per_node)
+    cluster = start(n, recipe.cluster.device, recipe.cluster.devices_per_node, env)
     started = time.perf_counter() - t0
     try:
         ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
@@ -80,21 +102,24 @@ def measure(n: int, recipe_name: str, warm: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--recipe", default="qwen3_8b", help="recipe name or path (default qwen3_8b)")
+    parser.add_argument("--recipe", default="qwen3_30b_a3b", help="recipe name or path (default qwen3_30b_a3b)")
+    parser.add_argument("--smi-delay", type=float, default=1.0, help="seconds the fake npu-smi takes to answer")
     parser.add_argument("--warm", type=int, default=3, help="warm calls per cluster size (median reported)")
     args = parser.parse_args()
-    results = [measure(n, args.recipe, args.warm) for n in (1, 4)]
-    print(f"preflight {args.recipe}: seconds (cluster start-up not included)")
+    with tempfile.TemporaryDirectory(prefix="grpolab-preflight-bench-") as tmp:
+        env = fake_node_env(Path(tmp), args.smi_delay)
+        results = [measure(n, args.recipe, args.warm, env) for n in (1, 4)]
+    print(f"preflight {args.recipe} (fake npu-smi answers in {args.smi_delay:g} s): seconds, cluster start-up "
+          "not included")
     print(f"{'nodes':>5} {'rows':>5} {'cold total':>11} {'cold nodes':>11} {'warm total':>11} "
-          f"{'warm local':>11} {'warm cluster':>13} {'warm nodes':>11}   (cluster start {'':>4})")
+          f"{'warm local':>11} {'warm cluster':>13} {'warm nodes':>11}   cluster start")
     for r in results:
         print(f"{r['n']:>5} {r['rows']:>5} {r['cold_total']:>11.2f} {r['cold_nodes']:>11.2f} {r['warm_total']:>11.2f} "
-              f"{r['warm_local']:>11.2f} {r['warm_cluster']:>13.2f} {r['warm_nodes']:>11.2f}   "
-              f"({r['start_s']:.0f} s)")
+              f"{r['warm_local']:>11.2f} {r['warm_cluster']:>13.2f} {r['warm_nodes']:>11.2f}   {r['start_s']:.0f} s")
     one, four = results
     print(f"per-node phase, 4 nodes / 1 node: cold {four['cold_nodes'] / one['cold_nodes']:.2f}x, "
-          f"warm {four['warm_nodes'] / one['warm_nodes']:.2f}x (serial would be 4x); whole preflight: "
-          f"cold {four['cold_total'] / one['cold_total']:.2f}x, warm {four['warm_total'] / one['warm_total']:.2f}x")
+          f"warm {four['warm_nodes'] / one['warm_nodes']:.2f}x (a serial loop would be about 4x); whole "
+          f"preflight: cold {four['cold_total'] / one['cold_total']:.2f}x, warm {four['warm_total'] / one['warm_total']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -20,19 +20,13 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # the sibling helpers module (no tests/__init__.py)
-from test_preflight_units import write_model, write_npu_smi, write_parquet, write_toolkit  # noqa: E402
+sys.path.insert(0, str(Path(__file__).parent / "fixtures_preflight"))
+from preflight_fakes import write_dist, write_model, write_npu_smi, write_parquet, write_toolkit  # noqa: E402
 
 from grpolab.cli import main as cli_main  # noqa: E402
 from grpolab.preflight import FAIL, OK, SKIP, run_preflight  # noqa: E402
 
 ray = pytest.importorskip("ray")
-
-
-def _dist(site: Path, name: str, version: str) -> None:
-    folder = site / f"{name.replace('-', '_')}-{version}.dist-info"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
 
 
 def _free_block(n: int) -> int:
@@ -71,7 +65,7 @@ def sim(tmp_path_factory):
     write_npu_smi(root / "bin")
     base_path = os.environ.get("PATH", "/usr/bin:/bin")
     for name, version in (("good", "0.23.0"), ("old", "0.22.0")):
-        _dist(root / f"site-{name}", "vllm-ascend", version)
+        write_dist(root / f"site-{name}", "vllm-ascend", version)
     full = {"HCCL_SOCKET_IFNAME": "lo", "GLOO_SOCKET_IFNAME": "lo",
             "ASCEND_TOOLKIT_HOME": str(write_toolkit(root / "tk-new", "8.5.0")),
             "PATH": f"{root / 'bin'}{os.pathsep}{base_path}", "PYTHONPATH": str(root / "site-good")}
@@ -85,6 +79,8 @@ def sim(tmp_path_factory):
         except Exception:  # a raylet can miss its 30 s start window on a loaded 2-core machine: once more
             time.sleep(2)
             cluster, nodes = _start_cluster([full, full, noenv], [16, 8, 16])
+        if ray.is_initialized():  # a driver left connected elsewhere: preflight's tests look at their own cluster
+            ray.shutdown()
         ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
         labels = {}
         for role, node in zip(("head", "short", "noenv"), nodes):
@@ -233,3 +229,27 @@ def test_unreachable_ray_keeps_local_rows():
     assert ray_row.status == FAIL and "nothing answers" in ray_row.detail and ray_row.fix
     assert report.select(check="recipe", status=OK) and report.select(node="cluster", check="node", status=SKIP)
     assert report.failed and not report.nodes
+
+
+def test_embedded_head_tiny_passes_and_glm5_2_fails_cleanly(cli):
+    """The real `grpolab` command against the embedded local Ray head (the tests' own head, conftest's ports).
+
+    Runs only when that head already runs (in a full test session, the launch tests start it): this file never
+    starts or stops it, since stopping it (`ray stop --force`) would take down every Ray process on the machine.
+    """
+    from grpolab import cluster
+
+    if not cluster.dashboard_alive(cluster._embedded().dashboard):
+        pytest.skip("the embedded Ray head is not running (the full test session starts it for test_launch)")
+    proc = cli("preflight", "tiny", "--json", timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert not report["failed"] and report["nodes"]
+    assert {r["check"] for r in report["rows"] if r["status"] == SKIP} >= {"device", "model", "data"}
+
+    proc = cli("preflight", "glm5_2", timeout=180)
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    failing = {line.split()[1] for line in proc.stdout.splitlines() if line.startswith("FAIL")}
+    assert {"nodes", "torch_npu", "cann", "stack.vllm-ascend", "stack.megatron-core", "model",
+            "data.train_files", "data.val_files"} <= failing, proc.stdout
+    assert proc.stdout.count("fix: ") >= len(failing)

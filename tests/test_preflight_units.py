@@ -6,50 +6,19 @@ from __future__ import annotations
 import json
 import os
 import socket
-import stat
 import sys
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from grpolab.preflight import node as N
-from grpolab.preflight.report import FAIL, OK, SKIP, WARN, PreflightReport, Row
-from grpolab.preflight.spec import node_spec, required_env
-from grpolab.recipe import load_card, load_recipe
+sys.path.insert(0, str(Path(__file__).parent / "fixtures_preflight"))
+from preflight_fakes import NPU_SMI_910B, write_dist, write_model, write_npu_smi, write_parquet, write_toolkit  # noqa: E402
 
-NPU_SMI_910B = """\
-+------------------------------------------------------------------------------------------------+
-| npu-smi 24.1.rc2                 Version: 24.1.rc2                                             |
-+---------------------------+---------------+----------------------------------------------------+
-| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
-| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
-+===========================+===============+====================================================+
-| 0     910B3               | OK            | 93.6        40                0    / 0             |
-| 0                         | 0000:C1:00.0  | 0           0    / 0          3161 / 65536         |
-+===========================+===============+====================================================+
-| 1     910B3               | OK            | 90.1        41                0    / 0             |
-| 0                         | 0000:C2:00.0  | 0           0    / 0          3161 / 65536         |
-+===========================+===============+====================================================+
-"""
-
-
-def write_toolkit(root: Path, version: str, nested: bool = True) -> Path:
-    """A fake Ascend toolkit: <root>/latest/<arch>/ascend_toolkit_install.info with `version=`."""
-    folder = root / "latest" / "aarch64-linux" if nested else root / "aarch64-linux"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "ascend_toolkit_install.info").write_text(
-        f"package_name=Ascend-cann-toolkit\nversion={version}\ninnerversion=V100R001\narch=aarch64\n")
-    return root
-
-
-def write_npu_smi(bindir: Path, text: str = NPU_SMI_910B) -> Path:
-    bindir.mkdir(parents=True, exist_ok=True)
-    script = bindir / "npu-smi"
-    script.write_text("#!/bin/sh\ncat <<'EOF'\n" + text + "EOF\n")
-    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return script
+from grpolab.preflight import node as N  # noqa: E402
+from grpolab.preflight.remote import device_rows  # noqa: E402
+from grpolab.preflight.report import FAIL, OK, SKIP, WARN, PreflightReport, Row  # noqa: E402
+from grpolab.preflight.spec import node_spec, required_env  # noqa: E402
+from grpolab.recipe import load_recipe  # noqa: E402
 
 
 def base_spec(**changes) -> dict:
@@ -145,9 +114,7 @@ def test_env_conflict_and_short_visible_devices():
 
 
 def test_stack_pin_from_fake_metadata(tmp_path):
-    dist = tmp_path / "site" / "vllm_ascend-0.22.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-ascend\nVersion: 0.22.0\n")
+    write_dist(tmp_path / "site", "vllm-ascend", "0.22.0")
     spec = base_spec(stack={"vllm-ascend": "0.23.0", "verl": "0.9.1", "cann": "8.5.0"}, required_packages=[])
     env = {"PYTHONPATH": str(tmp_path / "site")}  # the job's PYTHONPATH (recipe env) is honoured
     by = {r["check"]: r for r in N.check_stack(spec, env)}
@@ -162,21 +129,6 @@ def test_stack_pin_from_fake_metadata(tmp_path):
 # ---------------------------------------------------------------------------------------------- model, data, disk
 
 
-def write_model(folder: Path, card_name: str, shards: int = 2, present: int = 2, **config_changes) -> Path:
-    card = load_card(card_name)
-    folder.mkdir(parents=True, exist_ok=True)
-    config = {"model_type": card.model_type, "num_hidden_layers": card.num_layers, "hidden_size": card.hidden_size,
-              "num_attention_heads": card.num_heads, "num_key_value_heads": card.num_kv_heads,
-              "num_experts": card.num_experts, "num_experts_per_tok": card.active_experts,
-              "vocab_size": card.vocab_size, "max_position_embeddings": card.context_length, **config_changes}
-    (folder / "config.json").write_text(json.dumps(config))
-    names = [f"model-{i:05d}-of-{shards:05d}.safetensors" for i in range(1, shards + 1)]
-    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {f"w{i}": n for i, n in enumerate(names)}}))
-    for name in names[:present]:
-        (folder / name).write_bytes(b"")
-    return folder
-
-
 def test_model_matches_card_and_weights(tmp_path):
     spec = base_spec()
     spec["model"]["path"] = str(write_model(tmp_path / "good", "qwen3_30b_a3b"))
@@ -188,14 +140,6 @@ def test_model_matches_card_and_weights(tmp_path):
     spec["model"]["path"] = str(tmp_path / "absent")
     (row,) = N.check_model(spec)
     assert row["status"] == FAIL and "does not exist" in row["detail"] and row["fix"]
-
-
-def write_parquet(path: Path, reward: bool = True, ground_truth: bool = True) -> Path:
-    columns = {"data_source": ["gsm8k"], "prompt": [[{"role": "user", "content": "1+1?"}]]}
-    if reward:
-        columns["reward_model"] = [{"ground_truth": "2", "style": "rule"} if ground_truth else {"style": "rule"}]
-    pq.write_table(pa.table(columns), path)
-    return path
 
 
 def test_data_columns_from_parquet_schema(tmp_path):
@@ -263,3 +207,25 @@ def test_no_heavy_imports():
             "print([m for m in ('torch', 'torch_npu', 'vllm', 'ray') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def _node(node_id: str, resources: dict, head: bool = False) -> dict:
+    """One entry as ray.nodes() returns it (only the fields preflight reads)."""
+    res = dict(resources, **({"node:__internal_head__": 1.0} if head else {}))
+    return {"NodeID": node_id * 8, "NodeManagerAddress": "10.0.0.1", "Alive": True, "Resources": res}
+
+
+def test_device_rows_name_short_nodes_and_tolerate_a_cpu_head():
+    recipe = load_recipe("glm5_2", ["cluster.nnodes=2"])
+    nodes = [_node("a", {"CPU": 8}, head=True), _node("b", {"NPU": 16.0}), _node("c", {"NPU": 16.0})]
+    rows = {(r.check, r.node): r for r in device_rows(recipe, nodes)}
+    assert rows[("nodes", "cluster")].status == OK
+    assert rows[("devices", "10.0.0.1/aaaaaaaa (head)")].status == WARN  # an unused CPU-only head
+    short = device_rows(recipe, [_node("b", {"NPU": 16.0}), _node("d", {"NPU": 8.0})])
+    by = {(r.check, r.node): r for r in short}
+    assert by[("devices", "10.0.0.1/dddddddd")].status == FAIL and "8 NPU" in by[("devices", "10.0.0.1/dddddddd")].detail
+    assert by[("nodes", "cluster")].status == FAIL and "--resources='{\"NPU\": 16}'" in by[("nodes", "cluster")].fix
+    gpu = device_rows(load_recipe("qwen3_8b"), [_node("e", {"CPU": 2})])
+    assert gpu[0].status == FAIL and "--num-gpus=8" in gpu[0].fix
+    cpu = device_rows(load_recipe("tiny"), [_node("f", {"CPU": 2}, head=True)])
+    assert cpu[0].status == OK and cpu[1].status == SKIP and "cpu" in cpu[1].detail

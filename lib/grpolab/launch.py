@@ -186,6 +186,12 @@ def refresh_status(run: runs.Run) -> dict:
     run.job_log.write_text(logs)
     state = str(info.status.value if hasattr(info.status, "value") else info.status)
     fields = {"state": state, "message": info.message or "", "note": None}
+    wandb_file = run.path / "wandb.json"  # written by the trainer when it logs to wandb: where that run is
+    if wandb_file.exists():
+        try:
+            fields["wandb"] = json.loads(wandb_file.read_text())
+        except (OSError, ValueError):
+            pass
     if info.end_time:
         fields["ended"] = info.end_time / 1000
     if state in runs.TERMINAL_STATES:

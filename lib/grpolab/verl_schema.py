@@ -8,7 +8,10 @@ first error. Nothing here imports verl itself.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
+import os
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -131,8 +134,39 @@ def static_problems(recipe: Recipe, config: dict, keys: dict[str, Any]) -> list[
     return problems
 
 
+def _cache_file(overrides: list[str]) -> Path | None:
+    """Where a composition's verdict is remembered: it depends only on verl's config files and the overrides."""
+    folder = config_dir()
+    if folder is None:
+        return None
+    stamp = f"{verl_version()}|{folder}|{(folder / 'ppo_trainer.yaml').stat().st_mtime_ns}|" + "\n".join(overrides)
+    key = hashlib.sha256(stamp.encode()).hexdigest()[:24]
+    root = Path(os.environ.get("GRPOLAB_CACHE") or Path.home() / ".cache" / "grpolab") / "verl-compose"
+    return root / f"{key}.json"
+
+
 def compose(overrides: list[str]) -> str | None:
-    """Compose with Hydra exactly as main_ppo would; None when it composes, else Hydra's message."""
+    """Compose with Hydra exactly as main_ppo would; None when it composes, else Hydra's message.
+
+    The verdict is cached on disk (keyed by verl's version, its config files and the overrides), so checking
+    the same recipe again in a notebook skips Hydra's ~0.5 s."""
+    cache = _cache_file(overrides)
+    if cache is not None and cache.is_file():
+        try:
+            return json.loads(cache.read_text())["error"]
+        except (OSError, ValueError, KeyError):
+            pass
+    error = _compose(overrides)
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps({"error": error}))
+        except OSError:
+            pass  # a read-only home only costs speed
+    return error
+
+
+def _compose(overrides: list[str]) -> str | None:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra

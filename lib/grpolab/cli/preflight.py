@@ -46,5 +46,7 @@ def main(args) -> int:
     if args.json:
         print(report.to_json())
     else:
-        print(report.table(fold=not args.no_fold))
+        import shutil
+
+        print(report.table(fold=not args.no_fold, width=max(shutil.get_terminal_size((110, 24)).columns, 90)))
     return 1 if report.failed else 0

@@ -50,5 +50,9 @@ def main(args) -> int:
     except KeyboardInterrupt:
         print(f"\nstopped following; the run goes on. `grpolab stop {run.run_id}` stops it.")
         return 130
+    if run.metrics_file.exists():  # the curves as a picture in the run directory, with alerts marked
+        from grpolab.monitor import summary
+
+        summary(run, png=run.path / "curves.png", refresh=False)
     print(describe_outcome(run, status))
     return 0 if status.get("state") == "SUCCEEDED" else 1

@@ -43,7 +43,7 @@ class TinySettings:
 
     # task and model (local.*)
     digits: int = 1  # operand digits: 1 -> `a+b=` with a, b in 0..9
-    val_size: int = 30  # validation problems held out of training (fixed split)
+    val_size: int = 30  # validation problems held out of training (fixed split; at most 45 for one digit)
     hidden_size: int = 64
     layers: int = 2
     heads: int = 4

@@ -594,7 +594,8 @@ def check_checkpoint(spec: dict) -> dict:
     need, share = ck["bytes"], ck["bytes"] / max(spec["nnodes"], 1)
     size = f"a checkpoint needs about {_gb(need)} ({ck['estimate']})"
     if free < share:
-        return _row("checkpoint", FAIL, f"{where}: {_gb(free)} free; {size}, this node's share at least {_gb(share)}",
+        part = f", this node's 1/{spec['nnodes']} share {_gb(share)}" if spec["nnodes"] > 1 else ""
+        return _row("checkpoint", FAIL, f"{where}: {_gb(free)} free; {size}{part}",
                     "free space, or set trainer.ckpt_dir to a larger (shared) filesystem")
     if free < need:
         return _row("checkpoint", WARN, f"{where}: {_gb(free)} free; {size}: enough only if this disk holds "

@@ -9,8 +9,8 @@ per-node checks run in parallel and take about as long on 32 nodes as on one.
 
 from __future__ import annotations
 
+import os
 import socket
-import time
 from typing import Callable
 
 from grpolab.preflight.report import CLUSTER, FAIL, OK, SKIP, WARN, Row
@@ -116,8 +116,6 @@ def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Conne
                           Row("auth", CLUSTER, SKIP, "no driver connection")]
         conn.owned = True
         conn.address = ray.get_runtime_context().gcs_address
-    import os
-
     mode = os.environ.get("RAY_AUTH_MODE", "default")
     return conn, [Row("ray", CLUSTER, OK, f"{ep.label} reachable at {ep.gcs} (Ray {ray.__version__})"),
                   Row("auth", CLUSTER, OK, f"driver connected (RAY_AUTH_MODE={mode})")]
@@ -142,30 +140,31 @@ def device_rows(recipe, nodes: list[dict]) -> list[Row]:
     total = sum(have.values())
     detail = (f"{len(nodes)} alive node(s), {len(full)} with >= {c.devices_per_node} {res}; {total} {res} in all; "
               f"the recipe needs {need} = {c.nnodes * c.devices_per_node} {res}")
+    flag = f"--resources='{{\"NPU\": {c.devices_per_node}}}'" if res == "NPU" else f"--num-gpus={c.devices_per_node}"
     if len(full) >= c.nnodes:
         rows.append(Row("nodes", CLUSTER, OK, detail))
     else:
-        rows.append(Row("nodes", CLUSTER, FAIL, detail,
-                        f"start Ray on {c.nnodes - len(full)} more node(s) with "
-                        f"`ray start --address=HEAD:6379 --resources='{{\"{res}\": {c.devices_per_node}}}'`"
-                        + (" (Ray schedules NPUs as the custom resource NPU)" if res == "NPU" else "")
-                        + f", or lower cluster.nnodes to {len(full)}" * bool(full)))
-    spare = len(full) > c.nnodes
+        fix = (f"start Ray on {c.nnodes - len(full)} more node(s) with `ray start --address=HEAD:6379 {flag}`"
+               + (" (Ray schedules NPUs as the custom resource NPU)" if res == "NPU" else ""))
+        if full:
+            fix += f", or lower cluster.nnodes to {len(full)}"
+        rows.append(Row("nodes", CLUSTER, FAIL, detail, fix))
+    spare = len(full) >= c.nnodes  # enough full nodes: one without devices (a CPU head) is merely unused
     for label, count in have.items():
         if count >= c.devices_per_node:
             extra = f" (uses {c.devices_per_node})" if count > c.devices_per_node else ""
             rows.append(Row("devices", label, OK, f"{count} {res}{extra}"))
         elif count == 0 and spare:
             rows.append(Row("devices", label, WARN, f"0 {res}: the run will not place workers here",
-                            "fine for a CPU-only head; otherwise start Ray here with "
-                            f"--resources='{{\"{res}\": {c.devices_per_node}}}'"))
+                            f"fine for a CPU-only head; otherwise restart Ray here with {flag}"))
         else:
-            hint = (f"start Ray on this node with --resources='{{\"{res}\": {c.devices_per_node}}}'"
-                    if res == "NPU" else "check nvidia-smi and restart Ray on this node")
+            hint = f"restart Ray on this node with {flag}" + (" (check `npu-smi info`)" if res == "NPU"
+                                                                else " (check `nvidia-smi`)")
+            if count:
+                hint += f" if it has them (A3: 16 dies, A2: 8); else use other nodes or set " \
+                        f"cluster.devices_per_node={count}"
             rows.append(Row("devices", label, FAIL,
-                            f"{count} {res} on this node; the recipe uses {c.devices_per_node} per node",
-                            f"{hint} if it has them (A3: 16 dies, A2: 8); else use other nodes or set "
-                            f"cluster.devices_per_node={count}" if count else hint))
+                            f"{count} {res} on this node; the recipe uses {c.devices_per_node} per node", hint))
     return rows
 
 

@@ -1,0 +1,734 @@
+"""What the notebooks call: each cell of notebooks/*.ipynb is one or two calls into this module.
+
+    check_parameters(globals())   the cell after `parameters`: every declared parameter has its declared type, and
+                                  a name that papermill injected but the notebook does not declare (`-p modle
+                                  tiny`: papermill only warns) stops the notebook, naming the closest parameter
+    load(model, overrides)        the recipe, or a stop that names the closest recipe or the bad override
+    check_recipe / show_recipe / show_launch / stop_on_errors           01_setup
+    preflight / preflight_verdict                                       02_preflight
+    launch / follow / verdict                                           03_launch
+    find_run / watch / show_run / verdict                               04_monitor
+    Stages                                                              run.ipynb: runs 01..04 with papermill
+
+A wrong input raises `NotebookStop`: Jupyter, papermill and nbval show its message, without a traceback, and
+papermill exits non-zero. Output is meant to stay small: progress is printed sparsely (a line every 30 s while a
+run is followed), tables are HTML with a plain-text twin, pictures are PNG files (headless runs never need
+widgets; only `watch(..., live=True)` in JupyterLab imports ipywidgets). Secrets never reach an output: the
+recipe's env is shown through grpolab.launch.redact.
+
+How a misspelled parameter is caught: papermill writes the parameters it is given as plain assignments in a
+cell of their own (first line `# Parameters`, tagged `injected-parameters`) right after the `parameters` cell,
+and IPython keeps the source of every executed cell in `In`. `check_parameters` reads the most recent injected
+cell executed after the parameters cell, parses it with `ast`, and compares the names it assigns with the
+names the parameters cell declares (its annotations, `__annotations__`). This needs no marker in the notebook,
+is exact (a variable the user defines in a later cell is never mistaken for a parameter) and also works when
+an executed notebook is re-run in JupyterLab.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+import types
+import typing
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from grpolab.paths import PROJECT_ROOT, runs_dir
+from grpolab.problems import InputError, Problem, RecipeError, closest
+
+NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
+KERNEL = "python3"
+KERNEL_ARGS = ["--log-level=ERROR"]  # stage kernels: no start-up warnings in run.ipynb's output
+STAGES = ("01_setup", "02_preflight", "03_launch", "04_monitor")
+NEEDS_RUN = ("04_monitor",)  # stages that only make sense once a run was submitted
+REPORT_TAG = "report"  # cells of the stage notebooks whose outputs run.ipynb shows again
+PAPERMILL_NAMES = ("PAPERMILL_INPUT_PATH", "PAPERMILL_OUTPUT_PATH")  # papermill --inject-paths
+FOLLOW_EVERY_S = 30.0  # one progress line per this many seconds while a run is followed
+UNREACHABLE_CHUNKS = 4  # stop following after this many periods in a row without an answer from Ray
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class NotebookStop(Exception):
+    """Stops a notebook with a message for a person: Jupyter and papermill show the message, not a traceback."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows these lines instead of the traceback
+        return [f"NotebookStop: {line}" if i == 0 else line for i, line in enumerate(str(self).splitlines())]
+
+
+# ------------------------------------------------------------------------------------------------ display
+
+
+def _display(html_text: str, text: str) -> None:
+    """Show HTML in Jupyter with a plain-text twin (what papermill logs, nbconvert --to markdown, terminals)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # plain Python (a script importing these helpers)
+        print(text)
+        return
+    if get_ipython() is None:
+        print(text)
+        return
+    display({"text/html": html_text, "text/plain": text}, raw=True)
+
+
+def show_text(text: str, title: str | None = None) -> None:
+    """Preformatted text (YAML, a bash script, a table) with an optional bold title."""
+    head = f"<b>{html.escape(title)}</b>" if title else ""
+    _display(f"{head}<pre style='font-size:85%'>{html.escape(text)}</pre>", (f"{title}\n" if title else "") + text)
+
+
+def show_image(path: str | Path) -> None:
+    """A PNG as an image output (embedded in the notebook, so papermill's output file shows it)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import Image, display
+    except ImportError:
+        print(f"picture: {path}")
+        return
+    if get_ipython() is None:
+        print(f"picture: {path}")
+        return
+    display(Image(filename=str(path)))
+
+
+def _table_html(headers: list[str], rows: list[list[str]], colours: list[str | None]) -> str:
+    head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in headers)
+    body = []
+    for row, colour in zip(rows, colours):
+        style = f" style='background:{colour}'" if colour else ""
+        cells = "".join(f"<td style='text-align:left;vertical-align:top'>{html.escape(str(c))}</td>" for c in row)
+        body.append(f"<tr{style}>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+_COLOURS = {"error": "#fde0e0", "fail": "#fde0e0", "warning": "#fff4d6", "warn": "#fff4d6", "skip": "#f2f2f2"}
+
+
+def _message(problem: Problem) -> str:
+    """A problem's message as notebook users know it: an override is an override, not `--set`."""
+    from grpolab.recipe import CLI
+
+    return problem.message.replace(f"{CLI} ", "override ")
+
+
+def problems_text(problems: Iterable[Problem]) -> str:
+    """Errors first, one block per problem (what `grpolab check` prints), then the counts."""
+    problems = sorted(problems, key=lambda p: (p.severity != "error", p.rule))
+    lines = []
+    for p in problems:
+        value = p.value if isinstance(p.value, str) else repr(p.value)
+        lines += [f"{p.severity.upper():7} [{p.rule}] {p.key} = {value}", f"        {_message(p)}", f"        fix: {p.fix}"]
+    n_err = sum(p.severity == "error" for p in problems)
+    lines.append(f"{n_err} error(s), {len(problems) - n_err} warning(s)")
+    return "\n".join(lines)
+
+
+def show_problems(problems: Iterable[Problem], title: str = "problems") -> None:
+    """The problems as a table, errors first; "no problems" when there are none."""
+    problems = sorted(problems, key=lambda p: (p.severity != "error", p.rule))
+    n_err = sum(p.severity == "error" for p in problems)
+    head = f"{title}: {n_err} error(s), {len(problems) - n_err} warning(s)"
+    if not problems:
+        _display(f"<b>{html.escape(title)}</b>: no errors, no warnings", f"{title}: no errors, no warnings")
+        return
+    rows = [[p.severity, p.rule, p.key, p.value if isinstance(p.value, str) else repr(p.value), _message(p), p.fix]
+            for p in problems]
+    table = _table_html(["severity", "rule", "key", "value", "problem", "fix"], rows,
+                        [_COLOURS.get(p.severity) for p in problems])
+    _display(f"<b>{html.escape(head)}</b>{table}", f"{head}\n{problems_text(problems)}")
+
+
+def show_stages(stages: list[dict]) -> None:
+    """The stage table of run.ipynb: stage, result, seconds, executed copy."""
+    rows = [[s["stage"], s["result"], f"{s['seconds']:.1f}", s.get("notebook") or ""] for s in stages]
+    colours = [_COLOURS["fail"] if s["result"] == "failed" else _COLOURS["skip"] if s["result"] == "skipped" else None
+               for s in stages]
+    text = "\n".join(f"{r[0]:14} {r[1]:8} {r[2]:>7} s  {r[3]}" for r in rows)
+    _display(_table_html(["stage", "result", "seconds", "executed notebook"], rows, colours), text)
+
+
+# ------------------------------------------------------------------------------------------------ parameters
+
+
+def _injected_names(history: list[str], declared: set[str]) -> set[str]:
+    """Names assigned by the last papermill-injected cell executed after the parameters cell (empty: none)."""
+    for source in reversed(history[:-1]):  # the last entry is the cell running now
+        if not isinstance(source, str) or not source.strip():
+            continue
+        first = source.lstrip().splitlines()[0].strip()
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:  # IPython magics, shell escapes: not a parameters cell
+            continue
+        if first == "# Parameters":  # papermill's comment on the cell it injects
+            names: set[str] = set()
+            for node in tree.body:
+                targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+                names |= {t.id for t in targets if isinstance(t, ast.Name)}
+            return names
+        annotated = {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+        if declared and declared <= annotated:  # the parameters cell itself: nothing was injected after it
+            return set()
+    return set()
+
+
+def _conforms(value: Any, annotation: Any) -> bool:
+    if annotation is Any or annotation is typing.Any:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_conforms(value, a) for a in typing.get_args(annotation))
+    if annotation is None or annotation is type(None):
+        return value is None
+    if origin in (list, tuple):
+        args = typing.get_args(annotation)
+        return isinstance(value, origin) and (not args or all(_conforms(v, args[0]) for v in value))
+    if origin is dict:
+        return isinstance(value, dict)
+    if annotation is bool:
+        return isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if annotation is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(annotation, type):
+        return isinstance(value, annotation)
+    return True  # an annotation this checker does not know: accept
+
+
+def _describe(annotation: Any) -> str:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        parts = [_describe(a) for a in typing.get_args(annotation)]
+        return " or ".join(sorted(parts, key=lambda p: p != "None"))
+    if annotation is None or annotation is type(None):
+        return "None"
+    if origin is list:
+        args = typing.get_args(annotation)
+        return "a list" + (f" of {_describe(args[0]).removeprefix('a ')}s" if args else "")
+    return {bool: "True or False", int: "an integer", float: "a number", str: "a string"}.get(
+        annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+def _hint(name: str, annotation: Any, value: Any) -> str:
+    wants_list = typing.get_origin(annotation) is list
+    if wants_list and isinstance(value, str):
+        return f'; pass a list with papermill -y "{name}: [{value}]"'
+    if annotation is bool and isinstance(value, str):
+        return f"; pass -p {name} True or -p {name} False (capitalised)"
+    return ""
+
+
+def _signature(name: str, annotation: Any) -> str:
+    text = getattr(annotation, "__name__", None) if isinstance(annotation, type) else None
+    return f"{name}: {text or str(annotation).replace('typing.', '')}"
+
+
+def check_parameters(ns: dict) -> dict:
+    """Validate the parameters of a notebook: call it as `check_parameters(globals())` in the cell after the
+    `parameters` cell. Returns {name: value} of the declared parameters; raises NotebookStop listing every
+    unknown parameter name (with the closest declared one) and every value of the wrong type."""
+    declared: dict[str, Any] = dict(ns.get("__annotations__") or {})
+    if not declared:
+        raise NotebookStop("this notebook has no typed parameters: run the cell tagged `parameters` first")
+    history = ns.get("In") or ns.get("_ih") or []
+    injected = _injected_names(list(history), set(declared))
+    problems = []
+    for name in sorted(injected - set(declared) - set(PAPERMILL_NAMES)):
+        near = closest(name, declared)
+        problems.append(f"unknown parameter {name!r}" + (f": did you mean {near!r}?" if near else ""))
+    for name, annotation in declared.items():
+        if name not in ns:
+            problems.append(f"parameter {name!r} is declared but not set: run the parameters cell")
+            continue
+        value = ns[name]
+        if not _conforms(value, annotation):
+            problems.append(f"parameter {name} must be {_describe(annotation)}, got {value!r} "
+                            f"({type(value).__name__}){_hint(name, annotation, value)}")
+    if problems:
+        known = ", ".join(_signature(n, a) for n, a in declared.items())
+        raise NotebookStop("\n".join(problems) + f"\nthis notebook's parameters: {known}\n"
+                           'pass them with papermill -p NAME VALUE (lists: -y "overrides: [rollout.tp=16]")')
+    return {name: ns[name] for name in declared}
+
+
+# ------------------------------------------------------------------------------------------------ recipes
+
+
+def load(model: str, overrides: Iterable[str] = ()):
+    """The validated recipe `model` with `overrides` applied; NotebookStop for an unknown recipe, a malformed
+    override or a recipe the schema rejects (its problems are shown as a table first)."""
+    from grpolab.recipe import load_recipe, parse_override
+
+    overrides = list(overrides)
+    for text in overrides:
+        try:
+            parse_override(text)
+        except InputError as exc:
+            raise NotebookStop(f"bad override {text!r}: {exc}\noverrides are a list of dotted key=value strings: "
+                               'papermill -y "overrides: [rollout.tp=16, trainer.total_steps=40]"') from None
+    try:
+        return load_recipe(model, overrides)
+    except InputError as exc:
+        raise NotebookStop(str(exc)) from None
+    except RecipeError as exc:
+        show_problems(exc.problems, title=f"recipe {model}")
+        origin = f" with overrides {overrides}" if overrides else ""
+        raise NotebookStop(f"recipe {model!r}{origin} does not fit the schema:\n{problems_text(exc.problems)}") from None
+
+
+def check_recipe(model: str, overrides: Iterable[str] = ()):
+    """(recipe, every problem): the schema, every rule, and the launch composed against the installed verl."""
+    from grpolab.validate import check
+
+    recipe = load(model, overrides)  # unknown recipe, bad override, schema: stop here with the reason
+    try:
+        _, problems = check(model, list(overrides))
+    except InputError as exc:  # pragma: no cover - load() above already read the same input
+        raise NotebookStop(str(exc)) from None
+    return recipe, problems
+
+
+def check_address(ray_address: str | None) -> None:
+    """A malformed Ray address stops the notebook in its validation cell, not minutes later."""
+    if ray_address:
+        from grpolab import cluster
+
+        try:
+            cluster.parse_address(ray_address)
+        except cluster.ClusterError as exc:
+            raise NotebookStop(str(exc)) from None
+
+
+def check_new_run_id(run_id: str | None) -> None:
+    if run_id is None:
+        return
+    from grpolab import runs
+
+    try:
+        runs.check_run_id(run_id)
+    except ValueError as exc:
+        raise NotebookStop(str(exc)) from None
+    if (runs_dir() / run_id).exists():
+        raise NotebookStop(f"run {run_id!r} already exists in {runs_dir()}; pick another run_id (or None)")
+
+
+def show_recipe(recipe) -> None:
+    """The fully resolved recipe as YAML, secrets redacted, with the files it was layered from."""
+    from grpolab.launch import redact
+    from grpolab.recipe import to_yaml
+
+    show_text(to_yaml(recipe, env=redact(recipe.env)), title=f"resolved recipe {recipe.name}")
+
+
+def _redacted_launch(recipe):
+    import dataclasses
+
+    from grpolab.launch import redact
+    from grpolab.render import render
+
+    launch = render(recipe)
+    return dataclasses.replace(launch, env=redact(launch.env))
+
+
+def show_launch(recipe) -> None:
+    """The rendered launch: entrypoint and overrides, the env (secrets redacted) and the bash script."""
+    from grpolab.render import to_sh
+
+    launch = _redacted_launch(recipe)
+    lines = [f"entrypoint: {launch.command()}", "", "overrides:"]
+    lines += [f"  {o}" for o in launch.overrides] or ["  (none: the local trainer reads the recipe itself)"]
+    lines += ["", "env (exported on every node):"] + [f"  {k}={v}" for k, v in launch.env.items()]
+    show_text("\n".join(lines), title=f"rendered launch for {recipe.name} ({launch.engine})")
+    if launch.notes:
+        show_problems(launch.notes, title="rendering notes")
+    show_text(to_sh(launch, recipe), title="bash script (grpolab render --format sh)")
+
+
+def stop_on_errors(problems: list[Problem], recipe) -> None:
+    """NotebookStop when any problem is an error (warnings pass)."""
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        raise NotebookStop(f"recipe {recipe.name} has {len(errors)} error(s); nothing can be launched:\n"
+                           + problems_text(errors))
+    print(f"recipe {recipe.name}: ready to launch ({len(problems)} warning(s))")
+
+
+# ------------------------------------------------------------------------------------------------ preflight
+
+
+def preflight(recipe, address: str | None = None, timeout_s: float | None = None):
+    """Run preflight against the cluster (None: RAY_ADDRESS, else the embedded local head) and show the
+    table, failures first. Returns the report."""
+    from grpolab.preflight import run_preflight
+
+    report = run_preflight(recipe, address=address, progress=print, timeout_s=timeout_s)
+    rows = sorted(report.rows, key=lambda r: ("fail", "warn", "ok", "skip").index(r.status))
+    table = _table_html(["status", "check", "node", "detail", "fix"],
+                        [[r.status.upper(), r.check, r.node, r.detail, r.fix if r.status in ("fail", "warn") else ""]
+                         for r in rows], [_COLOURS.get(r.status) for r in rows])
+    _display(f"<b>{html.escape(report.summary())}</b>{table}", report.table())
+    return report
+
+
+def preflight_verdict(report, dry_run: bool = False) -> None:
+    """NotebookStop when a check fails, with the failed rows; a dry run only reports them."""
+    if not report.failed:
+        print(report.summary())
+        return
+    failed = [r for r in report.rows if r.status == "fail"]
+    lines = [f"{r.check} ({r.node}): {r.detail}" + (f"\n    fix: {r.fix}" if r.fix else "") for r in failed]
+    text = f"{report.summary()}\nwhat is missing:\n" + "\n".join(lines)
+    if dry_run:
+        print(f"{text}\n(dry run: nothing will be launched, so failed checks do not stop it)")
+        return
+    raise NotebookStop(text)
+
+
+# ------------------------------------------------------------------------------------------------ launch
+
+
+def launch(recipe, address: str | None = None, run_id: str | None = None, dry_run: bool = False):
+    """Submit the recipe as a Ray job and return the Run; with dry_run, show what would be submitted and
+    return None. Errors in the recipe, an unreachable cluster or a taken run id stop the notebook."""
+    import json
+
+    from grpolab import cluster
+    from grpolab import launch as launcher
+    from grpolab.render import to_sh
+
+    try:
+        if dry_run:
+            plan = launcher.plan(recipe, address=address)
+            show_text(json.dumps(plan.describe(), indent=2), title=f"dry run: what would be submitted to the {plan.endpoint}")
+            launch_ = _redacted_launch(recipe)
+            show_text("\n".join(launch_.overrides) or "(none: the local trainer reads the recipe itself)",
+                      title="verl overrides")
+            show_text(to_sh(launch_, recipe), title="bash script (grpolab render --format sh)")
+            print("dry run: nothing was submitted")
+            return None
+        run = launcher.submit(recipe, address=address, run_id=run_id, progress=print)
+    except launcher.LaunchBlocked as exc:
+        show_problems(exc.problems, title=f"recipe {recipe.name}")
+        raise NotebookStop(f"recipe {recipe.name} has errors; nothing was submitted:\n{problems_text(exc.problems)}") from None
+    except cluster.ClusterError as exc:
+        raise NotebookStop(str(exc)) from None
+    except (ValueError, FileExistsError) as exc:
+        raise NotebookStop(str(exc)) from None
+    print(f"follow it here (the next cell), in 04_monitor.ipynb, or with `grpolab monitor {run.run_id}`")
+    return run
+
+
+def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None] = print) -> dict | None:
+    """Follow a run until it ends, printing at most one progress line per `every_s` seconds (step / total,
+    reward, validation accuracy). Stops following (the run goes on) when Ray stops answering."""
+    from grpolab import launch as launcher
+    from grpolab.runs import TERMINAL_STATES
+
+    if run is None:  # a dry run: nothing was submitted
+        return None
+    progress(f"following run {run.run_id}: a line every {every_s:g} s")
+    silent = 0
+    while True:
+        latest: list[str] = []
+        status = launcher.wait(run, progress=latest.append, timeout=every_s)
+        if latest:
+            progress(latest[-1])
+        if status.get("state") in TERMINAL_STATES:
+            progress(f"run {run.run_id}: {status['state']}")
+            return status
+        note = str(status.get("note") or "")
+        silent = silent + 1 if ("unreachable" in note or "does not know" in note) else 0
+        if silent >= UNREACHABLE_CHUNKS:
+            progress(f"stopped following run {run.run_id}: {note}")
+            return status
+
+
+def verdict(run, status: dict | None = None, strict: bool = True) -> None:
+    """The run's outcome in a few lines (state, reward and accuracy first -> last, cause of a failure);
+    NotebookStop when the run FAILED or was STOPPED and `strict`. Nothing for no run (a dry run)."""
+    from grpolab.outcome import describe_outcome
+
+    if run is None:
+        return
+    status = status or run.status()
+    text = describe_outcome(run, status)
+    if strict and status.get("state") in ("FAILED", "STOPPED"):
+        raise NotebookStop(text)
+    print(text)
+
+
+# ------------------------------------------------------------------------------------------------ monitor
+
+
+def in_jupyterlab() -> bool:
+    """True in a kernel that Jupyter Server started for a notebook (JupyterLab sets JPY_SESSION_NAME);
+    False under papermill and nbval (and in stage notebooks run by run.ipynb, which pass live=False)."""
+    return bool(os.environ.get("JPY_SESSION_NAME"))
+
+
+def find_run(run_id: str | None = None):
+    """The run named by `run_id` (run id, run directory or metrics file); None: the latest run."""
+    from grpolab.runs import RunNotFound, list_runs, resolve_run
+
+    if run_id is None:
+        found = list_runs()
+        if not found:
+            raise NotebookStop(f"no runs under {runs_dir()} yet: launch one with 03_launch.ipynb, run.ipynb or "
+                               "`grpolab run tiny`, or pass run_id")
+        run = found[-1]
+        print(f"the latest run: {run.run_id}")
+        return run
+    try:
+        return resolve_run(run_id)
+    except RunNotFound as exc:
+        raise NotebookStop(str(exc)) from None
+
+
+def watch(run, wait: bool = True, live: bool | None = None, interval: float = 5.0):
+    """In JupyterLab (live None or True): show the live dashboard and return it (it refreshes itself).
+    Headless: follow the run until it ends when `wait` (sparse lines), and return None."""
+    from grpolab.runs import TERMINAL_STATES
+
+    if interval <= 0:
+        raise NotebookStop(f"interval must be a positive number of seconds, got {interval}")
+    if in_jupyterlab() if live is None else live:
+        from grpolab.monitor.dashboard import live as dashboard
+
+        return dashboard(run, interval=interval)
+    if wait and run.status().get("state") not in TERMINAL_STATES:
+        follow(run)
+    return None
+
+
+def _curves_path(run) -> Path:
+    path = run.path / "curves.png"
+    if os.access(run.path, os.W_OK):
+        return path
+    return Path(tempfile.mkdtemp(prefix="grpolab-curves-")) / "curves.png"  # someone else's read-only run
+
+
+def show_run(run, picture: bool = True) -> dict:
+    """The monitor's view of a run: state, latest metrics, alerts, failure cause, and the curves (PNG)."""
+    from grpolab.monitor import format_summary, summary
+
+    data = summary(run, png=_curves_path(run) if picture else None)
+    show_text(format_summary(data), title=f"run {data['run_id']}: {data['state']}")
+    if picture and data.get("curves"):
+        show_image(data["curves"])
+    return data
+
+
+def plot_val_accuracy(run, path: str | Path | None = None) -> Path | None:
+    """The validation-accuracy curve(s) alone, as a small PNG (None when the run logged none)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from grpolab.monitor import load
+
+    if not run.metrics_file.exists():
+        return None
+    view = load(run.metrics_file)
+    names = view.first_present(["val-core/"])
+    if not names:
+        return None
+    fig = Figure(figsize=(6.0, 3.4))
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    for name in names:
+        steps, values = view.series(name)
+        ax.plot(steps, values, marker="o", markersize=3, linewidth=1.4, label=name.removeprefix("val-core/"))
+    ax.set_title(f"{run.run_id}: validation accuracy", fontsize=10)
+    ax.set_xlabel("step")
+    ax.set_ylabel("accuracy")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.subplots_adjust(left=0.12, right=0.97, bottom=0.15, top=0.89)
+    path = Path(path) if path else _curves_path(run).with_name("val_accuracy.png")
+    fig.savefig(path, dpi=80, format="png")
+    return path
+
+
+def show_figures(run) -> None:
+    """The final figures of a run: first and last reward and validation accuracy, the last step."""
+    from grpolab.outcome import figures
+
+    fig = figures(run)
+    rows = []
+    for label in ("reward", "val_acc"):
+        if label in fig:
+            f = fig[label]
+            rows.append([label, f"{f['first']:.3f}", str(f["first_step"]), f"{f['last']:.3f}", str(f["last_step"])])
+    if not rows:
+        print(f"run {run.run_id} logged no metrics")
+        return
+    text = "\n".join(f"{r[0]:8} {r[1]} (step {r[2]}) -> {r[3]} (step {r[4]})" for r in rows)
+    _display(f"<b>final figures of {html.escape(run.run_id)}</b> (last step {fig.get('last_step')})"
+             + _table_html(["metric", "first", "at step", "last", "at step"], rows, [None] * len(rows)),
+             f"final figures of {run.run_id} (last step {fig.get('last_step')})\n{text}")
+
+
+# ------------------------------------------------------------------------------------------------ run.ipynb
+
+
+def _error_of(nb_path: Path) -> str | None:
+    """The message of the first error output in an executed notebook."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(str(nb_path), as_version=4)
+    except Exception:  # a half-written notebook: papermill's own error is all there is
+        return None
+    for cell in nb.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if out.get("output_type") == "error":
+                if out.get("ename") == "NotebookStop":
+                    return str(out.get("evalue"))
+                tail = [_ANSI.sub("", line) for line in out.get("traceback", [])][-3:]
+                return f"{out.get('ename')}: {out.get('evalue')}\n" + "\n".join(tail)
+    return None
+
+
+def _replay(nb_path: Path) -> None:
+    """Show again the outputs of the cells tagged `report` of an executed stage notebook."""
+    import nbformat
+
+    try:
+        from IPython.display import publish_display_data
+    except ImportError:  # pragma: no cover
+        return
+    try:
+        nb = nbformat.read(str(nb_path), as_version=4)
+    except Exception:
+        return
+    for cell in nb.cells:
+        if cell.cell_type != "code" or REPORT_TAG not in cell.get("metadata", {}).get("tags", []):
+            continue
+        for out in cell.get("outputs", []):
+            kind = out.get("output_type")
+            if kind == "stream":
+                (sys.stderr if out.get("name") == "stderr" else sys.stdout).write(out.get("text", ""))
+            elif kind in ("display_data", "execute_result"):
+                sys.stdout.flush()
+                publish_display_data(dict(out.get("data", {})), dict(out.get("metadata", {})))
+
+
+class Stages:
+    """run.ipynb's driver: runs the stage notebooks in order with papermill, one fresh kernel each.
+
+    The executed copies go to `runs/<run_id>/notebooks/` once the run directory exists; stages that run
+    before it (setup, preflight) are written to a temporary folder first and moved there when 03_launch has
+    created it. A dry run creates no run directory: the copies stay in the temporary folder, and `finish()`
+    says where. A failing stage stops run.ipynb (NotebookStop, so papermill exits non-zero) with its reason.
+    """
+
+    def __init__(self, params: dict, notebooks: str | Path | None = None):
+        from grpolab import runs
+
+        self.params = params
+        self.dry_run = bool(params.get("dry_run"))
+        self.recipe = load(params["model"], params.get("overrides") or [])
+        check_address(params.get("ray_address"))
+        self.notebooks = Path(notebooks) if notebooks else NOTEBOOKS_DIR
+        missing = [s for s in STAGES if not (self.notebooks / f"{s}.ipynb").is_file()]
+        if missing:
+            raise NotebookStop(f"no stage notebook(s) {', '.join(missing)} in {self.notebooks}")
+        if self.dry_run:
+            self.run_id = None
+        else:
+            check_new_run_id(params.get("run_id"))
+            self.run_id = params.get("run_id") or runs.new_run_id(self.recipe.name)
+        label = self.run_id or f"{self.recipe.name}-dry-run"
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"grpolab-{label}-"))
+        self.stages: list[dict] = []
+        where = f"{runs_dir() / self.run_id / 'notebooks'} (once 03_launch created the run)" if self.run_id \
+            else f"{self.scratch} (a dry run has no run directory)"
+        print(f"recipe {self.recipe.name}" + (f", run {self.run_id}" if self.run_id else ", dry run")
+              + f"\nexecuted stage notebooks: {where}")
+
+    @property
+    def run_dir(self) -> Path | None:
+        return runs_dir() / self.run_id if self.run_id else None
+
+    def _target(self) -> Path:
+        run_dir = self.run_dir
+        if run_dir is not None and run_dir.is_dir():
+            target = run_dir / "notebooks"
+            target.mkdir(exist_ok=True)
+            return target
+        return self.scratch
+
+    def _collect(self) -> None:
+        """Move the copies written before the run directory existed into it."""
+        target = self._target()
+        if target == self.scratch:
+            return
+        for stage in self.stages:
+            path = Path(stage["notebook"])
+            if path.parent == self.scratch and path.exists():
+                moved = target / path.name
+                shutil.move(str(path), moved)
+                stage["notebook"] = str(moved)
+        try:
+            self.scratch.rmdir()
+        except OSError:
+            pass
+
+    def run(self, stage: str, **parameters) -> None:
+        """Execute one stage notebook with these parameters; show its report; stop run.ipynb if it fails."""
+        import papermill
+        from papermill.exceptions import PapermillExecutionError
+
+        if self.dry_run and stage in NEEDS_RUN:
+            print(f"{stage}: skipped (dry run: nothing was submitted, so there is no run to monitor)")
+            self.stages.append({"stage": stage, "result": "skipped", "seconds": 0.0, "notebook": None})
+            return
+        source = self.notebooks / f"{stage}.ipynb"
+        output = self._target() / f"{stage}.ipynb"
+        entry = {"stage": stage, "result": "running", "seconds": 0.0, "notebook": str(output)}
+        self.stages.append(entry)
+        print(f"{stage}: running ...", flush=True)
+        start = time.perf_counter()
+        error = None
+        try:
+            papermill.execute_notebook(str(source), str(output), parameters=parameters, kernel_name=KERNEL,
+                                       progress_bar=False, log_output=False, cwd=str(self.notebooks),
+                                       extra_arguments=KERNEL_ARGS)
+        except PapermillExecutionError as exc:
+            error = _error_of(output) or f"{exc.ename}: {exc.evalue}"
+        except Exception as exc:  # the kernel died, papermill could not start it, ...
+            error = f"{type(exc).__name__}: {exc}"
+        entry["seconds"] = time.perf_counter() - start
+        entry["result"] = "failed" if error else "ok"
+        self._collect()
+        print(f"{stage}: {entry['result']} in {entry['seconds']:.1f} s; executed notebook: {entry['notebook']}")
+        _replay(Path(entry["notebook"]))
+        if error:
+            show_stages(self.stages)
+            raise NotebookStop(f"stage {stage} failed, so run.ipynb stopped there:\n{error}\n"
+                               f"executed notebook: {entry['notebook']}")
+
+    def finish(self) -> None:
+        """The stage table, where the executed copies are, and for a real run the validation-accuracy curve
+        and the final figures."""
+        from grpolab.runs import Run
+
+        self._collect()
+        show_stages(self.stages)
+        if self.dry_run or self.run_dir is None or not self.run_dir.is_dir():
+            print(f"dry run: nothing was submitted; the executed stage notebooks are in {self.scratch}")
+            return
+        run = Run(self.run_dir)
+        print(f"run directory: {run.path}\nexecuted stage notebooks: {run.path / 'notebooks'}")
+        png = plot_val_accuracy(run)
+        if png is not None:
+            show_image(png)
+        show_figures(run)

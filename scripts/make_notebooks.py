@@ -1,0 +1,241 @@
+"""Write notebooks/01_setup, 02_preflight, 03_launch, 04_monitor and run.ipynb from one description.
+
+    .venv/bin/python scripts/make_notebooks.py            # (re)write the five notebooks
+    .venv/bin/python scripts/make_notebooks.py --check    # exit 1 if a committed notebook differs from this script
+
+Every notebook: a markdown header (purpose, papermill command), an import cell, exactly one cell tagged
+`parameters` (typed, commented defaults that `papermill --help-notebook` lists), then the cell that validates the
+parameters (grpolab.notebook.check_parameters), then short cells that only call grpolab functions. Cells tagged
+`report` are the ones run.ipynb shows again from the executed stage notebook. The notebooks are written without
+outputs, with kernelspec python3 and stable cell ids (regenerating gives the same bytes).
+
+Parameter help comments must not contain '=': papermill's parser skips an assignment line with two of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "notebooks"
+IMPORTS = "from typing import Optional\n\nfrom grpolab import notebook as nb"
+PAPERMILL_HINT = '# papermill: -p NAME VALUE for one value, -y "overrides: [rollout.tp=16, trainer.total_steps=40]" for a list'
+
+# name -> (annotation, default as Python source, help). One place for the shared parameters' wording.
+P = {
+    "model": ("str", '"tiny"', "recipe name under params/recipes, or a path to a recipe YAML file"),
+    "overrides": ("list[str]", "[]", "recipe overrides applied last: dotted keys with values, as a YAML list"),
+    "ray_address": ("Optional[str]", "None",
+                    "Ray cluster (HOST:6379 or http://HOST:8265); None: RAY_ADDRESS, else the embedded local head"),
+    "dry_run": ("bool", "False", "True: validate, preflight and show the launch, but submit nothing"),
+    "wait": ("bool", "True", "follow the run until it ends (a progress line every 30 s)"),
+    "run_id": ("Optional[str]", "None", "name of the new run (letters, digits, . _ -); None: generated"),
+}
+
+MONITOR_PARAMS = {
+    "run_id": ("Optional[str]", "None", "run id, run directory or metrics.jsonl; None: the latest run"),
+    "wait": ("bool", "True", "headless: follow the run until it ends before showing it"),
+    "live": ("Optional[bool]", "None",
+             "live ipywidgets dashboard; None: live in JupyterLab, a static PNG under papermill or nbval"),
+    "interval": ("float", "5.0", "seconds between refreshes of the live dashboard"),
+    "strict": ("bool", "True", "end with an error when the run FAILED or was STOPPED (papermill exits non-zero)"),
+}
+
+
+def params_source(spec: dict) -> str:
+    lines = [PAPERMILL_HINT]
+    for name, (annotation, default, help_text) in spec.items():
+        if "=" in help_text:
+            raise ValueError(f"help of parameter {name!r} contains '=': papermill --help-notebook would skip it")
+        lines.append(f"{name}: {annotation} = {default}  # {help_text}")
+    return "\n".join(lines)
+
+
+def pick(*names: str, **changed) -> dict:
+    out = {n: P[n] for n in names}
+    for name, (default, help_text) in changed.items():
+        out[name] = (out[name][0], default, help_text)
+    return out
+
+
+# A notebook: (title and intro markdown, parameters, validation source, [(markdown or None, code, tags)]).
+NOTEBOOKS = {
+    "01_setup": (
+        """# 01 · Setup: choose a recipe, apply overrides, validate
+
+Loads a recipe (a name under `params/recipes/` or a path to a YAML file), applies `overrides` last, and checks it
+without touching a cluster: the schema, every rule (parallel layout, batches, lengths, env, stack, memory) and the
+rendered launch composed against the installed verl. It shows the problems (errors first, each with its fix), the
+fully resolved recipe and the rendered launch (verl overrides, env, bash script); it ends with an error when the
+recipe has errors.
+
+```bash
+.venv/bin/papermill notebooks/01_setup.ipynb out.ipynb -p model glm5_2 -y "overrides: [rollout.tp=16]"
+```""",
+        pick("model", "overrides"),
+        "params = nb.check_parameters(globals())\nrecipe, problems = nb.check_recipe(model, overrides)",
+        [
+            ("## Problems\nErrors first; a warning does not block the launch.",
+             'nb.show_problems(problems, title=f"recipe {recipe.name}")', ["report"]),
+            ("## The resolved recipe\nEvery key, after the layers in `defaults:` and the overrides (secrets redacted).",
+             "nb.show_recipe(recipe)", []),
+            ("## The rendered launch\nWhat would run on the cluster: entrypoint, verl overrides, env, and the same as a "
+             "standalone bash script.", "nb.show_launch(recipe)", []),
+            ("## Verdict", "nb.stop_on_errors(problems, recipe)", ["report"]),
+        ],
+    ),
+    "02_preflight": (
+        """# 02 · Preflight: check the cluster and every node before launching
+
+Connects to the Ray cluster (`ray_address`, else `RAY_ADDRESS`, else the embedded local head, started when it
+does not run) and checks every alive node in parallel: devices, torch_npu / CUDA, CANN, stack pins, the env as
+the job will see it, model weights, data files, checkpoint space, HCCL ports, open-file limit. The table lists
+failures first, each with its fix. A failed check ends the notebook with an error, unless `dry_run` is True.
+
+```bash
+.venv/bin/papermill notebooks/02_preflight.ipynb out.ipynb -p model glm5_2 -p ray_address HEAD:6379
+```""",
+        {**pick("model", "overrides", "ray_address"),
+         "dry_run": ("bool", "False", "True: nothing will be launched, so failed checks are reported but do not stop"),
+         "timeout_s": ("Optional[float]", "None", "seconds to wait for the per-node checks; None: the default")},
+        "params = nb.check_parameters(globals())\nnb.check_address(ray_address)\nrecipe = nb.load(model, overrides)",
+        [
+            ("## The checks\nFailures first, then warnings, passes, and checks that do not apply here (with why).",
+             "report = nb.preflight(recipe, address=ray_address, timeout_s=timeout_s)", ["report"]),
+            ("## Verdict", "nb.preflight_verdict(report, dry_run=dry_run)", ["report"]),
+        ],
+    ),
+    "03_launch": (
+        """# 03 · Launch: submit the run as a Ray job, or show what would be submitted
+
+Validates the recipe again (errors stop the launch before anything is created), creates `runs/<run_id>/` and
+submits the job to the Ray cluster with the recipe's env in its runtime_env. With `dry_run` it shows what would
+be submitted (entrypoint, env with secrets redacted, verl overrides, bash script) and submits nothing. With
+`wait` it follows the run until it ends and ends with an error when the run failed, naming the cause.
+
+```bash
+.venv/bin/papermill notebooks/03_launch.ipynb out.ipynb -p model tiny -y "overrides: [trainer.total_steps=40]"
+.venv/bin/papermill notebooks/03_launch.ipynb out.ipynb -p model glm5_2 -p dry_run True
+```""",
+        pick("model", "overrides", "ray_address", "dry_run", "wait", "run_id",
+             dry_run=("False", "True: show what would be submitted (entrypoint, env, overrides, script), submit nothing"),
+             wait=("True", "follow the run until it ends (a progress line every 30 s); error if it failed")),
+        "params = nb.check_parameters(globals())\nnb.check_address(ray_address)\nnb.check_new_run_id(run_id)\n"
+        "recipe = nb.load(model, overrides)",
+        [
+            ("## Submit (or show what would be submitted)",
+             "run = nb.launch(recipe, address=ray_address, run_id=run_id, dry_run=dry_run)", ["report"]),
+            ("## Follow the run\nOne line every 30 s; watch it live in `04_monitor.ipynb` in JupyterLab.",
+             "status = nb.follow(run) if wait else None", []),
+            ("## Outcome", "nb.verdict(run, status)", ["report"]),
+        ],
+    ),
+    "04_monitor": (
+        """# 04 · Monitor: status, curves, alerts and the cause of a failure
+
+Shows a run (by default the latest one under `runs/`): its state, the latest key metrics, GRPO health alerts,
+the cause of a failure read from its log, and the curves. In JupyterLab (`live` None or True) a dashboard
+refreshes itself every `interval` seconds and has a stop button; headless (papermill, nbval) the notebook
+follows the run until it ends (`wait`) and draws the curves as a PNG.
+
+```bash
+.venv/bin/papermill notebooks/04_monitor.ipynb out.ipynb -p run_id tiny-20260101-120000-abc123
+```""",
+        MONITOR_PARAMS,
+        "params = nb.check_parameters(globals())\nrun = nb.find_run(run_id)",
+        [
+            ("## Watch\nLive in JupyterLab; headless, follow the run until it ends (when `wait`).",
+             "dashboard = nb.watch(run, wait=wait, live=live, interval=interval)", []),
+            ("## The run\nState, latest metrics, alerts, failure cause, curves (PNG in `runs/<run_id>/curves.png`).",
+             "data = nb.show_run(run, picture=dashboard is None)", ["report"]),
+            ("## Verdict", "nb.verdict(run, strict=strict)", ["report"]),
+        ],
+    ),
+    "run": (
+        """# GRPO Lab: one run, from recipe to curves
+
+Runs the four stage notebooks in order with papermill, each in a fresh kernel: **01_setup** (validate),
+**02_preflight** (check the cluster), **03_launch** (submit), **04_monitor** (follow the run, curves, alerts).
+It stops at the first stage that fails and says why (papermill then exits non-zero). The executed stage
+notebooks are kept in `runs/<run_id>/notebooks/`. With `dry_run` it validates, reports preflight (failed checks
+do not stop it), shows the rendered launch and submits nothing.
+
+```bash
+.venv/bin/papermill notebooks/run.ipynb out.ipynb -p model tiny
+.venv/bin/papermill notebooks/run.ipynb out.ipynb -p model glm5_2 -p dry_run True
+.venv/bin/papermill notebooks/run.ipynb out.ipynb -p model qwen3_8b -y "overrides: [cluster.device=npu]" -p ray_address HEAD:6379
+```""",
+        pick("model", "overrides", "ray_address", "dry_run", "wait", "run_id"),
+        "params = nb.check_parameters(globals())\nstages = nb.Stages(params)",
+        [
+            ("## 1 · Setup", "stages.run(\"01_setup\", model=model, overrides=overrides)", []),
+            ("## 2 · Preflight",
+             "stages.run(\"02_preflight\", model=model, overrides=overrides, ray_address=ray_address, dry_run=dry_run)",
+             []),
+            ("## 3 · Launch",
+             "stages.run(\"03_launch\", model=model, overrides=overrides, ray_address=ray_address, dry_run=dry_run,\n"
+             "           wait=False, run_id=stages.run_id)", []),
+            ("## 4 · Monitor\nFollows the run until it ends (skipped in a dry run).",
+             "stages.run(\"04_monitor\", run_id=stages.run_id, wait=wait, live=False, strict=True)", []),
+            ("## Results\nThe stages, the validation-accuracy curve and the final figures.", "stages.finish()", []),
+        ],
+    ),
+}
+
+
+def build(stem: str) -> nbformat.NotebookNode:
+    intro, params, validation, body = NOTEBOOKS[stem]
+    cells = [
+        nbformat.v4.new_markdown_cell(intro),
+        nbformat.v4.new_code_cell(IMPORTS),
+        nbformat.v4.new_code_cell(params_source(params), metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_markdown_cell("Check the parameters: a misspelled name, a wrong type, an unknown recipe or "
+                                      "a bad override stops the notebook here."),
+        nbformat.v4.new_code_cell(validation),
+    ]
+    for markdown, code, tags in body:
+        if markdown:
+            cells.append(nbformat.v4.new_markdown_cell(markdown))
+        cells.append(nbformat.v4.new_code_cell(code, metadata={"tags": tags} if tags else {}))
+    for index, cell in enumerate(cells):
+        cell["id"] = f"{stem.replace('_', '-')}-{index:02d}"
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata = {
+        "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
+        "language_info": {"name": "python"},
+    }
+    nbformat.validate(nb)
+    return nb
+
+
+def text(nb: nbformat.NotebookNode) -> str:
+    return nbformat.writes(nb) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare with the committed notebooks; write nothing")
+    args = parser.parse_args(argv)
+    stale = []
+    for stem in NOTEBOOKS:
+        path = OUT / f"{stem}.ipynb"
+        wanted = text(build(stem))
+        if args.check:
+            if not path.is_file() or path.read_text() != wanted:
+                stale.append(str(path.relative_to(ROOT)))
+        else:
+            OUT.mkdir(exist_ok=True)
+            path.write_text(wanted)
+            print(f"wrote {path.relative_to(ROOT)}")
+    if stale:
+        print(f"out of date (run scripts/make_notebooks.py): {', '.join(stale)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

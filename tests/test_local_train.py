@@ -1,0 +1,243 @@
+"""The local CPU trainer (`python -m grpolab.local.train`): a real short run, the recipe mapping, the reward.
+
+The run test starts the real entry point in a subprocess (tiny model built into a temporary cache, TRL's
+GRPOTrainer, a few steps) and reads what it wrote: verl-format metrics with verl's names and a checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grpolab.local import mapping, metrics, task
+from grpolab.local.mapping import TinySettings, grpo_config_kwargs, settings_from_recipe, unsupported
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tiny_recipe_dict(**changes: dict) -> dict:
+    """The tiny recipe's fields as a plain nested dict (what `unsupported` and the mapping read)."""
+    recipe = {
+        "cluster": {"device": "cpu", "nnodes": 1, "devices_per_node": 1},
+        "train": {"engine": "trl", "tp": 1, "pp": 1, "cp": 1, "ep": 1, "etp": 1, "vpp": 1},
+        "rollout": {"engine": "hf", "tp": 1, "dp": 1, "ep": 1, "n": 8, "temperature": 1.0, "top_p": 1.0,
+                    "top_k": -1},
+        "data": {"train_batch_size": 8, "max_prompt_length": 8, "max_response_length": 4},
+        "algorithm": {"adv_estimator": "grpo", "ppo_mini_batch_size": 8, "micro_batch_size_per_device": 64,
+                      "lr": 1e-3, "use_kl_loss": True, "kl_loss_coef": 0.04, "kl_loss_type": "low_var_kl",
+                      "clip_ratio_low": 0.2, "clip_ratio_high": 0.28, "loss_agg_mode": "seq-mean-token-mean"},
+        "trainer": {"total_steps": 600, "test_freq": 25, "save_freq": -1, "seed": 3},
+        "verl_overrides": {},
+        "local": {"digits": 1, "val_size": 30, "warmup_steps": 40},
+    }
+    for dotted, value in changes.items():
+        section, key = dotted.split("__")
+        recipe[section][key] = value
+    return recipe
+
+
+# ------------------------------------------------------------------------------------------ reward, task
+
+
+def test_correct_answer_with_eos_beats_without() -> None:
+    with_eos = task.score("12", True, "12")
+    without = task.score("12", False, "12")
+    assert with_eos == 1.0
+    assert without < with_eos
+
+
+def test_wrong_answer_scores_low() -> None:
+    assert task.score("13", True, "12") <= 0.1
+    assert task.score("", True, "12") == 0.0
+    assert task.score("", False, "12") == 0.0
+    assert task.score("1", True, "12") <= 0.1  # a prefix of the answer is still wrong
+
+
+def test_reward_reads_eos_from_token_ids() -> None:
+    from grpolab.local.tiny import build_tokenizer
+
+    tok = build_tokenizer()
+    reward = task.ArithReward(tok)
+    ids = lambda text: tok(text, add_special_tokens=False).input_ids  # noqa: E731
+    eos = tok.eos_token_id
+    completions = [ids("12") + [eos], ids("12+"), ids("12"), ids("13") + [eos], ids("=") + [eos]]
+    scores = reward(prompts=["5+7="] * 5, completions=["12", "12+", "12", "13", "="],
+                    completion_ids=completions, answer=["12"] * 5)
+    assert scores[0] == 1.0
+    assert scores[1] < scores[0] and scores[2] < scores[0]
+    assert scores[3] <= 0.1 and scores[4] == 0.0
+
+
+def test_split_is_fixed_held_out_and_twins_are_trained() -> None:
+    train, val = task.split_problems(1, 30)
+    assert len(val) == 30 and len(train) == 70
+    assert not set(train) & set(val)
+    assert all(task.Problem(p.b, p.a) in set(train) for p in val)
+    assert task.split_problems(1, 30) == (train, val)  # same split for every training seed
+
+
+def test_warmup_teaches_format_not_answers() -> None:
+    train, _ = task.split_problems(1, 30)
+    pairs = task.warmup_pairs(train, 2000, seed=1)
+    right = sum(str(sum(map(int, prompt[:-1].split("+")))) == target for prompt, target in pairs)
+    assert right / len(pairs) < 0.1  # about 1 in 19
+    assert all(target.isdigit() for _, target in pairs)
+
+
+# ---------------------------------------------------------------------------------------------- mapping
+
+
+def test_mapping_module_imports_no_torch() -> None:
+    code = "import sys, grpolab.local.mapping, grpolab.local.task, grpolab.local.metrics; " \
+           "print('torch' in sys.modules or 'trl' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_recipe_maps_onto_grpo_config() -> None:
+    s = settings_from_recipe(tiny_recipe_dict())
+    assert (s.n, s.lr, s.kl_loss_coef, s.clip_ratio_high, s.seed) == (8, 1e-3, 0.04, 0.28, 3)
+    kw = grpo_config_kwargs(s, "/tmp/out")
+    assert kw["num_generations"] == 8
+    assert kw["beta"] == 0.04
+    assert (kw["epsilon"], kw["epsilon_high"]) == (0.2, 0.28)
+    assert kw["loss_type"] == "grpo"
+    assert kw["learning_rate"] == 1e-3
+    assert kw["max_completion_length"] == 4
+    assert kw["generation_batch_size"] == 64 and kw["per_device_train_batch_size"] == 64
+    assert kw["gradient_accumulation_steps"] == 1 and kw["max_steps"] == 600
+    assert kw["top_k"] == 0 and kw["seed"] == 3
+
+
+@pytest.mark.parametrize("mode, loss_type", [("token-mean", "dapo"), ("seq-mean-token-mean", "grpo"),
+                                             ("seq-mean-token-sum-norm", "dr_grpo")])
+def test_loss_agg_mode_maps(mode: str, loss_type: str) -> None:
+    s = settings_from_recipe(tiny_recipe_dict(algorithm__loss_agg_mode=mode))
+    assert grpo_config_kwargs(s, "/tmp/out")["loss_type"] == loss_type
+
+
+def test_kl_off_and_mini_batches() -> None:
+    s = settings_from_recipe(tiny_recipe_dict(algorithm__use_kl_loss=False, data__train_batch_size=16,
+                                              algorithm__ppo_mini_batch_size=4,
+                                              algorithm__micro_batch_size_per_device=16))
+    kw = grpo_config_kwargs(s, "/tmp/out")
+    assert kw["beta"] == 0.0
+    # 16 prompts x 8 generated per step; 4 optimizer updates of 4 prompts x 8, each two passes of 16
+    assert kw["generation_batch_size"] == 128
+    assert kw["per_device_train_batch_size"] == 16 and kw["gradient_accumulation_steps"] == 2
+    assert s.updates_per_step == 4 and kw["max_steps"] == 600 * 4
+
+
+def test_grpo_config_accepts_the_kwargs(tmp_path: Path) -> None:
+    from trl import GRPOConfig
+
+    s = settings_from_recipe(tiny_recipe_dict(data__train_batch_size=16, algorithm__ppo_mini_batch_size=4,
+                                              algorithm__micro_batch_size_per_device=16))
+    config = GRPOConfig(**grpo_config_kwargs(s, str(tmp_path)))
+    assert config.generation_batch_size == 128 and config.steps_per_generation == 8
+    assert config.num_generations == 8 and config.loss_type == "grpo"
+
+
+def test_unsupported_is_empty_for_the_tiny_recipe() -> None:
+    assert unsupported(tiny_recipe_dict()) == []
+
+
+@pytest.mark.parametrize("dotted, value", [
+    ("algorithm.loss_agg_mode", "seq-mean-token-sum"),
+    ("algorithm.kl_loss_type", "mse"),
+    ("algorithm.adv_estimator", "gae"),
+    ("rollout.engine", "vllm"),
+    ("train.tp", 2),
+    ("cluster.device", "npu"),
+    ("algorithm.ppo_mini_batch_size", 3),
+])
+def test_unsupported_catches_what_trl_cannot_honour(dotted: str, value: object) -> None:
+    recipe = tiny_recipe_dict(**{dotted.replace(".", "__"): value})
+    found = {key: (val, reason) for key, val, reason in unsupported(recipe)}
+    assert dotted in found
+    assert found[dotted][0] == value and found[dotted][1]
+
+
+def test_unsupported_ignores_other_engines() -> None:
+    recipe = tiny_recipe_dict(train__engine="megatron", algorithm__loss_agg_mode="seq-mean-token-sum")
+    assert unsupported(recipe) == []
+
+
+def test_real_recipe_maps_when_the_loader_is_there() -> None:
+    recipe_mod = pytest.importorskip("grpolab.recipe")
+    if not (ROOT / "params" / "recipes" / "tiny.yaml").is_file():
+        pytest.skip("no tiny recipe yet")
+    recipe = recipe_mod.load_recipe("tiny")
+    s = settings_from_recipe(recipe)
+    grpo_config_kwargs(s, "/tmp/out")  # raises on anything it cannot map
+    assert unsupported(recipe) == []
+
+
+# ---------------------------------------------------------------------------------------------- metrics
+
+
+def test_trl_names_become_verl_names() -> None:
+    logs = {"reward": 0.5, "kl": 0.01, "entropy": 1.2, "completions/mean_length": 2.5, "grad_norm": 0.3,
+            "clip_ratio/region_mean": 0.0, "learning_rate": 1e-3, "loss": 0.02, "step_time": 0.05,
+            "completions/clipped_ratio": 0.0, "epoch": 1.0, "bad": float("nan")}
+    out = metrics.to_verl(logs)
+    assert out["critic/score/mean"] == 0.5 and out["actor/kl_loss"] == 0.01
+    assert out["response_length/mean"] == 2.5 and out["actor/pg_clipfrac"] == 0.0
+    assert out["timing_s/step"] == 0.05 and out["actor/lr"] == 1e-3 and out["actor/pg_loss"] == 0.02
+    assert "epoch" not in out and "bad" not in out
+
+
+def test_writer_flushes_every_line(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    writer = metrics.JsonlWriter(path)
+    writer.write(1, {"critic/score/mean": 0.25})
+    # readable before close: a killed run keeps every finished step
+    assert json.loads(path.read_text().splitlines()[0]) == {"step": 1, "data": {"critic/score/mean": 0.25}}
+    writer.close()
+
+
+def test_metrics_path_follows_verl_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VERL_FILE_LOGGER_PATH", raising=False)
+    assert metrics.metrics_path(tmp_path) == tmp_path / "metrics.jsonl"
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(tmp_path / "x.jsonl"))
+    assert metrics.metrics_path(tmp_path) == tmp_path / "x.jsonl"
+
+
+# ------------------------------------------------------------------------------------------- a real run
+
+
+def test_real_run_writes_verl_metrics_and_checkpoint(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "recipe.yaml").write_text(
+        "rollout: {n: 4}\ndata: {train_batch_size: 4}\n"
+        "algorithm: {ppo_mini_batch_size: 4, micro_batch_size_per_device: 16}\n"
+        "trainer: {total_steps: 4, test_freq: 2, seed: 7}\nlocal: {warmup_steps: 5}\n")
+    env = {**os.environ, "GRPOLAB_CACHE": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
+    env.pop("VERL_FILE_LOGGER_PATH", None)
+    proc = subprocess.run([sys.executable, "-m", "grpolab.local.train", "--run-dir", str(run_dir)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "step 4/4 reward=" in proc.stdout
+
+    rows = metrics.read_jsonl(run_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [0, 1, 2, 3, 4]
+    assert set(rows[0]["data"]) >= {metrics.VAL_ACC}
+    for row in rows[1:]:
+        data = row["data"]
+        for name in ("critic/score/mean", "critic/score/max", "critic/score/min", "response_length/mean",
+                     "response_length/clip_ratio", "actor/kl_loss", "actor/entropy", "actor/pg_clipfrac",
+                     "actor/grad_norm", "actor/lr", "actor/pg_loss", "timing_s/step", "perf/throughput",
+                     "actor/perf/max_memory_allocated_gb"):
+            assert name in data, (row["step"], name)
+        assert 0.0 <= data["critic/score/mean"] <= 1.0
+    assert [r["step"] for r in rows if metrics.VAL_ACC in r["data"]] == [0, 2, 4]
+
+    checkpoint = run_dir / "checkpoint"
+    assert (checkpoint / "config.json").is_file() and (checkpoint / "model.safetensors").is_file()
+    assert (checkpoint / "tokenizer.json").is_file()
