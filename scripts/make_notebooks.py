@@ -23,7 +23,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "notebooks"
 IMPORTS = "from typing import Optional\n\nfrom grpolab import notebook as nb"
-PAPERMILL_HINT = '# papermill: -p NAME VALUE for one value, -y "overrides: [rollout.tp=16, trainer.total_steps=40]" for a list'
+PAPERMILL_HINT = '# papermill: -p NAME VALUE; a list with -y "overrides: [rollout.tp=16, trainer.total_steps=40]"'
 
 # name -> (annotation, default as Python source, help). One place for the shared parameters' wording.
 P = {
@@ -83,8 +83,8 @@ recipe has errors.
              'nb.show_problems(problems, title=f"recipe {recipe.name}")', ["report"]),
             ("## The resolved recipe\nEvery key, after the layers in `defaults:` and the overrides (secrets redacted).",
              "nb.show_recipe(recipe)", []),
-            ("## The rendered launch\nWhat would run on the cluster: entrypoint, verl overrides, env, and the same as a "
-             "standalone bash script.", "nb.show_launch(recipe)", []),
+            ("## The rendered launch\nWhat would run on the cluster: entrypoint, verl overrides, env, and the same "
+             "as a standalone bash script.", "nb.show_launch(recipe)", []),
             ("## Verdict", "nb.stop_on_errors(problems, recipe)", ["report"]),
         ],
     ),
@@ -122,7 +122,7 @@ be submitted (entrypoint, env with secrets redacted, verl overrides, bash script
 .venv/bin/papermill notebooks/03_launch.ipynb out.ipynb -p model glm5_2 -p dry_run True
 ```""",
         pick("model", "overrides", "ray_address", "dry_run", "wait", "run_id",
-             dry_run=("False", "True: show what would be submitted (entrypoint, env, overrides, script), submit nothing"),
+             dry_run=("False", "True: show what would be submitted (entrypoint, env, overrides, script) only"),
              wait=("True", "follow the run until it ends (a progress line every 30 s); error if it failed")),
         "params = nb.check_parameters(globals())\nnb.check_address(ray_address)\nnb.check_new_run_id(run_id)\n"
         "recipe = nb.load(model, overrides)",
@@ -167,7 +167,7 @@ do not stop it), shows the rendered launch and submits nothing.
 ```bash
 .venv/bin/papermill notebooks/run.ipynb out.ipynb -p model tiny
 .venv/bin/papermill notebooks/run.ipynb out.ipynb -p model glm5_2 -p dry_run True
-.venv/bin/papermill notebooks/run.ipynb out.ipynb -p model qwen3_8b -y "overrides: [cluster.device=npu]" -p ray_address HEAD:6379
+.venv/bin/papermill notebooks/run.ipynb out.ipynb -p model glm5_2 -p ray_address HEAD:6379
 ```""",
         pick("model", "overrides", "ray_address", "dry_run", "wait", "run_id"),
         "params = nb.check_parameters(globals())\nstages = nb.Stages(params)",

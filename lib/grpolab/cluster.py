@@ -124,18 +124,35 @@ def ensure_local_head(progress=print) -> Endpoint:
     return ep
 
 
-def stop_local_head(timeout: float = 30.0) -> int:
-    """Stop the embedded head only: the Ray processes tied to its GCS port (`ray stop` would stop every Ray
-    cluster of this machine, a user's own included). Returns how many processes were stopped."""
+def stop_local_head(timeout: float = 10.0) -> int:
+    """Stop the embedded head only (`ray stop` would stop every Ray cluster of this machine, a user's own
+    included): every process of its Ray session, found through the GCS and dashboard ports, and their
+    children. Returns how many processes were stopped."""
+    import re
+
     import psutil
 
-    marks = (f"127.0.0.1:{EMBEDDED_GCS_PORT}", f"--gcs_server_port={EMBEDDED_GCS_PORT}",
-             f"--port={EMBEDDED_GCS_PORT}")
-    procs = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmdline = " ".join(proc.info.get("cmdline") or [])
-        if any(mark in cmdline for mark in marks) and proc.pid != os.getpid():
-            procs.append(proc)
+    def cmdline(proc) -> str:
+        try:
+            return " ".join(proc.cmdline())
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            return ""
+
+    ours = (f"--gcs_server_port={EMBEDDED_GCS_PORT}", f":{EMBEDDED_GCS_PORT} ", f":{EMBEDDED_GCS_PORT}\n",
+            f"--port={EMBEDDED_DASHBOARD_PORT} ")
+    lines = {proc.pid: cmdline(proc) + "\n" for proc in psutil.process_iter()}
+    sessions = {m.group(0) for text in lines.values() if any(mark in text for mark in ours)
+                for m in re.finditer(r"session_\d{4}-\d\d-\d\d_[\d_-]+\d", text)}
+    targets: dict[int, psutil.Process] = {}
+    for pid, text in lines.items():
+        if pid != os.getpid() and (any(mark in text for mark in ours) or any(s in text for s in sessions)):
+            try:
+                proc = psutil.Process(pid)
+                for child in [proc, *proc.children(recursive=True)]:
+                    targets[child.pid] = child
+            except psutil.NoSuchProcess:
+                continue
+    procs = [p for pid, p in targets.items() if pid != os.getpid()]
     for proc in procs:
         try:
             proc.terminate()

@@ -125,7 +125,8 @@ def problems_text(problems: Iterable[Problem]) -> str:
     lines = []
     for p in problems:
         value = p.value if isinstance(p.value, str) else repr(p.value)
-        lines += [f"{p.severity.upper():7} [{p.rule}] {p.key} = {value}", f"        {_message(p)}", f"        fix: {p.fix}"]
+        lines += [f"{p.severity.upper():7} [{p.rule}] {p.key} = {value}", f"        {_message(p)}",
+                  f"        fix: {p.fix}"]
     n_err = sum(p.severity == "error" for p in problems)
     lines.append(f"{n_err} error(s), {len(problems) - n_err} warning(s)")
     return "\n".join(lines)
@@ -282,7 +283,8 @@ def load(model: str, overrides: Iterable[str] = ()):
     except RecipeError as exc:
         show_problems(exc.problems, title=f"recipe {model}")
         origin = f" with overrides {overrides}" if overrides else ""
-        raise NotebookStop(f"recipe {model!r}{origin} does not fit the schema:\n{problems_text(exc.problems)}") from None
+        raise NotebookStop(f"recipe {model!r}{origin} does not fit the schema:\n"
+                           + problems_text(exc.problems)) from None
 
 
 def check_recipe(model: str, overrides: Iterable[str] = ()):
@@ -309,6 +311,7 @@ def check_address(ray_address: str | None) -> None:
 
 
 def check_new_run_id(run_id: str | None) -> None:
+    """A run id the user chose must be a plain folder name that is not taken yet (None: generated later)."""
     if run_id is None:
         return
     from grpolab import runs
@@ -382,7 +385,8 @@ def preflight(recipe, address: str | None = None, timeout_s: float | None = None
 def preflight_verdict(report, dry_run: bool = False) -> None:
     """NotebookStop when a check fails, with the failed rows; a dry run only reports them."""
     if not report.failed:
-        print(report.summary())
+        warned = len([r for r in report.rows if r.status == "warn"])
+        print(f"no check fails: nothing blocks the launch ({warned} warning(s))")
         return
     failed = [r for r in report.rows if r.status == "fail"]
     lines = [f"{r.check} ({r.node}): {r.detail}" + (f"\n    fix: {r.fix}" if r.fix else "") for r in failed]
@@ -408,7 +412,8 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
     try:
         if dry_run:
             plan = launcher.plan(recipe, address=address)
-            show_text(json.dumps(plan.describe(), indent=2), title=f"dry run: what would be submitted to the {plan.endpoint}")
+            show_text(json.dumps(plan.describe(), indent=2),
+                      title=f"dry run: what would be submitted to the {plan.endpoint}")
             launch_ = _redacted_launch(recipe)
             show_text("\n".join(launch_.overrides) or "(none: the local trainer reads the recipe itself)",
                       title="verl overrides")
@@ -418,7 +423,8 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
         run = launcher.submit(recipe, address=address, run_id=run_id, progress=print)
     except launcher.LaunchBlocked as exc:
         show_problems(exc.problems, title=f"recipe {recipe.name}")
-        raise NotebookStop(f"recipe {recipe.name} has errors; nothing was submitted:\n{problems_text(exc.problems)}") from None
+        raise NotebookStop(f"recipe {recipe.name} has errors; nothing was submitted:\n"
+                           + problems_text(exc.problems)) from None
     except cluster.ClusterError as exc:
         raise NotebookStop(str(exc)) from None
     except (ValueError, FileExistsError) as exc:
@@ -696,6 +702,9 @@ class Stages:
         entry = {"stage": stage, "result": "running", "seconds": 0.0, "notebook": str(output)}
         self.stages.append(entry)
         print(f"{stage}: running ...", flush=True)
+        if stage in NEEDS_RUN:
+            print(f"  meanwhile, watch it with `grpolab monitor {self.run_id}` or in 04_monitor.ipynb "
+                  f"(run_id {self.run_id!r})", flush=True)
         start = time.perf_counter()
         error = None
         try:
@@ -723,8 +732,12 @@ class Stages:
 
         self._collect()
         show_stages(self.stages)
-        if self.dry_run or self.run_dir is None or not self.run_dir.is_dir():
+        if self.dry_run:
             print(f"dry run: nothing was submitted; the executed stage notebooks are in {self.scratch}")
+            return
+        if self.run_dir is None or not self.run_dir.is_dir():
+            print(f"no run directory {self.run_dir}: was 03_launch run? the executed stage notebooks are in "
+                  f"{self.scratch}")
             return
         run = Run(self.run_dir)
         print(f"run directory: {run.path}\nexecuted stage notebooks: {run.path / 'notebooks'}")

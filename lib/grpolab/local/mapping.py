@@ -7,6 +7,9 @@ verl -> TRL 1.16 (RECIPES.md section 5):
     rollout.n                          -> num_generations
     algorithm.kl_loss_coef             -> beta (0 when use_kl_loss is false); TRL's KL is low_var_kl only
     algorithm.clip_ratio_low / high    -> epsilon / epsilon_high
+    algorithm.clip_ratio_c             -> delta (TRL's two-sided clip caps the ratio for negative advantages:
+                                          verl's dual clip)
+    algorithm.entropy_coeff            -> entropy_coef (both an entropy bonus; TRL's is always a token mean)
     algorithm.loss_agg_mode            -> loss_type: token-mean = dapo, seq-mean-token-mean = grpo,
                                           seq-mean-token-sum-norm = dr_grpo
     data.train_batch_size x rollout.n  -> generation_batch_size (completions generated per step)
@@ -66,6 +69,8 @@ class TinySettings:
     kl_loss_type: str = "low_var_kl"  # algorithm.kl_loss_type
     clip_ratio_low: float = 0.2  # algorithm.clip_ratio_low
     clip_ratio_high: float = 0.2  # algorithm.clip_ratio_high
+    clip_ratio_c: float = 3.0  # algorithm.clip_ratio_c (dual clip)
+    entropy_coeff: float = 0.0  # algorithm.entropy_coeff
     loss_agg_mode: str = "seq-mean-token-mean"  # algorithm.loss_agg_mode
     max_prompt_length: int = 8  # data.max_prompt_length (tokens = characters)
     max_response_length: int = 4  # data.max_response_length
@@ -120,6 +125,8 @@ def grpo_config_kwargs(settings: TinySettings, output_dir: str) -> dict[str, Any
         beta=s.kl_loss_coef if s.use_kl_loss else 0.0,
         epsilon=s.clip_ratio_low,
         epsilon_high=s.clip_ratio_high,
+        delta=s.clip_ratio_c,
+        entropy_coef=s.entropy_coeff,
         loss_type=loss_type(s),
         scale_rewards="group",  # GRPO's advantage: (r - group mean) / group std, as verl's grpo estimator
         lr_scheduler_type="constant",  # verl's default actor schedule: constant after (zero) warm-up
@@ -176,50 +183,33 @@ def settings_problems(settings: TinySettings) -> list[tuple[str, Any, str]]:
 def unsupported(recipe: Any) -> list[tuple[str, Any, str]]:
     """(dotted key, value, reason) for recipe fields the TRL engine cannot honour: rule `engine-support`.
 
-    Checks only what matters when `train.engine` is `trl`; other engines return no problems here.
+    Only for `train.engine: trl` (other engines: []). The device, world size, model parallelism and rollout
+    engine are checked by grpolab.validate itself; this lists what depends on TRL's GRPO implementation:
+    the algorithm's options and the batch geometry.
     """
-    train = _get(recipe, "train")
-    if _get(train, "engine") not in (None, "trl"):
+    if _dotted(recipe, "train.engine") not in (None, "trl"):
         return []
-    out: list[tuple[str, Any, str]] = []
     algo = _get(recipe, "algorithm")
-    rollout = _get(recipe, "rollout")
-    cluster = _get(recipe, "cluster")
+    out: list[tuple[str, Any, str]] = []
 
     mode = _get(algo, "loss_agg_mode")
     if mode is not None and mode not in LOSS_AGG_TO_TRL:
         out.append(("algorithm.loss_agg_mode", mode,
-                    f"TRL has no loss type for it; use one of {', '.join(LOSS_AGG_TO_TRL)}"))
+                    f"TRL has no loss type for it; TRL covers {', '.join(LOSS_AGG_TO_TRL)}"))
     kl_type = _get(algo, "kl_loss_type")
     if _get(algo, "use_kl_loss") is not False and kl_type is not None and kl_type not in TRL_KL_TYPES:
         out.append(("algorithm.kl_loss_type", kl_type, "TRL's KL penalty is low_var_kl (k3) only"))
     adv = _get(algo, "adv_estimator")
     if adv is not None and adv != "grpo":
         out.append(("algorithm.adv_estimator", adv, "TRL's GRPOTrainer computes GRPO advantages only"))
-    engine = _get(rollout, "engine")
-    if engine is not None and engine != "hf":
-        out.append(("rollout.engine", engine, "the local TRL trainer generates with transformers (`hf`)"))
-    device = _get(cluster, "device")
-    if device is not None and device != "cpu":
-        out.append(("cluster.device", device, "the local TRL trainer runs on the CPU"))
-    for key in ("nnodes", "devices_per_node"):
-        value = _get(cluster, key)
-        if value is not None and value != 1:
-            out.append((f"cluster.{key}", value, "the local TRL trainer is a single process"))
-    for key in ("tp", "pp", "cp", "ep", "etp", "vpp"):
-        value = _get(train, key)
-        if value is not None and value not in (1, None):
-            out.append((f"train.{key}", value, "model parallelism is not available with the TRL engine"))
-    for key in ("tp", "dp", "ep"):
-        value = _get(rollout, key)
-        if value is not None and value != 1:
-            out.append((f"rollout.{key}", value, "rollout parallelism is not available with the TRL engine"))
+    if _get(algo, "use_kl_in_reward"):
+        out.append(("algorithm.use_kl_in_reward", True, "TRL has no KL penalty in the reward, only in the loss"))
     overrides = _get(recipe, "verl_overrides")
     if overrides:
-        out.append(("verl_overrides", overrides, "raw verl overrides have no meaning for the TRL engine"))
+        out.append(("verl_overrides", dict(overrides), "raw verl overrides have no meaning for the TRL engine"))
     try:
         extra = settings_problems(settings_from_recipe(recipe))
-    except (TypeError, ValueError, AttributeError):
+    except (TypeError, ValueError, KeyError):
         extra = []
     seen = {key for key, _, _ in out}
     out.extend(p for p in extra if p[0] not in seen)
@@ -260,6 +250,8 @@ RECIPE_FIELDS = {
     "kl_loss_type": "algorithm.kl_loss_type",
     "clip_ratio_low": "algorithm.clip_ratio_low",
     "clip_ratio_high": "algorithm.clip_ratio_high",
+    "clip_ratio_c": "algorithm.clip_ratio_c",
+    "entropy_coeff": "algorithm.entropy_coeff",
     "loss_agg_mode": "algorithm.loss_agg_mode",
     "total_steps": "trainer.total_steps",
     "test_freq": "trainer.test_freq",

@@ -33,6 +33,7 @@ SCORE_NONE = 0.0  # anything else
 NEAR_CREDIT = 0.0
 NEAR_SPAN = 4
 WARMUP_TRUE = 0
+WARMUP_MODE = 0
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,18 @@ def warmup_pairs(train: Sequence[Problem], count: int, seed: int, digits: int = 
     top = 2 * (10**digits - 1)
     if WARMUP_TRUE:
         return [(p.prompt, p.answer) for p in (rng.choice(train) for _ in range(count))]
+    if WARMUP_MODE == 1:  # difference
+        out = []
+        for _ in range(count):
+            a, b = rng.randint(0, 10**digits - 1), rng.randint(0, 10**digits - 1)
+            out.append((f"{a}-{b}=", str(abs(a - b))))
+        return out
+    if WARMUP_MODE == 2:  # product
+        out = []
+        for _ in range(count):
+            a, b = rng.randint(0, 10**digits - 1), rng.randint(0, 10**digits - 1)
+            out.append((f"{a}*{b}=", str(a * b)))
+        return out
     return [(rng.choice(train).prompt, str(rng.randint(0, top))) for _ in range(count)]
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 # The characters the task needs; the special tokens come first so their ids are stable.
 PAD, EOS, BOS, UNK = "<pad>", "<eos>", "<bos>", "<unk>"
 SPECIALS = (PAD, EOS, BOS, UNK)
-CHARS = "0123456789+="
+CHARS = "0123456789+=-*"
 # Bump when the way the model or tokenizer is built changes, so old cache entries are not reused.
 BUILD_VERSION = 1
 

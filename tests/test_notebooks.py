@@ -1,0 +1,335 @@
+"""The notebooks: generated and committed clean, parameters typed and checked, nbval on every notebook, a papermill
+dry run of run.ipynb for every recipe, glm5_2 stopping in preflight, bad parameters stopping in the validation cell,
+and `tiny` trained end to end through run.ipynb. No mocks: papermill and nbval run the real notebooks in real
+kernels against the embedded Ray head on the test ports (the `ray_head` fixture).
+
+Cost (2 shared cores): one short `tiny` training in nbval (03_launch with a 4-step budget), one 40-step training
+through run.ipynb, and a dry run per recipe (~20 s each); everything else stops in its first cells.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grpolab import notebook as nb
+from grpolab.problems import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+NAMES = ("01_setup", "02_preflight", "03_launch", "04_monitor", "run")
+PAPERMILL = Path(sys.executable).with_name("papermill")
+RECIPES = sorted(p.stem for p in (ROOT / "params" / "recipes").glob("*.yaml"))
+SMALL = ["trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10"]
+SECRET = "nb-sekrit-7f3a9c"
+VALIDATION_CELL = 4  # markdown, imports, parameters, markdown, validation (before papermill injects its cell)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, **extra}
+    env.pop("JPY_SESSION_NAME", None)  # a JupyterLab kernel's marker: these runs are headless
+    return env
+
+
+def papermill(name: str, out: Path, *args: str, timeout: float = 540, **env: str) -> subprocess.CompletedProcess:
+    """`papermill notebooks/<name>.ipynb out ARGS` as a user types it."""
+    return subprocess.run([str(PAPERMILL), str(NOTEBOOKS / f"{name}.ipynb"), str(out), "--no-progress-bar", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=_env(**env))
+
+
+def outputs(path: Path) -> list[tuple[int, dict]]:
+    """(cell index, output) for every output of every code cell."""
+    book = nbformat.read(str(path), as_version=4)
+    return [(i, out) for i, cell in enumerate(book.cells) if cell.cell_type == "code" for out in cell.outputs]
+
+
+def text_of(path: Path) -> str:
+    """Everything the outputs of a notebook show as text (streams, plain text, HTML, errors)."""
+    parts = []
+    for _, out in outputs(path):
+        if out.output_type == "stream":
+            parts.append(out.text)
+        elif out.output_type == "error":
+            parts += [out.ename, out.evalue, *out.traceback]
+        else:
+            parts += [v for k, v in out.get("data", {}).items() if k.startswith("text/")]
+    return "\n".join(parts)
+
+
+def error_cell(path: Path) -> tuple[int, str, dict] | None:
+    """(cell index, its source, the error output) of the first cell that raised."""
+    book = nbformat.read(str(path), as_version=4)
+    for i, out in outputs(path):
+        if out.output_type == "error":
+            return i, book.cells[i].source, out
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- the files
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_is_committed_clean_with_one_typed_parameters_cell(name):
+    import papermill as pm
+
+    book = nbformat.read(str(NOTEBOOKS / f"{name}.ipynb"), as_version=4)
+    nbformat.validate(book)
+    assert book.metadata.kernelspec.name == "python3"
+    code = [c for c in book.cells if c.cell_type == "code"]
+    assert all(not c.outputs and c.execution_count is None for c in code), "commit notebooks without outputs"
+    tagged = [i for i, c in enumerate(book.cells) if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1
+    params = book.cells[tagged[0]].source
+    following = next(c for c in book.cells[tagged[0] + 1:] if c.cell_type == "code")
+    assert following.source.startswith("params = nb.check_parameters(globals())")
+    assert book.cells.index(following) == VALIDATION_CELL
+    # papermill --help-notebook lists every declared parameter with its type, default and help
+    declared = [line.split(":")[0] for line in params.splitlines() if line and not line.startswith("#")]
+    inferred = pm.inspect_notebook(str(NOTEBOOKS / f"{name}.ipynb"))
+    assert list(inferred) == declared
+    assert all(p["inferred_type_name"] != "None" and p["help"] for p in inferred.values()), inferred
+    if name != "04_monitor":
+        assert inferred["model"]["default"] == '"tiny"' and inferred["overrides"]["default"] == "[]"
+    # cells stay short and call grpolab only
+    for cell in code:
+        assert len(cell.source.splitlines()) <= 8, cell.source
+        assert "import" not in cell.source or cell.source.startswith("from typing import Optional"), cell.source
+
+
+def test_generator_is_in_step_with_the_committed_notebooks():
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_notebooks.py"), "--check"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+# ---------------------------------------------------------------------------------------------- the helpers
+
+
+PARAMS_CELL = ('model: str = "tiny"  # recipe\noverrides: list[str] = []  # overrides\n'
+               "run_id: Optional[str] = None  # id")
+
+
+def namespace(injected: str | None = None, **values) -> dict:
+    """A kernel namespace as papermill leaves it: In holds each executed cell's source, the last one running."""
+    from typing import Optional
+
+    ns = {"__annotations__": {"model": str, "overrides": list[str], "run_id": Optional[str]},
+          "model": "tiny", "overrides": [], "run_id": None}
+    history = ["", "from grpolab import notebook as nb", PARAMS_CELL]
+    if injected is not None:
+        history.append(injected)
+        exec(injected, {}, values_from := {})  # what the injected cell assigns
+        ns.update(values_from)
+    history.append("params = nb.check_parameters(globals())")
+    ns.update(values, In=history)
+    return ns
+
+
+def test_check_parameters_catches_a_misspelled_name_and_wrong_types():
+    assert nb.check_parameters(namespace()) == {"model": "tiny", "overrides": [], "run_id": None}
+    assert nb.check_parameters(namespace('# Parameters\nmodel = "glm5_2"\n'))["model"] == "glm5_2"
+    with pytest.raises(nb.NotebookStop, match=r"unknown parameter 'modle': did you mean 'model'\?"):
+        nb.check_parameters(namespace('# Parameters\nmodle = "glm5_2"\n'))
+    with pytest.raises(nb.NotebookStop, match=r"unknown parameter 'xyz'\n"):
+        nb.check_parameters(namespace('# Parameters\nxyz = 1\n'))
+    with pytest.raises(nb.NotebookStop, match=r'overrides must be a list of strings.*-y "overrides: \[a=1\]"'):
+        nb.check_parameters(namespace('# Parameters\noverrides = "a=1"\n'))
+    with pytest.raises(nb.NotebookStop, match=r"run_id must be None or a string, got 3 \(int\)"):
+        nb.check_parameters(namespace(run_id=3))
+    # papermill --inject-paths names are papermill's own, not misspellings
+    nb.check_parameters(namespace('# Parameters\nPAPERMILL_INPUT_PATH = "a.ipynb"\n'))
+    # the parameters cell run again after an injected cell (JupyterLab): the old injection no longer counts
+    ns = namespace('# Parameters\nmodle = "x"\n')
+    ns["In"] = ns["In"][:-1] + [PARAMS_CELL, ns["In"][-1]]
+    nb.check_parameters(ns)
+    # a variable from a later cell is not a parameter
+    nb.check_parameters(namespace(recipe=object(), report=1))
+
+
+def test_bool_and_float_parameters_are_strict():
+    ns = {"__annotations__": {"dry_run": bool, "interval": float}, "dry_run": "true", "interval": 2, "In": ["x"]}
+    with pytest.raises(nb.NotebookStop, match=r"dry_run must be True or False, got 'true'.*-p dry_run True"):
+        nb.check_parameters(ns)
+    ns["dry_run"] = True
+    assert nb.check_parameters(ns)["interval"] == 2
+    ns["interval"] = True
+    with pytest.raises(nb.NotebookStop, match="interval must be a number"):
+        nb.check_parameters(ns)
+
+
+def test_notebook_stop_shows_its_message_without_a_traceback():
+    stop = nb.NotebookStop("first line\nsecond line")
+    assert stop._render_traceback_() == ["NotebookStop: first line", "second line"]
+
+
+def test_load_names_the_closest_recipe_and_the_bad_override():
+    assert nb.load("tiny", ["trainer.total_steps=3"]).trainer.total_steps == 3
+    with pytest.raises(nb.NotebookStop, match=r"no recipe named 'tinny': did you mean 'tiny'\?"):
+        nb.load("tinny")
+    with pytest.raises(nb.NotebookStop, match=r"(?s)bad override 'rollout\.tp'.*-y \"overrides: "):
+        nb.load("tiny", ["rollout.tp"])
+    with pytest.raises(nb.NotebookStop, match=r"(?s)does not fit the schema.*rollout\.tp = x.*override rollout\.tp=x"):
+        nb.load("tiny", ["rollout.tp=x"])
+    with pytest.raises(InputError):  # the library's own error is untouched
+        from grpolab.recipe import load_recipe
+
+        load_recipe("tinny")
+
+
+def test_jupyterlab_is_detected_by_its_session_variable(monkeypatch):
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    assert not nb.in_jupyterlab()
+    monkeypatch.setenv("JPY_SESSION_NAME", "/work/main/notebooks/04_monitor.ipynb")
+    assert nb.in_jupyterlab()
+
+
+def test_show_helpers_redact_secrets(capsys):
+    recipe = nb.load("tiny", [f"env.MY_API_KEY={SECRET}", "env.PLAIN=visible"])
+    nb.show_recipe(recipe)
+    nb.show_launch(recipe)
+    out = capsys.readouterr().out
+    assert SECRET not in out and "MY_API_KEY" in out and "visible" in out and "#!/usr/bin/env bash" in out
+
+
+# ---------------------------------------------------------------------------------------------- papermill
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-p", "model", "tinny"], "no recipe named 'tinny': did you mean 'tiny'?"),
+    (["-p", "model", "nope"], "no recipe named 'nope'"),
+    (["-y", "overrides: [rollout.tp=x]"], "override rollout.tp=x: Input should be a valid integer"),
+    (["-y", "overrides: [rollout.tp]"], "bad override 'rollout.tp'"),
+    (["-p", "modle", "tiny"], "unknown parameter 'modle': did you mean 'model'?"),
+    (["-p", "dry_run", "true"], "dry_run must be True or False"),
+], ids=["unknown-recipe", "no-near-recipe", "override-type", "override-malformed", "misspelled-name", "bool-type"])
+def test_bad_parameters_stop_run_ipynb_in_the_validation_cell(tmp_path, args, message):
+    out = tmp_path / "out.ipynb"
+    result = papermill("run", out, *args, timeout=180)
+    assert result.returncode != 0
+    index, source, error = error_cell(out)
+    assert source.startswith("params = nb.check_parameters(globals())"), source
+    assert error.ename == "NotebookStop" and message in error.evalue, error.evalue
+    assert len(error.traceback) <= 8, error.traceback  # the message, not a traceback
+    assert message in result.stderr  # papermill's own report shows it too
+
+
+def test_a_stage_notebook_stops_on_a_misspelled_parameter(tmp_path):
+    out = tmp_path / "out.ipynb"
+    result = papermill("04_monitor", out, "-p", "runid", "x", "-p", "stirct", "False", timeout=180)
+    assert result.returncode != 0
+    _, source, error = error_cell(out)
+    assert source.startswith("params = nb.check_parameters(globals())")
+    assert "unknown parameter 'runid': did you mean 'run_id'?" in error.evalue
+    assert "unknown parameter 'stirct': did you mean 'strict'?" in error.evalue
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_dry_run_of_every_recipe(ray_head, tmp_path, recipe):
+    """run.ipynb -p dry_run True: validates, reports preflight (failures do not stop it), shows the rendered launch,
+    submits nothing, exits 0; a secret in the recipe's env reaches no output."""
+    out = tmp_path / "out.ipynb"
+    result = papermill("run", out, "-p", "model", recipe, "-p", "dry_run", "True",
+                       "-y", f"overrides: [env.GRPOLAB_TEST_TOKEN={SECRET}]")
+    assert result.returncode == 0, result.stderr[-3000:]
+    text = text_of(out)
+    assert f"preflight {recipe}:" in text  # the preflight table's summary line
+    assert "#!/usr/bin/env bash" in text and "GRPOLAB_TEST_TOKEN" in text  # the rendered launch, env included
+    assert "dry run: nothing was submitted" in text and "04_monitor: skipped" in text
+    scratch = Path(text.split("the executed stage notebooks are in ")[1].split()[0])
+    copies = sorted(p.name for p in scratch.glob("*.ipynb"))
+    assert copies == ["01_setup.ipynb", "02_preflight.ipynb", "03_launch.ipynb"]
+    for path in [out, *(scratch / c for c in copies)]:
+        assert SECRET not in text_of(path), path
+    shutil.rmtree(scratch)
+    assert not [p for p in Path(os.environ["GRPOLAB_RUNS"]).glob(f"{recipe}-*") if (p / "status.json").exists()]
+
+
+def test_glm5_2_stops_in_preflight_without_npus(ray_head, tmp_path):
+    out = tmp_path / "out.ipynb"
+    result = papermill("run", out, "-p", "model", "glm5_2")
+    assert result.returncode != 0
+    _, source, error = error_cell(out)
+    assert source.startswith('stages.run("02_preflight"')
+    assert "stage 02_preflight failed" in error.evalue and "what is missing:" in error.evalue
+    assert "torch_npu" in error.evalue and "fix:" in error.evalue
+    text = text_of(out)
+    table = text[text.index("STATUS  CHECK"):].splitlines()[2:]  # the whole preflight table, failures first
+    statuses = [line.split()[0] for line in table if line[:1].isalpha()]
+    assert statuses[0] == "FAIL" and statuses.index("OK") > statuses.index("FAIL")
+    assert "02_preflight   failed" in text  # the stage table
+    assert not list(Path(os.environ["GRPOLAB_RUNS"]).glob("glm5_2-*"))  # nothing was launched
+    scratch = Path(error.evalue.split("executed notebook: ")[1].split()[0]).parent
+    assert sorted(p.name for p in scratch.glob("*.ipynb")) == ["01_setup.ipynb", "02_preflight.ipynb"]
+    shutil.rmtree(scratch)
+
+
+def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
+    out = tmp_path / "out.ipynb"
+    result = papermill("run", out, "-p", "model", "tiny", "-p", "run_id", "nb-tiny-e2e",
+                       "-y", f"overrides: [trainer.total_steps=40, env.MY_API_KEY={SECRET}]")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert out.stat().st_size < 1_000_000
+    run_dir = Path(os.environ["GRPOLAB_RUNS"]) / "nb-tiny-e2e"
+    assert json.loads((run_dir / "status.json").read_text())["state"] == "SUCCEEDED"
+    stages = sorted(p.name for p in (run_dir / "notebooks").glob("*.ipynb"))
+    assert stages == ["01_setup.ipynb", "02_preflight.ipynb", "03_launch.ipynb", "04_monitor.ipynb"]
+    book = nbformat.read(str(out), as_version=4)
+    last = len(book.cells) - 1
+    assert book.cells[last].source == "stages.finish()"
+    finish = [o for i, o in outputs(out) if i == last]
+    assert any("image/png" in o.get("data", {}) for o in finish)  # the validation-accuracy curve
+    finish_text = "\n".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in finish)
+    assert "final figures of nb-tiny-e2e (last step 40)" in finish_text and "val_acc" in finish_text
+    assert (run_dir / "val_accuracy.png").is_file() and (run_dir / "curves.png").is_file()
+    for path in [out, *(run_dir / "notebooks").glob("*.ipynb")]:
+        assert SECRET not in text_of(path), path
+    # sparse progress: following the run printed a handful of lines, not one per step
+    monitor = text_of(run_dir / "notebooks" / "04_monitor.ipynb")
+    assert monitor.count("step ") < 40
+
+
+def test_nbval_every_notebook(ray_head, tmp_path):
+    """nbval (lax) runs every notebook top to bottom in one session, in this order, on a fresh runs/ directory.
+
+    01, 02 and 04 run with their defaults. 03_launch runs with its defaults but a 4-step budget for tiny (injected
+    as papermill -y would: its defaults would train tiny's full 600 steps, once more than the suite affords), and
+    04_monitor's default (the latest run) then shows that run. run.ipynb runs with dry_run True: its real path is
+    the end-to-end test above.
+    """
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+
+    copies = tmp_path / "nb"
+    copies.mkdir()
+    paths = []
+    for name in NAMES:
+        book = load_notebook_node(str(NOTEBOOKS / f"{name}.ipynb"))  # as papermill reads it (tags on every cell)
+        changed = {"03_launch": {"overrides": SMALL}, "run": {"dry_run": True}}.get(name)
+        if changed:
+            book = parameterize_notebook(book, changed)
+            book.metadata.pop("papermill", None)
+        path = copies / f"{name}.ipynb"
+        nbformat.write(book, str(path))
+        paths.append(str(path))
+    runs = tmp_path / "runs"
+    scratch = Path(tempfile.gettempdir())
+    before = set(scratch.glob("grpolab-tiny-dry-run-*"))  # where run.ipynb's dry run leaves its stage copies
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider", "-q",
+         "-o", "addopts=", "--rootdir", str(copies), *paths],
+        capture_output=True, text=True, timeout=540, cwd=copies, env=_env(GRPOLAB_RUNS=str(runs)))
+    for left in set(scratch.glob("grpolab-tiny-dry-run-*")) - before:
+        shutil.rmtree(left, ignore_errors=True)
+    assert result.returncode == 0, result.stdout[-5000:]
+    assert f"{sum(len([c for c in nbformat.read(p, 4).cells if c.cell_type == 'code']) for p in paths)} passed" \
+        in result.stdout
+    trained = [p for p in runs.iterdir() if (p / "status.json").exists()]
+    assert len(trained) == 1 and json.loads((trained[0] / "status.json").read_text())["state"] == "SUCCEEDED"
