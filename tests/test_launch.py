@@ -123,3 +123,16 @@ def test_run_ids_never_collide_and_cannot_escape(cli, _isolated_runs):
 def test_status_of_unknown_run_is_unusable_input(cli):
     proc = cli("status", "no-such-run")
     assert proc.returncode == 2 and "no run" in proc.stderr
+
+
+def test_wandb_without_a_key_logs_offline_and_the_monitor_says_where(ray_head, cli, monkeypatch):
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    recipe = load_recipe("tiny", [*SMALL, "trainer.logger=[console,file,wandb]"])
+    run = launch.submit(recipe, progress=lambda *_: None)
+    status = launch.wait(run, progress=lambda *_: None, poll_s=1.0, timeout=240)
+    assert status["state"] == "SUCCEEDED", status.get("log_tail")
+    assert status["wandb"]["mode"] == "offline"
+    assert list((run.path / "wandb").glob("offline-run-*")), "the wandb run's files are in the run directory"
+    out = cli("monitor", run.run_id)
+    assert "wandb" in out.stdout and "offline" in out.stdout and "wandb sync" in out.stdout

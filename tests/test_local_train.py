@@ -14,28 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from grpolab.local import mapping, metrics, task
-from grpolab.local.mapping import TinySettings, grpo_config_kwargs, settings_from_recipe, unsupported
+from grpolab.local import metrics, task
+from grpolab.local.mapping import grpo_config_kwargs, settings_from_recipe, unsupported
+from grpolab.recipe import load_recipe, recipe_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def tiny_recipe_dict(**changes: dict) -> dict:
-    """The tiny recipe's fields as a plain nested dict (what `unsupported` and the mapping read)."""
-    recipe = {
-        "cluster": {"device": "cpu", "nnodes": 1, "devices_per_node": 1},
-        "train": {"engine": "trl", "tp": 1, "pp": 1, "cp": 1, "ep": 1, "etp": 1, "vpp": 1},
-        "rollout": {"engine": "hf", "tp": 1, "dp": 1, "ep": 1, "n": 8, "temperature": 1.0, "top_p": 1.0,
-                    "top_k": -1},
-        "data": {"train_batch_size": 8, "max_prompt_length": 8, "max_response_length": 4},
-        "algorithm": {"adv_estimator": "grpo", "ppo_mini_batch_size": 8, "micro_batch_size_per_device": 64,
-                      "lr": 1e-3, "use_kl_loss": True, "kl_loss_coef": 0.04, "kl_loss_type": "low_var_kl",
-                      "clip_ratio_low": 0.2, "clip_ratio_high": 0.28, "clip_ratio_c": 3.0, "entropy_coeff": 0.0,
-                      "use_kl_in_reward": False, "loss_agg_mode": "seq-mean-token-mean"},
-        "trainer": {"total_steps": 600, "test_freq": 25, "save_freq": -1, "seed": 3},
-        "verl_overrides": {},
-        "local": {"digits": 1, "val_size": 30, "warmup_steps": 40},
-    }
+def tiny_recipe_dict(**changes) -> dict:
+    """The shipped tiny recipe as a plain nested dict (what `unsupported` and the mapping read), with changes
+    given as section__key=value; clip_ratio_high 0.28 and seed 3 make the mapping visible in the tests."""
+    recipe = recipe_dict(load_recipe("tiny", ["algorithm.clip_ratio_high=0.28", "trainer.seed=3"]))
     for dotted, value in changes.items():
         section, key = dotted.split("__")
         recipe[section][key] = value
@@ -57,6 +46,8 @@ def test_wrong_answer_scores_low() -> None:
     assert task.score("", True, "12") == 0.0
     assert task.score("", False, "12") == 0.0
     assert task.score("1", True, "12") <= 0.1  # a prefix of the answer is still wrong
+    # a wrong answer of the wrong size earns less than one of the right size
+    assert task.score("7", True, "12") < task.score("13", True, "12")
 
 
 def test_reward_reads_eos_from_token_ids() -> None:
@@ -82,11 +73,10 @@ def test_split_is_fixed_held_out_and_twins_are_trained() -> None:
     assert task.split_problems(1, 30) == (train, val)  # same split for every training seed
 
 
-def test_warmup_teaches_format_not_answers() -> None:
-    train, _ = task.split_problems(1, 30)
+def test_warmup_never_sees_validation_problems() -> None:
+    train, val = task.split_problems(1, 30)
     pairs = task.warmup_pairs(train, 2000, seed=1)
-    right = sum(str(sum(map(int, prompt[:-1].split("+")))) == target for prompt, target in pairs)
-    assert right / len(pairs) < 0.1  # about 1 in 19
+    assert not {prompt for prompt, _ in pairs} & {p.prompt for p in val}
     assert all(target.isdigit() for _, target in pairs)
 
 
@@ -111,7 +101,7 @@ def test_recipe_maps_onto_grpo_config() -> None:
     assert kw["learning_rate"] == 1e-3
     assert kw["max_completion_length"] == 4
     assert kw["generation_batch_size"] == 64 and kw["per_device_train_batch_size"] == 64
-    assert kw["gradient_accumulation_steps"] == 1 and kw["max_steps"] == 600
+    assert kw["gradient_accumulation_steps"] == 1 and kw["max_steps"] == 1200
     assert kw["top_k"] == 0 and kw["seed"] == 3
     assert kw["delta"] == 3.0 and kw["entropy_coef"] == 0.0  # verl's dual clip and entropy bonus
 
@@ -132,7 +122,7 @@ def test_kl_off_and_mini_batches() -> None:
     # 16 prompts x 8 generated per step; 4 optimizer updates of 4 prompts x 8, each two passes of 16
     assert kw["generation_batch_size"] == 128
     assert kw["per_device_train_batch_size"] == 16 and kw["gradient_accumulation_steps"] == 2
-    assert s.updates_per_step == 4 and kw["max_steps"] == 600 * 4
+    assert s.updates_per_step == 4 and kw["max_steps"] == 1200 * 4
 
 
 def test_grpo_config_accepts_the_kwargs(tmp_path: Path) -> None:
@@ -157,6 +147,8 @@ def test_unsupported_is_empty_for_the_tiny_recipe() -> None:
     ("algorithm.ppo_mini_batch_size", 3),
     ("algorithm.micro_batch_size_per_device", 48),
     ("rollout.n", 1),
+    ("data.max_response_length", 2),
+    ("local.val_size", 46),
 ])
 def test_unsupported_catches_what_trl_cannot_honour(dotted: str, value: object) -> None:
     recipe = tiny_recipe_dict(**{dotted.replace(".", "__"): value})

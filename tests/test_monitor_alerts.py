@@ -182,3 +182,17 @@ def test_real_metrics_file(path, tmp_path):
     steps = set(view.steps)
     for alert in alerts(view):
         assert alert.step in steps and alert.rule in RULES
+
+
+def test_verl_writes_nan_as_null_and_the_nan_alert_fires(tmp_path):
+    """verl's file logger serializes a NaN metric with orjson, which writes null: that is a NaN, not a gap."""
+    import orjson
+
+    path = tmp_path / "metrics.jsonl"
+    with path.open("wb") as fh:
+        for step in range(1, 8):
+            loss = float("nan") if step == 5 else 0.1
+            fh.write(orjson.dumps({"step": step, "data": {"actor/pg_loss": loss, "critic/score/mean": 0.5}}) + b"\n")
+    assert b'"actor/pg_loss":null' in path.read_bytes()
+    fired = [(a.rule, a.step) for a in alerts(load(path))]
+    assert ("nan", 5) in fired

@@ -99,6 +99,8 @@ def plan(recipe: Recipe, run_dir: str | None = None, address: str | None = None)
             env.update({n: os.environ[n] for n in names if n in os.environ and n not in env})
             if "WANDB_API_KEY" not in env and "WANDB_MODE" not in env:
                 env["WANDB_MODE"] = "offline"  # no key: log offline, never block the run
+            if run_dir and logger == "wandb":
+                env.setdefault("WANDB_DIR", run_dir)  # the wandb run's files live in the run directory
     label = "embedded local Ray head (127.0.0.1)" if ep is None else ep.label
     return Plan(recipe, launch, launch.command(python), env, label)
 
@@ -143,8 +145,12 @@ def submit(recipe: Recipe, address: str | None = None, run_id: str | None = None
                 continue
             run.write_status(state="FAILED", message=f"submission failed: {exc}", ended=time.time())
             raise cluster.ClusterError(f"could not submit the job to {ep.label}: {exc}") from None
+    wandb = None
+    if "wandb" in recipe.trainer.logger:  # where the monitor says the wandb run is
+        wandb = {"mode": p.env.get("WANDB_MODE", "online"), "dir": f"{p.env.get('WANDB_DIR', run.path)}/wandb",
+                 "project": recipe.trainer.project}
     run.write_status(state="PENDING", job_id=job_id, ray_address=ep.dashboard or ep.gcs, embedded=ep.embedded,
-                     recipe=recipe.name, total_steps=recipe.trainer.total_steps, started=time.time())
+                     recipe=recipe.name, total_steps=recipe.trainer.total_steps, started=time.time(), wandb=wandb)
     progress(f"submitted run {run.run_id} to the {ep.label}; run directory: {run.path}")
     return run
 
@@ -186,12 +192,6 @@ def refresh_status(run: runs.Run) -> dict:
     run.job_log.write_text(logs)
     state = str(info.status.value if hasattr(info.status, "value") else info.status)
     fields = {"state": state, "message": info.message or "", "note": None}
-    wandb_file = run.path / "wandb.json"  # written by the trainer when it logs to wandb: where that run is
-    if wandb_file.exists():
-        try:
-            fields["wandb"] = json.loads(wandb_file.read_text())
-        except (OSError, ValueError):
-            pass
     if info.end_time:
         fields["ended"] = info.end_time / 1000
     if state in runs.TERMINAL_STATES:

@@ -156,6 +156,7 @@ class Local(Strict):
     warmup_lr: float = Field(gt=0)
     threads: int = Field(ge=0, description="torch threads; 0 = torch's default")
     max_train_seconds: float = Field(ge=0, description="stop GRPO after this long; 0 = no limit")
+    lr_schedule: Literal["constant", "linear", "cosine"] = Field(description="GRPO learning-rate schedule")
 
 
 class Recipe(Strict):

@@ -87,7 +87,9 @@ class JsonlWriter:
         self._file = open(self.path, "w", encoding="utf-8")
 
     def write(self, step: int, data: Mapping[str, Any]) -> None:
-        clean = {k: v for k, v in data.items() if not (isinstance(v, float) and not math.isfinite(v))}
+        # as verl's file logger (orjson) does: a NaN or inf value is written as null, and the monitor reads a
+        # logged null as NaN (its `nan` alert), so a diverged step is never silently dropped
+        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in data.items()}
         self._file.write(json.dumps({"step": int(step), "data": clean}) + "\n")
         self._file.flush()
 

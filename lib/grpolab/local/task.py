@@ -7,10 +7,13 @@ prompts (see split_problems).
 
 The reward scores the answer AND the format: the exact sum followed by EOS scores 1; the right digits
 without EOS right after score less (completions would otherwise learn to skip EOS and run on); a
-well-formed wrong answer earns a small format credit; anything else scores 0.
+well-formed wrong answer of the right size (as many digits as the sum) earns a small format credit;
+anything else scores 0. Format credit for a wrong size too let early GRPO settle on one-digit answers
+(right more often, since 55 of the 100 sums are below 10) and drop two-digit ones for hundreds of steps:
+2 seeds of 6 measured, one never recovered within the run.
 
-The supervised warm-up must teach the format without the answers (GRPO has to do the learning), so its
-targets are random numbers in the answers' range, not the sums: see `warmup_pairs`.
+The supervised warm-up is short on purpose: it must teach the format (digits, then EOS) and leave the
+answers to GRPO, see `warmup_pairs`.
 
 Pure Python: no torch import.
 """
@@ -26,14 +29,8 @@ SPLIT_SEED = 20260901
 
 SCORE_CORRECT = 1.0  # the exact sum, then EOS
 SCORE_CORRECT_NO_EOS = 0.5  # the sum's digits, but no EOS right after (runs on, or truncated)
-SCORE_FORMAT = 0.1  # digits then EOS, wrong number
-SCORE_NONE = 0.0  # anything else
-# Extra credit for a well-formed wrong answer close to the sum: NEAR_CREDIT at distance 1, falling linearly
-# to 0 at NEAR_SPAN. 0 turns it off.
-NEAR_CREDIT = 0.0
-NEAR_SPAN = 4
-WARMUP_TRUE = 0
-WARMUP_MODE = 0
+SCORE_FORMAT = 0.1  # as many digits as the sum has, then EOS, but the wrong number
+SCORE_NONE = 0.0  # anything else, a wrong number of digits included
 
 
 @dataclass(frozen=True)
@@ -92,30 +89,18 @@ def max_prompt_chars(digits: int = 1) -> int:
     return 2 * digits + 2
 
 
-def warmup_pairs(train: Sequence[Problem], count: int, seed: int, digits: int = 1) -> list[tuple[str, str]]:
-    """(prompt, target) pairs for the supervised warm-up: train prompts with RANDOM answers in the sums' range.
+def warmup_pairs(train: Sequence[Problem], count: int, seed: int) -> list[tuple[str, str]]:
+    """(prompt, target) pairs for the supervised warm-up: `count` train problems drawn at random.
 
-    The warm-up teaches the format (a number, then EOS) and nothing about which number: the model leaves it
-    answering at about chance level (1 in 19 for one digit), so what the validation accuracy gains after
-    it is GRPO's doing.
+    The warm-up is a few dozen small steps at a low learning rate: enough for the format (one or two
+    digits, then EOS) and a rough sense of the answers' range, far too little for the answers themselves;
+    it leaves greedy validation accuracy near chance (0.07-0.13 measured, chance is 1 in 19), so what
+    validation gains after it is GRPO's doing. Measured alternatives were worse: random targets (format
+    only) teach the model to ignore the operands and GRPO then learns far more slowly; longer or faster
+    warm-ups already answer 0.2-0.4 of the validation split.
     """
     rng = random.Random(seed)
-    top = 2 * (10**digits - 1)
-    if WARMUP_TRUE:
-        return [(p.prompt, p.answer) for p in (rng.choice(train) for _ in range(count))]
-    if WARMUP_MODE == 1:  # difference
-        out = []
-        for _ in range(count):
-            a, b = rng.randint(0, 10**digits - 1), rng.randint(0, 10**digits - 1)
-            out.append((f"{a}-{b}=", str(abs(a - b))))
-        return out
-    if WARMUP_MODE == 2:  # product
-        out = []
-        for _ in range(count):
-            a, b = rng.randint(0, 10**digits - 1), rng.randint(0, 10**digits - 1)
-            out.append((f"{a}*{b}=", str(a * b)))
-        return out
-    return [(rng.choice(train).prompt, str(rng.randint(0, top))) for _ in range(count)]
+    return [(p.prompt, p.answer) for p in (rng.choice(train) for _ in range(count))]
 
 
 def split_completion(text: str) -> tuple[str, bool]:
@@ -134,9 +119,8 @@ def score(digits: str, eos_follows: bool, answer: str) -> float:
     """The reward for one completion, from its leading digits and whether EOS follows them."""
     if digits and digits == answer:
         return SCORE_CORRECT if eos_follows else SCORE_CORRECT_NO_EOS
-    if digits and eos_follows:
-        distance = abs(int(digits) - int(answer))
-        return SCORE_FORMAT + NEAR_CREDIT * max(0.0, (NEAR_SPAN - distance) / (NEAR_SPAN - 1))
+    if digits and eos_follows and len(digits) == len(answer):
+        return SCORE_FORMAT
     return SCORE_NONE
 
 

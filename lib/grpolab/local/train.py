@@ -1,7 +1,7 @@
 """The local CPU trainer of the `tiny` recipe: `python -m grpolab.local.train --run-dir DIR`.
 
 Reads DIR/recipe.yaml, builds (or loads from the cache) the tiny model, runs a short supervised warm-up
-that teaches the answer FORMAT only (random answers, then EOS), then TRL's GRPOTrainer on `a+b=`.
+that teaches the answer format (digits, then EOS) but not yet the answers, then TRL's GRPOTrainer on `a+b=`.
 Writes, as it goes:
     DIR/metrics.jsonl (or $VERL_FILE_LOGGER_PATH)  verl file-logger lines, one per step; step 0 holds the
                                                     validation accuracy before GRPO
@@ -55,17 +55,15 @@ def model_spec(settings: TinySettings) -> TinyModelSpec:
         intermediate_size=settings.intermediate_size,
         max_positions=max(32, max_prompt_chars(settings.digits) + settings.max_response_length + 4),
         init_seed=settings.seed,
-        numeric_embeddings=settings.numeric_embeddings,
     )
 
 
 def load_settings(run_dir: Path, recipe_path: Path | None = None, sets: Sequence[str] = ()) -> TinySettings:
     """Settings from the run's recipe.yaml (if any), then `key=value` overrides."""
     path = recipe_path or run_dir / "recipe.yaml"
-    settings = TinySettings()
-    if path.is_file():
-        settings = settings_from_recipe(_read_recipe(path))
-    return apply_sets(settings, sets)
+    if not path.is_file():
+        raise ValueError(f"no recipe at {path}: the run directory holds the resolved recipe.yaml")
+    return apply_sets(settings_from_recipe(_read_recipe(path)), sets)
 
 
 def _read_recipe(path: Path) -> Any:
@@ -122,13 +120,12 @@ def quiet_transformers() -> None:
 
 
 def warmup(model, tokenizer, settings: TinySettings, train: Sequence[Problem]) -> float:
-    """Supervised warm-up on train prompts with random answers (format only); returns the last loss."""
+    """A short supervised warm-up on train problems (the format, not yet the answers); returns the last loss."""
     import torch
 
     if settings.warmup_steps <= 0:
         return float("nan")
-    pairs = warmup_pairs(train, settings.warmup_steps * settings.warmup_batch_size, seed=settings.seed,
-                         digits=settings.digits)
+    pairs = warmup_pairs(train, settings.warmup_steps * settings.warmup_batch_size, seed=settings.seed)
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     optim = torch.optim.AdamW(model.parameters(), lr=settings.warmup_lr, weight_decay=0.0)
     model.train()
@@ -193,8 +190,19 @@ def make_callback(writer: M.JsonlWriter | None, settings: TinySettings, evaluate
             self.last_tokens = 0.0
             self.started = time.perf_counter()
             self.stopped_early = False
+            self.own_s = 0.0  # time spent in this callback, validation excluded: our per-step overhead
+            self.val_total_s = 0.0
+            self.val_time_now = 0.0  # validation run in the current on_step_end, kept out of own_s
 
         def on_step_end(self, args, state, control, **kwargs):
+            t_in = time.perf_counter()
+            try:
+                return self._step_end(state, control)
+            finally:
+                self.own_s += time.perf_counter() - t_in - self.val_time_now
+                self.val_time_now = 0.0
+
+        def _step_end(self, state, control):
             if state.global_step % ups:
                 return control
             step = state.global_step // ups
@@ -206,10 +214,18 @@ def make_callback(writer: M.JsonlWriter | None, settings: TinySettings, evaluate
             if last or (settings.test_freq > 0 and step % settings.test_freq == 0):
                 t0 = time.perf_counter()
                 self.val = evaluate()
-                self.val_time = time.perf_counter() - t0
+                self.val_time = self.val_time_now = time.perf_counter() - t0
+                self.val_total_s += self.val_time
             return control
 
         def on_log(self, args, state, control, logs=None, **kwargs):
+            t_in = time.perf_counter()
+            try:
+                return self._log(state, control, logs)
+            finally:
+                self.own_s += time.perf_counter() - t_in
+
+        def _log(self, state, control, logs):
             if not logs or "train_runtime" in logs:  # the end-of-training summary is not a step
                 return control
             self.pending.append(dict(logs))
@@ -372,6 +388,8 @@ def run(settings: TinySettings, run_dir: str | os.PathLike[str], echo: Callable[
         s_per_step=grpo_s / max(1, steps),
         warmup_s=parts["warmup_s"],
         stopped_early=callback.stopped_early,
+        callback_s=callback.own_s,  # metrics, progress lines: our overhead on top of TRL
+        validation_s=callback.val_total_s,
         settings=asdict(settings),
     )
     echo(f"done: {steps} steps in {grpo_s:.1f}s ({summary['s_per_step']:.3f} s/step), "
@@ -388,8 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = load_settings(args.run_dir, args.recipe, args.sets)
-    except (ValueError, KeyError, TypeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - any unusable recipe or --set: say why, exit 2
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     echo = lambda line: print(line, flush=True)  # noqa: E731 - the launcher tails the log
     try:

@@ -151,6 +151,9 @@ def parse_console_line(line: str) -> tuple[int, dict[str, float]] | None:
 # --- the view ----------------------------------------------------------------------------------------------
 
 
+NAN = float("nan")
+
+
 def _clean(value) -> float | None:
     """A logged JSON value as a float; None when it is not a number (null, a string, a list)."""
     kind = type(value)
@@ -310,9 +313,11 @@ class MetricsView:
                 row = row_of[step] = len(steps)
                 steps.append(step)
                 names = tuple(data)
+                # verl's file logger (orjson) writes a NaN or inf metric as null: a logged null is NaN,
+                # while a metric a step did not log at all stays None
                 if names == last_names:
                     for append, value in zip(appenders, data.values()):
-                        append(value)
+                        append(NAN if value is None else value)
                     continue
                 for name, value in data.items():
                     column = raw.get(name)
@@ -320,7 +325,7 @@ class MetricsView:
                         column = raw[name] = [None] * row
                     elif len(column) != row:
                         column.extend([None] * (row - len(column)))
-                    column.append(value)
+                    column.append(NAN if value is None else value)
                 last_names, appenders = names, [raw[name].append for name in names]
             else:
                 # A step logged again (verl logs validation separately at some steps): merge, later wins.
@@ -330,6 +335,7 @@ class MetricsView:
                     column = raw.get(name)
                     if column is None:
                         column = raw[name] = []
+                    value = NAN if value is None else value
                     if len(column) > row:
                         column[row] = value
                     else:
