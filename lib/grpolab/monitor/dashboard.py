@@ -102,16 +102,11 @@ class Dashboard:
         self._halt.set()
 
     def _on_stop(self, _button=None) -> None:
-        try:
-            from grpolab import launch
+        from grpolab import launch
 
-            stop_run = launch.stop_run
-        except (ImportError, AttributeError):
-            self.status.value += " &nbsp; <b>cannot stop</b>: grpolab.launch.stop_run is not available"
-            return
         self.stop_button.disabled = True
         try:
-            stop_run(self.monitor.run)
+            launch.stop_run(self.monitor.run)
         except Exception as exc:
             self.stop_button.disabled = False
             self.status.value += f" &nbsp; <b>stop failed</b>: {html.escape(str(exc))}"
