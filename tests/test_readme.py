@@ -6,6 +6,7 @@ above where GRPO started, and the training reward must rise."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -42,7 +43,9 @@ def test_readme_has_the_two_quick_start_commands():
 @pytest.mark.parametrize("command", COMMANDS)
 def test_readme_command_runs(command, ray_head, tmp_path):
     if command in SERVERS:
-        proc = subprocess.Popen(f"{command} --no-browser --port=0 --ServerApp.token=test", shell=True, cwd=ROOT,
+        extra = " --no-browser --port=0 --IdentityProvider.token=test"
+        extra += " --allow-root" if os.geteuid() == 0 else ""  # CI runs as root; Jupyter refuses root without it
+        proc = subprocess.Popen(f"{command}{extra}", shell=True, cwd=ROOT,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             seen = ""
