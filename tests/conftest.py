@@ -25,10 +25,10 @@ PYTHON = sys.executable
 
 
 @pytest.fixture(autouse=True)
-def _isolated_runs(tmp_path_factory, monkeypatch):
-    """Every test writes runs under a temporary runs/ directory, never the project's."""
-    runs = tmp_path_factory.getbasetemp() / "runs"
-    runs.mkdir(exist_ok=True)
+def _isolated_runs(tmp_path, monkeypatch):
+    """Every test writes runs under a runs/ directory of its own, never the project's."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
     monkeypatch.setenv("GRPOLAB_RUNS", str(runs))
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     return runs
