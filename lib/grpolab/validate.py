@@ -204,7 +204,8 @@ class _Rules:
             self.add("rollout-ep", "rollout.ep", ro.ep,
                      f"rollout ep must equal tp x dp = {ro.tp} x {ro.dp} = {replica} when ep > 1 "
                      "(verl asserts it inside the workers, after the model has loaded)",
-                     f"set rollout.ep to {replica} (or 1), or rollout.dp to {ro.ep // ro.tp if ro.ep % ro.tp == 0 else '?'}")
+                     f"set rollout.ep to {replica} (or 1)"
+                     + (f", or rollout.dp to {ro.ep // ro.tp}" if ro.ep % ro.tp == 0 else ""))
         if f is None:
             return
         if f.num_heads % ro.tp:
