@@ -12,7 +12,6 @@ cluster address for a driver. The Jobs API needs a dashboard address; preflight 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -214,7 +213,3 @@ def connect_driver(ep: Endpoint):
     except Exception as exc:
         raise ClusterError(f"cannot connect to the Ray cluster at {ep.gcs}: {exc}") from None
     return ray
-
-
-def state_json(ep: Endpoint) -> str:
-    return json.dumps({"dashboard": ep.dashboard, "gcs": ep.gcs, "embedded": ep.embedded})

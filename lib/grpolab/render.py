@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -302,7 +301,3 @@ def to_sh(launch: Launch, recipe: Recipe) -> str:
             lines.append(f"  {q(arg)}")
     lines += [")", '"$PYTHON" "${args[@]}" 2>&1 | tee "$RUN_DIR/logs/job.log"', ""]
     return "\n".join(lines)
-
-
-def python_executable() -> str:
-    return sys.executable

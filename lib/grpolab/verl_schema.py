@@ -185,7 +185,7 @@ def _compose(overrides: list[str]) -> str | None:
 
 def check(recipe: Recipe, run_compose: bool = True) -> tuple[list[Problem], bool]:
     """(problems, whether the installed verl can offload gradients) for a verl recipe."""
-    from grpolab.render import render, verl_keys
+    from grpolab.render import render
 
     config = base_config(recipe.train.engine)
     if config is None:
@@ -193,9 +193,8 @@ def check(recipe: Recipe, run_compose: bool = True) -> tuple[list[Problem], bool
                         "verl is not installed here: the rendered overrides were not checked against its config",
                         "pip install verl (see README) to check before launch")], True
     grad_ok = has_key(config, "actor_rollout_ref.actor.megatron.grad_offload")
-    keys, _ = verl_keys(recipe, "${RUN_DIR}")
-    user_keys = {k: v for k, v in keys.items() if k in recipe.verl_overrides}
-    problems = static_problems(recipe, config, user_keys)
+    # the renderer applies verl_overrides last and unchanged, so they are the user's own keys to check
+    problems = static_problems(recipe, config, dict(recipe.verl_overrides))
     launch = render(recipe)
     problems += launch.notes
     if run_compose and not any(p.severity == "error" for p in problems):

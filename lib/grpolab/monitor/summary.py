@@ -51,14 +51,10 @@ def open_run(ref, root: Path | None = None) -> tuple[Run, MetricsView]:
 
 def _refresh_status(run: Run) -> tuple[dict, str | None]:
     """Ask Ray through grpolab.launch when it can; fall back to status.json as it is."""
-    try:
-        from grpolab import launch
+    from grpolab import launch
 
-        refresh = launch.refresh_status
-    except (ImportError, AttributeError):
-        return run.status(), None
     try:
-        return (refresh(run) or run.status()), None
+        return (launch.refresh_status(run) or run.status()), None
     except Exception as exc:  # Ray down or unreachable: the files on disk are still worth showing
         return run.status(), f"could not ask Ray for the job's state ({type(exc).__name__}: {exc}); showing status.json"
 
