@@ -106,6 +106,8 @@ failures first, each with its fix. A failed check ends the notebook with an erro
         [
             ("## The checks\nFailures first, then warnings, passes, and checks that do not apply here (with why).",
              "report = nb.preflight(recipe, address=ray_address, timeout_s=timeout_s)", ["report"]),
+            ("## The embedded Ray head\nWhether it runs, and how to stop it when you are done "
+             "(`grpolab head stop`).", "nb.show_head(ray_address)", []),
             ("## Verdict", "nb.preflight_verdict(report, dry_run=dry_run)", ["report"]),
         ],
     ),
@@ -152,6 +154,8 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
              "dashboard = nb.watch(run, wait=wait, live=live, interval=interval)", []),
             ("## The run\nState, latest metrics, alerts, failure cause, curves (PNG in `runs/<run_id>/curves.png`).",
              "data = nb.show_run(run, picture=dashboard is None)", ["report"]),
+            ("## The embedded Ray head\nWhether it runs, and how to stop it when you are done "
+             "(`grpolab head stop`).", "nb.show_head()", []),
             ("## Verdict", "nb.verdict(run, strict=strict)", ["report"]),
         ],
     ),

@@ -2,7 +2,8 @@
 
 The embedded head for tests advertises fake NPU resources ({"NPU": 16}) so that a verl recipe can be
 submitted to it and fail for the real reason (no NPU stack here). It is started once, on ports of its own,
-and stopped at the end of the session.
+and stopped at the end of the session. Tests of the user's own paths (the README's commands, tests/test_head.py)
+do not use it: they start from no head at all, on ports of their own (`head_env`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def ray_head():
     """The embedded local Ray head (started for the session, stopped at its end)."""
     from grpolab import cluster
 
-    started = not cluster.dashboard_alive(cluster._embedded().dashboard)
+    started = not cluster.head_alive()
     ep = cluster.ensure_local_head(progress=lambda *_: None)
     yield ep
     if started:
@@ -55,3 +56,32 @@ def grpolab(*args: str, timeout: float = 300, env: dict | None = None) -> subpro
 @pytest.fixture
 def cli():
     return grpolab
+
+
+USER_PORTS = (6779, 8779)  # a user's embedded head, apart from the session's test head
+
+
+def stop_head(env: dict[str, str]) -> None:
+    """`grpolab head stop` for the head of that environment (the session's own head is untouched)."""
+    subprocess.run([str(Path(PYTHON).with_name("grpolab")), "head", "stop"], env=env, capture_output=True,
+                   text=True, timeout=120, cwd=ROOT)
+
+
+def user_env() -> dict[str, str]:
+    """The environment of a user whose embedded head lives on USER_PORTS (this test's runs/ included)."""
+    return {**os.environ, "GRPOLAB_RAY_PORT": str(USER_PORTS[0]), "GRPOLAB_DASHBOARD_PORT": str(USER_PORTS[1])}
+
+
+@pytest.fixture(scope="session")
+def _users_head_stopped_at_the_end():
+    yield
+    stop_head(user_env())
+
+
+@pytest.fixture
+def no_head(_isolated_runs, _users_head_stopped_at_the_end):
+    """A user's machine with no Ray head running: the environment to run their commands in (the embedded head
+    they start is on USER_PORTS, and is stopped before each test and at the end of the session)."""
+    env = user_env()
+    stop_head(env)
+    return env

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 from pathlib import Path
 
@@ -41,11 +42,13 @@ def test_readme_has_the_two_quick_start_commands():
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_readme_command_runs(command, ray_head, tmp_path):
+def test_readme_command_runs(command, no_head, tmp_path):
+    """Each command as a user types it, on a machine with no Ray head running (`no_head`)."""
     if command in SERVERS:
         extra = " --no-browser --port=0 --IdentityProvider.token=test"
         extra += " --allow-root" if os.geteuid() == 0 else ""  # CI runs as root; Jupyter refuses root without it
-        proc = subprocess.Popen(f"{command}{extra}", shell=True, cwd=ROOT,
+        # a session of its own, so that the whole group (the shell and the server it started) is stopped after
+        proc = subprocess.Popen(f"{command}{extra}", shell=True, cwd=ROOT, env=no_head, start_new_session=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             seen = ""
@@ -55,18 +58,23 @@ def test_readme_command_runs(command, ray_head, tmp_path):
                     break
             assert SERVERS[command] in seen, seen
         finally:
-            proc.terminate()
-            proc.wait(timeout=60)
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
         return
     if " out.ipynb" in command:  # write the executed copy into a temp folder, not the checkout
         command = command.replace(" out.ipynb", f" {tmp_path}/out.ipynb")
-    proc = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=900, env=no_head)
     assert proc.returncode == EXPECTED_EXIT.get(command, 0), proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
-def test_quick_start_run_trains_tiny_end_to_end(ray_head, _isolated_runs):
-    proc = subprocess.run(["make", "run"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+def test_quick_start_run_trains_tiny_end_to_end(no_head, _isolated_runs):
+    proc = subprocess.run(["make", "run"], cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          env=no_head)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     out = proc.stdout
     run_dir = Path(re.search(r"run directory: (\S+)", out).group(1))
@@ -80,3 +88,4 @@ def test_quick_start_run_trains_tiny_end_to_end(ray_head, _isolated_runs):
     assert end >= 0.4 and end - start >= 0.25, acc
     k = max(1, len(reward) // 5)
     assert sum(reward[-k:]) / k > sum(reward[:k]) / k, "the training reward rises"
+    assert "grpolab head stop" in out  # the quick start ends by saying how to stop the embedded head

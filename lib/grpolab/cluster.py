@@ -1,10 +1,24 @@
 """The Ray connection: an explicit address, RAY_ADDRESS, or the embedded local head (the default).
 
-The embedded head is a real `ray start --head` daemon bound to 127.0.0.1 with a capped object store, so it
-outlives the notebook or CLI that started it (a killed launcher loses no job) and is reused by the next
-call. It runs with token auth explicitly disabled, since only this machine's loopback can reach its Jobs API;
-for a remote cluster, Ray's own token handling applies (RAY_AUTH_MODE / RAY_AUTH_TOKEN / ~/.ray/auth_token),
-and the token is never written into a run record.
+The embedded head is a real `ray start --head` daemon that belongs to nobody's kernel: it is started in a session
+of its own (setsid), so a notebook kernel's interrupt, restart or shutdown (Jupyter signals the kernel's whole
+process group) never reaches it, and it outlives the notebook or CLI that started it (a killed launcher loses no
+job). It is reused by the next call and stopped only by `grpolab head stop` (`stop_local_head()`), which stops
+that head's processes and nothing else.
+
+Safe by default:
+- Ray's token authentication is on. The token lives in the head's state folder (`head_dir()`, mode 0700; the
+  token file 0600) and reaches every client this project starts through `RAY_AUTH_TOKEN_PATH` or an explicit
+  `Authorization` header, never as a value in a record or a log.
+- The dashboard (Jobs API) listens on 127.0.0.1 only. `ray start` always advertises the machine's own address to
+  the GCS, raylet and agents (it maps 127.0.0.1 to it), and Ray has no option to bind those gRPC servers to
+  loopback, so they listen beyond it; every one of them refuses a request without the token. Metrics export is
+  off, so no unauthenticated Prometheus port is opened. tests/test_head.py lists the head's sockets to keep it so.
+- The head's state folder also holds its Ray temp dir (so two heads on one machine never share
+  /tmp/ray/session_latest) and a lock, so two launches at once start one head and share it.
+
+For a remote cluster, Ray's own token handling applies (RAY_AUTH_MODE=token with RAY_AUTH_TOKEN,
+RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token), and the token is never written into a run record.
 
 Addresses: `http(s)://host:8265` is a dashboard (the Jobs API); `host:6379` or `ray://host:10001` is a
 cluster address for a driver. The Jobs API needs a dashboard address; preflight needs a driver connection.
@@ -12,10 +26,15 @@ cluster address for a driver. The Jobs API needs a dashboard address; preflight 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -25,7 +44,8 @@ from pathlib import Path
 EMBEDDED_GCS_PORT = int(os.environ.get("GRPOLAB_RAY_PORT", "6479"))
 EMBEDDED_DASHBOARD_PORT = int(os.environ.get("GRPOLAB_DASHBOARD_PORT", "8365"))
 OBJECT_STORE_BYTES = 512 * 1024**2  # an idle head needs ~0.75 GB; 512 MiB of object store is plenty here
-START_TIMEOUT_S = 90
+START_TIMEOUT_S = 180  # a busy 2-core machine can take over a minute to bring the dashboard up
+LOCK_TIMEOUT_S = 180  # a second launch waits this long for the first one's head to come up
 
 
 class ClusterError(RuntimeError):
@@ -43,6 +63,41 @@ class Endpoint:
         return "embedded local Ray head" if self.embedded else f"Ray cluster at {self.dashboard or self.gcs}"
 
 
+# ------------------------------------------------------------------------------------------ the head's state
+
+
+def head_dir() -> Path:
+    """The embedded head's state folder (token, lock, head.json, Ray's temp dir): $GRPOLAB_HEAD_DIR, else
+    <tmp>/grpolab-<uid>/head-<gcs port>; created with mode 0700. Short on purpose: Ray puts unix sockets under
+    it, and a socket path may not exceed 107 bytes."""
+    base = os.environ.get("GRPOLAB_HEAD_DIR")
+    path = Path(base) if base else Path(tempfile.gettempdir()) / f"grpolab-{os.getuid()}" / f"head-{EMBEDDED_GCS_PORT}"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for folder in {path, path.parent} if not base else {path}:
+        with contextlib.suppress(OSError):
+            os.chmod(folder, 0o700)
+    return path
+
+
+def token_file() -> Path:
+    """The embedded head's auth token (created on first use, readable by this user only)."""
+    path = head_dir() / "auth_token"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(32))
+    return path
+
+
+def _token() -> str:
+    return token_file().read_text().strip()
+
+
+def auth_headers() -> dict[str, str]:
+    """The header that authenticates a client to the embedded head."""
+    return {"Authorization": f"Bearer {_token()}"}
+
+
 def _ray_bin() -> str:
     candidate = Path(sys.executable).with_name("ray")
     return str(candidate) if candidate.exists() else (shutil.which("ray") or "ray")
@@ -52,12 +107,31 @@ def _embedded() -> Endpoint:
     return Endpoint(f"http://127.0.0.1:{EMBEDDED_DASHBOARD_PORT}", f"127.0.0.1:{EMBEDDED_GCS_PORT}", True)
 
 
-def dashboard_alive(url: str, timeout: float = 2.0) -> bool:
+def embedded_endpoint() -> Endpoint:
+    """The embedded head's endpoint, whether or not it runs."""
+    return _embedded()
+
+
+def _probe(url: str, headers: dict[str, str] | None = None, timeout: float = 2.0) -> int | None:
+    """HTTP status of the dashboard's /api/version, or None when nothing answers."""
     try:
-        with urllib.request.urlopen(f"{url}/api/version", timeout=timeout) as resp:
-            return resp.status == 200
+        req = urllib.request.Request(f"{url}/api/version", headers=headers or {})
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
     except (urllib.error.URLError, OSError, ValueError):
-        return False
+        return None
+
+
+def dashboard_alive(url: str, timeout: float = 2.0) -> bool:
+    """True when a Ray dashboard answers at url (with or without auth)."""
+    return _probe(url, timeout=timeout) is not None
+
+
+def head_alive(timeout: float = 2.0) -> bool:
+    """True when the embedded head answers and accepts our token."""
+    return _probe(_embedded().dashboard, auth_headers(), timeout) == 200
 
 
 def parse_address(address: str) -> Endpoint:
@@ -78,27 +152,103 @@ def resolve(address: str | None = None) -> Endpoint | None:
 
 
 def embedded_env() -> dict[str, str]:
-    """Environment for talking to (or starting) the embedded head."""
+    """Environment for starting (or being a driver of) the embedded head: token auth on, our token file, no
+    metrics port, no usage stats, and none of a remote cluster's settings."""
     env = dict(os.environ)
-    env["RAY_AUTH_MODE"] = "disabled"
-    env.pop("RAY_ADDRESS", None)
-    env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    for name in ("RAY_ADDRESS", "RAY_AUTH_TOKEN"):
+        env.pop(name, None)
+    env["RAY_AUTH_MODE"] = "token"
+    env["RAY_AUTH_TOKEN_PATH"] = str(token_file())
+    env["RAY_enable_metrics_collection"] = "0"  # the Prometheus exporter would listen on all interfaces, no auth
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    # Ray's own start-up limits (60 s for the dashboard, 15-30 s for agents to register) are short on 2 busy cores
+    env.setdefault("RAY_DASHBOARD_STARTUP_TIMEOUT_S", str(START_TIMEOUT_S))
+    env.setdefault("RAY_agent_register_timeout_ms", str(START_TIMEOUT_S * 1000))
     return env
 
 
+@contextlib.contextmanager
+def _head_lock(timeout: float = LOCK_TIMEOUT_S):
+    """An exclusive lock on the head's state folder: one process starts or stops the head at a time."""
+    path = head_dir() / "head.lock"
+    with open(path, "a+") as fh:
+        deadline = time.time() + timeout
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.time() > deadline:
+                    raise ClusterError(f"another process has held {path} for {timeout:.0f} s while starting or "
+                                       "stopping the embedded Ray head; try again, or `grpolab head stop`") from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _record_file() -> Path:
+    return head_dir() / "head.json"
+
+
+def head_record() -> dict:
+    """What was recorded when the embedded head started ({} when none was)."""
+    try:
+        return json.loads(_record_file().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def ensure_local_head(progress=print) -> Endpoint:
-    """Start the embedded head unless it already runs; return its endpoint."""
+    """Start the embedded head unless it already runs; return its endpoint. Safe to call from several processes
+    at once: they share one head."""
     ep = _embedded()
-    os.environ["RAY_AUTH_MODE"] = "disabled"  # this process is a client of a head started without auth
-    if dashboard_alive(ep.dashboard):
+    if head_alive():
         return ep
-    progress(f"starting the embedded Ray head on 127.0.0.1 (dashboard {ep.dashboard}); takes 10-20 s ...")
+    with _head_lock():
+        if head_alive():  # another process started it while we waited for the lock
+            return ep
+        if _probe(ep.dashboard) is not None:
+            raise ClusterError(f"a Ray dashboard that is not GRPO Lab's embedded head (or has another token) answers "
+                               f"at {ep.dashboard}; stop it, or give the embedded head other ports with "
+                               "GRPOLAB_RAY_PORT and GRPOLAB_DASHBOARD_PORT")
+        leftovers = head_processes()
+        if leftovers:  # a head that died half-way (its GCS killed, say) still holds ports: clear it first
+            progress(f"clearing {len(leftovers)} process(es) of an embedded Ray head that no longer answers ...")
+            _terminate(leftovers)
+        _start_head(ep, progress)
+    return ep
+
+
+def _start_head(ep: Endpoint, progress, attempts: int = 3) -> None:
+    progress(f"starting the embedded Ray head on 127.0.0.1 (dashboard {ep.dashboard}, token auth on); "
+             "takes 10-20 s; `grpolab head stop` stops it ...")
+    for attempt in range(1, attempts + 1):
+        why = _start_head_once(ep)
+        if why is None:
+            return
+        _terminate(head_processes())
+        # Ray gives its raylet a fixed 30 s to register with the GCS; on a busy machine that fails now and then
+        if "timed out during startup" not in why or attempt == attempts:
+            raise ClusterError(
+                f"the embedded Ray head did not come up: {why}\nfix: free the ports {EMBEDDED_GCS_PORT} and "
+                f"{EMBEDDED_DASHBOARD_PORT}-{EMBEDDED_DASHBOARD_PORT + 5} (or set GRPOLAB_RAY_PORT / "
+                "GRPOLAB_DASHBOARD_PORT), or pass --ray-address of a running cluster; the full log is in "
+                f"{head_dir() / 'head.log'}")
+        progress(f"the embedded Ray head timed out while starting (a busy machine); trying again ({attempt + 1}/"
+                 f"{attempts}) ...")
+
+
+def _start_head_once(ep: Endpoint) -> str | None:
+    """Start `ray start --head --block` in a session of its own; None once it is up, else why not."""
+    temp = head_dir() / "ray"
     cmd = [
-        _ray_bin(), "start", "--head",
+        _ray_bin(), "start", "--head", "--block",
         "--node-ip-address=127.0.0.1", f"--port={EMBEDDED_GCS_PORT}",
         "--dashboard-host=127.0.0.1", f"--dashboard-port={EMBEDDED_DASHBOARD_PORT}", "--include-dashboard=true",
         f"--object-store-memory={OBJECT_STORE_BYTES}", "--disable-usage-stats",
-        f"--num-cpus={os.cpu_count() or 2}",
+        f"--num-cpus={os.cpu_count() or 2}", f"--temp-dir={temp}",
         # the agents' ports follow the dashboard's, so that two heads on one machine (a user's and the tests')
         # do not collide on Ray's fixed defaults
         f"--dashboard-agent-listen-port={EMBEDDED_DASHBOARD_PORT + 1}",
@@ -110,60 +260,108 @@ def ensure_local_head(progress=print) -> Endpoint:
     resources = os.environ.get("GRPOLAB_RAY_RESOURCES")  # e.g. '{"NPU": 16}' to simulate an NPU node in tests
     if resources:
         cmd.append(f"--resources={resources}")
-    result = subprocess.run(cmd, env=embedded_env(), capture_output=True, text=True, timeout=START_TIMEOUT_S)
-    if result.returncode != 0 and "already" not in (result.stderr + result.stdout).lower():
-        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
-        raise ClusterError(f"`ray start --head` failed (exit {result.returncode}):\n{tail}\n"
-                           "fix: run `ray stop --force` and try again, or pass --ray-address of a running cluster")
+    log = head_dir() / "head.log"
+    with open(log, "w") as out:
+        # --block keeps `ray start` as the parent of the head's daemons; start_new_session puts them all in a
+        # session of their own, out of reach of the signals a Jupyter kernel's process group receives.
+        proc = subprocess.Popen(cmd, env=embedded_env(), stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True, cwd=head_dir())
+    record = {"pid": proc.pid, "sid": proc.pid, "gcs": ep.gcs, "dashboard": ep.dashboard, "temp_dir": str(temp),
+              "started": time.time(), "token_file": str(token_file())}
+    _record_file().write_text(json.dumps(record, indent=2) + "\n")
     deadline = time.time() + START_TIMEOUT_S
-    while not dashboard_alive(ep.dashboard):
+    while True:
+        text = log.read_text(errors="replace")
+        if proc.poll() is not None:
+            tail = [line for line in text.strip().splitlines() if line.strip()][-3:]
+            return f"`ray start` exited {proc.returncode}: " + " | ".join(tail)
+        # `ray start` prints this once its node registered; the dashboard may answer before that
+        if "Ray runtime started" in text and _probe(ep.dashboard, auth_headers()) == 200:
+            return None
         if time.time() > deadline:
-            raise ClusterError(f"the embedded Ray head started but its dashboard {ep.dashboard} does not answer")
+            return f"it did not answer within {START_TIMEOUT_S} s"
         time.sleep(0.5)
-    return ep
+
+
+def head_processes():
+    """Every process of the embedded head: its session (from head.json), anything whose command line names its
+    temp dir or its GCS port, and all their children (job drivers run in sessions of their own)."""
+    import psutil
+
+    record = head_record()
+    sid = record.get("sid")
+    marks = [str(head_dir() / "ray"), f"--gcs_server_port={EMBEDDED_GCS_PORT}", f"127.0.0.1:{EMBEDDED_GCS_PORT}",
+             f"--port={EMBEDDED_GCS_PORT} "]
+    me = os.getpid()
+    found: dict[int, psutil.Process] = {}
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == me:
+                continue
+            ours = sid is not None and os.getsid(proc.pid) == sid
+            if not ours:
+                line = " ".join(proc.cmdline()) + " "
+                ours = any(mark in line for mark in marks)
+            if ours:
+                for p in [proc, *proc.children(recursive=True)]:
+                    if p.pid != me:
+                        found[p.pid] = p
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, ProcessLookupError, OSError):
+            continue
+    return list(found.values())
+
+
+def _terminate(procs, timeout: float = 10.0) -> int:
+    import psutil
+
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            proc.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    for proc in alive:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=5)
+    return len(procs)
 
 
 def stop_local_head(timeout: float = 10.0) -> int:
     """Stop the embedded head only (`ray stop` would stop every Ray cluster of this machine, a user's own
-    included): every process of its Ray session, found through the GCS and dashboard ports, and their
-    children. Returns how many processes were stopped."""
-    import re
+    included): every process of its session and their children. Returns how many processes were stopped."""
+    with _head_lock():
+        count = _terminate(head_processes(), timeout)
+        with contextlib.suppress(FileNotFoundError):
+            _record_file().unlink()
+    return count
 
-    import psutil
 
-    def cmdline(proc) -> str:
-        try:
-            return " ".join(proc.cmdline())
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            return ""
+def head_status() -> dict:
+    """Whether the embedded head runs, where, since when, and how to stop it (for `grpolab head status`)."""
+    ep = _embedded()
+    record = head_record()
+    alive = head_alive()
+    procs = head_processes() if (alive or record) else []
+    return {"running": alive, "dashboard": ep.dashboard, "gcs": ep.gcs, "auth": "token",
+            "token_file": str(head_dir() / "auth_token"), "state_dir": str(head_dir()),
+            "started": record.get("started") if alive else None, "processes": len(procs),
+            "stale": (not alive) and bool(procs)}
 
-    ours = (f"--gcs_server_port={EMBEDDED_GCS_PORT}", f":{EMBEDDED_GCS_PORT} ", f":{EMBEDDED_GCS_PORT}\n",
-            f"--port={EMBEDDED_DASHBOARD_PORT} ")
-    lines = {proc.pid: cmdline(proc) + "\n" for proc in psutil.process_iter()}
-    sessions = {m.group(0) for text in lines.values() if any(mark in text for mark in ours)
-                for m in re.finditer(r"session_\d{4}-\d\d-\d\d_[\d_-]+\d", text)}
-    targets: dict[int, psutil.Process] = {}
-    for pid, text in lines.items():
-        if pid != os.getpid() and (any(mark in text for mark in ours) or any(s in text for s in sessions)):
-            try:
-                proc = psutil.Process(pid)
-                for child in [proc, *proc.children(recursive=True)]:
-                    targets[child.pid] = child
-            except psutil.NoSuchProcess:
-                continue
-    procs = [p for pid, p in targets.items() if pid != os.getpid()]
-    for proc in procs:
-        try:
-            proc.terminate()
-        except psutil.NoSuchProcess:
-            pass
-    _, alive = psutil.wait_procs(procs, timeout=timeout)
-    for proc in alive:
-        try:
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    return len(procs)
+
+def describe_head(status: dict | None = None) -> str:
+    """One or two lines for people: is the embedded head running, and how to stop it."""
+    s = status or head_status()
+    if s["running"]:
+        since = time.strftime("%Y-%m-%d %H:%M", time.localtime(s["started"])) if s.get("started") else "?"
+        return (f"embedded Ray head: running since {since} on 127.0.0.1 (dashboard {s['dashboard']}, GCS "
+                f"{s['gcs']}, token auth, token in {s['token_file']})\n"
+                "stop it with `grpolab head stop` (running jobs on it stop too)")
+    if s.get("stale"):
+        return (f"embedded Ray head: not answering, but {s['processes']} of its processes remain; "
+                "`grpolab head stop` clears them")
+    return "embedded Ray head: not running (the next launch starts it)"
+
+
+# ------------------------------------------------------------------------------------------ clients
 
 
 def endpoint(address: str | None = None, start: bool = True, progress=print) -> Endpoint:
@@ -182,6 +380,8 @@ def job_client(ep: Endpoint):
     if address is None:
         address = dashboard_of(ep.gcs)
     try:
+        if ep.embedded:
+            return JobSubmissionClient(address, headers=auth_headers())
         return JobSubmissionClient(address)
     except Exception as exc:  # Ray raises ConnectionError/RuntimeError/ValueError variants
         raise ClusterError(f"cannot reach the Ray Jobs API at {address}: {exc}\n"
@@ -208,6 +408,10 @@ def connect_driver(ep: Endpoint):
         return ray
     if ep.gcs is None:
         raise ClusterError(f"{ep.label}: a driver needs the cluster address (HOST:6379), not the dashboard URL")
+    if ep.embedded:  # this process becomes a driver of the embedded head: it needs the head's token
+        os.environ.pop("RAY_AUTH_TOKEN", None)
+        os.environ["RAY_AUTH_MODE"] = "token"
+        os.environ["RAY_AUTH_TOKEN_PATH"] = str(token_file())
     try:
         ray.init(address=ep.gcs, logging_level="ERROR", log_to_driver=False)
     except Exception as exc:

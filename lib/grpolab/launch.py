@@ -4,13 +4,20 @@
 renders the launch for the installed verl (or the local TRL trainer), and submits it with the recipe's env in
 the job's runtime_env. The Ray submission id IS the run id, so `refresh_status()` finds the job again from
 any process, even after the launcher was killed. Secrets never reach the run record.
+
+On the embedded head the job is wrapped by `grpolab.job_entry`: secrets travel in a user-only file of the run
+directory instead of Ray's runtime_env (which Ray logs and returns from its Jobs API), and the job records its
+own end and log in the run directory. `refresh_status()` reconciles Ray's answer with that record, so a run whose
+head is gone ends SUCCEEDED / FAILED from its own record, or LOST when it left none, never RUNNING forever.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -18,7 +25,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from grpolab import cluster, runs
+from grpolab import cluster, job_entry, runs
 from grpolab.paths import PROJECT_ROOT
 from grpolab.problems import Problem, errors
 from grpolab.recipe import to_yaml
@@ -43,8 +50,12 @@ class LaunchBlocked(Exception):
         super().__init__(f"{len(problems)} error(s) in the recipe; nothing was submitted")
 
 
+def is_secret(name: str) -> bool:
+    return bool(SECRET.search(name))
+
+
 def redact(env: dict[str, str]) -> dict[str, str]:
-    return {k: (REDACTED if SECRET.search(k) else v) for k, v in env.items()}
+    return {k: (REDACTED if is_secret(k) else v) for k, v in env.items()}
 
 
 def _versions() -> dict[str, str | None]:
@@ -113,12 +124,24 @@ def submit(recipe: Recipe, address: str | None = None, run_id: str | None = None
     run = runs.create_run(recipe.name, run_id=run_id, root=root)
     p = plan(recipe, run_dir=str(run.path), address=address)
     run.recipe_file.write_text(_redacted_recipe(recipe))
+    entrypoint, job_env = p.entrypoint, dict(p.env)
+    if ep.embedded:  # the job wraps itself: secrets by a user-only file, its own end record and log
+        secret = {k: v for k, v in job_env.items() if is_secret(k)}
+        job_env = {k: v for k, v in job_env.items() if k not in secret}
+        if secret:
+            fd = os.open(run.path / job_entry.SECRETS_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                json.dump(secret, fh)
+        python = shlex.quote(sys.executable)
+        entrypoint = f"{python} -m grpolab.job_entry {shlex.quote(str(run.path))} -- {p.entrypoint}"
+        job_env.update({k: v for k, v in cluster.embedded_env().items()
+                        if k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")})
     record = {
         "run_id": run.run_id,
         "recipe": recipe.name,
         "recipe_files": recipe.files,
         "engine": recipe.train.engine,
-        "entrypoint": p.entrypoint,
+        "entrypoint": entrypoint,
         "env": redact(p.env),
         "versions": _versions(),
         "git_commit": _git_commit(),
@@ -132,9 +155,9 @@ def submit(recipe: Recipe, address: str | None = None, run_id: str | None = None
     while True:
         try:
             job_id = client.submit_job(
-                entrypoint=p.entrypoint,
+                entrypoint=entrypoint,
                 submission_id=run.run_id,
-                runtime_env={"env_vars": p.env},
+                runtime_env={"env_vars": job_env},
                 metadata={"grpolab_run_dir": str(run.path), "recipe": recipe.name},
             )
             break
@@ -143,7 +166,8 @@ def submit(recipe: Recipe, address: str | None = None, run_id: str | None = None
             if "try again" in str(exc) and time.time() < deadline:
                 time.sleep(2.0)
                 continue
-            run.write_status(state="FAILED", message=f"submission failed: {exc}", ended=time.time())
+            (run.path / job_entry.SECRETS_FILE).unlink(missing_ok=True)
+            run.write_status(state="FAILED", message=f"submission failed: {exc}", ended=time.time(), finalized=True)
             raise cluster.ClusterError(f"could not submit the job to {ep.label}: {exc}") from None
     wandb = None
     if "wandb" in recipe.trainer.logger:  # where the monitor says the wandb run is
@@ -160,36 +184,99 @@ def _redacted_recipe(recipe: Recipe) -> str:
 
 
 def _client_for(run: runs.Run):
+    """The Jobs API client of the run's cluster, or None when that cluster does not answer."""
     status = run.status()
     address = status.get("ray_address")
     if not address:
         return None
-    ep = cluster.parse_address(address) if not status.get("embedded") else cluster.endpoint(None, start=False)
-    if ep.embedded:
-        os.environ["RAY_AUTH_MODE"] = "disabled"
-        if not cluster.dashboard_alive(ep.dashboard):
+    if status.get("embedded"):
+        if not cluster.head_alive():
             return None
-    return cluster.job_client(ep)
+        return cluster.job_client(cluster.embedded_endpoint())
+    return cluster.job_client(cluster.parse_address(address))
+
+
+def job_record(run: runs.Run) -> dict:
+    """What the job wrote about itself (grpolab.job_entry): pid, host, and at its end the exit code."""
+    try:
+        return json.loads((run.path / job_entry.RECORD_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _driver_alive(record: dict) -> bool:
+    """True when the job's wrapper still runs on this machine (its head may be gone: the trainer goes on)."""
+    import socket
+
+    import psutil
+
+    pid = record.get("pid")
+    if not pid or record.get("host") != socket.gethostname():
+        return False
+    try:
+        proc = psutil.Process(pid)
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and proc.create_time() <= record.get(
+            "started", time.time()) + 1
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def _log_text(run: runs.Run) -> str:
+    try:
+        return run.job_log.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _finish_from_record(run: runs.Run, status: dict, why: str) -> dict:
+    """The run's end when Ray cannot tell it: from the job's own record, else LOST (or still RUNNING when the
+    orphaned job goes on here)."""
+    record = job_record(run)
+    logs = _log_text(run)
+    tail = logs.strip().splitlines()[-LOG_TAIL_LINES:]
+    if "exit_code" in record:
+        code = record["exit_code"]
+        state = "STOPPED" if record.get("stopped") else ("SUCCEEDED" if code == 0 else "FAILED")
+        fields = {"state": state, "finalized": True, "exit_code": code, "ended": record.get("ended"),
+                  "log_tail": tail, "note": f"{why}; state from the run's own record (job.json)"}
+        if state == "FAILED":
+            fields["failure"] = _classify(logs)
+        return run.write_status(**fields)
+    if _driver_alive(record):
+        return run.write_status(state="RUNNING", note=f"{why}; the job goes on (pid {record['pid']} on this machine)")
+    if status.get("state") in ("PENDING", "RUNNING") or not status.get("state"):
+        cause = {"cause": "lost", "message": f"{why}, and the job left no end record",
+                 "fix": "start the run again (`grpolab run ...`); `grpolab head status` says whether the embedded "
+                        "head runs"}
+        return run.write_status(state="LOST", finalized=True, ended=time.time(), log_tail=tail, failure=cause,
+                                note=f"{why}; the job left no end record")
+    return run.write_status(note=why)
 
 
 def refresh_status(run: runs.Run) -> dict:
-    """Ask Ray for the job's state, save its logs to logs/job.log, record the cause when it failed."""
+    """Ask Ray for the job's state and reconcile it with the job's own record; record the cause of a failure.
+
+    A run whose cluster is unreachable or no longer knows the job ends from its own record (job.json) or LOST;
+    its log is in logs/job.log either way."""
     status = run.status()
     if status.get("state") in runs.TERMINAL_STATES and status.get("finalized"):
         return status
+    if not status.get("job_id") and status.get("state") == "PENDING":
+        return status  # created, not submitted yet
     try:
         client = _client_for(run)
     except cluster.ClusterError as exc:
-        return run.write_status(note=f"Ray is unreachable: {exc}")
+        return _finish_from_record(run, status, f"Ray is unreachable ({str(exc).splitlines()[0]})")
     if client is None:
-        return run.write_status(note="Ray is unreachable; state as last seen")
+        return _finish_from_record(run, status, "its Ray head is gone")
     try:
         info = client.get_job_info(status.get("job_id") or run.run_id)
         logs = client.get_job_logs(status.get("job_id") or run.run_id)
-    except Exception as exc:  # the job is unknown to this cluster (head restarted)
-        return run.write_status(note=f"Ray does not know job {run.run_id}: {exc}")
+    except Exception:  # the job is unknown to this cluster (the head was restarted)
+        return _finish_from_record(run, status, f"Ray no longer knows job {run.run_id} (its head was restarted)")
     logs = ANSI.sub("", logs)  # Ray colours its log lines; records and notebooks want plain text
-    run.job_log.write_text(logs)
+    if not (run.path / job_entry.RECORD_FILE).exists():
+        run.job_log.write_text(logs)  # no wrapper wrote the log (a remote cluster, or the job never started)
     state = str(info.status.value if hasattr(info.status, "value") else info.status)
     fields = {"state": state, "message": info.message or "", "note": None}
     if info.end_time:
@@ -214,12 +301,32 @@ def _classify(logs: str) -> dict | None:
     return found.to_dict() if hasattr(found, "to_dict") else dict(vars(found))
 
 
+class NothingToStop(Exception):
+    """The run has ended (or was lost with its head); nothing was stopped. The message says which."""
+
+
 def stop_run(run: runs.Run, timeout: float = 60.0) -> dict:
-    """Stop the job; the record keeps every finished step. Returns the final status."""
+    """Stop the job; the record keeps every finished step. Returns the final status.
+
+    When the run's Ray head is gone but its job still runs on this machine, the job is stopped directly; a run
+    that has ended, or was lost with its head, raises NothingToStop."""
+    status = refresh_status(run)
+    if status.get("state") in runs.TERMINAL_STATES:
+        raise NothingToStop(f"run {run.run_id} is {status['state']}: nothing to stop"
+                            + (f" ({status['note']})" if status.get("note") else ""))
     client = _client_for(run)
     if client is None:
-        raise cluster.ClusterError(f"cannot reach the Ray cluster of run {run.run_id} to stop it")
-    client.stop_job(run.status().get("job_id") or run.run_id)
+        record = job_record(run)
+        if not _driver_alive(record):
+            status = refresh_status(run)
+            raise NothingToStop(f"cannot reach the Ray cluster of run {run.run_id} and its job does not run here; "
+                                f"the run is {status.get('state')}")
+        import psutil
+
+        with contextlib.suppress(psutil.NoSuchProcess):  # the head is gone: stop the orphaned job ourselves
+            psutil.Process(record["pid"]).terminate()
+    else:
+        client.stop_job(status.get("job_id") or run.run_id)
     deadline = time.time() + timeout
     status = refresh_status(run)
     while status.get("state") not in runs.TERMINAL_STATES and time.time() < deadline:

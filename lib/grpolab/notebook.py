@@ -443,19 +443,33 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
         return None
     progress(f"following run {run.run_id}: a line every {every_s:g} s")
     silent = 0
-    while True:
-        latest: list[str] = []
-        status = launcher.wait(run, progress=latest.append, timeout=every_s)
-        if latest:
-            progress(latest[-1])
-        if status.get("state") in TERMINAL_STATES:
-            progress(f"run {run.run_id}: {status['state']}")
-            return status
-        note = str(status.get("note") or "")
-        silent = silent + 1 if ("unreachable" in note or "does not know" in note) else 0
-        if silent >= UNREACHABLE_CHUNKS:
-            progress(f"stopped following run {run.run_id}: {note}")
-            return status
+    try:
+        while True:
+            latest: list[str] = []
+            status = launcher.wait(run, progress=latest.append, timeout=every_s)
+            if latest:
+                progress(latest[-1])
+            if status.get("state") in TERMINAL_STATES:
+                progress(f"run {run.run_id}: {status['state']}")
+                return status
+            note = str(status.get("note") or "")
+            silent = silent + 1 if ("unreachable" in note or "does not know" in note) else 0
+            if silent >= UNREACHABLE_CHUNKS:
+                progress(f"stopped following run {run.run_id}: {note}")
+                return status
+    except KeyboardInterrupt:  # Jupyter's Interrupt: the run is a Ray job of its own and goes on
+        progress(f"stopped following; the run goes on (grpolab status {run.run_id} / grpolab stop {run.run_id})")
+        return None
+
+
+def show_head(address: str | None = None) -> None:
+    """Whether the embedded local Ray head runs and how to stop it (nothing to say for a remote cluster)."""
+    from grpolab import cluster
+
+    if cluster.resolve(address) is not None:
+        print(f"Ray: {cluster.resolve(address).label} (not the embedded head)")
+        return
+    print(cluster.describe_head())
 
 
 def verdict(run, status: dict | None = None, strict: bool = True) -> None:
@@ -467,7 +481,7 @@ def verdict(run, status: dict | None = None, strict: bool = True) -> None:
         return
     status = status or run.status()
     text = describe_outcome(run, status)
-    if strict and status.get("state") in ("FAILED", "STOPPED"):
+    if strict and status.get("state") in ("FAILED", "STOPPED", "LOST"):
         raise NotebookStop(text)
     print(text)
 

@@ -30,7 +30,7 @@ def describe_outcome(run: Run, status: dict) -> str:
             lines.append(f"{label:8} {f['first']:.3f} (step {f['first_step']}) -> {f['last']:.3f} "
                          f"(step {f['last_step']})")
     failure = status.get("failure")
-    if status.get("state") == "FAILED":
+    if status.get("state") in ("FAILED", "LOST"):
         if failure:
             lines.append(f"cause: {failure.get('cause')}: {failure.get('message')}")
             if failure.get("fix"):

@@ -4,9 +4,11 @@ Layout (the architecture's contract):
     recipe.yaml     the fully resolved recipe
     launch.json     entrypoint, env (secrets redacted), versions, git commit
     status.json     {"run_id", "state", "job_id", "ray_address", "created", "updated", "message", ...}
+    job.json        written by the job itself (grpolab.job_entry): pid, host, and at its end the exit code
     metrics.jsonl   verl's file-logger format, one line per step: {"step": N, "data": {...}}
     logs/           job.log (the Ray job's output), executed stage notebooks, ...
-States are Ray's job states: PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED.
+States are Ray's job states: PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED; and LOST: the run's Ray head went away
+and the job left no record of its end.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from pathlib import Path
 
 from grpolab.paths import runs_dir
 
-STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED")
-TERMINAL_STATES = ("SUCCEEDED", "FAILED", "STOPPED")
+STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "LOST")
+TERMINAL_STATES = ("SUCCEEDED", "FAILED", "STOPPED", "LOST")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 

@@ -50,4 +50,4 @@ def main(args) -> int:
         print(json.dumps(data, indent=2, default=str))
     else:
         print(format_summary(data))
-    return 1 if data["state"] == "FAILED" else 0
+    return 1 if data["state"] in ("FAILED", "LOST") else 0

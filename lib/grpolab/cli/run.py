@@ -48,11 +48,13 @@ def main(args) -> int:
     try:
         status = launch.wait(run)
     except KeyboardInterrupt:
-        print(f"\nstopped following; the run goes on. `grpolab stop {run.run_id}` stops it.")
+        print(f"\nstopped following; the run goes on (grpolab status {run.run_id} / grpolab stop {run.run_id})")
         return 130
     if run.metrics_file.exists():  # the curves as a picture in the run directory, with alerts marked
         from grpolab.monitor import summary
 
         summary(run, png=run.path / "curves.png", refresh=False)
     print(describe_outcome(run, status))
+    if status.get("embedded"):
+        print("the embedded Ray head keeps running for the next run; `grpolab head stop` stops it")
     return 0 if status.get("state") == "SUCCEEDED" else 1

@@ -60,7 +60,7 @@ def status_main(args) -> int:
         print(describe_outcome(run, status))
         if status.get("note"):
             print(f"note: {status['note']}")
-    return 1 if status.get("state") == "FAILED" else 0
+    return 1 if status.get("state") in ("FAILED", "LOST") else 0
 
 
 def logs_main(args) -> int:
@@ -78,11 +78,14 @@ def logs_main(args) -> int:
 
 def stop_main(args) -> int:
     from grpolab.cluster import ClusterError
-    from grpolab.launch import stop_run
+    from grpolab.launch import NothingToStop, stop_run
 
     run = _run(args.run)
     try:
         status = stop_run(run)
+    except NothingToStop as exc:
+        print(str(exc))
+        return 0
     except ClusterError as exc:
         print(f"error: {exc}")
         return 1

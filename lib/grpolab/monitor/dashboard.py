@@ -62,7 +62,7 @@ class Dashboard:
             self.status.value = f"<b>refresh failed</b>: {html.escape(f'{type(exc).__name__}: {exc}')}"
             return self.data or {}
         data = self.data
-        colour = {"FAILED": "#d62728", "SUCCEEDED": "#2ca02c", "STOPPED": "#7f7f7f"}.get(data["state"], "#1f77b4")
+        colour = {"FAILED": "#d62728", "LOST": "#d62728", "SUCCEEDED": "#2ca02c", "STOPPED": "#7f7f7f"}.get(data["state"], "#1f77b4")
         last = data["last_step"] if data["last_step"] is not None else "-"
         self.status.value = (
             f"<b>{html.escape(data['run_id'])}</b> &nbsp; <span style='color:{colour}'><b>{data['state']}</b></span>"

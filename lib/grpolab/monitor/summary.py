@@ -122,7 +122,7 @@ class RunMonitor:
         self.view.refresh()
         self.alerts = alerts(self.view, self.thresholds)
         state = status.get("state") or "UNKNOWN"
-        failure = _failure(self.run, status) if state == "FAILED" else None
+        failure = _failure(self.run, status) if state in ("FAILED", "LOST") else None
         if self.view.problems:
             notes.append(f"{self.view.bad_lines} unreadable line(s) in {self.view.path}, first: {self.view.problems[0]}")
         curves = None
