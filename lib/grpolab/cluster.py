@@ -245,7 +245,7 @@ def _start_head_once(ep: Endpoint) -> str | None:
     temp = head_dir() / "ray"
     cmd = [
         _ray_bin(), "start", "--head", "--block",
-        "--node-ip-address=127.0.0.1", f"--port={EMBEDDED_GCS_PORT}",
+        "--node-ip-address=127.0.0.1", f"--port={EMBEDDED_GCS_PORT}", "--no-monitor",  # no autoscaler on one machine
         "--dashboard-host=127.0.0.1", f"--dashboard-port={EMBEDDED_DASHBOARD_PORT}", "--include-dashboard=true",
         f"--object-store-memory={OBJECT_STORE_BYTES}", "--disable-usage-stats",
         f"--num-cpus={os.cpu_count() or 2}", f"--temp-dir={temp}",

@@ -1,0 +1,111 @@
+"""The layers of lib/grpolab point one way, with no import cycles (README, "Architecture").
+
+recipe (schema, loader, cards) -> checks (rules, verl schema, the one gate) -> render (and what builds on the
+checks: import, plan) -> jobs (Ray job control, run records) -> monitor (metrics, alerts, failure causes, plots,
+following a run; preflight) -> front ends (CLI, notebooks). Every import counts, a function-level one included:
+a lazy import hides a loop, it does not remove it. A new module must be placed in a layer here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+LIB = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
+
+# module (or package prefix) -> layer; a module may import only from its own layer or lower ones
+LAYERS = {
+    0: ("grpolab", "grpolab.paths", "grpolab.problems", "grpolab.schema", "grpolab.recipe",
+        "grpolab.modelfacts", "grpolab.pplayout", "grpolab.stack", "grpolab.memory", "grpolab.secrets"),
+    1: ("grpolab.validate", "grpolab.verl_schema", "grpolab.gate", "grpolab.field_rules", "grpolab.rules"),
+    2: ("grpolab.render", "grpolab.importer", "grpolab.planner", "grpolab.plan", "grpolab.local"),
+    3: ("grpolab.cluster", "grpolab.runs", "grpolab.launch", "grpolab.job_entry", "grpolab.jobs"),
+    4: ("grpolab.monitor", "grpolab.outcome", "grpolab.preflight", "grpolab.follow"),
+    5: ("grpolab.cli", "grpolab.notebook", "grpolab.__main__"),
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(LIB.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(LIB.rglob("*.py"))}
+
+
+def layer(name: str) -> int | None:
+    best = None
+    for level, prefixes in LAYERS.items():
+        for prefix in prefixes:
+            if name == prefix or (prefix != "grpolab" and name.startswith(prefix + ".")):
+                if best is None or len(prefix) > best[1]:
+                    best = (level, len(prefix))
+    return None if best is None else best[0]
+
+
+def imports(name: str) -> set[str]:
+    """The grpolab modules a module imports (anywhere in it)."""
+    tree = ast.parse(MODULES[name].read_text())
+    package = name if MODULES[name].name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            targets = [base] + [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES:
+                target = target.rsplit(".", 1)[0] if "." in target else ""
+            if target and target != name and target.startswith("grpolab"):
+                found.add(target)
+    return found
+
+
+GRAPH = {name: imports(name) for name in MODULES}
+
+
+def test_every_module_has_a_layer():
+    assert [name for name in MODULES if layer(name) is None] == []
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_imports_point_down_the_layers(name):
+    up = sorted(t for t in GRAPH[name] if layer(t) > layer(name))
+    assert up == [], f"{name} (layer {layer(name)}) imports from a higher layer: {up}"
+
+
+def test_no_import_cycles():
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    assert cycles == [], f"import cycles: {cycles}"
