@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable
 
-from grpolab import memory, pplayout, stack
+from grpolab import field_rules, memory, pplayout, stack
 from grpolab.modelfacts import model_facts
 from grpolab.problems import Problem, RecipeError, closest
 from grpolab.recipe import load_recipe
@@ -126,6 +126,14 @@ class _Rules:
     def layers(self) -> None:
         t, f = self.r.train, self.f
         stages = t.pp * t.vpp
+        if t.pp_layout is None and (pplayout.FIRST in t.transformer or pplayout.LAST in t.transformer):
+            sizes = pplayout.first_last_sizes(f.num_layers, t.pp, t.vpp, t.transformer)
+            if isinstance(sizes, str):  # an uneven first/last split is a valid layout when it adds up
+                self.add("pp-layers", f"train.transformer.{pplayout.FIRST}", t.transformer.get(pplayout.FIRST),
+                         f"{f.name} has {f.num_layers} layers over pp {t.pp}: {sizes}",
+                         "make first + last + middle stages add up (middle stages share the rest evenly), or give "
+                         "train.pp_layout")
+            return
         if t.pp_layout is None:
             if f.num_layers % stages:
                 pps = [d for d in _divisors(f.num_layers) if d <= 64]
@@ -437,6 +445,7 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     rules.env()
     rules.stack()
     rules.memory(grad_offload_supported)
+    field_rules.check(recipe, facts, rules.add)  # checks learned from real failures (issue 13)
     return problems + rules.problems
 
 
