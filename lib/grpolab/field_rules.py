@@ -55,12 +55,24 @@ def train_dp(recipe: Recipe) -> int:
     return world // group if group and world % group == 0 else 0
 
 
+def flat_overrides(recipe: Recipe) -> dict[str, Any]:
+    """verl_overrides as {dotted key: value}: a recipe may nest them (`--set verl_overrides.a.b=1` does)."""
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            out[prefix.lstrip("+")] = value
+
+    walk("", recipe.verl_overrides)
+    return out
+
+
 def override(recipe: Recipe, key: str, default: Any) -> Any:
     """A raw verl override wins over the recipe's field (the escape hatch is rendered last)."""
-    for k in (key, "+" + key):
-        if k in recipe.verl_overrides:
-            return recipe.verl_overrides[k]
-    return default
+    return flat_overrides(recipe).get(key, default)
 
 
 def pinned_version(recipe: Recipe, package: str) -> str | None:
@@ -112,26 +124,34 @@ def rollout_node(r: Recipe, f: ModelCard | None, add: Add) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------- class 2
+AGENT_WORKERS = 8  # verl 0.9.1 rollout.agent.num_workers default
+
+
 def dispatch_chunk(r: Recipe, f: ModelCard | None, add: Add) -> None:
-    """train batch x n must split evenly over the rollout's data-parallel groups (world / rollout tp)."""
+    """The rollout batch (train batch x n) must split evenly over the rollout's workers: verl 0.9.1's agent loop
+    chunks it over `rollout.agent.num_workers` with DataProto.chunk, which has no padding. (The split over the
+    training DP groups, with micro-batches, is rule batch-divisible.)"""
     if not verl_engine(r):
         return
-    ro, d, world = r.rollout, r.data, r.world_size
-    if world % ro.tp:
-        return  # rollout-world reports it
-    groups = world // ro.tp
+    ro, d = r.rollout, r.data
+    groups = override(r, f"{ROLL}.agent.num_workers", AGENT_WORKERS)
+    if not isinstance(groups, int) or isinstance(groups, bool) or groups <= 0:
+        return
     total = d.train_batch_size * ro.n
-    if total % groups:
-        sizes = [b for b in range(1, 4 * d.train_batch_size + 1) if (b * ro.n) % groups == 0]
+    dp = train_dp(r)
+    micro = 1 if r.train.dynamic_bsz else r.algorithm.micro_batch_size_per_device
+    if total % groups and not (dp and total % (dp * micro)):  # else batch-divisible names data.train_batch_size
+        sizes = [b for b in range(1, 4 * d.train_batch_size + 1) if (b * ro.n) % groups == 0
+                 and (not train_dp(r) or (b * ro.n) % train_dp(r) == 0)]
         add("dispatch-chunk", "data.train_batch_size", d.train_batch_size,
-            f"train batch x n = {d.train_batch_size} x {ro.n} = {total} does not split evenly over the "
-            f"{groups} rollout data-parallel groups (world {world} / rollout tp {ro.tp}); verl's DataProto.chunk "
-            "asserts `only support equal chunk` at the first dispatch",
+            f"train batch x n = {d.train_batch_size} x {ro.n} = {total} does not split evenly over the {groups} "
+            "rollout agent-loop workers (actor_rollout_ref.rollout.agent.num_workers); verl's DataProto.chunk "
+            "asserts `only support equal chunk` at the first generation",
             f"nearest valid data.train_batch_size: {_nearest(d.train_batch_size, sizes)}")
     val = override(r, "data.val_batch_size", None)
     if isinstance(val, int) and not isinstance(val, bool) and val > 0 and val % groups:
         add("dispatch-chunk", "verl_overrides.data.val_batch_size", val,
-            f"the validation batch {val} does not split evenly over the {groups} rollout data-parallel groups",
+            f"the validation batch {val} does not split evenly over the {groups} rollout agent-loop workers",
             f"use a multiple of {groups}, e.g. {max(groups, val - val % groups)}")
 
 
@@ -168,6 +188,8 @@ def dynamic_batch(r: Recipe, f: ModelCard | None, add: Add) -> None:
         return
     factor = t.cp if t.engine == "megatron" else ulysses_size(r)
     longest = d.max_prompt_length + d.max_response_length
+    if f is not None and longest > f.context_length:
+        return  # rule lengths refuses the recipe already
     budget = t.max_token_len_per_device * factor
     if budget < longest:
         need = -(-longest // factor)
@@ -394,7 +416,7 @@ def deprecated_keys(r: Recipe, f: ModelCard | None, add: Add) -> None:
     """Deprecated verl keys that verl rejects beside their `_per_gpu` replacement."""
     if not verl_engine(r):
         return
-    keys = {k.lstrip("+"): v for k, v in r.verl_overrides.items()}
+    keys = flat_overrides(r)
     for old, (new, rendered) in DEPRECATED.items():
         if old not in keys or keys[old] is None:
             continue
@@ -484,6 +506,30 @@ def _condition(r: Recipe, f: ModelCard | None, name: str, want: Any) -> bool:
                 return False
         return True
     raise ValueError(f"params/stack_rules.yaml: unknown condition {name!r}")
+
+
+CONDITIONS = ("device", "hardware", "rollout_engine", "train_engine", "moe", "linear_attention", "rollout_ep_gt",
+              "cp_gt", "enforce_eager", "routing_replay", "env", "stack")
+ENTRY_KEYS = {"id", "when", "severity", "key", "message", "fix", "source"}
+
+
+def table_faults() -> list[str]:
+    """What is wrong with params/stack_rules.yaml (missing fields, unknown conditions or rule ids); [] if fine."""
+    from grpolab.problems import RULES
+
+    faults = []
+    for i, entry in enumerate(stack_rules()):
+        name = entry.get("id", f"entry {i + 1}") if isinstance(entry, dict) else f"entry {i + 1}"
+        if not isinstance(entry, dict):
+            faults.append(f"{name}: not a mapping")
+            continue
+        faults += [f"{name}: missing {k}" for k in sorted(ENTRY_KEYS - set(entry))]
+        faults += [f"{name}: unknown condition {c}" for c in entry.get("when", {}) if c not in CONDITIONS]
+        if entry.get("rule", "known-bad") not in RULES:
+            faults.append(f"{name}: unknown rule {entry['rule']}")
+        if entry.get("severity") not in ("error", "warning"):
+            faults.append(f"{name}: severity must be error or warning")
+    return faults
 
 
 def known_bad(r: Recipe, f: ModelCard | None, add: Add) -> None:
