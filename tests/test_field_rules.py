@@ -284,3 +284,23 @@ def test_config_head_dim_wins_and_mla_kv_cache_is_576_per_layer(tmp_path):
                                        '"vocab_size": 151936}')
     facts, found = model_facts(load_recipe("qwen3_8b", [f"model.path={model}"]))
     assert facts.head_dim == 96 and not found  # the card says 128; config.json wins
+
+
+# ---------------------------------------------------------------------------------------------------- docs
+def test_docs_rules_md_is_generated_from_the_code():
+    import subprocess
+    import sys
+
+    from grpolab.problems import RULES
+    from grpolab.ruledocs import RULE_DOCS, markdown
+
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "scripts/make_rules_doc.py", "--check"], cwd=root, capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr + run.stdout
+    assert set(NEW_RULES) <= set(RULE_DOCS) <= set(RULES)
+    text = markdown()
+    for rule in NEW_RULES:
+        assert f"| `{rule}` |" in text
+    for entry in field_rules.stack_rules():
+        assert entry["id"] in text and entry["source"] in text
