@@ -191,6 +191,9 @@ def test_weight_bucket_on_a_config_json_model():
     base = [f"model.path={QWEN35_27B}", "model.card=null"]
     found = by_rule("qwen3_8b", "weight-bucket", base)  # verl issue 5779: [248320, 5120] bf16 = 2425 MiB
     assert found and "2425 MiB" in found[0].message and "2560" in found[0].fix
+    assert found[0].severity == "warning"  # verl 0.9.1 sends it on its own over CUDA IPC
+    npu = by_rule("qwen3_8b", "weight-bucket", base + ["cluster.device=npu"])  # verl issue 5952: shared memory
+    assert npu and npu[0].severity == "error"
     assert not by_rule("qwen3_8b", "weight-bucket", base + ["rollout.update_weights_bucket_mb=2560"])
     # the escape hatch wins over the field, as it does at render time
     assert by_rule("qwen3_5_122b_a10b_32k", "weight-bucket", [
@@ -304,3 +307,9 @@ def test_docs_rules_md_is_generated_from_the_code():
         assert f"| `{rule}` |" in text
     for entry in field_rules.stack_rules():
         assert entry["id"] in text and entry["source"] in text
+
+
+def test_aiv_is_not_suggested_where_it_hangs():
+    eager = ["rollout.enforce_eager=true"]
+    assert not [p for p in problems("glm5_2", eager) if p.key == "env.HCCL_OP_EXPANSION_MODE"]
+    assert [p for p in problems("glm5_2") if p.key == "env.HCCL_OP_EXPANSION_MODE" and p.severity == "warning"]

@@ -84,7 +84,8 @@ RULE_DOCS: dict[str, tuple[str, str, str]] = {
                          "Megatron-LM issue 3883 (`Gated delta net does not support context parallel`), GDN CP in "
                          "Megatron-LM PR 2614 / PR 2642; verl PR 7604 (Ascend stack on core_r0.18.0)"),
     "weight-bucket": ("Class 10. The largest single tensor (embedding, or a fused expert tensor named in the card) "
-                      "fits in the weight-sync bucket (rollout.update_weights_bucket_mb).", "error",
+                      "fits in the weight-sync bucket (rollout.update_weights_bucket_mb); on CUDA verl 0.9.1 sends it on its own "
+                      "(warning).", "error (NPU), warning (CUDA)",
                       "verl issue 5779 (Qwen3.5-27B, GPU), verl issue 5952 (NPU), verl PR 5963 (Qwen3.5-122B)"),
     "router-replay": ("Class 11. train.router_replay agrees with rollout.routing_replay: R2 without it, R3 with it; "
                       "routing replay without replay or on a dense model is a warning.", "error or warning",

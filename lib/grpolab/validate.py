@@ -410,6 +410,8 @@ def _glm_patch(r: Recipe, f: ModelCard | None) -> bool:
 
 def _aiv(r: Recipe, f: ModelCard | None) -> bool:
     cann = r.stack.get("cann", "")
+    if r.rollout.engine == "vllm" and r.rollout.enforce_eager and r.rollout.ep > 1 and f is not None and f.num_experts:
+        return False  # AIV hangs MC2 in eager MoE rollouts (params/stack_rules.yaml aiv-mc2-eager-hang)
     return (r.cluster.device == "npu" and r.train.engine == "megatron" and r.train.use_mbridge
             and bool(cann) and stack.satisfies(cann.split("@")[0], ">=8.5.0") is True)
 
