@@ -313,3 +313,7 @@ def test_aiv_is_not_suggested_where_it_hangs():
     eager = ["rollout.enforce_eager=true"]
     assert not [p for p in problems("glm5_2", eager) if p.key == "env.HCCL_OP_EXPANSION_MODE"]
     assert [p for p in problems("glm5_2") if p.key == "env.HCCL_OP_EXPANSION_MODE" and p.severity == "warning"]
+
+
+def test_startup_timeout_reads_the_rendered_nccl_timeout():
+    assert by_rule("glm5_2", "startup-timeout", ["verl_overrides.actor_rollout_ref.nccl_timeout=600"])

@@ -448,9 +448,10 @@ def startup_timeout(r: Recipe, f: ModelCard | None, add: Add) -> None:
     if f is None or not verl_engine(r) or f.params_b < BIG_MODEL_B or r.world_size < BIG_WORLD:
         return
     scale = f"{f.name} ({f.params_b:g}B) on {r.world_size} devices"
-    if r.trainer.timeout_s < MIN_TIMEOUT_S:
-        add("startup-timeout", "trainer.timeout_s", r.trainer.timeout_s,
-            f"{scale}: loading, offloading and the first weight sync outlast a {r.trainer.timeout_s} s collective "
+    timeout = override(r, "actor_rollout_ref.nccl_timeout", r.trainer.timeout_s)
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout < MIN_TIMEOUT_S:
+        add("startup-timeout", "trainer.timeout_s", timeout,
+            f"{scale}: loading, offloading and the first weight sync outlast a {timeout} s collective "
             "timeout; the barrier times out before step 1",
             f"set trainer.timeout_s to {MIN_TIMEOUT_S} or more", severity="warning")
     if r.cluster.device == "npu":

@@ -372,7 +372,8 @@ class _Rules:
                 self.add("stack", key, text, f"cannot read the pin: {exc}",
                          "write a version (0.23.0), version@commit or branch@commit")
                 continue
-            if package == "verl" and verl_installed and pin.version and pin.version != verl_installed:
+            if package == "verl" and verl_installed and pin.version and pin.version != verl_installed and not (
+                    pin.commit and stack.matches(pin, *stack.installed("verl"))[0]):  # a source build at the commit
                 self.add("stack", key, text,
                          f"the recipe was tuned for verl {pin.version} but verl {verl_installed} is installed "
                          "(the launch is rendered for the installed one)",
