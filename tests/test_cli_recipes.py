@@ -38,7 +38,8 @@ def test_show_prints_the_resolved_recipe(cli):
 def test_check_passes_shipped_recipe_and_prints_json(cli):
     proc = cli("check", "glm5_2", "--json")
     assert proc.returncode == 0, proc.stdout
-    assert json.loads(proc.stdout) == []
+    # warnings only: glm5_2 pins CANN 9.1.0, so env-required suggests HCCL_OP_EXPANSION_MODE=AIV
+    assert all(p["severity"] == "warning" for p in json.loads(proc.stdout)), proc.stdout
     proc = cli("check", "qwen3_30b_a3b", "--set", "train.tp=8", "--json")
     assert proc.returncode == 1
     problems = json.loads(proc.stdout)

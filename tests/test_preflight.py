@@ -206,7 +206,7 @@ def test_cli_glm5_2_one_row_per_missing_thing(sim, capsys):
         assert (check, head) in failed, check
     assert ("stack.vllm-ascend", sim["labels"]["noenv"]) in failed  # 0.22.0 there; head's 0.23.0 matches
     cann = [r for r in data["rows"] if r["check"] == "cann" and r["node"] == head]
-    assert cann[0]["status"] == OK and "8.5.0" in cann[0]["detail"]  # the fake toolkit; glm5_2 pins no CANN
+    assert cann[0]["status"] == FAIL and "8.5.0" in cann[0]["detail"]  # the fake toolkit; glm5_2 pins CANN 9.1.0
     assert ("nodes", "cluster") in failed and ("devices", sim["labels"]["short"]) in failed
     assert all(r["fix"] for r in data["rows"] if r["status"] == FAIL)
     assert "preflight glm5_2" in err  # progress goes to stderr, stdout is one JSON document

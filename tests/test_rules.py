@@ -8,11 +8,15 @@ types, ...): each must be caught, by its rule id, before anything touches a clus
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from grpolab.problems import RULES
 from grpolab.validate import check
+
+# a Gated DeltaNet model given by its config.json only (no card): the rules read its facts from the file
+QWEN3_NEXT = str(Path(__file__).parent / "data" / "models" / "qwen3_next_80b_a3b")
 
 CASES = {
     "world-divisible": [("glm5_2", ["train.cp=3"]), ("qwen3_30b_a3b", ["train.cp=3"])],
@@ -53,6 +57,32 @@ CASES = {
     "stack": [("glm5_2", ["stack.verl=0.8.0"]), ("qwen3_8b", ["stack.vllm=0.23.0@xyz"])],
     "schema": [("glm5_2", ["rollout.gpu_memory_utilization=1.5"]), ("tiny", ["rollout.nn=4"]),
                ("qwen3_30b_a3b", ["train.tp=two"])],
+    # learned from real failures (grpolab.field_rules; more cases and known-good layouts: tests/test_field_rules.py)
+    "rollout-node": [("glm5_2", ["rollout.tp=32", "rollout.dp=2"]),
+                     ("qwen3_8b", ["cluster.nnodes=4", "rollout.tp=16", "rollout.dp=2"])],
+    "dispatch-chunk": [("qwen3_30b_a3b", ["rollout.n=5", "data.train_batch_size=12", "algorithm.ppo_mini_batch_size=12"]),
+                       ("qwen3_5_122b_a10b_32k", ["data.train_batch_size=18", "algorithm.ppo_mini_batch_size=6"])],
+    "vpp-microbatches": [("qwen3_5_122b_a10b_32k", ["train.vpp=2", "algorithm.ppo_mini_batch_size=2"]),
+                         ("qwen3_30b_a3b", ["train.pp=2", "train.vpp=2", "train.etp=2",
+                                            "algorithm.micro_batch_size_per_device=64"])],
+    "dynamic-batch": [("qwen3_8b", ["train.max_token_len_per_device=2048"]),
+                      ("qwen3_5_122b_a10b_32k", ["train.dynamic_bsz=true", "train.max_token_len_per_device=8192"])],
+    "seq-padding": [("qwen3_5_122b_a10b_32k", ["data.max_response_length=32760"]),
+                    ("qwen3_30b_a3b", ["model.use_remove_padding=false", "data.max_response_length=8190"])],
+    "linear-attention": [("qwen3_5_122b_a10b_32k", ["rollout.tp=32", "rollout.ep=32"]),
+                         ("qwen3_30b_a3b", [f"model.path={QWEN3_NEXT}", "model.card=null", "train.tp=2", "train.sp=2",
+                                            "train.cp=2", "stack.megatron-core=core_r0.16.0"])],
+    "weight-bucket": [("qwen3_5_122b_a10b_32k", ["rollout.update_weights_bucket_mb=2048"]),
+                      ("glm5_2", ["rollout.update_weights_bucket_mb=1024"])],
+    "router-replay": [("glm5_2", ["rollout.routing_replay=false"]),
+                      ("qwen3_30b_a3b", ["train.router_replay=R2", "rollout.routing_replay=true"])],
+    "rollout-backend": [("qwen3_30b_a3b", ["rollout.attention_backend=null"]),
+                        ("qwen3_8b", ["cluster.device=npu", "rollout.engine=sglang"])],
+    "deprecated-key": [("glm5_2", ["verl_overrides.actor_rollout_ref.actor.ppo_micro_batch_size=4"]),
+                       ("qwen3_8b", ["verl_overrides.actor_rollout_ref.rollout.log_prob_micro_batch_size=8"])],
+    "startup-timeout": [("glm5_2", ["trainer.timeout_s=600"]), ("qwen3_5_122b_a10b_32k", ["trainer.timeout_s=900"])],
+    "known-bad": [("qwen3_5_122b_a10b_32k", ["rollout.enforce_eager=true"]),
+                  ("glm5_2", ["env.HCCL_OP_EXPANSION_MODE=AIV", "rollout.enforce_eager=true"])],
 }
 PARAMS = [pytest.param(rule, name, ov, id=f"{rule}-{name}-{i}") for rule, cases in CASES.items()
           for i, (name, ov) in enumerate(cases)]

@@ -36,6 +36,24 @@ class MemoryEstimate:
         return self.weights_gb + self.grads_gb + self.optimizer_gb
 
 
+def kv_bytes_per_token(facts: ModelCard, nbytes: int = 2) -> int:
+    """KV-cache bytes per token over all layers that keep a KV cache.
+
+    MLA (GLM-5.2, DeepSeek) caches the compressed latent: kv_lora_rank + qk_rope_head_dim values per layer
+    (512 + 64 = 576), NOT 2 x kv_heads x head_dim (config.json's head_dim 192 is qk_nope_head_dim). Linear
+    attention layers (Gated DeltaNet) keep a fixed-size state instead of a KV cache: only every
+    full_attention_interval-th layer counts.
+    """
+    layers = facts.num_layers
+    if facts.full_attention_interval:
+        layers = facts.num_layers // facts.full_attention_interval
+    if facts.attention == "mla" and facts.kv_lora_rank:
+        per_layer = facts.kv_lora_rank + (facts.qk_rope_head_dim or 0)
+    else:
+        per_layer = 2 * facts.num_kv_heads * facts.head_dim
+    return layers * per_layer * nbytes
+
+
 def estimate(recipe: Recipe, facts: ModelCard, grad_offload_supported: bool = True) -> MemoryEstimate:
     """Per-device memory in GB. `grad_offload_supported` is False when the installed verl cannot offload grads."""
     t, world = recipe.train, recipe.world_size

@@ -25,6 +25,16 @@ CONFIG_KEYS: dict[str, tuple[str, ...]] = {
     "active_experts": ("num_experts_per_tok", "moe_topk"),
     "vocab_size": ("vocab_size", "padded_vocab_size"),
     "context_length": ("max_position_embeddings", "seq_length"),
+    "head_dim": ("head_dim",),  # config.json's head_dim wins over a card's (GLM-5.2's 192 is qk_nope, see below)
+    "linear_num_key_heads": ("linear_num_key_heads",),
+    "linear_num_value_heads": ("linear_num_value_heads",),
+    "full_attention_interval": ("full_attention_interval",),
+    "mtp_layers": ("num_nextn_predict_layers", "mtp_num_hidden_layers"),
+    "kv_lora_rank": ("kv_lora_rank",),
+    "qk_nope_head_dim": ("qk_nope_head_dim",),
+    "qk_rope_head_dim": ("qk_rope_head_dim",),
+    "v_head_dim": ("v_head_dim",),
+    "tie_word_embeddings": ("tie_word_embeddings",),
 }
 COMPARED = ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "num_experts", "vocab_size")
 
@@ -61,6 +71,11 @@ def facts_from_config(config: dict, card: ModelCard | None, source: str) -> Mode
     values.setdefault("expert_params_b", 0.0)
     values["index_topk_freq"] = merged.get("index_topk_freq", values.get("index_topk_freq"))
     values["index_skip_topk_offset"] = merged.get("index_skip_topk_offset", values.get("index_skip_topk_offset"))
+    for field in ("linear_num_key_heads", "linear_num_value_heads", "full_attention_interval", "kv_lora_rank",
+                  "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "largest_tensor_mb"):
+        values.setdefault(field, None)
+    values.setdefault("mtp_layers", 0)
+    values.setdefault("tie_word_embeddings", False)
     values["source"] = source
     return ModelCard.model_validate(values)
 

@@ -17,6 +17,9 @@ RULES = (
     "schema", "world-divisible", "expert-divisible", "heads-tp", "kv-heads-tp", "experts-ep", "pp-layers",
     "pp-layout", "rollout-world", "rollout-ep", "rollout-heads", "batch-divisible", "mini-batch", "lengths",
     "env-required", "stack", "engine-support", "verl-schema", "unknown-override", "memory",
+    # learned from real failures (grpolab.field_rules, params/stack_rules.yaml)
+    "rollout-node", "dispatch-chunk", "vpp-microbatches", "dynamic-batch", "seq-padding", "linear-attention",
+    "weight-bucket", "router-replay", "rollout-backend", "deprecated-key", "startup-timeout", "known-bad",
 )
 
 

@@ -135,6 +135,8 @@ def verl_keys(recipe: Recipe, run_dir: str) -> tuple[dict[str, Any], list[Proble
         f"{roll}.enforce_eager": ro.enforce_eager,
         f"{roll}.load_format": ro.load_format,
         f"{roll}.log_prob_micro_batch_size_per_gpu": log_prob_micro,
+        f"{roll}.checkpoint_engine.update_weights_bucket_megabytes": ro.update_weights_bucket_mb,
+        f"{roll}.enable_rollout_routing_replay": ro.routing_replay,
         "trainer.project_name": tr.project,
         "trainer.experiment_name": tr.experiment,
         "trainer.nnodes": recipe.cluster.nnodes,
@@ -154,6 +156,8 @@ def verl_keys(recipe: Recipe, run_dir: str) -> tuple[dict[str, Any], list[Proble
     if ro.cudagraph_capture_sizes is not None:
         keys[f"{roll}.cudagraph_capture_sizes"] = ro.cudagraph_capture_sizes
     _flatten(f"{roll}.engine_kwargs.{ro.engine}", ro.engine_kwargs, keys) if ro.engine_kwargs else None
+    if ro.attention_backend is not None and ro.engine == "sglang":  # verl pops it from engine_kwargs.sglang
+        keys[f"{roll}.engine_kwargs.sglang.attention_backend"] = ro.attention_backend
     if d.chat_template_kwargs:
         _flatten("data.apply_chat_template_kwargs", d.chat_template_kwargs, keys)
     notes: list[Problem] = []

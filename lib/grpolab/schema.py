@@ -94,6 +94,12 @@ class Rollout(Strict):
     load_format: str
     log_prob_micro_batch_size_per_device: Optional[int] = Field(gt=0)
     engine_kwargs: dict[str, Any] = Field(description="free-form kwargs for the rollout engine")
+    update_weights_bucket_mb: int = Field(
+        gt=0, description="weight-sync bucket in MiB (verl checkpoint_engine.update_weights_bucket_megabytes)")
+    attention_backend: Optional[str] = Field(
+        description="SGLang attention backend (`ascend` on NPU); null = SGLang's own choice")
+    routing_replay: bool = Field(
+        description="record the MoE routing during rollout (verl enable_rollout_routing_replay; R3 needs it)")
 
 
 class Data(Strict):
@@ -223,4 +229,20 @@ class ModelCard(Strict):
     # <= index_skip_topk_offset or at offset + k * index_topk_freq. Null for models without the rule.
     index_topk_freq: Optional[int] = Field(gt=0)
     index_skip_topk_offset: Optional[int] = Field(ge=0)
+    # Linear attention (Gated DeltaNet: Qwen3.5, Qwen3-Next): key/value head counts and the layer interval of
+    # full attention (every Nth layer is full attention, the rest linear). Null for models without it.
+    linear_num_key_heads: Optional[int] = Field(gt=0)
+    linear_num_value_heads: Optional[int] = Field(gt=0)
+    full_attention_interval: Optional[int] = Field(gt=0)
+    mtp_layers: int = Field(ge=0, description="multi-token-prediction layers (num_nextn_predict_layers)")
+    # MLA (multi-head latent attention): the KV cache holds kv_lora_rank + qk_rope_head_dim values per token
+    # per layer, not 2 x kv_heads x head_dim. Null for GQA models.
+    kv_lora_rank: Optional[int] = Field(gt=0)
+    qk_nope_head_dim: Optional[int] = Field(gt=0)
+    qk_rope_head_dim: Optional[int] = Field(gt=0)
+    v_head_dim: Optional[int] = Field(gt=0)
+    tie_word_embeddings: bool
+    largest_tensor_mb: Optional[float] = Field(
+        gt=0, description="largest single tensor in MiB when it is not the embedding (e.g. fused experts); "
+        "null = the embedding (vocab x hidden) is the largest")
     source: str = Field(description="where these facts come from")

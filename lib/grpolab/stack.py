@@ -63,10 +63,23 @@ def installed(package: str) -> tuple[str | None, str | None]:
     return dist.version, commit
 
 
+def scm_commit(version: str | None) -> str | None:
+    """The commit in a setuptools_scm version: `0.23.1.dev12+gdc55ef82a` (a release branch after its tag) ->
+    `dc55ef82a`; None when the version carries no `+g<sha>`."""
+    match = re.search(r"\+g([0-9a-fA-F]{6,40})(?:[.+]|$)", version or "")
+    return match.group(1) if match else None
+
+
 def matches(pin: Pin, version: str | None, commit: str | None) -> tuple[bool, str]:
-    """Does what is installed satisfy the pin? (ok, explanation)."""
+    """Does what is installed satisfy the pin? (ok, explanation).
+
+    A source install of a release branch reports a setuptools_scm version (vllm-ascend from releases/v0.23.0 says
+    `0.23.1.dev12+gdc55ef82a`, the next patch's dev build): a pin `0.23.0@dc55ef82` then compares the commit in
+    that version, not the version number.
+    """
     if version is None:
         return False, "not installed"
+    commit = commit or scm_commit(version)
     if pin.commit and commit:
         same = commit.startswith(pin.commit) or pin.commit.startswith(commit)
         return same, f"installed {version} at commit {commit[:12]}" + ("" if same else f", pinned {pin.commit}")

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable
 
-from grpolab import memory, pplayout, stack
+from grpolab import field_rules, memory, pplayout, stack
 from grpolab.modelfacts import model_facts
 from grpolab.problems import Problem, RecipeError, closest
 from grpolab.recipe import load_recipe
@@ -126,6 +126,14 @@ class _Rules:
     def layers(self) -> None:
         t, f = self.r.train, self.f
         stages = t.pp * t.vpp
+        if t.pp_layout is None and (pplayout.FIRST in t.transformer or pplayout.LAST in t.transformer):
+            sizes = pplayout.first_last_sizes(f.num_layers, t.pp, t.vpp, t.transformer)
+            if isinstance(sizes, str):  # an uneven first/last split is a valid layout when it adds up
+                self.add("pp-layers", f"train.transformer.{pplayout.FIRST}", t.transformer.get(pplayout.FIRST),
+                         f"{f.name} has {f.num_layers} layers over pp {t.pp}: {sizes}",
+                         "make first + last + middle stages add up (middle stages share the rest evenly), or give "
+                         "train.pp_layout")
+            return
         if t.pp_layout is None:
             if f.num_layers % stages:
                 pps = [d for d in _divisors(f.num_layers) if d <= 64]
@@ -364,7 +372,8 @@ class _Rules:
                 self.add("stack", key, text, f"cannot read the pin: {exc}",
                          "write a version (0.23.0), version@commit or branch@commit")
                 continue
-            if package == "verl" and verl_installed and pin.version and pin.version != verl_installed:
+            if package == "verl" and verl_installed and pin.version and pin.version != verl_installed and not (
+                    pin.commit and stack.matches(pin, *stack.installed("verl"))[0]):  # a source build at the commit
                 self.add("stack", key, text,
                          f"the recipe was tuned for verl {pin.version} but verl {verl_installed} is installed "
                          "(the launch is rendered for the installed one)",
@@ -402,6 +411,8 @@ def _glm_patch(r: Recipe, f: ModelCard | None) -> bool:
 
 def _aiv(r: Recipe, f: ModelCard | None) -> bool:
     cann = r.stack.get("cann", "")
+    if r.rollout.engine == "vllm" and r.rollout.enforce_eager and r.rollout.ep > 1 and f is not None and f.num_experts:
+        return False  # AIV hangs MC2 in eager MoE rollouts (params/stack_rules.yaml aiv-mc2-eager-hang)
     return (r.cluster.device == "npu" and r.train.engine == "megatron" and r.train.use_mbridge
             and bool(cann) and stack.satisfies(cann.split("@")[0], ">=8.5.0") is True)
 
@@ -437,6 +448,7 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     rules.env()
     rules.stack()
     rules.memory(grad_offload_supported)
+    field_rules.check(recipe, facts, rules.add)  # checks learned from real failures (issue 13)
     return problems + rules.problems
 
 
