@@ -289,14 +289,10 @@ def load(model: str, overrides: Iterable[str] = ()):
 
 def check_recipe(model: str, overrides: Iterable[str] = ()):
     """(recipe, every problem): the schema, every rule, and the launch composed against the installed verl."""
-    from grpolab.validate import check
+    from grpolab.gate import gate
 
     recipe = load(model, overrides)  # unknown recipe, bad override, schema: stop here with the reason
-    try:
-        _, problems = check(model, list(overrides))
-    except InputError as exc:  # pragma: no cover - load() above already read the same input
-        raise NotebookStop(str(exc)) from None
-    return recipe, problems
+    return recipe, gate(recipe)
 
 
 def check_address(ray_address: str | None) -> None:

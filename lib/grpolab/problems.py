@@ -19,6 +19,8 @@ RULES = (
     "env-required", "stack", "engine-support", "verl-schema", "unknown-override", "memory",
 )
 
+RULES += ("override-shadows",)  # a verl_overrides key replacing what a first-class field renders (grpolab.gate)
+
 
 @dataclass(frozen=True)
 class Problem:

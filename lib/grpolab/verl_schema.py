@@ -204,3 +204,72 @@ def check(recipe: Recipe, run_compose: bool = True) -> tuple[list[Problem], bool
                                     f"verl {verl_version()} rejects the rendered launch: {message}",
                                     "fix the key Hydra names (see `grpolab render` for the overrides)"))
     return problems, grad_ok
+
+
+# ---------------------------------------------------------------------------------------------- launches as data
+
+
+def split_argv(argv: list[str]) -> tuple[str, list[str]]:
+    """A `python3 -m verl.trainer.main_ppo ...` argument list -> (Hydra config name, overrides).
+
+    The interpreter, `-m MODULE` and `--config-path` are dropped; `--config-name` picks the root config."""
+    config_name, overrides, skip = "ppo_trainer", [], False
+    args = list(argv)
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg == "-m":
+            skip = True
+        elif arg.startswith("--config-name"):
+            value = arg.split("=", 1)[1] if "=" in arg else args[i + 1]
+            skip = "=" not in arg
+            config_name = value[:-5] if value.endswith(".yaml") else value
+        elif arg.startswith("--config-path") or arg.startswith("--config-dir"):
+            skip = "=" not in arg
+        elif "=" in arg:
+            overrides.append(arg)
+    return config_name, overrides
+
+
+def parse_overrides(overrides: list[str]) -> dict[str, Any]:
+    """Hydra overrides -> {bare dotted key: value}, read with Hydra's own parser (as verl reads them)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    return {o.key_or_group: _plain(o.value()) for o in parsed}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def effective(overrides: list[str], config_name: str = "ppo_trainer") -> dict[str, Any]:
+    """The config verl would run with: composed and interpolations resolved, flattened to dotted keys."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
+            cfg = hydra_compose(config_name=config_name, overrides=list(overrides))
+            data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+    finally:
+        GlobalHydra.instance().clear()
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict) and node:
+            for k, v in node.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            flat[prefix] = node
+
+    walk("", data)
+    return flat
