@@ -130,3 +130,24 @@ def test_seed_upstream_launches_import_clean_or_with_warnings(cli, tmp_path, arg
     # what is not reproduced is only what verl 0.9.1 cannot take
     assert all(u["key"].endswith("grad_offload") for u in result["unmapped"]), result["unmapped"]
     assert yaml.safe_load(out.read_text())["defaults"][0] == "base"
+
+
+def test_01_setup_imports_a_script(tmp_path):
+    """`-p script run.sh`: 01_setup shows the imported recipe, what it could not reproduce, and the check."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out.ipynb"
+    proc = subprocess.run([str(Path(sys.executable).with_name("papermill")), str(root / "notebooks" / "01_setup.ipynb"),
+                           str(out), "-p", "script", str(SCRIPT)], capture_output=True, text=True, timeout=300, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = out.read_text()
+    assert "# Imported from" in text and "not reproduced" in text and "every setting of the script is reproduced" in text
+    assert "recipe run_qwen3_8b_grpo_npu: ready to launch" in text
+    bad = tmp_path / "bad.sh"
+    bad.write_text("#!/bin/bash\necho nothing to launch\n")
+    proc = subprocess.run([str(Path(sys.executable).with_name("papermill")), str(root / "notebooks" / "01_setup.ipynb"),
+                           str(tmp_path / "bad.ipynb"), "-p", "script", str(bad)], capture_output=True, text=True,
+                          timeout=300, cwd=root)
+    assert proc.returncode != 0 and "no launch line" in (tmp_path / "bad.ipynb").read_text()
