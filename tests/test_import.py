@@ -151,3 +151,24 @@ def test_01_setup_imports_a_script(tmp_path):
                            str(tmp_path / "bad.ipynb"), "-p", "script", str(bad)], capture_output=True, text=True,
                           timeout=300, cwd=root)
     assert proc.returncode != 0 and "no launch line" in (tmp_path / "bad.ipynb").read_text()
+
+
+@pytest.mark.parametrize("launcher", [
+    "torchrun --nnodes=1 --nproc_per_node=8 -m verl.trainer.main_ppo",
+    "uv run --with verl python3 -m verl.trainer.main_ppo",
+    "ray job submit --address=http://127.0.0.1:8265 --runtime-env-json='{}' -- python3 -m verl.trainer.main_ppo",
+])
+def test_every_launcher_is_recorded_and_unknown_and_deprecated_keys_are_reported(cli, tmp_path, launcher):
+    script = tmp_path / "run.sh"
+    script.write_text(f"#!/bin/bash\nset -euo pipefail\n{launcher} --config-name=ppo_megatron_trainer "
+                      "actor_rollout_ref.model.path=Qwen/Qwen3-8B trainer.n_gpus_per_node=8 trainer.nnodes=1 "
+                      "trainer.val_befor_train=False actor_rollout_ref.actor.ppo_micro_batch_size=8\n")
+    assert record(script).argv[:2] == ["--config-name=ppo_megatron_trainer", "actor_rollout_ref.model.path=Qwen/Qwen3-8B"]
+    out = tmp_path / "r.yaml"
+    proc = cli("import", str(script), "--out", str(out), "--json")
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 1  # written; the typo the script carries is an error `grpolab check` names
+    assert any(p["rule"] == "verl-schema" and "val_befor_train" in p["key"] for p in result["problems"])
+    assert "trainer.val_befor_train" in [u["key"] for u in result["unmapped"]]
+    deprecated = {d["key"] for d in result["deprecated"]}
+    assert deprecated == {"--config-name=ppo_megatron_trainer", "actor_rollout_ref.actor.ppo_micro_batch_size"}

@@ -96,11 +96,13 @@ class Imported:
     name: str
     data: dict
     sources: dict[str, str]  # dotted recipe key -> the script's override (or why it was set)
-    unmapped: list[dict] = field(default_factory=list)  # {key, value, why}
+    unmapped: list[dict] = field(default_factory=list)  # {key, value, why}: not reproduced by the recipe
     recorded: Recorded | None = None
+    deprecated: list[dict] = field(default_factory=list)  # {key, value, why}: verl marks the script's key deprecated
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "recipe": self.data, "sources": self.sources, "unmapped": self.unmapped}
+        return {"name": self.name, "recipe": self.data, "sources": self.sources, "unmapped": self.unmapped,
+                "deprecated": self.deprecated}
 
 
 # ---------------------------------------------------------------------------------------------- recording
@@ -406,6 +408,12 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
         for k in env:
             sources[f"env.{k}"] = "exported by the script"
     imported = Imported(name, {"defaults": ["base", f"hardware/{hardware}"], **data}, sources, unmapped, recorded)
+    for arg in [f"--config-name={config_name}", *overrides]:
+        key = arg.split("=", 1)[0] if not arg.startswith("--") else arg
+        note = verl_schema.deprecation(key)
+        if note:
+            value = arg.split("=", 1)[1] if "=" in arg else None
+            imported.deprecated.append({"key": key, "value": value, "why": f"verl {verl_schema.verl_version()}: {note}"})
     _settle(imported, overrides, config_name)
     return imported
 
@@ -427,7 +435,11 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
     from grpolab.recipe import load_recipe
     from grpolab.render import field_of, render
 
-    lacking = [o for o in overrides if o.split("=", 1)[0].lstrip("+").endswith(".grad_offload")]
+    engine = "megatron" if _get(imported.data, "train.engine") == "megatron" else "fsdp"
+    config = verl_schema.base_config(engine) or {}
+    lacking = [o for o in overrides if not o.startswith("+") and "=" in o and "." in o.split("=", 1)[0]
+               and not verl_schema.has_key(config, o.split("=", 1)[0])
+               and not verl_schema.in_free_form(config, o.split("=", 1)[0])]
     upstream = verl_schema.effective([o for o in overrides if o not in lacking], config_name)
     diff: dict[str, tuple] = {}
     inert: set[str] = set()
@@ -442,7 +454,13 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
         finally:
             shutil.rmtree(path.parent, ignore_errors=True)
         ours_name, ours = verl_schema.split_argv(render(recipe, "/RUN").argv())
-        mine = verl_schema.effective(ours, ours_name)
+        unknown = {o.split("=", 1)[0] for o in lacking}
+        try:
+            mine = verl_schema.effective([o for o in ours if o.split("=", 1)[0] not in unknown], ours_name)
+        except Exception as exc:  # hydra's own message says which key; the check reports it too
+            imported.unmapped.append({"key": "verl_overrides", "value": None,
+                                      "why": f"the imported launch does not compose: {str(exc).splitlines()[0]}"})
+            return
         diff = {k: (upstream.get(k), mine.get(k)) for k in set(upstream) | set(mine)
                 if upstream.get(k) != mine.get(k) and not _ignorable(k)}
         changed = False
@@ -456,8 +474,8 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
                                            "rollout.log_prob_micro_batch_size_per_device"):
                 inert.add(key)  # the schema needs a number; with dynamic batching verl does not read it
                 continue
-            if _get(imported.data, target, "<unset>") == want:
-                continue
+            if _get(imported.data, target, "<unset>") == want or want == "???" or (want is None and not _nullable(target)):
+                continue  # "???": verl's mandatory marker; None where the schema needs a value: keep base.yaml's
             _set(imported.data, target, want)
             imported.sources.setdefault(target, f"verl's default, which the script keeps ({key}={want!r})")
             changed = True
@@ -472,8 +490,21 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
         imported.unmapped.append({"key": key, "value": want,
                                   "why": f"the imported recipe renders {have!r} where the script runs {want!r}"})
     for o in lacking:
-        imported.unmapped.append({"key": o.split("=", 1)[0], "value": verl_schema.parse_overrides([o]).popitem()[1],
-                                  "why": f"verl {verl_schema.verl_version()} has no such key: the renderer leaves it out"})
+        key = o.split("=", 1)[0]
+        kept = key in (imported.data.get("verl_overrides") or {})
+        imported.unmapped.append({
+            "key": key, "value": verl_schema.parse_overrides([o]).popitem()[1],
+            "why": f"verl {verl_schema.verl_version()} has no such key: " + (
+                "the script's own launch would fail at composition; it stays in verl_overrides, where "
+                "`grpolab check` reports it" if kept else "the renderer leaves it out")})
+
+
+def _nullable(target: str) -> bool:
+    import typing
+
+    from grpolab.recipe import _field_type
+
+    return type(None) in typing.get_args(_field_type(target))
 
 
 def _ignorable(key: str) -> bool:

@@ -23,7 +23,7 @@ LOCAL_ENTRY = ["-m", "grpolab.local.train"]
 RUN_DIR = "${RUN_DIR}"  # placeholder when rendering without a run directory
 # a plain word is left unquoted; the run-directory placeholder counts as plain, so that the bash script, which
 # puts the real directory in its place, passes exactly what rendering with that directory would
-_PLAIN = re.compile(r"^(\$\{RUN_DIR\}|[A-Za-z_/~])[A-Za-z0-9_\-./~]*$")
+_PLAIN = re.compile(r"^(\$\{RUN_DIR\}|[A-Za-z_/])[A-Za-z0-9_\-./]*$")  # Hydra rejects an unquoted ~
 _RESERVED = {"true", "false", "null", "none", "nan", "inf"}
 
 

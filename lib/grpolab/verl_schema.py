@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -273,3 +274,48 @@ def effective(overrides: list[str], config_name: str = "ppo_trainer") -> dict[st
 
     walk("", data)
     return flat
+
+
+@lru_cache(maxsize=1)
+def deprecated() -> dict[str, str]:
+    """Settings the installed verl's own config files mark deprecated: {key name or config file: verl's comment}.
+
+    Read from the comment above each key (`# [Deprecated] ...`, `# [DEPRECATED] use ... instead`, `# [Will be
+    deprecated, use ...]`) and from a config file whose first line says it is deprecated."""
+    folder = config_dir()
+    found: dict[str, str] = {}
+    if folder is None:
+        return found
+    mark = ("[deprecated", "[will be deprecated")
+    for path in sorted(folder.rglob("*.yaml")):
+        if path.name.startswith("_generated"):
+            continue
+        lines = path.read_text().splitlines()
+        start = 0
+        if lines and lines[0].startswith("#") and lines[0].lower().lstrip("# ").startswith(mark):
+            found[f"--config-name={path.stem}"] = lines[0].lstrip("# ").strip()
+            start = 1  # the file's own mark, not a key's
+        for i, line in enumerate(lines[:-1]):
+            if i < start:
+                continue
+            text = line.strip()
+            if text.startswith("#") and text.lower().lstrip("# ").startswith(mark):
+                nxt = next((n for n in lines[i + 1:] if n.strip() and not n.strip().startswith("#")), "")
+                key = nxt.split(":", 1)[0].strip()
+                if key and ":" in nxt:
+                    found.setdefault(key, text.lstrip("# ").strip())
+    return found
+
+
+def deprecation(key: str) -> str | None:
+    """verl's deprecation note for an override key (or a `--config-name=X` argument), None when it is current."""
+    notes = deprecated()
+    if key in notes:
+        return notes[key]
+    note = notes.get(key.lstrip("+").rsplit(".", 1)[-1])
+    if note is None:
+        return None
+    instead = re.search(r"use ([\w.]+)", note)
+    if instead and key.endswith(instead.group(1)):  # the replacement itself (fsdp_config.ulysses_...)
+        return None
+    return note

@@ -57,11 +57,14 @@ def main(args) -> int:
         report = sys.stdout
     if args.json and args.out != "-":
         print(json.dumps({"recipe": str(out), "name": imported.name, "unmapped": imported.unmapped,
+                          "deprecated": imported.deprecated,
                           "problems": [p.to_dict() for p in problems]}, indent=2, default=str))
     else:
         print(f"wrote {out}" if args.out != "-" else f"# imported from {args.script}", file=report)
         for u in imported.unmapped:
             print(f"  not reproduced: {u['key']} = {u['value']!r}: {u['why']}", file=report)
+        for u in imported.deprecated:
+            print(f"  deprecated in the script: {u['key']} = {u['value']!r}: {u['why']}", file=report)
         for p in problems:
             print(p.format(), file=report)
         n_err = len(errors(problems))
