@@ -73,11 +73,17 @@ rendered launch composed against the installed verl. It shows the problems (erro
 fully resolved recipe and the rendered launch (verl overrides, env, bash script); it ends with an error when the
 recipe has errors.
 
+With `script` (a verl launch script, `.sh`) it first imports the script as a recipe (as `grpolab import` does,
+nothing is launched) and shows the imported recipe and what it could not reproduce; `model` is then ignored.
+
 ```bash
 .venv/bin/papermill notebooks/01_setup.ipynb out.ipynb -p model glm5_2 -y "overrides: [rollout.tp=16]"
+.venv/bin/papermill notebooks/01_setup.ipynb out.ipynb -p script tests/data/import/run_qwen3_8b_grpo_npu.sh
 ```""",
-        pick("model", "overrides"),
-        "params = nb.check_parameters(globals())\nrecipe, problems = nb.check_recipe(model, overrides)",
+        {**pick("model", "overrides"),
+         "script": ("Optional[str]", "None", "a verl launch script (.sh) to turn into the recipe; None: use model")},
+        "params = nb.check_parameters(globals())\nmodel = nb.from_script(script, model)\n"
+        "recipe, problems = nb.check_recipe(model, overrides)",
         [
             ("## Problems\nErrors first; a warning does not block the launch.",
              'nb.show_problems(problems, title=f"recipe {recipe.name}")', ["report"]),

@@ -32,7 +32,7 @@ def test_show_prints_the_resolved_recipe(cli):
     proc = cli("show", "qwen3_8b", "--set", "cluster.device=npu")
     assert proc.returncode == 0
     data = yaml.safe_load(proc.stdout)
-    assert data["cluster"]["device"] == "npu" and data["train"]["sp"] == 4
+    assert data["cluster"]["device"] == "npu" and data["train"]["ulysses_sp"] == 4
 
 
 def test_check_passes_shipped_recipe_and_prints_json(cli):

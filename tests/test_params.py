@@ -58,7 +58,7 @@ def test_qwen3_8b_is_one_recipe_for_both_devices(tmp_path):
     assert (gpu.cluster.device, gpu.rollout.tp, gpu.rollout.gpu_memory_utilization, gpu.data.train_batch_size) == (
         "cuda", 2, 0.6, 1024)
     assert gpu.train.dynamic_bsz and gpu.train.max_token_len_per_device == 24576
-    assert (npu.cluster.device, npu.train.sp, npu.rollout.tp, npu.rollout.gpu_memory_utilization) == ("npu", 4, 4, 0.3)
+    assert (npu.cluster.device, npu.train.ulysses_sp, npu.rollout.tp, npu.rollout.gpu_memory_utilization) == ("npu", 4, 4, 0.3)
     assert (npu.data.train_batch_size, npu.data.max_response_length, npu.train.param_offload) == (16, 32768, True)
     # switching the hardware parent gives the same NPU settings, with no copy of the recipe
     child = tmp_path / "qwen3_8b_a2.yaml"

@@ -96,9 +96,9 @@ class Plan:
 
 def plan(recipe: Recipe, run_dir: str | None = None, address: str | None = None) -> Plan:
     """Render the submission without submitting anything."""
-    from grpolab.validate import validate
+    from grpolab.gate import gate
 
-    problems = errors(validate(recipe))
+    problems = errors(gate(recipe))
     if problems:
         raise LaunchBlocked(problems)
     launch = render(recipe, run_dir)

@@ -4,7 +4,7 @@
                                   a name that papermill injected but the notebook does not declare (`-p modle
                                   tiny`: papermill only warns) stops the notebook, naming the closest parameter
     load(model, overrides)        the recipe, or a stop that names the closest recipe or the bad override
-    check_recipe / show_recipe / show_launch / stop_on_errors           01_setup
+    from_script / check_recipe / show_recipe / show_launch / stop_on_errors     01_setup
     preflight / preflight_verdict                                       02_preflight
     launch / follow / verdict                                           03_launch
     find_run / watch / show_run / verdict                               04_monitor
@@ -289,14 +289,36 @@ def load(model: str, overrides: Iterable[str] = ()):
 
 def check_recipe(model: str, overrides: Iterable[str] = ()):
     """(recipe, every problem): the schema, every rule, and the launch composed against the installed verl."""
-    from grpolab.validate import check
+    from grpolab.gate import gate
 
     recipe = load(model, overrides)  # unknown recipe, bad override, schema: stop here with the reason
+    return recipe, gate(recipe)
+
+
+def from_script(script: str | None, model: str) -> str:
+    """01_setup's `script`: import a verl launch script (grpolab.importer) and show the recipe and what it could not
+    reproduce. Returns the imported recipe's path (a scratch file: copy it into params/recipes/ to keep it), or
+    `model` when no script is given. NotebookStop for a file that is not a launch script."""
+    if not script:
+        return model
+    from grpolab.importer import import_script as run_import
+    from grpolab.importer import recipe_yaml
+
     try:
-        _, problems = check(model, list(overrides))
-    except InputError as exc:  # pragma: no cover - load() above already read the same input
+        imported = run_import(script)
+    except InputError as exc:
         raise NotebookStop(str(exc)) from None
-    return recipe, problems
+    text = recipe_yaml(imported, script)
+    path = Path(tempfile.mkdtemp(prefix="grpolab-import-")) / f"{imported.name}.yaml"
+    path.write_text(text)
+    show_text(text, title=f"recipe imported from {script} ({path}; `grpolab import {script}` saves it in "
+                          "params/recipes/)")
+    rows = [[u["key"], repr(u["value"]), u["why"]] for u in imported.unmapped]
+    plain = "\n".join(f"{k} = {v}: {why}" for k, v, why in rows) or "none: every setting of the script is reproduced"
+    _display("<b>not reproduced</b>" + (_table_html(["key", "script value", "why"], rows, [None] * len(rows))
+                                        if rows else ": none, every setting of the script is reproduced"),
+             f"not reproduced:\n{plain}")
+    return str(path)
 
 
 def check_address(ray_address: str | None) -> None:

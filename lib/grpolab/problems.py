@@ -22,6 +22,8 @@ RULES = (
     "weight-bucket", "router-replay", "rollout-backend", "deprecated-key", "startup-timeout", "known-bad",
 )
 
+RULES += ("override-shadows",)  # a verl_overrides key replacing what a first-class field renders (grpolab.gate)
+
 
 @dataclass(frozen=True)
 class Problem:

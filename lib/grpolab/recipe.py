@@ -143,6 +143,17 @@ def _set_dotted(data: dict, dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
+def _set_override(data: dict, dotted: str, value: Any) -> None:
+    """Apply one `--set`; `verl_overrides.<verl.dotted.key>=v` sets that flat verl key, as the recipe writes it."""
+    head, _, rest = dotted.partition(".")
+    if head == "verl_overrides" and rest:
+        if not isinstance(data.get(head), dict):
+            data[head] = {}
+        data[head][rest] = value
+    else:
+        _set_dotted(data, dotted, value)
+
+
 def _field_type(dotted: str) -> Any:
     """The schema annotation at a dotted key (None when the key is not in the schema)."""
     model: Any = Recipe
@@ -202,12 +213,12 @@ def merge_layers(ref: str | Path, overrides: Iterable[str] = ()) -> tuple[dict, 
             per_device.setdefault("__origin__", {})[device] = _rel(file)
     parsed = [parse_override(o) for o in overrides]
     for key, value in parsed:
-        _set_dotted(merged, key, value)
+        _set_override(merged, key, value)
     device = (merged.get("cluster") or {}).get("device")
     if isinstance(device, str) and device in per_device:
         _merge(merged, per_device[device], f"{per_device['__origin__'][device]} (per_device.{device})", origins)
         for key, value in parsed:  # the command line still wins over the device block
-            _set_dotted(merged, key, value)
+            _set_override(merged, key, value)
     for text, (key, _) in zip(overrides, parsed):
         origins[key] = f"{CLI} {text}"
     return merged, origins, [_rel(p) for p, _ in chain], path.stem

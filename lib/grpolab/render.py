@@ -23,7 +23,7 @@ LOCAL_ENTRY = ["-m", "grpolab.local.train"]
 RUN_DIR = "${RUN_DIR}"  # placeholder when rendering without a run directory
 # a plain word is left unquoted; the run-directory placeholder counts as plain, so that the bash script, which
 # puts the real directory in its place, passes exactly what rendering with that directory would
-_PLAIN = re.compile(r"^(\$\{RUN_DIR\}|[A-Za-z_/~])[A-Za-z0-9_\-./~]*$")
+_PLAIN = re.compile(r"^(\$\{RUN_DIR\}|[A-Za-z_/])[A-Za-z0-9_\-./]*$")  # Hydra rejects an unquoted ~
 _RESERVED = {"true", "false", "null", "none", "nan", "inf"}
 
 
@@ -86,6 +86,100 @@ def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
 
 def verl_keys(recipe: Recipe, run_dir: str) -> tuple[dict[str, Any], list[Problem]]:
     """The recipe as {verl dotted key: value}, and notes about what the installed verl cannot take."""
+    keys, notes = first_class_keys(recipe, run_dir)
+    for k, v in recipe.verl_overrides.items():  # the escape hatch goes last; the gate forbids shadowing
+        keys[k] = v
+    return keys, notes
+
+
+# verl key (actor_rollout_ref. written as `arr.`) -> the recipe field that renders it: the gate names the field
+# when a verl_overrides key shadows one of these
+_ARR = "actor_rollout_ref."
+FIELD_OF = {
+    "algorithm.adv_estimator": "algorithm.adv_estimator", "algorithm.use_kl_in_reward": "algorithm.use_kl_in_reward",
+    "data.train_files": "data.train_files", "data.val_files": "data.val_files",
+    "data.train_batch_size": "data.train_batch_size", "data.max_prompt_length": "data.max_prompt_length",
+    "data.max_response_length": "data.max_response_length", "data.truncation": "data.truncation",
+    "data.filter_overlong_prompts": "data.filter_overlong_prompts", "data.seed": "trainer.seed",
+    "data.prompt_key": "data.prompt_key", "data.shuffle": "data.shuffle",
+    "data.apply_chat_template_kwargs": "data.chat_template_kwargs",
+    "arr.model.path": "model.path", "arr.model.trust_remote_code": "model.trust_remote_code",
+    "arr.model.use_remove_padding": "model.use_remove_padding",
+    "arr.model.enable_gradient_checkpointing": "train.gradient_checkpointing", "arr.nccl_timeout": "trainer.timeout_s",
+    "arr.actor.optim.lr": "algorithm.lr", "arr.actor.optim.lr_warmup_steps": "algorithm.lr_warmup_steps",
+    "arr.actor.optim.weight_decay": "algorithm.weight_decay", "arr.actor.optim.clip_grad": "algorithm.grad_clip",
+    "arr.actor.use_torch_compile": "train.torch_compile", "arr.ref.use_torch_compile": "train.torch_compile",
+    "arr.actor.checkpoint.save_contents": "trainer.save_contents", "arr.actor.checkpoint.strict": "trainer.load_strict",
+    "arr.actor.ppo_mini_batch_size": "algorithm.ppo_mini_batch_size",
+    "arr.actor.ppo_micro_batch_size_per_gpu": "algorithm.micro_batch_size_per_device",
+    "arr.actor.use_dynamic_bsz": "train.dynamic_bsz", "arr.actor.ppo_max_token_len_per_gpu": "train.max_token_len_per_device",
+    "arr.actor.use_kl_loss": "algorithm.use_kl_loss", "arr.actor.kl_loss_coef": "algorithm.kl_loss_coef",
+    "arr.actor.kl_loss_type": "algorithm.kl_loss_type", "arr.actor.entropy_coeff": "algorithm.entropy_coeff",
+    "arr.actor.clip_ratio_low": "algorithm.clip_ratio_low", "arr.actor.clip_ratio_high": "algorithm.clip_ratio_high",
+    "arr.actor.clip_ratio_c": "algorithm.clip_ratio_c", "arr.actor.loss_agg_mode": "algorithm.loss_agg_mode",
+    "arr.ref.log_prob_micro_batch_size_per_gpu": "rollout.log_prob_micro_batch_size_per_device",
+    "arr.rollout.log_prob_micro_batch_size_per_gpu": "rollout.log_prob_micro_batch_size_per_device",
+    "arr.rollout.name": "rollout.engine", "arr.rollout.tensor_model_parallel_size": "rollout.tp",
+    "arr.rollout.data_parallel_size": "rollout.dp", "arr.rollout.expert_parallel_size": "rollout.ep",
+    "arr.rollout.engine_kwargs": "rollout.engine_kwargs", "arr.rollout.val_kwargs": "rollout.val_kwargs",
+    "trainer.project_name": "trainer.project", "trainer.experiment_name": "trainer.experiment",
+    "trainer.nnodes": "cluster.nnodes", "trainer.n_gpus_per_node": "cluster.devices_per_node",
+    "trainer.device": "cluster.device", "trainer.total_training_steps": "trainer.total_steps",
+    "trainer.resume_from_path": "trainer.resume_path", "trainer.default_local_dir": "trainer.ckpt_dir",
+    "arr.actor.megatron.tensor_model_parallel_size": "train.tp", "arr.actor.megatron.pipeline_model_parallel_size":
+    "train.pp", "arr.actor.megatron.context_parallel_size": "train.cp", "arr.actor.megatron.expert_model_parallel_size":
+    "train.ep", "arr.actor.megatron.expert_tensor_parallel_size": "train.etp",
+    "arr.actor.megatron.virtual_pipeline_model_parallel_size": "train.vpp", "arr.actor.megatron.sequence_parallel":
+    "train.sp", "arr.actor.megatron.use_remove_padding": "model.use_remove_padding",
+    "arr.actor.megatron.use_distributed_optimizer": "train.distributed_optimizer", "arr.actor.megatron.dtype":
+    "model.dtype", "arr.actor.megatron.router_replay.mode": "train.router_replay", "arr.actor.megatron.seed":
+    "trainer.seed", "arr.ref.megatron.param_offload": "train.ref_param_offload", "arr.ref.fsdp_config.param_offload":
+    "train.ref_param_offload", "arr.ref.megatron.use_dist_checkpointing": "train.use_dist_checkpointing",
+    "arr.ref.megatron.dist_checkpointing_path": "train.dist_checkpointing_path",
+    "arr.actor.optim.use_precision_aware_optimizer": "train.precision_aware_optimizer",
+    "arr.actor.megatron.override_transformer_config.recompute_granularity": "train.recompute.granularity",
+    "arr.actor.megatron.override_transformer_config.recompute_method": "train.recompute.method",
+    "arr.actor.megatron.override_transformer_config.recompute_num_layers": "train.recompute.num_layers",
+    "arr.actor.megatron.override_transformer_config.pipeline_model_parallel_layout": "train.pp_layout",
+    "arr.actor.megatron.override_transformer_config": "train.transformer",
+    "arr.actor.optim.override_optimizer_config.optimizer_cpu_offload": "train.optimizer_cpu_offload",
+    "arr.actor.optim.override_optimizer_config.optimizer_offload_fraction": "train.optimizer_offload_fraction",
+    "arr.actor.optim.override_optimizer_config": "train.optimizer",
+    "arr.actor.fsdp_config.ulysses_sequence_parallel_size": "train.ulysses_sp",
+    "arr.ref.fsdp_config.ulysses_sequence_parallel_size": "train.ulysses_sp",
+}
+
+
+def field_of(verl_key: str) -> str | None:
+    """The recipe field that renders this verl key (None when no field does)."""
+    key = verl_key.lstrip("+")
+    short = "arr." + key[len(_ARR):] if key.startswith(_ARR) else key
+    parts = short.split(".")
+    for i in range(len(parts), 0, -1):  # the longest known prefix: free-form dicts map as a whole
+        found = FIELD_OF.get(".".join(parts[:i]))
+        if found:
+            return found
+    section = {"rollout": "rollout", "data": "data", "trainer": "trainer"}.get(parts[1] if parts[0] == "arr" else parts[0])
+    if section and parts[-1] in _SECTION_FIELDS.get(section, ()):  # same name in the recipe section
+        return f"{section}.{parts[-1]}"
+    leaf = {"param_offload": "train.param_offload", "optimizer_offload": "train.optimizer_offload",
+            "use_mbridge": "train.use_mbridge", "vanilla_mbridge": "train.vanilla_mbridge",
+            "use_dist_checkpointing": "train.use_dist_checkpointing", "dist_checkpointing_path":
+            "train.dist_checkpointing_path", "pad_bshd_to_minibatch_max": "train.pad_bshd_to_minibatch_max"}
+    return leaf.get(parts[-1])
+
+
+_SECTION_FIELDS = {
+    "rollout": ("n", "gpu_memory_utilization", "max_model_len", "temperature", "top_p", "top_k", "max_num_seqs",
+                "max_num_batched_tokens", "enforce_eager", "load_format", "cudagraph_capture_sizes",
+                "enable_chunked_prefill", "enable_prefix_caching", "free_cache_engine", "calculate_log_probs"),
+    "trainer": ("total_epochs", "save_freq", "test_freq", "val_before_train", "logger", "resume_mode",
+                "balance_batch", "rollout_data_dir"),
+}
+
+
+def first_class_keys(recipe: Recipe, run_dir: str = RUN_DIR) -> tuple[dict[str, Any], list[Problem]]:
+    """The verl keys the renderer emits from the recipe's own fields (everything but verl_overrides)."""
     t, ro, d, a, tr = recipe.train, recipe.rollout, recipe.data, recipe.algorithm, recipe.trainer
     actor, ref, roll = "actor_rollout_ref.actor", "actor_rollout_ref.ref", "actor_rollout_ref.rollout"
     logger = list(dict.fromkeys([*tr.logger, "file"]))  # `file` writes metrics.jsonl: the monitor needs it
@@ -105,8 +199,18 @@ def verl_keys(recipe: Recipe, run_dir: str) -> tuple[dict[str, Any], list[Proble
         "actor_rollout_ref.model.path": recipe.model.path,
         "actor_rollout_ref.model.trust_remote_code": recipe.model.trust_remote_code,
         "actor_rollout_ref.model.use_remove_padding": recipe.model.use_remove_padding,
+        "actor_rollout_ref.model.enable_gradient_checkpointing": t.gradient_checkpointing,
+        "data.prompt_key": d.prompt_key,
+        "data.shuffle": d.shuffle,
         "actor_rollout_ref.nccl_timeout": tr.timeout_s,
         f"{actor}.optim.lr": a.lr,
+        f"{actor}.optim.lr_warmup_steps": a.lr_warmup_steps,
+        f"{actor}.optim.weight_decay": a.weight_decay,
+        f"{actor}.optim.clip_grad": a.grad_clip,
+        f"{actor}.use_torch_compile": t.torch_compile,
+        f"{ref}.use_torch_compile": t.torch_compile,
+        f"{actor}.checkpoint.save_contents": tr.save_contents,
+        f"{actor}.checkpoint.strict": tr.load_strict,
         f"{actor}.ppo_mini_batch_size": a.ppo_mini_batch_size,
         f"{actor}.ppo_micro_batch_size_per_gpu": micro,
         f"{actor}.use_dynamic_bsz": t.dynamic_bsz,
@@ -126,7 +230,6 @@ def verl_keys(recipe: Recipe, run_dir: str) -> tuple[dict[str, Any], list[Proble
         f"{roll}.expert_parallel_size": ro.ep,
         f"{roll}.n": ro.n,
         f"{roll}.gpu_memory_utilization": ro.gpu_memory_utilization,
-        f"{roll}.max_model_len": ro.max_model_len or d.max_prompt_length + d.max_response_length,
         f"{roll}.temperature": ro.temperature,
         f"{roll}.top_p": ro.top_p,
         f"{roll}.top_k": ro.top_k,
@@ -137,6 +240,11 @@ def verl_keys(recipe: Recipe, run_dir: str) -> tuple[dict[str, Any], list[Proble
         f"{roll}.log_prob_micro_batch_size_per_gpu": log_prob_micro,
         f"{roll}.checkpoint_engine.update_weights_bucket_megabytes": ro.update_weights_bucket_mb,
         f"{roll}.enable_rollout_routing_replay": ro.routing_replay,
+        f"{roll}.enable_chunked_prefill": ro.enable_chunked_prefill,
+        f"{roll}.enable_prefix_caching": ro.enable_prefix_caching,
+        f"{roll}.free_cache_engine": ro.free_cache_engine,
+        f"{roll}.calculate_log_probs": ro.calculate_log_probs,
+        **{f"{roll}.val_kwargs.{k}": v for k, v in ro.val_kwargs.model_dump().items()},
         "trainer.project_name": tr.project,
         "trainer.experiment_name": tr.experiment,
         "trainer.nnodes": recipe.cluster.nnodes,
@@ -153,6 +261,13 @@ def verl_keys(recipe: Recipe, run_dir: str) -> tuple[dict[str, Any], list[Proble
     }
     if tr.total_steps is not None:
         keys["trainer.total_training_steps"] = tr.total_steps
+    if tr.rollout_data_dir is not None:
+        keys["trainer.rollout_data_dir"] = tr.rollout_data_dir
+    if tr.resume_path is not None:
+        keys["trainer.resume_from_path"] = tr.resume_path
+    ref_offload = t.param_offload if t.ref_param_offload is None else t.ref_param_offload
+    if ro.max_model_len is not None:  # null: verl's default, the model's own context length
+        keys[f"{roll}.max_model_len"] = ro.max_model_len
     if ro.cudagraph_capture_sizes is not None:
         keys[f"{roll}.cudagraph_capture_sizes"] = ro.cudagraph_capture_sizes
     _flatten(f"{roll}.engine_kwargs.{ro.engine}", ro.engine_kwargs, keys) if ro.engine_kwargs else None
@@ -170,7 +285,9 @@ def verl_keys(recipe: Recipe, run_dir: str) -> tuple[dict[str, Any], list[Proble
             f"{mg}.expert_model_parallel_size": t.ep,
             f"{mg}.expert_tensor_parallel_size": t.etp,
             f"{mg}.virtual_pipeline_model_parallel_size": t.vpp if t.vpp > 1 else None,
-            f"{mg}.sequence_parallel": t.sp > 1,
+            f"{mg}.sequence_parallel": t.sp,
+            f"{mg}.use_remove_padding": recipe.model.use_remove_padding,
+            f"{mg}.pad_bshd_to_minibatch_max": t.pad_bshd_to_minibatch_max,
             f"{mg}.param_offload": t.param_offload,
             f"{mg}.optimizer_offload": t.optimizer_offload,
             f"{mg}.use_distributed_optimizer": t.distributed_optimizer,
@@ -180,21 +297,26 @@ def verl_keys(recipe: Recipe, run_dir: str) -> tuple[dict[str, Any], list[Proble
             f"{mg}.dtype": recipe.model.dtype,
             f"{mg}.router_replay.mode": t.router_replay,
             f"{mg}.seed": tr.seed,
-            f"{ref}.megatron.param_offload": t.param_offload,
+            f"{ref}.megatron.param_offload": ref_offload,
+            f"{ref}.megatron.use_dist_checkpointing": t.use_dist_checkpointing,
             f"{actor}.optim.use_precision_aware_optimizer": t.precision_aware_optimizer,
         })
         if t.grad_offload:
             keys[f"{mg}.grad_offload"] = True
         otc = f"{mg}.override_transformer_config"
         rc = t.recompute
-        keys.update({f"{otc}.recompute_granularity": rc.granularity, f"{otc}.recompute_method": rc.method,
-                     f"{otc}.recompute_num_layers": rc.num_layers})
+        if t.dist_checkpointing_path is not None:
+            keys[f"{mg}.dist_checkpointing_path"] = t.dist_checkpointing_path
+            keys[f"{ref}.megatron.dist_checkpointing_path"] = t.dist_checkpointing_path
+        recompute = {"recompute_granularity": rc.granularity, "recompute_method": rc.method,
+                     "recompute_num_layers": rc.num_layers}
+        keys.update({f"{otc}.{k}": v for k, v in recompute.items() if v is not None})  # null: megatron's own
         if t.pp_layout:
             keys[f"{otc}.pipeline_model_parallel_layout"] = t.pp_layout
         for k, v in t.transformer.items():
             keys[f"{otc}.{k}"] = v
         ooc = f"{actor}.optim.override_optimizer_config"
-        if t.optimizer_offload:
+        if t.optimizer_cpu_offload:  # only when asked: it moves the optimizer step itself to the host CPU
             keys[f"{ooc}.optimizer_cpu_offload"] = True
             keys[f"{ooc}.optimizer_offload_fraction"] = t.optimizer_offload_fraction
         for k, v in t.optimizer.items():
@@ -203,12 +325,10 @@ def verl_keys(recipe: Recipe, run_dir: str) -> tuple[dict[str, Any], list[Proble
         keys.update({
             f"{actor}.fsdp_config.param_offload": t.param_offload,
             f"{actor}.fsdp_config.optimizer_offload": t.optimizer_offload,
-            f"{actor}.ulysses_sequence_parallel_size": t.sp,
-            f"{ref}.fsdp_config.param_offload": t.param_offload,
-            f"{ref}.ulysses_sequence_parallel_size": t.sp,
+            f"{actor}.fsdp_config.ulysses_sequence_parallel_size": t.ulysses_sp,
+            f"{ref}.fsdp_config.param_offload": ref_offload,
+            f"{ref}.fsdp_config.ulysses_sequence_parallel_size": t.ulysses_sp,
         })
-    for k, v in recipe.verl_overrides.items():  # the escape hatch goes last and wins
-        keys[k] = v
     return keys, notes
 
 

@@ -55,14 +55,15 @@ class Train(Strict):
     etp: int = Field(gt=0, description="expert tensor parallel size")
     vpp: int = Field(gt=0, description="virtual pipeline stages per PP rank (1 = off)")
     pp_layout: Optional[str] = Field(description="Megatron pipeline layout, e.g. 'Et*10|t*12|...|t*4L'")
-    sp: int = Field(
-        gt=0,
-        description="sequence parallel: megatron 1 = off or equal to tp = on; fsdp: Ulysses group size",
-    )
+    sp: bool = Field(description="Megatron sequence parallel (verl's default: on; takes effect only when tp > 1)")
+    ulysses_sp: int = Field(gt=0, description="FSDP Ulysses sequence-parallel group size (1 = off)")
     param_offload: bool
+    ref_param_offload: Optional[bool] = Field(description="offload the reference model's parameters; null = as param_offload")
     grad_offload: bool
-    optimizer_offload: bool
-    optimizer_offload_fraction: float = Field(ge=0, le=1)
+    optimizer_offload: bool = Field(description="verl's optimizer_offload: optimizer state off the device between steps")
+    optimizer_cpu_offload: bool = Field(
+        description="megatron-core's optimizer_cpu_offload: run the optimizer step on the host CPU (a different setting)")
+    optimizer_offload_fraction: float = Field(ge=0, le=1, description="share of the step on the CPU when cpu-offloaded")
     precision_aware_optimizer: bool
     distributed_optimizer: bool
     recompute: Recompute
@@ -72,8 +73,23 @@ class Train(Strict):
     router_replay: Literal["disabled", "R2", "R3"]
     dynamic_bsz: bool
     max_token_len_per_device: int = Field(gt=0)
+    torch_compile: bool = Field(description="actor/ref use_torch_compile (verl's default: on)")
+    gradient_checkpointing: bool = Field(description="model.enable_gradient_checkpointing (verl's default: on)")
+    pad_bshd_to_minibatch_max: bool = Field(description="megatron: pad padded batches to the mini-batch maximum")
+    dist_checkpointing_path: Optional[str] = Field(description="megatron dist-checkpoint of the model (with "
+                                                   "use_dist_checkpointing); null = none")
     transformer: dict[str, Any] = Field(description="megatron-core TransformerConfig overrides")
     optimizer: dict[str, Any] = Field(description="megatron-core OptimizerConfig overrides")
+
+
+class ValKwargs(Strict):
+    """Sampling for validation (verl's rollout.val_kwargs)."""
+
+    n: int = Field(gt=0)
+    do_sample: bool
+    temperature: float = Field(ge=0)
+    top_p: float = Field(gt=0, le=1)
+    top_k: int = Field(ge=-1)
 
 
 class Rollout(Strict):
@@ -83,7 +99,7 @@ class Rollout(Strict):
     ep: int = Field(gt=0)
     n: int = Field(gt=0, description="responses per prompt (the GRPO group size)")
     gpu_memory_utilization: float = Field(gt=0, le=1)
-    max_model_len: Optional[int] = Field(gt=0, description="prompt + response must fit; null = their sum")
+    max_model_len: Optional[int] = Field(gt=0, description="prompt + response must fit; null = verl's default (the model's context length)")
     temperature: float = Field(ge=0)
     top_p: float = Field(gt=0, le=1)
     top_k: int = Field(ge=-1)
@@ -93,6 +109,11 @@ class Rollout(Strict):
     cudagraph_capture_sizes: Optional[list[int]]
     load_format: str
     log_prob_micro_batch_size_per_device: Optional[int] = Field(gt=0)
+    enable_chunked_prefill: bool
+    enable_prefix_caching: bool
+    free_cache_engine: bool = Field(description="release the KV cache between rollouts")
+    calculate_log_probs: bool = Field(description="the rollout engine returns log-probs of its samples")
+    val_kwargs: ValKwargs
     engine_kwargs: dict[str, Any] = Field(description="free-form kwargs for the rollout engine")
     update_weights_bucket_mb: int = Field(
         gt=0, description="weight-sync bucket in MiB (verl checkpoint_engine.update_weights_bucket_megabytes)")
@@ -111,6 +132,8 @@ class Data(Strict):
     truncation: Literal["error", "left", "right", "middle"]
     filter_overlong_prompts: bool
     chat_template_kwargs: dict[str, Any]
+    prompt_key: str = Field(description="the dataset column that holds the prompt")
+    shuffle: bool
 
 
 class Algorithm(Strict):
@@ -118,6 +141,9 @@ class Algorithm(Strict):
     ppo_mini_batch_size: int = Field(gt=0, description="prompts per optimizer step")
     micro_batch_size_per_device: int = Field(gt=0)
     lr: float = Field(gt=0)
+    lr_warmup_steps: int = Field(ge=-1, description="-1 = verl's warm-up ratio (0: none)")
+    weight_decay: float = Field(ge=0)
+    grad_clip: float = Field(gt=0, description="gradient-norm clipping threshold")
     use_kl_loss: bool
     kl_loss_coef: float = Field(ge=0)
     kl_loss_type: Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "full"]
@@ -136,7 +162,12 @@ class Trainer(Strict):
     experiment: str
     total_steps: Optional[int] = Field(gt=0)
     total_epochs: int = Field(gt=0)
-    save_freq: int = Field(ge=-1)
+    save_freq: int = Field(ge=-1, description="checkpoint every N steps; verl 0.9.1 saves only when > 0")
+    save_contents: list[Literal["model", "optimizer", "extra", "hf_model"]] = Field(
+        description="what a checkpoint holds (verl: actor.checkpoint.save_contents)")
+    load_strict: bool = Field(description="a checkpoint must match the model exactly when loaded")
+    rollout_data_dir: Optional[str] = Field(description="dump rollouts here each step; null = off")
+    resume_path: Optional[str] = Field(description="checkpoint to resume from with resume_mode resume_path")
     test_freq: int = Field(ge=-1)
     val_before_train: bool
     ckpt_dir: Optional[str]

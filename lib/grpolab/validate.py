@@ -39,7 +39,7 @@ def train_dp(recipe: Recipe) -> int:
     if t.engine == "megatron":
         group = t.tp * t.pp * t.cp
     elif t.engine == "fsdp":
-        group = t.sp
+        group = t.ulysses_sp
     else:
         return 1
     return world // group if world % group == 0 else 0
@@ -93,10 +93,10 @@ class _Rules:
             self.add("expert-divisible", f"train.{name}", value,
                      f"world size {world} is not divisible by ep x etp x pp = {t.ep} x {t.etp} x {t.pp} = {egroup}",
                      f"nearest valid train.{name}: {_fmt(_nearest(value, valid))}")
-        if t.sp not in (1, t.tp):
-            self.add("engine-support", "train.sp", t.sp,
-                     f"Megatron sequence parallel is on or off: sp must be 1 (off) or equal to tp ({t.tp})",
-                     f"set train.sp to 1 or {t.tp}")
+        if t.ulysses_sp != 1:
+            self.add("engine-support", "train.ulysses_sp", t.ulysses_sp,
+                     "Ulysses sequence parallel is an FSDP setting; Megatron uses train.sp (on/off) and train.cp",
+                     "set train.ulysses_sp to 1 (and train.sp: true for Megatron sequence parallel)")
         if t.vpp > 1 and t.pp == 1:
             self.add("engine-support", "train.vpp", t.vpp, "virtual pipeline stages need pp > 1",
                      "set train.vpp to 1, or raise train.pp")
@@ -179,18 +179,18 @@ class _Rules:
 
     def fsdp(self) -> None:
         t, world, f = self.r.train, self.r.world_size, self.f
-        if world % t.sp:
-            self.add("world-divisible", "train.sp", t.sp,
-                     f"world size {world} is not divisible by the Ulysses sequence-parallel size {t.sp}",
-                     f"nearest valid train.sp: {_fmt(_nearest(t.sp, _divisors(world)))}")
-        if f is not None and f.num_heads % t.sp:
-            self.add("heads-tp", "train.sp", t.sp,
-                     f"{f.name} has {f.num_heads} heads, not divisible by Ulysses sp {t.sp}",
-                     f"nearest valid train.sp: {_fmt(_nearest(t.sp, _divisors(f.num_heads)))}")
-        if t.sp > 1 and not self.r.model.use_remove_padding:
+        if world % t.ulysses_sp:
+            self.add("world-divisible", "train.ulysses_sp", t.ulysses_sp,
+                     f"world size {world} is not divisible by the Ulysses sequence-parallel size {t.ulysses_sp}",
+                     f"nearest valid train.ulysses_sp: {_fmt(_nearest(t.ulysses_sp, _divisors(world)))}")
+        if f is not None and f.num_heads % t.ulysses_sp:
+            self.add("heads-tp", "train.ulysses_sp", t.ulysses_sp,
+                     f"{f.name} has {f.num_heads} heads, not divisible by Ulysses sp {t.ulysses_sp}",
+                     f"nearest valid train.ulysses_sp: {_fmt(_nearest(t.ulysses_sp, _divisors(f.num_heads)))}")
+        if t.ulysses_sp > 1 and not self.r.model.use_remove_padding:
             self.add("engine-support", "model.use_remove_padding", False,
-                     "FSDP with Ulysses sequence parallel (sp > 1) needs remove padding",
-                     "set model.use_remove_padding: true, or train.sp: 1")
+                     "FSDP with Ulysses sequence parallel (ulysses_sp > 1) needs remove padding",
+                     "set model.use_remove_padding: true, or train.ulysses_sp: 1")
         for name in ("tp", "pp", "cp", "ep", "etp", "vpp"):
             if getattr(t, name) != 1:
                 self.add("engine-support", f"train.{name}", getattr(t, name),
@@ -289,7 +289,7 @@ class _Rules:
                 self.add("engine-support", "cluster.nnodes", r.cluster.nnodes,
                          f"the TRL engine runs in one process; the recipe asks for {r.world_size} devices",
                          "set cluster.nnodes and cluster.devices_per_node to 1")
-            for name in ("tp", "pp", "cp", "ep", "etp", "vpp", "sp"):
+            for name in ("tp", "pp", "cp", "ep", "etp", "vpp", "ulysses_sp"):
                 if getattr(t, name) != 1:
                     self.add("engine-support", f"train.{name}", getattr(t, name),
                              "the TRL engine has no model parallelism", f"set train.{name} to 1")
@@ -455,17 +455,13 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
 def check(ref: str | Path, overrides: Iterable[str] = (), verl: bool = True) -> tuple[Recipe | None, list[Problem]]:
     """Load and check a recipe: (recipe or None when the schema fails, every problem). InputError for bad input.
 
-    With verl=True the rendered launch is also composed against the installed verl's config (`verl-schema`).
+    The problems are grpolab.gate.gate's: the same verdict every front end gets. With verl=True the rendered
+    launch is also composed against the installed verl's config (`verl-schema`).
     """
+    from grpolab.gate import gate
+
     try:
         recipe = load_recipe(ref, overrides)
     except RecipeError as exc:
         return None, exc.problems
-    problems: list[Problem] = []
-    grad_ok = True
-    if verl and recipe.train.engine != "trl":
-        from grpolab import verl_schema
-
-        verl_problems, grad_ok = verl_schema.check(recipe)
-        problems += verl_problems
-    return recipe, validate(recipe, grad_ok) + problems
+    return recipe, gate(recipe, verl=verl)

@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -204,3 +205,117 @@ def check(recipe: Recipe, run_compose: bool = True) -> tuple[list[Problem], bool
                                     f"verl {verl_version()} rejects the rendered launch: {message}",
                                     "fix the key Hydra names (see `grpolab render` for the overrides)"))
     return problems, grad_ok
+
+
+# ---------------------------------------------------------------------------------------------- launches as data
+
+
+def split_argv(argv: list[str]) -> tuple[str, list[str]]:
+    """A `python3 -m verl.trainer.main_ppo ...` argument list -> (Hydra config name, overrides).
+
+    The interpreter, `-m MODULE` and `--config-path` are dropped; `--config-name` picks the root config."""
+    config_name, overrides, skip = "ppo_trainer", [], False
+    args = list(argv)
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg == "-m":
+            skip = True
+        elif arg.startswith("--config-name"):
+            value = arg.split("=", 1)[1] if "=" in arg else args[i + 1]
+            skip = "=" not in arg
+            config_name = value[:-5] if value.endswith(".yaml") else value
+        elif arg.startswith("--config-path") or arg.startswith("--config-dir"):
+            skip = "=" not in arg
+        elif "=" in arg:
+            overrides.append(arg)
+    return config_name, overrides
+
+
+def parse_overrides(overrides: list[str]) -> dict[str, Any]:
+    """Hydra overrides -> {bare dotted key: value}, read with Hydra's own parser (as verl reads them)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    return {o.key_or_group: _plain(o.value()) for o in parsed}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def effective(overrides: list[str], config_name: str = "ppo_trainer") -> dict[str, Any]:
+    """The config verl would run with: composed and interpolations resolved, flattened to dotted keys."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
+            cfg = hydra_compose(config_name=config_name, overrides=list(overrides))
+            data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+    finally:
+        GlobalHydra.instance().clear()
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict) and node:
+            for k, v in node.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            flat[prefix] = node
+
+    walk("", data)
+    return flat
+
+
+@lru_cache(maxsize=1)
+def deprecated() -> dict[str, str]:
+    """Settings the installed verl's own config files mark deprecated: {key name or config file: verl's comment}.
+
+    Read from the comment above each key (`# [Deprecated] ...`, `# [DEPRECATED] use ... instead`, `# [Will be
+    deprecated, use ...]`) and from a config file whose first line says it is deprecated."""
+    folder = config_dir()
+    found: dict[str, str] = {}
+    if folder is None:
+        return found
+    mark = ("[deprecated", "[will be deprecated")
+    for path in sorted(folder.rglob("*.yaml")):
+        if path.name.startswith("_generated"):
+            continue
+        lines = path.read_text().splitlines()
+        start = 0
+        if lines and lines[0].startswith("#") and lines[0].lower().lstrip("# ").startswith(mark):
+            found[f"--config-name={path.stem}"] = lines[0].lstrip("# ").strip()
+            start = 1  # the file's own mark, not a key's
+        for i, line in enumerate(lines[:-1]):
+            if i < start:
+                continue
+            text = line.strip()
+            if text.startswith("#") and text.lower().lstrip("# ").startswith(mark):
+                nxt = next((n for n in lines[i + 1:] if n.strip() and not n.strip().startswith("#")), "")
+                key = nxt.split(":", 1)[0].strip()
+                if key and ":" in nxt:
+                    found.setdefault(key, text.lstrip("# ").strip())
+    return found
+
+
+def deprecation(key: str) -> str | None:
+    """verl's deprecation note for an override key (or a `--config-name=X` argument), None when it is current."""
+    notes = deprecated()
+    if key in notes:
+        return notes[key]
+    note = notes.get(key.lstrip("+").rsplit(".", 1)[-1])
+    if note is None:
+        return None
+    instead = re.search(r"use ([\w.]+)", note)
+    if instead and key.endswith(instead.group(1)):  # the replacement itself (fsdp_config.ulysses_...)
+        return None
+    return note

@@ -26,6 +26,7 @@ VERBS = {
     "monitor": "monitor",
     "compare": "compare",
     "head": "head",
+    "import": "import_",
 }
 
 

@@ -17,10 +17,10 @@ def register(sub) -> None:
 def main(args) -> int:
     from grpolab.problems import errors
     from grpolab.render import render, to_json, to_sh
-    from grpolab.validate import validate
+    from grpolab.gate import gate
 
     recipe = load(args)
-    problems = errors(validate(recipe))
+    problems = errors(gate(recipe))
     if problems:  # a launch that cannot work is not rendered: check before launch, never after
         print_problems(problems, header=f"recipe {recipe.name} has errors; not rendering (see `grpolab check`):")
         return 1

@@ -15,15 +15,14 @@ def problem_row(check: str, p: Problem) -> Row:
 
 
 def local_rows(recipe: Recipe) -> list[Row]:
-    from grpolab import stack, validate, verl_schema
+    from grpolab import stack, verl_schema
+    from grpolab.gate import gate
 
     rows: list[Row] = []
     uses_verl = recipe.train.engine != "trl"
-    schema_problems: list[Problem] = []
-    grad_ok = True
-    if uses_verl:
-        schema_problems, grad_ok = verl_schema.check(recipe)
-    problems = [p for p in validate.validate(recipe, grad_ok) if p.key != "stack.verl"]  # the `verl` row says it
+    verdict = gate(recipe)  # the one gate: preflight refuses exactly what `grpolab check` refuses
+    schema_problems = [p for p in verdict if p.rule == "verl-schema"]
+    problems = [p for p in verdict if p.rule != "verl-schema" and p.key != "stack.verl"]  # the `verl` row says it
     if problems:
         rows += [problem_row("recipe", p) for p in problems]
     else:

@@ -1,0 +1,51 @@
+"""The one gate: may this recipe launch? Every front end (check, render, run, preflight, the notebooks, launch)
+asks `gate()` and nothing else, so they can never disagree.
+
+It collects, for a schema-valid recipe: every cross-field rule (grpolab.validate), a `verl_overrides` key that
+shadows a key the renderer already emits from a first-class field (the rules checked the field, Hydra would
+take the override: an error naming the field to use), and the rendered launch composed against the installed
+verl's own config (grpolab.verl_schema; skipped with verl=False or for train.engine trl).
+"""
+
+from __future__ import annotations
+
+from grpolab.problems import Problem
+from grpolab.schema import Recipe
+
+
+def shadowing(recipe: Recipe) -> list[Problem]:
+    """`verl_overrides` keys that would silently replace what a first-class field renders."""
+    from grpolab.render import field_of, first_class_keys
+
+    if recipe.train.engine == "trl" or not recipe.verl_overrides:
+        return []
+    rendered, _ = first_class_keys(recipe)
+    bare_rendered = {k.lstrip("+") for k in rendered}
+    problems = []
+    for key, value in recipe.verl_overrides.items():
+        bare = key.lstrip("+")
+        if bare not in bare_rendered:
+            continue
+        field = field_of(bare) or "its first-class field"
+        problems.append(Problem(
+            "override-shadows", "error", f"verl_overrides.{key}", value,
+            f"{recipe.origin('verl_overrides.' + key)}: verl_overrides sets {bare!r}, which the recipe already "
+            f"renders from {field} (= {rendered.get(bare, rendered.get('+' + bare))!r}); the rules check {field}, "
+            "Hydra would take the override unchecked",
+            f"set {field} instead and remove verl_overrides.{key}",
+        ))
+    return problems
+
+
+def gate(recipe: Recipe, *, verl: bool = True) -> list[Problem]:
+    """Every problem that decides whether `recipe` may launch; any error blocks it. Collects, never raises."""
+    from grpolab.validate import validate
+
+    problems: list[Problem] = []
+    grad_ok = True
+    if verl and recipe.train.engine != "trl":
+        from grpolab import verl_schema
+
+        verl_problems, grad_ok = verl_schema.check(recipe)
+        problems += verl_problems
+    return validate(recipe, grad_ok) + shadowing(recipe) + problems
