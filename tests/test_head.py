@@ -12,6 +12,7 @@ No mocks: real Ray heads, real kernels, the real `tiny` trainer with small step 
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -71,7 +72,7 @@ def refused_without_token(host: str, port: int) -> bool:
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
             return True
-    except (OSError, ValueError):
+    except (OSError, ValueError, http.client.HTTPException):
         pass  # not HTTP/1: a gRPC server
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     with grpc.insecure_channel(target) as channel:

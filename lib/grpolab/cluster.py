@@ -45,7 +45,7 @@ EMBEDDED_GCS_PORT = int(os.environ.get("GRPOLAB_RAY_PORT", "6479"))
 EMBEDDED_DASHBOARD_PORT = int(os.environ.get("GRPOLAB_DASHBOARD_PORT", "8365"))
 OBJECT_STORE_BYTES = 512 * 1024**2  # an idle head needs ~0.75 GB; 512 MiB of object store is plenty here
 START_TIMEOUT_S = 180  # a busy 2-core machine can take over a minute to bring the dashboard up
-LOCK_TIMEOUT_S = 180  # a second launch waits this long for the first one's head to come up
+LOCK_TIMEOUT_S = 3 * START_TIMEOUT_S + 60  # a second launch waits for the first one's head (all its tries)
 
 
 class ClusterError(RuntimeError):
