@@ -25,6 +25,7 @@ VERBS = {
     "stop": "runs",
     "monitor": "monitor",
     "compare": "compare",
+    "plan": "plan",
 }
 
 
