@@ -560,6 +560,14 @@ def choices(p: Plan, top: int | None = 10) -> list[Choice]:
     return out
 
 
+def own_choice(p: Plan) -> Choice | None:
+    """The recipe's own layout as a scored choice, when it is among the valid ones."""
+    own_t, own_r = train_of(p.recipe), rollout_of(p.recipe)
+    t = next((s for s in p.train if s.layout.parallel() == own_t.parallel()), None)
+    r = next((s for s in p.rollout if s.layout == own_r), None)
+    return Choice(t, r, True) if t and r else None
+
+
 def why(choice: Choice, best: Choice | None) -> str:
     """Why a layout ranks where it does: its largest estimated costs, and what it adds over the best."""
     parts = {f"train {k}": v for k, v in choice.train.cost.items() if k != "total"}
