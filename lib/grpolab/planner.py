@@ -443,6 +443,7 @@ class Plan:
     candidates: dict = field(default_factory=dict)
     recipe_errors: list[Problem] = field(default_factory=list)
     smallest_nodes: int | None = None
+    inputs: tuple = ()  # (MODEL|RECIPE, hardware, overrides) as given, for smallest_cluster
 
     @property
     def possible(self) -> bool:
