@@ -675,9 +675,10 @@ def write_recipe(name: str, ref: str, choice: Choice, recipe: Recipe, hardware: 
         inside = (params_dir() / "recipes" / f"{src.stem}.yaml")
         parents = [f"recipes/{src.stem}" if inside.is_file() and (
             params_dir().parent / src).resolve() == inside.resolve() else str((params_dir().parent / src).resolve())]
+    if hardware and not is_model(ref):
+        parents.append(f"hardware/{hardware}")  # a later parent wins: the profile replaces the recipe's cluster
     data: dict = {"defaults": parents}
-    for text in overrides_of(choice.train.layout, choice.rollout.layout) + (
-            hardware_overrides(hardware) if hardware and not is_model(ref) else []) + [
+    for text in overrides_of(choice.train.layout, choice.rollout.layout) + [
             f"cluster.nnodes={recipe.cluster.nnodes}"] + ([f"model.card={ref}", "model.path="] if is_model(ref)
                                                           else []) + list(overrides):
         key, raw = text.split("=", 1)
