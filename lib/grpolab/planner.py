@@ -77,9 +77,10 @@ class TrainLayout:
     sp: int = 1
     param_offload: bool = False
     optimizer_offload: bool = False
+    fsdp: bool = False  # for display only: FSDP shards data; sp is its Ulysses group
 
     def short(self) -> str:
-        if self.sp > 1 and self.tp == 1:
+        if self.fsdp:
             return f"fsdp sp{self.sp}" + self._offload()
         return f"tp{self.tp} pp{self.pp} cp{self.cp} ep{self.ep} etp{self.etp}" + (
             f" vpp{self.vpp}" if self.vpp > 1 else "") + self._offload()
@@ -126,7 +127,7 @@ def apply(recipe: Recipe, train: TrainLayout | None = None, rollout: RolloutLayo
 
 
 def train_of(recipe: Recipe) -> TrainLayout:
-    return TrainLayout(**{k: getattr(recipe.train, k) for k in TRAIN_KEYS})
+    return TrainLayout(**{k: getattr(recipe.train, k) for k in TRAIN_KEYS}, fsdp=recipe.train.engine == "fsdp")
 
 
 def rollout_of(recipe: Recipe) -> RolloutLayout:
@@ -197,7 +198,7 @@ def train_space(recipe: Recipe, facts: ModelCard) -> Iterable[TrainLayout]:
     if t.engine == "fsdp":
         for sp in divisors(world):
             if sp <= dpn:
-                yield TrainLayout(sp=sp)
+                yield TrainLayout(sp=sp, fsdp=True)
         return
     if t.engine != "megatron":
         yield train_of(recipe)
@@ -262,7 +263,8 @@ def train_memory(recipe: Recipe, facts: ModelCard, train: TrainLayout) -> dict:
     shard = train.sp if t.engine == "fsdp" else train.tp if train.sp > 1 else 1
     full = 34 * tokens * h / shard  # bytes of one layer's activations (Korthikanti et al., flash attention)
     in_flight = min(train.pp, micro_batches(recipe, train))  # 1F1B: the first stage holds pp micro-batches
-    g = t.recompute.granularity
+    # verl's FSDP workers checkpoint activations by default (model.enable_gradient_checkpointing: true)
+    g = "full" if t.engine == "fsdp" else t.recompute.granularity
     if g == "full":
         acts = (2 * tokens * h / shard * layers) * in_flight + full
     elif g == "selective":
