@@ -169,3 +169,18 @@ def test_check_proposes_whole_valid_layouts_for_layout_errors():
     sets = ["train.tp=3", "rollout.ep=32"] + first_sets(heads["fix"]) + first_sets(rollout["fix"])
     _, after = check("glm5_2", sets, verl=False)
     assert not errors(after), [p.format() for p in errors(after)]
+
+
+def test_the_cost_model_constants_come_from_the_hardware_profile():
+    """Faster memory lowers the estimated rollout (decode is bandwidth-bound); a slower inter-node link raises the
+    training estimate of a layout whose groups span nodes. The layouts stay the same: only estimates move."""
+    _, base = plan_json("glm5_2", "--top", "1")
+    _, fast_hbm = plan_json("glm5_2", "--top", "1", "--set", "cluster.hbm_gbps=6400")
+    assert fast_hbm["layouts"][0]["est_step_s"]["rollout"] < base["layouts"][0]["est_step_s"]["rollout"]
+    sets = [a for o in base["layouts"][0]["overrides"] for a in ("--set", o)]
+    _, slow = plan_json("glm5_2", "--top", "1", *sets, "--set", "cluster.inter_node_gbps=1")
+    own_slow = planner.own_choice(planner.plan(planner.load("glm5_2", None, None, [
+        *base["layouts"][0]["overrides"], "cluster.inter_node_gbps=1"])))
+    own_base = planner.own_choice(planner.plan(planner.load("glm5_2", None, None, base["layouts"][0]["overrides"])))
+    assert own_slow.train.cost["total"] > own_base.train.cost["total"]
+    assert slow["rejected"] == plan_json("glm5_2", "--top", "1", *sets)[1]["rejected"]

@@ -82,6 +82,8 @@ def _print(recipe, p, listed, best, written) -> None:
           f"{p.candidates.get('train', 0)} training and {p.candidates.get('rollout', 0)} rollout layouts tried, "
           f"{len(p.train)} and {len(p.rollout)} pass the rules")
     print("all memory and time figures are ESTIMATES from a simple cost model (README: grpolab plan)")
+    if recipe.train.engine == "trl":
+        print("train.engine trl runs in one process: there is no parallel layout to choose")
     if listed:
         letters = {}
         for ch in listed:
