@@ -796,7 +796,8 @@ def show_plan(plan, top: int = 10) -> list:
 
 def plot_plan(plan, path: str | Path | None = None) -> Path | None:
     """A PNG of estimated per-device training memory against estimated step time, one point per valid
-    training layout (with the best rollout layout); the best and the recipe's own layout are marked."""
+    training layout (with the best rollout layout); the best and the recipe's own layout are marked. Shown in
+    the notebook; written to `path` only when one is given."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -825,10 +826,22 @@ def plot_plan(plan, path: str | Path | None = None) -> Path | None:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="best")
     fig.subplots_adjust(left=0.12, right=0.97, bottom=0.14, top=0.9)
-    out = Path(path) if path else Path(tempfile.mkdtemp(prefix="grpolab-plan-")) / "plan.png"
-    fig.savefig(out, dpi=90)
-    show_image(out)
-    return out
+    if path:
+        fig.savefig(Path(path), dpi=90)
+        show_image(path)
+        return Path(path)
+    import io
+
+    buffer = io.BytesIO()  # no file: the chart lives in the notebook's output only
+    fig.savefig(buffer, format="png", dpi=90)
+    try:
+        from IPython import get_ipython
+        from IPython.display import Image, display
+    except ImportError:
+        return None
+    if get_ipython() is not None:
+        display(Image(data=buffer.getvalue()))
+    return None
 
 
 def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[str] = (), top: int = 10):
