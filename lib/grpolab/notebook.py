@@ -899,7 +899,7 @@ def plan_verdict(plan, strict: bool = True) -> list[str]:
         smallest = planner.smallest_cluster(*plan.inputs) if plan.inputs else None
         message = (f"no layout fits {c.nnodes} x {c.devices_per_node} {c.hardware}; "
                    + (f"the smallest cluster that fits is {smallest} nodes (nodes = {smallest})" if smallest
-                      else "none fits up to 4096 nodes"))
+                      else f"none fits up to {planner.SEARCH_NODES[-1]} nodes"))
     if strict:
         raise NotebookStop(message)
     print(message)

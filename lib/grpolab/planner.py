@@ -25,7 +25,7 @@ Every number here is an ESTIMATE from a deliberately simple cost model (constant
 - rollout: prefill is compute-bound, decode is bound by memory bandwidth (weights it touches + KV cache read
   per token), plus TP all-reduces and EP all-to-alls per layer; concurrency is what the KV cache allows.
 Left out (see README): overlap of communication with compute, attention's quadratic FLOPs, the weight sync
-from trainer to rollout, load imbalance between experts and stages, CPU optimizer time, reward computation,
+from trainer to rollout, load imbalance between experts, CPU optimizer time, reward computation,
 response lengths below the maximum (every response is assumed to run to max_response_length).
 """
 
@@ -452,6 +452,14 @@ class Plan:
         return bool(self.train) and bool(self.rollout)
 
 
+LAYOUT_KEYS = frozenset([f"train.{k}" for k in TRAIN_KEYS] + [f"rollout.{k}" for k in ROLLOUT_KEYS])
+
+
+def is_layout(p: Problem) -> bool:
+    """Does this problem depend on the parallel layout (so that another layout may fix it)?"""
+    return p.rule in ("memory", "batch-divisible") or p.key in LAYOUT_KEYS
+
+
 def _side(p: Problem) -> str:
     if p.key.startswith("rollout.") and p.rule in ("rollout-world", "rollout-ep", "rollout-heads", "memory"):
         return "rollout"
@@ -460,7 +468,8 @@ def _side(p: Problem) -> str:
 
 def _screen(recipe: Recipe, facts: ModelCard, make, side: str, rejected: Counter) -> bool:
     """Do the rules of this side pass? Counts the rules that fail, once per rule id."""
-    errors = {p.rule for p in layout_problems(make(), facts) if p.severity == "error" and _side(p) == side}
+    errors = {p.rule for p in layout_problems(make(), facts)
+              if p.severity == "error" and is_layout(p) and _side(p) == side}
     rejected.update(errors)
     return not errors
 
@@ -474,7 +483,7 @@ def plan(recipe: Recipe) -> Plan:
         result.recipe_errors = [p for p in card_problems if p.severity == "error"]
         return result
     base_errors = [p for p in verdict(recipe) if p.severity == "error"]
-    result.recipe_errors = [p for p in base_errors if p.rule not in LAYOUT_RULES]
+    result.recipe_errors = [p for p in base_errors if not is_layout(p)]
     n_train, world = 0, recipe.world_size
     megatron = recipe.train.engine == "megatron"
     for cand in train_space(recipe, facts):
@@ -513,11 +522,6 @@ def plan(recipe: Recipe) -> Plan:
     return result
 
 
-LAYOUT_RULES = ("world-divisible", "expert-divisible", "heads-tp", "kv-heads-tp", "experts-ep", "pp-layers",
-                "pp-layout", "rollout-world", "rollout-ep", "rollout-heads", "batch-divisible", "memory",
-                "engine-support")
-
-
 @dataclass
 class Choice:
     """One listed layout: a training and a rollout layout that pass every rule together."""
@@ -554,8 +558,7 @@ def choices(p: Plan, top: int | None = 10) -> list[Choice]:
     for t, r in pairs:
         if top is not None and len(out) >= top:
             break
-        bad = [q for q in verdict(apply(p.recipe, t.layout, r.layout))
-               if q.severity == "error" and q.rule in LAYOUT_RULES]
+        bad = [q for q in verdict(apply(p.recipe, t.layout, r.layout)) if q.severity == "error" and is_layout(q)]
         if bad:  # the screen passed each half; the whole disagrees (should not happen): drop it, and count it
             p.rejected.update({q.rule for q in bad})
             continue
@@ -644,15 +647,26 @@ def load(ref: str, nodes: int | None = None, hardware: str | None = None, overri
     return recipe
 
 
-def smallest_cluster(ref: str, hardware: str | None, overrides: Iterable[str], limit: int = 4096) -> int | None:
-    """The fewest nodes on which some layout passes every rule and fits the estimate (None up to `limit`)."""
-    sizes = list(range(1, 129)) + [2 ** k for k in range(8, int(math.log2(limit)) + 1)]
-    for nodes in sizes:
+SEARCH_NODES = tuple(range(1, 65)) + (128, 256, 512, 1024)  # node counts smallest_cluster tries, in order
+
+
+def smallest_cluster(ref: str, hardware: str | None, overrides: Iterable[str]) -> int | None:
+    """The fewest nodes (of SEARCH_NODES) on which some layout passes every rule and fits the estimate; None
+    when none does, or when no node count can help (recipe errors, or dense weights that exceed a device's
+    rollout share even at the largest tensor parallel inside a node)."""
+    for nodes in SEARCH_NODES:
         try:
             p = plan(load(ref, nodes, hardware, overrides))
         except (RecipeError, InputError):
             return None
-        if p.possible and not p.recipe_errors and any(t.fits for t in p.train) and any(r.fits for r in p.rollout):
+        if p.recipe_errors or p.facts is None:
+            return None
+        if nodes == 1:
+            c, (dense, _, _) = p.recipe.cluster, _split(p.facts)
+            if dense * memory.DTYPE_BYTES[p.recipe.model.dtype] / c.devices_per_node / GB > (
+                    c.device_memory_gb * p.recipe.rollout.gpu_memory_utilization):
+                return None
+        if p.possible and any(t.fits for t in p.train) and any(r.fits for r in p.rollout):
             return nodes
     return None
 

@@ -114,7 +114,7 @@ def _print(recipe, p, listed, best, written) -> None:
               f"{p.smallest_nodes} x {c.devices_per_node} ({p.smallest_nodes * c.devices_per_node} devices): "
               f"--nodes {p.smallest_nodes}")
     elif not listed and not p.recipe_errors:
-        print(f"no layout fits, up to 4096 nodes of {c.devices_per_node}")
+        print(f"no layout fits on any cluster of up to {planner.SEARCH_NODES[-1]} nodes of {c.devices_per_node}")
     if written:
         print(f"wrote {written} (check it: grpolab check {written.stem})")
     sys.stdout.flush()
