@@ -486,6 +486,7 @@ def plan(recipe: Recipe) -> Plan:
     result.recipe_errors = [p for p in base_errors if not is_layout(p)]
     n_train, world = 0, recipe.world_size
     megatron = recipe.train.engine == "megatron"
+    memo: dict[tuple, dict] = {}
     for cand in train_space(recipe, facts):
         n_train += 1
         # cheap necessary conditions of two rules, to skip copying a recipe for layouts that cannot divide
@@ -497,10 +498,14 @@ def plan(recipe: Recipe) -> Plan:
             result.rejected["expert-divisible"] += 1
             continue
         # the cheapest offload choice whose fuller estimate fits (it includes the memory rule's sum), else the most
-        variants = [replace(cand, param_offload=p_off, optimizer_offload=o_off) for p_off, o_off in OFFLOADS]
         scored = None
-        for layout in variants:
-            scored = Scored(layout, train_memory(recipe, facts, layout), {})
+        for p_off, o_off in OFFLOADS:
+            layout = replace(cand, param_offload=p_off, optimizer_offload=o_off)
+            # the estimate does not depend on vpp or the pipeline layout: reuse it across those
+            key = (cand.tp, cand.pp, cand.cp, cand.ep, cand.etp, cand.sp, p_off, o_off)
+            if key not in memo:
+                memo[key] = train_memory(recipe, facts, layout)
+            scored = Scored(layout, memo[key], {})
             if scored.memory_gb["headroom"] >= 0:
                 break
         if not _screen(recipe, facts, lambda: apply(recipe, train=scored.layout), "train", result.rejected):
