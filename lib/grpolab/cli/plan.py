@@ -90,7 +90,7 @@ def _print(recipe, p, listed, best, written) -> None:
             if ch.train.layout.pp_layout and ch.train.layout.pp_layout not in letters:
                 letters[ch.train.layout.pp_layout] = chr(ord("A") + len(letters) % 26) + (
                     str(len(letters) // 26) if len(letters) >= 26 else "")
-        rows = [("#", "train layout", "rollout", "train GB free", "rollout GB free", "est. rollout s",
+        rows = [("#", "train layout", "rollout", "est. train GB free", "est. rollout GB free", "est. rollout s",
                  "est. train s", "est. step s", "why")]
         for i, ch in enumerate(listed, 1):
             mark = f" [{letters[ch.train.layout.pp_layout]}]" if ch.train.layout.pp_layout else ""
