@@ -1,6 +1,6 @@
-"""Write notebooks/01_setup, 02_preflight, 03_launch, 04_monitor and run.ipynb from one description.
+"""Write notebooks/01_setup, 02_preflight, 03_launch, 04_monitor, 05_plan and run.ipynb from one description.
 
-    .venv/bin/python scripts/make_notebooks.py            # (re)write the five notebooks
+    .venv/bin/python scripts/make_notebooks.py            # (re)write the six notebooks
     .venv/bin/python scripts/make_notebooks.py --check    # exit 1 if a committed notebook differs from this script
 
 Every notebook: a markdown header (purpose, papermill command), an import cell, exactly one cell tagged
@@ -165,6 +165,35 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
             ("## Verdict", "nb.verdict(run, strict=strict)", ["report"]),
         ],
     ),
+    "05_plan": (
+        """# 05 · Plan: every valid parallel layout of a model on a cluster, ranked
+
+Enumerates the training layouts (tp, pp, cp, ep, etp, vpp, a pipeline layout where the model needs one) and the
+rollout layouts (tp, dp, ep) of a recipe's model (or a bare model card in `params/models/`) on `nodes` nodes of
+`hardware`, keeps those that pass every rule of `grpolab check`, and ranks them by an ESTIMATED step time. The
+cost model is simple and uncalibrated: see the README section on `grpolab plan` for what it leaves out. In
+JupyterLab, widgets below re-plan for other node counts and lengths; headless the output is static.
+
+```bash
+.venv/bin/papermill notebooks/05_plan.ipynb out.ipynb -p model glm5_2 -p nodes 16
+```""",
+        {"model": ("str", '"glm5_2"', "recipe name under params/recipes, a path to a recipe, or a model card name"),
+         "nodes": ("Optional[int]", "None", "nodes to plan for; None: the recipe's cluster.nnodes"),
+         "hardware": ("Optional[str]", "None", "profile in params/hardware (e.g. ascend-a3); None: the recipe's"),
+         "overrides": P["overrides"],
+         "top": ("int", "10", "how many layouts the table lists, best first")},
+        "params = nb.check_parameters(globals())\nplan = nb.plan_layouts(model, nodes, hardware, overrides)",
+        [
+            ("## Ranked layouts\nBest first; every figure is an estimate. `why`: the largest estimated costs, and "
+             "what a layout adds over the best.", "listed = nb.show_plan(plan, top=top)", ["report"]),
+            ("## Memory against estimated step time\nOne point per valid training layout (with the best rollout).",
+             "chart = nb.plot_plan(plan)", []),
+            ("## Explore (JupyterLab only)\nChange the node count and the lengths, then press *plan*.",
+             "explorer = nb.plan_explorer(model, hardware, overrides, top=top)", []),
+            ("## Verdict\nThe best layout as overrides, or the smallest cluster that fits.",
+             "best = nb.plan_verdict(plan)", ["report"]),
+        ],
+    ),
     "run": (
         """# GRPO Lab: one run, from recipe to curves
 
@@ -172,16 +201,21 @@ Runs the four stage notebooks in order with papermill, each in a fresh kernel: *
 **02_preflight** (check the cluster), **03_launch** (submit), **04_monitor** (follow the run, curves, alerts).
 It stops at the first stage that fails and says why (papermill then exits non-zero). The executed stage
 notebooks are kept in `runs/<run_id>/notebooks/`. With `dry_run` it validates, reports preflight (failed checks
-do not stop it), shows the rendered launch and submits nothing.
+do not stop it), shows the rendered launch and submits nothing. With `plan` it first adds the parallel layout that
+`grpolab plan` ranks first (an estimate) to the overrides.
 
 ```bash
 .venv/bin/papermill notebooks/run.ipynb out.ipynb -p model tiny
 .venv/bin/papermill notebooks/run.ipynb out.ipynb -p model glm5_2 -p dry_run True
+.venv/bin/papermill notebooks/run.ipynb out.ipynb -p model qwen3_30b_a3b -p plan True -p dry_run True
 .venv/bin/papermill notebooks/run.ipynb out.ipynb -p model glm5_2 -p ray_address HEAD:6379
 ```""",
-        pick("model", "overrides", "ray_address", "dry_run", "wait", "run_id"),
+        {**pick("model", "overrides", "ray_address", "dry_run", "wait", "run_id"),
+         "plan": ("bool", "False", "True: add the top layout of grpolab plan (05_plan) to the overrides first")},
         "params = nb.check_parameters(globals())\nstages = nb.Stages(params)",
         [
+            ("## 0 · Plan\nWith `plan`, the layout the planner ranks first is added to the overrides (an estimate "
+             "ranked it).", "overrides = nb.plan_overrides(model, overrides) if plan else overrides", []),
             ("## 1 · Setup", "stages.run(\"01_setup\", model=model, overrides=overrides)", []),
             ("## 2 · Preflight",
              "stages.run(\"02_preflight\", model=model, overrides=overrides, ray_address=ray_address, dry_run=dry_run)",

@@ -16,6 +16,7 @@ PY = str(Path(sys.executable))
 
 @pytest.mark.parametrize("args,expect", [
     (["benchmarks/check_speed.py"], "grpolab check glm5_2` whole process"),
+    (["benchmarks/plan_speed.py"], "grpolab plan glm5_2` whole process"),
     (["benchmarks/monitor_speed.py"], "pandas"),
     (["benchmarks/preflight_speed.py"], "nodes"),
     # 8 steps cannot reach the accuracy targets: the benchmark then says NO and exits 1, as it should

@@ -25,7 +25,7 @@ from grpolab.problems import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-NAMES = ("01_setup", "02_preflight", "03_launch", "04_monitor", "run")
+NAMES = ("01_setup", "02_preflight", "03_launch", "04_monitor", "05_plan", "run")
 PAPERMILL = Path(sys.executable).with_name("papermill")
 RECIPES = sorted(p.stem for p in (ROOT / "params" / "recipes").glob("*.yaml"))
 SMALL = ["trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10"]
@@ -96,7 +96,9 @@ def test_notebook_is_committed_clean_with_one_typed_parameters_cell(name):
     inferred = pm.inspect_notebook(str(NOTEBOOKS / f"{name}.ipynb"))
     assert list(inferred) == declared
     assert all(p["inferred_type_name"] != "None" and p["help"] for p in inferred.values()), inferred
-    if name != "04_monitor":
+    if name == "05_plan":  # planning the CPU recipe would show one trivial layout: the default is a real model
+        assert inferred["model"]["default"] == '"glm5_2"' and inferred["overrides"]["default"] == "[]"
+    elif name != "04_monitor":
         assert inferred["model"]["default"] == '"tiny"' and inferred["overrides"]["default"] == "[]"
     # cells stay short and call grpolab only
     for cell in code:
@@ -333,3 +335,39 @@ def test_nbval_every_notebook(ray_head, tmp_path):
         in result.stdout
     trained = [p for p in runs.iterdir() if (p / "status.json").exists()]
     assert len(trained) == 1 and json.loads((trained[0] / "status.json").read_text())["state"] == "SUCCEEDED"
+
+
+def test_05_plan_under_papermill_is_static_and_labels_estimates(tmp_path):
+    out = tmp_path / "out.ipynb"
+    result = papermill("05_plan", out, "-p", "model", "qwen3_5_122b_a10b_32k", "-p", "top", "5", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    text = text_of(out)
+    assert "ESTIMATES" in text and "rejected by rule:" in text and "best layout" in text
+    assert "overrides: [train.tp=" in text
+    assert any("image/png" in o.get("data", {}) for _, o in outputs(out))  # the chart, as a static PNG
+    assert not any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for _, o in outputs(out))
+
+
+def test_05_plan_stops_with_the_smallest_cluster_when_nothing_fits(tmp_path):
+    out = tmp_path / "out.ipynb"
+    result = papermill("05_plan", out, "-p", "nodes", "1", timeout=300)
+    assert result.returncode != 0
+    _, source, error = error_cell(out)
+    assert source.startswith("best = nb.plan_verdict(plan)")
+    assert error.ename == "NotebookStop" and "the smallest cluster that fits is" in error.evalue
+
+
+def test_run_ipynb_with_plan_adds_the_top_layout(ray_head, tmp_path):
+    out = tmp_path / "out.ipynb"
+    result = papermill("run", out, "-p", "model", "qwen3_30b_a3b", "-p", "plan", "True", "-p", "dry_run", "True")
+    assert result.returncode == 0, result.stderr[-3000:]
+    text = text_of(out)
+    chosen = text.split("overrides: [", 1)[1].split("]", 1)[0].split(", ")
+    assert chosen[0].startswith("train.tp=")
+    scratch = Path(text.split("the executed stage notebooks are in ")[1].split()[0])
+    setup = nbformat.read(str(scratch / "01_setup.ipynb"), as_version=4)
+    injected = next(c.source for c in setup.cells if "injected-parameters" in c.metadata.get("tags", []))
+    problems = text_of(scratch / "01_setup.ipynb")
+    shutil.rmtree(scratch)
+    assert all(o in injected for o in chosen), injected  # 01_setup validated the recipe with the planned layout
+    assert "0 error(s)" in problems or "no errors" in problems

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NOT_RUN_HERE = {"make test"}  # CI's own command (.ci/run); running it inside the suite would recurse
 # commands that stay up until stopped: run them with a time limit and look for what they print when ready
 SERVERS = {".venv/bin/jupyter lab notebooks/": "is running at"}
-EXPECTED_EXIT = {".venv/bin/grpolab check glm5_2 --set rollout.ep=32 --set train.tp=6": 1}
+EXPECTED_EXIT = {".venv/bin/grpolab check glm5_2 --set rollout.ep=32 --set train.tp=6": 1,
+                 ".venv/bin/grpolab plan glm5_2 --nodes 1": 1}
 
 
 def readme_commands() -> list[str]:

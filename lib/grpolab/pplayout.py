@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 _GROUP = re.compile(r"\(([^()]*)\)\*(\d+)")
 _TOKEN = re.compile(r"([EtmL])(?:\*(\d+))?")
@@ -37,8 +38,9 @@ def expand(layout: str) -> str:
     return text
 
 
+@lru_cache(maxsize=1024)  # pure; the layout planner checks thousands of layouts with a few strings
 def parse(layout: str) -> list[Stage]:
-    """The stages of a layout; LayoutError says which stage and character is wrong."""
+    """The stages of a layout; LayoutError says which stage and character is wrong. Callers must not mutate it."""
     stages = []
     for index, stage in enumerate(expand(layout).split("|")):
         pos, counts = 0, {"E": 0, "t": 0, "m": 0, "L": 0}
@@ -64,6 +66,7 @@ def stage_starts(stages: list[Stage]) -> list[int]:
     return starts
 
 
+@lru_cache(maxsize=1024)
 def even_layout(num_layers: int, stages: int) -> str | None:
     """A simple layout with the embedding first and the loss last, or None when layers < stages."""
     if num_layers < stages:

@@ -28,6 +28,15 @@ class Cluster(Strict):
     devices_per_node: int = Field(gt=0, description="accelerators per node (A3: 16 dies, A2: 8)")
     device: Device = Field(description="npu, cuda or cpu")
     device_memory_gb: float = Field(gt=0, description="memory of one device in GB")
+    # constants of the layout planner's cost model (grpolab.planner); sources in each params/hardware/ file
+    peak_bf16_tflops: float = Field(gt=0, description="dense bf16 peak of one device, TFLOP/s")
+    hbm_gbps: float = Field(gt=0, description="device memory bandwidth, GB/s")
+    intra_node_gbps: float = Field(gt=0, description="device-to-device bandwidth inside a node, GB/s per device")
+    inter_node_gbps: float = Field(gt=0, description="device-to-device bandwidth across nodes, GB/s per device")
+    host_gbps: float = Field(gt=0, description="device <-> host memory bandwidth (offload), GB/s per device")
+    collective_latency_us: float = Field(ge=0, description="fixed cost of one collective, microseconds")
+    compute_efficiency: float = Field(gt=0, le=1, description="share of peak FLOP/s a step sustains (planner)")
+    bandwidth_efficiency: float = Field(gt=0, le=1, description="share of peak bandwidth reached (planner)")
 
 
 class Model(Strict):

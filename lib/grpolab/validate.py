@@ -452,6 +452,23 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     return problems + rules.problems
 
 
+def layout_problems(recipe: Recipe, facts: ModelCard | None) -> list[Problem]:
+    """Only the rule families a parallel layout can break (megatron/fsdp, rollout, batches, memory), given facts.
+
+    The layout planner screens thousands of candidate layouts with these; the layouts it lists then pass
+    `validate` (every rule) as well."""
+    rules = _Rules(recipe, facts)
+    if recipe.train.engine == "megatron":
+        rules.megatron()
+    elif recipe.train.engine == "fsdp":
+        rules.fsdp()
+    if recipe.train.engine != "trl":
+        rules.rollout()
+    rules.batches()
+    rules.memory(True)
+    return rules.problems
+
+
 def check(ref: str | Path, overrides: Iterable[str] = (), verl: bool = True) -> tuple[Recipe | None, list[Problem]]:
     """Load and check a recipe: (recipe or None when the schema fails, every problem). InputError for bad input.
 
@@ -465,3 +482,8 @@ def check(ref: str | Path, overrides: Iterable[str] = (), verl: bool = True) -> 
     except RecipeError as exc:
         return None, exc.problems
     return recipe, gate(recipe, verl=verl)
+
+
+# rules whose errors the layout planner can fix: their fix also names the nearest whole valid layouts
+LAYOUT_FIX_RULES = ("world-divisible", "expert-divisible", "heads-tp", "kv-heads-tp", "experts-ep", "pp-layers",
+                    "pp-layout", "rollout-world", "rollout-ep", "rollout-heads", "memory")

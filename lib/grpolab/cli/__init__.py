@@ -27,6 +27,7 @@ VERBS = {
     "compare": "compare",
     "head": "head",
     "import": "import_",
+    "plan": "plan",
 }
 
 
