@@ -24,9 +24,8 @@ from grpolab.problems import Problem, errors
 from grpolab.recipe import to_yaml
 from grpolab.render import Launch, render
 from grpolab.schema import Recipe
+from grpolab.secrets import REDACTED, SECRET, redact_env, redact_text, secret_values  # noqa: F401 (kept importable)
 
-SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
-REDACTED = "***redacted***"
 # passed from the launcher's environment into the job when the recipe logs there; never recorded
 PASS_THROUGH = {"wandb": ("WANDB_API_KEY", "WANDB_BASE_URL", "WANDB_MODE", "WANDB_ENTITY")}
 LOG_TAIL_LINES = 40
@@ -43,8 +42,9 @@ class LaunchBlocked(Exception):
         super().__init__(f"{len(problems)} error(s) in the recipe; nothing was submitted")
 
 
-def redact(env: dict[str, str]) -> dict[str, str]:
-    return {k: (REDACTED if SECRET.search(k) else v) for k, v in env.items()}
+def redact(env: dict[str, str], marked=()) -> dict[str, str]:
+    """env with secret values redacted (grpolab.secrets: by name, and the names the recipe marks)."""
+    return redact_env(env, marked)
 
 
 def _versions() -> dict[str, str | None]:
@@ -80,7 +80,7 @@ class Plan:
 
     def describe(self) -> dict:
         return {"recipe": self.recipe.name, "endpoint": self.endpoint, "entrypoint": self.entrypoint,
-                "env": redact(self.env), "notes": [n.to_dict() for n in self.launch.notes]}
+                "env": redact(self.env, self.recipe.secrets), "notes": [n.to_dict() for n in self.launch.notes]}
 
 
 def plan(recipe: Recipe, run_dir: str | None = None, address: str | None = None) -> Plan:
@@ -118,8 +118,8 @@ def submit(recipe: Recipe, address: str | None = None, run_id: str | None = None
         "recipe": recipe.name,
         "recipe_files": recipe.files,
         "engine": recipe.train.engine,
-        "entrypoint": p.entrypoint,
-        "env": redact(p.env),
+        "entrypoint": redact_text(p.entrypoint, secret_values(p.env, recipe.secrets)),
+        "env": redact(p.env, recipe.secrets),
         "versions": _versions(),
         "git_commit": _git_commit(),
         "ray": {"dashboard": ep.dashboard, "gcs": ep.gcs, "embedded": ep.embedded},
@@ -156,7 +156,7 @@ def submit(recipe: Recipe, address: str | None = None, run_id: str | None = None
 
 
 def _redacted_recipe(recipe: Recipe) -> str:
-    return to_yaml(recipe, env=redact(recipe.env))
+    return to_yaml(recipe, env=redact(recipe.env, recipe.secrets))
 
 
 def _client_for(run: runs.Run):

@@ -329,7 +329,7 @@ def show_recipe(recipe) -> None:
     from grpolab.launch import redact
     from grpolab.recipe import to_yaml
 
-    show_text(to_yaml(recipe, env=redact(recipe.env)), title=f"resolved recipe {recipe.name}")
+    show_text(to_yaml(recipe, env=redact(recipe.env, recipe.secrets)), title=f"resolved recipe {recipe.name}")
 
 
 def _redacted_launch(recipe):
@@ -339,7 +339,7 @@ def _redacted_launch(recipe):
     from grpolab.render import render
 
     launch = render(recipe)
-    return dataclasses.replace(launch, env=redact(launch.env))
+    return dataclasses.replace(launch, env=redact(launch.env, recipe.secrets))
 
 
 def show_launch(recipe) -> None:
