@@ -219,7 +219,14 @@ def stop_run(run: runs.Run, timeout: float = 60.0) -> dict:
     client = _client_for(run)
     if client is None:
         raise cluster.ClusterError(f"cannot reach the Ray cluster of run {run.run_id} to stop it")
-    client.stop_job(run.status().get("job_id") or run.run_id)
+    job_id = run.status().get("job_id") or run.run_id
+    try:  # only a job grpolab submitted for this run (its metadata), and one Ray still knows
+        info = client.get_job_info(job_id)
+    except Exception as exc:  # the Jobs API answers 404 for a job of an earlier head
+        raise cluster.ClusterError(f"Ray does not know job {job_id} of run {run.run_id} (the head that ran it "
+                                   f"has restarted?): {str(exc).splitlines()[0] if str(exc) else exc}") from None
+    runs.check_owned(run, info)
+    client.stop_job(job_id)
     deadline = time.time() + timeout
     status = refresh_status(run)
     while status.get("state") not in runs.TERMINAL_STATES and time.time() < deadline:

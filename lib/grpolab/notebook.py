@@ -517,7 +517,7 @@ def watch(run, wait: bool = True, live: bool | None = None, interval: float = 5.
 
 def _curves_path(run) -> Path:
     path = run.path / "curves.png"
-    if os.access(run.path, os.W_OK):
+    if run.is_run and os.access(run.path, os.W_OK):  # never beside a metrics file outside a run
         return path
     return Path(tempfile.mkdtemp(prefix="grpolab-curves-")) / "curves.png"  # someone else's read-only run
 

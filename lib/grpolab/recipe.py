@@ -420,7 +420,19 @@ def load_recipe(ref: str | Path, overrides: Iterable[str] = ()) -> Recipe:
     recipe._name = name
     recipe._files = files
     recipe._origins = origins
+    recipe._load_notes = repeated_overrides(overrides)
     return recipe
+
+
+def repeated_overrides(overrides: Iterable[str]) -> list[Problem]:
+    """A warning for each key given more than once in the overrides: the last one wins, silently otherwise."""
+    seen: dict[str, list[str]] = {}
+    for text in overrides:
+        seen.setdefault(str(text).split("=", 1)[0].strip(), []).append(str(text))
+    return [Problem("schema", "warning", key, texts[-1].split("=", 1)[1] if "=" in texts[-1] else None,
+                    f"{CLI}: {key} is set {len(texts)} times ({'; '.join(texts)}); the last one wins",
+                    f"give {key} once")
+            for key, texts in seen.items() if len(texts) > 1]
 
 
 def recipe_dict(recipe: Recipe) -> dict:

@@ -182,10 +182,16 @@ class Recipe(Strict):
     _name: str = PrivateAttr(default="")
     _files: list[str] = PrivateAttr(default_factory=list)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
+    _load_notes: list = PrivateAttr(default_factory=list)  # loader warnings (Problems), e.g. a key --set twice
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def load_notes(self) -> list:
+        """Warnings the loader found (grpolab.problems.Problem): validate() reports them with the rules'."""
+        return list(self._load_notes)
 
     @property
     def files(self) -> list[str]:

@@ -285,6 +285,11 @@ class _Rules:
                 if getattr(t, name) != 1:
                     self.add("engine-support", f"train.{name}", getattr(t, name),
                              "the TRL engine has no model parallelism", f"set train.{name} to 1")
+            if r.model.path:  # the TRL engine builds its tiny model in code
+                self.add("engine-support", "model.path", r.model.path,
+                         "train.engine trl builds its tiny model in code and ignores model.path",
+                         "drop model.path, or use train.engine megatron or fsdp to train that model",
+                         severity="warning")
             from grpolab.local.mapping import unsupported  # pure python: no torch import
 
             for key, value, reason in unsupported(r):
@@ -437,7 +442,7 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     rules.env()
     rules.stack()
     rules.memory(grad_offload_supported)
-    return problems + rules.problems
+    return problems + rules.problems + recipe.load_notes
 
 
 def check(ref: str | Path, overrides: Iterable[str] = (), verl: bool = True) -> tuple[Recipe | None, list[Problem]]:
