@@ -75,6 +75,10 @@ CASES: list[tuple[str, list[str], int]] = [
     ("set-str-for-float", ["check", "tiny", "--set", "rollout.temperature=hot"], 1),
     ("set-huge-int", ["check", "tiny", "--set", "data.train_batch_size=99999999999999999999"], 1),
     ("set-negative", ["check", "tiny", "--set", "rollout.n=-1"], 1),
+    # huge counts in a multi-node recipe: the rules' "nearest valid" suggestions must not loop over them
+    *[(f"set-huge-{key}", ["check", "--no-verl", "qwen3_8b", "--set", f"{key}=99999999999999999999"], 1)
+      for key in ("cluster.nnodes", "cluster.devices_per_node", "train.tp", "rollout.tp", "data.train_batch_size")],
+    ("set-huge-train.pp", ["check", "--no-verl", "qwen3_8b", "--set", "train.pp=99999999999999997"], 1),
     ("set-no-equals", ["check", "tiny", "--set", "rollout.n"], 2),
     ("set-empty-key", ["check", "tiny", "--set", "=4"], 2),
     ("set-unknown-key", ["check", "tiny", "--set", "rollout.temprature=0.7"], 1),
