@@ -19,6 +19,7 @@ PY = str(Path(sys.executable))
     (["benchmarks/plan_speed.py"], "grpolab plan glm5_2` whole process"),
     (["benchmarks/monitor_speed.py"], "pandas"),
     (["benchmarks/preflight_speed.py"], "nodes"),
+    (["benchmarks/loader_speed.py"], "alias bomb"),
     # 8 steps cannot reach the accuracy targets: the benchmark then says NO and exits 1, as it should
     (["benchmarks/tiny_grpo.py", "--seeds", "1", "--set", "total_steps=8", "--set", "test_freq=4"],
      "ratio of our steps/s to bare TRL"),

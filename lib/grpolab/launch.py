@@ -31,9 +31,9 @@ from grpolab.problems import Problem, errors
 from grpolab.recipe import to_yaml
 from grpolab.render import Launch, render
 from grpolab.schema import Recipe
+from grpolab.secrets import REDACTED, SECRET, redact_env, redact_text, secret_values  # noqa: F401 (kept importable)
+from grpolab.secrets import is_secret as _is_secret
 
-SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
-REDACTED = "***redacted***"
 # passed from the launcher's environment into the job when the recipe logs there; never recorded
 PASS_THROUGH = {"wandb": ("WANDB_API_KEY", "WANDB_BASE_URL", "WANDB_MODE", "WANDB_ENTITY")}
 LOG_TAIL_LINES = 40
@@ -50,12 +50,13 @@ class LaunchBlocked(Exception):
         super().__init__(f"{len(problems)} error(s) in the recipe; nothing was submitted")
 
 
-def is_secret(name: str) -> bool:
-    return bool(SECRET.search(name))
+def is_secret(name: str, marked=()) -> bool:
+    return _is_secret(name, marked)
 
 
-def redact(env: dict[str, str]) -> dict[str, str]:
-    return {k: (REDACTED if is_secret(k) else v) for k, v in env.items()}
+def redact(env: dict[str, str], marked=()) -> dict[str, str]:
+    """env with secret values redacted (grpolab.secrets: by name, and the names the recipe marks)."""
+    return redact_env(env, marked)
 
 
 def _versions() -> dict[str, str | None]:
@@ -91,7 +92,7 @@ class Plan:
 
     def describe(self) -> dict:
         return {"recipe": self.recipe.name, "endpoint": self.endpoint, "entrypoint": self.entrypoint,
-                "env": redact(self.env), "notes": [n.to_dict() for n in self.launch.notes]}
+                "env": redact(self.env, self.recipe.secrets), "notes": [n.to_dict() for n in self.launch.notes]}
 
 
 def plan(recipe: Recipe, run_dir: str | None = None, address: str | None = None) -> Plan:
@@ -126,7 +127,7 @@ def submit(recipe: Recipe, address: str | None = None, run_id: str | None = None
     run.recipe_file.write_text(_redacted_recipe(recipe))
     entrypoint, job_env = p.entrypoint, dict(p.env)
     if ep.embedded:  # the job wraps itself: secrets by a user-only file, its own end record and log
-        secret = {k: v for k, v in job_env.items() if is_secret(k)}
+        secret = {k: v for k, v in job_env.items() if is_secret(k, recipe.secrets)}
         job_env = {k: v for k, v in job_env.items() if k not in secret}
         if secret:
             fd = os.open(run.path / job_entry.SECRETS_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -141,8 +142,8 @@ def submit(recipe: Recipe, address: str | None = None, run_id: str | None = None
         "recipe": recipe.name,
         "recipe_files": recipe.files,
         "engine": recipe.train.engine,
-        "entrypoint": entrypoint,
-        "env": redact(p.env),
+        "entrypoint": redact_text(entrypoint, secret_values(p.env, recipe.secrets)),
+        "env": redact(p.env, recipe.secrets),
         "versions": _versions(),
         "git_commit": _git_commit(),
         "ray": {"dashboard": ep.dashboard, "gcs": ep.gcs, "embedded": ep.embedded},
@@ -180,7 +181,7 @@ def submit(recipe: Recipe, address: str | None = None, run_id: str | None = None
 
 
 def _redacted_recipe(recipe: Recipe) -> str:
-    return to_yaml(recipe, env=redact(recipe.env))
+    return to_yaml(recipe, env=redact(recipe.env, recipe.secrets))
 
 
 def _client_for(run: runs.Run):
@@ -326,7 +327,14 @@ def stop_run(run: runs.Run, timeout: float = 60.0) -> dict:
         with contextlib.suppress(psutil.NoSuchProcess):  # the head is gone: stop the orphaned job ourselves
             psutil.Process(record["pid"]).terminate()
     else:
-        client.stop_job(status.get("job_id") or run.run_id)
+        job_id = status.get("job_id") or run.run_id
+        try:  # only a job grpolab submitted for this run (its metadata), and one Ray still knows
+            info = client.get_job_info(job_id)
+        except Exception as exc:  # the Jobs API answers 404 for a job of an earlier head
+            raise cluster.ClusterError(f"Ray does not know job {job_id} of run {run.run_id} (the head that ran it "
+                                       f"has restarted?): {str(exc).splitlines()[0] if str(exc) else exc}") from None
+        runs.check_owned(run, info)
+        client.stop_job(job_id)
     deadline = time.time() + timeout
     status = refresh_status(run)
     while status.get("state") not in runs.TERMINAL_STATES and time.time() < deadline:

@@ -264,17 +264,59 @@ def check_parameters(ns: dict) -> dict:
 # ------------------------------------------------------------------------------------------------ recipes
 
 
+# Secret overrides given to run.ipynb (`-y "overrides: [env.HF_TOKEN=...]"`) reach its stage notebooks without being
+# written into them: papermill writes the parameters it injects into the executed notebook, so Stages.run passes
+# `env.HF_TOKEN=***redacted***` there and the real override in this variable of the stage kernel's environment
+# (readable by the user alone, gone with the kernel); load() and check_recipe() put the real value back.
+STAGE_SECRETS_VAR = "GRPOLAB_STAGE_SECRET_OVERRIDES"
+
+
+def _mask_one(text: str, marked: Iterable[str] = ()) -> str:
+    from grpolab.secrets import redact_override
+
+    return redact_override(str(text), marked)
+
+
+def mask_overrides(overrides: Iterable[str], marked: Iterable[str] = ()) -> tuple[list[str], dict[str, str]]:
+    """(overrides with secret values masked, {masked text: real text}) for the secret ones (by name or marked)."""
+    from grpolab.secrets import is_secret_override
+
+    marked = list(marked)
+    masked, real = [], {}
+    for text in overrides:
+        text = str(text)
+        if is_secret_override(text, marked):
+            shown = _mask_one(text, marked)
+            real[shown] = text
+            text = shown
+        masked.append(text)
+    return masked, real
+
+
+def unmask_overrides(overrides: Iterable[str]) -> list[str]:
+    """The overrides with the masked secret ones of run.ipynb replaced by their real text (see STAGE_SECRETS_VAR)."""
+    import json
+
+    try:
+        real = json.loads(os.environ.get(STAGE_SECRETS_VAR) or "{}")
+    except json.JSONDecodeError:
+        real = {}
+    return [real.get(str(text), text) if isinstance(real, dict) else text for text in overrides]
+
+
 def load(model: str, overrides: Iterable[str] = ()):
     """The validated recipe `model` with `overrides` applied; NotebookStop for an unknown recipe, a malformed
     override or a recipe the schema rejects (its problems are shown as a table first)."""
     from grpolab.recipe import load_recipe, parse_override
 
-    overrides = list(overrides)
+    shown = list(overrides)  # what messages quote: secret overrides from run.ipynb stay masked there
+    overrides = unmask_overrides(shown)
     for text in overrides:
         try:
             parse_override(text)
         except InputError as exc:
-            raise NotebookStop(f"bad override {text!r}: {exc}\noverrides are a list of dotted key=value strings: "
+            raise NotebookStop(f"bad override {_mask_one(text)!r}: {exc}\n"
+                               "overrides are a list of dotted key=value strings: "
                                'papermill -y "overrides: [rollout.tp=16, trainer.total_steps=40]"') from None
     try:
         return load_recipe(model, overrides)
@@ -282,7 +324,7 @@ def load(model: str, overrides: Iterable[str] = ()):
         raise NotebookStop(str(exc)) from None
     except RecipeError as exc:
         show_problems(exc.problems, title=f"recipe {model}")
-        origin = f" with overrides {overrides}" if overrides else ""
+        origin = f" with overrides {shown}" if shown else ""
         raise NotebookStop(f"recipe {model!r}{origin} does not fit the schema:\n"
                            + problems_text(exc.problems)) from None
 
@@ -351,7 +393,7 @@ def show_recipe(recipe) -> None:
     from grpolab.launch import redact
     from grpolab.recipe import to_yaml
 
-    show_text(to_yaml(recipe, env=redact(recipe.env)), title=f"resolved recipe {recipe.name}")
+    show_text(to_yaml(recipe, env=redact(recipe.env, recipe.secrets)), title=f"resolved recipe {recipe.name}")
 
 
 def _redacted_launch(recipe):
@@ -361,7 +403,7 @@ def _redacted_launch(recipe):
     from grpolab.render import render
 
     launch = render(recipe)
-    return dataclasses.replace(launch, env=redact(launch.env))
+    return dataclasses.replace(launch, env=redact(launch.env, recipe.secrets))
 
 
 def show_launch(recipe) -> None:
@@ -553,7 +595,7 @@ def watch(run, wait: bool = True, live: bool | None = None, interval: float = 5.
 
 def _curves_path(run) -> Path:
     path = run.path / "curves.png"
-    if os.access(run.path, os.W_OK):
+    if run.is_run and os.access(run.path, os.W_OK):  # never beside a metrics file outside a run
         return path
     return Path(tempfile.mkdtemp(prefix="grpolab-curves-")) / "curves.png"  # someone else's read-only run
 
@@ -743,7 +785,16 @@ class Stages:
                   f"(run_id {self.run_id!r})", flush=True)
         start = time.perf_counter()
         error = None
+        real: dict[str, str] = {}
+        if parameters.get("overrides"):  # secrets stay out of the stage notebook's injected-parameters cell
+            masked, real = mask_overrides(parameters["overrides"], self.recipe.secrets)
+            parameters = {**parameters, "overrides": masked}
+        before = os.environ.get(STAGE_SECRETS_VAR)
         try:
+            if real:  # the stage kernel inherits this process's environment
+                import json
+
+                os.environ[STAGE_SECRETS_VAR] = json.dumps(real)
             papermill.execute_notebook(str(source), str(output), parameters=parameters, kernel_name=KERNEL,
                                        progress_bar=False, log_output=False, cwd=str(self.notebooks),
                                        extra_arguments=KERNEL_ARGS)
@@ -751,6 +802,12 @@ class Stages:
             error = _error_of(output) or f"{exc.ename}: {exc.evalue}"
         except Exception as exc:  # the kernel died, papermill could not start it, ...
             error = f"{type(exc).__name__}: {exc}"
+        finally:
+            if real:
+                if before is None:
+                    os.environ.pop(STAGE_SECRETS_VAR, None)
+                else:
+                    os.environ[STAGE_SECRETS_VAR] = before
         entry["seconds"] = time.perf_counter() - start
         entry["result"] = "failed" if error else "ok"
         self._collect()

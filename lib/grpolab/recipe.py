@@ -11,6 +11,7 @@ Every schema problem is collected and reported with the file that set the key an
 from __future__ import annotations
 
 import copy
+import re
 import typing
 from pathlib import Path
 from typing import Any, Iterable
@@ -26,37 +27,157 @@ LOADER_KEYS = ("defaults", "per_device")  # directives the loader consumes; not 
 MAX_DEPTH = 2
 CLI = "--set"
 
-try:  # the C loader is several times faster; the check target is well under a second
-    _Loader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
-
-
 def _rel(path: Path) -> str:
     """A path as users know it: relative to the project (params/...) when it is inside."""
     try:
         return str(path.resolve().relative_to(params_dir().resolve().parent))
-    except ValueError:
+    except (ValueError, OSError):
         return str(path)
+
+
+MAX_BYTES = 4 << 20  # a recipe is a few KB; 4 MB leaves room for generated ones and stops a runaway file
+MAX_NODES = 1_000_000  # values after expanding YAML aliases: a "billion laughs" file stops here, in well under 1 s
+
+
+class _Constructor(yaml.constructor.SafeConstructor):
+    """PyYAML's safe constructor, except that a key given twice in one mapping is an error naming both lines
+    (PyYAML keeps the last one silently: a second `trainer:` section would drop the first)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = self.construct_scalar(key_node) if key_node.tag == "tag:yaml.org,2002:str" else \
+                    self.construct_object(key_node)
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}: set at line {seen[key]} and again at line {line}; "
+                        "YAML would keep only the last one: merge them into one", key_node.start_mark)
+                seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+class _Resolver(yaml.resolver.Resolver):
+    """YAML 1.1's resolver, plus YAML 1.2 floats without a dot (`1e-6`): PyYAML reads those as strings."""
+
+
+_Resolver.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
+
+
+try:  # the C parser (libyaml) is ten times faster: a 1 MB recipe checks in well under 2 s
+    from yaml._yaml import CParser as _CParser
+
+    class _Loader(_CParser, _Constructor, _Resolver):
+        def __init__(self, stream):
+            _CParser.__init__(self, stream)
+            _Constructor.__init__(self)
+            _Resolver.__init__(self)
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    class _Loader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser,  # type: ignore[no-redef]
+                  yaml.composer.Composer, _Constructor, _Resolver):
+        def __init__(self, stream):
+            yaml.reader.Reader.__init__(self, stream)
+            yaml.scanner.Scanner.__init__(self)
+            yaml.parser.Parser.__init__(self)
+            yaml.composer.Composer.__init__(self)
+            _Constructor.__init__(self)
+            _Resolver.__init__(self)
+
+
+def _expanded_size(data: Any) -> int | None:
+    """How many values data holds once YAML aliases are written out (None: an alias refers to itself).
+
+    Aliases share one Python object, so the size of each container is computed once (memoised by identity):
+    linear in the file, however deep the aliases nest."""
+    sizes: dict[int, int] = {}
+    visiting: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        node, done = stack.pop()
+        children = [c for c in (node.values() if isinstance(node, dict) else node) if isinstance(c, (dict, list))] \
+            if isinstance(node, (dict, list)) else []
+        if done:
+            n = len(node) - len(children)
+            sizes[id(node)] = 1 + n + sum(sizes[id(c)] for c in children)
+            visiting.discard(id(node))
+            continue
+        if not isinstance(node, (dict, list)) or id(node) in sizes:
+            continue
+        if id(node) in visiting:
+            return None
+        visiting.add(id(node))
+        stack.append((node, True))
+        for c in children:
+            if id(c) in visiting:
+                return None
+            stack.append((c, False))
+    return sizes.get(id(data), 1)
+
+
+def _check_size(data: Any, where: str) -> None:
+    """Refuse data that expands (through YAML aliases) to more than MAX_NODES values, before anything walks it."""
+    size = _expanded_size(data)
+    if size is None:
+        raise InputError(f"{where}: a YAML alias refers to the mapping or list that contains it; write the "
+                         "values out")
+    if size > MAX_NODES:
+        raise InputError(f"{where}: the YAML expands to more than {MAX_NODES:,} values (aliases `*name` "
+                         "repeated inside each other?); a recipe needs no such size: write the values out")
+
+
+def parse_yaml(text: str, where: str = "<text>") -> Any:
+    """YAML text -> Python data with the loader's rules (duplicate keys refused, aliases bounded)."""
+    data = yaml.load(text, Loader=_Loader)
+    _check_size(data, where)
+    return data
+
+
+def read_text(path: Path) -> str:
+    """A recipe file's text: InputError (exit 2) for a missing, unreadable, huge, binary or non-UTF-8 file."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise InputError(f"{_rel(path)}: {size:,} bytes is too big for a recipe (at most {MAX_BYTES:,}); "
+                             "is it the right file?")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if b"\x00" in raw[:8192]:
+        raise InputError(f"{_rel(path)}: a binary file, not a YAML recipe; pass a .yaml text file")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(f"{_rel(path)}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x}); save the recipe as "
+                         "UTF-8") from None
 
 
 def read_yaml(path: Path) -> dict:
     """A YAML mapping from a file; syntax errors name file:line:column (InputError, exit 2)."""
+    text = read_text(path)
     try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        data = yaml.load(text, Loader=_Loader)
+        data = parse_yaml(text, _rel(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{_rel(path)}:{mark.line + 1}:{mark.column + 1}" if mark else _rel(path)
         what = getattr(exc, "problem", None) or str(exc)
-        raise InputError(f"{where}: YAML syntax error: {what}; fix the file at that line") from None
+        kind = "YAML error" if isinstance(exc, yaml.constructor.ConstructorError) else "YAML syntax error"
+        raise InputError(f"{where}: {kind}: {what}; fix the file at that line") from None
+    except RecursionError:
+        raise InputError(f"{_rel(path)}: the YAML nests too deep (or an alias refers to itself)") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise InputError(f"{_rel(path)}: a recipe must be a YAML mapping of sections, not {type(data).__name__}")
+    bad = [k for k in data if not isinstance(k, str)]
+    if bad:
+        raise InputError(f"{_rel(path)}: section names must be words, not {bad[0]!r}")
     return data
 
 
@@ -107,10 +228,21 @@ def _merge(into: dict, layer: dict, origin: str, origins: dict, prefix: str = ""
             origins[dotted] = origins.get(dotted, origin)
             _merge(into[key], value, origin, origins, dotted + ".")
         else:
+            old = into.get(key)
             into[key] = copy.deepcopy(value)
             origins[dotted] = origin
-            for k in [k for k in origins if k.startswith(dotted + ".")]:
-                origins[k] = origin
+            if isinstance(old, dict):  # the keys below a replaced section now come from this layer too
+                for k in _dotted_keys(old, dotted + "."):
+                    if k in origins:
+                        origins[k] = origin
+
+
+def _dotted_keys(data: dict, prefix: str):
+    """Every dotted key inside data (linear in its size: replacing a section must not scan all origins)."""
+    for key, value in data.items():
+        yield f"{prefix}{key}"
+        if isinstance(value, dict):
+            yield from _dotted_keys(value, f"{prefix}{key}.")
 
 
 def _layers(path: Path, depth: int = 0, seen: tuple = ()) -> list[tuple[Path, dict]]:
@@ -184,9 +316,11 @@ def parse_override(text: str) -> tuple[str, Any]:
     if _field_type(key) is str:  # env values, paths, names: keep exactly what was typed
         return key, raw
     try:
-        value = yaml.load(raw, Loader=_Loader) if raw.strip() else ""
+        value = parse_yaml(raw, f"override {key}") if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
+    except RecursionError:
+        raise InputError(f"override {key}: the value nests too deep") from None
     return key, value
 
 
@@ -242,15 +376,22 @@ def schema_problems(exc: ValidationError, origins: dict[str, str], files: list[s
     problems = []
     for err in exc.errors():
         loc = tuple(str(p) for p in err["loc"])
+        bad_name = loc[-1:] == ("[key]",)  # a dict key (an env name) that breaks the key's rule
+        loc = loc[:-1] if bad_name else loc
         key = ".".join(loc)
-        below = [v for k, v in origins.items() if k.startswith(key + ".")]  # an unknown section set by --set
         where = origins.get(key) or next(
             (origins[".".join(loc[:i])] for i in range(len(loc) - 1, 0, -1) if ".".join(loc[:i]) in origins),
-            below[0] if below else (files[-1] if files else "<recipe>"),
-        )
+            None)
+        if where is None:  # an unknown section set by --set: the first key below it says who set it
+            below = (v for k, v in origins.items() if k.startswith(key + "."))
+            where = next(below, files[-1] if files else "<recipe>")
         value = err.get("input")
         kind = err["type"]
-        if kind == "extra_forbidden":
+        if bad_name:
+            message = f"{where}: {loc[-1]!r} is not a valid name in {'.'.join(loc[:-1])}"
+            fix = ("use letters, digits and '_' only, not starting with a digit (a shell variable name: the "
+                   "launch exports it on every node)")
+        elif kind == "extra_forbidden":
             parent = _model_at(loc[:-1]) if root is Recipe else root
             valid = list(parent.model_fields) if isinstance(parent, type) and issubclass(parent, BaseModel) else []
             near = closest(loc[-1], valid)
@@ -290,7 +431,19 @@ def load_recipe(ref: str | Path, overrides: Iterable[str] = ()) -> Recipe:
     recipe._name = name
     recipe._files = files
     recipe._origins = origins
+    recipe._load_notes = repeated_overrides(overrides)
     return recipe
+
+
+def repeated_overrides(overrides: Iterable[str]) -> list[Problem]:
+    """A warning for each key given more than once in the overrides: the last one wins, silently otherwise."""
+    seen: dict[str, list[str]] = {}
+    for text in overrides:
+        seen.setdefault(str(text).split("=", 1)[0].strip(), []).append(str(text))
+    return [Problem("schema", "warning", key, texts[-1].split("=", 1)[1] if "=" in texts[-1] else None,
+                    f"{CLI}: {key} is set {len(texts)} times ({'; '.join(texts)}); the last one wins",
+                    f"give {key} once")
+            for key, texts in seen.items() if len(texts) > 1]
 
 
 def recipe_dict(recipe: Recipe) -> dict:

@@ -23,7 +23,12 @@ LOCAL_ENTRY = ["-m", "grpolab.local.train"]
 RUN_DIR = "${RUN_DIR}"  # placeholder when rendering without a run directory
 # a plain word is left unquoted; the run-directory placeholder counts as plain, so that the bash script, which
 # puts the real directory in its place, passes exactly what rendering with that directory would
-_PLAIN = re.compile(r"^(\$\{RUN_DIR\}|[A-Za-z_/])[A-Za-z0-9_\-./]*$")  # Hydra rejects an unquoted ~
+_PLAIN = re.compile(r"^(\$\{RUN_DIR\}|[A-Za-z_/~])[A-Za-z0-9_\-./~]*$")
+# a value starting with `~` (~/data) is always quoted: Hydra's grammar reads a bare `~` at the start of a value as
+# something else and fails at composition, long after `check` passed. /abs and ./rel paths are plain words to
+# Hydra, and stay unquoted so that the bash script (which puts the run directory in place of ${RUN_DIR}) passes
+# exactly what rendering with that directory would
+_PATHLIKE = re.compile(r"^~")
 _RESERVED = {"true", "false", "null", "none", "nan", "inf"}
 
 
@@ -71,7 +76,7 @@ def hydra_value(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
     text = str(value)
-    if _PLAIN.match(text) and text.lower() not in _RESERVED:
+    if _PLAIN.match(text) and text.lower() not in _RESERVED and not _PATHLIKE.match(text):
         return text
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 

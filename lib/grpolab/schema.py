@@ -8,16 +8,21 @@ rules that relate several fields (TP divides the heads, ...) live in grpolab.val
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
 
 Device = Literal["npu", "cuda", "cpu"]
 Scalar = Union[bool, int, float, str, None]
 
 
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"  # what a shell can export (the renderer's bash script needs it)
+EnvName = Annotated[str, StringConstraints(pattern=ENV_NAME)]
+
+
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # strict: no bool -> int, no "8" -> 8, no 0 -> false; no inf/nan floats (a typo, never a setting)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False)
 
 
 class Cluster(Strict):
@@ -213,7 +218,8 @@ class Recipe(Strict):
     data: Data
     algorithm: Algorithm
     trainer: Trainer
-    env: dict[str, str] = Field(description="exported on every node, nothing implicit")
+    env: dict[EnvName, str] = Field(description="exported on every node, nothing implicit")
+    secrets: list[EnvName] = Field(description="env names whose values are secret (besides names that look secret)")
     stack: dict[str, str] = Field(description="package -> version or commit pins that preflight compares")
     verl_overrides: dict[str, Scalar | list | dict] = Field(description="raw verl Hydra overrides")
     local: Local
@@ -222,10 +228,16 @@ class Recipe(Strict):
     _name: str = PrivateAttr(default="")
     _files: list[str] = PrivateAttr(default_factory=list)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
+    _load_notes: list = PrivateAttr(default_factory=list)  # loader warnings (Problems), e.g. a key --set twice
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def load_notes(self) -> list:
+        """Warnings the loader found (grpolab.problems.Problem): validate() reports them with the rules'."""
+        return list(self._load_notes)
 
     @property
     def files(self) -> list[str]:

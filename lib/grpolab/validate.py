@@ -9,6 +9,7 @@ call: the schema, these rules, and (optionally) the rendered overrides composed 
 from __future__ import annotations
 
 import json
+import math
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -21,8 +22,21 @@ from grpolab.recipe import load_recipe
 from grpolab.schema import ModelCard, Recipe
 
 
+MAX_DIVISORS_OF = 10**12  # above this no "nearest valid" list is offered: finding it would take seconds
+
+
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """The divisors of n, in O(sqrt n): n comes from a recipe, and a typo of 10**26 must not hang `check`."""
+    if n < 1 or n > MAX_DIVISORS_OF:
+        return []
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def _multiples_near(value: int, step: int, k: int = 3) -> list[int]:
+    """Positive multiples of step around value (the k nearest are picked by _nearest)."""
+    base = max(1, value // step)
+    return [m * step for m in range(max(1, base - k), base + k + 2)]
 
 
 def _nearest(value: int, candidates: Iterable[int], k: int = 3) -> list[int]:
@@ -78,7 +92,8 @@ class _Rules:
             valid = [d for d in _divisors(world // others) if name != "tp" or not f or f.num_heads % d == 0] if (
                 world % others == 0) else []
             dpn = r.cluster.devices_per_node
-            nodes = next(n for n in range(r.cluster.nnodes, r.cluster.nnodes + group + 1) if (n * dpn) % group == 0)
+            step = group // math.gcd(dpn, group)  # the smallest node count whose devices the group divides
+            nodes = -(-r.cluster.nnodes // step) * step
             self.add("world-divisible", f"train.{name}", value,
                      f"world size {world} ({r.cluster.nnodes} nodes x {dpn}) is not divisible by "
                      f"tp x pp x cp = {t.tp} x {t.pp} x {t.cp} = {group}",
@@ -246,7 +261,7 @@ class _Rules:
             return
         micro = 1 if r.train.dynamic_bsz else a.micro_batch_size_per_device
         if (d.train_batch_size * n) % (dp * micro):
-            sizes = [b for b in range(1, 4 * d.train_batch_size + 1) if (b * n) % (dp * micro) == 0]
+            sizes = _multiples_near(d.train_batch_size, (dp * micro) // math.gcd(n, dp * micro))
             self.add("batch-divisible", "data.train_batch_size", d.train_batch_size,
                      f"train batch x n = {d.train_batch_size} x {n} = {d.train_batch_size * n} is not divisible by "
                      f"train dp x micro batch = {dp} x {micro} = {dp * micro}",
@@ -293,6 +308,11 @@ class _Rules:
                 if getattr(t, name) != 1:
                     self.add("engine-support", f"train.{name}", getattr(t, name),
                              "the TRL engine has no model parallelism", f"set train.{name} to 1")
+            if r.model.path:  # the TRL engine builds its tiny model in code
+                self.add("engine-support", "model.path", r.model.path,
+                         "train.engine trl builds its tiny model in code and ignores model.path",
+                         "drop model.path, or use train.engine megatron or fsdp to train that model",
+                         severity="warning")
             from grpolab.local.mapping import unsupported  # pure python: no torch import
 
             for key, value, reason in unsupported(r):
@@ -353,7 +373,8 @@ class _Rules:
                 self.add("env-required", "env.ASCEND_RT_VISIBLE_DEVICES", visible,
                          f"lists {count} devices but the recipe uses {r.cluster.devices_per_node} per node",
                          f"list {r.cluster.devices_per_node} devices, e.g. "
-                         f"{','.join(str(i) for i in range(r.cluster.devices_per_node))}")
+                         f"{','.join(str(i) for i in range(min(r.cluster.devices_per_node, 16)))}"
+                         f"{',...' if r.cluster.devices_per_node > 16 else ''}")
         if "wandb" in r.trainer.logger and not (env.get("WANDB_MODE") or env.get("WANDB_API_KEY")):
             self.add("env-required", "trainer.logger", r.trainer.logger,
                      "wandb is a logger but neither WANDB_MODE nor WANDB_API_KEY is in env: without a key on the "
@@ -449,7 +470,7 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     rules.stack()
     rules.memory(grad_offload_supported)
     field_rules.check(recipe, facts, rules.add)  # checks learned from real failures (issue 13)
-    return problems + rules.problems
+    return problems + rules.problems + recipe.load_notes
 
 
 def layout_problems(recipe: Recipe, facts: ModelCard | None) -> list[Problem]:

@@ -2,13 +2,21 @@
 
 One small module per verb (grpolab/cli/<verb>.py), each with `register(subparsers)` that adds its parser and
 sets `func`, a function `(args) -> int` returning the exit status. Exit status: 0 clean (warnings allowed),
-1 problems found (errors, failed checks, a failed run, a regression), 2 unusable input.
+1 problems found (errors, failed checks, a failed run, a regression, an unreachable cluster), 2 unusable input
+(bad arguments, no such recipe or run, an unreadable or unwritable file), 130 interrupted, 141 the reader of
+stdout went away (`grpolab monitor RUN | head`: nothing more is printed).
+
+`main` is the one error boundary: every expected failure is one line on stderr (`grpolab VERB: message`) and,
+with --json, one JSON document on stdout: {"error": message, "exit": status}. An unexpected exception is one
+line too (`internal error`, exit 1); GRPOLAB_DEBUG=1 shows its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import os
 import sys
 
 # verb -> module under grpolab.cli; a module may register several verbs (runs, status, logs, stop).
@@ -35,8 +43,13 @@ class UsageError(Exception):
     """Unusable input (no such recipe, unreadable file, bad arguments): exit status 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse prints usage + error and exits; here: one line, through main
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="grpolab", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="grpolab", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     sub.required = True
     for module in dict.fromkeys(VERBS.values()):
@@ -44,17 +57,74 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _one_line(text: str) -> str:
+    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip()) or "(no message)"
+
+
+def _fail(verb: str, message: str, status: int, as_json: bool) -> int:
+    message = _one_line(message)
     try:
-        return int(args.func(args) or 0)
-    except UsageError as exc:
-        print(f"grpolab {args.verb}: {exc}", file=sys.stderr)
-        return 2
+        if as_json:
+            print(json.dumps({"error": message, "exit": status}))
+        print(f"grpolab{' ' + verb if verb else ''}: {message}", file=sys.stderr)
+    except (BrokenPipeError, OSError):
+        pass
+    return status
+
+
+def _quiet_closed_stdout() -> None:
+    """stdout's reader went away: send what is left to /dev/null so that Python's exit flush stays silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # pytest's captured stdout has no file descriptor
+        pass
+
+
+def _os_message(exc: OSError) -> str:
+    where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+    return f"{where}{exc.strerror or exc}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from grpolab.problems import InputError, RecipeError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
+    verb = next((a for a in argv if a in VERBS), "")
+    try:
+        args = build_parser().parse_args(argv)
+        verb = args.verb
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()
+        return status
+    except SystemExit as exc:  # --help (0) and verbs that print their own problems (1)
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        return code
+    except (UsageError, InputError) as exc:
+        return _fail(verb, str(exc), 2, as_json)
+    except RecipeError as exc:
+        return _fail(verb, exc.problems[0].message if exc.problems else str(exc), 1, as_json)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return _fail(verb, "interrupted", 130, as_json)
+    except BrokenPipeError:
+        _quiet_closed_stdout()
+        return 141
+    except UnicodeError as exc:
+        return _fail(verb, f"cannot decode the input: {exc}", 2, as_json)
+    except OSError as exc:  # a read-only or full disk, a missing or unreadable file, a refused connection
+        if isinstance(exc, ConnectionError) or type(exc).__module__.split(".")[0] in ("requests", "urllib3", "ray"):
+            return _fail(verb, f"cannot reach the Ray cluster: {exc}", 1, as_json)
+        return _fail(verb, _os_message(exc), 2, as_json)
+    except Exception as exc:  # a bug: one line, not a traceback; GRPOLAB_DEBUG=1 shows where
+        if os.environ.get("GRPOLAB_DEBUG"):
+            raise
+        from grpolab.cluster import ClusterError
+
+        if isinstance(exc, ClusterError):
+            return _fail(verb, str(exc), 1, as_json)
+        return _fail(verb, f"internal error: {type(exc).__name__}: {exc} (GRPOLAB_DEBUG=1 shows the traceback)",
+                     1, as_json)
 
 
 if __name__ == "__main__":  # pragma: no cover

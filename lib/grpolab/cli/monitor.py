@@ -39,7 +39,10 @@ def main(args) -> int:
     except (RunNotFound, ThresholdsError) as exc:
         raise UsageError(str(exc)) from None
     data = monitor.update(refresh=not args.no_refresh)
-    if not args.no_png:
+    if not args.no_png and not args.png and not monitor.run.is_run:  # nothing is written beside a bare file
+        data["notes"].append(f"{args.run} is not inside a run directory: no curves drawn; pass --png PATH to "
+                             "draw them")
+    elif not args.no_png:
         target = Path(args.png) if args.png else monitor.run.path / "curves.png"
         try:
             data["curves"] = str(plot_curves(monitor.view, monitor.alerts, target, title=monitor.run.run_id))

@@ -11,6 +11,8 @@ def register(sub) -> None:
     p = sub.add_parser("render", help="render the launch: Hydra overrides, a bash script or JSON")
     add_recipe_args(p)
     p.add_argument("--format", choices=("overrides", "sh", "json"), default="overrides")
+    p.add_argument("--show-secrets", action="store_true",
+                   help="print secret env values in clear (default: masked; names that look secret or `secrets:`)")
     p.set_defaults(func=main)
 
 
@@ -27,6 +29,14 @@ def main(args) -> int:
     launch = render(recipe)
     for note in launch.notes:
         print(f"# {note.severity}: [{note.rule}] {note.key}: {note.message}", file=sys.stderr)
+    if not args.show_secrets:  # masked by name in env, and by value wherever else a secret would show
+        import dataclasses
+
+        from grpolab.secrets import redact_env, redact_text, secret_values
+
+        values = secret_values(launch.env, recipe.secrets)
+        env = {k: redact_text(v, values) for k, v in redact_env(launch.env, recipe.secrets).items()}
+        launch = dataclasses.replace(launch, env=env, overrides=[redact_text(o, values) for o in launch.overrides])
     if args.format == "json":
         print(to_json(launch))
     elif args.format == "sh":

@@ -27,6 +27,11 @@ def main(args) -> int:
     from grpolab import cluster, launch, runs
     from grpolab.outcome import describe_outcome
 
+    if args.run_id is not None:  # a dry run too: the id a user would launch with must be usable
+        try:
+            runs.check_run_id(args.run_id)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     recipe = load(args)
     try:
         if args.dry_run:

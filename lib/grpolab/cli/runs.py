@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
+import sys
 import time
 
 from grpolab.cli import UsageError
+
+
+def _count(text: str) -> int:
+    """--tail N: a whole number of lines, 0 or more (argparse turns the error into one line, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of lines") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: give the number of last lines to print (0: all)")
+    return value
 
 
 def register(sub) -> None:
@@ -16,7 +29,7 @@ def register(sub) -> None:
         q = sub.add_parser(verb, help=helptext)
         q.add_argument("run", metavar="RUN", help="a run id, or a run directory")
         if verb == "logs":
-            q.add_argument("--tail", type=int, default=0, help="only the last N lines")
+            q.add_argument("--tail", type=_count, default=0, metavar="N", help="only the last N lines (0: all)")
         if verb == "status":
             q.add_argument("--json", action="store_true")
         q.set_defaults(func=func)
@@ -86,8 +99,8 @@ def stop_main(args) -> int:
     except NothingToStop as exc:
         print(str(exc))
         return 0
-    except ClusterError as exc:
-        print(f"error: {exc}")
+    except ClusterError as exc:  # unreachable, a job Ray no longer knows, or a job grpolab did not submit
+        print(f"grpolab stop: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
     print(f"run {run.run_id}: {status.get('state')}")
     return 0

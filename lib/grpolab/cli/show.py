@@ -1,4 +1,4 @@
-"""`grpolab show RECIPE [--set k=v ...]`: the fully resolved recipe as YAML."""
+"""`grpolab show RECIPE [--set k=v ...]`: the fully resolved recipe as YAML (secret env values masked)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,20 @@ from grpolab.cli.common import add_recipe_args, load
 def register(sub) -> None:
     p = sub.add_parser("show", help="print the resolved recipe as YAML")
     add_recipe_args(p)
+    p.add_argument("--show-secrets", action="store_true",
+                   help="print secret env values in clear (default: masked; names that look secret or `secrets:`)")
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
     from grpolab.recipe import to_yaml
+    from grpolab.secrets import redact_env, redact_text, secret_values
 
-    print(to_yaml(load(args)), end="")
+    recipe = load(args)
+    if args.show_secrets:
+        print(to_yaml(recipe), end="")
+        return 0
+    # masked by name in env, and by value anywhere else a secret was copied to (a verl override, a name)
+    values = secret_values(recipe.env, recipe.secrets)
+    print(redact_text(to_yaml(recipe, env=redact_env(recipe.env, recipe.secrets)), values), end="")
     return 0

@@ -102,6 +102,10 @@ def plot_curves(metrics, alerts=(), path: str | Path = "curves.png", title: str 
     fig.subplots_adjust(left=0.06, right=0.985, bottom=0.055, top=0.92, wspace=0.3, hspace=0.62)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=80, format="png")
-    tmp.replace(path)  # a dashboard or notebook reading the PNG never sees half a file
+    try:
+        fig.savefig(tmp, dpi=80, format="png")
+        tmp.replace(path)  # a dashboard or notebook reading the PNG never sees half a file
+    except BaseException:  # a target that is a directory, a full disk: leave no temporary file behind
+        tmp.unlink(missing_ok=True)
+        raise
     return path

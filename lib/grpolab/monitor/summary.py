@@ -36,7 +36,7 @@ def open_run(ref, root: Path | None = None) -> tuple[Run, MetricsView]:
         run, file = ref, None
     else:
         path = Path(str(ref)).expanduser()
-        run = resolve_run(ref, root)
+        run = resolve_run(ref, root, metrics_file=True)  # a metrics file outside a run is read, never written to
         file = path.resolve() if path.is_file() else None
     if file is not None:
         if file.parent.name == "logs" and (file.parent.parent / "status.json").exists():
