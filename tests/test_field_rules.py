@@ -105,15 +105,14 @@ def test_dynamic_batch_budget_multiplies_by_cp():
     found = by_rule("qwen3_5_122b_a10b_32k", "dynamic-batch", ["train.dynamic_bsz=true",
                                                                "train.max_token_len_per_device=9215"])
     assert "9216" in found[0].fix
-    # verl_overrides' use_dynamic_bsz wins (glm5_2 turns it off there)
-    assert "dynamic-batch" not in errors("glm5_2", ["train.dynamic_bsz=true", "train.max_token_len_per_device=1024"])
+    assert "dynamic-batch" in errors("glm5_2", ["train.dynamic_bsz=true", "train.max_token_len_per_device=1024"])
 
 
 # ---------------------------------------------------------------------------------------------------- class 6
 def test_sequence_parallel_helper_takes_an_int_or_a_bool():
     recipe = load_recipe("qwen3_30b_a3b")
     assert field_rules.sequence_parallel(recipe)
-    assert not field_rules.sequence_parallel(load_recipe("qwen3_30b_a3b", ["train.sp=1"]))
+    assert not field_rules.sequence_parallel(load_recipe("qwen3_30b_a3b", ["train.sp=false"]))
     object.__setattr__(recipe.train, "sp", True)  # the bool form (Megatron sequence parallel on)
     assert field_rules.sequence_parallel(recipe)
     object.__setattr__(recipe.train, "sp", False)
@@ -195,8 +194,8 @@ def test_weight_bucket_on_a_config_json_model():
     npu = by_rule("qwen3_8b", "weight-bucket", base + ["cluster.device=npu"])  # verl issue 5952: shared memory
     assert npu and npu[0].severity == "error"
     assert not by_rule("qwen3_8b", "weight-bucket", base + ["rollout.update_weights_bucket_mb=2560"])
-    # the escape hatch wins over the field, as it does at render time
-    assert by_rule("qwen3_5_122b_a10b_32k", "weight-bucket", [
+    # the escape hatch cannot slip a value past the rule: it shadows the field, and the gate refuses that
+    assert by_rule("qwen3_5_122b_a10b_32k", "override-shadows", [
         "verl_overrides.actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes=2048"])
 
 

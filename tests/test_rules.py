@@ -19,9 +19,9 @@ from grpolab.validate import check
 QWEN3_NEXT = str(Path(__file__).parent / "data" / "models" / "qwen3_next_80b_a3b")
 
 CASES = {
-    "world-divisible": [("glm5_2", ["train.cp=3"]), ("qwen3_30b_a3b", ["train.cp=3"])],
+    "world-divisible": [("glm5_2", ["train.cp=3", "model.use_remove_padding=true"]), ("qwen3_30b_a3b", ["train.cp=3"])],
     "expert-divisible": [("glm5_2", ["train.etp=2"]), ("qwen3_30b_a3b", ["train.etp=8"])],
-    "heads-tp": [("glm5_2", ["cluster.nnodes=96", "train.tp=3"]),
+    "heads-tp": [("glm5_2", ["cluster.nnodes=96", "train.tp=3", "model.use_remove_padding=true"]),
                  ("qwen3_8b", ["cluster.devices_per_node=6", "train.ulysses_sp=3", "data.train_batch_size=768",
                                "algorithm.ppo_mini_batch_size=384"])],
     "kv-heads-tp": [("qwen3_5_122b_a10b_32k", ["train.tp=4"]),
@@ -72,7 +72,7 @@ CASES = {
     "seq-padding": [("qwen3_5_122b_a10b_32k", ["data.max_response_length=32760"]),
                     ("qwen3_30b_a3b", ["model.use_remove_padding=false", "data.max_response_length=8190"])],
     "linear-attention": [("qwen3_5_122b_a10b_32k", ["rollout.tp=32", "rollout.ep=32"]),
-                         ("qwen3_30b_a3b", [f"model.path={QWEN3_NEXT}", "model.card=null", "train.tp=2", "train.sp=2",
+                         ("qwen3_30b_a3b", [f"model.path={QWEN3_NEXT}", "model.card=null", "train.tp=2", "train.sp=true",
                                             "train.cp=2", "stack.megatron-core=core_r0.16.0"])],
     "weight-bucket": [("qwen3_5_122b_a10b_32k", ["rollout.update_weights_bucket_mb=2048"]),
                       ("glm5_2", ["rollout.update_weights_bucket_mb=1024"])],
