@@ -17,6 +17,7 @@ PY = str(Path(sys.executable))
 @pytest.mark.parametrize("args,expect", [
     (["benchmarks/check_speed.py"], "grpolab check glm5_2` whole process"),
     (["benchmarks/monitor_speed.py"], "pandas"),
+    (["benchmarks/monitor_alerts.py"], "false alarms per 1000 healthy steps: 0.00"),
     (["benchmarks/preflight_speed.py"], "nodes"),
     # 8 steps cannot reach the accuracy targets: the benchmark then says NO and exits 1, as it should
     (["benchmarks/tiny_grpo.py", "--seeds", "1", "--set", "total_steps=8", "--set", "test_freq=4"],

@@ -2,7 +2,7 @@
 
     compare(run, baseline, steps=None, thresholds=None) -> Comparison
 
-Each figure of `regression.figures` in params/monitor/health.yaml (device memory, throughput, step time,
+Each figure of `monitor.regression.figures` in params/base.yaml (device memory, throughput, step time,
 reward mean) reduces its metric over steps first..last (inclusive; default `regression.steps`, 5-14) in both
 runs, then fails when the run moved the wrong way by more than the limit. A metric neither run logs is
 `skipped`; a metric only one run logs `fail`s (it cannot be checked). A run with no step in the window fails

@@ -190,6 +190,9 @@ class MetricsView:
         self._tail = _Tail(self.path)
         self._lines_read = 0
         self._clean_cache: dict[str, list[float | None]] = {}
+        self.duplicate_steps = 0  # steps that logged a metric they had already logged (merged, later wins)
+        self._dropped: dict[str, int] = {}  # name -> values that are not numbers (strings, lists), counted so far
+        self._dropped_seen: dict[str, int] = {}  # name -> how much of its column was counted
 
     # -- reading --------------------------------------------------------------------------------------------
 
@@ -240,6 +243,7 @@ class MetricsView:
         self.steps, self._raw, self._row_of = [], {}, {}
         self.bad_lines, self.problems, self._lines_read = 0, [], 0
         self._clean_cache.clear()
+        self.duplicate_steps, self._dropped, self._dropped_seen = 0, {}, {}
 
     def _note(self, message: str) -> None:
         self.bad_lines += 1
@@ -331,6 +335,8 @@ class MetricsView:
                 # A step logged again (verl logs validation separately at some steps): merge, later wins.
                 # Columns named in `last_names` are already a full row long, so this never breaks the
                 # fast path's invariant.
+                if any(len(raw.get(name) or ()) > row and raw[name][row] is not None for name in data):
+                    self.duplicate_steps += 1  # the same metric at the same step again (a resumed run)
                 for name, value in data.items():
                     column = raw.get(name)
                     if column is None:
@@ -350,6 +356,19 @@ class MetricsView:
                 column.extend([None] * (rows - len(column)))
 
     # -- access ---------------------------------------------------------------------------------------------
+
+    def dropped(self) -> dict[str, int]:
+        """name -> how many logged values were not numbers (a string such as "n/a", a list): they are left out
+        of every series. Counted incrementally (only rows added since the last call are looked at)."""
+        numeric = (float, int, bool, type(None))
+        for name, column in self._raw.items():
+            seen = self._dropped_seen.get(name, 0)
+            if seen < len(column):
+                bad = sum(1 for kind in map(type, column[seen:]) if kind not in numeric)
+                if bad:
+                    self._dropped[name] = self._dropped.get(name, 0) + bad
+                self._dropped_seen[name] = len(column)
+        return dict(self._dropped)
 
     def __len__(self) -> int:
         return len(self.steps)
