@@ -32,7 +32,7 @@ P = {
     "ray_address": ("Optional[str]", "None",
                     "Ray cluster (HOST:6379 or http://HOST:8265); None: RAY_ADDRESS, else the embedded local head"),
     "dry_run": ("bool", "False", "True: validate, preflight and show the launch, but submit nothing"),
-    "wait": ("bool", "True", "follow the run until it ends (a progress line every 30 s)"),
+    "wait": ("bool", "True", "follow the run until it ends (a progress bar; headless a line every 30 s)"),
     "run_id": ("Optional[str]", "None", "name of the new run (letters, digits, . _ -); None: generated"),
 }
 
@@ -123,13 +123,14 @@ be submitted (entrypoint, env with secrets redacted, verl overrides, bash script
 ```""",
         pick("model", "overrides", "ray_address", "dry_run", "wait", "run_id",
              dry_run=("False", "True: show what would be submitted (entrypoint, env, overrides, script) only"),
-             wait=("True", "follow the run until it ends (a progress line every 30 s); error if it failed")),
+             wait=("True", "follow the run until it ends (a progress bar; headless a line every 30 s); error if it failed")),
         "params = nb.check_parameters(globals())\nnb.check_address(ray_address)\nnb.check_new_run_id(run_id)\n"
         "recipe = nb.load(model, overrides)",
         [
             ("## Submit (or show what would be submitted)",
              "run = nb.launch(recipe, address=ray_address, run_id=run_id, dry_run=dry_run)", ["report"]),
-            ("## Follow the run\nOne line every 30 s; watch it live in `04_monitor.ipynb` in JupyterLab.",
+            ("## Follow the run\nA progress bar in JupyterLab, a line every 30 s headless (step / total, elapsed, "
+             "remaining, reward, validation accuracy); the curves live in `04_monitor.ipynb`.",
              "status = nb.follow(run) if wait else None", []),
             ("## Outcome", "nb.verdict(run, status)", ["report"]),
         ],

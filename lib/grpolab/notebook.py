@@ -434,27 +434,34 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
 
 
 def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None] = print) -> dict | None:
-    """Follow a run until it ends, printing at most one progress line per `every_s` seconds (step / total,
-    reward, validation accuracy). Stops following (the run goes on) when Ray stops answering."""
+    """Follow a run until it ends: a progress bar in JupyterLab, else at most one progress line per `every_s`
+    seconds (step / total, elapsed, remaining, reward, validation accuracy; grpolab.monitor.progress), then the
+    final state. Stops following (the run goes on) when Ray stops answering."""
     from grpolab import launch as launcher
+    from grpolab.monitor import load as load_metrics
+    from grpolab.monitor.progress import Progress
     from grpolab.runs import TERMINAL_STATES
 
     if run is None:  # a dry run: nothing was submitted
         return None
-    progress(f"following run {run.run_id}: a line every {every_s:g} s")
+    bar = in_jupyterlab()  # a progress bar in JupyterLab; plain lines under papermill, nbval and in scripts
+    if not bar:
+        progress(f"following run {run.run_id}: a line every {every_s:g} s")
+    tracker, view = Progress(run.run_id, bar=bar, every_s=every_s, out=progress), None
     silent = 0
     while True:
-        latest: list[str] = []
-        status = launcher.wait(run, progress=latest.append, timeout=every_s)
-        if latest:
-            progress(latest[-1])
+        status = launcher.wait(run, progress=lambda _line: None, timeout=every_s / 6 if bar else every_s)
+        if run.metrics_file.exists():
+            view = view or load_metrics(run.metrics_file)
+            view.refresh()
+        tracker.update(view, status)
         if status.get("state") in TERMINAL_STATES:
-            progress(f"run {run.run_id}: {status['state']}")
+            tracker.close(status)
             return status
         note = str(status.get("note") or "")
         silent = silent + 1 if ("unreachable" in note or "does not know" in note) else 0
-        if silent >= UNREACHABLE_CHUNKS:
-            progress(f"stopped following run {run.run_id}: {note}")
+        if silent >= UNREACHABLE_CHUNKS * (6 if bar else 1):
+            tracker.close({"state": f"stopped following: {note}"})
             return status
 
 
