@@ -113,9 +113,12 @@ class RunMonitor:
         else:  # the `monitor:` section of the recipe the run was launched with (tiny's are wider than a cluster's)
             self.thresholds = thresholds_for(self.run)
         self.alerts: list[Alert] = []
+        self.curves = None  # grpolab.monitor.plots.Curves, made on the first drawing update
 
-    def update(self, refresh: bool = True, png: str | Path | None = None) -> dict:
-        """The summary dict; `png`: also draw the curves there. `refresh`: ask Ray (if the job is not over)."""
+    def update(self, refresh: bool = True, png: str | Path | None = None, analyse: bool = True) -> dict:
+        """The summary dict; `png`: also draw the curves there (only if something changed since the last draw).
+        `refresh`: ask Ray (if the job is not over). `analyse` False: keep the alerts of the last update (a
+        dashboard's quick refresh between two analyses)."""
         status = self.run.status()
         notes = []
         if refresh and status.get("state") not in TERMINAL_STATES and status.get("job_id"):
@@ -125,7 +128,8 @@ class RunMonitor:
         if status.get("note"):  # launch records why it could not ask Ray ("Ray is unreachable ...")
             notes.append(str(status["note"]))
         self.view.refresh()
-        self.alerts = alerts(self.view, self.thresholds)
+        if analyse:
+            self.alerts = alerts(self.view, self.thresholds)
         state = status.get("state") or "UNKNOWN"
         failure = _failure(self.run, status) if state == "FAILED" else None
         if self.view.problems:
@@ -133,9 +137,12 @@ class RunMonitor:
         notes += _data_notes(self.view, state)
         curves = None
         if png is not None:
-            from grpolab.monitor.plots import plot_curves
+            from grpolab.monitor.plots import Curves
 
-            curves = str(plot_curves(self.view, self.alerts, png, title=self.run.run_id))
+            if self.curves is None:
+                self.curves = Curves(title=self.run.run_id)
+            self.curves.draw(self.view, self.alerts, png)
+            curves = str(png)
         return {
             "run_id": status.get("run_id") or self.run.run_id,
             "path": str(self.run.path),
@@ -287,3 +294,42 @@ def format_summary(data: dict) -> str:
     for note in data.get("notes", []):
         lines.append(f"note      {note}")
     return "\n".join(lines)
+
+
+# --- HTML (notebooks) ----------------------------------------------------------------------------------------
+
+_PRE = "<pre style='font-family:monospace;font-size:85%;margin:0'>"
+
+
+def format_html(data: dict, open_alerts: bool = False) -> str:
+    """The summary for notebooks: the same text in monospace (columns line up in JupyterLab and in nbconvert's
+    HTML), the alerts grouped by rule in collapsible <details> (the advice once per rule), and the thresholds
+    that applied in a collapsed <details> of their own."""
+    import html as _html
+
+    text = format_summary({**data, "alerts": [], "alert_groups": [], "thresholds": None})
+    head = text.split("\nalerts    none", 1)
+    parts = [_PRE + _html.escape(head[0].rstrip()) + "</pre>"]
+    groups = data.get("alert_groups") or group(data.get("alerts") or [])
+    if groups:
+        total = sum(g["count"] for g in groups)
+        parts.append(f"<p style='margin:6px 0 2px'><b>alerts</b>: {total} in {len(groups)} rule(s)</p>")
+        for g in groups:
+            colour = "#d62728" if g["severity"] == "error" else "#b35900"
+            worst = "" if g["worst"] is None else f", worst {_value(g['worst'])}"
+            summary_line = (f"<span style='color:{colour}'><b>{g['severity'].upper()}</b></span> "
+                            f"<code>{g['rule']}</code>: {g['count']} episode(s), {_range(g)}{worst}")
+            items = "".join(f"<li>{_html.escape(m)}</li>" for m in g["messages"])
+            parts.append(f"<details{' open' if open_alerts else ''}><summary>{summary_line}</summary>"
+                         f"<ul style='margin:2px 0'>{items}</ul><p style='margin:2px 0 6px 18px'><i>try:</i> "
+                         f"{_html.escape(g['advice'])}</p></details>")
+    else:
+        parts.append(_PRE + "alerts    none</pre>")
+    tail = head[1].strip("\n") if len(head) > 1 else ""
+    if tail:
+        parts.append(_PRE + _html.escape(tail) + "</pre>")
+    if data.get("thresholds"):
+        limits = "\n".join(data.get("threshold_lines") or [])
+        parts.append(f"<details><summary>limits applied: <code>{_html.escape(data['thresholds'])}</code></summary>"
+                     f"{_PRE}{_html.escape(limits)}</pre></details>")
+    return "\n".join(parts)
