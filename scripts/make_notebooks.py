@@ -151,9 +151,10 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
         [
             ("## Watch\nLive in JupyterLab; headless, follow the run until it ends (when `wait`).",
              "dashboard = nb.watch(run, wait=wait, live=live, interval=interval)", []),
-            ("## The run\nState, latest metrics, alerts, failure cause, curves (PNG in `runs/<run_id>/curves.png`).",
-             "data = nb.show_run(run, picture=dashboard is None)", ["report"]),
-            ("## Verdict", "nb.verdict(run, strict=strict)", ["report"]),
+            ("## The run\nState, latest metrics, alerts grouped by rule (click one to open it), failure cause, the "
+             "thresholds that applied, curves (PNG in `runs/<run_id>/curves.png`).",
+             "data = nb.show_run(run, picture=dashboard is None, dashboard=dashboard)", ["report"]),
+            ("## Verdict", "nb.verdict(run, strict=strict) if dashboard is None else None", ["report"]),
         ],
     ),
     "run": (

@@ -91,3 +91,26 @@ def test_follow_prints_progress_lines_then_the_state(tmp_path, monkeypatch):
 class _Empty:
     def refresh(self):
         return 0
+
+
+def test_follow_while_reads_the_run_files_until_the_other_kernel_is_done(tmp_path):
+    """run.ipynb's monitor stage: progress from status.json and metrics.jsonl while 04_monitor runs elsewhere."""
+    from grpolab.monitor.progress import follow_while
+    from grpolab.runs import Run
+
+    run = Run(tmp_path / "run-b")
+    run.path.mkdir()
+    run.write_status(state="RUNNING", total_steps=20)
+    polls, lines = [], []
+
+    def busy() -> bool:
+        polls.append(1)
+        if len(polls) == 3:
+            synthetic.write_jsonl(run.metrics_file, synthetic.healthy(20))
+            run.write_status(state="SUCCEEDED")
+        return len(polls) < 6
+
+    status = follow_while(run, busy, every_s=0.0, poll_s=0.0, out=lines.append)
+    assert status["state"] == "SUCCEEDED"
+    assert lines[0].startswith("step 20/20 (100 %)") and lines[-1].startswith("run run-b: step 20/20")
+    assert lines[-1].endswith("SUCCEEDED")

@@ -34,6 +34,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import types
 import typing
@@ -82,7 +83,8 @@ def _display(html_text: str, text: str) -> None:
 def show_text(text: str, title: str | None = None) -> None:
     """Preformatted text (YAML, a bash script, a table) with an optional bold title."""
     head = f"<b>{html.escape(title)}</b>" if title else ""
-    _display(f"{head}<pre style='font-size:85%'>{html.escape(text)}</pre>", (f"{title}\n" if title else "") + text)
+    _display(f"{head}<pre style='font-family:monospace;font-size:85%'>{html.escape(text)}</pre>",
+             (f"{title}\n" if title else "") + text)
 
 
 def show_image(path: str | Path) -> None:
@@ -529,12 +531,21 @@ def _curves_path(run) -> Path:
     return Path(tempfile.mkdtemp(prefix="grpolab-curves-")) / "curves.png"  # someone else's read-only run
 
 
-def show_run(run, picture: bool = True) -> dict:
-    """The monitor's view of a run: state, latest metrics, alerts, failure cause, and the curves (PNG)."""
-    from grpolab.monitor import format_summary, summary
+def show_run(run, picture: bool = True, dashboard=None) -> dict:
+    """The monitor's view of a run: state, latest metrics, alerts grouped by rule (collapsible), failure cause,
+    the thresholds that applied, and the curves (PNG). With a live `dashboard` above, one line only: the
+    dashboard keeps its own picture and summary up to date (a snapshot here would go stale at once)."""
+    from grpolab.monitor import format_summary
+    from grpolab.monitor.summary import RunMonitor, format_html
 
-    data = summary(run, png=_curves_path(run) if picture else None)
-    show_text(format_summary(data), title=f"run {data['run_id']}: {data['state']}")
+    if dashboard is not None:
+        print(f"run {run.run_id}: the dashboard above follows it live; its picture and summary stay in this "
+              "notebook when the run ends")
+        return dashboard.data or {}
+    monitor = RunMonitor(run)
+    data = monitor.update(png=_curves_path(run) if picture else None)
+    title = f"run {data['run_id']}: {data['state']}"
+    _display(f"<b>{html.escape(title)}</b>" + format_html(data), f"{title}\n{format_summary(data)}")
     if picture and data.get("curves"):
         show_image(data["curves"])
     return data
@@ -714,14 +725,31 @@ class Stages:
                   f"(run_id {self.run_id!r})", flush=True)
         start = time.perf_counter()
         error = None
-        try:
-            papermill.execute_notebook(str(source), str(output), parameters=parameters, kernel_name=KERNEL,
-                                       progress_bar=False, log_output=False, cwd=str(self.notebooks),
-                                       extra_arguments=KERNEL_ARGS)
-        except PapermillExecutionError as exc:
-            error = _error_of(output) or f"{exc.ename}: {exc.evalue}"
-        except Exception as exc:  # the kernel died, papermill could not start it, ...
-            error = f"{type(exc).__name__}: {exc}"
+
+        def execute() -> None:
+            nonlocal error
+            try:
+                papermill.execute_notebook(str(source), str(output), parameters=parameters, kernel_name=KERNEL,
+                                           progress_bar=False, log_output=False, cwd=str(self.notebooks),
+                                           extra_arguments=KERNEL_ARGS)
+            except PapermillExecutionError as exc:
+                error = _error_of(output) or f"{exc.ename}: {exc.evalue}"
+            except Exception as exc:  # the kernel died, papermill could not start it, ...
+                error = f"{type(exc).__name__}: {exc}"
+
+        run_dir = self.run_dir
+        if stage in NEEDS_RUN and run_dir is not None and run_dir.exists():
+            # the stage's own kernel follows the run; this one shows how far it is meanwhile (a bar in
+            # JupyterLab, a line every FOLLOW_EVERY_S s headless) instead of "running ..." for minutes
+            from grpolab.monitor.progress import follow_while
+            from grpolab.runs import Run
+
+            worker = threading.Thread(target=execute, daemon=True, name=f"grpolab-stage-{stage}")
+            worker.start()
+            follow_while(Run(run_dir), worker.is_alive, bar=in_jupyterlab(), every_s=FOLLOW_EVERY_S)
+            worker.join()
+        else:
+            execute()
         entry["seconds"] = time.perf_counter() - start
         entry["result"] = "failed" if error else "ok"
         self._collect()

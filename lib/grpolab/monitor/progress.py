@@ -162,3 +162,27 @@ class Progress:
             handle.update(data, raw=True)
         else:
             self.out(text)
+
+
+def follow_while(run, busy: Callable[[], bool], bar: bool = False, every_s: float = 30.0, poll_s: float = 2.0,
+                 out: Callable[[str], None] = print) -> dict:
+    """Show the progress of `run` from its files alone (status.json, metrics.jsonl; nothing asks Ray) while
+    `busy()` is true, e.g. while another kernel executes 04_monitor for run.ipynb; then the final line.
+    Returns the last status read."""
+    from grpolab.monitor.metrics import MetricsView
+
+    tracker = Progress(run.run_id, bar=bar, every_s=every_s, out=out)
+    view = MetricsView.for_run(run)
+    status: dict = {}
+    while busy():
+        view.refresh()
+        status = run.status()
+        tracker.update(view, status)
+        waited = 0.0
+        while waited < poll_s and busy():
+            time.sleep(min(0.2, poll_s))
+            waited += 0.2
+    view.refresh()
+    status = run.status()
+    tracker.close(status, view)
+    return status
