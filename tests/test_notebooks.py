@@ -232,6 +232,22 @@ def test_a_stage_notebook_stops_on_a_misspelled_parameter(tmp_path):
     assert "unknown parameter 'stirct': did you mean 'strict'?" in error.evalue
 
 
+def test_a_dry_run_preflight_verdict_does_not_list_the_failures_again(tmp_path, capsys):
+    from grpolab.preflight.report import PreflightReport, Row
+
+    report = PreflightReport("glm5_2", rows=[Row("torch_npu", "node1", "fail", "not installed", "pip install"),
+                                             Row("cann", "node1", "fail", "missing", "install CANN")])
+    nb.preflight_verdict(report, dry_run=True)
+    said = capsys.readouterr().out
+    assert said.startswith("dry run: 2 preflight check(s) fail: listed in the table above") and "torch_npu" not in said
+    with pytest.raises(nb.NotebookStop, match="what is missing:(.|\n)*torch_npu(.|\n)*fix: install CANN"):
+        nb.preflight_verdict(report)
+    book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text=said)])])
+    nbformat.write(book, str(tmp_path / "02_preflight.ipynb"))
+    assert nb._dry_run_failures(tmp_path / "02_preflight.ipynb") == "ok, 2 checks fail (dry run)"
+
+
 @pytest.mark.parametrize("recipe", RECIPES)
 def test_dry_run_of_every_recipe(ray_head, tmp_path, recipe):
     """run.ipynb -p dry_run True: validates, reports preflight (failures do not stop it), shows the rendered launch,
@@ -244,6 +260,11 @@ def test_dry_run_of_every_recipe(ray_head, tmp_path, recipe):
     assert f"preflight {recipe}:" in text  # the preflight table's summary line
     assert "#!/usr/bin/env bash" in text and "GRPOLAB_TEST_TOKEN" in text  # the rendered launch, env included
     assert "dry run: nothing was submitted" in text and "04_monitor: skipped" in text
+    failing = [line for line in text.splitlines() if line.startswith("FAIL ")]
+    if failing:  # each failed check is listed once (the table), and the stage table does not call it a plain ok
+        assert len(failing) == len(set(failing)) and "what is missing:" not in text
+        assert "checks fail (dry run)" in text
+    assert text.count(f"preflight {recipe}:") <= 2  # the summary: the table's line, and its HTML heading
     scratch = Path(text.split("the executed stage notebooks are in ")[1].split()[0])
     copies = sorted(p.name for p in scratch.glob("*.ipynb"))
     assert copies == ["01_setup.ipynb", "02_preflight.ipynb", "03_launch.ipynb"]

@@ -51,6 +51,7 @@ STAGES = ("01_setup", "02_preflight", "03_launch", "04_monitor")
 NEEDS_RUN = ("04_monitor",)  # stages that only make sense once a run was submitted
 REPORT_TAG = "report"  # cells of the stage notebooks whose outputs run.ipynb shows again
 PAPERMILL_NAMES = ("PAPERMILL_INPUT_PATH", "PAPERMILL_OUTPUT_PATH")  # papermill --inject-paths
+DRY_RUN_FAILS = "dry run: {n} preflight check(s) fail"  # run.ipynb's stage table reads this line back
 FOLLOW_EVERY_S = 30.0  # one progress line per this many seconds while a run is followed
 UNREACHABLE_CHUNKS = 4  # stop following after this many periods in a row without an answer from Ray
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -152,8 +153,8 @@ def show_problems(problems: Iterable[Problem], title: str = "problems") -> None:
 def show_stages(stages: list[dict]) -> None:
     """The stage table of run.ipynb: stage, result, seconds, executed copy."""
     rows = [[s["stage"], s["result"], f"{s['seconds']:.1f}", s.get("notebook") or ""] for s in stages]
-    colours = [_COLOURS["fail"] if s["result"] == "failed" else _COLOURS["skip"] if s["result"] == "skipped" else None
-               for s in stages]
+    colours = [_COLOURS["fail"] if s["result"] == "failed" else _COLOURS["skip"] if s["result"] == "skipped"
+               else _COLOURS["warn"] if "fail" in s["result"] else None for s in stages]
     text = "\n".join(f"{r[0]:14} {r[1]:8} {r[2]:>7} s  {r[3]}" for r in rows)
     _display(_table_html(["stage", "result", "seconds", "executed notebook"], rows, colours), text)
 
@@ -351,7 +352,8 @@ def show_launch(recipe) -> None:
     launch = _redacted_launch(recipe)
     lines = [f"entrypoint: {launch.command()}", "", "overrides:"]
     lines += [f"  {o}" for o in launch.overrides] or ["  (none: the local trainer reads the recipe itself)"]
-    lines += ["", "env (exported on every node):"] + [f"  {k}={v}" for k, v in launch.env.items()]
+    env = [f"  {k}={v}" for k, v in launch.env.items()]
+    lines += ["", "env (exported on every node):", *env] if env else ["", "env: none (the recipe sets no variables)"]
     show_text("\n".join(lines), title=f"rendered launch for {recipe.name} ({launch.engine})")
     if launch.notes:
         show_problems(launch.notes, title="rendering notes")
@@ -391,12 +393,12 @@ def preflight_verdict(report, dry_run: bool = False) -> None:
         print(f"no check fails: nothing blocks the launch ({warned} warning(s))")
         return
     failed = [r for r in report.rows if r.status == "fail"]
-    lines = [f"{r.check} ({r.node}): {r.detail}" + (f"\n    fix: {r.fix}" if r.fix else "") for r in failed]
-    text = f"{report.summary()}\nwhat is missing:\n" + "\n".join(lines)
-    if dry_run:
-        print(f"{text}\n(dry run: nothing will be launched, so failed checks do not stop it)")
+    if dry_run:  # the table above lists them with their fixes: say what they mean, not the list again
+        print(f"{DRY_RUN_FAILS.format(n=len(failed))}: listed in the table above with their fixes; "
+              "nothing will be launched, so they do not stop this dry run")
         return
-    raise NotebookStop(text)
+    lines = [f"{r.check} ({r.node}): {r.detail}" + (f"\n    fix: {r.fix}" if r.fix else "") for r in failed]
+    raise NotebookStop(f"{report.summary()}\nwhat is missing:\n" + "\n".join(lines))
 
 
 # ------------------------------------------------------------------------------------------------ launch
@@ -621,6 +623,24 @@ def _error_of(nb_path: Path) -> str | None:
     return None
 
 
+def _dry_run_failures(nb_path: Path) -> str | None:
+    """`ok, N checks fail (dry run)` when a dry-run stage reported failed checks (so the stage table does not
+    say a plain "ok" under a list of failures); None otherwise."""
+    import nbformat
+
+    pattern = re.compile(re.escape(DRY_RUN_FAILS).replace(r"\{n\}", r"(\d+)"))
+    try:
+        book = nbformat.read(str(nb_path), as_version=4)
+    except Exception:
+        return None
+    for cell in book.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            found = pattern.search(out.get("text", "") if out.get("output_type") == "stream" else "")
+            if found:
+                return f"ok, {found.group(1)} checks fail (dry run)"
+    return None
+
+
 def _replay(nb_path: Path) -> None:
     """Show again the outputs of the cells tagged `report` of an executed stage notebook."""
     import nbformat
@@ -751,7 +771,7 @@ class Stages:
         else:
             execute()
         entry["seconds"] = time.perf_counter() - start
-        entry["result"] = "failed" if error else "ok"
+        entry["result"] = "failed" if error else (_dry_run_failures(output) or "ok")
         self._collect()
         print(f"{stage}: {entry['result']} in {entry['seconds']:.1f} s; executed notebook: {entry['notebook']}")
         _replay(Path(entry["notebook"]))
