@@ -155,6 +155,11 @@ def _figure(name: str, spec: GateFigure, run: MetricsView, base: MetricsView, fi
     if len(run_vals) < len(run_all):
         result.status, result.note = "fail", f"the run has {len(run_all) - len(run_vals)} NaN/inf value(s) in the window"
         return result
+    if base_all and not base_vals:  # logged, but only as NaN/inf: say so, not "not logged by the baseline"
+        result.status = "fail"
+        result.note = (f"the baseline has only NaN/inf values ({len(base_all)}) in the window: cannot be checked; "
+                       "pick a healthy baseline run or another --steps window")
+        return result
     if not run_vals or not base_vals:
         who = "the baseline" if run_vals else "the run"
         other = "the run" if run_vals else "the baseline"
