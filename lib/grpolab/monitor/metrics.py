@@ -25,6 +25,7 @@ import json
 import math
 import os
 import re
+from itertools import compress
 from pathlib import Path
 from typing import Iterable
 
@@ -191,8 +192,7 @@ class MetricsView:
         self._lines_read = 0
         self._clean_cache: dict[str, list[float | None]] = {}
         self.duplicate_steps = 0  # steps that logged a metric they had already logged (merged, later wins)
-        self._dropped: dict[str, int] = {}  # name -> values that are not numbers (strings, lists), counted so far
-        self._dropped_seen: dict[str, int] = {}  # name -> how much of its column was counted
+        self._dropped: dict[str, int] = {}  # name -> values that are not numbers (strings, lists) in its column
 
     # -- reading --------------------------------------------------------------------------------------------
 
@@ -243,7 +243,7 @@ class MetricsView:
         self.steps, self._raw, self._row_of = [], {}, {}
         self.bad_lines, self.problems, self._lines_read = 0, [], 0
         self._clean_cache.clear()
-        self.duplicate_steps, self._dropped, self._dropped_seen = 0, {}, {}
+        self.duplicate_steps, self._dropped = 0, {}
 
     def _note(self, message: str) -> None:
         self.bad_lines += 1
@@ -358,17 +358,10 @@ class MetricsView:
     # -- access ---------------------------------------------------------------------------------------------
 
     def dropped(self) -> dict[str, int]:
-        """name -> how many logged values were not numbers (a string such as "n/a", a list): they are left out
-        of every series. Counted incrementally (only rows added since the last call are looked at)."""
-        numeric = (float, int, bool, type(None))
-        for name, column in self._raw.items():
-            seen = self._dropped_seen.get(name, 0)
-            if seen < len(column):
-                bad = sum(1 for kind in map(type, column[seen:]) if kind not in numeric)
-                if bad:
-                    self._dropped[name] = self._dropped.get(name, 0) + bad
-                self._dropped_seen[name] = len(column)
-        return dict(self._dropped)
+        """name -> how many logged values were not numbers (a string such as "n/a", a list), among the metrics
+        read so far (alerts, the summary and the curves read theirs): they are left out of every series.
+        Counted when a column is cleaned, with two C-level counts rather than a look at every value."""
+        return {name: count for name, count in self._dropped.items() if count}
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -395,12 +388,17 @@ class MetricsView:
             raw = self._raw.get(name)
             cached = [None] * len(self.steps) if raw is None else [_clean(v) for v in raw]
             self._clean_cache[name] = cached
+            if raw is not None:
+                self._dropped[name] = cached.count(None) - raw.count(None)
         return cached
 
     def series(self, name: str) -> tuple[list[int], list[float]]:
         """(steps, values) where the metric was logged, NaN and inf included."""
-        pairs = [(s, v) for s, v in zip(self.steps, self.column(name)) if v is not None]
-        return [s for s, _ in pairs], [v for _, v in pairs]
+        column = self.column(name)
+        if None not in column:  # logged at every step (most metrics): a C-level scan, no per-value Python
+            return list(self.steps), list(column)
+        logged = [v is not None for v in column]
+        return list(compress(self.steps, logged)), list(compress(column, logged))
 
     def latest(self, name: str) -> tuple[int, float] | None:
         """(step, value) of the last step that logged `name`, or None."""
