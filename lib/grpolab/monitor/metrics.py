@@ -193,6 +193,7 @@ class MetricsView:
         self._clean_cache: dict[str, list[float | None]] = {}
         self.duplicate_steps = 0  # steps that logged a metric they had already logged (merged, later wins)
         self._dropped: dict[str, int] = {}  # name -> values that are not numbers (strings, lists) in its column
+        self._rewritten: set[str] = set()  # names whose earlier rows a refresh changed (cleaned again)
 
     # -- reading --------------------------------------------------------------------------------------------
 
@@ -236,14 +237,29 @@ class MetricsView:
                 changed += self._ingest_pairs([(record["step"], record["data"])])
         if changed:
             self._pad()
-            self._clean_cache.clear()
+            self._extend_cache()
         return changed
+
+    def _extend_cache(self) -> None:
+        """Bring the cleaned columns up to date with the rows just read: clean only the new rows (a dashboard
+        refresh of a 20,000-step run must not clean 20,000 values per metric again); a column whose old rows
+        were rewritten (a step logged twice) is cleaned again when next asked for."""
+        rewritten, self._rewritten = self._rewritten, set()
+        for name in list(self._clean_cache):
+            cached, raw = self._clean_cache[name], self._raw.get(name)
+            if name in rewritten or raw is None:
+                del self._clean_cache[name]
+                continue
+            new = raw[len(cached):]
+            clean = [_clean(v) for v in new]
+            self._clean_cache[name] = cached + clean  # a new list: a caller may still hold the old one
+            self._dropped[name] = self._dropped.get(name, 0) + clean.count(None) - new.count(None)
 
     def _reset(self) -> None:
         self.steps, self._raw, self._row_of = [], {}, {}
         self.bad_lines, self.problems, self._lines_read = 0, [], 0
         self._clean_cache.clear()
-        self.duplicate_steps, self._dropped = 0, {}
+        self.duplicate_steps, self._dropped, self._rewritten = 0, {}, set()
 
     def _note(self, message: str) -> None:
         self.bad_lines += 1
@@ -337,6 +353,7 @@ class MetricsView:
                 # fast path's invariant.
                 if any(len(raw.get(name) or ()) > row and raw[name][row] is not None for name in data):
                     self.duplicate_steps += 1  # the same metric at the same step again (a resumed run)
+                self._rewritten.update(data)  # their cleaned columns are stale above the new rows
                 for name, value in data.items():
                     column = raw.get(name)
                     if column is None:
