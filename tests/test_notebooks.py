@@ -313,6 +313,8 @@ def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
     assert (run_dir / "val_accuracy.png").is_file() and (run_dir / "curves.png").is_file()
     for path in [out, *(run_dir / "notebooks").glob("*.ipynb")]:
         assert SECRET not in text_of(path), path
+    # the saved 04_monitor, reopened without a kernel (nbformat), shows the curves: an image output
+    assert any("image/png" in o.get("data", {}) for _, o in outputs(run_dir / "notebooks" / "04_monitor.ipynb"))
     # sparse progress: following the run printed lines rate-limited by time (one per nb.FOLLOW_EVERY_S at most,
     # plus the first and the last), whatever the number of steps or of alerts the run raised
     book = nbformat.read(str(run_dir / "notebooks" / "04_monitor.ipynb"), as_version=4)

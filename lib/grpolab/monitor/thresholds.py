@@ -158,7 +158,8 @@ def from_recipe(ref) -> Thresholds:
 
 def thresholds_for(run) -> Thresholds:
     """The thresholds a run was launched with: `monitor:` of its recipe.yaml (fully resolved at launch); a run
-    without one (recorded before the section existed, or a bare metrics file) gets params/base.yaml's."""
+    recorded before the section existed gets its recipe's (by the name in status.json), anything else (a bare
+    metrics file) params/base.yaml's."""
     recipe_file = getattr(run, "path", None) and Path(run.path) / "recipe.yaml"
     if recipe_file and recipe_file.is_file():
         try:
@@ -167,4 +168,11 @@ def thresholds_for(run) -> Thresholds:
             data = None
         if isinstance(data, dict) and isinstance(data.get(SECTION), dict):
             return _validate(data[SECTION], recipe_file, f"{SECTION}.")
+    # a run recorded before recipes had a `monitor:` section: its recipe's current thresholds, by name
+    name = (run.status().get("recipe") if hasattr(run, "status") else None) or ""
+    if name and (params_dir() / "recipes" / f"{name}.yaml").is_file():
+        try:
+            return from_recipe(name)
+        except ThresholdsError:
+            pass
     return load_thresholds()
