@@ -209,3 +209,12 @@ def test_the_summary_groups_alerts_and_names_the_thresholds(runs_root, cli, caps
     out = capsys.readouterr().out
     assert "alerts    1 in 1 rule(s)" in out and "ERROR   entropy-collapse  1 episode(s), steps 30-60" in out
     assert out.count("try: ") == 1 and "limits    " in out and "base.yaml (monitor:)" in out
+
+
+def test_a_bare_metrics_file_with_a_recipes_thresholds(cli, capsys):
+    from pathlib import Path
+
+    healthy_tiny = Path(__file__).resolve().parent / "data" / "monitor" / "tiny_seed1.jsonl"
+    assert cli(["monitor", str(healthy_tiny), "--no-png", "--thresholds", "tiny"]) == 0
+    out = capsys.readouterr().out
+    assert "alerts    none" in out and "limits    recipe tiny (monitor:)" in out

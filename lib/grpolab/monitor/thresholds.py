@@ -4,7 +4,8 @@ The numbers have one home, params/base.yaml (section `monitor:`, documented valu
 what fits it (params/recipes/tiny.yaml). This module finds the section that applies and validates it strictly:
 
     load_thresholds(path=None) -> Thresholds       # None: params/base.yaml; a file: its `monitor:` section
-                                                    # (a recipe or a run's recipe.yaml) or a bare section
+                                                    # (a recipe or a run's recipe.yaml) or a bare section;
+                                                    # a recipe name: that recipe's
     thresholds_for(run) -> Thresholds               # the run's recipe.yaml (resolved at launch), else base.yaml
     ThresholdsError                                 # names the file, the dotted key and how to fix it
 
@@ -133,6 +134,8 @@ def load_thresholds(path: str | Path | None = None) -> Thresholds:
     key (a fully resolved recipe.yaml, base.yaml) -> that section; any other file -> the section itself.
     A recipe file that only overrides a few keys is resolved through the recipe loader (its layers fill the rest).
     Raises ThresholdsError with one line per problem, each naming the file, the dotted key and the fix."""
+    if path is not None and not Path(path).exists() and (params_dir() / "recipes" / f"{path}.yaml").is_file():
+        return from_recipe(str(path))  # a recipe name: `grpolab monitor FILE --thresholds tiny`
     path = Path(path) if path is not None else default_path()
     data = _read(path)
     if isinstance(data, dict) and SECTION in data:
