@@ -293,6 +293,30 @@ def test_glm5_2_stops_in_preflight_without_npus(ray_head, tmp_path):
     shutil.rmtree(scratch)
 
 
+def test_saved_04_monitor_of_a_finished_run_shows_grouped_alerts_and_the_curves(tmp_path):
+    """No Ray: a finished run is shown from its files. Reopened with nbformat (no kernel), the saved notebook holds
+    the curves as an image, the alerts grouped by rule in <details> once, and the thresholds that applied."""
+    from grpolab.monitor import synthetic
+    from grpolab.recipe import load_recipe, to_yaml
+    from grpolab.runs import create_run
+
+    runs = tmp_path / "runs"
+    run = create_run("tiny", run_id="tiny-done", root=runs)
+    (run.path / "recipe.yaml").write_text(to_yaml(load_recipe("tiny")))
+    recorded = [json.loads(line) for line in (ROOT / "tests/data/monitor/tiny_seed1.jsonl").read_text().splitlines()]
+    synthetic.write_jsonl(run.metrics_file, synthetic.plant(recorded, "entropy-collapse", 900))
+    run.write_status(state="SUCCEEDED", recipe="tiny", total_steps=1200)
+    out = tmp_path / "out.ipynb"
+    result = papermill("04_monitor", out, "-p", "run_id", "tiny-done", GRPOLAB_RUNS=str(runs))
+    assert result.returncode == 0, result.stderr[-3000:]
+    shown = [o for _, o in outputs(out)]
+    assert any("image/png" in o.get("data", {}) for o in shown)
+    page = "".join(o.get("data", {}).get("text/html", "") for o in shown)
+    assert page.count("<code>entropy-collapse</code>: 1 episode(s), steps 900-1200 (ongoing)") == 1
+    assert page.count("<i>try:</i>") == 1 and "limits applied: <code>" in page and "font-family:monospace" in page
+    assert "recipe.yaml (monitor:)" in page  # tiny's own thresholds, from the run's recipe
+
+
 def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
     out = tmp_path / "out.ipynb"
     result = papermill("run", out, "-p", "model", "tiny", "-p", "run_id", "nb-tiny-e2e",
