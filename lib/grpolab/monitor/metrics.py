@@ -153,6 +153,7 @@ def parse_console_line(line: str) -> tuple[int, dict[str, float]] | None:
 
 
 NAN = float("nan")
+_FLOAT_OR_NONE = {float, type(None)}
 
 
 def _clean(value) -> float | None:
@@ -384,7 +385,10 @@ class MetricsView:
         return len(self.steps)
 
     def __contains__(self, name: str) -> bool:
-        return any(v is not None for v in self.column(name)) if name in self._raw else False
+        if name not in self._raw:
+            return False
+        column = self.column(name)
+        return column.count(None) != len(column)
 
     def __repr__(self) -> str:
         return f"MetricsView({str(self.path)!r}, kind={self.kind!r}, steps={len(self.steps)}, metrics={len(self._raw)})"
@@ -403,7 +407,12 @@ class MetricsView:
         cached = self._clean_cache.get(name)
         if cached is None:
             raw = self._raw.get(name)
-            cached = [None] * len(self.steps) if raw is None else [_clean(v) for v in raw]
+            if raw is None:
+                cached = [None] * len(self.steps)
+            elif set(map(type, raw)) <= _FLOAT_OR_NONE:  # the usual column: nothing to clean (a C-level check)
+                cached = list(raw)
+            else:
+                cached = [_clean(v) for v in raw]
             self._clean_cache[name] = cached
             if raw is not None:
                 self._dropped[name] = cached.count(None) - raw.count(None)
