@@ -32,7 +32,7 @@ P = {
     "ray_address": ("Optional[str]", "None",
                     "Ray cluster (HOST:6379 or http://HOST:8265); None: RAY_ADDRESS, else the embedded local head"),
     "dry_run": ("bool", "False", "True: validate, preflight and show the launch, but submit nothing"),
-    "wait": ("bool", "True", "follow the run until it ends (a progress line every 30 s)"),
+    "wait": ("bool", "True", "follow the run until it ends (a progress bar; headless a line every 30 s)"),
     "run_id": ("Optional[str]", "None", "name of the new run (letters, digits, . _ -); None: generated"),
 }
 
@@ -131,13 +131,14 @@ be submitted (entrypoint, env with secrets redacted, verl overrides, bash script
 ```""",
         pick("model", "overrides", "ray_address", "dry_run", "wait", "run_id",
              dry_run=("False", "True: show what would be submitted (entrypoint, env, overrides, script) only"),
-             wait=("True", "follow the run until it ends (a progress line every 30 s); error if it failed")),
+             wait=("True", "follow the run until it ends (a progress bar; headless a line every 30 s); error if it failed")),
         "params = nb.check_parameters(globals())\nnb.check_address(ray_address)\nnb.check_new_run_id(run_id)\n"
         "recipe = nb.load(model, overrides)",
         [
             ("## Submit (or show what would be submitted)",
              "run = nb.launch(recipe, address=ray_address, run_id=run_id, dry_run=dry_run)", ["report"]),
-            ("## Follow the run\nOne line every 30 s; watch it live in `04_monitor.ipynb` in JupyterLab.",
+            ("## Follow the run\nA progress bar in JupyterLab, a line every 30 s headless (step / total, elapsed, "
+             "remaining, reward, validation accuracy); the curves live in `04_monitor.ipynb`.",
              "status = nb.follow(run) if wait else None", []),
             ("## Outcome", "nb.verdict(run, status)", ["report"]),
         ],
@@ -158,11 +159,12 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
         [
             ("## Watch\nLive in JupyterLab; headless, follow the run until it ends (when `wait`).",
              "dashboard = nb.watch(run, wait=wait, live=live, interval=interval)", []),
-            ("## The run\nState, latest metrics, alerts, failure cause, curves (PNG in `runs/<run_id>/curves.png`).",
-             "data = nb.show_run(run, picture=dashboard is None)", ["report"]),
+            ("## The run\nState, latest metrics, alerts grouped by rule (click one to open it), failure cause, the "
+             "thresholds that applied, curves (PNG in `runs/<run_id>/curves.png`).",
+             "data = nb.show_run(run, picture=dashboard is None, dashboard=dashboard)", ["report"]),
             ("## The embedded Ray head\nWhether it runs, and how to stop it when you are done "
              "(`grpolab head stop`).", "nb.show_head()", []),
-            ("## Verdict", "nb.verdict(run, strict=strict)", ["report"]),
+            ("## Verdict", "nb.verdict(run, strict=strict) if dashboard is None else None", ["report"]),
         ],
     ),
     "05_plan": (

@@ -18,6 +18,7 @@ PY = str(Path(sys.executable))
     (["benchmarks/check_speed.py"], "grpolab check glm5_2` whole process"),
     (["benchmarks/plan_speed.py"], "grpolab plan glm5_2` whole process"),
     (["benchmarks/monitor_speed.py"], "pandas"),
+    (["benchmarks/monitor_alerts.py"], "false alarms per 1000 healthy steps: 0.00"),
     (["benchmarks/preflight_speed.py"], "nodes"),
     (["benchmarks/loader_speed.py"], "alias bomb"),
     # 8 steps cannot reach the accuracy targets: the benchmark then says NO and exits 1, as it should

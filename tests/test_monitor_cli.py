@@ -182,3 +182,39 @@ def test_importing_the_monitor_stays_light():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_notes_on_what_the_metrics_file_itself_says(runs_root):
+    empty = create_run("tiny", run_id="finished-empty")
+    empty.write_status(state="SUCCEEDED")
+    notes = summary("finished-empty", refresh=False)["notes"]
+    assert any("SUCCEEDED but logged no metrics" in n and "(missing)" in n for n in notes), notes
+
+    odd = create_run("tiny", run_id="odd-values")
+    records = synthetic.healthy(12)
+    records[3]["data"]["critic/score/mean"] = "n/a"  # a string: dropped from the curves and the alerts
+    records[4]["data"]["critic/score/mean"] = "n/a"
+    synthetic.write_jsonl(odd.metrics_file, records + [records[5]])  # step 6 logged twice (a resumed run)
+    odd.write_status(state="RUNNING")
+    notes = summary("odd-values", refresh=False)["notes"]
+    assert "values that are not numbers were dropped: critic/score/mean (2)" in notes
+    assert "1 step(s) logged more than once; later values win" in notes
+
+
+def test_the_summary_groups_alerts_and_names_the_thresholds(runs_root, cli, capsys):
+    run = create_run("tiny", run_id="grouped-text")
+    synthetic.write_jsonl(run.metrics_file, synthetic.plant(synthetic.healthy(60), "entropy-collapse", 30))
+    run.write_status(state="SUCCEEDED")
+    assert cli(["monitor", "grouped-text", "--no-png", "--no-refresh"]) == 0
+    out = capsys.readouterr().out
+    assert "alerts    1 in 1 rule(s)" in out and "ERROR   entropy-collapse  1 episode(s), steps 30-60" in out
+    assert out.count("try: ") == 1 and "limits    " in out and "base.yaml (monitor:)" in out
+
+
+def test_a_bare_metrics_file_with_a_recipes_thresholds(cli, capsys):
+    from pathlib import Path
+
+    healthy_tiny = Path(__file__).resolve().parent / "data" / "monitor" / "tiny_seed1.jsonl"
+    assert cli(["monitor", str(healthy_tiny), "--no-png", "--thresholds", "tiny"]) == 0
+    out = capsys.readouterr().out
+    assert "alerts    none" in out and "limits    recipe tiny (monitor:)" in out

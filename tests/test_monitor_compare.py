@@ -135,6 +135,17 @@ def test_nan_in_the_window_fails(runs_root):
     assert reward.status == "fail" and "NaN" in reward.note
 
 
+def test_a_baseline_that_logged_only_nan_is_named_as_such(runs_root):
+    records = synthetic.healthy(20)
+    for record in records:
+        record["data"]["critic/score/mean"] = None  # verl's file logger writes NaN as null
+    _run("nanbase", records)
+    _run("good", synthetic.healthy(20))
+    reward = next(f for f in compare("good", "nanbase").figures if f.name == "reward")
+    assert reward.status == "fail" and "the baseline has only NaN/inf values (10)" in reward.note
+    assert "not by" not in reward.note  # it did log the metric
+
+
 @pytest.mark.parametrize("argv, message", [
     (["compare", "ghost", "--baseline", "base"], "no run 'ghost'"),
     (["compare", "base", "--baseline", "ghost"], "no run 'ghost'"),

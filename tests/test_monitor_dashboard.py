@@ -23,7 +23,7 @@ def test_dashboard_refreshes_until_the_job_ends_and_stops_it(runs_root, monkeypa
 
     run = create_run("tiny", run_id="dash")
     synthetic.write_jsonl(run.metrics_file, synthetic.healthy(20))
-    run.write_status(state="RUNNING", job_id="raysubmit_9")
+    run.write_status(state="RUNNING", job_id="raysubmit_9", total_steps=40)
     stopped = []
 
     def stop_run(r):
@@ -39,15 +39,16 @@ def test_dashboard_refreshes_until_the_job_ends_and_stops_it(runs_root, monkeypa
     dash = live("dash", interval=0.01, display=False, background=False, max_updates=1)
     assert isinstance(dash, Dashboard)
     assert "RUNNING" in dash.status.value and "step 20" in dash.status.value
-    assert bytes(dash.image.value).startswith(b"\x89PNG")
-    assert "critic/score/mean" in dash.output.outputs[0]["text"]
+    assert dash.picture.startswith(b"\x89PNG")
+    assert "critic/score/mean" in dash.summary_text and "<pre style='font-family:monospace" in dash.summary_html
     assert not dash.stop_button.disabled
 
-    # more steps arrive: the next refresh reads only them
+    # more steps arrive: the next refresh reads only them, and shows how far the run is
     synthetic.write_jsonl(run.metrics_file, synthetic.healthy(25)[20:], append=True)
     offset_before = dash.monitor.view._tail.offset
     dash.refresh()
     assert "step 25" in dash.status.value and dash.monitor.view._tail.offset > offset_before
+    assert dash.bar.value == 25 and dash.bar.max == 40 and "step 25/40" in dash.status.value
 
     dash.stop_button.click()  # the button calls grpolab.launch.stop_run, then refreshes
     assert stopped == ["dash"]
@@ -75,3 +76,59 @@ def test_background_thread_stops_on_request(runs_root):
     dash.stop()
     dash._thread.join(timeout=20)
     assert not dash._thread.is_alive()
+
+
+def test_alerts_grouped_by_rule_with_advice_once_and_collapsible(runs_root, monkeypatch):
+    from grpolab import launch
+    from grpolab.monitor.alerts import ADVICE
+    from grpolab.monitor.dashboard import Dashboard
+
+    from grpolab.recipe import load_recipe, to_yaml
+
+    run = create_run("tiny", run_id="grouped")
+    (run.path / "recipe.yaml").write_text(to_yaml(load_recipe("tiny")))  # as launch writes it
+    records = synthetic.plant(synthetic.healthy(80), "length-clipped", 20)
+    for record in records[29:55]:  # two episodes of the same rule
+        record["data"]["response_length/clip_ratio"] = 0.01
+    synthetic.write_jsonl(run.metrics_file, synthetic.plant(records, "nan", 70))
+    run.write_status(state="SUCCEEDED", job_id="j")
+    monkeypatch.setattr(launch, "refresh_status", lambda r: r.status())
+    dash = Dashboard("grouped", interval=1, thresholds=None)
+    dash.refresh()
+    page = dash.summary_html
+    assert page.count("<details>") == 3  # nan, length-clipped, and the limits that applied (tiny's)
+    assert page.index("<code>nan</code>") < page.index("<code>length-clipped</code>")  # errors first
+    assert "length-clipped</code>: 2 episode(s), steps 20-80 (ongoing)" in page
+    assert page.count("try:") == 2 and ADVICE["length-clipped"][:40] in page
+    assert "limits applied: <code>" in page and "recipe.yaml (monitor:)" in page  # the run's own thresholds
+    assert dash.summary_text.count("try: ") == 2
+
+
+class _Handle:
+    def __init__(self, shown):
+        self.shown = shown
+
+    def update(self, data, raw=False):
+        self.shown.append(data)
+
+
+def test_a_finished_run_leaves_a_picture_and_one_line_instead_of_the_widgets(runs_root, monkeypatch):
+    from grpolab import launch
+    from grpolab.monitor.dashboard import Dashboard
+
+    run = create_run("tiny", run_id="ended")
+    synthetic.write_jsonl(run.metrics_file, synthetic.healthy(30))
+    run.write_status(state="RUNNING", job_id="j", total_steps=30)
+    monkeypatch.setattr(launch, "refresh_status", lambda r: r.status())
+    dash = Dashboard("ended", interval=1)
+    shown = {name: [] for name in ("controls", "picture", "summary")}
+    dash._handles = {name: _Handle(out) for name, out in shown.items()}  # what display(display_id=True) returns
+    dash.refresh()
+    assert shown["controls"] == [] and shown["picture"][-1]["image/png"].startswith(b"\x89PNG")
+    dash.refresh()  # nothing new: no redraw, no new picture
+    assert len(shown["picture"]) == 1
+    run.write_status(state="SUCCEEDED")
+    dash.refresh()
+    final = shown["controls"][-1]["text/plain"]
+    assert final.startswith("run ended: step 30/30 (100 %)") and final.endswith("SUCCEEDED")
+    assert dash.stop_button.layout.display == "none" and "SUCCEEDED" in shown["summary"][-1]["text/plain"]

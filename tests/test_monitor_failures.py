@@ -114,6 +114,23 @@ SIGKILL = """\
 (raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker. RayTask ID: ffffffffffffffff Worker ID: 0f76 Node ID: 8c5a Worker IP address: 10.0.0.3 Worker port: 10003 Worker PID: 777 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called.
 """
 
+DISK_FULL = """\
+(TaskRunner pid=9120) Saving actor checkpoint to /ckpt/global_step_200/actor
+(WorkerDict pid=9342) RuntimeError: [enforce fail at inline_container.cc:626] . unexpected pos 1664 vs 1560
+(WorkerDict pid=9342) RuntimeError: [enforce fail at inline_container.cc:783] . PytorchStreamWriter failed writing file data/12: file write failed
+OSError: [Errno 28] No space left on device: '/ckpt/global_step_200/actor/model_world_size_8_rank_3.pt'
+"""
+
+WANDB_NO_KEY = """\
+(TaskRunner pid=2211) wandb: ERROR api_key not configured (no-tty). call wandb.login(key=[your_api_key])
+(TaskRunner pid=2211) wandb.errors.errors.UsageError: api_key not configured (no-tty). call wandb.login(key=[your_api_key])
+"""
+
+WANDB_BAD_KEY = """\
+(TaskRunner pid=2211) wandb: ERROR Error while calling W&B API: user is not logged in (<Response [401]>)
+(TaskRunner pid=2211) wandb.errors.errors.AuthenticationError: The API key you provided is either invalid or missing.
+"""
+
 SHELL_KILLED = """\
 + python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo
 Killed
@@ -141,6 +158,9 @@ Job entrypoint command failed with exit code 137, last available logs (truncated
     (RAY_HOST_OOM, "killed", "running low on memory"),
     (SIGKILL, "killed", "SIGKILL"),
     (SHELL_KILLED, "killed", "Killed"),
+    (DISK_FULL, "disk-full", "No space left on device"),
+    (WANDB_NO_KEY, "wandb-auth", "api_key not configured"),
+    (WANDB_BAD_KEY, "wandb-auth", "AuthenticationError"),
 ], ids=lambda v: v if isinstance(v, str) and len(v) < 30 else None)
 def test_cause_and_proof(text, cause, proof):
     failure = classify_failure(text)
@@ -195,4 +215,5 @@ def test_no_failure_in_a_healthy_log():
 
 
 def test_cause_ids_are_stable():
-    assert [c.id for c in CAUSES] == ["device-oom", "no-device", "import-error", "nan-loss", "comm-timeout", "killed"]
+    assert [c.id for c in CAUSES] == ["device-oom", "no-device", "disk-full", "wandb-auth", "import-error", "nan-loss",
+                                      "comm-timeout", "killed"]

@@ -203,3 +203,21 @@ def test_to_pandas(tmp_path):
     path = synthetic.write_jsonl(tmp_path / "m.jsonl", synthetic.healthy(5))
     frame = load(path).to_pandas()
     assert list(frame.index) == [1, 2, 3, 4, 5] and "critic/score/mean" in frame.columns
+
+
+def test_a_refresh_cleans_only_the_new_rows_and_a_rewritten_step_is_seen(tmp_path):
+    from grpolab.monitor import synthetic
+
+    path = synthetic.write_jsonl(tmp_path / "m.jsonl", synthetic.healthy(30))
+    view = load(path)
+    before = view.column("critic/score/mean")
+    records = synthetic.healthy(35)[30:]
+    records[0]["data"]["critic/score/mean"] = "n/a"
+    synthetic.write_jsonl(path, records, append=True)
+    view.refresh()
+    after = view.column("critic/score/mean")
+    assert len(before) == 30 and after[:30] == before and len(after) == 35 and after[30] is None
+    assert view.dropped() == {"critic/score/mean": 1}
+    synthetic.write_jsonl(path, [{"step": 3, "data": {"critic/score/mean": 0.99}}], append=True)  # step 3 again
+    view.refresh()
+    assert view.column("critic/score/mean")[2] == 0.99 and view.duplicate_steps == 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -233,6 +234,22 @@ def test_a_stage_notebook_stops_on_a_misspelled_parameter(tmp_path):
     assert "unknown parameter 'stirct': did you mean 'strict'?" in error.evalue
 
 
+def test_a_dry_run_preflight_verdict_does_not_list_the_failures_again(tmp_path, capsys):
+    from grpolab.preflight.report import PreflightReport, Row
+
+    report = PreflightReport("glm5_2", rows=[Row("torch_npu", "node1", "fail", "not installed", "pip install"),
+                                             Row("cann", "node1", "fail", "missing", "install CANN")])
+    nb.preflight_verdict(report, dry_run=True)
+    said = capsys.readouterr().out
+    assert said.startswith("dry run: 2 preflight check(s) fail: listed in the table above") and "torch_npu" not in said
+    with pytest.raises(nb.NotebookStop, match="what is missing:(.|\n)*torch_npu(.|\n)*fix: install CANN"):
+        nb.preflight_verdict(report)
+    book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text=said)])])
+    nbformat.write(book, str(tmp_path / "02_preflight.ipynb"))
+    assert nb._dry_run_failures(tmp_path / "02_preflight.ipynb") == "ok, 2 checks fail (dry run)"
+
+
 @pytest.mark.parametrize("recipe", RECIPES)
 def test_dry_run_of_every_recipe(ray_head, tmp_path, recipe):
     """run.ipynb -p dry_run True: validates, reports preflight (failures do not stop it), shows the rendered launch,
@@ -245,6 +262,11 @@ def test_dry_run_of_every_recipe(ray_head, tmp_path, recipe):
     assert f"preflight {recipe}:" in text  # the preflight table's summary line
     assert "#!/usr/bin/env bash" in text and "GRPOLAB_TEST_TOKEN" in text  # the rendered launch, env included
     assert "dry run: nothing was submitted" in text and "04_monitor: skipped" in text
+    failing = [line for line in text.splitlines() if line.startswith("FAIL ")]
+    if failing:  # each failed check is listed once (the table), and the stage table does not call it a plain ok
+        assert len(failing) == len(set(failing)) and "what is missing:" not in text
+        assert "checks fail (dry run)" in text
+    assert text.count(f"preflight {recipe}:") <= 2  # the summary: the table's line, and its HTML heading
     scratch = Path(text.split("the executed stage notebooks are in ")[1].split()[0])
     copies = sorted(p.name for p in scratch.glob("*.ipynb"))
     assert copies == ["01_setup.ipynb", "02_preflight.ipynb", "03_launch.ipynb"]
@@ -273,6 +295,30 @@ def test_glm5_2_stops_in_preflight_without_npus(ray_head, tmp_path):
     shutil.rmtree(scratch)
 
 
+def test_saved_04_monitor_of_a_finished_run_shows_grouped_alerts_and_the_curves(tmp_path):
+    """No Ray: a finished run is shown from its files. Reopened with nbformat (no kernel), the saved notebook holds
+    the curves as an image, the alerts grouped by rule in <details> once, and the thresholds that applied."""
+    from grpolab.monitor import synthetic
+    from grpolab.recipe import load_recipe, to_yaml
+    from grpolab.runs import create_run
+
+    runs = tmp_path / "runs"
+    run = create_run("tiny", run_id="tiny-done", root=runs)
+    (run.path / "recipe.yaml").write_text(to_yaml(load_recipe("tiny")))
+    recorded = [json.loads(line) for line in (ROOT / "tests/data/monitor/tiny_seed1.jsonl").read_text().splitlines()]
+    synthetic.write_jsonl(run.metrics_file, synthetic.plant(recorded, "entropy-collapse", 900))
+    run.write_status(state="SUCCEEDED", recipe="tiny", total_steps=1200)
+    out = tmp_path / "out.ipynb"
+    result = papermill("04_monitor", out, "-p", "run_id", "tiny-done", GRPOLAB_RUNS=str(runs))
+    assert result.returncode == 0, result.stderr[-3000:]
+    shown = [o for _, o in outputs(out)]
+    assert any("image/png" in o.get("data", {}) for o in shown)
+    page = "".join(o.get("data", {}).get("text/html", "") for o in shown)
+    assert page.count("<code>entropy-collapse</code>: 1 episode(s), steps 900-1200 (ongoing)") == 1
+    assert page.count("<i>try:</i>") == 1 and "limits applied: <code>" in page and "font-family:monospace" in page
+    assert "recipe.yaml (monitor:)" in page  # tiny's own thresholds, from the run's recipe
+
+
 def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
     out = tmp_path / "out.ipynb"
     result = papermill("run", out, "-p", "model", "tiny", "-p", "run_id", "nb-tiny-e2e",
@@ -293,9 +339,15 @@ def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
     assert (run_dir / "val_accuracy.png").is_file() and (run_dir / "curves.png").is_file()
     for path in [out, *(run_dir / "notebooks").glob("*.ipynb")]:
         assert SECRET not in text_of(path), path
-    # sparse progress: following the run printed a handful of lines, not one per step
-    monitor = text_of(run_dir / "notebooks" / "04_monitor.ipynb")
-    assert monitor.count("step ") < 40
+    # the saved 04_monitor, reopened without a kernel (nbformat), shows the curves: an image output
+    assert any("image/png" in o.get("data", {}) for _, o in outputs(run_dir / "notebooks" / "04_monitor.ipynb"))
+    # sparse progress: following the run printed lines rate-limited by time (one per nb.FOLLOW_EVERY_S at most,
+    # plus the first and the last), whatever the number of steps or of alerts the run raised
+    book = nbformat.read(str(run_dir / "notebooks" / "04_monitor.ipynb"), as_version=4)
+    watch = next(c for c in book.cells if c.cell_type == "code" and "nb.watch(" in c.source)
+    lines = "".join(o.get("text", "") for o in watch.outputs if o.output_type == "stream").splitlines()
+    progress = [line for line in lines if re.match(r"step \d+/\d+", line)]
+    assert len(progress) <= watch.metadata["papermill"]["duration"] / nb.FOLLOW_EVERY_S + 2
 
 
 def test_nbval_every_notebook(ray_head, tmp_path):

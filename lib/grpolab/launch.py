@@ -343,37 +343,25 @@ def stop_run(run: runs.Run, timeout: float = 60.0) -> dict:
     return status
 
 
-def wait(run: runs.Run, progress=print, poll_s: float = 2.0, timeout: float | None = None) -> dict:
-    """Follow a run until it ends, printing a line when a step finishes (step / total, latest reward)."""
+def wait(run: runs.Run, progress=print, poll_s: float = 2.0, timeout: float | None = None,
+         every_s: float = 10.0) -> dict:
+    """Follow a run until it ends (or `timeout`), printing progress lines (step / total, elapsed, remaining,
+    reward, validation accuracy) at most one per `every_s` seconds (grpolab.monitor.progress)."""
     from grpolab.monitor import load
+    from grpolab.monitor.progress import Progress
 
     view = None
-    last_step = None
     start = time.time()
     status = refresh_status(run)
+    tracker = Progress(run.run_id, status.get("total_steps"), every_s=every_s, out=progress)
     while True:
         if run.metrics_file.exists():
             view = view or load(run.metrics_file)
             view.refresh()
-            step = view.last_step
-            if step is not None and step != last_step:
-                last_step = step
-                progress(_progress_line(view, status))
+            tracker.update(view, status)
         if status.get("state") in runs.TERMINAL_STATES:
             return status
         if timeout is not None and time.time() - start > timeout:
             return status
         time.sleep(poll_s)
         status = refresh_status(run)
-
-
-def _progress_line(view, status: dict) -> str:
-    total = status.get("total_steps")
-    step = view.last_step
-    parts = [f"step {step}" + (f"/{total}" if total else "")]
-    for label, metric in (("reward", "critic/score/mean"), ("val_acc", "val-core/arith/acc/mean@1"),
-                          ("resp_len", "response_length/mean")):
-        latest = view.latest(metric)
-        if latest is not None:
-            parts.append(f"{label}={latest[1]:.3f}")
-    return "  ".join(parts)

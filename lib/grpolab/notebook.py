@@ -34,6 +34,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import types
 import typing
@@ -50,6 +51,7 @@ STAGES = ("01_setup", "02_preflight", "03_launch", "04_monitor")
 NEEDS_RUN = ("04_monitor",)  # stages that only make sense once a run was submitted
 REPORT_TAG = "report"  # cells of the stage notebooks whose outputs run.ipynb shows again
 PAPERMILL_NAMES = ("PAPERMILL_INPUT_PATH", "PAPERMILL_OUTPUT_PATH")  # papermill --inject-paths
+DRY_RUN_FAILS = "dry run: {n} preflight check(s) fail"  # run.ipynb's stage table reads this line back
 FOLLOW_EVERY_S = 30.0  # one progress line per this many seconds while a run is followed
 UNREACHABLE_CHUNKS = 4  # stop following after this many periods in a row without an answer from Ray
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -82,7 +84,8 @@ def _display(html_text: str, text: str) -> None:
 def show_text(text: str, title: str | None = None) -> None:
     """Preformatted text (YAML, a bash script, a table) with an optional bold title."""
     head = f"<b>{html.escape(title)}</b>" if title else ""
-    _display(f"{head}<pre style='font-size:85%'>{html.escape(text)}</pre>", (f"{title}\n" if title else "") + text)
+    _display(f"{head}<pre style='font-family:monospace;font-size:85%'>{html.escape(text)}</pre>",
+             (f"{title}\n" if title else "") + text)
 
 
 def show_image(path: str | Path) -> None:
@@ -150,8 +153,8 @@ def show_problems(problems: Iterable[Problem], title: str = "problems") -> None:
 def show_stages(stages: list[dict]) -> None:
     """The stage table of run.ipynb: stage, result, seconds, executed copy."""
     rows = [[s["stage"], s["result"], f"{s['seconds']:.1f}", s.get("notebook") or ""] for s in stages]
-    colours = [_COLOURS["fail"] if s["result"] == "failed" else _COLOURS["skip"] if s["result"] == "skipped" else None
-               for s in stages]
+    colours = [_COLOURS["fail"] if s["result"] == "failed" else _COLOURS["skip"] if s["result"] == "skipped"
+               else _COLOURS["warn"] if "fail" in s["result"] else None for s in stages]
     text = "\n".join(f"{r[0]:14} {r[1]:8} {r[2]:>7} s  {r[3]}" for r in rows)
     _display(_table_html(["stage", "result", "seconds", "executed notebook"], rows, colours), text)
 
@@ -413,7 +416,8 @@ def show_launch(recipe) -> None:
     launch = _redacted_launch(recipe)
     lines = [f"entrypoint: {launch.command()}", "", "overrides:"]
     lines += [f"  {o}" for o in launch.overrides] or ["  (none: the local trainer reads the recipe itself)"]
-    lines += ["", "env (exported on every node):"] + [f"  {k}={v}" for k, v in launch.env.items()]
+    env = [f"  {k}={v}" for k, v in launch.env.items()]
+    lines += ["", "env (exported on every node):", *env] if env else ["", "env: none (the recipe sets no variables)"]
     show_text("\n".join(lines), title=f"rendered launch for {recipe.name} ({launch.engine})")
     if launch.notes:
         show_problems(launch.notes, title="rendering notes")
@@ -453,12 +457,12 @@ def preflight_verdict(report, dry_run: bool = False) -> None:
         print(f"no check fails: nothing blocks the launch ({warned} warning(s))")
         return
     failed = [r for r in report.rows if r.status == "fail"]
-    lines = [f"{r.check} ({r.node}): {r.detail}" + (f"\n    fix: {r.fix}" if r.fix else "") for r in failed]
-    text = f"{report.summary()}\nwhat is missing:\n" + "\n".join(lines)
-    if dry_run:
-        print(f"{text}\n(dry run: nothing will be launched, so failed checks do not stop it)")
+    if dry_run:  # the table above lists them with their fixes: say what they mean, not the list again
+        print(f"{DRY_RUN_FAILS.format(n=len(failed))}: listed in the table above with their fixes; "
+              "nothing will be launched, so they do not stop this dry run")
         return
-    raise NotebookStop(text)
+    lines = [f"{r.check} ({r.node}): {r.detail}" + (f"\n    fix: {r.fix}" if r.fix else "") for r in failed]
+    raise NotebookStop(f"{report.summary()}\nwhat is missing:\n" + "\n".join(lines))
 
 
 # ------------------------------------------------------------------------------------------------ launch
@@ -498,28 +502,35 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
 
 
 def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None] = print) -> dict | None:
-    """Follow a run until it ends, printing at most one progress line per `every_s` seconds (step / total,
-    reward, validation accuracy). Stops following (the run goes on) when Ray stops answering."""
+    """Follow a run until it ends: a progress bar in JupyterLab, else at most one progress line per `every_s`
+    seconds (step / total, elapsed, remaining, reward, validation accuracy; grpolab.monitor.progress), then the
+    final state. Stops following (the run goes on) when Ray stops answering."""
     from grpolab import launch as launcher
+    from grpolab.monitor import load as load_metrics
+    from grpolab.monitor.progress import Progress
     from grpolab.runs import TERMINAL_STATES
 
     if run is None:  # a dry run: nothing was submitted
         return None
-    progress(f"following run {run.run_id}: a line every {every_s:g} s")
+    bar = in_jupyterlab()  # a progress bar in JupyterLab; plain lines under papermill, nbval and in scripts
+    if not bar:
+        progress(f"following run {run.run_id}: a line every {every_s:g} s")
+    tracker, view = Progress(run.run_id, bar=bar, every_s=every_s, out=progress), None
     silent = 0
     try:
         while True:
-            latest: list[str] = []
-            status = launcher.wait(run, progress=latest.append, timeout=every_s)
-            if latest:
-                progress(latest[-1])
+            status = launcher.wait(run, progress=lambda _line: None, timeout=every_s / 6 if bar else every_s)
+            if run.metrics_file.exists():
+                view = view or load_metrics(run.metrics_file)
+                view.refresh()
+            tracker.update(view, status)
             if status.get("state") in TERMINAL_STATES:
-                progress(f"run {run.run_id}: {status['state']}")
+                tracker.close(status)
                 return status
             note = str(status.get("note") or "")
             silent = silent + 1 if ("unreachable" in note or "does not know" in note) else 0
-            if silent >= UNREACHABLE_CHUNKS:
-                progress(f"stopped following run {run.run_id}: {note}")
+            if silent >= UNREACHABLE_CHUNKS * (6 if bar else 1):
+                tracker.close({"state": f"stopped following: {note}"})
                 return status
     except KeyboardInterrupt:  # Jupyter's Interrupt: the run is a Ray job of its own and goes on
         progress(f"stopped following; the run goes on (grpolab status {run.run_id} / grpolab stop {run.run_id})")
@@ -600,12 +611,21 @@ def _curves_path(run) -> Path:
     return Path(tempfile.mkdtemp(prefix="grpolab-curves-")) / "curves.png"  # someone else's read-only run
 
 
-def show_run(run, picture: bool = True) -> dict:
-    """The monitor's view of a run: state, latest metrics, alerts, failure cause, and the curves (PNG)."""
-    from grpolab.monitor import format_summary, summary
+def show_run(run, picture: bool = True, dashboard=None) -> dict:
+    """The monitor's view of a run: state, latest metrics, alerts grouped by rule (collapsible), failure cause,
+    the thresholds that applied, and the curves (PNG). With a live `dashboard` above, one line only: the
+    dashboard keeps its own picture and summary up to date (a snapshot here would go stale at once)."""
+    from grpolab.monitor import format_summary
+    from grpolab.monitor.summary import RunMonitor, format_html
 
-    data = summary(run, png=_curves_path(run) if picture else None)
-    show_text(format_summary(data), title=f"run {data['run_id']}: {data['state']}")
+    if dashboard is not None:
+        print(f"run {run.run_id}: the dashboard above follows it live; its picture and summary stay in this "
+              "notebook when the run ends")
+        return dashboard.data or {}
+    monitor = RunMonitor(run)
+    data = monitor.update(png=_curves_path(run) if picture else None)
+    title = f"run {data['run_id']}: {data['state']}"
+    _display(f"<b>{html.escape(title)}</b>" + format_html(data), f"{title}\n{format_summary(data)}")
     if picture and data.get("curves"):
         show_image(data["curves"])
     return data
@@ -678,6 +698,24 @@ def _error_of(nb_path: Path) -> str | None:
                     return str(out.get("evalue"))
                 tail = [_ANSI.sub("", line) for line in out.get("traceback", [])][-3:]
                 return f"{out.get('ename')}: {out.get('evalue')}\n" + "\n".join(tail)
+    return None
+
+
+def _dry_run_failures(nb_path: Path) -> str | None:
+    """`ok, N checks fail (dry run)` when a dry-run stage reported failed checks (so the stage table does not
+    say a plain "ok" under a list of failures); None otherwise."""
+    import nbformat
+
+    pattern = re.compile(re.escape(DRY_RUN_FAILS).replace(r"\{n\}", r"(\d+)"))
+    try:
+        book = nbformat.read(str(nb_path), as_version=4)
+    except Exception:
+        return None
+    for cell in book.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            found = pattern.search(out.get("text", "") if out.get("output_type") == "stream" else "")
+            if found:
+                return f"ok, {found.group(1)} checks fail (dry run)"
     return None
 
 
@@ -789,19 +827,37 @@ class Stages:
         if parameters.get("overrides"):  # secrets stay out of the stage notebook's injected-parameters cell
             masked, real = mask_overrides(parameters["overrides"], self.recipe.secrets)
             parameters = {**parameters, "overrides": masked}
+
+        def execute() -> None:
+            nonlocal error
+            try:
+                papermill.execute_notebook(str(source), str(output), parameters=parameters, kernel_name=KERNEL,
+                                           progress_bar=False, log_output=False, cwd=str(self.notebooks),
+                                           extra_arguments=KERNEL_ARGS)
+            except PapermillExecutionError as exc:
+                error = _error_of(output) or f"{exc.ename}: {exc.evalue}"
+            except Exception as exc:  # the kernel died, papermill could not start it, ...
+                error = f"{type(exc).__name__}: {exc}"
+
         before = os.environ.get(STAGE_SECRETS_VAR)
         try:
             if real:  # the stage kernel inherits this process's environment
                 import json
 
                 os.environ[STAGE_SECRETS_VAR] = json.dumps(real)
-            papermill.execute_notebook(str(source), str(output), parameters=parameters, kernel_name=KERNEL,
-                                       progress_bar=False, log_output=False, cwd=str(self.notebooks),
-                                       extra_arguments=KERNEL_ARGS)
-        except PapermillExecutionError as exc:
-            error = _error_of(output) or f"{exc.ename}: {exc.evalue}"
-        except Exception as exc:  # the kernel died, papermill could not start it, ...
-            error = f"{type(exc).__name__}: {exc}"
+            run_dir = self.run_dir
+            if stage in NEEDS_RUN and run_dir is not None and run_dir.exists():
+                # the stage's own kernel follows the run; this one shows how far it is meanwhile (a bar in
+                # JupyterLab, a line every FOLLOW_EVERY_S s headless) instead of "running ..." for minutes
+                from grpolab.monitor.progress import follow_while
+                from grpolab.runs import Run
+
+                worker = threading.Thread(target=execute, daemon=True, name=f"grpolab-stage-{stage}")
+                worker.start()
+                follow_while(Run(run_dir), worker.is_alive, bar=in_jupyterlab(), every_s=FOLLOW_EVERY_S)
+                worker.join()
+            else:
+                execute()
         finally:
             if real:
                 if before is None:
@@ -809,7 +865,7 @@ class Stages:
                 else:
                     os.environ[STAGE_SECRETS_VAR] = before
         entry["seconds"] = time.perf_counter() - start
-        entry["result"] = "failed" if error else "ok"
+        entry["result"] = "failed" if error else (_dry_run_failures(output) or "ok")
         self._collect()
         print(f"{stage}: {entry['result']} in {entry['seconds']:.1f} s; executed notebook: {entry['notebook']}")
         _replay(Path(entry["notebook"]))

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
 
+from grpolab.monitor_schema import Monitor
+
 Device = Literal["npu", "cuda", "cpu"]
 Scalar = Union[bool, int, float, str, None]
 
@@ -223,6 +225,7 @@ class Recipe(Strict):
     stack: dict[str, str] = Field(description="package -> version or commit pins that preflight compares")
     verl_overrides: dict[str, Scalar | list | dict] = Field(description="raw verl Hydra overrides")
     local: Local
+    monitor: Monitor = Field(description="health-alert thresholds and the regression gate (grpolab.monitor_schema)")
 
     # where the recipe came from; set by the loader, not part of the data
     _name: str = PrivateAttr(default="")

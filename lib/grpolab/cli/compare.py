@@ -1,5 +1,5 @@
 """`grpolab compare RUN --baseline RUN`: the regression gate over steps 5-14 (or --steps): device memory,
-throughput, step time and reward mean against the thresholds in params/monitor/health.yaml.
+throughput, step time and reward mean against the thresholds in `monitor.regression` (params/base.yaml).
 
 Prints a table of every compared figure. Exit status: 0 pass, 1 regression (or a run with no step in the
 window), 2 unusable input (no such run, bad --steps, bad thresholds file).
@@ -21,7 +21,7 @@ def register(sub) -> None:
     p.add_argument("--steps", metavar="FIRST-LAST",
                    help="steps to compare, inclusive (default: regression.steps of the thresholds, 5-14)")
     p.add_argument("--thresholds", metavar="FILE",
-                   help="gate thresholds (default: params/monitor/health.yaml)")
+                   help="gate thresholds: a recipe or a `monitor:` section (default: params/base.yaml)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.set_defaults(func=main)
 

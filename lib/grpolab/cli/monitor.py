@@ -19,7 +19,8 @@ def register(sub) -> None:
     p.add_argument("--png", metavar="PATH", help="write the curves here (default: <run directory>/curves.png)")
     p.add_argument("--no-png", action="store_true", help="do not draw the curves")
     p.add_argument("--thresholds", metavar="FILE",
-                   help="alert thresholds (default: params/monitor/health.yaml)")
+                   help="alert thresholds: a recipe name or file, or a `monitor:` section (default: the run's recipe.yaml, "
+                        "else params/base.yaml)")
     p.add_argument("--no-refresh", action="store_true",
                    help="do not ask Ray for the job's state; show the run directory as it is")
     p.set_defaults(func=main)

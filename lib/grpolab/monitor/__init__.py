@@ -6,11 +6,12 @@ Public API (the notebooks, `grpolab monitor` and `grpolab compare` call these):
     load(ref) -> MetricsView                      ref: run id, run directory, Run, metrics.jsonl or job log
     alerts(metrics, thresholds=None) -> list[Alert]
     classify_failure(log_text) -> Failure | None
-    compare(run, baseline, steps=None, thresholds=None) -> Comparison      steps default 5-14 (health.yaml)
+    compare(run, baseline, steps=None, thresholds=None) -> Comparison      steps default 5-14 (base.yaml)
     plot_curves(metrics, alerts=(), path="curves.png", title=None) -> Path
     summary(ref, thresholds=None, png=None, refresh=True) -> dict        what `grpolab monitor --json` prints
     RunMonitor(ref).update() -> dict              the same, refreshed incrementally (dashboards)
-    load_thresholds(path=None) -> Thresholds      params/monitor/health.yaml, strictly validated
+    load_thresholds(path=None) -> Thresholds      `monitor:` of params/base.yaml (or a file), strictly validated
+    thresholds_for(run) -> Thresholds             `monitor:` of the recipe the run was launched with
 
 The live JupyterLab dashboard is `grpolab.monitor.dashboard.live(run, interval=5)`; it is not imported here
 because it needs ipywidgets, which headless code never imports. matplotlib is imported only when drawing.
@@ -25,10 +26,10 @@ from grpolab.monitor.failures import CAUSES, Failure, classify_failure
 from grpolab.monitor.metrics import KEY_METRICS, MetricsView, load
 from grpolab.monitor.plots import plot_curves
 from grpolab.monitor.summary import RunMonitor, format_summary, summary
-from grpolab.monitor.thresholds import Thresholds, ThresholdsError, load_thresholds
+from grpolab.monitor.thresholds import Thresholds, ThresholdsError, load_thresholds, thresholds_for
 
 __all__ = [
     "Alert", "CAUSES", "Comparison", "Failure", "FigureResult", "KEY_METRICS", "MetricsView", "RULES",
     "RunMonitor", "Thresholds", "ThresholdsError", "alerts", "classify_failure", "compare", "format_summary",
-    "load", "load_thresholds", "plot_curves", "summary",
+    "load", "load_thresholds", "plot_curves", "summary", "thresholds_for",
 ]

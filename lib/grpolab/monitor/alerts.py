@@ -1,41 +1,77 @@
-"""Health alerts over a run's metrics: GRPO's usual ways of going wrong, caught in the first hour.
+"""Health alerts over a run's metrics: GRPO's usual ways of going wrong, without crying wolf on noise.
 
     alerts(metrics, thresholds=None) -> list[Alert]     # metrics: a MetricsView or anything load() takes
+    group(alerts) -> list[dict]                          # one entry per rule: count, step range, worst, advice
 
-Each Alert is `{rule, step, message, metrics, value}`. `rule` is a stable id (RULES); `step` is the step
-where the trouble started (a rule with `patience` waits that many steps before it speaks, but reports the
-first one); `message` says what happened, why it matters and what to try. A rule fires once per episode and
-re-arms when its condition clears, so a long collapse is one alert, not one per step.
+Each Alert is one EPISODE of one rule: `step` where the trouble started, `confirmed` where the rule was sure
+(persistence: `min_count` of the last `of_last` logged steps), `end` the last bad step so far, `ongoing` until
+`rearm_steps` normal steps in a row end the episode, `count` bad steps, `worst` the worst value.
+`message` says what happened; `advice` (the same for every alert of a rule) what to try.
 
-The thresholds come from params/monitor/health.yaml (grpolab.monitor.thresholds); a metric the run does not
-log raises nothing. Non-finite values are the `nan` rule's business: the other rules look at finite values only.
+Baselines are robust: the median (and MAD) of the previous `window` normal steps; steps inside an episode are
+kept out of the baseline, so a long drop does not become the new normal. Rules ignore the first `warmup` steps.
+A NaN/inf is an immediate alert (verl's file logger writes NaN as null; the metrics reader reads it as NaN).
+Thresholds: the `monitor:` section of the run's recipe (grpolab.monitor.thresholds); a metric the run does not
+log raises nothing.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
+from collections import deque
 from dataclasses import asdict, dataclass
-from statistics import median
 
 from grpolab.monitor.metrics import MetricsView, load
 from grpolab.monitor.thresholds import Thresholds, load_thresholds
 
 RULES = ("nan", "reward-flat", "entropy-collapse", "kl-spike", "length-clipped", "grad-spike", "throughput-drop")
 
+ADVICE = {
+    "nan": "The update diverged or the reward returned NaN; later steps train on garbage. Try a lower lr, check "
+           "the reward function for NaN/inf, and rerun from the last checkpoint before this step.",
+    "reward-flat": "When every sample of a group gets the same reward, GRPO's advantages are zero and nothing is "
+                   "learned: check the reward function, the answer format it expects, and whether the task is "
+                   "too hard or too easy for the model.",
+    "entropy-collapse": "The policy now picks nearly the same tokens every time, so GRPO's groups stop differing "
+                        "and exploration is gone. Try a lower lr, a higher rollout temperature, a smaller "
+                        "clip_ratio_high, or an entropy bonus; look for reward hacking in recent samples.",
+    "kl-spike": "The policy moved far from the reference: lower the lr, raise kl_loss_coef, or tighten "
+                "clip_ratio_low/high; check for a bad batch.",
+    "length-clipped": "Truncated answers are unfinished and usually score 0, pushing GRPO towards short answers: "
+                      "raise data.max_response_length, add an overlong penalty / filter (DAPO), or check the "
+                      "samples for repetition loops.",
+    "grad-spike": "Large gradients precede loss spikes and NaNs: lower the lr or the gradient clip, and look at "
+                  "the batches of these steps (very long or degenerate responses).",
+    "throughput-drop": "Look for a straggler node or device, host memory swapping, longer responses "
+                       "(response_length/mean) or a rollout slowdown (timing_s/gen).",
+}
+
 
 @dataclass(frozen=True)
 class Alert:
     rule: str  # one of RULES
-    step: int  # where it started
+    step: int  # where the episode started
     message: str
     metrics: tuple[str, ...]  # the metric(s) concerned, for marking the right plot panels
-    value: float | None = None  # the offending value at `step`
+    value: float | None = None  # the value at `step`
+    confirmed: int | None = None  # the step at which the rule was sure (step + detection delay)
+    end: int | None = None  # the last bad step so far
+    ongoing: bool = False  # the episode has not ended (fewer than rearm_steps normal steps since `end`)
+    count: int = 1  # bad steps in the episode
+    worst: float | None = None  # the worst value of the episode
+    severity: str = "warning"
+
+    @property
+    def advice(self) -> str:
+        return ADVICE[self.rule]
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["metrics"] = list(self.metrics)
         data["value"] = json_number(self.value)
+        data["worst"] = json_number(self.worst)
+        data["advice"] = self.advice
         return data
 
 
@@ -46,49 +82,153 @@ def json_number(value: float | None):
     return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
-def _fmt(value: float) -> str:
-    return f"{value:.4g}"
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
 
 
 def _finite_points(view: MetricsView, name: str) -> tuple[list[int], list[float]]:
-    steps, values = view.series(name)
-    pairs = [(s, v) for s, v in zip(steps, values) if math.isfinite(v)]
-    return [s for s, _ in pairs], [v for _, v in pairs]
+    """(steps, values) where `name` was logged with a finite value (numpy: a 20,000-step run in milliseconds)."""
+    import numpy as np
+
+    if name not in view._raw:
+        return [], []
+    values = np.array(view.column(name), dtype=float)  # None (not logged) becomes NaN, dropped with NaN/inf
+    keep = np.isfinite(values)
+    return np.asarray(view.steps)[keep].tolist(), values[keep].tolist()
 
 
-def _onsets(flags: list[bool], patience: int, rearm: int = 1) -> list[tuple[int, int]]:
-    """(first index, confirming index) of every episode: a run of at least `patience` consecutive True flags,
-    counted only once the previous episode was followed by `rearm` consecutive False flags (no flapping)."""
-    found, start, clear, armed = [], None, 0, True
+@dataclass
+class _Episode:
+    first: int  # index of the first bad step
+    confirmed: int  # index where persistence was reached
+    last: int  # index of the last bad step so far
+    count: int
+    closed: bool
+
+
+def _episodes(flags: list[bool], min_count: int, of_last: int, rearm: int) -> list[_Episode]:
+    """Episodes of a flag series: one opens when `min_count` of the last `of_last` flags are set (it starts at
+    the first set flag of that window) and closes after `rearm` unset flags in a row."""
+    out: list[_Episode] = []
+    if not any(flags):
+        return out
+    recent: deque[int] = deque()  # indices of set flags within the last of_last
+    current: _Episode | None = None
+    clear = 0
     for index, flag in enumerate(flags):
-        if not flag:
-            start, clear = None, clear + 1
-            armed = armed or clear >= rearm
-            continue
-        clear = 0
-        if start is None:
-            start = index
-        if armed and index - start + 1 >= patience:
-            found.append((start, index))
-            armed = False
-    return found
-
-
-def _previous_medians(values: list[float], window: int) -> list[float | None]:
-    """For each index, the median of the `window` values before it (None until that many exist).
-
-    A sorted window kept with bisect: O(n * window) with small constants, no numpy needed.
-    """
-    out: list[float | None] = [None] * len(values)
-    ordered: list[float] = []
-    half = window // 2
-    for index, value in enumerate(values):
-        if index >= window:
-            out[index] = ordered[half] if window % 2 else (ordered[half - 1] + ordered[half]) / 2
-        insort(ordered, value)
-        if len(ordered) > window:
-            del ordered[bisect_left(ordered, values[index - window])]
+        while recent and recent[0] <= index - of_last:
+            recent.popleft()
+        if flag:
+            recent.append(index)
+            clear = 0
+            if current is not None:
+                current.last, current.count = index, current.count + 1
+            elif len(recent) >= min_count:
+                current = _Episode(recent[0], index, index, len(recent), False)
+                out.append(current)
+        else:
+            clear += 1
+            if current is not None and clear >= rearm:
+                current.closed = True
+                current = None
+                recent.clear()
     return out
+
+
+class _Baseline:
+    """Median and MAD of the last `window` values pushed (steps inside an episode are not pushed)."""
+
+    def __init__(self, window: int):
+        self.window = window
+        self.order: deque[float] = deque()
+        self.sorted: list[float] = []
+
+    def __len__(self) -> int:
+        return len(self.sorted)
+
+    def push(self, value: float) -> None:
+        self.order.append(value)
+        insort(self.sorted, value)
+        if len(self.order) > self.window:
+            del self.sorted[bisect_left(self.sorted, self.order.popleft())]
+
+    def median(self) -> float:
+        s, n = self.sorted, len(self.sorted)
+        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+    def sigma(self, median: float) -> float:
+        """1.4826 x MAD: the standard deviation of normal noise, unmoved by a few outliers."""
+        deviations = sorted(abs(v - median) for v in self.sorted)
+        n = len(deviations)
+        mad = deviations[n // 2] if n % 2 else (deviations[n // 2 - 1] + deviations[n // 2]) / 2
+        return 1.4826 * mad
+
+
+def _previous_medians(values, window: int, need: int, warmup: int):
+    """numpy arrays (median, sigma) of the previous `window` values at each index (NaN where fewer than
+    `need` exist or before `warmup`): the baseline as it is until the first flag (nothing is excluded yet)."""
+    import numpy as np
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    arr = np.asarray(values, dtype=float)
+    n = len(arr)
+    med = np.full(n, np.nan)
+    sig = np.full(n, np.nan)
+    for index in range(max(need, warmup), min(window, n)):  # the first steps: fewer than `window` before them
+        chunk = arr[:index]
+        med[index] = np.median(chunk)
+        sig[index] = 1.4826 * np.median(np.abs(chunk - med[index]))
+    if n > window:
+        windows = sliding_window_view(arr, window)[:-1]  # windows[i] = arr[i:i+window], the values before i+window
+        m = np.median(windows, axis=1)
+        first = max(window, warmup)
+        med[first:] = m[first - window:]
+        sig[first:] = 1.4826 * np.median(np.abs(windows - m[:, None]), axis=1)[first - window:]
+    return med, sig
+
+
+def _baseline_flags(values: list[float], rule, bad, bad_vec) -> tuple[list[bool], list[float | None]]:
+    """Flags of `bad(value, baseline)` against a robust rolling baseline; the baseline median at each index
+    (None in warm-up). A flagged value stays out of the baseline, so a long drop does not become the norm.
+
+    Until the first flag the baseline is a plain rolling window, so numpy finds that first flag over the whole
+    series at once (`bad_vec(values, medians, sigmas)`); a healthy run stops there. From the first flag on, the
+    exact step-by-step pass takes over, starting from the same baseline."""
+    import numpy as np
+
+    need = max(1, min(rule.window, rule.warmup))
+    med, sig = _previous_medians(values, rule.window, need, rule.warmup)
+    with np.errstate(invalid="ignore"):
+        hits = np.flatnonzero(bad_vec(np.asarray(values, dtype=float), med, sig) & ~np.isnan(med))
+    medians = med.tolist()  # NaN in warm-up: _median_at turns it into None where a message needs it
+    flags = [False] * len(values)
+    if not len(hits):
+        return flags, medians
+    first = int(hits[0])
+    base = _Baseline(rule.window)
+    for value in values[max(0, first - rule.window) : first]:
+        base.push(value)
+    for index in range(first, len(values)):
+        value = values[index]
+        ready = index >= rule.warmup and len(base) >= need
+        flag = bool(ready and bad(value, base))
+        flags[index] = flag
+        medians[index] = base.median() if ready else None
+        if not flag:
+            base.push(value)
+    return flags, medians
+
+
+def _median_at(medians: list, index: int) -> float | None:
+    value = medians[index]
+    return None if value is None or value != value else value  # NaN: still in warm-up
+
+
+def _make(rule_id: str, rule, steps, values, episode: _Episode, message: str, metrics, worst) -> Alert:
+    chunk = values[episode.first : episode.last + 1]
+    return Alert(rule_id, steps[episode.first], message, tuple(metrics), values[episode.first],
+                 confirmed=steps[episode.confirmed], end=steps[episode.last], ongoing=not episode.closed,
+                 count=episode.count, worst=worst(chunk), severity=rule.severity)
 
 
 # --- the rules ---------------------------------------------------------------------------------------------
@@ -98,26 +238,30 @@ def _nan(view: MetricsView, rule) -> list[Alert]:
     watched = [m for m in rule.metrics if m in view]
     if not watched:
         return []
+    import numpy as np
+
     columns = [view.column(m) for m in watched]
-    rows, bad_by_row = [], []
-    for row in range(len(view.steps)):
-        logged = [(m, c[row]) for m, c in zip(watched, columns) if c[row] is not None]
-        if not logged:
-            continue  # nothing watched was logged at this step: neither NaN nor a recovery
-        rows.append(row)
-        bad_by_row.append([(m, v) for m, v in logged if not math.isfinite(v)])
+    present = np.zeros(len(view.steps), dtype=bool)
+    bad_any = np.zeros(len(view.steps), dtype=bool)
+    for column in columns:
+        objects = np.array(column, dtype=object)
+        logged = np.not_equal(objects, None)
+        present |= logged
+        with np.errstate(invalid="ignore"):
+            bad_any |= logged & ~np.isfinite(np.array(column, dtype=float))
+    if not bad_any.any():
+        return []
+    rows = np.flatnonzero(present).tolist()  # steps where something watched was logged: NaN or a recovery
+    bad_by_row = [[(m, c[row]) for m, c in zip(watched, columns) if c[row] is not None and not math.isfinite(c[row])]
+                  if bad_any[row] else [] for row in rows]
     out = []
-    for first, _ in _onsets([bool(bad) for bad in bad_by_row], 1):
-        bad = bad_by_row[first]
-        step = view.steps[rows[first]]
+    for ep in _episodes([bool(bad) for bad in bad_by_row], 1, 1, 1):
+        bad = bad_by_row[ep.first]
+        step = view.steps[rows[ep.first]]
         names = ", ".join(f"{m}={json_number(v)}" for m, v in bad)
-        out.append(Alert(
-            "nan", step,
-            f"non-finite values at step {step}: {names}. The update diverged or the reward returned NaN; "
-            "later steps train on garbage. Try a lower lr, check the reward function for NaN/inf, and "
-            "rerun from the last checkpoint before this step.",
-            tuple(m for m, _ in bad), bad[0][1],
-        ))
+        out.append(Alert("nan", step, f"non-finite values at step {step}: {names}", tuple(m for m, _ in bad),
+                         bad[0][1], confirmed=step, end=view.steps[rows[ep.last]], ongoing=not ep.closed,
+                         count=ep.count, worst=bad[0][1], severity=rule.severity))
     return out
 
 
@@ -125,107 +269,98 @@ def _reward_flat(view: MetricsView, rule) -> list[Alert]:
     steps, values = _finite_points(view, rule.metric)
     window = rule.window
     flags = [False] * len(values)
-    for end in range(window - 1, len(values)):
-        chunk = values[end - window + 1 : end + 1]
-        flags[end] = max(chunk) - min(chunk) < rule.min_range
+    if len(values) >= window:
+        import numpy as np
+        from numpy.lib.stride_tricks import sliding_window_view
+
+        windows = sliding_window_view(np.asarray(values, dtype=float), window)  # windows[i] ends at i+window-1
+        flat = np.flatnonzero(windows.max(axis=1) - windows.min(axis=1) < rule.min_range)
+        for index in flat:
+            flags[int(index) + window - 1] = True
     out = []
-    for first, _ in _onsets(flags, 1, rule.rearm_steps):
-        start = first - window + 1  # the flat stretch begins where the first flat window begins
-        chunk = values[start : first + 1]
-        out.append(Alert(
-            "reward-flat", steps[start],
-            f"{rule.metric} stayed within {_fmt(max(chunk) - min(chunk))} (around {_fmt(chunk[-1])}) over "
-            f"{window} steps from step {steps[start]} (threshold {rule.min_range}). When every sample of a "
-            "group gets the same reward, GRPO's advantages are zero and nothing is learned: check the reward "
-            "function, the answer format it expects, and whether the task is too hard or too easy for the model.",
-            (rule.metric,), values[start],
-        ))
+    for ep in _episodes(flags, 1, 1, rule.rearm_steps):
+        start = max(0, ep.first - window + 1)  # the flat stretch begins where the first flat window begins
+        chunk = values[start : ep.first + 1]
+        shifted = _Episode(start, ep.first, ep.last, ep.last - start + 1, ep.closed)
+        out.append(_make("reward-flat", rule, steps, values, shifted,
+                         f"{rule.metric} stayed within {_fmt(max(chunk) - min(chunk))} (around {_fmt(chunk[-1])}) "
+                         f"for {window} steps from step {steps[start]} (limit {rule.min_range})",
+                         (rule.metric,), lambda c: c[-1]))
     return out
 
 
 def _entropy_collapse(view: MetricsView, rule) -> list[Alert]:
     steps, values = _finite_points(view, rule.metric)
-    start = median(values[: rule.start_steps]) if len(values) >= rule.start_steps else None
+    start = sorted(values[: rule.start_steps])[rule.start_steps // 2] if len(values) >= rule.start_steps else None
     limit = rule.floor if start is None else max(rule.floor, rule.fraction_of_start * start)
     flags = [v < limit for v in values]
     out = []
-    for first, _ in _onsets(flags, rule.patience, rule.rearm_steps):
-        since = "" if start is None else f", {_fmt(100 * values[first] / start if start else 0)} % of its start {_fmt(start)}"
-        out.append(Alert(
-            "entropy-collapse", steps[first],
-            f"{rule.metric} fell to {_fmt(values[first])} at step {steps[first]} (limit {_fmt(limit)}{since}). "
-            "The policy now picks nearly the same tokens every time, so GRPO's groups stop differing and "
-            "exploration is gone. Try a lower lr, a higher rollout temperature, a smaller clip_ratio_high, "
-            "or an entropy bonus; look for reward hacking in recent samples.",
-            (rule.metric,), values[first],
-        ))
+    for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
+        since = f", {_fmt(100 * values[ep.first] / start)} % of its start {_fmt(start)}" if start else ""
+        out.append(_make("entropy-collapse", rule, steps, values, ep,
+                         f"{rule.metric} fell to {_fmt(values[ep.first])} at step {steps[ep.first]} "
+                         f"(limit {_fmt(limit)}{since})", (rule.metric,), min))
     return out
 
 
-def _spikes(view: MetricsView, rule_id: str, name: str, factor: float, window: int, min_value: float,
-            advice: str) -> list[Alert]:
-    steps, values = _finite_points(view, name)
-    baselines = _previous_medians(values, window)
-    flags = [b is not None and v > min_value and v > factor * b for v, b in zip(values, baselines)]
+def _spikes(view: MetricsView, rule_id: str, rule) -> list[Alert]:
     out = []
-    for first, _ in _onsets(flags, 1):
-        out.append(Alert(
-            rule_id, steps[first],
-            f"{name} jumped to {_fmt(values[first])} at step {steps[first]}, "
-            f"{_fmt(values[first] / baselines[first]) if baselines[first] else 'inf'} x the median "
-            f"{_fmt(baselines[first])} of the previous {window} steps (limit {factor} x). {advice}",
-            (name,), values[first],
-        ))
+    for name in rule.metrics:
+        steps, values = _finite_points(view, name)
+
+        def bad(value, base):
+            if value <= rule.min_value:
+                return False
+            median = base.median()
+            return value > rule.factor * median and value - median > rule.robust_z * base.sigma(median)
+
+        def bad_vec(v, med, sig):
+            return (v > rule.min_value) & (v > rule.factor * med) & (v - med > rule.robust_z * sig)
+
+        flags, medians = _baseline_flags(values, rule, bad, bad_vec)
+        for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
+            median = _median_at(medians, ep.first)
+            ratio = _fmt(values[ep.first] / median) if median else "inf"
+            out.append(_make(rule_id, rule, steps, values, ep,
+                             f"{name} jumped to {_fmt(values[ep.first])} at step {steps[ep.first]}, {ratio} x the "
+                             f"median {_fmt(median)} of the previous normal steps (limit {rule.factor} x and "
+                             f"{rule.robust_z} sigma, {rule.min_count} of {rule.of_last} steps)", (name,), max))
     return out
 
 
 def _kl_spike(view: MetricsView, rule) -> list[Alert]:
-    out = []
-    for name in rule.metrics:
-        out += _spikes(view, "kl-spike", name, rule.factor, rule.window, rule.min_value,
-                       "The policy moved far from the reference in one update: lower the lr, raise "
-                       "kl_loss_coef, or tighten clip_ratio_low/high; check for a bad batch.")
-    return out
+    return _spikes(view, "kl-spike", rule)
 
 
 def _grad_spike(view: MetricsView, rule) -> list[Alert]:
-    return _spikes(view, "grad-spike", rule.metric, rule.factor, rule.window, rule.min_value,
-                   "Large gradients precede loss spikes and NaNs: lower the lr or the gradient clip, and "
-                   "look at the batch of this step (very long or degenerate responses).")
+    return _spikes(view, "grad-spike", rule)
 
 
 def _length_clipped(view: MetricsView, rule) -> list[Alert]:
     steps, values = _finite_points(view, rule.metric)
+    flags = [i >= rule.warmup and v > rule.max_ratio for i, v in enumerate(values)]
     out = []
-    for first, _ in _onsets([v > rule.max_ratio for v in values], rule.patience, rule.rearm_steps):
-        out.append(Alert(
-            "length-clipped", steps[first],
-            f"{_fmt(100 * values[first])} % of responses hit max_response_length at step {steps[first]} "
-            f"(limit {_fmt(100 * rule.max_ratio)} % for {rule.patience} steps). Truncated answers are "
-            "unfinished and usually score 0, pushing GRPO towards short answers: raise "
-            "data.max_response_length, or add an overlong penalty / filter (DAPO), or check for "
-            "repetition loops in the samples.",
-            (rule.metric,), values[first],
-        ))
+    for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
+        out.append(_make("length-clipped", rule, steps, values, ep,
+                         f"{_fmt(100 * values[ep.first])} % of responses hit max_response_length at step "
+                         f"{steps[ep.first]} (limit {_fmt(100 * rule.max_ratio)} %, {rule.min_count} of "
+                         f"{rule.of_last} steps)", (rule.metric,), max))
     return out
 
 
 def _throughput_drop(view: MetricsView, rule) -> list[Alert]:
     steps, values = _finite_points(view, rule.metric)
-    baselines = _previous_medians(values, rule.window)
-    flags = [b is not None and b > 0 and v < (1 - rule.max_drop) * b for v, b in zip(values, baselines)]
+    flags, medians = _baseline_flags(values, rule, lambda v, base: v < (1 - rule.max_drop) * base.median(),
+                                     lambda v, med, sig: v < (1 - rule.max_drop) * med)
     out = []
-    for first, _ in _onsets(flags, rule.patience, rule.rearm_steps):
-        drop = 1 - values[first] / baselines[first]
-        out.append(Alert(
-            "throughput-drop", steps[first],
-            f"{rule.metric} dropped {_fmt(100 * drop)} % at step {steps[first]} ({_fmt(values[first])} vs the "
-            f"median {_fmt(baselines[first])} of the previous {rule.window} steps; limit "
-            f"{_fmt(100 * rule.max_drop)} % for {rule.patience} steps). Look for a straggler node or device, "
-            "host memory swapping, longer responses (response_length/mean) or a rollout slowdown "
-            "(timing_s/gen).",
-            (rule.metric,), values[first],
-        ))
+    for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
+        median = _median_at(medians, ep.first)
+        drop = 1 - values[ep.first] / median if median else 0.0
+        out.append(_make("throughput-drop", rule, steps, values, ep,
+                         f"{rule.metric} dropped {_fmt(100 * drop)} % at step {steps[ep.first]} "
+                         f"({_fmt(values[ep.first])} vs the median {_fmt(median)} of the previous normal steps; "
+                         f"limit {_fmt(100 * rule.max_drop)} %, {rule.min_count} of {rule.of_last} steps)",
+                         (rule.metric,), min))
     return out
 
 
@@ -241,10 +376,10 @@ _CHECKS = {
 
 
 def alerts(metrics, thresholds: Thresholds | str | None = None) -> list[Alert]:
-    """Every alert the metrics raise, ordered by step then by rule.
+    """Every alert (episode) the metrics raise, ordered by step then by rule.
 
     `metrics`: a MetricsView or anything `load` accepts (run id, run directory, metrics file).
-    `thresholds`: a Thresholds, a path to a thresholds file, or None for params/monitor/health.yaml.
+    `thresholds`: a Thresholds, a path (see load_thresholds), or None for params/base.yaml's `monitor:`.
     """
     view = metrics if isinstance(metrics, MetricsView) else load(metrics)
     if not isinstance(thresholds, Thresholds):
@@ -255,3 +390,36 @@ def alerts(metrics, thresholds: Thresholds | str | None = None) -> list[Alert]:
         if rule.enabled:
             found += check(view, rule)
     return sorted(found, key=lambda a: (a.step, RULES.index(a.rule)))
+
+
+def group(found) -> list[dict]:
+    """Alerts (Alert objects or their dicts) grouped by rule, errors first, then by first step:
+    `{rule, severity, count, first, last, ongoing, worst, metrics, messages, advice}` (`ongoing`: the latest
+    episode has not ended). The advice appears once per rule."""
+    groups: dict[str, dict] = {}
+    for a in found:
+        a = a.to_dict() if isinstance(a, Alert) else a
+        g = groups.setdefault(a["rule"], {"rule": a["rule"], "severity": a.get("severity", "warning"), "count": 0,
+                                          "first": a["step"], "last": a["step"], "worst": None, "metrics": [],
+                                          "messages": [], "advice": ADVICE.get(a["rule"], "")})
+        g["count"] += 1
+        g["first"] = min(g["first"], a["step"])
+        g["last"] = max(g["last"], a.get("end") or a["step"])
+        g["ongoing"] = g.get("ongoing", False) or bool(a.get("ongoing"))
+        g["messages"].append(a["message"])
+        g["metrics"] += [m for m in a["metrics"] if m not in g["metrics"]]
+        g["worst"] = _worse(a["rule"], g["worst"], a.get("worst"))
+    return sorted(groups.values(), key=lambda g: (g["severity"] != "error", g["first"]))
+
+
+_LOW_IS_WORSE = {"entropy-collapse", "throughput-drop", "reward-flat"}
+
+
+def _worse(rule: str, old, new):
+    if old is None:
+        return new
+    if new is None or isinstance(new, str):
+        return new if isinstance(new, str) else old
+    if isinstance(old, str):
+        return old
+    return min(old, new) if rule in _LOW_IS_WORSE else max(old, new)

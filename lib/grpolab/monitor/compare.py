@@ -2,7 +2,7 @@
 
     compare(run, baseline, steps=None, thresholds=None) -> Comparison
 
-Each figure of `regression.figures` in params/monitor/health.yaml (device memory, throughput, step time,
+Each figure of `monitor.regression.figures` in params/base.yaml (device memory, throughput, step time,
 reward mean) reduces its metric over steps first..last (inclusive; default `regression.steps`, 5-14) in both
 runs, then fails when the run moved the wrong way by more than the limit. A metric neither run logs is
 `skipped`; a metric only one run logs `fail`s (it cannot be checked). A run with no step in the window fails
@@ -154,6 +154,11 @@ def _figure(name: str, spec: GateFigure, run: MetricsView, base: MetricsView, fi
         return result
     if len(run_vals) < len(run_all):
         result.status, result.note = "fail", f"the run has {len(run_all) - len(run_vals)} NaN/inf value(s) in the window"
+        return result
+    if base_all and not base_vals:  # logged, but only as NaN/inf: say so, not "not logged by the baseline"
+        result.status = "fail"
+        result.note = (f"the baseline has only NaN/inf values ({len(base_all)}) in the window: cannot be checked; "
+                       "pick a healthy baseline run or another --steps window")
         return result
     if not run_vals or not base_vals:
         who = "the baseline" if run_vals else "the run"

@@ -3,14 +3,16 @@
     classify_failure(log_text) -> Failure | None
 
 Causes (stable ids): `device-oom` (CUDA/NPU out of memory, ACL/HBM allocation errors, vLLM KV cache),
-`no-device` (no CUDA/NPU, torch_npu missing, Ray cannot place GPU/NPU actors), `import-error` (missing module,
+`no-device` (no CUDA/NPU, torch_npu missing, Ray cannot place GPU/NPU actors), `disk-full` (no space left for a
+checkpoint or log, quota, Ray's object store), `wandb-auth` (no or wrong W&B API key), `import-error` (missing module,
 version conflict, ABI mismatch), `nan-loss` (NaN/inf loss or gradients), `comm-timeout` (HCCL/NCCL timeouts),
 `killed` (SIGKILL, the kernel's or Ray's OOM killer, exit 137) and `unknown` (the log has an error, but no known
 pattern). None means the text shows no failure at all.
 
 A failed distributed job prints several of these: an out-of-memory rank leaves the others waiting until the
 collective times out, and Ray then reports dead workers. The causes are therefore tried in an order that puts
-the origin before its consequences (device-oom, no-device, import-error, nan-loss, then comm-timeout, killed).
+the origin before its consequences (device-oom, no-device, disk-full, wandb-auth, import-error, nan-loss, then
+comm-timeout, killed).
 """
 
 from __future__ import annotations
@@ -93,6 +95,36 @@ CAUSES: tuple[_Cause, ...] = (
             r"resources? (?:request )?cannot be satisfied",
             r"[Ii]nfeasible.*\b(?:GPU|NPU)\b",
             r"npu-smi: (?:command )?not found",
+        ),
+    ),
+    _Cause(
+        "disk-full",
+        "a disk filled up: a checkpoint, a log or the Ray object store could not be written",
+        "free space (old checkpoints under trainer.ckpt_dir, /tmp/ray sessions) or point trainer.ckpt_dir at a "
+        "bigger volume; `grpolab preflight RECIPE` checks the checkpoint space before the next launch; resume "
+        "from the last complete checkpoint",
+        _any(
+            r"No space left on device",
+            r"\[Errno 28\]",
+            r"PytorchStreamWriter failed writing file",
+            r"ENOSPC",
+            r"Disk quota exceeded|\[Errno 122\]",
+            r"local disk(?: usage)? is (?:over|above) .{0,40}(?:capacity|threshold)|Object store is full",
+        ),
+    ),
+    _Cause(
+        "wandb-auth",
+        "Weights & Biases refused the login: no API key, or a wrong one, reached the job",
+        "export WANDB_API_KEY in the environment GRPO Lab is started from (it is passed to the job without being "
+        "written to the run record), or `wandb login` on the head node; or log offline (WANDB_MODE=offline, "
+        "`wandb sync` later) or drop `wandb` from trainer.logger",
+        _any(
+            r"wandb\.errors\.(?:errors\.)?AuthenticationError",
+            r"api_key not configured",
+            r"wandb: ERROR .{0,80}(?:not logged in|API key|api_key|401|Unauthorized)",
+            r"401 Client Error: Unauthorized for url: https?://api\.wandb\.ai",
+            r"(?:wandb|W&B).{0,80}(?:invalid|incorrect) API key|API key must be 40 characters",
+            flags=re.IGNORECASE,
         ),
     ),
     _Cause(
@@ -180,7 +212,8 @@ _KEYWORDS = re.compile("|".join(map(re.escape, (
     "error", "exception", "memory", "cuda", "npu", "gpu", "hbm", "ei00", "el00", "207001", "cublas", "nvidia",
     "resource", "infeasible", "conflict", "requires", "symbol", "version", "nan", "finite", "loss", "actor/",
     "timeout", "timed out", "times out", "watchdog", "hccl", "nccl", "kill", "signal", "exit", "code", "oom",
-    "died",
+    "died", "space", "errno 28", "enospc", "quota", "object store", "disk", "wandb", "api_key", "api key",
+    "unauthorized", "401",
 ))))
 
 

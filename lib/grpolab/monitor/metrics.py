@@ -25,6 +25,7 @@ import json
 import math
 import os
 import re
+from itertools import compress
 from pathlib import Path
 from typing import Iterable
 
@@ -152,6 +153,7 @@ def parse_console_line(line: str) -> tuple[int, dict[str, float]] | None:
 
 
 NAN = float("nan")
+_FLOAT_OR_NONE = {float, type(None)}
 
 
 def _clean(value) -> float | None:
@@ -190,6 +192,9 @@ class MetricsView:
         self._tail = _Tail(self.path)
         self._lines_read = 0
         self._clean_cache: dict[str, list[float | None]] = {}
+        self.duplicate_steps = 0  # steps that logged a metric they had already logged (merged, later wins)
+        self._dropped: dict[str, int] = {}  # name -> values that are not numbers (strings, lists) in its column
+        self._rewritten: set[str] = set()  # names whose earlier rows a refresh changed (cleaned again)
 
     # -- reading --------------------------------------------------------------------------------------------
 
@@ -233,13 +238,29 @@ class MetricsView:
                 changed += self._ingest_pairs([(record["step"], record["data"])])
         if changed:
             self._pad()
-            self._clean_cache.clear()
+            self._extend_cache()
         return changed
+
+    def _extend_cache(self) -> None:
+        """Bring the cleaned columns up to date with the rows just read: clean only the new rows (a dashboard
+        refresh of a 20,000-step run must not clean 20,000 values per metric again); a column whose old rows
+        were rewritten (a step logged twice) is cleaned again when next asked for."""
+        rewritten, self._rewritten = self._rewritten, set()
+        for name in list(self._clean_cache):
+            cached, raw = self._clean_cache[name], self._raw.get(name)
+            if name in rewritten or raw is None:
+                del self._clean_cache[name]
+                continue
+            new = raw[len(cached):]
+            clean = [_clean(v) for v in new]
+            self._clean_cache[name] = cached + clean  # a new list: a caller may still hold the old one
+            self._dropped[name] = self._dropped.get(name, 0) + clean.count(None) - new.count(None)
 
     def _reset(self) -> None:
         self.steps, self._raw, self._row_of = [], {}, {}
         self.bad_lines, self.problems, self._lines_read = 0, [], 0
         self._clean_cache.clear()
+        self.duplicate_steps, self._dropped, self._rewritten = 0, {}, set()
 
     def _note(self, message: str) -> None:
         self.bad_lines += 1
@@ -331,6 +352,9 @@ class MetricsView:
                 # A step logged again (verl logs validation separately at some steps): merge, later wins.
                 # Columns named in `last_names` are already a full row long, so this never breaks the
                 # fast path's invariant.
+                if any(len(raw.get(name) or ()) > row and raw[name][row] is not None for name in data):
+                    self.duplicate_steps += 1  # the same metric at the same step again (a resumed run)
+                self._rewritten.update(data)  # their cleaned columns are stale above the new rows
                 for name, value in data.items():
                     column = raw.get(name)
                     if column is None:
@@ -351,11 +375,20 @@ class MetricsView:
 
     # -- access ---------------------------------------------------------------------------------------------
 
+    def dropped(self) -> dict[str, int]:
+        """name -> how many logged values were not numbers (a string such as "n/a", a list), among the metrics
+        read so far (alerts, the summary and the curves read theirs): they are left out of every series.
+        Counted when a column is cleaned, with two C-level counts rather than a look at every value."""
+        return {name: count for name, count in self._dropped.items() if count}
+
     def __len__(self) -> int:
         return len(self.steps)
 
     def __contains__(self, name: str) -> bool:
-        return any(v is not None for v in self.column(name)) if name in self._raw else False
+        if name not in self._raw:
+            return False
+        column = self.column(name)
+        return column.count(None) != len(column)
 
     def __repr__(self) -> str:
         return f"MetricsView({str(self.path)!r}, kind={self.kind!r}, steps={len(self.steps)}, metrics={len(self._raw)})"
@@ -374,14 +407,24 @@ class MetricsView:
         cached = self._clean_cache.get(name)
         if cached is None:
             raw = self._raw.get(name)
-            cached = [None] * len(self.steps) if raw is None else [_clean(v) for v in raw]
+            if raw is None:
+                cached = [None] * len(self.steps)
+            elif set(map(type, raw)) <= _FLOAT_OR_NONE:  # the usual column: nothing to clean (a C-level check)
+                cached = list(raw)
+            else:
+                cached = [_clean(v) for v in raw]
             self._clean_cache[name] = cached
+            if raw is not None:
+                self._dropped[name] = cached.count(None) - raw.count(None)
         return cached
 
     def series(self, name: str) -> tuple[list[int], list[float]]:
         """(steps, values) where the metric was logged, NaN and inf included."""
-        pairs = [(s, v) for s, v in zip(self.steps, self.column(name)) if v is not None]
-        return [s for s, _ in pairs], [v for _, v in pairs]
+        column = self.column(name)
+        if None not in column:  # logged at every step (most metrics): a C-level scan, no per-value Python
+            return list(self.steps), list(column)
+        logged = [v is not None for v in column]
+        return list(compress(self.steps, logged)), list(compress(column, logged))
 
     def latest(self, name: str) -> tuple[int, float] | None:
         """(step, value) of the last step that logged `name`, or None."""

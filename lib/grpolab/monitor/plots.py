@@ -1,10 +1,15 @@
-"""The key GRPO curves of a run as one PNG grid, with the steps of health alerts marked.
+"""The key GRPO curves of a run as one PNG grid, alert episodes shaded, fast on long runs.
 
-    plot_curves(metrics, alerts=(), path="curves.png", title=None) -> Path
+    plot_curves(metrics, alerts=(), path="curves.png", title=None, smooth=0.0) -> Path
+    Curves(smooth=0.0).draw(view, alerts, path) -> bool    # a figure kept between dashboard refreshes
+    downsample(steps, values, buckets) -> (steps, values)  # min and max per bucket: spikes stay visible
 
-matplotlib is imported inside the function and draws on its Agg canvas (no display needed; headless runs and
-the CLI must not pay its import cost unless they draw). A panel whose metrics the run does not log says "no data"
-instead of disappearing, so every run's picture has the same layout and is easy to compare side by side.
+Drawing cost grows with points, not steps: each curve is cut to `BUCKETS` buckets (about one per pixel column
+of a panel) keeping each bucket's minimum and maximum, so a one-step spike in a 20,000-step run still shows.
+Alert episodes are shaded (red for errors, orange for warnings) over their step range in the panels of their
+metrics, instead of text labels that overlap. Optional smoothing is TensorBoard's (a debiased exponential
+moving average) drawn over the faint raw curve. Panels with nothing to show (no data, or a flat zero such as the
+policy clip fraction of `tiny`) are dropped. matplotlib is imported only when drawing, on its Agg canvas.
 """
 
 from __future__ import annotations
@@ -31,7 +36,64 @@ PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     ("learning rate", "lr", (("actor/lr", "lr"),)),
 )
 _COLUMNS = 3
-_ALERT_COLOR = "#d62728"
+BUCKETS = 400  # per curve: about the pixel width of a panel at dpi 80
+_SEVERITY_COLOR = {"error": "#d62728", "warning": "#ff7f0e"}
+
+
+def downsample(steps, values, buckets: int = BUCKETS):
+    """(steps, values) cut to at most 2 x `buckets` points: the minimum and the maximum of each bucket of
+    consecutive points, in step order (numpy arrays). NaN/inf are left out (plot_curves marks them)."""
+    import numpy as np
+
+    x = np.asarray(steps, dtype=float)
+    y = np.asarray(values, dtype=float)
+    keep = np.isfinite(y)
+    x, y = x[keep], y[keep]
+    n = len(y)
+    if n <= 2 * buckets:
+        return x, y
+    size = math.ceil(n / buckets)
+    pad = (-n) % size
+    yy = np.concatenate([y, np.full(pad, np.nan)]).reshape(-1, size)
+    lo = np.nanargmin(yy, axis=1)
+    hi = np.nanargmax(yy, axis=1)
+    base = np.arange(len(yy)) * size
+    picks = np.sort(np.unique(np.concatenate([base + lo, base + hi])))
+    return x[picks], y[picks]
+
+
+def smoothed(values, weight: float):
+    """TensorBoard's smoothing: an exponential moving average, debiased at the start (weight 0 = none)."""
+    import numpy as np
+
+    y = np.asarray(values, dtype=float)
+    if not 0 < weight < 1 or not len(y):
+        return y
+    out = np.empty_like(y)
+    last, debias = 0.0, 0.0
+    for index, value in enumerate(y):
+        last = weight * last + (1 - weight) * value
+        debias = weight * debias + (1 - weight)
+        out[index] = last / debias
+    return out
+
+
+def _nonfinite_runs(steps, values) -> list[tuple[int, int]]:
+    """(first, last) step of each stretch of consecutive non-finite values."""
+    import numpy as np
+
+    if np.isfinite(np.asarray(values, dtype=float)).all():  # the usual case, without a Python loop
+        return []
+    runs: list[list[int]] = []
+    previous_bad = False
+    for step, value in zip(steps, values):
+        bad = not math.isfinite(value)
+        if bad and previous_bad:
+            runs[-1][1] = step
+        elif bad:
+            runs.append([step, step])
+        previous_bad = bad
+    return [(a, b) for a, b in runs]
 
 
 def _lines_for(view: MetricsView, entries) -> list[tuple[str, str]]:
@@ -44,62 +106,111 @@ def _lines_for(view: MetricsView, entries) -> list[tuple[str, str]]:
     return found
 
 
-def plot_curves(metrics, alerts=(), path: str | Path = "curves.png", title: str | None = None) -> Path:
-    """Draw the grid of PANELS for `metrics` (a MetricsView or anything `load` takes), mark `alerts`
-    (vertical lines at their steps, in the panels of the metrics they concern) and save a PNG at `path`."""
+def _has_something(view: MetricsView, lines) -> bool:
+    """A panel is worth drawing when one of its curves is not a flat zero (e.g. pg_clipfrac on tiny)."""
+    for metric, _ in lines:
+        if any(v is not None and v != 0 for v in view.column(metric)):
+            return True
+    return False
+
+
+def panels_for(view: MetricsView) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """The PANELS this run has something to show in, with their lines."""
+    out = []
+    for title, ylabel, entries in PANELS:
+        lines = _lines_for(view, entries)
+        if lines and _has_something(view, lines):
+            out.append((title, ylabel, lines))
+    return out
+
+
+class Curves:
+    """A figure kept between refreshes: `draw` redraws only when the run logged new steps or the alerts changed
+    (a dashboard refresh with nothing new costs nothing), and only rebuilds the layout when the set of panels
+    changed."""
+
+    def __init__(self, smooth: float = 0.0, title: str | None = None):
+        self.smooth = smooth
+        self.title = title
+        self._key = None
+        self._layout = None
+        self._fig = None
+
+    def draw(self, metrics, alerts=(), path: str | Path = "curves.png") -> bool:
+        """Draw into `path` (PNG) if anything changed since the last draw; True when it drew."""
+        view = metrics if isinstance(metrics, MetricsView) else load(metrics)
+        key = (len(view.steps), view.last_step, tuple((getattr(a, "rule", ""), getattr(a, "step", 0),
+                                                        getattr(a, "end", None)) for a in alerts))
+        if key == self._key and Path(path).exists():
+            return False
+        _draw(view, alerts, Path(path), self.title, self.smooth)
+        self._key = key
+        return True
+
+
+def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: float) -> None:
     # A bare Figure on the Agg canvas, not pyplot: no global backend switch (a notebook keeps its inline
     # backend) and nothing left open in pyplot's registry by a dashboard that redraws every few seconds.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    view = metrics if isinstance(metrics, MetricsView) else load(metrics)
-    path = Path(path)
-    rows = math.ceil(len(PANELS) / _COLUMNS)
-    fig = Figure(figsize=(5.2 * _COLUMNS, 3.0 * rows))
+    panels = panels_for(view)
+    count = max(1, len(panels))
+    columns = min(_COLUMNS, count)
+    rows = math.ceil(count / columns)
+    fig = Figure(figsize=(5.2 * columns, 3.0 * rows + 0.6))
     FigureCanvasAgg(fig)
-    axes = fig.subplots(rows, _COLUMNS, squeeze=False)
-    steps_known = bool(view.steps)
-    for ax, (panel_title, ylabel, entries) in zip(axes.flat, PANELS):
-        lines = _lines_for(view, entries)
-        ax.set_title(panel_title, fontsize=11)
+    axes = fig.subplots(rows, columns, squeeze=False)
+    first, last = (min(view.steps), max(view.steps)) if view.steps else (0, 1)
+    if not panels:
+        ax = axes.flat[0]
+        ax.text(0.5, 0.5, "no metrics logged yet", transform=ax.transAxes, ha="center", va="center",
+                fontsize=12, color="0.5")
+        ax.set_xticks([])
+        ax.set_yticks([])
+    for ax, (panel_title, ylabel, lines) in zip(axes.flat, panels):
+        ax.set_title(panel_title, fontsize=11, y=1.0)  # a fixed y skips matplotlib's costly title placement
         ax.set_xlabel("step", fontsize=9)
         ax.set_ylabel(ylabel, fontsize=9)
         ax.tick_params(labelsize=8)
         ax.locator_params(nbins=6)
         ax.grid(True, alpha=0.3)
-        if not lines:
-            ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center", fontsize=12,
-                    color="0.5")
-            ax.set_yticks([])
-            if not steps_known:
-                ax.set_xticks([])
-            continue
         for metric, label in lines:
             steps, values = view.series(metric)
+            x, y = downsample(steps, values)
             # Sparse metrics (validation every N steps) get markers so single points are visible.
             sparse = len(steps) < 0.5 * len(view.steps) or len(steps) < 3
-            ax.plot(steps, values, marker="o" if sparse else None, markersize=3, linewidth=1.3, label=label)
-            bad = [(s, v) for s, v in zip(steps, values) if not math.isfinite(v)]
-            for s, _ in bad:  # NaN/inf do not draw as a line: mark where they are
-                ax.axvline(s, color=_ALERT_COLOR, linewidth=0.8, alpha=0.5, linestyle=":")
+            if smooth and not sparse and len(y) > 2:
+                raw = ax.plot(x, y, linewidth=1.0, alpha=0.3)[0]
+                ax.plot(x, smoothed(y, smooth), linewidth=1.5, color=raw.get_color(), label=label)
+            else:
+                ax.plot(x, y, marker="o" if sparse else None, markersize=3, linewidth=1.3, label=label)
+            for start, end in _nonfinite_runs(steps, values):  # NaN/inf do not draw as a line: hatch them
+                ax.axvspan(start - 0.5, end + 0.5, facecolor="none", edgecolor=_SEVERITY_COLOR["error"],
+                           hatch="//", linewidth=0, alpha=0.6)
         names = {metric for metric, _ in lines}
         marked = [a for a in alerts if names.intersection(getattr(a, "metrics", ()))]
         for alert in marked:
-            ax.axvline(alert.step, color=_ALERT_COLOR, linewidth=1.2, linestyle="--")
-            ax.annotate(alert.rule, xy=(alert.step, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -10),
-                        textcoords="offset points", fontsize=7, color=_ALERT_COLOR, rotation=0)
+            colour = _SEVERITY_COLOR.get(getattr(alert, "severity", "warning"), _SEVERITY_COLOR["warning"])
+            end = getattr(alert, "end", None) or alert.step
+            # at least half a percent of the x range wide, so a one-step NaN is visible on a long run
+            half = max(0.5, 0.0025 * (last - first))
+            ax.axvspan(alert.step - half, end + half, color=colour, alpha=0.18, linewidth=0)
         if len(lines) > 1:
             ax.legend(fontsize=7, loc="best")
         if marked:
-            ax.set_title(f"{panel_title}  (alert)", fontsize=11, color=_ALERT_COLOR)
-    for ax in list(axes.flat)[len(PANELS):]:
+            rules = sorted({a.rule for a in marked})
+            worst = "error" if any(getattr(a, "severity", "") == "error" for a in marked) else "warning"
+            ax.set_title(f"{panel_title}  ({', '.join(rules)})", fontsize=10, color=_SEVERITY_COLOR[worst], y=1.0)
+    for ax in list(axes.flat)[len(panels) or 1:]:
         ax.set_visible(False)
-    last = view.last_step
     heading = title or (view.run.run_id if view.run is not None else view.path.name)
-    fig.suptitle(f"{heading}: {len(view.steps)} steps" + (f", last step {last}" if last is not None else "")
-                 + (f", {len(alerts)} alert(s)" if alerts else ""), fontsize=13)
+    fig.suptitle(f"{heading}: {len(view.steps)} steps" + (f", last step {view.last_step}" if view.steps else "")
+                 + (f", {len(alerts)} alert(s), shaded" if alerts else "")
+                 + (f", smoothing {smooth:g}" if smooth else ""), fontsize=13)
     # Fixed margins rather than tight_layout: it measures every tick label of 12 panels and doubles the time.
-    fig.subplots_adjust(left=0.06, right=0.985, bottom=0.055, top=0.92, wspace=0.3, hspace=0.62)
+    fig.subplots_adjust(left=0.06, right=0.985, bottom=0.5 / (3.0 * rows + 0.6) + 0.03,
+                        top=1 - 0.75 / (3.0 * rows + 0.6), wspace=0.3, hspace=0.62)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
     try:
@@ -108,4 +219,13 @@ def plot_curves(metrics, alerts=(), path: str | Path = "curves.png", title: str 
     except BaseException:  # a target that is a directory, a full disk: leave no temporary file behind
         tmp.unlink(missing_ok=True)
         raise
+
+
+def plot_curves(metrics, alerts=(), path: str | Path = "curves.png", title: str | None = None,
+                smooth: float = 0.0) -> Path:
+    """Draw the panels this run has data for (a MetricsView or anything `load` takes), shade the step ranges of
+    `alerts` in the panels of their metrics, and save a PNG at `path`. `smooth`: 0 (none) to 0.99."""
+    view = metrics if isinstance(metrics, MetricsView) else load(metrics)
+    path = Path(path)
+    _draw(view, alerts, path, title, smooth)
     return path

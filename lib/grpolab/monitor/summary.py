@@ -20,10 +20,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from grpolab.monitor.alerts import Alert, alerts, json_number
+from grpolab.monitor.alerts import Alert, alerts, group, json_number
 from grpolab.monitor.failures import Failure, classify_failure
 from grpolab.monitor.metrics import _CONSOLE_SUFFIXES, KEY_METRICS, MetricsView
-from grpolab.monitor.thresholds import Thresholds, load_thresholds
+from grpolab.monitor.thresholds import Thresholds, load_thresholds, thresholds_for
 from grpolab.runs import TERMINAL_STATES, Run, RunNotFound, resolve_run
 
 _WIDTH = 110  # text output wraps long messages here; evidence lines are printed as they are
@@ -106,11 +106,19 @@ class RunMonitor:
 
     def __init__(self, ref, thresholds: Thresholds | str | None = None, root: Path | None = None):
         self.run, self.view = open_run(ref, root)
-        self.thresholds = thresholds if isinstance(thresholds, Thresholds) else load_thresholds(thresholds)
+        if isinstance(thresholds, Thresholds):
+            self.thresholds = thresholds
+        elif thresholds is not None:
+            self.thresholds = load_thresholds(thresholds)
+        else:  # the `monitor:` section of the recipe the run was launched with (tiny's are wider than a cluster's)
+            self.thresholds = thresholds_for(self.run)
         self.alerts: list[Alert] = []
+        self.curves = None  # grpolab.monitor.plots.Curves, made on the first drawing update
 
-    def update(self, refresh: bool = True, png: str | Path | None = None) -> dict:
-        """The summary dict; `png`: also draw the curves there. `refresh`: ask Ray (if the job is not over)."""
+    def update(self, refresh: bool = True, png: str | Path | None = None, analyse: bool = True) -> dict:
+        """The summary dict; `png`: also draw the curves there (only if something changed since the last draw).
+        `refresh`: ask Ray (if the job is not over). `analyse` False: keep the alerts of the last update (a
+        dashboard's quick refresh between two analyses)."""
         status = self.run.status()
         notes = []
         if refresh and status.get("state") not in TERMINAL_STATES and status.get("job_id"):
@@ -120,16 +128,21 @@ class RunMonitor:
         if status.get("note"):  # launch records why it could not ask Ray ("Ray is unreachable ...")
             notes.append(str(status["note"]))
         self.view.refresh()
-        self.alerts = alerts(self.view, self.thresholds)
+        if analyse:
+            self.alerts = alerts(self.view, self.thresholds)
         state = status.get("state") or "UNKNOWN"
         failure = _failure(self.run, status) if state in ("FAILED", "LOST") else None
         if self.view.problems:
             notes.append(f"{self.view.bad_lines} unreadable line(s) in {self.view.path}, first: {self.view.problems[0]}")
+        notes += _data_notes(self.view, state)
         curves = None
         if png is not None:
-            from grpolab.monitor.plots import plot_curves
+            from grpolab.monitor.plots import Curves
 
-            curves = str(plot_curves(self.view, self.alerts, png, title=self.run.run_id))
+            if self.curves is None:
+                self.curves = Curves(title=self.run.run_id)
+            self.curves.draw(self.view, self.alerts, png)
+            curves = str(png)
         return {
             "run_id": status.get("run_id") or self.run.run_id,
             "path": str(self.run.path),
@@ -145,12 +158,31 @@ class RunMonitor:
             "total_steps": status.get("total_steps"),
             "latest": _latest(self.view),
             "alerts": [a.to_dict() for a in self.alerts],
+            "alert_groups": group(self.alerts),
             "failure": failure.to_dict() if failure else None,
             "wandb": status.get("wandb") or None,
             "curves": curves,
             "thresholds": self.thresholds.source,
+            "threshold_lines": self.thresholds.describe(),
             "notes": notes,
         }
+
+
+def _data_notes(view: MetricsView, state: str) -> list[str]:
+    """What the metrics file itself says about the run: nothing logged by a finished run, values that are not
+    numbers (dropped), steps logged twice (merged)."""
+    notes = []
+    if state in TERMINAL_STATES and not view.steps:
+        where = view.path if view.path.exists() else f"{view.path} (missing)"
+        notes.append(f"the run is {state} but logged no metrics: {where}; check trainer.logger includes `file` "
+                     "and the job log for where the trainer stopped")
+    dropped = view.dropped()
+    if dropped:
+        names = ", ".join(f"{name} ({count})" for name, count in list(dropped.items())[:5])
+        notes.append(f"values that are not numbers were dropped: {names}")
+    if view.duplicate_steps:
+        notes.append(f"{view.duplicate_steps} step(s) logged more than once; later values win")
+    return notes
 
 
 def summary(ref, thresholds: Thresholds | str | None = None, png: str | Path | None = None,
@@ -188,6 +220,31 @@ def wandb_text(info) -> str | None:
     return f"{mode}" + (f": {where}" if where else "")
 
 
+def _range(g: dict) -> str:
+    span = f"step {g['first']}" if g["first"] == g["last"] else f"steps {g['first']}-{g['last']}"
+    return span + (" (ongoing)" if g.get("ongoing") else "")
+
+
+def alert_lines(data: dict, advice: bool = True) -> list[str]:
+    """The alerts grouped by rule: one head line per rule (severity, episodes, step range, worst value), each
+    episode's message, the advice once per rule."""
+    groups = data.get("alert_groups") or group(data.get("alerts") or [])
+    if not groups:
+        return ["alerts    none"]
+    lines = [f"alerts    {sum(g['count'] for g in groups)} in {len(groups)} rule(s)"]
+    for g in groups:
+        worst = "" if g["worst"] is None else f", worst {_value(g['worst'])}"
+        lines.append(f"  {g['severity'].upper():7} {g['rule']:17} {g['count']} episode(s), {_range(g)}{worst}")
+        for message in g["messages"][:3]:
+            lines.append(textwrap.fill(message, width=_WIDTH, initial_indent="      - ", subsequent_indent="        "))
+        if len(g["messages"]) > 3:
+            lines.append(f"      ... and {len(g['messages']) - 3} more")
+        if advice and g["advice"]:
+            lines.append(textwrap.fill(g["advice"], width=_WIDTH, initial_indent="      try: ",
+                                       subsequent_indent="           "))
+    return lines
+
+
 def format_summary(data: dict) -> str:
     """The summary dict as the text `grpolab monitor` prints."""
     lines = [f"run       {data['run_id']}  ({data['path']})"]
@@ -220,14 +277,7 @@ def format_summary(data: dict) -> str:
             lines.append(f"  {m['label'].ljust(width)}  {m['metric'].ljust(metric_width)}  "
                          f"{_value(m['value']):>10}  (step {m['step']})")
     lines.append("")
-    if data["alerts"]:
-        lines.append(f"alerts ({len(data['alerts'])})")
-        for a in data["alerts"]:
-            head = f"  step {a['step']:<6} {a['rule']:<17} "
-            lines.append(textwrap.fill(a["message"], width=_WIDTH, initial_indent=head,
-                                       subsequent_indent=" " * len(head)))
-    else:
-        lines.append("alerts    none")
+    lines += alert_lines(data)
     failure = data.get("failure")
     if failure:
         lines += ["", f"failure   {failure['cause']}: {failure['message']}",
@@ -239,6 +289,47 @@ def format_summary(data: dict) -> str:
                 lines.append(f"    {'L' + str(number) if number else '':>7} | {text}")
     if data.get("curves"):
         lines += ["", f"curves    {data['curves']}"]
+    if data.get("thresholds"):
+        lines.append(f"limits    {data['thresholds']}")
     for note in data.get("notes", []):
         lines.append(f"note      {note}")
     return "\n".join(lines)
+
+
+# --- HTML (notebooks) ----------------------------------------------------------------------------------------
+
+_PRE = "<pre style='font-family:monospace;font-size:85%;margin:0'>"
+
+
+def format_html(data: dict, open_alerts: bool = False) -> str:
+    """The summary for notebooks: the same text in monospace (columns line up in JupyterLab and in nbconvert's
+    HTML), the alerts grouped by rule in collapsible <details> (the advice once per rule), and the thresholds
+    that applied in a collapsed <details> of their own."""
+    import html as _html
+
+    text = format_summary({**data, "alerts": [], "alert_groups": [], "thresholds": None})
+    head = text.split("\nalerts    none", 1)
+    parts = [_PRE + _html.escape(head[0].rstrip()) + "</pre>"]
+    groups = data.get("alert_groups") or group(data.get("alerts") or [])
+    if groups:
+        total = sum(g["count"] for g in groups)
+        parts.append(f"<p style='margin:6px 0 2px'><b>alerts</b>: {total} in {len(groups)} rule(s)</p>")
+        for g in groups:
+            colour = "#d62728" if g["severity"] == "error" else "#b35900"
+            worst = "" if g["worst"] is None else f", worst {_value(g['worst'])}"
+            summary_line = (f"<span style='color:{colour}'><b>{g['severity'].upper()}</b></span> "
+                            f"<code>{g['rule']}</code>: {g['count']} episode(s), {_range(g)}{worst}")
+            items = "".join(f"<li>{_html.escape(m)}</li>" for m in g["messages"])
+            parts.append(f"<details{' open' if open_alerts else ''}><summary>{summary_line}</summary>"
+                         f"<ul style='margin:2px 0'>{items}</ul><p style='margin:2px 0 6px 18px'><i>try:</i> "
+                         f"{_html.escape(g['advice'])}</p></details>")
+    else:
+        parts.append(_PRE + "alerts    none</pre>")
+    tail = head[1].strip("\n") if len(head) > 1 else ""
+    if tail:
+        parts.append(_PRE + _html.escape(tail) + "</pre>")
+    if data.get("thresholds"):
+        limits = "\n".join(data.get("threshold_lines") or [])
+        parts.append(f"<details><summary>limits applied: <code>{_html.escape(data['thresholds'])}</code></summary>"
+                     f"{_PRE}{_html.escape(limits)}</pre></details>")
+    return "\n".join(parts)

@@ -7,8 +7,8 @@ trying the monitor without a cluster.
 
 A healthy run: reward rising with noise, entropy slowly falling, KL small and growing, gradients below the
 clip, few clipped responses, steady throughput (the first step slower: compilation), validation every 10
-steps. `plant` changes the records from step `at` on (or at that step only, for spikes and NaN) so that
-exactly the alert of that rule id fires there.
+steps. `plant` changes the records from step `at` on (a sustained pathology, NaN written as null as verl
+does) so that exactly the alert of that rule id fires there.
 """
 
 from __future__ import annotations
@@ -69,30 +69,47 @@ def healthy(steps: int = 60, seed: int = 0, extra_metrics: int = 0, val_every: i
     return records
 
 
+def _median_before(records: list[dict], name: str, at: int, window: int = 50) -> float:
+    values = sorted(r["data"][name] for r in records if at - window <= r["step"] < at
+                    and isinstance(r["data"].get(name), (int, float)))
+    return values[len(values) // 2] if values else 1.0
+
+
 def plant(records: list[dict], rule: str, at: int) -> list[dict]:
-    """A copy of `records` with the pathology of alert `rule` starting at step `at`."""
+    """A copy of `records` with the pathology of alert `rule` from step `at` on, as a broken run logs it:
+    sustained (a run that is back to normal at the next step had noise, which the alerts ignore), spikes
+    relative to the run's own recent median, NaN as verl's file logger writes it (null). Works on any
+    verl-format records: these synthetic ones and recorded runs (benchmarks/monitor_alerts.py)."""
     if rule not in PLANTS:
         raise ValueError(f"unknown pathology {rule!r}: choose one of {', '.join(PLANTS)}")
     out = copy.deepcopy(records)
+    kl = max(_median_before(out, "actor/kl_loss", at), 0.01)
+    grad = max(_median_before(out, "actor/grad_norm", at), 1.0)
     for record in out:
         step, data = record["step"], record["data"]
-        if rule == "nan" and step == at:
-            data["actor/pg_loss"] = math.nan
-            data["actor/grad_norm"] = math.inf
-        elif rule == "reward-flat" and step >= at:
-            data["critic/score/mean"] = 0.0
-        elif rule == "entropy-collapse" and step >= at:
+        if step < at or "actor/pg_loss" not in data:  # validation-only lines (step 0) stay as they are
+            continue
+        if rule == "nan":  # the update diverged and stays diverged
+            data["actor/pg_loss"] = None
+            data["actor/grad_norm"] = None
+        elif rule == "reward-flat":  # every sample of every group scores 0: zero advantages
+            for name in ("critic/score/mean", "critic/score/max", "critic/score/min", "critic/score/std"):
+                if name in data:
+                    data[name] = 0.0
+        elif rule == "entropy-collapse":
             data["actor/entropy"] = 0.004 + 0.001 * (step % 3)
-        elif rule == "kl-spike" and step == at:
-            data["actor/kl_loss"] = 0.5
-        elif rule == "length-clipped" and step >= at:
-            data["response_length/clip_ratio"] = 0.45
-            data["response_length/max"] = 512.0
-        elif rule == "grad-spike" and step == at:
-            data["actor/grad_norm"] = 25.0
-        elif rule == "throughput-drop" and step >= at:
-            data["perf/throughput"] *= 0.5
-            data["timing_s/step"] *= 2.0
+        elif rule == "kl-spike" and step < at + 8:  # the policy runs away from the reference for 8 steps
+            data["actor/kl_loss"] = 40 * kl
+        elif rule == "length-clipped":
+            data["response_length/clip_ratio"] = 0.8
+            if "response_length/max" in data:
+                data["response_length/max"] = max(data["response_length/max"], data.get("response_length/mean", 0))
+        elif rule == "grad-spike" and step < at + 5:
+            data["actor/grad_norm"] = 100 * grad
+        elif rule == "throughput-drop":
+            data["perf/throughput"] *= 0.1  # a 10 x slowdown: host swapping, a NIC fallen back to TCP
+            if "timing_s/step" in data:
+                data["timing_s/step"] *= 10.0
     return out
 
 

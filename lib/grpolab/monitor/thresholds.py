@@ -1,186 +1,92 @@
-"""Thresholds for the health alerts and the regression gate: one strict schema, one YAML file.
+"""Which thresholds the monitor applies: the `monitor:` section of a recipe (grpolab.monitor_schema).
 
-The numbers live in params/monitor/health.yaml (documented there, value by value); this module only says
-which keys exist and what each may hold. Nothing has a default here on purpose: "defaults live in one place
-only", so a key missing from the file is an error, exactly like a misspelled one (`extra="forbid"`).
+The numbers have one home, params/base.yaml (section `monitor:`, documented value by value); a recipe overrides
+what fits it (params/recipes/tiny.yaml). This module finds the section that applies and validates it strictly:
 
-    load_thresholds(path=None) -> Thresholds     # None: params/monitor/health.yaml
-    ThresholdsError                               # names the file, the key and how to fix it
+    load_thresholds(path=None) -> Thresholds       # None: params/base.yaml; a file: its `monitor:` section
+                                                    # (a recipe or a run's recipe.yaml) or a bare section;
+                                                    # a recipe name: that recipe's
+    thresholds_for(run) -> Thresholds               # the run's recipe.yaml (resolved at launch), else base.yaml
+    ThresholdsError                                 # names the file, the dotted key and how to fix it
 
-Rule ids (`nan`, `reward-flat`, ...) are used as YAML keys as they are, so a user reading an alert can find
-its thresholds by searching the file for the rule id.
+`Thresholds.source` says where they came from, `Thresholds.describe()` lists them in short lines (the notebook
+and `grpolab monitor` show which thresholds applied).
 """
 
 from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Annotated, Literal, get_args, get_origin
+from typing import get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import BaseModel, PrivateAttr, ValidationError
 
+from grpolab.monitor_schema import (  # noqa: F401  (re-exported: the monitor's callers import them from here)
+    AlertRules, EntropyCollapseRule, GateFigure, LengthClippedRule, Monitor, NanRule, Regression, RewardFlatRule,
+    SpikeRule, ThroughputDropRule,
+)
 from grpolab.paths import params_dir
 
-Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
-PositiveFloat = Annotated[float, Field(gt=0.0)]
-NonNegativeFloat = Annotated[float, Field(ge=0.0)]
-Steps = Annotated[int, Field(ge=1)]
-MetricName = Annotated[str, Field(min_length=1)]
+SECTION = "monitor"
 
 
 def default_path() -> Path:
-    """params/monitor/health.yaml under the project's params directory ($GRPOLAB_PARAMS moves it)."""
-    return params_dir() / "monitor" / "health.yaml"
+    """params/base.yaml under the project's params directory ($GRPOLAB_PARAMS moves it): the one home."""
+    return params_dir() / "base.yaml"
 
 
 class ThresholdsError(ValueError):
-    """The thresholds file is missing, unreadable or does not fit the schema (message: file, key, fix)."""
+    """The thresholds are missing, unreadable or do not fit the schema (message: file, key, fix)."""
 
 
-class _Strict(BaseModel):
-    # frozen: thresholds are read once and shared; a rule must not change them behind another rule's back.
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False)
-
-
-# --- health alerts ---------------------------------------------------------------------------------------
-
-
-class NanRule(_Strict):
-    enabled: bool
-    metrics: list[MetricName] = Field(min_length=1)
-
-
-class RewardFlatRule(_Strict):
-    enabled: bool
-    metric: MetricName
-    window: Steps
-    min_range: NonNegativeFloat
-    rearm_steps: Steps
-
-
-class EntropyCollapseRule(_Strict):
-    enabled: bool
-    metric: MetricName
-    floor: NonNegativeFloat
-    fraction_of_start: Fraction
-    start_steps: Steps
-    patience: Steps
-    rearm_steps: Steps
-
-
-class KlSpikeRule(_Strict):
-    enabled: bool
-    metrics: list[MetricName] = Field(min_length=1)
-    factor: Annotated[float, Field(gt=1.0)]
-    window: Steps
-    min_value: NonNegativeFloat
-
-
-class LengthClippedRule(_Strict):
-    enabled: bool
-    metric: MetricName
-    max_ratio: Fraction
-    patience: Steps
-    rearm_steps: Steps
-
-
-class GradSpikeRule(_Strict):
-    enabled: bool
-    metric: MetricName
-    factor: Annotated[float, Field(gt=1.0)]
-    window: Steps
-    min_value: NonNegativeFloat
-
-
-class ThroughputDropRule(_Strict):
-    enabled: bool
-    metric: MetricName
-    max_drop: Annotated[float, Field(gt=0.0, lt=1.0)]
-    window: Steps
-    patience: Steps
-    rearm_steps: Steps
-
-
-class AlertRules(_Strict):
-    nan: NanRule
-    reward_flat: RewardFlatRule = Field(alias="reward-flat")
-    entropy_collapse: EntropyCollapseRule = Field(alias="entropy-collapse")
-    kl_spike: KlSpikeRule = Field(alias="kl-spike")
-    length_clipped: LengthClippedRule = Field(alias="length-clipped")
-    grad_spike: GradSpikeRule = Field(alias="grad-spike")
-    throughput_drop: ThroughputDropRule = Field(alias="throughput-drop")
-
-
-# --- regression gate ---------------------------------------------------------------------------------------
-
-
-class GateFigure(_Strict):
-    """One compared figure: `reduce` the metric over the step window in both runs, then compare."""
-
-    label: str = Field(min_length=1)
-    metric: MetricName
-    reduce: Literal["mean", "max", "min"]
-    fails_on: Literal["increase", "decrease", "change"]
-    limit: NonNegativeFloat
-    relative: bool
-    unit: str
-
-
-class Regression(_Strict):
-    steps: tuple[int, int]
-    figures: dict[str, GateFigure] = Field(min_length=1)
-
-    @field_validator("steps")
-    @classmethod
-    def _steps_order(cls, value: tuple[int, int]) -> tuple[int, int]:
-        first, last = value
-        if first < 0 or last < first:
-            raise ValueError(f"steps must be [first, last] with 0 <= first <= last, got {list(value)}")
-        return value
-
-
-class Thresholds(_Strict):
-    alerts: AlertRules
-    regression: Regression
-    # Where these came from (set by load_thresholds): reports name the file. Private, so not a YAML key.
+class Thresholds(Monitor):
+    # Where these came from (set by the loaders): reports name the file. Private, so not a YAML key.
     _source: str = PrivateAttr(default="")
 
     @property
     def source(self) -> str:
         return self._source
 
-
-# --- loading -----------------------------------------------------------------------------------------------
+    def describe(self) -> list[str]:
+        """One line per enabled alert rule with its limits, e.g. `kl-spike  > 5 x median and 6 sigma, 2 of 3`."""
+        lines = []
+        for field, rule in self.alerts:
+            rule_id = field.replace("_", "-")
+            if not rule.enabled:
+                lines.append(f"{rule_id:17} off")
+                continue
+            data = rule.model_dump(exclude={"enabled", "metrics", "metric"})
+            text = ", ".join(f"{k}={v}" for k, v in data.items())
+            lines.append(f"{rule_id:17} {text}")
+        return lines
 
 
 def _valid_keys(model: type[BaseModel]) -> list[str]:
-    return [f.alias or name for name, f in model.model_fields.items()]
+    return list(model.model_fields)
 
 
 def _model_at(loc: tuple) -> type[BaseModel] | None:
     """The pydantic model that owns the key at `loc` (for suggesting the closest valid key)."""
-    model: type[BaseModel] = Thresholds
+    model: type[BaseModel] = Monitor
     parts, i = loc[:-1], 0
     while i < len(parts):
-        fields = {f.alias or n: f for n, f in model.model_fields.items()}
-        field = fields.get(parts[i])
+        field = model.model_fields.get(parts[i])
         if field is None:
             return None
         annotation = field.annotation
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             model, i = annotation, i + 1
         elif get_origin(annotation) is dict:
-            # a mapping of free names (regression.figures.<name>): skip the name, land on the value's model
-            model, i = get_args(annotation)[1], i + 2
+            model, i = get_args(annotation)[1], i + 2  # regression.figures.<name>: land on the value's model
         else:
             return None
     return model
 
 
-def _explain(error: dict, path: Path) -> str:
+def _explain(error: dict, path: Path, prefix: str) -> str:
     loc = tuple(str(p) for p in error["loc"])
-    key = ".".join(loc) or "(top level)"
+    key = prefix + (".".join(loc) or "(top level)")
     kind = error["type"]
     if kind == "extra_forbidden":
         model = _model_at(loc)
@@ -189,37 +95,87 @@ def _explain(error: dict, path: Path) -> str:
         fix = f"did you mean '{close[0]}'?" if close else f"valid keys here: {', '.join(valid)}"
         return f"{path}: unknown key '{key}': {fix}"
     if kind == "missing":
-        return f"{path}: missing key '{key}': add it (every threshold is set in this file, there are no hidden defaults)"
+        return (f"{path}: missing key '{key}': add it (a thresholds file sets every key; a recipe inherits "
+                f"the rest from params/base.yaml)")
     value = error.get("input")
     return f"{path}: key '{key}' = {value!r}: {error['msg']}; fix the value in the file"
 
 
-def load_thresholds(path: str | Path | None = None) -> Thresholds:
-    """Read and validate a thresholds file (default params/monitor/health.yaml).
+def _validate(data, path: Path, prefix: str) -> Thresholds:
+    if not isinstance(data, dict):
+        raise ThresholdsError(f"{path}: expected a mapping with keys 'alerts' and 'regression', got "
+                              f"{type(data).__name__}; see section `monitor:` of params/base.yaml for the layout")
+    try:
+        thresholds = Thresholds.model_validate(data)
+    except ValidationError as exc:
+        raise ThresholdsError("\n".join(_explain(err, path, prefix) for err in exc.errors())) from None
+    thresholds._source = f"{path} ({SECTION}:)" if prefix else str(path)
+    return thresholds
 
-    Raises ThresholdsError with one line per problem, each naming the file, the dotted key and the fix.
-    """
-    path = Path(path) if path is not None else default_path()
+
+def _read(path: Path):
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise ThresholdsError(f"{path}: no such thresholds file; pass an existing YAML file "
-                              f"(the project's is {default_path()})") from None
+        raise ThresholdsError(f"{path}: no such thresholds file; pass an existing YAML file (a recipe, or a "
+                              f"`{SECTION}:` section like the one in {default_path()})") from None
     except OSError as exc:
         raise ThresholdsError(f"{path}: cannot read the thresholds file: {exc.strerror or exc}") from None
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
         raise ThresholdsError(f"{path}: not valid YAML{at}: {getattr(exc, 'problem', exc)}; fix the syntax") from None
-    if not isinstance(data, dict):
-        raise ThresholdsError(f"{path}: expected a mapping with keys 'alerts' and 'regression', "
-                              f"got {type(data).__name__}; see params/monitor/health.yaml for the layout")
+
+
+def load_thresholds(path: str | Path | None = None) -> Thresholds:
+    """Read and validate thresholds: None -> params/base.yaml's `monitor:` section; a file holding a `monitor:`
+    key (a fully resolved recipe.yaml, base.yaml) -> that section; any other file -> the section itself.
+    A recipe file that only overrides a few keys is resolved through the recipe loader (its layers fill the rest).
+    Raises ThresholdsError with one line per problem, each naming the file, the dotted key and the fix."""
+    if path is not None and not Path(path).exists() and (params_dir() / "recipes" / f"{path}.yaml").is_file():
+        return from_recipe(str(path))  # a recipe name: `grpolab monitor FILE --thresholds tiny`
+    path = Path(path) if path is not None else default_path()
+    data = _read(path)
+    if isinstance(data, dict) and SECTION in data:
+        if "defaults" in data:  # a recipe with layers: the loader merges base.yaml under its overrides
+            return from_recipe(path)
+        return _validate(data[SECTION], path, f"{SECTION}.")
+    return _validate(data, path, "")
+
+
+def from_recipe(ref) -> Thresholds:
+    """The thresholds of a recipe (a name under params/recipes or a path), its layers merged."""
+    from grpolab.problems import InputError, RecipeError
+    from grpolab.recipe import load_recipe
+
     try:
-        thresholds = Thresholds.model_validate(data)
-    except ValidationError as exc:
-        lines = [_explain(err, path) for err in exc.errors()]
-        raise ThresholdsError("\n".join(lines)) from None
-    thresholds._source = str(path)
+        recipe = load_recipe(ref)
+    except (InputError, RecipeError) as exc:
+        raise ThresholdsError(str(exc)) from None
+    thresholds = Thresholds.model_validate(recipe.monitor.model_dump())
+    thresholds._source = f"recipe {recipe.name} ({SECTION}:)"
     return thresholds
+
+
+def thresholds_for(run) -> Thresholds:
+    """The thresholds a run was launched with: `monitor:` of its recipe.yaml (fully resolved at launch); a run
+    recorded before the section existed gets its recipe's (by the name in status.json), anything else (a bare
+    metrics file) params/base.yaml's."""
+    recipe_file = getattr(run, "path", None) and Path(run.path) / "recipe.yaml"
+    if recipe_file and recipe_file.is_file():
+        try:
+            data = yaml.safe_load(recipe_file.read_text())
+        except (OSError, yaml.YAMLError):
+            data = None
+        if isinstance(data, dict) and isinstance(data.get(SECTION), dict):
+            return _validate(data[SECTION], recipe_file, f"{SECTION}.")
+    # a run recorded before recipes had a `monitor:` section: its recipe's current thresholds, by name
+    name = (run.status().get("recipe") if hasattr(run, "status") else None) or ""
+    if name and (params_dir() / "recipes" / f"{name}.yaml").is_file():
+        try:
+            return from_recipe(name)
+        except ThresholdsError:
+            pass
+    return load_thresholds()

@@ -86,11 +86,20 @@ def _files(value) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
+def _params_text(params_b: float) -> str:
+    """A parameter count a person reads at once: 126 K, 4.1 M, 30.5 B (not 0.000126 B)."""
+    count = params_b * 1e9
+    for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if count >= size:
+            return f"{count / size:.3g} {unit}"
+    return f"{count:.0f}"
+
+
 def checkpoint_bytes(recipe: Recipe, card) -> tuple[int, str]:
     if card is None:
         return CKPT_FLOOR_BYTES, "no model card: 100 MB assumed"
     size = int(card.params_b * 1e9 * CKPT_BYTES_PER_PARAM)
-    how = f"{card.params_b:g} B params x {CKPT_BYTES_PER_PARAM} bytes: bf16 weights + fp32 Adam state"
+    how = f"{_params_text(card.params_b)} params x {CKPT_BYTES_PER_PARAM} bytes: bf16 weights + fp32 Adam state"
     return max(size, CKPT_FLOOR_BYTES), how
 
 

@@ -1,0 +1,116 @@
+"""grpolab.monitor.progress: how far a followed run is, in lines rate-limited by time (not by steps or alerts),
+with elapsed and remaining time and the latest reward and validation accuracy; and notebook.follow using it."""
+
+from __future__ import annotations
+
+from grpolab.monitor import load, synthetic
+from grpolab.monitor.progress import Progress
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _grow(path, view, first, count):
+    synthetic.write_jsonl(path, synthetic.healthy(first + count - 1)[first - 1:], append=True)
+    view.refresh()
+
+
+def test_lines_are_rate_limited_by_time_whatever_the_number_of_steps(tmp_path):
+    path, clock, lines, times = tmp_path / "metrics.jsonl", Clock(), [], []
+    path.write_text("")
+    view = load(path)
+    progress = Progress("r1", total=400, every_s=30, out=lambda text: (lines.append(text), times.append(clock.now)),
+                        clock=clock)
+    step = 1
+    for _ in range(120):  # 120 polls 2 s apart (240 s), 1-3 new steps each
+        clock.now += 2
+        _grow(path, view, step, 1 + step % 3)
+        step = view.last_step + 1
+        progress.update(view, {"total_steps": 400})
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert times[0] == 1002 and lines[0].startswith("step ")  # the first step is shown at once
+    assert gaps and all(30 <= gap < 32 for gap in gaps)  # then one line per 30 s (polls are 2 s apart)
+    progress.close({"state": "SUCCEEDED"}, view)
+    assert lines[-1].startswith(f"run r1: step {view.last_step}/400") and lines[-1].endswith("SUCCEEDED")
+
+
+def test_a_line_says_elapsed_remaining_reward_and_validation_accuracy(tmp_path):
+    path, clock, lines = tmp_path / "metrics.jsonl", Clock(), []
+    path.write_text("")
+    view = load(path)
+    progress = Progress("r2", total=100, every_s=10, out=lines.append, clock=clock)
+    _grow(path, view, 1, 10)
+    progress.update(view, {})
+    clock.now += 60
+    _grow(path, view, 11, 20)  # 20 steps in 60 s: 70 left take 210 s
+    progress.update(view, {})
+    assert lines[-1].startswith("step 30/100 (30 %)  elapsed 1:00  remaining ~3:30  reward=")
+    assert "val_acc=" in lines[-1]  # synthetic runs validate every 10 steps
+    assert progress.remaining_s() == 210
+
+
+def test_nothing_logged_yet_prints_nothing_until_the_end(tmp_path):
+    lines = []
+    progress = Progress("r3", total=None, every_s=1, out=lines.append, clock=Clock())
+    progress.update(None, {"state": "PENDING"})
+    assert lines == []
+    progress.close({"state": "FAILED"})
+    assert lines == ["run r3: step -  elapsed 0:00  FAILED"]
+
+
+def test_follow_prints_progress_lines_then_the_state(tmp_path, monkeypatch):
+    """notebook.follow headless: the launch module's wait is the only thing replaced (no Ray here)."""
+    from grpolab import launch
+    from grpolab import notebook as nb
+    from grpolab.runs import Run
+
+    run = Run(tmp_path / "run-a")
+    run.path.mkdir()
+    calls = []
+
+    def fake_wait(r, progress=print, timeout=None, **_):
+        calls.append(timeout)
+        _grow(r.metrics_file, load(r.metrics_file) if r.metrics_file.exists() else _Empty(), 10 * len(calls) - 9, 10)
+        return {"state": "SUCCEEDED" if len(calls) == 3 else "RUNNING", "total_steps": 30}
+
+    monkeypatch.setattr(launch, "wait", fake_wait)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    lines = []
+    status = nb.follow(run, every_s=0.0, progress=lines.append)
+    assert status["state"] == "SUCCEEDED" and calls == [0.0, 0.0, 0.0]
+    assert lines[0] == "following run run-a: a line every 0 s"
+    assert lines[1].startswith("step 10/30") and lines[2].startswith("step 20/30")
+    assert lines[-1].startswith("run run-a: step 30/30 (100 %)") and lines[-1].endswith("SUCCEEDED")
+
+
+class _Empty:
+    def refresh(self):
+        return 0
+
+
+def test_follow_while_reads_the_run_files_until_the_other_kernel_is_done(tmp_path):
+    """run.ipynb's monitor stage: progress from status.json and metrics.jsonl while 04_monitor runs elsewhere."""
+    from grpolab.monitor.progress import follow_while
+    from grpolab.runs import Run
+
+    run = Run(tmp_path / "run-b")
+    run.path.mkdir()
+    run.write_status(state="RUNNING", total_steps=20)
+    polls, lines = [], []
+
+    def busy() -> bool:
+        polls.append(1)
+        if len(polls) == 3:
+            synthetic.write_jsonl(run.metrics_file, synthetic.healthy(20))
+            run.write_status(state="SUCCEEDED")
+        return len(polls) < 6
+
+    status = follow_while(run, busy, every_s=0.0, poll_s=0.0, out=lines.append)
+    assert status["state"] == "SUCCEEDED"
+    assert lines[0].startswith("step 20/20 (100 %)") and lines[-1].startswith("run run-b: step 20/20")
+    assert lines[-1].endswith("SUCCEEDED")
