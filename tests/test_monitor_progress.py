@@ -96,10 +96,9 @@ class _Empty:
 def test_follow_while_reads_the_run_files_until_the_other_kernel_is_done(tmp_path):
     """run.ipynb's monitor stage: progress from status.json and metrics.jsonl while 04_monitor runs elsewhere."""
     from grpolab.monitor.progress import follow_while
-    from grpolab.runs import Run
+    from grpolab.runs import create_run
 
-    run = Run(tmp_path / "run-b")
-    run.path.mkdir()
+    run = create_run("tiny", run_id="run-b", root=tmp_path)
     run.write_status(state="RUNNING", total_steps=20)
     polls, lines = [], []
 

@@ -55,8 +55,9 @@ def test_a_run_uses_the_thresholds_of_its_recipe(tmp_path):
     th = thresholds_for(Run(tmp_path))
     assert th.alerts.kl_spike.factor == 12 and th.source == f"{tmp_path / 'recipe.yaml'} (monitor:)"
     assert thresholds_for(Run(tmp_path / "elsewhere")).source == load_thresholds().source  # no recipe: base
-    old = Run(tmp_path / "old-run")  # recorded before recipes had `monitor:`: its recipe's, by name
-    old.path.mkdir()
+    from grpolab.runs import create_run
+
+    old = create_run("tiny", run_id="old-run", root=tmp_path)  # recorded before recipes had `monitor:`: by name
     (old.path / "recipe.yaml").write_text("trainer: {seed: 1}\n")
     old.write_status(state="SUCCEEDED", recipe="tiny")
     assert thresholds_for(old).source == "recipe tiny (monitor:)"

@@ -14,7 +14,7 @@ from grpolab.problems import errors
 from grpolab.recipe import load_card, load_recipe, merge_layers
 from grpolab.render import render, to_sh
 from grpolab.schema import Recipe
-from grpolab.validate import check
+from grpolab.gate import check
 
 FILES = sorted(p.relative_to(params_dir()).as_posix() for p in params_dir().rglob("*.yaml"))
 

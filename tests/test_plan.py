@@ -15,7 +15,8 @@ import pytest
 
 from grpolab import planner
 from grpolab.problems import errors
-from grpolab.validate import check, validate
+from grpolab.gate import check
+from grpolab.validate import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 GRPOLAB = str(Path(sys.executable).with_name("grpolab"))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grpolab.problems import RULES
-from grpolab.validate import check
+from grpolab.gate import check
 
 # a Gated DeltaNet model given by its config.json only (no card): the rules read its facts from the file
 QWEN3_NEXT = str(Path(__file__).parent / "data" / "models" / "qwen3_next_80b_a3b")
@@ -165,7 +165,7 @@ def test_validation_imports_no_heavy_package():
     import subprocess
     import sys
 
-    code = ("import sys; from grpolab.validate import check; check('glm5_2', verl=False); "
+    code = ("import sys; from grpolab.gate import check; check('glm5_2', verl=False); "
             "print(sorted(m for m in ('torch', 'ray', 'verl', 'torch_npu', 'vllm') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -9,7 +9,11 @@ verl's own config (grpolab.verl_schema; skipped with verl=False or for train.eng
 
 from __future__ import annotations
 
-from grpolab.problems import Problem
+from pathlib import Path
+from typing import Iterable
+
+from grpolab.problems import Problem, RecipeError
+from grpolab.recipe import load_recipe
 from grpolab.schema import Recipe
 
 
@@ -49,3 +53,16 @@ def gate(recipe: Recipe, *, verl: bool = True) -> list[Problem]:
         verl_problems, grad_ok = verl_schema.check(recipe)
         problems += verl_problems
     return validate(recipe, grad_ok) + shadowing(recipe) + problems
+
+
+def check(ref: str | Path, overrides: Iterable[str] = (), verl: bool = True) -> tuple[Recipe | None, list[Problem]]:
+    """Load and check a recipe: (recipe or None when the schema fails, every problem). InputError for bad input.
+
+    The problems are `gate()`'s: the same verdict every front end gets. With verl=True the rendered launch is also
+    composed against the installed verl's config (`verl-schema`).
+    """
+    try:
+        recipe = load_recipe(ref, overrides)
+    except RecipeError as exc:
+        return None, exc.problems
+    return recipe, gate(recipe, verl=verl)

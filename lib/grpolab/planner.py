@@ -51,7 +51,9 @@ from grpolab.validate import layout_problems, validate
 GB = 1e9
 ESTIMATE = "estimate"  # every figure the planner prints is one; the label travels with them
 MLA_KV_VALUES = 576  # MLA caches kv_lora_rank (512) + the rope key (64) values per token per layer (GLM-5.2, DSV3)
-TRAIN_KEYS = ("tp", "pp", "cp", "ep", "etp", "vpp", "pp_layout", "sp", "param_offload", "optimizer_offload")
+TRAIN_KEYS = ("tp", "pp", "cp", "ep", "etp", "vpp", "pp_layout", "param_offload", "optimizer_offload")
+# A layout's `sp` is a group size: Megatron's sequence parallel spans tp (sp == tp when on, 1 when off), FSDP's
+# Ulysses group is its own size. The recipe keeps them as train.sp (a bool) and train.ulysses_sp (an int).
 ROLLOUT_KEYS = ("tp", "dp", "ep")
 MIN_CP_CHUNK = 2048  # search space: CP splits a sequence into chunks of at least this many tokens
 OFFLOADS = ((False, False), (False, True), (True, True))  # (param_offload, optimizer_offload), cheapest first
@@ -108,26 +110,38 @@ def overrides_of(train: TrainLayout | None, rollout: RolloutLayout | None) -> li
     """The layout as `--set` overrides (the recipe's own keys)."""
     out = []
     if train is not None:
-        for key in TRAIN_KEYS:
-            value = getattr(train, key)
+        for key, value in train_fields(train).items():
             out.append(f"train.{key}={'null' if value is None else str(value).lower() if isinstance(value, bool) else value}")
     if rollout is not None:
         out += [f"rollout.{key}={getattr(rollout, key)}" for key in ROLLOUT_KEYS]
     return out
 
 
+def train_fields(train: TrainLayout) -> dict:
+    """The recipe's own train.* keys and values of a training layout (what `--set` and --json name)."""
+    fields = {k: getattr(train, k) for k in TRAIN_KEYS}
+    if train.fsdp:
+        fields["ulysses_sp"] = train.sp
+    else:
+        fields["sp"] = train.sp > 1 or train.tp == 1  # with tp 1 sequence parallel has no effect: verl's default
+    return fields
+
+
 def apply(recipe: Recipe, train: TrainLayout | None = None, rollout: RolloutLayout | None = None) -> Recipe:
     """A copy of the recipe with a layout set (no re-validation of the schema: the values are in range)."""
     update = {}
     if train is not None:
-        update["train"] = recipe.train.model_copy(update={k: getattr(train, k) for k in TRAIN_KEYS})
+        update["train"] = recipe.train.model_copy(update=train_fields(train))
     if rollout is not None:
         update["rollout"] = recipe.rollout.model_copy(update={k: getattr(rollout, k) for k in ROLLOUT_KEYS})
     return recipe.model_copy(update=update)
 
 
 def train_of(recipe: Recipe) -> TrainLayout:
-    return TrainLayout(**{k: getattr(recipe.train, k) for k in TRAIN_KEYS}, fsdp=recipe.train.engine == "fsdp")
+    t = recipe.train
+    fsdp = t.engine == "fsdp"
+    sp = t.ulysses_sp if fsdp else (t.tp if t.sp else 1)
+    return TrainLayout(**{k: getattr(t, k) for k in TRAIN_KEYS}, sp=sp, fsdp=fsdp)
 
 
 def rollout_of(recipe: Recipe) -> RolloutLayout:
@@ -194,7 +208,7 @@ def _balanced(layers: int, stages: int, ok) -> str | None:
 def train_space(recipe: Recipe, facts: ModelCard) -> Iterable[TrainLayout]:
     """Every training layout the planner considers (before any rule)."""
     t, world, dpn = recipe.train, recipe.world_size, recipe.cluster.devices_per_node
-    sp_on = t.sp > 1
+    sp_on = bool(t.sp)
     if t.engine == "fsdp":
         for sp in divisors(world):
             if sp <= dpn:
@@ -452,7 +466,7 @@ class Plan:
         return bool(self.train) and bool(self.rollout)
 
 
-LAYOUT_KEYS = frozenset([f"train.{k}" for k in TRAIN_KEYS] + [f"rollout.{k}" for k in ROLLOUT_KEYS])
+LAYOUT_KEYS = frozenset([f"train.{k}" for k in (*TRAIN_KEYS, "sp", "ulysses_sp")] + [f"rollout.{k}" for k in ROLLOUT_KEYS])
 
 
 def is_layout(p: Problem) -> bool:
@@ -600,7 +614,7 @@ def why(choice: Choice, best: Choice | None) -> str:
 def to_dict(choice: Choice, best: Choice | None = None) -> dict:
     r = lambda d: {k: (round(v, 2) if isinstance(v, float) else v) for k, v in d.items()}  # noqa: E731
     return {
-        "train": {k: getattr(choice.train.layout, k) for k in TRAIN_KEYS},
+        "train": train_fields(choice.train.layout),
         "rollout": {k: getattr(choice.rollout.layout, k) for k in ROLLOUT_KEYS},
         "memory_gb": {"train": r(choice.train.memory_gb), "rollout": r(choice.rollout.memory_gb), "kind": ESTIMATE},
         "est_step_s": {"rollout": round(choice.rollout.cost["total"], 1), "train": round(choice.train.cost["total"], 1),

@@ -490,21 +490,6 @@ def layout_problems(recipe: Recipe, facts: ModelCard | None) -> list[Problem]:
     return rules.problems
 
 
-def check(ref: str | Path, overrides: Iterable[str] = (), verl: bool = True) -> tuple[Recipe | None, list[Problem]]:
-    """Load and check a recipe: (recipe or None when the schema fails, every problem). InputError for bad input.
-
-    The problems are grpolab.gate.gate's: the same verdict every front end gets. With verl=True the rendered
-    launch is also composed against the installed verl's config (`verl-schema`).
-    """
-    from grpolab.gate import gate
-
-    try:
-        recipe = load_recipe(ref, overrides)
-    except RecipeError as exc:
-        return None, exc.problems
-    return recipe, gate(recipe, verl=verl)
-
-
 # rules whose errors the layout planner can fix: their fix also names the nearest whole valid layouts
 LAYOUT_FIX_RULES = ("world-divisible", "expert-divisible", "heads-tp", "kv-heads-tp", "experts-ep", "pp-layers",
                     "pp-layout", "rollout-world", "rollout-ep", "rollout-heads", "memory")
