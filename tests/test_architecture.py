@@ -1,8 +1,9 @@
 """The layers of lib/grpolab point one way, with no import cycles (README, "Architecture").
 
-recipe (schema, loader, cards) -> checks (rules, verl schema, the one gate) -> render (and what builds on the
-checks: import, plan) -> jobs (Ray job control, run records) -> monitor (metrics, alerts, failure causes, plots,
-following a run; preflight) -> front ends (CLI, notebooks). Every import counts, a function-level one included:
+recipe (schema, loader, model cards, verl's config as data) -> rules -> render -> the one gate (rules + the
+rendered launch composed against verl) and what builds on it (import, plan) -> jobs (Ray job control, run
+records) -> monitor (metrics, alerts, failure causes, plots, following a run; preflight) -> front ends (CLI,
+notebooks). Every import counts, a function-level one included:
 a lazy import hides a loop, it does not remove it. A new module must be placed in a layer here.
 """
 
@@ -17,13 +18,15 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
 
 # module (or package prefix) -> layer; a module may import only from its own layer or lower ones
 LAYERS = {
-    0: ("grpolab", "grpolab.paths", "grpolab.problems", "grpolab.schema", "grpolab.recipe",
-        "grpolab.modelfacts", "grpolab.pplayout", "grpolab.stack", "grpolab.memory", "grpolab.secrets"),
-    1: ("grpolab.validate", "grpolab.verl_schema", "grpolab.gate", "grpolab.field_rules", "grpolab.rules"),
-    2: ("grpolab.render", "grpolab.importer", "grpolab.planner", "grpolab.plan", "grpolab.local"),
-    3: ("grpolab.cluster", "grpolab.runs", "grpolab.launch", "grpolab.job_entry", "grpolab.jobs"),
-    4: ("grpolab.monitor", "grpolab.outcome", "grpolab.preflight", "grpolab.follow"),
-    5: ("grpolab.cli", "grpolab.notebook", "grpolab.__main__"),
+    0: ("grpolab", "grpolab.paths", "grpolab.problems", "grpolab.schema", "grpolab.monitor_schema", "grpolab.recipe",
+        "grpolab.modelfacts", "grpolab.pplayout", "grpolab.stack", "grpolab.memory", "grpolab.secrets",
+        "grpolab.verl_schema"),
+    1: ("grpolab.validate", "grpolab.field_rules", "grpolab.ruledocs", "grpolab.local.mapping"),
+    2: ("grpolab.render", "grpolab.local"),
+    3: ("grpolab.gate", "grpolab.importer", "grpolab.planner"),
+    4: ("grpolab.cluster", "grpolab.runs", "grpolab.launch", "grpolab.job_entry"),
+    5: ("grpolab.monitor", "grpolab.outcome", "grpolab.preflight"),
+    6: ("grpolab.cli", "grpolab.notebook", "grpolab.__main__"),
 }
 
 

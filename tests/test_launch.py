@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from grpolab import launch, runs
+from grpolab.monitor.progress import wait
+from grpolab.monitor.summary import failure_of
 from grpolab.recipe import load_recipe
 
 SMALL = ["trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10"]
@@ -32,7 +34,7 @@ def wait_for(predicate, timeout=180.0, every=1.0):
 def test_tiny_job_writes_verl_format_metrics_and_a_clean_record(ray_head, _isolated_runs):
     recipe = load_recipe("tiny", [*SMALL, f"env.MY_API_KEY={SECRET}"])
     run = launch.submit(recipe, progress=lambda *_: None)
-    status = launch.wait(run, progress=lambda *_: None, poll_s=1.0, timeout=240)
+    status = wait(run, progress=lambda *_: None, poll_s=1.0, timeout=240)
     assert status["state"] == "SUCCEEDED", status
     lines = [json.loads(line) for line in run.metrics_file.read_text().splitlines()]
     assert [line["step"] for line in lines if "critic/score/mean" in line["data"]][-1] == 4
@@ -82,7 +84,7 @@ def test_verl_recipe_on_fake_npu_head_fails_with_cause_and_log_tail(ray_head, cl
     assert proc.returncode == 1, proc.stdout + proc.stderr
     status = runs.resolve_run("fake-npu").status()
     assert status["state"] == "FAILED"
-    assert status["failure"]["cause"] and status["log_tail"]
+    assert failure_of(runs.resolve_run("fake-npu"), status).cause != "unknown" and status["log_tail"]
     assert "cause:" in proc.stdout and "log tail:" in proc.stdout
     record = json.loads(runs.resolve_run("fake-npu").launch_file.read_text())
     assert "verl.trainer.main_ppo" in record["entrypoint"]
@@ -130,7 +132,7 @@ def test_wandb_without_a_key_logs_offline_and_the_monitor_says_where(ray_head, c
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     recipe = load_recipe("tiny", [*SMALL, "trainer.logger=[console,file,wandb]"])
     run = launch.submit(recipe, progress=lambda *_: None)
-    status = launch.wait(run, progress=lambda *_: None, poll_s=1.0, timeout=240)
+    status = wait(run, progress=lambda *_: None, poll_s=1.0, timeout=240)
     assert status["state"] == "SUCCEEDED", status.get("log_tail")
     assert status["wandb"]["mode"] == "offline"
     assert list((run.path / "wandb").glob("offline-run-*")), "the wandb run's files are in the run directory"

@@ -41,6 +41,31 @@ def shadowing(recipe: Recipe) -> list[Problem]:
     return problems
 
 
+def verl_problems(recipe: Recipe, run_compose: bool = True) -> tuple[list[Problem], bool]:
+    """(problems, whether the installed verl can offload gradients) for a verl recipe: unknown keys in
+    verl_overrides, keys the installed verl lacks, and the rendered launch composed with Hydra."""
+    from grpolab.render import render
+    from grpolab.verl_schema import base_config, compose, has_key, static_problems, verl_version
+
+    config = base_config(recipe.train.engine)
+    if config is None:
+        return [Problem("verl-schema", "warning", "stack.verl", recipe.stack.get("verl"),
+                        "verl is not installed here: the rendered overrides were not checked against its config",
+                        "pip install verl (see README) to check before launch")], True
+    grad_ok = has_key(config, "actor_rollout_ref.actor.megatron.grad_offload")
+    # the renderer applies verl_overrides last and unchanged, so they are the user's own keys to check
+    problems = static_problems(recipe, config, dict(recipe.verl_overrides))
+    launch = render(recipe)
+    problems += launch.notes
+    if run_compose and not any(p.severity == "error" for p in problems):
+        message = compose(launch.overrides)
+        if message:
+            problems.append(Problem("verl-schema", "error", "verl_overrides", None,
+                                    f"verl {verl_version()} rejects the rendered launch: {message}",
+                                    "fix the key Hydra names (see `grpolab render` for the overrides)"))
+    return problems, grad_ok
+
+
 def gate(recipe: Recipe, *, verl: bool = True) -> list[Problem]:
     """Every problem that decides whether `recipe` may launch; any error blocks it. Collects, never raises."""
     from grpolab.validate import validate
@@ -48,10 +73,8 @@ def gate(recipe: Recipe, *, verl: bool = True) -> list[Problem]:
     problems: list[Problem] = []
     grad_ok = True
     if verl and recipe.train.engine != "trl":
-        from grpolab import verl_schema
-
-        verl_problems, grad_ok = verl_schema.check(recipe)
-        problems += verl_problems
+        found, grad_ok = verl_problems(recipe)
+        problems += found
     return validate(recipe, grad_ok) + shadowing(recipe) + problems
 
 

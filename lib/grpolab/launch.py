@@ -240,22 +240,18 @@ def _finish_from_record(run: runs.Run, status: dict, why: str) -> dict:
         state = "STOPPED" if record.get("stopped") else ("SUCCEEDED" if code == 0 else "FAILED")
         fields = {"state": state, "finalized": True, "exit_code": code, "ended": record.get("ended"),
                   "log_tail": tail, "note": f"{why}; state from the run's own record (job.json)"}
-        if state == "FAILED":
-            fields["failure"] = _classify(logs)
         return run.write_status(**fields)
     if _driver_alive(record):
         return run.write_status(state="RUNNING", note=f"{why}; the job goes on (pid {record['pid']} on this machine)")
     if status.get("state") in ("PENDING", "RUNNING") or not status.get("state"):
-        cause = {"cause": "lost", "message": f"{why}, and the job left no end record",
-                 "fix": "start the run again (`grpolab run ...`); `grpolab head status` says whether the embedded "
-                        "head runs"}
-        return run.write_status(state="LOST", finalized=True, ended=time.time(), log_tail=tail, failure=cause,
-                                note=f"{why}; the job left no end record")
+        return run.write_status(state="LOST", finalized=True, ended=time.time(), log_tail=tail,
+                                lost=f"{why}, and the job left no end record", note=f"{why}; the job left no end record")
     return run.write_status(note=why)
 
 
 def refresh_status(run: runs.Run) -> dict:
-    """Ask Ray for the job's state and reconcile it with the job's own record; record the cause of a failure.
+    """Ask Ray for the job's state and reconcile it with the job's own record (the monitor names the cause of a
+    failure from the log tail kept here).
 
     A run whose cluster is unreachable or no longer knows the job ends from its own record (job.json) or LOST;
     its log is in logs/job.log either way."""
@@ -286,20 +282,7 @@ def refresh_status(run: runs.Run) -> dict:
         fields["finalized"] = True
         fields["exit_code"] = getattr(info, "driver_exit_code", None)
         fields["log_tail"] = logs.strip().splitlines()[-LOG_TAIL_LINES:]
-        if state == "FAILED":
-            fields["failure"] = _classify(logs)
     return run.write_status(**fields)
-
-
-def _classify(logs: str) -> dict | None:
-    try:
-        from grpolab.monitor import classify_failure
-    except ImportError:  # pragma: no cover - the monitor ships with the package
-        return None
-    found = classify_failure(logs)
-    if found is None:
-        return None
-    return found.to_dict() if hasattr(found, "to_dict") else dict(vars(found))
 
 
 class NothingToStop(Exception):
@@ -341,27 +324,3 @@ def stop_run(run: runs.Run, timeout: float = 60.0) -> dict:
         time.sleep(1.0)
         status = refresh_status(run)
     return status
-
-
-def wait(run: runs.Run, progress=print, poll_s: float = 2.0, timeout: float | None = None,
-         every_s: float = 10.0) -> dict:
-    """Follow a run until it ends (or `timeout`), printing progress lines (step / total, elapsed, remaining,
-    reward, validation accuracy) at most one per `every_s` seconds (grpolab.monitor.progress)."""
-    from grpolab.monitor import load
-    from grpolab.monitor.progress import Progress
-
-    view = None
-    start = time.time()
-    status = refresh_status(run)
-    tracker = Progress(run.run_id, status.get("total_steps"), every_s=every_s, out=progress)
-    while True:
-        if run.metrics_file.exists():
-            view = view or load(run.metrics_file)
-            view.refresh()
-            tracker.update(view, status)
-        if status.get("state") in runs.TERMINAL_STATES:
-            return status
-        if timeout is not None and time.time() - start > timeout:
-            return status
-        time.sleep(poll_s)
-        status = refresh_status(run)

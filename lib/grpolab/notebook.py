@@ -505,9 +505,8 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
     """Follow a run until it ends: a progress bar in JupyterLab, else at most one progress line per `every_s`
     seconds (step / total, elapsed, remaining, reward, validation accuracy; grpolab.monitor.progress), then the
     final state. Stops following (the run goes on) when Ray stops answering."""
-    from grpolab import launch as launcher
     from grpolab.monitor import load as load_metrics
-    from grpolab.monitor.progress import Progress
+    from grpolab.monitor.progress import Progress, wait
     from grpolab.runs import TERMINAL_STATES
 
     if run is None:  # a dry run: nothing was submitted
@@ -519,7 +518,7 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
     silent = 0
     try:
         while True:
-            status = launcher.wait(run, progress=lambda _line: None, timeout=every_s / 6 if bar else every_s)
+            status = wait(run, progress=lambda _line: None, timeout=every_s / 6 if bar else every_s)
             if run.metrics_file.exists():
                 view = view or load_metrics(run.metrics_file)
                 view.refresh()

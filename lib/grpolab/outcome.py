@@ -29,12 +29,13 @@ def describe_outcome(run: Run, status: dict) -> str:
             f = fig[label]
             lines.append(f"{label:8} {f['first']:.3f} (step {f['first_step']}) -> {f['last']:.3f} "
                          f"(step {f['last_step']})")
-    failure = status.get("failure")
-    if status.get("state") in ("FAILED", "LOST"):
-        if failure:
-            lines.append(f"cause: {failure.get('cause')}: {failure.get('message')}")
-            if failure.get("fix"):
-                lines.append(f"fix: {failure['fix']}")
+    from grpolab.monitor.summary import failure_of
+
+    failure = failure_of(run, status)
+    if failure is not None:
+        lines.append(f"cause: {failure.cause}: {failure.message}")
+        if failure.fix:
+            lines.append(f"fix: {failure.fix}")
         tail = status.get("log_tail") or []
         if tail:
             lines.append("log tail:")

@@ -184,29 +184,6 @@ def _compose(overrides: list[str]) -> str | None:
     return None
 
 
-def check(recipe: Recipe, run_compose: bool = True) -> tuple[list[Problem], bool]:
-    """(problems, whether the installed verl can offload gradients) for a verl recipe."""
-    from grpolab.render import render
-
-    config = base_config(recipe.train.engine)
-    if config is None:
-        return [Problem("verl-schema", "warning", "stack.verl", recipe.stack.get("verl"),
-                        "verl is not installed here: the rendered overrides were not checked against its config",
-                        "pip install verl (see README) to check before launch")], True
-    grad_ok = has_key(config, "actor_rollout_ref.actor.megatron.grad_offload")
-    # the renderer applies verl_overrides last and unchanged, so they are the user's own keys to check
-    problems = static_problems(recipe, config, dict(recipe.verl_overrides))
-    launch = render(recipe)
-    problems += launch.notes
-    if run_compose and not any(p.severity == "error" for p in problems):
-        message = compose(launch.overrides)
-        if message:
-            problems.append(Problem("verl-schema", "error", "verl_overrides", None,
-                                    f"verl {verl_version()} rejects the rendered launch: {message}",
-                                    "fix the key Hydra names (see `grpolab render` for the overrides)"))
-    return problems, grad_ok
-
-
 # ---------------------------------------------------------------------------------------------- launches as data
 
 

@@ -51,7 +51,9 @@ def main(args) -> int:
         print(f"follow it with: grpolab status {run.run_id}   |   grpolab monitor {run.run_id}")
         return 0
     try:
-        status = launch.wait(run)
+        from grpolab.monitor.progress import wait
+
+        status = wait(run)
     except KeyboardInterrupt:
         print(f"\nstopped following; the run goes on (grpolab status {run.run_id} / grpolab stop {run.run_id})")
         return 130

@@ -186,3 +186,28 @@ def follow_while(run, busy: Callable[[], bool], bar: bool = False, every_s: floa
     status = run.status()
     tracker.close(status, view)
     return status
+
+
+def wait(run, progress=print, poll_s: float = 2.0, timeout: float | None = None,
+         every_s: float = 10.0) -> dict:
+    """Follow a run until it ends (or `timeout`), printing progress lines (step / total, elapsed, remaining,
+    reward, validation accuracy) at most one per `every_s` seconds (grpolab.monitor.progress)."""
+    from grpolab.launch import refresh_status
+    from grpolab.monitor.metrics import load
+    from grpolab.runs import TERMINAL_STATES
+
+    view = None
+    start = time.time()
+    status = refresh_status(run)
+    tracker = Progress(run.run_id, status.get("total_steps"), every_s=every_s, out=progress)
+    while True:
+        if run.metrics_file.exists():
+            view = view or load(run.metrics_file)
+            view.refresh()
+            tracker.update(view, status)
+        if status.get("state") in TERMINAL_STATES:
+            return status
+        if timeout is not None and time.time() - start > timeout:
+            return status
+        time.sleep(poll_s)
+        status = refresh_status(run)

@@ -74,6 +74,17 @@ def _log_tail(run: Run) -> tuple[str, bool]:
     return data.decode("utf-8", "replace"), skipped
 
 
+def failure_of(run: Run, status: dict) -> Failure | None:
+    """The cause of a FAILED or LOST run (the one place a failure is classified); None for any other state."""
+    if status.get("state") == "LOST":
+        return Failure("lost", status.get("lost") or "the run's Ray head went away and the job left no end record",
+                       f"start the run again; `grpolab logs {run.run_id}` shows how far it got and `grpolab head "
+                       "status` whether the embedded head runs", list(status.get("log_tail") or [])[-5:], [])
+    if status.get("state") != "FAILED":
+        return None
+    return _failure(run, status)
+
+
 def _failure(run: Run, status: dict) -> Failure:
     tail, skipped = _log_tail(run)
     if not tail and status.get("log_tail"):  # no job.log (a copied record): the tail launch kept in status.json
@@ -131,7 +142,7 @@ class RunMonitor:
         if analyse:
             self.alerts = alerts(self.view, self.thresholds)
         state = status.get("state") or "UNKNOWN"
-        failure = _failure(self.run, status) if state in ("FAILED", "LOST") else None
+        failure = failure_of(self.run, status)
         if self.view.problems:
             notes.append(f"{self.view.bad_lines} unreadable line(s) in {self.view.path}, first: {self.view.problems[0]}")
         notes += _data_notes(self.view, state)
