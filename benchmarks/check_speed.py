@@ -28,8 +28,10 @@ def best_of(n: int, fn) -> float:
 
 def main() -> int:
     code = "import time; t = time.perf_counter(); import grpolab.validate; print(time.perf_counter() - t)"
-    imports = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-                     .stdout) for _ in range(3)]
+    imports = [
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+        for _ in range(3)
+    ]
     print(f"import grpolab.validate: {min(imports) * 1000:.0f} ms (best of 3)")
 
     from grpolab.recipe import load_recipe, recipe_names
@@ -39,9 +41,9 @@ def main() -> int:
     print(f"{'recipe':24} {'load+validate':>14} {'validate only':>14}")
     for name in recipe_names():
         load_recipe(name)  # warm caches (model cards, megatron field list)
-        both = best_of(5, lambda: validate(load_recipe(name)))
+        both = best_of(5, lambda name=name: validate(load_recipe(name)))
         recipe = load_recipe(name)
-        only = best_of(5, lambda: validate(recipe))
+        only = best_of(5, lambda recipe=recipe: validate(recipe))
         worst = max(worst, both)
         print(f"{name:24} {both * 1000:11.1f} ms {only * 1000:11.1f} ms")
     print(f"slowest check after import: {worst * 1000:.1f} ms (target < 50 ms)")
@@ -56,8 +58,10 @@ def main() -> int:
             start = time.perf_counter()
             subprocess.run([GRPOLAB, "check", "glm5_2"], capture_output=True, check=True, cwd=ROOT, env=env)
             runs.append(time.perf_counter() - start)
-    print(f"`grpolab check glm5_2` whole process: first (cold cache) {runs[0]:.2f} s, then median "
-          f"{statistics.median(runs[1:]):.2f} s (target < 1.5 s)")
+    print(
+        f"`grpolab check glm5_2` whole process: first (cold cache) {runs[0]:.2f} s, then median "
+        f"{statistics.median(runs[1:]):.2f} s (target < 1.5 s)"
+    )
     ok = worst < 0.05 and max(runs) < 1.5
     print("targets met" if ok else "TARGET MISSED")
     return 0

@@ -50,10 +50,13 @@ def main() -> int:
         size = path.stat().st_size
         seconds, problems = timed(lambda: validate(load_recipe(path)))
         errors = [p for p in problems if p.severity == "error"]
-        print(f"1 MB recipe ({size / 1e6:.2f} MB, {keys} env keys): load + validate {seconds:.2f} s, "
-              f"{len(errors)} error(s) (target < 2 s)")
-        proc_s, proc = timed(lambda: subprocess.run([GRPOLAB, "check", "--no-verl", str(path)], capture_output=True,
-                                                    text=True, cwd=ROOT))
+        print(
+            f"1 MB recipe ({size / 1e6:.2f} MB, {keys} env keys): load + validate {seconds:.2f} s, "
+            f"{len(errors)} error(s) (target < 2 s)"
+        )
+        proc_s, proc = timed(
+            lambda: subprocess.run([GRPOLAB, "check", "--no-verl", str(path)], capture_output=True, text=True, cwd=ROOT)
+        )
         print(f"`grpolab check --no-verl` of it, whole process: {proc_s:.2f} s, exit {proc.returncode}")
 
     def bomb():
@@ -65,8 +68,9 @@ def main() -> int:
 
     bomb_s, message = timed(bomb)
     print(f"alias bomb ({BOMB.stat().st_size} bytes): refused in {bomb_s * 1000:.0f} ms (target < 1 s): {message}")
-    proc_s, proc = timed(lambda: subprocess.run([GRPOLAB, "check", str(BOMB)], capture_output=True, text=True,
-                                                cwd=ROOT, timeout=60))
+    proc_s, proc = timed(
+        lambda: subprocess.run([GRPOLAB, "check", str(BOMB)], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    )
     print(f"`grpolab check` of it, whole process: {proc_s:.2f} s, exit {proc.returncode}")
     ok = seconds < 2 and not errors and message is not None and bomb_s < 1
     print("targets met" if ok else "TARGET MISSED")

@@ -33,8 +33,7 @@ RECORDED = sorted((ROOT / "tests" / "data" / "monitor").glob("tiny_seed*.jsonl")
 SYNTHETIC_SEEDS = (1, 2, 3)
 SYNTHETIC_STEPS = 600
 MAX_DELAY = 10
-PATHOLOGIES = ("nan", "entropy-collapse", "reward-flat", "length-clipped", "kl-spike", "grad-spike",
-               "throughput-drop")
+PATHOLOGIES = ("nan", "entropy-collapse", "reward-flat", "length-clipped", "kl-spike", "grad-spike", "throughput-drop")
 
 
 def read_records(path: Path) -> list[dict]:
@@ -67,15 +66,17 @@ def main() -> int:
             detail = "; ".join(f"{a.rule}@{a.step}" for a in found[:5])
             print(f"  {label:20} {steps:6} steps  {len(found)} alert(s)  {detail}")
         rate = 1000 * alarms_total / max(1, steps_total)
-        print(f"false alarms per 1000 healthy steps: {rate:.2f}  ({alarms_total} in {steps_total} steps)  "
-              f"target 0: {'OK' if alarms_total == 0 else 'NO'}")
+        print(
+            f"false alarms per 1000 healthy steps: {rate:.2f}  ({alarms_total} in {steps_total} steps)  "
+            f"target 0: {'OK' if alarms_total == 0 else 'NO'}"
+        )
         ok &= alarms_total == 0
 
         print(f"\nplanted pathologies (delay = confirmed step - planted step; target <= {MAX_DELAY})")
         print(f"  {'pathology':17} {'runs':>4} {'caught':>6} {'once':>4} {'max delay':>9} {'mean delay':>10}  cause")
         for rule in PATHOLOGIES:
             delays, caught, once, runs, cause = [], 0, 0, 0, ""
-            for label, records, thresholds in healthy:
+            for _label, records, thresholds in healthy:
                 if not getattr(thresholds.alerts, rule.replace("-", "_")).enabled:
                     continue  # the recipe turns this rule off (tiny: throughput on shared cores)
                 steps = [r["step"] for r in records if "actor/pg_loss" in r["data"]]
@@ -93,8 +94,10 @@ def main() -> int:
             mean = sum(delays) / len(delays) if delays else None
             good = caught == runs and once == runs
             ok &= good
-            print(f"  {rule:17} {runs:4} {caught:6} {once:4} {'-' if worst is None else worst:>9} "
-                  f"{'-' if mean is None else f'{mean:.1f}':>10}  {cause}" + ("" if good else "   <- target missed"))
+            print(
+                f"  {rule:17} {runs:4} {caught:6} {once:4} {'-' if worst is None else worst:>9} "
+                f"{'-' if mean is None else f'{mean:.1f}':>10}  {cause}" + ("" if good else "   <- target missed")
+            )
     print("\nall targets met" if ok else "\nsome target missed")
     return 0 if ok else 1
 

@@ -58,8 +58,14 @@ _PANDAS = "import sys, pandas as pd; frame = pd.read_json(sys.argv[1], lines=Tru
 
 
 def _process(argv: list[str], env: dict | None = None) -> dict:
-    out = subprocess.run([sys.executable, "-c", _MEASURE, *argv], capture_output=True, text=True,
-                         env={**os.environ, **(env or {})}, cwd=ROOT, timeout=900)
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+        timeout=900,
+    )
     data = json.loads(out.stdout.strip().splitlines()[-1])
     if data["rc"] != 0:
         raise RuntimeError(f"{argv[:4]} failed: {data['err']}")
@@ -70,8 +76,10 @@ def _whole_process(big: Path, tmp: Path) -> list[tuple[str, dict]]:
     """`grpolab monitor` now, pandas, and (when there is one) the monitor of the main checkout."""
     monitor = [sys.executable, "-m", "grpolab", "monitor", str(big), "--no-refresh", "--png", str(tmp / "c.png")]
     here = {"PYTHONPATH": str(ROOT / "lib")}
-    rows = [("grpolab monitor (this tree)", _process(monitor, here)),
-            ("pandas read_json(lines=True) + json_normalize", _process([sys.executable, "-c", _PANDAS, str(big)]))]
+    rows = [
+        ("grpolab monitor (this tree)", _process(monitor, here)),
+        ("pandas read_json(lines=True) + json_normalize", _process([sys.executable, "-c", _PANDAS, str(big)])),
+    ]
     if (MAIN_LIB / "grpolab").is_dir() and MAIN_LIB.resolve() != (ROOT / "lib").resolve():
         rows.append(("grpolab monitor (main checkout, before)", _process(monitor, {"PYTHONPATH": str(MAIN_LIB)})))
     return rows
@@ -179,22 +187,40 @@ def main() -> int:
 
     med_big, med_small = statistics.median(refresh_big), statistics.median(refresh_small)
     rows = [
-        (f"load {STEPS:,} x {METRICS} ({parser})", f"{load_s:8.2f} s", f"< {TARGET_LOAD_S:g} s",
-         verdict(load_s < TARGET_LOAD_S)),
-        (f"load {STEPS:,} x {METRICS} (json, standard library)", f"{std_s:8.2f} s", f"< {TARGET_LOAD_S:g} s",
-         verdict(std_s < TARGET_LOAD_S)),
-        (f"refresh +{NEW_STEPS} steps on a {SMALL:,}-step file", f"{1000 * med_small:8.1f} ms",
-         f"< {1000 * TARGET_REFRESH_S:g} ms", verdict(med_small < TARGET_REFRESH_S)),
-        (f"refresh +{NEW_STEPS} steps on a {STEPS:,}-step file", f"{1000 * med_big:8.1f} ms",
-         f"< {1000 * TARGET_REFRESH_S:g} ms", verdict(med_big < TARGET_REFRESH_S)),
+        (
+            f"load {STEPS:,} x {METRICS} ({parser})",
+            f"{load_s:8.2f} s",
+            f"< {TARGET_LOAD_S:g} s",
+            verdict(load_s < TARGET_LOAD_S),
+        ),
+        (
+            f"load {STEPS:,} x {METRICS} (json, standard library)",
+            f"{std_s:8.2f} s",
+            f"< {TARGET_LOAD_S:g} s",
+            verdict(std_s < TARGET_LOAD_S),
+        ),
+        (
+            f"refresh +{NEW_STEPS} steps on a {SMALL:,}-step file",
+            f"{1000 * med_small:8.1f} ms",
+            f"< {1000 * TARGET_REFRESH_S:g} ms",
+            verdict(med_small < TARGET_REFRESH_S),
+        ),
+        (
+            f"refresh +{NEW_STEPS} steps on a {STEPS:,}-step file",
+            f"{1000 * med_big:8.1f} ms",
+            f"< {1000 * TARGET_REFRESH_S:g} ms",
+            verdict(med_big < TARGET_REFRESH_S),
+        ),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"{'measure'.ljust(width)}  {'time':>11}  {'target':>9}")
     for name, value, target, ok in rows:
         print(f"{name.ljust(width)}  {value:>11}  {target:>9}  {ok}")
     print(f"{'pandas.read_json(lines=True), same file'.ljust(width)}  {pandas_text}")
-    print(f"\nrefresh medians of {REPEATS}; all refresh times (ms): {SMALL:,} steps "
-          f"{[round(1000 * t, 1) for t in refresh_small]}, {STEPS:,} steps {[round(1000 * t, 1) for t in refresh_big]}")
+    print(
+        f"\nrefresh medians of {REPEATS}; all refresh times (ms): {SMALL:,} steps "
+        f"{[round(1000 * t, 1) for t in refresh_small]}, {STEPS:,} steps {[round(1000 * t, 1) for t in refresh_big]}"
+    )
     print(f"refresh at {STEPS:,} / at {SMALL:,} steps: {med_big / med_small:.2f} x (about 1 = independent of length)")
 
     print(f"\nwhole processes on the {STEPS:,} x {METRICS} file (wall time, CPU time, peak memory)")
@@ -203,17 +229,21 @@ def main() -> int:
     ours, pandas_run = processes[0][1], processes[1][1]
     before = processes[2][1]["peak_mib"] if len(processes) > 2 else BEFORE_MIB
     # judged on CPU time: on a shared machine wall time mostly measures the other processes
-    print(f"  grpolab monitor / pandas: {ours['cpu'] / pandas_run['cpu']:.2f} x CPU time, "
-          f"{ours['seconds'] / pandas_run['seconds']:.2f} x wall time (target <= 1: "
-          f"{verdict(ours['cpu'] <= pandas_run['cpu'])}); memory {ours['peak_mib']:.0f} MiB vs "
-          f"{before:.0f} MiB before (target <= before: {verdict(ours['peak_mib'] <= before * 1.02)})")
+    print(
+        f"  grpolab monitor / pandas: {ours['cpu'] / pandas_run['cpu']:.2f} x CPU time, "
+        f"{ours['seconds'] / pandas_run['seconds']:.2f} x wall time (target <= 1: "
+        f"{verdict(ours['cpu'] <= pandas_run['cpu'])}); memory {ours['peak_mib']:.0f} MiB vs "
+        f"{before:.0f} MiB before (target <= before: {verdict(ours['peak_mib'] <= before * 1.02)})"
+    )
     if dashboard is None:
         print("\ndashboard: ipywidgets is not installed, not measured")
     else:
         first, quick, analysis = dashboard
-        print(f"\ndashboard on {STEPS:,} steps: first show {first:.2f} s; refresh after +{NEW_STEPS} steps "
-              f"{1000 * quick:.1f} ms (target < {1000 * TARGET_REFRESH_S:g} ms: {verdict(quick < TARGET_REFRESH_S)}); "
-              f"analysis after +{NEW_STEPS} steps (alerts, summary, picture; at most every redraw_s) {analysis:.2f} s")
+        print(
+            f"\ndashboard on {STEPS:,} steps: first show {first:.2f} s; refresh after +{NEW_STEPS} steps "
+            f"{1000 * quick:.1f} ms (target < {1000 * TARGET_REFRESH_S:g} ms: {verdict(quick < TARGET_REFRESH_S)}); "
+            f"analysis after +{NEW_STEPS} steps (alerts, summary, picture; at most every redraw_s) {analysis:.2f} s"
+        )
     return 0
 
 

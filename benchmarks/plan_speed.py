@@ -43,8 +43,10 @@ def main() -> int:
     for args in (["plan", "glm5_2"], ["plan", "qwen3_5_122b_a10b_32k"], ["check", "glm5_2", "--no-verl"]):
         wall, cpu = whole_process(args)
         print(f"`grpolab {' '.join(args)}` whole process: {wall:.2f} s wall, {cpu:.2f} s CPU (best of 3)")
-    print("target: `grpolab plan glm5_2` under 2 s as a whole process (wall time is inflated when the machine "
-          "is shared; CPU time is what one idle core would take)")
+    print(
+        "target: `grpolab plan glm5_2` under 2 s as a whole process (wall time is inflated when the machine "
+        "is shared; CPU time is what one idle core would take)"
+    )
 
     from grpolab import planner
 
@@ -60,18 +62,25 @@ def main() -> int:
         if own is None:
             print(f"  {item['recipe']}: its own layout is not among the valid ones; no estimate")
             continue
-        tokens = recipe.data.train_batch_size * recipe.rollout.n * (recipe.data.max_prompt_length
-                                                                     + recipe.data.max_response_length)
+        tokens = (
+            recipe.data.train_batch_size
+            * recipe.rollout.n
+            * (recipe.data.max_prompt_length + recipe.data.max_response_length)
+        )
         estimate = {"step_s": own.total, "tokens_per_device_s": tokens / own.total / recipe.world_size}[item["metric"]]
-        print(f"  {item['recipe']} {item['metric']}: estimate {estimate:.3g}, published {item['value']:.3g} "
-              f"({item['source']}), ratio {estimate / item['value']:.2f}")
+        print(
+            f"  {item['recipe']} {item['metric']}: estimate {estimate:.3g}, published {item['value']:.3g} "
+            f"({item['source']}), ratio {estimate / item['value']:.2f}"
+        )
     print("\nfor the record, the planner's own estimates of the seed recipes' layouts (no measurement to compare):")
     for name in ("glm5_2", "qwen3_5_122b_a10b_32k", "qwen3_30b_a3b"):
         recipe = planner.load(name)
         own = planner.own_choice(planner.plan(recipe))
         if own:
-            print(f"  {name}: est. step {own.total:.0f} s (rollout {own.rollout.cost['total']:.0f} s, "
-                  f"train {own.train.cost['total']:.0f} s): an estimate")
+            print(
+                f"  {name}: est. step {own.total:.0f} s (rollout {own.rollout.cost['total']:.0f} s, "
+                f"train {own.train.cost['total']:.0f} s): an estimate"
+            )
     return 0
 
 

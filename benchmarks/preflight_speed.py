@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import stat
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -45,8 +45,10 @@ def fake_node_env(root: Path, delay: float) -> dict[str, str]:
     smi.parent.mkdir(parents=True, exist_ok=True)
     smi.write_text(f"#!/bin/sh\nsleep {delay}\ncat <<'EOF'\n{SMI_TABLE}\nEOF\n")
     smi.chmod(smi.stat().st_mode | stat.S_IXUSR)
-    return {"ASCEND_TOOLKIT_HOME": str(root / "toolkit"),
-            "PATH": f"{smi.parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    return {
+        "ASCEND_TOOLKIT_HOME": str(root / "toolkit"),
+        "PATH": f"{smi.parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+    }
 
 
 def start(n: int, device: str, per_node: int, env: dict[str, str]):
@@ -60,8 +62,9 @@ def start(n: int, device: str, per_node: int, env: dict[str, str]):
             a["resources"] = {"NPU": per_node}
         return a
 
-    cluster = Cluster(initialize_head=True, head_node_args=args(include_dashboard=False, no_monitor=True,
-                                                                include_log_monitor=False))
+    cluster = Cluster(
+        initialize_head=True, head_node_args=args(include_dashboard=False, no_monitor=True, include_log_monitor=False)
+    )
     try:
         for _ in range(n - 1):
             cluster.add_node(**args())
@@ -94,10 +97,17 @@ def measure(n: int, recipe_name: str, warm: int, env: dict[str, str]) -> dict:
     def med(key: str) -> float:
         return statistics.median(r.timings.get(key, 0.0) for r in warms) if warms else float("nan")
 
-    return {"n": n, "start_s": started, "cold_total": cold.elapsed_s, "cold_nodes": cold.timings.get("nodes", 0.0),
-            "warm_total": statistics.median(r.elapsed_s for r in warms) if warms else float("nan"),
-            "warm_local": med("local"), "warm_cluster": med("cluster"), "warm_nodes": med("nodes"),
-            "rows": len(cold.rows)}
+    return {
+        "n": n,
+        "start_s": started,
+        "cold_total": cold.elapsed_s,
+        "cold_nodes": cold.timings.get("nodes", 0.0),
+        "warm_total": statistics.median(r.elapsed_s for r in warms) if warms else float("nan"),
+        "warm_local": med("local"),
+        "warm_cluster": med("cluster"),
+        "warm_nodes": med("nodes"),
+        "rows": len(cold.rows),
+    }
 
 
 def main() -> None:
@@ -109,17 +119,25 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="grpolab-preflight-bench-") as tmp:
         env = fake_node_env(Path(tmp), args.smi_delay)
         results = [measure(n, args.recipe, args.warm, env) for n in (1, 4)]
-    print(f"preflight {args.recipe} (fake npu-smi answers in {args.smi_delay:g} s): seconds, cluster start-up "
-          "not included")
-    print(f"{'nodes':>5} {'rows':>5} {'cold total':>11} {'cold nodes':>11} {'warm total':>11} "
-          f"{'warm local':>11} {'warm cluster':>13} {'warm nodes':>11}   cluster start")
+    print(
+        f"preflight {args.recipe} (fake npu-smi answers in {args.smi_delay:g} s): seconds, cluster start-up "
+        "not included"
+    )
+    print(
+        f"{'nodes':>5} {'rows':>5} {'cold total':>11} {'cold nodes':>11} {'warm total':>11} "
+        f"{'warm local':>11} {'warm cluster':>13} {'warm nodes':>11}   cluster start"
+    )
     for r in results:
-        print(f"{r['n']:>5} {r['rows']:>5} {r['cold_total']:>11.2f} {r['cold_nodes']:>11.2f} {r['warm_total']:>11.2f} "
-              f"{r['warm_local']:>11.2f} {r['warm_cluster']:>13.2f} {r['warm_nodes']:>11.2f}   {r['start_s']:.0f} s")
+        print(
+            f"{r['n']:>5} {r['rows']:>5} {r['cold_total']:>11.2f} {r['cold_nodes']:>11.2f} {r['warm_total']:>11.2f} "
+            f"{r['warm_local']:>11.2f} {r['warm_cluster']:>13.2f} {r['warm_nodes']:>11.2f}   {r['start_s']:.0f} s"
+        )
     one, four = results
-    print(f"per-node phase, 4 nodes / 1 node: cold {four['cold_nodes'] / one['cold_nodes']:.2f}x, "
-          f"warm {four['warm_nodes'] / one['warm_nodes']:.2f}x (a serial loop would be about 4x); whole "
-          f"preflight: cold {four['cold_total'] / one['cold_total']:.2f}x, warm {four['warm_total'] / one['warm_total']:.2f}x")
+    print(
+        f"per-node phase, 4 nodes / 1 node: cold {four['cold_nodes'] / one['cold_nodes']:.2f}x, "
+        f"warm {four['warm_nodes'] / one['warm_nodes']:.2f}x (a serial loop would be about 4x); whole "
+        f"preflight: cold {four['cold_total'] / one['cold_total']:.2f}x, warm {four['warm_total'] / one['warm_total']:.2f}x"
+    )
 
 
 if __name__ == "__main__":

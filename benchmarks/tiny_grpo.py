@@ -69,8 +69,13 @@ def bare_trl(settings: TinySettings, warm_dir: Path, train, out_dir: Path, steps
     model = AutoModelForCausalLM.from_pretrained(warm_dir, local_files_only=True)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(warm_dir, local_files_only=True)
     config = GRPOConfig(**grpo_config_kwargs(settings.replace(total_steps=steps), str(out_dir)))
-    trainer = GRPOTrainer(model=model, reward_funcs=[ArithReward(tokenizer)], args=config,
-                          train_dataset=train_dataset(train), processing_class=tokenizer)
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[ArithReward(tokenizer)],
+        args=config,
+        train_dataset=train_dataset(train),
+        processing_class=tokenizer,
+    )
     trainer.remove_callback(PrinterCallback)  # not ours to pay for: it only prints every log dict
     start = time.perf_counter()
     trainer.train()
@@ -112,10 +117,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--recipe", default="tiny", help="recipe name or path (default: tiny)")
-    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a TinySettings field, e.g. --set total_steps=300")
-    parser.add_argument("--bare-steps", type=int, default=None,
-                        help="steps of the bare TRL run (default: as many as ours)")
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a TinySettings field, e.g. --set total_steps=300",
+    )
+    parser.add_argument(
+        "--bare-steps", type=int, default=None, help="steps of the bare TRL run (default: as many as ours)"
+    )
     parser.add_argument("--keep", type=Path, default=None, help="keep the run directories here")
     args = parser.parse_args(argv)
 
@@ -123,33 +135,45 @@ def main(argv: list[str] | None = None) -> int:
     work = args.keep or Path(tempfile.mkdtemp(prefix="tiny_grpo_"))
     work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("GRPOLAB_CACHE", str(work / "cache"))
-    print(f"tiny GRPO benchmark: {base.total_steps} steps, {base.train_batch_size} prompts x {base.n}, "
-          f"lr {base.lr}, beta {base.kl_loss_coef if base.use_kl_loss else 0}, "
-          f"warm-up {base.warmup_steps} steps; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    header = (f"{'seed':>4} {'acc start':>9} {'acc end':>7} {'gain':>5} {'reward start':>12} {'reward end':>10} "
-              f"{'steps':>5} {'GRPO s':>6} {'s/step':>6} {'bare s/step':>11} {'ratio':>5} {'ours %':>6}  done")
+    print(
+        f"tiny GRPO benchmark: {base.total_steps} steps, {base.train_batch_size} prompts x {base.n}, "
+        f"lr {base.lr}, beta {base.kl_loss_coef if base.use_kl_loss else 0}, "
+        f"warm-up {base.warmup_steps} steps; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+    )
+    header = (
+        f"{'seed':>4} {'acc start':>9} {'acc end':>7} {'gain':>5} {'reward start':>12} {'reward end':>10} "
+        f"{'steps':>5} {'GRPO s':>6} {'s/step':>6} {'bare s/step':>11} {'ratio':>5} {'ours %':>6}  done"
+    )
     print(header, flush=True)
     results = []
     try:
         for seed in args.seeds:
             r = one_seed(base.replace(seed=seed), work, args.bare_steps)
             gain = r["acc_end"] - r["acc_start"]
-            r["done"] = (r["acc_end"] >= MIN_END_ACC and gain >= MIN_GAIN and r["grpo_s"] <= TIME_LIMIT_S
-                         and r["reward_end"] > r["reward_start"])
+            r["done"] = (
+                r["acc_end"] >= MIN_END_ACC
+                and gain >= MIN_GAIN
+                and r["grpo_s"] <= TIME_LIMIT_S
+                and r["reward_end"] > r["reward_start"]
+            )
             results.append(r)
-            print(f"{seed:>4} {r['acc_start']:>9.3f} {r['acc_end']:>7.3f} {gain:>5.2f} {r['reward_start']:>12.3f} "
-                  f"{r['reward_end']:>10.3f} {r['steps']:>5} {r['grpo_s']:>6.1f} {r['s_per_step']:>6.3f} "
-                  f"{r['bare_s_per_step']:>11.3f} {r['ratio']:>5.2f} "
-                  f"{100 * (r['callback_share'] + r['validation_share']):>6.2f}  {'yes' if r['done'] else 'NO'}",
-                  flush=True)
+            print(
+                f"{seed:>4} {r['acc_start']:>9.3f} {r['acc_end']:>7.3f} {gain:>5.2f} {r['reward_start']:>12.3f} "
+                f"{r['reward_end']:>10.3f} {r['steps']:>5} {r['grpo_s']:>6.1f} {r['s_per_step']:>6.3f} "
+                f"{r['bare_s_per_step']:>11.3f} {r['ratio']:>5.2f} "
+                f"{100 * (r['callback_share'] + r['validation_share']):>6.2f}  {'yes' if r['done'] else 'NO'}",
+                flush=True,
+            )
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
     ratios = [r["ratio"] for r in results]
     shares = [r["callback_share"] + r["validation_share"] for r in results]
-    print(f"mean ratio of our steps/s to bare TRL: {sum(ratios) / len(ratios):.3f} (target >= 0.90); "
-          f"time inside our callback and validations: {100 * sum(shares) / len(shares):.2f} % of GRPO time; "
-          f"load {os.getloadavg()[0]:.1f}")
+    print(
+        f"mean ratio of our steps/s to bare TRL: {sum(ratios) / len(ratios):.3f} (target >= 0.90); "
+        f"time inside our callback and validations: {100 * sum(shares) / len(shares):.2f} % of GRPO time; "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
     return 0 if all(r["done"] for r in results) else 1
 
 

@@ -29,8 +29,11 @@ PAPERMILL_HINT = '# papermill: -p NAME VALUE; a list with -y "overrides: [rollou
 P = {
     "model": ("str", '"tiny"', "recipe name under params/recipes, or a path to a recipe YAML file"),
     "overrides": ("list[str]", "[]", "recipe overrides applied last: dotted keys with values, as a YAML list"),
-    "ray_address": ("Optional[str]", "None",
-                    "Ray cluster (HOST:6379 or http://HOST:8265); None: RAY_ADDRESS, else the embedded local head"),
+    "ray_address": (
+        "Optional[str]",
+        "None",
+        "Ray cluster (HOST:6379 or http://HOST:8265); None: RAY_ADDRESS, else the embedded local head",
+    ),
     "dry_run": ("bool", "False", "True: validate, preflight and show the launch, but submit nothing"),
     "wait": ("bool", "True", "follow the run until it ends (a progress bar; headless a line every 30 s)"),
     "run_id": ("Optional[str]", "None", "name of the new run (letters, digits, . _ -); None: generated"),
@@ -39,8 +42,11 @@ P = {
 MONITOR_PARAMS = {
     "run_id": ("Optional[str]", "None", "run id, run directory or metrics.jsonl; None: the latest run"),
     "wait": ("bool", "True", "headless: follow the run until it ends before showing it"),
-    "live": ("Optional[bool]", "None",
-             "live ipywidgets dashboard; None: live in JupyterLab, a static PNG under papermill or nbval"),
+    "live": (
+        "Optional[bool]",
+        "None",
+        "live ipywidgets dashboard; None: live in JupyterLab, a static PNG under papermill or nbval",
+    ),
     "interval": ("float", "5.0", "seconds between refreshes of the live dashboard"),
     "strict": ("bool", "True", "end with an error when the run FAILED or was STOPPED (papermill exits non-zero)"),
 }
@@ -80,17 +86,29 @@ nothing is launched) and shows the imported recipe and what it could not reprodu
 .venv/bin/papermill notebooks/01_setup.ipynb out.ipynb -p model glm5_2 -y "overrides: [rollout.tp=16]"
 .venv/bin/papermill notebooks/01_setup.ipynb out.ipynb -p script tests/data/import/run_qwen3_8b_grpo_npu.sh
 ```""",
-        {**pick("model", "overrides"),
-         "script": ("Optional[str]", "None", "a verl launch script (.sh) to turn into the recipe; None: use model")},
+        {
+            **pick("model", "overrides"),
+            "script": ("Optional[str]", "None", "a verl launch script (.sh) to turn into the recipe; None: use model"),
+        },
         "params = nb.check_parameters(globals())\nmodel = nb.from_script(script, model)\n"
         "recipe, problems = nb.check_recipe(model, overrides)",
         [
-            ("## Problems\nErrors first; a warning does not block the launch.",
-             'nb.show_problems(problems, title=f"recipe {recipe.name}")', ["report"]),
-            ("## The resolved recipe\nEvery key, after the layers in `defaults:` and the overrides (secrets redacted).",
-             "nb.show_recipe(recipe)", []),
-            ("## The rendered launch\nWhat would run on the cluster: entrypoint, verl overrides, env, and the same "
-             "as a standalone bash script.", "nb.show_launch(recipe)", []),
+            (
+                "## Problems\nErrors first; a warning does not block the launch.",
+                'nb.show_problems(problems, title=f"recipe {recipe.name}")',
+                ["report"],
+            ),
+            (
+                "## The resolved recipe\nEvery key, after the layers in `defaults:` and the overrides (secrets redacted).",
+                "nb.show_recipe(recipe)",
+                [],
+            ),
+            (
+                "## The rendered launch\nWhat would run on the cluster: entrypoint, verl overrides, env, and the same "
+                "as a standalone bash script.",
+                "nb.show_launch(recipe)",
+                [],
+            ),
             ("## Verdict", "nb.stop_on_errors(problems, recipe)", ["report"]),
         ],
     ),
@@ -105,15 +123,28 @@ failures first, each with its fix. A failed check ends the notebook with an erro
 ```bash
 .venv/bin/papermill notebooks/02_preflight.ipynb out.ipynb -p model glm5_2 -p ray_address HEAD:6379
 ```""",
-        {**pick("model", "overrides", "ray_address"),
-         "dry_run": ("bool", "False", "True: nothing will be launched, so failed checks are reported but do not stop"),
-         "timeout_s": ("Optional[float]", "None", "seconds to wait for the per-node checks; None: the default")},
+        {
+            **pick("model", "overrides", "ray_address"),
+            "dry_run": (
+                "bool",
+                "False",
+                "True: nothing will be launched, so failed checks are reported but do not stop",
+            ),
+            "timeout_s": ("Optional[float]", "None", "seconds to wait for the per-node checks; None: the default"),
+        },
         "params = nb.check_parameters(globals())\nnb.check_address(ray_address)\nrecipe = nb.load(model, overrides)",
         [
-            ("## The checks\nFailures first, then warnings, passes, and checks that do not apply here (with why).",
-             "report = nb.preflight(recipe, address=ray_address, timeout_s=timeout_s)", ["report"]),
-            ("## The embedded Ray head\nWhether it runs, and how to stop it when you are done "
-             "(`grpolab head stop`).", "nb.show_head(ray_address)", []),
+            (
+                "## The checks\nFailures first, then warnings, passes, and checks that do not apply here (with why).",
+                "report = nb.preflight(recipe, address=ray_address, timeout_s=timeout_s)",
+                ["report"],
+            ),
+            (
+                "## The embedded Ray head\nWhether it runs, and how to stop it when you are done "
+                "(`grpolab head stop`).",
+                "nb.show_head(ray_address)",
+                [],
+            ),
             ("## Verdict", "nb.preflight_verdict(report, dry_run=dry_run)", ["report"]),
         ],
     ),
@@ -129,17 +160,33 @@ be submitted (entrypoint, env with secrets redacted, verl overrides, bash script
 .venv/bin/papermill notebooks/03_launch.ipynb out.ipynb -p model tiny -y "overrides: [trainer.total_steps=40]"
 .venv/bin/papermill notebooks/03_launch.ipynb out.ipynb -p model glm5_2 -p dry_run True
 ```""",
-        pick("model", "overrides", "ray_address", "dry_run", "wait", "run_id",
-             dry_run=("False", "True: show what would be submitted (entrypoint, env, overrides, script) only"),
-             wait=("True", "follow the run until it ends (a progress bar; headless a line every 30 s); error if it failed")),
+        pick(
+            "model",
+            "overrides",
+            "ray_address",
+            "dry_run",
+            "wait",
+            "run_id",
+            dry_run=("False", "True: show what would be submitted (entrypoint, env, overrides, script) only"),
+            wait=(
+                "True",
+                "follow the run until it ends (a progress bar; headless a line every 30 s); error if it failed",
+            ),
+        ),
         "params = nb.check_parameters(globals())\nnb.check_address(ray_address)\nnb.check_new_run_id(run_id)\n"
         "recipe = nb.load(model, overrides)",
         [
-            ("## Submit (or show what would be submitted)",
-             "run = nb.launch(recipe, address=ray_address, run_id=run_id, dry_run=dry_run)", ["report"]),
-            ("## Follow the run\nA progress bar in JupyterLab, a line every 30 s headless (step / total, elapsed, "
-             "remaining, reward, validation accuracy); the curves live in `04_monitor.ipynb`.",
-             "status = nb.follow(run) if wait else None", []),
+            (
+                "## Submit (or show what would be submitted)",
+                "run = nb.launch(recipe, address=ray_address, run_id=run_id, dry_run=dry_run)",
+                ["report"],
+            ),
+            (
+                "## Follow the run\nA progress bar in JupyterLab, a line every 30 s headless (step / total, elapsed, "
+                "remaining, reward, validation accuracy); the curves live in `04_monitor.ipynb`.",
+                "status = nb.follow(run) if wait else None",
+                [],
+            ),
             ("## Outcome", "nb.verdict(run, status)", ["report"]),
         ],
     ),
@@ -157,13 +204,23 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
         MONITOR_PARAMS,
         "params = nb.check_parameters(globals())\nrun = nb.find_run(run_id)",
         [
-            ("## Watch\nLive in JupyterLab; headless, follow the run until it ends (when `wait`).",
-             "dashboard = nb.watch(run, wait=wait, live=live, interval=interval)", []),
-            ("## The run\nState, latest metrics, alerts grouped by rule (click one to open it), failure cause, the "
-             "thresholds that applied, curves (PNG in `runs/<run_id>/curves.png`).",
-             "data = nb.show_run(run, picture=dashboard is None, dashboard=dashboard)", ["report"]),
-            ("## The embedded Ray head\nWhether it runs, and how to stop it when you are done "
-             "(`grpolab head stop`).", "nb.show_head()", []),
+            (
+                "## Watch\nLive in JupyterLab; headless, follow the run until it ends (when `wait`).",
+                "dashboard = nb.watch(run, wait=wait, live=live, interval=interval)",
+                [],
+            ),
+            (
+                "## The run\nState, latest metrics, alerts grouped by rule (click one to open it), failure cause, the "
+                "thresholds that applied, curves (PNG in `runs/<run_id>/curves.png`).",
+                "data = nb.show_run(run, picture=dashboard is None, dashboard=dashboard)",
+                ["report"],
+            ),
+            (
+                "## The embedded Ray head\nWhether it runs, and how to stop it when you are done "
+                "(`grpolab head stop`).",
+                "nb.show_head()",
+                [],
+            ),
             ("## Verdict", "nb.verdict(run, strict=strict) if dashboard is None else None", ["report"]),
         ],
     ),
@@ -179,21 +236,36 @@ JupyterLab, widgets below re-plan for other node counts and lengths; headless th
 ```bash
 .venv/bin/papermill notebooks/05_plan.ipynb out.ipynb -p model glm5_2 -p nodes 16
 ```""",
-        {"model": ("str", '"glm5_2"', "recipe name under params/recipes, a path to a recipe, or a model card name"),
-         "nodes": ("Optional[int]", "None", "nodes to plan for; None: the recipe's cluster.nnodes"),
-         "hardware": ("Optional[str]", "None", "profile in params/hardware (e.g. ascend-a3); None: the recipe's"),
-         "overrides": P["overrides"],
-         "top": ("int", "10", "how many layouts the table lists, best first")},
+        {
+            "model": ("str", '"glm5_2"', "recipe name under params/recipes, a path to a recipe, or a model card name"),
+            "nodes": ("Optional[int]", "None", "nodes to plan for; None: the recipe's cluster.nnodes"),
+            "hardware": ("Optional[str]", "None", "profile in params/hardware (e.g. ascend-a3); None: the recipe's"),
+            "overrides": P["overrides"],
+            "top": ("int", "10", "how many layouts the table lists, best first"),
+        },
         "params = nb.check_parameters(globals())\nplan = nb.plan_layouts(model, nodes, hardware, overrides)",
         [
-            ("## Ranked layouts\nBest first; every figure is an estimate. `why`: the largest estimated costs, and "
-             "what a layout adds over the best.", "listed = nb.show_plan(plan, top=top)", ["report"]),
-            ("## Memory against estimated step time\nOne point per valid training layout (with the best rollout).",
-             "chart = nb.plot_plan(plan)", []),
-            ("## Explore (JupyterLab only)\nChange the node count and the lengths, then press *plan*.",
-             "explorer = nb.plan_explorer(model, hardware, overrides, top=top)", []),
-            ("## Verdict\nThe best layout as overrides, or the smallest cluster that fits.",
-             "best = nb.plan_verdict(plan)", ["report"]),
+            (
+                "## Ranked layouts\nBest first; every figure is an estimate. `why`: the largest estimated costs, and "
+                "what a layout adds over the best.",
+                "listed = nb.show_plan(plan, top=top)",
+                ["report"],
+            ),
+            (
+                "## Memory against estimated step time\nOne point per valid training layout (with the best rollout).",
+                "chart = nb.plot_plan(plan)",
+                [],
+            ),
+            (
+                "## Explore (JupyterLab only)\nChange the node count and the lengths, then press *plan*.",
+                "explorer = nb.plan_explorer(model, hardware, overrides, top=top)",
+                [],
+            ),
+            (
+                "## Verdict\nThe best layout as overrides, or the smallest cluster that fits.",
+                "best = nb.plan_verdict(plan)",
+                ["report"],
+            ),
         ],
     ),
     "run": (
@@ -212,21 +284,35 @@ do not stop it), shows the rendered launch and submits nothing. With `plan` it f
 .venv/bin/papermill notebooks/run.ipynb out.ipynb -p model qwen3_30b_a3b -p plan True -p dry_run True
 .venv/bin/papermill notebooks/run.ipynb out.ipynb -p model glm5_2 -p ray_address HEAD:6379
 ```""",
-        {**pick("model", "overrides", "ray_address", "dry_run", "wait", "run_id"),
-         "plan": ("bool", "False", "True: add the top layout of grpolab plan (05_plan) to the overrides first")},
+        {
+            **pick("model", "overrides", "ray_address", "dry_run", "wait", "run_id"),
+            "plan": ("bool", "False", "True: add the top layout of grpolab plan (05_plan) to the overrides first"),
+        },
         "params = nb.check_parameters(globals())\nstages = nb.Stages(params)",
         [
-            ("## 0 · Plan\nWith `plan`, the layout the planner ranks first is added to the overrides (an estimate "
-             "ranked it).", "overrides = nb.plan_overrides(model, overrides) if plan else overrides", []),
-            ("## 1 · Setup", "stages.run(\"01_setup\", model=model, overrides=overrides)", []),
-            ("## 2 · Preflight",
-             "stages.run(\"02_preflight\", model=model, overrides=overrides, ray_address=ray_address, dry_run=dry_run)",
-             []),
-            ("## 3 · Launch",
-             "stages.run(\"03_launch\", model=model, overrides=overrides, ray_address=ray_address, dry_run=dry_run,\n"
-             "           wait=False, run_id=stages.run_id)", []),
-            ("## 4 · Monitor\nFollows the run until it ends (skipped in a dry run).",
-             "stages.run(\"04_monitor\", run_id=stages.run_id, wait=wait, live=False, strict=True)", []),
+            (
+                "## 0 · Plan\nWith `plan`, the layout the planner ranks first is added to the overrides (an estimate "
+                "ranked it).",
+                "overrides = nb.plan_overrides(model, overrides) if plan else overrides",
+                [],
+            ),
+            ("## 1 · Setup", 'stages.run("01_setup", model=model, overrides=overrides)', []),
+            (
+                "## 2 · Preflight",
+                'stages.run("02_preflight", model=model, overrides=overrides, ray_address=ray_address, dry_run=dry_run)',
+                [],
+            ),
+            (
+                "## 3 · Launch",
+                'stages.run("03_launch", model=model, overrides=overrides, ray_address=ray_address, dry_run=dry_run,\n'
+                "           wait=False, run_id=stages.run_id)",
+                [],
+            ),
+            (
+                "## 4 · Monitor\nFollows the run until it ends (skipped in a dry run).",
+                'stages.run("04_monitor", run_id=stages.run_id, wait=wait, live=False, strict=True)',
+                [],
+            ),
             ("## Results\nThe stages, the validation-accuracy curve and the final figures.", "stages.finish()", []),
         ],
     ),
@@ -239,8 +325,10 @@ def build(stem: str) -> nbformat.NotebookNode:
         nbformat.v4.new_markdown_cell(intro),
         nbformat.v4.new_code_cell(IMPORTS),
         nbformat.v4.new_code_cell(params_source(params), metadata={"tags": ["parameters"]}),
-        nbformat.v4.new_markdown_cell("Check the parameters: a misspelled name, a wrong type, an unknown recipe or "
-                                      "a bad override stops the notebook here."),
+        nbformat.v4.new_markdown_cell(
+            "Check the parameters: a misspelled name, a wrong type, an unknown recipe or "
+            "a bad override stops the notebook here."
+        ),
         nbformat.v4.new_code_cell(validation),
     ]
     for markdown, code, tags in body:

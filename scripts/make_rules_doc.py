@@ -1,7 +1,7 @@
 """Write docs/rules.md (every rule id, what it checks, its severity, the public report) from grpolab.ruledocs.
 
-    .venv/bin/python scripts/make_rules_doc.py            # (re)write docs/rules.md
-    .venv/bin/python scripts/make_rules_doc.py --check    # exit 1 if docs/rules.md differs from the code
+.venv/bin/python scripts/make_rules_doc.py            # (re)write docs/rules.md
+.venv/bin/python scripts/make_rules_doc.py --check    # exit 1 if docs/rules.md differs from the code
 """
 
 from __future__ import annotations

@@ -27,9 +27,18 @@ CLASSES = {
 
 # TransformerConfig keys that MindSpeed (Ascend) adds on top of megatron-core; the seed recipes use them.
 ASCEND_EXTRAS = [
-    "context_parallel_algo", "dsa_grouped_recompute", "swiglu", "use_ascend_mc2", "use_dsa_absorb",
-    "use_flash_attn", "use_fused_lightning_indexer", "use_fused_lightning_indexer_kl_loss", "use_fused_rmsnorm",
-    "use_fused_sparse_flash_attention", "use_fused_swiglu", "use_naive_l2norm",
+    "context_parallel_algo",
+    "dsa_grouped_recompute",
+    "swiglu",
+    "use_ascend_mc2",
+    "use_dsa_absorb",
+    "use_flash_attn",
+    "use_fused_lightning_indexer",
+    "use_fused_lightning_indexer_kl_loss",
+    "use_fused_rmsnorm",
+    "use_fused_sparse_flash_attention",
+    "use_fused_swiglu",
+    "use_naive_l2norm",
 ]
 
 

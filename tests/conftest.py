@@ -49,8 +49,14 @@ def ray_head():
 
 def grpolab(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run the real `grpolab` command line in a subprocess, as a user would."""
-    return subprocess.run([str(Path(PYTHON).with_name("grpolab")), *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [str(Path(PYTHON).with_name("grpolab")), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.fixture
@@ -63,8 +69,14 @@ USER_PORTS = (6779, 8779)  # a user's embedded head, apart from the session's te
 
 def stop_head(env: dict[str, str]) -> None:
     """`grpolab head stop` for the head of that environment (the session's own head is untouched)."""
-    subprocess.run([str(Path(PYTHON).with_name("grpolab")), "head", "stop"], env=env, capture_output=True,
-                   text=True, timeout=120, cwd=ROOT)
+    subprocess.run(
+        [str(Path(PYTHON).with_name("grpolab")), "head", "stop"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
 
 
 def user_env() -> dict[str, str]:

@@ -18,9 +18,20 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
 
 # module (or package prefix) -> layer; a module may import only from its own layer or lower ones
 LAYERS = {
-    0: ("grpolab", "grpolab.paths", "grpolab.problems", "grpolab.schema", "grpolab.monitor_schema", "grpolab.recipe",
-        "grpolab.modelfacts", "grpolab.pplayout", "grpolab.stack", "grpolab.memory", "grpolab.secrets",
-        "grpolab.verl_schema"),
+    0: (
+        "grpolab",
+        "grpolab.paths",
+        "grpolab.problems",
+        "grpolab.schema",
+        "grpolab.monitor_schema",
+        "grpolab.recipe",
+        "grpolab.modelfacts",
+        "grpolab.pplayout",
+        "grpolab.stack",
+        "grpolab.memory",
+        "grpolab.secrets",
+        "grpolab.verl_schema",
+    ),
     1: ("grpolab.validate", "grpolab.field_rules", "grpolab.ruledocs", "grpolab.local.mapping"),
     2: ("grpolab.render", "grpolab.local"),
     3: ("grpolab.gate", "grpolab.importer", "grpolab.planner"),
@@ -59,7 +70,9 @@ def imports(name: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             targets = [base] + [f"{base}.{a.name}" for a in node.names]
         else:
             continue

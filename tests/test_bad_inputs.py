@@ -28,8 +28,14 @@ GRPOLAB = str(Path(sys.executable).with_name("grpolab"))
 PAPERMILL = str(Path(sys.executable).with_name("papermill"))
 
 # values of tests/data/bad_inputs/with_secrets.yaml and of the --set secrets below: never shown
-SECRETS = ("hunter2-secret", "dbpass-secret", "api-pass-secret", "hf-access-secret", "marked-secret",
-           "set-on-cli-secret")
+SECRETS = (
+    "hunter2-secret",
+    "dbpass-secret",
+    "api-pass-secret",
+    "hf-access-secret",
+    "marked-secret",
+    "set-on-cli-secret",
+)
 SECRET_SETS = ["--set", "env.API_PASS=set-on-cli-secret"]
 LONG = "x" * 5000
 
@@ -38,15 +44,41 @@ LONG = "x" * 5000
 # sibling). Runs under {tmp}/runs: `done` (a finished run with metrics and a log), `other` (a record naming
 # another run id), `corrupt` (status.json not JSON), `binary` (status.json binary).
 FILE_CHECKS = [  # grpolab check FILE: (file, exit status)
-    ("bad_env_name.yaml", 1), ("bad_logger.yaml", 1), ("billion_laughs.yaml", 2), ("binary.yaml", 2),
-    ("bool_as_int.yaml", 1), ("deep_1.yaml", 2), ("deep_2.yaml", 2), ("defaults_not_list.yaml", 2),
-    ("duplicate_key.yaml", 2), ("duplicate_section.yaml", 2), ("env_int_value.yaml", 1), ("huge_int.yaml", 1),
-    ("inf_float.yaml", 1), ("injection_env_name.yaml", 1), ("int_as_bool.yaml", 1), ("latin1.yaml", 2),
-    ("list_top.yaml", 2), ("loop_a.yaml", 2), ("loop_b.yaml", 2), ("missing_parent.yaml", 2),
-    ("misspelled_key.yaml", 1), ("nan_float.yaml", 1), ("negative_n.yaml", 1), ("null_section.yaml", 1),
-    ("number_key.yaml", 2), ("per_device_not_mapping.yaml", 2), ("python_tag.yaml", 2), ("scalar_top.yaml", 2),
-    ("secrets_not_list.yaml", 1), ("self_alias.yaml", 2), ("string_as_int.yaml", 1), ("syntax_error.yaml", 2),
-    ("tab_indent.yaml", 2), ("unknown_section.yaml", 1), ("utf16.yaml", 2),
+    ("bad_env_name.yaml", 1),
+    ("bad_logger.yaml", 1),
+    ("billion_laughs.yaml", 2),
+    ("binary.yaml", 2),
+    ("bool_as_int.yaml", 1),
+    ("deep_1.yaml", 2),
+    ("deep_2.yaml", 2),
+    ("defaults_not_list.yaml", 2),
+    ("duplicate_key.yaml", 2),
+    ("duplicate_section.yaml", 2),
+    ("env_int_value.yaml", 1),
+    ("huge_int.yaml", 1),
+    ("inf_float.yaml", 1),
+    ("injection_env_name.yaml", 1),
+    ("int_as_bool.yaml", 1),
+    ("latin1.yaml", 2),
+    ("list_top.yaml", 2),
+    ("loop_a.yaml", 2),
+    ("loop_b.yaml", 2),
+    ("missing_parent.yaml", 2),
+    ("misspelled_key.yaml", 1),
+    ("nan_float.yaml", 1),
+    ("negative_n.yaml", 1),
+    ("null_section.yaml", 1),
+    ("number_key.yaml", 2),
+    ("per_device_not_mapping.yaml", 2),
+    ("python_tag.yaml", 2),
+    ("scalar_top.yaml", 2),
+    ("secrets_not_list.yaml", 1),
+    ("self_alias.yaml", 2),
+    ("string_as_int.yaml", 1),
+    ("syntax_error.yaml", 2),
+    ("tab_indent.yaml", 2),
+    ("unknown_section.yaml", 1),
+    ("utf16.yaml", 2),
     ("tiny_model_path.yaml", 0),  # model.path is ignored by trl: a warning, not an error
     ("with_secrets.yaml", 0),
 ]
@@ -76,8 +108,10 @@ CASES: list[tuple[str, list[str], int]] = [
     ("set-huge-int", ["check", "tiny", "--set", "data.train_batch_size=99999999999999999999"], 1),
     ("set-negative", ["check", "tiny", "--set", "rollout.n=-1"], 1),
     # huge counts in a multi-node recipe: the rules' "nearest valid" suggestions must not loop over them
-    *[(f"set-huge-{key}", ["check", "--no-verl", "qwen3_8b", "--set", f"{key}=99999999999999999999"], 1)
-      for key in ("cluster.nnodes", "cluster.devices_per_node", "train.tp", "rollout.tp", "data.train_batch_size")],
+    *[
+        (f"set-huge-{key}", ["check", "--no-verl", "qwen3_8b", "--set", f"{key}=99999999999999999999"], 1)
+        for key in ("cluster.nnodes", "cluster.devices_per_node", "train.tp", "rollout.tp", "data.train_batch_size")
+    ],
     ("set-huge-train.pp", ["check", "--no-verl", "qwen3_8b", "--set", "train.pp=99999999999999997"], 1),
     ("set-no-equals", ["check", "tiny", "--set", "rollout.n"], 2),
     ("set-empty-key", ["check", "tiny", "--set", "=4"], 2),
@@ -215,8 +249,11 @@ def _snapshot(root: Path, skip: tuple[str, ...] = ()) -> dict[str, tuple[int, in
     files = {}
     for dirpath, dirnames, filenames in os.walk(root):
         rel = Path(dirpath).relative_to(root)
-        dirnames[:] = [d for d in dirnames if d not in (".git", ".venv", "__pycache__", ".pytest_cache")
-                       and not (rel == Path(".") and d in skip)]
+        dirnames[:] = [
+            d
+            for d in dirnames
+            if d not in (".git", ".venv", "__pycache__", ".pytest_cache") and not (rel == Path(".") and d in skip)
+        ]
         for name in filenames:
             st = os.lstat(os.path.join(dirpath, name))
             files[str(rel / name)] = (st.st_size, st.st_mtime_ns)
@@ -233,14 +270,17 @@ def world(tmp_path, monkeypatch, _isolated_runs):
     runs = _isolated_runs
     done = runs / "done"
     (done / "logs").mkdir(parents=True)
-    (done / "status.json").write_text(json.dumps({"run_id": "done", "state": "SUCCEEDED", "recipe": "tiny",
-                                                  "created": 1.0, "updated": 2.0}))
-    (done / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "critic/score/mean": 0.1 * s}) + "\n"
-                                                for s in range(1, 6)))
+    (done / "status.json").write_text(
+        json.dumps({"run_id": "done", "state": "SUCCEEDED", "recipe": "tiny", "created": 1.0, "updated": 2.0})
+    )
+    (done / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": s, "critic/score/mean": 0.1 * s}) + "\n" for s in range(1, 6))
+    )
     (done / "logs" / "job.log").write_text("".join(f"line {i}\n" for i in range(20)))
     (runs / "other").mkdir()
-    (runs / "other" / "status.json").write_text(json.dumps({"run_id": "someone-else", "state": "RUNNING",
-                                                            "job_id": "raysubmit_foreign"}))
+    (runs / "other" / "status.json").write_text(
+        json.dumps({"run_id": "someone-else", "state": "RUNNING", "job_id": "raysubmit_foreign"})
+    )
     (runs / "corrupt").mkdir()
     (runs / "corrupt" / "status.json").write_text('{"run_id": "corrupt", "state": ')
     (runs / "binary").mkdir()
@@ -341,8 +381,14 @@ SUBPROCESS_CASES = [
 def test_bad_input_subprocess(world, argv, want):
     tmp = world
     project, others, etc = _snapshot(ROOT), _snapshot(tmp, skip=("runs",)), _etc_names()
-    proc = subprocess.run([GRPOLAB, *_fill(argv, tmp)], capture_output=True, text=True, timeout=120,
-                          cwd=tmp / "work" / "sub", env={**os.environ, "GRPOLAB_RUNS": str(tmp / "runs")})
+    proc = subprocess.run(
+        [GRPOLAB, *_fill(argv, tmp)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp / "work" / "sub",
+        env={**os.environ, "GRPOLAB_RUNS": str(tmp / "runs")},
+    )
     _assert_clean(proc.returncode, want, proc.stdout, proc.stderr, "--json" in argv)
     assert _snapshot(ROOT) == project
     assert _snapshot(tmp, skip=("runs",)) == others
@@ -351,9 +397,15 @@ def test_bad_input_subprocess(world, argv, want):
 
 def test_monitor_into_a_closed_pipe_is_quiet(world):
     """`grpolab monitor RUN | head -1`: the reader goes away; no BrokenPipeError, no traceback."""
-    proc = subprocess.run(f"{GRPOLAB} monitor done --no-png | head -c 1", shell=True, capture_output=True,
-                          text=True, timeout=120, cwd=world / "work" / "sub",
-                          env={**os.environ, "GRPOLAB_RUNS": str(world / "runs")})
+    proc = subprocess.run(
+        f"{GRPOLAB} monitor done --no-png | head -c 1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=world / "work" / "sub",
+        env={**os.environ, "GRPOLAB_RUNS": str(world / "runs")},
+    )
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
     assert proc.stderr.strip() == "", proc.stderr
 
@@ -378,11 +430,22 @@ def test_bad_input_notebook(world, name, args, message):
     project, others, etc = _snapshot(ROOT), _snapshot(tmp, skip=("runs",)), _etc_names()
     env = {**os.environ, "GRPOLAB_RUNS": str(tmp / "runs")}
     env.pop("JPY_SESSION_NAME", None)
-    proc = subprocess.run([PAPERMILL, str(ROOT / "notebooks" / f"{name}.ipynb"), str(out), "--no-progress-bar",
-                           *_fill(args, tmp)], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    proc = subprocess.run(
+        [PAPERMILL, str(ROOT / "notebooks" / f"{name}.ipynb"), str(out), "--no-progress-bar", *_fill(args, tmp)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
     assert proc.returncode != 0, proc.stderr[-2000:]
-    errors = [o for c in nbformat.read(str(out), as_version=4).cells if c.cell_type == "code"
-              for o in c.outputs if o.output_type == "error"]
+    errors = [
+        o
+        for c in nbformat.read(str(out), as_version=4).cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "error"
+    ]
     assert len(errors) == 1 and errors[0].ename == "NotebookStop", [(e.ename, e.evalue) for e in errors]
     assert message in errors[0].evalue, errors[0].evalue
     assert len(errors[0].traceback) <= 8, errors[0].traceback  # the message, not a traceback

@@ -14,17 +14,22 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = str(Path(sys.executable))
 
 
-@pytest.mark.parametrize("args,expect", [
-    (["benchmarks/check_speed.py"], "grpolab check glm5_2` whole process"),
-    (["benchmarks/plan_speed.py"], "grpolab plan glm5_2` whole process"),
-    (["benchmarks/monitor_speed.py"], "pandas"),
-    (["benchmarks/monitor_alerts.py"], "false alarms per 1000 healthy steps: 0.00"),
-    (["benchmarks/preflight_speed.py"], "nodes"),
-    (["benchmarks/loader_speed.py"], "alias bomb"),
-    # 8 steps cannot reach the accuracy targets: the benchmark then says NO and exits 1, as it should
-    (["benchmarks/tiny_grpo.py", "--seeds", "1", "--set", "total_steps=8", "--set", "test_freq=4"],
-     "ratio of our steps/s to bare TRL"),
-])
+@pytest.mark.parametrize(
+    "args,expect",
+    [
+        (["benchmarks/check_speed.py"], "grpolab check glm5_2` whole process"),
+        (["benchmarks/plan_speed.py"], "grpolab plan glm5_2` whole process"),
+        (["benchmarks/monitor_speed.py"], "pandas"),
+        (["benchmarks/monitor_alerts.py"], "false alarms per 1000 healthy steps: 0.00"),
+        (["benchmarks/preflight_speed.py"], "nodes"),
+        (["benchmarks/loader_speed.py"], "alias bomb"),
+        # 8 steps cannot reach the accuracy targets: the benchmark then says NO and exits 1, as it should
+        (
+            ["benchmarks/tiny_grpo.py", "--seeds", "1", "--set", "total_steps=8", "--set", "test_freq=4"],
+            "ratio of our steps/s to bare TRL",
+        ),
+    ],
+)
 def test_benchmark_runs_and_prints_its_figures(args, expect):
     proc = subprocess.run([PY, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
     allowed = (0, 1) if "tiny_grpo.py" in args[0] else (0,)

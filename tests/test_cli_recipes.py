@@ -8,7 +8,6 @@ import os
 import shutil
 import stat
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
@@ -66,8 +65,16 @@ def test_yaml_syntax_error_names_file_and_line(cli, tmp_path):
 def test_unknown_keys_and_bad_values_are_all_reported(cli, tmp_path):
     bad = tmp_path / "typos.yaml"
     bad.write_text("defaults: [recipes/qwen3_8b]\nrolout: {tp: 2}\ntrain: {tensor_parallel: 2}\n")
-    proc = cli("check", str(bad), "--set", "rollout.gpu_memory_utilization=0", "--set", "data.train_batch_size=-8",
-               "--set", "train.pp=two")
+    proc = cli(
+        "check",
+        str(bad),
+        "--set",
+        "rollout.gpu_memory_utilization=0",
+        "--set",
+        "data.train_batch_size=-8",
+        "--set",
+        "train.pp=two",
+    )
     assert proc.returncode == 1
     out = proc.stdout
     assert "did you mean 'rollout'" in out and str(bad) in out
@@ -94,8 +101,10 @@ def test_render_formats(cli):
     launch = json.loads(proc.stdout)
     assert launch["argv"][1:3] == ["-m", "verl.trainer.main_ppo"] and "model_engine=megatron" in launch["overrides"]
     assert launch["env"]["VERL_VLLM_ASCEND_GLM52_PATCH"] == "1"
-    assert any(o.startswith("+actor_rollout_ref.actor.megatron.override_transformer_config.use_flash_attn=")
-               for o in launch["overrides"])
+    assert any(
+        o.startswith("+actor_rollout_ref.actor.megatron.override_transformer_config.use_flash_attn=")
+        for o in launch["overrides"]
+    )
     assert "trainer.logger=[console,file]" in launch["overrides"]
     proc = cli("render", "qwen3_5_122b_a10b_32k")
     assert proc.returncode == 0 and "grad_offload" not in proc.stdout  # not in verl 0.9.1: left out, said so
@@ -119,22 +128,33 @@ def test_shell_metacharacters_cannot_inject(cli, tmp_path):
     marker = tmp_path / "pwned"
     evil = f"$(touch {marker})`touch {marker}`; touch {marker} #'\""
     recipe = tmp_path / "evil.yaml"
-    recipe.write_text(yaml.safe_dump({
-        "defaults": ["recipes/qwen3_8b"],
-        "data": {"train_files": evil},
-        "trainer": {"experiment": evil},
-        "env": {"EVIL": evil},
-    }))
+    recipe.write_text(
+        yaml.safe_dump(
+            {
+                "defaults": ["recipes/qwen3_8b"],
+                "data": {"train_files": evil},
+                "trainer": {"experiment": evil},
+                "env": {"EVIL": evil},
+            }
+        )
+    )
     proc = cli("render", str(recipe), "--format", "sh")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     script = tmp_path / "launch.sh"
     script.write_text(proc.stdout)
     fake = tmp_path / "python"  # stands in for the interpreter: passes the device check, records argv and env
-    fake.write_text('#!/usr/bin/env bash\n[ "$1" = -c ] && exit 0\n'
-                    'printf "%s\\n" "$@" > "$OUT/argv"; printf "%s" "$EVIL" > "$OUT/env"\n')
+    fake.write_text(
+        '#!/usr/bin/env bash\n[ "$1" = -c ] && exit 0\n'
+        'printf "%s\\n" "$@" > "$OUT/argv"; printf "%s" "$EVIL" > "$OUT/env"\n'
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    run = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "PYTHON": str(fake), "OUT": str(tmp_path), "RUN_DIR": str(tmp_path / "r")})
+    run = subprocess.run(
+        ["bash", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHON": str(fake), "OUT": str(tmp_path), "RUN_DIR": str(tmp_path / "r")},
+    )
     assert run.returncode == 0, run.stderr
     assert not marker.exists()
     assert (tmp_path / "env").read_text() == evil

@@ -39,38 +39,46 @@ COMMON = {
     f"{ARR}.rollout.trace.experiment_name": NAMES,
     "data.seed": "trainer.seed (base.yaml: 42) fixes the data order; the scripts leave verl's unseeded default",
 }
-SP_OTC = ("upstream sets it through override_transformer_config; verl 0.9.1 passes megatron.sequence_parallel "
-          "to the same TransformerConfig field (transformer_impl.py provider_overrides)")
-CAPTURE = ("rendered as verl 0.9.1's first-class rollout.cudagraph_capture_sizes, which verl copies into the "
-           "same vLLM compilation_config (vllm_async_server.py)")
+SP_OTC = (
+    "upstream sets it through override_transformer_config; verl 0.9.1 passes megatron.sequence_parallel "
+    "to the same TransformerConfig field (transformer_impl.py provider_overrides)"
+)
+CAPTURE = (
+    "rendered as verl 0.9.1's first-class rollout.cudagraph_capture_sizes, which verl copies into the "
+    "same vLLM compilation_config (vllm_async_server.py)"
+)
 GRAD_OFFLOAD = "verl 0.9.1 has no actor.megatron.grad_offload: composition would fail; the renderer warns"
-BUCKET = ("rollout.update_weights_bucket_mb is a field the `rules` change adds; until it lands the recipe "
-          "sets the key through verl_overrides")
-PROFILER = ("profiling is left out: the script profiles no step (global_profiler.steps=null) and writes to a "
-            "fixed /profpath; every key under a profiler section")
-DEVICE = ("cluster.device states the device (npu); the script leaves verl's default 'cuda' and relies on verl "
-          "finding torch_npu")
-DYNAMIC = ("dynamic batching (use_dynamic_bsz / log_prob_use_dynamic_bsz) sizes micro-batches by tokens, so this "
-           "micro-batch size is not read: inert")
+BUCKET = (
+    "rollout.update_weights_bucket_mb is a field the `rules` change adds; until it lands the recipe "
+    "sets the key through verl_overrides"
+)
+PROFILER = (
+    "profiling is left out: the script profiles no step (global_profiler.steps=null) and writes to a "
+    "fixed /profpath; every key under a profiler section"
+)
+DEVICE = (
+    "cluster.device states the device (npu); the script leaves verl's default 'cuda' and relies on verl "
+    "finding torch_npu"
+)
+DYNAMIC = (
+    "dynamic batching (use_dynamic_bsz / log_prob_use_dynamic_bsz) sizes micro-batches by tokens, so this "
+    "micro-batch size is not read: inert"
+)
 # per recipe: upstream key -> why the render differs (keys verl 0.9.1 lacks are dropped from the upstream compose)
 EXPECTED = {
     "glm5_2": {
         f"{ARR}.actor.megatron.override_transformer_config.sequence_parallel": SP_OTC,
-        f"{ARR}.actor.megatron.override_transformer_config.context_parallel_size":
-            "upstream repeats cp inside override_transformer_config; verl passes megatron.context_parallel_size "
-            "(train.cp = 1) to the same field",
-        f"{ARR}.actor.megatron.override_transformer_config.use_distributed_optimizer":
-            "not a TransformerConfig field: verl reads megatron.use_distributed_optimizer (train.distributed_"
-            "optimizer, true) for the optimizer",
-        f"{ARR}.actor.optim.override_optimizer_config.use_precision_aware_optimizer":
-            "rendered as verl 0.9.1's first-class actor.optim.use_precision_aware_optimizer (train.precision_aware_"
-            "optimizer); verl builds the same OptimizerConfig field from it",
+        f"{ARR}.actor.megatron.override_transformer_config.context_parallel_size": "upstream repeats cp inside override_transformer_config; verl passes megatron.context_parallel_size "
+        "(train.cp = 1) to the same field",
+        f"{ARR}.actor.megatron.override_transformer_config.use_distributed_optimizer": "not a TransformerConfig field: verl reads megatron.use_distributed_optimizer (train.distributed_"
+        "optimizer, true) for the optimizer",
+        f"{ARR}.actor.optim.override_optimizer_config.use_precision_aware_optimizer": "rendered as verl 0.9.1's first-class actor.optim.use_precision_aware_optimizer (train.precision_aware_"
+        "optimizer); verl builds the same OptimizerConfig field from it",
         f"{ARR}.actor.optim.use_precision_aware_optimizer": "the other half of the line above",
         f"{ARR}.rollout.cudagraph_capture_sizes": CAPTURE,
         f"{ARR}.rollout.engine_kwargs.vllm.compilation_config.cudagraph_capture_sizes": CAPTURE,
         "algorithm.kl_ctrl.kl_coef": "read only with use_kl_in_reward, which is false in both: inert",
-        "ray_kwargs.ray_init.runtime_env.env_vars.VERL_VLLM_ASCEND_GLM52_PATCH":
-            "the recipe's env carries it; every run's env goes to the Ray job's runtime_env",
+        "ray_kwargs.ray_init.runtime_env.env_vars.VERL_VLLM_ASCEND_GLM52_PATCH": "the recipe's env carries it; every run's env goes to the Ray job's runtime_env",
         "trainer.rollout_data_dir": PATHS + "; rollout dumps are off unless trainer.rollout_data_dir names one",
     },
     "qwen3_5_122b_a10b_32k": {
@@ -101,7 +109,7 @@ EXPECTED = {
 ENV_EXPECTED = {
     "glm5_2": {
         "VERL_VLLM_ASCEND_GLM52_PATCH": "exported for the job instead of through ray_kwargs (same effect, checked "
-                                        "by rule env-required)",
+        "by rule env-required)",
         "HCCL_CONNECT_TIMEOUT": "multi-node Ascend launches need HCCL timeouts on every node (the script's 7200 s)",
         "HCCL_EXEC_TIMEOUT": "as HCCL_CONNECT_TIMEOUT",
     },
@@ -143,12 +151,18 @@ def differences(name: str) -> tuple[dict, dict, object]:
         upstream[key] = verl_schema.parse_overrides([o for o in up_overrides if key in o])[key]
         ours[key] = "<left out>"
     absent = "<absent>"
-    diff = {k: (upstream.get(k, absent), ours.get(k, absent)) for k in sorted(set(upstream) | set(ours))
-            if upstream.get(k, absent) != ours.get(k, absent)}
+    diff = {
+        k: (upstream.get(k, absent), ours.get(k, absent))
+        for k in sorted(set(upstream) | set(ours))
+        if upstream.get(k, absent) != ours.get(k, absent)
+    }
     # ref mirrors the actor's override_transformer_config through an interpolation: one difference, not two
     diff = {k: v for k, v in diff.items() if not k.startswith(f"{ARR}.ref.megatron.override_transformer_config.")}
-    env = {k: (facts["env"].get(k), launch.env.get(k)) for k in sorted(set(facts["env"]) | set(launch.env))
-           if facts["env"].get(k) != launch.env.get(k) and k != "VERL_FILE_LOGGER_PATH"}
+    env = {
+        k: (facts["env"].get(k), launch.env.get(k))
+        for k in sorted(set(facts["env"]) | set(launch.env))
+        if facts["env"].get(k) != launch.env.get(k) and k != "VERL_FILE_LOGGER_PATH"
+    }
     return diff, env, launch
 
 
@@ -157,8 +171,10 @@ def test_render_equals_the_upstream_launch(name):
     diff, env, launch = differences(name)
     allowed = {**COMMON, **EXPECTED[name]}
     unexplained = {k: v for k, v in diff.items() if not _explained(k, allowed)}
-    assert not unexplained, f"{name}: render differs from {FACTS[name]['script']} (PR {FACTS[name]['pr']}): " + \
-        "; ".join(f"{k}: upstream {u!r}, render {o!r}" for k, (u, o) in unexplained.items())
+    assert not unexplained, (
+        f"{name}: render differs from {FACTS[name]['script']} (PR {FACTS[name]['pr']}): "
+        + "; ".join(f"{k}: upstream {u!r}, render {o!r}" for k, (u, o) in unexplained.items())
+    )
     stale = sorted(k for k in EXPECTED[name] if not any(_explained(d, {k: ""}) for d in diff))
     assert not stale, f"{name}: listed as a justified difference but the render now matches: {stale}"
     assert set(env) == set(ENV_EXPECTED[name]), f"{name}: env differs from the script's: {env}"

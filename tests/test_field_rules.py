@@ -13,17 +13,29 @@ from pathlib import Path
 import pytest
 
 from grpolab import field_rules, memory, stack
+from grpolab.gate import check
 from grpolab.modelfacts import model_facts
 from grpolab.recipe import load_card, load_recipe
 from grpolab.render import render
-from grpolab.gate import check
 
 MODELS = Path(__file__).parent / "data" / "models"
 QWEN3_NEXT = str(MODELS / "qwen3_next_80b_a3b")
 QWEN35_27B = str(MODELS / "qwen3_5_27b")
 SEEDS = ("glm5_2", "qwen3_5_122b_a10b_32k", "qwen3_30b_a3b", "qwen3_8b", "tiny")
-NEW_RULES = ("rollout-node", "dispatch-chunk", "vpp-microbatches", "dynamic-batch", "seq-padding", "linear-attention",
-             "weight-bucket", "router-replay", "rollout-backend", "deprecated-key", "startup-timeout", "known-bad")
+NEW_RULES = (
+    "rollout-node",
+    "dispatch-chunk",
+    "vpp-microbatches",
+    "dynamic-batch",
+    "seq-padding",
+    "linear-attention",
+    "weight-bucket",
+    "router-replay",
+    "rollout-backend",
+    "deprecated-key",
+    "startup-timeout",
+    "known-bad",
+)
 
 
 def problems(name: str, overrides=()):
@@ -73,20 +85,29 @@ def test_rollout_tp_not_dividing_the_node_with_dp_names_the_valid_sizes():
 
 # ---------------------------------------------------------------------------------------------------- class 2, 4
 def test_dispatch_counts_the_agent_loop_workers():
-    assert "dispatch-chunk" in errors("qwen3_5_122b_a10b_32k", ["data.train_batch_size=18",
-                                                                 "algorithm.ppo_mini_batch_size=6"])
+    assert "dispatch-chunk" in errors(
+        "qwen3_5_122b_a10b_32k", ["data.train_batch_size=18", "algorithm.ppo_mini_batch_size=6"]
+    )
     # 18 x 5 = 90 splits over 6 workers
-    assert "dispatch-chunk" not in errors("qwen3_5_122b_a10b_32k", [
-        "data.train_batch_size=18", "algorithm.ppo_mini_batch_size=6",
-        "verl_overrides.actor_rollout_ref.rollout.agent.num_workers=6"])
+    assert "dispatch-chunk" not in errors(
+        "qwen3_5_122b_a10b_32k",
+        [
+            "data.train_batch_size=18",
+            "algorithm.ppo_mini_batch_size=6",
+            "verl_overrides.actor_rollout_ref.rollout.agent.num_workers=6",
+        ],
+    )
     found = by_rule("glm5_2", "dispatch-chunk", ["verl_overrides.data.val_batch_size=30"])
     assert found and found[0].key == "verl_overrides.data.val_batch_size"
 
 
-@pytest.mark.parametrize("name,overrides", [
-    ("qwen3_5_122b_a10b_32k", ["algorithm.ppo_mini_batch_size=1"]),  # 1 x 5 over train dp 2
-    ("qwen3_30b_a3b", ["algorithm.micro_batch_size_per_device=3"]),  # 16 x 8 / dp 4 = 32 not a multiple of 3
-])
+@pytest.mark.parametrize(
+    "name,overrides",
+    [
+        ("qwen3_5_122b_a10b_32k", ["algorithm.ppo_mini_batch_size=1"]),  # 1 x 5 over train dp 2
+        ("qwen3_30b_a3b", ["algorithm.micro_batch_size_per_device=3"]),  # 16 x 8 / dp 4 = 32 not a multiple of 3
+    ],
+)
 def test_megatron_real_batch_is_mini_times_n_over_dp_times_micro(name, overrides):
     assert errors(name, overrides) == {"batch-divisible"}
 
@@ -102,8 +123,9 @@ def test_vpp_good_layout_passes():
 def test_dynamic_batch_budget_multiplies_by_cp():
     good = ["train.dynamic_bsz=true", "train.max_token_len_per_device=9216"]  # 9216 x cp 4 = 36864 = 4096 + 32768
     assert not errors("qwen3_5_122b_a10b_32k", good)
-    found = by_rule("qwen3_5_122b_a10b_32k", "dynamic-batch", ["train.dynamic_bsz=true",
-                                                               "train.max_token_len_per_device=9215"])
+    found = by_rule(
+        "qwen3_5_122b_a10b_32k", "dynamic-batch", ["train.dynamic_bsz=true", "train.max_token_len_per_device=9215"]
+    )
     assert "9216" in found[0].fix
     assert "dynamic-batch" in errors("glm5_2", ["train.dynamic_bsz=true", "train.max_token_len_per_device=1024"])
 
@@ -123,8 +145,9 @@ def test_padding_alignment_good_and_bad():
     assert not errors("qwen3_5_122b_a10b_32k")  # 4096 + 32768 = 36864 = 16 x 2304 (tp 2 x cp 4 x 2)
     found = by_rule("qwen3_5_122b_a10b_32k", "seq-padding", ["data.max_response_length=32760"])
     assert "tp x cp x 2 = 16" in found[0].message and "32768" in found[0].fix
-    assert "seq-padding" not in errors("qwen3_5_122b_a10b_32k", ["model.use_remove_padding=true",
-                                                                  "data.max_response_length=32760"])
+    assert "seq-padding" not in errors(
+        "qwen3_5_122b_a10b_32k", ["model.use_remove_padding=true", "data.max_response_length=32760"]
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- class 7
@@ -133,9 +156,11 @@ def test_gated_delta_net_cp_needs_megatron_core_018():
     found = by_rule("qwen3_5_122b_a10b_32k", "linear-attention", ["stack.megatron-core=core_r0.16.0"])
     assert found[0].severity == "error" and "Gated delta net does not support context parallel" in found[0].message
     assert "Megatron-LM issue 3883" in found[0].message
-    assert not by_rule("qwen3_5_122b_a10b_32k", "linear-attention", ["stack.megatron-core=core_r0.16.0",
-                                                                      "train.cp=1", "train.pp=8",
-                                                                      "algorithm.ppo_mini_batch_size=8"])
+    assert not by_rule(
+        "qwen3_5_122b_a10b_32k",
+        "linear-attention",
+        ["stack.megatron-core=core_r0.16.0", "train.cp=1", "train.pp=8", "algorithm.ppo_mini_batch_size=8"],
+    )
     unpinned = load_recipe("qwen3_5_122b_a10b_32k")
     unpinned.stack.pop("megatron-core")
     facts, _ = model_facts(unpinned)
@@ -163,24 +188,33 @@ def test_dsa_rule_applies_to_training_even_split_and_rollout_split():
 
 
 # ---------------------------------------------------------------------------------------------------- class 9
-FIRST, LAST = "train.transformer.num_layers_in_first_pipeline_stage", "train.transformer.num_layers_in_last_pipeline_stage"
+FIRST, LAST = (
+    "train.transformer.num_layers_in_first_pipeline_stage",
+    "train.transformer.num_layers_in_last_pipeline_stage",
+)
 Q235 = ["model.card=qwen3_235b_a22b", "cluster.nnodes=16", "train.pp=16", "rollout.dp=16", "rollout.ep=64"]
 
 
-@pytest.mark.parametrize("name,overrides", [
-    ("qwen3_30b_a3b", Q235 + [f"{FIRST}=5", f"{LAST}=5"]),  # 94 layers, PP 16: 5 + 14 x 6 + 5
-    ("qwen3_5_122b_a10b_32k", [f"{FIRST}=11", f"{LAST}=13"]),  # 48 layers, PP 4: 11 + 2 x 12 + 13
-])
+@pytest.mark.parametrize(
+    "name,overrides",
+    [
+        ("qwen3_30b_a3b", Q235 + [f"{FIRST}=5", f"{LAST}=5"]),  # 94 layers, PP 16: 5 + 14 x 6 + 5
+        ("qwen3_5_122b_a10b_32k", [f"{FIRST}=11", f"{LAST}=13"]),  # 48 layers, PP 4: 11 + 2 x 12 + 13
+    ],
+)
 def test_first_last_stage_layouts_are_valid(name, overrides):
     assert "pp-layers" not in errors(name, overrides)
 
 
-@pytest.mark.parametrize("name,overrides", [
-    ("qwen3_30b_a3b", Q235),  # 94 % 16
-    ("qwen3_30b_a3b", Q235 + [f"{FIRST}=5", f"{LAST}=4"]),  # 85 over 14 middle stages
-    ("qwen3_5_122b_a10b_32k", [f"{FIRST}=11", f"{LAST}=12"]),  # 25 over 2
-    ("qwen3_5_122b_a10b_32k", [f"{FIRST}=11", f"{LAST}=13", "train.vpp=2"]),  # 11 not divisible by vpp 2
-])
+@pytest.mark.parametrize(
+    "name,overrides",
+    [
+        ("qwen3_30b_a3b", Q235),  # 94 % 16
+        ("qwen3_30b_a3b", Q235 + [f"{FIRST}=5", f"{LAST}=4"]),  # 85 over 14 middle stages
+        ("qwen3_5_122b_a10b_32k", [f"{FIRST}=11", f"{LAST}=12"]),  # 25 over 2
+        ("qwen3_5_122b_a10b_32k", [f"{FIRST}=11", f"{LAST}=13", "train.vpp=2"]),  # 11 not divisible by vpp 2
+    ],
+)
 def test_first_last_stage_layouts_that_do_not_add_up(name, overrides):
     assert "pp-layers" in errors(name, overrides)
 
@@ -196,8 +230,11 @@ def test_weight_bucket_on_a_config_json_model():
     assert npu and npu[0].severity == "error"
     assert not by_rule("qwen3_8b", "weight-bucket", base + ["rollout.update_weights_bucket_mb=2560"])
     # the escape hatch cannot slip a value past the rule: it shadows the field, and the gate refuses that
-    assert by_rule("qwen3_5_122b_a10b_32k", "override-shadows", [
-        "verl_overrides.actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes=2048"])
+    assert by_rule(
+        "qwen3_5_122b_a10b_32k",
+        "override-shadows",
+        ["verl_overrides.actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes=2048"],
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- class 11
@@ -213,8 +250,11 @@ def test_router_replay_combinations():
 # ---------------------------------------------------------------------------------------------------- class 12
 def test_attention_backend_per_device():
     assert not by_rule("qwen3_30b_a3b", "rollout-backend")
-    found = by_rule("qwen3_30b_a3b", "rollout-backend", ["cluster.device=cuda", "cluster.hardware=gpu-h100",
-                                                         "env.ASCEND_RT_VISIBLE_DEVICES=0"])
+    found = by_rule(
+        "qwen3_30b_a3b",
+        "rollout-backend",
+        ["cluster.device=cuda", "cluster.hardware=gpu-h100", "env.ASCEND_RT_VISIBLE_DEVICES=0"],
+    )
     assert found and found[0].severity == "error"
     found = by_rule("glm5_2", "rollout-backend", ["rollout.attention_backend=ascend"])
     assert [p.severity for p in found] == ["warning"]
@@ -233,16 +273,18 @@ def test_startup_timeouts_scale_with_model_and_cluster():
     assert not by_rule("glm5_2", "startup-timeout")  # 7200 s and HCCL_CONNECT_TIMEOUT 7200
     found = by_rule("qwen3_5_122b_a10b_32k", "startup-timeout")
     assert {p.key for p in found} == {"trainer.timeout_s", "env.HCCL_CONNECT_TIMEOUT"}
-    assert not by_rule("qwen3_5_122b_a10b_32k", "startup-timeout", ["cluster.nnodes=2", "train.ep=8",
-                                                                      "rollout.ep=16"])  # 32 devices
+    assert not by_rule(
+        "qwen3_5_122b_a10b_32k", "startup-timeout", ["cluster.nnodes=2", "train.ep=8", "rollout.ep=16"]
+    )  # 32 devices
     assert not by_rule("qwen3_8b", "startup-timeout", ["cluster.nnodes=8"])  # 8B
 
 
 # ---------------------------------------------------------------------------------------------------- class 15
 def test_aiv_hang_needs_every_condition():
     assert not by_rule("qwen3_5_122b_a10b_32k", "known-bad")  # graph mode
-    assert not by_rule("qwen3_5_122b_a10b_32k", "known-bad", ["rollout.enforce_eager=true",
-                                                               "env.HCCL_OP_EXPANSION_MODE=HOST"])
+    assert not by_rule(
+        "qwen3_5_122b_a10b_32k", "known-bad", ["rollout.enforce_eager=true", "env.HCCL_OP_EXPANSION_MODE=HOST"]
+    )
     found = by_rule("qwen3_5_122b_a10b_32k", "known-bad", ["rollout.enforce_eager=true"])
     assert "vllm-ascend issue 14928" in found[0].message and found[0].key == "env.HCCL_OP_EXPANSION_MODE"
 
@@ -282,9 +324,11 @@ def test_config_head_dim_wins_and_mla_kv_cache_is_576_per_layer(tmp_path):
     assert memory.kv_bytes_per_token(qwen35, 2) == 12 * 2 * 2 * 256 * 2  # 12 full-attention layers only
     model = tmp_path / "qwen3_8b_like"
     model.mkdir()
-    (model / "config.json").write_text('{"model_type": "qwen3", "num_hidden_layers": 36, "hidden_size": 4096, '
-                                       '"num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 96, '
-                                       '"vocab_size": 151936}')
+    (model / "config.json").write_text(
+        '{"model_type": "qwen3", "num_hidden_layers": 36, "hidden_size": 4096, '
+        '"num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 96, '
+        '"vocab_size": 151936}'
+    )
     facts, found = model_facts(load_recipe("qwen3_8b", [f"model.path={model}"]))
     assert facts.head_dim == 96 and not found  # the card says 128; config.json wins
 
@@ -298,8 +342,9 @@ def test_docs_rules_md_is_generated_from_the_code():
     from grpolab.ruledocs import RULE_DOCS, markdown
 
     root = Path(__file__).resolve().parents[1]
-    run = subprocess.run([sys.executable, "scripts/make_rules_doc.py", "--check"], cwd=root, capture_output=True,
-                         text=True)
+    run = subprocess.run(
+        [sys.executable, "scripts/make_rules_doc.py", "--check"], cwd=root, capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stderr + run.stdout
     assert set(NEW_RULES) <= set(RULE_DOCS) <= set(RULES)
     text = markdown()

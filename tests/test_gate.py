@@ -21,8 +21,11 @@ PAPERMILL = Path(sys.executable).with_name("papermill")
 
 BAD = {  # what is wrong -> (recipe, --set overrides, the rule that must refuse it)
     "unknown verl key": ("qwen3_8b", ["verl_overrides.trainer.val_befor_train=false"], "verl-schema"),
-    "shadowing override": ("glm5_2", ["verl_overrides.actor_rollout_ref.rollout.tensor_model_parallel_size=16"],
-                           "override-shadows"),
+    "shadowing override": (
+        "glm5_2",
+        ["verl_overrides.actor_rollout_ref.rollout.tensor_model_parallel_size=16"],
+        "override-shadows",
+    ),
     "rule error": ("glm5_2", ["rollout.ep=32"], "rollout-ep"),
 }
 
@@ -63,8 +66,9 @@ def test_shadowing_names_the_field_to_use():
     assert "rollout.tp" in shadow.fix and shadow.value == 16
     assert shadow.message.startswith("--set verl_overrides.")  # names where the override came from
     # a key inside a free-form dict a first-class field renders names that field too
-    recipe = load_recipe("glm5_2", ["verl_overrides.+actor_rollout_ref.actor.megatron.override_transformer_config"
-                                    ".swiglu=false"])
+    recipe = load_recipe(
+        "glm5_2", ["verl_overrides.+actor_rollout_ref.actor.megatron.override_transformer_config.swiglu=false"]
+    )
     assert "train.transformer" in next(p for p in gate(recipe) if p.rule == "override-shadows").fix
 
 
@@ -86,9 +90,23 @@ def test_shipped_recipes_pass_the_gate():
 def test_03_launch_refuses_a_shadowing_override(tmp_path, _isolated_runs):
     out = tmp_path / "out.ipynb"
     proc = subprocess.run(
-        [str(PAPERMILL), str(ROOT / "notebooks" / "03_launch.ipynb"), str(out), "-p", "model", "glm5_2",
-         "-p", "dry_run", "True", "-y",
-         "overrides: [verl_overrides.actor_rollout_ref.rollout.tensor_model_parallel_size=16]"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT)
+        [
+            str(PAPERMILL),
+            str(ROOT / "notebooks" / "03_launch.ipynb"),
+            str(out),
+            "-p",
+            "model",
+            "glm5_2",
+            "-p",
+            "dry_run",
+            "True",
+            "-y",
+            "overrides: [verl_overrides.actor_rollout_ref.rollout.tensor_model_parallel_size=16]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert proc.returncode != 0
     assert "override-shadows" in out.read_text() and "nothing was submitted" in out.read_text()

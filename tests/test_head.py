@@ -34,9 +34,14 @@ GRPOLAB = str(Path(sys.executable).with_name("grpolab"))
 SMALL = ["trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10"]
 LOOPBACK = ("127.", "::1", "::ffff:127.")
 # one method of each gRPC service a Ray head runs; a server that checks tokens answers UNAUTHENTICATED
-GRPC_METHODS = ("/ray.rpc.NodeInfoGcsService/GetAllNodeInfo", "/ray.rpc.NodeManagerService/GetNodeStats",
-                "/ray.rpc.ObjectManagerService/Pull", "/ray.rpc.CoreWorkerService/GetCoreWorkerStats",
-                "/ray.rpc.ReporterService/GetTraceback", "/ray.rpc.RayletDriver/ClusterInfo")
+GRPC_METHODS = (
+    "/ray.rpc.NodeInfoGcsService/GetAllNodeInfo",
+    "/ray.rpc.NodeManagerService/GetNodeStats",
+    "/ray.rpc.ObjectManagerService/Pull",
+    "/ray.rpc.CoreWorkerService/GetCoreWorkerStats",
+    "/ray.rpc.ReporterService/GetTraceback",
+    "/ray.rpc.RayletDriver/ClusterInfo",
+)
 
 
 def sets(overrides: list[str]) -> list[str]:
@@ -98,8 +103,11 @@ def test_embedded_head_requires_a_token_and_refuses_requests_without_it(ray_head
     try:  # while a job runs, its supervisor and driver add sockets of their own
         wait_for(lambda: str(client.get_job_status(job)).endswith("RUNNING"), timeout=120)
         pids = {p.pid for p in cluster.head_processes()}
-        listening = {(c.laddr.ip, c.laddr.port) for c in psutil.net_connections("tcp")
-                     if c.status == psutil.CONN_LISTEN and c.pid in pids}
+        listening = {
+            (c.laddr.ip, c.laddr.port)
+            for c in psutil.net_connections("tcp")
+            if c.status == psutil.CONN_LISTEN and c.pid in pids
+        }
         dashboard_port = int(ray_head.dashboard.rsplit(":", 1)[1])
         assert {ip for ip, port in listening if port == dashboard_port} == {"127.0.0.1"}  # the Jobs API: loopback only
         exposed = sorted((ip, port) for ip, port in listening if not ip.startswith(LOOPBACK))
@@ -113,10 +121,19 @@ def test_embedded_head_requires_a_token_and_refuses_requests_without_it(ray_head
 
 def _starter(env: dict) -> subprocess.Popen:
     """A process that starts the head the way a notebook kernel does, in a process group of its own."""
-    code = ("from grpolab import cluster\ncluster.ensure_local_head(progress=lambda *_: None)\n"
-            "print('READY', flush=True)\nimport time\ntime.sleep(600)\n")
-    return subprocess.Popen([sys.executable, "-c", code], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    code = (
+        "from grpolab import cluster\ncluster.ensure_local_head(progress=lambda *_: None)\n"
+        "print('READY', flush=True)\nimport time\ntime.sleep(600)\n"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def test_two_launches_share_one_head_that_outlives_their_process_groups_and_stops_alone(no_head, ray_head):
@@ -127,8 +144,11 @@ def test_two_launches_share_one_head_that_outlives_their_process_groups_and_stop
         for proc in starters:
             assert proc.stdout.readline().strip() == "READY", proc.stdout.read()
         gcs_port = env["GRPOLAB_RAY_PORT"]
-        gcs = [p for p in psutil.process_iter(["name", "cmdline"])
-               if p.info["name"] == "gcs_server" and f"--gcs_server_port={gcs_port}" in " ".join(p.info["cmdline"])]
+        gcs = [
+            p
+            for p in psutil.process_iter(["name", "cmdline"])
+            if p.info["name"] == "gcs_server" and f"--gcs_server_port={gcs_port}" in " ".join(p.info["cmdline"])
+        ]
         assert len(gcs) == 1, gcs  # one head, shared
         for proc in starters:  # Jupyter signals a kernel's whole process group on interrupt, restart and shutdown
             os.killpg(proc.pid, signal.SIGINT)
@@ -182,11 +202,16 @@ def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head):
     runs_root = Path(env["GRPOLAB_RUNS"])
     book = load_notebook_node(str(ROOT / "notebooks" / "03_launch.ipynb"))
     cells = [c.source for c in book.cells if c.cell_type == "code"]
-    parameters = next(i for i, c in enumerate(c for c in book.cells if c.cell_type == "code")
-                      if "parameters" in c.metadata.get("tags", []))
-    cells.insert(parameters + 1, "model = 'tiny'\nrun_id = 'interrupted'\noverrides = "
-                 + repr(["trainer.total_steps=60", "trainer.test_freq=20", "local.warmup_steps=5",
-                         "local.val_size=10"]))
+    parameters = next(
+        i
+        for i, c in enumerate(c for c in book.cells if c.cell_type == "code")
+        if "parameters" in c.metadata.get("tags", [])
+    )
+    cells.insert(
+        parameters + 1,
+        "model = 'tiny'\nrun_id = 'interrupted'\noverrides = "
+        + repr(["trainer.total_steps=60", "trainer.test_freq=20", "local.warmup_steps=5", "local.val_size=10"]),
+    )
     follow = next(i for i, code in enumerate(cells) if "nb.follow(run)" in code)
     km = KernelManager(kernel_name="python3")
     km.start_kernel(env=env, cwd=str(ROOT / "notebooks"))
@@ -194,13 +219,14 @@ def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head):
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=120)
-        outputs = _run_cells(kc, cells[:follow + 1], interrupt_at=follow, km=km, after="following run")
+        outputs = _run_cells(kc, cells[: follow + 1], interrupt_at=follow, km=km, after="following run")
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=False)  # Jupyter signals the kernel's process group
     followed = [o for o in outputs if o["cell"] == follow]
-    assert any("stopped following; the run goes on (grpolab status interrupted" in o.get("text", "")
-               for o in followed), followed
+    assert any(
+        "stopped following; the run goes on (grpolab status interrupted" in o.get("text", "") for o in followed
+    ), followed
     assert not [o for o in outputs if o["type"] == "error"], [o for o in outputs if o["type"] == "error"]
 
     def ended(run_id: str) -> dict | None:
@@ -210,9 +236,14 @@ def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head):
     assert wait_for(lambda: ended("interrupted"), timeout=300, every=3)["state"] == "SUCCEEDED"
 
     # a head killed mid-run (its GCS, kill -9): the run must not stay RUNNING forever
-    out = grpolab(env, "run", "tiny", "--run-id", "head-killed",
-                  *sets(["trainer.total_steps=400", "trainer.test_freq=100", "local.warmup_steps=5",
-                         "local.val_size=10"]))
+    out = grpolab(
+        env,
+        "run",
+        "tiny",
+        "--run-id",
+        "head-killed",
+        *sets(["trainer.total_steps=400", "trainer.test_freq=100", "local.warmup_steps=5", "local.val_size=10"]),
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     metrics = runs_root / "head-killed" / "metrics.jsonl"
     wait_for(lambda: metrics.exists() and len(metrics.read_text().splitlines()) >= 3, timeout=240)
@@ -245,8 +276,12 @@ def test_job_wrapper_reads_and_deletes_secrets_and_records_its_end_and_log(tmp_p
     with os.fdopen(fd, "w") as fh:
         json.dump({"MY_API_KEY": "s3cret"}, fh)
     code = "import os, sys; print('key', len(os.environ['MY_API_KEY'])); print('cwd', os.getcwd()); sys.exit(3)"
-    proc = subprocess.run([sys.executable, "-m", "grpolab.job_entry", str(run_dir), "--", sys.executable, "-c", code],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "grpolab.job_entry", str(run_dir), "--", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 3 and "key 6" in proc.stdout  # the value reached the job, the output reached Ray
     assert not (run_dir / job_entry.SECRETS_FILE).exists()
     record = json.loads((run_dir / "job.json").read_text())
@@ -267,13 +302,17 @@ def _orphan_run(root: Path, run_id: str, record: dict | None):
     return run
 
 
-@pytest.mark.parametrize("record, state", [
-    ({"pid": 1, "host": "elsewhere", "started": 0, "exit_code": 0, "ended": 5, "stopped": False}, "SUCCEEDED"),
-    ({"pid": 1, "host": "elsewhere", "started": 0, "exit_code": 1, "ended": 5, "stopped": False}, "FAILED"),
-    ({"pid": 1, "host": "elsewhere", "started": 0, "exit_code": -15, "ended": 5, "stopped": True}, "STOPPED"),
-    ({"pid": 1, "host": "elsewhere", "started": 0}, "LOST"),
-    (None, "LOST"),
-], ids=["succeeded", "failed", "stopped", "no-end-record", "no-record"])
+@pytest.mark.parametrize(
+    "record, state",
+    [
+        ({"pid": 1, "host": "elsewhere", "started": 0, "exit_code": 0, "ended": 5, "stopped": False}, "SUCCEEDED"),
+        ({"pid": 1, "host": "elsewhere", "started": 0, "exit_code": 1, "ended": 5, "stopped": False}, "FAILED"),
+        ({"pid": 1, "host": "elsewhere", "started": 0, "exit_code": -15, "ended": 5, "stopped": True}, "STOPPED"),
+        ({"pid": 1, "host": "elsewhere", "started": 0}, "LOST"),
+        (None, "LOST"),
+    ],
+    ids=["succeeded", "failed", "stopped", "no-end-record", "no-record"],
+)
 def test_a_run_whose_head_is_gone_ends_from_its_own_record(tmp_path, monkeypatch, record, state):
     from grpolab import launch
 

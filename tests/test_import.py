@@ -32,8 +32,11 @@ def _effective_diff(argv: list[str], recipe) -> dict:
     upstream = verl_schema.effective(overrides, name)
     ours_name, ours = verl_schema.split_argv(render(recipe, "/RUN").argv())
     mine = verl_schema.effective(ours, ours_name)
-    return {k: (upstream.get(k), mine.get(k)) for k in set(upstream) | set(mine)
-            if upstream.get(k) != mine.get(k) and k not in RUN_OWNED}
+    return {
+        k: (upstream.get(k), mine.get(k))
+        for k in set(upstream) | set(mine)
+        if upstream.get(k) != mine.get(k) and k not in RUN_OWNED
+    }
 
 
 def test_round_trip_gives_back_the_scripts_argv_and_env(cli, tmp_path):
@@ -53,8 +56,12 @@ def test_round_trip_gives_back_the_scripts_argv_and_env(cli, tmp_path):
     assert _effective_diff(recorded.argv, recipe) == {}
     launch = render(recipe, "/RUN")
     assert recorded.env == {k: v for k, v in launch.env.items() if k in recorded.env}
-    assert set(recorded.env) == {"HCCL_CONNECT_TIMEOUT", "HCCL_HOST_SOCKET_PORT_RANGE", "HCCL_NPU_SOCKET_PORT_RANGE",
-                                 "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"}
+    assert set(recorded.env) == {
+        "HCCL_CONNECT_TIMEOUT",
+        "HCCL_HOST_SOCKET_PORT_RANGE",
+        "HCCL_NPU_SOCKET_PORT_RANGE",
+        "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES",
+    }
     # $HOME in the script means the user's home, not the importer's scratch directory
     assert recipe.data.train_files == str(Path.home() / "data/gsm8k/train.parquet")
 
@@ -86,13 +93,16 @@ python3 -m verl.trainer.main_ppo trainer.nnodes=1 2>&1 | tee {tmp_path}/log.txt
     assert sentinel.read_text() == "x" and not outside.exists() and not (tmp_path / "log.txt").exists()
 
 
-@pytest.mark.parametrize("body, message", [
-    ("\x00\x01binary", "binary"),
-    ("#!/usr/bin/env python3\nprint('hi')\n", "not a shell script"),
-    ("#!/bin/bash\nif then fi\n", "not a valid bash script"),
-    ("#!/bin/bash\necho nothing to launch\n", "no launch line"),
-    ("#!/bin/bash\nset -e\nfalse\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n", "exited with status 1"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("\x00\x01binary", "binary"),
+        ("#!/usr/bin/env python3\nprint('hi')\n", "not a shell script"),
+        ("#!/bin/bash\nif then fi\n", "not a valid bash script"),
+        ("#!/bin/bash\necho nothing to launch\n", "no launch line"),
+        ("#!/bin/bash\nset -e\nfalse\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n", "exited with status 1"),
+    ],
+)
 def test_bad_input_exits_2_and_writes_nothing(cli, tmp_path, body, message):
     script = tmp_path / "bad.sh"
     script.write_bytes(body.encode())
@@ -113,8 +123,7 @@ def test_an_existing_output_is_never_overwritten(cli, tmp_path):
 
 
 def _as_script(args_file: Path, tmp_path: Path) -> Path:
-    args = [a.replace("$HOME", "/home/u").replace("$WORK_DIR", "/work/d")
-            for a in args_file.read_text().splitlines()]
+    args = [a.replace("$HOME", "/home/u").replace("$WORK_DIR", "/work/d") for a in args_file.read_text().splitlines()]
     script = tmp_path / f"{args_file.stem}.sh"
     script.write_text("#!/bin/bash\nset -euo pipefail\npython3 " + " ".join(shlex.quote(a) for a in args) + "\n")
     return script
@@ -139,31 +148,64 @@ def test_01_setup_imports_a_script(tmp_path):
 
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "out.ipynb"
-    proc = subprocess.run([str(Path(sys.executable).with_name("papermill")), str(root / "notebooks" / "01_setup.ipynb"),
-                           str(out), "-p", "script", str(SCRIPT)], capture_output=True, text=True, timeout=300, cwd=root)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("papermill")),
+            str(root / "notebooks" / "01_setup.ipynb"),
+            str(out),
+            "-p",
+            "script",
+            str(SCRIPT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = out.read_text()
-    assert "# Imported from" in text and "not reproduced" in text and "every setting of the script is reproduced" in text
+    assert (
+        "# Imported from" in text and "not reproduced" in text and "every setting of the script is reproduced" in text
+    )
     assert "recipe run_qwen3_8b_grpo_npu: ready to launch" in text
     bad = tmp_path / "bad.sh"
     bad.write_text("#!/bin/bash\necho nothing to launch\n")
-    proc = subprocess.run([str(Path(sys.executable).with_name("papermill")), str(root / "notebooks" / "01_setup.ipynb"),
-                           str(tmp_path / "bad.ipynb"), "-p", "script", str(bad)], capture_output=True, text=True,
-                          timeout=300, cwd=root)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("papermill")),
+            str(root / "notebooks" / "01_setup.ipynb"),
+            str(tmp_path / "bad.ipynb"),
+            "-p",
+            "script",
+            str(bad),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+    )
     assert proc.returncode != 0 and "no launch line" in (tmp_path / "bad.ipynb").read_text()
 
 
-@pytest.mark.parametrize("launcher", [
-    "torchrun --nnodes=1 --nproc_per_node=8 -m verl.trainer.main_ppo",
-    "uv run --with verl python3 -m verl.trainer.main_ppo",
-    "ray job submit --address=http://127.0.0.1:8265 --runtime-env-json='{}' -- python3 -m verl.trainer.main_ppo",
-])
+@pytest.mark.parametrize(
+    "launcher",
+    [
+        "torchrun --nnodes=1 --nproc_per_node=8 -m verl.trainer.main_ppo",
+        "uv run --with verl python3 -m verl.trainer.main_ppo",
+        "ray job submit --address=http://127.0.0.1:8265 --runtime-env-json='{}' -- python3 -m verl.trainer.main_ppo",
+    ],
+)
 def test_every_launcher_is_recorded_and_unknown_and_deprecated_keys_are_reported(cli, tmp_path, launcher):
     script = tmp_path / "run.sh"
-    script.write_text(f"#!/bin/bash\nset -euo pipefail\n{launcher} --config-name=ppo_megatron_trainer "
-                      "actor_rollout_ref.model.path=Qwen/Qwen3-8B trainer.n_gpus_per_node=8 trainer.nnodes=1 "
-                      "trainer.val_befor_train=False actor_rollout_ref.actor.ppo_micro_batch_size=8\n")
-    assert record(script).argv[:2] == ["--config-name=ppo_megatron_trainer", "actor_rollout_ref.model.path=Qwen/Qwen3-8B"]
+    script.write_text(
+        f"#!/bin/bash\nset -euo pipefail\n{launcher} --config-name=ppo_megatron_trainer "
+        "actor_rollout_ref.model.path=Qwen/Qwen3-8B trainer.n_gpus_per_node=8 trainer.nnodes=1 "
+        "trainer.val_befor_train=False actor_rollout_ref.actor.ppo_micro_batch_size=8\n"
+    )
+    assert record(script).argv[:2] == [
+        "--config-name=ppo_megatron_trainer",
+        "actor_rollout_ref.model.path=Qwen/Qwen3-8B",
+    ]
     out = tmp_path / "r.yaml"
     proc = cli("import", str(script), "--out", str(out), "--json")
     result = json.loads(proc.stdout)

@@ -39,8 +39,15 @@ def test_tiny_job_writes_verl_format_metrics_and_a_clean_record(ray_head, _isola
     lines = [json.loads(line) for line in run.metrics_file.read_text().splitlines()]
     assert [line["step"] for line in lines if "critic/score/mean" in line["data"]][-1] == 4
     names = set().union(*(line["data"] for line in lines))
-    assert {"critic/score/mean", "response_length/mean", "actor/kl_loss", "actor/entropy", "timing_s/step",
-            "perf/throughput", "val-core/arith/acc/mean@1"} <= names
+    assert {
+        "critic/score/mean",
+        "response_length/mean",
+        "actor/kl_loss",
+        "actor/entropy",
+        "timing_s/step",
+        "perf/throughput",
+        "val-core/arith/acc/mean@1",
+    } <= names
     assert (run.path / "checkpoint").is_dir()
     record = json.loads(run.launch_file.read_text())
     assert record["env"]["MY_API_KEY"] == launch.REDACTED and record["versions"]["ray"]
@@ -63,8 +70,13 @@ def test_stop_keeps_every_finished_step(ray_head):
 
 def test_killed_launcher_loses_nothing(ray_head, cli, _isolated_runs):
     args = ["run", "tiny", "--wait", "--run-id", "killed-launcher"] + [a for s in SMALL for a in ("--set", s)]
-    proc = subprocess.Popen([str(Path(os.sys.executable).with_name("grpolab")), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
+    proc = subprocess.Popen(
+        [str(Path(os.sys.executable).with_name("grpolab")), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=os.environ.copy(),
+    )
     run_dir = _isolated_runs / "killed-launcher"
     wait_for(lambda: (run_dir / "status.json").exists() and "job_id" in (run_dir / "status.json").read_text())
     proc.send_signal(signal.SIGKILL)

@@ -58,8 +58,9 @@ def test_reward_reads_eos_from_token_ids() -> None:
     ids = lambda text: tok(text, add_special_tokens=False).input_ids  # noqa: E731
     eos = tok.eos_token_id
     completions = [ids("12") + [eos], ids("12+"), ids("12"), ids("13") + [eos], ids("=") + [eos]]
-    scores = reward(prompts=["5+7="] * 5, completions=["12", "12+", "12", "13", "="],
-                    completion_ids=completions, answer=["12"] * 5)
+    scores = reward(
+        prompts=["5+7="] * 5, completions=["12", "12+", "12", "13", "="], completion_ids=completions, answer=["12"] * 5
+    )
     assert scores[0] == 1.0
     assert scores[1] < scores[0] and scores[2] < scores[0]
     assert scores[3] <= 0.1 and scores[4] == 0.0
@@ -84,8 +85,10 @@ def test_warmup_never_sees_validation_problems() -> None:
 
 
 def test_mapping_module_imports_no_torch() -> None:
-    code = "import sys, grpolab.local.mapping, grpolab.local.task, grpolab.local.metrics; " \
-           "print('torch' in sys.modules or 'trl' in sys.modules)"
+    code = (
+        "import sys, grpolab.local.mapping, grpolab.local.task, grpolab.local.metrics; "
+        "print('torch' in sys.modules or 'trl' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -106,17 +109,23 @@ def test_recipe_maps_onto_grpo_config() -> None:
     assert kw["delta"] == 3.0 and kw["entropy_coef"] == 0.0  # verl's dual clip and entropy bonus
 
 
-@pytest.mark.parametrize("mode, loss_type", [("token-mean", "dapo"), ("seq-mean-token-mean", "grpo"),
-                                             ("seq-mean-token-sum-norm", "dr_grpo")])
+@pytest.mark.parametrize(
+    "mode, loss_type", [("token-mean", "dapo"), ("seq-mean-token-mean", "grpo"), ("seq-mean-token-sum-norm", "dr_grpo")]
+)
 def test_loss_agg_mode_maps(mode: str, loss_type: str) -> None:
     s = settings_from_recipe(tiny_recipe_dict(algorithm__loss_agg_mode=mode))
     assert grpo_config_kwargs(s, "/tmp/out")["loss_type"] == loss_type
 
 
 def test_kl_off_and_mini_batches() -> None:
-    s = settings_from_recipe(tiny_recipe_dict(algorithm__use_kl_loss=False, data__train_batch_size=16,
-                                              algorithm__ppo_mini_batch_size=4,
-                                              algorithm__micro_batch_size_per_device=16))
+    s = settings_from_recipe(
+        tiny_recipe_dict(
+            algorithm__use_kl_loss=False,
+            data__train_batch_size=16,
+            algorithm__ppo_mini_batch_size=4,
+            algorithm__micro_batch_size_per_device=16,
+        )
+    )
     kw = grpo_config_kwargs(s, "/tmp/out")
     assert kw["beta"] == 0.0
     # 16 prompts x 8 generated per step; 4 optimizer updates of 4 prompts x 8, each two passes of 16
@@ -128,8 +137,11 @@ def test_kl_off_and_mini_batches() -> None:
 def test_grpo_config_accepts_the_kwargs(tmp_path: Path) -> None:
     from trl import GRPOConfig
 
-    s = settings_from_recipe(tiny_recipe_dict(data__train_batch_size=16, algorithm__ppo_mini_batch_size=4,
-                                              algorithm__micro_batch_size_per_device=16))
+    s = settings_from_recipe(
+        tiny_recipe_dict(
+            data__train_batch_size=16, algorithm__ppo_mini_batch_size=4, algorithm__micro_batch_size_per_device=16
+        )
+    )
     config = GRPOConfig(**grpo_config_kwargs(s, str(tmp_path)))
     assert config.generation_batch_size == 128 and config.steps_per_generation == 8
     assert config.num_generations == 8 and config.loss_type == "grpo"
@@ -139,17 +151,20 @@ def test_unsupported_is_empty_for_the_tiny_recipe() -> None:
     assert unsupported(tiny_recipe_dict()) == []
 
 
-@pytest.mark.parametrize("dotted, value", [
-    ("algorithm.loss_agg_mode", "seq-mean-token-sum"),
-    ("algorithm.kl_loss_type", "mse"),
-    ("algorithm.adv_estimator", "gae"),
-    ("algorithm.use_kl_in_reward", True),
-    ("algorithm.ppo_mini_batch_size", 3),
-    ("algorithm.micro_batch_size_per_device", 48),
-    ("rollout.n", 1),
-    ("data.max_response_length", 2),
-    ("local.val_size", 46),
-])
+@pytest.mark.parametrize(
+    "dotted, value",
+    [
+        ("algorithm.loss_agg_mode", "seq-mean-token-sum"),
+        ("algorithm.kl_loss_type", "mse"),
+        ("algorithm.adv_estimator", "gae"),
+        ("algorithm.use_kl_in_reward", True),
+        ("algorithm.ppo_mini_batch_size", 3),
+        ("algorithm.micro_batch_size_per_device", 48),
+        ("rollout.n", 1),
+        ("data.max_response_length", 2),
+        ("local.val_size", 46),
+    ],
+)
 def test_unsupported_catches_what_trl_cannot_honour(dotted: str, value: object) -> None:
     recipe = tiny_recipe_dict(**{dotted.replace(".", "__"): value})
     found = {key: (val, reason) for key, val, reason in unsupported(recipe)}
@@ -176,9 +191,20 @@ def test_real_recipe_maps_when_the_loader_is_there() -> None:
 
 
 def test_trl_names_become_verl_names() -> None:
-    logs = {"reward": 0.5, "kl": 0.01, "entropy": 1.2, "completions/mean_length": 2.5, "grad_norm": 0.3,
-            "clip_ratio/region_mean": 0.0, "learning_rate": 1e-3, "loss": 0.02, "step_time": 0.05,
-            "completions/clipped_ratio": 0.0, "epoch": 1.0, "bad": float("nan")}
+    logs = {
+        "reward": 0.5,
+        "kl": 0.01,
+        "entropy": 1.2,
+        "completions/mean_length": 2.5,
+        "grad_norm": 0.3,
+        "clip_ratio/region_mean": 0.0,
+        "learning_rate": 1e-3,
+        "loss": 0.02,
+        "step_time": 0.05,
+        "completions/clipped_ratio": 0.0,
+        "epoch": 1.0,
+        "bad": float("nan"),
+    }
     out = metrics.to_verl(logs)
     assert out["critic/score/mean"] == 0.5 and out["actor/kl_loss"] == 0.01
     assert out["response_length/mean"] == 2.5 and out["actor/pg_clipfrac"] == 0.0
@@ -211,11 +237,17 @@ def test_real_run_writes_verl_metrics_and_checkpoint(tmp_path: Path) -> None:
     (run_dir / "recipe.yaml").write_text(
         "rollout: {n: 4}\ndata: {train_batch_size: 4}\n"
         "algorithm: {ppo_mini_batch_size: 4, micro_batch_size_per_device: 16}\n"
-        "trainer: {total_steps: 4, test_freq: 2, seed: 7}\nlocal: {warmup_steps: 5}\n")
+        "trainer: {total_steps: 4, test_freq: 2, seed: 7}\nlocal: {warmup_steps: 5}\n"
+    )
     env = {**os.environ, "GRPOLAB_CACHE": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
     env.pop("VERL_FILE_LOGGER_PATH", None)
-    proc = subprocess.run([sys.executable, "-m", "grpolab.local.train", "--run-dir", str(run_dir)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "grpolab.local.train", "--run-dir", str(run_dir)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "step 4/4 reward=" in proc.stdout
 
@@ -224,10 +256,22 @@ def test_real_run_writes_verl_metrics_and_checkpoint(tmp_path: Path) -> None:
     assert set(rows[0]["data"]) >= {metrics.VAL_ACC}
     for row in rows[1:]:
         data = row["data"]
-        for name in ("critic/score/mean", "critic/score/max", "critic/score/min", "response_length/mean",
-                     "response_length/clip_ratio", "actor/kl_loss", "actor/entropy", "actor/pg_clipfrac",
-                     "actor/grad_norm", "actor/lr", "actor/pg_loss", "timing_s/step", "perf/throughput",
-                     "actor/perf/max_memory_allocated_gb"):
+        for name in (
+            "critic/score/mean",
+            "critic/score/max",
+            "critic/score/min",
+            "response_length/mean",
+            "response_length/clip_ratio",
+            "actor/kl_loss",
+            "actor/entropy",
+            "actor/pg_clipfrac",
+            "actor/grad_norm",
+            "actor/lr",
+            "actor/pg_loss",
+            "timing_s/step",
+            "perf/throughput",
+            "actor/perf/max_memory_allocated_gb",
+        ):
             assert name in data, (row["step"], name)
         assert 0.0 <= data["critic/score/mean"] <= 1.0
     assert [r["step"] for r in rows if metrics.VAL_ACC in r["data"]] == [0, 2, 4]

@@ -117,7 +117,12 @@ def test_an_episode_is_one_alert_with_its_step_range(tmp_path):
 def test_an_ongoing_episode(tmp_path):
     records = synthetic.plant(synthetic.healthy(60), "throughput-drop", 40)
     (found,) = alerts(synthetic.write_jsonl(tmp_path / "m.jsonl", records))
-    assert (found.step, found.end, found.ongoing, found.count) == (40, 60, True, 21)  # the drop does not become the new normal
+    assert (found.step, found.end, found.ongoing, found.count) == (
+        40,
+        60,
+        True,
+        21,
+    )  # the drop does not become the new normal
 
 
 def test_level_alert_fires_again_after_a_real_recovery(tmp_path):
@@ -136,7 +141,9 @@ def test_group_by_rule(tmp_path):
     found = alerts(synthetic.write_jsonl(tmp_path / "m.jsonl", records))
     groups = group(found)
     assert [(g["rule"], g["count"], g["first"], g["severity"]) for g in groups] == [
-        ("nan", 1, 70, "error"), ("length-clipped", 2, 20, "warning")]  # errors first
+        ("nan", 1, 70, "error"),
+        ("length-clipped", 2, 20, "warning"),
+    ]  # errors first
     clipped = groups[1]
     assert clipped["last"] == 80 and clipped["ongoing"] and clipped["worst"] == 0.8
     assert clipped["advice"] == ADVICE["length-clipped"] and len(clipped["messages"]) == 2
@@ -168,8 +175,9 @@ def test_thresholds_come_from_the_file(tmp_path):
     assert alerts(path, load_thresholds(disabled)) == []
     # a strict clip-ratio limit turns the healthy run's ~1 % clipped responses into an alert after warm-up
     strict = _custom(tmp_path, lambda d: d["alerts"]["length_clipped"].update(max_ratio=0.0, min_count=1, of_last=1))
-    assert [(a.rule, a.step) for a in alerts(synthetic.write_jsonl(tmp_path / "h.jsonl", synthetic.healthy(10)),
-                                           strict)] == [("length-clipped", 6)]
+    assert [
+        (a.rule, a.step) for a in alerts(synthetic.write_jsonl(tmp_path / "h.jsonl", synthetic.healthy(10)), strict)
+    ] == [("length-clipped", 6)]
 
 
 # The first 16 lines of a real `tiny` run's metrics.jsonl (grpolab.local.train, TRL on CPU, 40 steps): step 0
@@ -206,7 +214,12 @@ def test_real_tiny_run_snippet(tmp_path):
     assert compare(path, path).passed
     data = summary(path, refresh=False)
     assert data["last_step"] == 15 and {m["metric"] for m in data["latest"]} >= {
-        "critic/score/mean", "actor/kl_loss", "actor/entropy", "perf/throughput", "timing_s/step"}
+        "critic/score/mean",
+        "actor/kl_loss",
+        "actor/entropy",
+        "perf/throughput",
+        "timing_s/step",
+    }
 
 
 def _real_metrics_files() -> list[Path]:

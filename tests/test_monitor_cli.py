@@ -39,8 +39,11 @@ def cli(monkeypatch):
 def test_monitor_text_and_png(runs_root, cli, capsys):
     run = create_run("tiny", run_id="demo")
     synthetic.write_jsonl(run.metrics_file, synthetic.plant(synthetic.healthy(60), "entropy-collapse", 40))
-    run.write_status(state="SUCCEEDED", job_id="raysubmit_123",
-                     wandb={"mode": "offline", "dir": str(run.path / "wandb"), "url": None})
+    run.write_status(
+        state="SUCCEEDED",
+        job_id="raysubmit_123",
+        wandb={"mode": "offline", "dir": str(run.path / "wandb"), "url": None},
+    )
     assert cli(["monitor", "demo"]) == 0
     out = capsys.readouterr().out
     assert "SUCCEEDED" in out and "last step 60" in out
@@ -61,6 +64,7 @@ def test_monitor_json_is_the_summary(runs_root, cli, capsys, tmp_path):
     png = tmp_path / "out" / "c.png"
     assert cli(["monitor", "j", "--json", "--png", str(png)]) == 0
     printed = capsys.readouterr().out
+
     def not_json(constant):
         raise AssertionError(f"{constant} is not JSON")
 
@@ -72,8 +76,9 @@ def test_monitor_json_is_the_summary(runs_root, cli, capsys, tmp_path):
     latest = {m["metric"]: m for m in data["latest"]}
     assert latest["critic/score/mean"]["step"] == 30
     expected = summary("j", refresh=False)
-    assert {k: v for k, v in expected.items() if k not in ("curves", "updated")} == \
-        {k: v for k, v in data.items() if k not in ("curves", "updated")}
+    assert {k: v for k, v in expected.items() if k not in ("curves", "updated")} == {
+        k: v for k, v in data.items() if k not in ("curves", "updated")
+    }
 
 
 def test_failed_run_shows_cause_and_exits_1(runs_root, cli, capsys):
@@ -112,11 +117,14 @@ def test_metrics_file_as_run(tmp_path, cli, capsys):
     assert "UNKNOWN" in out and "last step 12" in out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["monitor", "ghost"], "no run 'ghost'"),
-    (["monitor", "demo", "--thresholds", "/nonexistent.yaml"], "no such thresholds file"),
-    (["monitor", "demo", "--png", "x.png", "--no-png"], "contradict"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["monitor", "ghost"], "no run 'ghost'"),
+        (["monitor", "demo", "--thresholds", "/nonexistent.yaml"], "no such thresholds file"),
+        (["monitor", "demo", "--png", "x.png", "--no-png"], "contradict"),
+    ],
+)
 def test_unusable_input_exits_2_without_traceback(runs_root, cli, capsys, argv, message):
     create_run("tiny", run_id="demo")
     assert cli(argv) == 2
@@ -165,8 +173,9 @@ def test_refresh_uses_launch_when_present_and_survives_its_errors(runs_root, mon
 
 
 def test_plot_marks_alerts_and_says_no_data(tmp_path):
-    path = synthetic.write_jsonl(tmp_path / "m.jsonl", [{"step": s, "data": {"critic/score/mean": s / 10}}
-                                                        for s in range(1, 6)])
+    path = synthetic.write_jsonl(
+        tmp_path / "m.jsonl", [{"step": s, "data": {"critic/score/mean": s / 10}} for s in range(1, 6)]
+    )
     alert = Alert("reward-flat", 2, "flat", ("critic/score/mean",), 0.2)
     out = plot_curves(path, [alert], tmp_path / "sparse.png")
     assert out.read_bytes().startswith(PNG_MAGIC) and out.stat().st_size > 10_000
@@ -176,9 +185,11 @@ def test_plot_marks_alerts_and_says_no_data(tmp_path):
 
 
 def test_importing_the_monitor_stays_light():
-    code = ("import sys, grpolab.monitor, grpolab.cli.monitor, grpolab.cli.compare; "
-            "heavy = [m for m in ('matplotlib', 'ipywidgets', 'IPython', 'pandas', 'numpy', 'torch', 'ray') "
-            "if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys, grpolab.monitor, grpolab.cli.monitor, grpolab.cli.compare; "
+        "heavy = [m for m in ('matplotlib', 'ipywidgets', 'IPython', 'pandas', 'numpy', 'torch', 'ray') "
+        "if m in sys.modules]; print(heavy)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

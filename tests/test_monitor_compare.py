@@ -72,10 +72,13 @@ def test_json_output(runs_root, cli, capsys):
     assert {f["status"] for n, f in figures.items() if n != "throughput"} == {"pass"}
 
 
-@pytest.mark.parametrize("metric, factor, figure", [
-    ("timing_s/step", 1.06, "step_time"),
-    ("actor/perf/max_memory_allocated_gb", 1.05, "memory"),  # ~41 GB x 1.05: +2 GB
-])
+@pytest.mark.parametrize(
+    "metric, factor, figure",
+    [
+        ("timing_s/step", 1.06, "step_time"),
+        ("actor/perf/max_memory_allocated_gb", 1.05, "memory"),  # ~41 GB x 1.05: +2 GB
+    ],
+)
 def test_each_figure_can_fail(runs_root, metric, factor, figure):
     _run("base", synthetic.healthy(20))
     _run("worse", _scaled(synthetic.healthy(20), metric, factor))
@@ -146,13 +149,16 @@ def test_a_baseline_that_logged_only_nan_is_named_as_such(runs_root):
     assert "not by" not in reward.note  # it did log the metric
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["compare", "ghost", "--baseline", "base"], "no run 'ghost'"),
-    (["compare", "base", "--baseline", "ghost"], "no run 'ghost'"),
-    (["compare", "base", "--baseline", "base", "--steps", "five"], "expected FIRST-LAST"),
-    (["compare", "base", "--baseline", "base", "--steps", "14-5"], "write it as 5-14"),
-    (["compare", "base", "--baseline", "base", "--thresholds", "/nonexistent.yaml"], "no such thresholds file"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["compare", "ghost", "--baseline", "base"], "no run 'ghost'"),
+        (["compare", "base", "--baseline", "ghost"], "no run 'ghost'"),
+        (["compare", "base", "--baseline", "base", "--steps", "five"], "expected FIRST-LAST"),
+        (["compare", "base", "--baseline", "base", "--steps", "14-5"], "write it as 5-14"),
+        (["compare", "base", "--baseline", "base", "--thresholds", "/nonexistent.yaml"], "no such thresholds file"),
+    ],
+)
 def test_unusable_input_exits_2_without_traceback(runs_root, cli, capsys, argv, message):
     _run("base", synthetic.healthy(20))
     assert cli(argv) == 2

@@ -82,7 +82,6 @@ def test_alerts_grouped_by_rule_with_advice_once_and_collapsible(runs_root, monk
     from grpolab import launch
     from grpolab.monitor.alerts import ADVICE
     from grpolab.monitor.dashboard import Dashboard
-
     from grpolab.recipe import load_recipe, to_yaml
 
     run = create_run("tiny", run_id="grouped")

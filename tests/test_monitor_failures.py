@@ -138,30 +138,34 @@ Job entrypoint command failed with exit code 137, last available logs (truncated
 """
 
 
-@pytest.mark.parametrize("text, cause, proof", [
-    (CUDA_OOM, "device-oom", "CUDA out of memory"),
-    (NPU_OOM, "device-oom", "NPU out of memory"),
-    (ACL_ALLOC, "device-oom", "207001"),
-    (VLLM_KV, "device-oom", "No available memory for the cache blocks"),
-    (HCCL_EI0006, "comm-timeout", "EI0006"),
-    (HCCL_EI0002, "comm-timeout", "EI0002"),
-    (NCCL_WATCHDOG, "comm-timeout", "Watchdog caught collective operation timeout"),
-    (NCCL_STORE, "comm-timeout", "Socket Timeout"),
-    (MODULE_MISSING, "import-error", "No module named 'vllm'"),
-    (VERSION_CONFLICT, "import-error", "ImportError"),
-    (NAN_MEGATRON, "nan-loss", "found NaN in local grad norm"),
-    (NAN_CONSOLE, "nan-loss", "step:37"),
-    (NO_CUDA, "no-device", "No CUDA GPUs are available"),
-    (NO_TORCH_NPU, "no-device", "torch_npu"),
-    (RAY_RESOURCES, "no-device", "cannot be scheduled right now"),
-    (VERL_TOO_FEW, "no-device", "Total available GPUs 8.0 is less than total desired GPUs 16"),
-    (RAY_HOST_OOM, "killed", "running low on memory"),
-    (SIGKILL, "killed", "SIGKILL"),
-    (SHELL_KILLED, "killed", "Killed"),
-    (DISK_FULL, "disk-full", "No space left on device"),
-    (WANDB_NO_KEY, "wandb-auth", "api_key not configured"),
-    (WANDB_BAD_KEY, "wandb-auth", "AuthenticationError"),
-], ids=lambda v: v if isinstance(v, str) and len(v) < 30 else None)
+@pytest.mark.parametrize(
+    "text, cause, proof",
+    [
+        (CUDA_OOM, "device-oom", "CUDA out of memory"),
+        (NPU_OOM, "device-oom", "NPU out of memory"),
+        (ACL_ALLOC, "device-oom", "207001"),
+        (VLLM_KV, "device-oom", "No available memory for the cache blocks"),
+        (HCCL_EI0006, "comm-timeout", "EI0006"),
+        (HCCL_EI0002, "comm-timeout", "EI0002"),
+        (NCCL_WATCHDOG, "comm-timeout", "Watchdog caught collective operation timeout"),
+        (NCCL_STORE, "comm-timeout", "Socket Timeout"),
+        (MODULE_MISSING, "import-error", "No module named 'vllm'"),
+        (VERSION_CONFLICT, "import-error", "ImportError"),
+        (NAN_MEGATRON, "nan-loss", "found NaN in local grad norm"),
+        (NAN_CONSOLE, "nan-loss", "step:37"),
+        (NO_CUDA, "no-device", "No CUDA GPUs are available"),
+        (NO_TORCH_NPU, "no-device", "torch_npu"),
+        (RAY_RESOURCES, "no-device", "cannot be scheduled right now"),
+        (VERL_TOO_FEW, "no-device", "Total available GPUs 8.0 is less than total desired GPUs 16"),
+        (RAY_HOST_OOM, "killed", "running low on memory"),
+        (SIGKILL, "killed", "SIGKILL"),
+        (SHELL_KILLED, "killed", "Killed"),
+        (DISK_FULL, "disk-full", "No space left on device"),
+        (WANDB_NO_KEY, "wandb-auth", "api_key not configured"),
+        (WANDB_BAD_KEY, "wandb-auth", "AuthenticationError"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and len(v) < 30 else None,
+)
 def test_cause_and_proof(text, cause, proof):
     failure = classify_failure(text)
     assert failure is not None and failure.cause == cause, failure
@@ -187,33 +191,49 @@ def test_evidence_is_short_and_deduplicated_across_ranks():
     ranks = "".join(
         f"(WorkerDict pid={1000 + r}) [rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective "
         f"operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 6000{r}3 milliseconds "
-        "before timing out.\n" for r in range(64))
+        "before timing out.\n"
+        for r in range(64)
+    )
     failure = classify_failure(ranks)
     assert failure.cause == "comm-timeout" and len(failure.lines) == 1
 
 
 def test_ansi_colours_are_removed():
     failure = classify_failure("\x1b[36m(WorkerDict pid=1)\x1b[0m RuntimeError: No CUDA GPUs are available\n")
-    assert failure.cause == "no-device" and failure.lines == ["(WorkerDict pid=1) RuntimeError: No CUDA GPUs are available"]
+    assert failure.cause == "no-device" and failure.lines == [
+        "(WorkerDict pid=1) RuntimeError: No CUDA GPUs are available"
+    ]
 
 
 def test_unknown_error_shows_the_last_exception_line():
-    text = ("INFO starting\nTraceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
-            "KeyError: 'prompt'\nDuring handling...\nValueError: dataset column 'prompt' not found\n")
+    text = (
+        'INFO starting\nTraceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+        "KeyError: 'prompt'\nDuring handling...\nValueError: dataset column 'prompt' not found\n"
+    )
     failure = classify_failure(text)
     assert failure.cause == "unknown"
     assert failure.lines[-1] == "ValueError: dataset column 'prompt' not found"
 
 
 def test_no_failure_in_a_healthy_log():
-    text = ("(TaskRunner pid=1) step:1 - critic/score/mean:np.float64(0.2) - actor/pg_loss:np.float64(0.01)\n"
-            "(WorkerDict pid=2) [W compiler_depend.ts:877] Warning: The HCCL execution timeout was set to never "
-            "timeout, so it is bigger than watchdog timeout 1800000ms\n"
-            "INFO: Ray job raysubmit_abc succeeded\n")
+    text = (
+        "(TaskRunner pid=1) step:1 - critic/score/mean:np.float64(0.2) - actor/pg_loss:np.float64(0.01)\n"
+        "(WorkerDict pid=2) [W compiler_depend.ts:877] Warning: The HCCL execution timeout was set to never "
+        "timeout, so it is bigger than watchdog timeout 1800000ms\n"
+        "INFO: Ray job raysubmit_abc succeeded\n"
+    )
     assert classify_failure(text) is None
     assert classify_failure("") is None
 
 
 def test_cause_ids_are_stable():
-    assert [c.id for c in CAUSES] == ["device-oom", "no-device", "disk-full", "wandb-auth", "import-error", "nan-loss",
-                                      "comm-timeout", "killed"]
+    assert [c.id for c in CAUSES] == [
+        "device-oom",
+        "no-device",
+        "disk-full",
+        "wandb-auth",
+        "import-error",
+        "nan-loss",
+        "comm-timeout",
+        "killed",
+    ]

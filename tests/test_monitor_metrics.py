@@ -94,8 +94,11 @@ def test_corrupt_line_in_the_middle_is_skipped_and_reported(tmp_path):
 def test_repeated_step_is_merged_and_extra_top_level_keys_ignored(tmp_path):
     path = tmp_path / "metrics.jsonl"
     path.write_text(
-        json.dumps({"step": 1, "elapsed_seconds": 5.5, "data": {"x": 1.0}}) + "\n"
-        + _line(2, x=2.0) + _line(2, **{"val-core/arith/acc/mean@1": 0.5}) + _line(1, x=1.5)
+        json.dumps({"step": 1, "elapsed_seconds": 5.5, "data": {"x": 1.0}})
+        + "\n"
+        + _line(2, x=2.0)
+        + _line(2, **{"val-core/arith/acc/mean@1": 0.5})
+        + _line(1, x=1.5)
     )
     view = load(path)
     assert view.steps == [1, 2]
@@ -135,10 +138,19 @@ def test_large_file_is_read_in_blocks(tmp_path, monkeypatch):
     assert view.column("critic/score/mean") == [r["data"]["critic/score/mean"] for r in records]
 
 
-@pytest.mark.parametrize("text, value", [
-    ("0.15", 0.15), ("np.float64(0.15)", 0.15), ("np.int64(3)", 3.0), ("np.float32(-2.5e-05)", -2.5e-05),
-    ("3", 3.0), ("True", 1.0), ("np.True_", None), ("'text'", None),
-])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("0.15", 0.15),
+        ("np.float64(0.15)", 0.15),
+        ("np.int64(3)", 3.0),
+        ("np.float32(-2.5e-05)", -2.5e-05),
+        ("3", 3.0),
+        ("True", 1.0),
+        ("np.True_", None),
+        ("'text'", None),
+    ],
+)
 def test_console_values(text, value):
     assert parse_console_value(text) == value
 
@@ -150,9 +162,11 @@ def test_console_values_nan_inf():
 
 
 def test_console_line_with_ray_prefix_and_colours():
-    line = ("\x1b[36m(TaskRunner pid=2817)\x1b[0m step:12 - actor/entropy:np.float64(0.4312) - "
-            "critic/score/mean:np.float64(0.3125) - val-core/arith/acc/mean@1:0.25 - "
-            "actor/pg_loss:nan - perf/total_num_tokens:np.int64(40960) - timing_s/step:3.1 [repeated 2x across cluster]")
+    line = (
+        "\x1b[36m(TaskRunner pid=2817)\x1b[0m step:12 - actor/entropy:np.float64(0.4312) - "
+        "critic/score/mean:np.float64(0.3125) - val-core/arith/acc/mean@1:0.25 - "
+        "actor/pg_loss:nan - perf/total_num_tokens:np.int64(40960) - timing_s/step:3.1 [repeated 2x across cluster]"
+    )
     step, data = parse_console_line(line)
     assert step == 12
     assert data["actor/entropy"] == 0.4312 and data["critic/score/mean"] == 0.3125

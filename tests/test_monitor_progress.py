@@ -16,7 +16,7 @@ class Clock:
 
 
 def _grow(path, view, first, count):
-    synthetic.write_jsonl(path, synthetic.healthy(first + count - 1)[first - 1:], append=True)
+    synthetic.write_jsonl(path, synthetic.healthy(first + count - 1)[first - 1 :], append=True)
     view.refresh()
 
 
@@ -24,8 +24,9 @@ def test_lines_are_rate_limited_by_time_whatever_the_number_of_steps(tmp_path):
     path, clock, lines, times = tmp_path / "metrics.jsonl", Clock(), [], []
     path.write_text("")
     view = load(path)
-    progress = Progress("r1", total=400, every_s=30, out=lambda text: (lines.append(text), times.append(clock.now)),
-                        clock=clock)
+    progress = Progress(
+        "r1", total=400, every_s=30, out=lambda text: (lines.append(text), times.append(clock.now)), clock=clock
+    )
     step = 1
     for _ in range(120):  # 120 polls 2 s apart (240 s), 1-3 new steps each
         clock.now += 2

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from grpolab.monitor.thresholds import ThresholdsError, default_path, from_recipe, load_thresholds, thresholds_for
 
@@ -32,9 +33,16 @@ def test_the_one_home_is_base_yaml_and_the_gate_holds_the_recipes_thresholds():
 
 def test_every_rule_in_base_yaml_is_documented():
     text = default_path().read_text()
-    section = text[text.index("\nmonitor:"):]
-    for rule in ("nan", "reward-flat", "entropy-collapse", "kl-spike", "length-clipped", "grad-spike",
-                 "throughput-drop"):
+    section = text[text.index("\nmonitor:") :]
+    for rule in (
+        "nan",
+        "reward-flat",
+        "entropy-collapse",
+        "kl-spike",
+        "length-clipped",
+        "grad-spike",
+        "throughput-drop",
+    ):
         assert f"# {rule}:" in section, f"rule {rule} is not documented in base.yaml"
 
 
@@ -67,8 +75,9 @@ def test_grpolab_show_prints_the_monitor_section():
     import subprocess
     import sys
 
-    out = subprocess.run([str(Path(sys.executable).with_name("grpolab")), "show", "tiny"], capture_output=True,
-                         text=True, cwd=ROOT)
+    out = subprocess.run(
+        [str(Path(sys.executable).with_name("grpolab")), "show", "tiny"], capture_output=True, text=True, cwd=ROOT
+    )
     shown = yaml.safe_load(out.stdout)["monitor"]
     assert shown["alerts"]["kl_spike"]["factor"] == 10.0 and shown["alerts"]["throughput_drop"]["enabled"] is False
 
@@ -106,14 +115,17 @@ def test_unknown_rule_and_unknown_figure_key(tmp_path):
     assert "regression.figures.memory.metrc" in message and "did you mean 'metric'" in message
 
 
-@pytest.mark.parametrize("mutate, expected", [
-    (lambda d: d["alerts"]["length_clipped"].update(max_ratio=1.5), "alerts.length_clipped.max_ratio"),
-    (lambda d: d["alerts"]["reward_flat"].update(window=0), "alerts.reward_flat.window"),
-    (lambda d: d["regression"].update(steps=[14, 5]), "regression.steps"),
-    (lambda d: d["regression"]["figures"]["reward"].update(fails_on="up"), "regression.figures.reward.fails_on"),
-    (lambda d: d["alerts"]["nan"].update(metrics=[]), "alerts.nan.metrics"),
-    (lambda d: d["alerts"]["kl_spike"].update(min_count=4, of_last=3), "alerts.kl_spike"),
-])
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda d: d["alerts"]["length_clipped"].update(max_ratio=1.5), "alerts.length_clipped.max_ratio"),
+        (lambda d: d["alerts"]["reward_flat"].update(window=0), "alerts.reward_flat.window"),
+        (lambda d: d["regression"].update(steps=[14, 5]), "regression.steps"),
+        (lambda d: d["regression"]["figures"]["reward"].update(fails_on="up"), "regression.figures.reward.fails_on"),
+        (lambda d: d["alerts"]["nan"].update(metrics=[]), "alerts.nan.metrics"),
+        (lambda d: d["alerts"]["kl_spike"].update(min_count=4, of_last=3), "alerts.kl_spike"),
+    ],
+)
 def test_bad_values_name_the_key(tmp_path, mutate, expected):
     with pytest.raises(ThresholdsError, match=expected.replace(".", r"\.")):
         load_thresholds(_write(tmp_path, mutate))
@@ -134,5 +146,5 @@ def test_missing_unreadable_and_malformed_files(tmp_path):
 
 def test_thresholds_are_frozen():
     th = load_thresholds()
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         th.alerts.nan.enabled = False

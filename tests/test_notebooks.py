@@ -42,8 +42,14 @@ def _env(**extra: str) -> dict[str, str]:
 
 def papermill(name: str, out: Path, *args: str, timeout: float = 540, **env: str) -> subprocess.CompletedProcess:
     """`papermill notebooks/<name>.ipynb out ARGS` as a user types it."""
-    return subprocess.run([str(PAPERMILL), str(NOTEBOOKS / f"{name}.ipynb"), str(out), "--no-progress-bar", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=_env(**env))
+    return subprocess.run(
+        [str(PAPERMILL), str(NOTEBOOKS / f"{name}.ipynb"), str(out), "--no-progress-bar", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=_env(**env),
+    )
 
 
 def outputs(path: Path) -> list[tuple[int, dict]]:
@@ -89,7 +95,7 @@ def test_notebook_is_committed_clean_with_one_typed_parameters_cell(name):
     tagged = [i for i, c in enumerate(book.cells) if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1
     params = book.cells[tagged[0]].source
-    following = next(c for c in book.cells[tagged[0] + 1:] if c.cell_type == "code")
+    following = next(c for c in book.cells[tagged[0] + 1 :] if c.cell_type == "code")
     assert following.source.startswith("params = nb.check_parameters(globals())")
     assert book.cells.index(following) == VALIDATION_CELL
     # papermill --help-notebook lists every declared parameter with its type, default and help
@@ -108,24 +114,33 @@ def test_notebook_is_committed_clean_with_one_typed_parameters_cell(name):
 
 
 def test_generator_is_in_step_with_the_committed_notebooks():
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_notebooks.py"), "--check"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_notebooks.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
 
 
 # ---------------------------------------------------------------------------------------------- the helpers
 
 
-PARAMS_CELL = ('model: str = "tiny"  # recipe\noverrides: list[str] = []  # overrides\n'
-               "run_id: Optional[str] = None  # id")
+PARAMS_CELL = (
+    'model: str = "tiny"  # recipe\noverrides: list[str] = []  # overrides\nrun_id: Optional[str] = None  # id'
+)
 
 
 def namespace(injected: str | None = None, **values) -> dict:
     """A kernel namespace as papermill leaves it: In holds each executed cell's source, the last one running."""
     from typing import Optional
 
-    ns = {"__annotations__": {"model": str, "overrides": list[str], "run_id": Optional[str]},
-          "model": "tiny", "overrides": [], "run_id": None}
+    ns = {
+        "__annotations__": {"model": str, "overrides": list[str], "run_id": Optional[str]},
+        "model": "tiny",
+        "overrides": [],
+        "run_id": None,
+    }
     history = ["", "from grpolab import notebook as nb", PARAMS_CELL]
     if injected is not None:
         history.append(injected)
@@ -142,7 +157,7 @@ def test_check_parameters_catches_a_misspelled_name_and_wrong_types():
     with pytest.raises(nb.NotebookStop, match=r"unknown parameter 'modle': did you mean 'model'\?"):
         nb.check_parameters(namespace('# Parameters\nmodle = "glm5_2"\n'))
     with pytest.raises(nb.NotebookStop, match=r"unknown parameter 'xyz'\n"):
-        nb.check_parameters(namespace('# Parameters\nxyz = 1\n'))
+        nb.check_parameters(namespace("# Parameters\nxyz = 1\n"))
     with pytest.raises(nb.NotebookStop, match=r'overrides must be a list of strings.*-y "overrides: \[a=1\]"'):
         nb.check_parameters(namespace('# Parameters\noverrides = "a=1"\n'))
     with pytest.raises(nb.NotebookStop, match=r"run_id must be None or a string, got 3 \(int\)"):
@@ -205,14 +220,18 @@ def test_show_helpers_redact_secrets(capsys):
 # ---------------------------------------------------------------------------------------------- papermill
 
 
-@pytest.mark.parametrize("args, message", [
-    (["-p", "model", "tinny"], "no recipe named 'tinny': did you mean 'tiny'?"),
-    (["-p", "model", "nope"], "no recipe named 'nope'"),
-    (["-y", "overrides: [rollout.tp=x]"], "override rollout.tp=x: Input should be a valid integer"),
-    (["-y", "overrides: [rollout.tp]"], "bad override 'rollout.tp'"),
-    (["-p", "modle", "tiny"], "unknown parameter 'modle': did you mean 'model'?"),
-    (["-p", "dry_run", "true"], "dry_run must be True or False"),
-], ids=["unknown-recipe", "no-near-recipe", "override-type", "override-malformed", "misspelled-name", "bool-type"])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-p", "model", "tinny"], "no recipe named 'tinny': did you mean 'tiny'?"),
+        (["-p", "model", "nope"], "no recipe named 'nope'"),
+        (["-y", "overrides: [rollout.tp=x]"], "override rollout.tp=x: Input should be a valid integer"),
+        (["-y", "overrides: [rollout.tp]"], "bad override 'rollout.tp'"),
+        (["-p", "modle", "tiny"], "unknown parameter 'modle': did you mean 'model'?"),
+        (["-p", "dry_run", "true"], "dry_run must be True or False"),
+    ],
+    ids=["unknown-recipe", "no-near-recipe", "override-type", "override-malformed", "misspelled-name", "bool-type"],
+)
 def test_bad_parameters_stop_run_ipynb_in_the_validation_cell(tmp_path, args, message):
     out = tmp_path / "out.ipynb"
     result = papermill("run", out, *args, timeout=180)
@@ -237,15 +256,21 @@ def test_a_stage_notebook_stops_on_a_misspelled_parameter(tmp_path):
 def test_a_dry_run_preflight_verdict_does_not_list_the_failures_again(tmp_path, capsys):
     from grpolab.preflight.report import PreflightReport, Row
 
-    report = PreflightReport("glm5_2", rows=[Row("torch_npu", "node1", "fail", "not installed", "pip install"),
-                                             Row("cann", "node1", "fail", "missing", "install CANN")])
+    report = PreflightReport(
+        "glm5_2",
+        rows=[
+            Row("torch_npu", "node1", "fail", "not installed", "pip install"),
+            Row("cann", "node1", "fail", "missing", "install CANN"),
+        ],
+    )
     nb.preflight_verdict(report, dry_run=True)
     said = capsys.readouterr().out
     assert said.startswith("dry run: 2 preflight check(s) fail: listed in the table above") and "torch_npu" not in said
     with pytest.raises(nb.NotebookStop, match="what is missing:(.|\n)*torch_npu(.|\n)*fix: install CANN"):
         nb.preflight_verdict(report)
-    book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[
-        nbformat.v4.new_output("stream", name="stdout", text=said)])])
+    book = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output("stream", name="stdout", text=said)])]
+    )
     nbformat.write(book, str(tmp_path / "02_preflight.ipynb"))
     assert nb._dry_run_failures(tmp_path / "02_preflight.ipynb") == "ok, 2 checks fail (dry run)"
 
@@ -255,8 +280,18 @@ def test_dry_run_of_every_recipe(ray_head, tmp_path, recipe):
     """run.ipynb -p dry_run True: validates, reports preflight (failures do not stop it), shows the rendered launch,
     submits nothing, exits 0; a secret in the recipe's env reaches no output."""
     out = tmp_path / "out.ipynb"
-    result = papermill("run", out, "-p", "model", recipe, "-p", "dry_run", "True",
-                       "-y", f"overrides: [env.GRPOLAB_TEST_TOKEN={SECRET}]")
+    result = papermill(
+        "run",
+        out,
+        "-p",
+        "model",
+        recipe,
+        "-p",
+        "dry_run",
+        "True",
+        "-y",
+        f"overrides: [env.GRPOLAB_TEST_TOKEN={SECRET}]",
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     text = text_of(out)
     assert f"preflight {recipe}:" in text  # the preflight table's summary line
@@ -285,7 +320,7 @@ def test_glm5_2_stops_in_preflight_without_npus(ray_head, tmp_path):
     assert "stage 02_preflight failed" in error.evalue and "what is missing:" in error.evalue
     assert "torch_npu" in error.evalue and "fix:" in error.evalue
     text = text_of(out)
-    table = text[text.index("STATUS  CHECK"):].splitlines()[2:]  # the whole preflight table, failures first
+    table = text[text.index("STATUS  CHECK") :].splitlines()[2:]  # the whole preflight table, failures first
     statuses = [line.split()[0] for line in table if line[:1].isalpha()]
     assert statuses[0] == "FAIL" and statuses.index("OK") > statuses.index("FAIL")
     assert "02_preflight   failed" in text  # the stage table
@@ -321,8 +356,18 @@ def test_saved_04_monitor_of_a_finished_run_shows_grouped_alerts_and_the_curves(
 
 def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
     out = tmp_path / "out.ipynb"
-    result = papermill("run", out, "-p", "model", "tiny", "-p", "run_id", "nb-tiny-e2e",
-                       "-y", f"overrides: [trainer.total_steps=40, env.MY_API_KEY={SECRET}]")
+    result = papermill(
+        "run",
+        out,
+        "-p",
+        "model",
+        "tiny",
+        "-p",
+        "run_id",
+        "nb-tiny-e2e",
+        "-y",
+        f"overrides: [trainer.total_steps=40, env.MY_API_KEY={SECRET}]",
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert out.stat().st_size < 1_000_000
     run_dir = Path(os.environ["GRPOLAB_RUNS"]) / "nb-tiny-e2e"
@@ -377,14 +422,34 @@ def test_nbval_every_notebook(ray_head, tmp_path):
     scratch = Path(tempfile.gettempdir())
     before = set(scratch.glob("grpolab-tiny-dry-run-*"))  # where run.ipynb's dry run leaves its stage copies
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider", "-q",
-         "-o", "addopts=", "--rootdir", str(copies), *paths],
-        capture_output=True, text=True, timeout=540, cwd=copies, env=_env(GRPOLAB_RUNS=str(runs)))
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--nbval-lax",
+            "--nbval-current-env",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-o",
+            "addopts=",
+            "--rootdir",
+            str(copies),
+            *paths,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=540,
+        cwd=copies,
+        env=_env(GRPOLAB_RUNS=str(runs)),
+    )
     for left in set(scratch.glob("grpolab-tiny-dry-run-*")) - before:
         shutil.rmtree(left, ignore_errors=True)
     assert result.returncode == 0, result.stdout[-5000:]
-    assert f"{sum(len([c for c in nbformat.read(p, 4).cells if c.cell_type == 'code']) for p in paths)} passed" \
+    assert (
+        f"{sum(len([c for c in nbformat.read(p, 4).cells if c.cell_type == 'code']) for p in paths)} passed"
         in result.stdout
+    )
     trained = [p for p in runs.iterdir() if (p / "status.json").exists()]
     assert len(trained) == 1 and json.loads((trained[0] / "status.json").read_text())["state"] == "SUCCEEDED"
 

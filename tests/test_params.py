@@ -4,17 +4,16 @@ composes against the installed verl and yields a bash script that passes `bash -
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
 
+from grpolab.gate import check
 from grpolab.paths import params_dir
 from grpolab.problems import errors
 from grpolab.recipe import load_card, load_recipe, merge_layers
 from grpolab.render import render, to_sh
 from grpolab.schema import Recipe
-from grpolab.gate import check
 
 FILES = sorted(p.relative_to(params_dir()).as_posix() for p in params_dir().rglob("*.yaml"))
 
@@ -56,9 +55,18 @@ def test_qwen3_8b_is_one_recipe_for_both_devices(tmp_path):
     gpu = load_recipe("qwen3_8b")
     npu = load_recipe("qwen3_8b", ["cluster.device=npu"])
     assert (gpu.cluster.device, gpu.rollout.tp, gpu.rollout.gpu_memory_utilization, gpu.data.train_batch_size) == (
-        "cuda", 2, 0.6, 1024)
+        "cuda",
+        2,
+        0.6,
+        1024,
+    )
     assert gpu.train.dynamic_bsz and gpu.train.max_token_len_per_device == 24576
-    assert (npu.cluster.device, npu.train.ulysses_sp, npu.rollout.tp, npu.rollout.gpu_memory_utilization) == ("npu", 4, 4, 0.3)
+    assert (npu.cluster.device, npu.train.ulysses_sp, npu.rollout.tp, npu.rollout.gpu_memory_utilization) == (
+        "npu",
+        4,
+        4,
+        0.3,
+    )
     assert (npu.data.train_batch_size, npu.data.max_response_length, npu.train.param_offload) == (16, 32768, True)
     # switching the hardware parent gives the same NPU settings, with no copy of the recipe
     child = tmp_path / "qwen3_8b_a2.yaml"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from grpolab import planner
-from grpolab.problems import errors
 from grpolab.gate import check
+from grpolab.problems import errors
 from grpolab.validate import validate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,8 +48,9 @@ def test_glm5_2_on_32x16_lists_the_upstream_layouts(glm_all):
     assert {"tp": 8, "dp": 8, "ep": 64} in rollouts
     assert doc["cluster"]["world_size"] == 512
     # every figure is labelled an estimate; rejected counts are per rule id
-    assert all(lay["memory_gb"]["kind"] == "estimate" and lay["est_step_s"]["kind"] == "estimate"
-               for lay in doc["layouts"])
+    assert all(
+        lay["memory_gb"]["kind"] == "estimate" and lay["est_step_s"]["kind"] == "estimate" for lay in doc["layouts"]
+    )
     assert doc["rejected"] and all(isinstance(n, int) and n > 0 for n in doc["rejected"].values())
     # best first
     totals = [lay["est_step_s"]["total"] for lay in doc["layouts"] if lay["fits"]]
@@ -113,8 +114,15 @@ def test_plan_for_a_bare_model_card_and_another_hardware():
     assert code == 0 and len(doc["layouts"]) == 3
 
 
-@pytest.mark.parametrize("args", [["no_such_recipe"], ["glm5_2", "--hardware", "tpu-v9"], ["glm5_2", "--nodes", "0"],
-                                  ["glm5_2", "--set", "train.tpp=2"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["no_such_recipe"],
+        ["glm5_2", "--hardware", "tpu-v9"],
+        ["glm5_2", "--nodes", "0"],
+        ["glm5_2", "--set", "train.tpp=2"],
+    ],
+)
 def test_bad_input_exits_2_or_names_the_key(args):
     proc = grpolab("plan", *args)
     if "train.tpp=2" in args:  # a schema problem: exit 1 naming the key and the closest valid one
@@ -143,8 +151,11 @@ def test_cheap_pruning_agrees_with_the_rules():
     """Layouts skipped before the rules run (world not divisible) are rejected by those very rules."""
     recipe = planner.load("glm5_2", 3)  # 48 devices: many layouts do not divide
     facts = planner.model_facts(recipe)[0]
-    skipped = [c for c in planner.train_space(recipe, facts) if recipe.world_size % (c.tp * c.pp * c.cp)
-               or recipe.world_size % (c.ep * c.etp * c.pp)]
+    skipped = [
+        c
+        for c in planner.train_space(recipe, facts)
+        if recipe.world_size % (c.tp * c.pp * c.cp) or recipe.world_size % (c.ep * c.etp * c.pp)
+    ]
     assert skipped
     for cand in skipped[:: max(len(skipped) // 25, 1)]:
         rules = {p.rule for p in validate(planner.apply(recipe, train=cand)) if p.severity == "error"}
@@ -180,8 +191,11 @@ def test_the_cost_model_constants_come_from_the_hardware_profile():
     assert fast_hbm["layouts"][0]["est_step_s"]["rollout"] < base["layouts"][0]["est_step_s"]["rollout"]
     sets = [a for o in base["layouts"][0]["overrides"] for a in ("--set", o)]
     _, slow = plan_json("glm5_2", "--top", "1", *sets, "--set", "cluster.inter_node_gbps=1")
-    own_slow = planner.own_choice(planner.plan(planner.load("glm5_2", None, None, [
-        *base["layouts"][0]["overrides"], "cluster.inter_node_gbps=1"])))
+    own_slow = planner.own_choice(
+        planner.plan(
+            planner.load("glm5_2", None, None, [*base["layouts"][0]["overrides"], "cluster.inter_node_gbps=1"])
+        )
+    )
     own_base = planner.own_choice(planner.plan(planner.load("glm5_2", None, None, base["layouts"][0]["overrides"])))
     assert own_slow.train.cost["total"] > own_base.train.cost["total"]
     assert slow["rejected"] == plan_json("glm5_2", "--top", "1", *sets)[1]["rejected"]

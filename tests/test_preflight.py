@@ -45,13 +45,25 @@ def _free_block(n: int) -> int:
 def _start_cluster(envs: list[dict], npus: list[int]):
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, shutdown_at_exit=True, head_node_args={
-        "num_cpus": 1, "resources": {"NPU": npus[0]}, "env_vars": envs[0], "object_store_memory": 80 * 1024**2,
-        # no dashboard, autoscaler monitor or log monitor: a third of the start-up time on a busy 2-core machine
-        "include_dashboard": False, "no_monitor": True, "include_log_monitor": False})
+    cluster = Cluster(
+        initialize_head=True,
+        shutdown_at_exit=True,
+        head_node_args={
+            "num_cpus": 1,
+            "resources": {"NPU": npus[0]},
+            "env_vars": envs[0],
+            "object_store_memory": 80 * 1024**2,
+            # no dashboard, autoscaler monitor or log monitor: a third of the start-up time on a busy 2-core machine
+            "include_dashboard": False,
+            "no_monitor": True,
+            "include_log_monitor": False,
+        },
+    )
     try:
-        nodes = [cluster.add_node(num_cpus=1, resources={"NPU": n}, env_vars=e, object_store_memory=80 * 1024**2)
-                 for e, n in zip(envs[1:], npus[1:])]
+        nodes = [
+            cluster.add_node(num_cpus=1, resources={"NPU": n}, env_vars=e, object_store_memory=80 * 1024**2)
+            for e, n in zip(envs[1:], npus[1:])
+        ]
         cluster.wait_for_nodes()
     except Exception:
         cluster.shutdown()
@@ -66,11 +78,19 @@ def sim(tmp_path_factory):
     base_path = os.environ.get("PATH", "/usr/bin:/bin")
     for name, version in (("good", "0.23.0"), ("old", "0.22.0")):
         write_dist(root / f"site-{name}", "vllm-ascend", version)
-    full = {"HCCL_SOCKET_IFNAME": "lo", "GLOO_SOCKET_IFNAME": "lo",
-            "ASCEND_TOOLKIT_HOME": str(write_toolkit(root / "tk-new", "8.5.0")),
-            "PATH": f"{root / 'bin'}{os.pathsep}{base_path}", "PYTHONPATH": str(root / "site-good")}
-    noenv = {"HCCL_SOCKET_IFNAME": "lo", "ASCEND_TOOLKIT_HOME": str(write_toolkit(root / "tk-old", "8.3.0")),
-             "PATH": base_path, "PYTHONPATH": str(root / "site-old")}
+    full = {
+        "HCCL_SOCKET_IFNAME": "lo",
+        "GLOO_SOCKET_IFNAME": "lo",
+        "ASCEND_TOOLKIT_HOME": str(write_toolkit(root / "tk-new", "8.5.0")),
+        "PATH": f"{root / 'bin'}{os.pathsep}{base_path}",
+        "PYTHONPATH": str(root / "site-good"),
+    }
+    noenv = {
+        "HCCL_SOCKET_IFNAME": "lo",
+        "ASCEND_TOOLKIT_HOME": str(write_toolkit(root / "tk-old", "8.3.0")),
+        "PATH": base_path,
+        "PYTHONPATH": str(root / "site-old"),
+    }
     address_file = Path("/tmp/ray/ray_current_cluster")  # cluster_utils overwrites it: put it back afterwards
     saved = address_file.read_text() if address_file.is_file() else None
     try:
@@ -110,10 +130,16 @@ def npu(sim):
     held.bind(("0.0.0.0", host + 2))
     held.listen()
     try:
-        overrides = ["cluster.nnodes=3", f"model.path={model}", f"data.train_files={train}",
-                     f"data.val_files={val}", f"trainer.ckpt_dir={root / 'ckpt'}", "stack.vllm-ascend=0.23.0",
-                     f"env.HCCL_HOST_SOCKET_PORT_RANGE={host}-{host + 3}",
-                     f"env.HCCL_NPU_SOCKET_PORT_RANGE={npu_ports}-{npu_ports + 3}"]
+        overrides = [
+            "cluster.nnodes=3",
+            f"model.path={model}",
+            f"data.train_files={train}",
+            f"data.val_files={val}",
+            f"trainer.ckpt_dir={root / 'ckpt'}",
+            "stack.vllm-ascend=0.23.0",
+            f"env.HCCL_HOST_SOCKET_PORT_RANGE={host}-{host + 3}",
+            f"env.HCCL_NPU_SOCKET_PORT_RANGE={npu_ports}-{npu_ports + 3}",
+        ]
         t0 = time.perf_counter()
         report = run_preflight("qwen3_30b_a3b", address=sim["cluster"].address, progress=None, overrides=overrides)
         report.wall_s = time.perf_counter() - t0
@@ -131,9 +157,23 @@ def test_rows_for_every_node(sim, npu):
     labels = sim["labels"]
     assert sorted(npu.nodes) == sorted(labels.values())
     assert npu.nodes[0] == labels["head"] and labels["head"].endswith("(head)")
-    for check in ("devices", "torch_npu", "cann", "npu-smi", "cuda", "stack.verl", "stack.vllm-ascend",
-                  "model.config", "model.weights", "data.train_files", "data.val_files", "checkpoint",
-                  "ports.HCCL_HOST_SOCKET_PORT_RANGE", "ports.HCCL_NPU_SOCKET_PORT_RANGE", "open-files"):
+    for check in (
+        "devices",
+        "torch_npu",
+        "cann",
+        "npu-smi",
+        "cuda",
+        "stack.verl",
+        "stack.vllm-ascend",
+        "model.config",
+        "model.weights",
+        "data.train_files",
+        "data.val_files",
+        "checkpoint",
+        "ports.HCCL_HOST_SOCKET_PORT_RANGE",
+        "ports.HCCL_NPU_SOCKET_PORT_RANGE",
+        "open-files",
+    ):
         assert set(rows(npu, check)) == set(labels.values()), check
     assert npu.failed and npu.wall_s < 60
 
@@ -201,8 +241,15 @@ def test_cli_glm5_2_one_row_per_missing_thing(sim, capsys):
     data = json.loads(out)
     failed = {(r["check"], r["node"]) for r in data["rows"] if r["status"] == FAIL}
     head = sim["labels"]["head"]
-    for check in ("torch_npu", "stack.vllm", "stack.megatron-core", "stack.mindspeed", "model",
-                  "data.train_files", "data.val_files"):
+    for check in (
+        "torch_npu",
+        "stack.vllm",
+        "stack.megatron-core",
+        "stack.mindspeed",
+        "model",
+        "data.train_files",
+        "data.val_files",
+    ):
         assert (check, head) in failed, check
     assert ("stack.vllm-ascend", sim["labels"]["noenv"]) in failed  # 0.22.0 there; head's 0.23.0 matches
     cann = [r for r in data["rows"] if r["check"] == "cann" and r["node"] == head]
@@ -250,6 +297,14 @@ def test_embedded_head_tiny_passes_and_glm5_2_fails_cleanly(cli):
     proc = cli("preflight", "glm5_2", timeout=180)
     assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
     failing = {line.split()[1] for line in proc.stdout.splitlines() if line.startswith("FAIL")}
-    assert {"nodes", "torch_npu", "cann", "stack.vllm-ascend", "stack.megatron-core", "model",
-            "data.train_files", "data.val_files"} <= failing, proc.stdout
+    assert {
+        "nodes",
+        "torch_npu",
+        "cann",
+        "stack.vllm-ascend",
+        "stack.megatron-core",
+        "model",
+        "data.train_files",
+        "data.val_files",
+    } <= failing, proc.stdout
     assert proc.stdout.count("fix: ") >= len(failing)

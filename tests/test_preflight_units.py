@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures_preflight"))
-from preflight_fakes import NPU_SMI_910B, write_dist, write_model, write_npu_smi, write_parquet, write_toolkit  # noqa: E402
+from preflight_fakes import (  # noqa: E402
+    NPU_SMI_910B,
+    write_dist,
+    write_model,
+    write_npu_smi,
+    write_parquet,
+    write_toolkit,
+)
 
 from grpolab.preflight import node as N  # noqa: E402
 from grpolab.preflight.remote import device_rows  # noqa: E402
@@ -31,8 +38,12 @@ def base_spec(**changes) -> dict:
 
 
 def test_report_table_failures_first_and_json():
-    rows = [Row("a", "local", OK, "fine"), Row("b", "cluster", SKIP, "n/a"), Row("c", "n1", FAIL, "broken", "do x"),
-            Row("d", "n2", WARN, "odd", "do y")]
+    rows = [
+        Row("a", "local", OK, "fine"),
+        Row("b", "cluster", SKIP, "n/a"),
+        Row("c", "n1", FAIL, "broken", "do x"),
+        Row("d", "n2", WARN, "odd", "do y"),
+    ]
     report = PreflightReport("r", rows, nodes=["n1", "n2"])
     lines = report.table().splitlines()
     assert lines[2].startswith("FAIL") and "fix: do x" in lines[3]
@@ -83,8 +94,10 @@ def test_npu_smi_parsed_and_run_from_path(tmp_path):
 def test_device_checks_do_not_apply_to_cpu_and_gpu_checks_skip_on_npu(tmp_path):
     cpu = N.check_devices({"device": "cpu", "engine": "trl", "devices_per_node": 1, "stack": {}}, {})
     assert [r["status"] for r in cpu] == [SKIP] and "cpu" in cpu[0]["detail"]
-    npu = N.check_devices({"device": "npu", "devices_per_node": 16, "stack": {}},
-                          {"PATH": str(tmp_path), "ASCEND_TOOLKIT_HOME": str(tmp_path)})
+    npu = N.check_devices(
+        {"device": "npu", "devices_per_node": 16, "stack": {}},
+        {"PATH": str(tmp_path), "ASCEND_TOOLKIT_HOME": str(tmp_path)},
+    )
     by = {r["check"]: r for r in npu}
     assert by["cuda"]["status"] == SKIP and "npu" in by["cuda"]["detail"]
     assert by["torch_npu"]["status"] == FAIL and by["torch_npu"]["fix"]  # no torch_npu on a CPU machine
@@ -103,8 +116,7 @@ def test_job_env_expands_like_ray_and_required_vars():
 
 def test_env_conflict_and_short_visible_devices():
     spec = base_spec(nnodes=1)
-    node_env = {"ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7", "HCCL_CONNECT_TIMEOUT": "60",
-                "HCCL_EXEC_TIMEOUT": "60"}
+    node_env = {"ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7", "HCCL_CONNECT_TIMEOUT": "60", "HCCL_EXEC_TIMEOUT": "60"}
     spec["env"] = {"HCCL_CONNECT_TIMEOUT": "1500"}
     rows = N.check_env(spec, node_env, N.job_env(node_env, spec["env"]))
     by = {r["check"]: r for r in rows}
@@ -144,11 +156,18 @@ def test_model_matches_card_and_weights(tmp_path):
 
 def test_data_columns_from_parquet_schema(tmp_path):
     spec = base_spec()
-    good, no_reward, no_gt = (write_parquet(tmp_path / "a.parquet"), write_parquet(tmp_path / "b.parquet", False),
-                              write_parquet(tmp_path / "c.parquet", ground_truth=False))
-    spec["data"]["files"] = [("data.train_files", str(good)), ("data.val_files", str(no_reward)),
-                             ("data.val_files", str(no_gt)), ("data.val_files", str(tmp_path / "none.parquet")),
-                             ("data.train_files", "generated:arith")]
+    good, no_reward, no_gt = (
+        write_parquet(tmp_path / "a.parquet"),
+        write_parquet(tmp_path / "b.parquet", False),
+        write_parquet(tmp_path / "c.parquet", ground_truth=False),
+    )
+    spec["data"]["files"] = [
+        ("data.train_files", str(good)),
+        ("data.val_files", str(no_reward)),
+        ("data.val_files", str(no_gt)),
+        ("data.val_files", str(tmp_path / "none.parquet")),
+        ("data.train_files", "generated:arith"),
+    ]
     rows = N.check_data(spec)
     assert [r["status"] for r in rows] == [OK, FAIL, FAIL, FAIL, SKIP]
     assert "'reward_model'" in rows[1]["detail"] and "ground_truth" in rows[2]["detail"]
@@ -195,7 +214,9 @@ def test_node_checks_never_raise_for_a_broken_check(monkeypatch):
     assert result["rows"] and all(r["status"] != FAIL for r in result["rows"]), result["rows"]
     bad = dict(spec, checkpoint=None)  # a malformed spec: that check reports itself failed, the rest still run
     rows = N.node_checks(bad)["rows"]
-    assert any(r["check"] == "checkpoint" and r["status"] == FAIL and "check itself failed" in r["detail"] for r in rows)
+    assert any(
+        r["check"] == "checkpoint" and r["status"] == FAIL and "check itself failed" in r["detail"] for r in rows
+    )
     assert any(r["check"] == "env" for r in rows)
 
 
@@ -203,8 +224,10 @@ def test_no_heavy_imports():
     """Importing preflight must not import torch, torch_npu, vllm or ray."""
     import subprocess
 
-    code = ("import sys, grpolab.preflight, grpolab.preflight.node, grpolab.cli.preflight; "
-            "print([m for m in ('torch', 'torch_npu', 'vllm', 'ray') if m in sys.modules])")
+    code = (
+        "import sys, grpolab.preflight, grpolab.preflight.node, grpolab.cli.preflight; "
+        "print([m for m in ('torch', 'torch_npu', 'vllm', 'ray') if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
 
@@ -223,7 +246,9 @@ def test_device_rows_name_short_nodes_and_tolerate_a_cpu_head():
     assert rows[("devices", "10.0.0.1/aaaaaaaa (head)")].status == WARN  # an unused CPU-only head
     short = device_rows(recipe, [_node("b", {"NPU": 16.0}), _node("d", {"NPU": 8.0})])
     by = {(r.check, r.node): r for r in short}
-    assert by[("devices", "10.0.0.1/dddddddd")].status == FAIL and "8 NPU" in by[("devices", "10.0.0.1/dddddddd")].detail
+    assert (
+        by[("devices", "10.0.0.1/dddddddd")].status == FAIL and "8 NPU" in by[("devices", "10.0.0.1/dddddddd")].detail
+    )
     assert by[("nodes", "cluster")].status == FAIL and "--resources='{\"NPU\": 16}'" in by[("nodes", "cluster")].fix
     gpu = device_rows(load_recipe("qwen3_8b"), [_node("e", {"CPU": 2})])
     assert gpu[0].status == FAIL and "--num-gpus=8" in gpu[0].fix

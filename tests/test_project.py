@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import ast
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,8 +39,11 @@ def readme_test_command() -> str:
 
 
 def test_ci_runs_exactly_the_readme_test_command():
-    ci = [line.strip() for line in (ROOT / ".ci/run").read_text().splitlines()
-          if line.strip() and not line.startswith(("#", "set ", "cd "))]
+    ci = [
+        line.strip()
+        for line in (ROOT / ".ci/run").read_text().splitlines()
+        if line.strip() and not line.startswith(("#", "set ", "cd "))
+    ]
     assert ci == [readme_test_command()]
 
 

@@ -18,8 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 NOT_RUN_HERE = {"make test"}  # CI's own command (.ci/run); running it inside the suite would recurse
 # commands that stay up until stopped: run them with a time limit and look for what they print when ready
 SERVERS = {".venv/bin/jupyter lab notebooks/": "is running at"}
-EXPECTED_EXIT = {".venv/bin/grpolab check glm5_2 --set rollout.ep=32 --set train.tp=6": 1,
-                 ".venv/bin/grpolab plan glm5_2 --nodes 1": 1}
+EXPECTED_EXIT = {
+    ".venv/bin/grpolab check glm5_2 --set rollout.ep=32 --set train.tp=6": 1,
+    ".venv/bin/grpolab plan glm5_2 --nodes 1": 1,
+}
 
 
 def readme_commands() -> list[str]:
@@ -49,8 +51,16 @@ def test_readme_command_runs(command, no_head, tmp_path):
         extra = " --no-browser --port=0 --IdentityProvider.token=test"
         extra += " --allow-root" if os.geteuid() == 0 else ""  # CI runs as root; Jupyter refuses root without it
         # a session of its own, so that the whole group (the shell and the server it started) is stopped after
-        proc = subprocess.Popen(f"{command}{extra}", shell=True, cwd=ROOT, env=no_head, start_new_session=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            f"{command}{extra}",
+            shell=True,
+            cwd=ROOT,
+            env=no_head,
+            start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         try:
             seen = ""
             for line in proc.stdout:
@@ -74,16 +84,18 @@ def test_readme_command_runs(command, no_head, tmp_path):
 
 
 def test_quick_start_run_trains_tiny_end_to_end(no_head, _isolated_runs):
-    proc = subprocess.run(["make", "run"], cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          env=no_head)
+    proc = subprocess.run(["make", "run"], cwd=ROOT, capture_output=True, text=True, timeout=900, env=no_head)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     out = proc.stdout
     run_dir = Path(re.search(r"run directory: (\S+)", out).group(1))
     assert run_dir.parent == _isolated_runs and (run_dir / "curves.png").exists()
     assert re.search(r"reward\s+[\d.]+ \(step \d+\) -> [\d.]+", out) and "val_acc" in out
     lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    acc = [(line["step"], line["data"]["val-core/arith/acc/mean@1"]) for line in lines
-           if "val-core/arith/acc/mean@1" in line["data"]]
+    acc = [
+        (line["step"], line["data"]["val-core/arith/acc/mean@1"])
+        for line in lines
+        if "val-core/arith/acc/mean@1" in line["data"]
+    ]
     reward = [line["data"]["critic/score/mean"] for line in lines if "critic/score/mean" in line["data"]]
     start, end = acc[0][1], acc[-1][1]
     assert end >= 0.4 and end - start >= 0.25, acc

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from grpolab.problems import RULES
 from grpolab.gate import check
+from grpolab.problems import RULES
 
 # a Gated DeltaNet model given by its config.json only (no card): the rules read its facts from the file
 QWEN3_NEXT = str(Path(__file__).parent / "data" / "models" / "qwen3_next_80b_a3b")
@@ -21,73 +21,156 @@ QWEN3_NEXT = str(Path(__file__).parent / "data" / "models" / "qwen3_next_80b_a3b
 CASES = {
     "world-divisible": [("glm5_2", ["train.cp=3", "model.use_remove_padding=true"]), ("qwen3_30b_a3b", ["train.cp=3"])],
     "expert-divisible": [("glm5_2", ["train.etp=2"]), ("qwen3_30b_a3b", ["train.etp=8"])],
-    "heads-tp": [("glm5_2", ["cluster.nnodes=96", "train.tp=3", "model.use_remove_padding=true"]),
-                 ("qwen3_8b", ["cluster.devices_per_node=6", "train.ulysses_sp=3", "data.train_batch_size=768",
-                               "algorithm.ppo_mini_batch_size=384"])],
-    "kv-heads-tp": [("qwen3_5_122b_a10b_32k", ["train.tp=4"]),
-                    ("qwen3_30b_a3b", ["train.tp=8"])],
-    "experts-ep": [("glm5_2", ["cluster.nnodes=96", "train.ep=6", "data.train_batch_size=48",
-                               "algorithm.ppo_mini_batch_size=48"]),
-                   ("qwen3_30b_a3b", ["model.card=qwen3_8b"])],
-    "pp-layers": [("qwen3_5_122b_a10b_32k", ["train.vpp=5"]),
-                  ("qwen3_30b_a3b", ["train.pp=2", "train.vpp=5", "train.etp=2"])],
-    "pp-layout": [("glm5_2", ["train.pp_layout=Et*11|t*11|t*8|t*8|t*12|t*12|t*12|t*4L"]),
-                  ("qwen3_5_122b_a10b_32k", ["train.pp_layout=Et*12|t*12|t*12|t*11L"])],
+    "heads-tp": [
+        ("glm5_2", ["cluster.nnodes=96", "train.tp=3", "model.use_remove_padding=true"]),
+        (
+            "qwen3_8b",
+            [
+                "cluster.devices_per_node=6",
+                "train.ulysses_sp=3",
+                "data.train_batch_size=768",
+                "algorithm.ppo_mini_batch_size=384",
+            ],
+        ),
+    ],
+    "kv-heads-tp": [("qwen3_5_122b_a10b_32k", ["train.tp=4"]), ("qwen3_30b_a3b", ["train.tp=8"])],
+    "experts-ep": [
+        ("glm5_2", ["cluster.nnodes=96", "train.ep=6", "data.train_batch_size=48", "algorithm.ppo_mini_batch_size=48"]),
+        ("qwen3_30b_a3b", ["model.card=qwen3_8b"]),
+    ],
+    "pp-layers": [
+        ("qwen3_5_122b_a10b_32k", ["train.vpp=5"]),
+        ("qwen3_30b_a3b", ["train.pp=2", "train.vpp=5", "train.etp=2"]),
+    ],
+    "pp-layout": [
+        ("glm5_2", ["train.pp_layout=Et*11|t*11|t*8|t*8|t*12|t*12|t*12|t*4L"]),
+        ("qwen3_5_122b_a10b_32k", ["train.pp_layout=Et*12|t*12|t*12|t*11L"]),
+    ],
     "rollout-world": [("qwen3_8b", ["rollout.dp=3"]), ("qwen3_30b_a3b", ["rollout.dp=3"])],
-    "rollout-ep": [("glm5_2", ["rollout.ep=32", "rollout.gpu_memory_utilization=0.9"]),
-                   ("qwen3_5_122b_a10b_32k", ["rollout.ep=8"])],
-    "rollout-heads": [("qwen3_8b", ["cluster.devices_per_node=6", "rollout.tp=3", "data.train_batch_size=768",
-                                    "algorithm.ppo_mini_batch_size=384"]),
-                      ("qwen3_8b", ["model.card=qwen3_4b", "cluster.devices_per_node=6", "rollout.tp=6",
-                                    "data.train_batch_size=768", "algorithm.ppo_mini_batch_size=384"])],
-    "batch-divisible": [("glm5_2", ["algorithm.micro_batch_size_per_device=3"]),
-                        ("qwen3_8b", ["data.train_batch_size=1020", "algorithm.ppo_mini_batch_size=255"])],
-    "mini-batch": [("glm5_2", ["algorithm.ppo_mini_batch_size=128"]),
-                   ("qwen3_30b_a3b", ["algorithm.ppo_mini_batch_size=12"])],
+    "rollout-ep": [
+        ("glm5_2", ["rollout.ep=32", "rollout.gpu_memory_utilization=0.9"]),
+        ("qwen3_5_122b_a10b_32k", ["rollout.ep=8"]),
+    ],
+    "rollout-heads": [
+        (
+            "qwen3_8b",
+            [
+                "cluster.devices_per_node=6",
+                "rollout.tp=3",
+                "data.train_batch_size=768",
+                "algorithm.ppo_mini_batch_size=384",
+            ],
+        ),
+        (
+            "qwen3_8b",
+            [
+                "model.card=qwen3_4b",
+                "cluster.devices_per_node=6",
+                "rollout.tp=6",
+                "data.train_batch_size=768",
+                "algorithm.ppo_mini_batch_size=384",
+            ],
+        ),
+    ],
+    "batch-divisible": [
+        ("glm5_2", ["algorithm.micro_batch_size_per_device=3"]),
+        ("qwen3_8b", ["data.train_batch_size=1020", "algorithm.ppo_mini_batch_size=255"]),
+    ],
+    "mini-batch": [
+        ("glm5_2", ["algorithm.ppo_mini_batch_size=128"]),
+        ("qwen3_30b_a3b", ["algorithm.ppo_mini_batch_size=12"]),
+    ],
     "lengths": [("glm5_2", ["data.max_response_length=8192"]), ("qwen3_8b", ["data.max_response_length=40000"])],
-    "env-required": [("glm5_2", ["env.VERL_VLLM_ASCEND_GLM52_PATCH=0"]),
-                     ("qwen3_30b_a3b", ["env.ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"])],
-    "engine-support": [("tiny", ["algorithm.loss_agg_mode=seq-mean-token-sum"]), ("qwen3_8b", ["rollout.engine=hf"]),
-                       ("glm5_2", ["cluster.device=cpu"])],
-    "unknown-override": [("glm5_2", ["train.transformer.use_flash_atn=true"]),
-                         ("qwen3_5_122b_a10b_32k", ["train.optimizer.overlap_cpu_optimizer_d2h=true"])],
+    "env-required": [
+        ("glm5_2", ["env.VERL_VLLM_ASCEND_GLM52_PATCH=0"]),
+        ("qwen3_30b_a3b", ["env.ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"]),
+    ],
+    "engine-support": [
+        ("tiny", ["algorithm.loss_agg_mode=seq-mean-token-sum"]),
+        ("qwen3_8b", ["rollout.engine=hf"]),
+        ("glm5_2", ["cluster.device=cpu"]),
+    ],
+    "unknown-override": [
+        ("glm5_2", ["train.transformer.use_flash_atn=true"]),
+        ("qwen3_5_122b_a10b_32k", ["train.optimizer.overlap_cpu_optimizer_d2h=true"]),
+    ],
     "memory": [("qwen3_30b_a3b", ["cluster.device_memory_gb=16"]), ("qwen3_8b", ["cluster.device_memory_gb=16"])],
-    "verl-schema": [("glm5_2", ["verl_overrides.trainer.val_befor_train=false"]),
-                    ("qwen3_8b", ["verl_overrides.actor_rollout_ref.actor.megatron.grad_offload=true"])],
-    "override-shadows": [("glm5_2", ["verl_overrides.actor_rollout_ref.rollout.tensor_model_parallel_size=16"]),
-                         ("qwen3_8b", ["verl_overrides.trainer.nnodes=2"])],
+    "verl-schema": [
+        ("glm5_2", ["verl_overrides.trainer.val_befor_train=false"]),
+        ("qwen3_8b", ["verl_overrides.actor_rollout_ref.actor.megatron.grad_offload=true"]),
+    ],
+    "override-shadows": [
+        ("glm5_2", ["verl_overrides.actor_rollout_ref.rollout.tensor_model_parallel_size=16"]),
+        ("qwen3_8b", ["verl_overrides.trainer.nnodes=2"]),
+    ],
     "stack": [("glm5_2", ["stack.verl=0.8.0"]), ("qwen3_8b", ["stack.vllm=0.23.0@xyz"])],
-    "schema": [("glm5_2", ["rollout.gpu_memory_utilization=1.5"]), ("tiny", ["rollout.nn=4"]),
-               ("qwen3_30b_a3b", ["train.tp=two"])],
+    "schema": [
+        ("glm5_2", ["rollout.gpu_memory_utilization=1.5"]),
+        ("tiny", ["rollout.nn=4"]),
+        ("qwen3_30b_a3b", ["train.tp=two"]),
+    ],
     # learned from real failures (grpolab.field_rules; more cases and known-good layouts: tests/test_field_rules.py)
-    "rollout-node": [("glm5_2", ["rollout.tp=32", "rollout.dp=2"]),
-                     ("qwen3_8b", ["cluster.nnodes=4", "rollout.tp=16", "rollout.dp=2"])],
-    "dispatch-chunk": [("qwen3_30b_a3b", ["rollout.n=5", "data.train_batch_size=12", "algorithm.ppo_mini_batch_size=12"]),
-                       ("qwen3_5_122b_a10b_32k", ["data.train_batch_size=18", "algorithm.ppo_mini_batch_size=6"])],
-    "vpp-microbatches": [("qwen3_5_122b_a10b_32k", ["train.vpp=2", "algorithm.ppo_mini_batch_size=2"]),
-                         ("qwen3_30b_a3b", ["train.pp=2", "train.vpp=2", "train.etp=2",
-                                            "algorithm.micro_batch_size_per_device=64"])],
-    "dynamic-batch": [("qwen3_8b", ["train.max_token_len_per_device=2048"]),
-                      ("qwen3_5_122b_a10b_32k", ["train.dynamic_bsz=true", "train.max_token_len_per_device=8192"])],
-    "seq-padding": [("qwen3_5_122b_a10b_32k", ["data.max_response_length=32760"]),
-                    ("qwen3_30b_a3b", ["model.use_remove_padding=false", "data.max_response_length=8190"])],
-    "linear-attention": [("qwen3_5_122b_a10b_32k", ["rollout.tp=32", "rollout.ep=32"]),
-                         ("qwen3_30b_a3b", [f"model.path={QWEN3_NEXT}", "model.card=null", "train.tp=2", "train.sp=true",
-                                            "train.cp=2", "stack.megatron-core=core_r0.16.0"])],
-    "weight-bucket": [("qwen3_5_122b_a10b_32k", ["rollout.update_weights_bucket_mb=2048"]),
-                      ("glm5_2", ["rollout.update_weights_bucket_mb=1024"])],
-    "router-replay": [("glm5_2", ["rollout.routing_replay=false"]),
-                      ("qwen3_30b_a3b", ["train.router_replay=R2", "rollout.routing_replay=true"])],
-    "rollout-backend": [("qwen3_30b_a3b", ["rollout.attention_backend=null"]),
-                        ("qwen3_8b", ["cluster.device=npu", "rollout.engine=sglang"])],
-    "deprecated-key": [("glm5_2", ["verl_overrides.actor_rollout_ref.actor.ppo_micro_batch_size=4"]),
-                       ("qwen3_8b", ["verl_overrides.actor_rollout_ref.rollout.log_prob_micro_batch_size=8"])],
+    "rollout-node": [
+        ("glm5_2", ["rollout.tp=32", "rollout.dp=2"]),
+        ("qwen3_8b", ["cluster.nnodes=4", "rollout.tp=16", "rollout.dp=2"]),
+    ],
+    "dispatch-chunk": [
+        ("qwen3_30b_a3b", ["rollout.n=5", "data.train_batch_size=12", "algorithm.ppo_mini_batch_size=12"]),
+        ("qwen3_5_122b_a10b_32k", ["data.train_batch_size=18", "algorithm.ppo_mini_batch_size=6"]),
+    ],
+    "vpp-microbatches": [
+        ("qwen3_5_122b_a10b_32k", ["train.vpp=2", "algorithm.ppo_mini_batch_size=2"]),
+        ("qwen3_30b_a3b", ["train.pp=2", "train.vpp=2", "train.etp=2", "algorithm.micro_batch_size_per_device=64"]),
+    ],
+    "dynamic-batch": [
+        ("qwen3_8b", ["train.max_token_len_per_device=2048"]),
+        ("qwen3_5_122b_a10b_32k", ["train.dynamic_bsz=true", "train.max_token_len_per_device=8192"]),
+    ],
+    "seq-padding": [
+        ("qwen3_5_122b_a10b_32k", ["data.max_response_length=32760"]),
+        ("qwen3_30b_a3b", ["model.use_remove_padding=false", "data.max_response_length=8190"]),
+    ],
+    "linear-attention": [
+        ("qwen3_5_122b_a10b_32k", ["rollout.tp=32", "rollout.ep=32"]),
+        (
+            "qwen3_30b_a3b",
+            [
+                f"model.path={QWEN3_NEXT}",
+                "model.card=null",
+                "train.tp=2",
+                "train.sp=true",
+                "train.cp=2",
+                "stack.megatron-core=core_r0.16.0",
+            ],
+        ),
+    ],
+    "weight-bucket": [
+        ("qwen3_5_122b_a10b_32k", ["rollout.update_weights_bucket_mb=2048"]),
+        ("glm5_2", ["rollout.update_weights_bucket_mb=1024"]),
+    ],
+    "router-replay": [
+        ("glm5_2", ["rollout.routing_replay=false"]),
+        ("qwen3_30b_a3b", ["train.router_replay=R2", "rollout.routing_replay=true"]),
+    ],
+    "rollout-backend": [
+        ("qwen3_30b_a3b", ["rollout.attention_backend=null"]),
+        ("qwen3_8b", ["cluster.device=npu", "rollout.engine=sglang"]),
+    ],
+    "deprecated-key": [
+        ("glm5_2", ["verl_overrides.actor_rollout_ref.actor.ppo_micro_batch_size=4"]),
+        ("qwen3_8b", ["verl_overrides.actor_rollout_ref.rollout.log_prob_micro_batch_size=8"]),
+    ],
     "startup-timeout": [("glm5_2", ["trainer.timeout_s=600"]), ("qwen3_5_122b_a10b_32k", ["trainer.timeout_s=900"])],
-    "known-bad": [("qwen3_5_122b_a10b_32k", ["rollout.enforce_eager=true"]),
-                  ("glm5_2", ["env.HCCL_OP_EXPANSION_MODE=AIV", "rollout.enforce_eager=true"])],
+    "known-bad": [
+        ("qwen3_5_122b_a10b_32k", ["rollout.enforce_eager=true"]),
+        ("glm5_2", ["env.HCCL_OP_EXPANSION_MODE=AIV", "rollout.enforce_eager=true"]),
+    ],
 }
-PARAMS = [pytest.param(rule, name, ov, id=f"{rule}-{name}-{i}") for rule, cases in CASES.items()
-          for i, (name, ov) in enumerate(cases)]
+PARAMS = [
+    pytest.param(rule, name, ov, id=f"{rule}-{name}-{i}")
+    for rule, cases in CASES.items()
+    for i, (name, ov) in enumerate(cases)
+]
 
 
 def test_every_rule_has_cases_on_two_models():
@@ -149,9 +232,19 @@ def test_model_facts_from_config_json_and_text_config(tmp_path):
     model = tmp_path / "qwen35"
     model.mkdir()
     # Qwen3.5 MoE nests its facts under text_config; 40 heads do not fit rollout tp 16
-    config = {"model_type": "qwen3_5_moe", "text_config": {
-        "num_hidden_layers": 48, "hidden_size": 3072, "num_attention_heads": 40, "num_key_value_heads": 2,
-        "num_experts": 256, "num_experts_per_tok": 8, "vocab_size": 248320, "max_position_embeddings": 262144}}
+    config = {
+        "model_type": "qwen3_5_moe",
+        "text_config": {
+            "num_hidden_layers": 48,
+            "hidden_size": 3072,
+            "num_attention_heads": 40,
+            "num_key_value_heads": 2,
+            "num_experts": 256,
+            "num_experts_per_tok": 8,
+            "vocab_size": 248320,
+            "max_position_embeddings": 262144,
+        },
+    }
     (model / "config.json").write_text(json.dumps(config))
     _, problems = check("qwen3_5_122b_a10b_32k", [f"model.path={model}", "model.card=null"])
     assert {p.rule for p in problems if p.severity == "error"} == {"rollout-heads"}
@@ -165,7 +258,9 @@ def test_validation_imports_no_heavy_package():
     import subprocess
     import sys
 
-    code = ("import sys; from grpolab.gate import check; check('glm5_2', verl=False); "
-            "print(sorted(m for m in ('torch', 'ray', 'verl', 'torch_npu', 'vllm') if m in sys.modules))")
+    code = (
+        "import sys; from grpolab.gate import check; check('glm5_2', verl=False); "
+        "print(sorted(m for m in ('torch', 'ray', 'verl', 'torch_npu', 'vllm') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

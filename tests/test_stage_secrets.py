@@ -44,8 +44,10 @@ def _stage_notebooks(folder: Path) -> Path:
 
 
 def test_secret_overrides_reach_the_stage_but_not_its_notebook(tmp_path):
-    stages = nb.Stages({"model": str(RECIPE), "overrides": OVERRIDES, "dry_run": True, "ray_address": None},
-                       notebooks=_stage_notebooks(tmp_path / "stages"))
+    stages = nb.Stages(
+        {"model": str(RECIPE), "overrides": OVERRIDES, "dry_run": True, "ray_address": None},
+        notebooks=_stage_notebooks(tmp_path / "stages"),
+    )
     stages.run("01_setup", model=str(RECIPE), overrides=OVERRIDES)
     written = Path(stages.stages[0]["notebook"])
     text = written.read_text()

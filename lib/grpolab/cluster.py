@@ -179,8 +179,10 @@ def _head_lock(timeout: float = LOCK_TIMEOUT_S):
                 break
             except BlockingIOError:
                 if time.time() > deadline:
-                    raise ClusterError(f"another process has held {path} for {timeout:.0f} s while starting or "
-                                       "stopping the embedded Ray head; try again, or `grpolab head stop`") from None
+                    raise ClusterError(
+                        f"another process has held {path} for {timeout:.0f} s while starting or "
+                        "stopping the embedded Ray head; try again, or `grpolab head stop`"
+                    ) from None
                 time.sleep(0.2)
         try:
             yield
@@ -210,9 +212,11 @@ def ensure_local_head(progress=print) -> Endpoint:
         if head_alive():  # another process started it while we waited for the lock
             return ep
         if _probe(ep.dashboard) is not None:
-            raise ClusterError(f"a Ray dashboard that is not GRPO Lab's embedded head (or has another token) answers "
-                               f"at {ep.dashboard}; stop it, or give the embedded head other ports with "
-                               "GRPOLAB_RAY_PORT and GRPOLAB_DASHBOARD_PORT")
+            raise ClusterError(
+                f"a Ray dashboard that is not GRPO Lab's embedded head (or has another token) answers "
+                f"at {ep.dashboard}; stop it, or give the embedded head other ports with "
+                "GRPOLAB_RAY_PORT and GRPOLAB_DASHBOARD_PORT"
+            )
         leftovers = head_processes()
         if leftovers:  # a head that died half-way (its GCS killed, say) still holds ports: clear it first
             progress(f"clearing {len(leftovers)} process(es) of an embedded Ray head that no longer answers ...")
@@ -222,8 +226,10 @@ def ensure_local_head(progress=print) -> Endpoint:
 
 
 def _start_head(ep: Endpoint, progress, attempts: int = 3) -> None:
-    progress(f"starting the embedded Ray head on 127.0.0.1 (dashboard {ep.dashboard}, token auth on); "
-             "takes 10-20 s; `grpolab head stop` stops it ...")
+    progress(
+        f"starting the embedded Ray head on 127.0.0.1 (dashboard {ep.dashboard}, token auth on); "
+        "takes 10-20 s; `grpolab head stop` stops it ..."
+    )
     for attempt in range(1, attempts + 1):
         why = _start_head_once(ep)
         if why is None:
@@ -235,20 +241,32 @@ def _start_head(ep: Endpoint, progress, attempts: int = 3) -> None:
                 f"the embedded Ray head did not come up: {why}\nfix: free the ports {EMBEDDED_GCS_PORT} and "
                 f"{EMBEDDED_DASHBOARD_PORT}-{EMBEDDED_DASHBOARD_PORT + 5} (or set GRPOLAB_RAY_PORT / "
                 "GRPOLAB_DASHBOARD_PORT), or pass --ray-address of a running cluster; the full log is in "
-                f"{head_dir() / 'head.log'}")
-        progress(f"the embedded Ray head timed out while starting (a busy machine); trying again ({attempt + 1}/"
-                 f"{attempts}) ...")
+                f"{head_dir() / 'head.log'}"
+            )
+        progress(
+            f"the embedded Ray head timed out while starting (a busy machine); trying again ({attempt + 1}/"
+            f"{attempts}) ..."
+        )
 
 
 def _start_head_once(ep: Endpoint) -> str | None:
     """Start `ray start --head --block` in a session of its own; None once it is up, else why not."""
     temp = head_dir() / "ray"
     cmd = [
-        _ray_bin(), "start", "--head", "--block",
-        "--node-ip-address=127.0.0.1", f"--port={EMBEDDED_GCS_PORT}", "--no-monitor",  # no autoscaler on one machine
-        "--dashboard-host=127.0.0.1", f"--dashboard-port={EMBEDDED_DASHBOARD_PORT}", "--include-dashboard=true",
-        f"--object-store-memory={OBJECT_STORE_BYTES}", "--disable-usage-stats",
-        f"--num-cpus={os.cpu_count() or 2}", f"--temp-dir={temp}",
+        _ray_bin(),
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        f"--port={EMBEDDED_GCS_PORT}",
+        "--no-monitor",  # no autoscaler on one machine
+        "--dashboard-host=127.0.0.1",
+        f"--dashboard-port={EMBEDDED_DASHBOARD_PORT}",
+        "--include-dashboard=true",
+        f"--object-store-memory={OBJECT_STORE_BYTES}",
+        "--disable-usage-stats",
+        f"--num-cpus={os.cpu_count() or 2}",
+        f"--temp-dir={temp}",
         # the agents' ports follow the dashboard's, so that two heads on one machine (a user's and the tests')
         # do not collide on Ray's fixed defaults
         f"--dashboard-agent-listen-port={EMBEDDED_DASHBOARD_PORT + 1}",
@@ -264,10 +282,24 @@ def _start_head_once(ep: Endpoint) -> str | None:
     with open(log, "w") as out:
         # --block keeps `ray start` as the parent of the head's daemons; start_new_session puts them all in a
         # session of their own, out of reach of the signals a Jupyter kernel's process group receives.
-        proc = subprocess.Popen(cmd, env=embedded_env(), stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True, cwd=head_dir())
-    record = {"pid": proc.pid, "sid": proc.pid, "gcs": ep.gcs, "dashboard": ep.dashboard, "temp_dir": str(temp),
-              "started": time.time(), "token_file": str(token_file())}
+        proc = subprocess.Popen(
+            cmd,
+            env=embedded_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=head_dir(),
+        )
+    record = {
+        "pid": proc.pid,
+        "sid": proc.pid,
+        "gcs": ep.gcs,
+        "dashboard": ep.dashboard,
+        "temp_dir": str(temp),
+        "started": time.time(),
+        "token_file": str(token_file()),
+    }
     _record_file().write_text(json.dumps(record, indent=2) + "\n")
     deadline = time.time() + START_TIMEOUT_S
     while True:
@@ -290,8 +322,12 @@ def head_processes():
 
     record = head_record()
     sid = record.get("sid")
-    marks = [str(head_dir() / "ray"), f"--gcs_server_port={EMBEDDED_GCS_PORT}", f"127.0.0.1:{EMBEDDED_GCS_PORT}",
-             f"--port={EMBEDDED_GCS_PORT} "]
+    marks = [
+        str(head_dir() / "ray"),
+        f"--gcs_server_port={EMBEDDED_GCS_PORT}",
+        f"127.0.0.1:{EMBEDDED_GCS_PORT}",
+        f"--port={EMBEDDED_GCS_PORT} ",
+    ]
     me = os.getpid()
     found: dict[int, psutil.Process] = {}
     for proc in psutil.process_iter():
@@ -341,10 +377,17 @@ def head_status() -> dict:
     record = head_record()
     alive = head_alive()
     procs = head_processes() if (alive or record) else []
-    return {"running": alive, "dashboard": ep.dashboard, "gcs": ep.gcs, "auth": "token",
-            "token_file": str(head_dir() / "auth_token"), "state_dir": str(head_dir()),
-            "started": record.get("started") if alive else None, "processes": len(procs),
-            "stale": (not alive) and bool(procs)}
+    return {
+        "running": alive,
+        "dashboard": ep.dashboard,
+        "gcs": ep.gcs,
+        "auth": "token",
+        "token_file": str(head_dir() / "auth_token"),
+        "state_dir": str(head_dir()),
+        "started": record.get("started") if alive else None,
+        "processes": len(procs),
+        "stale": (not alive) and bool(procs),
+    }
 
 
 def describe_head(status: dict | None = None) -> str:
@@ -352,12 +395,16 @@ def describe_head(status: dict | None = None) -> str:
     s = status or head_status()
     if s["running"]:
         since = time.strftime("%Y-%m-%d %H:%M", time.localtime(s["started"])) if s.get("started") else "?"
-        return (f"embedded Ray head: running since {since} on 127.0.0.1 (dashboard {s['dashboard']}, GCS "
-                f"{s['gcs']}, token auth, token in {s['token_file']})\n"
-                "stop it with `grpolab head stop` (running jobs on it stop too)")
+        return (
+            f"embedded Ray head: running since {since} on 127.0.0.1 (dashboard {s['dashboard']}, GCS "
+            f"{s['gcs']}, token auth, token in {s['token_file']})\n"
+            "stop it with `grpolab head stop` (running jobs on it stop too)"
+        )
     if s.get("stale"):
-        return (f"embedded Ray head: not answering, but {s['processes']} of its processes remain; "
-                "`grpolab head stop` clears them")
+        return (
+            f"embedded Ray head: not answering, but {s['processes']} of its processes remain; "
+            "`grpolab head stop` clears them"
+        )
     return "embedded Ray head: not running (the next launch starts it)"
 
 
@@ -384,9 +431,11 @@ def job_client(ep: Endpoint):
             return JobSubmissionClient(address, headers=auth_headers())
         return JobSubmissionClient(address)
     except Exception as exc:  # Ray raises ConnectionError/RuntimeError/ValueError variants
-        raise ClusterError(f"cannot reach the Ray Jobs API at {address}: {exc}\n"
-                           "fix: check the address (http://HEAD:8265), that the cluster runs, and the auth token "
-                           "(RAY_AUTH_TOKEN or ~/.ray/auth_token)") from None
+        raise ClusterError(
+            f"cannot reach the Ray Jobs API at {address}: {exc}\n"
+            "fix: check the address (http://HEAD:8265), that the cluster runs, and the auth token "
+            "(RAY_AUTH_TOKEN or ~/.ray/auth_token)"
+        ) from None
 
 
 def dashboard_of(gcs: str) -> str:

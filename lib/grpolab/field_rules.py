@@ -11,8 +11,9 @@ Known-bad version/environment combinations are data, not code: params/stack_rule
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from grpolab import pplayout, stack
 from grpolab.schema import ModelCard, Recipe
@@ -111,16 +112,25 @@ def rollout_node(r: Recipe, f: ModelCard | None, add: Add) -> None:
         return
     if ro.dp > 1 and dpn % ro.tp:
         valid = [d for d in _divisors(dpn) if not f or f.num_heads % d == 0]
-        add("rollout-node", "rollout.tp", ro.tp,
+        add(
+            "rollout-node",
+            "rollout.tp",
+            ro.tp,
             f"rollout dp {ro.dp} > 1 needs rollout tp to divide the {dpn} devices per node; tp {ro.tp} does not "
             "(verl's vLLM server asserts `gpus_per_node % tensor_model_parallel_size == 0` after the model loaded)",
             f"nearest valid rollout.tp: {_nearest(ro.tp, valid)} (raise rollout.dp to keep tp x dp), or rollout.dp: 1",
-            severity="error" if ro.engine == "vllm" else "warning")
+            severity="error" if ro.engine == "vllm" else "warning",
+        )
     elif ro.tp > dpn:
-        add("rollout-node", "rollout.tp", ro.tp,
+        add(
+            "rollout-node",
+            "rollout.tp",
+            ro.tp,
             f"rollout tp {ro.tp} spans {-(-ro.tp // dpn)} nodes of {dpn} devices: tensor-parallel all-reduces cross "
             "the network (slow, and NCCL/HCCL timeouts in validation are reported)",
-            f"keep rollout.tp within a node ({dpn}) and scale with rollout.dp / rollout.ep", severity="warning")
+            f"keep rollout.tp within a node ({dpn}) and scale with rollout.dp / rollout.ep",
+            severity="warning",
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- class 2
@@ -141,18 +151,29 @@ def dispatch_chunk(r: Recipe, f: ModelCard | None, add: Add) -> None:
     dp = train_dp(r)
     micro = 1 if r.train.dynamic_bsz else r.algorithm.micro_batch_size_per_device
     if total % groups and not (dp and total % (dp * micro)):  # else batch-divisible names data.train_batch_size
-        sizes = [b for b in range(1, 4 * d.train_batch_size + 1) if (b * ro.n) % groups == 0
-                 and (not train_dp(r) or (b * ro.n) % train_dp(r) == 0)]
-        add("dispatch-chunk", "data.train_batch_size", d.train_batch_size,
+        sizes = [
+            b
+            for b in range(1, 4 * d.train_batch_size + 1)
+            if (b * ro.n) % groups == 0 and (not train_dp(r) or (b * ro.n) % train_dp(r) == 0)
+        ]
+        add(
+            "dispatch-chunk",
+            "data.train_batch_size",
+            d.train_batch_size,
             f"train batch x n = {d.train_batch_size} x {ro.n} = {total} does not split evenly over the {groups} "
             "rollout agent-loop workers (actor_rollout_ref.rollout.agent.num_workers); verl's DataProto.chunk "
             "asserts `only support equal chunk` at the first generation",
-            f"nearest valid data.train_batch_size: {_nearest(d.train_batch_size, sizes)}")
+            f"nearest valid data.train_batch_size: {_nearest(d.train_batch_size, sizes)}",
+        )
     val = override(r, "data.val_batch_size", None)
     if isinstance(val, int) and not isinstance(val, bool) and val > 0 and val % groups:
-        add("dispatch-chunk", "verl_overrides.data.val_batch_size", val,
+        add(
+            "dispatch-chunk",
+            "verl_overrides.data.val_batch_size",
+            val,
             f"the validation batch {val} does not split evenly over the {groups} rollout agent-loop workers",
-            f"use a multiple of {groups}, e.g. {max(groups, val - val % groups)}")
+            f"use a multiple of {groups}, e.g. {max(groups, val - val % groups)}",
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- class 3
@@ -173,11 +194,15 @@ def vpp_microbatches(r: Recipe, f: ModelCard | None, add: Add) -> None:
 
     if m < t.pp or m % t.pp:
         sizes = [b for b in _divisors(r.data.train_batch_size) if ok(b)]
-        add("vpp-microbatches", "algorithm.ppo_mini_batch_size", a.ppo_mini_batch_size,
+        add(
+            "vpp-microbatches",
+            "algorithm.ppo_mini_batch_size",
+            a.ppo_mini_batch_size,
             f"with vpp {t.vpp} Megatron's interleaved schedule needs the micro-batches per mini-batch (mini x n / "
             f"(dp x micro) = {per_dp} / ({dp} x {micro}) = {m}) to be >= pp {t.pp} and a multiple of it",
             f"nearest valid algorithm.ppo_mini_batch_size: {_nearest(a.ppo_mini_batch_size, sizes)}; "
-            "or lower algorithm.micro_batch_size_per_device, or set train.vpp: 1")
+            "or lower algorithm.micro_batch_size_per_device, or set train.vpp: 1",
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- class 5
@@ -193,11 +218,15 @@ def dynamic_batch(r: Recipe, f: ModelCard | None, add: Add) -> None:
     budget = t.max_token_len_per_device * factor
     if budget < longest:
         need = -(-longest // factor)
-        add("dynamic-batch", "train.max_token_len_per_device", t.max_token_len_per_device,
+        add(
+            "dynamic-batch",
+            "train.max_token_len_per_device",
+            t.max_token_len_per_device,
             f"the dynamic-batch token budget {t.max_token_len_per_device} x {factor} = {budget} cannot hold the "
             f"longest sample, prompt + response = {d.max_prompt_length} + {d.max_response_length} = {longest} "
             "(verl asserts `max_token_len must be greater than the sequence length`)",
-            f"raise train.max_token_len_per_device to at least {need}")
+            f"raise train.max_token_len_per_device to at least {need}",
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- class 6
@@ -213,22 +242,32 @@ def seq_padding(r: Recipe, f: ModelCard | None, add: Add) -> None:
     total = d.max_prompt_length + d.max_response_length
     if not r.model.use_remove_padding:
         if total % align:
-            lengths = [x for x in range(max(align, d.max_response_length - 4 * align),
-                                        d.max_response_length + 4 * align + 1)
-                       if (d.max_prompt_length + x) % align == 0]
-            add("seq-padding", "data.max_response_length", d.max_response_length,
+            lengths = [
+                x
+                for x in range(max(align, d.max_response_length - 4 * align), d.max_response_length + 4 * align + 1)
+                if (d.max_prompt_length + x) % align == 0
+            ]
+            add(
+                "seq-padding",
+                "data.max_response_length",
+                d.max_response_length,
                 f"without sequence packing (model.use_remove_padding false) the padded length prompt + response = "
                 f"{total} must be a multiple of {'tp x cp x 2' if t.cp > 1 else 'tp'} = {align} "
                 f"(cp {t.cp}, sequence parallel {'on' if sp else 'off'}); Megatron fails splitting it",
                 f"nearest valid data.max_response_length: {_nearest(d.max_response_length, lengths)}; "
-                "or turn model.use_remove_padding on")
+                "or turn model.use_remove_padding on",
+            )
     elif t.cp > 1 and 2 * t.tp * t.cp > 128:
-        add("seq-padding", "train.cp", t.cp,
+        add(
+            "seq-padding",
+            "train.cp",
+            t.cp,
             f"with packing, CP splits each sample into 2 x cp chunks padded to tp x cp x 2 = {align} tokens: a sample "
             "shorter than that leaves a CP rank an empty slice (`The expanded size of the tensor ... must match`); "
             "verl's synthetic padding rows are only 128 tokens",
-            "keep tp x cp <= 64, or filter samples shorter than "
-            f"{align} tokens", severity="warning")
+            f"keep tp x cp <= 64, or filter samples shorter than {align} tokens",
+            severity="warning",
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- class 7
@@ -246,22 +285,35 @@ def linear_attention(r: Recipe, f: ModelCard | None, add: Add) -> None:
     for key, tp in sizes:
         if kh % tp or vh % tp:
             valid = [d for d in _divisors(kh) if vh % d == 0 and f.num_heads % d == 0]
-            add("linear-attention", key, tp,
+            add(
+                "linear-attention",
+                key,
+                tp,
                 f"{f.name}'s Gated DeltaNet layers have {kh} key and {vh} value heads: tp {tp} must divide both",
-                f"nearest valid {key}: {_nearest(tp, valid)}")
+                f"nearest valid {key}: {_nearest(tp, valid)}",
+            )
     if t.engine != "megatron" or t.cp <= 1:
         return
     version = pinned_version(r, "megatron-core")
     if version is None:
-        add("linear-attention", "train.cp", t.cp,
+        add(
+            "linear-attention",
+            "train.cp",
+            t.cp,
             f"{f.name} has Gated DeltaNet layers: context parallel needs megatron-core >= 0.18 (core_r0.16 asserts "
             "`Gated delta net does not support context parallel`), and stack: pins no megatron-core version",
-            "pin megatron-core (e.g. core_r0.18.0) under stack:, or set train.cp: 1", severity="warning")
+            "pin megatron-core (e.g. core_r0.18.0) under stack:, or set train.cp: 1",
+            severity="warning",
+        )
     elif stack.satisfies(version, ">=0.18.0") and (kh % (t.tp * t.cp) or vh % (t.tp * t.cp)):
-        add("linear-attention", "train.cp", t.cp,
+        add(
+            "linear-attention",
+            "train.cp",
+            t.cp,
             f"Gated DeltaNet context parallel moves heads over tp x cp = {t.tp * t.cp} ranks (all-to-all): it must "
             f"divide the {kh} key and {vh} value heads",
-            f"choose tp x cp dividing {kh}, e.g. train.cp: {max(1, kh // t.tp) if kh % t.tp == 0 else 1}")
+            f"choose tp x cp dividing {kh}, e.g. train.cp: {max(1, kh // t.tp) if kh % t.tp == 0 else 1}",
+        )
     # megatron-core < 0.18 with CP > 1: params/stack_rules.yaml (megatron-core-0.16-gdn-cp)
 
 
@@ -269,8 +321,7 @@ def linear_attention(r: Recipe, f: ModelCard | None, add: Add) -> None:
 def rollout_pp_starts(r: Recipe, f: ModelCard) -> tuple[int, list[int]]:
     """The rollout's pipeline size and the 1-based layer each of its stages starts on (vLLM's split)."""
     ro = r.rollout
-    pp = override(r, f"{ROLL}.pipeline_model_parallel_size",
-                  ro.engine_kwargs.get("pipeline_parallel_size", 1))
+    pp = override(r, f"{ROLL}.pipeline_model_parallel_size", ro.engine_kwargs.get("pipeline_parallel_size", 1))
     if not isinstance(pp, int) or isinstance(pp, bool) or pp <= 1:
         return 1, []
     partition = r.env.get("VLLM_PP_LAYER_PARTITION")
@@ -309,21 +360,29 @@ def dsa_stages(r: Recipe, f: ModelCard | None, add: Add) -> None:
         if isinstance(sizes, list):
             bad = dsa_bad(f, pplayout.starts_of(sizes))
             if bad:
-                add("pp-layout", "train.pp", t.pp,
+                add(
+                    "pp-layout",
+                    "train.pp",
+                    t.pp,
                     f"{f.name}'s DSA indexer is shared across layers: a pipeline stage may start only on layer "
                     f"1..{f.index_skip_topk_offset or 0} or {f.index_skip_topk_offset or 0}+{f.index_topk_freq}k; "
                     f"the split of {f.num_layers} layers over pp x vpp = {t.pp * t.vpp} starts stages on {bad}",
                     "give train.pp_layout with stage boundaries on allowed layers (e.g. 'Et*10|t*12|t*8|t*8|t*12|"
-                    "t*12|t*12|t*4L' for pp 8)")
+                    "t*12|t*12|t*4L' for pp 8)",
+                )
     pp, starts = rollout_pp_starts(r, f)
     bad = dsa_bad(f, starts)
     if bad:
         near = sorted({min(allowed, key=lambda a: (abs(a - b), a)) for b in bad})
-        add("pp-layout", f"verl_overrides.{ROLL}.pipeline_model_parallel_size", pp,
+        add(
+            "pp-layout",
+            f"verl_overrides.{ROLL}.pipeline_model_parallel_size",
+            pp,
             f"{f.name}'s DSA indexer is shared across layers: the rollout's pipeline split ({pp} stages of "
             f"{f.num_layers} layers) starts stages on layers {bad}, which the indexer does not allow",
             f"set env VLLM_PP_LAYER_PARTITION so stages start on allowed layers (nearest: {near}), or use a "
-            "rollout pipeline size whose even split fits")
+            "rollout pipeline size whose even split fits",
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- class 10
@@ -339,7 +398,9 @@ def weight_bucket(r: Recipe, f: ModelCard | None, add: Add) -> None:
     """The largest single tensor must fit in the weight-sync bucket."""
     if f is None or not verl_engine(r):
         return
-    bucket = override(r, f"{ROLL}.checkpoint_engine.update_weights_bucket_megabytes", r.rollout.update_weights_bucket_mb)
+    bucket = override(
+        r, f"{ROLL}.checkpoint_engine.update_weights_bucket_megabytes", r.rollout.update_weights_bucket_mb
+    )
     if not isinstance(bucket, int) or isinstance(bucket, bool):
         return
     size, what = largest_tensor_mib(r, f)
@@ -348,11 +409,19 @@ def weight_bucket(r: Recipe, f: ModelCard | None, add: Add) -> None:
         # verl 0.9.1 sends an oversized tensor on its own where CUDA IPC works; the shared-memory path (NPU without
         # IPC support, as in verl issue 5952) asserts
         ipc = r.cluster.device == "cuda"
-        add("weight-bucket", "rollout.update_weights_bucket_mb", bucket,
+        add(
+            "weight-bucket",
+            "rollout.update_weights_bucket_mb",
+            bucket,
             f"{f.name}'s {what} is {size:.0f} MiB, larger than the weight-sync bucket of {bucket} MiB: "
-            + ("verl 0.9.1 sends it outside the bucket on CUDA (older verl failed here, verl issue 5779)" if ipc else
-               "verl fails the first weight update (`is too large to fit in the bucket`)"),
-            f"set rollout.update_weights_bucket_mb to {need} or more", severity="warning" if ipc else "error")
+            + (
+                "verl 0.9.1 sends it outside the bucket on CUDA (older verl failed here, verl issue 5779)"
+                if ipc
+                else "verl fails the first weight update (`is too large to fit in the bucket`)"
+            ),
+            f"set rollout.update_weights_bucket_mb to {need} or more",
+            severity="warning" if ipc else "error",
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- class 11
@@ -363,22 +432,41 @@ def router_replay(r: Recipe, f: ModelCard | None, add: Add) -> None:
     mode = r.train.router_replay
     rr = bool(override(r, f"{ROLL}.enable_rollout_routing_replay", r.rollout.routing_replay))
     if mode == "R2" and rr:
-        add("router-replay", "rollout.routing_replay", True,
+        add(
+            "router-replay",
+            "rollout.routing_replay",
+            True,
             "train.router_replay R2 records routing in the trainer's own log-prob pass; with rollout routing replay "
             "on as well verl raises `Detected conflicting router replay configuration` at step 1",
-            "set rollout.routing_replay: false (R2), or train.router_replay: R3")
+            "set rollout.routing_replay: false (R2), or train.router_replay: R3",
+        )
     elif mode == "R3" and not rr:
-        add("router-replay", "rollout.routing_replay", False,
+        add(
+            "router-replay",
+            "rollout.routing_replay",
+            False,
             "train.router_replay R3 replays the routing recorded by the rollout engine, but rollout routing replay "
             "is off: no routed experts reach the trainer",
-            "set rollout.routing_replay: true, or train.router_replay: R2")
+            "set rollout.routing_replay: true, or train.router_replay: R2",
+        )
     elif mode == "disabled" and rr:
-        add("router-replay", "rollout.routing_replay", True,
+        add(
+            "router-replay",
+            "rollout.routing_replay",
+            True,
             "the rollout records MoE routing but train.router_replay is disabled: the routes are never replayed",
-            "set train.router_replay: R3, or rollout.routing_replay: false", severity="warning")
+            "set train.router_replay: R3, or rollout.routing_replay: false",
+            severity="warning",
+        )
     if rr and f is not None and not f.num_experts:
-        add("router-replay", "rollout.routing_replay", True, f"{f.name} is a dense model: there is no routing to replay",
-            "set rollout.routing_replay: false", severity="warning")
+        add(
+            "router-replay",
+            "rollout.routing_replay",
+            True,
+            f"{f.name} is a dense model: there is no routing to replay",
+            "set rollout.routing_replay: false",
+            severity="warning",
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- class 12
@@ -387,28 +475,47 @@ def rollout_backend(r: Recipe, f: ModelCard | None, add: Add) -> None:
     ro = r.rollout
     if not verl_engine(r):
         return
-    backend = ro.attention_backend or ro.engine_kwargs.get("attention_backend") or override(
-        r, f"{ROLL}.engine_kwargs.sglang.attention_backend", None)
+    backend = (
+        ro.attention_backend
+        or ro.engine_kwargs.get("attention_backend")
+        or override(r, f"{ROLL}.engine_kwargs.sglang.attention_backend", None)
+    )
     if ro.engine == "sglang" and r.cluster.device == "npu" and backend != "ascend":
-        add("rollout-backend", "rollout.attention_backend", backend,
+        add(
+            "rollout-backend",
+            "rollout.attention_backend",
+            backend,
             f"SGLang on NPU needs attention_backend `ascend`; with {backend or 'none set'} verl picks "
             f"{'it' if backend else 'fa3 / flashinfer'}, CUDA kernels that fail when the rollout starts",
-            "set rollout.attention_backend: ascend")
+            "set rollout.attention_backend: ascend",
+        )
     elif ro.engine == "sglang" and r.cluster.device == "cuda" and backend == "ascend":
-        add("rollout-backend", "rollout.attention_backend", backend,
+        add(
+            "rollout-backend",
+            "rollout.attention_backend",
+            backend,
             "the `ascend` attention backend needs Ascend NPUs; this recipe runs on CUDA",
-            "set rollout.attention_backend: null (SGLang's default) or a CUDA backend (fa3, flashinfer)")
+            "set rollout.attention_backend: null (SGLang's default) or a CUDA backend (fa3, flashinfer)",
+        )
     elif ro.engine != "sglang" and ro.attention_backend is not None:
-        add("rollout-backend", "rollout.attention_backend", ro.attention_backend,
+        add(
+            "rollout-backend",
+            "rollout.attention_backend",
+            ro.attention_backend,
             f"rollout.attention_backend applies to SGLang only; rollout.engine {ro.engine} ignores it",
-            "remove rollout.attention_backend", severity="warning")
+            "remove rollout.attention_backend",
+            severity="warning",
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- class 13
 # deprecated verl key -> its replacement; `rendered` = grpolab always renders the replacement itself
 DEPRECATED = {
     "actor_rollout_ref.actor.ppo_micro_batch_size": ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", True),
-    "actor_rollout_ref.ref.log_prob_micro_batch_size": ("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", True),
+    "actor_rollout_ref.ref.log_prob_micro_batch_size": (
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+        True,
+    ),
     f"{ROLL}.log_prob_micro_batch_size": (f"{ROLL}.log_prob_micro_batch_size_per_gpu", True),
     "critic.ppo_micro_batch_size": ("critic.ppo_micro_batch_size_per_gpu", False),
     "critic.forward_micro_batch_size": ("critic.forward_micro_batch_size_per_gpu", False),
@@ -425,15 +532,28 @@ def deprecated_keys(r: Recipe, f: ModelCard | None, add: Add) -> None:
         if old not in keys or keys[old] is None:
             continue
         if rendered or new in keys:
-            add("deprecated-key", f"verl_overrides.{old}", keys[old],
+            add(
+                "deprecated-key",
+                f"verl_overrides.{old}",
+                keys[old],
                 f"{old} is deprecated and verl refuses it beside {new} (`You have set both ...`)"
-                + (", which grpolab always sets from algorithm.micro_batch_size_per_device / "
-                   "rollout.log_prob_micro_batch_size_per_device" if rendered else ""),
-                f"remove verl_overrides.{old}; set the per-device size instead")
+                + (
+                    ", which grpolab always sets from algorithm.micro_batch_size_per_device / "
+                    "rollout.log_prob_micro_batch_size_per_device"
+                    if rendered
+                    else ""
+                ),
+                f"remove verl_overrides.{old}; set the per-device size instead",
+            )
         else:
-            add("deprecated-key", f"verl_overrides.{old}", keys[old],
+            add(
+                "deprecated-key",
+                f"verl_overrides.{old}",
+                keys[old],
                 f"{old} is deprecated (a global size); verl's replacement is {new}",
-                f"use verl_overrides.{new}", severity="warning")
+                f"use verl_overrides.{new}",
+                severity="warning",
+            )
 
 
 # ---------------------------------------------------------------------------------------------------- class 14
@@ -450,10 +570,15 @@ def startup_timeout(r: Recipe, f: ModelCard | None, add: Add) -> None:
     scale = f"{f.name} ({f.params_b:g}B) on {r.world_size} devices"
     timeout = override(r, "actor_rollout_ref.nccl_timeout", r.trainer.timeout_s)
     if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout < MIN_TIMEOUT_S:
-        add("startup-timeout", "trainer.timeout_s", timeout,
+        add(
+            "startup-timeout",
+            "trainer.timeout_s",
+            timeout,
             f"{scale}: loading, offloading and the first weight sync outlast a {timeout} s collective "
             "timeout; the barrier times out before step 1",
-            f"set trainer.timeout_s to {MIN_TIMEOUT_S} or more", severity="warning")
+            f"set trainer.timeout_s to {MIN_TIMEOUT_S} or more",
+            severity="warning",
+        )
     if r.cluster.device == "npu":
         have = r.env.get("HCCL_CONNECT_TIMEOUT")
         try:
@@ -461,11 +586,15 @@ def startup_timeout(r: Recipe, f: ModelCard | None, add: Add) -> None:
         except ValueError:
             value = 0
         if value < MIN_HCCL_CONNECT_S:
-            add("startup-timeout", "env.HCCL_CONNECT_TIMEOUT", have,
+            add(
+                "startup-timeout",
+                "env.HCCL_CONNECT_TIMEOUT",
+                have,
                 f"{scale}: HCCL's connect timeout is {value} s ({'set' if have else 'default'}); building the "
                 "communicators of this many NPUs is reported to exceed it (EI0006 `Getting socket times out`)",
-                f"add `HCCL_CONNECT_TIMEOUT: \"{MIN_HCCL_CONNECT_S}\"` (or more, up to 7200) under env:",
-                severity="warning")
+                f'add `HCCL_CONNECT_TIMEOUT: "{MIN_HCCL_CONNECT_S}"` (or more, up to 7200) under env:',
+                severity="warning",
+            )
 
 
 # ---------------------------------------------------------------------------------------------------- class 15/16
@@ -513,8 +642,20 @@ def _condition(r: Recipe, f: ModelCard | None, name: str, want: Any) -> bool:
     raise ValueError(f"params/stack_rules.yaml: unknown condition {name!r}")
 
 
-CONDITIONS = ("device", "hardware", "rollout_engine", "train_engine", "moe", "linear_attention", "rollout_ep_gt",
-              "cp_gt", "enforce_eager", "routing_replay", "env", "stack")
+CONDITIONS = (
+    "device",
+    "hardware",
+    "rollout_engine",
+    "train_engine",
+    "moe",
+    "linear_attention",
+    "rollout_ep_gt",
+    "cp_gt",
+    "enforce_eager",
+    "routing_replay",
+    "env",
+    "stack",
+)
 ENTRY_KEYS = {"id", "when", "severity", "key", "message", "fix", "source"}
 
 
@@ -547,22 +688,52 @@ def known_bad(r: Recipe, f: ModelCard | None, add: Add) -> None:
         requires = entry.get("requires")
         if not requires:
             key = entry["key"]
-            value = r.env.get(key[4:]) if key.startswith("env.") else r.stack.get(key[6:]) if key.startswith(
-                "stack.") else None
+            value = (
+                r.env.get(key[4:])
+                if key.startswith("env.")
+                else r.stack.get(key[6:])
+                if key.startswith("stack.")
+                else None
+            )
             add(rule, key, value, entry["message"] + where, entry["fix"], severity=entry["severity"])
             continue
         for package, version in requires.items():
             have = r.stack.get(package)
             if have is None:
-                add(rule, f"stack.{package}", None, f"{entry['message']}; {package} is not pinned{where}",
-                    f"pin `{package}: \"{version}\"` under stack:", severity="warning")
+                add(
+                    rule,
+                    f"stack.{package}",
+                    None,
+                    f"{entry['message']}; {package} is not pinned{where}",
+                    f'pin `{package}: "{version}"` under stack:',
+                    severity="warning",
+                )
             elif have.split("@")[0].lstrip("v") != version:
-                add(rule, f"stack.{package}", have, f"{entry['message']}; the recipe pins {package} {have}{where}",
-                    f"pin `{package}: \"{version}\"`", severity=entry["severity"])
+                add(
+                    rule,
+                    f"stack.{package}",
+                    have,
+                    f"{entry['message']}; the recipe pins {package} {have}{where}",
+                    f'pin `{package}: "{version}"`',
+                    severity=entry["severity"],
+                )
 
 
-RULES = (rollout_node, dispatch_chunk, vpp_microbatches, dynamic_batch, seq_padding, linear_attention, dsa_stages,
-         weight_bucket, router_replay, rollout_backend, deprecated_keys, startup_timeout, known_bad)
+RULES = (
+    rollout_node,
+    dispatch_chunk,
+    vpp_microbatches,
+    dynamic_batch,
+    seq_padding,
+    linear_attention,
+    dsa_stages,
+    weight_bucket,
+    router_replay,
+    rollout_backend,
+    deprecated_keys,
+    startup_timeout,
+    known_bad,
+)
 
 
 def check(recipe: Recipe, facts: ModelCard | None, add: Add) -> None:

@@ -9,8 +9,8 @@ verl's own config (grpolab.verl_schema; skipped with verl=False or for train.eng
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from grpolab.problems import Problem, RecipeError
 from grpolab.recipe import load_recipe
@@ -31,13 +31,18 @@ def shadowing(recipe: Recipe) -> list[Problem]:
         if bare not in bare_rendered:
             continue
         field = field_of(bare) or "its first-class field"
-        problems.append(Problem(
-            "override-shadows", "error", f"verl_overrides.{key}", value,
-            f"{recipe.origin('verl_overrides.' + key)}: verl_overrides sets {bare!r}, which the recipe already "
-            f"renders from {field} (= {rendered.get(bare, rendered.get('+' + bare))!r}); the rules check {field}, "
-            "Hydra would take the override unchecked",
-            f"set {field} instead and remove verl_overrides.{key}",
-        ))
+        problems.append(
+            Problem(
+                "override-shadows",
+                "error",
+                f"verl_overrides.{key}",
+                value,
+                f"{recipe.origin('verl_overrides.' + key)}: verl_overrides sets {bare!r}, which the recipe already "
+                f"renders from {field} (= {rendered.get(bare, rendered.get('+' + bare))!r}); the rules check {field}, "
+                "Hydra would take the override unchecked",
+                f"set {field} instead and remove verl_overrides.{key}",
+            )
+        )
     return problems
 
 
@@ -49,9 +54,16 @@ def verl_problems(recipe: Recipe, run_compose: bool = True) -> tuple[list[Proble
 
     config = base_config(recipe.train.engine)
     if config is None:
-        return [Problem("verl-schema", "warning", "stack.verl", recipe.stack.get("verl"),
-                        "verl is not installed here: the rendered overrides were not checked against its config",
-                        "pip install verl (see README) to check before launch")], True
+        return [
+            Problem(
+                "verl-schema",
+                "warning",
+                "stack.verl",
+                recipe.stack.get("verl"),
+                "verl is not installed here: the rendered overrides were not checked against its config",
+                "pip install verl (see README) to check before launch",
+            )
+        ], True
     grad_ok = has_key(config, "actor_rollout_ref.actor.megatron.grad_offload")
     # the renderer applies verl_overrides last and unchanged, so they are the user's own keys to check
     problems = static_problems(recipe, config, dict(recipe.verl_overrides))
@@ -60,9 +72,16 @@ def verl_problems(recipe: Recipe, run_compose: bool = True) -> tuple[list[Proble
     if run_compose and not any(p.severity == "error" for p in problems):
         message = compose(launch.overrides)
         if message:
-            problems.append(Problem("verl-schema", "error", "verl_overrides", None,
-                                    f"verl {verl_version()} rejects the rendered launch: {message}",
-                                    "fix the key Hydra names (see `grpolab render` for the overrides)"))
+            problems.append(
+                Problem(
+                    "verl-schema",
+                    "error",
+                    "verl_overrides",
+                    None,
+                    f"verl {verl_version()} rejects the rendered launch: {message}",
+                    "fix the key Hydra names (see `grpolab render` for the overrides)",
+                )
+            )
     return problems, grad_ok
 
 

@@ -32,14 +32,40 @@ from grpolab.problems import InputError
 ARR = "actor_rollout_ref."
 LAUNCHERS = ("python", "python3", "python3.10", "python3.11", "python3.12", "torchrun", "uv", "ray")
 DEVICE_TOOLS = ("npu-smi", "nvidia-smi")
-NO_OPS = ("rm", "cp", "mv", "ln", "touch", "chmod", "chown", "kill", "pkill", "killall", "sleep", "wget", "curl",
-          "git", "ssh", "scp", "rsync", "pip", "pip3", "huggingface-cli", "hf", "modelscope", "tar", "sudo",
-          "docker", "systemctl", "ulimit")
+NO_OPS = (
+    "rm",
+    "cp",
+    "mv",
+    "ln",
+    "touch",
+    "chmod",
+    "chown",
+    "kill",
+    "pkill",
+    "killall",
+    "sleep",
+    "wget",
+    "curl",
+    "git",
+    "ssh",
+    "scp",
+    "rsync",
+    "pip",
+    "pip3",
+    "huggingface-cli",
+    "hf",
+    "modelscope",
+    "tar",
+    "sudo",
+    "docker",
+    "systemctl",
+    "ulimit",
+)
 TIMEOUT_S = 60
 # env the shell itself sets, or that only points into the scratch directory: never part of a recipe
 SHELL_ENV = {"PATH", "HOME", "PWD", "OLDPWD", "SHLVL", "_", "BASH_ENV", "TMPDIR", "LINES", "COLUMNS"}
 
-RECORDER = r'''
+RECORDER = r"""
 import json, os, sys, time
 tool, argv = sys.argv[1], sys.argv[2:]
 calls = os.environ["GRPOLAB_IMPORT_CALLS"]
@@ -53,9 +79,9 @@ if tool == "npu-smi":
 if tool == "nvidia-smi":
     sys.exit(0 if device == "cuda" else 1)
 sys.exit(0)
-'''
+"""
 
-PRELUDE = r'''
+PRELUDE = r"""
 source() { if [ -e "$1" ]; then builtin source "$@"; else echo "grpolab import: skipped a missing file: $1" >&2; fi; }
 .() { source "$@"; }
 cd() { builtin cd "$@" 2>/dev/null || return 0; }
@@ -72,7 +98,7 @@ mkdir() {
 }
 tee() { cat; }
 nohup() { "$@"; }
-'''
+"""
 
 
 class ImportFailed(InputError):
@@ -101,8 +127,13 @@ class Imported:
     deprecated: list[dict] = field(default_factory=list)  # {key, value, why}: verl marks the script's key deprecated
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "recipe": self.data, "sources": self.sources, "unmapped": self.unmapped,
-                "deprecated": self.deprecated}
+        return {
+            "name": self.name,
+            "recipe": self.data,
+            "sources": self.sources,
+            "unmapped": self.unmapped,
+            "deprecated": self.deprecated,
+        }
 
 
 # ---------------------------------------------------------------------------------------------- recording
@@ -139,19 +170,33 @@ def record(script: str | Path, device: str = "npu", env: dict[str, str] | None =
         recorder.write_text(RECORDER)
         for tool in (*LAUNCHERS, *DEVICE_TOOLS):
             shim = bin_dir / tool
-            shim.write_text(f"#!/bin/bash\nexec {shlex.quote(sys.executable)} -I {shlex.quote(str(recorder))} "
-                            f"{tool} \"$@\"\n")
+            shim.write_text(
+                f'#!/bin/bash\nexec {shlex.quote(sys.executable)} -I {shlex.quote(str(recorder))} {tool} "$@"\n'
+            )
             shim.chmod(0o755)
         prelude = root / "prelude.sh"
         prelude.write_text(PRELUDE + "".join(f"{c}() {{ return 0; }}\n" for c in NO_OPS))
         run_env = {
-            "PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(root), "BASH_ENV": str(prelude),
-            "GRPOLAB_IMPORT_CALLS": str(calls), "GRPOLAB_IMPORT_ROOT": str(root), "GRPOLAB_IMPORT_DEVICE": device,
-            "LANG": "C.UTF-8", **(env or {}),
+            "PATH": f"{bin_dir}:/usr/bin:/bin",
+            "HOME": str(home),
+            "TMPDIR": str(root),
+            "BASH_ENV": str(prelude),
+            "GRPOLAB_IMPORT_CALLS": str(calls),
+            "GRPOLAB_IMPORT_ROOT": str(root),
+            "GRPOLAB_IMPORT_DEVICE": device,
+            "LANG": "C.UTF-8",
+            **(env or {}),
         }
         try:
-            proc = subprocess.run(["bash", str(path.resolve())], cwd=work, env=run_env, capture_output=True,
-                                  text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+            proc = subprocess.run(
+                ["bash", str(path.resolve())],
+                cwd=work,
+                env=run_env,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+            )
             code, stderr = proc.returncode, proc.stderr
         except subprocess.TimeoutExpired:
             code, stderr = None, f"(stopped after {TIMEOUT_S} s)"
@@ -170,93 +215,140 @@ def record(script: str | Path, device: str = "npu", env: dict[str, str] | None =
         if at is None:
             continue
         base = {"HOME", "PATH", "TMPDIR", "LANG", "BASH_ENV", *run_env}
-        exported = {k: v for k, v in rec["env"].items() if k not in SHELL_ENV and k not in base
-                    and str(root) not in v and not k.startswith("BASH_FUNC_")}
-        return Recorded(rec["tool"], argv[at + 1:], exported, stderr)
+        exported = {
+            k: v
+            for k, v in rec["env"].items()
+            if k not in SHELL_ENV and k not in base and str(root) not in v and not k.startswith("BASH_FUNC_")
+        }
+        return Recorded(rec["tool"], argv[at + 1 :], exported, stderr)
     tail = "\n".join(stderr.strip().splitlines()[-5:])
     if code not in (0, None):
         raise ImportFailed(f"{path}: the script exited with status {code} before launching verl:\n{tail}")
-    raise ImportFailed(f"{path}: no launch line: the script never ran `python3 -m verl.trainer.main_ppo ...` "
-                       f"(through python, torchrun, uv run or ray job submit)" + (f"\n{tail}" if tail else ""))
+    raise ImportFailed(
+        f"{path}: no launch line: the script never ran `python3 -m verl.trainer.main_ppo ...` "
+        f"(through python, torchrun, uv run or ray job submit)" + (f"\n{tail}" if tail else "")
+    )
 
 
 # ---------------------------------------------------------------------------------------------- mapping
 
 # verl key (actor_rollout_ref. written `arr.`) -> recipe field, for keys that map one to one
 DIRECT = {
-    "algorithm.adv_estimator": "algorithm.adv_estimator", "algorithm.use_kl_in_reward": "algorithm.use_kl_in_reward",
-    "data.train_files": "data.train_files", "data.val_files": "data.val_files",
-    "data.train_batch_size": "data.train_batch_size", "data.max_prompt_length": "data.max_prompt_length",
-    "data.max_response_length": "data.max_response_length", "data.truncation": "data.truncation",
-    "data.filter_overlong_prompts": "data.filter_overlong_prompts", "data.prompt_key": "data.prompt_key",
+    "algorithm.adv_estimator": "algorithm.adv_estimator",
+    "algorithm.use_kl_in_reward": "algorithm.use_kl_in_reward",
+    "data.train_files": "data.train_files",
+    "data.val_files": "data.val_files",
+    "data.train_batch_size": "data.train_batch_size",
+    "data.max_prompt_length": "data.max_prompt_length",
+    "data.max_response_length": "data.max_response_length",
+    "data.truncation": "data.truncation",
+    "data.filter_overlong_prompts": "data.filter_overlong_prompts",
+    "data.prompt_key": "data.prompt_key",
     "data.shuffle": "data.shuffle",
-    "arr.model.path": "model.path", "arr.model.trust_remote_code": "model.trust_remote_code",
+    "arr.model.path": "model.path",
+    "arr.model.trust_remote_code": "model.trust_remote_code",
     "arr.model.use_remove_padding": "model.use_remove_padding",
-    "arr.model.enable_gradient_checkpointing": "train.gradient_checkpointing", "arr.nccl_timeout": "trainer.timeout_s",
-    "arr.actor.optim.lr": "algorithm.lr", "arr.actor.optim.lr_warmup_steps": "algorithm.lr_warmup_steps",
-    "arr.actor.optim.weight_decay": "algorithm.weight_decay", "arr.actor.optim.clip_grad": "algorithm.grad_clip",
+    "arr.model.enable_gradient_checkpointing": "train.gradient_checkpointing",
+    "arr.nccl_timeout": "trainer.timeout_s",
+    "arr.actor.optim.lr": "algorithm.lr",
+    "arr.actor.optim.lr_warmup_steps": "algorithm.lr_warmup_steps",
+    "arr.actor.optim.weight_decay": "algorithm.weight_decay",
+    "arr.actor.optim.clip_grad": "algorithm.grad_clip",
     "arr.actor.use_torch_compile": "train.torch_compile",
-    "arr.actor.checkpoint.save_contents": "trainer.save_contents", "arr.actor.checkpoint.strict": "trainer.load_strict",
+    "arr.actor.checkpoint.save_contents": "trainer.save_contents",
+    "arr.actor.checkpoint.strict": "trainer.load_strict",
     "arr.actor.ppo_mini_batch_size": "algorithm.ppo_mini_batch_size",
     "arr.actor.ppo_micro_batch_size_per_gpu": "algorithm.micro_batch_size_per_device",
-    "arr.actor.use_dynamic_bsz": "train.dynamic_bsz", "arr.actor.ppo_max_token_len_per_gpu":
-    "train.max_token_len_per_device", "arr.actor.use_kl_loss": "algorithm.use_kl_loss",
-    "arr.actor.kl_loss_coef": "algorithm.kl_loss_coef", "arr.actor.kl_loss_type": "algorithm.kl_loss_type",
-    "arr.actor.entropy_coeff": "algorithm.entropy_coeff", "arr.actor.clip_ratio_low": "algorithm.clip_ratio_low",
-    "arr.actor.clip_ratio_high": "algorithm.clip_ratio_high", "arr.actor.clip_ratio_c": "algorithm.clip_ratio_c",
+    "arr.actor.use_dynamic_bsz": "train.dynamic_bsz",
+    "arr.actor.ppo_max_token_len_per_gpu": "train.max_token_len_per_device",
+    "arr.actor.use_kl_loss": "algorithm.use_kl_loss",
+    "arr.actor.kl_loss_coef": "algorithm.kl_loss_coef",
+    "arr.actor.kl_loss_type": "algorithm.kl_loss_type",
+    "arr.actor.entropy_coeff": "algorithm.entropy_coeff",
+    "arr.actor.clip_ratio_low": "algorithm.clip_ratio_low",
+    "arr.actor.clip_ratio_high": "algorithm.clip_ratio_high",
+    "arr.actor.clip_ratio_c": "algorithm.clip_ratio_c",
     "arr.actor.loss_agg_mode": "algorithm.loss_agg_mode",
     "arr.rollout.log_prob_micro_batch_size_per_gpu": "rollout.log_prob_micro_batch_size_per_device",
     "arr.rollout.checkpoint_engine.update_weights_bucket_megabytes": "rollout.update_weights_bucket_mb",
     "arr.rollout.enable_rollout_routing_replay": "rollout.routing_replay",
     "arr.rollout.engine_kwargs.sglang.attention_backend": "rollout.attention_backend",
-    "arr.rollout.name": "rollout.engine", "arr.rollout.tensor_model_parallel_size": "rollout.tp",
-    "arr.rollout.data_parallel_size": "rollout.dp", "arr.rollout.expert_parallel_size": "rollout.ep",
-    "arr.rollout.n": "rollout.n", "arr.rollout.gpu_memory_utilization": "rollout.gpu_memory_utilization",
-    "arr.rollout.max_model_len": "rollout.max_model_len", "arr.rollout.temperature": "rollout.temperature",
-    "arr.rollout.top_p": "rollout.top_p", "arr.rollout.top_k": "rollout.top_k",
-    "arr.rollout.max_num_seqs": "rollout.max_num_seqs", "arr.rollout.max_num_batched_tokens":
-    "rollout.max_num_batched_tokens", "arr.rollout.enforce_eager": "rollout.enforce_eager",
-    "arr.rollout.load_format": "rollout.load_format", "arr.rollout.cudagraph_capture_sizes":
-    "rollout.cudagraph_capture_sizes", "arr.rollout.enable_chunked_prefill": "rollout.enable_chunked_prefill",
+    "arr.rollout.name": "rollout.engine",
+    "arr.rollout.tensor_model_parallel_size": "rollout.tp",
+    "arr.rollout.data_parallel_size": "rollout.dp",
+    "arr.rollout.expert_parallel_size": "rollout.ep",
+    "arr.rollout.n": "rollout.n",
+    "arr.rollout.gpu_memory_utilization": "rollout.gpu_memory_utilization",
+    "arr.rollout.max_model_len": "rollout.max_model_len",
+    "arr.rollout.temperature": "rollout.temperature",
+    "arr.rollout.top_p": "rollout.top_p",
+    "arr.rollout.top_k": "rollout.top_k",
+    "arr.rollout.max_num_seqs": "rollout.max_num_seqs",
+    "arr.rollout.max_num_batched_tokens": "rollout.max_num_batched_tokens",
+    "arr.rollout.enforce_eager": "rollout.enforce_eager",
+    "arr.rollout.load_format": "rollout.load_format",
+    "arr.rollout.cudagraph_capture_sizes": "rollout.cudagraph_capture_sizes",
+    "arr.rollout.enable_chunked_prefill": "rollout.enable_chunked_prefill",
     "arr.rollout.enable_prefix_caching": "rollout.enable_prefix_caching",
     "arr.rollout.free_cache_engine": "rollout.free_cache_engine",
     "arr.rollout.calculate_log_probs": "rollout.calculate_log_probs",
-    "trainer.project_name": "trainer.project", "trainer.experiment_name": "trainer.experiment",
-    "trainer.nnodes": "cluster.nnodes", "trainer.n_gpus_per_node": "cluster.devices_per_node",
-    "trainer.device": "cluster.device", "trainer.total_epochs": "trainer.total_epochs",
-    "trainer.total_training_steps": "trainer.total_steps", "trainer.save_freq": "trainer.save_freq",
-    "trainer.test_freq": "trainer.test_freq", "trainer.val_before_train": "trainer.val_before_train",
-    "trainer.logger": "trainer.logger", "trainer.resume_mode": "trainer.resume_mode",
-    "trainer.balance_batch": "trainer.balance_batch", "trainer.default_local_dir": "trainer.ckpt_dir",
-    "trainer.rollout_data_dir": "trainer.rollout_data_dir", "trainer.resume_from_path": "trainer.resume_path",
-    "arr.actor.megatron.tensor_model_parallel_size": "train.tp", "arr.actor.megatron.pipeline_model_parallel_size":
-    "train.pp", "arr.actor.megatron.context_parallel_size": "train.cp",
-    "arr.actor.megatron.expert_model_parallel_size": "train.ep", "arr.actor.megatron.expert_tensor_parallel_size":
-    "train.etp", "arr.actor.megatron.virtual_pipeline_model_parallel_size": "train.vpp",
-    "arr.actor.megatron.sequence_parallel": "train.sp", "arr.actor.megatron.param_offload": "train.param_offload",
+    "trainer.project_name": "trainer.project",
+    "trainer.experiment_name": "trainer.experiment",
+    "trainer.nnodes": "cluster.nnodes",
+    "trainer.n_gpus_per_node": "cluster.devices_per_node",
+    "trainer.device": "cluster.device",
+    "trainer.total_epochs": "trainer.total_epochs",
+    "trainer.total_training_steps": "trainer.total_steps",
+    "trainer.save_freq": "trainer.save_freq",
+    "trainer.test_freq": "trainer.test_freq",
+    "trainer.val_before_train": "trainer.val_before_train",
+    "trainer.logger": "trainer.logger",
+    "trainer.resume_mode": "trainer.resume_mode",
+    "trainer.balance_batch": "trainer.balance_batch",
+    "trainer.default_local_dir": "trainer.ckpt_dir",
+    "trainer.rollout_data_dir": "trainer.rollout_data_dir",
+    "trainer.resume_from_path": "trainer.resume_path",
+    "arr.actor.megatron.tensor_model_parallel_size": "train.tp",
+    "arr.actor.megatron.pipeline_model_parallel_size": "train.pp",
+    "arr.actor.megatron.context_parallel_size": "train.cp",
+    "arr.actor.megatron.expert_model_parallel_size": "train.ep",
+    "arr.actor.megatron.expert_tensor_parallel_size": "train.etp",
+    "arr.actor.megatron.virtual_pipeline_model_parallel_size": "train.vpp",
+    "arr.actor.megatron.sequence_parallel": "train.sp",
+    "arr.actor.megatron.param_offload": "train.param_offload",
     "arr.actor.megatron.optimizer_offload": "train.optimizer_offload",
     "arr.actor.megatron.grad_offload": "train.grad_offload",
     "arr.actor.megatron.use_distributed_optimizer": "train.distributed_optimizer",
     "arr.actor.megatron.use_dist_checkpointing": "train.use_dist_checkpointing",
     "arr.actor.megatron.dist_checkpointing_path": "train.dist_checkpointing_path",
-    "arr.actor.megatron.use_mbridge": "train.use_mbridge", "arr.actor.megatron.vanilla_mbridge": "train.vanilla_mbridge",
+    "arr.actor.megatron.use_mbridge": "train.use_mbridge",
+    "arr.actor.megatron.vanilla_mbridge": "train.vanilla_mbridge",
     "arr.actor.megatron.pad_bshd_to_minibatch_max": "train.pad_bshd_to_minibatch_max",
-    "arr.actor.megatron.dtype": "model.dtype", "arr.actor.megatron.router_replay.mode": "train.router_replay",
+    "arr.actor.megatron.dtype": "model.dtype",
+    "arr.actor.megatron.router_replay.mode": "train.router_replay",
     "arr.actor.optim.use_precision_aware_optimizer": "train.precision_aware_optimizer",
-    "arr.ref.megatron.param_offload": "train.ref_param_offload", "arr.ref.fsdp_config.param_offload":
-    "train.ref_param_offload", "arr.actor.fsdp_config.param_offload": "train.param_offload",
+    "arr.ref.megatron.param_offload": "train.ref_param_offload",
+    "arr.ref.fsdp_config.param_offload": "train.ref_param_offload",
+    "arr.actor.fsdp_config.param_offload": "train.param_offload",
     "arr.actor.fsdp_config.optimizer_offload": "train.optimizer_offload",
     "arr.actor.fsdp_config.ulysses_sequence_parallel_size": "train.ulysses_sp",
     "arr.actor.ulysses_sequence_parallel_size": "train.ulysses_sp",
 }
 OTC = "arr.actor.megatron.override_transformer_config."
 OOC = "arr.actor.optim.override_optimizer_config."
-OTC_FIELDS = {"recompute_granularity": "train.recompute.granularity", "recompute_method": "train.recompute.method",
-              "recompute_num_layers": "train.recompute.num_layers", "pipeline_model_parallel_layout": "train.pp_layout",
-              "sequence_parallel": "train.sp", "use_distributed_optimizer": "train.distributed_optimizer"}
-OOC_FIELDS = {"optimizer_cpu_offload": "train.optimizer_cpu_offload",
-              "optimizer_offload_fraction": "train.optimizer_offload_fraction",
-              "use_precision_aware_optimizer": "train.precision_aware_optimizer"}
+OTC_FIELDS = {
+    "recompute_granularity": "train.recompute.granularity",
+    "recompute_method": "train.recompute.method",
+    "recompute_num_layers": "train.recompute.num_layers",
+    "pipeline_model_parallel_layout": "train.pp_layout",
+    "sequence_parallel": "train.sp",
+    "use_distributed_optimizer": "train.distributed_optimizer",
+}
+OOC_FIELDS = {
+    "optimizer_cpu_offload": "train.optimizer_cpu_offload",
+    "optimizer_offload_fraction": "train.optimizer_offload_fraction",
+    "use_precision_aware_optimizer": "train.precision_aware_optimizer",
+}
 # keys a ref/rollout setting repeats from the actor: dropped when they agree with the field that renders them
 MIRRORS = {
     "arr.ref.use_torch_compile": "train.torch_compile",
@@ -283,7 +375,7 @@ EQUIVALENT = {
 
 def _short(key: str) -> str:
     key = key.lstrip("+")
-    return "arr." + key[len(ARR):] if key.startswith(ARR) else key
+    return "arr." + key[len(ARR) :] if key.startswith(ARR) else key
 
 
 def _set(data: dict, dotted: str, value: Any) -> None:
@@ -305,6 +397,7 @@ def _get(data: dict, dotted: str, default: Any = None) -> Any:
 
 def _card_for(model_path: str) -> str | None:
     """The model card (params/models/) whose name matches the model path's last part, e.g. Qwen/Qwen3-8B."""
+
     def squash(text: str) -> str:
         return re.sub(r"[^a-z0-9]+", "", text.lower())
 
@@ -339,11 +432,17 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
     unmapped: list[dict] = []
     verl_overrides: dict[str, Any] = {}
     env = dict(recorded.env)
-    megatron = ("megatron" in config_name or values.get("model_engine") == "megatron"
-                or values.get("actor_rollout_ref.actor.strategy") == "megatron")
+    megatron = (
+        "megatron" in config_name
+        or values.get("model_engine") == "megatron"
+        or values.get("actor_rollout_ref.actor.strategy") == "megatron"
+    )
     data.setdefault("train", {})["engine"] = "megatron" if megatron else "fsdp"
-    sources["train.engine"] = f"--config-name={config_name}" if "megatron" in config_name else (
-        "model_engine=megatron" if megatron else "no model_engine: verl's FSDP default")
+    sources["train.engine"] = (
+        f"--config-name={config_name}"
+        if "megatron" in config_name
+        else ("model_engine=megatron" if megatron else "no model_engine: verl's FSDP default")
+    )
     later: list[tuple[str, str, Any]] = []
     for key, value in values.items():
         short = _short(key)
@@ -355,10 +454,10 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
             continue
         target = DIRECT.get(short)
         if short.startswith(OTC):
-            sub = short[len(OTC):]
+            sub = short[len(OTC) :]
             target = OTC_FIELDS.get(sub) or (None if short in MIRRORS else f"train.transformer.{sub}")
         elif short.startswith(OOC):
-            sub = short[len(OOC):]
+            sub = short[len(OOC) :]
             target = OOC_FIELDS.get(sub, f"train.optimizer.{sub}")
         elif short.startswith("arr.rollout.engine_kwargs."):
             parts = short.split(".")
@@ -367,7 +466,7 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
         elif short.startswith("arr.rollout.val_kwargs."):
             target = "rollout.val_kwargs." + short.rsplit(".", 1)[1]
         elif short.startswith("data.apply_chat_template_kwargs."):
-            target = "data.chat_template_kwargs." + short[len("data.apply_chat_template_kwargs."):]
+            target = "data.chat_template_kwargs." + short[len("data.apply_chat_template_kwargs.") :]
         if short in MIRRORS:
             later.append((key, MIRRORS[short], value))
             continue
@@ -388,8 +487,13 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
                 _set(data, target, value)
                 sources[target] = raw.get(key, key)
                 continue
-        unmapped.append({"key": key, "value": value,
-                         "why": f"differs from {target} ({have!r}); verl_overrides cannot shadow a field"})
+        unmapped.append(
+            {
+                "key": key,
+                "value": value,
+                "why": f"differs from {target} ({have!r}); verl_overrides cannot shadow a field",
+            }
+        )
     # the cluster: device, hardware profile, model card
     dev = _get(data, "cluster.device") or device
     _set(data, "cluster.device", dev)
@@ -401,9 +505,14 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
         _set(data, "model.card", card)
         sources["model.card"] = f"matched the model path {model_path!r}"
     elif not (model_path and (Path(model_path) / "config.json").is_file()):
-        unmapped.append({"key": "model.card", "value": None,
-                         "why": f"no config.json at {model_path!r} and no card in params/models/ matches its name: "
-                                "set model.card, or model.path to a directory with config.json"})
+        unmapped.append(
+            {
+                "key": "model.card",
+                "value": None,
+                "why": f"no config.json at {model_path!r} and no card in params/models/ matches its name: "
+                "set model.card, or model.path to a directory with config.json",
+            }
+        )
     if verl_overrides:
         data["verl_overrides"] = verl_overrides
     if env:
@@ -416,7 +525,9 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
         note = verl_schema.deprecation(key)
         if note:
             value = arg.split("=", 1)[1] if "=" in arg else None
-            imported.deprecated.append({"key": key, "value": value, "why": f"verl {verl_schema.verl_version()}: {note}"})
+            imported.deprecated.append(
+                {"key": key, "value": value, "why": f"verl {verl_schema.verl_version()}: {note}"}
+            )
     _settle(imported, overrides, config_name)
     return imported
 
@@ -440,9 +551,15 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
 
     engine = "megatron" if _get(imported.data, "train.engine") == "megatron" else "fsdp"
     config = verl_schema.base_config(engine) or {}
-    lacking = [o for o in overrides if not o.startswith("+") and "=" in o and "." in o.split("=", 1)[0]
-               and not verl_schema.has_key(config, o.split("=", 1)[0])
-               and not verl_schema.in_free_form(config, o.split("=", 1)[0])]
+    lacking = [
+        o
+        for o in overrides
+        if not o.startswith("+")
+        and "=" in o
+        and "." in o.split("=", 1)[0]
+        and not verl_schema.has_key(config, o.split("=", 1)[0])
+        and not verl_schema.in_free_form(config, o.split("=", 1)[0])
+    ]
     upstream = verl_schema.effective([o for o in overrides if o not in lacking], config_name)
     diff: dict[str, tuple] = {}
     inert: set[str] = set()
@@ -461,23 +578,39 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
         try:
             mine = verl_schema.effective([o for o in ours if o.split("=", 1)[0] not in unknown], ours_name)
         except Exception as exc:  # hydra's own message says which key; the check reports it too
-            imported.unmapped.append({"key": "verl_overrides", "value": None,
-                                      "why": f"the imported launch does not compose: {str(exc).splitlines()[0]}"})
+            imported.unmapped.append(
+                {
+                    "key": "verl_overrides",
+                    "value": None,
+                    "why": f"the imported launch does not compose: {str(exc).splitlines()[0]}",
+                }
+            )
             return
-        diff = {k: (upstream.get(k), mine.get(k)) for k in set(upstream) | set(mine)
-                if upstream.get(k) != mine.get(k) and not _ignorable(k)}
+        diff = {
+            k: (upstream.get(k), mine.get(k))
+            for k in set(upstream) | set(mine)
+            if upstream.get(k) != mine.get(k) and not _ignorable(k)
+        }
         changed = False
         for key, (want, _) in sorted(diff.items()):
             target = DIRECT.get(_short(key)) or field_of(key)
             if not target or key in RUN_OWNED or target.startswith(("train.transformer", "train.optimizer")):
                 continue
             if target == "train.ref_param_offload" or target.startswith("rollout.val_kwargs"):
-                target = target if target == "train.ref_param_offload" else f"rollout.val_kwargs.{key.rsplit('.', 1)[1]}"
-            if want is None and target in ("algorithm.micro_batch_size_per_device",
-                                           "rollout.log_prob_micro_batch_size_per_device"):
+                target = (
+                    target if target == "train.ref_param_offload" else f"rollout.val_kwargs.{key.rsplit('.', 1)[1]}"
+                )
+            if want is None and target in (
+                "algorithm.micro_batch_size_per_device",
+                "rollout.log_prob_micro_batch_size_per_device",
+            ):
                 inert.add(key)  # the schema needs a number; with dynamic batching verl does not read it
                 continue
-            if _get(imported.data, target, "<unset>") == want or want == "???" or (want is None and not _nullable(target)):
+            if (
+                _get(imported.data, target, "<unset>") == want
+                or want == "???"
+                or (want is None and not _nullable(target))
+            ):
                 continue  # "???": verl's mandatory marker; None where the schema needs a value: keep base.yaml's
             _set(imported.data, target, want)
             imported.sources.setdefault(target, f"verl's default, which the script keeps ({key}={want!r})")
@@ -487,19 +620,30 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
     for key, (want, have) in sorted(diff.items()):
         if key in RUN_OWNED or any(u["key"] == key for u in imported.unmapped):
             continue
-        if key in inert and (upstream.get("actor_rollout_ref.actor.use_dynamic_bsz")
-                             or upstream.get("actor_rollout_ref.ref.log_prob_use_dynamic_bsz")):
+        if key in inert and (
+            upstream.get("actor_rollout_ref.actor.use_dynamic_bsz")
+            or upstream.get("actor_rollout_ref.ref.log_prob_use_dynamic_bsz")
+        ):
             continue
-        imported.unmapped.append({"key": key, "value": want,
-                                  "why": f"the imported recipe renders {have!r} where the script runs {want!r}"})
+        imported.unmapped.append(
+            {"key": key, "value": want, "why": f"the imported recipe renders {have!r} where the script runs {want!r}"}
+        )
     for o in lacking:
         key = o.split("=", 1)[0]
         kept = key in (imported.data.get("verl_overrides") or {})
-        imported.unmapped.append({
-            "key": key, "value": verl_schema.parse_overrides([o]).popitem()[1],
-            "why": f"verl {verl_schema.verl_version()} has no such key: " + (
-                "the script's own launch would fail at composition; it stays in verl_overrides, where "
-                "`grpolab check` reports it" if kept else "the renderer leaves it out")})
+        imported.unmapped.append(
+            {
+                "key": key,
+                "value": verl_schema.parse_overrides([o]).popitem()[1],
+                "why": f"verl {verl_schema.verl_version()} has no such key: "
+                + (
+                    "the script's own launch would fail at composition; it stays in verl_overrides, where "
+                    "`grpolab check` reports it"
+                    if kept
+                    else "the renderer leaves it out"
+                ),
+            }
+        )
 
 
 def _nullable(target: str) -> bool:
@@ -512,9 +656,13 @@ def _nullable(target: str) -> bool:
 
 def _ignorable(key: str) -> bool:
     """Keys verl derives from others (names, paths) that follow once their source matches."""
-    return key.endswith((".trace.project_name", ".trace.experiment_name", "prometheus.served_model_name")) or \
-        key.startswith(("actor_rollout_ref.ref.megatron.override_transformer_config.",
-                        "ray_kwargs.ray_init.runtime_env.env_vars.")) or key in EQUIVALENT
+    return (
+        key.endswith((".trace.project_name", ".trace.experiment_name", "prometheus.served_model_name"))
+        or key.startswith(
+            ("actor_rollout_ref.ref.megatron.override_transformer_config.", "ray_kwargs.ray_init.runtime_env.env_vars.")
+        )
+        or key in EQUIVALENT
+    )
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -530,16 +678,23 @@ def _flow(value: Any) -> str:
 
 def recipe_yaml(imported: Imported, script: str) -> str:
     """The recipe as YAML, each value the script set with a comment saying which override set it."""
-    lines = [f"# Imported from {script} by `grpolab import`; a comment names the script's setting behind a value.",
-             f"defaults: [{', '.join(imported.data['defaults'])}]", ""]
+    lines = [
+        f"# Imported from {script} by `grpolab import`; a comment names the script's setting behind a value.",
+        f"defaults: [{', '.join(imported.data['defaults'])}]",
+        "",
+    ]
 
     def emit(prefix: str, node: dict, indent: int) -> None:
         for key, value in node.items():
             dotted = f"{prefix}.{key}" if prefix else key
             pad = "  " * indent
             name = key if re.fullmatch(r"[A-Za-z_][\w\-]*", str(key)) else json.dumps(str(key))
-            if isinstance(value, dict) and value and prefix not in ("env", "verl_overrides") and \
-                    dotted not in ("env", "verl_overrides"):
+            if (
+                isinstance(value, dict)
+                and value
+                and prefix not in ("env", "verl_overrides")
+                and dotted not in ("env", "verl_overrides")
+            ):
                 lines.append(f"{pad}{name}:")
                 emit(dotted, value, indent + 1)
                 continue

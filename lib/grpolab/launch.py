@@ -73,8 +73,9 @@ def _git_commit() -> str | None:
     if not (PROJECT_ROOT / ".git").exists():
         return None
     try:
-        out = subprocess.run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
+        out = subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        )
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
@@ -91,8 +92,13 @@ class Plan:
     endpoint: str
 
     def describe(self) -> dict:
-        return {"recipe": self.recipe.name, "endpoint": self.endpoint, "entrypoint": self.entrypoint,
-                "env": redact(self.env, self.recipe.secrets), "notes": [n.to_dict() for n in self.launch.notes]}
+        return {
+            "recipe": self.recipe.name,
+            "endpoint": self.endpoint,
+            "entrypoint": self.entrypoint,
+            "env": redact(self.env, self.recipe.secrets),
+            "notes": [n.to_dict() for n in self.launch.notes],
+        }
 
 
 def plan(recipe: Recipe, run_dir: str | None = None, address: str | None = None) -> Plan:
@@ -117,8 +123,9 @@ def plan(recipe: Recipe, run_dir: str | None = None, address: str | None = None)
     return Plan(recipe, launch, launch.command(python), env, label)
 
 
-def submit(recipe: Recipe, address: str | None = None, run_id: str | None = None, progress=print,
-           root: Path | None = None) -> runs.Run:
+def submit(
+    recipe: Recipe, address: str | None = None, run_id: str | None = None, progress=print, root: Path | None = None
+) -> runs.Run:
     """Validate, create runs/<run_id>/, and submit the Ray job. Returns the run."""
     plan(recipe, address=address)  # raises LaunchBlocked before anything is created
     ep = cluster.endpoint(address, progress=progress)
@@ -135,8 +142,9 @@ def submit(recipe: Recipe, address: str | None = None, run_id: str | None = None
                 json.dump(secret, fh)
         python = shlex.quote(sys.executable)
         entrypoint = f"{python} -m grpolab.job_entry {shlex.quote(str(run.path))} -- {p.entrypoint}"
-        job_env.update({k: v for k, v in cluster.embedded_env().items()
-                        if k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")})
+        job_env.update(
+            {k: v for k, v in cluster.embedded_env().items() if k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}
+        )
     record = {
         "run_id": run.run_id,
         "recipe": recipe.name,
@@ -172,10 +180,21 @@ def submit(recipe: Recipe, address: str | None = None, run_id: str | None = None
             raise cluster.ClusterError(f"could not submit the job to {ep.label}: {exc}") from None
     wandb = None
     if "wandb" in recipe.trainer.logger:  # where the monitor says the wandb run is
-        wandb = {"mode": p.env.get("WANDB_MODE", "online"), "dir": f"{p.env.get('WANDB_DIR', run.path)}/wandb",
-                 "project": recipe.trainer.project}
-    run.write_status(state="PENDING", job_id=job_id, ray_address=ep.dashboard or ep.gcs, embedded=ep.embedded,
-                     recipe=recipe.name, total_steps=recipe.trainer.total_steps, started=time.time(), wandb=wandb)
+        wandb = {
+            "mode": p.env.get("WANDB_MODE", "online"),
+            "dir": f"{p.env.get('WANDB_DIR', run.path)}/wandb",
+            "project": recipe.trainer.project,
+        }
+    run.write_status(
+        state="PENDING",
+        job_id=job_id,
+        ray_address=ep.dashboard or ep.gcs,
+        embedded=ep.embedded,
+        recipe=recipe.name,
+        total_steps=recipe.trainer.total_steps,
+        started=time.time(),
+        wandb=wandb,
+    )
     progress(f"submitted run {run.run_id} to the {ep.label}; run directory: {run.path}")
     return run
 
@@ -216,8 +235,11 @@ def _driver_alive(record: dict) -> bool:
         return False
     try:
         proc = psutil.Process(pid)
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and proc.create_time() <= record.get(
-            "started", time.time()) + 1
+        return (
+            proc.is_running()
+            and proc.status() != psutil.STATUS_ZOMBIE
+            and proc.create_time() <= record.get("started", time.time()) + 1
+        )
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
 
@@ -238,14 +260,26 @@ def _finish_from_record(run: runs.Run, status: dict, why: str) -> dict:
     if "exit_code" in record:
         code = record["exit_code"]
         state = "STOPPED" if record.get("stopped") else ("SUCCEEDED" if code == 0 else "FAILED")
-        fields = {"state": state, "finalized": True, "exit_code": code, "ended": record.get("ended"),
-                  "log_tail": tail, "note": f"{why}; state from the run's own record (job.json)"}
+        fields = {
+            "state": state,
+            "finalized": True,
+            "exit_code": code,
+            "ended": record.get("ended"),
+            "log_tail": tail,
+            "note": f"{why}; state from the run's own record (job.json)",
+        }
         return run.write_status(**fields)
     if _driver_alive(record):
         return run.write_status(state="RUNNING", note=f"{why}; the job goes on (pid {record['pid']} on this machine)")
     if status.get("state") in ("PENDING", "RUNNING") or not status.get("state"):
-        return run.write_status(state="LOST", finalized=True, ended=time.time(), log_tail=tail,
-                                lost=f"{why}, and the job left no end record", note=f"{why}; the job left no end record")
+        return run.write_status(
+            state="LOST",
+            finalized=True,
+            ended=time.time(),
+            log_tail=tail,
+            lost=f"{why}, and the job left no end record",
+            note=f"{why}; the job left no end record",
+        )
     return run.write_status(note=why)
 
 
@@ -296,15 +330,19 @@ def stop_run(run: runs.Run, timeout: float = 60.0) -> dict:
     that has ended, or was lost with its head, raises NothingToStop."""
     status = refresh_status(run)
     if status.get("state") in runs.TERMINAL_STATES:
-        raise NothingToStop(f"run {run.run_id} is {status['state']}: nothing to stop"
-                            + (f" ({status['note']})" if status.get("note") else ""))
+        raise NothingToStop(
+            f"run {run.run_id} is {status['state']}: nothing to stop"
+            + (f" ({status['note']})" if status.get("note") else "")
+        )
     client = _client_for(run)
     if client is None:
         record = job_record(run)
         if not _driver_alive(record):
             status = refresh_status(run)
-            raise NothingToStop(f"cannot reach the Ray cluster of run {run.run_id} and its job does not run here; "
-                                f"the run is {status.get('state')}")
+            raise NothingToStop(
+                f"cannot reach the Ray cluster of run {run.run_id} and its job does not run here; "
+                f"the run is {status.get('state')}"
+            )
         import psutil
 
         with contextlib.suppress(psutil.NoSuchProcess):  # the head is gone: stop the orphaned job ourselves
@@ -314,8 +352,10 @@ def stop_run(run: runs.Run, timeout: float = 60.0) -> dict:
         try:  # only a job grpolab submitted for this run (its metadata), and one Ray still knows
             info = client.get_job_info(job_id)
         except Exception as exc:  # the Jobs API answers 404 for a job of an earlier head
-            raise cluster.ClusterError(f"Ray does not know job {job_id} of run {run.run_id} (the head that ran it "
-                                       f"has restarted?): {str(exc).splitlines()[0] if str(exc) else exc}") from None
+            raise cluster.ClusterError(
+                f"Ray does not know job {job_id} of run {run.run_id} (the head that ran it "
+                f"has restarted?): {str(exc).splitlines()[0] if str(exc) else exc}"
+            ) from None
         runs.check_owned(run, info)
         client.stop_job(job_id)
     deadline = time.time() + timeout

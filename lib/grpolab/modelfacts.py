@@ -71,8 +71,16 @@ def facts_from_config(config: dict, card: ModelCard | None, source: str) -> Mode
     values.setdefault("expert_params_b", 0.0)
     values["index_topk_freq"] = merged.get("index_topk_freq", values.get("index_topk_freq"))
     values["index_skip_topk_offset"] = merged.get("index_skip_topk_offset", values.get("index_skip_topk_offset"))
-    for field in ("linear_num_key_heads", "linear_num_value_heads", "full_attention_interval", "kv_lora_rank",
-                  "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "largest_tensor_mb"):
+    for field in (
+        "linear_num_key_heads",
+        "linear_num_value_heads",
+        "full_attention_interval",
+        "kv_lora_rank",
+        "qk_nope_head_dim",
+        "qk_rope_head_dim",
+        "v_head_dim",
+        "largest_tensor_mb",
+    ):
         values.setdefault(field, None)
     values.setdefault("mtp_layers", 0)
     values.setdefault("tie_word_embeddings", False)
@@ -88,35 +96,61 @@ def model_facts(recipe: Recipe) -> tuple[ModelCard | None, list[Problem]]:
         try:
             card = load_card(recipe.model.card)
         except InputError as exc:
-            problems.append(Problem("schema", "error", "model.card", recipe.model.card, str(exc),
-                                    "name a file in params/models/ (without .yaml)"))
+            problems.append(
+                Problem(
+                    "schema",
+                    "error",
+                    "model.card",
+                    recipe.model.card,
+                    str(exc),
+                    "name a file in params/models/ (without .yaml)",
+                )
+            )
         except RecipeError as exc:
             problems.extend(exc.problems)
     cfg_path = config_json(recipe.model.path)
     if cfg_path is None:
         if card is None and not problems:
-            problems.append(Problem(
-                "schema", "error", "model.card", None,
-                f"{recipe.origin('model.path')}: model.path {recipe.model.path!r} has no config.json and no card is set",
-                "set model.card to a card in params/models/, or point model.path at a model directory",
-            ))
+            problems.append(
+                Problem(
+                    "schema",
+                    "error",
+                    "model.card",
+                    None,
+                    f"{recipe.origin('model.path')}: model.path {recipe.model.path!r} has no config.json and no card is set",
+                    "set model.card to a card in params/models/, or point model.path at a model directory",
+                )
+            )
         return card, problems
     try:
         config = json.loads(cfg_path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        problems.append(Problem("schema", "error", "model.path", str(cfg_path), f"cannot read {cfg_path}: {exc}",
-                                "fix or replace the model's config.json"))
+        problems.append(
+            Problem(
+                "schema",
+                "error",
+                "model.path",
+                str(cfg_path),
+                f"cannot read {cfg_path}: {exc}",
+                "fix or replace the model's config.json",
+            )
+        )
         return card, problems
     facts = facts_from_config(config, card, str(cfg_path))
     if card is not None:
         for field in COMPARED:
             have, want = getattr(facts, field), getattr(card, field)
             if have != want:
-                problems.append(Problem(
-                    "schema", "error", "model.card", recipe.model.card,
-                    f"{cfg_path} says {field} = {have}, but card {recipe.model.card!r} says {want}: "
-                    "the path and the card describe different models",
-                    f"point model.path at {card.name}, or set model.card to the card of the model at the path "
-                    "(or null to use config.json alone)",
-                ))
+                problems.append(
+                    Problem(
+                        "schema",
+                        "error",
+                        "model.card",
+                        recipe.model.card,
+                        f"{cfg_path} says {field} = {have}, but card {recipe.model.card!r} says {want}: "
+                        "the path and the card describe different models",
+                        f"point model.path at {card.name}, or set model.card to the card of the model at the path "
+                        "(or null to use config.json alone)",
+                    )
+                )
     return facts, problems

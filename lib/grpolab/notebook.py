@@ -38,8 +38,9 @@ import threading
 import time
 import types
 import typing
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from grpolab.paths import PROJECT_ROOT, runs_dir
 from grpolab.problems import InputError, Problem, RecipeError, closest
@@ -84,8 +85,10 @@ def _display(html_text: str, text: str) -> None:
 def show_text(text: str, title: str | None = None) -> None:
     """Preformatted text (YAML, a bash script, a table) with an optional bold title."""
     head = f"<b>{html.escape(title)}</b>" if title else ""
-    _display(f"{head}<pre style='font-family:monospace;font-size:85%'>{html.escape(text)}</pre>",
-             (f"{title}\n" if title else "") + text)
+    _display(
+        f"{head}<pre style='font-family:monospace;font-size:85%'>{html.escape(text)}</pre>",
+        (f"{title}\n" if title else "") + text,
+    )
 
 
 def show_image(path: str | Path) -> None:
@@ -128,8 +131,11 @@ def problems_text(problems: Iterable[Problem]) -> str:
     lines = []
     for p in problems:
         value = p.value if isinstance(p.value, str) else repr(p.value)
-        lines += [f"{p.severity.upper():7} [{p.rule}] {p.key} = {value}", f"        {_message(p)}",
-                  f"        fix: {p.fix}"]
+        lines += [
+            f"{p.severity.upper():7} [{p.rule}] {p.key} = {value}",
+            f"        {_message(p)}",
+            f"        fix: {p.fix}",
+        ]
     n_err = sum(p.severity == "error" for p in problems)
     lines.append(f"{n_err} error(s), {len(problems) - n_err} warning(s)")
     return "\n".join(lines)
@@ -143,18 +149,29 @@ def show_problems(problems: Iterable[Problem], title: str = "problems") -> None:
     if not problems:
         _display(f"<b>{html.escape(title)}</b>: no errors, no warnings", f"{title}: no errors, no warnings")
         return
-    rows = [[p.severity, p.rule, p.key, p.value if isinstance(p.value, str) else repr(p.value), _message(p), p.fix]
-            for p in problems]
-    table = _table_html(["severity", "rule", "key", "value", "problem", "fix"], rows,
-                        [_COLOURS.get(p.severity) for p in problems])
+    rows = [
+        [p.severity, p.rule, p.key, p.value if isinstance(p.value, str) else repr(p.value), _message(p), p.fix]
+        for p in problems
+    ]
+    table = _table_html(
+        ["severity", "rule", "key", "value", "problem", "fix"], rows, [_COLOURS.get(p.severity) for p in problems]
+    )
     _display(f"<b>{html.escape(head)}</b>{table}", f"{head}\n{problems_text(problems)}")
 
 
 def show_stages(stages: list[dict]) -> None:
     """The stage table of run.ipynb: stage, result, seconds, executed copy."""
     rows = [[s["stage"], s["result"], f"{s['seconds']:.1f}", s.get("notebook") or ""] for s in stages]
-    colours = [_COLOURS["fail"] if s["result"] == "failed" else _COLOURS["skip"] if s["result"] == "skipped"
-               else _COLOURS["warn"] if "fail" in s["result"] else None for s in stages]
+    colours = [
+        _COLOURS["fail"]
+        if s["result"] == "failed"
+        else _COLOURS["skip"]
+        if s["result"] == "skipped"
+        else _COLOURS["warn"]
+        if "fail" in s["result"]
+        else None
+        for s in stages
+    ]
     text = "\n".join(f"{r[0]:14} {r[1]:8} {r[2]:>7} s  {r[3]}" for r in rows)
     _display(_table_html(["stage", "result", "seconds", "executed notebook"], rows, colours), text)
 
@@ -219,7 +236,8 @@ def _describe(annotation: Any) -> str:
         args = typing.get_args(annotation)
         return "a list" + (f" of {_describe(args[0]).removeprefix('a ')}s" if args else "")
     return {bool: "True or False", int: "an integer", float: "a number", str: "a string"}.get(
-        annotation, getattr(annotation, "__name__", str(annotation)))
+        annotation, getattr(annotation, "__name__", str(annotation))
+    )
 
 
 def _hint(name: str, annotation: Any, value: Any) -> str:
@@ -255,12 +273,16 @@ def check_parameters(ns: dict) -> dict:
             continue
         value = ns[name]
         if not _conforms(value, annotation):
-            problems.append(f"parameter {name} must be {_describe(annotation)}, got {value!r} "
-                            f"({type(value).__name__}){_hint(name, annotation, value)}")
+            problems.append(
+                f"parameter {name} must be {_describe(annotation)}, got {value!r} "
+                f"({type(value).__name__}){_hint(name, annotation, value)}"
+            )
     if problems:
         known = ", ".join(_signature(n, a) for n, a in declared.items())
-        raise NotebookStop("\n".join(problems) + f"\nthis notebook's parameters: {known}\n"
-                           'pass them with papermill -p NAME VALUE (lists: -y "overrides: [rollout.tp=16]")')
+        raise NotebookStop(
+            "\n".join(problems) + f"\nthis notebook's parameters: {known}\n"
+            'pass them with papermill -p NAME VALUE (lists: -y "overrides: [rollout.tp=16]")'
+        )
     return {name: ns[name] for name in declared}
 
 
@@ -318,9 +340,11 @@ def load(model: str, overrides: Iterable[str] = ()):
         try:
             parse_override(text)
         except InputError as exc:
-            raise NotebookStop(f"bad override {_mask_one(text)!r}: {exc}\n"
-                               "overrides are a list of dotted key=value strings: "
-                               'papermill -y "overrides: [rollout.tp=16, trainer.total_steps=40]"') from None
+            raise NotebookStop(
+                f"bad override {_mask_one(text)!r}: {exc}\n"
+                "overrides are a list of dotted key=value strings: "
+                'papermill -y "overrides: [rollout.tp=16, trainer.total_steps=40]"'
+            ) from None
     try:
         return load_recipe(model, overrides)
     except InputError as exc:
@@ -328,8 +352,9 @@ def load(model: str, overrides: Iterable[str] = ()):
     except RecipeError as exc:
         show_problems(exc.problems, title=f"recipe {model}")
         origin = f" with overrides {shown}" if shown else ""
-        raise NotebookStop(f"recipe {model!r}{origin} does not fit the schema:\n"
-                           + problems_text(exc.problems)) from None
+        raise NotebookStop(
+            f"recipe {model!r}{origin} does not fit the schema:\n" + problems_text(exc.problems)
+        ) from None
 
 
 def check_recipe(model: str, overrides: Iterable[str] = ()):
@@ -356,13 +381,20 @@ def from_script(script: str | None, model: str) -> str:
     text = recipe_yaml(imported, script)
     path = Path(tempfile.mkdtemp(prefix="grpolab-import-")) / f"{imported.name}.yaml"
     path.write_text(text)
-    show_text(text, title=f"recipe imported from {script} ({path}; `grpolab import {script}` saves it in "
-                          "params/recipes/)")
+    show_text(
+        text, title=f"recipe imported from {script} ({path}; `grpolab import {script}` saves it in params/recipes/)"
+    )
     rows = [[u["key"], repr(u["value"]), u["why"]] for u in imported.unmapped]
     plain = "\n".join(f"{k} = {v}: {why}" for k, v, why in rows) or "none: every setting of the script is reproduced"
-    _display("<b>not reproduced</b>" + (_table_html(["key", "script value", "why"], rows, [None] * len(rows))
-                                        if rows else ": none, every setting of the script is reproduced"),
-             f"not reproduced:\n{plain}")
+    _display(
+        "<b>not reproduced</b>"
+        + (
+            _table_html(["key", "script value", "why"], rows, [None] * len(rows))
+            if rows
+            else ": none, every setting of the script is reproduced"
+        ),
+        f"not reproduced:\n{plain}",
+    )
     return str(path)
 
 
@@ -428,8 +460,9 @@ def stop_on_errors(problems: list[Problem], recipe) -> None:
     """NotebookStop when any problem is an error (warnings pass)."""
     errors = [p for p in problems if p.severity == "error"]
     if errors:
-        raise NotebookStop(f"recipe {recipe.name} has {len(errors)} error(s); nothing can be launched:\n"
-                           + problems_text(errors))
+        raise NotebookStop(
+            f"recipe {recipe.name} has {len(errors)} error(s); nothing can be launched:\n" + problems_text(errors)
+        )
     print(f"recipe {recipe.name}: ready to launch ({len(problems)} warning(s))")
 
 
@@ -443,9 +476,11 @@ def preflight(recipe, address: str | None = None, timeout_s: float | None = None
 
     report = run_preflight(recipe, address=address, progress=print, timeout_s=timeout_s)
     rows = sorted(report.rows, key=lambda r: ("fail", "warn", "ok", "skip").index(r.status))
-    table = _table_html(["status", "check", "node", "detail", "fix"],
-                        [[r.status.upper(), r.check, r.node, r.detail, r.fix if r.status in ("fail", "warn") else ""]
-                         for r in rows], [_COLOURS.get(r.status) for r in rows])
+    table = _table_html(
+        ["status", "check", "node", "detail", "fix"],
+        [[r.status.upper(), r.check, r.node, r.detail, r.fix if r.status in ("fail", "warn") else ""] for r in rows],
+        [_COLOURS.get(r.status) for r in rows],
+    )
     _display(f"<b>{html.escape(report.summary())}</b>{table}", report.table())
     return report
 
@@ -458,8 +493,10 @@ def preflight_verdict(report, dry_run: bool = False) -> None:
         return
     failed = [r for r in report.rows if r.status == "fail"]
     if dry_run:  # the table above lists them with their fixes: say what they mean, not the list again
-        print(f"{DRY_RUN_FAILS.format(n=len(failed))}: listed in the table above with their fixes; "
-              "nothing will be launched, so they do not stop this dry run")
+        print(
+            f"{DRY_RUN_FAILS.format(n=len(failed))}: listed in the table above with their fixes; "
+            "nothing will be launched, so they do not stop this dry run"
+        )
         return
     lines = [f"{r.check} ({r.node}): {r.detail}" + (f"\n    fix: {r.fix}" if r.fix else "") for r in failed]
     raise NotebookStop(f"{report.summary()}\nwhat is missing:\n" + "\n".join(lines))
@@ -480,19 +517,23 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
     try:
         if dry_run:
             plan = launcher.plan(recipe, address=address)
-            show_text(json.dumps(plan.describe(), indent=2),
-                      title=f"dry run: what would be submitted to the {plan.endpoint}")
+            show_text(
+                json.dumps(plan.describe(), indent=2), title=f"dry run: what would be submitted to the {plan.endpoint}"
+            )
             launch_ = _redacted_launch(recipe)
-            show_text("\n".join(launch_.overrides) or "(none: the local trainer reads the recipe itself)",
-                      title="verl overrides")
+            show_text(
+                "\n".join(launch_.overrides) or "(none: the local trainer reads the recipe itself)",
+                title="verl overrides",
+            )
             show_text(to_sh(launch_, recipe), title="bash script (grpolab render --format sh)")
             print("dry run: nothing was submitted")
             return None
         run = launcher.submit(recipe, address=address, run_id=run_id, progress=print)
     except launcher.LaunchBlocked as exc:
         show_problems(exc.problems, title=f"recipe {recipe.name}")
-        raise NotebookStop(f"recipe {recipe.name} has errors; nothing was submitted:\n"
-                           + problems_text(exc.problems)) from None
+        raise NotebookStop(
+            f"recipe {recipe.name} has errors; nothing was submitted:\n" + problems_text(exc.problems)
+        ) from None
     except cluster.ClusterError as exc:
         raise NotebookStop(str(exc)) from None
     except (ValueError, FileExistsError) as exc:
@@ -576,8 +617,10 @@ def find_run(run_id: str | None = None):
     if run_id is None:
         found = list_runs()
         if not found:
-            raise NotebookStop(f"no runs under {runs_dir()} yet: launch one with 03_launch.ipynb, run.ipynb or "
-                               "`grpolab run tiny`, or pass run_id")
+            raise NotebookStop(
+                f"no runs under {runs_dir()} yet: launch one with 03_launch.ipynb, run.ipynb or "
+                "`grpolab run tiny`, or pass run_id"
+            )
         run = found[-1]
         print(f"the latest run: {run.run_id}")
         return run
@@ -618,8 +661,10 @@ def show_run(run, picture: bool = True, dashboard=None) -> dict:
     from grpolab.monitor.summary import RunMonitor, format_html
 
     if dashboard is not None:
-        print(f"run {run.run_id}: the dashboard above follows it live; its picture and summary stay in this "
-              "notebook when the run ends")
+        print(
+            f"run {run.run_id}: the dashboard above follows it live; its picture and summary stay in this "
+            "notebook when the run ends"
+        )
         return dashboard.data or {}
     monitor = RunMonitor(run)
     data = monitor.update(png=_curves_path(run) if picture else None)
@@ -674,9 +719,11 @@ def show_figures(run) -> None:
         print(f"run {run.run_id} logged no metrics")
         return
     text = "\n".join(f"{r[0]:8} {r[1]} (step {r[2]}) -> {r[3]} (step {r[4]})" for r in rows)
-    _display(f"<b>final figures of {html.escape(run.run_id)}</b> (last step {fig.get('last_step')})"
-             + _table_html(["metric", "first", "at step", "last", "at step"], rows, [None] * len(rows)),
-             f"final figures of {run.run_id} (last step {fig.get('last_step')})\n{text}")
+    _display(
+        f"<b>final figures of {html.escape(run.run_id)}</b> (last step {fig.get('last_step')})"
+        + _table_html(["metric", "first", "at step", "last", "at step"], rows, [None] * len(rows)),
+        f"final figures of {run.run_id} (last step {fig.get('last_step')})\n{text}",
+    )
 
 
 # ------------------------------------------------------------------------------------------------ run.ipynb
@@ -770,10 +817,16 @@ class Stages:
         label = self.run_id or f"{self.recipe.name}-dry-run"
         self.scratch = Path(tempfile.mkdtemp(prefix=f"grpolab-{label}-"))
         self.stages: list[dict] = []
-        where = f"{runs_dir() / self.run_id / 'notebooks'} (once 03_launch created the run)" if self.run_id \
+        where = (
+            f"{runs_dir() / self.run_id / 'notebooks'} (once 03_launch created the run)"
+            if self.run_id
             else f"{self.scratch} (a dry run has no run directory)"
-        print(f"recipe {self.recipe.name}" + (f", run {self.run_id}" if self.run_id else ", dry run")
-              + f"\nexecuted stage notebooks: {where}")
+        )
+        print(
+            f"recipe {self.recipe.name}"
+            + (f", run {self.run_id}" if self.run_id else ", dry run")
+            + f"\nexecuted stage notebooks: {where}"
+        )
 
     @property
     def run_dir(self) -> Path | None:
@@ -818,8 +871,11 @@ class Stages:
         self.stages.append(entry)
         print(f"{stage}: running ...", flush=True)
         if stage in NEEDS_RUN:
-            print(f"  meanwhile, watch it with `grpolab monitor {self.run_id}` or in 04_monitor.ipynb "
-                  f"(run_id {self.run_id!r})", flush=True)
+            print(
+                f"  meanwhile, watch it with `grpolab monitor {self.run_id}` or in 04_monitor.ipynb "
+                f"(run_id {self.run_id!r})",
+                flush=True,
+            )
         start = time.perf_counter()
         error = None
         real: dict[str, str] = {}
@@ -830,9 +886,16 @@ class Stages:
         def execute() -> None:
             nonlocal error
             try:
-                papermill.execute_notebook(str(source), str(output), parameters=parameters, kernel_name=KERNEL,
-                                           progress_bar=False, log_output=False, cwd=str(self.notebooks),
-                                           extra_arguments=KERNEL_ARGS)
+                papermill.execute_notebook(
+                    str(source),
+                    str(output),
+                    parameters=parameters,
+                    kernel_name=KERNEL,
+                    progress_bar=False,
+                    log_output=False,
+                    cwd=str(self.notebooks),
+                    extra_arguments=KERNEL_ARGS,
+                )
             except PapermillExecutionError as exc:
                 error = _error_of(output) or f"{exc.ename}: {exc.evalue}"
             except Exception as exc:  # the kernel died, papermill could not start it, ...
@@ -870,8 +933,9 @@ class Stages:
         _replay(Path(entry["notebook"]))
         if error:
             show_stages(self.stages)
-            raise NotebookStop(f"stage {stage} failed, so run.ipynb stopped there:\n{error}\n"
-                               f"executed notebook: {entry['notebook']}")
+            raise NotebookStop(
+                f"stage {stage} failed, so run.ipynb stopped there:\n{error}\nexecuted notebook: {entry['notebook']}"
+            )
 
     def finish(self) -> None:
         """The stage table, where the executed copies are, and for a real run the validation-accuracy curve
@@ -884,8 +948,10 @@ class Stages:
             print(f"dry run: nothing was submitted; the executed stage notebooks are in {self.scratch}")
             return
         if self.run_dir is None or not self.run_dir.is_dir():
-            print(f"no run directory {self.run_dir}: was 03_launch run? the executed stage notebooks are in "
-                  f"{self.scratch}")
+            print(
+                f"no run directory {self.run_dir}: was 03_launch run? the executed stage notebooks are in "
+                f"{self.scratch}"
+            )
             return
         run = Run(self.run_dir)
         print(f"run directory: {run.path}\nexecuted stage notebooks: {run.path / 'notebooks'}")
@@ -924,14 +990,37 @@ def show_plan(plan, top: int = 10) -> list:
     listed = planner.choices(plan, top)
     best = listed[0] if listed else None
     c, recipe = plan.recipe.cluster, plan.recipe
-    head = (f"{recipe.name} on {c.nnodes} x {c.devices_per_node} {c.hardware}: {len(plan.train)} training and "
-            f"{len(plan.rollout)} rollout layouts pass every rule; memory and times are ESTIMATES")
-    headers = ["#", "train", "pp_layout", "rollout", "train GB free (est.)", "rollout GB free (est.)",
-               "rollout s (est.)", "train s (est.)", "step s (est.)", "why"]
-    rows = [[str(i), ch.train.layout.short(), ch.train.layout.pp_layout or "even", ch.rollout.layout.short(),
-             f"{ch.train.memory_gb['headroom']:.1f}", f"{ch.rollout.memory_gb['headroom']:.1f}",
-             f"{ch.rollout.cost['total']:.0f}", f"{ch.train.cost['total']:.0f}", f"{ch.total:.0f}",
-             planner.why(ch, best)] for i, ch in enumerate(listed, 1)]
+    head = (
+        f"{recipe.name} on {c.nnodes} x {c.devices_per_node} {c.hardware}: {len(plan.train)} training and "
+        f"{len(plan.rollout)} rollout layouts pass every rule; memory and times are ESTIMATES"
+    )
+    headers = [
+        "#",
+        "train",
+        "pp_layout",
+        "rollout",
+        "train GB free (est.)",
+        "rollout GB free (est.)",
+        "rollout s (est.)",
+        "train s (est.)",
+        "step s (est.)",
+        "why",
+    ]
+    rows = [
+        [
+            str(i),
+            ch.train.layout.short(),
+            ch.train.layout.pp_layout or "even",
+            ch.rollout.layout.short(),
+            f"{ch.train.memory_gb['headroom']:.1f}",
+            f"{ch.rollout.memory_gb['headroom']:.1f}",
+            f"{ch.rollout.cost['total']:.0f}",
+            f"{ch.train.cost['total']:.0f}",
+            f"{ch.total:.0f}",
+            planner.why(ch, best),
+        ]
+        for i, ch in enumerate(listed, 1)
+    ]
     rejected = ", ".join(f"{rule} {n}" for rule, n in sorted(plan.rejected.items(), key=lambda kv: -kv[1]))
     foot = f"rejected by rule: {rejected or 'none'}"
     table = _table_html(headers, rows, [None if ch.fits else _COLOURS["warning"] for ch in listed])
@@ -961,12 +1050,21 @@ def plot_plan(plan, path: str | Path | None = None) -> Path | None:
         pts = [(ch.total, ch.train.memory_gb["total"]) for ch in every if ch.fits == fits]
         if pts:
             ax.scatter(*zip(*pts), s=10, alpha=0.6, color=colour, label=label)
-    ax.scatter([every[0].total], [every[0].train.memory_gb["total"]], s=80, marker="*", color="#1a9e3a",
-               label="best", zorder=3)
+    ax.scatter(
+        [every[0].total], [every[0].train.memory_gb["total"]], s=80, marker="*", color="#1a9e3a", label="best", zorder=3
+    )
     own = planner.own_choice(plan)
     if own is not None:
-        ax.scatter([own.total], [own.train.memory_gb["total"]], s=60, marker="D", facecolors="none",
-                   edgecolors="black", label="the recipe's layout", zorder=3)
+        ax.scatter(
+            [own.total],
+            [own.train.memory_gb["total"]],
+            s=60,
+            marker="D",
+            facecolors="none",
+            edgecolors="black",
+            label="the recipe's layout",
+            zorder=3,
+        )
     ax.axhline(plan.recipe.cluster.device_memory_gb, color="grey", linewidth=0.8, linestyle="--")
     ax.set_xlabel("estimated step time, s (rollout + training)")
     ax.set_ylabel("estimated training GB per device")
@@ -1005,16 +1103,21 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
     recipe = planner.load(model, None, hardware, list(overrides))
     nodes = widgets.BoundedIntText(value=recipe.cluster.nnodes, min=1, max=4096, description="nodes")
     prompt = widgets.BoundedIntText(value=recipe.data.max_prompt_length, min=1, max=10_000_000, description="prompt")
-    response = widgets.BoundedIntText(value=recipe.data.max_response_length, min=1, max=10_000_000,
-                                      description="response")
+    response = widgets.BoundedIntText(
+        value=recipe.data.max_response_length, min=1, max=10_000_000, description="response"
+    )
     button = widgets.Button(description="plan")
     out = widgets.Output()
 
     def replan(_=None) -> None:
         out.clear_output()
         with out:
-            sets = [*overrides, f"data.max_prompt_length={prompt.value}", f"data.max_response_length={response.value}",
-                    f"rollout.max_model_len={prompt.value + response.value}"]
+            sets = [
+                *overrides,
+                f"data.max_prompt_length={prompt.value}",
+                f"data.max_response_length={response.value}",
+                f"rollout.max_model_len={prompt.value + response.value}",
+            ]
             try:
                 p = plan_layouts(model, nodes.value, hardware, sets)
             except NotebookStop as exc:
@@ -1045,9 +1148,11 @@ def plan_verdict(plan, strict: bool = True) -> list[str]:
     else:
         c = plan.recipe.cluster
         smallest = planner.smallest_cluster(*plan.inputs) if plan.inputs else None
-        message = (f"no layout fits {c.nnodes} x {c.devices_per_node} {c.hardware}; "
-                   + (f"the smallest cluster that fits is {smallest} nodes (nodes = {smallest})" if smallest
-                      else f"none fits up to {planner.SEARCH_NODES[-1]} nodes"))
+        message = f"no layout fits {c.nnodes} x {c.devices_per_node} {c.hardware}; " + (
+            f"the smallest cluster that fits is {smallest} nodes (nodes = {smallest})"
+            if smallest
+            else f"none fits up to {planner.SEARCH_NODES[-1]} nodes"
+        )
     if strict:
         raise NotebookStop(message)
     print(message)

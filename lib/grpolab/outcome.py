@@ -27,8 +27,9 @@ def describe_outcome(run: Run, status: dict) -> str:
     for label in ("reward", "val_acc"):
         if label in fig:
             f = fig[label]
-            lines.append(f"{label:8} {f['first']:.3f} (step {f['first_step']}) -> {f['last']:.3f} "
-                         f"(step {f['last_step']})")
+            lines.append(
+                f"{label:8} {f['first']:.3f} (step {f['first_step']}) -> {f['last']:.3f} (step {f['last_step']})"
+            )
     from grpolab.monitor.summary import failure_of
 
     failure = failure_of(run, status)

@@ -35,10 +35,10 @@ import math
 import re
 import shlex
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable
 
 from grpolab import memory, pplayout
 from grpolab.modelfacts import model_facts
@@ -84,8 +84,11 @@ class TrainLayout:
     def short(self) -> str:
         if self.fsdp:
             return f"fsdp sp{self.sp}" + self._offload()
-        return f"tp{self.tp} pp{self.pp} cp{self.cp} ep{self.ep} etp{self.etp}" + (
-            f" vpp{self.vpp}" if self.vpp > 1 else "") + self._offload()
+        return (
+            f"tp{self.tp} pp{self.pp} cp{self.cp} ep{self.ep} etp{self.etp}"
+            + (f" vpp{self.vpp}" if self.vpp > 1 else "")
+            + self._offload()
+        )
 
     def _offload(self) -> str:
         if not (self.param_offload or self.optimizer_offload):
@@ -111,7 +114,9 @@ def overrides_of(train: TrainLayout | None, rollout: RolloutLayout | None) -> li
     out = []
     if train is not None:
         for key, value in train_fields(train).items():
-            out.append(f"train.{key}={'null' if value is None else str(value).lower() if isinstance(value, bool) else value}")
+            out.append(
+                f"train.{key}={'null' if value is None else str(value).lower() if isinstance(value, bool) else value}"
+            )
     if rollout is not None:
         out += [f"rollout.{key}={getattr(rollout, key)}" for key in ROLLOUT_KEYS]
     return out
@@ -222,7 +227,7 @@ def train_space(recipe: Recipe, facts: ModelCard) -> Iterable[TrainLayout]:
     for tp in (d for d in divisors(world) if d <= dpn):
         for cp in (d for d in divisors(world) if tp * d <= dpn and (d == 1 or seq // d >= MIN_CP_CHUNK)):
             for pp in (d for d in divisors(world) if d <= facts.num_layers):
-                for vpp in ((1, 2) if pp > 1 else (1,)):
+                for vpp in (1, 2) if pp > 1 else (1,):
                     if pp * vpp > facts.num_layers:
                         continue
                     own = t.pp_layout if (t.pp, t.vpp) == (pp, vpp) else None
@@ -270,8 +275,9 @@ def train_memory(recipe: Recipe, facts: ModelCard, train: TrainLayout) -> dict:
     fp32 logits of the last stage."""
     est = memory.estimate(apply(recipe, train=train), facts, grad_offload_supported=False)
     t = recipe.train
-    tokens = (t.max_token_len_per_device if t.dynamic_bsz else recipe.algorithm.micro_batch_size_per_device
-              * _seq(recipe)) / train.cp
+    tokens = (
+        t.max_token_len_per_device if t.dynamic_bsz else recipe.algorithm.micro_batch_size_per_device * _seq(recipe)
+    ) / train.cp
     h, layers = facts.hidden_size, math.ceil(facts.num_layers / train.pp)
     # sequence parallel splits the activations over TP (megatron) or over the Ulysses group (fsdp)
     shard = train.sp if t.engine == "fsdp" else train.tp if train.sp > 1 else 1
@@ -287,9 +293,15 @@ def train_memory(recipe: Recipe, facts: ModelCard, train: TrainLayout) -> dict:
         acts = full * layers * in_flight
     logits = 4 * tokens * facts.vocab_size / train.tp
     total = est.weights_gb + est.grads_gb + est.optimizer_gb + (acts + logits) / GB
-    return {"weights": est.weights_gb, "grads": est.grads_gb, "optimizer": est.optimizer_gb,
-            "activations": (acts + logits) / GB, "total": total, "device": est.device_gb,
-            "headroom": est.device_gb * (1 - memory.HEADROOM) - total}
+    return {
+        "weights": est.weights_gb,
+        "grads": est.grads_gb,
+        "optimizer": est.optimizer_gb,
+        "activations": (acts + logits) / GB,
+        "total": total,
+        "device": est.device_gb,
+        "headroom": est.device_gb * (1 - memory.HEADROOM) - total,
+    }
 
 
 def kv_bytes_per_token(facts: ModelCard, tp: int) -> float:
@@ -310,9 +322,13 @@ def rollout_memory(recipe: Recipe, facts: ModelCard, rollout: RolloutLayout) -> 
     per_seq = kv_bytes_per_token(facts, rollout.tp) * seq / GB
     kv_room = est.rollout_budget_gb - est.rollout_weights_gb
     concurrency = int(max(kv_room, 0) // per_seq) if per_seq else ro.max_num_seqs
-    return {"weights": est.rollout_weights_gb, "kv_cache": per_seq * ro.max_num_seqs,
-            "budget": est.rollout_budget_gb, "headroom": kv_room - per_seq,
-            "concurrency": min(concurrency, ro.max_num_seqs)}
+    return {
+        "weights": est.rollout_weights_gb,
+        "kv_cache": per_seq * ro.max_num_seqs,
+        "budget": est.rollout_budget_gb,
+        "headroom": kv_room - per_seq,
+        "concurrency": min(concurrency, ro.max_num_seqs),
+    }
 
 
 # ---------------------------------------------------------------------------------------------- cost model
@@ -353,8 +369,9 @@ def train_cost(recipe: Recipe, facts: ModelCard, train: TrainLayout, mem: dict) 
         parts["tp_comm"] = fwd * layers * 4 * (volume / _bw(recipe, train.tp) + lat * micro)
     if train.cp > 1:
         kv = MLA_KV_VALUES if facts.attention == "mla" else 2 * max(facts.num_kv_heads // train.tp, 1) * facts.head_dim
-        parts["cp_comm"] = fwd * layers * ((train.cp - 1) * t_dev * kv * 2 / _bw(recipe, train.tp * train.cp)
-                                           + 2 * lat * micro)
+        parts["cp_comm"] = (
+            fwd * layers * ((train.cp - 1) * t_dev * kv * 2 / _bw(recipe, train.tp * train.cp) + 2 * lat * micro)
+        )
     moe_layers = (facts.num_layers - facts.dense_layers) / train.pp if facts.num_experts else 0
     if train.ep > 1 and moe_layers:
         routed = t_dev / train.tp * facts.active_experts  # sequence parallel: each TP rank routes its share
@@ -378,8 +395,11 @@ def _finish(parts: dict, train: TrainLayout, recipe: Recipe, mem: dict, facts: M
     pipelined = sum(parts.values()) - parts.get("dp_sync", 0.0)
     stages = train.pp * train.vpp
     if stages > 1:  # the slowest stage sets the pace: its layers over the average
-        layers = (max(s.layers for s in pplayout.parse(train.pp_layout)) if train.pp_layout
-                  else math.ceil(facts.num_layers / stages))
+        layers = (
+            max(s.layers for s in pplayout.parse(train.pp_layout))
+            if train.pp_layout
+            else math.ceil(facts.num_layers / stages)
+        )
         imbalance = layers * stages / facts.num_layers - 1
         if imbalance > 0:
             parts["stage_imbalance"] = pipelined * imbalance
@@ -442,8 +462,11 @@ class Scored:
 
     @property
     def fits(self) -> bool:
-        return self.memory_gb["headroom"] >= 0 if "concurrency" not in self.memory_gb else (
-            self.memory_gb["concurrency"] >= 1)
+        return (
+            self.memory_gb["headroom"] >= 0
+            if "concurrency" not in self.memory_gb
+            else (self.memory_gb["concurrency"] >= 1)
+        )
 
     def key(self) -> tuple:
         return (not self.fits, self.cost["total"])
@@ -466,7 +489,9 @@ class Plan:
         return bool(self.train) and bool(self.rollout)
 
 
-LAYOUT_KEYS = frozenset([f"train.{k}" for k in (*TRAIN_KEYS, "sp", "ulysses_sp")] + [f"rollout.{k}" for k in ROLLOUT_KEYS])
+LAYOUT_KEYS = frozenset(
+    [f"train.{k}" for k in (*TRAIN_KEYS, "sp", "ulysses_sp")] + [f"rollout.{k}" for k in ROLLOUT_KEYS]
+)
 
 
 def is_layout(p: Problem) -> bool:
@@ -482,8 +507,9 @@ def _side(p: Problem) -> str:
 
 def _screen(recipe: Recipe, facts: ModelCard, make, side: str, rejected: Counter) -> bool:
     """Do the rules of this side pass? Counts the rules that fail, once per rule id."""
-    errors = {p.rule for p in layout_problems(make(), facts)
-              if p.severity == "error" and is_layout(p) and _side(p) == side}
+    errors = {
+        p.rule for p in layout_problems(make(), facts) if p.severity == "error" and is_layout(p) and _side(p) == side
+    }
     rejected.update(errors)
     return not errors
 
@@ -522,7 +548,9 @@ def plan(recipe: Recipe) -> Plan:
             scored = Scored(layout, memo[key], {})
             if scored.memory_gb["headroom"] >= 0:
                 break
-        if not _screen(recipe, facts, lambda: apply(recipe, train=scored.layout), "train", result.rejected):
+        if not _screen(
+            recipe, facts, lambda scored=scored: apply(recipe, train=scored.layout), "train", result.rejected
+        ):
             continue
         scored.cost = train_cost(recipe, facts, scored.layout, scored.memory_gb)
         result.train.append(scored)
@@ -530,7 +558,7 @@ def plan(recipe: Recipe) -> Plan:
     if recipe.train.engine != "trl":
         for cand in rollout_space(recipe):
             n_rollout += 1
-            if _screen(recipe, facts, lambda: apply(recipe, rollout=cand), "rollout", result.rejected):
+            if _screen(recipe, facts, lambda cand=cand: apply(recipe, rollout=cand), "rollout", result.rejected):
                 mem = rollout_memory(recipe, facts, cand)
                 result.rollout.append(Scored(cand, mem, rollout_cost(recipe, facts, cand, mem)))
     else:
@@ -617,9 +645,13 @@ def to_dict(choice: Choice, best: Choice | None = None) -> dict:
         "train": train_fields(choice.train.layout),
         "rollout": {k: getattr(choice.rollout.layout, k) for k in ROLLOUT_KEYS},
         "memory_gb": {"train": r(choice.train.memory_gb), "rollout": r(choice.rollout.memory_gb), "kind": ESTIMATE},
-        "est_step_s": {"rollout": round(choice.rollout.cost["total"], 1), "train": round(choice.train.cost["total"], 1),
-                       "total": round(choice.total, 1), "parts": {"rollout": r(choice.rollout.cost),
-                                                                  "train": r(choice.train.cost)}, "kind": ESTIMATE},
+        "est_step_s": {
+            "rollout": round(choice.rollout.cost["total"], 1),
+            "train": round(choice.train.cost["total"], 1),
+            "total": round(choice.total, 1),
+            "parts": {"rollout": r(choice.rollout.cost), "train": r(choice.train.cost)},
+            "kind": ESTIMATE,
+        },
         "fits": choice.fits,
         "recipe_layout": choice.own,
         "why": why(choice, best),
@@ -642,8 +674,11 @@ def hardware_overrides(profile: str) -> list[str]:
 
 def is_model(ref: str) -> bool:
     """A model card name (params/models/) that is not also a recipe name."""
-    return ("/" not in ref and not (params_dir() / "recipes" / f"{ref}.yaml").is_file()
-            and (params_dir() / "models" / f"{ref}.yaml").is_file())
+    return (
+        "/" not in ref
+        and not (params_dir() / "recipes" / f"{ref}.yaml").is_file()
+        and (params_dir() / "models" / f"{ref}.yaml").is_file()
+    )
 
 
 def load(ref: str, nodes: int | None = None, hardware: str | None = None, overrides: Iterable[str] = ()) -> Recipe:
@@ -683,7 +718,8 @@ def smallest_cluster(ref: str, hardware: str | None, overrides: Iterable[str]) -
         if nodes == 1:
             c, (dense, _, _) = p.recipe.cluster, _split(p.facts)
             if dense * memory.DTYPE_BYTES[p.recipe.model.dtype] / c.devices_per_node / GB > (
-                    c.device_memory_gb * p.recipe.rollout.gpu_memory_utilization):
+                c.device_memory_gb * p.recipe.rollout.gpu_memory_utilization
+            ):
                 return None
         if p.possible and any(t.fits for t in p.train) and any(r.fits for r in p.rollout):
             return nodes
@@ -693,8 +729,9 @@ def smallest_cluster(ref: str, hardware: str | None, overrides: Iterable[str]) -
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def write_recipe(name: str, ref: str, choice: Choice, recipe: Recipe, hardware: str | None,
-                 overrides: Iterable[str]) -> Path:
+def write_recipe(
+    name: str, ref: str, choice: Choice, recipe: Recipe, hardware: str | None, overrides: Iterable[str]
+) -> Path:
     """params/recipes/<name>.yaml: the chosen layout layered on the recipe given (never overwrites)."""
     import yaml
 
@@ -707,23 +744,31 @@ def write_recipe(name: str, ref: str, choice: Choice, recipe: Recipe, hardware: 
         parents = ["base", f"hardware/{hardware or 'ascend-a3'}"]
     else:
         src = Path(recipe.files[-1])
-        inside = (params_dir() / "recipes" / f"{src.stem}.yaml")
-        parents = [f"recipes/{src.stem}" if inside.is_file() and (
-            params_dir().parent / src).resolve() == inside.resolve() else str((params_dir().parent / src).resolve())]
+        inside = params_dir() / "recipes" / f"{src.stem}.yaml"
+        parents = [
+            f"recipes/{src.stem}"
+            if inside.is_file() and (params_dir().parent / src).resolve() == inside.resolve()
+            else str((params_dir().parent / src).resolve())
+        ]
     if hardware and not is_model(ref):
         parents.append(f"hardware/{hardware}")  # a later parent wins: the profile replaces the recipe's cluster
     data: dict = {"defaults": parents}
-    for text in overrides_of(choice.train.layout, choice.rollout.layout) + [
-            f"cluster.nnodes={recipe.cluster.nnodes}"] + ([f"model.card={ref}", "model.path="] if is_model(ref)
-                                                          else []) + list(overrides):
+    for text in (
+        overrides_of(choice.train.layout, choice.rollout.layout)
+        + [f"cluster.nnodes={recipe.cluster.nnodes}"]
+        + ([f"model.card={ref}", "model.path="] if is_model(ref) else [])
+        + list(overrides)
+    ):
         key, raw = text.split("=", 1)
         node = data
         for part in key.split(".")[:-1]:
             node = node.setdefault(part, {})
         node[key.split(".")[-1]] = yaml.safe_load(raw) if raw.strip() else ""
-    header = (f"# {name}: {recipe.name} with the layout `grpolab plan` ranked first on {recipe.cluster.nnodes} x "
-              f"{recipe.cluster.devices_per_node} {recipe.cluster.hardware} (ranked by an estimate, not a "
-              "measurement)\n")
+    header = (
+        f"# {name}: {recipe.name} with the layout `grpolab plan` ranked first on {recipe.cluster.nnodes} x "
+        f"{recipe.cluster.devices_per_node} {recipe.cluster.hardware} (ranked by an estimate, not a "
+        "measurement)\n"
+    )
     path.write_text(header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=110))
     return path
 
@@ -738,11 +783,16 @@ def _distance(a: tuple, b: tuple) -> float:
 def nearest(p: Plan, k: int = 2) -> tuple[list[TrainLayout], list[RolloutLayout]]:
     """The k valid training and rollout layouts nearest the recipe's own (fewest doublings away), best first."""
     own_t, own_r = train_of(p.recipe), rollout_of(p.recipe)
-    t_key = lambda s: (not s.fits, _distance(s.layout.parallel()[:6], own_t.parallel()[:6]),  # noqa: E731
-                       s.layout.pp_layout != own_t.pp_layout,
-                       (s.layout.param_offload, s.layout.optimizer_offload) != (own_t.param_offload,
-                                                                                own_t.optimizer_offload),
-                       s.cost["total"])
+
+    def t_key(s):
+        return (
+            not s.fits,
+            _distance(s.layout.parallel()[:6], own_t.parallel()[:6]),
+            s.layout.pp_layout != own_t.pp_layout,
+            (s.layout.param_offload, s.layout.optimizer_offload) != (own_t.param_offload, own_t.optimizer_offload),
+            s.cost["total"],
+        )
+
     r_key = lambda s: (not s.fits, _distance(astuple_r(s.layout), astuple_r(own_r)), s.cost["total"])  # noqa
     return ([s.layout for s in sorted(p.train, key=t_key)[:k]], [s.layout for s in sorted(p.rollout, key=r_key)[:k]])
 
@@ -773,11 +823,15 @@ def with_layout_fixes(recipe: Recipe, problems: list[Problem]) -> list[Problem]:
                 if changed:
                     sets.append(" ".join(f"--set {shlex.quote(o)}" for o in changed))
             if sets:
-                q = replace(q, fix=f"{q.fix}; or a whole valid {side} layout nearest yours (grpolab plan): "
-                                   + " | ".join(sets))
+                q = replace(
+                    q, fix=f"{q.fix}; or a whole valid {side} layout nearest yours (grpolab plan): " + " | ".join(sets)
+                )
             elif not (p.train if side == "train" else p.rollout):
-                q = replace(q, fix=f"{q.fix}; no {side} layout passes on this cluster: `grpolab plan` names the "
-                                   "smallest cluster that fits")
+                q = replace(
+                    q,
+                    fix=f"{q.fix}; no {side} layout passes on this cluster: `grpolab plan` names the "
+                    "smallest cluster that fits",
+                )
         out.append(q)
     return out
 

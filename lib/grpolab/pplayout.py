@@ -100,11 +100,12 @@ def first_last_sizes(num_layers: int, pp: int, vpp: int, transformer: dict) -> l
         middle = pp - (first is not None) - (last is not None)
         remaining = total - (first or 0) - (last or 0)
         if remaining < 0 or (middle == 0 and remaining):
-            return (f"first + last stage layers ({first or 0} + {last or 0}) do not add up to the model's "
-                    f"{total} layers")
+            return f"first + last stage layers ({first or 0} + {last or 0}) do not add up to the model's {total} layers"
         if middle and remaining % middle:
-            return (f"the {remaining} layers left after the first/last stages ({first}, {last}) are not divisible "
-                    f"by the {middle} middle stages")
+            return (
+                f"the {remaining} layers left after the first/last stages ({first}, {last}) are not divisible "
+                f"by the {middle} middle stages"
+            )
         per = remaining // middle if middle else 0
         stages = [per] * pp
         if first is not None:

@@ -8,18 +8,46 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 Severity = Literal["error", "warning"]
 
 RULES = (
-    "schema", "world-divisible", "expert-divisible", "heads-tp", "kv-heads-tp", "experts-ep", "pp-layers",
-    "pp-layout", "rollout-world", "rollout-ep", "rollout-heads", "batch-divisible", "mini-batch", "lengths",
-    "env-required", "stack", "engine-support", "verl-schema", "unknown-override", "memory",
+    "schema",
+    "world-divisible",
+    "expert-divisible",
+    "heads-tp",
+    "kv-heads-tp",
+    "experts-ep",
+    "pp-layers",
+    "pp-layout",
+    "rollout-world",
+    "rollout-ep",
+    "rollout-heads",
+    "batch-divisible",
+    "mini-batch",
+    "lengths",
+    "env-required",
+    "stack",
+    "engine-support",
+    "verl-schema",
+    "unknown-override",
+    "memory",
     # learned from real failures (grpolab.field_rules, params/stack_rules.yaml)
-    "rollout-node", "dispatch-chunk", "vpp-microbatches", "dynamic-batch", "seq-padding", "linear-attention",
-    "weight-bucket", "router-replay", "rollout-backend", "deprecated-key", "startup-timeout", "known-bad",
+    "rollout-node",
+    "dispatch-chunk",
+    "vpp-microbatches",
+    "dynamic-batch",
+    "seq-padding",
+    "linear-attention",
+    "weight-bucket",
+    "router-replay",
+    "rollout-backend",
+    "deprecated-key",
+    "startup-timeout",
+    "known-bad",
 )
 
 RULES += ("override-shadows",)  # a verl_overrides key replacing what a first-class field renders (grpolab.gate)

@@ -13,8 +13,9 @@ from __future__ import annotations
 import copy
 import re
 import typing
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -26,6 +27,7 @@ from grpolab.schema import ModelCard, Recipe
 LOADER_KEYS = ("defaults", "per_device")  # directives the loader consumes; not recipe data
 MAX_DEPTH = 2
 CLI = "--set"
+
 
 def _rel(path: Path) -> str:
     """A path as users know it: relative to the project (params/...) when it is inside."""
@@ -49,13 +51,20 @@ class _Constructor(yaml.constructor.SafeConstructor):
             for key_node, _ in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
                     continue
-                key = self.construct_scalar(key_node) if key_node.tag == "tag:yaml.org,2002:str" else \
-                    self.construct_object(key_node)
+                key = (
+                    self.construct_scalar(key_node)
+                    if key_node.tag == "tag:yaml.org,2002:str"
+                    else self.construct_object(key_node)
+                )
                 line = key_node.start_mark.line + 1
                 if key in seen:
                     raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r}: set at line {seen[key]} and again at line {line}; "
-                        "YAML would keep only the last one: merge them into one", key_node.start_mark)
+                        None,
+                        None,
+                        f"duplicate key {key!r}: set at line {seen[key]} and again at line {line}; "
+                        "YAML would keep only the last one: merge them into one",
+                        key_node.start_mark,
+                    )
                 seen[key] = line
         return super().construct_mapping(node, deep)
 
@@ -65,8 +74,8 @@ class _Resolver(yaml.resolver.Resolver):
 
 
 _Resolver.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"))
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
+)
 
 
 try:  # the C parser (libyaml) is ten times faster: a 1 MB recipe checks in well under 2 s
@@ -78,8 +87,15 @@ try:  # the C parser (libyaml) is ten times faster: a 1 MB recipe checks in well
             _Constructor.__init__(self)
             _Resolver.__init__(self)
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    class _Loader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser,  # type: ignore[no-redef]
-                  yaml.composer.Composer, _Constructor, _Resolver):
+
+    class _Loader(
+        yaml.reader.Reader,
+        yaml.scanner.Scanner,
+        yaml.parser.Parser,  # type: ignore[no-redef]
+        yaml.composer.Composer,
+        _Constructor,
+        _Resolver,
+    ):
         def __init__(self, stream):
             yaml.reader.Reader.__init__(self, stream)
             yaml.scanner.Scanner.__init__(self)
@@ -99,8 +115,11 @@ def _expanded_size(data: Any) -> int | None:
     stack: list[tuple[Any, bool]] = [(data, False)]
     while stack:
         node, done = stack.pop()
-        children = [c for c in (node.values() if isinstance(node, dict) else node) if isinstance(c, (dict, list))] \
-            if isinstance(node, (dict, list)) else []
+        children = (
+            [c for c in (node.values() if isinstance(node, dict) else node) if isinstance(c, (dict, list))]
+            if isinstance(node, (dict, list))
+            else []
+        )
         if done:
             n = len(node) - len(children)
             sizes[id(node)] = 1 + n + sum(sizes[id(c)] for c in children)
@@ -123,11 +142,12 @@ def _check_size(data: Any, where: str) -> None:
     """Refuse data that expands (through YAML aliases) to more than MAX_NODES values, before anything walks it."""
     size = _expanded_size(data)
     if size is None:
-        raise InputError(f"{where}: a YAML alias refers to the mapping or list that contains it; write the "
-                         "values out")
+        raise InputError(f"{where}: a YAML alias refers to the mapping or list that contains it; write the values out")
     if size > MAX_NODES:
-        raise InputError(f"{where}: the YAML expands to more than {MAX_NODES:,} values (aliases `*name` "
-                         "repeated inside each other?); a recipe needs no such size: write the values out")
+        raise InputError(
+            f"{where}: the YAML expands to more than {MAX_NODES:,} values (aliases `*name` "
+            "repeated inside each other?); a recipe needs no such size: write the values out"
+        )
 
 
 def parse_yaml(text: str, where: str = "<text>") -> Any:
@@ -143,8 +163,9 @@ def read_text(path: Path) -> str:
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
-            raise InputError(f"{_rel(path)}: {size:,} bytes is too big for a recipe (at most {MAX_BYTES:,}); "
-                             "is it the right file?")
+            raise InputError(
+                f"{_rel(path)}: {size:,} bytes is too big for a recipe (at most {MAX_BYTES:,}); is it the right file?"
+            )
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -154,8 +175,9 @@ def read_text(path: Path) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(f"{_rel(path)}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x}); save the recipe as "
-                         "UTF-8") from None
+        raise InputError(
+            f"{_rel(path)}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x}); save the recipe as UTF-8"
+        ) from None
 
 
 def read_yaml(path: Path) -> dict:
@@ -371,7 +393,9 @@ def _model_at(loc: tuple) -> Any:
     return model
 
 
-def schema_problems(exc: ValidationError, origins: dict[str, str], files: list[str], root: type = Recipe) -> list[Problem]:
+def schema_problems(
+    exc: ValidationError, origins: dict[str, str], files: list[str], root: type = Recipe
+) -> list[Problem]:
     """Turn pydantic's errors into Problems naming file, dotted key, value and fix."""
     problems = []
     for err in exc.errors():
@@ -380,8 +404,8 @@ def schema_problems(exc: ValidationError, origins: dict[str, str], files: list[s
         loc = loc[:-1] if bad_name else loc
         key = ".".join(loc)
         where = origins.get(key) or next(
-            (origins[".".join(loc[:i])] for i in range(len(loc) - 1, 0, -1) if ".".join(loc[:i]) in origins),
-            None)
+            (origins[".".join(loc[:i])] for i in range(len(loc) - 1, 0, -1) if ".".join(loc[:i]) in origins), None
+        )
         if where is None:  # an unknown section set by --set: the first key below it says who set it
             below = (v for k, v in origins.items() if k.startswith(key + "."))
             where = next(below, files[-1] if files else "<recipe>")
@@ -389,8 +413,10 @@ def schema_problems(exc: ValidationError, origins: dict[str, str], files: list[s
         kind = err["type"]
         if bad_name:
             message = f"{where}: {loc[-1]!r} is not a valid name in {'.'.join(loc[:-1])}"
-            fix = ("use letters, digits and '_' only, not starting with a digit (a shell variable name: the "
-                   "launch exports it on every node)")
+            fix = (
+                "use letters, digits and '_' only, not starting with a digit (a shell variable name: the "
+                "launch exports it on every node)"
+            )
         elif kind == "extra_forbidden":
             parent = _model_at(loc[:-1]) if root is Recipe else root
             valid = list(parent.model_fields) if isinstance(parent, type) and issubclass(parent, BaseModel) else []
@@ -406,7 +432,9 @@ def schema_problems(exc: ValidationError, origins: dict[str, str], files: list[s
         else:
             message = f"{where}: {err['msg']}"
             expected = err.get("ctx", {})
-            fix = f"give {key} a valid value" + (f" ({', '.join(f'{k} {v}' for k, v in expected.items())})" if expected else "")
+            fix = f"give {key} a valid value" + (
+                f" ({', '.join(f'{k} {v}' for k, v in expected.items())})" if expected else ""
+            )
         problems.append(Problem("schema", "error", key, _jsonable(value), message, fix))
     return problems
 
@@ -440,10 +468,18 @@ def repeated_overrides(overrides: Iterable[str]) -> list[Problem]:
     seen: dict[str, list[str]] = {}
     for text in overrides:
         seen.setdefault(str(text).split("=", 1)[0].strip(), []).append(str(text))
-    return [Problem("schema", "warning", key, texts[-1].split("=", 1)[1] if "=" in texts[-1] else None,
-                    f"{CLI}: {key} is set {len(texts)} times ({'; '.join(texts)}); the last one wins",
-                    f"give {key} once")
-            for key, texts in seen.items() if len(texts) > 1]
+    return [
+        Problem(
+            "schema",
+            "warning",
+            key,
+            texts[-1].split("=", 1)[1] if "=" in texts[-1] else None,
+            f"{CLI}: {key} is set {len(texts)} times ({'; '.join(texts)}); the last one wins",
+            f"give {key} once",
+        )
+        for key, texts in seen.items()
+        if len(texts) > 1
+    ]
 
 
 def recipe_dict(recipe: Recipe) -> dict:

@@ -101,48 +101,78 @@ def verl_keys(recipe: Recipe, run_dir: str) -> tuple[dict[str, Any], list[Proble
 # when a verl_overrides key shadows one of these
 _ARR = "actor_rollout_ref."
 FIELD_OF = {
-    "algorithm.adv_estimator": "algorithm.adv_estimator", "algorithm.use_kl_in_reward": "algorithm.use_kl_in_reward",
-    "data.train_files": "data.train_files", "data.val_files": "data.val_files",
-    "data.train_batch_size": "data.train_batch_size", "data.max_prompt_length": "data.max_prompt_length",
-    "data.max_response_length": "data.max_response_length", "data.truncation": "data.truncation",
-    "data.filter_overlong_prompts": "data.filter_overlong_prompts", "data.seed": "trainer.seed",
-    "data.prompt_key": "data.prompt_key", "data.shuffle": "data.shuffle",
+    "algorithm.adv_estimator": "algorithm.adv_estimator",
+    "algorithm.use_kl_in_reward": "algorithm.use_kl_in_reward",
+    "data.train_files": "data.train_files",
+    "data.val_files": "data.val_files",
+    "data.train_batch_size": "data.train_batch_size",
+    "data.max_prompt_length": "data.max_prompt_length",
+    "data.max_response_length": "data.max_response_length",
+    "data.truncation": "data.truncation",
+    "data.filter_overlong_prompts": "data.filter_overlong_prompts",
+    "data.seed": "trainer.seed",
+    "data.prompt_key": "data.prompt_key",
+    "data.shuffle": "data.shuffle",
     "data.apply_chat_template_kwargs": "data.chat_template_kwargs",
-    "arr.model.path": "model.path", "arr.model.trust_remote_code": "model.trust_remote_code",
+    "arr.model.path": "model.path",
+    "arr.model.trust_remote_code": "model.trust_remote_code",
     "arr.model.use_remove_padding": "model.use_remove_padding",
-    "arr.model.enable_gradient_checkpointing": "train.gradient_checkpointing", "arr.nccl_timeout": "trainer.timeout_s",
-    "arr.actor.optim.lr": "algorithm.lr", "arr.actor.optim.lr_warmup_steps": "algorithm.lr_warmup_steps",
-    "arr.actor.optim.weight_decay": "algorithm.weight_decay", "arr.actor.optim.clip_grad": "algorithm.grad_clip",
-    "arr.actor.use_torch_compile": "train.torch_compile", "arr.ref.use_torch_compile": "train.torch_compile",
-    "arr.actor.checkpoint.save_contents": "trainer.save_contents", "arr.actor.checkpoint.strict": "trainer.load_strict",
+    "arr.model.enable_gradient_checkpointing": "train.gradient_checkpointing",
+    "arr.nccl_timeout": "trainer.timeout_s",
+    "arr.actor.optim.lr": "algorithm.lr",
+    "arr.actor.optim.lr_warmup_steps": "algorithm.lr_warmup_steps",
+    "arr.actor.optim.weight_decay": "algorithm.weight_decay",
+    "arr.actor.optim.clip_grad": "algorithm.grad_clip",
+    "arr.actor.use_torch_compile": "train.torch_compile",
+    "arr.ref.use_torch_compile": "train.torch_compile",
+    "arr.actor.checkpoint.save_contents": "trainer.save_contents",
+    "arr.actor.checkpoint.strict": "trainer.load_strict",
     "arr.actor.ppo_mini_batch_size": "algorithm.ppo_mini_batch_size",
     "arr.actor.ppo_micro_batch_size_per_gpu": "algorithm.micro_batch_size_per_device",
-    "arr.actor.use_dynamic_bsz": "train.dynamic_bsz", "arr.actor.ppo_max_token_len_per_gpu": "train.max_token_len_per_device",
-    "arr.actor.use_kl_loss": "algorithm.use_kl_loss", "arr.actor.kl_loss_coef": "algorithm.kl_loss_coef",
-    "arr.actor.kl_loss_type": "algorithm.kl_loss_type", "arr.actor.entropy_coeff": "algorithm.entropy_coeff",
-    "arr.actor.clip_ratio_low": "algorithm.clip_ratio_low", "arr.actor.clip_ratio_high": "algorithm.clip_ratio_high",
-    "arr.actor.clip_ratio_c": "algorithm.clip_ratio_c", "arr.actor.loss_agg_mode": "algorithm.loss_agg_mode",
+    "arr.actor.use_dynamic_bsz": "train.dynamic_bsz",
+    "arr.actor.ppo_max_token_len_per_gpu": "train.max_token_len_per_device",
+    "arr.actor.use_kl_loss": "algorithm.use_kl_loss",
+    "arr.actor.kl_loss_coef": "algorithm.kl_loss_coef",
+    "arr.actor.kl_loss_type": "algorithm.kl_loss_type",
+    "arr.actor.entropy_coeff": "algorithm.entropy_coeff",
+    "arr.actor.clip_ratio_low": "algorithm.clip_ratio_low",
+    "arr.actor.clip_ratio_high": "algorithm.clip_ratio_high",
+    "arr.actor.clip_ratio_c": "algorithm.clip_ratio_c",
+    "arr.actor.loss_agg_mode": "algorithm.loss_agg_mode",
     "arr.ref.log_prob_micro_batch_size_per_gpu": "rollout.log_prob_micro_batch_size_per_device",
     "arr.rollout.checkpoint_engine.update_weights_bucket_megabytes": "rollout.update_weights_bucket_mb",
     "arr.rollout.enable_rollout_routing_replay": "rollout.routing_replay",
     "arr.rollout.engine_kwargs.sglang.attention_backend": "rollout.attention_backend",
     "arr.rollout.log_prob_micro_batch_size_per_gpu": "rollout.log_prob_micro_batch_size_per_device",
-    "arr.rollout.name": "rollout.engine", "arr.rollout.tensor_model_parallel_size": "rollout.tp",
-    "arr.rollout.data_parallel_size": "rollout.dp", "arr.rollout.expert_parallel_size": "rollout.ep",
-    "arr.rollout.engine_kwargs": "rollout.engine_kwargs", "arr.rollout.val_kwargs": "rollout.val_kwargs",
-    "trainer.project_name": "trainer.project", "trainer.experiment_name": "trainer.experiment",
-    "trainer.nnodes": "cluster.nnodes", "trainer.n_gpus_per_node": "cluster.devices_per_node",
-    "trainer.device": "cluster.device", "trainer.total_training_steps": "trainer.total_steps",
-    "trainer.resume_from_path": "trainer.resume_path", "trainer.default_local_dir": "trainer.ckpt_dir",
-    "arr.actor.megatron.tensor_model_parallel_size": "train.tp", "arr.actor.megatron.pipeline_model_parallel_size":
-    "train.pp", "arr.actor.megatron.context_parallel_size": "train.cp", "arr.actor.megatron.expert_model_parallel_size":
-    "train.ep", "arr.actor.megatron.expert_tensor_parallel_size": "train.etp",
-    "arr.actor.megatron.virtual_pipeline_model_parallel_size": "train.vpp", "arr.actor.megatron.sequence_parallel":
-    "train.sp", "arr.actor.megatron.use_remove_padding": "model.use_remove_padding",
-    "arr.actor.megatron.use_distributed_optimizer": "train.distributed_optimizer", "arr.actor.megatron.dtype":
-    "model.dtype", "arr.actor.megatron.router_replay.mode": "train.router_replay", "arr.actor.megatron.seed":
-    "trainer.seed", "arr.ref.megatron.param_offload": "train.ref_param_offload", "arr.ref.fsdp_config.param_offload":
-    "train.ref_param_offload", "arr.ref.megatron.use_dist_checkpointing": "train.use_dist_checkpointing",
+    "arr.rollout.name": "rollout.engine",
+    "arr.rollout.tensor_model_parallel_size": "rollout.tp",
+    "arr.rollout.data_parallel_size": "rollout.dp",
+    "arr.rollout.expert_parallel_size": "rollout.ep",
+    "arr.rollout.engine_kwargs": "rollout.engine_kwargs",
+    "arr.rollout.val_kwargs": "rollout.val_kwargs",
+    "trainer.project_name": "trainer.project",
+    "trainer.experiment_name": "trainer.experiment",
+    "trainer.nnodes": "cluster.nnodes",
+    "trainer.n_gpus_per_node": "cluster.devices_per_node",
+    "trainer.device": "cluster.device",
+    "trainer.total_training_steps": "trainer.total_steps",
+    "trainer.resume_from_path": "trainer.resume_path",
+    "trainer.default_local_dir": "trainer.ckpt_dir",
+    "arr.actor.megatron.tensor_model_parallel_size": "train.tp",
+    "arr.actor.megatron.pipeline_model_parallel_size": "train.pp",
+    "arr.actor.megatron.context_parallel_size": "train.cp",
+    "arr.actor.megatron.expert_model_parallel_size": "train.ep",
+    "arr.actor.megatron.expert_tensor_parallel_size": "train.etp",
+    "arr.actor.megatron.virtual_pipeline_model_parallel_size": "train.vpp",
+    "arr.actor.megatron.sequence_parallel": "train.sp",
+    "arr.actor.megatron.use_remove_padding": "model.use_remove_padding",
+    "arr.actor.megatron.use_distributed_optimizer": "train.distributed_optimizer",
+    "arr.actor.megatron.dtype": "model.dtype",
+    "arr.actor.megatron.router_replay.mode": "train.router_replay",
+    "arr.actor.megatron.seed": "trainer.seed",
+    "arr.ref.megatron.param_offload": "train.ref_param_offload",
+    "arr.ref.fsdp_config.param_offload": "train.ref_param_offload",
+    "arr.ref.megatron.use_dist_checkpointing": "train.use_dist_checkpointing",
     "arr.ref.megatron.dist_checkpointing_path": "train.dist_checkpointing_path",
     "arr.actor.optim.use_precision_aware_optimizer": "train.precision_aware_optimizer",
     "arr.actor.megatron.override_transformer_config.recompute_granularity": "train.recompute.granularity",
@@ -161,28 +191,57 @@ FIELD_OF = {
 def field_of(verl_key: str) -> str | None:
     """The recipe field that renders this verl key (None when no field does)."""
     key = verl_key.lstrip("+")
-    short = "arr." + key[len(_ARR):] if key.startswith(_ARR) else key
+    short = "arr." + key[len(_ARR) :] if key.startswith(_ARR) else key
     parts = short.split(".")
     for i in range(len(parts), 0, -1):  # the longest known prefix: free-form dicts map as a whole
         found = FIELD_OF.get(".".join(parts[:i]))
         if found:
             return found
-    section = {"rollout": "rollout", "data": "data", "trainer": "trainer"}.get(parts[1] if parts[0] == "arr" else parts[0])
+    section = {"rollout": "rollout", "data": "data", "trainer": "trainer"}.get(
+        parts[1] if parts[0] == "arr" else parts[0]
+    )
     if section and parts[-1] in _SECTION_FIELDS.get(section, ()):  # same name in the recipe section
         return f"{section}.{parts[-1]}"
-    leaf = {"param_offload": "train.param_offload", "optimizer_offload": "train.optimizer_offload",
-            "use_mbridge": "train.use_mbridge", "vanilla_mbridge": "train.vanilla_mbridge",
-            "use_dist_checkpointing": "train.use_dist_checkpointing", "dist_checkpointing_path":
-            "train.dist_checkpointing_path", "pad_bshd_to_minibatch_max": "train.pad_bshd_to_minibatch_max"}
+    leaf = {
+        "param_offload": "train.param_offload",
+        "optimizer_offload": "train.optimizer_offload",
+        "use_mbridge": "train.use_mbridge",
+        "vanilla_mbridge": "train.vanilla_mbridge",
+        "use_dist_checkpointing": "train.use_dist_checkpointing",
+        "dist_checkpointing_path": "train.dist_checkpointing_path",
+        "pad_bshd_to_minibatch_max": "train.pad_bshd_to_minibatch_max",
+    }
     return leaf.get(parts[-1])
 
 
 _SECTION_FIELDS = {
-    "rollout": ("n", "gpu_memory_utilization", "max_model_len", "temperature", "top_p", "top_k", "max_num_seqs",
-                "max_num_batched_tokens", "enforce_eager", "load_format", "cudagraph_capture_sizes",
-                "enable_chunked_prefill", "enable_prefix_caching", "free_cache_engine", "calculate_log_probs"),
-    "trainer": ("total_epochs", "save_freq", "test_freq", "val_before_train", "logger", "resume_mode",
-                "balance_batch", "rollout_data_dir"),
+    "rollout": (
+        "n",
+        "gpu_memory_utilization",
+        "max_model_len",
+        "temperature",
+        "top_p",
+        "top_k",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "enforce_eager",
+        "load_format",
+        "cudagraph_capture_sizes",
+        "enable_chunked_prefill",
+        "enable_prefix_caching",
+        "free_cache_engine",
+        "calculate_log_probs",
+    ),
+    "trainer": (
+        "total_epochs",
+        "save_freq",
+        "test_freq",
+        "val_before_train",
+        "logger",
+        "resume_mode",
+        "balance_batch",
+        "rollout_data_dir",
+    ),
 }
 
 
@@ -286,29 +345,31 @@ def first_class_keys(recipe: Recipe, run_dir: str = RUN_DIR) -> tuple[dict[str, 
     notes: list[Problem] = []
     if t.engine == "megatron":
         mg = f"{actor}.megatron"
-        keys.update({
-            f"{mg}.tensor_model_parallel_size": t.tp,
-            f"{mg}.pipeline_model_parallel_size": t.pp,
-            f"{mg}.context_parallel_size": t.cp,
-            f"{mg}.expert_model_parallel_size": t.ep,
-            f"{mg}.expert_tensor_parallel_size": t.etp,
-            f"{mg}.virtual_pipeline_model_parallel_size": t.vpp if t.vpp > 1 else None,
-            f"{mg}.sequence_parallel": t.sp,
-            f"{mg}.use_remove_padding": recipe.model.use_remove_padding,
-            f"{mg}.pad_bshd_to_minibatch_max": t.pad_bshd_to_minibatch_max,
-            f"{mg}.param_offload": t.param_offload,
-            f"{mg}.optimizer_offload": t.optimizer_offload,
-            f"{mg}.use_distributed_optimizer": t.distributed_optimizer,
-            f"{mg}.use_dist_checkpointing": t.use_dist_checkpointing,
-            f"{mg}.use_mbridge": t.use_mbridge,
-            f"{mg}.vanilla_mbridge": t.vanilla_mbridge,
-            f"{mg}.dtype": recipe.model.dtype,
-            f"{mg}.router_replay.mode": t.router_replay,
-            f"{mg}.seed": tr.seed,
-            f"{ref}.megatron.param_offload": ref_offload,
-            f"{ref}.megatron.use_dist_checkpointing": t.use_dist_checkpointing,
-            f"{actor}.optim.use_precision_aware_optimizer": t.precision_aware_optimizer,
-        })
+        keys.update(
+            {
+                f"{mg}.tensor_model_parallel_size": t.tp,
+                f"{mg}.pipeline_model_parallel_size": t.pp,
+                f"{mg}.context_parallel_size": t.cp,
+                f"{mg}.expert_model_parallel_size": t.ep,
+                f"{mg}.expert_tensor_parallel_size": t.etp,
+                f"{mg}.virtual_pipeline_model_parallel_size": t.vpp if t.vpp > 1 else None,
+                f"{mg}.sequence_parallel": t.sp,
+                f"{mg}.use_remove_padding": recipe.model.use_remove_padding,
+                f"{mg}.pad_bshd_to_minibatch_max": t.pad_bshd_to_minibatch_max,
+                f"{mg}.param_offload": t.param_offload,
+                f"{mg}.optimizer_offload": t.optimizer_offload,
+                f"{mg}.use_distributed_optimizer": t.distributed_optimizer,
+                f"{mg}.use_dist_checkpointing": t.use_dist_checkpointing,
+                f"{mg}.use_mbridge": t.use_mbridge,
+                f"{mg}.vanilla_mbridge": t.vanilla_mbridge,
+                f"{mg}.dtype": recipe.model.dtype,
+                f"{mg}.router_replay.mode": t.router_replay,
+                f"{mg}.seed": tr.seed,
+                f"{ref}.megatron.param_offload": ref_offload,
+                f"{ref}.megatron.use_dist_checkpointing": t.use_dist_checkpointing,
+                f"{actor}.optim.use_precision_aware_optimizer": t.precision_aware_optimizer,
+            }
+        )
         if t.grad_offload:
             keys[f"{mg}.grad_offload"] = True
         otc = f"{mg}.override_transformer_config"
@@ -316,8 +377,11 @@ def first_class_keys(recipe: Recipe, run_dir: str = RUN_DIR) -> tuple[dict[str, 
         if t.dist_checkpointing_path is not None:
             keys[f"{mg}.dist_checkpointing_path"] = t.dist_checkpointing_path
             keys[f"{ref}.megatron.dist_checkpointing_path"] = t.dist_checkpointing_path
-        recompute = {"recompute_granularity": rc.granularity, "recompute_method": rc.method,
-                     "recompute_num_layers": rc.num_layers}
+        recompute = {
+            "recompute_granularity": rc.granularity,
+            "recompute_method": rc.method,
+            "recompute_num_layers": rc.num_layers,
+        }
         keys.update({f"{otc}.{k}": v for k, v in recompute.items() if v is not None})  # null: megatron's own
         if t.pp_layout:
             keys[f"{otc}.pipeline_model_parallel_layout"] = t.pp_layout
@@ -330,13 +394,15 @@ def first_class_keys(recipe: Recipe, run_dir: str = RUN_DIR) -> tuple[dict[str, 
         for k, v in t.optimizer.items():
             keys[f"{ooc}.{k}"] = v
     elif t.engine == "fsdp":
-        keys.update({
-            f"{actor}.fsdp_config.param_offload": t.param_offload,
-            f"{actor}.fsdp_config.optimizer_offload": t.optimizer_offload,
-            f"{actor}.fsdp_config.ulysses_sequence_parallel_size": t.ulysses_sp,
-            f"{ref}.fsdp_config.param_offload": ref_offload,
-            f"{ref}.fsdp_config.ulysses_sequence_parallel_size": t.ulysses_sp,
-        })
+        keys.update(
+            {
+                f"{actor}.fsdp_config.param_offload": t.param_offload,
+                f"{actor}.fsdp_config.optimizer_offload": t.optimizer_offload,
+                f"{actor}.fsdp_config.ulysses_sequence_parallel_size": t.ulysses_sp,
+                f"{ref}.fsdp_config.param_offload": ref_offload,
+                f"{ref}.fsdp_config.ulysses_sequence_parallel_size": t.ulysses_sp,
+            }
+        )
     return keys, notes
 
 
@@ -360,11 +426,16 @@ def render(recipe: Recipe, run_dir: str | None = None) -> Launch:
         elif key in recipe.verl_overrides:
             overrides.append(f"{key}={hydra_value(value)}")  # the user's own key: verl-schema reports it
         else:
-            notes.append(Problem(
-                "verl-schema", "warning", _recipe_key(key), value,
-                f"the installed verl {verl_schema.verl_version()} has no {key!r}: left out of the launch",
-                "use a verl release that has it, or drop the setting from the recipe",
-            ))
+            notes.append(
+                Problem(
+                    "verl-schema",
+                    "warning",
+                    _recipe_key(key),
+                    value,
+                    f"the installed verl {verl_schema.verl_version()} has no {key!r}: left out of the launch",
+                    "use a verl release that has it, or drop the setting from the recipe",
+                )
+            )
     env["VERL_FILE_LOGGER_PATH"] = f"{run_dir}/metrics.jsonl"
     return Launch(recipe.name, recipe.train.engine, list(VERL_ENTRY), overrides, env, verl_schema.verl_version(), notes)
 
@@ -387,10 +458,13 @@ def to_sh(launch: Launch, recipe: Recipe) -> str:
         "#!/usr/bin/env bash",
         f"# GRPO Lab launch for recipe {recipe.name} ({', '.join(recipe.files)}); generated by `grpolab render "
         f"{recipe.name} --format sh`.",
-        (f"# Needs {c.nnodes} node(s) x {c.devices_per_node} {c.device} device(s) in a running Ray cluster; run it "
-         "on the head node. Edit the recipe, not this file." if recipe.train.engine != "trl" else
-         "# Runs here, on this machine's CPU (grpolab.local.train); no cluster needed. Edit the recipe, not this "
-         "file."),
+        (
+            f"# Needs {c.nnodes} node(s) x {c.devices_per_node} {c.device} device(s) in a running Ray cluster; run it "
+            "on the head node. Edit the recipe, not this file."
+            if recipe.train.engine != "trl"
+            else "# Runs here, on this machine's CPU (grpolab.local.train); no cluster needed. Edit the recipe, not this "
+            "file."
+        ),
         "set -euo pipefail",
         "",
         f'RUN_DIR="${{RUN_DIR:-$PWD/runs/{recipe.name}-$(date -u +%Y%m%d-%H%M%S)}}"',
@@ -423,7 +497,7 @@ def to_sh(launch: Launch, recipe: Recipe) -> str:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise ValueError(f"env name {name!r} is not a valid shell variable name")
         if value.startswith(RUN_DIR):
-            rest = value[len(RUN_DIR):]
+            rest = value[len(RUN_DIR) :]
             lines.append(f'export {name}="$RUN_DIR"{q(rest) if rest else ""}')
         else:
             lines.append(f"export {name}={q(value)}")

@@ -87,8 +87,10 @@ class Run:
         """Merge fields into status.json atomically (write a temp file, then rename). Refuses (NotARun) a
         directory that is not a run: a path a user gave is never written to unless grpolab made it a run."""
         if not self.is_run:
-            raise NotARun(f"{self.path} is not a run directory (no status.json with run_id {self.run_id!r}); "
-                          "nothing was written there")
+            raise NotARun(
+                f"{self.path} is not a run directory (no status.json with run_id {self.run_id!r}); "
+                "nothing was written there"
+            )
         status = self.status()
         status.update(fields)
         status.setdefault("run_id", self.run_id)
@@ -133,8 +135,10 @@ def check_owned(run: Run, info) -> None:
         from grpolab.cluster import ClusterError
 
         job = getattr(info, "submission_id", None) or getattr(info, "job_id", None) or "?"
-        raise ClusterError(f"job {job} is not one grpolab submitted for run {run.run_id} (its metadata names "
-                           f"{owner or 'no grpolab run'}); not touching it")
+        raise ClusterError(
+            f"job {job} is not one grpolab submitted for run {run.run_id} (its metadata names "
+            f"{owner or 'no grpolab run'}); not touching it"
+        )
 
 
 def check_run_id(run_id: str) -> str:
@@ -172,8 +176,13 @@ def create_run(name: str, run_id: str | None = None, root: Path | None = None) -
         try:
             run.logs_dir.mkdir()
             now = time.time()
-            _atomic_write(run.status_file, json.dumps({"run_id": rid, "state": "PENDING", "created": now,
-                                                       "updated": now}, indent=2, sort_keys=True) + "\n")
+            _atomic_write(
+                run.status_file,
+                json.dumps(
+                    {"run_id": rid, "state": "PENDING", "created": now, "updated": now}, indent=2, sort_keys=True
+                )
+                + "\n",
+            )
         except BaseException:  # a full or read-only disk: leave no half-made run behind
             import shutil
 
@@ -213,9 +222,11 @@ def resolve_run(ref: str | os.PathLike, root: Path | None = None, metrics_file: 
         if path.is_dir():
             if is_run_dir(path.resolve()):
                 return Run(path.resolve())
-            raise NotARun(f"{text} is not a run directory: it has no status.json naming run "
-                          f"{path.resolve().name!r} (grpolab writes one for every run it starts); pass a run id "
-                          "(see `grpolab runs`)")
+            raise NotARun(
+                f"{text} is not a run directory: it has no status.json naming run "
+                f"{path.resolve().name!r} (grpolab writes one for every run it starts); pass a run id "
+                "(see `grpolab runs`)"
+            )
     except OSError as exc:  # a name too long, a permission refused on the way
         raise RunNotFound(f"no run {text!r}: {exc.strerror or exc}") from None
     if _RUN_ID.match(text) and is_run_dir(root / text):

@@ -74,11 +74,16 @@ class Train(Strict):
     sp: bool = Field(description="Megatron sequence parallel (verl's default: on; takes effect only when tp > 1)")
     ulysses_sp: int = Field(gt=0, description="FSDP Ulysses sequence-parallel group size (1 = off)")
     param_offload: bool
-    ref_param_offload: Optional[bool] = Field(description="offload the reference model's parameters; null = as param_offload")
+    ref_param_offload: Optional[bool] = Field(
+        description="offload the reference model's parameters; null = as param_offload"
+    )
     grad_offload: bool
-    optimizer_offload: bool = Field(description="verl's optimizer_offload: optimizer state off the device between steps")
+    optimizer_offload: bool = Field(
+        description="verl's optimizer_offload: optimizer state off the device between steps"
+    )
     optimizer_cpu_offload: bool = Field(
-        description="megatron-core's optimizer_cpu_offload: run the optimizer step on the host CPU (a different setting)")
+        description="megatron-core's optimizer_cpu_offload: run the optimizer step on the host CPU (a different setting)"
+    )
     optimizer_offload_fraction: float = Field(ge=0, le=1, description="share of the step on the CPU when cpu-offloaded")
     precision_aware_optimizer: bool
     distributed_optimizer: bool
@@ -92,8 +97,9 @@ class Train(Strict):
     torch_compile: bool = Field(description="actor/ref use_torch_compile (verl's default: on)")
     gradient_checkpointing: bool = Field(description="model.enable_gradient_checkpointing (verl's default: on)")
     pad_bshd_to_minibatch_max: bool = Field(description="megatron: pad padded batches to the mini-batch maximum")
-    dist_checkpointing_path: Optional[str] = Field(description="megatron dist-checkpoint of the model (with "
-                                                   "use_dist_checkpointing); null = none")
+    dist_checkpointing_path: Optional[str] = Field(
+        description="megatron dist-checkpoint of the model (with use_dist_checkpointing); null = none"
+    )
     transformer: dict[str, Any] = Field(description="megatron-core TransformerConfig overrides")
     optimizer: dict[str, Any] = Field(description="megatron-core OptimizerConfig overrides")
 
@@ -115,7 +121,9 @@ class Rollout(Strict):
     ep: int = Field(gt=0)
     n: int = Field(gt=0, description="responses per prompt (the GRPO group size)")
     gpu_memory_utilization: float = Field(gt=0, le=1)
-    max_model_len: Optional[int] = Field(gt=0, description="prompt + response must fit; null = verl's default (the model's context length)")
+    max_model_len: Optional[int] = Field(
+        gt=0, description="prompt + response must fit; null = verl's default (the model's context length)"
+    )
     temperature: float = Field(ge=0)
     top_p: float = Field(gt=0, le=1)
     top_k: int = Field(ge=-1)
@@ -132,11 +140,14 @@ class Rollout(Strict):
     val_kwargs: ValKwargs
     engine_kwargs: dict[str, Any] = Field(description="free-form kwargs for the rollout engine")
     update_weights_bucket_mb: int = Field(
-        gt=0, description="weight-sync bucket in MiB (verl checkpoint_engine.update_weights_bucket_megabytes)")
+        gt=0, description="weight-sync bucket in MiB (verl checkpoint_engine.update_weights_bucket_megabytes)"
+    )
     attention_backend: Optional[str] = Field(
-        description="SGLang attention backend (`ascend` on NPU); null = SGLang's own choice")
+        description="SGLang attention backend (`ascend` on NPU); null = SGLang's own choice"
+    )
     routing_replay: bool = Field(
-        description="record the MoE routing during rollout (verl enable_rollout_routing_replay; R3 needs it)")
+        description="record the MoE routing during rollout (verl enable_rollout_routing_replay; R3 needs it)"
+    )
 
 
 class Data(Strict):
@@ -168,9 +179,7 @@ class Algorithm(Strict):
     clip_ratio_low: float = Field(ge=0)
     clip_ratio_high: float = Field(ge=0)
     clip_ratio_c: float = Field(gt=1)
-    loss_agg_mode: Literal[
-        "token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"
-    ]
+    loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
 
 
 class Trainer(Strict):
@@ -180,7 +189,8 @@ class Trainer(Strict):
     total_epochs: int = Field(gt=0)
     save_freq: int = Field(ge=-1, description="checkpoint every N steps; verl 0.9.1 saves only when > 0")
     save_contents: list[Literal["model", "optimizer", "extra", "hf_model"]] = Field(
-        description="what a checkpoint holds (verl: actor.checkpoint.save_contents)")
+        description="what a checkpoint holds (verl: actor.checkpoint.save_contents)"
+    )
     load_strict: bool = Field(description="a checkpoint must match the model exactly when loaded")
     rollout_data_dir: Optional[str] = Field(description="dump rollouts here each step; null = off")
     resume_path: Optional[str] = Field(description="checkpoint to resume from with resume_mode resume_path")
@@ -298,6 +308,8 @@ class ModelCard(Strict):
     v_head_dim: Optional[int] = Field(gt=0)
     tie_word_embeddings: bool
     largest_tensor_mb: Optional[float] = Field(
-        gt=0, description="largest single tensor in MiB when it is not the embedding (e.g. fused experts); "
-        "null = the embedding (vocab x hidden) is the largest")
+        gt=0,
+        description="largest single tensor in MiB when it is not the embedding (e.g. fused experts); "
+        "null = the embedding (vocab x hidden) is the largest",
+    )
     source: str = Field(description="where these facts come from")

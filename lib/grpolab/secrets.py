@@ -10,20 +10,47 @@ an override echoed back).
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 REDACTED = "***redacted***"
 # Words that make a name secret, matched as whole name parts (split at _ - . and case changes) or, for the
 # longer words, anywhere in the name (DBPASS, APIKEY). Short words (PW, PAT, DSN) only as whole parts, so that
 # e.g. `PATH` or `NPW_LAYERS` stay plain. Erring on the side of secret is fine: a redacted plain value costs little.
-_WORDS = ("PASSWORD", "PASSWD", "PASSPHRASE", "PASS", "SECRET", "TOKEN", "CREDENTIAL", "CREDENTIALS", "AUTH",
-          "ACCESS", "PRIVATE", "COOKIE", "SESSION", "APIKEY", "KEY", "CERT", "SIGNATURE", "SALT")
+_WORDS = (
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "PASS",
+    "SECRET",
+    "TOKEN",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "AUTH",
+    "ACCESS",
+    "PRIVATE",
+    "COOKIE",
+    "SESSION",
+    "APIKEY",
+    "KEY",
+    "CERT",
+    "SIGNATURE",
+    "SALT",
+)
 _PARTS = ("PW", "PWD", "PAT", "DSN", "JWT")
 SECRET = re.compile("|".join(_WORDS), re.IGNORECASE)  # kept for callers of grpolab.launch.SECRET
 _SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])")
 # names that contain a word above but are known not to hold secrets (a path, a mode, a switch)
-_PLAIN = {"WANDB_MODE", "WANDB_BASE_URL", "WANDB_ENTITY", "WANDB_DIR", "WANDB_PROJECT", "PASSTHROUGH",
-          "KEYBOARD", "MONKEY", "TURKEY"}
+_PLAIN = {
+    "WANDB_MODE",
+    "WANDB_BASE_URL",
+    "WANDB_ENTITY",
+    "WANDB_DIR",
+    "WANDB_PROJECT",
+    "PASSTHROUGH",
+    "KEYBOARD",
+    "MONKEY",
+    "TURKEY",
+}
 MIN_VALUE_LEN = 4  # shorter values are not replaced in free text: "1" or "on" would blank out half a log
 
 

@@ -25,9 +25,17 @@ from grpolab.schema import Recipe
 
 # verl config dicts whose keys are free-form: new keys need Hydra's `+` and are not checked by verl
 FREE_FORM = {
-    "override_transformer_config", "override_optimizer_config", "override_ddp_config", "override_mcore_model_config",
-    "engine_kwargs", "override_config", "apply_chat_template_kwargs", "mbridge_config", "sampler_kwargs",
-    "mm_processor_kwargs", "kw_args",
+    "override_transformer_config",
+    "override_optimizer_config",
+    "override_ddp_config",
+    "override_mcore_model_config",
+    "engine_kwargs",
+    "override_config",
+    "apply_chat_template_kwargs",
+    "mbridge_config",
+    "sampler_kwargs",
+    "mm_processor_kwargs",
+    "kw_args",
 }
 GENERATED = {"megatron": "_generated_ppo_megatron_trainer.yaml", "fsdp": "_generated_ppo_trainer.yaml"}
 MISSING = object()
@@ -117,21 +125,34 @@ def static_problems(recipe: Recipe, config: dict, keys: dict[str, Any]) -> list[
                 continue
             parent, valid = _known_at(config, key)
             near = closest(key.split(".")[len(parent.split(".")) if parent else 0], valid)
-            fix = (f"did you mean {(parent + '.' if parent else '') + near!r}?" if near else
-                   f"valid keys under {parent or 'the root'}: {', '.join(valid[:12])}")
-            problems.append(Problem(
-                "verl-schema", "error", recipe_key, value,
-                f"verl {version} does not know {key!r} (composition would fail: Could not override)",
-                fix + "; to add a free-form key on purpose, write it as '+" + key + "'",
-            ))
+            fix = (
+                f"did you mean {(parent + '.' if parent else '') + near!r}?"
+                if near
+                else f"valid keys under {parent or 'the root'}: {', '.join(valid[:12])}"
+            )
+            problems.append(
+                Problem(
+                    "verl-schema",
+                    "error",
+                    recipe_key,
+                    value,
+                    f"verl {version} does not know {key!r} (composition would fail: Could not override)",
+                    fix + "; to add a free-form key on purpose, write it as '+" + key + "'",
+                )
+            )
             continue
         expected = _type_problem(default, value) if default is not None else None
         if expected:
-            problems.append(Problem(
-                "verl-schema", "error", recipe_key, value,
-                f"verl {version} expects {expected} for {key!r} (Hydra would pass the string on unchecked)",
-                f"give {key} {expected}",
-            ))
+            problems.append(
+                Problem(
+                    "verl-schema",
+                    "error",
+                    recipe_key,
+                    value,
+                    f"verl {version} expects {expected} for {key!r} (Hydra would pass the string on unchecked)",
+                    f"give {key} {expected}",
+                )
+            )
     return problems
 
 
@@ -277,7 +298,7 @@ def deprecated() -> dict[str, str]:
                 continue
             text = line.strip()
             if text.startswith("#") and text.lower().lstrip("# ").startswith(mark):
-                nxt = next((n for n in lines[i + 1:] if n.strip() and not n.strip().startswith("#")), "")
+                nxt = next((n for n in lines[i + 1 :] if n.strip() and not n.strip().startswith("#")), "")
                 key = nxt.split(":", 1)[0].strip()
                 if key and ":" in nxt:
                     found.setdefault(key, text.lstrip("# ").strip())

@@ -34,7 +34,8 @@ def write_toolkit(root: Path, version: str, nested: bool = True) -> Path:
     folder = root / "latest" / "aarch64-linux" if nested else root / "aarch64-linux"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "ascend_toolkit_install.info").write_text(
-        f"package_name=Ascend-cann-toolkit\nversion={version}\ninnerversion=V100R001\narch=aarch64\n")
+        f"package_name=Ascend-cann-toolkit\nversion={version}\ninnerversion=V100R001\narch=aarch64\n"
+    )
     return root
 
 
@@ -56,13 +57,23 @@ def write_dist(site: Path, name: str, version: str) -> None:
 def write_model(folder: Path, card_name: str, shards: int = 2, present: int = 2, **config_changes) -> Path:
     card = load_card(card_name)
     folder.mkdir(parents=True, exist_ok=True)
-    config = {"model_type": card.model_type, "num_hidden_layers": card.num_layers, "hidden_size": card.hidden_size,
-              "num_attention_heads": card.num_heads, "num_key_value_heads": card.num_kv_heads,
-              "num_experts": card.num_experts, "num_experts_per_tok": card.active_experts,
-              "vocab_size": card.vocab_size, "max_position_embeddings": card.context_length, **config_changes}
+    config = {
+        "model_type": card.model_type,
+        "num_hidden_layers": card.num_layers,
+        "hidden_size": card.hidden_size,
+        "num_attention_heads": card.num_heads,
+        "num_key_value_heads": card.num_kv_heads,
+        "num_experts": card.num_experts,
+        "num_experts_per_tok": card.active_experts,
+        "vocab_size": card.vocab_size,
+        "max_position_embeddings": card.context_length,
+        **config_changes,
+    }
     (folder / "config.json").write_text(json.dumps(config))
     names = [f"model-{i:05d}-of-{shards:05d}.safetensors" for i in range(1, shards + 1)]
-    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {f"w{i}": n for i, n in enumerate(names)}}))
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {f"w{i}": n for i, n in enumerate(names)}})
+    )
     for name in names[:present]:
         (folder / name).write_bytes(b"")
     return folder

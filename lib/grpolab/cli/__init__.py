@@ -123,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
 
         if isinstance(exc, ClusterError):
             return _fail(verb, str(exc), 1, as_json)
-        return _fail(verb, f"internal error: {type(exc).__name__}: {exc} (GRPOLAB_DEBUG=1 shows the traceback)",
-                     1, as_json)
+        return _fail(
+            verb, f"internal error: {type(exc).__name__}: {exc} (GRPOLAB_DEBUG=1 shows the traceback)", 1, as_json
+        )
 
 
 if __name__ == "__main__":  # pragma: no cover

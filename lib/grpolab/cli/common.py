@@ -12,8 +12,14 @@ from grpolab.problems import InputError, Problem, RecipeError
 
 def add_recipe_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recipe", metavar="RECIPE", help="a name under params/recipes/ or a path to a YAML file")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a recipe key, e.g. --set rollout.tp=16 (repeatable; applied last)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a recipe key, e.g. --set rollout.tp=16 (repeatable; applied last)",
+    )
 
 
 def load(args: argparse.Namespace):

@@ -14,14 +14,19 @@ _STEPS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("compare", help="regression gate: a run against a baseline over steps 5-14",
-                       description=__doc__)
+    p = sub.add_parser("compare", help="regression gate: a run against a baseline over steps 5-14", description=__doc__)
     p.add_argument("run", metavar="RUN", help="a run id, a run directory or a metrics.jsonl")
     p.add_argument("--baseline", required=True, metavar="RUN", help="the run to compare against")
-    p.add_argument("--steps", metavar="FIRST-LAST",
-                   help="steps to compare, inclusive (default: regression.steps of the thresholds, 5-14)")
-    p.add_argument("--thresholds", metavar="FILE",
-                   help="gate thresholds: a recipe or a `monitor:` section (default: params/base.yaml)")
+    p.add_argument(
+        "--steps",
+        metavar="FIRST-LAST",
+        help="steps to compare, inclusive (default: regression.steps of the thresholds, 5-14)",
+    )
+    p.add_argument(
+        "--thresholds",
+        metavar="FILE",
+        help="gate thresholds: a recipe or a `monitor:` section (default: params/base.yaml)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.set_defaults(func=main)
 

@@ -30,8 +30,11 @@ def main(args) -> int:
         running = cluster.head_alive()
         count = cluster.stop_local_head()
         if not args.json:
-            print(f"stopped the embedded Ray head ({count} processes)" if count or running else
-                  "the embedded Ray head was not running; nothing to stop")
+            print(
+                f"stopped the embedded Ray head ({count} processes)"
+                if count or running
+                else "the embedded Ray head was not running; nothing to stop"
+            )
     status = cluster.head_status()
     if args.json:
         print(json.dumps(status, indent=2))

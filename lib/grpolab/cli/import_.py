@@ -22,10 +22,17 @@ def register(sub) -> None:
     p = sub.add_parser("import", help="turn an existing verl launch script into a recipe")
     p.add_argument("script", metavar="SCRIPT.sh", help="a bash script that launches python3 -m verl.trainer.main_ppo")
     p.add_argument("--name", default=None, help="recipe name (default: the script's file name)")
-    p.add_argument("--out", default=None, help="where to write the recipe (default: params/recipes/NAME.yaml); "
-                   "`-`: print it on stdout and write nothing")
-    p.add_argument("--device", choices=("npu", "cuda"), default="npu",
-                   help="what the script's device probes (npu-smi, nvidia-smi) find; default npu")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="where to write the recipe (default: params/recipes/NAME.yaml); `-`: print it on stdout and write nothing",
+    )
+    p.add_argument(
+        "--device",
+        choices=("npu", "cuda"),
+        default="npu",
+        help="what the script's device probes (npu-smi, nvidia-smi) find; default npu",
+    )
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.set_defaults(func=main)
 
@@ -56,9 +63,19 @@ def main(args) -> int:
         problems = _check(out)
         report = sys.stdout
     if args.json and args.out != "-":
-        print(json.dumps({"recipe": str(out), "name": imported.name, "unmapped": imported.unmapped,
-                          "deprecated": imported.deprecated,
-                          "problems": [p.to_dict() for p in problems]}, indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    "recipe": str(out),
+                    "name": imported.name,
+                    "unmapped": imported.unmapped,
+                    "deprecated": imported.deprecated,
+                    "problems": [p.to_dict() for p in problems],
+                },
+                indent=2,
+                default=str,
+            )
+        )
     else:
         print(f"wrote {out}" if args.out != "-" else f"# imported from {args.script}", file=report)
         for u in imported.unmapped:
@@ -68,8 +85,11 @@ def main(args) -> int:
         for p in problems:
             print(p.format(), file=report)
         n_err = len(errors(problems))
-        print(f"{n_err} error(s), {len(problems) - n_err} warning(s)"
-              + (f"; check it with: grpolab check {out}" if args.out != "-" else ""), file=report)
+        print(
+            f"{n_err} error(s), {len(problems) - n_err} warning(s)"
+            + (f"; check it with: grpolab check {out}" if args.out != "-" else ""),
+            file=report,
+        )
     return 1 if errors(problems) else 0
 
 

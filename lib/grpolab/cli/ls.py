@@ -17,8 +17,10 @@ def main(args) -> int:
         path = params_dir() / "recipes" / f"{name}.yaml"
         try:
             r = load_recipe(name)
-            shape = (f"{r.cluster.nnodes}x{r.cluster.devices_per_node} {r.cluster.device:4} "
-                     f"{r.train.engine}+{r.rollout.engine}")
+            shape = (
+                f"{r.cluster.nnodes}x{r.cluster.devices_per_node} {r.cluster.device:4} "
+                f"{r.train.engine}+{r.rollout.engine}"
+            )
         except (InputError, RecipeError) as exc:
             shape = f"INVALID ({str(exc).splitlines()[0]})"
         print(f"{name:24} {shape:28} {describe(path)}")

@@ -12,17 +12,22 @@ from pathlib import Path
 
 
 def register(sub) -> None:
-    p = sub.add_parser("monitor", help="state, metrics, alerts and failure cause of a run; draws curves.png",
-                       description=__doc__)
+    p = sub.add_parser(
+        "monitor", help="state, metrics, alerts and failure cause of a run; draws curves.png", description=__doc__
+    )
     p.add_argument("run", metavar="RUN", help="a run id, a run directory or a metrics.jsonl")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--png", metavar="PATH", help="write the curves here (default: <run directory>/curves.png)")
     p.add_argument("--no-png", action="store_true", help="do not draw the curves")
-    p.add_argument("--thresholds", metavar="FILE",
-                   help="alert thresholds: a recipe name or file, or a `monitor:` section (default: the run's recipe.yaml, "
-                        "else params/base.yaml)")
-    p.add_argument("--no-refresh", action="store_true",
-                   help="do not ask Ray for the job's state; show the run directory as it is")
+    p.add_argument(
+        "--thresholds",
+        metavar="FILE",
+        help="alert thresholds: a recipe name or file, or a `monitor:` section (default: the run's recipe.yaml, "
+        "else params/base.yaml)",
+    )
+    p.add_argument(
+        "--no-refresh", action="store_true", help="do not ask Ray for the job's state; show the run directory as it is"
+    )
     p.set_defaults(func=main)
 
 
@@ -41,15 +46,16 @@ def main(args) -> int:
         raise UsageError(str(exc)) from None
     data = monitor.update(refresh=not args.no_refresh)
     if not args.no_png and not args.png and not monitor.run.is_run:  # nothing is written beside a bare file
-        data["notes"].append(f"{args.run} is not inside a run directory: no curves drawn; pass --png PATH to "
-                             "draw them")
+        data["notes"].append(f"{args.run} is not inside a run directory: no curves drawn; pass --png PATH to draw them")
     elif not args.no_png:
         target = Path(args.png) if args.png else monitor.run.path / "curves.png"
         try:
             data["curves"] = str(plot_curves(monitor.view, monitor.alerts, target, title=monitor.run.run_id))
         except OSError as exc:  # a read-only run directory must not hide the rest of the report
-            data["notes"].append(f"could not write the curves to {target}: {exc.strerror or exc}; "
-                                 "pass --png PATH to write them elsewhere")
+            data["notes"].append(
+                f"could not write the curves to {target}: {exc.strerror or exc}; "
+                "pass --png PATH to write them elsewhere"
+            )
     if args.json:
         print(json.dumps(data, indent=2, default=str))
     else:

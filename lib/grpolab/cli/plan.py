@@ -16,12 +16,21 @@ from grpolab.cli import UsageError
 
 def register(sub) -> None:
     p = sub.add_parser("plan", help="every valid parallel layout for a model on a cluster, ranked (estimates)")
-    p.add_argument("target", metavar="MODEL|RECIPE",
-                   help="a recipe (name under params/recipes/ or a YAML path) or a model card in params/models/")
+    p.add_argument(
+        "target",
+        metavar="MODEL|RECIPE",
+        help="a recipe (name under params/recipes/ or a YAML path) or a model card in params/models/",
+    )
     p.add_argument("--nodes", type=int, metavar="N", help="plan for N nodes (cluster.nnodes)")
     p.add_argument("--hardware", metavar="PROFILE", help="a profile in params/hardware/, e.g. ascend-a3")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a recipe key, e.g. --set data.max_response_length=16384 (repeatable)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a recipe key, e.g. --set data.max_response_length=16384 (repeatable)",
+    )
     group = p.add_mutually_exclusive_group()
     group.add_argument("--top", type=int, default=10, metavar="K", help="list the best K layouts (default 10)")
     group.add_argument("--all", action="store_true", help="list every valid layout")
@@ -59,16 +68,29 @@ def main(args) -> int:
     best = listed[0] if listed else None
     c = recipe.cluster
     if args.json:
-        print(json.dumps({
-            "recipe": recipe.name, "cluster": {"nnodes": c.nnodes, "devices_per_node": c.devices_per_node,
-                                               "hardware": c.hardware, "world_size": recipe.world_size},
-            "note": "memory_gb and est_step_s are estimates from a simple cost model (see README: grpolab plan)",
-            "layouts": [planner.to_dict(ch, best) for ch in listed],
-            "rejected": dict(sorted(p.rejected.items())),
-            "candidates": p.candidates, "valid": {"train": len(p.train), "rollout": len(p.rollout)},
-            "recipe_errors": [q.to_dict() for q in p.recipe_errors],
-            "smallest_nodes": p.smallest_nodes, "written": str(written) if written else None,
-        }, indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    "recipe": recipe.name,
+                    "cluster": {
+                        "nnodes": c.nnodes,
+                        "devices_per_node": c.devices_per_node,
+                        "hardware": c.hardware,
+                        "world_size": recipe.world_size,
+                    },
+                    "note": "memory_gb and est_step_s are estimates from a simple cost model (see README: grpolab plan)",
+                    "layouts": [planner.to_dict(ch, best) for ch in listed],
+                    "rejected": dict(sorted(p.rejected.items())),
+                    "candidates": p.candidates,
+                    "valid": {"train": len(p.train), "rollout": len(p.rollout)},
+                    "recipe_errors": [q.to_dict() for q in p.recipe_errors],
+                    "smallest_nodes": p.smallest_nodes,
+                    "written": str(written) if written else None,
+                },
+                indent=2,
+                default=str,
+            )
+        )
     else:
         _print(recipe, p, listed, best, written)
     return 0 if listed and not p.recipe_errors else 1
@@ -78,9 +100,11 @@ def _print(recipe, p, listed, best, written) -> None:
     from grpolab import planner
 
     c = recipe.cluster
-    print(f"plan for {recipe.name} on {c.nnodes} x {c.devices_per_node} {c.hardware} ({recipe.world_size} devices): "
-          f"{p.candidates.get('train', 0)} training and {p.candidates.get('rollout', 0)} rollout layouts tried, "
-          f"{len(p.train)} and {len(p.rollout)} pass the rules")
+    print(
+        f"plan for {recipe.name} on {c.nnodes} x {c.devices_per_node} {c.hardware} ({recipe.world_size} devices): "
+        f"{p.candidates.get('train', 0)} training and {p.candidates.get('rollout', 0)} rollout layouts tried, "
+        f"{len(p.train)} and {len(p.rollout)} pass the rules"
+    )
     print("all memory and time figures are ESTIMATES from a simple cost model (README: grpolab plan)")
     if recipe.train.engine == "trl":
         print("train.engine trl runs in one process: there is no parallel layout to choose")
@@ -89,15 +113,36 @@ def _print(recipe, p, listed, best, written) -> None:
         for ch in listed:
             if ch.train.layout.pp_layout and ch.train.layout.pp_layout not in letters:
                 letters[ch.train.layout.pp_layout] = chr(ord("A") + len(letters) % 26) + (
-                    str(len(letters) // 26) if len(letters) >= 26 else "")
-        rows = [("#", "train layout", "rollout", "est. train GB free", "est. rollout GB free", "est. rollout s",
-                 "est. train s", "est. step s", "why")]
+                    str(len(letters) // 26) if len(letters) >= 26 else ""
+                )
+        rows = [
+            (
+                "#",
+                "train layout",
+                "rollout",
+                "est. train GB free",
+                "est. rollout GB free",
+                "est. rollout s",
+                "est. train s",
+                "est. step s",
+                "why",
+            )
+        ]
         for i, ch in enumerate(listed, 1):
             mark = f" [{letters[ch.train.layout.pp_layout]}]" if ch.train.layout.pp_layout else ""
-            rows.append((str(i), ch.train.layout.short() + mark, ch.rollout.layout.short(),
-                         f"{ch.train.memory_gb['headroom']:.1f}", f"{ch.rollout.memory_gb['headroom']:.1f}",
-                         f"{ch.rollout.cost['total']:.0f}", f"{ch.train.cost['total']:.0f}", f"{ch.total:.0f}",
-                         planner.why(ch, best)))
+            rows.append(
+                (
+                    str(i),
+                    ch.train.layout.short() + mark,
+                    ch.rollout.layout.short(),
+                    f"{ch.train.memory_gb['headroom']:.1f}",
+                    f"{ch.rollout.memory_gb['headroom']:.1f}",
+                    f"{ch.rollout.cost['total']:.0f}",
+                    f"{ch.train.cost['total']:.0f}",
+                    f"{ch.total:.0f}",
+                    planner.why(ch, best),
+                )
+            )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
         for r in rows:
             print("  ".join(v.ljust(w) for v, w in zip(r, widths)) + "  " + r[-1])
@@ -105,14 +150,18 @@ def _print(recipe, p, listed, best, written) -> None:
             print(f"[{letter}] train.pp_layout {layout}")
         print(f"best as overrides: {' '.join('--set ' + shlex.quote(o) for o in best.overrides())}")
     if p.rejected:
-        print("rejected by rule (a layout counts once under each rule it breaks): "
-              + ", ".join(f"{rule} {n}" for rule, n in sorted(p.rejected.items(), key=lambda kv: -kv[1])))
+        print(
+            "rejected by rule (a layout counts once under each rule it breaks): "
+            + ", ".join(f"{rule} {n}" for rule, n in sorted(p.rejected.items(), key=lambda kv: -kv[1]))
+        )
     for q in p.recipe_errors:
         print(f"recipe error no layout fixes: {q.format()}")
     if not listed and p.smallest_nodes:
-        print(f"no layout fits {c.nnodes} x {c.devices_per_node}: the smallest cluster that fits is "
-              f"{p.smallest_nodes} x {c.devices_per_node} ({p.smallest_nodes * c.devices_per_node} devices): "
-              f"--nodes {p.smallest_nodes}")
+        print(
+            f"no layout fits {c.nnodes} x {c.devices_per_node}: the smallest cluster that fits is "
+            f"{p.smallest_nodes} x {c.devices_per_node} ({p.smallest_nodes * c.devices_per_node} devices): "
+            f"--nodes {p.smallest_nodes}"
+        )
     elif not listed and not p.recipe_errors:
         print(f"no layout fits on any cluster of up to {planner.SEARCH_NODES[-1]} nodes of {c.devices_per_node}")
     if written:

@@ -16,14 +16,22 @@ from grpolab.cli.common import add_recipe_args
 
 
 def register(sub) -> None:
-    p = sub.add_parser("preflight", help="check the Ray cluster and every node before a run is launched",
-                       description=__doc__.split("\n\n")[0])
+    p = sub.add_parser(
+        "preflight",
+        help="check the Ray cluster and every node before a run is launched",
+        description=__doc__.split("\n\n")[0],
+    )
     add_recipe_args(p)
-    p.add_argument("--ray-address", metavar="A", default=None,
-                   help="cluster address HOST:6379 (default: RAY_ADDRESS, else the embedded local head)")
+    p.add_argument(
+        "--ray-address",
+        metavar="A",
+        default=None,
+        help="cluster address HOST:6379 (default: RAY_ADDRESS, else the embedded local head)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
-    p.add_argument("--timeout", type=float, default=None, metavar="S",
-                   help="seconds to wait for the per-node checks (default 180)")
+    p.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help="seconds to wait for the per-node checks (default 180)"
+    )
     p.add_argument("--no-fold", action="store_true", help="one table line per node, even when nodes agree")
     p.set_defaults(func=main)
 
@@ -39,8 +47,9 @@ def main(args) -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
-        report = run_preflight(args.recipe, address=args.ray_address, progress=progress,
-                               overrides=args.overrides, timeout_s=args.timeout)
+        report = run_preflight(
+            args.recipe, address=args.ray_address, progress=progress, overrides=args.overrides, timeout_s=args.timeout
+        )
     except InputError as exc:
         raise UsageError(str(exc)) from None
     if args.json:

@@ -11,15 +11,18 @@ def register(sub) -> None:
     p = sub.add_parser("render", help="render the launch: Hydra overrides, a bash script or JSON")
     add_recipe_args(p)
     p.add_argument("--format", choices=("overrides", "sh", "json"), default="overrides")
-    p.add_argument("--show-secrets", action="store_true",
-                   help="print secret env values in clear (default: masked; names that look secret or `secrets:`)")
+    p.add_argument(
+        "--show-secrets",
+        action="store_true",
+        help="print secret env values in clear (default: masked; names that look secret or `secrets:`)",
+    )
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
+    from grpolab.gate import gate
     from grpolab.problems import errors
     from grpolab.render import render, to_json, to_sh
-    from grpolab.gate import gate
 
     recipe = load(args)
     problems = errors(gate(recipe))

@@ -15,8 +15,11 @@ from grpolab.cli.common import add_recipe_args, load, print_problems
 def register(sub) -> None:
     p = sub.add_parser("run", help="check, then submit a run as a Ray job")
     add_recipe_args(p)
-    p.add_argument("--ray-address", default=None, help="Ray dashboard (http://HOST:8265) or cluster address; "
-                   "default: $RAY_ADDRESS, else the embedded local head")
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        help="Ray dashboard (http://HOST:8265) or cluster address; default: $RAY_ADDRESS, else the embedded local head",
+    )
     p.add_argument("--wait", action="store_true", help="follow the run until it ends; exit 1 unless it succeeded")
     p.add_argument("--dry-run", action="store_true", help="print what would be submitted and stop")
     p.add_argument("--run-id", default=None, help="name the run (letters, digits, . _ -); default: generated")

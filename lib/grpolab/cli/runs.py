@@ -23,9 +23,11 @@ def _count(text: str) -> int:
 def register(sub) -> None:
     p = sub.add_parser("runs", help="list the runs under runs/")
     p.set_defaults(func=list_main)
-    for verb, helptext, func in (("status", "refresh and show a run's state", status_main),
-                                 ("logs", "print a run's job log", logs_main),
-                                 ("stop", "stop a running run (its record keeps every finished step)", stop_main)):
+    for verb, helptext, func in (
+        ("status", "refresh and show a run's state", status_main),
+        ("logs", "print a run's job log", logs_main),
+        ("stop", "stop a running run (its record keeps every finished step)", stop_main),
+    ):
         q = sub.add_parser(verb, help=helptext)
         q.add_argument("run", metavar="RUN", help="a run id, or a run directory")
         if verb == "logs":
@@ -85,7 +87,7 @@ def logs_main(args) -> int:
         print(f"run {run.run_id} has no log yet")
         return 0
     lines = run.job_log.read_text(errors="replace").splitlines()
-    print("\n".join(lines[-args.tail:] if args.tail else lines))
+    print("\n".join(lines[-args.tail :] if args.tail else lines))
     return 0
 
 

@@ -8,8 +8,11 @@ from grpolab.cli.common import add_recipe_args, load
 def register(sub) -> None:
     p = sub.add_parser("show", help="print the resolved recipe as YAML")
     add_recipe_args(p)
-    p.add_argument("--show-secrets", action="store_true",
-                   help="print secret env values in clear (default: masked; names that look secret or `secrets:`)")
+    p.add_argument(
+        "--show-secrets",
+        action="store_true",
+        help="print secret env values in clear (default: masked; names that look secret or `secrets:`)",
+    )
     p.set_defaults(func=main)
 
 

@@ -92,7 +92,7 @@ class TinySettings:
         """Optimizer updates per GRPO step (TRL global steps per verl step)."""
         return max(1, self.train_batch_size // self.ppo_mini_batch_size)
 
-    def replace(self, **changes: Any) -> "TinySettings":
+    def replace(self, **changes: Any) -> TinySettings:
         known = {f.name for f in fields(self)}
         unknown = sorted(set(changes) - known)
         if unknown:
@@ -165,33 +165,54 @@ def settings_problems(settings: TinySettings) -> list[tuple[str, Any, str]]:
     s = settings
     out: list[tuple[str, Any, str]] = []
     if s.loss_agg_mode not in LOSS_AGG_TO_TRL:
-        out.append(("algorithm.loss_agg_mode", s.loss_agg_mode,
-                    f"TRL's loss types cover only {', '.join(LOSS_AGG_TO_TRL)}"))
+        out.append(
+            ("algorithm.loss_agg_mode", s.loss_agg_mode, f"TRL's loss types cover only {', '.join(LOSS_AGG_TO_TRL)}")
+        )
     if s.use_kl_loss and s.kl_loss_coef and s.kl_loss_type not in TRL_KL_TYPES:
         out.append(("algorithm.kl_loss_type", s.kl_loss_type, "TRL's KL penalty is low_var_kl (k3) only"))
     if s.n < 2:
         out.append(("rollout.n", s.n, "GRPO needs at least 2 generations per prompt"))
     if s.ppo_mini_batch_size <= 0 or s.train_batch_size % s.ppo_mini_batch_size:
-        out.append(("algorithm.ppo_mini_batch_size", s.ppo_mini_batch_size,
-                    f"must divide data.train_batch_size ({s.train_batch_size})"))
+        out.append(
+            (
+                "algorithm.ppo_mini_batch_size",
+                s.ppo_mini_batch_size,
+                f"must divide data.train_batch_size ({s.train_batch_size})",
+            )
+        )
     elif s.micro_batch_size_per_device <= 0 or (s.ppo_mini_batch_size * s.n) % min(
-            s.micro_batch_size_per_device, s.ppo_mini_batch_size * s.n):
-        out.append(("algorithm.micro_batch_size_per_device", s.micro_batch_size_per_device,
-                    f"must divide ppo_mini_batch_size x rollout.n ({s.ppo_mini_batch_size * s.n})"))
+        s.micro_batch_size_per_device, s.ppo_mini_batch_size * s.n
+    ):
+        out.append(
+            (
+                "algorithm.micro_batch_size_per_device",
+                s.micro_batch_size_per_device,
+                f"must divide ppo_mini_batch_size x rollout.n ({s.ppo_mini_batch_size * s.n})",
+            )
+        )
     if 1 <= s.digits <= 3:
         top = 10**s.digits
         pairs = top * (top - 1) // 2
         if not 0 < s.val_size <= pairs:
-            out.append(("local.val_size", s.val_size,
-                        f"validation holds out one of each pair a+b / b+a: 1..{pairs} for digits {s.digits}"))
+            out.append(
+                (
+                    "local.val_size",
+                    s.val_size,
+                    f"validation holds out one of each pair a+b / b+a: 1..{pairs} for digits {s.digits}",
+                )
+            )
         answer = len(str(2 * (top - 1)))
         if s.max_response_length < answer + 1:
-            out.append(("data.max_response_length", s.max_response_length,
-                        f"the longest answer ({answer} digits) and EOS need {answer + 1} tokens"))
+            out.append(
+                (
+                    "data.max_response_length",
+                    s.max_response_length,
+                    f"the longest answer ({answer} digits) and EOS need {answer + 1} tokens",
+                )
+            )
         prompt = 2 * s.digits + 2
         if s.max_prompt_length < prompt:
-            out.append(("data.max_prompt_length", s.max_prompt_length,
-                        f"the longest prompt `a+b=` is {prompt} tokens"))
+            out.append(("data.max_prompt_length", s.max_prompt_length, f"the longest prompt `a+b=` is {prompt} tokens"))
     else:
         out.append(("local.digits", s.digits, "the tiny task has 1 to 3 digit operands"))
     if s.lr_schedule not in LR_SCHEDULES:
@@ -215,8 +236,9 @@ def unsupported(recipe: Any) -> list[tuple[str, Any, str]]:
 
     mode = _get(algo, "loss_agg_mode")
     if mode is not None and mode not in LOSS_AGG_TO_TRL:
-        out.append(("algorithm.loss_agg_mode", mode,
-                    f"TRL has no loss type for it; TRL covers {', '.join(LOSS_AGG_TO_TRL)}"))
+        out.append(
+            ("algorithm.loss_agg_mode", mode, f"TRL has no loss type for it; TRL covers {', '.join(LOSS_AGG_TO_TRL)}")
+        )
     kl_type = _get(algo, "kl_loss_type")
     if _get(algo, "use_kl_loss") is not False and kl_type is not None and kl_type not in TRL_KL_TYPES:
         out.append(("algorithm.kl_loss_type", kl_type, "TRL's KL penalty is low_var_kl (k3) only"))
@@ -229,8 +251,9 @@ def unsupported(recipe: Any) -> list[tuple[str, Any, str]]:
     if overrides:
         out.append(("verl_overrides", dict(overrides), "raw verl overrides have no meaning for the TRL engine"))
     values, missing = recipe_values(recipe)
-    out += [(key, None, "the TRL engine needs a value here (e.g. a step budget for trainer.total_steps)")
-            for key in missing]
+    out += [
+        (key, None, "the TRL engine needs a value here (e.g. a step budget for trainer.total_steps)") for key in missing
+    ]
     try:
         extra = settings_problems(TinySettings(**values)) if not missing else []
     except (TypeError, ValueError, KeyError):
@@ -293,8 +316,19 @@ RECIPE_FIELDS = {
 }
 # The recipe's `local` section: tiny-only knobs, same names as TinySettings.
 LOCAL_FIELDS = (
-    "digits", "val_size", "hidden_size", "layers", "heads", "kv_heads", "intermediate_size",
-    "warmup_steps", "warmup_batch_size", "warmup_lr", "threads", "max_train_seconds", "lr_schedule",
+    "digits",
+    "val_size",
+    "hidden_size",
+    "layers",
+    "heads",
+    "kv_heads",
+    "intermediate_size",
+    "warmup_steps",
+    "warmup_batch_size",
+    "warmup_lr",
+    "threads",
+    "max_train_seconds",
+    "lr_schedule",
 )
 
 

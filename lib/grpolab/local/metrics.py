@@ -14,8 +14,9 @@ import math
 import os
 import resource
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 # TRL 1.16 GRPOTrainer log key -> verl metric name.
 TRL_TO_VERL = {
@@ -97,7 +98,7 @@ class JsonlWriter:
         if not self._file.closed:
             self._file.close()
 
-    def __enter__(self) -> "JsonlWriter":
+    def __enter__(self) -> JsonlWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -21,8 +21,8 @@ Pure Python: no torch import.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 # The validation split does not move with the training seed: three seeds are measured on one split.
 SPLIT_SEED = 20260901
@@ -57,7 +57,9 @@ def all_problems(digits: int = 1) -> list[Problem]:
     return [Problem(a, b) for a in range(top) for b in range(top)]
 
 
-def split_problems(digits: int = 1, val_size: int = 30, split_seed: int = SPLIT_SEED) -> tuple[list[Problem], list[Problem]]:
+def split_problems(
+    digits: int = 1, val_size: int = 30, split_seed: int = SPLIT_SEED
+) -> tuple[list[Problem], list[Problem]]:
     """(train, validation): `val_size` problems held out (fixed by split_seed), the rest train.
 
     Validation problems are drawn from a+b with a != b, at most one of each commuted pair, so that b+a is
@@ -112,7 +114,7 @@ def split_completion(text: str) -> tuple[str, bool]:
         if not ch.isdigit():
             break
         digits += ch
-    return digits, text[len(digits):].startswith(EOS)
+    return digits, text[len(digits) :].startswith(EOS)
 
 
 def score(digits: str, eos_follows: bool, answer: str) -> float:
@@ -145,4 +147,6 @@ class ArithReward:
         return self.tokenizer.batch_decode([list(ids) for ids in completion_ids], skip_special_tokens=False)
 
     def __call__(self, prompts=None, completions=None, completion_ids=None, answer=None, **_: object) -> list[float]:
-        return [score(*split_completion(text), ans) for text, ans in zip(self.texts(completion_ids), answer, strict=True)]
+        return [
+            score(*split_completion(text), ans) for text, ans in zip(self.texts(completion_ids), answer, strict=True)
+        ]

@@ -20,9 +20,10 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 # Never reach for the Hub: everything this trainer loads is built locally.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -31,7 +32,12 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from grpolab.local import metrics as M  # noqa: E402
-from grpolab.local.mapping import TinySettings, grpo_config_kwargs, settings_from_recipe, settings_problems  # noqa: E402
+from grpolab.local.mapping import (  # noqa: E402
+    TinySettings,
+    grpo_config_kwargs,
+    settings_from_recipe,
+    settings_problems,
+)
 from grpolab.local.task import (  # noqa: E402
     ArithReward,
     Problem,
@@ -131,7 +137,7 @@ def warmup(model, tokenizer, settings: TinySettings, train: Sequence[Problem]) -
     model.train()
     loss = torch.tensor(float("nan"))
     for step in range(settings.warmup_steps):
-        batch = pairs[step * settings.warmup_batch_size:(step + 1) * settings.warmup_batch_size]
+        batch = pairs[step * settings.warmup_batch_size : (step + 1) * settings.warmup_batch_size]
         seqs, labels = [], []
         for prompt, target in batch:
             p = tokenizer(prompt, add_special_tokens=False).input_ids
@@ -153,16 +159,22 @@ def greedy_accuracy(model, tokenizer, problems: Sequence[Problem], max_new_token
     """Share of problems answered exactly (the sum, then EOS) by greedy decoding, in one batch."""
     import torch
 
-    enc = tokenizer([p.prompt for p in problems], return_tensors="pt", padding=True, padding_side="left",
-                    add_special_tokens=False)
+    enc = tokenizer(
+        [p.prompt for p in problems], return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
+    )
     was_training = model.training
     model.eval()
     with torch.no_grad():
-        out = model.generate(**enc, do_sample=False, max_new_tokens=max_new_tokens,
-                             pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+        out = model.generate(
+            **enc,
+            do_sample=False,
+            max_new_tokens=max_new_tokens,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
     if was_training:
         model.train()
-    texts = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=False)
+    texts = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=False)
     hits = sum(is_correct(*split_completion(t), p.answer) for t, p in zip(texts, problems))
     return hits / len(problems)
 
@@ -173,8 +185,13 @@ def train_dataset(train: Sequence[Problem]):
     return Dataset.from_dict({"prompt": [p.prompt for p in train], "answer": [p.answer for p in train]})
 
 
-def make_callback(writer: M.JsonlWriter | None, settings: TinySettings, evaluate: Callable[[], float],
-                  reward: ArithReward, echo: Callable[[str], None] = print):
+def make_callback(
+    writer: M.JsonlWriter | None,
+    settings: TinySettings,
+    evaluate: Callable[[], float],
+    reward: ArithReward,
+    echo: Callable[[str], None] = print,
+):
     """A TRL callback: one verl-named metrics line and one progress line per GRPO step, validation on schedule."""
     from transformers import TrainerCallback
 
@@ -308,11 +325,15 @@ def prepare(settings: TinySettings, run_dir: Path, echo: Callable[[str], None] =
     if problems:
         raise ValueError("; ".join(f"{k}={v!r}: {why}" for k, v, why in problems))
     if max_prompt_chars(settings.digits) > settings.max_prompt_length:
-        raise ValueError(f"data.max_prompt_length={settings.max_prompt_length} is shorter than the longest "
-                         f"prompt ({max_prompt_chars(settings.digits)} tokens)")
+        raise ValueError(
+            f"data.max_prompt_length={settings.max_prompt_length} is shorter than the longest "
+            f"prompt ({max_prompt_chars(settings.digits)} tokens)"
+        )
     if max_answer_chars(settings.digits) + 1 > settings.max_response_length:
-        raise ValueError(f"data.max_response_length={settings.max_response_length} leaves no room for the "
-                         f"answer ({max_answer_chars(settings.digits)} tokens) and EOS")
+        raise ValueError(
+            f"data.max_response_length={settings.max_response_length} leaves no room for the "
+            f"answer ({max_answer_chars(settings.digits)} tokens) and EOS"
+        )
     set_threads(settings)
     set_seed(settings.seed)
     base = ensure_tiny(model_spec(settings))
@@ -329,12 +350,17 @@ def prepare(settings: TinySettings, run_dir: Path, echo: Callable[[str], None] =
     tokenizer.save_pretrained(warm_dir)
     model = AutoModelForCausalLM.from_pretrained(warm_dir, local_files_only=True, dtype=torch.float32)
     echo(f"warm-up: {settings.warmup_steps} steps in {warmup_s:.1f}s, loss {loss:.3f}")
-    return dict(model=model, tokenizer=tokenizer, train=train, val=val, warmup_dir=warm_dir,
-                warmup_loss=loss, warmup_s=warmup_s)
+    return dict(
+        model=model, tokenizer=tokenizer, train=train, val=val, warmup_dir=warm_dir, warmup_loss=loss, warmup_s=warmup_s
+    )
 
 
-def run(settings: TinySettings, run_dir: str | os.PathLike[str], echo: Callable[[str], None] = print,
-        write_metrics: bool = True) -> dict[str, Any]:
+def run(
+    settings: TinySettings,
+    run_dir: str | os.PathLike[str],
+    echo: Callable[[str], None] = print,
+    write_metrics: bool = True,
+) -> dict[str, Any]:
     """One local run: warm-up, validation at step 0, GRPO with per-step metrics, the final checkpoint.
 
     Returns a summary: val_start, val_end, reward_first, reward_last, steps, grpo_s, s_per_step, ...
@@ -363,9 +389,14 @@ def run(settings: TinySettings, run_dir: str | os.PathLike[str], echo: Callable[
         callback = make_callback(writer, settings, evaluate, reward, echo)
         set_seed(settings.seed)
         config = GRPOConfig(**grpo_config_kwargs(settings, str(run_dir / "checkpoint")))
-        trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=config,
-                              train_dataset=train_dataset(parts["train"]), processing_class=tokenizer,
-                              callbacks=[callback])
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=[reward],
+            args=config,
+            train_dataset=train_dataset(parts["train"]),
+            processing_class=tokenizer,
+            callbacks=[callback],
+        )
         _drop_printer(trainer)
         callback.started = time.perf_counter()
         start = time.perf_counter()
@@ -392,8 +423,10 @@ def run(settings: TinySettings, run_dir: str | os.PathLike[str], echo: Callable[
         validation_s=callback.val_total_s,
         settings=asdict(settings),
     )
-    echo(f"done: {steps} steps in {grpo_s:.1f}s ({summary['s_per_step']:.3f} s/step), "
-         f"val_acc {val_start:.3f} -> {summary['val_end']:.3f}, checkpoint in {run_dir / 'checkpoint'}")
+    echo(
+        f"done: {steps} steps in {grpo_s:.1f}s ({summary['s_per_step']:.3f} s/step), "
+        f"val_acc {val_start:.3f} -> {summary['val_end']:.3f}, checkpoint in {run_dir / 'checkpoint'}"
+    )
     return summary
 
 
@@ -401,8 +434,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grpolab.local.train", description=__doc__.splitlines()[0])
     parser.add_argument("--run-dir", required=True, type=Path, help="run directory holding recipe.yaml")
     parser.add_argument("--recipe", type=Path, help="recipe file to read instead of RUN_DIR/recipe.yaml")
-    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a TinySettings field (repeatable)")
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a TinySettings field (repeatable)",
+    )
     args = parser.parse_args(argv)
     try:
         settings = load_settings(args.run_dir, args.recipe, args.sets)

@@ -29,7 +29,24 @@ from grpolab.monitor.summary import RunMonitor, format_summary, summary
 from grpolab.monitor.thresholds import Thresholds, ThresholdsError, load_thresholds, thresholds_for
 
 __all__ = [
-    "Alert", "CAUSES", "Comparison", "Failure", "FigureResult", "KEY_METRICS", "MetricsView", "RULES",
-    "RunMonitor", "Thresholds", "ThresholdsError", "alerts", "classify_failure", "compare", "format_summary",
-    "load", "load_thresholds", "plot_curves", "summary", "thresholds_for",
+    "Alert",
+    "CAUSES",
+    "Comparison",
+    "Failure",
+    "FigureResult",
+    "KEY_METRICS",
+    "MetricsView",
+    "RULES",
+    "RunMonitor",
+    "Thresholds",
+    "ThresholdsError",
+    "alerts",
+    "classify_failure",
+    "compare",
+    "format_summary",
+    "load",
+    "load_thresholds",
+    "plot_curves",
+    "summary",
+    "thresholds_for",
 ]

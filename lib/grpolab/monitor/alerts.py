@@ -29,22 +29,22 @@ RULES = ("nan", "reward-flat", "entropy-collapse", "kl-spike", "length-clipped",
 
 ADVICE = {
     "nan": "The update diverged or the reward returned NaN; later steps train on garbage. Try a lower lr, check "
-           "the reward function for NaN/inf, and rerun from the last checkpoint before this step.",
+    "the reward function for NaN/inf, and rerun from the last checkpoint before this step.",
     "reward-flat": "When every sample of a group gets the same reward, GRPO's advantages are zero and nothing is "
-                   "learned: check the reward function, the answer format it expects, and whether the task is "
-                   "too hard or too easy for the model.",
+    "learned: check the reward function, the answer format it expects, and whether the task is "
+    "too hard or too easy for the model.",
     "entropy-collapse": "The policy now picks nearly the same tokens every time, so GRPO's groups stop differing "
-                        "and exploration is gone. Try a lower lr, a higher rollout temperature, a smaller "
-                        "clip_ratio_high, or an entropy bonus; look for reward hacking in recent samples.",
+    "and exploration is gone. Try a lower lr, a higher rollout temperature, a smaller "
+    "clip_ratio_high, or an entropy bonus; look for reward hacking in recent samples.",
     "kl-spike": "The policy moved far from the reference: lower the lr, raise kl_loss_coef, or tighten "
-                "clip_ratio_low/high; check for a bad batch.",
+    "clip_ratio_low/high; check for a bad batch.",
     "length-clipped": "Truncated answers are unfinished and usually score 0, pushing GRPO towards short answers: "
-                      "raise data.max_response_length, add an overlong penalty / filter (DAPO), or check the "
-                      "samples for repetition loops.",
+    "raise data.max_response_length, add an overlong penalty / filter (DAPO), or check the "
+    "samples for repetition loops.",
     "grad-spike": "Large gradients precede loss spikes and NaNs: lower the lr or the gradient clip, and look at "
-                  "the batches of these steps (very long or degenerate responses).",
+    "the batches of these steps (very long or degenerate responses).",
     "throughput-drop": "Look for a straggler node or device, host memory swapping, longer responses "
-                       "(response_length/mean) or a rollout slowdown (timing_s/gen).",
+    "(response_length/mean) or a rollout slowdown (timing_s/gen).",
 }
 
 
@@ -182,8 +182,8 @@ def _previous_medians(values, window: int, need: int, warmup: int):
         windows = sliding_window_view(arr, window)[:-1]  # windows[i] = arr[i:i+window], the values before i+window
         m = np.median(windows, axis=1)
         first = max(window, warmup)
-        med[first:] = m[first - window:]
-        sig[first:] = 1.4826 * np.median(np.abs(windows - m[:, None]), axis=1)[first - window:]
+        med[first:] = m[first - window :]
+        sig[first:] = 1.4826 * np.median(np.abs(windows - m[:, None]), axis=1)[first - window :]
     return med, sig
 
 
@@ -226,9 +226,19 @@ def _median_at(medians: list, index: int) -> float | None:
 
 def _make(rule_id: str, rule, steps, values, episode: _Episode, message: str, metrics, worst) -> Alert:
     chunk = values[episode.first : episode.last + 1]
-    return Alert(rule_id, steps[episode.first], message, tuple(metrics), values[episode.first],
-                 confirmed=steps[episode.confirmed], end=steps[episode.last], ongoing=not episode.closed,
-                 count=episode.count, worst=worst(chunk), severity=rule.severity)
+    return Alert(
+        rule_id,
+        steps[episode.first],
+        message,
+        tuple(metrics),
+        values[episode.first],
+        confirmed=steps[episode.confirmed],
+        end=steps[episode.last],
+        ongoing=not episode.closed,
+        count=episode.count,
+        worst=worst(chunk),
+        severity=rule.severity,
+    )
 
 
 # --- the rules ---------------------------------------------------------------------------------------------
@@ -252,16 +262,32 @@ def _nan(view: MetricsView, rule) -> list[Alert]:
     if not bad_any.any():
         return []
     rows = np.flatnonzero(present).tolist()  # steps where something watched was logged: NaN or a recovery
-    bad_by_row = [[(m, c[row]) for m, c in zip(watched, columns) if c[row] is not None and not math.isfinite(c[row])]
-                  if bad_any[row] else [] for row in rows]
+    bad_by_row = [
+        [(m, c[row]) for m, c in zip(watched, columns) if c[row] is not None and not math.isfinite(c[row])]
+        if bad_any[row]
+        else []
+        for row in rows
+    ]
     out = []
     for ep in _episodes([bool(bad) for bad in bad_by_row], 1, 1, 1):
         bad = bad_by_row[ep.first]
         step = view.steps[rows[ep.first]]
         names = ", ".join(f"{m}={json_number(v)}" for m, v in bad)
-        out.append(Alert("nan", step, f"non-finite values at step {step}: {names}", tuple(m for m, _ in bad),
-                         bad[0][1], confirmed=step, end=view.steps[rows[ep.last]], ongoing=not ep.closed,
-                         count=ep.count, worst=bad[0][1], severity=rule.severity))
+        out.append(
+            Alert(
+                "nan",
+                step,
+                f"non-finite values at step {step}: {names}",
+                tuple(m for m, _ in bad),
+                bad[0][1],
+                confirmed=step,
+                end=view.steps[rows[ep.last]],
+                ongoing=not ep.closed,
+                count=ep.count,
+                worst=bad[0][1],
+                severity=rule.severity,
+            )
+        )
     return out
 
 
@@ -282,10 +308,19 @@ def _reward_flat(view: MetricsView, rule) -> list[Alert]:
         start = max(0, ep.first - window + 1)  # the flat stretch begins where the first flat window begins
         chunk = values[start : ep.first + 1]
         shifted = _Episode(start, ep.first, ep.last, ep.last - start + 1, ep.closed)
-        out.append(_make("reward-flat", rule, steps, values, shifted,
-                         f"{rule.metric} stayed within {_fmt(max(chunk) - min(chunk))} (around {_fmt(chunk[-1])}) "
-                         f"for {window} steps from step {steps[start]} (limit {rule.min_range})",
-                         (rule.metric,), lambda c: c[-1]))
+        out.append(
+            _make(
+                "reward-flat",
+                rule,
+                steps,
+                values,
+                shifted,
+                f"{rule.metric} stayed within {_fmt(max(chunk) - min(chunk))} (around {_fmt(chunk[-1])}) "
+                f"for {window} steps from step {steps[start]} (limit {rule.min_range})",
+                (rule.metric,),
+                lambda c: c[-1],
+            )
+        )
     return out
 
 
@@ -297,9 +332,19 @@ def _entropy_collapse(view: MetricsView, rule) -> list[Alert]:
     out = []
     for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
         since = f", {_fmt(100 * values[ep.first] / start)} % of its start {_fmt(start)}" if start else ""
-        out.append(_make("entropy-collapse", rule, steps, values, ep,
-                         f"{rule.metric} fell to {_fmt(values[ep.first])} at step {steps[ep.first]} "
-                         f"(limit {_fmt(limit)}{since})", (rule.metric,), min))
+        out.append(
+            _make(
+                "entropy-collapse",
+                rule,
+                steps,
+                values,
+                ep,
+                f"{rule.metric} fell to {_fmt(values[ep.first])} at step {steps[ep.first]} "
+                f"(limit {_fmt(limit)}{since})",
+                (rule.metric,),
+                min,
+            )
+        )
     return out
 
 
@@ -321,10 +366,20 @@ def _spikes(view: MetricsView, rule_id: str, rule) -> list[Alert]:
         for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
             median = _median_at(medians, ep.first)
             ratio = _fmt(values[ep.first] / median) if median else "inf"
-            out.append(_make(rule_id, rule, steps, values, ep,
-                             f"{name} jumped to {_fmt(values[ep.first])} at step {steps[ep.first]}, {ratio} x the "
-                             f"median {_fmt(median)} of the previous normal steps (limit {rule.factor} x and "
-                             f"{rule.robust_z} sigma, {rule.min_count} of {rule.of_last} steps)", (name,), max))
+            out.append(
+                _make(
+                    rule_id,
+                    rule,
+                    steps,
+                    values,
+                    ep,
+                    f"{name} jumped to {_fmt(values[ep.first])} at step {steps[ep.first]}, {ratio} x the "
+                    f"median {_fmt(median)} of the previous normal steps (limit {rule.factor} x and "
+                    f"{rule.robust_z} sigma, {rule.min_count} of {rule.of_last} steps)",
+                    (name,),
+                    max,
+                )
+            )
     return out
 
 
@@ -341,26 +396,49 @@ def _length_clipped(view: MetricsView, rule) -> list[Alert]:
     flags = [i >= rule.warmup and v > rule.max_ratio for i, v in enumerate(values)]
     out = []
     for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
-        out.append(_make("length-clipped", rule, steps, values, ep,
-                         f"{_fmt(100 * values[ep.first])} % of responses hit max_response_length at step "
-                         f"{steps[ep.first]} (limit {_fmt(100 * rule.max_ratio)} %, {rule.min_count} of "
-                         f"{rule.of_last} steps)", (rule.metric,), max))
+        out.append(
+            _make(
+                "length-clipped",
+                rule,
+                steps,
+                values,
+                ep,
+                f"{_fmt(100 * values[ep.first])} % of responses hit max_response_length at step "
+                f"{steps[ep.first]} (limit {_fmt(100 * rule.max_ratio)} %, {rule.min_count} of "
+                f"{rule.of_last} steps)",
+                (rule.metric,),
+                max,
+            )
+        )
     return out
 
 
 def _throughput_drop(view: MetricsView, rule) -> list[Alert]:
     steps, values = _finite_points(view, rule.metric)
-    flags, medians = _baseline_flags(values, rule, lambda v, base: v < (1 - rule.max_drop) * base.median(),
-                                     lambda v, med, sig: v < (1 - rule.max_drop) * med)
+    flags, medians = _baseline_flags(
+        values,
+        rule,
+        lambda v, base: v < (1 - rule.max_drop) * base.median(),
+        lambda v, med, sig: v < (1 - rule.max_drop) * med,
+    )
     out = []
     for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
         median = _median_at(medians, ep.first)
         drop = 1 - values[ep.first] / median if median else 0.0
-        out.append(_make("throughput-drop", rule, steps, values, ep,
-                         f"{rule.metric} dropped {_fmt(100 * drop)} % at step {steps[ep.first]} "
-                         f"({_fmt(values[ep.first])} vs the median {_fmt(median)} of the previous normal steps; "
-                         f"limit {_fmt(100 * rule.max_drop)} %, {rule.min_count} of {rule.of_last} steps)",
-                         (rule.metric,), min))
+        out.append(
+            _make(
+                "throughput-drop",
+                rule,
+                steps,
+                values,
+                ep,
+                f"{rule.metric} dropped {_fmt(100 * drop)} % at step {steps[ep.first]} "
+                f"({_fmt(values[ep.first])} vs the median {_fmt(median)} of the previous normal steps; "
+                f"limit {_fmt(100 * rule.max_drop)} %, {rule.min_count} of {rule.of_last} steps)",
+                (rule.metric,),
+                min,
+            )
+        )
     return out
 
 
@@ -385,7 +463,7 @@ def alerts(metrics, thresholds: Thresholds | str | None = None) -> list[Alert]:
     if not isinstance(thresholds, Thresholds):
         thresholds = load_thresholds(thresholds)
     found: list[Alert] = []
-    for rule_id, (field, check) in _CHECKS.items():
+    for field, check in _CHECKS.values():
         rule = getattr(thresholds.alerts, field)
         if rule.enabled:
             found += check(view, rule)
@@ -399,9 +477,20 @@ def group(found) -> list[dict]:
     groups: dict[str, dict] = {}
     for a in found:
         a = a.to_dict() if isinstance(a, Alert) else a
-        g = groups.setdefault(a["rule"], {"rule": a["rule"], "severity": a.get("severity", "warning"), "count": 0,
-                                          "first": a["step"], "last": a["step"], "worst": None, "metrics": [],
-                                          "messages": [], "advice": ADVICE.get(a["rule"], "")})
+        g = groups.setdefault(
+            a["rule"],
+            {
+                "rule": a["rule"],
+                "severity": a.get("severity", "warning"),
+                "count": 0,
+                "first": a["step"],
+                "last": a["step"],
+                "worst": None,
+                "metrics": [],
+                "messages": [],
+                "advice": ADVICE.get(a["rule"], ""),
+            },
+        )
         g["count"] += 1
         g["first"] = min(g["first"], a["step"])
         g["last"] = max(g["last"], a.get("end") or a["step"])

@@ -50,8 +50,14 @@ class FigureResult:
         return f"{self.change:+.4g}{(' ' + self.unit) if self.unit else ''}"
 
     def limit_text(self) -> str:
-        amount = f"{100 * self.limit:.4g} %" if self.relative else f"{self.limit:.4g}{(' ' + self.unit) if self.unit else ''}"
-        return {"increase": f"<= +{amount}", "decrease": f">= -{amount}", "change": f"within +/-{amount}"}[self.fails_on]
+        amount = (
+            f"{100 * self.limit:.4g} %"
+            if self.relative
+            else f"{self.limit:.4g}{(' ' + self.unit) if self.unit else ''}"
+        )
+        return {"increase": f"<= +{amount}", "decrease": f">= -{amount}", "change": f"within +/-{amount}"}[
+            self.fails_on
+        ]
 
 
 @dataclass
@@ -92,11 +98,23 @@ class Comparison:
         header = ("figure", "metric", "run", "baseline", "change", "limit", "result")
         rows = [header]
         for f in self.figures:
-            rows.append((f.label, f.metric, _num(f.run), _num(f.baseline), f.change_text(), f.limit_text(),
-                         f.status.upper() if f.status == "fail" else f.status))
+            rows.append(
+                (
+                    f.label,
+                    f.metric,
+                    _num(f.run),
+                    _num(f.baseline),
+                    f.change_text(),
+                    f.limit_text(),
+                    f.status.upper() if f.status == "fail" else f.status,
+                )
+            )
         widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-        lines = [f"compare {self.run}  vs baseline {self.baseline}, steps {first}-{last} "
-                 f"({self.run_steps} and {self.baseline_steps} steps in the window)", ""]
+        lines = [
+            f"compare {self.run}  vs baseline {self.baseline}, steps {first}-{last} "
+            f"({self.run_steps} and {self.baseline_steps} steps in the window)",
+            "",
+        ]
         for row in rows:
             lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
         for f in self.figures:
@@ -106,8 +124,11 @@ class Comparison:
         failed = len(self.failed_figures)
         skipped = sum(f.status == "skipped" for f in self.figures)
         verdict = "PASS" if self.passed else "REGRESSION"
-        lines += ["", f"result: {verdict} ({failed} of {len(self.figures)} figures failed, {skipped} skipped"
-                  f"{', ' + str(len(self.problems)) + ' problem(s)' if self.problems else ''})"]
+        lines += [
+            "",
+            f"result: {verdict} ({failed} of {len(self.figures)} figures failed, {skipped} skipped"
+            f"{', ' + str(len(self.problems)) + ' problem(s)' if self.problems else ''})",
+        ]
         return "\n".join(lines)
 
 
@@ -140,8 +161,9 @@ def _judge(spec: GateFigure, run_value: float, base_value: float) -> tuple[float
 
 
 def _figure(name: str, spec: GateFigure, run: MetricsView, base: MetricsView, first: int, last: int) -> FigureResult:
-    result = FigureResult(name, spec.label, spec.metric, spec.unit, None, None, None, spec.limit, spec.relative,
-                          spec.fails_on, "skipped")
+    result = FigureResult(
+        name, spec.label, spec.metric, spec.unit, None, None, None, spec.limit, spec.relative, spec.fails_on, "skipped"
+    )
     run_all = run.values_between(spec.metric, first, last)
     base_all = base.values_between(spec.metric, first, last)
     run_vals = [v for v in run_all if math.isfinite(v)]
@@ -153,12 +175,17 @@ def _figure(name: str, spec: GateFigure, run: MetricsView, base: MetricsView, fi
         result.note = "logged by neither run in the window: skipped"
         return result
     if len(run_vals) < len(run_all):
-        result.status, result.note = "fail", f"the run has {len(run_all) - len(run_vals)} NaN/inf value(s) in the window"
+        result.status, result.note = (
+            "fail",
+            f"the run has {len(run_all) - len(run_vals)} NaN/inf value(s) in the window",
+        )
         return result
     if base_all and not base_vals:  # logged, but only as NaN/inf: say so, not "not logged by the baseline"
         result.status = "fail"
-        result.note = (f"the baseline has only NaN/inf values ({len(base_all)}) in the window: cannot be checked; "
-                       "pick a healthy baseline run or another --steps window")
+        result.note = (
+            f"the baseline has only NaN/inf values ({len(base_all)}) in the window: cannot be checked; "
+            "pick a healthy baseline run or another --steps window"
+        )
         return result
     if not run_vals or not base_vals:
         who = "the baseline" if run_vals else "the run"
@@ -172,8 +199,9 @@ def _figure(name: str, spec: GateFigure, run: MetricsView, base: MetricsView, fi
     return result
 
 
-def compare(run, baseline, steps: tuple[int, int] | None = None,
-            thresholds: Thresholds | str | None = None) -> Comparison:
+def compare(
+    run, baseline, steps: tuple[int, int] | None = None, thresholds: Thresholds | str | None = None
+) -> Comparison:
     """Compare `run` with `baseline` (each a MetricsView or anything `load` accepts) over steps first..last.
 
     `steps` defaults to `regression.steps` of the thresholds file (5-14).
@@ -185,14 +213,21 @@ def compare(run, baseline, steps: tuple[int, int] | None = None,
     if first > last:
         raise ValueError(f"steps {first}-{last}: the first step must not be after the last")
     run_view, base_view = load(run), load(baseline)  # a MetricsView is refreshed: it may have grown since
-    result = Comparison(_label(run_view), _label(base_view), (first, last),
-                        len(run_view.steps_between(first, last)), len(base_view.steps_between(first, last)))
+    result = Comparison(
+        _label(run_view),
+        _label(base_view),
+        (first, last),
+        len(run_view.steps_between(first, last)),
+        len(base_view.steps_between(first, last)),
+    )
     expected = last - first + 1
     for who, view, count in (("run", run_view, result.run_steps), ("baseline", base_view, result.baseline_steps)):
         if count == 0:
             logged = f"it logged steps {min(view.steps)}-{max(view.steps)}" if view.steps else "it logged no steps"
-            result.problems.append(f"the {who} {_label(view)} has no step in {first}-{last} ({logged}): let it "
-                                   f"reach step {last} or choose other steps with --steps")
+            result.problems.append(
+                f"the {who} {_label(view)} has no step in {first}-{last} ({logged}): let it "
+                f"reach step {last} or choose other steps with --steps"
+            )
         elif count < expected:
             result.notes.append(f"the {who} has {count} of the {expected} steps {first}-{last}")
     for name, spec in gate.figures.items():

@@ -34,8 +34,9 @@ _COLOURS = {"FAILED": "#d62728", "LOST": "#d62728", "SUCCEEDED": "#2ca02c", "STO
 class Dashboard:
     """The widgets, the display handles and the refresh loop for one run. `widget` is the control row."""
 
-    def __init__(self, run, interval: float = 5.0, thresholds=None, root: Path | None = None,
-                 redraw_s: float | None = None):
+    def __init__(
+        self, run, interval: float = 5.0, thresholds=None, root: Path | None = None, redraw_s: float | None = None
+    ):
         import ipywidgets as widgets
 
         if interval <= 0:
@@ -50,14 +51,26 @@ class Dashboard:
         self.progress = Progress(self.monitor.run.run_id, out=lambda _line: None)
         self.status = widgets.HTML(value="<i>loading...</i>")
         self.bar = widgets.IntProgress(value=0, min=0, max=1, bar_style="info", layout=widgets.Layout(width="30%"))
-        self.stop_button = widgets.Button(description="Stop run", button_style="danger", icon="stop",
-                                          tooltip="Stop the Ray job (grpolab.launch.stop_run)")
+        self.stop_button = widgets.Button(
+            description="Stop run",
+            button_style="danger",
+            icon="stop",
+            tooltip="Stop the Ray job (grpolab.launch.stop_run)",
+        )
         self.stop_button.on_click(self._on_stop)
-        self.smoothing = widgets.FloatSlider(value=0.0, min=0.0, max=0.95, step=0.05, description="smoothing",
-                                             continuous_update=False, layout=widgets.Layout(width="260px"))
+        self.smoothing = widgets.FloatSlider(
+            value=0.0,
+            min=0.0,
+            max=0.95,
+            step=0.05,
+            description="smoothing",
+            continuous_update=False,
+            layout=widgets.Layout(width="260px"),
+        )
         self.smoothing.observe(self._on_smoothing, names="value")
-        self.widget = widgets.VBox([widgets.HBox([self.status, self.stop_button]),
-                                    widgets.HBox([self.bar, self.smoothing])])
+        self.widget = widgets.VBox(
+            [widgets.HBox([self.status, self.stop_button]), widgets.HBox([self.bar, self.smoothing])]
+        )
         self._handles: dict = {}
         self._halt = threading.Event()
         self._lock = threading.Lock()
@@ -79,14 +92,13 @@ class Dashboard:
 
     # -- showing ------------------------------------------------------------------------------------------
 
-    def show(self) -> "Dashboard":
+    def show(self) -> Dashboard:
         """Display the control row, the picture and the summary (each its own output, updated in place)."""
         from IPython.display import display
 
         self._handles = {
             "controls": display(self.widget, display_id=True),
-            "picture": display({"text/plain": "(the curves appear at the first refresh)"}, raw=True,
-                               display_id=True),
+            "picture": display({"text/plain": "(the curves appear at the first refresh)"}, raw=True, display_id=True),
             "summary": display({"text/plain": "loading ..."}, raw=True, display_id=True),
         }
         return self
@@ -140,7 +152,8 @@ class Dashboard:
             f"<b>{html.escape(data['run_id'])}</b> &nbsp; <span style='color:{colour}'><b>{data['state']}</b></span>"
             f" &nbsp; <code>{html.escape(self.progress.line())}</code> &nbsp; "
             f"{sum(g['count'] for g in groups)} alert(s)"
-            + ("" if self.finished else f" &nbsp; <i>refreshing every {self.interval:g} s</i>"))
+            + ("" if self.finished else f" &nbsp; <i>refreshing every {self.interval:g} s</i>")
+        )
         self.bar.max = max(1, self.progress.total or self.progress.step or 1)
         self.bar.value = min(self.progress.step or 0, self.bar.max)
         self.stop_button.disabled = self.finished
@@ -152,8 +165,10 @@ class Dashboard:
         self.stop_button.layout.display = "none"
         if self._handles.get("controls") is not None:
             self.widget.close()
-            self._update("controls", {"text/plain": line,
-                                      "text/html": f"<pre style='font-family:monospace'>{html.escape(line)}</pre>"})
+            self._update(
+                "controls",
+                {"text/plain": line, "text/html": f"<pre style='font-family:monospace'>{html.escape(line)}</pre>"},
+            )
 
     def _loop(self, max_updates: int | None) -> None:
         done = 0
@@ -164,15 +179,16 @@ class Dashboard:
                 break
             self._halt.wait(self.interval)
 
-    def start(self, background: bool = True, max_updates: int | None = None) -> "Dashboard":
+    def start(self, background: bool = True, max_updates: int | None = None) -> Dashboard:
         """Refresh until the job ends (or `max_updates`), in a daemon thread unless `background` is False."""
         self._halt.clear()
         if not background:
             self._loop(max_updates)
             return self
         if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._loop, args=(max_updates,), daemon=True,
-                                            name=f"grpolab-dashboard-{self.monitor.run.run_id}")
+            self._thread = threading.Thread(
+                target=self._loop, args=(max_updates,), daemon=True, name=f"grpolab-dashboard-{self.monitor.run.run_id}"
+            )
             self._thread.start()
         return self
 
@@ -204,8 +220,14 @@ class Dashboard:
         self.show()
 
 
-def live(run, interval: float = 5.0, thresholds=None, display: bool = True, background: bool = True,
-         max_updates: int | None = None) -> Dashboard:
+def live(
+    run,
+    interval: float = 5.0,
+    thresholds=None,
+    display: bool = True,
+    background: bool = True,
+    max_updates: int | None = None,
+) -> Dashboard:
     """Show a live dashboard for `run` (run id, run directory or metrics file) and keep it refreshed every
     `interval` seconds while the job runs. Returns the Dashboard (`.stop()` ends the refreshing)."""
     dash = Dashboard(run, interval=interval, thresholds=thresholds)

@@ -208,13 +208,60 @@ def _excerpt(line: str, at: int) -> str:
 # are dropped before the patterns run: a big log is mostly INFO lines, and Python's regex alternations are
 # slow enough that this prefilter makes classifying a 2 MB log several times faster. A new pattern must add
 # its word here if none fits (tests/test_monitor_failures.py feeds each pattern a real line).
-_KEYWORDS = re.compile("|".join(map(re.escape, (
-    "error", "exception", "memory", "cuda", "npu", "gpu", "hbm", "ei00", "el00", "207001", "cublas", "nvidia",
-    "resource", "infeasible", "conflict", "requires", "symbol", "version", "nan", "finite", "loss", "actor/",
-    "timeout", "timed out", "times out", "watchdog", "hccl", "nccl", "kill", "signal", "exit", "code", "oom",
-    "died", "space", "errno 28", "enospc", "quota", "object store", "disk", "wandb", "api_key", "api key",
-    "unauthorized", "401",
-))))
+_KEYWORDS = re.compile(
+    "|".join(
+        map(
+            re.escape,
+            (
+                "error",
+                "exception",
+                "memory",
+                "cuda",
+                "npu",
+                "gpu",
+                "hbm",
+                "ei00",
+                "el00",
+                "207001",
+                "cublas",
+                "nvidia",
+                "resource",
+                "infeasible",
+                "conflict",
+                "requires",
+                "symbol",
+                "version",
+                "nan",
+                "finite",
+                "loss",
+                "actor/",
+                "timeout",
+                "timed out",
+                "times out",
+                "watchdog",
+                "hccl",
+                "nccl",
+                "kill",
+                "signal",
+                "exit",
+                "code",
+                "oom",
+                "died",
+                "space",
+                "errno 28",
+                "enospc",
+                "quota",
+                "object store",
+                "disk",
+                "wandb",
+                "api_key",
+                "api key",
+                "unauthorized",
+                "401",
+            ),
+        )
+    )
+)
 
 
 class _Text:

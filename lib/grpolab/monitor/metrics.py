@@ -25,9 +25,9 @@ import json
 import math
 import os
 import re
+from collections.abc import Iterable
 from itertools import compress
 from pathlib import Path
-from typing import Iterable
 
 from grpolab.runs import Run, resolve_run
 
@@ -199,7 +199,7 @@ class MetricsView:
     # -- reading --------------------------------------------------------------------------------------------
 
     @classmethod
-    def for_run(cls, run: Run) -> "MetricsView":
+    def for_run(cls, run: Run) -> MetricsView:
         """metrics.jsonl when the run has one, else the console lines of logs/job.log (re-decided until data)."""
         path, kind = cls._pick(run)
         return cls(path, kind, run=run)
@@ -251,7 +251,7 @@ class MetricsView:
             if name in rewritten or raw is None:
                 del self._clean_cache[name]
                 continue
-            new = raw[len(cached):]
+            new = raw[len(cached) :]
             clean = [_clean(v) for v in new]
             self._clean_cache[name] = cached + clean  # a new list: a caller may still hold the old one
             self._dropped[name] = self._dropped.get(name, 0) + clean.count(None) - new.count(None)
@@ -278,7 +278,7 @@ class MetricsView:
             return None
         if not (isinstance(record, dict) and type(record.get("step")) is int and isinstance(record.get("data"), dict)):
             if not final:
-                self._note(f"{self.path}: line {self._lines_read}: not a {{\"step\": N, \"data\": {{...}}}} record")
+                self._note(f'{self.path}: line {self._lines_read}: not a {{"step": N, "data": {{...}}}} record')
             return None
         return record
 

@@ -30,8 +30,11 @@ PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     ("policy clip fraction", "fraction", (("actor/pg_clipfrac", "pg_clipfrac"),)),
     ("grad norm", "norm", (("actor/grad_norm", "grad_norm"),)),
     ("throughput", "tokens / s / device", (("perf/throughput", "throughput"),)),
-    ("step time", "seconds", (("timing_s/step", "step"), ("timing_s/gen", "gen"),
-                              ("timing_s/update_actor", "update_actor"))),
+    (
+        "step time",
+        "seconds",
+        (("timing_s/step", "step"), ("timing_s/gen", "gen"), ("timing_s/update_actor", "update_actor")),
+    ),
     ("device memory", "GB", (("actor/perf/max_memory_allocated_gb", "max allocated"),)),
     ("learning rate", "lr", (("actor/lr", "lr"),)),
 )
@@ -100,7 +103,7 @@ def _lines_for(view: MetricsView, entries) -> list[tuple[str, str]]:
     found = []
     for metric, label in entries:
         if metric.endswith("/"):
-            found += [(name, name[len(metric):]) for name in view.first_present([metric])]
+            found += [(name, name[len(metric) :]) for name in view.first_present([metric])]
         elif metric in view:
             found.append((metric, label))
     return found
@@ -139,8 +142,11 @@ class Curves:
     def draw(self, metrics, alerts=(), path: str | Path = "curves.png") -> bool:
         """Draw into `path` (PNG) if anything changed since the last draw; True when it drew."""
         view = metrics if isinstance(metrics, MetricsView) else load(metrics)
-        key = (len(view.steps), view.last_step, tuple((getattr(a, "rule", ""), getattr(a, "step", 0),
-                                                        getattr(a, "end", None)) for a in alerts))
+        key = (
+            len(view.steps),
+            view.last_step,
+            tuple((getattr(a, "rule", ""), getattr(a, "step", 0), getattr(a, "end", None)) for a in alerts),
+        )
         if key == self._key and Path(path).exists():
             return False
         _draw(view, alerts, Path(path), self.title, self.smooth)
@@ -164,8 +170,16 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
     first, last = (min(view.steps), max(view.steps)) if view.steps else (0, 1)
     if not panels:
         ax = axes.flat[0]
-        ax.text(0.5, 0.5, "no metrics logged yet", transform=ax.transAxes, ha="center", va="center",
-                fontsize=12, color="0.5")
+        ax.text(
+            0.5,
+            0.5,
+            "no metrics logged yet",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=12,
+            color="0.5",
+        )
         ax.set_xticks([])
         ax.set_yticks([])
     for ax, (panel_title, ylabel, lines) in zip(axes.flat, panels):
@@ -186,8 +200,15 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
             else:
                 ax.plot(x, y, marker="o" if sparse else None, markersize=3, linewidth=1.3, label=label)
             for start, end in _nonfinite_runs(steps, values):  # NaN/inf do not draw as a line: hatch them
-                ax.axvspan(start - 0.5, end + 0.5, facecolor="none", edgecolor=_SEVERITY_COLOR["error"],
-                           hatch="//", linewidth=0, alpha=0.6)
+                ax.axvspan(
+                    start - 0.5,
+                    end + 0.5,
+                    facecolor="none",
+                    edgecolor=_SEVERITY_COLOR["error"],
+                    hatch="//",
+                    linewidth=0,
+                    alpha=0.6,
+                )
         names = {metric for metric, _ in lines}
         marked = [a for a in alerts if names.intersection(getattr(a, "metrics", ()))]
         for alert in marked:
@@ -202,15 +223,25 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
             rules = sorted({a.rule for a in marked})
             worst = "error" if any(getattr(a, "severity", "") == "error" for a in marked) else "warning"
             ax.set_title(f"{panel_title}  ({', '.join(rules)})", fontsize=10, color=_SEVERITY_COLOR[worst], y=1.0)
-    for ax in list(axes.flat)[len(panels) or 1:]:
+    for ax in list(axes.flat)[len(panels) or 1 :]:
         ax.set_visible(False)
     heading = title or (view.run.run_id if view.run is not None else view.path.name)
-    fig.suptitle(f"{heading}: {len(view.steps)} steps" + (f", last step {view.last_step}" if view.steps else "")
-                 + (f", {len(alerts)} alert(s), shaded" if alerts else "")
-                 + (f", smoothing {smooth:g}" if smooth else ""), fontsize=13)
+    fig.suptitle(
+        f"{heading}: {len(view.steps)} steps"
+        + (f", last step {view.last_step}" if view.steps else "")
+        + (f", {len(alerts)} alert(s), shaded" if alerts else "")
+        + (f", smoothing {smooth:g}" if smooth else ""),
+        fontsize=13,
+    )
     # Fixed margins rather than tight_layout: it measures every tick label of 12 panels and doubles the time.
-    fig.subplots_adjust(left=0.06, right=0.985, bottom=0.5 / (3.0 * rows + 0.6) + 0.03,
-                        top=1 - 0.75 / (3.0 * rows + 0.6), wspace=0.3, hspace=0.62)
+    fig.subplots_adjust(
+        left=0.06,
+        right=0.985,
+        bottom=0.5 / (3.0 * rows + 0.6) + 0.03,
+        top=1 - 0.75 / (3.0 * rows + 0.6),
+        wspace=0.3,
+        hspace=0.62,
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
     try:
@@ -221,8 +252,9 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
         raise
 
 
-def plot_curves(metrics, alerts=(), path: str | Path = "curves.png", title: str | None = None,
-                smooth: float = 0.0) -> Path:
+def plot_curves(
+    metrics, alerts=(), path: str | Path = "curves.png", title: str | None = None, smooth: float = 0.0
+) -> Path:
     """Draw the panels this run has data for (a MetricsView or anything `load` takes), shade the step ranges of
     `alerts` in the panels of their metrics, and save a PNG at `path`. `smooth`: 0 (none) to 0.99."""
     view = metrics if isinstance(metrics, MetricsView) else load(metrics)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import html
 import time
-from typing import Callable
+from collections.abc import Callable
 
 REWARD = "critic/score/mean"
 VAL_PREFIX = "val-core/"
@@ -50,8 +50,15 @@ def latest_figures(view) -> dict[str, float]:
 class Progress:
     """The progress of one followed run (see the module docstring)."""
 
-    def __init__(self, run_id: str, total: int | None = None, bar: bool = False, every_s: float = 30.0,
-                 out: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        run_id: str,
+        total: int | None = None,
+        bar: bool = False,
+        every_s: float = 30.0,
+        out: Callable[[str], None] = print,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.run_id = run_id
         self.total = total
         self.every_s = every_s
@@ -139,8 +146,9 @@ class Progress:
             from IPython.display import display
         except ImportError:  # no widgets: plain lines
             return None
-        bar = widgets.IntProgress(value=0, min=0, max=max(1, self.total or 1), bar_style="info",
-                                  layout=widgets.Layout(width="40%"))
+        bar = widgets.IntProgress(
+            value=0, min=0, max=max(1, self.total or 1), bar_style="info", layout=widgets.Layout(width="40%")
+        )
         label = widgets.HTML(value=f"following run <b>{html.escape(self.run_id)}</b> ...")
         box = widgets.HBox([bar, label])
         handle = display(box, display_id=True)
@@ -164,8 +172,14 @@ class Progress:
             self.out(text)
 
 
-def follow_while(run, busy: Callable[[], bool], bar: bool = False, every_s: float = 30.0, poll_s: float = 2.0,
-                 out: Callable[[str], None] = print) -> dict:
+def follow_while(
+    run,
+    busy: Callable[[], bool],
+    bar: bool = False,
+    every_s: float = 30.0,
+    poll_s: float = 2.0,
+    out: Callable[[str], None] = print,
+) -> dict:
     """Show the progress of `run` from its files alone (status.json, metrics.jsonl; nothing asks Ray) while
     `busy()` is true, e.g. while another kernel executes 04_monitor for run.ipynb; then the final line.
     Returns the last status read."""
@@ -188,8 +202,7 @@ def follow_while(run, busy: Callable[[], bool], bar: bool = False, every_s: floa
     return status
 
 
-def wait(run, progress=print, poll_s: float = 2.0, timeout: float | None = None,
-         every_s: float = 10.0) -> dict:
+def wait(run, progress=print, poll_s: float = 2.0, timeout: float | None = None, every_s: float = 10.0) -> dict:
     """Follow a run until it ends (or `timeout`), printing progress lines (step / total, elapsed, remaining,
     reward, validation accuracy) at most one per `every_s` seconds (grpolab.monitor.progress)."""
     from grpolab.launch import refresh_status

@@ -44,8 +44,10 @@ def open_run(ref, root: Path | None = None) -> tuple[Run, MetricsView]:
         kind = "console" if file.suffix.lower() in _CONSOLE_SUFFIXES else "jsonl"
         return run, MetricsView(file, kind, run=None)
     if not any(p.exists() for p in (run.status_file, run.metrics_file, run.job_log, run.logs_dir)):
-        raise RunNotFound(f"{run.path} is not a run directory: it has no status.json, metrics.jsonl or "
-                          "logs/job.log; pass a run id (see `grpolab runs`), a run directory or a metrics file")
+        raise RunNotFound(
+            f"{run.path} is not a run directory: it has no status.json, metrics.jsonl or "
+            "logs/job.log; pass a run id (see `grpolab runs`), a run directory or a metrics file"
+        )
     return run, MetricsView.for_run(run)
 
 
@@ -77,9 +79,14 @@ def _log_tail(run: Run) -> tuple[str, bool]:
 def failure_of(run: Run, status: dict) -> Failure | None:
     """The cause of a FAILED or LOST run (the one place a failure is classified); None for any other state."""
     if status.get("state") == "LOST":
-        return Failure("lost", status.get("lost") or "the run's Ray head went away and the job left no end record",
-                       f"start the run again; `grpolab logs {run.run_id}` shows how far it got and `grpolab head "
-                       "status` whether the embedded head runs", list(status.get("log_tail") or [])[-5:], [])
+        return Failure(
+            "lost",
+            status.get("lost") or "the run's Ray head went away and the job left no end record",
+            f"start the run again; `grpolab logs {run.run_id}` shows how far it got and `grpolab head "
+            "status` whether the embedded head runs",
+            list(status.get("log_tail") or [])[-5:],
+            [],
+        )
     if status.get("state") != "FAILED":
         return None
     return _failure(run, status)
@@ -95,9 +102,13 @@ def _failure(run: Run, status: dict) -> Failure:
         # Line numbers count from the start of the text read: only meaningful when that was the whole log.
         return replace(found, line_numbers=[]) if skipped else found
     last = [line for line in tail.splitlines() if line.strip()][-5:]
-    return Failure("unknown", "the job failed, but its log shows no error",
-                   f"read the whole log (`grpolab logs {run.run_id}`) and Ray's own logs (/tmp/ray/session_latest/logs)",
-                   last or ([message] if message else []), [])
+    return Failure(
+        "unknown",
+        "the job failed, but its log shows no error",
+        f"read the whole log (`grpolab logs {run.run_id}`) and Ray's own logs (/tmp/ray/session_latest/logs)",
+        last or ([message] if message else []),
+        [],
+    )
 
 
 def _latest(view: MetricsView) -> list[dict]:
@@ -144,7 +155,9 @@ class RunMonitor:
         state = status.get("state") or "UNKNOWN"
         failure = failure_of(self.run, status)
         if self.view.problems:
-            notes.append(f"{self.view.bad_lines} unreadable line(s) in {self.view.path}, first: {self.view.problems[0]}")
+            notes.append(
+                f"{self.view.bad_lines} unreadable line(s) in {self.view.path}, first: {self.view.problems[0]}"
+            )
         notes += _data_notes(self.view, state)
         curves = None
         if png is not None:
@@ -162,8 +175,12 @@ class RunMonitor:
             "job_id": status.get("job_id"),
             "created": status.get("created"),
             "updated": status.get("updated"),
-            "source": {"file": str(self.view.path), "kind": self.view.kind,
-                       "exists": self.view.path.exists(), "bad_lines": self.view.bad_lines},
+            "source": {
+                "file": str(self.view.path),
+                "kind": self.view.kind,
+                "exists": self.view.path.exists(),
+                "bad_lines": self.view.bad_lines,
+            },
             "steps": len(self.view.steps),
             "last_step": self.view.last_step,
             "total_steps": status.get("total_steps"),
@@ -185,8 +202,10 @@ def _data_notes(view: MetricsView, state: str) -> list[str]:
     notes = []
     if state in TERMINAL_STATES and not view.steps:
         where = view.path if view.path.exists() else f"{view.path} (missing)"
-        notes.append(f"the run is {state} but logged no metrics: {where}; check trainer.logger includes `file` "
-                     "and the job log for where the trainer stopped")
+        notes.append(
+            f"the run is {state} but logged no metrics: {where}; check trainer.logger includes `file` "
+            "and the job log for where the trainer stopped"
+        )
     dropped = view.dropped()
     if dropped:
         names = ", ".join(f"{name} ({count})" for name, count in list(dropped.items())[:5])
@@ -196,8 +215,13 @@ def _data_notes(view: MetricsView, state: str) -> list[str]:
     return notes
 
 
-def summary(ref, thresholds: Thresholds | str | None = None, png: str | Path | None = None,
-            refresh: bool = True, root: Path | None = None) -> dict:
+def summary(
+    ref,
+    thresholds: Thresholds | str | None = None,
+    png: str | Path | None = None,
+    refresh: bool = True,
+    root: Path | None = None,
+) -> dict:
     """The state of a run as a dict (what `grpolab monitor --json` prints). See RunMonitor.update."""
     return RunMonitor(ref, thresholds, root).update(refresh=refresh, png=png)
 
@@ -251,8 +275,9 @@ def alert_lines(data: dict, advice: bool = True) -> list[str]:
         if len(g["messages"]) > 3:
             lines.append(f"      ... and {len(g['messages']) - 3} more")
         if advice and g["advice"]:
-            lines.append(textwrap.fill(g["advice"], width=_WIDTH, initial_indent="      try: ",
-                                       subsequent_indent="           "))
+            lines.append(
+                textwrap.fill(g["advice"], width=_WIDTH, initial_indent="      try: ", subsequent_indent="           ")
+            )
     return lines
 
 
@@ -285,14 +310,19 @@ def format_summary(data: dict) -> str:
         width = max(len(m["label"]) for m in data["latest"])
         metric_width = max(len(m["metric"]) for m in data["latest"])
         for m in data["latest"]:
-            lines.append(f"  {m['label'].ljust(width)}  {m['metric'].ljust(metric_width)}  "
-                         f"{_value(m['value']):>10}  (step {m['step']})")
+            lines.append(
+                f"  {m['label'].ljust(width)}  {m['metric'].ljust(metric_width)}  "
+                f"{_value(m['value']):>10}  (step {m['step']})"
+            )
     lines.append("")
     lines += alert_lines(data)
     failure = data.get("failure")
     if failure:
-        lines += ["", f"failure   {failure['cause']}: {failure['message']}",
-                  textwrap.fill(failure["fix"], width=_WIDTH, initial_indent="  fix: ", subsequent_indent="       ")]
+        lines += [
+            "",
+            f"failure   {failure['cause']}: {failure['message']}",
+            textwrap.fill(failure["fix"], width=_WIDTH, initial_indent="  fix: ", subsequent_indent="       "),
+        ]
         if failure["lines"]:
             lines.append("  evidence:")
             numbers = failure.get("line_numbers") or [None] * len(failure["lines"])
@@ -328,12 +358,16 @@ def format_html(data: dict, open_alerts: bool = False) -> str:
         for g in groups:
             colour = "#d62728" if g["severity"] == "error" else "#b35900"
             worst = "" if g["worst"] is None else f", worst {_value(g['worst'])}"
-            summary_line = (f"<span style='color:{colour}'><b>{g['severity'].upper()}</b></span> "
-                            f"<code>{g['rule']}</code>: {g['count']} episode(s), {_range(g)}{worst}")
+            summary_line = (
+                f"<span style='color:{colour}'><b>{g['severity'].upper()}</b></span> "
+                f"<code>{g['rule']}</code>: {g['count']} episode(s), {_range(g)}{worst}"
+            )
             items = "".join(f"<li>{_html.escape(m)}</li>" for m in g["messages"])
-            parts.append(f"<details{' open' if open_alerts else ''}><summary>{summary_line}</summary>"
-                         f"<ul style='margin:2px 0'>{items}</ul><p style='margin:2px 0 6px 18px'><i>try:</i> "
-                         f"{_html.escape(g['advice'])}</p></details>")
+            parts.append(
+                f"<details{' open' if open_alerts else ''}><summary>{summary_line}</summary>"
+                f"<ul style='margin:2px 0'>{items}</ul><p style='margin:2px 0 6px 18px'><i>try:</i> "
+                f"{_html.escape(g['advice'])}</p></details>"
+            )
     else:
         parts.append(_PRE + "alerts    none</pre>")
     tail = head[1].strip("\n") if len(head) > 1 else ""
@@ -341,6 +375,8 @@ def format_html(data: dict, open_alerts: bool = False) -> str:
         parts.append(_PRE + _html.escape(tail) + "</pre>")
     if data.get("thresholds"):
         limits = "\n".join(data.get("threshold_lines") or [])
-        parts.append(f"<details><summary>limits applied: <code>{_html.escape(data['thresholds'])}</code></summary>"
-                     f"{_PRE}{_html.escape(limits)}</pre></details>")
+        parts.append(
+            f"<details><summary>limits applied: <code>{_html.escape(data['thresholds'])}</code></summary>"
+            f"{_PRE}{_html.escape(limits)}</pre></details>"
+        )
     return "\n".join(parts)

@@ -70,8 +70,11 @@ def healthy(steps: int = 60, seed: int = 0, extra_metrics: int = 0, val_every: i
 
 
 def _median_before(records: list[dict], name: str, at: int, window: int = 50) -> float:
-    values = sorted(r["data"][name] for r in records if at - window <= r["step"] < at
-                    and isinstance(r["data"].get(name), (int, float)))
+    values = sorted(
+        r["data"][name]
+        for r in records
+        if at - window <= r["step"] < at and isinstance(r["data"].get(name), (int, float))
+    )
     return values[len(values) // 2] if values else 1.0
 
 

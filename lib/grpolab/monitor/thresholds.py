@@ -23,8 +23,16 @@ import yaml
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from grpolab.monitor_schema import (  # noqa: F401  (re-exported: the monitor's callers import them from here)
-    AlertRules, EntropyCollapseRule, GateFigure, LengthClippedRule, Monitor, NanRule, Regression, RewardFlatRule,
-    SpikeRule, ThroughputDropRule,
+    AlertRules,
+    EntropyCollapseRule,
+    GateFigure,
+    LengthClippedRule,
+    Monitor,
+    NanRule,
+    Regression,
+    RewardFlatRule,
+    SpikeRule,
+    ThroughputDropRule,
 )
 from grpolab.paths import params_dir
 
@@ -95,16 +103,20 @@ def _explain(error: dict, path: Path, prefix: str) -> str:
         fix = f"did you mean '{close[0]}'?" if close else f"valid keys here: {', '.join(valid)}"
         return f"{path}: unknown key '{key}': {fix}"
     if kind == "missing":
-        return (f"{path}: missing key '{key}': add it (a thresholds file sets every key; a recipe inherits "
-                f"the rest from params/base.yaml)")
+        return (
+            f"{path}: missing key '{key}': add it (a thresholds file sets every key; a recipe inherits "
+            f"the rest from params/base.yaml)"
+        )
     value = error.get("input")
     return f"{path}: key '{key}' = {value!r}: {error['msg']}; fix the value in the file"
 
 
 def _validate(data, path: Path, prefix: str) -> Thresholds:
     if not isinstance(data, dict):
-        raise ThresholdsError(f"{path}: expected a mapping with keys 'alerts' and 'regression', got "
-                              f"{type(data).__name__}; see section `monitor:` of params/base.yaml for the layout")
+        raise ThresholdsError(
+            f"{path}: expected a mapping with keys 'alerts' and 'regression', got "
+            f"{type(data).__name__}; see section `monitor:` of params/base.yaml for the layout"
+        )
     try:
         thresholds = Thresholds.model_validate(data)
     except ValidationError as exc:
@@ -117,8 +129,10 @@ def _read(path: Path):
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise ThresholdsError(f"{path}: no such thresholds file; pass an existing YAML file (a recipe, or a "
-                              f"`{SECTION}:` section like the one in {default_path()})") from None
+        raise ThresholdsError(
+            f"{path}: no such thresholds file; pass an existing YAML file (a recipe, or a "
+            f"`{SECTION}:` section like the one in {default_path()})"
+        ) from None
     except OSError as exc:
         raise ThresholdsError(f"{path}: cannot read the thresholds file: {exc.strerror or exc}") from None
     try:

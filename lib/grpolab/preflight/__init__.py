@@ -27,10 +27,10 @@ checks are skipped. Nothing here raises for a broken cluster: only an unusable r
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
-from grpolab.preflight.report import CLUSTER, FAIL, LOCAL, OK, SKIP, STATUSES, WARN, PreflightReport, Row
+from grpolab.preflight.report import CLUSTER, FAIL, OK, SKIP, STATUSES, WARN, PreflightReport, Row
 from grpolab.schema import Recipe
 
 __all__ = ["run_preflight", "PreflightReport", "Row", "OK", "WARN", "FAIL", "SKIP", "STATUSES"]
@@ -40,9 +40,13 @@ def _quiet(_: str) -> None:
     return None
 
 
-def run_preflight(recipe: Recipe | str | Path, address: str | None = None,
-                  progress: Callable[[str], None] | None = print, overrides: Iterable[str] = (),
-                  timeout_s: float | None = None) -> PreflightReport:
+def run_preflight(
+    recipe: Recipe | str | Path,
+    address: str | None = None,
+    progress: Callable[[str], None] | None = print,
+    overrides: Iterable[str] = (),
+    timeout_s: float | None = None,
+) -> PreflightReport:
     """Check the recipe locally, then the Ray cluster at `address` and every one of its alive nodes.
 
     recipe     a loaded Recipe, or a recipe name / YAML path (loaded with `overrides`)
@@ -86,8 +90,13 @@ def run_preflight(recipe: Recipe | str | Path, address: str | None = None,
     try:
         report.address = conn.address
         nodes = [n for n in conn.ray.nodes() if n.get("Alive")]
-        nodes.sort(key=lambda n: (remote.HEAD_RESOURCE not in (n.get("Resources") or {}),
-                                  n.get("NodeManagerAddress", ""), n.get("NodeID", "")))
+        nodes.sort(
+            key=lambda n: (
+                remote.HEAD_RESOURCE not in (n.get("Resources") or {}),
+                n.get("NodeManagerAddress", ""),
+                n.get("NodeID", ""),
+            )
+        )
         report.nodes = [remote.node_label(n) for n in nodes]
         report.rows += remote.device_rows(recipe, nodes)
         t2 = time.perf_counter()

@@ -26,8 +26,9 @@ def local_rows(recipe: Recipe) -> list[Row]:
     if problems:
         rows += [problem_row("recipe", p) for p in problems]
     else:
-        rows.append(Row("recipe", LOCAL, OK, f"{recipe.name} validates: no errors, no warnings "
-                                             f"({', '.join(recipe.files)})"))
+        rows.append(
+            Row("recipe", LOCAL, OK, f"{recipe.name} validates: no errors, no warnings ({', '.join(recipe.files)})")
+        )
 
     installed = verl_schema.verl_version()
     pin_text = recipe.stack.get("verl")
@@ -36,13 +37,27 @@ def local_rows(recipe: Recipe) -> list[Row]:
         rows.append(Row("verl-schema", LOCAL, SKIP, "train.engine trl: no verl overrides to compose"))
         return rows
     if installed is None:
-        rows.append(Row("verl", LOCAL, FAIL, "verl is not installed here: the launch cannot be rendered for it",
-                        f"pip install verl{'==' + pin_text if pin_text else ''} (see README)"))
+        rows.append(
+            Row(
+                "verl",
+                LOCAL,
+                FAIL,
+                "verl is not installed here: the launch cannot be rendered for it",
+                f"pip install verl{'==' + pin_text if pin_text else ''} (see README)",
+            )
+        )
     else:
         target = f"the launch is rendered for the installed verl {installed} (its own config files)"
         if not pin_text:
-            rows.append(Row("verl", LOCAL, WARN, f"verl {installed} installed; the recipe pins no verl version; {target}",
-                            f"add `verl: \"{installed}\"` under stack: once the recipe is tuned on it"))
+            rows.append(
+                Row(
+                    "verl",
+                    LOCAL,
+                    WARN,
+                    f"verl {installed} installed; the recipe pins no verl version; {target}",
+                    f'add `verl: "{installed}"` under stack: once the recipe is tuned on it',
+                )
+            )
         else:
             try:
                 pin = stack.parse_pin("verl", pin_text)
@@ -52,17 +67,28 @@ def local_rows(recipe: Recipe) -> list[Row]:
             if ok:
                 rows.append(Row("verl", LOCAL, OK, f"verl {installed} matches stack.verl {pin_text}; {target}"))
             else:
-                rows.append(Row("verl", LOCAL, WARN,
-                                f"the recipe was tuned for verl {pin_text} but {why}; {target}",
-                                f"install verl=={pin_text.split('@')[0]}, or re-tune and pin stack.verl: {installed}"))
+                rows.append(
+                    Row(
+                        "verl",
+                        LOCAL,
+                        WARN,
+                        f"the recipe was tuned for verl {pin_text} but {why}; {target}",
+                        f"install verl=={pin_text.split('@')[0]}, or re-tune and pin stack.verl: {installed}",
+                    )
+                )
     if installed is None:
         rows.append(Row("verl-schema", LOCAL, SKIP, "verl is not installed: the overrides were not composed"))
     else:
         real = [p for p in schema_problems if p.rule == "verl-schema"]
         rows += [problem_row("verl-schema", p) for p in real]
         if not any(p.severity == "error" for p in real):
-            rows.append(Row("verl-schema", LOCAL, OK,
-                            f"the rendered overrides compose against verl {installed}'s config"
-                            + (f" ({len(real)} warning(s) above)" if real else "")))
+            rows.append(
+                Row(
+                    "verl-schema",
+                    LOCAL,
+                    OK,
+                    f"the rendered overrides compose against verl {installed}'s config"
+                    + (f" ({len(real)} warning(s) above)" if real else ""),
+                )
+            )
     return rows
-

@@ -27,9 +27,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from grpolab import stack
 
@@ -66,50 +67,69 @@ def check_env(spec: dict, node_env: dict[str, str], env: dict[str, str]) -> list
     recipe_env = spec["env"]
     for var, severity, why in spec["required_env"]:
         if not env.get(var):
-            rows.append(_row(
-                f"env.{var}", severity,
-                f"{var} is not set on this node nor in the recipe's env: {why}",
-                f"export {var}=... in the shell that runs `ray start` on this node (then restart Ray there), "
-                f"or add it under the recipe's env:",
-            ))
+            rows.append(
+                _row(
+                    f"env.{var}",
+                    severity,
+                    f"{var} is not set on this node nor in the recipe's env: {why}",
+                    f"export {var}=... in the shell that runs `ray start` on this node (then restart Ray there), "
+                    f"or add it under the recipe's env:",
+                )
+            )
     for var, value in recipe_env.items():
         mine = node_env.get(var)
         if mine is not None and mine != env[var] and "${" not in str(value):
-            rows.append(_row(
-                f"env.{var}", WARN,
-                f"this node sets {var}={mine!r} but the recipe sets {env[var]!r}: the job sees the recipe's value, "
-                "processes started outside the job (the raylet, other jobs) see the node's",
-                f"make them agree: change env.{var} in the recipe, or the node's environment before `ray start`",
-            ))
+            rows.append(
+                _row(
+                    f"env.{var}",
+                    WARN,
+                    f"this node sets {var}={mine!r} but the recipe sets {env[var]!r}: the job sees the recipe's value, "
+                    "processes started outside the job (the raylet, other jobs) see the node's",
+                    f"make them agree: change env.{var} in the recipe, or the node's environment before `ray start`",
+                )
+            )
     dpn = spec["devices_per_node"]
     visible_var = {"npu": "ASCEND_RT_VISIBLE_DEVICES", "cuda": "CUDA_VISIBLE_DEVICES"}.get(spec["device"])
     if visible_var and env.get(visible_var) is not None:
         ids = _listed(env[visible_var])
         if len(ids) < dpn:
             where = "the recipe's env" if visible_var in recipe_env else "this node's environment"
-            rows.append(_row(
-                f"env.{visible_var}", FAIL,
-                f"{visible_var}={env[visible_var]!r} (from {where}) lists {len(ids)} device(s) but the recipe uses "
-                f"{dpn} per node",
-                f"list {dpn} devices ({','.join(str(i) for i in range(dpn))}) in {visible_var}, or unset it",
-            ))
+            rows.append(
+                _row(
+                    f"env.{visible_var}",
+                    FAIL,
+                    f"{visible_var}={env[visible_var]!r} (from {where}) lists {len(ids)} device(s) but the recipe uses "
+                    f"{dpn} per node",
+                    f"list {dpn} devices ({','.join(str(i) for i in range(dpn))}) in {visible_var}, or unset it",
+                )
+            )
     for var in ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
         value = env.get(var)
         if spec["device"] == "npu" and value:
             missing = _missing_interfaces(value)
             if missing:
-                rows.append(_row(
-                    f"env.{var}", WARN,
-                    f"{var}={value!r} names no network interface of this node ({', '.join(missing)}); "
-                    f"interfaces here: {', '.join(_interfaces())}",
-                    f"set {var} to the interface that carries this node's IP (see `ip addr`)",
-                ))
+                rows.append(
+                    _row(
+                        f"env.{var}",
+                        WARN,
+                        f"{var}={value!r} names no network interface of this node ({', '.join(missing)}); "
+                        f"interfaces here: {', '.join(_interfaces())}",
+                        f"set {var} to the interface that carries this node's IP (see `ip addr`)",
+                    )
+                )
     if not rows:
         noset = env.get("RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES")
-        extra = f"; RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES={noset}" if noset and spec["device"] == "npu" else ""
+        extra = (
+            f"; RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES={noset}" if noset and spec["device"] == "npu" else ""
+        )
         required = ", ".join(v for v, _, _ in spec["required_env"]) or "none for this recipe"
-        rows.append(_row("env", OK, f"{len(recipe_env)} recipe variable(s) applied; required variables "
-                                    f"present ({required}){extra}"))
+        rows.append(
+            _row(
+                "env",
+                OK,
+                f"{len(recipe_env)} recipe variable(s) applied; required variables present ({required}){extra}",
+            )
+        )
     return rows
 
 
@@ -142,8 +162,9 @@ def _missing_interfaces(value: str) -> list[str]:
 def _probe(code: str, env: dict[str, str]) -> tuple[dict | None, str]:
     """Run python code in a child process with the job's env; its last stdout line is JSON. (result, error)."""
     try:
-        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S)
+        proc = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S
+        )
     except subprocess.TimeoutExpired:
         return None, f"did not finish in {PROBE_TIMEOUT_S} s (a hung driver or device?)"
     except OSError as exc:
@@ -185,39 +206,59 @@ def check_torch_npu(spec: dict, env: dict[str, str]) -> dict:
     pin = spec["stack"].get("torch_npu") or spec["stack"].get("torch-npu")
     install = f"pip install torch_npu=={pin}" if pin else "pip install torch_npu (the release that matches torch)"
     if not _find_spec("torch_npu", env):
-        return _row("torch_npu", FAIL, "torch_npu is not installed for this node's Python: no NPU can be used",
-                    f"{install} in the environment Ray runs on this node, with CANN installed first; "
-                    "never into a CPU-only environment")
+        return _row(
+            "torch_npu",
+            FAIL,
+            "torch_npu is not installed for this node's Python: no NPU can be used",
+            f"{install} in the environment Ray runs on this node, with CANN installed first; "
+            "never into a CPU-only environment",
+        )
     result, error = _probe(NPU_PROBE, env)
     if result is None:
-        return _row("torch_npu", FAIL, f"`import torch_npu` fails: {error}",
-                    "source the CANN toolkit's set_env.sh before `ray start`, and install matching torch and "
-                    "torch_npu versions")
+        return _row(
+            "torch_npu",
+            FAIL,
+            f"`import torch_npu` fails: {error}",
+            "source the CANN toolkit's set_env.sh before `ray start`, and install matching torch and "
+            "torch_npu versions",
+        )
     count = result["count"]
     detail = f"torch {result['torch']}, torch_npu {result['torch_npu']}: {count} NPU(s) visible"
     if count < dpn:
-        return _row("torch_npu", FAIL, f"{detail}, the recipe uses {dpn} per node",
-                    f"check `npu-smi info` and ASCEND_RT_VISIBLE_DEVICES on this node, or set "
-                    f"cluster.devices_per_node={count}" if count else
-                    "check the driver (`npu-smi info`), CANN's set_env.sh and ASCEND_RT_VISIBLE_DEVICES")
+        return _row(
+            "torch_npu",
+            FAIL,
+            f"{detail}, the recipe uses {dpn} per node",
+            f"check `npu-smi info` and ASCEND_RT_VISIBLE_DEVICES on this node, or set cluster.devices_per_node={count}"
+            if count
+            else "check the driver (`npu-smi info`), CANN's set_env.sh and ASCEND_RT_VISIBLE_DEVICES",
+        )
     return _row("torch_npu", OK, detail + (f" ({result['name']})" if result.get("name") else ""))
 
 
 def check_cuda(spec: dict, env: dict[str, str]) -> dict:
     dpn = spec["devices_per_node"]
     if not _find_spec("torch", env):
-        return _row("cuda", FAIL, "torch is not installed for this node's Python",
-                    "pip install torch (a CUDA build) in the environment Ray runs on this node")
+        return _row(
+            "cuda",
+            FAIL,
+            "torch is not installed for this node's Python",
+            "pip install torch (a CUDA build) in the environment Ray runs on this node",
+        )
     result, error = _probe(CUDA_PROBE, env)
     if result is None:
         return _row("cuda", FAIL, f"`import torch` fails: {error}", "repair the torch install on this node")
     count = result["count"]
     detail = f"torch {result['torch']} (CUDA {result['cuda'] or 'none: a CPU build'}): {count} GPU(s) visible"
     if count < dpn:
-        return _row("cuda", FAIL, f"{detail}, the recipe uses {dpn} per node",
-                    "install a CUDA build of torch and the NVIDIA driver (check `nvidia-smi`), check "
-                    "CUDA_VISIBLE_DEVICES" if not count else
-                    f"check `nvidia-smi` and CUDA_VISIBLE_DEVICES, or set cluster.devices_per_node={count}")
+        return _row(
+            "cuda",
+            FAIL,
+            f"{detail}, the recipe uses {dpn} per node",
+            "install a CUDA build of torch and the NVIDIA driver (check `nvidia-smi`), check CUDA_VISIBLE_DEVICES"
+            if not count
+            else f"check `nvidia-smi` and CUDA_VISIBLE_DEVICES, or set cluster.devices_per_node={count}",
+        )
     return _row("cuda", OK, detail + (f" ({result['name']})" if result.get("name") else ""))
 
 
@@ -229,8 +270,11 @@ def toolkit_roots(env: dict[str, str]) -> list[str]:
 def cann_version(env: dict[str, str]) -> tuple[str | None, str]:
     """(version, the install-info file) from `<toolkit>/latest/*/ascend_toolkit_install.info` or near it."""
     for root in toolkit_roots(env):
-        for pattern in ("latest/*/ascend_toolkit_install.info", "*/ascend_toolkit_install.info",
-                        "ascend_toolkit_install.info"):
+        for pattern in (
+            "latest/*/ascend_toolkit_install.info",
+            "*/ascend_toolkit_install.info",
+            "ascend_toolkit_install.info",
+        ):
             for path in sorted(glob.glob(os.path.join(root, pattern))):
                 version = read_install_info(path).get("version")
                 if version:
@@ -269,22 +313,38 @@ def check_cann(spec: dict, env: dict[str, str]) -> dict:
     version, path = cann_version(env)
     if version is None:
         where = ", ".join(toolkit_roots(env))
-        return _row("cann", FAIL, f"no CANN toolkit found (no ascend_toolkit_install.info under {where})",
-                    f"install the CANN toolkit{' ' + pin if pin else ''} and `source <toolkit>/set_env.sh` "
-                    "before `ray start` on this node (or set ASCEND_TOOLKIT_HOME)")
+        return _row(
+            "cann",
+            FAIL,
+            f"no CANN toolkit found (no ascend_toolkit_install.info under {where})",
+            f"install the CANN toolkit{' ' + pin if pin else ''} and `source <toolkit>/set_env.sh` "
+            "before `ray start` on this node (or set ASCEND_TOOLKIT_HOME)",
+        )
     if not pin:
         return _row("cann", OK, f"CANN {version} ({path}); the recipe pins no version (stack.cann)")
     pin_version = pin.split("@")[0].lstrip("v")
     order = _compare_versions(version, pin_version)
     if order is None and version != pin_version:
-        return _row("cann", WARN, f"CANN {version} ({path}); the recipe pins {pin}: cannot order the two",
-                    f"install CANN {pin_version}, or pin stack.cann to {version} after testing")
+        return _row(
+            "cann",
+            WARN,
+            f"CANN {version} ({path}); the recipe pins {pin}: cannot order the two",
+            f"install CANN {pin_version}, or pin stack.cann to {version} after testing",
+        )
     if order is not None and order < 0:
-        return _row("cann", FAIL, f"CANN {version} is older than the recipe's {pin_version} ({path})",
-                    f"install CANN {pin_version} or newer on this node and source its set_env.sh before `ray start`")
+        return _row(
+            "cann",
+            FAIL,
+            f"CANN {version} is older than the recipe's {pin_version} ({path})",
+            f"install CANN {pin_version} or newer on this node and source its set_env.sh before `ray start`",
+        )
     if order is not None and order > 0:
-        return _row("cann", WARN, f"CANN {version} is newer than the {pin_version} the recipe was tuned for ({path})",
-                    f"test the recipe on {version} and update stack.cann, or install {pin_version}")
+        return _row(
+            "cann",
+            WARN,
+            f"CANN {version} is newer than the {pin_version} the recipe was tuned for ({path})",
+            f"test the recipe on {version} and update stack.cann, or install {pin_version}",
+        )
     return _row("cann", OK, f"CANN {version} matches stack.cann ({path})")
 
 
@@ -302,33 +362,56 @@ def parse_npu_smi(text: str) -> tuple[str | None, int]:
 def check_npu_smi(spec: dict, env: dict[str, str]) -> dict:
     exe = shutil.which("npu-smi", path=env.get("PATH"))
     if exe is None:
-        return _row("npu-smi", SKIP, "npu-smi is not on PATH: the chip is not identified",
-                    "install the Ascend driver (it ships npu-smi) and put it on PATH")
+        return _row(
+            "npu-smi",
+            SKIP,
+            "npu-smi is not on PATH: the chip is not identified",
+            "install the Ascend driver (it ships npu-smi) and put it on PATH",
+        )
     try:
         proc = subprocess.run([exe, "info"], env=env, capture_output=True, text=True, timeout=NPU_SMI_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return _row("npu-smi", FAIL, f"`npu-smi info` did not answer in {NPU_SMI_TIMEOUT_S} s",
-                    "check the Ascend driver on this node (dmesg, `npu-smi info`)")
+        return _row(
+            "npu-smi",
+            FAIL,
+            f"`npu-smi info` did not answer in {NPU_SMI_TIMEOUT_S} s",
+            "check the Ascend driver on this node (dmesg, `npu-smi info`)",
+        )
     except OSError as exc:
         return _row("npu-smi", FAIL, f"`npu-smi info` cannot run: {exc}", "reinstall the Ascend driver")
     chip, count = parse_npu_smi(proc.stdout)
     if proc.returncode != 0 or chip is None:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-        return _row("npu-smi", FAIL, f"`npu-smi info` lists no NPU: {tail[0][:200]}",
-                    "check the Ascend driver and firmware on this node")
+        return _row(
+            "npu-smi",
+            FAIL,
+            f"`npu-smi info` lists no NPU: {tail[0][:200]}",
+            "check the Ascend driver and firmware on this node",
+        )
     return _row("npu-smi", OK, f"chip {chip}: {count} NPU(s) in `npu-smi info` (A3 cards hold 2 dies each)")
 
 
 def check_devices(spec: dict, env: dict[str, str]) -> list[dict]:
     device = spec["device"]
     if device == "cpu":
-        return [_row("device", SKIP, f"cluster.device is cpu (train.engine {spec['engine']}): no accelerator "
-                                     "runtime to check")]
+        return [
+            _row(
+                "device",
+                SKIP,
+                f"cluster.device is cpu (train.engine {spec['engine']}): no accelerator runtime to check",
+            )
+        ]
     if device == "npu":
-        return [check_torch_npu(spec, env), check_cann(spec, env), check_npu_smi(spec, env),
-                _row("cuda", SKIP, "cluster.device is npu: GPU checks do not apply")]
-    return [check_cuda(spec, env),
-            _row("ascend", SKIP, "cluster.device is cuda: NPU checks (torch_npu, CANN, npu-smi) do not apply")]
+        return [
+            check_torch_npu(spec, env),
+            check_cann(spec, env),
+            check_npu_smi(spec, env),
+            _row("cuda", SKIP, "cluster.device is npu: GPU checks do not apply"),
+        ]
+    return [
+        check_cuda(spec, env),
+        _row("ascend", SKIP, "cluster.device is cuda: NPU checks (torch_npu, CANN, npu-smi) do not apply"),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- packages
@@ -376,17 +459,35 @@ def check_stack(spec: dict, env: dict[str, str]) -> list[dict]:
         try:
             pin = stack.parse_pin(package, text)
         except ValueError as exc:
-            rows.append(_row(check, FAIL, f"cannot read the pin {text!r}: {exc}",
-                             "write a version (0.23.0), version@commit or branch@commit"))
+            rows.append(
+                _row(
+                    check,
+                    FAIL,
+                    f"cannot read the pin {text!r}: {exc}",
+                    "write a version (0.23.0), version@commit or branch@commit",
+                )
+            )
             continue
         version, commit = installed(package, env)
         ok, explanation = stack.matches(pin, version, commit)
         if version is None:
-            rows.append(_row(check, FAIL, f"{package} is not installed (the recipe pins {text})",
-                             _install_hint(package, pin) + " on every node"))
+            rows.append(
+                _row(
+                    check,
+                    FAIL,
+                    f"{package} is not installed (the recipe pins {text})",
+                    _install_hint(package, pin) + " on every node",
+                )
+            )
         elif not ok:
-            rows.append(_row(check, FAIL, f"{package}: {explanation}; the recipe pins {text}",
-                             _install_hint(package, pin) + f" on every node, or re-tune and update stack.{package}"))
+            rows.append(
+                _row(
+                    check,
+                    FAIL,
+                    f"{package}: {explanation}; the recipe pins {text}",
+                    _install_hint(package, pin) + f" on every node, or re-tune and update stack.{package}",
+                )
+            )
         else:
             rows.append(_row(check, OK, f"{package}: {explanation or 'installed ' + version} (pin {text})"))
     pinned = {stack._normal(p) for p in spec["stack"]}
@@ -395,8 +496,14 @@ def check_stack(spec: dict, env: dict[str, str]) -> list[dict]:
             continue
         version, _ = installed(package, env)
         if version is None:
-            rows.append(_row(f"stack.{package}", FAIL, f"{package} is not installed; {why}",
-                             f"pip install {package} on every node (and pin it under stack: to record the version)"))
+            rows.append(
+                _row(
+                    f"stack.{package}",
+                    FAIL,
+                    f"{package} is not installed; {why}",
+                    f"pip install {package} on every node (and pin it under stack: to record the version)",
+                )
+            )
         else:
             rows.append(_row(f"stack.{package}", OK, f"{package} {version} installed ({why}; not pinned)"))
     rows += _compat(spec, env)
@@ -415,15 +522,25 @@ def _compat(spec: dict, env: dict[str, str]) -> list[dict]:
     torch_v, _ = installed("torch", env)
     npu_v, _ = installed("torch_npu", env)
     if torch_v and npu_v and _base(torch_v) != _base(npu_v):
-        rows.append(_row("compat.torch_npu", FAIL,
-                         f"torch_npu {npu_v} is built for torch {_base(npu_v)}, but torch {torch_v} is installed",
-                         f"install torch=={_base(npu_v)} (or the torch_npu release for torch {_base(torch_v)})"))
+        rows.append(
+            _row(
+                "compat.torch_npu",
+                FAIL,
+                f"torch_npu {npu_v} is built for torch {_base(npu_v)}, but torch {torch_v} is installed",
+                f"install torch=={_base(npu_v)} (or the torch_npu release for torch {_base(torch_v)})",
+            )
+        )
     vllm_v, _ = installed("vllm", env)
     asc_v, _ = installed("vllm-ascend", env)
     if vllm_v and asc_v and _base(vllm_v).split(".")[:2] != _base(asc_v).split(".")[:2]:
-        rows.append(_row("compat.vllm-ascend", FAIL,
-                         f"vllm-ascend {asc_v} and vllm {vllm_v} are different release lines",
-                         "install vllm and vllm-ascend of the same release (e.g. both 0.23.x)"))
+        rows.append(
+            _row(
+                "compat.vllm-ascend",
+                FAIL,
+                f"vllm-ascend {asc_v} and vllm {vllm_v} are different release lines",
+                "install vllm and vllm-ascend of the same release (e.g. both 0.23.x)",
+            )
+        )
     return rows
 
 
@@ -443,11 +560,23 @@ def check_model(spec: dict) -> list[dict]:
     path = Path(os.path.expanduser(raw))
     if not path.exists():
         if not raw.startswith(("/", "~", ".")) and raw.count("/") == 1:
-            return [_row("model", WARN, f"{raw!r} is not a directory on this node: verl would fetch it from the "
-                                        "Hugging Face Hub at start-up on every node",
-                         f"download it once to shared storage and set model.path to that directory")]
-        return [_row("model", FAIL, f"model directory {raw} does not exist on this node",
-                     "copy the weights to the same path on every node (or shared storage), or set model.path")]
+            return [
+                _row(
+                    "model",
+                    WARN,
+                    f"{raw!r} is not a directory on this node: verl would fetch it from the "
+                    "Hugging Face Hub at start-up on every node",
+                    "download it once to shared storage and set model.path to that directory",
+                )
+            ]
+        return [
+            _row(
+                "model",
+                FAIL,
+                f"model directory {raw} does not exist on this node",
+                "copy the weights to the same path on every node (or shared storage), or set model.path",
+            )
+        ]
     config = path / "config.json"
     if not config.is_file():
         return [_row("model", FAIL, f"{raw} has no config.json", "point model.path at a Hugging Face model directory")]
@@ -474,13 +603,22 @@ def _compare_card(config: Path, data: dict, card_data: dict, card_name: str) -> 
     try:
         facts = facts_from_config(data, card, str(config))
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        return _row("model.config", FAIL, f"{config} has values grpolab cannot read: {str(exc)[:200]}",
-                    "fix or replace the model's config.json")
-    wrong = [f"{f} {getattr(facts, f)} (card {getattr(card, f)})" for f in COMPARED
-             if getattr(facts, f) != getattr(card, f)]
+        return _row(
+            "model.config",
+            FAIL,
+            f"{config} has values grpolab cannot read: {str(exc)[:200]}",
+            "fix or replace the model's config.json",
+        )
+    wrong = [
+        f"{f} {getattr(facts, f)} (card {getattr(card, f)})" for f in COMPARED if getattr(facts, f) != getattr(card, f)
+    ]
     if wrong:
-        return _row("model.config", FAIL, f"{config} does not match card {card_name!r}: {', '.join(wrong)}",
-                    "point model.path at the model the card describes, or set model.card to this model's card")
+        return _row(
+            "model.config",
+            FAIL,
+            f"{config} does not match card {card_name!r}: {', '.join(wrong)}",
+            "point model.path at the model the card describes, or set model.card to this model's card",
+        )
     shown = ", ".join(f"{f} {getattr(card, f)}" for f in COMPARED)
     return _row("model.config", OK, f"{config} matches card {card_name!r} ({shown})")
 
@@ -495,15 +633,22 @@ def _weights(path: Path, raw: str) -> dict:
                 return _row("model.weights", FAIL, f"cannot read {index}: {exc}", "re-download the model")
             missing = [s for s in shards if not (path / s).is_file()]
             if missing:
-                return _row("model.weights", FAIL,
-                            f"{len(missing)} of {len(shards)} weight shards listed in {index_name} are missing "
-                            f"(e.g. {', '.join(missing[:3])})",
-                            "finish copying the weights to this node (same path on every node)")
+                return _row(
+                    "model.weights",
+                    FAIL,
+                    f"{len(missing)} of {len(shards)} weight shards listed in {index_name} are missing "
+                    f"(e.g. {', '.join(missing[:3])})",
+                    "finish copying the weights to this node (same path on every node)",
+                )
             return _row("model.weights", OK, f"{len(shards)} weight shard(s) present ({index_name})")
     found = [p.name for g in WEIGHT_GLOBS for p in path.glob(g)]
     if not found:
-        return _row("model.weights", FAIL, f"{raw} holds no weight files ({', '.join(WEIGHT_GLOBS)})",
-                    "copy the weights next to config.json (the trainer loads them even with rollout load_format dummy)")
+        return _row(
+            "model.weights",
+            FAIL,
+            f"{raw} holds no weight files ({', '.join(WEIGHT_GLOBS)})",
+            "copy the weights next to config.json (the trainer loads them even with rollout load_format dummy)",
+        )
     return _row("model.weights", OK, f"{len(found)} weight file(s) present")
 
 
@@ -519,13 +664,25 @@ def check_data(spec: dict) -> list[dict]:
             continue
         path = Path(os.path.expanduser(raw))
         if not path.is_file():
-            rows.append(_row(check, FAIL, f"{raw} does not exist on this node",
-                             "prepare the dataset (verl's examples/data_preprocess/*.py write parquet) and copy it "
-                             f"to the same path on every node, or set {key}"))
+            rows.append(
+                _row(
+                    check,
+                    FAIL,
+                    f"{raw} does not exist on this node",
+                    "prepare the dataset (verl's examples/data_preprocess/*.py write parquet) and copy it "
+                    f"to the same path on every node, or set {key}",
+                )
+            )
             continue
         if path.suffix != ".parquet":
-            rows.append(_row(check, WARN, f"{raw} is not parquet: its columns were not checked",
-                             "verl's RLHFDataset reads parquet; convert the file"))
+            rows.append(
+                _row(
+                    check,
+                    WARN,
+                    f"{raw} is not parquet: its columns were not checked",
+                    "verl's RLHFDataset reads parquet; convert the file",
+                )
+            )
             continue
         try:
             import pyarrow.parquet as pq
@@ -535,8 +692,14 @@ def check_data(spec: dict) -> list[dict]:
         try:
             schema = pq.read_schema(str(path))
         except Exception as exc:  # pyarrow raises ArrowInvalid / OSError variants
-            rows.append(_row(check, FAIL, f"{raw} is not a readable parquet file: {str(exc)[:200]}",
-                             "rewrite the file with pandas.DataFrame.to_parquet or pyarrow"))
+            rows.append(
+                _row(
+                    check,
+                    FAIL,
+                    f"{raw} is not a readable parquet file: {str(exc)[:200]}",
+                    "rewrite the file with pandas.DataFrame.to_parquet or pyarrow",
+                )
+            )
             continue
         rows.append(_columns(check, raw, schema, data))
     return rows
@@ -550,13 +713,21 @@ def _columns(check: str, raw: str, schema, data: dict) -> dict:
             missing.append(f"{column!r} ({why})")
     if "reward_model" in names and data.get("needs_ground_truth"):
         field = schema.field("reward_model")
-        sub = [field.type.field(i).name for i in range(field.type.num_fields)] if hasattr(field.type, "num_fields") else []
+        sub = (
+            [field.type.field(i).name for i in range(field.type.num_fields)]
+            if hasattr(field.type, "num_fields")
+            else []
+        )
         if sub and "ground_truth" not in sub:
             missing.append("'reward_model.ground_truth' (the rule reward compares the answer with it)")
     if missing:
-        return _row(check, FAIL, f"{raw} lacks column(s) {', '.join(missing)}; it has: {', '.join(names)}",
-                    "preprocess the data into verl's format (prompt as chat messages, data_source, "
-                    "reward_model.ground_truth), or set data.prompt_key / data.reward_fn_key in verl_overrides")
+        return _row(
+            check,
+            FAIL,
+            f"{raw} lacks column(s) {', '.join(missing)}; it has: {', '.join(names)}",
+            "preprocess the data into verl's format (prompt as chat messages, data_source, "
+            "reward_model.ground_truth), or set data.prompt_key / data.reward_fn_key in verl_overrides",
+        )
     return _row(check, OK, f"{raw}: columns {', '.join(names)}")
 
 
@@ -575,37 +746,54 @@ def check_checkpoint(spec: dict) -> dict:
     while not anchor.exists() and anchor != anchor.parent:
         anchor = anchor.parent
     if not anchor.is_dir():
-        return _row("checkpoint", FAIL, f"{raw}: {anchor} is not a directory",
-                    "set trainer.ckpt_dir to a directory path")
+        return _row(
+            "checkpoint", FAIL, f"{raw}: {anchor} is not a directory", "set trainer.ckpt_dir to a directory path"
+        )
     if anchor == target:
         try:
             with tempfile.NamedTemporaryFile(dir=target, prefix=".grpolab-preflight-"):
                 pass
         except OSError as exc:
-            return _row("checkpoint", FAIL, f"{raw} is not writable on this node: {exc.strerror or exc}",
-                        "make it writable by the user that runs Ray, or set trainer.ckpt_dir")
+            return _row(
+                "checkpoint",
+                FAIL,
+                f"{raw} is not writable on this node: {exc.strerror or exc}",
+                "make it writable by the user that runs Ray, or set trainer.ckpt_dir",
+            )
         where = raw
     else:
         if not os.access(anchor, os.W_OK | os.X_OK):
-            return _row("checkpoint", FAIL, f"{raw} does not exist and {anchor} is not writable: it cannot be created",
-                        "create the directory (writable by the Ray user) on every node, or set trainer.ckpt_dir")
+            return _row(
+                "checkpoint",
+                FAIL,
+                f"{raw} does not exist and {anchor} is not writable: it cannot be created",
+                "create the directory (writable by the Ray user) on every node, or set trainer.ckpt_dir",
+            )
         where = f"{raw} (created at launch under {anchor})"
     free = shutil.disk_usage(anchor).free
     need, share = ck["bytes"], ck["bytes"] / max(spec["nnodes"], 1)
     size = f"a checkpoint needs about {_gb(need)} ({ck['estimate']})"
     if free < share:
         part = f", this node's 1/{spec['nnodes']} share {_gb(share)}" if spec["nnodes"] > 1 else ""
-        return _row("checkpoint", FAIL, f"{where}: {_gb(free)} free; {size}{part}",
-                    "free space, or set trainer.ckpt_dir to a larger (shared) filesystem")
+        return _row(
+            "checkpoint",
+            FAIL,
+            f"{where}: {_gb(free)} free; {size}{part}",
+            "free space, or set trainer.ckpt_dir to a larger (shared) filesystem",
+        )
     if free < need:
-        return _row("checkpoint", WARN, f"{where}: {_gb(free)} free; {size}: enough only if this disk holds "
-                                        "just this node's shard (a local disk, not shared storage)",
-                    "use a filesystem with room for a whole checkpoint if it is shared between nodes")
+        return _row(
+            "checkpoint",
+            WARN,
+            f"{where}: {_gb(free)} free; {size}: enough only if this disk holds "
+            "just this node's shard (a local disk, not shared storage)",
+            "use a filesystem with room for a whole checkpoint if it is shared between nodes",
+        )
     return _row("checkpoint", OK, f"{where}: writable, {_gb(free)} free; {size}")
 
 
 def parse_port_ranges(text: str) -> list[int]:
-    """"60000-60050" or "60000-60050,60100" -> ports; "auto"/"" -> []. ValueError for anything else."""
+    """ "60000-60050" or "60000-60050,60100" -> ports; "auto"/"" -> []. ValueError for anything else."""
     ports: list[int] = []
     if text.strip().lower() in ("", "auto"):
         return ports
@@ -645,22 +833,36 @@ def check_ports(spec: dict, env: dict[str, str]) -> list[dict]:
         try:
             ports = parse_port_ranges(value)
         except ValueError as exc:
-            rows.append(_row(check, FAIL, f"{var}={value!r} is not a port range: {exc}",
-                             f"write it as FIRST-LAST, e.g. {var}=60000-60050"))
+            rows.append(
+                _row(
+                    check,
+                    FAIL,
+                    f"{var}={value!r} is not a port range: {exc}",
+                    f"write it as FIRST-LAST, e.g. {var}=60000-60050",
+                )
+            )
             continue
         if not ports:
             rows.append(_row(check, SKIP, f"{var}={value}: HCCL chooses its own ports"))
             continue
         tried = ports[:MAX_PORTS]
         taken = [p for p in tried if not port_free(p)]
-        note = "" if var.startswith("HCCL_HOST") else "; bound on the host's interfaces (the NPU NICs' own ports " \
-                                                      "are not visible from here)"
+        note = (
+            ""
+            if var.startswith("HCCL_HOST")
+            else "; bound on the host's interfaces (the NPU NICs' own ports are not visible from here)"
+        )
         partial = f" (first {MAX_PORTS} of {len(ports)})" if len(ports) > len(tried) else ""
         if taken:
             shown = ", ".join(str(p) for p in taken[:10]) + (" ..." if len(taken) > 10 else "")
-            rows.append(_row(check, FAIL, f"{len(taken)} of {len(tried)} port(s) in {var}={value} are in use: "
-                                          f"{shown}{note}",
-                             f"stop what holds them (`ss -ltnp | grep <port>`), or move {var} to a free range"))
+            rows.append(
+                _row(
+                    check,
+                    FAIL,
+                    f"{len(taken)} of {len(tried)} port(s) in {var}={value} are in use: {shown}{note}",
+                    f"stop what holds them (`ss -ltnp | grep <port>`), or move {var} to a free range",
+                )
+            )
         else:
             rows.append(_row(check, OK, f"all {len(tried)} port(s){partial} in {value} are free{note}"))
     return rows
@@ -668,8 +870,9 @@ def check_ports(spec: dict, env: dict[str, str]) -> list[dict]:
 
 def check_nofile(spec: dict) -> dict:
     if spec["device"] != "npu":
-        return _row("open-files", SKIP, f"the open-file limit matters on NPU (HCCL) nodes; cluster.device is "
-                                        f"{spec['device']}")
+        return _row(
+            "open-files", SKIP, f"the open-file limit matters on NPU (HCCL) nodes; cluster.device is {spec['device']}"
+        )
     try:
         import resource
     except ImportError:  # pragma: no cover - not on Linux
@@ -678,9 +881,13 @@ def check_nofile(spec: dict) -> dict:
     need = spec["nofile_min"]
     shown = "unlimited" if soft == resource.RLIM_INFINITY else str(soft)
     if soft != resource.RLIM_INFINITY and soft < need:
-        return _row("open-files", FAIL, f"open-file limit {shown} (hard {hard}) is below {need}",
-                    f"run `ulimit -n {need}` in the shell that starts Ray on this node, then restart Ray there "
-                    "(raise the hard limit in /etc/security/limits.conf if needed)")
+        return _row(
+            "open-files",
+            FAIL,
+            f"open-file limit {shown} (hard {hard}) is below {need}",
+            f"run `ulimit -n {need}` in the shell that starts Ray on this node, then restart Ray there "
+            "(raise the hard limit in /etc/security/limits.conf if needed)",
+        )
     return _row("open-files", OK, f"open-file limit {shown} (>= {need})")
 
 
@@ -692,8 +899,14 @@ def _guard(name: str, fn: Callable[[], Any]) -> list[dict]:
     try:
         out = fn()
     except Exception as exc:  # one broken check must not hide the others
-        return [_row(name, FAIL, f"the check itself failed: {type(exc).__name__}: {exc}"[:400],
-                     "report this as a grpolab bug, with the recipe")]
+        return [
+            _row(
+                name,
+                FAIL,
+                f"the check itself failed: {type(exc).__name__}: {exc}"[:400],
+                "report this as a grpolab bug, with the recipe",
+            )
+        ]
     return out if isinstance(out, list) else [out]
 
 

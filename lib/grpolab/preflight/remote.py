@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Callable
+from collections.abc import Callable
 
 from grpolab.preflight.report import CLUSTER, FAIL, OK, SKIP, WARN, Row
 
@@ -72,24 +72,44 @@ def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Conne
     try:
         ep = raycluster.endpoint(address, start=True, progress=progress)
     except raycluster.ClusterError as exc:
-        return None, [Row("ray", CLUSTER, FAIL, f"the embedded Ray head cannot be used: {exc}",
-                          "pass --ray-address HOST:6379 of a running cluster (or set RAY_ADDRESS), or free the "
-                          "embedded head's ports"),
-                      Row("auth", CLUSTER, SKIP, "Ray is not reachable")]
+        return None, [
+            Row(
+                "ray",
+                CLUSTER,
+                FAIL,
+                f"the embedded Ray head cannot be used: {exc}",
+                "pass --ray-address HOST:6379 of a running cluster (or set RAY_ADDRESS), or free the "
+                "embedded head's ports",
+            ),
+            Row("auth", CLUSTER, SKIP, "Ray is not reachable"),
+        ]
     if ep.gcs is None:
-        return None, [Row("ray", CLUSTER, FAIL,
-                          f"{ep.label}: preflight connects a driver and needs the cluster address (HOST:6379), "
-                          "not the dashboard URL",
-                          "pass --ray-address HEAD_IP:6379 (the GCS port `ray start --head` printed)"),
-                      Row("auth", CLUSTER, SKIP, "Ray is not reachable")]
+        return None, [
+            Row(
+                "ray",
+                CLUSTER,
+                FAIL,
+                f"{ep.label}: preflight connects a driver and needs the cluster address (HOST:6379), "
+                "not the dashboard URL",
+                "pass --ray-address HEAD_IP:6379 (the GCS port `ray start --head` printed)",
+            ),
+            Row("auth", CLUSTER, SKIP, "Ray is not reachable"),
+        ]
     where = _host_port(ep.gcs)
     if where is not None:
         why = _tcp_open(*where)
         if why is not None:
-            return None, [Row("ray", CLUSTER, FAIL, f"nothing answers at {ep.gcs} ({why})",
-                              "start the cluster (`ray start --head` on the head node, `ray start --address=HEAD:6379` "
-                              "on the others) or pass the right --ray-address / RAY_ADDRESS"),
-                          Row("auth", CLUSTER, SKIP, "Ray is not reachable")]
+            return None, [
+                Row(
+                    "ray",
+                    CLUSTER,
+                    FAIL,
+                    f"nothing answers at {ep.gcs} ({why})",
+                    "start the cluster (`ray start --head` on the head node, `ray start --address=HEAD:6379` "
+                    "on the others) or pass the right --ray-address / RAY_ADDRESS",
+                ),
+                Row("auth", CLUSTER, SKIP, "Ray is not reachable"),
+            ]
     import ray
 
     conn.ray = ray
@@ -107,18 +127,34 @@ def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Conne
             text = str(exc)
             auth = any(w in text.lower() for w in ("auth", "token", "unauthenticated", "permission denied"))
             if auth:
-                return None, [Row("ray", CLUSTER, OK, f"{ep.label} answers at {ep.gcs}"),
-                              Row("auth", CLUSTER, FAIL, f"the cluster refused the driver: {text[:300]}",
-                                  "give the cluster's token: RAY_AUTH_TOKEN=... or ~/.ray/auth_token (with "
-                                  "RAY_AUTH_MODE=token), as `ray start --head` printed it")]
-            return None, [Row("ray", CLUSTER, FAIL, text[:400],
-                              "check the address and that the driver's Ray and Python versions match the cluster's"),
-                          Row("auth", CLUSTER, SKIP, "no driver connection")]
+                return None, [
+                    Row("ray", CLUSTER, OK, f"{ep.label} answers at {ep.gcs}"),
+                    Row(
+                        "auth",
+                        CLUSTER,
+                        FAIL,
+                        f"the cluster refused the driver: {text[:300]}",
+                        "give the cluster's token: RAY_AUTH_TOKEN=... or ~/.ray/auth_token (with "
+                        "RAY_AUTH_MODE=token), as `ray start --head` printed it",
+                    ),
+                ]
+            return None, [
+                Row(
+                    "ray",
+                    CLUSTER,
+                    FAIL,
+                    text[:400],
+                    "check the address and that the driver's Ray and Python versions match the cluster's",
+                ),
+                Row("auth", CLUSTER, SKIP, "no driver connection"),
+            ]
         conn.owned = True
         conn.address = ray.get_runtime_context().gcs_address
     mode = os.environ.get("RAY_AUTH_MODE", "default")
-    return conn, [Row("ray", CLUSTER, OK, f"{ep.label} reachable at {ep.gcs} (Ray {ray.__version__})"),
-                  Row("auth", CLUSTER, OK, f"driver connected (RAY_AUTH_MODE={mode})")]
+    return conn, [
+        Row("ray", CLUSTER, OK, f"{ep.label} reachable at {ep.gcs} (Ray {ray.__version__})"),
+        Row("auth", CLUSTER, OK, f"driver connected (RAY_AUTH_MODE={mode})"),
+    ]
 
 
 def device_rows(recipe, nodes: list[dict]) -> list[Row]:
@@ -129,23 +165,34 @@ def device_rows(recipe, nodes: list[dict]) -> list[Row]:
     need = f"cluster.nnodes={c.nnodes} x devices_per_node={c.devices_per_node} {c.device}"
     if res is None:
         enough = len(nodes) >= c.nnodes
-        rows.append(Row("nodes", CLUSTER, OK if enough else FAIL, f"{len(nodes)} alive node(s); the recipe needs "
-                                                                  f"{c.nnodes} (cluster.device cpu)",
-                        "" if enough else "add nodes to the Ray cluster, or lower cluster.nnodes"))
-        rows += [Row("devices", node_label(n), SKIP, "cluster.device is cpu: no accelerator resources to count")
-                 for n in nodes]
+        rows.append(
+            Row(
+                "nodes",
+                CLUSTER,
+                OK if enough else FAIL,
+                f"{len(nodes)} alive node(s); the recipe needs {c.nnodes} (cluster.device cpu)",
+                "" if enough else "add nodes to the Ray cluster, or lower cluster.nnodes",
+            )
+        )
+        rows += [
+            Row("devices", node_label(n), SKIP, "cluster.device is cpu: no accelerator resources to count")
+            for n in nodes
+        ]
         return rows
     have = {node_label(n): int((n.get("Resources") or {}).get(res, 0)) for n in nodes}
     full = [label for label, count in have.items() if count >= c.devices_per_node]
     total = sum(have.values())
-    detail = (f"{len(nodes)} alive node(s), {len(full)} with >= {c.devices_per_node} {res}; {total} {res} in all; "
-              f"the recipe needs {need} = {c.nnodes * c.devices_per_node} {res}")
+    detail = (
+        f"{len(nodes)} alive node(s), {len(full)} with >= {c.devices_per_node} {res}; {total} {res} in all; "
+        f"the recipe needs {need} = {c.nnodes * c.devices_per_node} {res}"
+    )
     flag = f"--resources='{{\"NPU\": {c.devices_per_node}}}'" if res == "NPU" else f"--num-gpus={c.devices_per_node}"
     if len(full) >= c.nnodes:
         rows.append(Row("nodes", CLUSTER, OK, detail))
     else:
-        fix = (f"start Ray on {c.nnodes - len(full)} more node(s) with `ray start --address=HEAD:6379 {flag}`"
-               + (" (Ray schedules NPUs as the custom resource NPU)" if res == "NPU" else ""))
+        fix = f"start Ray on {c.nnodes - len(full)} more node(s) with `ray start --address=HEAD:6379 {flag}`" + (
+            " (Ray schedules NPUs as the custom resource NPU)" if res == "NPU" else ""
+        )
         if full:
             fix += f", or lower cluster.nnodes to {len(full)}"
         rows.append(Row("nodes", CLUSTER, FAIL, detail, fix))
@@ -155,21 +202,37 @@ def device_rows(recipe, nodes: list[dict]) -> list[Row]:
             extra = f" (uses {c.devices_per_node})" if count > c.devices_per_node else ""
             rows.append(Row("devices", label, OK, f"{count} {res}{extra}"))
         elif count == 0 and spare:
-            rows.append(Row("devices", label, WARN, f"0 {res}: the run will not place workers here",
-                            f"fine for a CPU-only head; otherwise restart Ray here with {flag}"))
+            rows.append(
+                Row(
+                    "devices",
+                    label,
+                    WARN,
+                    f"0 {res}: the run will not place workers here",
+                    f"fine for a CPU-only head; otherwise restart Ray here with {flag}",
+                )
+            )
         else:
-            hint = f"restart Ray on this node with {flag}" + (" (check `npu-smi info`)" if res == "NPU"
-                                                                else " (check `nvidia-smi`)")
+            hint = f"restart Ray on this node with {flag}" + (
+                " (check `npu-smi info`)" if res == "NPU" else " (check `nvidia-smi`)"
+            )
             if count:
-                hint += f" if it has them (A3: 16 dies, A2: 8); else use other nodes or set " \
-                        f"cluster.devices_per_node={count}"
-            rows.append(Row("devices", label, FAIL,
-                            f"{count} {res} on this node; the recipe uses {c.devices_per_node} per node", hint))
+                hint += (
+                    f" if it has them (A3: 16 dies, A2: 8); else use other nodes or set "
+                    f"cluster.devices_per_node={count}"
+                )
+            rows.append(
+                Row(
+                    "devices",
+                    label,
+                    FAIL,
+                    f"{count} {res} on this node; the recipe uses {c.devices_per_node} per node",
+                    hint,
+                )
+            )
     return rows
 
 
-def run_node_checks(spec: dict, nodes: list[dict], timeout_s: float,
-                    progress: Callable[[str], None]) -> list[Row]:
+def run_node_checks(spec: dict, nodes: list[dict], timeout_s: float, progress: Callable[[str], None]) -> list[Row]:
     """Launch the per-node task on every node at once, gather with one wait; rows named by node."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -180,8 +243,14 @@ def run_node_checks(spec: dict, nodes: list[dict], timeout_s: float,
     refs = {}
     for n in nodes:
         strategy = NodeAffinitySchedulingStrategy(node_id=n["NodeID"], soft=False)
-        refs[task.options(num_cpus=0, max_retries=0, scheduling_strategy=strategy,
-                          name=f"grpolab-preflight-{str(n['NodeID'])[:8]}").remote(spec)] = node_label(n)
+        refs[
+            task.options(
+                num_cpus=0,
+                max_retries=0,
+                scheduling_strategy=strategy,
+                name=f"grpolab-preflight-{str(n['NodeID'])[:8]}",
+            ).remote(spec)
+        ] = node_label(n)
     progress(f"running per-node checks on {len(refs)} node(s) in parallel ...")
     ready, pending = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
     rows: list[Row] = []
@@ -189,9 +258,16 @@ def run_node_checks(spec: dict, nodes: list[dict], timeout_s: float,
         label = refs[ref]
         if ref in pending:
             ray.cancel(ref, force=True)
-            rows.append(Row("node", label, FAIL, f"the per-node checks did not answer in {timeout_s:.0f} s",
-                            "check the node (`ray status`, its raylet log); a hung mount under the model, data or "
-                            "checkpoint path blocks them"))
+            rows.append(
+                Row(
+                    "node",
+                    label,
+                    FAIL,
+                    f"the per-node checks did not answer in {timeout_s:.0f} s",
+                    "check the node (`ray status`, its raylet log); a hung mount under the model, data or "
+                    "checkpoint path blocks them",
+                )
+            )
             continue
         try:
             result = ray.get(ref)
@@ -199,9 +275,17 @@ def run_node_checks(spec: dict, nodes: list[dict], timeout_s: float,
             text = str(exc).strip().splitlines()
             last = text[-1] if text else type(exc).__name__
             missing = "No module named 'grpolab" in str(exc)
-            rows.append(Row("node", label, FAIL, f"the per-node checks failed: {last[:300]}",
-                            "install grpolab (pip install -e .) in the Python environment Ray runs on every node"
-                            if missing else "see the node's worker log (ray logs) for the traceback"))
+            rows.append(
+                Row(
+                    "node",
+                    label,
+                    FAIL,
+                    f"the per-node checks failed: {last[:300]}",
+                    "install grpolab (pip install -e .) in the Python environment Ray runs on every node"
+                    if missing
+                    else "see the node's worker log (ray logs) for the traceback",
+                )
+            )
             continue
         rows += [Row(r["check"], label, r["status"], r["detail"], r.get("fix", "")) for r in result["rows"]]
     return rows

@@ -89,8 +89,10 @@ class PreflightReport:
     def summary(self) -> str:
         c = self.counts()
         verdict = "FAILED" if self.failed else "passed"
-        return (f"preflight {self.recipe}: {verdict}: {c[FAIL]} fail, {c[WARN]} warn, {c[SKIP]} skip, {c[OK]} ok "
-                f"on {len(self.nodes)} node(s) in {self.elapsed_s:.1f} s")
+        return (
+            f"preflight {self.recipe}: {verdict}: {c[FAIL]} fail, {c[WARN]} warn, {c[SKIP]} skip, {c[OK]} ok "
+            f"on {len(self.nodes)} node(s) in {self.elapsed_s:.1f} s"
+        )
 
     def table(self, fold: bool = True, width: int = 110) -> str:
         """A text table, failures first (then warn, ok, skip), each non-ok row followed by its fix.

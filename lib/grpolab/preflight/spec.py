@@ -28,11 +28,17 @@ def required_env(recipe: Recipe) -> list[tuple[str, str, str]]:
     multi = c.nnodes > 1
     if multi:
         out += [
-            ("HCCL_SOCKET_IFNAME", "fail",
-             "HCCL takes the network interface for cross-node traffic from it; unset, multi-node HCCL init fails or "
-             "hangs (verl #3947)"),
-            ("GLOO_SOCKET_IFNAME", "fail",
-             "torch.distributed's gloo groups take their interface from it; unset, they may bind the wrong NIC"),
+            (
+                "HCCL_SOCKET_IFNAME",
+                "fail",
+                "HCCL takes the network interface for cross-node traffic from it; unset, multi-node HCCL init fails or "
+                "hangs (verl #3947)",
+            ),
+            (
+                "GLOO_SOCKET_IFNAME",
+                "fail",
+                "torch.distributed's gloo groups take their interface from it; unset, they may bind the wrong NIC",
+            ),
         ]
     out += [
         ("HCCL_CONNECT_TIMEOUT", "warn", "HCCL's default connect timeout (120 s) is short for large models"),
@@ -40,8 +46,11 @@ def required_env(recipe: Recipe) -> list[tuple[str, str, str]]:
     ]
     if multi:
         out += [
-            ("HCCL_HOST_SOCKET_PORT_RANGE", "warn",
-             "without a fixed range HCCL picks host ports that firewalls and other jobs may block"),
+            (
+                "HCCL_HOST_SOCKET_PORT_RANGE",
+                "warn",
+                "without a fixed range HCCL picks host ports that firewalls and other jobs may block",
+            ),
             ("HCCL_NPU_SOCKET_PORT_RANGE", "warn", "without a fixed range HCCL picks NPU NIC ports at random"),
         ]
     return out
@@ -51,9 +60,11 @@ def required_packages(recipe: Recipe) -> list[tuple[str, str]]:
     """(distribution, why) that the job imports on every node, whether the recipe pins them or not."""
     t, r, c = recipe.train, recipe.rollout, recipe.cluster
     if t.engine == "trl":
-        return [("trl", "train.engine trl runs TRL's GRPOTrainer"),
-                ("transformers", "the local trainer builds its model with transformers"),
-                ("torch", "the local trainer runs on torch")]
+        return [
+            ("trl", "train.engine trl runs TRL's GRPOTrainer"),
+            ("transformers", "the local trainer builds its model with transformers"),
+            ("torch", "the local trainer runs on torch"),
+        ]
     out = [("verl", f"train.engine {t.engine} runs verl on every node"), ("torch", "verl runs on torch")]
     if t.engine == "megatron":
         out.append(("megatron-core", "train.engine megatron"))
@@ -115,8 +126,11 @@ def node_spec(recipe: Recipe) -> dict:
         except (InputError, RecipeError):
             card = None  # the local `recipe` rows report the missing card
     local = recipe.train.engine == "trl"
-    model = None if local else {"path": recipe.model.path, "card": recipe.model.card,
-                                "card_data": card.model_dump() if card else None}
+    model = (
+        None
+        if local
+        else {"path": recipe.model.path, "card": recipe.model.card, "card_data": card.model_dump() if card else None}
+    )
     data = None
     if not local:
         prompt_key = _verl_data_key(recipe, "data.prompt_key", "prompt")
@@ -125,9 +139,11 @@ def node_spec(recipe: Recipe) -> dict:
         files += [("data.val_files", f) for f in _files(recipe.data.val_files)]
         data = {
             "files": files,
-            "columns": [(prompt_key, "verl's data.prompt_key: the chat messages to generate from"),
-                        (reward_key, "verl's data.reward_fn_key: picks the rule reward per sample"),
-                        ("reward_model", "the rule reward reads reward_model.ground_truth")],
+            "columns": [
+                (prompt_key, "verl's data.prompt_key: the chat messages to generate from"),
+                (reward_key, "verl's data.reward_fn_key: picks the rule reward per sample"),
+                ("reward_model", "the rule reward reads reward_model.ground_truth"),
+            ],
             "needs_ground_truth": True,
         }
     size, how = checkpoint_bytes(recipe, card)
@@ -148,8 +164,12 @@ def node_spec(recipe: Recipe) -> dict:
         "model_skip": "train.engine trl builds its tiny model in code (grpolab.local.tiny): no weights to check",
         "data": data,
         "data_skip": "train.engine trl generates its arithmetic task in code (grpolab.local.task): no files to check",
-        "checkpoint": {"path": ckpt, "bytes": size,
-                       "estimate": how if recipe.trainer.ckpt_dir else how + "; trainer.ckpt_dir is null: "
-                                                                           "checkpoint/ inside the run directory"},
+        "checkpoint": {
+            "path": ckpt,
+            "bytes": size,
+            "estimate": how
+            if recipe.trainer.ckpt_dir
+            else how + "; trainer.ckpt_dir is null: checkpoint/ inside the run directory",
+        },
         "nofile_min": NOFILE_MIN,
     }
