@@ -20,7 +20,7 @@ from grpolab.validate import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 GRPOLAB = str(Path(sys.executable).with_name("grpolab"))
-GLM_LAYOUT = "Et*10|t*12|t*8|t*8|t*12|t*12|t*12|t*4L"  # verl PR 7788 (RECIPES.md section 1)
+GLM_LAYOUT = "Et*10|t*12|t*8|t*8|t*12|t*12|t*12|t*4L"  # verl PR 7788 (docs/facts.md section 1)
 
 
 def grpolab(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -22,6 +22,9 @@ RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token), and the token is never written into a
 
 Addresses: `http(s)://host:8265` is a dashboard (the Jobs API); `host:6379` or `ray://host:10001` is a
 cluster address for a driver. The Jobs API needs a dashboard address; preflight needs a driver connection.
+
+Why one file of this size: every rule about the embedded head (its state folder, token, lock, start, stop, clients)
+must agree; split, they would drift apart.
 """
 
 from __future__ import annotations

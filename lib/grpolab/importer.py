@@ -9,6 +9,9 @@ overrides of the launch onto recipe fields (the rest goes to `verl_overrides`), 
 launches against the installed verl's config, sets every field where base.yaml's default differs from what the
 script runs with; what still differs is reported. `recipe_yaml()` writes the recipe with a comment on each value
 that came from the script.
+
+Why one file of this size: recording a script and mapping its launch are one round trip, tested as one (`import`
+then `render` gives the script back).
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ Every number here is an ESTIMATE from a deliberately simple cost model (constant
 Left out (see README): overlap of communication with compute, attention's quadratic FLOPs, the weight sync
 from trainer to rollout, load imbalance between experts, CPU optimizer time, reward computation,
 response lengths below the maximum (every response is assumed to run to max_response_length).
+
+Why one file of this size: enumeration, memory and cost estimates and ranking are one search with shared caches; its
+speed target (a whole `grpolab plan` under 2 s) depends on that.
 """
 
 from __future__ import annotations

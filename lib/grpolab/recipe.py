@@ -6,6 +6,9 @@ home of every default. A layer may carry `per_device: {npu: {...}, cuda: {...}}`
 resolved `cluster.device` is applied after the layers, so one recipe serves both devices. Overrides from the
 CLI, a notebook or papermill (`rollout.tp=16`) are applied last, typed by the schema.
 Every schema problem is collected and reported with the file that set the key and the closest valid key.
+
+Why one file of this size: the one loader: layering, the hardened YAML reader, typed overrides and origins share the
+same bookkeeping of which file set which key.
 """
 
 from __future__ import annotations

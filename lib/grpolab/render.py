@@ -4,6 +4,9 @@ Rendered for the verl that is installed: keys are looked up in that verl's own c
 installed verl does not have (e.g. `actor.megatron.grad_offload` in 0.9.1) is left out with a warning instead
 of failing at composition on the cluster. Keys inside verl's free-form dicts (override_transformer_config,
 engine_kwargs, ...) are added with Hydra's `+` prefix. `to_sh` writes a standalone bash script.
+
+Why one file of this size: the table of every first-class field and the verl key it renders to is one contract; the
+shell and JSON writers beside it must quote exactly what it renders.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Pure Python (no torch, ray or verl import). Each rule returns Problems with a st
 grpolab.problems.RULES), the dotted key, the bad value, what is wrong and how to fix it; when a parallel
 rule fails the fix proposes the nearest valid values. `check()` is what `grpolab check` and the notebooks
 call: the schema, these rules, and (optionally) the rendered overrides composed against the installed verl.
+
+Why one file of this size: the cross-field rules share one collector (_Rules) and one view of the model facts, so
+that every problem is collected in one pass.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Pure Python on purpose (no torch, no trl at module level): the validator imports `unsupported` to report
 rule `engine-support` in milliseconds.
 
-verl -> TRL 1.16 (RECIPES.md section 5):
+verl -> TRL 1.16 (docs/facts.md section 5):
     rollout.n                          -> num_generations
     algorithm.kl_loss_coef             -> beta (0 when use_kl_loss is false); TRL's KL is low_var_kl only
     algorithm.clip_ratio_low / high    -> epsilon / epsilon_high
@@ -40,7 +40,7 @@ LR_SCHEDULES = ("constant", "linear", "cosine")
 @dataclass
 class TinySettings:
     """Everything one local run needs, read from a recipe (no defaults here: params/base.yaml and the `tiny`
-    recipe are the one home of every value; RECIPES.md section 5 has the measured ones).
+    recipe are the one home of every value; docs/facts.md section 5 has the measured ones).
 
     Names follow the recipe where a recipe field exists (comment: its dotted key); the rest are
     local-only knobs (the recipe's `local` section).

@@ -12,6 +12,9 @@ Writes, as it goes:
 Exit status 0 on success, 2 for unusable settings.
 
 `--set key=value` (TinySettings field names) overrides the recipe, for experiments and tests.
+
+Why one file of this size: it is the job's entrypoint (python -m grpolab.local.train) and runs alone on the node:
+the GRPO loop, evaluation and checkpointing stay together so the trainer has no import beyond grpolab.local.
 """
 
 from __future__ import annotations

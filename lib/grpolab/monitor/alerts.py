@@ -13,6 +13,9 @@ kept out of the baseline, so a long drop does not become the new normal. Rules i
 A NaN/inf is an immediate alert (verl's file logger writes NaN as null; the metrics reader reads it as NaN).
 Thresholds: the `monitor:` section of the run's recipe (grpolab.monitor.thresholds); a metric the run does not
 log raises nothing.
+
+Why one file of this size: each rule is a short function, but they share the robust-baseline and episode machinery
+that makes them quiet on healthy runs.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ truncated or replaced (verl truncates it when a run restarts) is read again from
     view.column("critic/score/mean")              # [0.1, None, nan, ...]: None = not logged at that step
     view.latest("actor/entropy")                  # (step, value) of the last logged value, or None
     view.refresh()                                # number of new or updated steps
+
+Why one file of this size: incremental reading of verl's file-logger and console formats shares one parser state
+(offsets, types, notes); split, the fast path would cross modules.
 """
 
 from __future__ import annotations

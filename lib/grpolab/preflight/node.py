@@ -11,6 +11,9 @@ the node's value, unset = ""): the job is submitted with `runtime_env={"env_vars
 `spec` is a plain dict made on the driver by grpolab.preflight.spec.node_spec (nothing here reads the recipe
 files: the nodes need not have params/). Each row is a dict {check, status, detail, fix}; the driver adds
 the node name.
+
+Why one file of this size: it is shipped to every node as one Ray task and must import nothing but the standard
+library and grpolab's own data, so the per-node checks live together.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from grpolab.schema import Recipe
 
 CKPT_BYTES_PER_PARAM = 2 + 12  # bf16 weights + Adam (fp32 master, first and second moments)
 CKPT_FLOOR_BYTES = 100 * 10**6
-NOFILE_MIN = 32768  # RECIPES.md section 4: `ulimit -n 32768` on every NPU node
+NOFILE_MIN = 32768  # docs/facts.md section 4: `ulimit -n 32768` on every NPU node
 
 
 def required_env(recipe: Recipe) -> list[tuple[str, str, str]]:

@@ -1,0 +1,102 @@
+"""What the notebooks call: each cell of notebooks/*.ipynb is one or two calls into this module.
+
+    check_parameters(globals())   the cell after `parameters`: every declared parameter has its declared type, and
+                                  a name that papermill injected but the notebook does not declare (`-p modle
+                                  tiny`: papermill only warns) stops the notebook, naming the closest parameter
+    load(model, overrides)        the recipe, or a stop that names the closest recipe or the bad override
+    from_script / check_recipe / show_recipe / show_launch / stop_on_errors     01_setup
+    preflight / preflight_verdict                                       02_preflight
+    launch / follow / verdict                                           03_launch
+    find_run / watch / show_run / verdict                               04_monitor
+    Stages                                                              run.ipynb: runs 01..04 with papermill
+
+A wrong input raises `NotebookStop`: Jupyter, papermill and nbval show its message, without a traceback, and
+papermill exits non-zero. Output is meant to stay small: progress is printed sparsely (a line every 30 s while a
+run is followed), tables are HTML with a plain-text twin, pictures are PNG files (headless runs never need
+widgets; only `watch(..., live=True)` in JupyterLab imports ipywidgets). Secrets never reach an output: the
+recipe's env is shown through grpolab.launch.redact.
+
+How a misspelled parameter is caught: papermill writes the parameters it is given as plain assignments in a
+cell of their own (first line `# Parameters`, tagged `injected-parameters`) right after the `parameters` cell,
+and IPython keeps the source of every executed cell in `In`. `check_parameters` reads the most recent injected
+cell executed after the parameters cell, parses it with `ast`, and compares the names it assigns with the
+names the parameters cell declares (its annotations, `__annotations__`). This needs no marker in the notebook,
+is exact (a variable the user defines in a later cell is never mistaken for a parameter) and also works when
+an executed notebook is re-run in JupyterLab.
+"""
+
+from grpolab.notebook.display import (  # noqa: F401
+    _ANSI,
+    _COLOURS,
+    DRY_RUN_FAILS,
+    FOLLOW_EVERY_S,
+    KERNEL,
+    KERNEL_ARGS,
+    NEEDS_RUN,
+    NOTEBOOKS_DIR,
+    PAPERMILL_NAMES,
+    REPORT_TAG,
+    STAGES,
+    UNREACHABLE_CHUNKS,
+    NotebookStop,
+    _display,
+    _message,
+    _table_html,
+    problems_text,
+    show_image,
+    show_problems,
+    show_stages,
+    show_text,
+)
+from grpolab.notebook.parameters import (  # noqa: F401
+    _conforms,
+    _describe,
+    _hint,
+    _injected_names,
+    _signature,
+    check_parameters,
+)
+from grpolab.notebook.plan import (  # noqa: F401
+    plan_explorer,
+    plan_layouts,
+    plan_overrides,
+    plan_verdict,
+    plot_plan,
+    show_plan,
+)
+from grpolab.notebook.runner import (  # noqa: F401
+    Stages,
+    _dry_run_failures,
+    _error_of,
+    _replay,
+)
+from grpolab.notebook.setup import (  # noqa: F401
+    STAGE_SECRETS_VAR,
+    _mask_one,
+    _redacted_launch,
+    check_address,
+    check_new_run_id,
+    check_recipe,
+    from_script,
+    load,
+    mask_overrides,
+    show_launch,
+    show_recipe,
+    stop_on_errors,
+    unmask_overrides,
+)
+from grpolab.notebook.stages import (  # noqa: F401
+    _curves_path,
+    find_run,
+    follow,
+    in_jupyterlab,
+    launch,
+    plot_val_accuracy,
+    preflight,
+    preflight_verdict,
+    show_figures,
+    show_head,
+    show_run,
+    verdict,
+    watch,
+)

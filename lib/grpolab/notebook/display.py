@@ -1,0 +1,141 @@
+"""Display helpers and shared constants of the notebook front end: HTML tables with plain-text twins, problem lists, the stage table, and NotebookStop (a message instead of a traceback)."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from grpolab.paths import PROJECT_ROOT
+from grpolab.problems import Problem
+
+NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
+KERNEL = "python3"
+KERNEL_ARGS = ["--log-level=ERROR"]  # stage kernels: no start-up warnings in run.ipynb's output
+STAGES = ("01_setup", "02_preflight", "03_launch", "04_monitor")
+NEEDS_RUN = ("04_monitor",)  # stages that only make sense once a run was submitted
+REPORT_TAG = "report"  # cells of the stage notebooks whose outputs run.ipynb shows again
+PAPERMILL_NAMES = ("PAPERMILL_INPUT_PATH", "PAPERMILL_OUTPUT_PATH")  # papermill --inject-paths
+DRY_RUN_FAILS = "dry run: {n} preflight check(s) fail"  # run.ipynb's stage table reads this line back
+FOLLOW_EVERY_S = 30.0  # one progress line per this many seconds while a run is followed
+UNREACHABLE_CHUNKS = 4  # stop following after this many periods in a row without an answer from Ray
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class NotebookStop(Exception):
+    """Stops a notebook with a message for a person: Jupyter and papermill show the message, not a traceback."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows these lines instead of the traceback
+        return [f"NotebookStop: {line}" if i == 0 else line for i, line in enumerate(str(self).splitlines())]
+
+
+# ------------------------------------------------------------------------------------------------ display
+
+
+def _display(html_text: str, text: str) -> None:
+    """Show HTML in Jupyter with a plain-text twin (what papermill logs, nbconvert --to markdown, terminals)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # plain Python (a script importing these helpers)
+        print(text)
+        return
+    if get_ipython() is None:
+        print(text)
+        return
+    display({"text/html": html_text, "text/plain": text}, raw=True)
+
+
+def show_text(text: str, title: str | None = None) -> None:
+    """Preformatted text (YAML, a bash script, a table) with an optional bold title."""
+    head = f"<b>{html.escape(title)}</b>" if title else ""
+    _display(
+        f"{head}<pre style='font-family:monospace;font-size:85%'>{html.escape(text)}</pre>",
+        (f"{title}\n" if title else "") + text,
+    )
+
+
+def show_image(path: str | Path) -> None:
+    """A PNG as an image output (embedded in the notebook, so papermill's output file shows it)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import Image, display
+    except ImportError:
+        print(f"picture: {path}")
+        return
+    if get_ipython() is None:
+        print(f"picture: {path}")
+        return
+    display(Image(filename=str(path)))
+
+
+def _table_html(headers: list[str], rows: list[list[str]], colours: list[str | None]) -> str:
+    head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in headers)
+    body = []
+    for row, colour in zip(rows, colours):
+        style = f" style='background:{colour}'" if colour else ""
+        cells = "".join(f"<td style='text-align:left;vertical-align:top'>{html.escape(str(c))}</td>" for c in row)
+        body.append(f"<tr{style}>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+_COLOURS = {"error": "#fde0e0", "fail": "#fde0e0", "warning": "#fff4d6", "warn": "#fff4d6", "skip": "#f2f2f2"}
+
+
+def _message(problem: Problem) -> str:
+    """A problem's message as notebook users know it: an override is an override, not `--set`."""
+    from grpolab.recipe import CLI
+
+    return problem.message.replace(f"{CLI} ", "override ")
+
+
+def problems_text(problems: Iterable[Problem]) -> str:
+    """Errors first, one block per problem (what `grpolab check` prints), then the counts."""
+    problems = sorted(problems, key=lambda p: (p.severity != "error", p.rule))
+    lines = []
+    for p in problems:
+        value = p.value if isinstance(p.value, str) else repr(p.value)
+        lines += [
+            f"{p.severity.upper():7} [{p.rule}] {p.key} = {value}",
+            f"        {_message(p)}",
+            f"        fix: {p.fix}",
+        ]
+    n_err = sum(p.severity == "error" for p in problems)
+    lines.append(f"{n_err} error(s), {len(problems) - n_err} warning(s)")
+    return "\n".join(lines)
+
+
+def show_problems(problems: Iterable[Problem], title: str = "problems") -> None:
+    """The problems as a table, errors first; "no problems" when there are none."""
+    problems = sorted(problems, key=lambda p: (p.severity != "error", p.rule))
+    n_err = sum(p.severity == "error" for p in problems)
+    head = f"{title}: {n_err} error(s), {len(problems) - n_err} warning(s)"
+    if not problems:
+        _display(f"<b>{html.escape(title)}</b>: no errors, no warnings", f"{title}: no errors, no warnings")
+        return
+    rows = [
+        [p.severity, p.rule, p.key, p.value if isinstance(p.value, str) else repr(p.value), _message(p), p.fix]
+        for p in problems
+    ]
+    table = _table_html(
+        ["severity", "rule", "key", "value", "problem", "fix"], rows, [_COLOURS.get(p.severity) for p in problems]
+    )
+    _display(f"<b>{html.escape(head)}</b>{table}", f"{head}\n{problems_text(problems)}")
+
+
+def show_stages(stages: list[dict]) -> None:
+    """The stage table of run.ipynb: stage, result, seconds, executed copy."""
+    rows = [[s["stage"], s["result"], f"{s['seconds']:.1f}", s.get("notebook") or ""] for s in stages]
+    colours = [
+        _COLOURS["fail"]
+        if s["result"] == "failed"
+        else _COLOURS["skip"]
+        if s["result"] == "skipped"
+        else _COLOURS["warn"]
+        if "fail" in s["result"]
+        else None
+        for s in stages
+    ]
+    text = "\n".join(f"{r[0]:14} {r[1]:8} {r[2]:>7} s  {r[3]}" for r in rows)
+    _display(_table_html(["stage", "result", "seconds", "executed notebook"], rows, colours), text)

@@ -1,0 +1,123 @@
+"""The cell after `parameters`: typed parameters and misspelled names papermill injected (see grpolab.notebook for how)."""
+
+from __future__ import annotations
+
+import ast
+import types
+import typing
+from typing import Any
+
+from grpolab.notebook.display import (
+    PAPERMILL_NAMES,
+    NotebookStop,
+)
+from grpolab.problems import closest
+
+# ------------------------------------------------------------------------------------------------ parameters
+
+
+def _injected_names(history: list[str], declared: set[str]) -> set[str]:
+    """Names assigned by the last papermill-injected cell executed after the parameters cell (empty: none)."""
+    for source in reversed(history[:-1]):  # the last entry is the cell running now
+        if not isinstance(source, str) or not source.strip():
+            continue
+        first = source.lstrip().splitlines()[0].strip()
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:  # IPython magics, shell escapes: not a parameters cell
+            continue
+        if first == "# Parameters":  # papermill's comment on the cell it injects
+            names: set[str] = set()
+            for node in tree.body:
+                targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+                names |= {t.id for t in targets if isinstance(t, ast.Name)}
+            return names
+        annotated = {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+        if declared and declared <= annotated:  # the parameters cell itself: nothing was injected after it
+            return set()
+    return set()
+
+
+def _conforms(value: Any, annotation: Any) -> bool:
+    if annotation is Any or annotation is typing.Any:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_conforms(value, a) for a in typing.get_args(annotation))
+    if annotation is None or annotation is type(None):
+        return value is None
+    if origin in (list, tuple):
+        args = typing.get_args(annotation)
+        return isinstance(value, origin) and (not args or all(_conforms(v, args[0]) for v in value))
+    if origin is dict:
+        return isinstance(value, dict)
+    if annotation is bool:
+        return isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if annotation is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(annotation, type):
+        return isinstance(value, annotation)
+    return True  # an annotation this checker does not know: accept
+
+
+def _describe(annotation: Any) -> str:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        parts = [_describe(a) for a in typing.get_args(annotation)]
+        return " or ".join(sorted(parts, key=lambda p: p != "None"))
+    if annotation is None or annotation is type(None):
+        return "None"
+    if origin is list:
+        args = typing.get_args(annotation)
+        return "a list" + (f" of {_describe(args[0]).removeprefix('a ')}s" if args else "")
+    return {bool: "True or False", int: "an integer", float: "a number", str: "a string"}.get(
+        annotation, getattr(annotation, "__name__", str(annotation))
+    )
+
+
+def _hint(name: str, annotation: Any, value: Any) -> str:
+    wants_list = typing.get_origin(annotation) is list
+    if wants_list and isinstance(value, str):
+        return f'; pass a list with papermill -y "{name}: [{value}]"'
+    if annotation is bool and isinstance(value, str):
+        return f"; pass -p {name} True or -p {name} False (capitalised)"
+    return ""
+
+
+def _signature(name: str, annotation: Any) -> str:
+    text = getattr(annotation, "__name__", None) if isinstance(annotation, type) else None
+    return f"{name}: {text or str(annotation).replace('typing.', '')}"
+
+
+def check_parameters(ns: dict) -> dict:
+    """Validate the parameters of a notebook: call it as `check_parameters(globals())` in the cell after the
+    `parameters` cell. Returns {name: value} of the declared parameters; raises NotebookStop listing every
+    unknown parameter name (with the closest declared one) and every value of the wrong type."""
+    declared: dict[str, Any] = dict(ns.get("__annotations__") or {})
+    if not declared:
+        raise NotebookStop("this notebook has no typed parameters: run the cell tagged `parameters` first")
+    history = ns.get("In") or ns.get("_ih") or []
+    injected = _injected_names(list(history), set(declared))
+    problems = []
+    for name in sorted(injected - set(declared) - set(PAPERMILL_NAMES)):
+        near = closest(name, declared)
+        problems.append(f"unknown parameter {name!r}" + (f": did you mean {near!r}?" if near else ""))
+    for name, annotation in declared.items():
+        if name not in ns:
+            problems.append(f"parameter {name!r} is declared but not set: run the parameters cell")
+            continue
+        value = ns[name]
+        if not _conforms(value, annotation):
+            problems.append(
+                f"parameter {name} must be {_describe(annotation)}, got {value!r} "
+                f"({type(value).__name__}){_hint(name, annotation, value)}"
+            )
+    if problems:
+        known = ", ".join(_signature(n, a) for n, a in declared.items())
+        raise NotebookStop(
+            "\n".join(problems) + f"\nthis notebook's parameters: {known}\n"
+            'pass them with papermill -p NAME VALUE (lists: -y "overrides: [rollout.tp=16]")'
+        )
+    return {name: ns[name] for name in declared}

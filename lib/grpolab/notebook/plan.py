@@ -1,0 +1,223 @@
+"""05_plan: the layout planner's table, chart and JupyterLab explorer."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable
+from pathlib import Path
+
+from grpolab.notebook.display import (
+    _COLOURS,
+    NotebookStop,
+    _display,
+    _table_html,
+    problems_text,
+    show_image,
+)
+from grpolab.notebook.stages import (
+    in_jupyterlab,
+)
+from grpolab.problems import InputError, RecipeError
+
+# ------------------------------------------------------------------------------------------------ plan (05_plan)
+
+
+def plan_layouts(model: str, nodes: int | None = None, hardware: str | None = None, overrides: Iterable[str] = ()):
+    """grpolab.planner's plan for a recipe or a model card on `nodes` nodes of `hardware`; bad input stops."""
+    from grpolab import planner
+
+    if nodes is not None and nodes < 1:
+        raise NotebookStop(f"nodes must be a positive number of nodes, got {nodes}")
+    try:
+        recipe = planner.load(model, nodes, hardware, list(overrides))
+    except InputError as exc:
+        raise NotebookStop(str(exc)) from None
+    except RecipeError as exc:
+        raise NotebookStop(problems_text(exc.problems)) from None
+    p = planner.plan(recipe)
+    p.inputs = (model, hardware, list(overrides))
+    return p
+
+
+def show_plan(plan, top: int = 10) -> list:
+    """The ranked layouts as a table (every figure an estimate) and the rejected counts; returns them."""
+    from grpolab import planner
+
+    if top < 1:
+        raise NotebookStop(f"top must be at least 1, got {top}")
+    listed = planner.choices(plan, top)
+    best = listed[0] if listed else None
+    c, recipe = plan.recipe.cluster, plan.recipe
+    head = (
+        f"{recipe.name} on {c.nnodes} x {c.devices_per_node} {c.hardware}: {len(plan.train)} training and "
+        f"{len(plan.rollout)} rollout layouts pass every rule; memory and times are ESTIMATES"
+    )
+    headers = [
+        "#",
+        "train",
+        "pp_layout",
+        "rollout",
+        "train GB free (est.)",
+        "rollout GB free (est.)",
+        "rollout s (est.)",
+        "train s (est.)",
+        "step s (est.)",
+        "why",
+    ]
+    rows = [
+        [
+            str(i),
+            ch.train.layout.short(),
+            ch.train.layout.pp_layout or "even",
+            ch.rollout.layout.short(),
+            f"{ch.train.memory_gb['headroom']:.1f}",
+            f"{ch.rollout.memory_gb['headroom']:.1f}",
+            f"{ch.rollout.cost['total']:.0f}",
+            f"{ch.train.cost['total']:.0f}",
+            f"{ch.total:.0f}",
+            planner.why(ch, best),
+        ]
+        for i, ch in enumerate(listed, 1)
+    ]
+    rejected = ", ".join(f"{rule} {n}" for rule, n in sorted(plan.rejected.items(), key=lambda kv: -kv[1]))
+    foot = f"rejected by rule: {rejected or 'none'}"
+    table = _table_html(headers, rows, [None if ch.fits else _COLOURS["warning"] for ch in listed])
+    plain = "\n".join([head, "  ".join(headers), *("  ".join(r) for r in rows), foot])
+    _display(f"<b>{html.escape(head)}</b>{table}<p>{html.escape(foot)}</p>", plain)
+    for q in plan.recipe_errors:
+        print(f"recipe error no layout fixes: {q.format()}")
+    return listed
+
+
+def plot_plan(plan, path: str | Path | None = None) -> Path | None:
+    """A PNG of estimated per-device training memory against estimated step time, one point per valid
+    training layout (with the best rollout layout); the best and the recipe's own layout are marked. Shown in
+    the notebook; written to `path` only when one is given."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from grpolab import planner
+
+    every = planner.choices(plan, None)
+    if not every:
+        return None
+    fig = Figure(figsize=(6.4, 3.8))
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    for fits, colour, label in ((True, "#3b7dd8", "fits (estimate)"), (False, "#d8893b", "over budget (estimate)")):
+        pts = [(ch.total, ch.train.memory_gb["total"]) for ch in every if ch.fits == fits]
+        if pts:
+            ax.scatter(*zip(*pts), s=10, alpha=0.6, color=colour, label=label)
+    ax.scatter(
+        [every[0].total], [every[0].train.memory_gb["total"]], s=80, marker="*", color="#1a9e3a", label="best", zorder=3
+    )
+    own = planner.own_choice(plan)
+    if own is not None:
+        ax.scatter(
+            [own.total],
+            [own.train.memory_gb["total"]],
+            s=60,
+            marker="D",
+            facecolors="none",
+            edgecolors="black",
+            label="the recipe's layout",
+            zorder=3,
+        )
+    ax.axhline(plan.recipe.cluster.device_memory_gb, color="grey", linewidth=0.8, linestyle="--")
+    ax.set_xlabel("estimated step time, s (rollout + training)")
+    ax.set_ylabel("estimated training GB per device")
+    ax.set_title(f"{plan.recipe.name} on {plan.recipe.world_size} devices: estimates", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    fig.subplots_adjust(left=0.12, right=0.97, bottom=0.14, top=0.9)
+    if path:
+        fig.savefig(Path(path), dpi=90)
+        show_image(path)
+        return Path(path)
+    import io
+
+    buffer = io.BytesIO()  # no file: the chart lives in the notebook's output only
+    fig.savefig(buffer, format="png", dpi=90)
+    try:
+        from IPython import get_ipython
+        from IPython.display import Image, display
+    except ImportError:
+        return None
+    if get_ipython() is not None:
+        display(Image(data=buffer.getvalue()))
+    return None
+
+
+def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[str] = (), top: int = 10):
+    """In JupyterLab: widgets to change the node count and the lengths and re-plan (table and chart).
+    Headless it returns None and shows nothing: the static cells above are the output."""
+    if not in_jupyterlab():
+        return None
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    from grpolab import planner
+
+    recipe = planner.load(model, None, hardware, list(overrides))
+    nodes = widgets.BoundedIntText(value=recipe.cluster.nnodes, min=1, max=4096, description="nodes")
+    prompt = widgets.BoundedIntText(value=recipe.data.max_prompt_length, min=1, max=10_000_000, description="prompt")
+    response = widgets.BoundedIntText(
+        value=recipe.data.max_response_length, min=1, max=10_000_000, description="response"
+    )
+    button = widgets.Button(description="plan")
+    out = widgets.Output()
+
+    def replan(_=None) -> None:
+        out.clear_output()
+        with out:
+            sets = [
+                *overrides,
+                f"data.max_prompt_length={prompt.value}",
+                f"data.max_response_length={response.value}",
+                f"rollout.max_model_len={prompt.value + response.value}",
+            ]
+            try:
+                p = plan_layouts(model, nodes.value, hardware, sets)
+            except NotebookStop as exc:
+                print(exc)
+                return
+            show_plan(p, top)
+            plot_plan(p)
+            plan_verdict(p, strict=False)
+
+    button.on_click(replan)
+    box = widgets.VBox([widgets.HBox([nodes, prompt, response, button]), out])
+    display(box)
+    return box
+
+
+def plan_verdict(plan, strict: bool = True) -> list[str]:
+    """The best layout as overrides (a YAML list for papermill -y); with no valid layout, the smallest cluster
+    that fits and a NotebookStop when `strict`."""
+    from grpolab import planner
+
+    listed = planner.choices(plan, 1)
+    if listed and not plan.recipe_errors:
+        sets = listed[0].overrides()
+        print("best layout (an estimate ranked it first), as overrides:\n  overrides: [" + ", ".join(sets) + "]")
+        return sets
+    if plan.recipe_errors:
+        message = f"{plan.recipe.name} has errors that no layout fixes:\n{problems_text(plan.recipe_errors)}"
+    else:
+        c = plan.recipe.cluster
+        smallest = planner.smallest_cluster(*plan.inputs) if plan.inputs else None
+        message = f"no layout fits {c.nnodes} x {c.devices_per_node} {c.hardware}; " + (
+            f"the smallest cluster that fits is {smallest} nodes (nodes = {smallest})"
+            if smallest
+            else f"none fits up to {planner.SEARCH_NODES[-1]} nodes"
+        )
+    if strict:
+        raise NotebookStop(message)
+    print(message)
+    return []
+
+
+def plan_overrides(model: str, overrides: Iterable[str] = ()) -> list[str]:
+    """run.ipynb with `plan`: the overrides with the top layout of the plan added last (it then wins)."""
+    sets = plan_verdict(plan_layouts(model, None, None, overrides))
+    return [*overrides, *sets]

@@ -1,0 +1,274 @@
+"""run.ipynb: the stage notebooks run in order with papermill (Stages), their copies kept with the run, and the final figures."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from grpolab.notebook.display import (
+    _ANSI,
+    DRY_RUN_FAILS,
+    FOLLOW_EVERY_S,
+    KERNEL,
+    KERNEL_ARGS,
+    NEEDS_RUN,
+    NOTEBOOKS_DIR,
+    REPORT_TAG,
+    STAGES,
+    NotebookStop,
+    show_image,
+    show_stages,
+)
+from grpolab.notebook.setup import (
+    STAGE_SECRETS_VAR,
+    check_address,
+    check_new_run_id,
+    load,
+    mask_overrides,
+)
+from grpolab.notebook.stages import (
+    in_jupyterlab,
+    plot_val_accuracy,
+    show_figures,
+)
+from grpolab.paths import runs_dir
+
+# ------------------------------------------------------------------------------------------------ run.ipynb
+
+
+def _error_of(nb_path: Path) -> str | None:
+    """The message of the first error output in an executed notebook."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(str(nb_path), as_version=4)
+    except Exception:  # a half-written notebook: papermill's own error is all there is
+        return None
+    for cell in nb.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if out.get("output_type") == "error":
+                if out.get("ename") == "NotebookStop":
+                    return str(out.get("evalue"))
+                tail = [_ANSI.sub("", line) for line in out.get("traceback", [])][-3:]
+                return f"{out.get('ename')}: {out.get('evalue')}\n" + "\n".join(tail)
+    return None
+
+
+def _dry_run_failures(nb_path: Path) -> str | None:
+    """`ok, N checks fail (dry run)` when a dry-run stage reported failed checks (so the stage table does not
+    say a plain "ok" under a list of failures); None otherwise."""
+    import nbformat
+
+    pattern = re.compile(re.escape(DRY_RUN_FAILS).replace(r"\{n\}", r"(\d+)"))
+    try:
+        book = nbformat.read(str(nb_path), as_version=4)
+    except Exception:
+        return None
+    for cell in book.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            found = pattern.search(out.get("text", "") if out.get("output_type") == "stream" else "")
+            if found:
+                return f"ok, {found.group(1)} checks fail (dry run)"
+    return None
+
+
+def _replay(nb_path: Path) -> None:
+    """Show again the outputs of the cells tagged `report` of an executed stage notebook."""
+    import nbformat
+
+    try:
+        from IPython.display import publish_display_data
+    except ImportError:  # pragma: no cover
+        return
+    try:
+        nb = nbformat.read(str(nb_path), as_version=4)
+    except Exception:
+        return
+    for cell in nb.cells:
+        if cell.cell_type != "code" or REPORT_TAG not in cell.get("metadata", {}).get("tags", []):
+            continue
+        for out in cell.get("outputs", []):
+            kind = out.get("output_type")
+            if kind == "stream":
+                (sys.stderr if out.get("name") == "stderr" else sys.stdout).write(out.get("text", ""))
+            elif kind in ("display_data", "execute_result"):
+                sys.stdout.flush()
+                publish_display_data(dict(out.get("data", {})), dict(out.get("metadata", {})))
+
+
+class Stages:
+    """run.ipynb's driver: runs the stage notebooks in order with papermill, one fresh kernel each.
+
+    The executed copies go to `runs/<run_id>/notebooks/` once the run directory exists; stages that run
+    before it (setup, preflight) are written to a temporary folder first and moved there when 03_launch has
+    created it. A dry run creates no run directory: the copies stay in the temporary folder, and `finish()`
+    says where. A failing stage stops run.ipynb (NotebookStop, so papermill exits non-zero) with its reason.
+    """
+
+    def __init__(self, params: dict, notebooks: str | Path | None = None):
+        from grpolab import runs
+
+        self.params = params
+        self.dry_run = bool(params.get("dry_run"))
+        self.recipe = load(params["model"], params.get("overrides") or [])
+        check_address(params.get("ray_address"))
+        self.notebooks = Path(notebooks) if notebooks else NOTEBOOKS_DIR
+        missing = [s for s in STAGES if not (self.notebooks / f"{s}.ipynb").is_file()]
+        if missing:
+            raise NotebookStop(f"no stage notebook(s) {', '.join(missing)} in {self.notebooks}")
+        if self.dry_run:
+            self.run_id = None
+        else:
+            check_new_run_id(params.get("run_id"))
+            self.run_id = params.get("run_id") or runs.new_run_id(self.recipe.name)
+        label = self.run_id or f"{self.recipe.name}-dry-run"
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"grpolab-{label}-"))
+        self.stages: list[dict] = []
+        where = (
+            f"{runs_dir() / self.run_id / 'notebooks'} (once 03_launch created the run)"
+            if self.run_id
+            else f"{self.scratch} (a dry run has no run directory)"
+        )
+        print(
+            f"recipe {self.recipe.name}"
+            + (f", run {self.run_id}" if self.run_id else ", dry run")
+            + f"\nexecuted stage notebooks: {where}"
+        )
+
+    @property
+    def run_dir(self) -> Path | None:
+        return runs_dir() / self.run_id if self.run_id else None
+
+    def _target(self) -> Path:
+        run_dir = self.run_dir
+        if run_dir is not None and run_dir.is_dir():
+            target = run_dir / "notebooks"
+            target.mkdir(exist_ok=True)
+            return target
+        return self.scratch
+
+    def _collect(self) -> None:
+        """Move the copies written before the run directory existed into it."""
+        target = self._target()
+        if target == self.scratch:
+            return
+        for stage in self.stages:
+            path = Path(stage["notebook"])
+            if path.parent == self.scratch and path.exists():
+                moved = target / path.name
+                shutil.move(str(path), moved)
+                stage["notebook"] = str(moved)
+        try:
+            self.scratch.rmdir()
+        except OSError:
+            pass
+
+    def run(self, stage: str, **parameters) -> None:
+        """Execute one stage notebook with these parameters; show its report; stop run.ipynb if it fails."""
+        import papermill
+        from papermill.exceptions import PapermillExecutionError
+
+        if self.dry_run and stage in NEEDS_RUN:
+            print(f"{stage}: skipped (dry run: nothing was submitted, so there is no run to monitor)")
+            self.stages.append({"stage": stage, "result": "skipped", "seconds": 0.0, "notebook": None})
+            return
+        source = self.notebooks / f"{stage}.ipynb"
+        output = self._target() / f"{stage}.ipynb"
+        entry = {"stage": stage, "result": "running", "seconds": 0.0, "notebook": str(output)}
+        self.stages.append(entry)
+        print(f"{stage}: running ...", flush=True)
+        if stage in NEEDS_RUN:
+            print(
+                f"  meanwhile, watch it with `grpolab monitor {self.run_id}` or in 04_monitor.ipynb "
+                f"(run_id {self.run_id!r})",
+                flush=True,
+            )
+        start = time.perf_counter()
+        error = None
+        real: dict[str, str] = {}
+        if parameters.get("overrides"):  # secrets stay out of the stage notebook's injected-parameters cell
+            masked, real = mask_overrides(parameters["overrides"], self.recipe.secrets)
+            parameters = {**parameters, "overrides": masked}
+
+        def execute() -> None:
+            nonlocal error
+            try:
+                papermill.execute_notebook(
+                    str(source),
+                    str(output),
+                    parameters=parameters,
+                    kernel_name=KERNEL,
+                    progress_bar=False,
+                    log_output=False,
+                    cwd=str(self.notebooks),
+                    extra_arguments=KERNEL_ARGS,
+                )
+            except PapermillExecutionError as exc:
+                error = _error_of(output) or f"{exc.ename}: {exc.evalue}"
+            except Exception as exc:  # the kernel died, papermill could not start it, ...
+                error = f"{type(exc).__name__}: {exc}"
+
+        before = os.environ.get(STAGE_SECRETS_VAR)
+        try:
+            if real:  # the stage kernel inherits this process's environment
+                import json
+
+                os.environ[STAGE_SECRETS_VAR] = json.dumps(real)
+            run_dir = self.run_dir
+            if stage in NEEDS_RUN and run_dir is not None and run_dir.exists():
+                # the stage's own kernel follows the run; this one shows how far it is meanwhile (a bar in
+                # JupyterLab, a line every FOLLOW_EVERY_S s headless) instead of "running ..." for minutes
+                from grpolab.monitor.progress import follow_while
+                from grpolab.runs import Run
+
+                worker = threading.Thread(target=execute, daemon=True, name=f"grpolab-stage-{stage}")
+                worker.start()
+                follow_while(Run(run_dir), worker.is_alive, bar=in_jupyterlab(), every_s=FOLLOW_EVERY_S)
+                worker.join()
+            else:
+                execute()
+        finally:
+            if real:
+                if before is None:
+                    os.environ.pop(STAGE_SECRETS_VAR, None)
+                else:
+                    os.environ[STAGE_SECRETS_VAR] = before
+        entry["seconds"] = time.perf_counter() - start
+        entry["result"] = "failed" if error else (_dry_run_failures(output) or "ok")
+        self._collect()
+        print(f"{stage}: {entry['result']} in {entry['seconds']:.1f} s; executed notebook: {entry['notebook']}")
+        _replay(Path(entry["notebook"]))
+        if error:
+            show_stages(self.stages)
+            raise NotebookStop(
+                f"stage {stage} failed, so run.ipynb stopped there:\n{error}\nexecuted notebook: {entry['notebook']}"
+            )
+
+    def finish(self) -> None:
+        """The stage table, where the executed copies are, and for a real run the validation-accuracy curve
+        and the final figures."""
+        from grpolab.runs import Run
+
+        self._collect()
+        show_stages(self.stages)
+        if self.dry_run:
+            print(f"dry run: nothing was submitted; the executed stage notebooks are in {self.scratch}")
+            return
+        if self.run_dir is None or not self.run_dir.is_dir():
+            print(
+                f"no run directory {self.run_dir}: was 03_launch run? the executed stage notebooks are in "
+                f"{self.scratch}"
+            )
+            return
+        run = Run(self.run_dir)
+        print(f"run directory: {run.path}\nexecuted stage notebooks: {run.path / 'notebooks'}")
+        png = plot_val_accuracy(run)
+        if png is not None:
+            show_image(png)
+        show_figures(run)

@@ -1,0 +1,198 @@
+"""01_setup: the recipe (by name, path or imported script), its check by the one gate, and how it renders; secret overrides masked for stage notebooks."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from grpolab.notebook.display import (
+    NotebookStop,
+    _display,
+    _table_html,
+    problems_text,
+    show_problems,
+    show_text,
+)
+from grpolab.paths import runs_dir
+from grpolab.problems import InputError, Problem, RecipeError
+
+# ------------------------------------------------------------------------------------------------ recipes
+
+
+# Secret overrides given to run.ipynb (`-y "overrides: [env.HF_TOKEN=...]"`) reach its stage notebooks without being
+# written into them: papermill writes the parameters it injects into the executed notebook, so Stages.run passes
+# `env.HF_TOKEN=***redacted***` there and the real override in this variable of the stage kernel's environment
+# (readable by the user alone, gone with the kernel); load() and check_recipe() put the real value back.
+STAGE_SECRETS_VAR = "GRPOLAB_STAGE_SECRET_OVERRIDES"
+
+
+def _mask_one(text: str, marked: Iterable[str] = ()) -> str:
+    from grpolab.secrets import redact_override
+
+    return redact_override(str(text), marked)
+
+
+def mask_overrides(overrides: Iterable[str], marked: Iterable[str] = ()) -> tuple[list[str], dict[str, str]]:
+    """(overrides with secret values masked, {masked text: real text}) for the secret ones (by name or marked)."""
+    from grpolab.secrets import is_secret_override
+
+    marked = list(marked)
+    masked, real = [], {}
+    for text in overrides:
+        text = str(text)
+        if is_secret_override(text, marked):
+            shown = _mask_one(text, marked)
+            real[shown] = text
+            text = shown
+        masked.append(text)
+    return masked, real
+
+
+def unmask_overrides(overrides: Iterable[str]) -> list[str]:
+    """The overrides with the masked secret ones of run.ipynb replaced by their real text (see STAGE_SECRETS_VAR)."""
+    import json
+
+    try:
+        real = json.loads(os.environ.get(STAGE_SECRETS_VAR) or "{}")
+    except json.JSONDecodeError:
+        real = {}
+    return [real.get(str(text), text) if isinstance(real, dict) else text for text in overrides]
+
+
+def load(model: str, overrides: Iterable[str] = ()):
+    """The validated recipe `model` with `overrides` applied; NotebookStop for an unknown recipe, a malformed
+    override or a recipe the schema rejects (its problems are shown as a table first)."""
+    from grpolab.recipe import load_recipe, parse_override
+
+    shown = list(overrides)  # what messages quote: secret overrides from run.ipynb stay masked there
+    overrides = unmask_overrides(shown)
+    for text in overrides:
+        try:
+            parse_override(text)
+        except InputError as exc:
+            raise NotebookStop(
+                f"bad override {_mask_one(text)!r}: {exc}\n"
+                "overrides are a list of dotted key=value strings: "
+                'papermill -y "overrides: [rollout.tp=16, trainer.total_steps=40]"'
+            ) from None
+    try:
+        return load_recipe(model, overrides)
+    except InputError as exc:
+        raise NotebookStop(str(exc)) from None
+    except RecipeError as exc:
+        show_problems(exc.problems, title=f"recipe {model}")
+        origin = f" with overrides {shown}" if shown else ""
+        raise NotebookStop(
+            f"recipe {model!r}{origin} does not fit the schema:\n" + problems_text(exc.problems)
+        ) from None
+
+
+def check_recipe(model: str, overrides: Iterable[str] = ()):
+    """(recipe, every problem): the schema, every rule, and the launch composed against the installed verl."""
+    from grpolab.gate import gate
+
+    recipe = load(model, overrides)  # unknown recipe, bad override, schema: stop here with the reason
+    return recipe, gate(recipe)
+
+
+def from_script(script: str | None, model: str) -> str:
+    """01_setup's `script`: import a verl launch script (grpolab.importer) and show the recipe and what it could not
+    reproduce. Returns the imported recipe's path (a scratch file: copy it into params/recipes/ to keep it), or
+    `model` when no script is given. NotebookStop for a file that is not a launch script."""
+    if not script:
+        return model
+    from grpolab.importer import import_script as run_import
+    from grpolab.importer import recipe_yaml
+
+    try:
+        imported = run_import(script)
+    except InputError as exc:
+        raise NotebookStop(str(exc)) from None
+    text = recipe_yaml(imported, script)
+    path = Path(tempfile.mkdtemp(prefix="grpolab-import-")) / f"{imported.name}.yaml"
+    path.write_text(text)
+    show_text(
+        text, title=f"recipe imported from {script} ({path}; `grpolab import {script}` saves it in params/recipes/)"
+    )
+    rows = [[u["key"], repr(u["value"]), u["why"]] for u in imported.unmapped]
+    plain = "\n".join(f"{k} = {v}: {why}" for k, v, why in rows) or "none: every setting of the script is reproduced"
+    _display(
+        "<b>not reproduced</b>"
+        + (
+            _table_html(["key", "script value", "why"], rows, [None] * len(rows))
+            if rows
+            else ": none, every setting of the script is reproduced"
+        ),
+        f"not reproduced:\n{plain}",
+    )
+    return str(path)
+
+
+def check_address(ray_address: str | None) -> None:
+    """A malformed Ray address stops the notebook in its validation cell, not minutes later."""
+    if ray_address:
+        from grpolab import cluster
+
+        try:
+            cluster.parse_address(ray_address)
+        except cluster.ClusterError as exc:
+            raise NotebookStop(str(exc)) from None
+
+
+def check_new_run_id(run_id: str | None) -> None:
+    """A run id the user chose must be a plain folder name that is not taken yet (None: generated later)."""
+    if run_id is None:
+        return
+    from grpolab import runs
+
+    try:
+        runs.check_run_id(run_id)
+    except ValueError as exc:
+        raise NotebookStop(str(exc)) from None
+    if (runs_dir() / run_id).exists():
+        raise NotebookStop(f"run {run_id!r} already exists in {runs_dir()}; pick another run_id (or None)")
+
+
+def show_recipe(recipe) -> None:
+    """The fully resolved recipe as YAML, secrets redacted, with the files it was layered from."""
+    from grpolab.launch import redact
+    from grpolab.recipe import to_yaml
+
+    show_text(to_yaml(recipe, env=redact(recipe.env, recipe.secrets)), title=f"resolved recipe {recipe.name}")
+
+
+def _redacted_launch(recipe):
+    import dataclasses
+
+    from grpolab.launch import redact
+    from grpolab.render import render
+
+    launch = render(recipe)
+    return dataclasses.replace(launch, env=redact(launch.env, recipe.secrets))
+
+
+def show_launch(recipe) -> None:
+    """The rendered launch: entrypoint and overrides, the env (secrets redacted) and the bash script."""
+    from grpolab.render import to_sh
+
+    launch = _redacted_launch(recipe)
+    lines = [f"entrypoint: {launch.command()}", "", "overrides:"]
+    lines += [f"  {o}" for o in launch.overrides] or ["  (none: the local trainer reads the recipe itself)"]
+    env = [f"  {k}={v}" for k, v in launch.env.items()]
+    lines += ["", "env (exported on every node):", *env] if env else ["", "env: none (the recipe sets no variables)"]
+    show_text("\n".join(lines), title=f"rendered launch for {recipe.name} ({launch.engine})")
+    if launch.notes:
+        show_problems(launch.notes, title="rendering notes")
+    show_text(to_sh(launch, recipe), title="bash script (grpolab render --format sh)")
+
+
+def stop_on_errors(problems: list[Problem], recipe) -> None:
+    """NotebookStop when any problem is an error (warnings pass)."""
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        raise NotebookStop(
+            f"recipe {recipe.name} has {len(errors)} error(s); nothing can be launched:\n" + problems_text(errors)
+        )
+    print(f"recipe {recipe.name}: ready to launch ({len(problems)} warning(s))")

@@ -1,0 +1,286 @@
+"""02_preflight, 03_launch and 04_monitor: preflight, launch and follow a run, the embedded head, and the monitor's views of a run."""
+
+from __future__ import annotations
+
+import html
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from grpolab.notebook.display import (
+    _COLOURS,
+    DRY_RUN_FAILS,
+    FOLLOW_EVERY_S,
+    UNREACHABLE_CHUNKS,
+    NotebookStop,
+    _display,
+    _table_html,
+    problems_text,
+    show_image,
+    show_problems,
+    show_text,
+)
+from grpolab.notebook.setup import (
+    _redacted_launch,
+)
+from grpolab.paths import runs_dir
+
+# ------------------------------------------------------------------------------------------------ preflight
+
+
+def preflight(recipe, address: str | None = None, timeout_s: float | None = None):
+    """Run preflight against the cluster (None: RAY_ADDRESS, else the embedded local head) and show the
+    table, failures first. Returns the report."""
+    from grpolab.preflight import run_preflight
+
+    report = run_preflight(recipe, address=address, progress=print, timeout_s=timeout_s)
+    rows = sorted(report.rows, key=lambda r: ("fail", "warn", "ok", "skip").index(r.status))
+    table = _table_html(
+        ["status", "check", "node", "detail", "fix"],
+        [[r.status.upper(), r.check, r.node, r.detail, r.fix if r.status in ("fail", "warn") else ""] for r in rows],
+        [_COLOURS.get(r.status) for r in rows],
+    )
+    _display(f"<b>{html.escape(report.summary())}</b>{table}", report.table())
+    return report
+
+
+def preflight_verdict(report, dry_run: bool = False) -> None:
+    """NotebookStop when a check fails, with the failed rows; a dry run only reports them."""
+    if not report.failed:
+        warned = len([r for r in report.rows if r.status == "warn"])
+        print(f"no check fails: nothing blocks the launch ({warned} warning(s))")
+        return
+    failed = [r for r in report.rows if r.status == "fail"]
+    if dry_run:  # the table above lists them with their fixes: say what they mean, not the list again
+        print(
+            f"{DRY_RUN_FAILS.format(n=len(failed))}: listed in the table above with their fixes; "
+            "nothing will be launched, so they do not stop this dry run"
+        )
+        return
+    lines = [f"{r.check} ({r.node}): {r.detail}" + (f"\n    fix: {r.fix}" if r.fix else "") for r in failed]
+    raise NotebookStop(f"{report.summary()}\nwhat is missing:\n" + "\n".join(lines))
+
+
+# ------------------------------------------------------------------------------------------------ launch
+
+
+def launch(recipe, address: str | None = None, run_id: str | None = None, dry_run: bool = False):
+    """Submit the recipe as a Ray job and return the Run; with dry_run, show what would be submitted and
+    return None. Errors in the recipe, an unreachable cluster or a taken run id stop the notebook."""
+    import json
+
+    from grpolab import cluster
+    from grpolab import launch as launcher
+    from grpolab.render import to_sh
+
+    try:
+        if dry_run:
+            plan = launcher.plan(recipe, address=address)
+            show_text(
+                json.dumps(plan.describe(), indent=2), title=f"dry run: what would be submitted to the {plan.endpoint}"
+            )
+            launch_ = _redacted_launch(recipe)
+            show_text(
+                "\n".join(launch_.overrides) or "(none: the local trainer reads the recipe itself)",
+                title="verl overrides",
+            )
+            show_text(to_sh(launch_, recipe), title="bash script (grpolab render --format sh)")
+            print("dry run: nothing was submitted")
+            return None
+        run = launcher.submit(recipe, address=address, run_id=run_id, progress=print)
+    except launcher.LaunchBlocked as exc:
+        show_problems(exc.problems, title=f"recipe {recipe.name}")
+        raise NotebookStop(
+            f"recipe {recipe.name} has errors; nothing was submitted:\n" + problems_text(exc.problems)
+        ) from None
+    except cluster.ClusterError as exc:
+        raise NotebookStop(str(exc)) from None
+    except (ValueError, FileExistsError) as exc:
+        raise NotebookStop(str(exc)) from None
+    print(f"follow it here (the next cell), in 04_monitor.ipynb, or with `grpolab monitor {run.run_id}`")
+    return run
+
+
+def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None] = print) -> dict | None:
+    """Follow a run until it ends: a progress bar in JupyterLab, else at most one progress line per `every_s`
+    seconds (step / total, elapsed, remaining, reward, validation accuracy; grpolab.monitor.progress), then the
+    final state. Stops following (the run goes on) when Ray stops answering."""
+    from grpolab.monitor import load as load_metrics
+    from grpolab.monitor.progress import Progress, wait
+    from grpolab.runs import TERMINAL_STATES
+
+    if run is None:  # a dry run: nothing was submitted
+        return None
+    bar = in_jupyterlab()  # a progress bar in JupyterLab; plain lines under papermill, nbval and in scripts
+    if not bar:
+        progress(f"following run {run.run_id}: a line every {every_s:g} s")
+    tracker, view = Progress(run.run_id, bar=bar, every_s=every_s, out=progress), None
+    silent = 0
+    try:
+        while True:
+            status = wait(run, progress=lambda _line: None, timeout=every_s / 6 if bar else every_s)
+            if run.metrics_file.exists():
+                view = view or load_metrics(run.metrics_file)
+                view.refresh()
+            tracker.update(view, status)
+            if status.get("state") in TERMINAL_STATES:
+                tracker.close(status)
+                return status
+            note = str(status.get("note") or "")
+            silent = silent + 1 if ("unreachable" in note or "does not know" in note) else 0
+            if silent >= UNREACHABLE_CHUNKS * (6 if bar else 1):
+                tracker.close({"state": f"stopped following: {note}"})
+                return status
+    except KeyboardInterrupt:  # Jupyter's Interrupt: the run is a Ray job of its own and goes on
+        progress(f"stopped following; the run goes on (grpolab status {run.run_id} / grpolab stop {run.run_id})")
+        return None
+
+
+def show_head(address: str | None = None) -> None:
+    """Whether the embedded local Ray head runs and how to stop it (nothing to say for a remote cluster)."""
+    from grpolab import cluster
+
+    if cluster.resolve(address) is not None:
+        print(f"Ray: {cluster.resolve(address).label} (not the embedded head)")
+        return
+    print(cluster.describe_head())
+
+
+def verdict(run, status: dict | None = None, strict: bool = True) -> None:
+    """The run's outcome in a few lines (state, reward and accuracy first -> last, cause of a failure);
+    NotebookStop when the run FAILED or was STOPPED and `strict`. Nothing for no run (a dry run)."""
+    from grpolab.outcome import describe_outcome
+
+    if run is None:
+        return
+    status = status or run.status()
+    text = describe_outcome(run, status)
+    if strict and status.get("state") in ("FAILED", "STOPPED", "LOST"):
+        raise NotebookStop(text)
+    print(text)
+
+
+# ------------------------------------------------------------------------------------------------ monitor
+
+
+def in_jupyterlab() -> bool:
+    """True in a kernel that Jupyter Server started for a notebook (JupyterLab sets JPY_SESSION_NAME);
+    False under papermill and nbval (and in stage notebooks run by run.ipynb, which pass live=False)."""
+    return bool(os.environ.get("JPY_SESSION_NAME"))
+
+
+def find_run(run_id: str | None = None):
+    """The run named by `run_id` (run id, run directory or metrics file); None: the latest run."""
+    from grpolab.runs import RunNotFound, list_runs, resolve_run
+
+    if run_id is None:
+        found = list_runs()
+        if not found:
+            raise NotebookStop(
+                f"no runs under {runs_dir()} yet: launch one with 03_launch.ipynb, run.ipynb or "
+                "`grpolab run tiny`, or pass run_id"
+            )
+        run = found[-1]
+        print(f"the latest run: {run.run_id}")
+        return run
+    try:
+        return resolve_run(run_id)
+    except RunNotFound as exc:
+        raise NotebookStop(str(exc)) from None
+
+
+def watch(run, wait: bool = True, live: bool | None = None, interval: float = 5.0):
+    """In JupyterLab (live None or True): show the live dashboard and return it (it refreshes itself).
+    Headless: follow the run until it ends when `wait` (sparse lines), and return None."""
+    from grpolab.runs import TERMINAL_STATES
+
+    if interval <= 0:
+        raise NotebookStop(f"interval must be a positive number of seconds, got {interval}")
+    if in_jupyterlab() if live is None else live:
+        from grpolab.monitor.dashboard import live as dashboard
+
+        return dashboard(run, interval=interval)
+    if wait and run.status().get("state") not in TERMINAL_STATES:
+        follow(run)
+    return None
+
+
+def _curves_path(run) -> Path:
+    path = run.path / "curves.png"
+    if run.is_run and os.access(run.path, os.W_OK):  # never beside a metrics file outside a run
+        return path
+    return Path(tempfile.mkdtemp(prefix="grpolab-curves-")) / "curves.png"  # someone else's read-only run
+
+
+def show_run(run, picture: bool = True, dashboard=None) -> dict:
+    """The monitor's view of a run: state, latest metrics, alerts grouped by rule (collapsible), failure cause,
+    the thresholds that applied, and the curves (PNG). With a live `dashboard` above, one line only: the
+    dashboard keeps its own picture and summary up to date (a snapshot here would go stale at once)."""
+    from grpolab.monitor import format_summary
+    from grpolab.monitor.summary import RunMonitor, format_html
+
+    if dashboard is not None:
+        print(
+            f"run {run.run_id}: the dashboard above follows it live; its picture and summary stay in this "
+            "notebook when the run ends"
+        )
+        return dashboard.data or {}
+    monitor = RunMonitor(run)
+    data = monitor.update(png=_curves_path(run) if picture else None)
+    title = f"run {data['run_id']}: {data['state']}"
+    _display(f"<b>{html.escape(title)}</b>" + format_html(data), f"{title}\n{format_summary(data)}")
+    if picture and data.get("curves"):
+        show_image(data["curves"])
+    return data
+
+
+def plot_val_accuracy(run, path: str | Path | None = None) -> Path | None:
+    """The validation-accuracy curve(s) alone, as a small PNG (None when the run logged none)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from grpolab.monitor import load
+
+    if not run.metrics_file.exists():
+        return None
+    view = load(run.metrics_file)
+    names = view.first_present(["val-core/"])
+    if not names:
+        return None
+    fig = Figure(figsize=(6.0, 3.4))
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    for name in names:
+        steps, values = view.series(name)
+        ax.plot(steps, values, marker="o", markersize=3, linewidth=1.4, label=name.removeprefix("val-core/"))
+    ax.set_title(f"{run.run_id}: validation accuracy", fontsize=10)
+    ax.set_xlabel("step")
+    ax.set_ylabel("accuracy")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.subplots_adjust(left=0.12, right=0.97, bottom=0.15, top=0.89)
+    path = Path(path) if path else _curves_path(run).with_name("val_accuracy.png")
+    fig.savefig(path, dpi=80, format="png")
+    return path
+
+
+def show_figures(run) -> None:
+    """The final figures of a run: first and last reward and validation accuracy, the last step."""
+    from grpolab.outcome import figures
+
+    fig = figures(run)
+    rows = []
+    for label in ("reward", "val_acc"):
+        if label in fig:
+            f = fig[label]
+            rows.append([label, f"{f['first']:.3f}", str(f["first_step"]), f"{f['last']:.3f}", str(f["last_step"])])
+    if not rows:
+        print(f"run {run.run_id} logged no metrics")
+        return
+    text = "\n".join(f"{r[0]:8} {r[1]} (step {r[2]}) -> {r[3]} (step {r[4]})" for r in rows)
+    _display(
+        f"<b>final figures of {html.escape(run.run_id)}</b> (last step {fig.get('last_step')})"
+        + _table_html(["metric", "first", "at step", "last", "at step"], rows, [None] * len(rows)),
+        f"final figures of {run.run_id} (last step {fig.get('last_step')})\n{text}",
+    )
