@@ -58,6 +58,7 @@ TRAIN_KEYS = ("tp", "pp", "cp", "ep", "etp", "vpp", "pp_layout", "param_offload"
 # A layout's `sp` is a group size: Megatron's sequence parallel spans tp (sp == tp when on, 1 when off), FSDP's
 # Ulysses group is its own size. The recipe keeps them as train.sp (a bool) and train.ulysses_sp (an int).
 ROLLOUT_KEYS = ("tp", "dp", "ep")
+MAX_HINT_WORLD = 65536  # `check` proposes whole layouts up to this many devices
 MIN_CP_CHUNK = 2048  # search space: CP splits a sequence into chunks of at least this many tokens
 OFFLOADS = ((False, False), (False, True), (True, True))  # (param_offload, optimizer_offload), cheapest first
 
@@ -158,7 +159,16 @@ def rollout_of(recipe: Recipe) -> RolloutLayout:
 
 @lru_cache(maxsize=4096)
 def divisors(n: int) -> tuple[int, ...]:
-    return tuple(d for d in range(1, n + 1) if n % d == 0)
+    """The divisors of n, in O(sqrt n)."""
+    small, large = [], []
+    d = 1
+    while d * d <= n:
+        if n % d == 0:
+            small.append(d)
+            if d != n // d:
+                large.append(n // d)
+        d += 1
+    return tuple(small + large[::-1])
 
 
 def allowed_starts(facts: ModelCard) -> Callable[[int], bool] | None:
@@ -810,6 +820,8 @@ def with_layout_fixes(recipe: Recipe, problems: list[Problem]) -> list[Problem]:
 
     from grpolab.validate import LAYOUT_FIX_RULES
 
+    if recipe.world_size > MAX_HINT_WORLD:  # no cluster of this size exists: the rule's own fix stands
+        return problems
     try:
         p = plan(recipe)
     except Exception:  # a hint must never break a check: the rule's own fix stands
