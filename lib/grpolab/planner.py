@@ -862,3 +862,16 @@ def _changed(override: str, recipe: Recipe) -> bool:
     value = getattr(getattr(recipe, section), name)
     text = "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
     return text != raw
+
+
+def figures(ch, best) -> list[str]:
+    """A ranked layout's estimates as table cells: headroom (train, rollout), step time (rollout, train, total),
+    and why it ranks there (the CLI and the 05_plan notebook print the same columns)."""
+    return [
+        f"{ch.train.memory_gb['headroom']:.1f}",
+        f"{ch.rollout.memory_gb['headroom']:.1f}",
+        f"{ch.rollout.cost['total']:.0f}",
+        f"{ch.train.cost['total']:.0f}",
+        f"{ch.total:.0f}",
+        why(ch, best),
+    ]

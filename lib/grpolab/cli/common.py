@@ -46,3 +46,12 @@ def print_problems(problems: list[Problem], as_json: bool = False, header: str =
     n_err = sum(p.severity == "error" for p in problems)
     n_warn = len(problems) - n_err
     print(f"{n_err} error(s), {n_warn} warning(s)")
+
+
+def add_show_secrets(p) -> None:
+    """--show-secrets: the verbs that print env values mask secrets unless asked."""
+    p.add_argument(
+        "--show-secrets",
+        action="store_true",
+        help="print secret env values in clear (default: masked; names that look secret or `secrets:`)",
+    )

@@ -130,19 +130,7 @@ def _print(recipe, p, listed, best, written) -> None:
         ]
         for i, ch in enumerate(listed, 1):
             mark = f" [{letters[ch.train.layout.pp_layout]}]" if ch.train.layout.pp_layout else ""
-            rows.append(
-                (
-                    str(i),
-                    ch.train.layout.short() + mark,
-                    ch.rollout.layout.short(),
-                    f"{ch.train.memory_gb['headroom']:.1f}",
-                    f"{ch.rollout.memory_gb['headroom']:.1f}",
-                    f"{ch.rollout.cost['total']:.0f}",
-                    f"{ch.train.cost['total']:.0f}",
-                    f"{ch.total:.0f}",
-                    planner.why(ch, best),
-                )
-            )
+            rows.append((str(i), ch.train.layout.short() + mark, ch.rollout.layout.short(), *planner.figures(ch, best)))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
         for r in rows:
             print("  ".join(v.ljust(w) for v, w in zip(r, widths)) + "  " + r[-1])

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from grpolab.cli.common import add_recipe_args, load, print_problems
+from grpolab.cli.common import add_recipe_args, add_show_secrets, load, print_problems
 
 
 def register(sub) -> None:
     p = sub.add_parser("render", help="render the launch: Hydra overrides, a bash script or JSON")
     add_recipe_args(p)
     p.add_argument("--format", choices=("overrides", "sh", "json"), default="overrides")
-    p.add_argument(
-        "--show-secrets",
-        action="store_true",
-        help="print secret env values in clear (default: masked; names that look secret or `secrets:`)",
-    )
+    add_show_secrets(p)
     p.set_defaults(func=main)
 
 

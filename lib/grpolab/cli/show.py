@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from grpolab.cli.common import add_recipe_args, load
+from grpolab.cli.common import add_recipe_args, add_show_secrets, load
 
 
 def register(sub) -> None:
     p = sub.add_parser("show", help="print the resolved recipe as YAML")
     add_recipe_args(p)
-    p.add_argument(
-        "--show-secrets",
-        action="store_true",
-        help="print secret env values in clear (default: masked; names that look secret or `secrets:`)",
-    )
+    add_show_secrets(p)
     p.set_defaults(func=main)
 
 

@@ -70,12 +70,7 @@ def show_plan(plan, top: int = 10) -> list:
             ch.train.layout.short(),
             ch.train.layout.pp_layout or "even",
             ch.rollout.layout.short(),
-            f"{ch.train.memory_gb['headroom']:.1f}",
-            f"{ch.rollout.memory_gb['headroom']:.1f}",
-            f"{ch.rollout.cost['total']:.0f}",
-            f"{ch.train.cost['total']:.0f}",
-            f"{ch.total:.0f}",
-            planner.why(ch, best),
+            *planner.figures(ch, best),
         ]
         for i, ch in enumerate(listed, 1)
     ]
