@@ -464,6 +464,13 @@ def connect_driver(ep: Endpoint):
         os.environ.pop("RAY_AUTH_TOKEN", None)
         os.environ["RAY_AUTH_MODE"] = "token"
         os.environ["RAY_AUTH_TOKEN_PATH"] = str(token_file())
+        try:  # Ray read its auth settings when it was imported: have it read them again, as Ray itself does
+            from ray._raylet import AuthenticationTokenLoader, Config
+
+            Config.initialize("")
+            AuthenticationTokenLoader.instance().reset_cache()
+        except (ImportError, AttributeError):  # another Ray version: the environment above is all it reads
+            pass
     try:
         ray.init(address=ep.gcs, logging_level="ERROR", log_to_driver=False)
     except Exception as exc:
