@@ -95,5 +95,17 @@ def no_head(_isolated_runs, _users_head_stopped_at_the_end):
     """A user's machine with no Ray head running: the environment to run their commands in (the embedded head
     they start is on USER_PORTS, and is stopped before each test and at the end of the session)."""
     env = user_env()
-    stop_head(env)
+    if _head_may_run(env):  # `grpolab head stop` costs a process start: only when there is something to stop
+        stop_head(env)
     return env
+
+
+def _head_may_run(env: dict[str, str]) -> bool:
+    import socket
+    import tempfile
+
+    state = Path(tempfile.gettempdir()) / f"grpolab-{os.getuid()}" / f"head-{env['GRPOLAB_RAY_PORT']}" / "head.json"
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        listening = sock.connect_ex(("127.0.0.1", int(env["GRPOLAB_DASHBOARD_PORT"]))) == 0
+    return listening or state.exists()

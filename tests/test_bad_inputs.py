@@ -97,6 +97,18 @@ CASES: list[tuple[str, list[str], int]] = [
     ("check-long-name", ["check", LONG], 2),
     ("check-nul-in-name", ["check", "ti\x00ny"], 2),
     ("check-no-args", ["check"], 2),
+    # the embedded head, import and plan
+    ("head-bad-action", ["head", "bogus"], 2),
+    ("head-unknown-flag", ["head", "status", "--frob"], 2),
+    ("import-no-script", ["import", "/nonexistent/run.sh"], 2),
+    ("import-json-no-script", ["import", "--json", "/nonexistent/run.sh"], 2),
+    ("import-not-a-launch", ["import", "{bad}/empty.yaml"], 2),
+    ("plan-no-recipe", ["plan", "nosuchrecipe"], 2),
+    ("plan-json-no-recipe", ["plan", "--json", "nosuchrecipe"], 2),
+    ("plan-zero-nodes", ["plan", "glm5_2", "--nodes", "0"], 2),
+    ("plan-negative-top", ["plan", "glm5_2", "--top", "-3"], 2),
+    ("plan-no-hardware", ["plan", "glm5_2", "--hardware", "nope"], 2),
+    ("plan-write-escapes", ["plan", "glm5_2", "--write", "../../x"], 2),
     ("check-unknown-flag", ["check", "tiny", "--frobnicate"], 2),
     # --set: strict types, malformed overrides, twice
     ("set-bool-for-int", ["check", "tiny", "--set", "cluster.nnodes=True"], 1),

@@ -102,19 +102,20 @@ def test_embedded_head_requires_a_token_and_refuses_requests_without_it(ray_head
     job = client.submit_job(entrypoint=f"{sys.executable} -c 'import time; time.sleep(120)'")
     try:  # while a job runs, its supervisor and driver add sockets of their own
         wait_for(lambda: str(client.get_job_status(job)).endswith("RUNNING"), timeout=120)
-        pids = {p.pid for p in cluster.head_processes()}
-        listening = {
-            (c.laddr.ip, c.laddr.port)
-            for c in psutil.net_connections("tcp")
-            if c.status == psutil.CONN_LISTEN and c.pid in pids
-        }
+        procs = {p.pid: p for p in cluster.head_processes()}
+        owner = {}
+        for c in psutil.net_connections("tcp"):
+            if c.status == psutil.CONN_LISTEN and c.pid in procs:
+                owner[(c.laddr.ip, c.laddr.port)] = c.pid
+        listening = set(owner)
         dashboard_port = int(ray_head.dashboard.rsplit(":", 1)[1])
         assert {ip for ip, port in listening if port == dashboard_port} == {"127.0.0.1"}  # the Jobs API: loopback only
         exposed = sorted((ip, port) for ip, port in listening if not ip.startswith(LOOPBACK))
         assert exposed, listening  # Ray binds its GCS and raylet beyond loopback: each must check the token
         for ip, port in exposed:
             host = "127.0.0.1" if ip in ("0.0.0.0", "::") else ip
-            assert refused_without_token(host, port), f"{ip}:{port} answers a request without the token"
+            who = " ".join(procs[owner[(ip, port)]].cmdline())[:300]
+            assert refused_without_token(host, port), f"{ip}:{port} ({who}) answers a request without the token"
     finally:
         client.stop_job(job)
 

@@ -65,9 +65,9 @@ def test_nothing_logged_yet_prints_nothing_until_the_end(tmp_path):
 
 
 def test_follow_prints_progress_lines_then_the_state(tmp_path, monkeypatch):
-    """notebook.follow headless: the launch module's wait is the only thing replaced (no Ray here)."""
-    from grpolab import launch
+    """notebook.follow headless: the monitor's wait is the only thing replaced (no Ray here)."""
     from grpolab import notebook as nb
+    from grpolab.monitor import progress as progress_module
     from grpolab.runs import Run
 
     run = Run(tmp_path / "run-a")
@@ -79,7 +79,7 @@ def test_follow_prints_progress_lines_then_the_state(tmp_path, monkeypatch):
         _grow(r.metrics_file, load(r.metrics_file) if r.metrics_file.exists() else _Empty(), 10 * len(calls) - 9, 10)
         return {"state": "SUCCEEDED" if len(calls) == 3 else "RUNNING", "total_steps": 30}
 
-    monkeypatch.setattr(launch, "wait", fake_wait)
+    monkeypatch.setattr(progress_module, "wait", fake_wait)  # follow() asks the monitor to wait
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     lines = []
     status = nb.follow(run, every_s=0.0, progress=lines.append)

@@ -320,17 +320,12 @@ def _start_head_once(ep: Endpoint) -> str | None:
 
 def head_processes():
     """Every process of the embedded head: its session (from head.json), anything whose command line names its
-    temp dir or its GCS port, and all their children (job drivers run in sessions of their own)."""
+    temp dir, and all their children (job drivers run in sessions of their own)."""
     import psutil
 
     record = head_record()
     sid = record.get("sid")
-    marks = [
-        str(head_dir() / "ray"),
-        f"--gcs_server_port={EMBEDDED_GCS_PORT}",
-        f"127.0.0.1:{EMBEDDED_GCS_PORT}",
-        f"--port={EMBEDDED_GCS_PORT} ",
-    ]
+    marks = [str(head_dir() / "ray")]  # every Ray process of the head names its temp dir
     me = os.getpid()
     found: dict[int, psutil.Process] = {}
     for proc in psutil.process_iter():
@@ -461,18 +456,44 @@ def connect_driver(ep: Endpoint):
     if ep.gcs is None:
         raise ClusterError(f"{ep.label}: a driver needs the cluster address (HOST:6379), not the dashboard URL")
     if ep.embedded:  # this process becomes a driver of the embedded head: it needs the head's token
+        _DRIVER_ENV_SAVED.update({k: os.environ.get(k) for k in _AUTH_VARS})
         os.environ.pop("RAY_AUTH_TOKEN", None)
         os.environ["RAY_AUTH_MODE"] = "token"
         os.environ["RAY_AUTH_TOKEN_PATH"] = str(token_file())
-        try:  # Ray read its auth settings when it was imported: have it read them again, as Ray itself does
-            from ray._raylet import AuthenticationTokenLoader, Config
-
-            Config.initialize("")
-            AuthenticationTokenLoader.instance().reset_cache()
-        except (ImportError, AttributeError):  # another Ray version: the environment above is all it reads
-            pass
+        _reload_ray_auth()
     try:
         ray.init(address=ep.gcs, logging_level="ERROR", log_to_driver=False)
     except Exception as exc:
         raise ClusterError(f"cannot connect to the Ray cluster at {ep.gcs}: {exc}") from None
     return ray
+
+
+_AUTH_VARS = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+_DRIVER_ENV_SAVED: dict[str, str | None] = {}
+
+
+def _reload_ray_auth() -> None:
+    """Ray reads its auth settings once, when it is imported: have it read them again, as Ray itself does."""
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config
+
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
+    except (ImportError, AttributeError):  # another Ray version: the environment is all it reads
+        pass
+
+
+def disconnect_driver() -> None:
+    """ray.shutdown(), and this process's Ray auth settings back as they were before connect_driver."""
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+    if _DRIVER_ENV_SAVED:
+        for name, value in _DRIVER_ENV_SAVED.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        _DRIVER_ENV_SAVED.clear()
+        _reload_ray_auth()

@@ -60,8 +60,10 @@ class Connection:
         self.address: str | None = None
 
     def close(self) -> None:
-        if self.ray is not None and self.owned and self.ray.is_initialized():
-            self.ray.shutdown()
+        if self.ray is not None and self.owned:
+            from grpolab import cluster
+
+            cluster.disconnect_driver()
 
 
 def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Connection | None, list[Row]]:
