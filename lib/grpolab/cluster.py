@@ -13,7 +13,8 @@ Safe by default:
 - The dashboard (Jobs API) listens on 127.0.0.1 only. `ray start` always advertises the machine's own address to
   the GCS, raylet and agents (it maps 127.0.0.1 to it), and Ray has no option to bind those gRPC servers to
   loopback, so they listen beyond it; every one of them refuses a request without the token. Metrics export is
-  off, so no unauthenticated Prometheus port is opened. tests/test_head.py lists the head's sockets to keep it so.
+  off and the dashboard's own Prometheus server is given a port it cannot bind (`embedded_env()`), so no
+  unauthenticated metrics port is opened. tests/test_head.py lists the head's sockets to keep it so.
 - The head's state folder also holds its Ray temp dir (so two heads on one machine never share
   /tmp/ray/session_latest) and a lock, so two launches at once start one head and share it.
 
@@ -163,6 +164,10 @@ def embedded_env() -> dict[str, str]:
     env["RAY_AUTH_MODE"] = "token"
     env["RAY_AUTH_TOKEN_PATH"] = str(token_file())
     env["RAY_enable_metrics_collection"] = "0"  # the Prometheus exporter would listen on all interfaces, no auth
+    # The dashboard head also serves Prometheus metrics, without a token, on every interface, at a fixed port
+    # (Ray's DASHBOARD_METRIC_PORT, 44227) and with no switch to turn it off. Pointed at the GCS port, which the
+    # head already holds, it cannot bind: Ray logs that and goes on without it. tests/test_head.py checks it.
+    env["DASHBOARD_METRIC_PORT"] = str(EMBEDDED_GCS_PORT)
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     # Ray's own start-up limits (60 s for the dashboard, 15-30 s for agents to register) are short on 2 busy cores
     env.setdefault("RAY_DASHBOARD_STARTUP_TIMEOUT_S", str(START_TIMEOUT_S))
