@@ -235,7 +235,7 @@ def test_real_run_writes_verl_metrics_and_checkpoint(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "recipe.yaml").write_text(
-        "rollout: {n: 4}\ndata: {train_batch_size: 4}\n"
+        "defaults: [base, engines/trl]\nrollout: {n: 4}\ndata: {train_batch_size: 4}\n"
         "algorithm: {ppo_mini_batch_size: 4, micro_batch_size_per_device: 16}\n"
         "trainer: {total_steps: 4, test_freq: 2, seed: 7}\nlocal: {warmup_steps: 5}\n"
     )

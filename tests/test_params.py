@@ -43,6 +43,12 @@ def test_every_params_file_loads_and_validates(rel, tmp_path):
         script = tmp_path / "launch.sh"
         script.write_text(to_sh(launch, recipe))
         subprocess.run(["bash", "-n", str(script)], check=True)
+    elif folder == "engines":  # one engine's own section, layered only by the recipes of that engine
+        from grpolab.schema import Local
+
+        data = yaml.safe_load(path.read_text())
+        assert list(data) == ["local"] and path.stem == "trl"
+        Local.model_validate(data["local"])
     elif rel == "stack_rules.yaml":
         from grpolab.field_rules import table_faults
 
@@ -99,3 +105,19 @@ def test_layering_records_where_each_key_came_from():
     assert origins["cluster.devices_per_node"] == "params/hardware/ascend-a3.yaml"
     assert origins["rollout.n"].startswith("--set")
     assert merged["rollout"]["n"] == 4
+
+
+def test_only_trl_recipes_carry_the_cpu_trainers_settings(tmp_path):
+    """`local:` comes from params/engines/trl.yaml: verl recipes resolve without it, a trl recipe that forgets
+    it is told which defaults to add, and a verl recipe that layers it is warned the section is ignored."""
+    for name in ("glm5_2", "qwen3_5_122b_a10b_32k", "qwen3_30b_a3b", "qwen3_8b"):
+        assert load_recipe(name).local is None
+    assert load_recipe("tiny").local.hidden_size == 64
+    bare = tmp_path / "bare_trl.yaml"
+    bare.write_text("defaults: [base, hardware/cpu]\ntrain: {engine: trl}\nrollout: {engine: hf}\n")
+    _, problems = check(bare)
+    [missing] = [p for p in problems if p.key == "local"]
+    assert missing.severity == "error" and "engines/trl" in missing.fix
+    _, problems = check("tiny", ["train.engine=megatron"])
+    [ignored] = [p for p in problems if p.key == "local"]
+    assert ignored.severity == "warning" and "ignores it" in ignored.message

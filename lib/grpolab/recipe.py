@@ -430,7 +430,11 @@ def schema_problems(
             value = value if not isinstance(value, dict) else "{...}"
         elif kind == "missing":
             message = f"{where}: required key {key!r} is not set"
-            fix = "set it in the recipe; base.yaml holds the default of every key (add `base` to defaults)"
+            fix = (
+                "add engines/trl to the recipe's defaults: params/engines/trl.yaml holds the CPU trainer's settings"
+                if loc[0] == "local"
+                else "set it in the recipe; base.yaml holds the default of every key (add `base` to defaults)"
+            )
             value = None
         else:
             message = f"{where}: {err['msg']}"

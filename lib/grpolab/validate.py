@@ -473,11 +473,29 @@ class _Rules:
                     "drop model.path, or use train.engine megatron or fsdp to train that model",
                     severity="warning",
                 )
+            if r.local is None:  # the trainer's own settings come from params/engines/trl.yaml, not base.yaml
+                self.add(
+                    "engine-support",
+                    "local",
+                    None,
+                    "train.engine trl needs the CPU trainer's settings (the `local:` section: tiny model and task)",
+                    "add engines/trl to the recipe's defaults, e.g. `defaults: [base, hardware/cpu, engines/trl]`",
+                )
+                return
             from grpolab.local.mapping import unsupported  # pure python: no torch import
 
             for key, value, reason in unsupported(r):
                 self.add("engine-support", key, value, reason, f"change {key} or use a verl engine")
             return
+        if r.local is not None:
+            self.add(
+                "engine-support",
+                "local",
+                "{...}",
+                f"the `local:` section is read by train.engine trl only; {t.engine} ignores it",
+                "drop engines/trl from the recipe's defaults (and any `local:` keys)",
+                severity="warning",
+            )
         if ro.engine == "hf":
             self.add(
                 "engine-support",
