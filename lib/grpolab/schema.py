@@ -234,7 +234,9 @@ class Recipe(Strict):
     secrets: list[EnvName] = Field(description="env names whose values are secret (besides names that look secret)")
     stack: dict[str, str] = Field(description="package -> version or commit pins that preflight compares")
     verl_overrides: dict[str, Scalar | list | dict] = Field(description="raw verl Hydra overrides")
-    local: Optional[Local] = Field(description="the CPU trainer's settings (train.engine trl only): params/engines/trl.yaml")
+    local: Optional[Local] = Field(
+        description="the CPU trainer's settings (train.engine trl only): params/engines/trl.yaml"
+    )
     monitor: Monitor = Field(description="health-alert thresholds and the regression gate (grpolab.monitor_schema)")
 
     # where the recipe came from; set by the loader, not part of the data
