@@ -161,3 +161,18 @@ def test_shell_metacharacters_cannot_inject(cli, tmp_path):
     argv = (tmp_path / "argv").read_text().splitlines()
     expected = render(load_recipe(recipe), str(tmp_path / "r")).argv()[1:]
     assert argv == expected
+
+
+def test_check_and_the_notebooks_list_problems_alike(cli, tmp_path):
+    """One formatter: `grpolab check` prints the blocks and counts a notebook shows as text, errors first."""
+    from grpolab.notebook.display import problems_text
+    from grpolab.notebook.setup import check_recipe
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("defaults: [recipes/glm5_2]\nrollout: {ep: 32}\ndata: {max_response_length: 999999}\n")
+    proc = cli("check", str(bad))
+    _, problems = check_recipe(str(bad))  # 01_setup's check
+    text = problems_text(problems)
+    assert "nearest yours (grpolab plan)" in text  # the planner's layout hint, in both
+    assert proc.returncode == 1 and text.splitlines()[0].startswith("ERROR") and "error(s)" in text
+    assert text in proc.stdout, proc.stdout

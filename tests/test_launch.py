@@ -31,9 +31,15 @@ def wait_for(predicate, timeout=180.0, every=1.0):
     raise AssertionError("timed out waiting")
 
 
-def test_tiny_job_writes_verl_format_metrics_and_a_clean_record(ray_head, _isolated_runs):
+def test_tiny_job_writes_verl_format_metrics_and_a_clean_record(ray_head, _isolated_runs, monkeypatch):
+    from grpolab import gate
+
     recipe = load_recipe("tiny", [*SMALL, f"env.MY_API_KEY={SECRET}"])
+    gated = []
+    real_gate = gate.gate
+    monkeypatch.setattr(gate, "gate", lambda r: gated.append(r) or real_gate(r))
     run = launch.submit(recipe, progress=lambda *_: None)
+    assert gated == [recipe]  # the recipe is checked once per submission (the verl-schema pass is not cheap)
     status = wait(run, progress=lambda *_: None, poll_s=1.0, timeout=240)
     assert status["state"] == "SUCCEEDED", status
     lines = [json.loads(line) for line in run.metrics_file.read_text().splitlines()]

@@ -102,12 +102,21 @@ class Plan:
 
 
 def plan(recipe: Recipe, run_dir: str | None = None, address: str | None = None) -> Plan:
-    """Render the submission without submitting anything."""
+    """Render the submission without submitting anything; LaunchBlocked when the gate finds an error."""
+    _gate(recipe)
+    return _assemble(recipe, run_dir, address)
+
+
+def _gate(recipe: Recipe) -> None:
     from grpolab.gate import gate
 
     problems = errors(gate(recipe))
     if problems:
         raise LaunchBlocked(problems)
+
+
+def _assemble(recipe: Recipe, run_dir: str | None, address: str | None) -> Plan:
+    """The submission of a recipe that passed the gate: its launch, entrypoint and the job's env."""
     launch = render(recipe, run_dir)
     ep = cluster.resolve(address)
     python = sys.executable if ep is None else "python3"  # a remote cluster has its own interpreter
@@ -127,10 +136,10 @@ def submit(
     recipe: Recipe, address: str | None = None, run_id: str | None = None, progress=print, root: Path | None = None
 ) -> runs.Run:
     """Validate, create runs/<run_id>/, and submit the Ray job. Returns the run."""
-    plan(recipe, address=address)  # raises LaunchBlocked before anything is created
+    _gate(recipe)  # once, and before anything is created or started (LaunchBlocked)
     ep = cluster.endpoint(address, progress=progress)
     run = runs.create_run(recipe.name, run_id=run_id, root=root)
-    p = plan(recipe, run_dir=str(run.path), address=address)
+    p = _assemble(recipe, str(run.path), address)
     run.recipe_file.write_text(_redacted_recipe(recipe))
     entrypoint, job_env = p.entrypoint, dict(p.env)
     if ep.embedded:  # the job wraps itself: secrets by a user-only file, its own end record and log

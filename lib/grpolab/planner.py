@@ -820,6 +820,8 @@ def with_layout_fixes(recipe: Recipe, problems: list[Problem]) -> list[Problem]:
 
     from grpolab.validate import LAYOUT_FIX_RULES
 
+    if not any(q.severity == "error" and q.rule in LAYOUT_FIX_RULES for q in problems):
+        return problems  # nothing to plan for (planning costs tens of milliseconds)
     if recipe.world_size > MAX_HINT_WORLD:  # no cluster of this size exists: the rule's own fix stands
         return problems
     try:

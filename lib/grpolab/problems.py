@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -69,13 +69,36 @@ class Problem:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def format(self) -> str:
+    def format(self, message: str | None = None) -> str:
+        """Three lines: severity, rule, key = value; the message (or a front end's wording of it); the fix."""
         value = json.dumps(self.value, default=str) if not isinstance(self.value, str) else self.value
-        return f"{self.severity.upper():7} [{self.rule}] {self.key} = {value}\n        {self.message}\n        fix: {self.fix}"
+        return (
+            f"{self.severity.upper():7} [{self.rule}] {self.key} = {value}\n"
+            f"        {self.message if message is None else message}\n        fix: {self.fix}"
+        )
 
 
 def errors(problems: Iterable[Problem]) -> list[Problem]:
     return [p for p in problems if p.severity == "error"]
+
+
+def ordered(problems: Iterable[Problem]) -> list[Problem]:
+    """Errors first, then by rule: the order every front end lists problems in."""
+    return sorted(problems, key=lambda p: (p.severity != "error", p.rule))
+
+
+def counts(problems: Iterable[Problem]) -> str:
+    problems = list(problems)
+    n_err = len(errors(problems))
+    return f"{n_err} error(s), {len(problems) - n_err} warning(s)"
+
+
+def report(problems: Iterable[Problem], wording: Callable[[Problem], str] | None = None) -> str:
+    """The problems as `grpolab check` prints them (and notebooks show as text): ordered blocks, then the counts.
+    `wording` lets a front end phrase a message its own way (a notebook says override where the CLI says --set)."""
+    problems = ordered(problems)
+    blocks = [p.format(wording(p) if wording else None) for p in problems]
+    return "\n".join([*blocks, counts(problems)])
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:

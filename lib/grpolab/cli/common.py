@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from grpolab.cli import UsageError
-from grpolab.problems import InputError, Problem, RecipeError
+from grpolab.problems import InputError, Problem, RecipeError, report
 
 
 def add_recipe_args(parser: argparse.ArgumentParser) -> None:
@@ -41,11 +40,7 @@ def print_problems(problems: list[Problem], as_json: bool = False, header: str =
         return
     if header:
         print(header)
-    for p in sorted(problems, key=lambda p: (p.severity != "error", p.rule)):
-        print(p.format(), file=sys.stdout)
-    n_err = sum(p.severity == "error" for p in problems)
-    n_warn = len(problems) - n_err
-    print(f"{n_err} error(s), {n_warn} warning(s)")
+    print(report(problems))
 
 
 def add_show_secrets(p) -> None:

@@ -41,6 +41,7 @@ def main(args) -> int:
     from grpolab.importer import import_script, recipe_yaml
     from grpolab.paths import params_dir
     from grpolab.problems import InputError, errors
+    from grpolab.problems import report as problem_report
 
     try:
         imported = import_script(args.script, name=args.name, device=args.device)
@@ -82,12 +83,8 @@ def main(args) -> int:
             print(f"  not reproduced: {u['key']} = {u['value']!r}: {u['why']}", file=report)
         for u in imported.deprecated:
             print(f"  deprecated in the script: {u['key']} = {u['value']!r}: {u['why']}", file=report)
-        for p in problems:
-            print(p.format(), file=report)
-        n_err = len(errors(problems))
         print(
-            f"{n_err} error(s), {len(problems) - n_err} warning(s)"
-            + (f"; check it with: grpolab check {out}" if args.out != "-" else ""),
+            problem_report(problems) + (f"; check it with: grpolab check {out}" if args.out != "-" else ""),
             file=report,
         )
     return 1 if errors(problems) else 0

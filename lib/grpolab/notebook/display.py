@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from grpolab.paths import PROJECT_ROOT
-from grpolab.problems import Problem
+from grpolab.problems import Problem, counts, ordered, report
 
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 KERNEL = "python3"
@@ -92,25 +92,13 @@ def _message(problem: Problem) -> str:
 
 def problems_text(problems: Iterable[Problem]) -> str:
     """Errors first, one block per problem (what `grpolab check` prints), then the counts."""
-    problems = sorted(problems, key=lambda p: (p.severity != "error", p.rule))
-    lines = []
-    for p in problems:
-        value = p.value if isinstance(p.value, str) else repr(p.value)
-        lines += [
-            f"{p.severity.upper():7} [{p.rule}] {p.key} = {value}",
-            f"        {_message(p)}",
-            f"        fix: {p.fix}",
-        ]
-    n_err = sum(p.severity == "error" for p in problems)
-    lines.append(f"{n_err} error(s), {len(problems) - n_err} warning(s)")
-    return "\n".join(lines)
+    return report(problems, wording=_message)
 
 
 def show_problems(problems: Iterable[Problem], title: str = "problems") -> None:
     """The problems as a table, errors first; "no problems" when there are none."""
-    problems = sorted(problems, key=lambda p: (p.severity != "error", p.rule))
-    n_err = sum(p.severity == "error" for p in problems)
-    head = f"{title}: {n_err} error(s), {len(problems) - n_err} warning(s)"
+    problems = ordered(problems)
+    head = f"{title}: {counts(problems)}"
     if not problems:
         _display(f"<b>{html.escape(title)}</b>: no errors, no warnings", f"{title}: no errors, no warnings")
         return

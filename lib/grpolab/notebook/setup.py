@@ -90,11 +90,13 @@ def load(model: str, overrides: Iterable[str] = ()):
 
 
 def check_recipe(model: str, overrides: Iterable[str] = ()):
-    """(recipe, every problem): the schema, every rule, and the launch composed against the installed verl."""
+    """(recipe, every problem): the schema, every rule, and the launch composed against the installed verl; a
+    layout error's fix names the nearest whole valid layouts, as `grpolab check` says it."""
     from grpolab.gate import gate
+    from grpolab.planner import with_layout_fixes
 
     recipe = load(model, overrides)  # unknown recipe, bad override, schema: stop here with the reason
-    return recipe, gate(recipe)
+    return recipe, with_layout_fixes(recipe, gate(recipe))
 
 
 def from_script(script: str | None, model: str) -> str:
