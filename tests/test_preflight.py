@@ -286,7 +286,7 @@ def test_embedded_head_tiny_passes_and_glm5_2_fails_cleanly(cli):
     """
     from grpolab import cluster
 
-    if not cluster.dashboard_alive(cluster._embedded().dashboard):
+    if not cluster.dashboard_alive(cluster.embedded_endpoint().dashboard):
         pytest.skip("the embedded Ray head is not running (the full test session starts it for test_launch)")
     proc = cli("preflight", "tiny", "--json", timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr

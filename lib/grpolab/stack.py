@@ -40,7 +40,8 @@ def parse_pin(package: str, text: str) -> Pin:
     return Pin(package, text, None, head, commit)
 
 
-def _normal(name: str) -> str:
+def normal_name(name: str) -> str:
+    """A package name as pip compares them (PEP 503): `vllm_ascend` and `vllm-ascend` are one package."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -50,7 +51,7 @@ def installed(package: str) -> tuple[str | None, str | None]:
         dist = metadata.distribution(package)
     except metadata.PackageNotFoundError:
         try:
-            dist = metadata.distribution(_normal(package))
+            dist = metadata.distribution(normal_name(package))
         except metadata.PackageNotFoundError:
             return None, None
     commit = None
@@ -103,7 +104,7 @@ def verl_requirements() -> dict[str, str]:
             continue
         match = re.match(r"^\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*([^;]*)", line)
         if match and match.group(3).strip():
-            out[_normal(match.group(1))] = match.group(3).strip().strip("()")
+            out[normal_name(match.group(1))] = match.group(3).strip().strip("()")
     return out
 
 

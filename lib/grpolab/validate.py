@@ -634,7 +634,7 @@ class _Rules:
                     f"install verl=={pin.version}, or re-tune and pin {verl_installed}",
                     severity="warning",
                 )
-            spec = reqs.get(stack._normal(package))
+            spec = reqs.get(stack.normal_name(package))
             if spec and pin.version and stack.satisfies(pin.version, spec) is False:
                 self.add(
                     "stack",

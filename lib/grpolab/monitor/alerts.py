@@ -93,7 +93,7 @@ def _finite_points(view: MetricsView, name: str) -> tuple[list[int], list[float]
     """(steps, values) where `name` was logged with a finite value (numpy: a 20,000-step run in milliseconds)."""
     import numpy as np
 
-    if name not in view._raw:
+    if name not in view:  # never logged, or logged only as null
         return [], []
     values = np.array(view.column(name), dtype=float)  # None (not logged) becomes NaN, dropped with NaN/inf
     keep = np.isfinite(values)

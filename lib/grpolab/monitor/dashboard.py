@@ -212,7 +212,6 @@ class Dashboard:
         with self._lock:
             if self.monitor.curves is not None:
                 self.monitor.curves.smooth = change["new"]
-                self.monitor.curves._key = None  # the same data, drawn differently
             self._analysed_at = None
         self.refresh(force_analysis=True)
 

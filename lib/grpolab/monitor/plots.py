@@ -143,6 +143,7 @@ class Curves:
         """Draw into `path` (PNG) if anything changed since the last draw; True when it drew."""
         view = metrics if isinstance(metrics, MetricsView) else load(metrics)
         key = (
+            self.smooth,  # the same data, smoothed differently, is drawn again
             len(view.steps),
             view.last_step,
             tuple((getattr(a, "rule", ""), getattr(a, "step", 0), getattr(a, "end", None)) for a in alerts),

@@ -493,9 +493,9 @@ def check_stack(spec: dict, env: dict[str, str]) -> list[dict]:
             )
         else:
             rows.append(_row(check, OK, f"{package}: {explanation or 'installed ' + version} (pin {text})"))
-    pinned = {stack._normal(p) for p in spec["stack"]}
+    pinned = {stack.normal_name(p) for p in spec["stack"]}
     for package, why in spec["required_packages"]:
-        if stack._normal(package) in pinned:
+        if stack.normal_name(package) in pinned:
             continue
         version, _ = installed(package, env)
         if version is None:
