@@ -32,6 +32,7 @@ import yaml
 from grpolab.paths import params_dir
 from grpolab.problems import InputError
 from grpolab.render import FIELD_OF
+from grpolab.verl_schema import lookup
 
 ARR = "actor_rollout_ref."
 LAUNCHERS = ("python", "python3", "python3.10", "python3.11", "python3.12", "torchrun", "uv", "ray")
@@ -290,15 +291,6 @@ def _set(data: dict, dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def _get(data: dict, dotted: str, default: Any = None) -> Any:
-    node: Any = data
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
-
-
 def _card_for(model_path: str) -> str | None:
     """The model card (params/models/) whose name matches the model path's last part, e.g. Qwen/Qwen3-8B."""
 
@@ -383,7 +375,7 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
             verl_overrides[raw.get(key, key).split("=", 1)[0]] = value
             sources[f"verl_overrides.{raw.get(key, key).split('=', 1)[0]}"] = text
     for key, target, value in later:  # a repeat of the actor's setting: keep it only when it differs
-        have = _get(data, target)
+        have = lookup(data, target, None)
         if have == value or (target == "train.cp" and have is None and value == 1):
             continue
         if target == "train.ref_param_offload" or target.startswith("rollout.") or target.startswith("train.dist"):
@@ -399,11 +391,11 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
             }
         )
     # the cluster: device, hardware profile, model card
-    dev = _get(data, "cluster.device") or device
+    dev = lookup(data, "cluster.device", None) or device
     _set(data, "cluster.device", dev)
-    per_node = _get(data, "cluster.devices_per_node") or 1
+    per_node = lookup(data, "cluster.devices_per_node", None) or 1
     hardware = _hardware(dev, per_node)
-    model_path = str(_get(data, "model.path") or "")
+    model_path = str(lookup(data, "model.path", None) or "")
     card = _card_for(model_path) if model_path and not (Path(model_path) / "config.json").is_file() else None
     if card:
         _set(data, "model.card", card)
@@ -453,7 +445,7 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
     from grpolab.recipe import load_recipe
     from grpolab.render import field_of, render
 
-    engine = "megatron" if _get(imported.data, "train.engine") == "megatron" else "fsdp"
+    engine = "megatron" if lookup(imported.data, "train.engine", None) == "megatron" else "fsdp"
     config = verl_schema.base_config(engine) or {}
     lacking = [
         o
@@ -511,7 +503,7 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
                 inert.add(key)  # the schema needs a number; with dynamic batching verl does not read it
                 continue
             if (
-                _get(imported.data, target, "<unset>") == want
+                lookup(imported.data, target, "<unset>") == want
                 or want == "???"
                 or (want is None and not _nullable(target))
             ):

@@ -11,13 +11,18 @@ from grpolab.problems import InputError, Problem, RecipeError, report
 
 def add_recipe_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recipe", metavar="RECIPE", help="a name under params/recipes/ or a path to a YAML file")
+    add_set_arg(parser)
+
+
+def add_set_arg(parser: argparse.ArgumentParser, example: str = "rollout.tp=16") -> None:
+    """--set KEY=VALUE (repeatable, applied last): the recipe overrides of every verb that loads a recipe."""
     parser.add_argument(
         "--set",
         dest="overrides",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a recipe key, e.g. --set rollout.tp=16 (repeatable; applied last)",
+        help=f"override a recipe key, e.g. --set {example} (repeatable; applied last)",
     )
 
 

@@ -12,6 +12,7 @@ import shlex
 import sys
 
 from grpolab.cli import UsageError
+from grpolab.cli.common import add_set_arg
 
 
 def register(sub) -> None:
@@ -23,14 +24,7 @@ def register(sub) -> None:
     )
     p.add_argument("--nodes", type=int, metavar="N", help="plan for N nodes (cluster.nnodes)")
     p.add_argument("--hardware", metavar="PROFILE", help="a profile in params/hardware/, e.g. ascend-a3")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a recipe key, e.g. --set data.max_response_length=16384 (repeatable)",
-    )
+    add_set_arg(p, "data.max_response_length=16384")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--top", type=int, default=10, metavar="K", help="list the best K layouts (default 10)")
     group.add_argument("--all", action="store_true", help="list every valid layout")
