@@ -7,8 +7,8 @@ logger writes them; about 150 MB) into a temporary directory, then prints:
   file (the median of several refreshes; it must not depend on the file's length),
 - `grpolab monitor FILE` as a whole process (load, alerts, summary, the curves PNG): wall time and peak memory,
   against pandas.read_json(lines=True) + json_normalize of the same file in its own process, measured in the
-  same run; and against the monitor of the main checkout (/work/main/lib, the code before this change) when
-  there is one, else the 248 MiB recorded in issue 11,
+  same run; and against the monitor of another checkout's lib/ given with --before DIR (the code before a
+  change), else the 248 MiB recorded in issue 11,
 - the live dashboard (grpolab.monitor.dashboard): a refresh after 100 new steps (state, new steps, progress:
   what runs every `interval`), and the analysis it runs at most every `redraw_s` (alerts, summary, picture).
 Targets: load < 2 s, refresh < 50 ms at both lengths, `grpolab monitor` no slower than pandas and no more
@@ -41,8 +41,7 @@ REPEATS = 9
 TARGET_LOAD_S = 2.0
 TARGET_REFRESH_S = 0.050
 ROOT = Path(__file__).resolve().parents[1]
-BEFORE_MIB = 248  # `grpolab monitor` on this file before issue 11 (recorded there), when no main checkout exists
-MAIN_LIB = Path("/work/main/lib")
+BEFORE_MIB = 248  # `grpolab monitor` on this file before issue 11 (recorded there), when no --before is given
 
 # A child process that runs `code`'s command and reports its wall time and its children's peak memory.
 _MEASURE = """
@@ -72,16 +71,16 @@ def _process(argv: list[str], env: dict | None = None) -> dict:
     return data
 
 
-def _whole_process(big: Path, tmp: Path) -> list[tuple[str, dict]]:
-    """`grpolab monitor` now, pandas, and (when there is one) the monitor of the main checkout."""
+def _whole_process(big: Path, tmp: Path, before: Path | None) -> list[tuple[str, dict]]:
+    """`grpolab monitor` now, pandas, and (with --before) the monitor of another checkout's lib/."""
     monitor = [sys.executable, "-m", "grpolab", "monitor", str(big), "--no-refresh", "--png", str(tmp / "c.png")]
     here = {"PYTHONPATH": str(ROOT / "lib")}
     rows = [
         ("grpolab monitor (this tree)", _process(monitor, here)),
         ("pandas read_json(lines=True) + json_normalize", _process([sys.executable, "-c", _PANDAS, str(big)])),
     ]
-    if (MAIN_LIB / "grpolab").is_dir() and MAIN_LIB.resolve() != (ROOT / "lib").resolve():
-        rows.append(("grpolab monitor (main checkout, before)", _process(monitor, {"PYTHONPATH": str(MAIN_LIB)})))
+    if before is not None:
+        rows.append((f"grpolab monitor ({before}, before)", _process(monitor, {"PYTHONPATH": str(before)})))
     return rows
 
 
@@ -138,6 +137,11 @@ def _refresh_times(path: Path, view, first_step: int) -> list[float]:
 
 
 def main() -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", type=Path, help="another checkout's lib/ whose `grpolab monitor` to compare with")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="grpolab-bench-") as tmp:
         big, small = Path(tmp) / "big.jsonl", Path(tmp) / "small.jsonl"
         print(f"writing {STEPS:,} steps x {METRICS} metrics ...", flush=True)
@@ -172,7 +176,7 @@ def main() -> int:
             pandas_text = "   (pandas not installed)"
 
         print("grpolab monitor and pandas, each as a whole process ...", flush=True)
-        processes = _whole_process(big, Path(tmp))
+        processes = _whole_process(big, Path(tmp), args.before)
         print("the dashboard ...", flush=True)
         dashboard = _dashboard(Path(tmp), big)
 
