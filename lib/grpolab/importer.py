@@ -375,7 +375,7 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
             verl_overrides[raw.get(key, key).split("=", 1)[0]] = value
             sources[f"verl_overrides.{raw.get(key, key).split('=', 1)[0]}"] = text
     for key, target, value in later:  # a repeat of the actor's setting: keep it only when it differs
-        have = lookup(data, target, None)
+        have = lookup(data, target)
         if have == value or (target == "train.cp" and have is None and value == 1):
             continue
         if target == "train.ref_param_offload" or target.startswith("rollout.") or target.startswith("train.dist"):
@@ -391,11 +391,11 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
             }
         )
     # the cluster: device, hardware profile, model card
-    dev = lookup(data, "cluster.device", None) or device
+    dev = lookup(data, "cluster.device") or device
     _set(data, "cluster.device", dev)
-    per_node = lookup(data, "cluster.devices_per_node", None) or 1
+    per_node = lookup(data, "cluster.devices_per_node") or 1
     hardware = _hardware(dev, per_node)
-    model_path = str(lookup(data, "model.path", None) or "")
+    model_path = str(lookup(data, "model.path") or "")
     card = _card_for(model_path) if model_path and not (Path(model_path) / "config.json").is_file() else None
     if card:
         _set(data, "model.card", card)
@@ -445,7 +445,7 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
     from grpolab.recipe import load_recipe
     from grpolab.render import field_of, render
 
-    engine = "megatron" if lookup(imported.data, "train.engine", None) == "megatron" else "fsdp"
+    engine = "megatron" if lookup(imported.data, "train.engine") == "megatron" else "fsdp"
     config = verl_schema.base_config(engine) or {}
     lacking = [
         o

@@ -66,7 +66,7 @@ def base_config(engine: str) -> dict | None:
     return yaml.load((folder / GENERATED[engine]).read_text(), Loader=loader)
 
 
-def lookup(config: dict, dotted: str, default: Any = MISSING) -> Any:
+def lookup(config: dict, dotted: str, default: Any = None) -> Any:
     """The value at a dotted key of nested dicts (verl's config, an imported recipe), else `default`."""
     node: Any = config
     for part in dotted.split("."):
@@ -77,7 +77,7 @@ def lookup(config: dict, dotted: str, default: Any = MISSING) -> Any:
 
 
 def has_key(config: dict, dotted: str) -> bool:
-    return lookup(config, dotted) is not MISSING
+    return lookup(config, dotted, MISSING) is not MISSING
 
 
 def in_free_form(config: dict, dotted: str) -> bool:
@@ -120,7 +120,7 @@ def static_problems(recipe: Recipe, config: dict, keys: dict[str, Any]) -> list[
         if key.startswith("+"):
             continue
         recipe_key = f"verl_overrides.{key}" if key in recipe.verl_overrides else key
-        default = lookup(config, key)
+        default = lookup(config, key, MISSING)
         if default is MISSING:
             if in_free_form(config, key):
                 continue
