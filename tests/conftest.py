@@ -3,7 +3,10 @@
 The embedded head for tests advertises fake NPU resources ({"NPU": 16}) so that a verl recipe can be
 submitted to it and fail for the real reason (no NPU stack here). It is started once, on ports of its own,
 and stopped at the end of the session. Tests of the user's own paths (the README's commands, tests/test_head.py)
-do not use it: they start from no head at all, on ports of their own (`head_env`).
+do not use it: they start from no head at all, on ports of their own (`no_head`).
+
+The suite runs on two pytest-xdist workers (pyproject's addopts); each worker has its own test head and its own
+user head, on ports offset by the worker's number, so the two never share a head, a token or a state folder.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ from pathlib import Path
 
 import pytest
 
-# before grpolab.cluster is imported anywhere: the test head must not collide with a developer's own head
-os.environ.setdefault("GRPOLAB_RAY_PORT", "6579")
-os.environ.setdefault("GRPOLAB_DASHBOARD_PORT", "8465")
+# before grpolab.cluster is imported anywhere: the test head must not collide with a developer's own head, nor
+# with the other xdist worker's (gw0, gw1, ...; no xdist: 0). Set, not defaulted: workers inherit the controller's
+# environment.
+WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+os.environ["GRPOLAB_RAY_PORT"] = str(6579 + 10 * WORKER)
+os.environ["GRPOLAB_DASHBOARD_PORT"] = str(8465 + 10 * WORKER)
 os.environ.setdefault("GRPOLAB_RAY_RESOURCES", '{"NPU": 16}')
 os.environ.setdefault("WANDB_MODE", "disabled")
 
@@ -64,7 +70,7 @@ def cli():
     return grpolab
 
 
-USER_PORTS = (6779, 8779)  # a user's embedded head, apart from the session's test head
+USER_PORTS = (6779 + 10 * WORKER, 8779 + 10 * WORKER)  # a user's embedded head, apart from the test head
 
 
 def stop_head(env: dict[str, str]) -> None:

@@ -15,12 +15,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from grpolab import cluster
 from grpolab import notebook as nb
 from grpolab.problems import InputError
 
@@ -420,8 +420,8 @@ def test_nbval_every_notebook(ray_head, tmp_path):
         nbformat.write(book, str(path))
         paths.append(str(path))
     runs = tmp_path / "runs"
-    scratch = Path(tempfile.gettempdir())
-    before = set(scratch.glob("grpolab-tiny-dry-run-*"))  # where run.ipynb's dry run leaves its stage copies
+    scratch = tmp_path / "tmp"  # run.ipynb's dry run leaves its stage copies in a temporary folder: this test's
+    scratch.mkdir()
     result = subprocess.run(
         [
             sys.executable,
@@ -442,10 +442,9 @@ def test_nbval_every_notebook(ray_head, tmp_path):
         text=True,
         timeout=540,
         cwd=copies,
-        env=_env(GRPOLAB_RUNS=str(runs)),
+        # the head's state folder stays where the test head's is (it is found under the temporary folder)
+        env=_env(GRPOLAB_RUNS=str(runs), TMPDIR=str(scratch), GRPOLAB_HEAD_DIR=str(cluster.head_dir())),
     )
-    for left in set(scratch.glob("grpolab-tiny-dry-run-*")) - before:
-        shutil.rmtree(left, ignore_errors=True)
     assert result.returncode == 0, result.stdout[-5000:]
     assert (
         f"{sum(len([c for c in nbformat.read(p, 4).cells if c.cell_type == 'code']) for p in paths)} passed"

@@ -350,13 +350,26 @@ def head_processes():
     return list(found.values())
 
 
-def _terminate(procs, timeout: float = 10.0) -> int:
+def _is_job(proc) -> bool:
+    """A run's job wrapper (grpolab.job_entry) or what it started: given time to write the run's end record."""
+    try:
+        return any("grpolab.job_entry" in " ".join(p.cmdline()) for p in [proc, *proc.parents()])
+    except Exception:  # psutil's NoSuchProcess/AccessDenied/ZombieProcess: it is gone or not ours to wait for
+        return False
+
+
+def _terminate(procs, timeout: float = 10.0, grace: float = 2.0) -> int:
+    """SIGTERM every process; wait up to `timeout` for runs' jobs (they record their end), then `grace` for the
+    rest, then SIGKILL what is left. Ray's GCS and raylet can take 10 s or more to act on SIGTERM, and a stopped
+    head keeps nothing we need, so they are not waited for."""
     import psutil
 
+    jobs = [proc for proc in procs if _is_job(proc)]
     for proc in procs:
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
             proc.terminate()
-    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    psutil.wait_procs(jobs, timeout=timeout)
+    _, alive = psutil.wait_procs(procs, timeout=grace)
     for proc in alive:
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
             proc.kill()
