@@ -125,3 +125,38 @@ def test_no_import_cycles():
         if v not in index:
             visit(v)
     assert cycles == [], f"import cycles: {cycles}"
+
+
+def private_reaches(name: str) -> list[str]:
+    """`from grpolab.x import _y` and `x._y` on an imported grpolab module: another module's private name."""
+    tree = ast.parse(MODULES[name].read_text())
+    modules = {}  # local name -> grpolab module it stands for
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("grpolab"):
+            for alias in node.names:
+                target = f"{node.module}.{alias.name}"
+                if target in MODULES:
+                    modules[alias.asname or alias.name] = target
+                elif alias.name.startswith("_") and not alias.name.startswith("__") and node.module != name:
+                    found.append(f"from {node.module} import {alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("grpolab") and alias.asname:
+                    modules[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            found.append(f"{modules[node.value.id]}.{node.attr}")
+    return sorted(set(found))
+
+
+def test_no_module_reaches_for_another_modules_private_names():
+    """What another module uses is public (named without a leading underscore); private names stay at home."""
+    reaches = {name: private_reaches(name) for name in MODULES}
+    assert {k: v for k, v in reaches.items() if v} == {}

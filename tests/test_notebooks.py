@@ -272,7 +272,7 @@ def test_a_dry_run_preflight_verdict_does_not_list_the_failures_again(tmp_path, 
         cells=[nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output("stream", name="stdout", text=said)])]
     )
     nbformat.write(book, str(tmp_path / "02_preflight.ipynb"))
-    assert nb._dry_run_failures(tmp_path / "02_preflight.ipynb") == "ok, 2 checks fail (dry run)"
+    assert nb.dry_run_failures(tmp_path / "02_preflight.ipynb") == "ok, 2 checks fail (dry run)"
 
 
 @pytest.mark.parametrize("recipe", RECIPES)

@@ -545,9 +545,9 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
 def _nullable(target: str) -> bool:
     import typing
 
-    from grpolab.recipe import _field_type
+    from grpolab.recipe import field_type
 
-    return type(None) in typing.get_args(_field_type(target))
+    return type(None) in typing.get_args(field_type(target))
 
 
 def _ignorable(key: str) -> bool:

@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+# Ray colours its log lines; records, monitors and notebooks want plain text (the one pattern, used by all of them)
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 SECRETS_FILE = ".secrets.json"
 RECORD_FILE = "job.json"

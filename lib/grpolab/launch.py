@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 
 from grpolab import cluster, job_entry, runs
+from grpolab.job_entry import ANSI
 from grpolab.paths import PROJECT_ROOT
 from grpolab.problems import Problem, errors
 from grpolab.recipe import to_yaml
@@ -38,7 +38,6 @@ from grpolab.secrets import is_secret as _is_secret
 PASS_THROUGH = {"wandb": ("WANDB_API_KEY", "WANDB_BASE_URL", "WANDB_MODE", "WANDB_ENTITY")}
 LOG_TAIL_LINES = 40
 AGENT_WAIT_S = 90
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 VERSIONS = ("grpolab", "verl", "ray", "torch", "transformers", "trl", "vllm", "vllm-ascend", "torch_npu")
 
 

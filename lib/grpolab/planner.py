@@ -710,7 +710,7 @@ def load(ref: str, nodes: int | None = None, hardware: str | None = None, overri
         sets.append(f"cluster.nnodes={nodes}")
     recipe = load_recipe(ref_path, [*sets, *overrides])
     if is_model(ref):
-        recipe._name = ref
+        recipe.set_origin(ref)
     return recipe
 
 

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 Severity = Literal["error", "warning"]
 
-RULES = (
-    "schema",
+# the rules about the parallel layout: their errors the planner can fix with the nearest whole valid layouts
+LAYOUT_RULES = (
     "world-divisible",
     "expert-divisible",
     "heads-tp",
@@ -26,6 +26,10 @@ RULES = (
     "rollout-world",
     "rollout-ep",
     "rollout-heads",
+)
+RULES = (
+    "schema",
+    *LAYOUT_RULES,
     "batch-divisible",
     "mini-batch",
     "lengths",

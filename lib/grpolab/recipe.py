@@ -311,7 +311,7 @@ def _set_override(data: dict, dotted: str, value: Any) -> None:
         _set_dotted(data, dotted, value)
 
 
-def _field_type(dotted: str) -> Any:
+def field_type(dotted: str) -> Any:
     """The schema annotation at a dotted key (None when the key is not in the schema)."""
     model: Any = Recipe
     annotation: Any = None
@@ -338,7 +338,7 @@ def parse_override(text: str) -> tuple[str, Any]:
     key = key.strip()
     if not key or any(not part for part in key.split(".")):
         raise InputError(f"override {text!r}: the key before '=' must be a dotted path such as rollout.tp")
-    if _field_type(key) is str:  # env values, paths, names: keep exactly what was typed
+    if field_type(key) is str:  # env values, paths, names: keep exactly what was typed
         return key, raw
     try:
         value = parse_yaml(raw, f"override {key}") if raw.strip() else ""
@@ -463,11 +463,7 @@ def load_recipe(ref: str | Path, overrides: Iterable[str] = ()) -> Recipe:
         recipe = Recipe.model_validate(merged)
     except ValidationError as exc:
         raise RecipeError(schema_problems(exc, origins, files), files[-1]) from None
-    recipe._name = name
-    recipe._files = files
-    recipe._origins = origins
-    recipe._load_notes = repeated_overrides(overrides)
-    return recipe
+    return recipe.set_origin(name, files, origins, repeated_overrides(overrides))
 
 
 def repeated_overrides(overrides: Iterable[str]) -> list[Problem]:

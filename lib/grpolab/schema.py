@@ -245,6 +245,24 @@ class Recipe(Strict):
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _load_notes: list = PrivateAttr(default_factory=list)  # loader warnings (Problems), e.g. a key --set twice
 
+    def set_origin(
+        self,
+        name: str,
+        files: list[str] | None = None,
+        origins: dict[str, str] | None = None,
+        notes: list | None = None,
+    ) -> Recipe:
+        """Record where this recipe came from (the loader's call; the planner renames a recipe made from a bare
+        model card): its name, its files first layer first, the file that set each dotted key, loader warnings."""
+        self._name = name
+        if files is not None:
+            self._files = list(files)
+        if origins is not None:
+            self._origins = dict(origins)
+        if notes is not None:
+            self._load_notes = list(notes)
+        return self
+
     @property
     def name(self) -> str:
         return self._name

@@ -19,7 +19,7 @@ from importlib import resources
 
 from grpolab import field_rules, memory, pplayout, stack
 from grpolab.modelfacts import model_facts
-from grpolab.problems import Problem, closest
+from grpolab.problems import LAYOUT_RULES, Problem, closest
 from grpolab.schema import ModelCard, Recipe
 
 MAX_DIVISORS_OF = 10**12  # above this no "nearest valid" list is offered: finding it would take seconds
@@ -753,16 +753,4 @@ def layout_problems(recipe: Recipe, facts: ModelCard | None) -> list[Problem]:
 
 
 # rules whose errors the layout planner can fix: their fix also names the nearest whole valid layouts
-LAYOUT_FIX_RULES = (
-    "world-divisible",
-    "expert-divisible",
-    "heads-tp",
-    "kv-heads-tp",
-    "experts-ep",
-    "pp-layers",
-    "pp-layout",
-    "rollout-world",
-    "rollout-ep",
-    "rollout-heads",
-    "memory",
-)
+LAYOUT_FIX_RULES = (*LAYOUT_RULES, "memory")

@@ -21,6 +21,8 @@ import re
 from bisect import bisect_right
 from dataclasses import asdict, dataclass, field
 
+from grpolab.job_entry import ANSI
+
 _MAX_EVIDENCE = 5
 _MAX_LINE = 400  # evidence lines are cut here: a log line can hold a whole tensor dump
 
@@ -47,7 +49,6 @@ class _Cause:
 
 # A line prefix that Ray, torchrun and loggers put before the text: "(TaskRunner pid=12, ip=10.0.0.1) ",
 # "[rank3]: ". Patterns that anchor on the start of a line write it as "^{P}". ANSI colours are removed first.
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PREFIX = r"[ \t]*(?:\([^()\n]*pid=\d+[^()\n]*\)[ \t]*)?(?:\[rank\d+\]:[ \t]*)?"
 
 
@@ -270,7 +271,7 @@ class _Text:
     def __init__(self, text: str):
         self.numbers: list[int] = []
         kept: list[str] = []
-        for number, line in enumerate(_ANSI.sub("", text).split("\n"), 1):
+        for number, line in enumerate(ANSI.sub("", text).split("\n"), 1):
             if _KEYWORDS.search(line.lower()):
                 self.numbers.append(number)
                 kept.append(line.rstrip())

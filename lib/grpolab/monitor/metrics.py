@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from itertools import compress
 from pathlib import Path
 
+from grpolab.job_entry import ANSI
 from grpolab.runs import Run, resolve_run
 
 try:  # orjson parses 5x faster than json when present (it comes with verl's tensordict); never required
@@ -55,7 +56,7 @@ KEY_METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("device memory (GB)", ("actor/perf/max_memory_allocated_gb",)),
 )
 
-_CONSOLE_SUFFIXES = {".log", ".txt", ".out", ".err"}
+CONSOLE_SUFFIXES = {".log", ".txt", ".out", ".err"}
 _CHUNK_BYTES = 4 << 20  # read in 4 MiB blocks: bounded memory, and cache-friendly splitting
 _HEAD_BYTES = 256  # compared on every refresh to notice a file that was truncated and rewritten
 _MAX_PROBLEMS = 20  # keep the first few unreadable lines for the report, not all of a corrupt file
@@ -116,7 +117,6 @@ class _Tail:
 
 # --- console lines -----------------------------------------------------------------------------------------
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _STEP_LINE = re.compile(r"(?:^|[\s)\]])step:(\d+) - (.*)$")
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _NUMPY_WRAP = re.compile(r"^(?:np|numpy)\.[a-z_]+\d*\((.*)\)$")
@@ -138,7 +138,7 @@ def parse_console_value(text: str) -> float | None:
 
 def parse_console_line(line: str) -> tuple[int, dict[str, float]] | None:
     """One verl console line -> (step, metrics); None for a line that is not a step line."""
-    match = _STEP_LINE.search(_RAY_REPEAT.sub("", _ANSI.sub("", line.rstrip("\r"))))
+    match = _STEP_LINE.search(_RAY_REPEAT.sub("", ANSI.sub("", line.rstrip("\r"))))
     if not match:
         return None
     data: dict[str, float] = {}
@@ -485,7 +485,7 @@ def load(ref, root: Path | None = None) -> MetricsView:
     else:
         path = Path(str(ref)).expanduser()
         if path.is_file():
-            kind = "console" if path.suffix.lower() in _CONSOLE_SUFFIXES else "jsonl"
+            kind = "console" if path.suffix.lower() in CONSOLE_SUFFIXES else "jsonl"
             view = MetricsView(path, kind)
         else:
             view = MetricsView.for_run(resolve_run(ref, root))

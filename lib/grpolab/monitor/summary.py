@@ -22,7 +22,7 @@ from pathlib import Path
 
 from grpolab.monitor.alerts import Alert, alerts, group, json_number
 from grpolab.monitor.failures import Failure, classify_failure
-from grpolab.monitor.metrics import _CONSOLE_SUFFIXES, KEY_METRICS, MetricsView
+from grpolab.monitor.metrics import CONSOLE_SUFFIXES, KEY_METRICS, MetricsView
 from grpolab.monitor.thresholds import Thresholds, load_thresholds, thresholds_for
 from grpolab.runs import TERMINAL_STATES, Run, RunNotFound, resolve_run
 
@@ -41,7 +41,7 @@ def open_run(ref, root: Path | None = None) -> tuple[Run, MetricsView]:
     if file is not None:
         if file.parent.name == "logs" and (file.parent.parent / "status.json").exists():
             run = Run(file.parent.parent)  # runs/<id>/logs/job.log belongs to runs/<id>
-        kind = "console" if file.suffix.lower() in _CONSOLE_SUFFIXES else "jsonl"
+        kind = "console" if file.suffix.lower() in CONSOLE_SUFFIXES else "jsonl"
         return run, MetricsView(file, kind, run=None)
     if not any(p.exists() for p in (run.status_file, run.metrics_file, run.job_log, run.logs_dir)):
         raise RunNotFound(

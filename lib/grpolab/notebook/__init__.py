@@ -26,8 +26,6 @@ an executed notebook is re-run in JupyterLab.
 """
 
 from grpolab.notebook.display import (  # noqa: F401
-    _ANSI,
-    _COLOURS,
     DRY_RUN_FAILS,
     FOLLOW_EVERY_S,
     KERNEL,
@@ -36,24 +34,19 @@ from grpolab.notebook.display import (  # noqa: F401
     NOTEBOOKS_DIR,
     PAPERMILL_NAMES,
     REPORT_TAG,
+    ROW_COLOURS,
     STAGES,
     UNREACHABLE_CHUNKS,
     NotebookStop,
-    _display,
-    _message,
-    _table_html,
     problems_text,
+    show_html,
     show_image,
     show_problems,
     show_stages,
     show_text,
+    table_html,
 )
 from grpolab.notebook.parameters import (  # noqa: F401
-    _conforms,
-    _describe,
-    _hint,
-    _injected_names,
-    _signature,
     check_parameters,
 )
 from grpolab.notebook.plan import (  # noqa: F401
@@ -66,27 +59,23 @@ from grpolab.notebook.plan import (  # noqa: F401
 )
 from grpolab.notebook.runner import (  # noqa: F401
     Stages,
-    _dry_run_failures,
-    _error_of,
-    _replay,
+    dry_run_failures,
 )
 from grpolab.notebook.setup import (  # noqa: F401
     STAGE_SECRETS_VAR,
-    _mask_one,
-    _redacted_launch,
     check_address,
     check_new_run_id,
     check_recipe,
     from_script,
     load,
     mask_overrides,
+    redacted_launch,
     show_launch,
     show_recipe,
     stop_on_errors,
     unmask_overrides,
 )
 from grpolab.notebook.stages import (  # noqa: F401
-    _curves_path,
     find_run,
     follow,
     in_jupyterlab,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,7 +19,6 @@ PAPERMILL_NAMES = ("PAPERMILL_INPUT_PATH", "PAPERMILL_OUTPUT_PATH")  # papermill
 DRY_RUN_FAILS = "dry run: {n} preflight check(s) fail"  # run.ipynb's stage table reads this line back
 FOLLOW_EVERY_S = 30.0  # one progress line per this many seconds while a run is followed
 UNREACHABLE_CHUNKS = 4  # stop following after this many periods in a row without an answer from Ray
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 class NotebookStop(Exception):
@@ -33,7 +31,7 @@ class NotebookStop(Exception):
 # ------------------------------------------------------------------------------------------------ display
 
 
-def _display(html_text: str, text: str) -> None:
+def show_html(html_text: str, text: str) -> None:
     """Show HTML in Jupyter with a plain-text twin (what papermill logs, nbconvert --to markdown, terminals)."""
     try:
         from IPython import get_ipython
@@ -50,7 +48,7 @@ def _display(html_text: str, text: str) -> None:
 def show_text(text: str, title: str | None = None) -> None:
     """Preformatted text (YAML, a bash script, a table) with an optional bold title."""
     head = f"<b>{html.escape(title)}</b>" if title else ""
-    _display(
+    show_html(
         f"{head}<pre style='font-family:monospace;font-size:85%'>{html.escape(text)}</pre>",
         (f"{title}\n" if title else "") + text,
     )
@@ -70,7 +68,7 @@ def show_image(path: str | Path) -> None:
     display(Image(filename=str(path)))
 
 
-def _table_html(headers: list[str], rows: list[list[str]], colours: list[str | None]) -> str:
+def table_html(headers: list[str], rows: list[list[str]], colours: list[str | None]) -> str:
     head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in headers)
     body = []
     for row, colour in zip(rows, colours):
@@ -80,7 +78,7 @@ def _table_html(headers: list[str], rows: list[list[str]], colours: list[str | N
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-_COLOURS = {"error": "#fde0e0", "fail": "#fde0e0", "warning": "#fff4d6", "warn": "#fff4d6", "skip": "#f2f2f2"}
+ROW_COLOURS = {"error": "#fde0e0", "fail": "#fde0e0", "warning": "#fff4d6", "warn": "#fff4d6", "skip": "#f2f2f2"}
 
 
 def _message(problem: Problem) -> str:
@@ -100,30 +98,30 @@ def show_problems(problems: Iterable[Problem], title: str = "problems") -> None:
     problems = ordered(problems)
     head = f"{title}: {counts(problems)}"
     if not problems:
-        _display(f"<b>{html.escape(title)}</b>: no errors, no warnings", f"{title}: no errors, no warnings")
+        show_html(f"<b>{html.escape(title)}</b>: no errors, no warnings", f"{title}: no errors, no warnings")
         return
     rows = [
         [p.severity, p.rule, p.key, p.value if isinstance(p.value, str) else repr(p.value), _message(p), p.fix]
         for p in problems
     ]
-    table = _table_html(
-        ["severity", "rule", "key", "value", "problem", "fix"], rows, [_COLOURS.get(p.severity) for p in problems]
+    table = table_html(
+        ["severity", "rule", "key", "value", "problem", "fix"], rows, [ROW_COLOURS.get(p.severity) for p in problems]
     )
-    _display(f"<b>{html.escape(head)}</b>{table}", f"{head}\n{problems_text(problems)}")
+    show_html(f"<b>{html.escape(head)}</b>{table}", f"{head}\n{problems_text(problems)}")
 
 
 def show_stages(stages: list[dict]) -> None:
     """The stage table of run.ipynb: stage, result, seconds, executed copy."""
     rows = [[s["stage"], s["result"], f"{s['seconds']:.1f}", s.get("notebook") or ""] for s in stages]
     colours = [
-        _COLOURS["fail"]
+        ROW_COLOURS["fail"]
         if s["result"] == "failed"
-        else _COLOURS["skip"]
+        else ROW_COLOURS["skip"]
         if s["result"] == "skipped"
-        else _COLOURS["warn"]
+        else ROW_COLOURS["warn"]
         if "fail" in s["result"]
         else None
         for s in stages
     ]
     text = "\n".join(f"{r[0]:14} {r[1]:8} {r[2]:>7} s  {r[3]}" for r in rows)
-    _display(_table_html(["stage", "result", "seconds", "executed notebook"], rows, colours), text)
+    show_html(table_html(["stage", "result", "seconds", "executed notebook"], rows, colours), text)

@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from grpolab.notebook.display import (
-    _COLOURS,
+    ROW_COLOURS,
     NotebookStop,
-    _display,
-    _table_html,
     problems_text,
+    show_html,
     show_image,
+    table_html,
 )
 from grpolab.notebook.stages import (
     in_jupyterlab,
@@ -76,9 +76,9 @@ def show_plan(plan, top: int = 10) -> list:
     ]
     rejected = ", ".join(f"{rule} {n}" for rule, n in sorted(plan.rejected.items(), key=lambda kv: -kv[1]))
     foot = f"rejected by rule: {rejected or 'none'}"
-    table = _table_html(headers, rows, [None if ch.fits else _COLOURS["warning"] for ch in listed])
+    table = table_html(headers, rows, [None if ch.fits else ROW_COLOURS["warning"] for ch in listed])
     plain = "\n".join([head, "  ".join(headers), *("  ".join(r) for r in rows), foot])
-    _display(f"<b>{html.escape(head)}</b>{table}<p>{html.escape(foot)}</p>", plain)
+    show_html(f"<b>{html.escape(head)}</b>{table}<p>{html.escape(foot)}</p>", plain)
     for q in plan.recipe_errors:
         print(f"recipe error no layout fixes: {q.format()}")
     return listed

@@ -11,8 +11,8 @@ import threading
 import time
 from pathlib import Path
 
+from grpolab.job_entry import ANSI
 from grpolab.notebook.display import (
-    _ANSI,
     DRY_RUN_FAILS,
     FOLLOW_EVERY_S,
     KERNEL,
@@ -55,12 +55,12 @@ def _error_of(nb_path: Path) -> str | None:
             if out.get("output_type") == "error":
                 if out.get("ename") == "NotebookStop":
                     return str(out.get("evalue"))
-                tail = [_ANSI.sub("", line) for line in out.get("traceback", [])][-3:]
+                tail = [ANSI.sub("", line) for line in out.get("traceback", [])][-3:]
                 return f"{out.get('ename')}: {out.get('evalue')}\n" + "\n".join(tail)
     return None
 
 
-def _dry_run_failures(nb_path: Path) -> str | None:
+def dry_run_failures(nb_path: Path) -> str | None:
     """`ok, N checks fail (dry run)` when a dry-run stage reported failed checks (so the stage table does not
     say a plain "ok" under a list of failures); None otherwise."""
     import nbformat
@@ -240,7 +240,7 @@ class Stages:
                 else:
                     os.environ[STAGE_SECRETS_VAR] = before
         entry["seconds"] = time.perf_counter() - start
-        entry["result"] = "failed" if error else (_dry_run_failures(output) or "ok")
+        entry["result"] = "failed" if error else (dry_run_failures(output) or "ok")
         self._collect()
         print(f"{stage}: {entry['result']} in {entry['seconds']:.1f} s; executed notebook: {entry['notebook']}")
         _replay(Path(entry["notebook"]))

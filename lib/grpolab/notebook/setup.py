@@ -9,11 +9,11 @@ from pathlib import Path
 
 from grpolab.notebook.display import (
     NotebookStop,
-    _display,
-    _table_html,
     problems_text,
+    show_html,
     show_problems,
     show_text,
+    table_html,
 )
 from grpolab.paths import runs_dir
 from grpolab.problems import InputError, Problem, RecipeError
@@ -120,10 +120,10 @@ def from_script(script: str | None, model: str) -> str:
     )
     rows = [[u["key"], repr(u["value"]), u["why"]] for u in imported.unmapped]
     plain = "\n".join(f"{k} = {v}: {why}" for k, v, why in rows) or "none: every setting of the script is reproduced"
-    _display(
+    show_html(
         "<b>not reproduced</b>"
         + (
-            _table_html(["key", "script value", "why"], rows, [None] * len(rows))
+            table_html(["key", "script value", "why"], rows, [None] * len(rows))
             if rows
             else ": none, every setting of the script is reproduced"
         ),
@@ -165,7 +165,7 @@ def show_recipe(recipe) -> None:
     show_text(to_yaml(recipe, env=redact(recipe.env, recipe.secrets)), title=f"resolved recipe {recipe.name}")
 
 
-def _redacted_launch(recipe):
+def redacted_launch(recipe):
     import dataclasses
 
     from grpolab.launch import redact
@@ -179,7 +179,7 @@ def show_launch(recipe) -> None:
     """The rendered launch: entrypoint and overrides, the env (secrets redacted) and the bash script."""
     from grpolab.render import to_sh
 
-    launch = _redacted_launch(recipe)
+    launch = redacted_launch(recipe)
     lines = [f"entrypoint: {launch.command()}", "", "overrides:"]
     lines += [f"  {o}" for o in launch.overrides] or ["  (none: the local trainer reads the recipe itself)"]
     env = [f"  {k}={v}" for k, v in launch.env.items()]

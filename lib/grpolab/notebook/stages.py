@@ -9,20 +9,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from grpolab.notebook.display import (
-    _COLOURS,
     DRY_RUN_FAILS,
     FOLLOW_EVERY_S,
+    ROW_COLOURS,
     UNREACHABLE_CHUNKS,
     NotebookStop,
-    _display,
-    _table_html,
     problems_text,
+    show_html,
     show_image,
     show_problems,
     show_text,
+    table_html,
 )
 from grpolab.notebook.setup import (
-    _redacted_launch,
+    redacted_launch,
 )
 from grpolab.paths import runs_dir
 
@@ -36,12 +36,12 @@ def preflight(recipe, address: str | None = None, timeout_s: float | None = None
 
     report = run_preflight(recipe, address=address, progress=print, timeout_s=timeout_s)
     rows = sorted(report.rows, key=lambda r: ("fail", "warn", "ok", "skip").index(r.status))
-    table = _table_html(
+    table = table_html(
         ["status", "check", "node", "detail", "fix"],
         [[r.status.upper(), r.check, r.node, r.detail, r.fix if r.status in ("fail", "warn") else ""] for r in rows],
-        [_COLOURS.get(r.status) for r in rows],
+        [ROW_COLOURS.get(r.status) for r in rows],
     )
-    _display(f"<b>{html.escape(report.summary())}</b>{table}", report.table())
+    show_html(f"<b>{html.escape(report.summary())}</b>{table}", report.table())
     return report
 
 
@@ -80,7 +80,7 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
             show_text(
                 json.dumps(plan.describe(), indent=2), title=f"dry run: what would be submitted to the {plan.endpoint}"
             )
-            launch_ = _redacted_launch(recipe)
+            launch_ = redacted_launch(recipe)
             show_text(
                 "\n".join(launch_.overrides) or "(none: the local trainer reads the recipe itself)",
                 title="verl overrides",
@@ -229,7 +229,7 @@ def show_run(run, picture: bool = True, dashboard=None) -> dict:
     monitor = RunMonitor(run)
     data = monitor.update(png=_curves_path(run) if picture else None)
     title = f"run {data['run_id']}: {data['state']}"
-    _display(f"<b>{html.escape(title)}</b>" + format_html(data), f"{title}\n{format_summary(data)}")
+    show_html(f"<b>{html.escape(title)}</b>" + format_html(data), f"{title}\n{format_summary(data)}")
     if picture and data.get("curves"):
         show_image(data["curves"])
     return data
@@ -279,8 +279,8 @@ def show_figures(run) -> None:
         print(f"run {run.run_id} logged no metrics")
         return
     text = "\n".join(f"{r[0]:8} {r[1]} (step {r[2]}) -> {r[3]} (step {r[4]})" for r in rows)
-    _display(
+    show_html(
         f"<b>final figures of {html.escape(run.run_id)}</b> (last step {fig.get('last_step')})"
-        + _table_html(["metric", "first", "at step", "last", "at step"], rows, [None] * len(rows)),
+        + table_html(["metric", "first", "at step", "last", "at step"], rows, [None] * len(rows)),
         f"final figures of {run.run_id} (last step {fig.get('last_step')})\n{text}",
     )
