@@ -168,6 +168,9 @@ def test_01_setup_imports_a_script(tmp_path):
         "# Imported from" in text and "not reproduced" in text and "every setting of the script is reproduced" in text
     )
     assert "recipe run_qwen3_8b_grpo_npu: ready to launch" in text
+    # the imported recipe is kept in runs/ (this test's own), not in a temporary folder nobody cleans
+    kept = tmp_path / "runs" / ".imports" / "run_qwen3_8b_grpo_npu.yaml"
+    assert kept.is_file() and str(kept) in text and "# Imported from" in kept.read_text()
     bad = tmp_path / "bad.sh"
     bad.write_text("#!/bin/bash\necho nothing to launch\n")
     proc = subprocess.run(

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
-from pathlib import Path
 
 from grpolab.notebook.display import (
     NotebookStop,
@@ -101,8 +99,9 @@ def check_recipe(model: str, overrides: Iterable[str] = ()):
 
 def from_script(script: str | None, model: str) -> str:
     """01_setup's `script`: import a verl launch script (grpolab.importer) and show the recipe and what it could not
-    reproduce. Returns the imported recipe's path (a scratch file: copy it into params/recipes/ to keep it), or
-    `model` when no script is given. NotebookStop for a file that is not a launch script."""
+    reproduce. Returns the imported recipe's path, or `model` when no script is given: runs/.imports/NAME.yaml, in
+    runs/ like everything the project writes (not a run: `grpolab ls` skips it; `grpolab import` saves the recipe in
+    params/recipes/ for good). NotebookStop for a file that is not a launch script."""
     if not script:
         return model
     from grpolab.importer import import_script as run_import
@@ -113,7 +112,8 @@ def from_script(script: str | None, model: str) -> str:
     except InputError as exc:
         raise NotebookStop(str(exc)) from None
     text = recipe_yaml(imported, script)
-    path = Path(tempfile.mkdtemp(prefix="grpolab-import-")) / f"{imported.name}.yaml"
+    path = runs_dir() / ".imports" / f"{imported.name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     show_text(
         text, title=f"recipe imported from {script} ({path}; `grpolab import {script}` saves it in params/recipes/)"
