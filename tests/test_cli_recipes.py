@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -165,7 +166,7 @@ def test_shell_metacharacters_cannot_inject(cli, tmp_path):
 
 def test_check_and_the_notebooks_list_problems_alike(cli, tmp_path):
     """One formatter: `grpolab check` prints the blocks and counts a notebook shows as text, errors first."""
-    from grpolab.notebook.display import problems_text
+    from grpolab.notebook.display import notebook_words, problems_text
     from grpolab.notebook.setup import check_recipe
 
     bad = tmp_path / "bad.yaml"
@@ -175,4 +176,9 @@ def test_check_and_the_notebooks_list_problems_alike(cli, tmp_path):
     text = problems_text(problems)
     assert "nearest yours (grpolab plan)" in text  # the planner's layout hint, in both
     assert proc.returncode == 1 and text.splitlines()[0].startswith("ERROR") and "error(s)" in text
-    assert text in proc.stdout, proc.stdout
+    # the same blocks, in each front end's words: `--set rollout.ep=8 --set ...` on the CLI, a list of overrides
+    # (what a notebook's `overrides` parameter takes) in the notebook
+    assert "--set rollout.ep=" in proc.stdout and "--set" not in text
+    hint = re.search(r'overrides (\["rollout\.ep=[^\]]*\])', text).group(1)
+    assert " ".join(f"--set {o}" for o in json.loads(hint)) in proc.stdout
+    assert text in notebook_words(proc.stdout), proc.stdout

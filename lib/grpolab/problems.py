@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -73,13 +73,10 @@ class Problem:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def format(self, message: str | None = None) -> str:
-        """Three lines: severity, rule, key = value; the message (or a front end's wording of it); the fix."""
+    def format(self) -> str:
+        """Three lines: severity, rule, key = value; the message; the fix."""
         value = json.dumps(self.value, default=str) if not isinstance(self.value, str) else self.value
-        return (
-            f"{self.severity.upper():7} [{self.rule}] {self.key} = {value}\n"
-            f"        {self.message if message is None else message}\n        fix: {self.fix}"
-        )
+        return f"{self.severity.upper():7} [{self.rule}] {self.key} = {value}\n        {self.message}\n        fix: {self.fix}"
 
 
 def errors(problems: Iterable[Problem]) -> list[Problem]:
@@ -97,11 +94,11 @@ def counts(problems: Iterable[Problem]) -> str:
     return f"{n_err} error(s), {len(problems) - n_err} warning(s)"
 
 
-def report(problems: Iterable[Problem], wording: Callable[[Problem], str] | None = None) -> str:
-    """The problems as `grpolab check` prints them (and notebooks show as text): ordered blocks, then the counts.
-    `wording` lets a front end phrase a message its own way (a notebook says override where the CLI says --set)."""
+def report(problems: Iterable[Problem]) -> str:
+    """The problems as `grpolab check` prints them (and notebooks show as text, in their own words): ordered
+    blocks, then the counts."""
     problems = ordered(problems)
-    blocks = [p.format(wording(p) if wording else None) for p in problems]
+    blocks = [p.format() for p in problems]
     return "\n".join([*blocks, counts(problems)])
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
+import json
+import re
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -81,16 +85,26 @@ def table_html(headers: list[str], rows: list[list[str]], colours: list[str | No
 ROW_COLOURS = {"error": "#fde0e0", "fail": "#fde0e0", "warning": "#fff4d6", "warn": "#fff4d6", "skip": "#f2f2f2"}
 
 
-def _message(problem: Problem) -> str:
-    """A problem's message as notebook users know it: an override is an override, not `--set`."""
+# a run of `--set key=value` words (the planner's layout hints in a fix): a notebook passes them as overrides
+_SET_RUN = re.compile(r"--set (?:'[^']*=[^']*'|[^\s=']+=\S*)(?: --set (?:'[^']*=[^']*'|[^\s=']+=\S*))*")
+
+
+def notebook_words(text: str) -> str:
+    """CLI words as notebook users know them: `--set a=1 --set b=2` is `overrides ["a=1", "b=2"]` and a lone
+    `--set` is an override."""
     from grpolab.recipe import CLI
 
-    return problem.message.replace(f"{CLI} ", "override ")
+    text = _SET_RUN.sub(lambda m: "overrides " + json.dumps(shlex.split(m.group(0))[1::2]), text)
+    return text.replace(f"{CLI} ", "override ")
+
+
+def in_notebook_words(problem: Problem) -> Problem:
+    return dataclasses.replace(problem, message=notebook_words(problem.message), fix=notebook_words(problem.fix))
 
 
 def problems_text(problems: Iterable[Problem]) -> str:
-    """Errors first, one block per problem (what `grpolab check` prints), then the counts."""
-    return report(problems, wording=_message)
+    """Errors first, one block per problem (what `grpolab check` prints, in a notebook's words), then the counts."""
+    return report([in_notebook_words(p) for p in problems])
 
 
 def show_problems(problems: Iterable[Problem], title: str = "problems") -> None:
@@ -101,8 +115,8 @@ def show_problems(problems: Iterable[Problem], title: str = "problems") -> None:
         show_html(f"<b>{html.escape(title)}</b>: no errors, no warnings", f"{title}: no errors, no warnings")
         return
     rows = [
-        [p.severity, p.rule, p.key, p.value if isinstance(p.value, str) else repr(p.value), _message(p), p.fix]
-        for p in problems
+        [p.severity, p.rule, p.key, p.value if isinstance(p.value, str) else repr(p.value), p.message, p.fix]
+        for p in map(in_notebook_words, problems)
     ]
     table = table_html(
         ["severity", "rule", "key", "value", "problem", "fix"], rows, [ROW_COLOURS.get(p.severity) for p in problems]
