@@ -375,6 +375,9 @@ def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
     assert json.loads((run_dir / "status.json").read_text())["state"] == "SUCCEEDED"
     stages = sorted(p.name for p in (run_dir / "notebooks").glob("*.ipynb"))
     assert stages == ["01_setup.ipynb", "02_preflight.ipynb", "03_launch.ipynb", "04_monitor.ipynb"]
+    # stages run before the run existed say where their executed copy ends up (it is moved there)
+    said = re.search(r"01_setup: ok in [\d.]+ s; executed notebook: \S+ \(moves to (\S+) once", text_of(out))
+    assert said and Path(said.group(1)) == run_dir / "notebooks", text_of(out)[:3000]
     book = nbformat.read(str(out), as_version=4)
     last = len(book.cells) - 1
     assert book.cells[last].source == "stages.finish()"

@@ -242,7 +242,10 @@ class Stages:
         entry["seconds"] = time.perf_counter() - start
         entry["result"] = "failed" if error else (dry_run_failures(output) or "ok")
         self._collect()
-        print(f"{stage}: {entry['result']} in {entry['seconds']:.1f} s; executed notebook: {entry['notebook']}")
+        later = ""
+        if self.run_id and Path(entry["notebook"]).parent == self.scratch:  # the run does not exist yet
+            later = f" (moves to {runs_dir() / self.run_id / 'notebooks'} once 03_launch created the run)"
+        print(f"{stage}: {entry['result']} in {entry['seconds']:.1f} s; executed notebook: {entry['notebook']}{later}")
         _replay(Path(entry["notebook"]))
         if error:
             show_stages(self.stages)
