@@ -166,8 +166,9 @@ def test_shell_metacharacters_cannot_inject(cli, tmp_path):
 
 def test_check_and_the_notebooks_list_problems_alike(cli, tmp_path):
     """One formatter: `grpolab check` prints the blocks and counts a notebook shows as text, errors first."""
-    from grpolab.notebook.display import notebook_words, problems_text
+    from grpolab.notebook.display import problems_text
     from grpolab.notebook.setup import check_recipe
+    from grpolab.problems import ordered
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("defaults: [recipes/glm5_2]\nrollout: {ep: 32}\ndata: {max_response_length: 999999}\n")
@@ -181,4 +182,5 @@ def test_check_and_the_notebooks_list_problems_alike(cli, tmp_path):
     assert "--set rollout.ep=" in proc.stdout and "--set" not in text
     hint = re.search(r'overrides (\["rollout\.ep=[^\]]*\])', text).group(1)
     assert " ".join(f"--set {o}" for o in json.loads(hint)) in proc.stdout
-    assert text in notebook_words(proc.stdout), proc.stdout
+    # and the notebook's check found exactly what check printed
+    assert "\n".join(p.format() for p in ordered(problems)) in proc.stdout, proc.stdout

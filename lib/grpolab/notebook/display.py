@@ -85,21 +85,17 @@ def table_html(headers: list[str], rows: list[list[str]], colours: list[str | No
 ROW_COLOURS = {"error": "#fde0e0", "fail": "#fde0e0", "warning": "#fff4d6", "warn": "#fff4d6", "skip": "#f2f2f2"}
 
 
-# a run of `--set key=value` words (the planner's layout hints in a fix): a notebook passes them as overrides
+# a run of `--set key=value` words in a fix (the planner's layout hints): a notebook passes them as overrides
 _SET_RUN = re.compile(r"--set (?:'[^']*=[^']*'|[^\s=']+=\S*)(?: --set (?:'[^']*=[^']*'|[^\s=']+=\S*))*")
 
 
-def notebook_words(text: str) -> str:
-    """CLI words as notebook users know them: `--set a=1 --set b=2` is `overrides ["a=1", "b=2"]` and a lone
-    `--set` is an override."""
+def in_notebook_words(problem: Problem) -> Problem:
+    """A problem in the words of a notebook user, who passes overrides, not `--set`: in the message `--set a=1` is
+    `override a=1`; in the fix, `--set a=1 --set b=2` is `overrides ["a=1", "b=2"]` (what the parameter takes)."""
     from grpolab.recipe import CLI
 
-    text = _SET_RUN.sub(lambda m: "overrides " + json.dumps(shlex.split(m.group(0))[1::2]), text)
-    return text.replace(f"{CLI} ", "override ")
-
-
-def in_notebook_words(problem: Problem) -> Problem:
-    return dataclasses.replace(problem, message=notebook_words(problem.message), fix=notebook_words(problem.fix))
+    fix = _SET_RUN.sub(lambda m: "overrides " + json.dumps(shlex.split(m.group(0))[1::2]), problem.fix)
+    return dataclasses.replace(problem, message=problem.message.replace(f"{CLI} ", "override "), fix=fix)
 
 
 def problems_text(problems: Iterable[Problem]) -> str:
