@@ -20,7 +20,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grpolab import cluster
 from grpolab import notebook as nb
 from grpolab.problems import InputError
 
@@ -304,11 +303,11 @@ def test_dry_run_of_every_recipe(ray_head, tmp_path, recipe):
     summaries = re.findall(rf"preflight {recipe}: \w+: \d+ fail", text)
     assert 1 <= len(summaries) <= 2  # the summary once: the table's line, and its HTML heading
     scratch = Path(text.split("the executed stage notebooks are in ")[1].split()[0])
+    assert scratch.parent == Path(os.environ["GRPOLAB_RUNS"]) / ".scratch"  # in runs/, like all we write
     copies = sorted(p.name for p in scratch.glob("*.ipynb"))
     assert copies == ["01_setup.ipynb", "02_preflight.ipynb", "03_launch.ipynb"]
     for path in [out, *(scratch / c for c in copies)]:
         assert SECRET not in text_of(path), path
-    shutil.rmtree(scratch)
     assert not [p for p in Path(os.environ["GRPOLAB_RUNS"]).glob(f"{recipe}-*") if (p / "status.json").exists()]
 
 
@@ -423,8 +422,6 @@ def test_nbval_every_notebook(ray_head, tmp_path):
         nbformat.write(book, str(path))
         paths.append(str(path))
     runs = tmp_path / "runs"
-    scratch = tmp_path / "tmp"  # run.ipynb's dry run leaves its stage copies in a temporary folder: this test's
-    scratch.mkdir()
     result = subprocess.run(
         [
             sys.executable,
@@ -445,8 +442,7 @@ def test_nbval_every_notebook(ray_head, tmp_path):
         text=True,
         timeout=540,
         cwd=copies,
-        # the head's state folder stays where the test head's is (it is found under the temporary folder)
-        env=_env(GRPOLAB_RUNS=str(runs), TMPDIR=str(scratch), GRPOLAB_HEAD_DIR=str(cluster.head_dir())),
+        env=_env(GRPOLAB_RUNS=str(runs)),  # run.ipynb's dry run leaves its stage copies in runs/.scratch/
     )
     assert result.returncode == 0, result.stdout[-5000:]
     assert (

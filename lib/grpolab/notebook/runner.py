@@ -128,7 +128,10 @@ class Stages:
             check_new_run_id(params.get("run_id"))
             self.run_id = params.get("run_id") or runs.new_run_id(self.recipe.name)
         label = self.run_id or f"{self.recipe.name}-dry-run"
-        self.scratch = Path(tempfile.mkdtemp(prefix=f"grpolab-{label}-"))
+        # stage copies made before the run exists (a dry run's, all of them): in runs/ too, never in /tmp
+        scratch_root = runs_dir() / ".scratch"
+        scratch_root.mkdir(parents=True, exist_ok=True)
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=scratch_root))
         self.stages: list[dict] = []
         where = (
             f"{runs_dir() / self.run_id / 'notebooks'} (once 03_launch created the run)"
