@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -327,7 +326,6 @@ def test_glm5_2_stops_in_preflight_without_npus(ray_head, tmp_path):
     assert not list(Path(os.environ["GRPOLAB_RUNS"]).glob("glm5_2-*"))  # nothing was launched
     scratch = Path(error.evalue.split("executed notebook: ")[1].split()[0]).parent
     assert sorted(p.name for p in scratch.glob("*.ipynb")) == ["01_setup.ipynb", "02_preflight.ipynb"]
-    shutil.rmtree(scratch)
 
 
 def test_saved_04_monitor_of_a_finished_run_shows_grouped_alerts_and_the_curves(tmp_path):
@@ -484,6 +482,5 @@ def test_run_ipynb_with_plan_adds_the_top_layout(ray_head, tmp_path):
     setup = nbformat.read(str(scratch / "01_setup.ipynb"), as_version=4)
     injected = next(c.source for c in setup.cells if "injected-parameters" in c.metadata.get("tags", []))
     problems = text_of(scratch / "01_setup.ipynb")
-    shutil.rmtree(scratch)
     assert all(o in injected for o in chosen), injected  # 01_setup validated the recipe with the planned layout
     assert "0 error(s)" in problems or "no errors" in problems

@@ -86,7 +86,8 @@ ROW_COLOURS = {"error": "#fde0e0", "fail": "#fde0e0", "warning": "#fff4d6", "war
 
 
 # a run of `--set key=value` words in a fix (the planner's layout hints): a notebook passes them as overrides
-_SET_RUN = re.compile(r"--set (?:'[^']*=[^']*'|[^\s=']+=\S*)(?: --set (?:'[^']*=[^']*'|[^\s=']+=\S*))*")
+_SET = r"--set (?:'[^']*=[^']*'|[^\s=']+=\S*)"  # one `--set key=value`, the pair quoted or not
+_SET_RUN = re.compile(rf"{_SET}(?: {_SET})*")
 
 
 def in_notebook_words(problem: Problem) -> Problem:

@@ -134,7 +134,7 @@ class Stages:
         self.scratch = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=scratch_root))
         self.stages: list[dict] = []
         where = (
-            f"{runs_dir() / self.run_id / 'notebooks'} (once 03_launch created the run)"
+            f"{self.run_dir / 'notebooks'} (once 03_launch created the run)"
             if self.run_id
             else f"{self.scratch} (a dry run has no run directory)"
         )
@@ -247,7 +247,7 @@ class Stages:
         self._collect()
         later = ""
         if self.run_id and Path(entry["notebook"]).parent == self.scratch:  # the run does not exist yet
-            later = f" (moves to {runs_dir() / self.run_id / 'notebooks'} once 03_launch created the run)"
+            later = f" (moves to {self.run_dir / 'notebooks'} once 03_launch created the run)"
         print(f"{stage}: {entry['result']} in {entry['seconds']:.1f} s; executed notebook: {entry['notebook']}{later}")
         _replay(Path(entry["notebook"]))
         if error:
