@@ -27,15 +27,15 @@ def best_of(n: int, fn) -> float:
 
 
 def main() -> int:
-    code = "import time; t = time.perf_counter(); import grpolab.validate; print(time.perf_counter() - t)"
+    code = "import time; t = time.perf_counter(); import grpolab.rules.validate; print(time.perf_counter() - t)"
     imports = [
         float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
         for _ in range(3)
     ]
-    print(f"import grpolab.validate: {min(imports) * 1000:.0f} ms (best of 3)")
+    print(f"import grpolab.rules.validate: {min(imports) * 1000:.0f} ms (best of 3)")
 
-    from grpolab.recipe import load_recipe, recipe_names
-    from grpolab.validate import validate
+    from grpolab.recipe.loader import load_recipe, recipe_names
+    from grpolab.rules.validate import validate
 
     worst = 0.0
     print(f"{'recipe':24} {'load+validate':>14} {'validate only':>14}")

@@ -40,8 +40,8 @@ def timed(fn):
 
 def main() -> int:
     from grpolab.problems import InputError, RecipeError
-    from grpolab.recipe import load_recipe
-    from grpolab.validate import validate
+    from grpolab.recipe.loader import load_recipe
+    from grpolab.rules.validate import validate
 
     load_recipe("tiny")  # warm imports and caches: the figures below are the loader's, not Python's
     with tempfile.TemporaryDirectory() as tmp:

@@ -90,7 +90,7 @@ def _dashboard(tmp: Path, big: Path) -> tuple[float, float, float] | None:
         from grpolab.monitor.dashboard import Dashboard
     except ImportError:  # ipywidgets not installed
         return None
-    from grpolab.runs import create_run
+    from grpolab.jobs.runs import create_run
 
     run = create_run("bench", run_id="dash", root=tmp / "runs")
     run.metrics_file.write_bytes(big.read_bytes())

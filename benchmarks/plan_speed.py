@@ -48,7 +48,7 @@ def main() -> int:
         "is shared; CPU time is what one idle core would take)"
     )
 
-    from grpolab import planner
+    from grpolab.plan import planner
 
     facts = json.loads(FACTS.read_text())
     published = facts["published"]

@@ -79,7 +79,7 @@ def measure(n: int, recipe_name: str, warm: int, env: dict[str, str]) -> dict:
     import ray
 
     from grpolab.preflight import run_preflight
-    from grpolab.recipe import load_recipe
+    from grpolab.recipe.loader import load_recipe
 
     recipe = load_recipe(recipe_name, [f"cluster.nnodes={n}"])
     t0 = time.perf_counter()

@@ -51,7 +51,7 @@ MIN_GAIN = 0.25
 
 def tiny_settings(recipe: str, sets: list[str]) -> TinySettings:
     """The recipe's settings, then `key=value` changes."""
-    from grpolab.recipe import load_recipe
+    from grpolab.recipe.loader import load_recipe
 
     return apply_sets(settings_from_recipe(load_recipe(recipe)), sets)
 

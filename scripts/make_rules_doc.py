@@ -1,4 +1,4 @@
-"""Write docs/rules.md (every rule id, what it checks, its severity, the public report) from grpolab.ruledocs.
+"""Write docs/rules.md (every rule id, what it checks, its severity, the public report) from grpolab.rules.docs.
 
 .venv/bin/python scripts/make_rules_doc.py            # (re)write docs/rules.md
 .venv/bin/python scripts/make_rules_doc.py --check    # exit 1 if docs/rules.md differs from the code
@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from grpolab.ruledocs import markdown
+from grpolab.rules.docs import markdown
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
 

@@ -18,12 +18,14 @@ from pathlib import Path
 
 import pytest
 
-# before grpolab.cluster is imported anywhere: the test head must not collide with a developer's own head, nor
+# before grpolab.jobs.cluster is imported anywhere: the test head must not collide with a developer's own head, nor
 # with the other xdist worker's (gw0, gw1, ...; no xdist: 0). Set, not defaulted: workers inherit the controller's
 # environment.
+# GRPOLAB_TEST_PORT_OFFSET moves every port of a suite, so that two checkouts can run their suites side by side.
 WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
-os.environ["GRPOLAB_RAY_PORT"] = str(6579 + 10 * WORKER)
-os.environ["GRPOLAB_DASHBOARD_PORT"] = str(8465 + 10 * WORKER)
+OFFSET = int(os.environ.get("GRPOLAB_TEST_PORT_OFFSET", "0")) + 10 * WORKER
+os.environ["GRPOLAB_RAY_PORT"] = str(6579 + OFFSET)
+os.environ["GRPOLAB_DASHBOARD_PORT"] = str(8465 + OFFSET)
 os.environ.setdefault("GRPOLAB_RAY_RESOURCES", '{"NPU": 16}')
 os.environ.setdefault("WANDB_MODE", "disabled")
 
@@ -44,7 +46,7 @@ def _isolated_runs(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def ray_head():
     """The embedded local Ray head (started for the session, stopped at its end)."""
-    from grpolab import cluster
+    from grpolab.jobs import cluster
 
     started = not cluster.head_alive()
     ep = cluster.ensure_local_head(progress=lambda *_: None)
@@ -70,7 +72,7 @@ def cli():
     return grpolab
 
 
-USER_PORTS = (6779 + 10 * WORKER, 8779 + 10 * WORKER)  # a user's embedded head, apart from the test head
+USER_PORTS = (6779 + OFFSET, 8779 + OFFSET)  # a user's embedded head, apart from the test head
 
 
 def stop_head(env: dict[str, str]) -> None:

@@ -1,11 +1,10 @@
 """The layers of lib/grpolab point one way, with no import cycles (README, "Architecture").
 
-recipe (schema, loader, model cards, verl's config as data) -> rules -> render -> the one gate (rules + the
-rendered launch composed against verl) and what builds on it (import, plan) -> jobs (Ray job control, run
-records) -> monitor (metrics, alerts, failure causes, plots, following a run; preflight) -> front ends (CLI,
-notebooks). Every import counts, a function-level one included:
-a lazy import hides a loop, it does not remove it. A new module must be placed in a layer here.
-"""
+The folders are the layers: recipe (schema, loader, model cards, pipeline layouts, pins) -> local (the CPU
+trainer) and verl (renderer, verl's config as data, importer) -> rules (every check, the one gate) -> plan ->
+jobs (the head, Ray job control, run records) -> monitor and preflight -> front ends (cli, notebook). Every
+import counts, a function-level one included: a lazy import hides a loop, it does not remove it. A new module
+goes into one of these folders."""
 
 from __future__ import annotations
 
@@ -16,27 +15,15 @@ import pytest
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
 
-# module (or package prefix) -> layer; a module may import only from its own layer or lower ones
+# folder (or loose module) -> layer; a module may import only from its own layer or lower ones. The layers are
+# the folders of lib/grpolab: `ls` shows the architecture.
 LAYERS = {
-    0: (
-        "grpolab",
-        "grpolab.paths",
-        "grpolab.problems",
-        "grpolab.schema",
-        "grpolab.monitor_schema",
-        "grpolab.recipe",
-        "grpolab.modelfacts",
-        "grpolab.pplayout",
-        "grpolab.stack",
-        "grpolab.memory",
-        "grpolab.secrets",
-        "grpolab.verl_schema",
-    ),
-    1: ("grpolab.validate", "grpolab.field_rules", "grpolab.ruledocs", "grpolab.local.mapping"),
-    2: ("grpolab.render", "grpolab.local"),
-    3: ("grpolab.gate", "grpolab.importer", "grpolab.planner"),
-    4: ("grpolab.cluster", "grpolab.runs", "grpolab.launch", "grpolab.job_entry"),
-    5: ("grpolab.monitor", "grpolab.outcome", "grpolab.preflight"),
+    0: ("grpolab", "grpolab.paths", "grpolab.problems", "grpolab.recipe"),
+    1: ("grpolab.local", "grpolab.verl"),
+    2: ("grpolab.rules",),
+    3: ("grpolab.plan",),
+    4: ("grpolab.jobs",),
+    5: ("grpolab.monitor", "grpolab.preflight"),
     6: ("grpolab.cli", "grpolab.notebook", "grpolab.__main__"),
 }
 

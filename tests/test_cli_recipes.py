@@ -13,8 +13,8 @@ import subprocess
 import pytest
 import yaml
 
-from grpolab.recipe import load_recipe
-from grpolab.render import render
+from grpolab.recipe.loader import load_recipe
+from grpolab.verl.render import render
 
 
 def no_traceback(proc):

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpolab import verl_schema
-from grpolab.recipe import load_recipe
-from grpolab.render import render
+from grpolab.recipe.loader import load_recipe
+from grpolab.verl import config as verl_schema
+from grpolab.verl.render import render
 
 UPSTREAM = Path(__file__).parent / "data" / "upstream"
 FACTS = yaml.safe_load((UPSTREAM / "upstream.yaml").read_text())

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from grpolab import field_rules, memory, stack
-from grpolab.gate import check
-from grpolab.modelfacts import model_facts
-from grpolab.recipe import load_card, load_recipe
-from grpolab.render import render
+from grpolab.recipe import memory, stack
+from grpolab.recipe.cards import model_facts
+from grpolab.recipe.loader import load_card, load_recipe
+from grpolab.rules import field_rules
+from grpolab.rules.gate import check
+from grpolab.verl.render import render
 
 MODELS = Path(__file__).parent / "data" / "models"
 QWEN3_NEXT = str(MODELS / "qwen3_next_80b_a3b")
@@ -339,7 +340,7 @@ def test_docs_rules_md_is_generated_from_the_code():
     import sys
 
     from grpolab.problems import RULES
-    from grpolab.ruledocs import RULE_DOCS, markdown
+    from grpolab.rules.docs import RULE_DOCS, markdown
 
     root = Path(__file__).resolve().parents[1]
     run = subprocess.run(

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from grpolab import notebook as nb
-from grpolab.gate import gate
 from grpolab.preflight.local import local_rows
-from grpolab.recipe import load_recipe
+from grpolab.recipe.loader import load_recipe
+from grpolab.rules.gate import gate
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERMILL = Path(sys.executable).with_name("papermill")

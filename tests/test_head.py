@@ -27,7 +27,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from grpolab import cluster
+from grpolab.jobs import cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 GRPOLAB = str(Path(sys.executable).with_name("grpolab"))
@@ -123,7 +123,7 @@ def test_embedded_head_requires_a_token_and_refuses_requests_without_it(ray_head
 def _starter(env: dict) -> subprocess.Popen:
     """A process that starts the head the way a notebook kernel does, in a process group of its own."""
     code = (
-        "from grpolab import cluster\ncluster.ensure_local_head(progress=lambda *_: None)\n"
+        "from grpolab.jobs import cluster\ncluster.ensure_local_head(progress=lambda *_: None)\n"
         "print('READY', flush=True)\nimport time\ntime.sleep(600)\n"
     )
     return subprocess.Popen(
@@ -269,7 +269,7 @@ def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head):
 
 
 def test_job_wrapper_reads_and_deletes_secrets_and_records_its_end_and_log(tmp_path):
-    from grpolab import job_entry
+    from grpolab.jobs import job_entry
 
     run_dir = tmp_path / "run"
     (run_dir / "logs").mkdir(parents=True)
@@ -278,7 +278,7 @@ def test_job_wrapper_reads_and_deletes_secrets_and_records_its_end_and_log(tmp_p
         json.dump({"MY_API_KEY": "s3cret"}, fh)
     code = "import os, sys; print('key', len(os.environ['MY_API_KEY'])); print('cwd', os.getcwd()); sys.exit(3)"
     proc = subprocess.run(
-        [sys.executable, "-m", "grpolab.job_entry", str(run_dir), "--", sys.executable, "-c", code],
+        [sys.executable, "-m", "grpolab.jobs.job_entry", str(run_dir), "--", sys.executable, "-c", code],
         capture_output=True,
         text=True,
         timeout=60,
@@ -293,7 +293,7 @@ def test_job_wrapper_reads_and_deletes_secrets_and_records_its_end_and_log(tmp_p
 
 def _orphan_run(root: Path, run_id: str, record: dict | None):
     """A run submitted to an embedded head that is gone, with the job record it left (or none)."""
-    from grpolab import runs
+    from grpolab.jobs import runs
 
     run = runs.create_run("tiny", run_id=run_id, root=root)
     run.write_status(state="RUNNING", job_id=run_id, ray_address="http://127.0.0.1:1", embedded=True)
@@ -315,7 +315,7 @@ def _orphan_run(root: Path, run_id: str, record: dict | None):
     ids=["succeeded", "failed", "stopped", "no-end-record", "no-record"],
 )
 def test_a_run_whose_head_is_gone_ends_from_its_own_record(tmp_path, monkeypatch, record, state):
-    from grpolab import launch
+    from grpolab.jobs import launch
 
     monkeypatch.setattr(cluster, "head_alive", lambda timeout=2.0: False)  # the head is gone
     run = _orphan_run(tmp_path, "orphan", record)
@@ -333,7 +333,7 @@ def test_a_run_whose_head_is_gone_ends_from_its_own_record(tmp_path, monkeypatch
 def test_a_run_whose_head_is_gone_but_whose_job_goes_on_here_stays_running_and_can_be_stopped(tmp_path, monkeypatch):
     import socket
 
-    from grpolab import launch
+    from grpolab.jobs import launch
 
     monkeypatch.setattr(cluster, "head_alive", lambda timeout=2.0: False)
     job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])

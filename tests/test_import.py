@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpolab import verl_schema
-from grpolab.importer import ImportFailed, record
-from grpolab.recipe import load_recipe
-from grpolab.render import render
+from grpolab.recipe.loader import load_recipe
+from grpolab.verl import config as verl_schema
+from grpolab.verl.importer import ImportFailed, record
+from grpolab.verl.render import render
 
 DATA = Path(__file__).parent / "data"
 SCRIPT = DATA / "import" / "run_qwen3_8b_grpo_npu.sh"

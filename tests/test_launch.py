@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from grpolab import launch, runs
+from grpolab.jobs import launch, runs
 from grpolab.monitor.progress import wait
 from grpolab.monitor.summary import failure_of
-from grpolab.recipe import load_recipe
+from grpolab.recipe.loader import load_recipe
 
 SMALL = ["trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10"]
 SECRET = "sekrit-value-123"
@@ -32,7 +32,7 @@ def wait_for(predicate, timeout=180.0, every=1.0):
 
 
 def test_tiny_job_writes_verl_format_metrics_and_a_clean_record(ray_head, _isolated_runs, monkeypatch):
-    from grpolab import gate
+    from grpolab.rules import gate
 
     recipe = load_recipe("tiny", [*SMALL, f"env.MY_API_KEY={SECRET}"])
     gated = []

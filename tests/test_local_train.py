@@ -16,7 +16,7 @@ import pytest
 
 from grpolab.local import metrics, task
 from grpolab.local.mapping import grpo_config_kwargs, settings_from_recipe, unsupported
-from grpolab.recipe import load_recipe, recipe_dict
+from grpolab.recipe.loader import load_recipe, recipe_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -178,7 +178,7 @@ def test_unsupported_ignores_other_engines() -> None:
 
 
 def test_real_recipe_maps_when_the_loader_is_there() -> None:
-    recipe_mod = pytest.importorskip("grpolab.recipe")
+    recipe_mod = pytest.importorskip("grpolab.recipe.loader")
     if not (ROOT / "params" / "recipes" / "tiny.yaml").is_file():
         pytest.skip("no tiny recipe yet")
     recipe = recipe_mod.load_recipe("tiny")

@@ -9,9 +9,9 @@ import sys
 import pytest
 
 import grpolab.cli
+from grpolab.jobs.runs import create_run
 from grpolab.monitor import plot_curves, summary, synthetic
 from grpolab.monitor.alerts import Alert
-from grpolab.runs import create_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -148,7 +148,7 @@ def test_unwritable_png_is_a_note_not_a_crash(runs_root, cli, capsys, tmp_path):
 
 
 def test_refresh_uses_launch_when_present_and_survives_its_errors(runs_root, monkeypatch):
-    from grpolab import launch  # its Ray calls are replaced: there is no job behind this run
+    from grpolab.jobs import launch  # its Ray calls are replaced: there is no job behind this run
 
     run = create_run("tiny", run_id="live")
     run.write_status(state="RUNNING", job_id="raysubmit_1")

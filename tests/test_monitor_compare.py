@@ -7,8 +7,8 @@ import json
 import pytest
 
 import grpolab.cli
+from grpolab.jobs.runs import create_run
 from grpolab.monitor import compare, synthetic
-from grpolab.runs import create_run
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from grpolab.jobs.runs import create_run
 from grpolab.monitor import synthetic
-from grpolab.runs import create_run
 
 pytest.importorskip("ipywidgets")
 pytest.importorskip("IPython")
@@ -31,7 +31,7 @@ def test_dashboard_refreshes_until_the_job_ends_and_stops_it(runs_root, monkeypa
         return r.write_status(state="STOPPED")
 
     # no Ray job behind this run: the launch module's Ray calls are replaced, the dashboard's code is not
-    from grpolab import launch
+    from grpolab.jobs import launch
 
     monkeypatch.setattr(launch, "stop_run", stop_run)
     monkeypatch.setattr(launch, "refresh_status", lambda r: r.status())
@@ -50,7 +50,7 @@ def test_dashboard_refreshes_until_the_job_ends_and_stops_it(runs_root, monkeypa
     assert "step 25" in dash.status.value and dash.monitor.view._tail.offset > offset_before
     assert dash.bar.value == 25 and dash.bar.max == 40 and "step 25/40" in dash.status.value
 
-    dash.stop_button.click()  # the button calls grpolab.launch.stop_run, then refreshes
+    dash.stop_button.click()  # the button calls grpolab.jobs.launch.stop_run, then refreshes
     assert stopped == ["dash"]
     assert "STOPPED" in dash.status.value and dash.stop_button.disabled and dash.finished
     dash.start(background=False)  # a finished run: one refresh, then the loop ends by itself
@@ -79,10 +79,10 @@ def test_background_thread_stops_on_request(runs_root):
 
 
 def test_alerts_grouped_by_rule_with_advice_once_and_collapsible(runs_root, monkeypatch):
-    from grpolab import launch
+    from grpolab.jobs import launch
     from grpolab.monitor.alerts import ADVICE
     from grpolab.monitor.dashboard import Dashboard
-    from grpolab.recipe import load_recipe, to_yaml
+    from grpolab.recipe.loader import load_recipe, to_yaml
 
     run = create_run("tiny", run_id="grouped")
     (run.path / "recipe.yaml").write_text(to_yaml(load_recipe("tiny")))  # as launch writes it
@@ -112,7 +112,7 @@ class _Handle:
 
 
 def test_a_finished_run_leaves_a_picture_and_one_line_instead_of_the_widgets(runs_root, monkeypatch):
-    from grpolab import launch
+    from grpolab.jobs import launch
     from grpolab.monitor.dashboard import Dashboard
 
     run = create_run("tiny", run_id="ended")

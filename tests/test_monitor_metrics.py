@@ -7,9 +7,9 @@ import math
 
 import pytest
 
+from grpolab.jobs.runs import RunNotFound, create_run
 from grpolab.monitor import synthetic
 from grpolab.monitor.metrics import MetricsView, load, parse_console_line, parse_console_value
-from grpolab.runs import RunNotFound, create_run
 
 
 @pytest.fixture

@@ -67,8 +67,8 @@ def test_nothing_logged_yet_prints_nothing_until_the_end(tmp_path):
 def test_follow_prints_progress_lines_then_the_state(tmp_path, monkeypatch):
     """notebook.follow headless: the monitor's wait is the only thing replaced (no Ray here)."""
     from grpolab import notebook as nb
+    from grpolab.jobs.runs import Run
     from grpolab.monitor import progress as progress_module
-    from grpolab.runs import Run
 
     run = Run(tmp_path / "run-a")
     run.path.mkdir()
@@ -96,8 +96,8 @@ class _Empty:
 
 def test_follow_while_reads_the_run_files_until_the_other_kernel_is_done(tmp_path):
     """run.ipynb's monitor stage: progress from status.json and metrics.jsonl while 04_monitor runs elsewhere."""
+    from grpolab.jobs.runs import create_run
     from grpolab.monitor.progress import follow_while
-    from grpolab.runs import create_run
 
     run = create_run("tiny", run_id="run-b", root=tmp_path)
     run.write_status(state="RUNNING", total_steps=20)

@@ -56,14 +56,14 @@ def test_a_recipe_overrides_only_what_fits_it():
 
 
 def test_a_run_uses_the_thresholds_of_its_recipe(tmp_path):
-    from grpolab.recipe import load_recipe, to_yaml
-    from grpolab.runs import Run
+    from grpolab.jobs.runs import Run
+    from grpolab.recipe.loader import load_recipe, to_yaml
 
     (tmp_path / "recipe.yaml").write_text(to_yaml(load_recipe("tiny", ["monitor.alerts.kl_spike.factor=12"])))
     th = thresholds_for(Run(tmp_path))
     assert th.alerts.kl_spike.factor == 12 and th.source == f"{tmp_path / 'recipe.yaml'} (monitor:)"
     assert thresholds_for(Run(tmp_path / "elsewhere")).source == load_thresholds().source  # no recipe: base
-    from grpolab.runs import create_run
+    from grpolab.jobs.runs import create_run
 
     old = create_run("tiny", run_id="old-run", root=tmp_path)  # recorded before recipes had `monitor:`: by name
     (old.path / "recipe.yaml").write_text("trainer: {seed: 1}\n")

@@ -195,7 +195,7 @@ def test_load_names_the_closest_recipe_and_the_bad_override():
     with pytest.raises(nb.NotebookStop, match=r"(?s)does not fit the schema.*rollout\.tp = x.*override rollout\.tp=x"):
         nb.load("tiny", ["rollout.tp=x"])
     with pytest.raises(InputError):  # the library's own error is untouched
-        from grpolab.recipe import load_recipe
+        from grpolab.recipe.loader import load_recipe
 
         load_recipe("tinny")
 
@@ -331,9 +331,9 @@ def test_glm5_2_stops_in_preflight_without_npus(ray_head, tmp_path):
 def test_saved_04_monitor_of_a_finished_run_shows_grouped_alerts_and_the_curves(tmp_path):
     """No Ray: a finished run is shown from its files. Reopened with nbformat (no kernel), the saved notebook holds
     the curves as an image, the alerts grouped by rule in <details> once, and the thresholds that applied."""
+    from grpolab.jobs.runs import create_run
     from grpolab.monitor import synthetic
-    from grpolab.recipe import load_recipe, to_yaml
-    from grpolab.runs import create_run
+    from grpolab.recipe.loader import load_recipe, to_yaml
 
     runs = tmp_path / "runs"
     run = create_run("tiny", run_id="tiny-done", root=runs)

@@ -8,12 +8,12 @@ import subprocess
 import pytest
 import yaml
 
-from grpolab.gate import check
 from grpolab.paths import params_dir
 from grpolab.problems import errors
-from grpolab.recipe import load_card, load_recipe, merge_layers
-from grpolab.render import render, to_sh
-from grpolab.schema import Recipe
+from grpolab.recipe.loader import load_card, load_recipe, merge_layers
+from grpolab.recipe.schema import Recipe
+from grpolab.rules.gate import check
+from grpolab.verl.render import render, to_sh
 
 FILES = sorted(p.relative_to(params_dir()).as_posix() for p in params_dir().rglob("*.yaml"))
 
@@ -44,13 +44,13 @@ def test_every_params_file_loads_and_validates(rel, tmp_path):
         script.write_text(to_sh(launch, recipe))
         subprocess.run(["bash", "-n", str(script)], check=True)
     elif folder == "engines":  # one engine's own section, layered only by the recipes of that engine
-        from grpolab.schema import Local
+        from grpolab.recipe.schema import Local
 
         data = yaml.safe_load(path.read_text())
         assert list(data) == ["local"] and path.stem == "trl"
         Local.model_validate(data["local"])
     elif rel == "stack_rules.yaml":
-        from grpolab.field_rules import table_faults
+        from grpolab.rules.field_rules import table_faults
 
         assert not table_faults()
     else:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from grpolab import planner
-from grpolab.gate import check
+from grpolab.plan import planner
 from grpolab.problems import errors
-from grpolab.validate import validate
+from grpolab.rules.gate import check
+from grpolab.rules.validate import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 GRPOLAB = str(Path(sys.executable).with_name("grpolab"))
@@ -59,7 +59,7 @@ def test_glm5_2_on_32x16_lists_the_upstream_layouts(glm_all):
 
 def test_glm5_2_layouts_keep_the_dsa_stage_rule(glm_all):
     """Every pipeline layout listed for GLM-5.2 starts its stages on layers the shared DSA indexer allows."""
-    from grpolab import pplayout
+    from grpolab.recipe import pplayout
 
     _, doc = glm_all
     layouts = {lay["train"]["pp_layout"] for lay in doc["layouts"] if lay["train"]["pp"] > 1}

@@ -284,7 +284,7 @@ def test_embedded_head_tiny_passes_and_glm5_2_fails_cleanly(cli):
     Runs only when that head already runs (in a full test session, the launch tests start it): this file never
     starts or stops it, since stopping it (`ray stop --force`) would take down every Ray process on the machine.
     """
-    from grpolab import cluster
+    from grpolab.jobs import cluster
 
     if not cluster.dashboard_alive(cluster.embedded_endpoint().dashboard):
         pytest.skip("the embedded Ray head is not running (the full test session starts it for test_launch)")

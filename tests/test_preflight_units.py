@@ -25,7 +25,7 @@ from grpolab.preflight import node as N  # noqa: E402
 from grpolab.preflight.remote import device_rows  # noqa: E402
 from grpolab.preflight.report import FAIL, OK, SKIP, WARN, PreflightReport, Row  # noqa: E402
 from grpolab.preflight.spec import node_spec, required_env  # noqa: E402
-from grpolab.recipe import load_recipe  # noqa: E402
+from grpolab.recipe.loader import load_recipe  # noqa: E402
 
 
 def base_spec(**changes) -> dict:

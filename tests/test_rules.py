@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from grpolab.gate import check
 from grpolab.problems import RULES
+from grpolab.rules.gate import check
 
 # a Gated DeltaNet model given by its config.json only (no card): the rules read its facts from the file
 QWEN3_NEXT = str(Path(__file__).parent / "data" / "models" / "qwen3_next_80b_a3b")
@@ -109,7 +109,7 @@ CASES = {
         ("tiny", ["rollout.nn=4"]),
         ("qwen3_30b_a3b", ["train.tp=two"]),
     ],
-    # learned from real failures (grpolab.field_rules; more cases and known-good layouts: tests/test_field_rules.py)
+    # learned from real failures (grpolab.rules.field_rules; more cases and known-good layouts: tests/test_field_rules.py)
     "rollout-node": [
         ("glm5_2", ["rollout.tp=32", "rollout.dp=2"]),
         ("qwen3_8b", ["cluster.nnodes=4", "rollout.tp=16", "rollout.dp=2"]),
@@ -259,7 +259,7 @@ def test_validation_imports_no_heavy_package():
     import sys
 
     code = (
-        "import sys; from grpolab.gate import check; check('glm5_2', verl=False); "
+        "import sys; from grpolab.rules.gate import check; check('glm5_2', verl=False); "
         "print(sorted(m for m in ('torch', 'ray', 'verl', 'torch_npu', 'vllm') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -39,7 +39,7 @@ RULES = (
     "verl-schema",
     "unknown-override",
     "memory",
-    # learned from real failures (grpolab.field_rules, params/stack_rules.yaml)
+    # learned from real failures (grpolab.rules.field_rules, params/stack_rules.yaml)
     "rollout-node",
     "dispatch-chunk",
     "vpp-microbatches",
@@ -54,7 +54,7 @@ RULES = (
     "known-bad",
 )
 
-RULES += ("override-shadows",)  # a verl_overrides key replacing what a first-class field renders (grpolab.gate)
+RULES += ("override-shadows",)  # a verl_overrides key replacing what a first-class field renders (grpolab.rules.gate)
 
 
 @dataclass(frozen=True)

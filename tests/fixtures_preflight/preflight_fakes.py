@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from grpolab.recipe import load_card
+from grpolab.recipe.loader import load_card
 
 NPU_SMI_910B = """\
 +------------------------------------------------------------------------------------------------+
@@ -48,7 +48,7 @@ def write_npu_smi(bindir: Path, text: str = NPU_SMI_910B) -> Path:
 
 
 def write_dist(site: Path, name: str, version: str) -> None:
-    """A package's metadata only (what grpolab.stack.installed reads): <site>/<name>-<version>.dist-info/METADATA."""
+    """A package's metadata only (what grpolab.recipe.stack.installed reads): <site>/<name>-<version>.dist-info/METADATA."""
     folder = site / f"{name.replace('-', '_')}-{version}.dist-info"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")

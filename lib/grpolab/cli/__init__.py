@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: one line, not a traceback; GRPOLAB_DEBUG=1 shows where
         if os.environ.get("GRPOLAB_DEBUG"):
             raise
-        from grpolab.cluster import ClusterError
+        from grpolab.jobs.cluster import ClusterError
 
         if isinstance(exc, ClusterError):
             return _fail(verb, str(exc), 1, as_json)

@@ -18,15 +18,15 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.gate import check
     from grpolab.problems import InputError, errors
+    from grpolab.rules.gate import check
 
     try:
         recipe, problems = check(args.recipe, args.overrides, verl=not args.no_verl)
     except InputError as exc:
         raise UsageError(str(exc)) from None
     if recipe is not None:
-        from grpolab.planner import with_layout_fixes  # a layout error's fix names the nearest whole valid layouts
+        from grpolab.plan.planner import with_layout_fixes  # a layout error's fix names the nearest whole valid layouts
 
         problems = with_layout_fixes(recipe, problems)
     name = recipe.name if recipe else args.recipe

@@ -28,7 +28,7 @@ def add_set_arg(parser: argparse.ArgumentParser, example: str = "rollout.tp=16")
 
 def load(args: argparse.Namespace):
     """The validated recipe, or UsageError (exit 2) for bad input; schema problems print and exit 1."""
-    from grpolab.recipe import load_recipe
+    from grpolab.recipe.loader import load_recipe
 
     try:
         return load_recipe(args.recipe, args.overrides)

@@ -46,10 +46,10 @@ def parse_steps(text: str) -> tuple[int, int]:
 
 def main(args) -> int:
     from grpolab.cli import UsageError
+    from grpolab.jobs.runs import RunNotFound
     from grpolab.monitor.compare import compare
     from grpolab.monitor.summary import open_run
     from grpolab.monitor.thresholds import ThresholdsError, load_thresholds
-    from grpolab.runs import RunNotFound
 
     steps = parse_steps(args.steps) if args.steps is not None else None
     try:

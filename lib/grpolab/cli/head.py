@@ -18,7 +18,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab import cluster
+    from grpolab.jobs import cluster
 
     if args.action == "start":
         try:

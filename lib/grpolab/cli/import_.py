@@ -38,10 +38,10 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.importer import import_script, recipe_yaml
     from grpolab.paths import params_dir
     from grpolab.problems import InputError, errors
     from grpolab.problems import report as problem_report
+    from grpolab.verl.importer import import_script, recipe_yaml
 
     try:
         imported = import_script(args.script, name=args.name, device=args.device)
@@ -91,9 +91,9 @@ def main(args) -> int:
 
 
 def _check(path: Path) -> list:
-    from grpolab.gate import gate
     from grpolab.problems import RecipeError
-    from grpolab.recipe import load_recipe
+    from grpolab.recipe.loader import load_recipe
+    from grpolab.rules.gate import gate
 
     try:
         return gate(load_recipe(path))

@@ -11,7 +11,7 @@ def register(sub) -> None:
 def main(args) -> int:
     from grpolab.paths import params_dir
     from grpolab.problems import InputError, RecipeError
-    from grpolab.recipe import describe, load_recipe, recipe_names
+    from grpolab.recipe.loader import describe, load_recipe, recipe_names
 
     for name in recipe_names():
         path = params_dir() / "recipes" / f"{name}.yaml"

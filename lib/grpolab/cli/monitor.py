@@ -33,10 +33,10 @@ def register(sub) -> None:
 
 def main(args) -> int:
     from grpolab.cli import UsageError
+    from grpolab.jobs.runs import RunNotFound
     from grpolab.monitor.plots import plot_curves
     from grpolab.monitor.summary import RunMonitor, format_summary
     from grpolab.monitor.thresholds import ThresholdsError
-    from grpolab.runs import RunNotFound
 
     if args.png and args.no_png:
         raise UsageError("--png and --no-png contradict each other: pass one of them")

@@ -1,7 +1,7 @@
 """`grpolab plan MODEL|RECIPE [--nodes N] [--hardware P] [--set k=v ...] [--top K | --all] [--write NAME] [--json]`.
 
 Every parallel layout of the model on the cluster that passes every rule, ranked by an ESTIMATED step time
-(grpolab.planner's cost model, constants in params/hardware/). Exit 0 with at least one valid layout, 1 when
+(grpolab.plan.planner's cost model, constants in params/hardware/). Exit 0 with at least one valid layout, 1 when
 none fits (it names the smallest cluster that does) or the recipe has errors no layout fixes, 2 for bad input.
 """
 
@@ -34,8 +34,8 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab import planner
     from grpolab.cli.common import print_problems
+    from grpolab.plan import planner
     from grpolab.problems import InputError, RecipeError
 
     if args.nodes is not None and args.nodes < 1:
@@ -91,7 +91,7 @@ def main(args) -> int:
 
 
 def _print(recipe, p, listed, best, written) -> None:
-    from grpolab import planner
+    from grpolab.plan import planner
 
     c = recipe.cluster
     print(

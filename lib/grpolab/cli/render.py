@@ -16,9 +16,9 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.gate import gate
     from grpolab.problems import errors
-    from grpolab.render import render, to_json, to_sh
+    from grpolab.rules.gate import gate
+    from grpolab.verl.render import render, to_json, to_sh
 
     recipe = load(args)
     problems = errors(gate(recipe))
@@ -31,7 +31,7 @@ def main(args) -> int:
     if not args.show_secrets:  # masked by name in env, and by value wherever else a secret would show
         import dataclasses
 
-        from grpolab.secrets import redact_env, redact_text, secret_values
+        from grpolab.jobs.secrets import redact_env, redact_text, secret_values
 
         values = secret_values(launch.env, recipe.secrets)
         env = {k: redact_text(v, values) for k, v in redact_env(launch.env, recipe.secrets).items()}

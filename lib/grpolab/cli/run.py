@@ -27,8 +27,8 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab import cluster, launch, runs
-    from grpolab.outcome import describe_outcome
+    from grpolab.jobs import cluster, launch, runs
+    from grpolab.monitor.outcome import describe_outcome
 
     if args.run_id is not None:  # a dry run too: the id a user would launch with must be usable
         try:

@@ -38,7 +38,7 @@ def register(sub) -> None:
 
 
 def _run(ref):
-    from grpolab.runs import RunNotFound, resolve_run
+    from grpolab.jobs.runs import RunNotFound, resolve_run
 
     try:
         return resolve_run(ref)
@@ -47,7 +47,7 @@ def _run(ref):
 
 
 def list_main(args) -> int:
-    from grpolab.runs import list_runs
+    from grpolab.jobs.runs import list_runs
 
     runs = list_runs()
     if not runs:
@@ -64,8 +64,8 @@ def list_main(args) -> int:
 def status_main(args) -> int:
     import json
 
-    from grpolab.launch import refresh_status
-    from grpolab.outcome import describe_outcome
+    from grpolab.jobs.launch import refresh_status
+    from grpolab.monitor.outcome import describe_outcome
 
     run = _run(args.run)
     status = refresh_status(run)
@@ -79,7 +79,7 @@ def status_main(args) -> int:
 
 
 def logs_main(args) -> int:
-    from grpolab.launch import refresh_status
+    from grpolab.jobs.launch import refresh_status
 
     run = _run(args.run)
     refresh_status(run)
@@ -92,8 +92,8 @@ def logs_main(args) -> int:
 
 
 def stop_main(args) -> int:
-    from grpolab.cluster import ClusterError
-    from grpolab.launch import NothingToStop, stop_run
+    from grpolab.jobs.cluster import ClusterError
+    from grpolab.jobs.launch import NothingToStop, stop_run
 
     run = _run(args.run)
     try:

@@ -13,8 +13,8 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.recipe import to_yaml
-    from grpolab.secrets import redact_env, redact_text, secret_values
+    from grpolab.jobs.secrets import redact_env, redact_text, secret_values
+    from grpolab.recipe.loader import to_yaml
 
     recipe = load(args)
     if args.show_secrets:

@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from grpolab.recipe.dotted import get_dotted
+
 # verl's loss aggregation modes and the TRL loss type that aggregates the same way.
 LOSS_AGG_TO_TRL = {
     "token-mean": "dapo",
@@ -226,28 +228,28 @@ def unsupported(recipe: Any) -> list[tuple[str, Any, str]]:
     """(dotted key, value, reason) for recipe fields the TRL engine cannot honour: rule `engine-support`.
 
     Only for `train.engine: trl` (other engines: []). The device, world size, model parallelism and rollout
-    engine are checked by grpolab.validate itself; this lists what depends on TRL's GRPO implementation:
+    engine are checked by grpolab.rules.validate itself; this lists what depends on TRL's GRPO implementation:
     the algorithm's options and the batch geometry.
     """
-    if _dotted(recipe, "train.engine") not in (None, "trl"):
+    if get_dotted(recipe, "train.engine") not in (None, "trl"):
         return []
-    algo = _get(recipe, "algorithm")
+    algo = get_dotted(recipe, "algorithm")
     out: list[tuple[str, Any, str]] = []
 
-    mode = _get(algo, "loss_agg_mode")
+    mode = get_dotted(algo, "loss_agg_mode")
     if mode is not None and mode not in LOSS_AGG_TO_TRL:
         out.append(
             ("algorithm.loss_agg_mode", mode, f"TRL has no loss type for it; TRL covers {', '.join(LOSS_AGG_TO_TRL)}")
         )
-    kl_type = _get(algo, "kl_loss_type")
-    if _get(algo, "use_kl_loss") is not False and kl_type is not None and kl_type not in TRL_KL_TYPES:
+    kl_type = get_dotted(algo, "kl_loss_type")
+    if get_dotted(algo, "use_kl_loss") is not False and kl_type is not None and kl_type not in TRL_KL_TYPES:
         out.append(("algorithm.kl_loss_type", kl_type, "TRL's KL penalty is low_var_kl (k3) only"))
-    adv = _get(algo, "adv_estimator")
+    adv = get_dotted(algo, "adv_estimator")
     if adv is not None and adv != "grpo":
         out.append(("algorithm.adv_estimator", adv, "TRL's GRPOTrainer computes GRPO advantages only"))
-    if _get(algo, "use_kl_in_reward"):
+    if get_dotted(algo, "use_kl_in_reward"):
         out.append(("algorithm.use_kl_in_reward", True, "TRL has no KL penalty in the reward, only in the loss"))
-    overrides = _get(recipe, "verl_overrides")
+    overrides = get_dotted(recipe, "verl_overrides")
     if overrides:
         out.append(("verl_overrides", dict(overrides), "raw verl overrides have no meaning for the TRL engine"))
     values, missing = recipe_values(recipe)
@@ -268,12 +270,12 @@ def recipe_values(recipe: Any) -> tuple[dict[str, Any], list[str]]:
     values: dict[str, Any] = {}
     missing: list[str] = []
     for field, dotted in [*RECIPE_FIELDS.items(), *((key, f"local.{key}") for key in LOCAL_FIELDS)]:
-        value = _dotted(recipe, dotted)
+        value = get_dotted(recipe, dotted)
         if value is None:
             missing.append(dotted)
         else:
             values[field] = value
-    logger = _dotted(recipe, "trainer.logger")
+    logger = get_dotted(recipe, "trainer.logger")
     if logger is None:
         missing.append("trainer.logger")
     else:
@@ -330,18 +332,3 @@ LOCAL_FIELDS = (
     "max_train_seconds",
     "lr_schedule",
 )
-
-
-def _get(obj: Any, key: str) -> Any:
-    """obj.key or obj[key]; None when obj is None or lacks it (pydantic models and dicts alike)."""
-    if obj is None:
-        return None
-    if isinstance(obj, dict):
-        return obj.get(key)
-    return getattr(obj, key, None)
-
-
-def _dotted(obj: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        obj = _get(obj, part)
-    return obj

@@ -76,13 +76,13 @@ def load_settings(run_dir: Path, recipe_path: Path | None = None, sets: Sequence
 
 
 def _read_recipe(path: Path) -> Any:
-    """The resolved recipe: through grpolab.recipe when it loads it, else the plain YAML mapping.
+    """The resolved recipe: through grpolab.recipe.loader when it loads it, else the plain YAML mapping.
 
     recipe.yaml in a run directory is already fully resolved, so reading it as data is enough; going
     through the loader first keeps its type checks when they are available.
     """
     try:
-        from grpolab.recipe import load_recipe
+        from grpolab.recipe.loader import load_recipe
 
         return load_recipe(str(path))
     except ImportError:

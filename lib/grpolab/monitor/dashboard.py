@@ -24,9 +24,9 @@ import threading
 import time
 from pathlib import Path
 
+from grpolab.jobs.runs import TERMINAL_STATES
 from grpolab.monitor.progress import Progress
 from grpolab.monitor.summary import RunMonitor, format_html, format_summary
-from grpolab.runs import TERMINAL_STATES
 
 _COLOURS = {"FAILED": "#d62728", "LOST": "#d62728", "SUCCEEDED": "#2ca02c", "STOPPED": "#7f7f7f"}
 
@@ -55,7 +55,7 @@ class Dashboard:
             description="Stop run",
             button_style="danger",
             icon="stop",
-            tooltip="Stop the Ray job (grpolab.launch.stop_run)",
+            tooltip="Stop the Ray job (grpolab.jobs.launch.stop_run)",
         )
         self.stop_button.on_click(self._on_stop)
         self.smoothing = widgets.FloatSlider(
@@ -197,7 +197,7 @@ class Dashboard:
         self._halt.set()
 
     def _on_stop(self, _button=None) -> None:
-        from grpolab import launch
+        from grpolab.jobs import launch
 
         self.stop_button.disabled = True
         try:

@@ -21,7 +21,7 @@ import re
 from bisect import bisect_right
 from dataclasses import asdict, dataclass, field
 
-from grpolab.job_entry import ANSI
+from grpolab.jobs.job_entry import ANSI
 
 _MAX_EVIDENCE = 5
 _MAX_LINE = 400  # evidence lines are cut here: a log line can hold a whole tensor dump

@@ -32,8 +32,8 @@ from collections.abc import Iterable
 from itertools import compress
 from pathlib import Path
 
-from grpolab.job_entry import ANSI
-from grpolab.runs import Run, resolve_run
+from grpolab.jobs.job_entry import ANSI
+from grpolab.jobs.runs import Run, resolve_run
 
 try:  # orjson parses 5x faster than json when present (it comes with verl's tensordict); never required
     from orjson import loads as _fast_loads
@@ -475,7 +475,7 @@ def load(ref, root: Path | None = None) -> MetricsView:
     """A MetricsView, read to the end: `ref` is a run id, a run directory, a Run, a metrics file (any name;
     `.log`/`.txt`/`.out` files are read as verl console output) or a MetricsView (refreshed and returned).
 
-    Raises grpolab.runs.RunNotFound when `ref` names nothing.
+    Raises grpolab.jobs.runs.RunNotFound when `ref` names nothing.
     """
     if isinstance(ref, MetricsView):
         ref.refresh()

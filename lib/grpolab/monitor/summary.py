@@ -7,7 +7,7 @@
 `RunMonitor` keeps its MetricsView between updates, so a live dashboard reads only new bytes each time;
 `summary` is a one-shot RunMonitor.
 
-The job's state comes from grpolab.launch.refresh_status(run) when the launch module provides it (it asks Ray
+The job's state comes from grpolab.jobs.launch.refresh_status(run) when the launch module provides it (it asks Ray
 and appends new logs to logs/job.log); otherwise, or when Ray cannot be reached, from status.json as it is.
 JSON output writes NaN/inf as the strings "nan"/"inf"/"-inf" (they are not JSON numbers).
 """
@@ -20,11 +20,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from grpolab.jobs.runs import TERMINAL_STATES, Run, RunNotFound, resolve_run
 from grpolab.monitor.alerts import Alert, alerts, group, json_number
 from grpolab.monitor.failures import Failure, classify_failure
 from grpolab.monitor.metrics import CONSOLE_SUFFIXES, KEY_METRICS, MetricsView
 from grpolab.monitor.thresholds import Thresholds, load_thresholds, thresholds_for
-from grpolab.runs import TERMINAL_STATES, Run, RunNotFound, resolve_run
 
 _WIDTH = 110  # text output wraps long messages here; evidence lines are printed as they are
 _LOG_TAIL_BYTES = 2 << 20  # failure causes sit at the end of a log; a big run's log can be gigabytes
@@ -52,8 +52,8 @@ def open_run(ref, root: Path | None = None) -> tuple[Run, MetricsView]:
 
 
 def _refresh_status(run: Run) -> tuple[dict, str | None]:
-    """Ask Ray through grpolab.launch when it can; fall back to status.json as it is."""
-    from grpolab import launch
+    """Ask Ray through grpolab.jobs.launch when it can; fall back to status.json as it is."""
+    from grpolab.jobs import launch
 
     try:
         return (launch.refresh_status(run) or run.status()), None

@@ -1,4 +1,4 @@
-"""Which thresholds the monitor applies: the `monitor:` section of a recipe (grpolab.monitor_schema).
+"""Which thresholds the monitor applies: the `monitor:` section of a recipe (grpolab.recipe.monitor_schema).
 
 The numbers have one home, params/base.yaml (section `monitor:`, documented value by value); a recipe overrides
 what fits it (params/recipes/tiny.yaml). This module finds the section that applies and validates it strictly:
@@ -22,7 +22,8 @@ from typing import get_args, get_origin
 import yaml
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
-from grpolab.monitor_schema import (  # noqa: F401  (re-exported: the monitor's callers import them from here)
+from grpolab.paths import params_dir
+from grpolab.recipe.monitor_schema import (  # noqa: F401  (re-exported: the monitor's callers import them from here)
     AlertRules,
     EntropyCollapseRule,
     GateFigure,
@@ -34,7 +35,6 @@ from grpolab.monitor_schema import (  # noqa: F401  (re-exported: the monitor's 
     SpikeRule,
     ThroughputDropRule,
 )
-from grpolab.paths import params_dir
 
 SECTION = "monitor"
 
@@ -162,7 +162,7 @@ def load_thresholds(path: str | Path | None = None) -> Thresholds:
 def from_recipe(ref) -> Thresholds:
     """The thresholds of a recipe (a name under params/recipes or a path), its layers merged."""
     from grpolab.problems import InputError, RecipeError
-    from grpolab.recipe import load_recipe
+    from grpolab.recipe.loader import load_recipe
 
     try:
         recipe = load_recipe(ref)

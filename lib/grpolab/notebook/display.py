@@ -93,7 +93,7 @@ _SET_RUN = re.compile(rf"{_SET}(?: {_SET})*")
 def in_notebook_words(problem: Problem) -> Problem:
     """A problem in the words of a notebook user, who passes overrides, not `--set`: in the message `--set a=1` is
     `override a=1`; in the fix, `--set a=1 --set b=2` is `overrides ["a=1", "b=2"]` (what the parameter takes)."""
-    from grpolab.recipe import CLI
+    from grpolab.recipe.loader import CLI
 
     fix = _SET_RUN.sub(lambda m: "overrides " + json.dumps(shlex.split(m.group(0))[1::2]), problem.fix)
     return dataclasses.replace(problem, message=problem.message.replace(f"{CLI} ", "override "), fix=fix)

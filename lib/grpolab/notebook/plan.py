@@ -23,8 +23,8 @@ from grpolab.problems import InputError, RecipeError
 
 
 def plan_layouts(model: str, nodes: int | None = None, hardware: str | None = None, overrides: Iterable[str] = ()):
-    """grpolab.planner's plan for a recipe or a model card on `nodes` nodes of `hardware`; bad input stops."""
-    from grpolab import planner
+    """grpolab.plan.planner's plan for a recipe or a model card on `nodes` nodes of `hardware`; bad input stops."""
+    from grpolab.plan import planner
 
     if nodes is not None and nodes < 1:
         raise NotebookStop(f"nodes must be a positive number of nodes, got {nodes}")
@@ -41,7 +41,7 @@ def plan_layouts(model: str, nodes: int | None = None, hardware: str | None = No
 
 def show_plan(plan, top: int = 10) -> list:
     """The ranked layouts as a table (every figure an estimate) and the rejected counts; returns them."""
-    from grpolab import planner
+    from grpolab.plan import planner
 
     if top < 1:
         raise NotebookStop(f"top must be at least 1, got {top}")
@@ -91,7 +91,7 @@ def plot_plan(plan, path: str | Path | None = None) -> Path | None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from grpolab import planner
+    from grpolab.plan import planner
 
     every = planner.choices(plan, None)
     if not every:
@@ -151,7 +151,7 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
     import ipywidgets as widgets
     from IPython.display import display
 
-    from grpolab import planner
+    from grpolab.plan import planner
 
     recipe = planner.load(model, None, hardware, list(overrides))
     nodes = widgets.BoundedIntText(value=recipe.cluster.nnodes, min=1, max=4096, description="nodes")
@@ -189,7 +189,7 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
 def plan_verdict(plan, strict: bool = True) -> list[str]:
     """The best layout as overrides (a YAML list for papermill -y); with no valid layout, the smallest cluster
     that fits and a NotebookStop when `strict`."""
-    from grpolab import planner
+    from grpolab.plan import planner
 
     listed = planner.choices(plan, 1)
     if listed and not plan.recipe_errors:

@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from grpolab.job_entry import ANSI
+from grpolab.jobs.job_entry import ANSI
 from grpolab.notebook.display import (
     DRY_RUN_FAILS,
     FOLLOW_EVERY_S,
@@ -112,7 +112,7 @@ class Stages:
     """
 
     def __init__(self, params: dict, notebooks: str | Path | None = None):
-        from grpolab import runs
+        from grpolab.jobs import runs
 
         self.params = params
         self.dry_run = bool(params.get("dry_run"))
@@ -227,8 +227,8 @@ class Stages:
             if stage in NEEDS_RUN and run_dir is not None and run_dir.exists():
                 # the stage's own kernel follows the run; this one shows how far it is meanwhile (a bar in
                 # JupyterLab, a line every FOLLOW_EVERY_S s headless) instead of "running ..." for minutes
+                from grpolab.jobs.runs import Run
                 from grpolab.monitor.progress import follow_while
-                from grpolab.runs import Run
 
                 worker = threading.Thread(target=execute, daemon=True, name=f"grpolab-stage-{stage}")
                 worker.start()
@@ -259,7 +259,7 @@ class Stages:
     def finish(self) -> None:
         """The stage table, where the executed copies are, and for a real run the validation-accuracy curve
         and the final figures."""
-        from grpolab.runs import Run
+        from grpolab.jobs.runs import Run
 
         self._collect()
         show_stages(self.stages)

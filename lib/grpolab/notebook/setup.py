@@ -27,14 +27,14 @@ STAGE_SECRETS_VAR = "GRPOLAB_STAGE_SECRET_OVERRIDES"
 
 
 def _mask_one(text: str, marked: Iterable[str] = ()) -> str:
-    from grpolab.secrets import redact_override
+    from grpolab.jobs.secrets import redact_override
 
     return redact_override(str(text), marked)
 
 
 def mask_overrides(overrides: Iterable[str], marked: Iterable[str] = ()) -> tuple[list[str], dict[str, str]]:
     """(overrides with secret values masked, {masked text: real text}) for the secret ones (by name or marked)."""
-    from grpolab.secrets import is_secret_override
+    from grpolab.jobs.secrets import is_secret_override
 
     marked = list(marked)
     masked, real = [], {}
@@ -62,7 +62,7 @@ def unmask_overrides(overrides: Iterable[str]) -> list[str]:
 def load(model: str, overrides: Iterable[str] = ()):
     """The validated recipe `model` with `overrides` applied; NotebookStop for an unknown recipe, a malformed
     override or a recipe the schema rejects (its problems are shown as a table first)."""
-    from grpolab.recipe import load_recipe, parse_override
+    from grpolab.recipe.loader import load_recipe, parse_override
 
     shown = list(overrides)  # what messages quote: secret overrides from run.ipynb stay masked there
     overrides = unmask_overrides(shown)
@@ -90,22 +90,22 @@ def load(model: str, overrides: Iterable[str] = ()):
 def check_recipe(model: str, overrides: Iterable[str] = ()):
     """(recipe, every problem): the schema, every rule, and the launch composed against the installed verl; a
     layout error's fix names the nearest whole valid layouts, as `grpolab check` says it."""
-    from grpolab.gate import gate
-    from grpolab.planner import with_layout_fixes
+    from grpolab.plan.planner import with_layout_fixes
+    from grpolab.rules.gate import gate
 
     recipe = load(model, overrides)  # unknown recipe, bad override, schema: stop here with the reason
     return recipe, with_layout_fixes(recipe, gate(recipe))
 
 
 def from_script(script: str | None, model: str) -> str:
-    """01_setup's `script`: import a verl launch script (grpolab.importer) and show the recipe and what it could not
+    """01_setup's `script`: import a verl launch script (grpolab.verl.importer) and show the recipe and what it could not
     reproduce. Returns the imported recipe's path, or `model` when no script is given: runs/.imports/NAME.yaml, in
     runs/ like everything the project writes (not a run: `grpolab ls` skips it; `grpolab import` saves the recipe in
     params/recipes/ for good). NotebookStop for a file that is not a launch script."""
     if not script:
         return model
-    from grpolab.importer import import_script as run_import
-    from grpolab.importer import recipe_yaml
+    from grpolab.verl.importer import import_script as run_import
+    from grpolab.verl.importer import recipe_yaml
 
     try:
         imported = run_import(script)
@@ -135,7 +135,7 @@ def from_script(script: str | None, model: str) -> str:
 def check_address(ray_address: str | None) -> None:
     """A malformed Ray address stops the notebook in its validation cell, not minutes later."""
     if ray_address:
-        from grpolab import cluster
+        from grpolab.jobs import cluster
 
         try:
             cluster.parse_address(ray_address)
@@ -147,7 +147,7 @@ def check_new_run_id(run_id: str | None) -> None:
     """A run id the user chose must be a plain folder name that is not taken yet (None: generated later)."""
     if run_id is None:
         return
-    from grpolab import runs
+    from grpolab.jobs import runs
 
     try:
         runs.check_run_id(run_id)
@@ -159,8 +159,8 @@ def check_new_run_id(run_id: str | None) -> None:
 
 def show_recipe(recipe) -> None:
     """The fully resolved recipe as YAML, secrets redacted, with the files it was layered from."""
-    from grpolab.launch import redact
-    from grpolab.recipe import to_yaml
+    from grpolab.jobs.launch import redact
+    from grpolab.recipe.loader import to_yaml
 
     show_text(to_yaml(recipe, env=redact(recipe.env, recipe.secrets)), title=f"resolved recipe {recipe.name}")
 
@@ -168,8 +168,8 @@ def show_recipe(recipe) -> None:
 def redacted_launch(recipe):
     import dataclasses
 
-    from grpolab.launch import redact
-    from grpolab.render import render
+    from grpolab.jobs.launch import redact
+    from grpolab.verl.render import render
 
     launch = render(recipe)
     return dataclasses.replace(launch, env=redact(launch.env, recipe.secrets))
@@ -177,7 +177,7 @@ def redacted_launch(recipe):
 
 def show_launch(recipe) -> None:
     """The rendered launch: entrypoint and overrides, the env (secrets redacted) and the bash script."""
-    from grpolab.render import to_sh
+    from grpolab.verl.render import to_sh
 
     launch = redacted_launch(recipe)
     lines = [f"entrypoint: {launch.command()}", "", "overrides:"]

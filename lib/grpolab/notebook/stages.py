@@ -70,9 +70,9 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
     return None. Errors in the recipe, an unreachable cluster or a taken run id stop the notebook."""
     import json
 
-    from grpolab import cluster
-    from grpolab import launch as launcher
-    from grpolab.render import to_sh
+    from grpolab.jobs import cluster
+    from grpolab.jobs import launch as launcher
+    from grpolab.verl.render import to_sh
 
     try:
         if dry_run:
@@ -106,9 +106,9 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
     """Follow a run until it ends: a progress bar in JupyterLab, else at most one progress line per `every_s`
     seconds (step / total, elapsed, remaining, reward, validation accuracy; grpolab.monitor.progress), then the
     final state. Stops following (the run goes on) when Ray stops answering."""
+    from grpolab.jobs.runs import TERMINAL_STATES
     from grpolab.monitor import load as load_metrics
     from grpolab.monitor.progress import Progress, wait
-    from grpolab.runs import TERMINAL_STATES
 
     if run is None:  # a dry run: nothing was submitted
         return None
@@ -139,7 +139,7 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
 
 def show_head(address: str | None = None) -> None:
     """Whether the embedded local Ray head runs and how to stop it (nothing to say for a remote cluster)."""
-    from grpolab import cluster
+    from grpolab.jobs import cluster
 
     if cluster.resolve(address) is not None:
         print(f"Ray: {cluster.resolve(address).label} (not the embedded head)")
@@ -150,7 +150,7 @@ def show_head(address: str | None = None) -> None:
 def verdict(run, status: dict | None = None, strict: bool = True) -> None:
     """The run's outcome in a few lines (state, reward and accuracy first -> last, cause of a failure);
     NotebookStop when the run FAILED or was STOPPED and `strict`. Nothing for no run (a dry run)."""
-    from grpolab.outcome import describe_outcome
+    from grpolab.monitor.outcome import describe_outcome
 
     if run is None:
         return
@@ -172,7 +172,7 @@ def in_jupyterlab() -> bool:
 
 def find_run(run_id: str | None = None):
     """The run named by `run_id` (run id, run directory or metrics file); None: the latest run."""
-    from grpolab.runs import RunNotFound, list_runs, resolve_run
+    from grpolab.jobs.runs import RunNotFound, list_runs, resolve_run
 
     if run_id is None:
         found = list_runs()
@@ -193,7 +193,7 @@ def find_run(run_id: str | None = None):
 def watch(run, wait: bool = True, live: bool | None = None, interval: float = 5.0):
     """In JupyterLab (live None or True): show the live dashboard and return it (it refreshes itself).
     Headless: follow the run until it ends when `wait` (sparse lines), and return None."""
-    from grpolab.runs import TERMINAL_STATES
+    from grpolab.jobs.runs import TERMINAL_STATES
 
     if interval <= 0:
         raise NotebookStop(f"interval must be a positive number of seconds, got {interval}")
@@ -267,7 +267,7 @@ def plot_val_accuracy(run, path: str | Path | None = None) -> Path | None:
 
 def show_figures(run) -> None:
     """The final figures of a run: first and last reward and validation accuracy, the last step."""
-    from grpolab.outcome import figures
+    from grpolab.monitor.outcome import figures
 
     fig = figures(run)
     rows = []

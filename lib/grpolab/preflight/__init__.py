@@ -7,7 +7,7 @@
 Three groups of rows (see grpolab.preflight.report for the row format and the status values
 ok | warn | fail | skip; `skip` = the check does not apply here, and `detail` says why):
 
-1. local (node "local"): the recipe validates (every grpolab.validate rule: rows `recipe`); the installed
+1. local (node "local"): the recipe validates (every grpolab.rules.validate rule: rows `recipe`); the installed
    verl against `stack.verl` and the renderer's target (`verl`); the rendered overrides composed against the
    installed verl's config (`verl-schema`).                                     -> grpolab.preflight.local
 2. cluster (node "cluster", or the node named): Ray reachable at the address / RAY_ADDRESS / the embedded
@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from grpolab.preflight.report import CLUSTER, FAIL, OK, SKIP, STATUSES, WARN, PreflightReport, Row
-from grpolab.schema import Recipe
+from grpolab.recipe.schema import Recipe
 
 __all__ = ["run_preflight", "PreflightReport", "Row", "OK", "WARN", "FAIL", "SKIP", "STATUSES"]
 
@@ -59,7 +59,7 @@ def run_preflight(
     from grpolab.preflight.local import local_rows, problem_row
     from grpolab.preflight.spec import node_spec
     from grpolab.problems import RecipeError
-    from grpolab.recipe import load_recipe
+    from grpolab.recipe.loader import load_recipe
 
     say = progress or _quiet
     t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Local checks, on the machine that runs preflight: the recipe validates (every rule of grpolab.validate),
+"""Local checks, on the machine that runs preflight: the recipe validates (every rule of grpolab.rules.validate),
 the installed verl against the recipe's `stack.verl` and the renderer's target, and the rendered overrides
 composed against the installed verl's own config (`verl-schema`)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from grpolab.preflight.report import FAIL, LOCAL, OK, SKIP, WARN, Row
 from grpolab.problems import Problem
-from grpolab.schema import Recipe
+from grpolab.recipe.schema import Recipe
 
 
 def problem_row(check: str, p: Problem) -> Row:
@@ -15,8 +15,9 @@ def problem_row(check: str, p: Problem) -> Row:
 
 
 def local_rows(recipe: Recipe) -> list[Row]:
-    from grpolab import stack, verl_schema
-    from grpolab.gate import gate
+    from grpolab.recipe import stack
+    from grpolab.rules.gate import gate
+    from grpolab.verl import config as verl_schema
 
     rows: list[Row] = []
     uses_verl = recipe.train.engine != "trl"

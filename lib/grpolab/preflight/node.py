@@ -1,6 +1,6 @@
 """Per-node checks: `node_checks(spec)` runs as a Ray task pinned to one node and returns that node's rows.
 
-Imports only the standard library and grpolab.stack, so a worker starts it in milliseconds; torch, torch_npu
+Imports only the standard library and grpolab.recipe.stack, so a worker starts it in milliseconds; torch, torch_npu
 and pyarrow are reached only inside a check, guarded (the device probes run in a child process with a
 timeout, so a broken driver stack cannot crash or hang the Ray worker).
 
@@ -35,7 +35,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from grpolab import stack
+from grpolab.recipe import stack
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 PROBE_TIMEOUT_S = 120  # importing torch + torch_npu and initialising the driver can take a minute
@@ -598,9 +598,9 @@ def check_model(spec: dict) -> list[dict]:
 
 
 def _compare_card(config: Path, data: dict, card_data: dict, card_name: str) -> dict:
-    """config.json's facts vs the card, over grpolab.modelfacts.COMPARED (imported here: pydantic on demand)."""
-    from grpolab.modelfacts import COMPARED, facts_from_config
-    from grpolab.schema import ModelCard
+    """config.json's facts vs the card, over grpolab.recipe.cards.COMPARED (imported here: pydantic on demand)."""
+    from grpolab.recipe.cards import COMPARED, facts_from_config
+    from grpolab.recipe.schema import ModelCard
 
     card = ModelCard.model_validate(card_data)
     try:

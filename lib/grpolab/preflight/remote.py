@@ -61,14 +61,14 @@ class Connection:
 
     def close(self) -> None:
         if self.ray is not None and self.owned:
-            from grpolab import cluster
+            from grpolab.jobs import cluster
 
             cluster.disconnect_driver()
 
 
 def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Connection | None, list[Row]]:
     """(connection or None, rows `ray` and `auth`)."""
-    from grpolab import cluster as raycluster
+    from grpolab.jobs import cluster as raycluster
 
     conn = Connection()
     try:

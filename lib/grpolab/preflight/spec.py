@@ -12,7 +12,7 @@ nodes: a node whose disk has less than a whole checkpoint but at least its 1/nno
 from __future__ import annotations
 
 from grpolab.paths import runs_dir
-from grpolab.schema import Recipe
+from grpolab.recipe.schema import Recipe
 
 CKPT_BYTES_PER_PARAM = 2 + 12  # bf16 weights + Adam (fp32 master, first and second moments)
 CKPT_FLOOR_BYTES = 100 * 10**6
@@ -84,7 +84,7 @@ def _verl_data_key(recipe: Recipe, key: str, default: str) -> str:
     if key in recipe.verl_overrides:
         return str(recipe.verl_overrides[key])
     try:
-        from grpolab.verl_schema import base_config
+        from grpolab.verl.config import base_config
 
         config = base_config(recipe.train.engine if recipe.train.engine in ("megatron", "fsdp") else "fsdp")
         value = (config or {}).get("data", {}).get(key.split(".", 1)[1])
@@ -117,7 +117,7 @@ def checkpoint_bytes(recipe: Recipe, card) -> tuple[int, str]:
 def node_spec(recipe: Recipe) -> dict:
     """The per-node task's input: everything it compares, as plain data."""
     from grpolab.problems import InputError, RecipeError
-    from grpolab.recipe import load_card
+    from grpolab.recipe.loader import load_card
 
     card = None
     if recipe.model.card:

@@ -351,9 +351,9 @@ def head_processes():
 
 
 def _is_job(proc) -> bool:
-    """A run's job wrapper (grpolab.job_entry) or what it started: given time to write the run's end record."""
+    """A run's job wrapper (grpolab.jobs.job_entry) or what it started: given time to write the run's end record."""
     try:
-        return any("grpolab.job_entry" in " ".join(p.cmdline()) for p in [proc, *proc.parents()])
+        return any("grpolab.jobs.job_entry" in " ".join(p.cmdline()) for p in [proc, *proc.parents()])
     except Exception:  # psutil's NoSuchProcess/AccessDenied/ZombieProcess: it is gone or not ours to wait for
         return False
 

@@ -5,7 +5,7 @@ What it does, in order:
    FSDP: the Ulysses sp) and rollout layouts (tp, dp, ep). The search space, not a rule: TP x CP groups stay
    inside a node, etp is 1 or tp, vpp is 1 or 2, ep divides the world and is at most the expert count, the
    rollout's TP stays inside a node and its ep is 1 or tp x dp.
-2. Screen each candidate with the real rules (`grpolab.validate.layout_problems`: the rule families a layout
+2. Screen each candidate with the real rules (`grpolab.rules.validate.layout_problems`: the rule families a layout
    can break) with the cheapest offload choice (none, optimizer, param + optimizer) whose fuller memory
    estimate (below) fits, else with full offload. Rejected candidates are counted per rule id (a candidate
    counts once under each rule it breaks); two cheap necessary conditions (world divisible by tp x pp x cp
@@ -43,13 +43,14 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from grpolab import memory, pplayout
-from grpolab.modelfacts import model_facts
 from grpolab.paths import params_dir
 from grpolab.problems import InputError, Problem, RecipeError
-from grpolab.recipe import load_recipe, read_yaml
-from grpolab.schema import ModelCard, Recipe
-from grpolab.validate import layout_problems, validate
+from grpolab.recipe import memory, pplayout
+from grpolab.recipe.cards import model_facts
+from grpolab.recipe.dotted import set_dotted
+from grpolab.recipe.loader import load_recipe, read_yaml
+from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.rules.validate import layout_problems, validate
 
 GB = 1e9
 ESTIMATE = "estimate"  # every figure the planner prints is one; the label travels with them
@@ -283,7 +284,7 @@ def micro_batches(recipe: Recipe, train: TrainLayout) -> int:
 
 
 def train_memory(recipe: Recipe, facts: ModelCard, train: TrainLayout) -> dict:
-    """Per-device training memory in GB (an estimate): grpolab.memory's weights, grads and optimizer (grads are
+    """Per-device training memory in GB (an estimate): grpolab.recipe.memory's weights, grads and optimizer (grads are
     counted even with grad offload: verl 0.9.1 has none) plus activations with the recompute setting and the
     fp32 logits of the last stage."""
     est = memory.estimate(apply(recipe, train=train), facts, grad_offload_supported=False)
@@ -326,7 +327,7 @@ def kv_bytes_per_token(facts: ModelCard, tp: int) -> float:
 
 
 def rollout_memory(recipe: Recipe, facts: ModelCard, rollout: RolloutLayout) -> dict:
-    """Per-device rollout memory in GB (an estimate): weights (grpolab.memory) + the KV cache that max_num_seqs
+    """Per-device rollout memory in GB (an estimate): weights (grpolab.recipe.memory) + the KV cache that max_num_seqs
     sequences of max_model_len need, within gpu_memory_utilization; `concurrency` is how many fit, and
     `headroom` what is left after the weights and one sequence (below zero the engine cannot hold one)."""
     est = memory.estimate(apply(recipe, rollout=rollout), facts)
@@ -773,10 +774,7 @@ def write_recipe(
         + list(overrides)
     ):
         key, raw = text.split("=", 1)
-        node = data
-        for part in key.split(".")[:-1]:
-            node = node.setdefault(part, {})
-        node[key.split(".")[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+        set_dotted(data, key, yaml.safe_load(raw) if raw.strip() else "")
     header = (
         f"# {name}: {recipe.name} with the layout `grpolab plan` ranked first on {recipe.cluster.nnodes} x "
         f"{recipe.cluster.devices_per_node} {recipe.cluster.hardware} (ranked by an estimate, not a "
@@ -818,7 +816,7 @@ def with_layout_fixes(recipe: Recipe, problems: list[Problem]) -> list[Problem]:
     """The problems, with each layout error's fix extended by the nearest whole valid layouts (from a plan)."""
     from dataclasses import replace
 
-    from grpolab.validate import LAYOUT_FIX_RULES
+    from grpolab.rules.validate import LAYOUT_FIX_RULES
 
     if not any(q.severity == "error" and q.rule in LAYOUT_FIX_RULES for q in problems):
         return problems  # nothing to plan for (planning costs tens of milliseconds)

@@ -1,7 +1,7 @@
 """The `monitor:` section of a recipe: thresholds of the health alerts and of the regression gate.
 
 Strict pydantic models with NO defaults (the numbers live in params/base.yaml, section `monitor:`, and a recipe
-overrides what fits it, e.g. `tiny`'s small noisy batches). grpolab.schema uses them as `Recipe.monitor`;
+overrides what fits it, e.g. `tiny`'s small noisy batches). grpolab.recipe.schema uses them as `Recipe.monitor`;
 grpolab.monitor.thresholds loads them on their own (from a recipe, a run's recipe.yaml or a thresholds file).
 This module imports nothing from grpolab so the recipe schema can use it without importing the monitor.
 

@@ -3,7 +3,7 @@
 Every section forbids unknown keys (a misspelled key is an error that names the closest valid key). Fields
 have NO defaults here on purpose: every default lives in params/base.yaml, the one home for defaults, which
 every recipe inherits first. Field-level constraints (positive sizes, a fraction in (0, 1]) are checked here;
-rules that relate several fields (TP divides the heads, ...) live in grpolab.validate.
+rules that relate several fields (TP divides the heads, ...) live in grpolab.rules.validate.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
 
-from grpolab.monitor_schema import Monitor
+from grpolab.recipe.monitor_schema import Monitor
 
 Device = Literal["npu", "cuda", "cpu"]
 Scalar = Union[bool, int, float, str, None]
@@ -35,7 +35,7 @@ class Cluster(Strict):
     devices_per_node: int = Field(gt=0, description="accelerators per node (A3: 16 dies, A2: 8)")
     device: Device = Field(description="npu, cuda or cpu")
     device_memory_gb: float = Field(gt=0, description="memory of one device in GB")
-    # constants of the layout planner's cost model (grpolab.planner); sources in each params/hardware/ file
+    # constants of the layout planner's cost model (grpolab.plan.planner); sources in each params/hardware/ file
     peak_bf16_tflops: float = Field(gt=0, description="dense bf16 peak of one device, TFLOP/s")
     hbm_gbps: float = Field(gt=0, description="device memory bandwidth, GB/s")
     intra_node_gbps: float = Field(gt=0, description="device-to-device bandwidth inside a node, GB/s per device")
@@ -237,7 +237,9 @@ class Recipe(Strict):
     local: Optional[Local] = Field(
         description="the CPU trainer's settings (train.engine trl only): params/engines/trl.yaml"
     )
-    monitor: Monitor = Field(description="health-alert thresholds and the regression gate (grpolab.monitor_schema)")
+    monitor: Monitor = Field(
+        description="health-alert thresholds and the regression gate (grpolab.recipe.monitor_schema)"
+    )
 
     # where the recipe came from; set by the loader, not part of the data
     _name: str = PrivateAttr(default="")

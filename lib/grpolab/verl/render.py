@@ -17,9 +17,10 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from grpolab import verl_schema
 from grpolab.problems import Problem
-from grpolab.schema import Recipe
+from grpolab.recipe.dotted import flatten, has_dotted
+from grpolab.recipe.schema import Recipe
+from grpolab.verl import config as verl_schema
 
 VERL_ENTRY = ["-m", "verl.trainer.main_ppo"]
 LOCAL_ENTRY = ["-m", "grpolab.local.train"]
@@ -82,14 +83,6 @@ def hydra_value(value: Any) -> str:
     if _PLAIN.match(text) and text.lower() not in _RESERVED and not _PATHLIKE.match(text):
         return text
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
-    if isinstance(value, dict) and value:
-        for k, v in value.items():
-            _flatten(f"{prefix}.{k}", v, out)
-    else:
-        out[prefix] = value
 
 
 def verl_keys(recipe: Recipe, run_dir: str) -> tuple[dict[str, Any], list[Problem]]:
@@ -374,11 +367,11 @@ def first_class_keys(recipe: Recipe, run_dir: str = RUN_DIR) -> tuple[dict[str, 
         keys[f"{roll}.max_model_len"] = ro.max_model_len
     if ro.cudagraph_capture_sizes is not None:
         keys[f"{roll}.cudagraph_capture_sizes"] = ro.cudagraph_capture_sizes
-    _flatten(f"{roll}.engine_kwargs.{ro.engine}", ro.engine_kwargs, keys) if ro.engine_kwargs else None
+    keys.update(flatten(ro.engine_kwargs, f"{roll}.engine_kwargs.{ro.engine}"))
     if ro.attention_backend is not None and ro.engine == "sglang":  # verl pops it from engine_kwargs.sglang
         keys[f"{roll}.engine_kwargs.sglang.attention_backend"] = ro.attention_backend
     if d.chat_template_kwargs:
-        _flatten("data.apply_chat_template_kwargs", d.chat_template_kwargs, keys)
+        keys.update(flatten(d.chat_template_kwargs, "data.apply_chat_template_kwargs"))
     notes: list[Problem] = []
     if t.engine == "megatron":
         mg = f"{actor}.megatron"
@@ -456,7 +449,7 @@ def render(recipe: Recipe, run_dir: str | None = None) -> Launch:
         bare = key.lstrip("+")
         if key.startswith("+"):
             overrides.append(f"{key}={hydra_value(value)}")
-        elif schema is None or verl_schema.has_key(schema, bare):
+        elif schema is None or has_dotted(schema, bare):
             overrides.append(f"{key}={hydra_value(value)}")
         elif verl_schema.in_free_form(schema, bare):
             overrides.append(f"+{key}={hydra_value(value)}")

@@ -17,10 +17,11 @@ from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 
-from grpolab import field_rules, memory, pplayout, stack
-from grpolab.modelfacts import model_facts
 from grpolab.problems import LAYOUT_RULES, Problem, closest
-from grpolab.schema import ModelCard, Recipe
+from grpolab.recipe import memory, pplayout, stack
+from grpolab.recipe.cards import model_facts
+from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.rules import field_rules
 
 MAX_DIVISORS_OF = 10**12  # above this no "nearest valid" list is offered: finding it would take seconds
 
@@ -659,7 +660,7 @@ class _Rules:
                 r.cluster.device_memory_gb,
                 f"training state needs about {est.train_gb:.1f} GB per device ({parts}) of "
                 f"{est.device_gb:.0f} GB ({budget:.0f} GB after {memory.HEADROOM:.0%} headroom); "
-                "estimate: see grpolab.memory",
+                "estimate: see grpolab.recipe.memory",
                 "raise tp/pp/ep, turn on train.param_offload / optimizer_offload, or use more nodes",
             )
         if est.rollout_weights_gb > est.rollout_budget_gb:

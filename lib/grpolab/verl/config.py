@@ -21,7 +21,8 @@ from typing import Any
 import yaml
 
 from grpolab.problems import Problem, closest
-from grpolab.schema import Recipe
+from grpolab.recipe.dotted import MISSING, get_dotted
+from grpolab.recipe.schema import Recipe
 
 # verl config dicts whose keys are free-form: new keys need Hydra's `+` and are not checked by verl
 FREE_FORM = {
@@ -38,7 +39,6 @@ FREE_FORM = {
     "kw_args",
 }
 GENERATED = {"megatron": "_generated_ppo_megatron_trainer.yaml", "fsdp": "_generated_ppo_trainer.yaml"}
-MISSING = object()
 
 
 def verl_version() -> str | None:
@@ -64,20 +64,6 @@ def base_config(engine: str) -> dict | None:
         return None
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return yaml.load((folder / GENERATED[engine]).read_text(), Loader=loader)
-
-
-def lookup(config: dict, dotted: str, default: Any = None) -> Any:
-    """The value at a dotted key of nested dicts (verl's config, an imported recipe), else `default`."""
-    node: Any = config
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
-
-
-def has_key(config: dict, dotted: str) -> bool:
-    return lookup(config, dotted, MISSING) is not MISSING
 
 
 def in_free_form(config: dict, dotted: str) -> bool:
@@ -120,7 +106,7 @@ def static_problems(recipe: Recipe, config: dict, keys: dict[str, Any]) -> list[
         if key.startswith("+"):
             continue
         recipe_key = f"verl_overrides.{key}" if key in recipe.verl_overrides else key
-        default = lookup(config, key, MISSING)
+        default = get_dotted(config, key, MISSING)
         if default is MISSING:
             if in_free_form(config, key):
                 continue

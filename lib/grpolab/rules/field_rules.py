@@ -1,9 +1,9 @@
 """Checks learned from real failures: faults that verl, vLLM-Ascend, SGLang and Megatron users hit after launch.
 
 Each function is one rule family over a schema-valid recipe and its model facts; it reports through `add`
-(grpolab.validate's collector, which names the file that set the key). Pure Python, no torch/verl import, and
+(grpolab.rules.validate's collector, which names the file that set the key). Pure Python, no torch/verl import, and
 cheap: `grpolab check` stays under 50 ms per recipe. The public report each rule comes from is in
-grpolab.ruledocs (docs/rules.md is generated from it by scripts/make_rules_doc.py).
+grpolab.rules.docs (docs/rules.md is generated from it by scripts/make_rules_doc.py).
 
 Known-bad version/environment combinations are data, not code: params/stack_rules.yaml.
 
@@ -18,8 +18,9 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from grpolab import pplayout, stack
-from grpolab.schema import ModelCard, Recipe
+from grpolab.recipe import pplayout, stack
+from grpolab.recipe.dotted import flatten
+from grpolab.recipe.schema import ModelCard, Recipe
 
 Add = Callable[..., None]  # add(rule, key, value, message, fix, severity="error")
 
@@ -61,17 +62,7 @@ def train_dp(recipe: Recipe) -> int:
 
 def flat_overrides(recipe: Recipe) -> dict[str, Any]:
     """verl_overrides as {dotted key: value}: a recipe may nest them (`--set verl_overrides.a.b=1` does)."""
-    out: dict[str, Any] = {}
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict) and value:
-            for k, v in value.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), v)
-        else:
-            out[prefix.lstrip("+")] = value
-
-    walk("", recipe.verl_overrides)
-    return out
+    return {key.lstrip("+"): value for key, value in flatten(recipe.verl_overrides).items()}
 
 
 def override(recipe: Recipe, key: str, default: Any) -> Any:
@@ -353,7 +344,7 @@ def dsa_bad(f: ModelCard, starts: list[int]) -> list[int]:
 
 def dsa_stages(r: Recipe, f: ModelCard | None, add: Add) -> None:
     """GLM-5.2's shared DSA indexer: every pipeline stage (training's even/first-last split, and the rollout's)
-    must start on an allowed layer. Training's explicit pp_layout is checked in grpolab.validate."""
+    must start on an allowed layer. Training's explicit pp_layout is checked in grpolab.rules.validate."""
     if f is None or not f.index_topk_freq or not verl_engine(r):
         return
     t = r.train
@@ -606,7 +597,7 @@ def stack_rules() -> tuple[dict, ...]:
     """params/stack_rules.yaml: known bad / required combinations, as data."""
     import yaml
 
-    from grpolab.recipe import params_dir
+    from grpolab.recipe.loader import params_dir
 
     data = yaml.safe_load((params_dir() / "stack_rules.yaml").read_text())
     return tuple(data or ())

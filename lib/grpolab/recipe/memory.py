@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grpolab.schema import ModelCard, Recipe
+from grpolab.recipe.schema import ModelCard, Recipe
 
 GB = 1e9
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}

@@ -4,7 +4,7 @@ Layout (the architecture's contract):
     recipe.yaml     the fully resolved recipe
     launch.json     entrypoint, env (secrets redacted), versions, git commit
     status.json     {"run_id", "state", "job_id", "ray_address", "created", "updated", "message", ...}
-    job.json        written by the job itself (grpolab.job_entry): pid, host, and at its end the exit code
+    job.json        written by the job itself (grpolab.jobs.job_entry): pid, host, and at its end the exit code
     metrics.jsonl   verl's file-logger format, one line per step: {"step": N, "data": {...}}
     logs/           job.log (the Ray job's output), executed stage notebooks, ...
 States are Ray's job states: PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED; and LOST: the run's Ray head went away
@@ -128,11 +128,11 @@ def _atomic_write(path: Path, text: str) -> None:
 
 def check_owned(run: Run, info) -> None:
     """Refuse to act on a Ray job that grpolab did not submit for this run: its metadata must name this run's
-    directory (grpolab.launch.submit sets `grpolab_run_dir`). `info` is the Jobs API's JobDetails/JobInfo."""
+    directory (grpolab.jobs.launch.submit sets `grpolab_run_dir`). `info` is the Jobs API's JobDetails/JobInfo."""
     meta = getattr(info, "metadata", None) or {}
     owner = meta.get("grpolab_run_dir") if isinstance(meta, dict) else None
     if not owner or Path(owner).name != run.run_id:
-        from grpolab.cluster import ClusterError
+        from grpolab.jobs.cluster import ClusterError
 
         job = getattr(info, "submission_id", None) or getattr(info, "job_id", None) or "?"
         raise ClusterError(

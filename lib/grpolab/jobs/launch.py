@@ -5,7 +5,7 @@ renders the launch for the installed verl (or the local TRL trainer), and submit
 the job's runtime_env. The Ray submission id IS the run id, so `refresh_status()` finds the job again from
 any process, even after the launcher was killed. Secrets never reach the run record.
 
-On the embedded head the job is wrapped by `grpolab.job_entry`: secrets travel in a user-only file of the run
+On the embedded head the job is wrapped by `grpolab.jobs.job_entry`: secrets travel in a user-only file of the run
 directory instead of Ray's runtime_env (which Ray logs and returns from its Jobs API), and the job records its
 own end and log in the run directory. `refresh_status()` reconciles Ray's answer with that record, so a run whose
 head is gone ends SUCCEEDED / FAILED from its own record, or LOST when it left none, never RUNNING forever.
@@ -24,15 +24,21 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from grpolab import cluster, job_entry, runs
-from grpolab.job_entry import ANSI
+from grpolab.jobs import cluster, job_entry, runs
+from grpolab.jobs.job_entry import ANSI
+from grpolab.jobs.secrets import (  # noqa: F401 (kept importable)
+    REDACTED,
+    SECRET,
+    redact_env,
+    redact_text,
+    secret_values,
+)
+from grpolab.jobs.secrets import is_secret as _is_secret
 from grpolab.paths import PROJECT_ROOT
 from grpolab.problems import Problem, errors
-from grpolab.recipe import to_yaml
-from grpolab.render import Launch, render
-from grpolab.schema import Recipe
-from grpolab.secrets import REDACTED, SECRET, redact_env, redact_text, secret_values  # noqa: F401 (kept importable)
-from grpolab.secrets import is_secret as _is_secret
+from grpolab.recipe.loader import to_yaml
+from grpolab.recipe.schema import Recipe
+from grpolab.verl.render import Launch, render
 
 # passed from the launcher's environment into the job when the recipe logs there; never recorded
 PASS_THROUGH = {"wandb": ("WANDB_API_KEY", "WANDB_BASE_URL", "WANDB_MODE", "WANDB_ENTITY")}
@@ -54,7 +60,7 @@ def is_secret(name: str, marked=()) -> bool:
 
 
 def redact(env: dict[str, str], marked=()) -> dict[str, str]:
-    """env with secret values redacted (grpolab.secrets: by name, and the names the recipe marks)."""
+    """env with secret values redacted (grpolab.jobs.secrets: by name, and the names the recipe marks)."""
     return redact_env(env, marked)
 
 
@@ -107,7 +113,7 @@ def plan(recipe: Recipe, run_dir: str | None = None, address: str | None = None)
 
 
 def _gate(recipe: Recipe) -> None:
-    from grpolab.gate import gate
+    from grpolab.rules.gate import gate
 
     problems = errors(gate(recipe))
     if problems:
@@ -149,7 +155,7 @@ def submit(
             with os.fdopen(fd, "w") as fh:
                 json.dump(secret, fh)
         python = shlex.quote(sys.executable)
-        entrypoint = f"{python} -m grpolab.job_entry {shlex.quote(str(run.path))} -- {p.entrypoint}"
+        entrypoint = f"{python} -m grpolab.jobs.job_entry {shlex.quote(str(run.path))} -- {p.entrypoint}"
         job_env.update(
             {k: v for k, v in cluster.embedded_env().items() if k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}
         )
@@ -225,7 +231,7 @@ def _client_for(run: runs.Run):
 
 
 def job_record(run: runs.Run) -> dict:
-    """What the job wrote about itself (grpolab.job_entry): pid, host, and at its end the exit code."""
+    """What the job wrote about itself (grpolab.jobs.job_entry): pid, host, and at its end the exit code."""
     try:
         return json.loads((run.path / job_entry.RECORD_FILE).read_text())
     except (OSError, ValueError):

@@ -25,7 +25,8 @@ from pydantic import BaseModel, ValidationError
 
 from grpolab.paths import params_dir
 from grpolab.problems import InputError, Problem, RecipeError, closest
-from grpolab.schema import ModelCard, Recipe
+from grpolab.recipe.dotted import dotted_keys, set_dotted
+from grpolab.recipe.schema import ModelCard, Recipe
 
 LOADER_KEYS = ("defaults", "per_device")  # directives the loader consumes; not recipe data
 MAX_DEPTH = 2
@@ -257,17 +258,9 @@ def _merge(into: dict, layer: dict, origin: str, origins: dict, prefix: str = ""
             into[key] = copy.deepcopy(value)
             origins[dotted] = origin
             if isinstance(old, dict):  # the keys below a replaced section now come from this layer too
-                for k in _dotted_keys(old, dotted + "."):
+                for k in dotted_keys(old, dotted):
                     if k in origins:
                         origins[k] = origin
-
-
-def _dotted_keys(data: dict, prefix: str):
-    """Every dotted key inside data (linear in its size: replacing a section must not scan all origins)."""
-    for key, value in data.items():
-        yield f"{prefix}{key}"
-        if isinstance(value, dict):
-            yield from _dotted_keys(value, f"{prefix}{key}.")
 
 
 def _layers(path: Path, depth: int = 0, seen: tuple = ()) -> list[tuple[Path, dict]]:
@@ -290,16 +283,6 @@ def _layers(path: Path, depth: int = 0, seen: tuple = ()) -> list[tuple[Path, di
     return chain + [(path, data)]
 
 
-def _set_dotted(data: dict, dotted: str, value: Any) -> None:
-    node = data
-    parts = dotted.split(".")
-    for part in parts[:-1]:
-        if not isinstance(node.get(part), dict):
-            node[part] = {}
-        node = node[part]
-    node[parts[-1]] = value
-
-
 def _set_override(data: dict, dotted: str, value: Any) -> None:
     """Apply one `--set`; `verl_overrides.<verl.dotted.key>=v` sets that flat verl key, as the recipe writes it."""
     head, _, rest = dotted.partition(".")
@@ -308,7 +291,7 @@ def _set_override(data: dict, dotted: str, value: Any) -> None:
             data[head] = {}
         data[head][rest] = value
     else:
-        _set_dotted(data, dotted, value)
+        set_dotted(data, dotted, value)
 
 
 def field_type(dotted: str) -> Any:

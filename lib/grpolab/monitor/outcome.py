@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grpolab.runs import Run
+from grpolab.jobs.runs import Run
 
 
 def figures(run: Run) -> dict:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from grpolab.problems import InputError, Problem, RecipeError
-from grpolab.recipe import load_card
-from grpolab.schema import ModelCard, Recipe
+from grpolab.recipe.loader import load_card
+from grpolab.recipe.schema import ModelCard, Recipe
 
 # config.json key(s) -> card field; the first key present wins (architectures name the same fact differently)
 CONFIG_KEYS: dict[str, tuple[str, ...]] = {

@@ -1,10 +1,10 @@
 """The one gate: may this recipe launch? Every front end (check, render, run, preflight, the notebooks, launch)
 asks `gate()` and nothing else, so they can never disagree.
 
-It collects, for a schema-valid recipe: every cross-field rule (grpolab.validate), a `verl_overrides` key that
+It collects, for a schema-valid recipe: every cross-field rule (grpolab.rules.validate), a `verl_overrides` key that
 shadows a key the renderer already emits from a first-class field (the rules checked the field, Hydra would
 take the override: an error naming the field to use), and the rendered launch composed against the installed
-verl's own config (grpolab.verl_schema; skipped with verl=False or for train.engine trl).
+verl's own config (grpolab.verl.config; skipped with verl=False or for train.engine trl).
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from grpolab.problems import Problem, RecipeError
-from grpolab.recipe import load_recipe
-from grpolab.schema import Recipe
+from grpolab.recipe.loader import load_recipe
+from grpolab.recipe.schema import Recipe
 
 
 def shadowing(recipe: Recipe) -> list[Problem]:
     """`verl_overrides` keys that would silently replace what a first-class field renders."""
-    from grpolab.render import field_of, first_class_keys
+    from grpolab.verl.render import field_of, first_class_keys
 
     if recipe.train.engine == "trl" or not recipe.verl_overrides:
         return []
@@ -49,8 +49,9 @@ def shadowing(recipe: Recipe) -> list[Problem]:
 def verl_problems(recipe: Recipe, run_compose: bool = True) -> tuple[list[Problem], bool]:
     """(problems, whether the installed verl can offload gradients) for a verl recipe: unknown keys in
     verl_overrides, keys the installed verl lacks, and the rendered launch composed with Hydra."""
-    from grpolab.render import render
-    from grpolab.verl_schema import base_config, compose, has_key, static_problems, verl_version
+    from grpolab.recipe.dotted import has_dotted
+    from grpolab.verl.config import base_config, compose, static_problems, verl_version
+    from grpolab.verl.render import render
 
     config = base_config(recipe.train.engine)
     if config is None:
@@ -64,7 +65,7 @@ def verl_problems(recipe: Recipe, run_compose: bool = True) -> tuple[list[Proble
                 "pip install verl (see README) to check before launch",
             )
         ], True
-    grad_ok = has_key(config, "actor_rollout_ref.actor.megatron.grad_offload")
+    grad_ok = has_dotted(config, "actor_rollout_ref.actor.megatron.grad_offload")
     # the renderer applies verl_overrides last and unchanged, so they are the user's own keys to check
     problems = static_problems(recipe, config, dict(recipe.verl_overrides))
     launch = render(recipe)
@@ -87,7 +88,7 @@ def verl_problems(recipe: Recipe, run_compose: bool = True) -> tuple[list[Proble
 
 def gate(recipe: Recipe, *, verl: bool = True) -> list[Problem]:
     """Every problem that decides whether `recipe` may launch; any error blocks it. Collects, never raises."""
-    from grpolab.validate import validate
+    from grpolab.rules.validate import validate
 
     problems: list[Problem] = []
     grad_ok = True

@@ -31,8 +31,8 @@ import yaml
 
 from grpolab.paths import params_dir
 from grpolab.problems import InputError
-from grpolab.render import FIELD_OF
-from grpolab.verl_schema import lookup
+from grpolab.recipe.dotted import get_dotted, has_dotted, set_dotted
+from grpolab.verl.render import FIELD_OF
 
 ARR = "actor_rollout_ref."
 LAUNCHERS = ("python", "python3", "python3.10", "python3.11", "python3.12", "torchrun", "uv", "ray")
@@ -283,14 +283,6 @@ def _short(key: str) -> str:
     return "arr." + key[len(ARR) :] if key.startswith(ARR) else key
 
 
-def _set(data: dict, dotted: str, value: Any) -> None:
-    node = data
-    parts = dotted.split(".")
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-    node[parts[-1]] = value
-
-
 def _card_for(model_path: str) -> str | None:
     """The model card (params/models/) whose name matches the model path's last part, e.g. Qwen/Qwen3-8B."""
 
@@ -315,7 +307,7 @@ def _hardware(device: str, per_node: int) -> str:
 
 def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
     """Map the recorded launch onto recipe fields; the rest into verl_overrides. See the module docstring."""
-    from grpolab import verl_schema
+    from grpolab.verl import config as verl_schema
 
     config_name, overrides = verl_schema.split_argv(recorded.argv)
     try:
@@ -369,18 +361,18 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
         if target:
             if target == "train.sp" and not isinstance(value, bool):
                 value = bool(value)
-            _set(data, target, value)
+            set_dotted(data, target, value)
             sources[target] = text
         else:
             verl_overrides[raw.get(key, key).split("=", 1)[0]] = value
             sources[f"verl_overrides.{raw.get(key, key).split('=', 1)[0]}"] = text
     for key, target, value in later:  # a repeat of the actor's setting: keep it only when it differs
-        have = lookup(data, target)
+        have = get_dotted(data, target)
         if have == value or (target == "train.cp" and have is None and value == 1):
             continue
         if target == "train.ref_param_offload" or target.startswith("rollout.") or target.startswith("train.dist"):
             if have is None:
-                _set(data, target, value)
+                set_dotted(data, target, value)
                 sources[target] = raw.get(key, key)
                 continue
         unmapped.append(
@@ -391,14 +383,14 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
             }
         )
     # the cluster: device, hardware profile, model card
-    dev = lookup(data, "cluster.device") or device
-    _set(data, "cluster.device", dev)
-    per_node = lookup(data, "cluster.devices_per_node") or 1
+    dev = get_dotted(data, "cluster.device") or device
+    set_dotted(data, "cluster.device", dev)
+    per_node = get_dotted(data, "cluster.devices_per_node") or 1
     hardware = _hardware(dev, per_node)
-    model_path = str(lookup(data, "model.path") or "")
+    model_path = str(get_dotted(data, "model.path") or "")
     card = _card_for(model_path) if model_path and not (Path(model_path) / "config.json").is_file() else None
     if card:
-        _set(data, "model.card", card)
+        set_dotted(data, "model.card", card)
         sources["model.card"] = f"matched the model path {model_path!r}"
     elif not (model_path and (Path(model_path) / "config.json").is_file()):
         unmapped.append(
@@ -440,12 +432,12 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
     script's effective value; report what still differs. The renderer is the judge: both launches are composed."""
     import shutil
 
-    from grpolab import verl_schema
     from grpolab.problems import RecipeError
-    from grpolab.recipe import load_recipe
-    from grpolab.render import field_of, render
+    from grpolab.recipe.loader import load_recipe
+    from grpolab.verl import config as verl_schema
+    from grpolab.verl.render import field_of, render
 
-    engine = "megatron" if lookup(imported.data, "train.engine") == "megatron" else "fsdp"
+    engine = "megatron" if get_dotted(imported.data, "train.engine") == "megatron" else "fsdp"
     config = verl_schema.base_config(engine) or {}
     lacking = [
         o
@@ -453,7 +445,7 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
         if not o.startswith("+")
         and "=" in o
         and "." in o.split("=", 1)[0]
-        and not verl_schema.has_key(config, o.split("=", 1)[0])
+        and not has_dotted(config, o.split("=", 1)[0])
         and not verl_schema.in_free_form(config, o.split("=", 1)[0])
     ]
     upstream = verl_schema.effective([o for o in overrides if o not in lacking], config_name)
@@ -503,12 +495,12 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
                 inert.add(key)  # the schema needs a number; with dynamic batching verl does not read it
                 continue
             if (
-                lookup(imported.data, target, "<unset>") == want
+                get_dotted(imported.data, target, "<unset>") == want
                 or want == "???"
                 or (want is None and not _nullable(target))
             ):
                 continue  # "???": verl's mandatory marker; None where the schema needs a value: keep base.yaml's
-            _set(imported.data, target, want)
+            set_dotted(imported.data, target, want)
             imported.sources.setdefault(target, f"verl's default, which the script keeps ({key}={want!r})")
             changed = True
         if not changed:
@@ -545,7 +537,7 @@ def _settle(imported: Imported, overrides: list[str], config_name: str, rounds: 
 def _nullable(target: str) -> bool:
     import typing
 
-    from grpolab.recipe import field_type
+    from grpolab.recipe.loader import field_type
 
     return type(None) in typing.get_args(field_type(target))
 

@@ -37,7 +37,7 @@ _WORDS = (
     "SALT",
 )
 _PARTS = ("PW", "PWD", "PAT", "DSN", "JWT")
-SECRET = re.compile("|".join(_WORDS), re.IGNORECASE)  # kept for callers of grpolab.launch.SECRET
+SECRET = re.compile("|".join(_WORDS), re.IGNORECASE)  # kept for callers of grpolab.jobs.launch.SECRET
 _SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])")
 # names that contain a word above but are known not to hold secrets (a path, a mode, a switch)
 _PLAIN = {

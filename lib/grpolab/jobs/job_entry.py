@@ -1,6 +1,6 @@
 """The job's own wrapper: runs a run's real entrypoint and keeps the run's record without Ray.
 
-The embedded head submits `python -m grpolab.job_entry RUN_DIR -- COMMAND ...` as the Ray job. The wrapper
+The embedded head submits `python -m grpolab.jobs.job_entry RUN_DIR -- COMMAND ...` as the Ray job. The wrapper
 - reads the run's secrets from RUN_DIR/.secrets.json (mode 0600, written by launch.submit) and deletes the file,
   so secrets reach the trainer's environment without passing through Ray's runtime_env (which Ray logs and
   returns from its Jobs API);
@@ -57,7 +57,7 @@ def _secrets(run_dir: Path) -> dict[str, str]:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
-        print("usage: python -m grpolab.job_entry RUN_DIR -- COMMAND [ARGS ...]", file=sys.stderr)
+        print("usage: python -m grpolab.jobs.job_entry RUN_DIR -- COMMAND [ARGS ...]", file=sys.stderr)
         return 2
     run_dir = Path(argv[0])
     command = argv[2:]
