@@ -1,7 +1,8 @@
 """The local CPU trainer (`python -m grpolab.local.train`): a real short run, the recipe mapping, the reward.
 
 The run test starts the real entry point in a subprocess (tiny model built into a temporary cache, TRL's
-GRPOTrainer, a few steps) and reads what it wrote: verl-format metrics with verl's names and a checkpoint.
+GRPOTrainer, a few steps) and reads what it wrote: verl-format metrics with verl's names and checkpoints in verl's
+layout; then resumes from the first checkpoint in another run directory and gets the uninterrupted run's steps back.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from grpolab.local import metrics, task
+from grpolab.local import checkpoint, metrics, task
 from grpolab.local.mapping import grpo_config_kwargs, settings_from_recipe, unsupported
 from grpolab.recipe.loader import load_recipe, recipe_dict
 
@@ -231,23 +232,31 @@ def test_metrics_path_follows_verl_env(tmp_path: Path, monkeypatch: pytest.Monke
 # ------------------------------------------------------------------------------------------- a real run
 
 
-def test_real_run_writes_verl_metrics_and_checkpoint(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    (run_dir / "recipe.yaml").write_text(
-        "defaults: [base, engines/trl]\nrollout: {n: 4}\ndata: {train_batch_size: 4}\n"
-        "algorithm: {ppo_mini_batch_size: 4, micro_batch_size_per_device: 16}\n"
-        "trainer: {total_steps: 4, test_freq: 2, seed: 7}\nlocal: {warmup_steps: 5}\n"
-    )
+SMALL_RUN = (
+    "defaults: [base, engines/trl]\nrollout: {n: 4}\ndata: {train_batch_size: 4}\n"
+    "algorithm: {ppo_mini_batch_size: 4, micro_batch_size_per_device: 16}\n"
+    "trainer: {total_steps: 4, test_freq: 2, save_freq: 2, seed: 7}\nlocal: {warmup_steps: 5}\n"
+)
+
+
+def _train(run_dir: Path, tmp_path: Path, *sets: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "GRPOLAB_CACHE": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
     env.pop("VERL_FILE_LOGGER_PATH", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "grpolab.local.train", "--run-dir", str(run_dir)],
+    args = [a for s in sets for a in ("--set", s)]
+    return subprocess.run(
+        [sys.executable, "-m", "grpolab.local.train", "--run-dir", str(run_dir), *args],
         capture_output=True,
         text=True,
         env=env,
         timeout=300,
     )
+
+
+def test_real_run_writes_verl_metrics_and_checkpoints_and_resumes_exactly(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "recipe.yaml").write_text(SMALL_RUN)
+    proc = _train(run_dir, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "step 4/4 reward=" in proc.stdout
 
@@ -276,6 +285,47 @@ def test_real_run_writes_verl_metrics_and_checkpoint(tmp_path: Path) -> None:
         assert 0.0 <= data["critic/score/mean"] <= 1.0
     assert [r["step"] for r in rows if metrics.VAL_ACC in r["data"]] == [0, 2, 4]
 
-    checkpoint = run_dir / "checkpoint"
-    assert (checkpoint / "config.json").is_file() and (checkpoint / "model.safetensors").is_file()
-    assert (checkpoint / "tokenizer.json").is_file()
+    # checkpoints in verl's layout, every save_freq steps and at the last one; each a transformers model
+    root = run_dir / "checkpoint"
+    assert (root / "latest_checkpointed_iteration.txt").read_text() == "4"
+    assert sorted(p.name for p in root.glob("global_step_*")) == ["global_step_2", "global_step_4"]
+    for step in (2, 4):
+        assert checkpoint.missing_files(root / f"global_step_{step}") == []
+        marker = checkpoint.read_marker(root / f"global_step_{step}")
+        assert marker["step"] == step and marker["bytes"] > 0 and marker["seconds"] >= 0
+    assert checkpoint.reference_dir(root / "global_step_2") == (run_dir / "warmup").resolve()
+
+    # resumed from step 2 in another run directory: the steps go on from 3, exactly as the uninterrupted run's
+    child = tmp_path / "child"
+    child.mkdir()
+    (child / "recipe.yaml").write_text(SMALL_RUN)
+    resumed = _train(child, tmp_path, "resume_mode=resume_path", f"resume_path={root / 'global_step_2'}")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    again = metrics.read_jsonl(child / "metrics.jsonl")
+    assert [r["step"] for r in again] == [3, 4]
+    for before, after in zip(rows[3:], again):
+        for name in ("critic/score/mean", "actor/kl_loss", "actor/grad_norm", "actor/lr", metrics.VAL_ACC):
+            assert after["data"].get(name) == pytest.approx(before["data"].get(name), abs=1e-6), (after["step"], name)
+    assert (child / "warmup" / "config.json").is_file()  # its own copy of the KL reference, for its own children
+    assert checkpoint.missing_files(child / "checkpoint" / "global_step_4") == []
+
+
+def test_resume_path_must_be_a_complete_checkpoint(tmp_path: Path) -> None:
+    from grpolab.local.train import load_settings, resume_from
+
+    (tmp_path / "recipe.yaml").write_text(SMALL_RUN)
+    half = tmp_path / "global_step_2"
+    half.mkdir()
+    (half / "config.json").write_text("{}")
+    settings = load_settings(tmp_path, sets=["resume_mode=resume_path", f"resume_path={half}"])
+    with pytest.raises(ValueError, match="is not a complete checkpoint .*grpolab_checkpoint.json, model.safetensors"):
+        resume_from(settings, tmp_path)
+    assert resume_from(load_settings(tmp_path), tmp_path) is None  # auto, and no checkpoint of its own yet
+
+
+def test_train_schedule_is_the_same_prefix_for_every_budget() -> None:
+    train, _ = task.split_problems(1, 30)
+    long, short = task.train_schedule(train, 1000, seed=3), task.train_schedule(train, 300, seed=3)
+    assert long[:300] == short and len(long) == 1000
+    assert sorted(long[:70], key=lambda p: (p.a, p.b)) == sorted(train, key=lambda p: (p.a, p.b))  # an epoch each
+    assert task.train_schedule(train, 300, seed=4) != short

@@ -55,6 +55,7 @@ RULES = (
 )
 
 RULES += ("override-shadows",)  # a verl_overrides key replacing what a first-class field renders (grpolab.rules.gate)
+RULES += ("checkpoint-space", "checkpoint-keep")  # kept checkpoints vs free space; keep-best (rules.checkpoint_space)
 
 
 @dataclass(frozen=True)

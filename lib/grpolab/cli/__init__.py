@@ -36,6 +36,8 @@ VERBS = {
     "head": "head",
     "import": "import_",
     "plan": "plan",
+    "resume": "resume",
+    "export": "export",
 }
 
 

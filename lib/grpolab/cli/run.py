@@ -28,7 +28,6 @@ def register(sub) -> None:
 
 def main(args) -> int:
     from grpolab.jobs import cluster, launch, runs
-    from grpolab.monitor.outcome import describe_outcome
 
     if args.run_id is not None:  # a dry run too: the id a user would launch with must be usable
         try:
@@ -50,13 +49,20 @@ def main(args) -> int:
     except cluster.ClusterError as exc:
         print(f"error: {exc}")
         return 1
-    if not args.wait:
+    return follow(run, args.wait)
+
+
+def follow(run, wait: bool) -> int:
+    """After a submission (run, resume): say how to follow the run, or follow it and return its outcome."""
+    from grpolab.monitor.outcome import describe_outcome
+
+    if not wait:
         print(f"follow it with: grpolab status {run.run_id}   |   grpolab monitor {run.run_id}")
         return 0
     try:
-        from grpolab.monitor.progress import wait
+        from grpolab.monitor.progress import wait as wait_for
 
-        status = wait(run)
+        status = wait_for(run)
     except KeyboardInterrupt:
         print(f"\nstopped following; the run goes on (grpolab status {run.run_id} / grpolab stop {run.run_id})")
         return 130

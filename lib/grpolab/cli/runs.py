@@ -57,7 +57,9 @@ def list_main(args) -> int:
     for run in runs:
         s = run.status()
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.get("created", 0)))
-        print(f"{run.run_id:44} {s.get('state', '?'):10} {s.get('recipe', '?'):22} {created}")
+        parent = s.get("resumed_from") or {}  # grpolab resume: the run and step it continues
+        link = f"  resumed from {parent.get('run_id')} at step {parent.get('step')}" if parent else ""
+        print(f"{run.run_id:44} {s.get('state', '?'):10} {s.get('recipe', '?'):22} {created}{link}")
     return 0
 
 

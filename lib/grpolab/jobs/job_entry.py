@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from grpolab.jobs.checkpoints import Keeper
+
 # Ray colours its log lines; records, monitors and notebooks want plain text (the one pattern, used by all of them)
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 SECRETS_FILE = ".secrets.json"
@@ -79,6 +81,7 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    keeper = Keeper.for_run(run_dir)  # trainer.keep_best_metric / the local trainer's keep_ckpts: pruned after saves
     with open(run_dir / "logs" / "job.log", "ab", buffering=0) as log:
         for line in iter(proc.stdout.readline, b""):
             try:
@@ -88,6 +91,8 @@ def main(argv: list[str]) -> int:
                 pass  # Ray's side of the log is gone (its head died): the run directory's copy goes on
             log.write(ANSI.sub("", line.decode("utf-8", errors="replace")).encode())
     code = proc.wait()
+    if keeper is not None:
+        keeper.stop()
     _write_record(run_dir, exit_code=code, ended=time.time(), stopped=stopped["signal"] is not None)
     return code if code >= 0 else 128 - code
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from grpolab.jobs import cluster, job_entry, runs
+from grpolab.jobs import cluster, job_entry, provenance, runs
 from grpolab.jobs.job_entry import ANSI
 from grpolab.jobs.secrets import (  # noqa: F401 (kept importable)
     REDACTED,
@@ -36,7 +36,7 @@ from grpolab.jobs.secrets import (  # noqa: F401 (kept importable)
 from grpolab.jobs.secrets import is_secret as _is_secret
 from grpolab.paths import PROJECT_ROOT
 from grpolab.problems import Problem, errors
-from grpolab.recipe.loader import to_yaml
+from grpolab.recipe.loader import recipe_dict, to_yaml
 from grpolab.recipe.schema import Recipe
 from grpolab.verl.render import Launch, render
 
@@ -138,9 +138,15 @@ def _assemble(recipe: Recipe, run_dir: str | None, address: str | None) -> Plan:
 
 
 def submit(
-    recipe: Recipe, address: str | None = None, run_id: str | None = None, progress=print, root: Path | None = None
+    recipe: Recipe,
+    address: str | None = None,
+    run_id: str | None = None,
+    progress=print,
+    root: Path | None = None,
+    resumed_from: dict | None = None,
 ) -> runs.Run:
-    """Validate, create runs/<run_id>/, and submit the Ray job. Returns the run."""
+    """Validate, create runs/<run_id>/, and submit the Ray job. Returns the run. `resumed_from`: the parent run a
+    resume continues (grpolab.jobs.resume), recorded in launch.json and status.json."""
     _gate(recipe)  # once, and before anything is created or started (LaunchBlocked)
     ep = cluster.endpoint(address, progress=progress)
     run = runs.create_run(recipe.name, run_id=run_id, root=root)
@@ -171,6 +177,8 @@ def submit(
         "ray": {"dashboard": ep.dashboard, "gcs": ep.gcs, "embedded": ep.embedded},
         "notes": [n.to_dict() for n in p.launch.notes],
         "created": time.time(),
+        "provenance": provenance.record(recipe, recipe_dict(recipe) | {"env": redact(recipe.env, recipe.secrets)}),
+        "resumed_from": resumed_from,
     }
     run.launch_file.write_text(json.dumps(record, indent=2) + "\n")
     client = cluster.job_client(ep)
@@ -208,6 +216,7 @@ def submit(
         total_steps=recipe.trainer.total_steps,
         started=time.time(),
         wandb=wandb,
+        resumed_from=resumed_from and {k: resumed_from[k] for k in ("run_id", "step")},
     )
     progress(f"submitted run {run.run_id} to the {ep.label}; run directory: {run.path}")
     return run

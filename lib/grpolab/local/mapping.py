@@ -82,8 +82,11 @@ class TinySettings:
     max_response_length: int  # data.max_response_length
     total_steps: int  # trainer.total_steps
     test_freq: int  # trainer.test_freq (steps between validations; <= 0: start and end only)
-    save_freq: int  # trainer.save_freq (-1: only the final checkpoint)
-    seed: int  # trainer.seed
+    save_freq: int  # trainer.save_freq (steps between checkpoints, the last step included; <= 0: none)
+    seed: int  # trainer.seed: the warm-up's draws, TRL's sampler and generation, torch's init of the policy
+    resume_mode: str  # trainer.resume_mode: resume_path continues from resume_path's checkpoint
+    resume_path: str | None  # trainer.resume_path: a checkpoint folder (CKPT_DIR/global_step_N) of an earlier run
+    ckpt_dir: str | None  # trainer.ckpt_dir: where checkpoints go (null: RUN_DIR/checkpoint)
     wandb: bool  # "wandb" in trainer.logger: TRL reports to wandb as well (offline without an API key)
     temperature: float  # rollout.temperature
     top_p: float  # rollout.top_p
@@ -153,10 +156,14 @@ def grpo_config_kwargs(settings: TinySettings, output_dir: str) -> dict[str, Any
         logging_steps=1,
         report_to=["wandb"] if s.wandb else "none",
         disable_tqdm=True,
+        # checkpoints every save_freq GRPO steps and at the last one (as verl), with the optimizer, scheduler and RNG
+        # state: what an exact resume needs (grpolab.local.checkpoint renames each to global_step_N)
         save_strategy="steps" if s.save_freq > 0 else "no",
         save_steps=max(1, s.save_freq) * s.updates_per_step,
-        save_only_model=True,
+        save_only_model=False,
+        save_total_limit=None,  # retention is grpolab's (trainer.keep_ckpts, keep_best_metric): the job wrapper's
         dataloader_num_workers=0,
+        shuffle_dataset=False,  # the dataset is already in training order (grpolab.local.task.train_schedule)
         remove_unused_columns=False,  # the reward needs the dataset's `answer` column
         log_completions=False,
     )
@@ -221,6 +228,8 @@ def settings_problems(settings: TinySettings) -> list[tuple[str, Any, str]]:
         out.append(("local.lr_schedule", s.lr_schedule, f"one of {', '.join(LR_SCHEDULES)}"))
     if s.total_steps < 1:
         out.append(("trainer.total_steps", s.total_steps, "the local trainer needs a step budget (>= 1)"))
+    if s.resume_mode == "resume_path" and not s.resume_path:
+        out.append(("trainer.resume_path", s.resume_path, "resume_mode resume_path needs a checkpoint folder"))
     return out
 
 
@@ -271,7 +280,9 @@ def recipe_values(recipe: Any) -> tuple[dict[str, Any], list[str]]:
     missing: list[str] = []
     for field, dotted in [*RECIPE_FIELDS.items(), *((key, f"local.{key}") for key in LOCAL_FIELDS)]:
         value = get_dotted(recipe, dotted)
-        if value is None:
+        if value is None and field in NULLABLE:
+            values[field] = None
+        elif value is None:
             missing.append(dotted)
         else:
             values[field] = value
@@ -315,7 +326,12 @@ RECIPE_FIELDS = {
     "test_freq": "trainer.test_freq",
     "save_freq": "trainer.save_freq",
     "seed": "trainer.seed",
+    "resume_mode": "trainer.resume_mode",
+    "resume_path": "trainer.resume_path",
+    "ckpt_dir": "trainer.ckpt_dir",
 }
+# fields whose recipe value may be null (null has a meaning: no resume path, the default checkpoint folder)
+NULLABLE = ("resume_path", "ckpt_dir")
 # The recipe's `local` section: tiny-only knobs, same names as TinySettings.
 LOCAL_FIELDS = (
     "digits",

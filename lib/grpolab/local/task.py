@@ -105,6 +105,25 @@ def warmup_pairs(train: Sequence[Problem], count: int, seed: int) -> list[tuple[
     return [(p.prompt, p.answer) for p in (rng.choice(train) for _ in range(count))]
 
 
+def train_schedule(train: Sequence[Problem], count: int, seed: int) -> list[Problem]:
+    """The first `count` prompts GRPO trains on, in order: epochs over `train`, each a permutation drawn from
+    (seed, epoch) alone.
+
+    The trainer reads them in this order (TRL's shuffling off), so the data position is the step: a run resumed from
+    a checkpoint at step k sees exactly the batches an uninterrupted run sees after step k (transformers' Trainer
+    skips the first k), and a longer budget only appends to the same order. TRL's own sampler draws every epoch
+    from one generator that a checkpoint does not keep, so a resumed run would see other batches.
+    """
+    out: list[Problem] = []
+    epoch = 0
+    while len(out) < count:
+        order = list(train)
+        random.Random(f"{seed}:{epoch}").shuffle(order)
+        out += order
+        epoch += 1
+    return out[:count]
+
+
 def split_completion(text: str) -> tuple[str, bool]:
     """A decoded completion (special tokens kept) -> (the leading run of digits, whether EOS follows it)."""
     from grpolab.local.tiny import EOS

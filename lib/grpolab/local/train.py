@@ -6,9 +6,13 @@ Writes, as it goes:
     DIR/metrics.jsonl (or $VERL_FILE_LOGGER_PATH)  verl file-logger lines, one per step; step 0 holds the
                                                     validation accuracy before GRPO
     DIR/warmup/                                     the warmed-up model: GRPO's start and KL reference
-    DIR/checkpoint/                                 the final model and tokenizer (save_freq > 0 adds
-                                                    DIR/checkpoint/checkpoint-<trl step>/ on the way)
+    CKPT/global_step_N/                             every trainer.save_freq steps and at the last one: model,
+                                                    optimizer, scheduler, RNG and data position (CKPT: trainer.ckpt_dir,
+                                                    else DIR/checkpoint; verl's layout, grpolab.local.checkpoint)
     stdout                                          one progress line per step, for the job log
+With trainer.resume_mode resume_path (set by `grpolab resume`) it continues the checkpoint trainer.resume_path
+names: no warm-up, the same KL reference, the step numbers going on from the checkpoint's. resume_mode auto does
+so from CKPT's newest complete checkpoint when there is one, as verl does.
 Exit status 0 on success, 2 for unusable settings.
 
 `--set key=value` (TinySettings field names) overrides the recipe, for experiments and tests.
@@ -34,8 +38,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from grpolab.local import checkpoint as C  # noqa: E402
 from grpolab.local import metrics as M  # noqa: E402
 from grpolab.local.mapping import (  # noqa: E402
+    NULLABLE,
     TinySettings,
     grpo_config_kwargs,
     settings_from_recipe,
@@ -49,6 +55,7 @@ from grpolab.local.task import (  # noqa: E402
     max_prompt_chars,
     split_completion,
     split_problems,
+    train_schedule,
     warmup_pairs,
 )
 from grpolab.local.tiny import TinyModelSpec, ensure_tiny  # noqa: E402
@@ -102,7 +109,9 @@ def apply_sets(settings: TinySettings, sets: Sequence[str]) -> TinySettings:
         if not sep or key not in types:
             raise ValueError(f"bad --set {item!r}: expected key=value with key one of {', '.join(sorted(types))}")
         kind = types[key]
-        if kind is bool:
+        if key in NULLABLE:
+            changes[key] = None if raw.strip().lower() in ("", "null", "none") else raw.strip()
+        elif kind is bool:
             changes[key] = raw.strip().lower() in ("1", "true", "yes", "on")
         else:
             changes[key] = kind(float(raw)) if kind is int else kind(raw)
@@ -194,8 +203,11 @@ def make_callback(
     evaluate: Callable[[], float],
     reward: ArithReward,
     echo: Callable[[str], None] = print,
+    reference: Path | None = None,
+    resumed: bool = False,
 ):
-    """A TRL callback: one verl-named metrics line and one progress line per GRPO step, validation on schedule."""
+    """A TRL callback: one verl-named metrics line and one progress line per GRPO step, validation on schedule,
+    and each checkpoint TRL saves published in verl's layout (grpolab.local.checkpoint) against `reference`."""
     from transformers import TrainerCallback
 
     ups = settings.updates_per_step
@@ -207,7 +219,9 @@ def make_callback(
             self.val: float | None = None
             self.val_time = 0.0
             self.last_val: float | None = None
-            self.last_tokens = 0.0
+            # TRL's token count is cumulative and restored with a checkpoint: a resumed run's first step has no delta
+            self.last_tokens: float | None = None if resumed else 0.0
+            self.logged_at = time.perf_counter()
             self.started = time.perf_counter()
             self.stopped_early = False
             self.own_s = 0.0  # time spent in this callback, validation excluded: our per-step overhead
@@ -259,7 +273,7 @@ def make_callback(
                 data[M.SCORE_MAX] = max(reward.last_scores)
                 data[M.SCORE_MIN] = min(reward.last_scores)
             step_time = data.get("timing_s/step")
-            if step_time and tokens:
+            if step_time and tokens and self.last_tokens is not None:
                 data[M.TOTAL_TOKENS] = tokens - self.last_tokens
                 data[M.THROUGHPUT] = (tokens - self.last_tokens) / step_time
             self.last_tokens = tokens
@@ -276,6 +290,21 @@ def make_callback(
             if step_time:
                 line += f" s/step={step_time:.3f}"
             echo(line)
+            self.logged_at = time.perf_counter()  # TRL saves right after it logs: the save's clock starts here
+            return control
+
+        def on_save(self, args, state, control, **kwargs):
+            # TRL has written OUTPUT_DIR/checkpoint-<update> completely: publish it as global_step_<step>
+            t_in = time.perf_counter()
+            seconds = t_in - self.logged_at
+            step = state.global_step // ups
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if reference is None or not folder.is_dir():
+                return control
+            published = C.publish(folder, step, seconds, reference)
+            size = C.read_marker(published).get("bytes", 0)
+            echo(f"checkpoint: step {step} saved to {published} in {seconds:.2f}s ({size / 1e6:.1f} MB)")
+            self.own_s += time.perf_counter() - t_in  # publishing is ours; TRL's own save is not
             return control
 
     return VerlMetrics()
@@ -316,14 +345,7 @@ class _RecordingReward(ArithReward):
         return scores
 
 
-def prepare(settings: TinySettings, run_dir: Path, echo: Callable[[str], None] = print) -> dict[str, Any]:
-    """Build/load the tiny model, warm it up, save it to RUN_DIR/warmup; the pieces GRPO needs.
-
-    Returns {"model", "tokenizer", "train", "val", "warmup_dir", "warmup_loss", "warmup_s"}.
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, set_seed
-
+def _check_settings(settings: TinySettings) -> None:
     problems = settings_problems(settings)
     if problems:
         raise ValueError("; ".join(f"{k}={v!r}: {why}" for k, v, why in problems))
@@ -337,6 +359,17 @@ def prepare(settings: TinySettings, run_dir: Path, echo: Callable[[str], None] =
             f"data.max_response_length={settings.max_response_length} leaves no room for the "
             f"answer ({max_answer_chars(settings.digits)} tokens) and EOS"
         )
+
+
+def prepare(settings: TinySettings, run_dir: Path, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Build/load the tiny model, warm it up, save it to RUN_DIR/warmup; the pieces GRPO needs.
+
+    Returns {"model", "tokenizer", "train", "val", "warmup_dir", "warmup_loss", "warmup_s"}.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, set_seed
+
+    _check_settings(settings)
     set_threads(settings)
     set_seed(settings.seed)
     base = ensure_tiny(model_spec(settings))
@@ -358,58 +391,124 @@ def prepare(settings: TinySettings, run_dir: Path, echo: Callable[[str], None] =
     )
 
 
+def prepare_resumed(
+    settings: TinySettings, run_dir: Path, checkpoint: Path, echo: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """The pieces GRPO needs to continue `checkpoint`: its KL reference copied to RUN_DIR/warmup (so this run's
+    own checkpoints name a reference of their own), the policy loaded from there; the trainer then restores the
+    checkpoint's weights, optimizer, scheduler, RNG and data position. No warm-up: the reference is the
+    parent's."""
+    import shutil
+
+    import torch
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    _check_settings(settings)
+    set_threads(settings)
+    source = C.reference_dir(checkpoint)
+    if not (source / "config.json").is_file():
+        raise ValueError(f"the reference model of {checkpoint} is gone ({source}): the run cannot be continued")
+    warm_dir = run_dir / "warmup"
+    if source.resolve() != warm_dir.resolve():
+        shutil.copytree(source, warm_dir, dirs_exist_ok=True)
+    model = AutoModelForCausalLM.from_pretrained(warm_dir, local_files_only=True, dtype=torch.float32)
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(warm_dir, local_files_only=True)
+    train, val = split_problems(settings.digits, settings.val_size)
+    echo(f"resuming from {checkpoint} (step {C.read_marker(checkpoint).get('step')}); KL reference {source}")
+    return dict(
+        model=model, tokenizer=tokenizer, train=train, val=val, warmup_dir=warm_dir, warmup_loss=None, warmup_s=0.0
+    )
+
+
+def checkpoint_root(settings: TinySettings, run_dir: Path) -> Path:
+    """Where checkpoints go: trainer.ckpt_dir, else RUN_DIR/checkpoint."""
+    return Path(settings.ckpt_dir).expanduser() if settings.ckpt_dir else Path(run_dir) / "checkpoint"
+
+
+def resume_from(settings: TinySettings, run_dir: Path) -> Path | None:
+    """The checkpoint this run continues (verl's resume_mode semantics), or None to start from scratch."""
+    if settings.resume_mode == "resume_path":
+        folder = Path(str(settings.resume_path)).expanduser().resolve()
+        missing = C.missing_files(folder)
+        if missing:
+            raise ValueError(
+                f"trainer.resume_path={settings.resume_path!r} is not a complete checkpoint (lacks {', '.join(missing)})"
+            )
+        return folder
+    if settings.resume_mode == "auto":
+        root = checkpoint_root(settings, run_dir)
+        try:
+            step = int((root / C.TRACKER).read_text().strip())
+        except (OSError, ValueError):
+            return None
+        folder = C.step_dir(root, step)
+        return folder if not C.missing_files(folder) else None
+    return None
+
+
 def run(
     settings: TinySettings,
     run_dir: str | os.PathLike[str],
     echo: Callable[[str], None] = print,
     write_metrics: bool = True,
 ) -> dict[str, Any]:
-    """One local run: warm-up, validation at step 0, GRPO with per-step metrics, the final checkpoint.
+    """One local run: warm-up, validation at step 0, GRPO with per-step metrics and checkpoints; or the rest of an
+    earlier run from its checkpoint (trainer.resume_mode), the step numbers going on from there.
 
     Returns a summary: val_start, val_end, reward_first, reward_last, steps, grpo_s, s_per_step, ...
     """
+    run_dir = Path(run_dir)
+    resume = resume_from(settings, run_dir)  # before the heavy imports: a bad resume_path fails in a blink
+
     from transformers import set_seed
     from trl import GRPOConfig, GRPOTrainer
 
     quiet_transformers()
-    run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    parts = prepare(settings, run_dir, echo)
+    parts = prepare(settings, run_dir, echo) if resume is None else prepare_resumed(settings, run_dir, resume, echo)
     model, tokenizer, val = parts["model"], parts["tokenizer"], parts["val"]
     max_new = settings.max_response_length
+    ckpt_root = checkpoint_root(settings, run_dir)
 
     def evaluate() -> float:
         return greedy_accuracy(model, tokenizer, val, max_new)
 
     writer = M.JsonlWriter(M.metrics_path(run_dir)) if write_metrics else None
     try:
-        t0 = time.perf_counter()
-        val_start = evaluate()
-        if writer is not None:
-            writer.write(0, {M.VAL_ACC: val_start, M.TESTING_TIME: time.perf_counter() - t0})
-        echo(f"step 0/{settings.total_steps} val_acc={val_start:.3f}")
+        val_start = None
+        if resume is None:  # a resumed run goes on from its checkpoint's step: no second step-0 line
+            t0 = time.perf_counter()
+            val_start = evaluate()
+            if writer is not None:
+                writer.write(0, {M.VAL_ACC: val_start, M.TESTING_TIME: time.perf_counter() - t0})
+            echo(f"step 0/{settings.total_steps} val_acc={val_start:.3f}")
         reward = _RecordingReward(tokenizer)
-        callback = make_callback(writer, settings, evaluate, reward, echo)
+        callback = make_callback(
+            writer, settings, evaluate, reward, echo, reference=parts["warmup_dir"], resumed=resume is not None
+        )
         set_seed(settings.seed)
-        config = GRPOConfig(**grpo_config_kwargs(settings, str(run_dir / "checkpoint")))
+        config = GRPOConfig(**grpo_config_kwargs(settings, str(ckpt_root)))
         trainer = GRPOTrainer(
             model=model,
             reward_funcs=[reward],
             args=config,
-            train_dataset=train_dataset(parts["train"]),
+            train_dataset=train_dataset(
+                train_schedule(parts["train"], settings.total_steps * settings.train_batch_size, settings.seed)
+            ),
             processing_class=tokenizer,
             callbacks=[callback],
         )
         _drop_printer(trainer)
         callback.started = time.perf_counter()
         start = time.perf_counter()
-        trainer.train()
+        # the checkpoint restores weights, optimizer, scheduler, RNG and the data position (transformers' Trainer)
+        trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
         grpo_s = time.perf_counter() - start
-        trainer.save_model(str(run_dir / "checkpoint"))
     finally:
         if writer is not None:
             writer.close()
     steps = trainer.state.global_step // settings.updates_per_step
+    first = 0 if resume is None else int(C.read_marker(resume).get("step", 0))
     rewards = [e["reward"] for e in trainer.state.log_history if "reward" in e]
     summary = dict(
         val_start=val_start,
@@ -418,17 +517,20 @@ def run(
         reward_last=rewards[-1] if rewards else None,
         rewards=rewards,
         steps=steps,
+        resumed_from=first if resume is not None else None,
         grpo_s=grpo_s,
-        s_per_step=grpo_s / max(1, steps),
+        s_per_step=grpo_s / max(1, steps - first),
         warmup_s=parts["warmup_s"],
         stopped_early=callback.stopped_early,
-        callback_s=callback.own_s,  # metrics, progress lines: our overhead on top of TRL
+        callback_s=callback.own_s,  # metrics, progress lines, publishing checkpoints: our overhead on top of TRL
         validation_s=callback.val_total_s,
         settings=asdict(settings),
     )
+    start_text = f"{val_start:.3f}" if val_start is not None else f"(resumed at step {first})"
+    end_text = f"{summary['val_end']:.3f}" if summary["val_end"] is not None else "n/a"
     echo(
-        f"done: {steps} steps in {grpo_s:.1f}s ({summary['s_per_step']:.3f} s/step), "
-        f"val_acc {val_start:.3f} -> {summary['val_end']:.3f}, checkpoint in {run_dir / 'checkpoint'}"
+        f"done: {steps} steps ({steps - first} in this run) in {grpo_s:.1f}s ({summary['s_per_step']:.3f} s/step), "
+        f"val_acc {start_text} -> {end_text}; checkpoints in {ckpt_root}"
     )
     return summary
 

@@ -2,10 +2,9 @@
 
 Made on the driver, so the nodes need neither params/ nor the model cards: the card travels as data.
 
-Checkpoint size (documented estimate): params x (2 bytes of bf16 weights + 12 bytes of Adam state: an fp32
-master copy and two fp32 moments) = 14 bytes per parameter, from the card's `params_b`. It is one
-checkpoint; verl keeps several unless `max_ckpt_to_keep` limits them. A checkpoint is sharded over the
-nodes: a node whose disk has less than a whole checkpoint but at least its 1/nnodes share is a warning
+Checkpoint size: the checkpoints kept at once, from grpolab.recipe.checkpoint_size (the layout verl writes, as
+`trainer.save_contents` names it, times what trainer.keep_ckpts keeps; the one estimate `check` uses too). They are
+sharded over the nodes: a node whose disk has less than the whole but at least its 1/nnodes share is a warning
 (fine on local disks, not on shared storage); less than its share is a failure. Floor: 100 MB.
 """
 
@@ -14,7 +13,6 @@ from __future__ import annotations
 from grpolab.paths import runs_dir
 from grpolab.recipe.schema import Recipe
 
-CKPT_BYTES_PER_PARAM = 2 + 12  # bf16 weights + Adam (fp32 master, first and second moments)
 CKPT_FLOOR_BYTES = 100 * 10**6
 NOFILE_MIN = 32768  # docs/facts.md section 4: `ulimit -n 32768` on every NPU node
 
@@ -97,20 +95,15 @@ def _files(value) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _params_text(params_b: float) -> str:
-    """A parameter count a person reads at once: 126 K, 4.1 M, 30.5 B (not 0.000126 B)."""
-    count = params_b * 1e9
-    for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if count >= size:
-            return f"{count / size:.3g} {unit}"
-    return f"{count:.0f}"
-
-
 def checkpoint_bytes(recipe: Recipe, card) -> tuple[int, str]:
+    """The bytes of the checkpoints kept at once (grpolab.recipe.checkpoint_size: the layout, trainer.keep_ckpts)."""
+    from grpolab.recipe.checkpoint_size import estimate
+
     if card is None:
         return CKPT_FLOOR_BYTES, "no model card: 100 MB assumed"
-    size = int(card.params_b * 1e9 * CKPT_BYTES_PER_PARAM)
-    how = f"{_params_text(card.params_b)} params x {CKPT_BYTES_PER_PARAM} bytes: bf16 weights + fp32 Adam state"
+    est = estimate(recipe, card)
+    size = est.total_bytes if est.total_bytes is not None else est.one_bytes
+    how = est.how if est.total_bytes is not None else f"one checkpoint: {est.how}"
     return max(size, CKPT_FLOOR_BYTES), how
 
 

@@ -202,6 +202,12 @@ class Trainer(Strict):
     balance_batch: bool
     seed: int
     timeout_s: int = Field(gt=0, description="NCCL/HCCL collective timeout")
+    # checkpoint retention (grpolab.jobs.checkpoints)
+    keep_ckpts: Optional[int] = Field(gt=0, description="keep the newest N checkpoints; null = all")
+    keep_best_metric: Optional[str] = Field(
+        description="also keep the checkpoint with the best value of this validation metric; null = off"
+    )
+    keep_best_mode: Literal["max", "min"] = Field(description="which value of keep_best_metric is best")
 
 
 class Local(Strict):

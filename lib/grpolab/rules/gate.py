@@ -95,7 +95,9 @@ def gate(recipe: Recipe, *, verl: bool = True) -> list[Problem]:
     if verl and recipe.train.engine != "trl":
         found, grad_ok = verl_problems(recipe)
         problems += found
-    return validate(recipe, grad_ok) + shadowing(recipe) + problems
+    from grpolab.rules.checkpoint_space import problems as checkpoint_problems
+
+    return validate(recipe, grad_ok) + shadowing(recipe) + problems + checkpoint_problems(recipe)
 
 
 def check(ref: str | Path, overrides: Iterable[str] = (), verl: bool = True) -> tuple[Recipe | None, list[Problem]]:

@@ -154,6 +154,11 @@ FIELD_OF = {
     "trainer.total_training_steps": "trainer.total_steps",
     "trainer.resume_from_path": "trainer.resume_path",
     "trainer.default_local_dir": "trainer.ckpt_dir",
+    "trainer.max_actor_ckpt_to_keep": "trainer.keep_ckpts",
+    "trainer.max_critic_ckpt_to_keep": "trainer.keep_ckpts",
+    "arr.actor.data_loader_seed": "trainer.seed",
+    "arr.rollout.seed": "trainer.seed",
+    "arr.actor.fsdp_config.seed": "trainer.seed",
     "arr.actor.megatron.tensor_model_parallel_size": "train.tp",
     "arr.actor.megatron.pipeline_model_parallel_size": "train.pp",
     "arr.actor.megatron.context_parallel_size": "train.cp",
@@ -362,6 +367,13 @@ def first_class_keys(recipe: Recipe, run_dir: str = RUN_DIR) -> tuple[dict[str, 
         keys["trainer.rollout_data_dir"] = tr.rollout_data_dir
     if tr.resume_path is not None:
         keys["trainer.resume_from_path"] = tr.resume_path
+    # one seed for the data loader, the actor and the rollout (grpolab.jobs.provenance records it)
+    keys[f"{actor}.data_loader_seed"] = tr.seed
+    keys[f"{roll}.seed"] = tr.seed
+    # verl keeps the newest N itself; with keep-best the job wrapper keeps them (verl's rotation would drop the best)
+    if tr.keep_ckpts is not None and tr.keep_best_metric is None:
+        keys["trainer.max_actor_ckpt_to_keep"] = tr.keep_ckpts
+        keys["trainer.max_critic_ckpt_to_keep"] = tr.keep_ckpts
     ref_offload = t.param_offload if t.ref_param_offload is None else t.ref_param_offload
     if ro.max_model_len is not None:  # null: verl's default, the model's own context length
         keys[f"{roll}.max_model_len"] = ro.max_model_len
@@ -429,6 +441,7 @@ def first_class_keys(recipe: Recipe, run_dir: str = RUN_DIR) -> tuple[dict[str, 
                 f"{actor}.fsdp_config.param_offload": t.param_offload,
                 f"{actor}.fsdp_config.optimizer_offload": t.optimizer_offload,
                 f"{actor}.fsdp_config.ulysses_sequence_parallel_size": t.ulysses_sp,
+                f"{actor}.fsdp_config.seed": tr.seed,
                 f"{ref}.fsdp_config.param_offload": ref_offload,
                 f"{ref}.fsdp_config.ulysses_sequence_parallel_size": t.ulysses_sp,
             }

@@ -1,0 +1,425 @@
+"""A run's checkpoints on disk: which are complete, their step, size and save time, and which to keep.
+
+verl 0.9.1's layout (trainer/ppo/v1/trainer_base.py `_save_checkpoint`): CKPT/global_step_N/ holds actor/ (and
+critic/) written by every rank, then data.pt (the dataloader's position); CKPT/latest_checkpointed_iteration.txt
+names N once all of that is written. What a complete actor/ holds (verl/utils/checkpoint/):
+    FSDP      model_world_size_W_rank_R.pt, optim_world_size_W_rank_R.pt, extra_state_world_size_W_rank_R.pt for
+              every rank R < W (as `save_contents` names: model, optimizer, extra), fsdp_config.json and
+              huggingface/config.json from rank 0
+    Megatron  (layout v2) ckpt_contents.json, written by rank 0 last ("its presence signals a fully-complete save"),
+              naming each content's folder: model/huggingface (mbridge's HF weights: every shard its index names),
+              model/dist_ckpt, optimizer/dist_ckpt, extra/dist_ckpt (torch distributed checkpoints: a .metadata
+              file naming every rank's .distcp files)
+    TRL       the local trainer's own folders (grpolab.local.checkpoint): a marker plus transformers' files
+A folder newer than the tracker is a save that did not finish. verl's own rotation (max_actor_ckpt_to_keep) removes
+actor/ and leaves data.pt: such a folder is incomplete too.
+
+Retention (trainer.keep_ckpts, keep_best_metric): verl keeps the newest N itself (rendered to
+max_actor_ckpt_to_keep); keeping the best by a validation metric is done here, by the job wrapper after each save
+(`Keeper`), and by nothing else. A checkpoint is removed only once a newer complete one exists, by renaming it out of
+its name first (a reader never sees half a checkpoint under a global_step_N name).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grpolab.local import checkpoint as local_ckpt
+from grpolab.local.checkpoint import STEP_PREFIX, TRACKER, folder_size
+from grpolab.recipe.checkpoint_size import human_bytes
+
+_STEP_DIR = re.compile(rf"^{STEP_PREFIX}(\d+)$")
+SAVE_TIME_METRIC = "timing_s/save_checkpoint"  # verl's timer around _save_checkpoint
+FSDP_FILES = {"model": "model", "optimizer": "optim", "extra": "extra_state"}  # save_contents -> file prefix
+TRASH_PREFIX = ".removing-"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a run's checkpoints look like: from its recipe."""
+
+    root: Path
+    engine: str  # megatron | fsdp | trl
+    world_size: int
+    save_contents: tuple[str, ...]
+
+
+@dataclass
+class Checkpoint:
+    step: int
+    path: Path
+    complete: bool
+    missing: list[str] = field(default_factory=list)  # why it is not complete
+    bytes: int = 0
+    seconds: float | None = None  # how long the save took (verl's timing_s/save_checkpoint, or tiny's marker)
+
+    def to_dict(self) -> dict:
+        return {
+            "step": self.step,
+            "path": str(self.path),
+            "complete": self.complete,
+            "missing": self.missing,
+            "bytes": self.bytes,
+            "seconds": self.seconds,
+        }
+
+
+def layout_of(recipe: Any, run_dir: Path) -> Layout:
+    """The checkpoint layout of a recipe (a Recipe or the plain dict of a run's recipe.yaml)."""
+    from grpolab.recipe.dotted import get_dotted
+
+    ckpt_dir = get_dotted(recipe, "trainer.ckpt_dir")
+    root = Path(str(ckpt_dir)).expanduser() if ckpt_dir else Path(run_dir) / "checkpoint"
+    world = int(get_dotted(recipe, "cluster.nnodes") or 1) * int(get_dotted(recipe, "cluster.devices_per_node") or 1)
+    contents = tuple(get_dotted(recipe, "trainer.save_contents") or ("model", "optimizer", "extra"))
+    return Layout(root, str(get_dotted(recipe, "train.engine")), world, contents)
+
+
+def run_layout(run_dir: Path) -> Layout:
+    """The layout from a run directory's recipe.yaml (read as data: the run's record, whatever params/ say now)."""
+    import yaml
+
+    recipe = yaml.safe_load((Path(run_dir) / "recipe.yaml").read_text(encoding="utf-8")) or {}
+    return layout_of(recipe, run_dir)
+
+
+def read_tracker(root: Path) -> int | None:
+    try:
+        return int((Path(root) / TRACKER).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _fsdp_missing(actor: Path, layout: Layout) -> list[str]:
+    missing = []
+    try:
+        saved_by = json.loads((actor / "fsdp_config.json").read_text()).get("world_size")
+    except (OSError, ValueError):
+        saved_by = None
+        missing.append("actor/fsdp_config.json")
+    world = int(saved_by or layout.world_size)
+    for content, prefix in FSDP_FILES.items():
+        if content not in layout.save_contents:
+            continue
+        ranks = [r for r in range(world) if not (actor / f"{prefix}_world_size_{world}_rank_{r}.pt").is_file()]
+        if ranks:
+            shown = ", ".join(map(str, ranks[:8])) + (" ..." if len(ranks) > 8 else "")
+            missing.append(f"actor/{prefix}_world_size_{world}_rank_R.pt of rank(s) {shown} (of {world})")
+    if not (actor / "huggingface" / "config.json").is_file():
+        missing.append("actor/huggingface/config.json")
+    return missing
+
+
+def _hf_missing(folder: Path, label: str) -> list[str]:
+    """A Hugging Face weights folder: config.json and every shard its index names (or one weights file)."""
+    if not (folder / "config.json").is_file():
+        return [f"{label}/config.json"]
+    for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+        if (folder / index).is_file():
+            try:
+                shards = set(json.loads((folder / index).read_text())["weight_map"].values())
+            except (OSError, ValueError, KeyError, AttributeError):
+                return [f"{label}/{index} (unreadable)"]
+            return [f"{label}/{name}" for name in sorted(shards) if not (folder / name).is_file()]
+    if any((folder / name).is_file() for name in ("model.safetensors", "pytorch_model.bin")):
+        return []
+    return [f"{label}/model.safetensors"]
+
+
+def _dcp_missing(folder: Path, label: str) -> list[str]:
+    """A torch distributed checkpoint: its .metadata (written once every rank has written) and the files it names."""
+    meta = folder / ".metadata"
+    if not meta.is_file():
+        return [f"{label}/.metadata"]
+    try:  # the metadata is a pickle of torch classes: read it with torch when torch is here
+        from torch.distributed.checkpoint import FileSystemReader
+    except ImportError:
+        return []
+    try:
+        storage = FileSystemReader(str(folder)).read_metadata().storage_data or {}
+    except Exception as exc:  # noqa: BLE001 - a torn or foreign file: say so, do not crash a listing
+        return [f"{label}/.metadata (unreadable: {type(exc).__name__})"]
+    names = sorted({getattr(info, "relative_path", "") for info in storage.values()} - {""})
+    return [f"{label}/{name}" for name in names if not (folder / name).is_file()]
+
+
+def _megatron_missing(actor: Path) -> list[str]:
+    try:
+        manifest = json.loads((actor / "ckpt_contents.json").read_text())
+    except (OSError, ValueError):
+        return ["actor/ckpt_contents.json (rank 0 writes it last)"]
+    missing = []
+    seen = set()
+    for entry in (manifest.get("contents") or {}).values():
+        rel, kind = entry.get("path"), entry.get("format")
+        if not rel or (rel, kind) in seen:
+            continue
+        seen.add((rel, kind))
+        if kind == "huggingface":
+            missing += _hf_missing(actor / rel, f"actor/{rel}")
+        elif kind == "megatron_dist_checkpoint":
+            missing += _dcp_missing(actor / rel, f"actor/{rel}")
+    return missing
+
+
+def missing_files(folder: Path, layout: Layout) -> list[str]:
+    """What a complete checkpoint folder has and this one lacks ([]: complete)."""
+    folder = Path(folder)
+    if layout.engine == "trl":
+        return local_ckpt.missing_files(folder)
+    actor = folder / "actor"
+    if not actor.is_dir():
+        return ["actor/ (removed by verl's rotation, or never written)"]
+    missing = _megatron_missing(actor) if layout.engine == "megatron" else _fsdp_missing(actor, layout)
+    if not (folder / "data.pt").is_file():
+        missing.append("data.pt (the data position, written after every rank's files)")
+    return missing
+
+
+def _save_seconds(run_dir: Path | None) -> dict[int, float]:
+    if run_dir is None:
+        return {}
+    from grpolab.local.metrics import read_jsonl
+
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.is_file():
+        return {}
+    out = {}
+    for row in read_jsonl(path):
+        value = (row.get("data") or {}).get(SAVE_TIME_METRIC)
+        if isinstance(value, (int, float)) and isinstance(row.get("step"), int):
+            out[row["step"]] = float(value)
+    return out
+
+
+def scan(layout: Layout, run_dir: Path | None = None, sizes: bool = True) -> list[Checkpoint]:
+    """Every global_step_N folder under the layout's root, oldest first, with whether it is complete and why not."""
+    root = layout.root
+    if not root.is_dir():
+        return []
+    tracker = read_tracker(root)
+    seconds = _save_seconds(run_dir)
+    out = []
+    for child in root.iterdir():
+        match = _STEP_DIR.match(child.name)
+        if not match or not child.is_dir():
+            continue
+        step = int(match.group(1))
+        missing = missing_files(child, layout)
+        if tracker is not None and step > tracker:
+            missing.append(f"{TRACKER} names step {tracker}: this save did not finish")
+        elif tracker is None and layout.engine != "megatron":  # verl writes it after every save but async ones
+            missing.append(f"no {TRACKER}: no save finished")
+        marker = local_ckpt.read_marker(child) if layout.engine == "trl" else {}
+        out.append(
+            Checkpoint(
+                step=step,
+                path=child,
+                complete=not missing,
+                missing=missing,
+                bytes=folder_size(child) if sizes else 0,
+                seconds=marker.get("seconds", seconds.get(step)),
+            )
+        )
+    return sorted(out, key=lambda c: c.step)
+
+
+def latest_complete(checkpoints: list[Checkpoint]) -> Checkpoint | None:
+    done = [c for c in checkpoints if c.complete]
+    return done[-1] if done else None
+
+
+# --------------------------------------------------------------------------------------------------- retention
+
+
+@dataclass(frozen=True)
+class Policy:
+    keep_last: int | None  # the newest N complete checkpoints; None = all
+    best_metric: str | None
+    best_mode: str = "max"
+
+    @property
+    def active(self) -> bool:
+        return self.keep_last is not None or self.best_metric is not None
+
+
+def policy_of(recipe: Any) -> Policy:
+    from grpolab.recipe.dotted import get_dotted
+
+    return Policy(
+        get_dotted(recipe, "trainer.keep_ckpts"),
+        get_dotted(recipe, "trainer.keep_best_metric"),
+        get_dotted(recipe, "trainer.keep_best_mode") or "max",
+    )
+
+
+def wrapper_prunes(recipe: Any) -> bool:
+    """True when the job wrapper, not verl, applies the retention: keep-best (verl has none), or the TRL trainer."""
+    from grpolab.recipe.dotted import get_dotted
+
+    policy = policy_of(recipe)
+    return policy.best_metric is not None or (get_dotted(recipe, "train.engine") == "trl" and policy.active)
+
+
+def scores(run_dir: Path, metric: str) -> dict[int, float]:
+    """The metric's value at each step it was logged (validation steps)."""
+    from grpolab.local.metrics import read_jsonl
+
+    path = Path(run_dir) / "metrics.jsonl"
+    out: dict[int, float] = {}
+    if not path.is_file():
+        return out
+    for row in read_jsonl(path):
+        value = (row.get("data") or {}).get(metric)
+        if isinstance(value, (int, float)) and isinstance(row.get("step"), int):
+            out[row["step"]] = float(value)
+    return out
+
+
+def best(checkpoints: list[Checkpoint], policy: Policy, step_scores: dict[int, float]) -> Checkpoint | None:
+    """The complete checkpoint whose step scored best (scored at its own step: verl validates after it saves)."""
+    scored = [c for c in checkpoints if c.complete and c.step in step_scores]
+    if not scored or policy.best_metric is None:
+        return None
+    pick = max if policy.best_mode == "max" else min
+    # ties go to the later checkpoint: it has trained longer for the same score
+    return pick(scored, key=lambda c: (step_scores[c.step], c.step if policy.best_mode == "max" else -c.step))
+
+
+def to_remove(checkpoints: list[Checkpoint], policy: Policy, step_scores: dict[int, float]) -> list[Checkpoint]:
+    """The folders the policy lets go: complete ones outside the newest keep_last and the best; incomplete ones
+    older than the newest complete one (a dead save, or the data.pt verl's rotation leaves). Never the newest
+    complete checkpoint, nothing newer than it (a save in progress), nothing at all when the policy is off."""
+    if not policy.active:
+        return []
+    newest = latest_complete(checkpoints)
+    if newest is None:
+        return []
+    complete = [c for c in checkpoints if c.complete]
+    keep = {c.step for c in (complete if policy.keep_last is None else complete[-policy.keep_last :])}
+    keep.add(newest.step)
+    top = best(checkpoints, policy, step_scores)
+    if top is not None:
+        keep.add(top.step)
+    return [c for c in checkpoints if c.step < newest.step and c.step not in keep]
+
+
+def remove(checkpoint: Checkpoint) -> None:
+    """Rename the folder out of its global_step_N name first, then delete it."""
+    trash = checkpoint.path.with_name(f"{TRASH_PREFIX}{checkpoint.path.name}")
+    checkpoint.path.rename(trash)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def prune(run_dir: Path, recipe: Any | None = None) -> list[Checkpoint]:
+    """Apply the run's retention policy once; returns what was removed."""
+    import yaml
+
+    if recipe is None:
+        recipe = yaml.safe_load((Path(run_dir) / "recipe.yaml").read_text(encoding="utf-8")) or {}
+    policy = policy_of(recipe)
+    if not policy.active:
+        return []
+    layout = layout_of(recipe, run_dir)
+    found = scan(layout, run_dir, sizes=False)
+    step_scores = scores(run_dir, policy.best_metric) if policy.best_metric else {}
+    gone = to_remove(found, policy, step_scores)
+    for checkpoint in gone:
+        remove(checkpoint)
+    return gone
+
+
+class Keeper:
+    """The job wrapper's retention: prunes the run's checkpoints after each save (the tracker changes) and at the end.
+
+    A thread that polls the tracker's mtime every `interval` seconds: saves are minutes apart on a cluster, seconds
+    apart for `tiny`, and a poll costs one stat."""
+
+    def __init__(self, run_dir: Path, interval: float = 1.0, log=None) -> None:
+        import yaml
+
+        self.run_dir = Path(run_dir)
+        self.recipe = yaml.safe_load((self.run_dir / "recipe.yaml").read_text(encoding="utf-8")) or {}
+        self.root = layout_of(self.recipe, self.run_dir).root
+        self.interval = interval
+        self.log = log or self._log
+        self._stop = threading.Event()
+        self._seen: float | None = None
+        self._thread = threading.Thread(target=self._loop, name="grpolab-checkpoint-keeper", daemon=True)
+
+    @classmethod
+    def for_run(cls, run_dir: Path, **kwargs) -> Keeper | None:
+        """A started Keeper when the run's recipe asks the wrapper to prune, else None (also for a run without a
+        readable recipe: the wrapper must never fail a job for its own bookkeeping)."""
+        try:
+            keeper = cls(run_dir, **kwargs)
+        except (OSError, ValueError):
+            return None
+        if not wrapper_prunes(keeper.recipe):
+            return None
+        keeper._thread.start()
+        return keeper
+
+    def _log(self, line: str) -> None:
+        """One line to the job's output and to logs/job.log (appended in one write, beside the wrapper's own)."""
+        print(line, flush=True)
+        try:
+            with open(self.run_dir / "logs" / "job.log", "a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+        except OSError:
+            pass
+
+    def poll(self) -> None:
+        try:
+            mtime = (self.root / TRACKER).stat().st_mtime
+        except OSError:
+            return
+        if mtime == self._seen:
+            return
+        self._seen = mtime
+        self.prune()
+
+    def prune(self) -> None:
+        try:
+            for gone in prune(self.run_dir, self.recipe):
+                self.log(f"grpolab: removed checkpoint {gone.path.name} (trainer.keep_ckpts / keep_best_metric)")
+        except OSError as exc:  # a full or read-only disk: keep training, say why nothing was pruned
+            self.log(f"grpolab: could not prune checkpoints: {exc}")
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.poll()
+
+    def stop(self) -> None:
+        """Stop polling and prune once more: the last save's score is in metrics.jsonl by now."""
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._seen = None
+        self.prune()
+
+
+def listing(run_dir: Path) -> list[dict]:
+    """The checkpoints of a run for the monitor: step, bytes, seconds the save took, complete or why not."""
+    try:
+        layout = run_layout(run_dir)
+    except (OSError, ValueError):
+        return []
+    return [c.to_dict() for c in scan(layout, run_dir)]
+
+
+def describe(rows: list[dict]) -> str:
+    """The listing as lines a person reads: `step 600  1.7 MB  0.05 s  complete`."""
+    if not rows:
+        return "no checkpoints"
+    lines = []
+    for row in rows:
+        took = f"{row['seconds']:.2f} s" if row.get("seconds") is not None else "? s"
+        state = "complete" if row["complete"] else "incomplete: " + "; ".join(row["missing"][:2])
+        lines.append(f"step {row['step']:>7}  {human_bytes(row['bytes']):>9}  {took:>9}  {state}")
+    return "\n".join(lines)

@@ -1,0 +1,256 @@
+"""`grpolab export RUN`: Hugging Face weights from one of a run's complete checkpoints, then checked against the card.
+
+How the weights come out of the checkpoint (grpolab.jobs.checkpoints reads its layout):
+    FSDP, Megatron shards   verl's own merger as a Ray job on the run's cluster: `python -m verl.model_merger merge
+                            --backend fsdp|megatron --local_dir CKPT/global_step_N/actor --target_dir OUT` (flags
+                            from verl 0.9.1's argparse, verl/model_merger/base_model_merger.py), with
+                            --tie-word-embedding when the card ties the embedding (Megatron), --trust-remote-code
+                            when the recipe trusts the model's code, --use_cpu_initialization when the model's bf16
+                            weights do not fit one device
+    Megatron through mbridge verl already saved Hugging Face weights (actor/model/huggingface, ckpt_contents.json
+                            says so); its merger reads model/dist_ckpt and would find nothing: they are copied
+    TRL (`tiny`)            the checkpoint is a transformers model: its weights, config and tokenizer are copied
+Then the result is checked against the model's card (grpolab.jobs.weights_check), and for `tiny` loaded back with
+transformers and scored on the validation split: the accuracy the run logged at that step must come back exactly.
+OUT defaults to RUN/export/global_step_N; OUT/grpolab_export.json holds the report.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grpolab.jobs import checkpoints as ck
+from grpolab.jobs.runs import Run
+from grpolab.recipe.dotted import get_dotted
+
+MERGER = ["-m", "verl.model_merger", "merge"]
+HF_FILES = (
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+)
+WEIGHT_GLOBS = ("*.safetensors", "model.safetensors.index.json")
+JOB_POLL_S = 2.0
+REPORT = "grpolab_export.json"
+
+
+class ExportRefused(Exception):
+    """Nothing to export (no complete checkpoint, no such step) or the weights cannot be checked; says what to do."""
+
+
+@dataclass
+class ExportPlan:
+    run: Run
+    recipe: dict  # the run's recipe.yaml, as data
+    checkpoint: ck.Checkpoint
+    out: Path
+    mode: str  # "merge" (verl's model_merger) or "copy" (the checkpoint already holds Hugging Face weights)
+    source: Path  # the merger's --local_dir, or the folder copied
+    command: list[str] | None  # the merger's argv (python first) for mode "merge"
+
+    def to_dict(self) -> dict:
+        return {
+            "run": self.run.run_id,
+            "step": self.checkpoint.step,
+            "checkpoint": str(self.checkpoint.path),
+            "out": str(self.out),
+            "mode": self.mode,
+            "source": str(self.source),
+            "command": shlex.join(self.command) if self.command else None,
+        }
+
+
+def card_of(recipe: Any):
+    """The model's facts for a recipe (a Recipe or recipe.yaml's data): config.json at model.path, else its card."""
+    from grpolab.problems import InputError, RecipeError
+    from grpolab.recipe.cards import config_json, facts_from_config
+    from grpolab.recipe.loader import load_card
+
+    card = None
+    name = get_dotted(recipe, "model.card")
+    if name:
+        try:
+            card = load_card(name)
+        except (InputError, RecipeError):
+            card = None
+    cfg = config_json(str(get_dotted(recipe, "model.path") or ""))
+    if cfg is not None:
+        try:
+            return facts_from_config(json.loads(cfg.read_text()), card, str(cfg))
+        except (OSError, ValueError):
+            return card
+    return card
+
+
+def merger_command(recipe: Any, local_dir: str | Path, target_dir: str | Path, python: str = "python3") -> list[str]:
+    """verl's merger for a recipe's checkpoint folder (CKPT/global_step_N/actor) into target_dir."""
+    engine = get_dotted(recipe, "train.engine")
+    backend = "megatron" if engine == "megatron" else "fsdp"
+    argv = [python, *MERGER, "--backend", backend, "--local_dir", str(local_dir), "--target_dir", str(target_dir)]
+    card = card_of(recipe)
+    if backend == "megatron" and card is not None and card.tie_word_embeddings:
+        argv.append("--tie-word-embedding")
+    if get_dotted(recipe, "model.trust_remote_code"):
+        argv.append("--trust-remote-code")
+    if backend == "megatron" and card is not None:
+        weights_gb = card.params_b * 2  # bf16
+        if weights_gb > float(get_dotted(recipe, "cluster.device_memory_gb") or 0):
+            argv.append("--use_cpu_initialization")  # the merger builds the whole model in one process
+    return argv
+
+
+def _pick(run: Run, layout: ck.Layout, step: int | None) -> ck.Checkpoint:
+    found = ck.scan(layout, run.path)
+    complete = [c for c in found if c.complete]
+    if step is None:
+        if complete:
+            return complete[-1]
+        raise ExportRefused(
+            f"run {run.run_id} has no complete checkpoint in {layout.root}: nothing to export "
+            "(set trainer.save_freq > 0 for the next run)"
+        )
+    chosen = next((c for c in complete if c.step == step), None)
+    if chosen is None:
+        have = ", ".join(str(c.step) for c in complete) or "none"
+        raise ExportRefused(f"run {run.run_id} has no complete checkpoint at step {step}; complete ones: {have}")
+    return chosen
+
+
+def plan_export(run: Run, step: int | None = None, out: str | Path | None = None) -> ExportPlan:
+    import yaml
+
+    if not run.recipe_file.is_file():
+        raise ExportRefused(f"run {run.run_id} has no recipe.yaml: it was never submitted, nothing to export")
+    recipe = yaml.safe_load(run.recipe_file.read_text(encoding="utf-8")) or {}
+    layout = ck.layout_of(recipe, run.path)
+    checkpoint = _pick(run, layout, step)
+    target = Path(out).expanduser().resolve() if out else run.path / "export" / checkpoint.path.name
+    engine = layout.engine
+    if engine == "trl":
+        return ExportPlan(run, recipe, checkpoint, target, "copy", checkpoint.path, None)
+    actor = checkpoint.path / "actor"
+    if engine == "megatron":
+        try:
+            manifest = json.loads((actor / "ckpt_contents.json").read_text())
+        except (OSError, ValueError):
+            manifest = {}
+        model = (manifest.get("contents") or {}).get("model") or {}
+        if model.get("format") == "huggingface":  # mbridge saved Hugging Face weights itself
+            return ExportPlan(run, recipe, checkpoint, target, "copy", actor / model["path"], None)
+    status = run.status()
+    python = sys.executable if status.get("embedded") else "python3"
+    return ExportPlan(run, recipe, checkpoint, target, "merge", actor, merger_command(recipe, actor, target, python))
+
+
+def copy_weights(source: Path, target: Path) -> None:
+    """The Hugging Face files of `source` (weights, index, config, tokenizer) into `target`."""
+    target.mkdir(parents=True, exist_ok=True)
+    names = {p.name for pattern in WEIGHT_GLOBS for p in source.glob(pattern)} | {
+        n for n in HF_FILES if (source / n).is_file()
+    }
+    for name in sorted(names):
+        shutil.copy2(source / name, target / name)
+
+
+def run_merge(plan: ExportPlan, progress=print) -> None:
+    """verl's merger as a Ray job on the run's cluster; its log goes to RUN/logs/export-<step>.log."""
+    import secrets
+
+    from grpolab.jobs import cluster
+    from grpolab.jobs.secrets import is_secret
+
+    status = plan.run.status()
+    address = None if status.get("embedded") else status.get("ray_address")
+    ep = cluster.endpoint(address, progress=progress)
+    client = cluster.job_client(ep)
+    env = {k: str(v) for k, v in (plan.recipe.get("env") or {}).items() if not is_secret(k, plan.recipe.get("secrets"))}
+    if ep.embedded:
+        env.update({k: v for k, v in cluster.embedded_env().items() if k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")})
+    device = get_dotted(plan.recipe, "cluster.device")
+    resources = {"entrypoint_resources": {"NPU": 1}} if device == "npu" else {}
+    if device == "cuda":
+        resources = {"entrypoint_num_gpus": 1}
+    job_id = f"{plan.run.run_id}-export-{plan.checkpoint.step}-{secrets.token_hex(3)}"
+    client.submit_job(
+        entrypoint=shlex.join(plan.command or []),
+        submission_id=job_id,
+        runtime_env={"env_vars": env},
+        metadata={"grpolab_run_dir": str(plan.run.path), "grpolab_export": str(plan.out)},
+        **resources,
+    )
+    progress(f"merging with verl's model_merger as Ray job {job_id} on the {ep.label}")
+    while True:
+        state = str(client.get_job_status(job_id).value)
+        if state in ("SUCCEEDED", "FAILED", "STOPPED"):
+            break
+        time.sleep(JOB_POLL_S)
+    log = client.get_job_logs(job_id)
+    plan.run.logs_dir.mkdir(exist_ok=True)
+    (plan.run.logs_dir / f"export-{plan.checkpoint.step}.log").write_text(log)
+    if state != "SUCCEEDED":
+        tail = "\n".join(log.strip().splitlines()[-15:])
+        raise ExportRefused(
+            f"verl's model_merger {state} (log: {plan.run.logs_dir}/export-{plan.checkpoint.step}.log):\n{tail}"
+        )
+
+
+def score_tiny(plan: ExportPlan) -> dict:
+    """Load the exported `tiny` weights with transformers and score them on the validation split, as the run did."""
+    from grpolab.local.mapping import settings_from_recipe
+    from grpolab.local.metrics import VAL_ACC
+    from grpolab.local.task import split_problems
+    from grpolab.local.train import greedy_accuracy, quiet_transformers
+
+    quiet_transformers()
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    settings = settings_from_recipe(plan.recipe)
+    model = AutoModelForCausalLM.from_pretrained(plan.out, local_files_only=True)
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(plan.out, local_files_only=True)
+    _, val = split_problems(settings.digits, settings.val_size)
+    accuracy = greedy_accuracy(model, tokenizer, val, settings.max_response_length)
+    logged = ck.scores(plan.run.path, VAL_ACC).get(plan.checkpoint.step)
+    return {"metric": VAL_ACC, "accuracy": accuracy, "logged": logged, "reproduced": logged == accuracy}
+
+
+def export(plan: ExportPlan, progress=print) -> dict:
+    """Make the Hugging Face weights, check them; the report (also written to OUT/grpolab_export.json)."""
+    from grpolab.jobs.weights_check import check
+
+    if plan.mode == "copy":
+        copy_weights(plan.source, plan.out)
+    else:
+        run_merge(plan, progress)
+    if not plan.out.is_dir():
+        raise ExportRefused(
+            f"the merged weights went to {plan.out} on the cluster, which this machine does not see: they were not "
+            "checked; pass --out a folder on storage this machine mounts"
+        )
+    report: dict[str, Any] = {**plan.to_dict(), "problems": []}
+    card = card_of(plan.recipe)
+    if card is None:
+        report["problems"].append("no model card or config.json for the run's model: the weights were not checked")
+    else:
+        result = check(plan.out, card)
+        report["weights"] = result.to_dict()
+        report["problems"] += result.problems
+    if plan.recipe.get("train", {}).get("engine") == "trl":
+        report["validation"] = score = score_tiny(plan)
+        if score["logged"] is None:
+            report["problems"].append(f"the run logged no {score['metric']} at step {plan.checkpoint.step} to compare")
+        elif not score["reproduced"]:
+            report["problems"].append(
+                f"the exported weights score {score['accuracy']:.4f} on validation, the run logged "
+                f"{score['logged']:.4f} at step {plan.checkpoint.step}"
+            )
+    (plan.out / REPORT).write_text(json.dumps(report, indent=2, default=str) + "\n")
+    return report

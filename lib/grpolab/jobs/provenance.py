@@ -1,0 +1,209 @@
+"""What a run records so that it can be reproduced and continued, and how two runs' records differ.
+
+At launch (grpolab.jobs.launch.submit) every run's launch.json gets a `provenance` block:
+    seed            trainer.seed: verl's data loader, actor, rollout and Megatron/FSDP seeds all render from it;
+                    the local trainer's warm-up, data order and TRL's sampling use it
+    recipe_sha256   a hash of the resolved recipe (secrets redacted): two runs with the same hash ran the same recipe
+    packages        installed versions of the stack that shapes a run (the launch record's `versions` and more)
+    data            a fingerprint of every data file: size, mtime and sha256 of its bytes; a file the launcher
+                    cannot read (it lives on the cluster) is recorded as such. The local trainer's generated task
+                    (`generated:arith`) is fingerprinted from the problems it generates.
+`grpolab resume` refuses a run whose data no longer match these fingerprints (the saved data position would index
+other samples); `grpolab compare` lists what differs between two runs before their curves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from grpolab.recipe.dotted import flatten, get_dotted
+
+GENERATED = "generated:"
+CHUNK = 1 << 20
+# besides the launch record's own `versions`: what else changes a run's numbers or its checkpoints
+PACKAGES = (
+    "grpolab",
+    "verl",
+    "ray",
+    "torch",
+    "transformers",
+    "trl",
+    "accelerate",
+    "datasets",
+    "numpy",
+    "pyarrow",
+    "megatron-core",
+    "mbridge",
+    "vllm",
+    "vllm-ascend",
+    "sglang",
+    "torch_npu",
+)
+
+
+def data_files(recipe: Any) -> list[tuple[str, str]]:
+    """(recipe key, file) for every train and validation file the recipe names."""
+    out = []
+    for key in ("data.train_files", "data.val_files"):
+        value = get_dotted(recipe, key)
+        for item in [value] if isinstance(value, str) else list(value or []):
+            out.append((key, str(item)))
+    return out
+
+
+def _generated(recipe: Any, name: str) -> dict:
+    """The fingerprint of a task the local trainer generates: a hash of its train and validation problems."""
+    from grpolab.local.task import split_problems
+
+    if name != "arith":
+        return {"generated": name, "error": f"no generator named {name!r} (grpolab.local.task has `arith`)"}
+    digits, val_size = get_dotted(recipe, "local.digits"), get_dotted(recipe, "local.val_size")
+    try:
+        train, val = split_problems(int(digits), int(val_size))
+    except (TypeError, ValueError) as exc:
+        return {"generated": name, "error": str(exc)}
+    text = "\n".join(["train", *(p.prompt + p.answer for p in train), "val", *(p.prompt + p.answer for p in val)])
+    return {"generated": name, "sha256": hashlib.sha256(text.encode()).hexdigest(), "problems": len(train) + len(val)}
+
+
+def fingerprint(path: str, recipe: Any = None) -> dict:
+    """{bytes, mtime, sha256} of one data file, {error} when it cannot be read here, or a generated task's hash."""
+    if path.startswith(GENERATED):
+        return _generated(recipe, path[len(GENERATED) :])
+    full = Path(os.path.expanduser(path))
+    try:
+        stat = full.stat()
+        digest = hashlib.sha256()
+        with open(full, "rb") as fh:
+            for chunk in iter(lambda: fh.read(CHUNK), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        return {"error": f"not readable here ({exc.strerror or exc}): on the cluster's nodes only?"}
+    return {"bytes": stat.st_size, "mtime": stat.st_mtime, "sha256": digest.hexdigest()}
+
+
+def fingerprints(recipe: Any) -> dict[str, dict]:
+    """file -> fingerprint, for every data file of the recipe."""
+    return {path: {"key": key, **fingerprint(path, recipe)} for key, path in data_files(recipe)}
+
+
+def recipe_hash(recipe_data: dict) -> str:
+    return hashlib.sha256(json.dumps(recipe_data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def packages(recipe: Any = None) -> dict[str, str | None]:
+    """Installed versions of PACKAGES and of every package the recipe's `stack` pins."""
+    names = list(PACKAGES) + [n for n in (get_dotted(recipe, "stack") or {}) if n not in PACKAGES]
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except (metadata.PackageNotFoundError, ValueError):
+            out[name] = None
+    return out
+
+
+def record(recipe: Any, recipe_data: dict) -> dict:
+    """The launch record's `provenance` block; `recipe_data` is the recipe as written to recipe.yaml (redacted)."""
+    return {
+        "seed": get_dotted(recipe, "trainer.seed"),
+        "recipe_sha256": recipe_hash(recipe_data),
+        "packages": packages(recipe),
+        "data": fingerprints(recipe),
+    }
+
+
+def changed_data(recorded: dict[str, dict], now: dict[str, dict]) -> list[str]:
+    """Sentences naming each data file that is not what the parent run trained on."""
+    out = []
+    for path in sorted(set(recorded) | set(now)):
+        then, current = recorded.get(path), now.get(path)
+        if then is None:
+            out.append(f"{current['key']} {path}: not a data file of the run (the --set changes its data files)")
+        elif current is None:
+            out.append(f"{then['key']} {path}: the run trained on it; the resumed recipe no longer names it")
+        elif "sha256" in then and "sha256" in current and then["sha256"] != current["sha256"]:
+            size = f", {then.get('bytes')} -> {current.get('bytes')} bytes" if "bytes" in then else ""
+            out.append(
+                f"{then['key']} {path}: changed since the run (sha256 {then['sha256'][:12]} -> "
+                f"{current['sha256'][:12]}{size})"
+            )
+        elif "sha256" in then and "error" in current:
+            out.append(f"{then['key']} {path}: fingerprinted at launch, {current['error']}")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ differences
+
+
+def _run_files(run_dir: Path) -> tuple[dict, dict]:
+    import yaml
+
+    run_dir = Path(run_dir)
+    try:
+        recipe = yaml.safe_load((run_dir / "recipe.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, ValueError):
+        recipe = {}
+    try:
+        launch = json.loads((run_dir / "launch.json").read_text())
+    except (OSError, ValueError):
+        launch = {}
+    return recipe, launch
+
+
+def differences(run_a: Path, run_b: Path) -> dict[str, list]:
+    """What differs between two runs' records: recipe keys, package versions, data, seed, parents.
+
+    {"recipe": [[key, a, b], ...], "stack": [[package, a, b], ...], "data": [...], "lineage": [...]}; each list is
+    empty where the runs agree."""
+    recipe_a, launch_a = _run_files(run_a)
+    recipe_b, launch_b = _run_files(run_b)
+    flat_a, flat_b = flatten(recipe_a), flatten(recipe_b)
+    recipe_diff = [
+        [k, flat_a.get(k), flat_b.get(k)] for k in sorted(set(flat_a) | set(flat_b)) if flat_a.get(k) != flat_b.get(k)
+    ]
+    prov_a, prov_b = launch_a.get("provenance") or {}, launch_b.get("provenance") or {}
+    pkgs_a = {**(launch_a.get("versions") or {}), **(prov_a.get("packages") or {})}
+    pkgs_b = {**(launch_b.get("versions") or {}), **(prov_b.get("packages") or {})}
+    stack_diff = [
+        [k, pkgs_a.get(k), pkgs_b.get(k)] for k in sorted(set(pkgs_a) | set(pkgs_b)) if pkgs_a.get(k) != pkgs_b.get(k)
+    ]
+    data_a, data_b = prov_a.get("data") or {}, prov_b.get("data") or {}
+    data_diff = []
+    for path in sorted(set(data_a) | set(data_b)):
+        ha, hb = (data_a.get(path) or {}).get("sha256"), (data_b.get(path) or {}).get("sha256")
+        if ha != hb:
+            data_diff.append([path, ha[:12] if ha else None, hb[:12] if hb else None])
+    lineage = []
+    for name, launch in (("a", launch_a), ("b", launch_b)):
+        parent = launch.get("resumed_from")
+        if parent:
+            lineage.append([name, parent.get("run_id"), parent.get("step")])
+    return {"recipe": recipe_diff, "stack": stack_diff, "data": data_diff, "lineage": lineage}
+
+
+def describe_differences(diff: dict[str, list], names: tuple[str, str] = ("run", "baseline")) -> str:
+    """The differences as the lines `grpolab compare` prints before its table."""
+    a, b = names
+    lines = []
+    if diff.get("recipe"):
+        lines.append(f"recipe: {len(diff['recipe'])} key(s) differ ({a} | {b})")
+        lines += [f"  {k}: {va!r} | {vb!r}" for k, va, vb in diff["recipe"]]
+    else:
+        lines.append("recipe: the same")
+    if diff.get("stack"):
+        lines.append(f"stack: {len(diff['stack'])} package(s) differ ({a} | {b})")
+        lines += [f"  {k}: {va or 'not installed'} | {vb or 'not installed'}" for k, va, vb in diff["stack"]]
+    else:
+        lines.append("stack: the same")
+    if diff.get("data"):
+        lines.append(f"data: {len(diff['data'])} file(s) differ (sha256 {a} | {b})")
+        lines += [f"  {p}: {va or 'not recorded'} | {vb or 'not recorded'}" for p, va, vb in diff["data"]]
+    for which, parent, step in diff.get("lineage") or []:
+        lines.append(f"{a if which == 'a' else b} was resumed from run {parent} at step {step}")
+    return "\n".join(lines)
