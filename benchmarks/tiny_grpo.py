@@ -62,18 +62,19 @@ def bare_trl(settings: TinySettings, warm_dir: Path, train, out_dir: Path, steps
     from transformers.trainer_callback import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from grpolab.local.task import ArithReward
+    from grpolab.local.task import ArithReward, train_schedule
 
     set_threads(settings)
     set_seed(settings.seed)
     model = AutoModelForCausalLM.from_pretrained(warm_dir, local_files_only=True)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(warm_dir, local_files_only=True)
-    config = GRPOConfig(**grpo_config_kwargs(settings.replace(total_steps=steps), str(out_dir)))
+    # no checkpoints: a bare TRL run pays for none (ours are timed in the run's own figures)
+    config = GRPOConfig(**grpo_config_kwargs(settings.replace(total_steps=steps, save_freq=-1), str(out_dir)))
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=[ArithReward(tokenizer)],
         args=config,
-        train_dataset=train_dataset(train),
+        train_dataset=train_dataset(train_schedule(train, steps * settings.train_batch_size, settings.seed)),
         processing_class=tokenizer,
     )
     trainer.remove_callback(PrinterCallback)  # not ours to pay for: it only prints every log dict

@@ -46,6 +46,7 @@ def parse_steps(text: str) -> tuple[int, int]:
 
 def main(args) -> int:
     from grpolab.cli import UsageError
+    from grpolab.jobs.provenance import describe_differences, differences
     from grpolab.jobs.runs import RunNotFound
     from grpolab.monitor.compare import compare
     from grpolab.monitor.summary import open_run
@@ -54,13 +55,18 @@ def main(args) -> int:
     steps = parse_steps(args.steps) if args.steps is not None else None
     try:
         thresholds = load_thresholds(args.thresholds)
-        _, run = open_run(args.run)
-        _, baseline = open_run(args.baseline)
+        run_record, run = open_run(args.run)
+        baseline_record, baseline = open_run(args.baseline)
     except (RunNotFound, ThresholdsError) as exc:
         raise UsageError(str(exc)) from None
     result = compare(run, baseline, steps=steps, thresholds=thresholds)
+    # what differs in the recipe and the stack, before the curves (grpolab.jobs.provenance)
+    both = run_record.is_run and baseline_record.is_run
+    diff = differences(run_record.path, baseline_record.path) if both else None
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2, default=str))
+        print(json.dumps({**result.to_dict(), "differences": diff}, indent=2, default=str))
     else:
+        if diff is not None:
+            print(describe_differences(diff, (run_record.run_id, baseline_record.run_id)) + "\n")
         print(result.table())
     return 0 if result.passed else 1

@@ -132,11 +132,14 @@ def _hf_missing(folder: Path, label: str) -> list[str]:
     return [f"{label}/model.safetensors"]
 
 
-def _dcp_missing(folder: Path, label: str) -> list[str]:
-    """A torch distributed checkpoint: its .metadata (written once every rank has written) and the files it names."""
+def _dcp_missing(folder: Path, label: str, deep: bool = True) -> list[str]:
+    """A torch distributed checkpoint: its .metadata (written once every rank has written) and, `deep`, the rank
+    files it names (reading it imports torch: the monitor's listing skips that)."""
     meta = folder / ".metadata"
     if not meta.is_file():
         return [f"{label}/.metadata"]
+    if not deep:
+        return []
     try:  # the metadata is a pickle of torch classes: read it with torch when torch is here
         from torch.distributed.checkpoint import FileSystemReader
     except ImportError:
@@ -149,7 +152,7 @@ def _dcp_missing(folder: Path, label: str) -> list[str]:
     return [f"{label}/{name}" for name in names if not (folder / name).is_file()]
 
 
-def _megatron_missing(actor: Path) -> list[str]:
+def _megatron_missing(actor: Path, deep: bool = True) -> list[str]:
     try:
         manifest = json.loads((actor / "ckpt_contents.json").read_text())
     except (OSError, ValueError):
@@ -164,11 +167,11 @@ def _megatron_missing(actor: Path) -> list[str]:
         if kind == "huggingface":
             missing += _hf_missing(actor / rel, f"actor/{rel}")
         elif kind == "megatron_dist_checkpoint":
-            missing += _dcp_missing(actor / rel, f"actor/{rel}")
+            missing += _dcp_missing(actor / rel, f"actor/{rel}", deep)
     return missing
 
 
-def missing_files(folder: Path, layout: Layout) -> list[str]:
+def missing_files(folder: Path, layout: Layout, deep: bool = True) -> list[str]:
     """What a complete checkpoint folder has and this one lacks ([]: complete)."""
     folder = Path(folder)
     if layout.engine == "trl":
@@ -176,7 +179,7 @@ def missing_files(folder: Path, layout: Layout) -> list[str]:
     actor = folder / "actor"
     if not actor.is_dir():
         return ["actor/ (removed by verl's rotation, or never written)"]
-    missing = _megatron_missing(actor) if layout.engine == "megatron" else _fsdp_missing(actor, layout)
+    missing = _megatron_missing(actor, deep) if layout.engine == "megatron" else _fsdp_missing(actor, layout)
     if not (folder / "data.pt").is_file():
         missing.append("data.pt (the data position, written after every rank's files)")
     return missing
@@ -198,7 +201,7 @@ def _save_seconds(run_dir: Path | None) -> dict[int, float]:
     return out
 
 
-def scan(layout: Layout, run_dir: Path | None = None, sizes: bool = True) -> list[Checkpoint]:
+def scan(layout: Layout, run_dir: Path | None = None, sizes: bool = True, deep: bool = True) -> list[Checkpoint]:
     """Every global_step_N folder under the layout's root, oldest first, with whether it is complete and why not."""
     root = layout.root
     if not root.is_dir():
@@ -211,7 +214,7 @@ def scan(layout: Layout, run_dir: Path | None = None, sizes: bool = True) -> lis
         if not match or not child.is_dir():
             continue
         step = int(match.group(1))
-        missing = missing_files(child, layout)
+        missing = missing_files(child, layout, deep)
         if tracker is not None and step > tracker:
             missing.append(f"{TRACKER} names step {tracker}: this save did not finish")
         elif tracker is None and layout.engine != "megatron":  # verl writes it after every save but async ones
@@ -410,7 +413,7 @@ def listing(run_dir: Path) -> list[dict]:
         layout = run_layout(run_dir)
     except (OSError, ValueError):
         return []
-    return [c.to_dict() for c in scan(layout, run_dir)]
+    return [c.to_dict() for c in scan(layout, run_dir, deep=False)]
 
 
 def describe(rows: list[dict]) -> str:

@@ -20,6 +20,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from grpolab.jobs.checkpoints import describe as describe_checkpoints
+from grpolab.jobs.checkpoints import listing as checkpoint_listing
 from grpolab.jobs.runs import TERMINAL_STATES, Run, RunNotFound, resolve_run
 from grpolab.monitor.alerts import Alert, alerts, group, json_number
 from grpolab.monitor.failures import Failure, classify_failure
@@ -193,6 +195,7 @@ class RunMonitor:
             "thresholds": self.thresholds.source,
             "threshold_lines": self.thresholds.describe(),
             "notes": notes,
+            "checkpoints": checkpoint_listing(self.run.path) if self.run.is_run else [],
         }
 
 
@@ -328,6 +331,8 @@ def format_summary(data: dict) -> str:
             numbers = failure.get("line_numbers") or [None] * len(failure["lines"])
             for number, text in zip(numbers, failure["lines"]):
                 lines.append(f"    {'L' + str(number) if number else '':>7} | {text}")
+    if data.get("checkpoints"):  # step, size, seconds the save took (grpolab.jobs.checkpoints)
+        lines += ["", "checkpoints"] + ["  " + line for line in describe_checkpoints(data["checkpoints"]).splitlines()]
     if data.get("curves"):
         lines += ["", f"curves    {data['curves']}"]
     if data.get("thresholds"):
