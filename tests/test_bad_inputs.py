@@ -247,6 +247,17 @@ CASES: list[tuple[str, list[str], int]] = [
     ("compare-steps-reversed", ["compare", "done", "--baseline", "done", "--steps", "5-1"], 2),
     ("compare-thresholds-binary", ["compare", "done", "--baseline", "done", "--thresholds", "{bad}/binary.yaml"], 2),
     ("compare-json-no-run", ["compare", "--json", "no-such-run", "--baseline", "done"], 2),
+    # resume, export (grpolab.jobs.resume / export): a run that is no run, bad steps; a run never submitted
+    ("resume-no-run", ["resume", "no-such-run"], 2),
+    ("resume-dotdot", ["resume", "../../etc"], 2),
+    ("resume-from-negative", ["resume", "done", "--from", "-1"], 2),
+    ("resume-from-word", ["resume", "done", "--from", "last"], 2),
+    ("resume-run-id-dotdot", ["resume", "done", "--run-id", "../x"], 2),
+    ("resume-never-submitted", ["resume", "done"], 1),
+    ("export-no-run", ["export", "no-such-run"], 2),
+    ("export-json-no-run", ["export", "--json", "no-such-run"], 2),
+    ("export-step-word", ["export", "done", "--step", "x"], 2),
+    ("export-never-submitted", ["export", "done"], 1),
     # the command line itself
     ("no-verb", [], 2),
     ("unknown-verb", ["trian", "tiny"], 2),

@@ -165,6 +165,18 @@ CASES = {
         ("qwen3_5_122b_a10b_32k", ["rollout.enforce_eager=true"]),
         ("glm5_2", ["env.HCCL_OP_EXPANSION_MODE=AIV", "rollout.enforce_eager=true"]),
     ],
+    # grpolab.rules.checkpoint_space: petabytes of kept checkpoints fit no disk the test runs on
+    "checkpoint-space": [
+        ("qwen3_8b", ["trainer.ckpt_dir=/", "trainer.total_steps=1000000", "trainer.keep_ckpts=100000"]),
+        (
+            "glm5_2",
+            ["trainer.ckpt_dir=/", "trainer.save_freq=1", "trainer.total_steps=5000", "trainer.keep_ckpts=1000"],
+        ),
+    ],
+    "checkpoint-keep": [
+        ("tiny", ["trainer.test_freq=-1"]),
+        ("qwen3_8b", ["trainer.keep_best_metric=val-core/x/y", "trainer.test_freq=-1"]),
+    ],
 }
 PARAMS = [
     pytest.param(rule, name, ov, id=f"{rule}-{name}-{i}")

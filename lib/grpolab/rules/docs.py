@@ -185,6 +185,20 @@ RULE_DOCS: dict[str, tuple[str, str, str]] = {
         "per entry",
         "per entry (below)",
     ),
+    # grpolab.rules.checkpoint_space (issue 24)
+    "checkpoint-space": (
+        "The checkpoints kept at once (one from the layout verl writes, as save_contents names it, times what "
+        "trainer.keep_ckpts keeps) against the free space where they go, when that is on this machine; "
+        "preflight does it on every node.",
+        "error (warning when only the 1/nnodes share fits)",
+        "verl #2860 (a 10,480 s save); grpolab.recipe.checkpoint_size (verl/utils/checkpoint/*)",
+    ),
+    "checkpoint-keep": (
+        "trainer.keep_best_metric needs a validation at each checkpoint's step (test_freq dividing save_freq) and a "
+        "val- metric; keep_ckpts / keep_best_metric need saves.",
+        "error or warning",
+        "verl #3792, slime PR 1798 (keep the best checkpoint by validation score)",
+    ),
 }
 
 
