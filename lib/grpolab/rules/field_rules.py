@@ -655,7 +655,7 @@ ENTRY_KEYS = {"id", "when", "severity", "key", "message", "fix", "source"}
 
 def table_faults() -> list[str]:
     """What is wrong with params/stack_rules.yaml (missing fields, unknown conditions or rule ids); [] if fine."""
-    from grpolab.problems import RULES
+    from grpolab.rules.registry import RULE_IDS
 
     faults = []
     for i, entry in enumerate(stack_rules()):
@@ -665,7 +665,7 @@ def table_faults() -> list[str]:
             continue
         faults += [f"{name}: missing {k}" for k in sorted(ENTRY_KEYS - set(entry))]
         faults += [f"{name}: unknown condition {c}" for c in entry.get("when", {}) if c not in CONDITIONS]
-        if entry.get("rule", "known-bad") not in RULES:
+        if entry.get("rule", "known-bad") not in RULE_IDS:
             faults.append(f"{name}: unknown rule {entry['rule']}")
         if entry.get("severity") not in ("error", "warning"):
             faults.append(f"{name}: severity must be error or warning")
@@ -713,7 +713,7 @@ def known_bad(r: Recipe, f: ModelCard | None, add: Add) -> None:
                 )
 
 
-RULES = (
+LEARNED_CHECKS = (
     rollout_node,
     dispatch_chunk,
     vpp_microbatches,
@@ -732,5 +732,5 @@ RULES = (
 
 def check(recipe: Recipe, facts: ModelCard | None, add: Add) -> None:
     """Run every rule learned from the field; `add` collects the problems."""
-    for rule in RULES:
+    for rule in LEARNED_CHECKS:
         rule(recipe, facts, add)

@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 
-from grpolab.problems import LAYOUT_RULES, Problem, closest
+from grpolab.problems import Problem, closest
 from grpolab.recipe import memory, pplayout, stack
 from grpolab.recipe.cards import model_facts
 from grpolab.recipe.schema import ModelCard, Recipe
-from grpolab.rules import field_rules
+from grpolab.rules import field_rules, registry
 
 MAX_DIVISORS_OF = 10**12  # above this no "nearest valid" list is offered: finding it would take seconds
 
@@ -79,7 +79,9 @@ class _Rules:
                 return name
         return names[0]
 
-    def add(self, rule: str, key: str, value, message: str, fix: str, severity: str = "error") -> None:
+    def add(self, rule: str, key: str, value, message: str, fix: str, severity: str | None = None) -> None:
+        """Collect a problem; its severity is the rule's default (grpolab.rules.registry) unless given."""
+        severity = severity or registry.default_severity(rule)
         self.problems.append(Problem(rule, severity, key, value, f"{self.r.origin(key)}: {message}", fix))
 
     # ------------------------------------------------------------------ parallel layout of the trainer
@@ -754,4 +756,4 @@ def layout_problems(recipe: Recipe, facts: ModelCard | None) -> list[Problem]:
 
 
 # rules whose errors the layout planner can fix: their fix also names the nearest whole valid layouts
-LAYOUT_FIX_RULES = (*LAYOUT_RULES, "memory")
+LAYOUT_FIX_RULES = registry.layout_fix_rules()
