@@ -15,7 +15,8 @@ import pytest
 from grpolab.recipe import memory, stack
 from grpolab.recipe.cards import model_facts
 from grpolab.recipe.loader import load_card, load_recipe
-from grpolab.rules import field_rules
+from grpolab.rules import linear_attention, pins, view
+from grpolab.rules.checks import Checks
 from grpolab.rules.gate import check
 from grpolab.verl.render import render
 
@@ -134,12 +135,12 @@ def test_dynamic_batch_budget_multiplies_by_cp():
 # ---------------------------------------------------------------------------------------------------- class 6
 def test_sequence_parallel_helper_takes_an_int_or_a_bool():
     recipe = load_recipe("qwen3_30b_a3b")
-    assert field_rules.sequence_parallel(recipe)
-    assert not field_rules.sequence_parallel(load_recipe("qwen3_30b_a3b", ["train.sp=false"]))
+    assert view.sequence_parallel(recipe)
+    assert not view.sequence_parallel(load_recipe("qwen3_30b_a3b", ["train.sp=false"]))
     object.__setattr__(recipe.train, "sp", True)  # the bool form (Megatron sequence parallel on)
-    assert field_rules.sequence_parallel(recipe)
+    assert view.sequence_parallel(recipe)
     object.__setattr__(recipe.train, "sp", False)
-    assert not field_rules.sequence_parallel(recipe)
+    assert not view.sequence_parallel(recipe)
 
 
 def test_padding_alignment_good_and_bad():
@@ -165,9 +166,9 @@ def test_gated_delta_net_cp_needs_megatron_core_018():
     unpinned = load_recipe("qwen3_5_122b_a10b_32k")
     unpinned.stack.pop("megatron-core")
     facts, _ = model_facts(unpinned)
-    seen = []
-    field_rules.linear_attention(unpinned, facts, lambda *a, **k: seen.append((a, k)))
-    assert seen and seen[0][1]["severity"] == "warning"
+    c = Checks(unpinned, facts)
+    linear_attention.linear_attention(c)
+    assert c.problems and c.problems[0].severity == "warning"
 
 
 def test_linear_heads_from_config_json_only():
@@ -293,11 +294,11 @@ def test_aiv_hang_needs_every_condition():
 def test_stack_rule_table_entries_have_sources_and_known_conditions():
     recipe = load_recipe("glm5_2")
     facts, _ = model_facts(recipe)
-    for entry in field_rules.stack_rules():
+    for entry in pins.stack_rules():
         assert {"id", "when", "severity", "key", "message", "fix", "source"} <= set(entry), entry
         assert entry.get("rule", "known-bad") in NEW_RULES + ("stack",)
         for name, want in entry["when"].items():
-            field_rules._condition(recipe, facts, name, want)  # raises on an unknown condition
+            pins.condition(recipe, facts, name, want)  # raises on an unknown condition
 
 
 # ---------------------------------------------------------------------------------------------------- class 16
@@ -352,7 +353,7 @@ def test_docs_rules_md_is_generated_from_the_code():
     text = markdown()
     for rule in NEW_RULES:
         assert f"| `{rule}` |" in text
-    for entry in field_rules.stack_rules():
+    for entry in pins.stack_rules():
         assert entry["id"] in text and entry["source"] in text
 
 

@@ -50,7 +50,7 @@ def test_every_params_file_loads_and_validates(rel, tmp_path):
         assert list(data) == ["local"] and path.stem == "trl"
         Local.model_validate(data["local"])
     elif rel == "stack_rules.yaml":
-        from grpolab.rules.field_rules import table_faults
+        from grpolab.rules.pins import table_faults
 
         assert not table_faults()
     else:

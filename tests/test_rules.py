@@ -109,7 +109,7 @@ CASES = {
         ("tiny", ["rollout.nn=4"]),
         ("qwen3_30b_a3b", ["train.tp=two"]),
     ],
-    # learned from real failures (grpolab.rules.field_rules; more cases and known-good layouts: tests/test_field_rules.py)
+    # learned from real failures (LEARNED_CHECKS in grpolab.rules.validate; more cases and known-good layouts: tests/test_field_rules.py)
     "rollout-node": [
         ("glm5_2", ["rollout.tp=32", "rollout.dp=2"]),
         ("qwen3_8b", ["cluster.nnodes=4", "rollout.tp=16", "rollout.dp=2"]),

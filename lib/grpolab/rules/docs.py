@@ -13,7 +13,7 @@ CARD_WORDS = {"all": "yes", "part": "partly", "": ""}
 
 def markdown() -> str:
     """docs/rules.md."""
-    from grpolab.rules.field_rules import stack_rules
+    from grpolab.rules.pins import stack_rules
 
     lines = [
         "# Rules of `grpolab check`",
