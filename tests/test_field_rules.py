@@ -365,3 +365,22 @@ def test_aiv_is_not_suggested_where_it_hangs():
 
 def test_startup_timeout_reads_the_rendered_nccl_timeout():
     assert by_rule("glm5_2", "startup-timeout", ["verl_overrides.actor_rollout_ref.nccl_timeout=600"])
+
+
+def test_required_env_has_one_table(monkeypatch):
+    """check's env rules, the start-up timeout minimum and preflight's per-node variables read one table."""
+    from dataclasses import replace
+
+    from grpolab.preflight.spec import required_env
+    from grpolab.rules import env
+
+    node_vars = [n.var for n in env.ENV_NEEDS if n.value is None and n.minimum is None]
+    assert [v for v, _, _ in required_env(load_recipe("glm5_2"))] == node_vars  # 64 nodes of NPUs: every one
+    assert not by_rule("glm5_2", "startup-timeout")  # HCCL_CONNECT_TIMEOUT 7200
+    raised = tuple(replace(n, minimum=7300) if n.minimum else n for n in env.ENV_NEEDS)
+    monkeypatch.setattr(env, "ENV_NEEDS", raised)
+    found = by_rule("glm5_2", "startup-timeout")
+    assert [p.key for p in found] == ["env.HCCL_CONNECT_TIMEOUT"] and '"7300"' in found[0].fix
+    quiet = tuple(replace(n, when=lambda r, f: False) if n.var == "HCCL_SOCKET_IFNAME" else n for n in raised)
+    monkeypatch.setattr(env, "ENV_NEEDS", quiet)
+    assert "HCCL_SOCKET_IFNAME" not in [v for v, _, _ in required_env(load_recipe("glm5_2"))]

@@ -1,69 +1,167 @@
-"""Environment a launch needs: variables a model/stack combination requires in the recipe's env (GLM-5.2's patch
-flag, AIV), visible devices covering a node, wandb's mode, and (learned from the field) start-up timeouts that
-large models on large clusters outlast.
+"""Environment a launch needs, from ONE table (`ENV_NEEDS`): variables a model/stack combination requires in the
+recipe's env (GLM-5.2's patch flag, AIV), start-up timeouts that large models on large clusters outlast (learned
+from the field), and the variables every NPU node must provide (preflight asks each node, grpolab.preflight.spec);
+plus visible devices covering a node and wandb's mode.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from grpolab.recipe import stack
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules.checks import Checks
-from grpolab.rules.view import override, verl_engine
+from grpolab.rules.registry import Severity
+from grpolab.rules.view import override, pinned_version, verl_engine
 
 BIG_MODEL_B = 32
 BIG_WORLD = 64
 MIN_TIMEOUT_S = 1800
-MIN_HCCL_CONNECT_S = 1200
+HCCL_CONNECT_DEFAULT_S = 120  # HCCL's own default when HCCL_CONNECT_TIMEOUT is unset
 
 
-def _glm_patch(r: Recipe, f: ModelCard | None) -> bool:
+@dataclass(frozen=True)
+class EnvNeed:
+    """A variable a launch needs. With `value` or `minimum` the recipe's env must set it (grpolab check); with
+    neither, every node must provide it, in its own environment or the recipe's (grpolab preflight)."""
+
+    var: str
+    severity: Severity
+    when: Callable[[Recipe, ModelCard | None], bool]  # does the need apply? (preflight passes no model facts)
+    why: str
+    value: str | None = None  # must be exactly this
+    minimum: int | None = None  # must be at least this many seconds; `default` is what applies when unset
+    default: int | None = None
+    rule: str = "env-required"
+
+
+def glm_patch(r: Recipe, f: ModelCard | None) -> bool:
     return bool(f) and f.model_type == "glm_moe_dsa" and r.cluster.device == "npu" and r.rollout.engine == "vllm"
 
 
-def _aiv(r: Recipe, f: ModelCard | None) -> bool:
-    cann = r.stack.get("cann", "")
+def aiv(r: Recipe, f: ModelCard | None) -> bool:
     if r.rollout.engine == "vllm" and r.rollout.enforce_eager and r.rollout.ep > 1 and f is not None and f.num_experts:
         return False  # AIV hangs MC2 in eager MoE rollouts (params/stack_rules.yaml aiv-mc2-eager-hang)
+    cann = pinned_version(r, "cann")
     return (
         r.cluster.device == "npu"
         and r.train.engine == "megatron"
         and r.train.use_mbridge
-        and bool(cann)
-        and stack.satisfies(cann.split("@")[0], ">=8.5.0") is True
+        and cann is not None
+        and stack.satisfies(cann, ">=8.5.0") is True
     )
 
 
-# env that a model/stack combination requires; `when(recipe, facts)` says whether the rule applies
-ENV_RULES = [
-    {
-        "var": "VERL_VLLM_ASCEND_GLM52_PATCH",
-        "value": "1",
-        "severity": "error",
-        "when": _glm_patch,
-        "why": "GLM-5.2 on vLLM-Ascend needs the GLM-5.2 patch (verl PR 7779); unset, training fails at run time",
-    },
-    {
-        "var": "HCCL_OP_EXPANSION_MODE",
-        "value": "AIV",
-        "severity": "warning",
-        "when": _aiv,
-        "why": "CANN 8.5.0 and newer with mbridge expects HCCL_OP_EXPANSION_MODE=AIV",
-    },
-]
+def big_launch(r: Recipe, f: ModelCard | None) -> bool:
+    """A model of 32B+ on 64+ devices, trained by verl: start-up outlasts the default timeouts."""
+    return f is not None and verl_engine(r) and f.params_b >= BIG_MODEL_B and r.world_size >= BIG_WORLD
+
+
+def npu(r: Recipe, f: ModelCard | None) -> bool:
+    return r.cluster.device == "npu"
+
+
+def npu_nodes(r: Recipe, f: ModelCard | None) -> bool:
+    return r.cluster.device == "npu" and r.cluster.nnodes > 1
+
+
+def big_npu(r: Recipe, f: ModelCard | None) -> bool:
+    return npu(r, f) and big_launch(r, f)
+
+
+ENV_NEEDS: tuple[EnvNeed, ...] = (
+    # in the recipe's env (grpolab check)
+    EnvNeed(
+        "VERL_VLLM_ASCEND_GLM52_PATCH",
+        "error",
+        glm_patch,
+        "GLM-5.2 on vLLM-Ascend needs the GLM-5.2 patch (verl PR 7779); unset, training fails at run time",
+        value="1",
+    ),
+    EnvNeed(
+        "HCCL_OP_EXPANSION_MODE",
+        "warning",
+        aiv,
+        "CANN 8.5.0 and newer with mbridge expects HCCL_OP_EXPANSION_MODE=AIV",
+        value="AIV",
+    ),
+    EnvNeed(
+        "HCCL_CONNECT_TIMEOUT",
+        "warning",
+        big_npu,
+        "building the communicators of this many NPUs is reported to exceed it (EI0006 `Getting socket times out`)",
+        minimum=1200,
+        default=HCCL_CONNECT_DEFAULT_S,
+        rule="startup-timeout",
+    ),
+    # on every node (grpolab preflight)
+    EnvNeed(
+        "HCCL_SOCKET_IFNAME",
+        "error",
+        npu_nodes,
+        "HCCL takes the network interface for cross-node traffic from it; unset, multi-node HCCL init fails or "
+        "hangs (verl #3947)",
+    ),
+    EnvNeed(
+        "GLOO_SOCKET_IFNAME",
+        "error",
+        npu_nodes,
+        "torch.distributed's gloo groups take their interface from it; unset, they may bind the wrong NIC",
+    ),
+    EnvNeed(
+        "HCCL_CONNECT_TIMEOUT",
+        "warning",
+        npu,
+        f"HCCL's default connect timeout ({HCCL_CONNECT_DEFAULT_S} s) is short for large models",
+    ),
+    EnvNeed(
+        "HCCL_EXEC_TIMEOUT",
+        "warning",
+        npu,
+        "HCCL's default execution timeout is short for long rollouts and checkpoints",
+    ),
+    EnvNeed(
+        "HCCL_HOST_SOCKET_PORT_RANGE",
+        "warning",
+        npu_nodes,
+        "without a fixed range HCCL picks host ports that firewalls and other jobs may block",
+    ),
+    EnvNeed(
+        "HCCL_NPU_SOCKET_PORT_RANGE",
+        "warning",
+        npu_nodes,
+        "without a fixed range HCCL picks NPU NIC ports at random",
+    ),
+)
+
+
+def on_nodes(recipe: Recipe) -> list[tuple[str, str, str]]:
+    """(variable, preflight status if missing: fail or warn, why) that every node must provide."""
+    return [
+        (n.var, "fail" if n.severity == "error" else "warn", n.why)
+        for n in ENV_NEEDS
+        if n.value is None and n.minimum is None and n.when(recipe, None)
+    ]
+
+
+def minimum(var: str, rule: str) -> EnvNeed:
+    """The table's minimum for a variable, as one rule checks it."""
+    return next(n for n in ENV_NEEDS if n.var == var and n.rule == rule and n.minimum is not None)
 
 
 def env(c: Checks) -> None:
     r, f, env = c.r, c.f, c.r.env
-    for rule in ENV_RULES:
-        if rule["when"](r, f) and env.get(rule["var"]) != rule["value"]:
-            have = env.get(rule["var"])
+    for need in ENV_NEEDS:
+        if need.value is not None and need.when(r, f) and env.get(need.var) != need.value:
+            have = env.get(need.var)
             c.add(
-                "env-required",
-                f"env.{rule['var']}",
+                need.rule,
+                f"env.{need.var}",
                 have,
-                rule["why"] + ("" if have is None else f" (it is set to {have!r})"),
-                f'add `{rule["var"]}: "{rule["value"]}"` under env:',
-                severity=rule["severity"],
+                need.why + ("" if have is None else f" (it is set to {have!r})"),
+                f'add `{need.var}: "{need.value}"` under env:',
+                severity=need.severity,
             )
     visible = env.get("ASCEND_RT_VISIBLE_DEVICES")
     if r.cluster.device == "npu" and visible is not None:
@@ -93,7 +191,7 @@ def env(c: Checks) -> None:
 def startup_timeout(c: Checks) -> None:
     """Models of 32B+ on 64+ devices need longer collective / HCCL connect timeouts than the defaults."""
     r, f = c.r, c.f
-    if f is None or not verl_engine(r) or f.params_b < BIG_MODEL_B or r.world_size < BIG_WORLD:
+    if not big_launch(r, f):
         return
     scale = f"{f.name} ({f.params_b:g}B) on {r.world_size} devices"
     timeout = override(r, "actor_rollout_ref.nccl_timeout", r.trainer.timeout_s)
@@ -107,19 +205,19 @@ def startup_timeout(c: Checks) -> None:
             f"set trainer.timeout_s to {MIN_TIMEOUT_S} or more",
             severity="warning",
         )
-    if r.cluster.device == "npu":
-        have = r.env.get("HCCL_CONNECT_TIMEOUT")
+    need = minimum("HCCL_CONNECT_TIMEOUT", "startup-timeout")
+    if need.when(r, f):
+        have = r.env.get(need.var)
         try:
-            value = int(have) if have is not None else 120
+            value = int(have) if have is not None else need.default
         except ValueError:
             value = 0
-        if value < MIN_HCCL_CONNECT_S:
+        if value < need.minimum:
             c.add(
-                "startup-timeout",
-                "env.HCCL_CONNECT_TIMEOUT",
+                need.rule,
+                f"env.{need.var}",
                 have,
-                f"{scale}: HCCL's connect timeout is {value} s ({'set' if have else 'default'}); building the "
-                "communicators of this many NPUs is reported to exceed it (EI0006 `Getting socket times out`)",
-                f'add `HCCL_CONNECT_TIMEOUT: "{MIN_HCCL_CONNECT_S}"` (or more, up to 7200) under env:',
-                severity="warning",
+                f"{scale}: HCCL's connect timeout is {value} s ({'set' if have else 'default'}); {need.why}",
+                f'add `{need.var}: "{need.minimum}"` (or more, up to 7200) under env:',
+                severity=need.severity,
             )
