@@ -17,6 +17,8 @@ from grpolab.rules.gate import check
 
 # a Gated DeltaNet model given by its config.json only (no card): the rules read its facts from the file
 QWEN3_NEXT = str(Path(__file__).parent / "data" / "models" / "qwen3_next_80b_a3b")
+# a model nobody has a card for, and no config.json on this machine
+NO_CARD = ["model.path=acme-research/Nocard-14B-Instruct", "model.card=null"]
 
 CASES = {
     "world-divisible": [("glm5_2", ["train.cp=3", "model.use_remove_padding=true"]), ("qwen3_30b_a3b", ["train.cp=3"])],
@@ -104,6 +106,7 @@ CASES = {
         ("qwen3_8b", ["verl_overrides.trainer.nnodes=2"]),
     ],
     "stack": [("glm5_2", ["stack.verl=0.8.0"]), ("qwen3_8b", ["stack.vllm=0.23.0@xyz"])],
+    "model-card": [("qwen3_8b", NO_CARD), ("glm5_2", NO_CARD)],
     "schema": [
         ("glm5_2", ["rollout.gpu_memory_utilization=1.5"]),
         ("tiny", ["rollout.nn=4"]),
@@ -264,3 +267,24 @@ def test_validation_imports_no_heavy_package():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_model_without_a_card_is_checked_without_it(cli, _isolated_runs):
+    """`grpolab check` of a model nobody has a card for exits 0 with ONE warning naming the checks it skipped and
+    how to add a card; the rules that need no card still run."""
+    from grpolab.rules.registry import card_rules
+
+    proc = cli("check", "qwen3_8b", *[a for o in NO_CARD for a in ("--set", o)], "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    problems = json.loads(proc.stdout)
+    [warning] = [p for p in problems if p["rule"] == "model-card"]
+    assert warning["severity"] == "warning" and "acme-research/Nocard-14B-Instruct" in warning["message"]
+    assert all(rule in warning["message"] for rule in card_rules("all") + card_rules("part"))
+    assert "grpolab card MODEL_DIR_OR_NAME" in warning["fix"] and "model.card" in warning["fix"]
+    assert not [p for p in problems if p["severity"] == "error"]
+    # a card-free rule still refuses what it refuses; a rule that needs the card says nothing
+    _, found = check("qwen3_30b_a3b", NO_CARD + ["train.cp=3", "train.tp=3"], verl=False)
+    assert {p.rule for p in found if p.severity == "error"} == {"world-divisible"}
+    assert [p.rule for p in found].count("model-card") == 1
+    # with a card (or a config.json) there is no such warning
+    assert not [p for p in check("qwen3_8b", verl=False)[1] if p.rule == "model-card"]

@@ -89,7 +89,8 @@ def facts_from_config(config: dict, card: ModelCard | None, source: str) -> Mode
 
 
 def model_facts(recipe: Recipe) -> tuple[ModelCard | None, list[Problem]]:
-    """The model's facts and any problem in finding them (missing card, card vs config.json mismatch)."""
+    """The model's facts and any problem in finding them (an unreadable card or config.json, card vs config.json
+    mismatch); (None, []) when there is neither a card nor a config.json."""
     problems: list[Problem] = []
     card = None
     if recipe.model.card:
@@ -109,18 +110,7 @@ def model_facts(recipe: Recipe) -> tuple[ModelCard | None, list[Problem]]:
         except RecipeError as exc:
             problems.extend(exc.problems)
     cfg_path = config_json(recipe.model.path)
-    if cfg_path is None:
-        if card is None and not problems:
-            problems.append(
-                Problem(
-                    "schema",
-                    "error",
-                    "model.card",
-                    None,
-                    f"{recipe.origin('model.path')}: model.path {recipe.model.path!r} has no config.json and no card is set",
-                    "set model.card to a card in params/models/, or point model.path at a model directory",
-                )
-            )
+    if cfg_path is None:  # no card and no config.json: (None, []); the rules skip what needs the facts
         return card, problems
     try:
         config = json.loads(cfg_path.read_text())

@@ -64,6 +64,15 @@ RULES: tuple[Rule, ...] = (
         severity_doc=EITHER,
     ),
     _rule(
+        "model-card",
+        "card",
+        "none",
+        "The model's facts (a card in params/models/ or the config.json at model.path) are found; without them "
+        "the checks that need them are skipped and named in one warning, with how to add a card.",
+        "GRPO Lab issue 21 (check refused every model without a hand-written card)",
+        severity="warning",
+    ),
+    _rule(
         "world-divisible",
         "train_layout",
         "train",

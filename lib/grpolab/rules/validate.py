@@ -2,7 +2,7 @@
 (only the families a parallel layout can break, for the planner's screening).
 
 Pure Python (no torch, ray or verl import), milliseconds, collects every problem. The rules live in one module
-per family (train_layout, pipeline, rollout_layout, batch, lengths, engines, backends, overrides, env, pins,
+per family (card, train_layout, pipeline, rollout_layout, batch, lengths, engines, backends, overrides, env, pins,
 device_memory, linear_attention) and report through one collector (grpolab.rules.checks); their ids, severities
 and docs are grpolab.rules.registry's. The one verdict that every front end asks is grpolab.rules.gate's.
 """
@@ -15,6 +15,7 @@ from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules import (
     backends,
     batch,
+    card,
     device_memory,
     engines,
     env,
@@ -70,6 +71,8 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     """Every cross-field rule over a schema-valid recipe. Pure, fast, collects every problem."""
     facts, problems = model_facts(recipe)
     c = Checks(recipe, facts)
+    if not problems:
+        card.missing_card(c)
     parallel_layout(c)
     batch.batches(c)
     lengths.lengths(c)
