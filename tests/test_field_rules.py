@@ -384,3 +384,52 @@ def test_required_env_has_one_table(monkeypatch):
     quiet = tuple(replace(n, when=lambda r, f: False) if n.var == "HCCL_SOCKET_IFNAME" else n for n in raised)
     monkeypatch.setattr(env, "ENV_NEEDS", quiet)
     assert "HCCL_SOCKET_IFNAME" not in [v for v, _, _ in required_env(load_recipe("glm5_2"))]
+
+
+# ---------------------------------------------------------------------------------------------------- class 12
+SGLANG_KEYS = {  # where a recipe can name SGLang's attention backends (all render into engine_kwargs.sglang)
+    "rollout.engine_kwargs.attention_backend": "fa3",
+    "rollout.engine_kwargs.prefill_attention_backend": "flashinfer",
+    "rollout.engine_kwargs.decode_attention_backend": "triton",
+    "rollout.engine_kwargs.mm_attention_backend": "fa3",
+    "verl_overrides.actor_rollout_ref.rollout.engine_kwargs.sglang.attention_backend": "trtllm_mha",
+}
+
+
+def test_a_cuda_only_backend_on_npu_is_refused_wherever_it_is_set():
+    # issue 21: this checked clean (rollout.attention_backend: ascend rendered over it)
+    [found] = by_rule("qwen3_30b_a3b", "rollout-backend", ["rollout.engine_kwargs.attention_backend=fa3"])
+    assert (found.severity, found.key, found.value) == ("error", "rollout.engine_kwargs.attention_backend", "fa3")
+    assert "runs on cuda, not on Ascend NPUs" in found.message and "remove" in found.fix
+    for key, value in SGLANG_KEYS.items():
+        found = by_rule("qwen3_30b_a3b", "rollout-backend", [f"{key}={value}"])
+        assert [(p.severity, p.key) for p in found] == [("error", key)], key
+    # whatever its name: one the table does not know is refused on NPU too
+    assert by_rule("qwen3_30b_a3b", "rollout-backend", ["rollout.attention_backend=fa9"])[0].severity == "error"
+    # the NPU backends pass
+    ok = ["rollout.engine_kwargs.prefill_attention_backend=ascend", "rollout.engine_kwargs.mm_attention_backend=sdpa"]
+    assert not by_rule("qwen3_30b_a3b", "rollout-backend", ok)
+
+
+def test_vllm_backends_per_device():
+    # verl's Ascend example examples/ascend_extras/gspo_trainer/run_qwen3_32b_fsdp.sh exports XFORMERS: vllm-ascend
+    # replaces it, so it is a warning, not a refusal
+    for setting in ("env.VLLM_ATTENTION_BACKEND=XFORMERS", "rollout.engine_kwargs.attention_config.backend=flashinfer"):
+        [found] = by_rule("glm5_2", "rollout-backend", [setting])
+        assert found.severity == "warning" and "vllm-ascend replaces" in found.message, setting
+    assert not by_rule("glm5_2", "rollout-backend", ["env.VLLM_ATTENTION_BACKEND=auto"])
+    assert not by_rule("qwen3_8b", "rollout-backend", ["env.VLLM_ATTENTION_BACKEND=flash_attn"])  # upper-cased
+    assert not by_rule("qwen3_8b", "rollout-backend", ["rollout.engine_kwargs.attention_backend=FLASHINFER"])
+    [cpu] = by_rule("qwen3_8b", "rollout-backend", ["env.VLLM_ATTENTION_BACKEND=CPU_ATTN"])
+    assert cpu.severity == "error" and cpu.key == "env.VLLM_ATTENTION_BACKEND"
+    [unknown] = by_rule("qwen3_8b", "rollout-backend", ["rollout.engine_kwargs.attention_backend=fa3"])
+    assert unknown.severity == "warning" and "not one of vLLM's" in unknown.message  # fa3 is SGLang's name
+
+
+def test_attention_backend_table_is_consistent():
+    from grpolab.rules.backends import table, table_faults
+
+    assert table_faults() == []
+    assert table()["sglang"]["npu"]["backends"] == ["ascend"]
+    assert {"fa3", "flashinfer", "triton", "ascend"} <= set(table()["sglang"]["backends"])
+    assert {"FLASH_ATTN", "FLASHINFER", "XFORMERS", "TRITON_ATTN"} <= set(table()["vllm"]["backends"])

@@ -49,6 +49,10 @@ def test_every_params_file_loads_and_validates(rel, tmp_path):
         data = yaml.safe_load(path.read_text())
         assert list(data) == ["local"] and path.stem == "trl"
         Local.model_validate(data["local"])
+    elif rel == "attention_backends.yaml":
+        from grpolab.rules.backends import table_faults
+
+        assert not table_faults()
     elif rel == "stack_rules.yaml":
         from grpolab.rules.pins import table_faults
 

@@ -338,10 +338,15 @@ RULES: tuple[Rule, ...] = (
         "rollout-backend",
         "backends",
         "rollout",
-        "Class 12. SGLang on NPU uses attention_backend `ascend`; `ascend` on CUDA is refused; the "
-        "field on vLLM is a warning.",
+        "Class 12. Every attention backend the recipe names for its rollout engine, wherever it names it "
+        "(rollout.attention_backend, rollout.engine_kwargs, verl_overrides, env VLLM_ATTENTION_BACKEND), runs on "
+        "its device (params/attention_backends.yaml): on NPU SGLang runs `ascend` only, whatever other name is "
+        "given (an error, also when none is set: verl would pick a CUDA one), and a vLLM backend is a warning "
+        "(vllm-ascend replaces it with its own); on CUDA a backend of another device is an error, a name the table "
+        "does not know a warning; the SGLang field on vLLM is a warning.",
         "sgl-project/sglang issue 8004 and PR 7722 (Ascend attention backend); verl 0.9.1 "
-        "async_sglang_server.py defaults to fa3 / flashinfer",
+        "async_sglang_server.py defaults to fa3 / flashinfer; the engines' backend lists and vllm-ascend's "
+        "platform.py, cited in params/attention_backends.yaml",
         severity_doc=EITHER,
     ),
     _rule(
