@@ -288,3 +288,61 @@ def test_a_model_without_a_card_is_checked_without_it(cli, _isolated_runs):
     assert [p.rule for p in found].count("model-card") == 1
     # with a card (or a config.json) there is no such warning
     assert not [p for p in check("qwen3_8b", verl=False)[1] if p.rule == "model-card"]
+
+
+def test_the_shared_maths_is_guarded_against_huge_inputs():
+    """A typo of 10**24 must not hang `grpolab check` (the old copies looped up to 4 x the batch)."""
+    import time
+
+    from grpolab.rules import maths
+
+    assert maths.divisors(12) == (1, 2, 3, 4, 6, 12) and maths.divisors(10**26) == () and maths.divisors(0) == ()
+    assert maths.nearest(6, maths.divisors(64)) == [2, 4, 8]  # 4 and 8 are 2 away, then 2 (4 away)
+    assert maths.listed([]) == "none" and maths.listed([4, 8]) == "4, 8"
+    start = time.perf_counter()
+    _, problems = check(
+        "qwen3_8b",
+        [
+            "data.train_batch_size=800000000000000000000000",
+            "algorithm.ppo_mini_batch_size=8",
+            "verl_overrides.actor_rollout_ref.rollout.agent.num_workers=7",
+        ],
+        verl=False,
+    )
+    assert time.perf_counter() - start < 5
+    [chunk] = [p for p in problems if p.rule == "dispatch-chunk"]
+    assert "800000000000000000000016" in chunk.fix  # x 5 splits over 7 workers and the 8 dp groups
+
+
+def test_registry_answers_what_the_planner_asks():
+    """plan/planner.py's `_side` and `is_layout` (as of issue 20) derive from the registry: the registry's helpers
+    give the same answers on every problem the test cases raise (the planner switches to them; see the report)."""
+    from grpolab.recipe.cards import model_facts
+    from grpolab.rules import registry
+    from grpolab.rules.validate import LAYOUT_FIX_RULES, layout_problems
+
+    layout_keys = {f"train.{k}" for k in ("tp", "pp", "cp", "ep", "etp", "vpp", "pp_layout", "sp", "ulysses_sp")}
+    layout_keys |= {"train.param_offload", "train.optimizer_offload", "rollout.tp", "rollout.dp", "rollout.ep"}
+
+    def planner_side(p):  # the planner's own rule, written out
+        rollout = ("rollout-world", "rollout-ep", "rollout-heads", "memory")
+        return "rollout" if p.key.startswith("rollout.") and p.rule in rollout else "train"
+
+    seen = 0
+    for cases in CASES.values():
+        for name, overrides in cases:
+            recipe, problems = check(name, overrides, verl=False)
+            if recipe is None:
+                continue
+            # the planner asks the side of the problems it screens layouts with, and of check's layout errors
+            sided = layout_problems(recipe, model_facts(recipe)[0]) + [
+                p for p in problems if p.rule in LAYOUT_FIX_RULES
+            ]
+            for p in sided:
+                assert registry.problem_side(p.rule, p.key) == planner_side(p), p
+                seen += 1
+            for p in problems:
+                planner_layout = p.rule in ("memory", "batch-divisible") or p.key in layout_keys
+                assert (registry.layout_bound(p.rule) or p.key in layout_keys) == planner_layout, p
+    assert seen > 20
+    assert set(LAYOUT_FIX_RULES) == {r.id for r in registry.RULES if r.layout}
