@@ -101,21 +101,27 @@ class Yardstick:
             "alert": None,
         }
         if self.why_none is None:
-            response, prompt = _median_tail(view, RESPONSE), _median_tail(view, PROMPT)
-            est = self.estimate(response, prompt)
-            world = self.recipe.world_size
-            from grpolab.recipe.cost import workload
-
-            tokens = workload(self.recipe, response, prompt).tokens
-            out["estimate"] = {
-                "step_s": est,
-                "tokens_per_device_s": tokens / est / world if est else None,
-                "ratio": out["step_s"] / est if est else None,
-                "at_mean_response": response,
-                "kind": "estimate",
-            }
-            out["alert"] = self._alert(view, steps, times)
+            try:
+                self._compare(view, steps, times, out)
+            except Exception as exc:  # the monitor must show the run whatever the estimate does
+                out["why_no_estimate"] = f"the estimate failed ({type(exc).__name__}: {exc})"
         return out
+
+    def _compare(self, view, steps: list[int], times: list[float], out: dict) -> None:
+        """Fill in the estimate at the run's recent mean lengths and the slow-run alert."""
+        from grpolab.recipe.cost import workload
+
+        response, prompt = _median_tail(view, RESPONSE), _median_tail(view, PROMPT)
+        est = self.estimate(response, prompt)
+        tokens = workload(self.recipe, response, prompt).tokens
+        out["estimate"] = {
+            "step_s": est,
+            "tokens_per_device_s": tokens / est / self.recipe.world_size if est else None,
+            "ratio": out["step_s"] / est if est else None,
+            "at_mean_response": response,
+            "kind": "estimate",
+        }
+        out["alert"] = self._alert(view, steps, times)
 
     def _alert(self, view, steps: list[int], times: list[float]) -> dict | None:
         """The last episode of steps slower than SLOW_FACTOR x their estimate (each step judged at its own mean

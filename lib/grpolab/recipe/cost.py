@@ -235,10 +235,12 @@ def train_time(
     old_log_prob, reference, update, weight_sync. `forward_only`: see FORWARD_ONLY_EFFICIENCY."""
     full_recompute = recipe.train.recompute.granularity == "full" or t.fsdp
     phases: dict = {}
-    if wl.old_log_prob:
-        phases["old_log_prob"] = _finish(_pass(recipe, facts, t, wl, 1, forward_only))
-    if wl.reference:
-        phases["reference"] = _finish(_pass(recipe, facts, t, wl, 1, forward_only))
+    if wl.old_log_prob or wl.reference:  # one forward of the actor, one of the reference: the same work
+        forward = _finish(_pass(recipe, facts, t, wl, 1, forward_only))
+        if wl.old_log_prob:
+            phases["old_log_prob"] = forward
+        if wl.reference:
+            phases["reference"] = dict(forward)
     update = _pass(recipe, facts, t, wl, 3 + (1 if full_recompute else 0))
     update["dp_sync"] = _dp_sync(recipe, facts, t, wl)
     if t.optimizer_offload:  # optimizer state to the device and back, each optimizer step

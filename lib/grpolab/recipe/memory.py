@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from grpolab.recipe.layout import RolloutLayout, TrainLayout, data_parallel, rollout_of, train_of
 from grpolab.recipe.schema import ModelCard, Recipe
@@ -49,10 +50,15 @@ class Params:
 
 
 def params(facts: ModelCard) -> Params:
-    total = facts.params_b * 1e9
-    expert = min(facts.expert_params_b * 1e9, total)
+    return _params(facts.params_b, facts.expert_params_b, facts.active_experts, facts.num_experts)
+
+
+@lru_cache(maxsize=256)  # the planner prices thousands of layouts of one model
+def _params(params_b: float, expert_params_b: float, active_experts: int, num_experts: int) -> Params:
+    total = params_b * 1e9
+    expert = min(expert_params_b * 1e9, total)
     dense = total - expert
-    active = dense + (expert * facts.active_experts / facts.num_experts if facts.num_experts else 0.0)
+    active = dense + (expert * active_experts / num_experts if num_experts else 0.0)
     return Params(dense, expert, active)
 
 
