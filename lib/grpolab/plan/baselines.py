@@ -9,13 +9,12 @@ from typing import Literal, Optional
 from pydantic import Field, ValidationError
 
 from grpolab.paths import params_dir
+from grpolab.plan.io import load
 from grpolab.problems import InputError
 from grpolab.recipe.cards import model_facts
 from grpolab.recipe.cost import StepEstimate, step_estimate
 from grpolab.recipe.loader import read_yaml
 from grpolab.recipe.schema import Recipe, Strict
-
-from .io import load
 
 PHASES = ("rollout", "old_log_prob", "reference", "update", "weight_sync")
 

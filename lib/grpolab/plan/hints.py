@@ -6,11 +6,10 @@ import math
 import shlex
 from dataclasses import replace
 
+from grpolab.plan.search import Plan, plan, side
 from grpolab.problems import Problem
 from grpolab.recipe.layout import RolloutLayout, TrainLayout, overrides_of, rollout_of, train_of
 from grpolab.recipe.schema import Recipe
-
-from .search import Plan, plan, side
 
 MAX_HINT_WORLD = 65536  # `check` proposes whole layouts up to this many devices
 

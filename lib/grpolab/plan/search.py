@@ -19,6 +19,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from grpolab.plan.io import load
+from grpolab.plan.space import OFFLOADS, rollout_space, train_space
 from grpolab.problems import InputError, Problem, RecipeError
 from grpolab.recipe import cost, memory
 from grpolab.recipe.cards import model_facts
@@ -35,9 +37,6 @@ from grpolab.recipe.layout import (
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules import field_rules
 from grpolab.rules.validate import layout_problems, validate
-
-from .io import load
-from .space import OFFLOADS, rollout_space, train_space
 
 LAYOUT_KEYS = frozenset(
     [f"train.{k}" for k in (*TRAIN_KEYS, "sp", "ulysses_sp")] + [f"rollout.{k}" for k in ROLLOUT_KEYS]

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from grpolab.plan.search import Choice
 from grpolab.recipe import pplayout
 from grpolab.recipe.cost import ESTIMATE
 from grpolab.recipe.layout import ROLLOUT_KEYS, train_fields
-
-from .search import Choice
 
 HEADERS = (
     "#",
