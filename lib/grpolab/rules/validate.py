@@ -31,7 +31,7 @@ from grpolab.rules import (
 from grpolab.rules.checks import Checks
 from grpolab.rules.overrides import megatron_fields
 
-__all__ = ["LAYOUT_FIX_RULES", "LEARNED_CHECKS", "layout_problems", "megatron_fields", "validate"]
+__all__ = ["LAYOUT_FIX_RULES", "LEARNED_CHECKS", "layout_problems", "learned_problems", "megatron_fields", "validate"]
 
 # rules whose errors the layout planner can fix: their fix also names the nearest whole valid layouts
 LAYOUT_FIX_RULES = registry.layout_fix_rules()
@@ -95,4 +95,13 @@ def layout_problems(recipe: Recipe, facts: ModelCard | None) -> list[Problem]:
     parallel_layout(c)
     batch.batches(c)
     device_memory.memory(c, True)
+    return c.problems
+
+
+def learned_problems(recipe: Recipe, facts: ModelCard | None) -> list[Problem]:
+    """Only the checks learned from the field, given facts (the planner's verdict on a whole layout adds them to
+    `layout_problems`)."""
+    c = Checks(recipe, facts)
+    for check in LEARNED_CHECKS:
+        check(c)
     return c.problems
