@@ -42,20 +42,18 @@ def multiples_near(value: int, step: int, k: int = 3) -> list[int]:
     return [m * step for m in range(max(1, base - k), base + k + 2)]
 
 
-def data_parallel(world: int, group: int) -> int:
-    """How many copies of a model-parallel group of `group` devices the world holds; 0 when it does not divide."""
-    return world // group if group > 0 and world % group == 0 else 0
-
-
 def train_dp(recipe: Recipe) -> int:
     """Data-parallel size of the trainer: the world over Megatron's tp x pp x cp or FSDP's Ulysses group (1 for
-    the in-process TRL engine); 0 when the layout does not divide the world."""
-    t = recipe.train
+    the in-process TRL engine); 0 when the layout does not divide the world. (The cost model's
+    grpolab.recipe.layout.data_parallel prices a layout the planner already screened: it floors at 1 instead.)"""
+    t, world = recipe.train, recipe.world_size
     if t.engine == "megatron":
-        return data_parallel(recipe.world_size, t.tp * t.pp * t.cp)
-    if t.engine == "fsdp":
-        return data_parallel(recipe.world_size, t.ulysses_sp)
-    return 1
+        group = t.tp * t.pp * t.cp
+    elif t.engine == "fsdp":
+        group = t.ulysses_sp
+    else:
+        return 1
+    return world // group if group and world % group == 0 else 0
 
 
 def stage_start_allowed(facts: ModelCard, layer: int) -> bool:
