@@ -263,11 +263,8 @@ def _merge(into: dict, layer: dict, origin: str, origins: dict, prefix: str = ""
                         origins[k] = origin
 
 
-def _layers(path: Path, depth: int = 0, seen: tuple = ()) -> list[tuple[Path, dict]]:
-    """The chain of (file, data) layers for a recipe, parents first."""
-    if path.resolve() in seen:
-        raise InputError(f"{_rel(path)}: `defaults` loops back to itself ({' -> '.join(_rel(p) for p in seen)})")
-    data = read_yaml(path)
+def _parents(path: Path, data: dict, depth: int) -> list[Path]:
+    """The files a layer's `defaults:` names, checked: a list of names, each once, within the depth contract."""
     parents = data.get("defaults") or []
     if isinstance(parents, str):
         parents = [parents]
@@ -277,10 +274,58 @@ def _layers(path: Path, depth: int = 0, seen: tuple = ()) -> list[tuple[Path, di
         raise InputError(
             f"{_rel(path)}: recipes inherit at most {MAX_DEPTH} levels deep; flatten the chain of `defaults`"
         )
-    chain: list[tuple[Path, dict]] = []
-    for parent in parents:
-        chain += _layers(_parent_path(parent, path), depth + 1, seen + (path.resolve(),))
-    return chain + [(path, data)]
+    found = [_parent_path(p, path) for p in parents]
+    twice = [p for i, p in enumerate(parents) if found[i].resolve() in {f.resolve() for f in found[:i]}]
+    if twice:
+        raise InputError(
+            f"{_rel(path)}: `defaults` lists {twice[0]!r} twice; list each parent once (the later one wins over "
+            "the earlier ones)"
+        )
+    return found
+
+
+def _c3(owner: Path, lists: list[list[Path]]) -> list[Path]:
+    """C3 merge (Python's MRO): one order that keeps every list's order; InputError naming the files if none.
+    Linear in practice: at most two levels of a few files each."""
+    lists = [list(x) for x in lists if x]
+    out: list[Path] = []
+    while lists:
+        head = next((x[0] for x in lists if not any(x[0] in rest[1:] for rest in lists)), None)
+        if head is None:
+            a, b = lists[0][0], next(rest[0] for rest in lists if lists[0][0] in rest[1:])
+            raise InputError(
+                f"{_rel(owner)}: its parents order {_rel(a)} and {_rel(b)} both ways round (each wins over the "
+                "other in a different `defaults` list), so no layering keeps both; list them in one order"
+            )
+        out.append(head)
+        lists = [[x for x in lst if x != head] for lst in lists]
+        lists = [x for x in lists if x]
+    return out
+
+
+def _precedence(path: Path, base: Path, read: dict, depth: int = 0, seen: tuple = ()) -> list[Path]:
+    """The layers of `path`, most important first: the file, then its parents linearised (C3, as Python's MRO,
+    with "later in `defaults` wins"): each file once, a parent before everything it inherits from. base.yaml is
+    left out: it is always the first layer (the one home of defaults), wherever it is listed."""
+    key = path.resolve()
+    if key in seen:
+        raise InputError(f"{_rel(path)}: `defaults` loops back to itself ({' -> '.join(_rel(p) for p in seen)})")
+    if key not in read:
+        read[key] = (path, read_yaml(path))  # the path as the user or `defaults` wrote it: messages show that
+    found = [p for p in _parents(path, read[key][1], depth) if p.resolve() != base]
+    lists = [_precedence(p, base, read, depth + 1, seen + (key,)) for p in reversed(found)]
+    return [key] + _c3(path, lists + [[p.resolve() for p in reversed(found)]])
+
+
+def _layers(path: Path) -> list[tuple[Path, dict]]:
+    """The chain of (file, data) layers for a recipe, applied in this order: base.yaml first, the recipe last."""
+    base = (params_dir() / "base.yaml").resolve()
+    read: dict[Path, tuple[Path, dict]] = {}
+    order = [] if path.resolve() == base else list(reversed(_precedence(path, base, read)))
+    if base not in read:
+        read[base] = (params_dir() / "base.yaml", read_yaml(base))
+    _parents(base, read[base][1], 0)  # base.yaml's own `defaults` (none) is checked like any other
+    return [read[base]] + [read[p] for p in order]
 
 
 def _set_override(data: dict, dotted: str, value: Any) -> None:
@@ -335,10 +380,7 @@ def parse_override(text: str) -> tuple[str, Any]:
 def merge_layers(ref: str | Path, overrides: Iterable[str] = ()) -> tuple[dict, dict, list[str], str]:
     """(merged data, origins per dotted key, files, recipe name) before schema validation."""
     path = resolve_ref(ref)
-    base = params_dir() / "base.yaml"
     chain = _layers(path)
-    if all(p.resolve() != base.resolve() for p, _ in chain):
-        chain = _layers(base) + chain  # base is always the first layer: the one home of defaults
     merged: dict = {}
     origins: dict[str, str] = {}
     per_device: dict = {}
@@ -354,16 +396,33 @@ def merge_layers(ref: str | Path, overrides: Iterable[str] = ()) -> tuple[dict, 
             _merge(per_device.setdefault(device, {}), section, _rel(file), {})
             per_device.setdefault("__origin__", {})[device] = _rel(file)
     parsed = [parse_override(o) for o in overrides]
-    for key, value in parsed:
+    for text, (key, value) in zip(overrides, parsed):
+        _blame_override(merged, key, f"{CLI} {text}", origins)
         _set_override(merged, key, value)
     device = (merged.get("cluster") or {}).get("device")
     if isinstance(device, str) and device in per_device:
         _merge(merged, per_device[device], f"{per_device['__origin__'][device]} (per_device.{device})", origins)
-        for key, value in parsed:  # the command line still wins over the device block
+        for text, (key, value) in zip(overrides, parsed):  # the command line still wins over the device block
+            _blame_override(merged, key, f"{CLI} {text}", origins)
             _set_override(merged, key, value)
-    for text, (key, _) in zip(overrides, parsed):
-        origins[key] = f"{CLI} {text}"
     return merged, origins, [_rel(p) for p, _ in chain], path.stem
+
+
+def _blame_override(merged: dict, key: str, origin: str, origins: dict) -> None:
+    """Record that a `--set` sets `key`, and every section it creates or replaces on the way and every key below
+    a value it replaces: `--set trainer.logger.0=wandb` turns the list trainer.logger into a mapping, so a
+    problem with trainer.logger is the --set's, not params/base.yaml's."""
+    head, _, rest = key.partition(".")
+    parts = [head, rest] if head == "verl_overrides" and rest else key.split(".")
+    node: Any = merged
+    for i, part in enumerate(parts):
+        dotted = ".".join(parts[: i + 1])
+        value = node.get(part) if isinstance(node, dict) else None
+        if i == len(parts) - 1 or not isinstance(value, dict):  # the key itself, or a section the --set makes
+            origins[dotted] = origin
+            for below in dotted_keys(value, dotted) if isinstance(value, dict) else ():
+                origins[below] = origin
+        node = value
 
 
 # ---------------------------------------------------------------------------------------------- validation
