@@ -97,3 +97,19 @@ def test_a_set_problem_is_blamed_on_the_set():
     with pytest.raises(RecipeError) as err:
         load_recipe("tiny", ["rollout.val_kwargs=3"])
     assert err.value.problems[0].message.startswith("--set rollout.val_kwargs=3:")
+
+
+def test_one_yaml_reader_reads_every_yaml_file_in_lib():
+    """Issue 20.2: every YAML file lib/ reads goes through grpolab.recipe.yamlio (bounded, special files refused,
+    duplicate keys and alias bombs refused); a bare PyYAML load anywhere else is a second reader."""
+    import re
+
+    lib = params_dir().parent / "lib" / "grpolab"
+    allowed = {
+        "recipe/yamlio.py",  # the reader itself
+        "verl/config.py",  # the installed verl's own generated config (trusted, a loader for its ${...} values)
+        "plan/planner.py",  # a --set value typed on the command line, not a file (issue 19.9: the plan's to route)
+    }
+    bare = re.compile(r"\byaml\.(safe_load|load|full_load|unsafe_load)\(")
+    found = {str(p.relative_to(lib)) for p in lib.rglob("*.py") if bare.search(p.read_text())} - allowed
+    assert not found, f"bare PyYAML loads in {sorted(found)}: use grpolab.recipe.yamlio.load_yaml / read_yaml"

@@ -23,8 +23,9 @@ from typing import Any
 
 from grpolab.paths import params_dir
 from grpolab.problems import InputError, Problem, RecipeError
-from grpolab.recipe.loader import load_card, read_yaml
+from grpolab.recipe.loader import load_card
 from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.yamlio import read_yaml
 
 TABLE = "model_configs.yaml"  # under params/: the family table
 MAX_CONFIG_BYTES = 1 << 20  # a config.json is a few KB; 1 MB stops a runaway or special file
