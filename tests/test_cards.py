@@ -79,7 +79,7 @@ def test_facts_from_a_local_model_directory_win_over_the_table(tmp_path):
         ("Qwen/Qwen3-32B", "Qwen3-32B"),
         ("deepseek-ai/DeepSeek-V3", "DeepSeek-V3"),
         ("/models/deepseek-ai/DeepSeek-R1", "DeepSeek-V3"),
-        ("Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen3-235B-A22B"),
+        ("Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen3-235B-A22B-2507"),
         ("$HOME/models/gpt-oss-20b-bf16", "GPT-OSS-20B"),
         ("./model/Qwen2_5_1_5B_Instruct", "Qwen2.5-1.5B"),
         ("/models/zai-org/GLM-4.5-Air-Base", "GLM-4.5-Air"),
@@ -110,6 +110,9 @@ def test_the_table_reads_like_the_models(tmp_path):
     q35 = table_card("Qwen3.5-35B-A3B")  # nested under text_config, as Qwen3.5's config.json does
     assert (q35.linear_num_key_heads, q35.linear_num_value_heads, q35.full_attention_interval) == (16, 32, 4)
     assert table_card("Qwen3-4B").tie_word_embeddings and not table_card("Qwen3-8B").tie_word_embeddings
+    # a dated update keeps the architecture but not always the context: -2507 is not the April release
+    assert table_card(table_match("Qwen/Qwen3-235B-A22B-Instruct-2507")).context_length == 262144
+    assert table_card(table_match("Qwen/Qwen3-235B-A22B")).context_length == 40960
 
 
 @pytest.mark.parametrize("name", sorted(table()))

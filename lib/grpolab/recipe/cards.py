@@ -52,9 +52,10 @@ CONFIG_KEYS: dict[str, tuple[str, ...]] = {
     "tie_word_embeddings": ("tie_word_embeddings",),
 }
 COMPARED = ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "num_experts", "vocab_size")
-# name parts that mark a checkpoint of the same architecture: Qwen3-8B-Base, Qwen2.5-Math-7B-Instruct, ...-2507-FP8
+# name parts that mark a checkpoint of the same architecture and context: Qwen3-8B-Base, Qwen2.5-Math-7B-Instruct,
+# ...-FP8. Dated updates (-2507, -0324) are not dropped: they may change the context (the table lists them by name).
 VARIANT = re.compile(
-    r"[-_.](instruct|base|chat|it|pt|thinking|hf|fp8|bf16|fp16|int4|int8|awq|gptq[\w-]*|gguf|\d{4}|v\d+(\.\d+)*)$",
+    r"[-_.](instruct|base|chat|it|pt|thinking|hf|fp8|bf16|fp16|int4|int8|awq|gptq[\w-]*|gguf|v\d+(\.\d+)*)$",
     re.IGNORECASE,
 )
 
