@@ -56,6 +56,12 @@ def test_every_params_file_loads_and_validates(rel, tmp_path):
             assert row["source"] and isinstance(row["config"], dict), name
             card = table_card(name)
             assert card.num_heads % card.num_kv_heads == 0 and card.params_b > 0, name
+    elif rel == "baselines.yaml":  # published runs the cost model is held to (tests/test_cost.py predicts them)
+        from grpolab.plan.baselines import baselines
+
+        assert all(
+            load_card(b.model) and (params_dir() / "hardware" / f"{b.hardware}.yaml").is_file() for b in baselines()
+        )
     elif rel == "stack_rules.yaml":
         from grpolab.rules.field_rules import table_faults
 

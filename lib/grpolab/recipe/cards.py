@@ -44,6 +44,8 @@ CONFIG_KEYS: dict[str, tuple[str, ...]] = {
     "linear_num_key_heads": ("linear_num_key_heads",),
     "linear_num_value_heads": ("linear_num_value_heads",),
     "full_attention_interval": ("full_attention_interval",),
+    "linear_key_head_dim": ("linear_key_head_dim",),
+    "linear_value_head_dim": ("linear_value_head_dim",),
     "mtp_layers": ("num_nextn_predict_layers", "mtp_num_hidden_layers"),
     "kv_lora_rank": ("kv_lora_rank",),
     "qk_nope_head_dim": ("qk_nope_head_dim",),
@@ -161,6 +163,8 @@ def facts_from_config(config: dict, card: ModelCard | None, source: str) -> Mode
     for field in (
         "linear_num_key_heads",
         "linear_num_value_heads",
+        "linear_key_head_dim",
+        "linear_value_head_dim",
         "kv_lora_rank",
         "qk_nope_head_dim",
         "qk_rope_head_dim",
