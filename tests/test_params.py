@@ -53,6 +53,13 @@ def test_every_params_file_loads_and_validates(rel, tmp_path):
         from grpolab.rules.backends import table_faults
 
         assert not table_faults()
+    elif rel == "model_configs.yaml":  # the family table: every entry is a source-cited config.json that makes a card
+        from grpolab.recipe.cards import table, table_card
+
+        for name, row in table().items():
+            assert row["source"] and isinstance(row["config"], dict), name
+            card = table_card(name)
+            assert card.num_heads % card.num_kv_heads == 0 and card.params_b > 0, name
     elif rel == "baselines.yaml":  # published runs the cost model is held to (tests/test_cost.py predicts them)
         from grpolab.plan.baselines import baselines
 

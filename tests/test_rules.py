@@ -144,6 +144,7 @@ CASES = {
                 "train.sp=true",
                 "train.cp=2",
                 "stack.megatron-core=core_r0.16.0",
+                "rollout.tp=8",  # an 80B model's rollout weights fit 8 devices (4 need 40 GB each: memory)
             ],
         ),
     ],

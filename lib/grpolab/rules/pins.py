@@ -62,11 +62,10 @@ def pins(c: Checks) -> None:
 @lru_cache(maxsize=1)
 def stack_rules() -> tuple[dict, ...]:
     """params/stack_rules.yaml: known bad / required combinations, as data."""
-    import yaml
-
     from grpolab.recipe.loader import params_dir
+    from grpolab.recipe.yamlio import load_yaml  # the one YAML reader
 
-    data = yaml.safe_load((params_dir() / "stack_rules.yaml").read_text())
+    data = load_yaml(params_dir() / "stack_rules.yaml", "rules table")
     return tuple(data or ())
 
 
