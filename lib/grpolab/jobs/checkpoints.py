@@ -81,12 +81,20 @@ def layout_of(recipe: Any, run_dir: Path) -> Layout:
     return Layout(root, str(get_dotted(recipe, "train.engine")), world, contents)
 
 
-def run_layout(run_dir: Path) -> Layout:
-    """The layout from a run directory's recipe.yaml (read as data: the run's record, whatever params/ say now)."""
-    import yaml
+def run_recipe(run_dir: Path) -> dict:
+    """A run directory's recipe.yaml as data (the run's record, whatever params/ say now), by the one YAML reader;
+    InputError when it is unreadable, OSError when it is missing."""
+    from grpolab.recipe.yamlio import read_yaml
 
-    recipe = yaml.safe_load((Path(run_dir) / "recipe.yaml").read_text(encoding="utf-8")) or {}
-    return layout_of(recipe, run_dir)
+    path = Path(run_dir) / "recipe.yaml"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: the run has no recipe.yaml")
+    return read_yaml(path, "run record")
+
+
+def run_layout(run_dir: Path) -> Layout:
+    """The layout from a run directory's recipe.yaml."""
+    return layout_of(run_recipe(run_dir), run_dir)
 
 
 def read_tracker(root: Path) -> int | None:
@@ -322,10 +330,8 @@ def remove(checkpoint: Checkpoint) -> None:
 
 def prune(run_dir: Path, recipe: Any | None = None) -> list[Checkpoint]:
     """Apply the run's retention policy once; returns what was removed."""
-    import yaml
-
     if recipe is None:
-        recipe = yaml.safe_load((Path(run_dir) / "recipe.yaml").read_text(encoding="utf-8")) or {}
+        recipe = run_recipe(run_dir)
     policy = policy_of(recipe)
     if not policy.active:
         return []
@@ -345,10 +351,8 @@ class Keeper:
     apart for `tiny`, and a poll costs one stat."""
 
     def __init__(self, run_dir: Path, interval: float = 1.0, log=None) -> None:
-        import yaml
-
         self.run_dir = Path(run_dir)
-        self.recipe = yaml.safe_load((self.run_dir / "recipe.yaml").read_text(encoding="utf-8")) or {}
+        self.recipe = run_recipe(self.run_dir)
         self.root = layout_of(self.recipe, self.run_dir).root
         self.interval = interval
         self.log = log or self._log
@@ -360,9 +364,11 @@ class Keeper:
     def for_run(cls, run_dir: Path, **kwargs) -> Keeper | None:
         """A started Keeper when the run's recipe asks the wrapper to prune, else None (also for a run without a
         readable recipe: the wrapper must never fail a job for its own bookkeeping)."""
+        from grpolab.problems import InputError
+
         try:
             keeper = cls(run_dir, **kwargs)
-        except (OSError, ValueError):
+        except (OSError, ValueError, InputError):
             return None
         if not wrapper_prunes(keeper.recipe):
             return None
@@ -409,9 +415,11 @@ class Keeper:
 
 def listing(run_dir: Path) -> list[dict]:
     """The checkpoints of a run for the monitor: step, bytes, seconds the save took, complete or why not."""
+    from grpolab.problems import InputError
+
     try:
         layout = run_layout(run_dir)
-    except (OSError, ValueError):
+    except (OSError, ValueError, InputError):
         return []
     return [c.to_dict() for c in scan(layout, run_dir, deep=False)]
 

@@ -126,11 +126,9 @@ def _pick(run: Run, layout: ck.Layout, step: int | None) -> ck.Checkpoint:
 
 
 def plan_export(run: Run, step: int | None = None, out: str | Path | None = None) -> ExportPlan:
-    import yaml
-
     if not run.recipe_file.is_file():
         raise ExportRefused(f"run {run.run_id} has no recipe.yaml: it was never submitted, nothing to export")
-    recipe = yaml.safe_load(run.recipe_file.read_text(encoding="utf-8")) or {}
+    recipe = ck.run_recipe(run.path)
     layout = ck.layout_of(recipe, run.path)
     checkpoint = _pick(run, layout, step)
     target = Path(out).expanduser().resolve() if out else run.path / "export" / checkpoint.path.name

@@ -142,12 +142,13 @@ def changed_data(recorded: dict[str, dict], now: dict[str, dict]) -> list[str]:
 
 
 def _run_files(run_dir: Path) -> tuple[dict, dict]:
-    import yaml
+    from grpolab.problems import InputError
+    from grpolab.recipe.yamlio import read_yaml
 
     run_dir = Path(run_dir)
     try:
-        recipe = yaml.safe_load((run_dir / "recipe.yaml").read_text(encoding="utf-8")) or {}
-    except (OSError, ValueError):
+        recipe = read_yaml(run_dir / "recipe.yaml", "run record")
+    except (OSError, InputError):
         recipe = {}
     try:
         launch = json.loads((run_dir / "launch.json").read_text())

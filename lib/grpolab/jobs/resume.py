@@ -67,14 +67,12 @@ class ResumePlan:
 
 
 def _parent_files(run: Run) -> tuple[dict, dict]:
-    import yaml
-
     if not run.recipe_file.is_file():
         raise ResumeRefused(
             f"run {run.run_id} has no recipe.yaml (it was never submitted): there is nothing to resume; "
             f"start a new run with `grpolab run RECIPE`"
         )
-    data = yaml.safe_load(run.recipe_file.read_text(encoding="utf-8")) or {}
+    data = ck.run_recipe(run.path)
     try:
         launch = json.loads(run.launch_file.read_text())
     except (OSError, ValueError):
@@ -150,11 +148,11 @@ def _pick(found: list[ck.Checkpoint], layout: ck.Layout, run: Run, from_step: in
 
 
 def _plain_recipe(run: Run) -> dict:
-    import yaml
+    from grpolab.problems import InputError
 
     try:
-        return yaml.safe_load(run.recipe_file.read_text(encoding="utf-8")) or {}
-    except (OSError, ValueError):
+        return ck.run_recipe(run.path)
+    except (OSError, InputError):
         return {}
 
 

@@ -17,9 +17,9 @@ import shutil
 from pathlib import Path
 
 from grpolab.paths import runs_dir
-from grpolab.problems import Problem
 from grpolab.recipe.checkpoint_size import CheckpointEstimate, estimate, human_bytes
 from grpolab.recipe.schema import Recipe
+from grpolab.rules.checks import Checks
 
 
 def target(recipe: Recipe) -> Path | None:
@@ -41,128 +41,107 @@ def free_space(path: Path) -> tuple[Path, int] | None:
     return anchor, shutil.disk_usage(anchor).free
 
 
-def space_problems(recipe: Recipe, est: CheckpointEstimate) -> list[Problem]:
-    key = "trainer.keep_ckpts"
+def space(c: Checks, est: CheckpointEstimate) -> None:
+    """Rule checkpoint-space for one estimate."""
+    r, key = c.r, "trainer.keep_ckpts"
     if est.saves == 0:
-        return []
+        return
     if est.kept is None:
-        return [
-            Problem(
-                "checkpoint-space",
-                "warning",
-                key,
-                None,
-                f"{recipe.origin(key)}: every checkpoint stays and the run's number of saves is unknown (the budget is "
-                f"trainer.total_epochs); one checkpoint is about {human_bytes(est.one_bytes)} ({est.how})",
-                "set trainer.keep_ckpts to the number of checkpoints to keep",
-            )
-        ]
-    path = target(recipe)
+        c.add(
+            "checkpoint-space",
+            key,
+            None,
+            "every checkpoint stays and the run's number of saves is unknown (the budget is trainer.total_epochs); "
+            f"one checkpoint is about {human_bytes(est.one_bytes)} ({est.how})",
+            "set trainer.keep_ckpts to the number of checkpoints to keep",
+            severity="warning",
+        )
+        return
+    path = target(r)
     found = free_space(path) if path is not None else None
     if found is None:
-        return []
+        return
     anchor, free = found
     total = est.total_bytes or 0
-    nodes = recipe.cluster.nnodes
+    nodes = r.cluster.nnodes
     share = total / nodes
     where = f"{path}" + (f" (on the disk of {anchor})" if anchor != path else "")
     need = f"{est.kept} checkpoint(s) of about {human_bytes(est.one_bytes)} = {human_bytes(total)}"
     fix = (
-        "lower trainer.keep_ckpts (or trainer.save_freq's number of saves), free space there, or point "
+        "lower trainer.keep_ckpts (or the number of saves: trainer.save_freq), free space there, or point "
         "trainer.ckpt_dir at a larger disk"
     )
     if free < share:
         part = f" (each of {nodes} nodes holds about {human_bytes(share)})" if nodes > 1 else ""
-        return [
-            Problem(
-                "checkpoint-space",
-                "error",
-                key,
-                recipe.trainer.keep_ckpts,
-                f"the kept checkpoints need {need}{part}, and {where} has {human_bytes(free)} free ({est.how})",
-                fix,
-            )
-        ]
-    if free < total:
-        return [
-            Problem(
-                "checkpoint-space",
-                "warning",
-                key,
-                recipe.trainer.keep_ckpts,
-                f"the kept checkpoints need {need}, and {where} has {human_bytes(free)} free: enough for this node's "
-                f"1/{nodes} share on local disks, not for all of them on shared storage ({est.how})",
-                fix,
-            )
-        ]
-    return []
-
-
-def keep_problems(recipe: Recipe) -> list[Problem]:
-    """Keep-best needs a validation at every checkpoint's step; retention needs saves."""
-    tr, out = recipe.trainer, []
-    if (tr.keep_ckpts is not None or tr.keep_best_metric) and tr.save_freq <= 0:
-        out.append(
-            Problem(
-                "checkpoint-keep",
-                "warning",
-                "trainer.save_freq",
-                tr.save_freq,
-                f"{recipe.origin('trainer.save_freq')}: trainer.save_freq {tr.save_freq} saves no checkpoint, so "
-                "trainer.keep_ckpts / keep_best_metric keep nothing",
-                "set trainer.save_freq > 0, or drop keep_ckpts / keep_best_metric",
-            )
+        c.add(
+            "checkpoint-space",
+            key,
+            r.trainer.keep_ckpts,
+            f"the kept checkpoints need {need}{part}, and {where} has {human_bytes(free)} free ({est.how})",
+            fix,
         )
-        return out
+    elif free < total:
+        c.add(
+            "checkpoint-space",
+            key,
+            r.trainer.keep_ckpts,
+            f"the kept checkpoints need {need}, and {where} has {human_bytes(free)} free: enough for this node's "
+            f"1/{nodes} share on local disks, not for all of them on shared storage ({est.how})",
+            fix,
+            severity="warning",
+        )
+
+
+def keep(c: Checks) -> None:
+    """Rule checkpoint-keep: keep-best needs a validation at every checkpoint's step; retention needs saves."""
+    tr = c.r.trainer
+    if (tr.keep_ckpts is not None or tr.keep_best_metric) and tr.save_freq <= 0:
+        c.add(
+            "checkpoint-keep",
+            "trainer.save_freq",
+            tr.save_freq,
+            f"trainer.save_freq {tr.save_freq} saves no checkpoint, so trainer.keep_ckpts / keep_best_metric keep "
+            "nothing",
+            "set trainer.save_freq > 0, or drop keep_ckpts / keep_best_metric",
+            severity="warning",
+        )
+        return
     metric = tr.keep_best_metric
     if not metric:
-        return out
+        return
     if not metric.startswith("val-"):
-        out.append(
-            Problem(
-                "checkpoint-keep",
-                "warning",
-                "trainer.keep_best_metric",
-                metric,
-                f"{recipe.origin('trainer.keep_best_metric')}: {metric!r} is not a validation metric (verl names "
-                "them val-core/<data source>/<reward>/mean@N, val-aux/...): a training metric says little about "
-                "which checkpoint is best",
-                "name a val-core/... metric of the run's metrics.jsonl",
-            )
+        c.add(
+            "checkpoint-keep",
+            "trainer.keep_best_metric",
+            metric,
+            f"{metric!r} is not a validation metric (verl names them val-core/<data source>/<reward>/mean@N, "
+            "val-aux/...): a training metric says little about which checkpoint is best",
+            "name a val-core/... metric of the run's metrics.jsonl",
+            severity="warning",
         )
     if tr.test_freq <= 0:
-        out.append(
-            Problem(
-                "checkpoint-keep",
-                "error",
-                "trainer.test_freq",
-                tr.test_freq,
-                f"trainer.keep_best_metric {metric!r} needs validations, and trainer.test_freq {tr.test_freq} runs "
-                "none: no checkpoint would ever be scored",
-                "set trainer.test_freq to save_freq or a divisor of it",
-            )
+        c.add(
+            "checkpoint-keep",
+            "trainer.test_freq",
+            tr.test_freq,
+            f"trainer.keep_best_metric {metric!r} needs validations, and trainer.test_freq {tr.test_freq} runs none: "
+            "no checkpoint would ever be scored",
+            "set trainer.test_freq to save_freq or a divisor of it",
         )
     elif tr.save_freq % tr.test_freq:
-        out.append(
-            Problem(
-                "checkpoint-keep",
-                "warning",
-                "trainer.save_freq",
-                tr.save_freq,
-                f"checkpoints every {tr.save_freq} steps, validations every {tr.test_freq}: a checkpoint is scored "
-                "by the validation of its own step, so the ones between validations are never the best",
-                f"make trainer.save_freq a multiple of trainer.test_freq ({tr.test_freq})",
-            )
+        c.add(
+            "checkpoint-keep",
+            "trainer.save_freq",
+            tr.save_freq,
+            f"checkpoints every {tr.save_freq} steps, validations every {tr.test_freq}: a checkpoint is scored by "
+            "the validation of its own step, so the ones between validations are never the best",
+            f"make trainer.save_freq a multiple of trainer.test_freq ({tr.test_freq})",
+            severity="warning",
         )
-    return out
 
 
-def problems(recipe: Recipe) -> list[Problem]:
-    """Both rules for a recipe (nothing when the model's facts are unknown: the card rules say so)."""
-    from grpolab.recipe.cards import model_facts
-
-    out = keep_problems(recipe)
-    facts, found = model_facts(recipe)
-    if facts is None or found:
-        return out
-    return out + space_problems(recipe, estimate(recipe, facts))
+def checkpoints(c: Checks) -> None:
+    """Both rules (checkpoint-space only with the model's facts: the size is counted from them)."""
+    keep(c)
+    if c.f is not None:
+        space(c, estimate(c.r, c.f))

@@ -95,9 +95,7 @@ def gate(recipe: Recipe, *, verl: bool = True) -> list[Problem]:
     if verl and recipe.train.engine != "trl":
         found, grad_ok = verl_problems(recipe)
         problems += found
-    from grpolab.rules.checkpoint_space import problems as checkpoint_problems
-
-    return validate(recipe, grad_ok) + shadowing(recipe) + problems + checkpoint_problems(recipe)
+    return validate(recipe, grad_ok) + shadowing(recipe) + problems
 
 
 def check(ref: str | Path, overrides: Iterable[str] = (), verl: bool = True) -> tuple[Recipe | None, list[Problem]]:
