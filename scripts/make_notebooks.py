@@ -37,6 +37,12 @@ P = {
     "dry_run": ("bool", "False", "True: validate, preflight and show the launch, but submit nothing"),
     "wait": ("bool", "True", "follow the run until it ends (a progress bar; headless a line every 30 s)"),
     "run_id": ("Optional[str]", "None", "name of the new run (letters, digits, . _ -); None: generated"),
+    "resume": (
+        "Optional[str]",
+        "None",
+        "a run to continue from its latest complete checkpoint (grpolab resume): its recipe with `overrides`; "
+        "None: a new run of `model`",
+    ),
 }
 
 MONITOR_PARAMS = {
@@ -159,7 +165,11 @@ be submitted (entrypoint, env with secrets redacted, verl overrides, bash script
 ```bash
 .venv/bin/papermill notebooks/03_launch.ipynb out.ipynb -p model tiny -y "overrides: [trainer.total_steps=40]"
 .venv/bin/papermill notebooks/03_launch.ipynb out.ipynb -p model glm5_2 -p dry_run True
-```""",
+```
+
+With `resume` it continues that run instead (`grpolab resume RUN`): its recipe and `overrides`, from its latest
+complete checkpoint, as a new run linked to it; a resume that would be wrong (no complete checkpoint, nothing left
+to train, data changed, a change the checkpoint cannot take) stops the notebook before anything is submitted.""",
         pick(
             "model",
             "overrides",
@@ -167,6 +177,7 @@ be submitted (entrypoint, env with secrets redacted, verl overrides, bash script
             "dry_run",
             "wait",
             "run_id",
+            "resume",
             dry_run=("False", "True: show what would be submitted (entrypoint, env, overrides, script) only"),
             wait=(
                 "True",
@@ -174,11 +185,12 @@ be submitted (entrypoint, env with secrets redacted, verl overrides, bash script
             ),
         ),
         "params = nb.check_parameters(globals())\nnb.check_address(ray_address)\nnb.check_new_run_id(run_id)\n"
-        "recipe = nb.load(model, overrides)",
+        "resumed = nb.resume_plan(resume, overrides) if resume else None\n"
+        "recipe = resumed.recipe if resumed else nb.load(model, overrides)",
         [
             (
                 "## Submit (or show what would be submitted)",
-                "run = nb.launch(recipe, address=ray_address, run_id=run_id, dry_run=dry_run)",
+                "run = nb.launch(recipe, address=ray_address, run_id=run_id, dry_run=dry_run, resume=resumed)",
                 ["report"],
             ),
             (
@@ -276,7 +288,8 @@ Runs the four stage notebooks in order with papermill, each in a fresh kernel: *
 It stops at the first stage that fails and says why (papermill then exits non-zero). The executed stage
 notebooks are kept in `runs/<run_id>/notebooks/`. With `dry_run` it validates, reports preflight (failed checks
 do not stop it), shows the rendered launch and submits nothing. With `plan` it first adds the parallel layout that
-`grpolab plan` ranks first (an estimate) to the overrides.
+`grpolab plan` ranks first (an estimate) to the overrides. With `resume` the launch continues that run from its
+latest complete checkpoint (03_launch's `resume`: its recipe with `overrides`; setup and preflight check `model`).
 
 ```bash
 .venv/bin/papermill notebooks/run.ipynb out.ipynb -p model tiny
@@ -285,7 +298,7 @@ do not stop it), shows the rendered launch and submits nothing. With `plan` it f
 .venv/bin/papermill notebooks/run.ipynb out.ipynb -p model glm5_2 -p ray_address HEAD:6379
 ```""",
         {
-            **pick("model", "overrides", "ray_address", "dry_run", "wait", "run_id"),
+            **pick("model", "overrides", "ray_address", "dry_run", "wait", "run_id", "resume"),
             "plan": ("bool", "False", "True: add the top layout of grpolab plan (05_plan) to the overrides first"),
         },
         "params = nb.check_parameters(globals())\nstages = nb.Stages(params)",
@@ -305,7 +318,7 @@ do not stop it), shows the rendered launch and submits nothing. With `plan` it f
             (
                 "## 3 · Launch",
                 'stages.run("03_launch", model=model, overrides=overrides, ray_address=ray_address, dry_run=dry_run,\n'
-                "           wait=False, run_id=stages.run_id)",
+                "           wait=False, run_id=stages.run_id, resume=resume)",
                 [],
             ),
             (

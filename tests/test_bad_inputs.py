@@ -448,6 +448,7 @@ NOTEBOOK_CASES = [
     ("setup-alias-bomb", "01_setup", ["-p", "model", "{bad}/billion_laughs.yaml"], "expands to more than"),
     ("setup-bool-for-int", "01_setup", ["-y", "overrides: [cluster.nnodes=True]"], "cluster.nnodes"),
     ("launch-run-id-dotdot", "03_launch", ["-p", "run_id", "../../x", "-p", "dry_run", "True"], "../../x"),
+    ("launch-resume-never-submitted", "03_launch", ["-p", "resume", "done", "-p", "dry_run", "True"], "no recipe.yaml"),
     ("monitor-not-a-run", "04_monitor", ["-p", "run_id", "{tmp}/notrun", "-p", "wait", "False"], "not a run"),
 ]
 

@@ -107,7 +107,8 @@ def test_notebook_is_committed_clean_with_one_typed_parameters_cell(name):
         assert inferred["model"]["default"] == '"tiny"' and inferred["overrides"]["default"] == "[]"
     # cells stay short and call grpolab only
     for cell in code:
-        assert len(cell.source.splitlines()) <= 8, cell.source
+        # the parameters cell is one line per parameter (run.ipynb has 8 and the papermill hint)
+        assert len(cell.source.splitlines()) <= (10 if cell is book.cells[tagged[0]] else 8), cell.source
         assert "import" not in cell.source or cell.source.startswith("from typing import Optional"), cell.source
 
 

@@ -6,7 +6,7 @@
     load(model, overrides)        the recipe, or a stop that names the closest recipe or the bad override
     from_script / check_recipe / show_recipe / show_launch / stop_on_errors     01_setup
     preflight / preflight_verdict                                       02_preflight
-    launch / follow / verdict                                           03_launch
+    resume_plan / launch / follow / verdict                             03_launch
     find_run / watch / show_run / verdict                               04_monitor
     Stages                                                              run.ipynb: runs 01..04 with papermill
 
@@ -83,6 +83,7 @@ from grpolab.notebook.stages import (  # noqa: F401
     plot_val_accuracy,
     preflight,
     preflight_verdict,
+    resume_plan,
     show_figures,
     show_head,
     show_run,

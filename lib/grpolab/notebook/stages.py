@@ -65,9 +65,28 @@ def preflight_verdict(report, dry_run: bool = False) -> None:
 # ------------------------------------------------------------------------------------------------ launch
 
 
-def launch(recipe, address: str | None = None, run_id: str | None = None, dry_run: bool = False):
+def resume_plan(resume: str, overrides: list[str]):
+    """`grpolab resume`'s plan for the run `resume` names (grpolab.jobs.resume): its recipe with the overrides, from
+    its latest complete checkpoint; NotebookStop with the reason and what to do when it would be wrong."""
+    from grpolab.jobs.resume import ResumeRefused, plan_resume
+    from grpolab.jobs.runs import RunNotFound, resolve_run
+
+    try:
+        plan = plan_resume(resolve_run(resume), None, overrides)
+    except (RunNotFound, ResumeRefused) as exc:
+        raise NotebookStop(f"resume {resume}: {exc}; nothing was submitted") from None
+    print(
+        f"resuming run {plan.parent.run_id} from its checkpoint at step {plan.checkpoint.step} ({plan.checkpoint.path})"
+    )
+    for note in plan.notes:
+        print(f"note: {note}")
+    return plan
+
+
+def launch(recipe, address: str | None = None, run_id: str | None = None, dry_run: bool = False, resume=None):
     """Submit the recipe as a Ray job and return the Run; with dry_run, show what would be submitted and
-    return None. Errors in the recipe, an unreachable cluster or a taken run id stop the notebook."""
+    return None. Errors in the recipe, an unreachable cluster or a taken run id stop the notebook. `resume`: the
+    resume_plan the recipe comes from (the new run is linked to its parent)."""
     import json
 
     from grpolab.jobs import cluster
@@ -88,7 +107,8 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
             show_text(to_sh(launch_, recipe), title="bash script (grpolab render --format sh)")
             print("dry run: nothing was submitted")
             return None
-        run = launcher.submit(recipe, address=address, run_id=run_id, progress=print)
+        resumed_from = resume.record() if resume is not None else None
+        run = launcher.submit(recipe, address=address, run_id=run_id, progress=print, resumed_from=resumed_from)
     except launcher.LaunchBlocked as exc:
         show_problems(exc.problems, title=f"recipe {recipe.name}")
         raise NotebookStop(

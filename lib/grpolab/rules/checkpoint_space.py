@@ -4,7 +4,8 @@ keep-best score them?).
 Size: grpolab.recipe.checkpoint_size (one checkpoint from the layout, times the most kept at once). Where they go:
 trainer.ckpt_dir, else checkpoint/ inside the run directory. `check` compares with the free space of that place
 when it is on this machine: a recipe that runs here (cluster.device cpu), or a trainer.ckpt_dir that exists here
-(a shared file system the launcher mounts). A cluster's own disks are checked by preflight on every node
+or whose parent folder does (a shared file system the launcher mounts; a path whose parents are missing here is
+on the cluster's nodes only). A cluster's own disks are checked by preflight on every node
 (grpolab.preflight), with the same estimate. On several nodes each holds about 1/nnodes of a checkpoint when
 the disks are local, the whole when they are shared: less than the share is an error, less than the whole a
 warning.
@@ -25,7 +26,9 @@ from grpolab.rules.checks import Checks
 def target(recipe: Recipe) -> Path | None:
     """Where the checkpoints go, when that place is on this machine; None when only the cluster's nodes know."""
     if recipe.trainer.ckpt_dir:
-        return Path(os.path.expanduser(recipe.trainer.ckpt_dir))
+        path = Path(os.path.expanduser(recipe.trainer.ckpt_dir))
+        # it, or the folder it would be made in, is here; a path whose parents are missing is a cluster's own
+        return path if path.exists() or path.parent.is_dir() else None
     if recipe.cluster.device == "cpu":
         return runs_dir()
     return None

@@ -386,7 +386,8 @@ RULES: tuple[Rule, ...] = (
         "none",
         "The checkpoints kept at once (one checkpoint from the layout verl writes, as trainer.save_contents names "
         "it, times what trainer.keep_ckpts keeps: grpolab.recipe.checkpoint_size) against the free space where "
-        "they go, when that is on this machine (a cpu recipe, or a trainer.ckpt_dir that exists here); preflight "
+        "they go, when that is on this machine (a cpu recipe, or a trainer.ckpt_dir that exists here or whose "
+        "parent does); preflight "
         "does it on every node. Every checkpoint kept and a budget in epochs is a warning.",
         "verl #2860 (a 10,480 s save), verl #3792 (keeping checkpoints), verl/utils/checkpoint/* (the layouts)",
         severity_doc="error (a warning when only each node's 1/nnodes share fits)",
