@@ -561,3 +561,28 @@ def test_compare_lists_recipe_stack_and_data_differences(tmp_path, _isolated_run
     assert provenance.record(load_recipe("tiny"), {})["seed"] == 1
     fp = provenance.fingerprints(load_recipe("tiny"))["generated:arith"]
     assert fp["problems"] == 100 and fp != provenance.fingerprints(load_recipe("tiny", ["local.val_size=20"]))
+
+
+def test_compare_prints_the_differences_before_the_gate(cli, tmp_path, _isolated_runs):
+    a, _ = parent_run(_isolated_runs, "qwen3_8b", [], run_id="a")
+    b, _ = parent_run(_isolated_runs, "qwen3_8b", ["algorithm.lr=3e-6"], run_id="b")
+    for run in (a, b):
+        rows = [{"step": s, "data": {"critic/score/mean": 0.5, "timing_s/step": 1.0}} for s in range(1, 16)]
+        run.metrics_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = cli("compare", "b", "--baseline", "a")
+    head = out.stdout.split("\n\n")[0]
+    assert "recipe: 1 key(s) differ (b | a)" in head and "algorithm.lr: 3e-06 | 1e-06" in head, out.stdout
+    assert "stack: the same" in head
+    doc = json.loads(cli("compare", "b", "--baseline", "a", "--json").stdout)
+    assert doc["differences"]["recipe"] == [["algorithm.lr", 3e-6, 1e-6]]
+
+
+def test_preflight_sizes_the_kept_checkpoints_with_the_same_estimate():
+    from grpolab.preflight.spec import node_spec
+    from grpolab.recipe.checkpoint_size import estimate
+    from grpolab.recipe.loader import load_card
+
+    recipe = load_recipe("qwen3_8b", ["trainer.total_steps=100", "trainer.keep_ckpts=3"])
+    spec = node_spec(recipe)["checkpoint"]
+    assert spec["bytes"] == estimate(recipe, load_card("qwen3_8b")).one_bytes * 3
+    assert "verl keeps trainer.keep_ckpts = 3" in spec["estimate"]
