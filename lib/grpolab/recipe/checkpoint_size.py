@@ -3,9 +3,9 @@
 One checkpoint, P = the model's parameters (its card's params_b), as verl 0.9.1 writes it (verl/utils/checkpoint/):
     FSDP      model shards in the actor's fp32 (4 P), AdamW's two fp32 moments (8 P), `hf_model` a full model
               gathered in fp32 (4 P); `extra` (scheduler and RNG) is small
-    Megatron  `model` as Hugging Face weights through mbridge in bf16 (2 P), or Megatron shards in bf16 (2 P) with
-              use_dist_checkpointing, both with `hf_model` too; the distributed optimizer's fp32 main parameters
-              and two moments (12 P)
+    Megatron  `model` as Hugging Face weights through mbridge in model.dtype (bf16: 2 P), or Megatron shards in it
+              with use_dist_checkpointing, both with `hf_model` too; the distributed optimizer's fp32 main
+              parameters and two moments (12 P)
     TRL       (the local trainer) fp32 weights (4 P), AdamW's moments (8 P), and trainer_state.json's log of every
               step (about 1 KB a step, measured on `tiny`)
 plus SMALL_FILES for the tokenizer, configs and data.pt. Sizes follow `trainer.save_contents`.
@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from grpolab.recipe.memory import ADAM_BYTES, DTYPE_BYTES  # the one home of bytes per parameter
 from grpolab.recipe.schema import ModelCard, Recipe
 
 SMALL_FILES = {"megatron": 20 * 10**6, "fsdp": 20 * 10**6, "trl": 40 * 10**3}  # tokenizer, configs, data.pt
@@ -45,24 +46,26 @@ def parts(recipe: Recipe, facts: ModelCard) -> dict[str, int]:
     p = facts.params_b * 1e9
     contents = set(recipe.trainer.save_contents)
     engine = recipe.train.engine
+    weights, fp32 = DTYPE_BYTES[recipe.model.dtype], DTYPE_BYTES["float32"]
+    moments = ADAM_BYTES - fp32  # Adam's two fp32 moments, without the fp32 master copy
     out: dict[str, int] = {}
     if engine == "megatron":
         if "model" in contents:
-            out["model (bf16)"] = int(2 * p)
+            out[f"model ({recipe.model.dtype})"] = int(weights * p)
         if "hf_model" in contents and ("model" not in contents or recipe.train.use_dist_checkpointing):
-            out["hf_model (bf16)"] = int(2 * p)
+            out[f"hf_model ({recipe.model.dtype})"] = int(weights * p)
         if "optimizer" in contents:
-            out["optimizer (fp32 main params + Adam moments)"] = int(12 * p)
+            out["optimizer (fp32 main params + Adam moments)"] = int(ADAM_BYTES * p)
     elif engine == "fsdp":
         if "model" in contents:
-            out["model shards (fp32)"] = int(4 * p)
+            out["model shards (fp32)"] = int(fp32 * p)
         if "optimizer" in contents:
-            out["optimizer (fp32 Adam moments)"] = int(8 * p)
+            out["optimizer (fp32 Adam moments)"] = int(moments * p)
         if "hf_model" in contents:
-            out["hf_model (fp32)"] = int(4 * p)
+            out["hf_model (fp32)"] = int(fp32 * p)
     else:  # trl: transformers' Trainer saves all of it for an exact resume
-        out["model (fp32)"] = int(4 * p)
-        out["optimizer (fp32 Adam moments)"] = int(8 * p)
+        out["model (fp32)"] = int(fp32 * p)
+        out["optimizer (fp32 Adam moments)"] = int(moments * p)
         out["trainer_state.json"] = TRL_LOG_BYTES_PER_STEP * (recipe.trainer.total_steps or 0)
     out["tokenizer, configs, data position"] = SMALL_FILES.get(engine, SMALL_FILES["fsdp"])
     return out
