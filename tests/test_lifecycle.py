@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from grpolab.jobs import checkpoints as ck
-from grpolab.jobs import provenance, runs
+from grpolab.jobs import provenance, retention, runs
 from grpolab.jobs.resume import ResumeRefused, plan_resume
 from grpolab.recipe.loader import load_recipe, recipe_dict, to_yaml
 
@@ -275,12 +275,12 @@ def _checkpoints(steps):
 def test_retention_keeps_the_newest_and_the_best_and_never_the_unfinished():
     found = _checkpoints([10, 20, 30, 40]) + [ck.Checkpoint(50, Path("/x/global_step_50"), False, ["in progress"])]
     scores = {10: 0.2, 20: 0.9, 30: 0.4, 40: 0.5}
-    gone = ck.to_remove(found, ck.Policy(keep_last=1, best_metric="val-core/a/acc/mean@1"), scores)
+    gone = retention.to_remove(found, retention.Policy(keep_last=1, best_metric="val-core/a/acc/mean@1"), scores)
     assert [c.step for c in gone] == [10, 30]  # 20 is the best, 40 the newest complete, 50 still being written
-    assert [c.step for c in ck.to_remove(found, ck.Policy(2, None), {})] == [10, 20]
-    assert [c.step for c in ck.to_remove(found, ck.Policy(1, "loss", "min"), scores)] == [20, 30]
-    assert ck.to_remove(found, ck.Policy(None, None), scores) == []
-    assert ck.to_remove(found[-1:], ck.Policy(1, None), {}) == []  # no complete checkpoint: nothing goes
+    assert [c.step for c in retention.to_remove(found, retention.Policy(2, None), {})] == [10, 20]
+    assert [c.step for c in retention.to_remove(found, retention.Policy(1, "loss", "min"), scores)] == [20, 30]
+    assert retention.to_remove(found, retention.Policy(None, None), scores) == []
+    assert retention.to_remove(found[-1:], retention.Policy(1, None), {}) == []  # no complete checkpoint: nothing goes
 
 
 def test_prune_renames_before_it_deletes_and_keeps_the_best(tmp_path, _isolated_runs):
@@ -293,7 +293,7 @@ def test_prune_renames_before_it_deletes_and_keeps_the_best(tmp_path, _isolated_
         fsdp_checkpoint(run.path / "checkpoint", step, recipe.world_size)
     rows = [{"step": s, "data": {"val-core/a/acc/mean@1": v}} for s, v in ((10, 0.7), (20, 0.3), (30, 0.5))]
     run.metrics_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert [c.step for c in ck.prune(run.path)] == [20]
+    assert [c.step for c in retention.prune(run.path)] == [20]
     assert sorted(p.name for p in (run.path / "checkpoint").iterdir()) == [
         "global_step_10",
         "global_step_30",
@@ -311,8 +311,8 @@ def test_verl_keeps_the_newest_n_itself_unless_keep_best_is_on():
     assert "trainer.max_actor_ckpt_to_keep=3" in kept and "trainer.max_critic_ckpt_to_keep=3" in kept
     best = render(load_recipe("qwen3_8b", ["trainer.keep_ckpts=3", "trainer.keep_best_metric=val-core/x/y"])).overrides
     assert not any("ckpt_to_keep" in o for o in best)  # verl's rotation would delete the best: the wrapper keeps them
-    assert ck.wrapper_prunes(load_recipe("qwen3_8b", ["trainer.keep_best_metric=val-core/x/y"]))
-    assert not ck.wrapper_prunes(load_recipe("qwen3_8b", ["trainer.keep_ckpts=3"]))
+    assert retention.wrapper_prunes(load_recipe("qwen3_8b", ["trainer.keep_best_metric=val-core/x/y"]))
+    assert not retention.wrapper_prunes(load_recipe("qwen3_8b", ["trainer.keep_ckpts=3"]))
 
 
 def test_one_seed_renders_to_every_seed_verl_has():

@@ -14,18 +14,13 @@ names N once all of that is written. What a complete actor/ holds (verl/utils/ch
 A folder newer than the tracker is a save that did not finish. verl's own rotation (max_actor_ckpt_to_keep) removes
 actor/ and leaves data.pt: such a folder is incomplete too.
 
-Retention (trainer.keep_ckpts, keep_best_metric): verl keeps the newest N itself (rendered to
-max_actor_ckpt_to_keep); keeping the best by a validation metric is done here, by the job wrapper after each save
-(`Keeper`), and by nothing else. A checkpoint is removed only once a newer complete one exists, by renaming it out of
-its name first (a reader never sees half a checkpoint under a global_step_N name).
+Which of them to keep is grpolab.jobs.retention's.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +32,6 @@ from grpolab.recipe.checkpoint_size import human_bytes
 _STEP_DIR = re.compile(rf"^{STEP_PREFIX}(\d+)$")
 SAVE_TIME_METRIC = "timing_s/save_checkpoint"  # verl's timer around _save_checkpoint
 FSDP_FILES = {"model": "model", "optimizer": "optim", "extra": "extra_state"}  # save_contents -> file prefix
-TRASH_PREFIX = ".removing-"
 
 
 @dataclass(frozen=True)
@@ -193,17 +187,16 @@ def missing_files(folder: Path, layout: Layout, deep: bool = True) -> list[str]:
     return missing
 
 
-def _save_seconds(run_dir: Path | None) -> dict[int, float]:
-    if run_dir is None:
-        return {}
+def metric_by_step(run_dir: Path | None, metric: str) -> dict[int, float]:
+    """A metric's value at each step the run's metrics.jsonl logged it (save times, validation scores)."""
     from grpolab.local.metrics import read_jsonl
 
-    path = Path(run_dir) / "metrics.jsonl"
-    if not path.is_file():
+    path = Path(run_dir) / "metrics.jsonl" if run_dir is not None else None
+    if path is None or not path.is_file():
         return {}
-    out = {}
+    out: dict[int, float] = {}
     for row in read_jsonl(path):
-        value = (row.get("data") or {}).get(SAVE_TIME_METRIC)
+        value = (row.get("data") or {}).get(metric)
         if isinstance(value, (int, float)) and isinstance(row.get("step"), int):
             out[row["step"]] = float(value)
     return out
@@ -215,7 +208,7 @@ def scan(layout: Layout, run_dir: Path | None = None, sizes: bool = True, deep: 
     if not root.is_dir():
         return []
     tracker = read_tracker(root)
-    seconds = _save_seconds(run_dir)
+    seconds = metric_by_step(run_dir, SAVE_TIME_METRIC)
     out = []
     for child in root.iterdir():
         match = _STEP_DIR.match(child.name)
@@ -244,173 +237,6 @@ def scan(layout: Layout, run_dir: Path | None = None, sizes: bool = True, deep: 
 def latest_complete(checkpoints: list[Checkpoint]) -> Checkpoint | None:
     done = [c for c in checkpoints if c.complete]
     return done[-1] if done else None
-
-
-# --------------------------------------------------------------------------------------------------- retention
-
-
-@dataclass(frozen=True)
-class Policy:
-    keep_last: int | None  # the newest N complete checkpoints; None = all
-    best_metric: str | None
-    best_mode: str = "max"
-
-    @property
-    def active(self) -> bool:
-        return self.keep_last is not None or self.best_metric is not None
-
-
-def policy_of(recipe: Any) -> Policy:
-    from grpolab.recipe.dotted import get_dotted
-
-    return Policy(
-        get_dotted(recipe, "trainer.keep_ckpts"),
-        get_dotted(recipe, "trainer.keep_best_metric"),
-        get_dotted(recipe, "trainer.keep_best_mode") or "max",
-    )
-
-
-def wrapper_prunes(recipe: Any) -> bool:
-    """True when the job wrapper, not verl, applies the retention: keep-best (verl has none), or the TRL trainer."""
-    from grpolab.recipe.dotted import get_dotted
-
-    policy = policy_of(recipe)
-    return policy.best_metric is not None or (get_dotted(recipe, "train.engine") == "trl" and policy.active)
-
-
-def scores(run_dir: Path, metric: str) -> dict[int, float]:
-    """The metric's value at each step it was logged (validation steps)."""
-    from grpolab.local.metrics import read_jsonl
-
-    path = Path(run_dir) / "metrics.jsonl"
-    out: dict[int, float] = {}
-    if not path.is_file():
-        return out
-    for row in read_jsonl(path):
-        value = (row.get("data") or {}).get(metric)
-        if isinstance(value, (int, float)) and isinstance(row.get("step"), int):
-            out[row["step"]] = float(value)
-    return out
-
-
-def best(checkpoints: list[Checkpoint], policy: Policy, step_scores: dict[int, float]) -> Checkpoint | None:
-    """The complete checkpoint whose step scored best (scored at its own step: verl validates after it saves)."""
-    scored = [c for c in checkpoints if c.complete and c.step in step_scores]
-    if not scored or policy.best_metric is None:
-        return None
-    pick = max if policy.best_mode == "max" else min
-    # ties go to the later checkpoint: it has trained longer for the same score
-    return pick(scored, key=lambda c: (step_scores[c.step], c.step if policy.best_mode == "max" else -c.step))
-
-
-def to_remove(checkpoints: list[Checkpoint], policy: Policy, step_scores: dict[int, float]) -> list[Checkpoint]:
-    """The folders the policy lets go: complete ones outside the newest keep_last and the best; incomplete ones
-    older than the newest complete one (a dead save, or the data.pt verl's rotation leaves). Never the newest
-    complete checkpoint, nothing newer than it (a save in progress), nothing at all when the policy is off."""
-    if not policy.active:
-        return []
-    newest = latest_complete(checkpoints)
-    if newest is None:
-        return []
-    complete = [c for c in checkpoints if c.complete]
-    keep = {c.step for c in (complete if policy.keep_last is None else complete[-policy.keep_last :])}
-    keep.add(newest.step)
-    top = best(checkpoints, policy, step_scores)
-    if top is not None:
-        keep.add(top.step)
-    return [c for c in checkpoints if c.step < newest.step and c.step not in keep]
-
-
-def remove(checkpoint: Checkpoint) -> None:
-    """Rename the folder out of its global_step_N name first, then delete it."""
-    trash = checkpoint.path.with_name(f"{TRASH_PREFIX}{checkpoint.path.name}")
-    checkpoint.path.rename(trash)
-    shutil.rmtree(trash, ignore_errors=True)
-
-
-def prune(run_dir: Path, recipe: Any | None = None) -> list[Checkpoint]:
-    """Apply the run's retention policy once; returns what was removed."""
-    if recipe is None:
-        recipe = run_recipe(run_dir)
-    policy = policy_of(recipe)
-    if not policy.active:
-        return []
-    layout = layout_of(recipe, run_dir)
-    found = scan(layout, run_dir, sizes=False)
-    step_scores = scores(run_dir, policy.best_metric) if policy.best_metric else {}
-    gone = to_remove(found, policy, step_scores)
-    for checkpoint in gone:
-        remove(checkpoint)
-    return gone
-
-
-class Keeper:
-    """The job wrapper's retention: prunes the run's checkpoints after each save (the tracker changes) and at the end.
-
-    A thread that polls the tracker's mtime every `interval` seconds: saves are minutes apart on a cluster, seconds
-    apart for `tiny`, and a poll costs one stat."""
-
-    def __init__(self, run_dir: Path, interval: float = 1.0, log=None) -> None:
-        self.run_dir = Path(run_dir)
-        self.recipe = run_recipe(self.run_dir)
-        self.root = layout_of(self.recipe, self.run_dir).root
-        self.interval = interval
-        self.log = log or self._log
-        self._stop = threading.Event()
-        self._seen: float | None = None
-        self._thread = threading.Thread(target=self._loop, name="grpolab-checkpoint-keeper", daemon=True)
-
-    @classmethod
-    def for_run(cls, run_dir: Path, **kwargs) -> Keeper | None:
-        """A started Keeper when the run's recipe asks the wrapper to prune, else None (also for a run without a
-        readable recipe: the wrapper must never fail a job for its own bookkeeping)."""
-        from grpolab.problems import InputError
-
-        try:
-            keeper = cls(run_dir, **kwargs)
-        except (OSError, ValueError, InputError):
-            return None
-        if not wrapper_prunes(keeper.recipe):
-            return None
-        keeper._thread.start()
-        return keeper
-
-    def _log(self, line: str) -> None:
-        """One line to the job's output and to logs/job.log (appended in one write, beside the wrapper's own)."""
-        print(line, flush=True)
-        try:
-            with open(self.run_dir / "logs" / "job.log", "a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
-        except OSError:
-            pass
-
-    def poll(self) -> None:
-        try:
-            mtime = (self.root / TRACKER).stat().st_mtime
-        except OSError:
-            return
-        if mtime == self._seen:
-            return
-        self._seen = mtime
-        self.prune()
-
-    def prune(self) -> None:
-        try:
-            for gone in prune(self.run_dir, self.recipe):
-                self.log(f"grpolab: removed checkpoint {gone.path.name} (trainer.keep_ckpts / keep_best_metric)")
-        except OSError as exc:  # a full or read-only disk: keep training, say why nothing was pruned
-            self.log(f"grpolab: could not prune checkpoints: {exc}")
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.poll()
-
-    def stop(self) -> None:
-        """Stop polling and prune once more: the last save's score is in metrics.jsonl by now."""
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self._seen = None
-        self.prune()
 
 
 def listing(run_dir: Path) -> list[dict]:

@@ -216,7 +216,7 @@ def score_tiny(plan: ExportPlan) -> dict:
     tokenizer = PreTrainedTokenizerFast.from_pretrained(plan.out, local_files_only=True)
     _, val = split_problems(settings.digits, settings.val_size)
     accuracy = greedy_accuracy(model, tokenizer, val, settings.max_response_length)
-    logged = ck.scores(plan.run.path, VAL_ACC).get(plan.checkpoint.step)
+    logged = ck.metric_by_step(plan.run.path, VAL_ACC).get(plan.checkpoint.step)
     return {"metric": VAL_ACC, "accuracy": accuracy, "logged": logged, "reproduced": logged == accuracy}
 
 

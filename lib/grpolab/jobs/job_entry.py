@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from grpolab.jobs.checkpoints import Keeper
+from grpolab.jobs.retention import Keeper
 
 # Ray colours its log lines; records, monitors and notebooks want plain text (the one pattern, used by all of them)
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
