@@ -182,12 +182,22 @@ def test_no_checkpoint_says_why(tmp_path, _isolated_runs):
         plan_resume(run)
 
 
-def test_a_running_run_is_not_resumed(tmp_path, _isolated_runs):
+def test_a_running_run_is_not_resumed_and_a_lost_one_is(tmp_path, _isolated_runs):
+    import os
+    import socket
+    import time
+
     run, _ = parent_run(_isolated_runs, "qwen3_8b", FSDP_SETS, state="RUNNING")
-    run.write_status(finalized=False, job_id="parent", ray_address="http://127.0.0.1:9", embedded=False)
-    (run.path / "job.json").write_text(json.dumps({"pid": 1, "host": "elsewhere", "started": 0}))
+    run.write_status(finalized=False, job_id="parent", ray_address="http://127.0.0.1:9", embedded=True)
     fsdp_checkpoint(run.path / "checkpoint", 10, 8)
-    # the cluster is unreachable and the job left no end record: the run is LOST, and may be resumed
+    # its head is gone but its job goes on here (this process stands in for it): still RUNNING
+    (run.path / "job.json").write_text(
+        json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()})
+    )
+    with pytest.raises(ResumeRefused, match="is RUNNING: .*grpolab stop parent"):
+        plan_resume(run)
+    # the job left no end record and runs nowhere: the run is LOST, and may be resumed
+    (run.path / "job.json").write_text(json.dumps({"pid": 1, "host": "elsewhere", "started": 0}))
     assert plan_resume(run).checkpoint.step == 10
 
 
