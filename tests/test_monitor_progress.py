@@ -3,7 +3,7 @@ with elapsed and remaining time and the latest reward and validation accuracy; a
 
 from __future__ import annotations
 
-from grpolab.monitor import load, synthetic
+from grpolab.monitor import load_metrics, synthetic
 from grpolab.monitor.progress import Progress
 
 
@@ -23,7 +23,7 @@ def _grow(path, view, first, count):
 def test_lines_are_rate_limited_by_time_whatever_the_number_of_steps(tmp_path):
     path, clock, lines, times = tmp_path / "metrics.jsonl", Clock(), [], []
     path.write_text("")
-    view = load(path)
+    view = load_metrics(path)
     progress = Progress(
         "r1", total=400, every_s=30, out=lambda text: (lines.append(text), times.append(clock.now)), clock=clock
     )
@@ -40,19 +40,43 @@ def test_lines_are_rate_limited_by_time_whatever_the_number_of_steps(tmp_path):
     assert lines[-1].startswith(f"run r1: step {view.last_step}/400") and lines[-1].endswith("SUCCEEDED")
 
 
-def test_a_line_says_elapsed_remaining_reward_and_validation_accuracy(tmp_path):
+def _strip_step_times(records):
+    for record in records:
+        record["data"].pop("timing_s/step")
+    return records
+
+
+def test_a_line_says_the_runs_elapsed_time_remaining_reward_and_validation_accuracy(tmp_path):
+    """Elapsed is the run's own time (its record's start), not the time since this view opened."""
     path, clock, lines = tmp_path / "metrics.jsonl", Clock(), []
-    path.write_text("")
-    view = load(path)
+    synthetic.write_jsonl(path, _strip_step_times(synthetic.healthy(10)))
+    view = load_metrics(path)
     progress = Progress("r2", total=100, every_s=10, out=lines.append, clock=clock)
-    _grow(path, view, 1, 10)
-    progress.update(view, {})
+    started = clock.now - 300  # the run started 5 minutes before anyone looked
+    progress.update(view, {"started": started})
+    assert lines[-1].startswith("step 10/100 (10 %)  elapsed 5:00  remaining ~45:00  reward=")  # at once: 30 s/step
     clock.now += 60
-    _grow(path, view, 11, 20)  # 20 steps in 60 s: 70 left take 210 s
-    progress.update(view, {})
-    assert lines[-1].startswith("step 30/100 (30 %)  elapsed 1:00  remaining ~3:30  reward=")
+    synthetic.write_jsonl(path, _strip_step_times(synthetic.healthy(30))[10:], append=True)
+    view.refresh()
+    progress.update(view, {"started": started})  # 20 steps in the 60 s seen: 70 left take 210 s
+    assert lines[-1].startswith("step 30/100 (30 %)  elapsed 6:00  remaining ~3:30  reward=")
     assert "val_acc=" in lines[-1]  # synthetic runs validate every 10 steps
     assert progress.remaining_s() == 210
+    progress.close({"state": "SUCCEEDED", "started": started, "ended": started + 400})
+    assert lines[-1] == f"run r2: {progress.line()}" and "elapsed 6:40" in lines[-1] and "remaining" not in lines[-1]
+
+
+def test_remaining_time_from_the_logged_step_times_at_the_first_refresh(tmp_path):
+    """A view opened at 25 % of a run that logs timing_s/step knows the time left at once."""
+    path, clock, lines = tmp_path / "metrics.jsonl", Clock(), []
+    records = synthetic.healthy(25)
+    for record in records:
+        record["data"]["timing_s/step"] = 4.0
+    synthetic.write_jsonl(path, records)
+    progress = Progress("r4", every_s=10, out=lines.append, clock=clock)
+    progress.update(load_metrics(path), {"total_steps": 100, "started": clock.now - 100})
+    assert lines == ["step 25/100 (25 %)  elapsed 1:40  remaining ~5:00  " + lines[0].split("~5:00  ")[1]]
+    assert progress.remaining_s() == 300
 
 
 def test_nothing_logged_yet_prints_nothing_until_the_end(tmp_path):
@@ -60,8 +84,11 @@ def test_nothing_logged_yet_prints_nothing_until_the_end(tmp_path):
     progress = Progress("r3", total=None, every_s=1, out=lines.append, clock=Clock())
     progress.update(None, {"state": "PENDING"})
     assert lines == []
-    progress.close({"state": "FAILED"})
-    assert lines == ["run r3: step -  elapsed 0:00  FAILED"]
+    progress.close({"state": "FAILED", "started": 900.0, "ended": 930.0})
+    assert lines == ["run r3: step -  elapsed 0:30  FAILED"]
+    progress = Progress("r5", every_s=1, out=lines.append, clock=Clock())
+    progress.close({"state": "FAILED", "total_steps": "many", "started": "yesterday"})  # a bad record: no crash
+    assert lines[-1] == "run r5: step -  FAILED"
 
 
 def test_follow_prints_progress_lines_then_the_state(tmp_path, monkeypatch):
@@ -76,7 +103,12 @@ def test_follow_prints_progress_lines_then_the_state(tmp_path, monkeypatch):
 
     def fake_wait(r, progress=print, timeout=None, **_):
         calls.append(timeout)
-        _grow(r.metrics_file, load(r.metrics_file) if r.metrics_file.exists() else _Empty(), 10 * len(calls) - 9, 10)
+        _grow(
+            r.metrics_file,
+            load_metrics(r.metrics_file) if r.metrics_file.exists() else _Empty(),
+            10 * len(calls) - 9,
+            10,
+        )
         return {"state": "SUCCEEDED" if len(calls) == 3 else "RUNNING", "total_steps": 30}
 
     monkeypatch.setattr(progress_module, "wait", fake_wait)  # follow() asks the monitor to wait

@@ -19,10 +19,12 @@ import difflib
 from pathlib import Path
 from typing import get_args, get_origin
 
-import yaml
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from grpolab.paths import params_dir
+from grpolab.problems import InputError
+from grpolab.recipe.files import kind
+from grpolab.recipe.loader import read_yaml
 from grpolab.recipe.monitor_schema import (  # noqa: F401  (re-exported: the monitor's callers import them from here)
     AlertRules,
     EntropyCollapseRule,
@@ -126,8 +128,10 @@ def _validate(data, path: Path, prefix: str) -> Thresholds:
 
 
 def _read(path: Path):
+    """The file's YAML through the project's one hardened reader (size capped, duplicate keys and alias bombs
+    refused); a FIFO, a device or a directory is refused before anything reads it."""
     try:
-        text = path.read_text()
+        mode = path.stat().st_mode
     except FileNotFoundError:
         raise ThresholdsError(
             f"{path}: no such thresholds file; pass an existing YAML file (a recipe, or a "
@@ -135,12 +139,12 @@ def _read(path: Path):
         ) from None
     except OSError as exc:
         raise ThresholdsError(f"{path}: cannot read the thresholds file: {exc.strerror or exc}") from None
+    if kind(mode) != "a regular file":
+        raise ThresholdsError(f"{path} is {kind(mode)}, not a thresholds file: nothing was read; pass a YAML file")
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
-        raise ThresholdsError(f"{path}: not valid YAML{at}: {getattr(exc, 'problem', exc)}; fix the syntax") from None
+        return read_yaml(path)
+    except InputError as exc:
+        raise ThresholdsError(str(exc)) from None
 
 
 def load_thresholds(path: str | Path | None = None) -> Thresholds:
@@ -161,7 +165,7 @@ def load_thresholds(path: str | Path | None = None) -> Thresholds:
 
 def from_recipe(ref) -> Thresholds:
     """The thresholds of a recipe (a name under params/recipes or a path), its layers merged."""
-    from grpolab.problems import InputError, RecipeError
+    from grpolab.problems import RecipeError
     from grpolab.recipe.loader import load_recipe
 
     try:
@@ -180,8 +184,8 @@ def thresholds_for(run) -> Thresholds:
     recipe_file = getattr(run, "path", None) and Path(run.path) / "recipe.yaml"
     if recipe_file and recipe_file.is_file():
         try:
-            data = yaml.safe_load(recipe_file.read_text())
-        except (OSError, yaml.YAMLError):
+            data = read_yaml(recipe_file)
+        except InputError:
             data = None
         if isinstance(data, dict) and isinstance(data.get(SECTION), dict):
             return _validate(data[SECTION], recipe_file, f"{SECTION}.")
