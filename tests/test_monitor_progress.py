@@ -146,3 +146,72 @@ def test_follow_while_reads_the_run_files_until_the_other_kernel_is_done(tmp_pat
     assert status["state"] == "SUCCEEDED"
     assert lines[0].startswith("step 20/20 (100 %)") and lines[-1].startswith("run run-b: step 20/20")
     assert lines[-1].endswith("SUCCEEDED")
+
+
+class _CountingHandle:
+    """A file handle that counts the bytes read through it (the spy on metrics.jsonl)."""
+
+    def __init__(self, handle, counts):
+        self.handle, self.counts = handle, counts
+
+    def read(self, size=-1):
+        data = self.handle.read(size)
+        self.counts["bytes"] += len(data)
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self.handle, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.close()
+
+
+def test_run_wait_keeps_one_view_reads_each_refresh_once_and_classifies_a_failure_once(tmp_path, monkeypatch):
+    """`grpolab run --wait` (progress.follow_run): only Ray's answer is replaced; the spies count what is read."""
+    import importlib
+    import time
+
+    from grpolab.jobs import launch
+    from grpolab.jobs.runs import create_run
+    from grpolab.monitor import metrics
+    from grpolab.monitor.progress import follow_run
+
+    summary = importlib.import_module("grpolab.monitor.summary")  # the module (the package exports a function)
+
+    run = create_run("tiny", run_id="run-w", root=tmp_path)
+    run.write_status(state="RUNNING", job_id="run-w", total_steps=30, started=time.time() - 90)
+    records, polls = synthetic.healthy(30), []
+
+    def refresh_status(r):  # Ray's answers: 10 more steps per poll, then the job fails with a device OOM
+        polls.append(1)
+        synthetic.write_jsonl(r.metrics_file, records[10 * (len(polls) - 1) : 10 * len(polls)], append=True)
+        if len(polls) < 3:
+            return r.status()
+        r.job_log.write_text("step 30 done\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3 GiB\n")
+        return r.write_status(state="FAILED", message="Job entrypoint command failed", ended=time.time())
+
+    counts, opened, classified = {"bytes": 0}, [], []
+    real_open, real_classify = metrics.open_regular, summary.classify_failure
+
+    def spy_open(path):
+        opened.append(path)
+        return _CountingHandle(real_open(path), counts)
+
+    monkeypatch.setattr(launch, "refresh_status", refresh_status)
+    monkeypatch.setattr(metrics, "open_regular", spy_open)
+    monkeypatch.setattr(summary, "classify_failure", lambda text: classified.append(1) or real_classify(text))
+    lines = []
+    outcome = follow_run(run, progress=lines.append, poll_s=0.0, every_s=0.0)
+
+    assert outcome.status["state"] == "FAILED" and len(polls) == 3
+    refreshes = len(polls) + 1  # one per poll, and the last look before the curves and the outcome
+    assert [p.name for p in opened] == ["metrics.jsonl"] * refreshes  # one view, one read per refresh
+    size = run.metrics_file.stat().st_size
+    assert size <= counts["bytes"] <= size + 256 * refreshes  # each byte once (plus the 256-byte head check)
+    assert len(classified) == 1  # classified once, for the summary and the outcome text alike
+    assert "cause: device-oom" in outcome.text and outcome.summary["failure"]["cause"] == "device-oom"
+    assert (run.path / "curves.png").exists() and f"curves: {run.path / 'curves.png'}" in outcome.text
+    assert "reward" in outcome.text and lines[0].startswith("step 10/30 (33 %)  elapsed 1:30")
