@@ -19,8 +19,8 @@ truncated or replaced (verl truncates it when a run restarts) is read again from
     view.refresh()                                # number of new or updated steps
 
 Bounded: the file must be a regular file (a FIFO or a device named as metrics.jsonl is refused, never opened
-for a blocking read); a file larger than MAX_BYTES is read from its last MAX_BYTES (the latest steps), a line
-longer than MAX_LINE_BYTES is skipped as unreadable. A number beyond a float's range (`1e400`, a 400-digit
+for a blocking read); a file larger than MAX_BYTES is read from its last MAX_BYTES (the latest steps), and a
+line still without its newline after MAX_LINE_BYTES is skipped (no reader holds more of one line). A number beyond a float's range (`1e400`, a 400-digit
 integer) is read as +-inf and counted in `huge_values` (the summary says so); nothing in a file makes the
 reader raise.
 
