@@ -27,6 +27,7 @@ from grpolab.monitor.figures import KEY_METRICS
 from grpolab.monitor.metrics import MetricsView, open_run
 from grpolab.monitor.record import clock_text, elapsed_s, run_times, typed_status
 from grpolab.monitor.thresholds import Thresholds, load_thresholds, thresholds_for
+from grpolab.monitor.yardstick import Yardstick, summary_lines
 from grpolab.recipe.files import open_regular
 
 _WIDTH = 110  # text output wraps long messages here; evidence lines are printed as they are
@@ -132,6 +133,7 @@ class RunMonitor:
         self.failure: Failure | None = None  # the cause, when the last update found the run FAILED or LOST
         self._classified: tuple | None = None  # the record the failure was classified from
         self.curves = None  # grpolab.monitor.plots.Curves, made on the first drawing update
+        self.yardstick = Yardstick(self.run)  # measured speed against the cost model's estimate
 
     def update(self, refresh: bool = True, png: str | Path | None = None, analyse: bool = True) -> dict:
         """The summary dict; `png`: also draw the curves there (only if something changed since the last draw).
@@ -188,6 +190,7 @@ class RunMonitor:
             "latest": _latest(self.view),
             "alerts": [a.to_dict() for a in self.alerts],
             "alert_groups": group(self.alerts),
+            "yardstick": self.yardstick.measure(self.view),
             "failure": self.failure.to_dict() if self.failure else None,
             "wandb": status.get("wandb") or None,
             "curves": curves,
@@ -328,6 +331,7 @@ def format_summary(data: dict) -> str:
                 f"  {m['label'].ljust(width)}  {m['metric'].ljust(metric_width)}  "
                 f"{_value(m['value']):>10}  (step {m['step']})"
             )
+    lines += summary_lines(data.get("yardstick"))
     lines.append("")
     lines += alert_lines(data)
     failure = data.get("failure")
