@@ -134,6 +134,9 @@ def test_a_fifo_as_metrics_jsonl_is_refused_not_waited_on(runs_root, cli, tmp_pa
     assert proc.returncode == 2 and "is a FIFO (named pipe), not a run or a metrics file" in proc.stderr
     proc = grpolab_cli("compare", str(run.metrics_file), "--baseline", str(run.metrics_file))
     assert proc.returncode == 2 and "FIFO" in proc.stderr
+    os.mkfifo(tmp_path / "curves.png")  # written into, a FIFO blocks until someone reads it
+    proc = grpolab_cli("monitor", "fifo", "--no-refresh", "--png", str(tmp_path / "curves.png"))
+    assert proc.returncode == 2 and "is a FIFO (named pipe), not a file for the curves" in proc.stderr
 
 
 @pytest.mark.parametrize("thresholds", ["fifo", "/dev/zero"])
