@@ -235,3 +235,20 @@ def test_a_refresh_cleans_only_the_new_rows_and_a_rewritten_step_is_seen(tmp_pat
     synthetic.write_jsonl(path, [{"step": 3, "data": {"critic/score/mean": 0.99}}], append=True)  # step 3 again
     view.refresh()
     assert view.column("critic/score/mean")[2] == 0.99 and view.duplicate_steps == 1
+
+
+def test_last_step_follows_growth_restarts_and_steps_that_go_back(tmp_path):
+    """last_step is the highest step logged, kept up to date without rescanning every step on each refresh."""
+    path = tmp_path / "metrics.jsonl"
+    synthetic.write_jsonl(path, synthetic.healthy(30))
+    view = load_metrics(path)
+    assert view.last_step == 30 and "critic/score/mean" in view and "nope" not in view
+    synthetic.write_jsonl(path, [{"step": 12, "data": {"critic/score/mean": 0.5}}], append=True)  # a resumed run
+    view.refresh()
+    assert view.last_step == 30
+    synthetic.write_jsonl(path, synthetic.healthy(35)[30:], append=True)
+    view.refresh()
+    assert view.last_step == 35
+    synthetic.write_jsonl(path, synthetic.healthy(4))  # rewritten from the start: a restarted run
+    view.refresh()
+    assert view.last_step == 4

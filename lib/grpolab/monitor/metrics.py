@@ -212,6 +212,7 @@ class MetricsView:
         self._raw: dict[str, list] = {}  # name -> raw values; shorter than steps until padded
         self._row_of: dict[int, int] = {}
         self._tail = _Tail(self.path, self._note_unread)
+        self._max_seen: tuple | None = None  # (steps list, how many of it were looked at, their highest step)
         self._lines_read = 0
         self.huge_values = 0  # numbers beyond a float's range (1e400, a 400-digit integer), read as +-inf
         self.unreadable: str | None = None  # why the file cannot be read at all (a FIFO in its place), or None
@@ -441,7 +442,8 @@ class MetricsView:
         if name not in self._raw:
             return False
         column = self.column(name)
-        return column.count(None) != len(column)
+        # most columns hold a value at their last step: no scan of the whole column on every refresh
+        return bool(column) and (column[-1] is not None or column.count(None) != len(column))
 
     def __repr__(self) -> str:
         return f"MetricsView({str(self.path)!r}, kind={self.kind!r}, steps={len(self.steps)}, metrics={len(self._raw)})"
@@ -453,7 +455,16 @@ class MetricsView:
 
     @property
     def last_step(self) -> int | None:
-        return max(self.steps) if self.steps else None
+        """The highest step logged (steps are in the order logged: a resumed run can go back)."""
+        if not self.steps:
+            return None
+        seen, steps = self._max_seen, self.steps
+        if seen is None or seen[0] is not steps or seen[1] > len(steps):
+            seen = (steps, 0, None)
+        highest = max(steps[seen[1] :], default=seen[2])  # only the steps added since the last call
+        highest = highest if seen[2] is None else max(highest, seen[2])
+        self._max_seen = (steps, len(steps), highest)
+        return highest
 
     def column(self, name: str) -> list[float | None]:
         """One entry per step: float (NaN/inf as logged) or None where not logged. Unknown name: all None."""
