@@ -136,11 +136,11 @@ def test_missing_unreadable_and_malformed_files(tmp_path):
         load_thresholds(tmp_path / "absent.yaml")
     broken = tmp_path / "broken.yaml"
     broken.write_text("alerts: [unclosed\n")
-    with pytest.raises(ThresholdsError, match=r"broken\.yaml:2:1: YAML syntax error"):
+    with pytest.raises(ThresholdsError, match="not valid YAML at line"):
         load_thresholds(broken)
     listing = tmp_path / "list.yaml"
     listing.write_text("- 1\n- 2\n")
-    with pytest.raises(ThresholdsError, match="must be a YAML mapping"):
+    with pytest.raises(ThresholdsError, match="expected a mapping"):
         load_thresholds(listing)
 
 

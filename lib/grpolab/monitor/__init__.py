@@ -21,7 +21,7 @@ time), alerts, failures, compare, plots, summary, progress (following a run), ou
 synthetic (healthy or broken verl-format metrics for tests, benchmarks and demos).
 """
 
-from grpolab.monitor.alerts import RULES, Alert, alerts
+from grpolab.monitor.alerts import ALERT_RULES, Alert, alerts
 from grpolab.monitor.compare import Comparison, FigureResult, compare
 from grpolab.monitor.failures import CAUSES, Failure, classify_failure
 from grpolab.monitor.figures import KEY_METRICS
@@ -38,7 +38,7 @@ __all__ = [
     "FigureResult",
     "KEY_METRICS",
     "MetricsView",
-    "RULES",
+    "ALERT_RULES",
     "RunMonitor",
     "Thresholds",
     "ThresholdsError",

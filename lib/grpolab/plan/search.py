@@ -35,8 +35,7 @@ from grpolab.recipe.layout import (
     with_layout,
 )
 from grpolab.recipe.schema import ModelCard, Recipe
-from grpolab.rules import field_rules
-from grpolab.rules.validate import layout_problems, validate
+from grpolab.rules.validate import layout_problems, learned_problems, validate
 
 LAYOUT_KEYS = frozenset(
     [f"train.{k}" for k in (*TRAIN_KEYS, "sp", "ulysses_sp")] + [f"rollout.{k}" for k in ROLLOUT_KEYS]
@@ -61,13 +60,7 @@ def verdict(recipe: Recipe, facts: ModelCard) -> list[Problem]:
     """Every rule that reads a layout key, for a whole layout, with the model card already read: the rule
     families a layout can break and the rules learned from the field. (The other rules read no layout key:
     the recipe's own check found them once.)"""
-    problems = layout_problems(recipe, facts)
-
-    def add(rule, key, value, message, fix, severity="error"):
-        problems.append(Problem(rule, severity, key, value, message, fix))
-
-    field_rules.check(recipe, facts, add)
-    return problems
+    return layout_problems(recipe, facts) + learned_problems(recipe, facts)
 
 
 @dataclass
