@@ -27,7 +27,7 @@ HEAD_RESOURCE = "node:__internal_head__"
 NODE_TIMEOUT_S = 180.0  # per-node checks normally take 1-5 s; importing torch_npu on a cold node can take a minute
 RESOURCE = {"npu": "NPU", "cuda": "GPU"}
 ADDRESS_JOB_TIMEOUT_S = 60.0  # a one-line job: seconds on an idle head, its runtime env set up included
-_GCS_LINE = re.compile(r"grpolab-gcs=(\S+)")
+_GCS_LINE = re.compile(r"grpolab-gcs=([A-Za-z0-9_.\-\[\]:]+:\d+)\s*$", re.MULTILINE)  # host:port, a line of its own
 
 
 def node_label(node: dict) -> str:
@@ -189,7 +189,8 @@ def gcs_of_dashboard(ep, progress: Callable[[str], None]) -> tuple[str | None, s
     progress(f"asking the {ep.label} for its cluster address (a one-line job, {job}) ...")
     try:
         client.submit_job(
-            entrypoint='echo "grpolab-gcs=$RAY_ADDRESS"',
+            # the quotes split the marker so that Ray's own log line quoting this command never matches it
+            entrypoint='echo "grpolab-gcs""=$RAY_ADDRESS"',
             submission_id=job,
             metadata={"grpolab": "preflight: the cluster address of this dashboard"},
         )
@@ -199,7 +200,7 @@ def gcs_of_dashboard(ep, progress: Callable[[str], None]) -> tuple[str | None, s
                 client.stop_job(job)
                 return None, f"the job that reads the cluster address did not finish in {ADDRESS_JOB_TIMEOUT_S:.0f} s"
             time.sleep(0.5)
-        found = _GCS_LINE.search(client.get_job_logs(job) or "")
+        found = _GCS_LINE.findall(client.get_job_logs(job) or "")
     except Exception as exc:  # the Jobs API raises RuntimeError/ConnectionError variants (401 without a token)
         return None, f"the Jobs API at {ep.dashboard} refused the job that reads the cluster address: {exc}"[:400]
     finally:
@@ -207,9 +208,9 @@ def gcs_of_dashboard(ep, progress: Callable[[str], None]) -> tuple[str | None, s
             client.delete_job(job)
         except Exception:  # already gone, or never submitted: nothing is left behind either way
             pass
-    if found is None or found.group(1) in ("", "auto"):
+    if not found:
         return None, "the cluster did not say its address (the job printed no RAY_ADDRESS)"
-    return found.group(1), ""
+    return found[-1], ""
 
 
 def device_rows(recipe, nodes: list[dict]) -> list[Row]:
