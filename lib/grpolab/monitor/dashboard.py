@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import tempfile
 import threading
 import time
@@ -196,8 +197,6 @@ class Dashboard:
     def _show_state(self) -> None:
         data = self.data
         self.progress.update(self.monitor.view, data)
-        if self.finished:
-            self.progress.state = data["state"]
         groups = data.get("alert_groups") or []
         alerts = sum(g["count"] for g in groups)
         extra = [f"{alerts} alert(s)"]
@@ -206,6 +205,8 @@ class Dashboard:
         if self.message:
             extra.append(f"<b>{html.escape(self.message)}</b>")
         line = self.progress.line()
+        if self.finished:  # nothing remains of an ended run
+            line = re.sub(r"\s+remaining ~\S+", "", line)
         self.state_html = state_html(
             data["run_id"], data["state"], line, self.progress.step, self.progress.total, " &nbsp; ".join(extra)
         )

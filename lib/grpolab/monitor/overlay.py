@@ -27,7 +27,7 @@ import io
 import math
 
 from grpolab.monitor.metrics import MetricsView
-from grpolab.monitor.plots import PANELS, downsample, smoothed
+from grpolab.monitor.plots import PANELS, downsample, single_point_limits, smoothed
 
 OVERLAY_BUCKETS = 150  # per curve and run: at most 300 points, a few kB of JSON each
 # the panels of grpolab.monitor.plots.PANELS a comparison shows (the rest stay in each run's own curves.png)
@@ -266,17 +266,3 @@ class Overlay:
             "image/png": base64.b64encode(self.png()).decode("ascii"),
             "text/plain": self.text(),
         }
-
-
-def single_point_limits(ax) -> None:
-    """Give a panel whose values are all equal (one point, a flat line) a y range of its own, so that its tick
-    labels are short round numbers that fit, not an offset notation cut at the margin."""
-    lines = [line for line in ax.get_lines() if len(line.get_ydata())]
-    values = [float(v) for line in lines for v in line.get_ydata() if v is not None and math.isfinite(float(v))]
-    if not values:
-        return
-    low, high = min(values), max(values)
-    if high - low <= 1e-9 * max(1.0, abs(high)):
-        pad = max(abs(high) * 0.1, 0.05)
-        ax.set_ylim(low - pad, high + pad)
-        ax.ticklabel_format(axis="y", useOffset=False, style="plain")

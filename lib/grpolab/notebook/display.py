@@ -105,6 +105,36 @@ def show_image(path: str | Path) -> None:
     display(Image(filename=str(path)))
 
 
+def captured(fn) -> dict:
+    """Run `fn()` and return what it showed (printed text, HTML, pictures) as ONE display bundle: HTML (pictures
+    inlined) with a plain-text twin. For the results of a widget's callback: written into an ordinary output
+    through a display handle, they stay in a saved notebook, where an ipywidgets Output's would be lost."""
+    import base64
+
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as got:
+        try:
+            fn()
+        except NotebookStop as exc:
+            print(exc)
+    pages, texts = [], []
+    if got.stdout:
+        pages.append(f"<pre style='font-family:monospace;font-size:85%'>{html.escape(got.stdout)}</pre>")
+        texts.append(got.stdout.rstrip())
+    for out in got.outputs:
+        data = out.data
+        if "text/html" in data:
+            pages.append(data["text/html"])
+        elif "image/png" in data:
+            png = data["image/png"]
+            png = png if isinstance(png, str) else base64.b64encode(png).decode("ascii")
+            pages.append(f"<img src='data:image/png;base64,{png}'/>")
+        if "text/plain" in data and "image/png" not in data:
+            texts.append(str(data["text/plain"]))
+    return {"text/html": "\n".join(pages) or "<i>(nothing)</i>", "text/plain": "\n".join(texts) or "(nothing)"}
+
+
 def table_html(headers: list[str], rows: list[list[str]], colours: list[str | None]) -> str:
     """An HTML table; with no rows, a line saying so (a header over nothing says less than "none")."""
     if not rows:
