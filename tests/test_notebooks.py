@@ -577,7 +577,8 @@ def test_06_compare_under_papermill_overlays_runs_with_their_differences(tmp_pat
     assert "recipe.algorithm.lr" in plain and "0.001  |  0.002" in plain and "stack.torch" in plain
     assert "recipe.trainer.total_steps" not in plain  # both runs kept tiny's own total_steps
     chart = next(o for o in shown if "application/vnd.plotly.v1+json" in o.get("data", {}))["data"]
-    assert chart["image/png"].startswith("iVBOR")  # the PNG twin (base64): what GitHub and nbviewer show
+    assert chart["text/html"].startswith("<img src='data:image/png;base64,iVBOR")  # what GitHub and nbviewer show
+    assert "image/png" not in chart  # JupyterLab's plotly renderer would show it instead of the live chart
     figure = chart["application/vnd.plotly.v1+json"]
     names = {t.get("name") for t in figure["data"]}
     assert {a, b} <= names and figure["layout"]["hovermode"] == "x unified"

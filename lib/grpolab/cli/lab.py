@@ -4,6 +4,7 @@
                                      your work) and starts JupyterLab there, bound to 127.0.0.1 with Jupyter's token
     grpolab lab --dir PATH           the working folder is PATH instead
     grpolab lab --dry-run            make the folder and the copies, print the command, start nothing
+    grpolab lab -- --ServerApp.X=Y   anything after `--` goes to `jupyter lab` as it is
 
 JupyterLab saves outputs into the notebooks it opens (autosave too): on copies, `git status` stays clean and
 `make test` stays green. The copies run exactly as the templates do (the stage notebooks run.ipynb executes are
@@ -15,6 +16,7 @@ table beside them is an ordinary output anyway.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -32,6 +34,7 @@ def register(sub) -> None:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser (print the URL with its token)")
     p.add_argument("--dry-run", action="store_true", help="make the copies and print the command; start nothing")
+    p.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="after --: arguments for `jupyter lab` as they are")
     p.set_defaults(func=main)
 
 
@@ -55,7 +58,7 @@ def prepare(folder: Path) -> tuple[list[str], list[str]]:
     return copied, kept
 
 
-def command(folder: Path, port: int, browser: bool) -> list[str]:
+def command(folder: Path, port: int, browser: bool, extra: list[str] = ()) -> list[str]:
     """JupyterLab on 127.0.0.1 in `folder`, with Jupyter's own token (the default: not disabled here)."""
     jupyter = Path(sys.executable).with_name("jupyter")
     cmd = [str(jupyter) if jupyter.exists() else "jupyter", "lab", "--ServerApp.ip=127.0.0.1", f"--port={port}"]
@@ -64,7 +67,7 @@ def command(folder: Path, port: int, browser: bool) -> list[str]:
         cmd.append("--no-browser")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # Jupyter refuses root otherwise; it is the user's own choice to be root
-    return cmd
+    return cmd + [a for a in extra if a != "--"]
 
 
 def main(args) -> int:
@@ -76,7 +79,7 @@ def main(args) -> int:
         print(f"copied {', '.join(copied)} into {folder}")
     if kept:
         print(f"kept your copies of {', '.join(kept)} in {folder} (delete one to get the template again)")
-    cmd = command(folder, args.port, browser=not args.no_browser)
+    cmd = command(folder, args.port, browser=not args.no_browser, extra=args.jupyter_args)
     print("the committed notebooks in notebooks/ stay templates; your work and its outputs stay in this folder")
     print(" ".join(cmd))
     if args.dry_run:

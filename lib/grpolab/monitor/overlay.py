@@ -6,13 +6,16 @@
                            resets, a click on a legend entry hides that run everywhere, buttons switch the x axis
                            between step and wall-clock
     chart.png()         -> PNG bytes of the same curves (what GitHub, nbviewer and a terminal see)
-    chart.bundle()      -> {"application/vnd.plotly.v1+json", "image/png", "text/plain"}: one display output
+    chart.bundle()      -> {"application/vnd.plotly.v1+json", "text/html", "text/plain"}: one display output
 
 Why plotly: JupyterLab renders plotly's MIME type natively (the renderer ships with the plotly package), with the
 hover, zoom and legend that wandb and TensorBoard users expect, and the figure is plain JSON kept in the output,
-so a saved notebook reopened without a kernel is still interactive; ipympl and bqplot are widgets, which a saved
-notebook shows as "model not found". GitHub and nbviewer do not run plotly: they show the bundle's PNG, drawn here
-with matplotlib (no browser needed to make it, as plotly's own image export would).
+so a saved notebook reopened without a kernel still shows it; ipympl and bqplot are widgets, which a saved notebook
+shows as "model not found". GitHub and nbviewer do not run plotly: they show the bundle's HTML twin, a PNG drawn
+here with matplotlib (no browser needed to make it, as plotly's own image export would). The twin is an <img> in
+HTML, not an image/png entry: JupyterLab's plotly renderer shows a bundle's image/png instead of the live figure
+(it keeps a snapshot of its own there once it has drawn the figure, which a notebook saved in JupyterLab then
+reopens as).
 
 Wall-clock is the sum of the run's `timing_s/step` up to each step (verl's file logger writes no timestamps), so
 runs started at different times line up at their start. Smoothing is TensorBoard's debiased EMA
@@ -23,6 +26,7 @@ stays with the saved output. Each curve is cut to OVERLAY_BUCKETS min/max bucket
 from __future__ import annotations
 
 import base64
+import html
 import io
 import math
 
@@ -46,6 +50,7 @@ X_AXES = {"step": "step", "wall": "wall-clock (s, summed timing_s/step)"}
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 _COLUMNS = 2
 _SIG = 5  # significant digits kept in the figure's JSON
+_TOP, _BOTTOM = 130, 40  # the chart's margins in pixels: the title, the legend and the x-axis buttons sit on top
 
 
 def wall_clock(view: MetricsView) -> dict[int, float]:
@@ -163,6 +168,7 @@ class Overlay:
             fig.update_yaxes(title_text=ylabel, title_font={"size": 11}, row=row, col=col)
         fig.update_xaxes(matches="x", showticklabels=True, title_font={"size": 10})
         names = list(X_AXES)
+        height = 260 * rows + 150
         buttons = [
             {
                 "label": f"x: {key}",
@@ -172,23 +178,39 @@ class Overlay:
             for key in names
         ]
         fig.update_layout(
-            title={"text": self.heading(), "font": {"size": 14}},
-            height=260 * rows + 120,
+            title={
+                "text": self.heading(),
+                "font": {"size": 14},
+                "x": 0,
+                "xanchor": "left",
+                "y": 1,
+                "yanchor": "top",
+                "pad": {"t": 8, "l": 8},
+            },
+            height=height,
             hovermode="x unified",
             template="plotly_white",
-            margin={"l": 60, "r": 20, "t": 90, "b": 40},
-            legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+            margin={"l": 60, "r": 20, "t": _TOP, "b": _BOTTOM},
+            legend={
+                "orientation": "h",
+                "x": 0,
+                "xanchor": "left",
+                "y": 1 - 44 / height,
+                "yanchor": "top",
+                "yref": "container",
+                "entrywidth": 0,
+                "font": {"size": 11},
+            },
             updatemenus=[
                 {
                     "type": "buttons",
                     "direction": "right",
                     "active": names.index(self.x),
                     "buttons": buttons,
-                    "x": 0,
-                    "xanchor": "left",
-                    "y": 1.0,
-                    "yanchor": "bottom",
-                    "pad": {"b": 24},
+                    "x": 1,
+                    "xanchor": "right",
+                    "y": 1 + (_TOP - 8) / (height - _TOP - _BOTTOM),  # the figure's top edge (paper coordinates)
+                    "yanchor": "top",
                     "font": {"size": 11},
                 }
             ],
@@ -261,8 +283,10 @@ class Overlay:
 
     def bundle(self) -> dict:
         """One display output: interactive in JupyterLab, a picture on GitHub and nbviewer, text in a terminal."""
+        png = base64.b64encode(self.png()).decode("ascii")
         return {
             "application/vnd.plotly.v1+json": self.figure(),
-            "image/png": base64.b64encode(self.png()).decode("ascii"),
+            # HTML, not image/png: JupyterLab's plotly renderer shows a bundle's image/png instead of the figure
+            "text/html": f"<img src='data:image/png;base64,{png}' alt='{html.escape(self.heading(), quote=True)}'/>",
             "text/plain": self.text(),
         }
