@@ -581,7 +581,7 @@ def test_06_compare_under_papermill_overlays_runs_with_their_differences(tmp_pat
     assert "image/png" not in chart  # JupyterLab's plotly renderer would show it instead of the live chart
     figure = chart["application/vnd.plotly.v1+json"]
     names = {t.get("name") for t in figure["data"]}
-    assert {a, b} <= names and figure["layout"]["hovermode"] == "x unified"
+    assert {f"{a} (40 steps)", f"{b} (30 steps)"} <= names and figure["layout"]["hovermode"] == "x unified"
     assert figure["layout"]["xaxis"]["title"]["text"].startswith("wall-clock")  # -p x wall
     assert [btn["label"] for btn in figure["layout"]["updatemenus"][0]["buttons"]] == ["x: step", "x: wall"]
     assert "smoothing 0.6" in figure["layout"]["title"]["text"]  # the default smoothing, kept with the output

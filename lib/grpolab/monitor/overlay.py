@@ -116,9 +116,14 @@ class Overlay:
         return [int(s) for s in xs], walls, list(ys), (None if smooth is None else list(smooth)), sparse
 
     def heading(self) -> str:
-        steps = ", ".join(f"{label}: {v.last_step if v.steps else 'no'} steps" for label, v in self.views.items())
-        extra = f", smoothing {self.smooth:g}" if self.smooth else ""
-        return f"{self.title} ({steps}{extra})"
+        """Short enough for the chart's top line: the run ids (with their steps) are in the legend."""
+        count = len(self.views)
+        extra = f", smoothing {self.smooth:g}" if self.smooth else ", no smoothing"
+        return f"{count} run{'s' if count != 1 else ''}{extra}"
+
+    def legend_name(self, label: str) -> str:
+        view = self.views[label]
+        return f"{label} ({view.last_step if view.steps else 'no'} steps)"
 
     # -- the interactive chart --------------------------------------------------------------------------------
 
@@ -144,7 +149,9 @@ class Overlay:
                     if metric not in view:
                         continue
                     steps, walls, ys, smooth, sparse = self._curves(view, metric)
-                    name = label if len(metrics) == 1 else f"{label} {metric.rsplit('/', 2)[-2]}"
+                    name = self.legend_name(label)
+                    if len(metrics) > 1:
+                        name += f" {metric.rsplit('/', 2)[-2]}"
                     common = {"legendgroup": label, "hovertemplate": f"{name}: %{{y:.4g}}<extra></extra>"}
                     first = index == 0 and metric == metrics[0]
                     xs = steps if self.x == "step" else walls
@@ -250,10 +257,10 @@ class Overlay:
                     xs = steps if self.x == "step" else walls
                     if smooth is not None:
                         ax.plot(xs, ys, color=colour, linewidth=0.8, alpha=0.3)
-                        ax.plot(xs, smooth, color=colour, linewidth=1.5, label=label)
+                        ax.plot(xs, smooth, color=colour, linewidth=1.5, label=self.legend_name(label))
                     else:
                         ax.plot(xs, ys, color=colour, linewidth=1.2, marker="o" if sparse else None, markersize=3,
-                                label=label)  # fmt: skip
+                                label=self.legend_name(label))  # fmt: skip
             single_point_limits(ax)
         for ax in list(axes.flat)[len(self.panels) or 1 :]:
             ax.set_visible(False)
@@ -271,14 +278,14 @@ class Overlay:
         return buffer.getvalue()
 
     def text(self) -> str:
-        lines = [self.heading()]
+        lines = [f"{self.title}: {self.heading()}"]
         for label, view in self.views.items():
             shown = []
             for title, _ylabel, metrics in self.panels:
                 found = view.latest(metrics[0]) if metrics[0] in view else None
                 if found is not None:
                     shown.append(f"{title} {found[1]:.4g}")
-            lines.append(f"  {label}: " + (", ".join(shown) or "no metrics yet"))
+            lines.append(f"  {self.legend_name(label)}: " + (", ".join(shown) or "no metrics yet"))
         return "\n".join(lines)
 
     def bundle(self) -> dict:

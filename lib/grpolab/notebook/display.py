@@ -119,9 +119,6 @@ def captured(fn) -> dict:
         except NotebookStop as exc:
             print(exc)
     pages, texts = [], []
-    if got.stdout:
-        pages.append(f"<pre style='font-family:monospace;font-size:85%'>{html.escape(got.stdout)}</pre>")
-        texts.append(got.stdout.rstrip())
     for out in got.outputs:
         data = out.data
         if "text/html" in data:
@@ -132,6 +129,9 @@ def captured(fn) -> dict:
             pages.append(f"<img src='data:image/png;base64,{png}'/>")
         if "text/plain" in data and "image/png" not in data:
             texts.append(str(data["text/plain"]))
+    if got.stdout:  # after the tables and pictures: what the callbacks print is their verdict (order is lost)
+        pages.append(f"<pre style='font-family:monospace;font-size:85%'>{html.escape(got.stdout)}</pre>")
+        texts.append(got.stdout.rstrip())
     return {"text/html": "\n".join(pages) or "<i>(nothing)</i>", "text/plain": "\n".join(texts) or "(nothing)"}
 
 

@@ -134,7 +134,7 @@ class _LiveLine:
     def show(self, tracker, state: str, note: str = "") -> None:
         from grpolab.monitor.dashboard import state_html
 
-        line = tracker.line()
+        line = tracker.line().removesuffix(f"  {state}")  # the badge says the state already
         extra = f"<i>{html.escape(note)}</i>" if note else ""
         self.handle.update(
             {
