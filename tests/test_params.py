@@ -49,6 +49,12 @@ def test_every_params_file_loads_and_validates(rel, tmp_path):
         data = yaml.safe_load(path.read_text())
         assert list(data) == ["local"] and path.stem == "trl"
         Local.model_validate(data["local"])
+    elif rel == "baselines.yaml":  # published runs the cost model is held to (tests/test_cost.py predicts them)
+        from grpolab.plan.baselines import baselines
+
+        assert all(
+            load_card(b.model) and (params_dir() / "hardware" / f"{b.hardware}.yaml").is_file() for b in baselines()
+        )
     elif rel == "stack_rules.yaml":
         from grpolab.rules.field_rules import table_faults
 

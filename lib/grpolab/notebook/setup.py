@@ -103,7 +103,7 @@ def check_recipe(model: str, overrides: Iterable[str] = ()):
     A schema error in an override does not hide the recipe's other problems: the recipe is checked again without
     the overrides the schema rejected, and the problems of both passes are returned together (each once). The
     recipe is None when the schema rejects the recipe's own files (nothing to check the rules on)."""
-    from grpolab.plan.planner import with_layout_fixes
+    from grpolab.plan.hints import with_layout_fixes
     from grpolab.recipe.loader import load_recipe
     from grpolab.rules.gate import gate
 
