@@ -134,6 +134,12 @@ def test_progress_lines_reach_the_kernels_own_stderr(monkeypatch):
     os.close(write)
     assert os.read(read, 4096).decode() == "step 3/40 (8 %)\n04_monitor: running ...\n"
     os.close(read)
+    monkeypatch.setattr(sys, "stderr", sys.__stderr__)  # plain Python: print reached the terminal, nothing more
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    written = []
+    monkeypatch.setattr(os, "write", lambda fd, data: written.append(fd))
+    nb.to_terminal("plain")
+    assert written == []
 
 
 def test_papermill_reports_a_notebook_stop_in_two_lines(monkeypatch):
