@@ -35,7 +35,6 @@ DOTTED_NAME = re.compile(r"^_*((set|get|has)_)?dotted$|^_*flatten\w*$|^_*lookup$
 PENDING = {
     "plan/search.py: rule ids ('memory', 'batch-divisible') compared with .rule",
     "plan/search.py: rule ids ('rollout-world', 'rollout-ep', 'rollout-heads', 'memory') declared",
-    "plan/space.py: maths helper divisors()",
     "plan/hints.py: maths helper nearest()",
     "plan/baselines.py: maths helper nearest()",
 }
