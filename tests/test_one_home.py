@@ -33,9 +33,6 @@ DOTTED_NAME = re.compile(r"^_*((set|get|has)_)?dotted$|^_*flatten\w*$|^_*lookup$
 # Each entry must still be found; once plan/ switches to grpolab.rules (maths, registry) or renames its
 # `nearest` (layouts, published runs: not the maths helper), the entry goes.
 PENDING = {
-    "plan/search.py: rule ids ('memory', 'batch-divisible') compared with .rule",
-    "plan/search.py: rule ids ('rollout-world', 'rollout-ep', 'rollout-heads', 'memory') declared",
-    "plan/hints.py: maths helper nearest()",
     "plan/baselines.py: maths helper nearest()",
 }
 
