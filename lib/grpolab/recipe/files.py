@@ -6,7 +6,8 @@ anything but a regular file before a byte is read; `read_bytes` / `read_text` al
 `limit`. Both raise OSError subclasses whose `strerror` says what was wrong and whose `filename` is the path,
 so callers that already report an unreadable file (`except OSError`) report these the same way.
 
-It sits in the recipe layer, beside the loader, so that every layer above can read a path the same way.
+It sits in the recipe layer, under the one YAML reader (grpolab.recipe.yamlio reads through it), so that every
+layer reads a path the same way: the monitor's metrics and logs, preflight's files on every node.
 Standard library only: preflight's per-node task imports it on every node.
 """
 
