@@ -2,13 +2,15 @@
 throughput, step time and reward mean against the thresholds in `monitor.regression` (params/base.yaml).
 
 Prints a table of every compared figure. Exit status: 0 pass, 1 regression (or a run with no step in the
-window), 2 unusable input (no such run, bad --steps, bad thresholds file).
+window, or nothing to compare: no figure of the gate logged by both runs, an error), 2 unusable input (no such
+run, bad --steps, bad thresholds file).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 
 _STEPS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
@@ -49,7 +51,7 @@ def main(args) -> int:
     from grpolab.jobs.provenance import describe_differences, differences
     from grpolab.jobs.runs import RunNotFound
     from grpolab.monitor.compare import compare
-    from grpolab.monitor.summary import open_run
+    from grpolab.monitor.metrics import open_run
     from grpolab.monitor.thresholds import ThresholdsError, load_thresholds
 
     steps = parse_steps(args.steps) if args.steps is not None else None
@@ -63,10 +65,18 @@ def main(args) -> int:
     # what differs in the recipe and the stack, before the curves (grpolab.jobs.provenance)
     both = run_record.is_run and baseline_record.is_run
     diff = differences(run_record.path, baseline_record.path) if both else None
+    if diff is not None and not args.json:
+        print(describe_differences(diff, (run_record.run_id, baseline_record.run_id)) + "\n")
+    if result.nothing_to_compare:  # an error, never a PASS: exit 1, the error contract of every verb
+        message = result.problems[0]
+        if args.json:
+            print(json.dumps({"error": message, "exit": 1}))
+        else:
+            print(result.table())  # what each run logged: the table shows every figure skipped or one-sided
+        print(f"grpolab compare: {message}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps({**result.to_dict(), "differences": diff}, indent=2, default=str))
     else:
-        if diff is not None:
-            print(describe_differences(diff, (run_record.run_id, baseline_record.run_id)) + "\n")
         print(result.table())
     return 0 if result.passed else 1

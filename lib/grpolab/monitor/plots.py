@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from grpolab.monitor.metrics import MetricsView, load
+from grpolab.monitor.metrics import MetricsView, load_metrics
 
 # (title, y label, [(metric or prefix, line label)]): prefixes (ending in "/") match the run's val-core names.
 PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
@@ -141,7 +141,7 @@ class Curves:
 
     def draw(self, metrics, alerts=(), path: str | Path = "curves.png") -> bool:
         """Draw into `path` (PNG) if anything changed since the last draw; True when it drew."""
-        view = metrics if isinstance(metrics, MetricsView) else load(metrics)
+        view = metrics if isinstance(metrics, MetricsView) else load_metrics(metrics)
         key = (
             self.smooth,  # the same data, smoothed differently, is drawn again
             len(view.steps),
@@ -153,6 +153,28 @@ class Curves:
         _draw(view, alerts, Path(path), self.title, self.smooth)
         self._key = key
         return True
+
+
+def single_point_limits(ax) -> None:
+    """Give a panel whose values are all equal (one point, a flat line) a y range of its own, so that its tick
+    labels are short round numbers that fit the fixed margin, not an offset notation cut at the edge."""
+    values = [
+        float(v) for line in ax.get_lines() for v in line.get_ydata() if v is not None and math.isfinite(float(v))
+    ]
+    if not values:
+        return
+    low, high = min(values), max(values)
+    from matplotlib.ticker import MaxNLocator
+
+    if high - low <= 1e-9 * max(1.0, abs(high)):
+        pad = abs(high) * 0.1 or 0.05
+        ax.set_ylim(low - pad, high + pad)
+        ax.ticklabel_format(axis="y", useOffset=False, style="sci" if abs(high) < 1e-2 else "plain", scilimits=(-2, 4))
+    xs = {float(x) for line in ax.get_lines() for x in line.get_xdata()}
+    if len(xs) == 1:  # one step: whole steps around it, not 0.96 ... 1.04
+        (only,) = xs
+        ax.set_xlim(only - 1, only + 1)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=3))
 
 
 def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: float) -> None:
@@ -218,6 +240,7 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
             # at least half a percent of the x range wide, so a one-step NaN is visible on a long run
             half = max(0.5, 0.0025 * (last - first))
             ax.axvspan(alert.step - half, end + half, color=colour, alpha=0.18, linewidth=0)
+        single_point_limits(ax)  # one point (or a flat line): a y range with labels that fit
         if len(lines) > 1:
             ax.legend(fontsize=7, loc="best")
         if marked:
@@ -256,9 +279,9 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
 def plot_curves(
     metrics, alerts=(), path: str | Path = "curves.png", title: str | None = None, smooth: float = 0.0
 ) -> Path:
-    """Draw the panels this run has data for (a MetricsView or anything `load` takes), shade the step ranges of
+    """Draw the panels this run has data for (a MetricsView or anything `load_metrics` takes), shade the step ranges of
     `alerts` in the panels of their metrics, and save a PNG at `path`. `smooth`: 0 (none) to 0.99."""
-    view = metrics if isinstance(metrics, MetricsView) else load(metrics)
+    view = metrics if isinstance(metrics, MetricsView) else load_metrics(metrics)
     path = Path(path)
     _draw(view, alerts, path, title, smooth)
     return path
