@@ -43,7 +43,11 @@ def parent_run(root: Path, recipe_name: str, sets: list[str], run_id: str = "par
     recipe = load_recipe(recipe_name, sets)
     run = runs.create_run(recipe.name, run_id=run_id, root=root)
     run.recipe_file.write_text(to_yaml(recipe))
-    record = {"recipe": recipe.name, "provenance": provenance.record(recipe, recipe_dict(recipe))}
+    record = {
+        "recipe": recipe.name,
+        "versions": provenance.packages(recipe),
+        "provenance": provenance.record(recipe, recipe_dict(recipe)),
+    }
     run.launch_file.write_text(json.dumps(record))
     run.write_status(state=state, finalized=True, recipe=recipe.name)
     return run, recipe
@@ -553,38 +557,42 @@ def test_mbridge_checkpoints_are_copied_not_merged(tmp_path, _isolated_runs):
 # ---------------------------------------------------------------------------------------------- provenance
 
 
-def test_compare_lists_recipe_stack_and_data_differences(tmp_path, _isolated_runs):
+def test_provenance_records_seed_hash_packages_and_data(tmp_path, _isolated_runs):
+    data = write_parquet(tmp_path / "d.parquet", 10)
+    recipe = load_recipe("qwen3_8b", [f"data.train_files={data}", "trainer.seed=5", "stack.megatron-core=0.16.1"])
+    record = provenance.record(recipe, recipe_dict(recipe))
+    assert record["seed"] == 5 and len(record["recipe_sha256"]) == 64
+    fp = record["data"][str(data)]
+    assert fp["key"] == "data.train_files" and fp["bytes"] == data.stat().st_size and len(fp["sha256"]) == 64
+    assert "not readable here" in record["data"]["/data/datasets/gsm8k/test.parquet"]["error"]
+    assert {"verl", "torch", "megatron-core"} <= set(provenance.packages(recipe))  # the stack and the recipe's pins
+    write_parquet(data, 11)
+    changed = provenance.changed_data(record["data"], provenance.fingerprints(recipe))
+    assert len(changed) == 1 and str(data) in changed[0] and "changed since the run" in changed[0]
+    tiny = provenance.fingerprints(load_recipe("tiny"))["generated:arith"]
+    assert tiny["problems"] == 100 and tiny != provenance.fingerprints(load_recipe("tiny", ["local.val_size=20"]))
+
+
+def test_compare_prints_the_differences_before_the_gate(cli, tmp_path, _isolated_runs):
     data = write_parquet(tmp_path / "d.parquet", 10)
     a, _ = parent_run(_isolated_runs, "qwen3_8b", [f"data.train_files={data}"], run_id="a")
     write_parquet(data, 11)
     b, _ = parent_run(_isolated_runs, "qwen3_8b", [f"data.train_files={data}", "algorithm.lr=3e-6"], run_id="b")
     record = json.loads(b.launch_file.read_text())
-    record["provenance"]["packages"]["verl"] = "0.9.2"
+    record["versions"]["verl"] = "0.9.2"
     record["resumed_from"] = {"run_id": "a", "step": 30}
     b.launch_file.write_text(json.dumps(record))
-    diff = provenance.differences(b.path, a.path)
-    assert diff["recipe"] == [["algorithm.lr", 3e-6, 1e-6]]
-    assert diff["stack"] == [["verl", "0.9.2", "0.9.1"]]
-    assert [row[0] for row in diff["data"]] == [str(data)]
-    text = provenance.describe_differences(diff)
-    assert "algorithm.lr: 3e-06 | 1e-06" in text and "run was resumed from run a at step 30" in text
-    assert provenance.record(load_recipe("tiny"), {})["seed"] == 1
-    fp = provenance.fingerprints(load_recipe("tiny"))["generated:arith"]
-    assert fp["problems"] == 100 and fp != provenance.fingerprints(load_recipe("tiny", ["local.val_size=20"]))
-
-
-def test_compare_prints_the_differences_before_the_gate(cli, tmp_path, _isolated_runs):
-    a, _ = parent_run(_isolated_runs, "qwen3_8b", [], run_id="a")
-    b, _ = parent_run(_isolated_runs, "qwen3_8b", ["algorithm.lr=3e-6"], run_id="b")
     for run in (a, b):
         rows = [{"step": s, "data": {"critic/score/mean": 0.5, "timing_s/step": 1.0}} for s in range(1, 16)]
         run.metrics_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = cli("compare", "b", "--baseline", "a")
     head = out.stdout.split("\n\n")[0]
-    assert "recipe: 1 key(s) differ (b | a)" in head and "algorithm.lr: 3e-06 | 1e-06" in head, out.stdout
-    assert "stack: the same" in head
+    assert head.startswith("differences (b | a):"), out.stdout
+    for line in ("recipe.algorithm.lr: 3e-06 | 1e-06", "stack.verl: 0.9.2 | 0.9.1", "launch.resumed_from.run_id: a |"):
+        assert line in head, (line, head)
+    assert f"launch.provenance.data.{data}.sha256" in head  # the data it trained on changed
     doc = json.loads(cli("compare", "b", "--baseline", "a", "--json").stdout)
-    assert doc["differences"]["recipe"] == [["algorithm.lr", 3e-6, 1e-6]]
+    assert {"key": "recipe.algorithm.lr", "values": [3e-6, 1e-6]} in doc["differences"]
 
 
 def test_preflight_sizes_the_kept_checkpoints_with_the_same_estimate():

@@ -48,10 +48,10 @@ def parse_steps(text: str) -> tuple[int, int]:
 
 def main(args) -> int:
     from grpolab.cli import UsageError
-    from grpolab.jobs.provenance import describe_differences, differences
     from grpolab.jobs.runs import RunNotFound
     from grpolab.monitor.compare import compare
     from grpolab.monitor.metrics import open_run
+    from grpolab.monitor.rundiff import differences, value_text
     from grpolab.monitor.thresholds import ThresholdsError, load_thresholds
 
     steps = parse_steps(args.steps) if args.steps is not None else None
@@ -62,11 +62,12 @@ def main(args) -> int:
     except (RunNotFound, ThresholdsError) as exc:
         raise UsageError(str(exc)) from None
     result = compare(run, baseline, steps=steps, thresholds=thresholds)
-    # what differs in the recipe and the stack, before the curves (grpolab.jobs.provenance)
+    # what differs in the recipe, the stack and the launch records, before the curves (grpolab.monitor.rundiff)
     both = run_record.is_run and baseline_record.is_run
-    diff = differences(run_record.path, baseline_record.path) if both else None
+    diff = differences([run_record, baseline_record]) if both else None
     if diff is not None and not args.json:
-        print(describe_differences(diff, (run_record.run_id, baseline_record.run_id)) + "\n")
+        print(f"differences ({run_record.run_id} | {baseline_record.run_id}): {len(diff) or 'none'}")
+        print("".join(f"  {d.key}: {value_text(d.values[0])} | {value_text(d.values[1])}\n" for d in diff))
     if result.nothing_to_compare:  # an error, never a PASS: exit 1, the error contract of every verb
         message = result.problems[0]
         if args.json:
@@ -76,7 +77,8 @@ def main(args) -> int:
         print(f"grpolab compare: {message}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps({**result.to_dict(), "differences": diff}, indent=2, default=str))
+        found = [{"key": d.key, "values": list(d.values)} for d in diff] if diff is not None else None
+        print(json.dumps({**result.to_dict(), "differences": found}, indent=2, default=str))
     else:
         print(result.table())
     return 0 if result.passed else 1

@@ -172,7 +172,7 @@ def submit(
         "engine": recipe.train.engine,
         "entrypoint": redact_text(entrypoint, secret_values(p.env, recipe.secrets)),
         "env": redact(p.env, recipe.secrets),
-        "versions": _versions(),
+        "versions": _versions() | provenance.packages(recipe),  # and what else shapes a run (its stack pins)
         "git_commit": _git_commit(),
         "ray": {"dashboard": ep.dashboard, "gcs": ep.gcs, "embedded": ep.embedded},
         "notes": [n.to_dict() for n in p.launch.notes],

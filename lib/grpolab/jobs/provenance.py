@@ -1,15 +1,16 @@
-"""What a run records so that it can be reproduced and continued, and how two runs' records differ.
+"""What a run records so that it can be reproduced and continued.
 
 At launch (grpolab.jobs.launch.submit) every run's launch.json gets a `provenance` block:
     seed            trainer.seed: verl's data loader, actor, rollout and Megatron/FSDP seeds all render from it;
                     the local trainer's warm-up, data order and TRL's sampling use it
     recipe_sha256   a hash of the resolved recipe (secrets redacted): two runs with the same hash ran the same recipe
-    packages        installed versions of the stack that shapes a run (the launch record's `versions` and more)
-    data            a fingerprint of every data file: size, mtime and sha256 of its bytes; a file the launcher
+    data            a fingerprint of every data file: its size and the sha256 of its bytes; a file the launcher
                     cannot read (it lives on the cluster) is recorded as such. The local trainer's generated task
                     (`generated:arith`) is fingerprinted from the problems it generates.
-`grpolab resume` refuses a run whose data no longer match these fingerprints (the saved data position would index
-other samples); `grpolab compare` lists what differs between two runs before their curves.
+and its `versions` gain `packages()`: the installed versions of the stack that shapes a run and of every package
+the recipe pins. `grpolab resume` refuses a run whose data no longer match these fingerprints (the saved data
+position would index other samples); `grpolab compare` and 06_compare list what differs between runs' records
+(grpolab.monitor.rundiff) before their curves.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from grpolab.recipe.dotted import flatten, get_dotted
+from grpolab.recipe.dotted import get_dotted
 
 GENERATED = "generated:"
 CHUNK = 1 << 20
@@ -72,7 +73,7 @@ def _generated(recipe: Any, name: str) -> dict:
 
 
 def fingerprint(path: str, recipe: Any = None) -> dict:
-    """{bytes, mtime, sha256} of one data file, {error} when it cannot be read here, or a generated task's hash."""
+    """{bytes, sha256} of one data file, {error} when it cannot be read here, or a generated task's hash."""
     if path.startswith(GENERATED):
         return _generated(recipe, path[len(GENERATED) :])
     full = Path(os.path.expanduser(path))
@@ -84,7 +85,7 @@ def fingerprint(path: str, recipe: Any = None) -> dict:
                 digest.update(chunk)
     except OSError as exc:
         return {"error": f"not readable here ({exc.strerror or exc}): on the cluster's nodes only?"}
-    return {"bytes": stat.st_size, "mtime": stat.st_mtime, "sha256": digest.hexdigest()}
+    return {"bytes": stat.st_size, "sha256": digest.hexdigest()}  # no mtime: a copy of the same bytes is the same data
 
 
 def fingerprints(recipe: Any) -> dict[str, dict]:
@@ -109,11 +110,11 @@ def packages(recipe: Any = None) -> dict[str, str | None]:
 
 
 def record(recipe: Any, recipe_data: dict) -> dict:
-    """The launch record's `provenance` block; `recipe_data` is the recipe as written to recipe.yaml (redacted)."""
+    """The launch record's `provenance` block; `recipe_data` is the recipe as written to recipe.yaml (redacted).
+    The package versions go into the record's `versions` (`packages`), beside the launcher's own."""
     return {
         "seed": get_dotted(recipe, "trainer.seed"),
         "recipe_sha256": recipe_hash(recipe_data),
-        "packages": packages(recipe),
         "data": fingerprints(recipe),
     }
 
@@ -136,75 +137,3 @@ def changed_data(recorded: dict[str, dict], now: dict[str, dict]) -> list[str]:
         elif "sha256" in then and "error" in current:
             out.append(f"{then['key']} {path}: fingerprinted at launch, {current['error']}")
     return out
-
-
-# ------------------------------------------------------------------------------------------------ differences
-
-
-def _run_files(run_dir: Path) -> tuple[dict, dict]:
-    from grpolab.problems import InputError
-    from grpolab.recipe.yamlio import read_yaml
-
-    run_dir = Path(run_dir)
-    try:
-        recipe = read_yaml(run_dir / "recipe.yaml", "run record")
-    except (OSError, InputError):
-        recipe = {}
-    try:
-        launch = json.loads((run_dir / "launch.json").read_text())
-    except (OSError, ValueError):
-        launch = {}
-    return recipe, launch
-
-
-def differences(run_a: Path, run_b: Path) -> dict[str, list]:
-    """What differs between two runs' records: recipe keys, package versions, data, seed, parents.
-
-    {"recipe": [[key, a, b], ...], "stack": [[package, a, b], ...], "data": [...], "lineage": [...]}; each list is
-    empty where the runs agree."""
-    recipe_a, launch_a = _run_files(run_a)
-    recipe_b, launch_b = _run_files(run_b)
-    flat_a, flat_b = flatten(recipe_a), flatten(recipe_b)
-    recipe_diff = [
-        [k, flat_a.get(k), flat_b.get(k)] for k in sorted(set(flat_a) | set(flat_b)) if flat_a.get(k) != flat_b.get(k)
-    ]
-    prov_a, prov_b = launch_a.get("provenance") or {}, launch_b.get("provenance") or {}
-    pkgs_a = {**(launch_a.get("versions") or {}), **(prov_a.get("packages") or {})}
-    pkgs_b = {**(launch_b.get("versions") or {}), **(prov_b.get("packages") or {})}
-    stack_diff = [
-        [k, pkgs_a.get(k), pkgs_b.get(k)] for k in sorted(set(pkgs_a) | set(pkgs_b)) if pkgs_a.get(k) != pkgs_b.get(k)
-    ]
-    data_a, data_b = prov_a.get("data") or {}, prov_b.get("data") or {}
-    data_diff = []
-    for path in sorted(set(data_a) | set(data_b)):
-        ha, hb = (data_a.get(path) or {}).get("sha256"), (data_b.get(path) or {}).get("sha256")
-        if ha != hb:
-            data_diff.append([path, ha[:12] if ha else None, hb[:12] if hb else None])
-    lineage = []
-    for name, launch in (("a", launch_a), ("b", launch_b)):
-        parent = launch.get("resumed_from")
-        if parent:
-            lineage.append([name, parent.get("run_id"), parent.get("step")])
-    return {"recipe": recipe_diff, "stack": stack_diff, "data": data_diff, "lineage": lineage}
-
-
-def describe_differences(diff: dict[str, list], names: tuple[str, str] = ("run", "baseline")) -> str:
-    """The differences as the lines `grpolab compare` prints before its table."""
-    a, b = names
-    lines = []
-    if diff.get("recipe"):
-        lines.append(f"recipe: {len(diff['recipe'])} key(s) differ ({a} | {b})")
-        lines += [f"  {k}: {va!r} | {vb!r}" for k, va, vb in diff["recipe"]]
-    else:
-        lines.append("recipe: the same")
-    if diff.get("stack"):
-        lines.append(f"stack: {len(diff['stack'])} package(s) differ ({a} | {b})")
-        lines += [f"  {k}: {va or 'not installed'} | {vb or 'not installed'}" for k, va, vb in diff["stack"]]
-    else:
-        lines.append("stack: the same")
-    if diff.get("data"):
-        lines.append(f"data: {len(diff['data'])} file(s) differ (sha256 {a} | {b})")
-        lines += [f"  {p}: {va or 'not recorded'} | {vb or 'not recorded'}" for p, va, vb in diff["data"]]
-    for which, parent, step in diff.get("lineage") or []:
-        lines.append(f"{a if which == 'a' else b} was resumed from run {parent} at step {step}")
-    return "\n".join(lines)
