@@ -31,10 +31,10 @@ def test_dashboard_refreshes_until_the_job_ends_and_stops_it(runs_root, monkeypa
         return r.write_status(state="STOPPED")
 
     # no Ray job behind this run: the launch module's Ray calls are replaced, the dashboard's code is not
-    from grpolab.jobs import launch
+    from grpolab.jobs import control, state
 
-    monkeypatch.setattr(launch, "stop_run", stop_run)
-    monkeypatch.setattr(launch, "refresh_status", lambda r: r.status())
+    monkeypatch.setattr(control, "stop_run", stop_run)
+    monkeypatch.setattr(state, "refresh", lambda r: r.status())
 
     dash = live("dash", interval=0.01, display=False, background=False, max_updates=1)
     assert isinstance(dash, Dashboard)
@@ -50,7 +50,7 @@ def test_dashboard_refreshes_until_the_job_ends_and_stops_it(runs_root, monkeypa
     assert "step 25" in dash.status.value and dash.monitor.view._tail.offset > offset_before
     assert dash.bar.value == 25 and dash.bar.max == 40 and "step 25/40" in dash.status.value
 
-    dash.stop_button.click()  # the button calls grpolab.jobs.launch.stop_run, then refreshes
+    dash.stop_button.click()  # the button calls grpolab.jobs.control.stop_run, then refreshes
     assert stopped == ["dash"]
     assert "STOPPED" in dash.status.value and dash.stop_button.disabled and dash.finished
     dash.start(background=False)  # a finished run: one refresh, then the loop ends by itself
@@ -79,7 +79,7 @@ def test_background_thread_stops_on_request(runs_root):
 
 
 def test_alerts_grouped_by_rule_with_advice_once_and_collapsible(runs_root, monkeypatch):
-    from grpolab.jobs import launch
+    from grpolab.jobs import state
     from grpolab.monitor.alerts import ADVICE
     from grpolab.monitor.dashboard import Dashboard
     from grpolab.recipe.loader import load_recipe, to_yaml
@@ -91,7 +91,7 @@ def test_alerts_grouped_by_rule_with_advice_once_and_collapsible(runs_root, monk
         record["data"]["response_length/clip_ratio"] = 0.01
     synthetic.write_jsonl(run.metrics_file, synthetic.plant(records, "nan", 70))
     run.write_status(state="SUCCEEDED", job_id="j")
-    monkeypatch.setattr(launch, "refresh_status", lambda r: r.status())
+    monkeypatch.setattr(state, "refresh", lambda r: r.status())
     dash = Dashboard("grouped", interval=1, thresholds=None)
     dash.refresh()
     page = dash.summary_html
@@ -112,13 +112,13 @@ class _Handle:
 
 
 def test_a_finished_run_leaves_a_picture_and_one_line_instead_of_the_widgets(runs_root, monkeypatch):
-    from grpolab.jobs import launch
+    from grpolab.jobs import state
     from grpolab.monitor.dashboard import Dashboard
 
     run = create_run("tiny", run_id="ended")
     synthetic.write_jsonl(run.metrics_file, synthetic.healthy(30))
     run.write_status(state="RUNNING", job_id="j", total_steps=30)
-    monkeypatch.setattr(launch, "refresh_status", lambda r: r.status())
+    monkeypatch.setattr(state, "refresh", lambda r: r.status())
     dash = Dashboard("ended", interval=1)
     shown = {name: [] for name in ("controls", "picture", "summary")}
     dash._handles = {name: _Handle(out) for name, out in shown.items()}  # what display(display_id=True) returns

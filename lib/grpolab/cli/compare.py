@@ -7,8 +7,9 @@ window), 2 unusable input (no such run, bad --steps, bad thresholds file).
 
 from __future__ import annotations
 
-import json
 import re
+
+from grpolab.cli.common import print_json
 
 _STEPS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
@@ -60,7 +61,7 @@ def main(args) -> int:
         raise UsageError(str(exc)) from None
     result = compare(run, baseline, steps=steps, thresholds=thresholds)
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2, default=str))
+        print_json(result.to_dict())
     else:
         print(result.table())
     return 0 if result.passed else 1

@@ -10,12 +10,12 @@ script that fails before launching, an existing output file), and nothing is wri
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 from pathlib import Path
 
 from grpolab.cli import UsageError
+from grpolab.cli.common import json_text
 
 
 def register(sub) -> None:
@@ -65,7 +65,7 @@ def main(args) -> int:
         report = sys.stdout
     if args.json and args.out != "-":
         print(
-            json.dumps(
+            json_text(
                 {
                     "recipe": str(out),
                     "name": imported.name,

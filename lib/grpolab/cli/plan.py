@@ -7,12 +7,11 @@ none fits (it names the smallest cluster that does) or the recipe has errors no 
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 
 from grpolab.cli import UsageError
-from grpolab.cli.common import add_set_arg
+from grpolab.cli.common import add_set_arg, json_text
 
 
 def register(sub) -> None:
@@ -63,7 +62,7 @@ def main(args) -> int:
     c = recipe.cluster
     if args.json:
         print(
-            json.dumps(
+            json_text(
                 {
                     "recipe": recipe.name,
                     "cluster": {

@@ -1,15 +1,14 @@
 """`grpolab run RECIPE [--set k=v ...] [--ray-address A] [--wait] [--dry-run] [--run-id ID]`: submit a run.
 
 The recipe is checked first; errors stop the launch before anything is submitted (exit 1). With --wait the
-command follows the run (step / total, latest reward) and its exit status is the run's outcome.
+command follows the run (step / total, latest reward) and its exit status is the run's outcome. A cluster that
+cannot be reached is an error on stderr (exit 1), within seconds.
 """
 
 from __future__ import annotations
 
-import json
-
 from grpolab.cli import UsageError
-from grpolab.cli.common import add_recipe_args, load, print_problems
+from grpolab.cli.common import add_recipe_args, load, print_json, print_problems
 
 
 def register(sub) -> None:
@@ -27,7 +26,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.jobs import cluster, launch, runs
+    from grpolab.jobs import launch, runs
     from grpolab.monitor.outcome import describe_outcome
 
     if args.run_id is not None:  # a dry run too: the id a user would launch with must be usable
@@ -38,8 +37,7 @@ def main(args) -> int:
     recipe = load(args)
     try:
         if args.dry_run:
-            plan = launch.plan(recipe, address=args.ray_address)
-            print(json.dumps(plan.describe(), indent=2))
+            print_json(launch.prepare(recipe, address=args.ray_address).describe())
             return 0
         run = launch.submit(recipe, address=args.ray_address, run_id=args.run_id)
     except launch.LaunchBlocked as exc:
@@ -47,9 +45,6 @@ def main(args) -> int:
         return 1
     except (ValueError, FileExistsError) as exc:
         raise UsageError(str(exc)) from None
-    except cluster.ClusterError as exc:
-        print(f"error: {exc}")
-        return 1
     if not args.wait:
         print(f"follow it with: grpolab status {run.run_id}   |   grpolab monitor {run.run_id}")
         return 0
@@ -65,6 +60,6 @@ def main(args) -> int:
 
         summary(run, png=run.path / "curves.png", refresh=False)
     print(describe_outcome(run, status))
-    if status.get("embedded"):
+    if (status.get("endpoint") or {}).get("embedded"):
         print("the embedded Ray head keeps running for the next run; `grpolab head stop` stops it")
     return 0 if status.get("state") == "SUCCEEDED" else 1

@@ -55,7 +55,7 @@ class Dashboard:
             description="Stop run",
             button_style="danger",
             icon="stop",
-            tooltip="Stop the Ray job (grpolab.jobs.launch.stop_run)",
+            tooltip="Stop the Ray job (grpolab.jobs.control.stop_run)",
         )
         self.stop_button.on_click(self._on_stop)
         self.smoothing = widgets.FloatSlider(
@@ -197,11 +197,11 @@ class Dashboard:
         self._halt.set()
 
     def _on_stop(self, _button=None) -> None:
-        from grpolab.jobs import launch
+        from grpolab.jobs import control
 
         self.stop_button.disabled = True
         try:
-            launch.stop_run(self.monitor.run)
+            control.stop_run(self.monitor.run)
         except Exception as exc:
             self.stop_button.disabled = False
             self.status.value += f" &nbsp; <b>stop failed</b>: {html.escape(str(exc))}"

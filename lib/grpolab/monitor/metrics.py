@@ -33,7 +33,7 @@ from itertools import compress
 from pathlib import Path
 
 from grpolab.jobs.job_entry import ANSI
-from grpolab.jobs.runs import Run, resolve_run
+from grpolab.jobs.runs import Run, locate, run_metrics
 
 try:  # orjson parses 5x faster than json when present (it comes with verl's tensordict); never required
     from orjson import loads as _fast_loads
@@ -56,7 +56,6 @@ KEY_METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("device memory (GB)", ("actor/perf/max_memory_allocated_gb",)),
 )
 
-CONSOLE_SUFFIXES = {".log", ".txt", ".out", ".err"}
 _CHUNK_BYTES = 4 << 20  # read in 4 MiB blocks: bounded memory, and cache-friendly splitting
 _HEAD_BYTES = 256  # compared on every refresh to notice a file that was truncated and rewritten
 _MAX_PROBLEMS = 20  # keep the first few unreadable lines for the report, not all of a corrupt file
@@ -207,11 +206,7 @@ class MetricsView:
         path, kind = cls._pick(run)
         return cls(path, kind, run=run)
 
-    @staticmethod
-    def _pick(run: Run) -> tuple[Path, str]:
-        if run.metrics_file.exists() or not run.job_log.exists():
-            return run.metrics_file, "jsonl"
-        return run.job_log, "console"
+    _pick = staticmethod(run_metrics)  # metrics.jsonl, else logs/job.log's console lines (grpolab.jobs.runs)
 
     def refresh(self) -> int:
         """Read what was appended since the last refresh; returns the number of steps added or updated."""
@@ -480,14 +475,7 @@ def load(ref, root: Path | None = None) -> MetricsView:
     if isinstance(ref, MetricsView):
         ref.refresh()
         return ref
-    if isinstance(ref, Run):
-        view = MetricsView.for_run(ref)
-    else:
-        path = Path(str(ref)).expanduser()
-        if path.is_file():
-            kind = "console" if path.suffix.lower() in CONSOLE_SUFFIXES else "jsonl"
-            view = MetricsView(path, kind)
-        else:
-            view = MetricsView.for_run(resolve_run(ref, root))
+    target = locate(ref, root)
+    view = MetricsView(target.file, target.kind) if target.file is not None else MetricsView.for_run(target.run)
     view.refresh()
     return view

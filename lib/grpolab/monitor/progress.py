@@ -205,8 +205,8 @@ def follow_while(
 def wait(run, progress=print, poll_s: float = 2.0, timeout: float | None = None, every_s: float = 10.0) -> dict:
     """Follow a run until it ends (or `timeout`), printing progress lines (step / total, elapsed, remaining,
     reward, validation accuracy) at most one per `every_s` seconds (grpolab.monitor.progress)."""
-    from grpolab.jobs.launch import refresh_status
     from grpolab.jobs.runs import TERMINAL_STATES
+    from grpolab.jobs.state import refresh as refresh_status
     from grpolab.monitor.metrics import load
 
     view = None

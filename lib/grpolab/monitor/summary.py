@@ -7,8 +7,8 @@
 `RunMonitor` keeps its MetricsView between updates, so a live dashboard reads only new bytes each time;
 `summary` is a one-shot RunMonitor.
 
-The job's state comes from grpolab.jobs.launch.refresh_status(run) when the launch module provides it (it asks Ray
-and appends new logs to logs/job.log); otherwise, or when Ray cannot be reached, from status.json as it is.
+The job's state comes from grpolab.jobs.state.refresh(run), the one run-state function (the run's record, its
+job's own end record and Ray); when that fails, from status.json as it is.
 JSON output writes NaN/inf as the strings "nan"/"inf"/"-inf" (they are not JSON numbers).
 """
 
@@ -20,10 +20,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from grpolab.jobs.runs import TERMINAL_STATES, Run, RunNotFound, resolve_run
+from grpolab.jobs.runs import TERMINAL_STATES, Run, RunNotFound, locate
 from grpolab.monitor.alerts import Alert, alerts, group, json_number
 from grpolab.monitor.failures import Failure, classify_failure
-from grpolab.monitor.metrics import CONSOLE_SUFFIXES, KEY_METRICS, MetricsView
+from grpolab.monitor.metrics import KEY_METRICS, MetricsView
 from grpolab.monitor.thresholds import Thresholds, load_thresholds, thresholds_for
 
 _WIDTH = 110  # text output wraps long messages here; evidence lines are printed as they are
@@ -32,17 +32,10 @@ _LOG_TAIL_BYTES = 2 << 20  # failure causes sit at the end of a log; a big run's
 
 def open_run(ref, root: Path | None = None) -> tuple[Run, MetricsView]:
     """(run, view) for a run id, run directory, Run or metrics file; RunNotFound when it names no run."""
-    if isinstance(ref, Run):
-        run, file = ref, None
-    else:
-        path = Path(str(ref)).expanduser()
-        run = resolve_run(ref, root, metrics_file=True)  # a metrics file outside a run is read, never written to
-        file = path.resolve() if path.is_file() else None
-    if file is not None:
-        if file.parent.name == "logs" and (file.parent.parent / "status.json").exists():
-            run = Run(file.parent.parent)  # runs/<id>/logs/job.log belongs to runs/<id>
-        kind = "console" if file.suffix.lower() in CONSOLE_SUFFIXES else "jsonl"
-        return run, MetricsView(file, kind, run=None)
+    target = locate(ref, root)  # a metrics file outside a run is read, never written to
+    run = target.run
+    if target.file is not None:
+        return run, MetricsView(target.file, target.kind, run=None)
     if not any(p.exists() for p in (run.status_file, run.metrics_file, run.job_log, run.logs_dir)):
         raise RunNotFound(
             f"{run.path} is not a run directory: it has no status.json, metrics.jsonl or "
@@ -52,11 +45,11 @@ def open_run(ref, root: Path | None = None) -> tuple[Run, MetricsView]:
 
 
 def _refresh_status(run: Run) -> tuple[dict, str | None]:
-    """Ask Ray through grpolab.jobs.launch when it can; fall back to status.json as it is."""
-    from grpolab.jobs import launch
+    """The one run-state function (grpolab.jobs.state); status.json as it is when that fails."""
+    from grpolab.jobs import state
 
     try:
-        return (launch.refresh_status(run) or run.status()), None
+        return (state.refresh(run) or run.status()), None
     except Exception as exc:  # Ray down or unreachable: the files on disk are still worth showing
         return run.status(), f"could not ask Ray for the job's state ({type(exc).__name__}: {exc}); showing status.json"
 
@@ -143,7 +136,7 @@ class RunMonitor:
         dashboard's quick refresh between two analyses)."""
         status = self.run.status()
         notes = []
-        if refresh and status.get("state") not in TERMINAL_STATES and status.get("job_id"):
+        if refresh and status.get("state") not in TERMINAL_STATES:
             status, note = _refresh_status(self.run)
             if note:
                 notes.append(note)

@@ -76,9 +76,10 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
 
     try:
         if dry_run:
-            plan = launcher.plan(recipe, address=address)
+            plan = launcher.prepare(recipe, address=address)
             show_text(
-                json.dumps(plan.describe(), indent=2), title=f"dry run: what would be submitted to the {plan.endpoint}"
+                json.dumps(plan.describe(), indent=2),
+                title=f"dry run: what would be submitted to the {plan.endpoint.label}",
             )
             launch_ = redacted_launch(recipe)
             show_text(
@@ -150,11 +151,12 @@ def show_head(address: str | None = None) -> None:
 def verdict(run, status: dict | None = None, strict: bool = True) -> None:
     """The run's outcome in a few lines (state, reward and accuracy first -> last, cause of a failure);
     NotebookStop when the run FAILED or was STOPPED and `strict`. Nothing for no run (a dry run)."""
+    from grpolab.jobs.state import refresh
     from grpolab.monitor.outcome import describe_outcome
 
     if run is None:
         return
-    status = status or run.status()
+    status = status or refresh(run)
     text = describe_outcome(run, status)
     if strict and status.get("state") in ("FAILED", "STOPPED", "LOST"):
         raise NotebookStop(text)
@@ -194,6 +196,7 @@ def watch(run, wait: bool = True, live: bool | None = None, interval: float = 5.
     """In JupyterLab (live None or True): show the live dashboard and return it (it refreshes itself).
     Headless: follow the run until it ends when `wait` (sparse lines), and return None."""
     from grpolab.jobs.runs import TERMINAL_STATES
+    from grpolab.jobs.state import refresh
 
     if interval <= 0:
         raise NotebookStop(f"interval must be a positive number of seconds, got {interval}")
@@ -201,7 +204,7 @@ def watch(run, wait: bool = True, live: bool | None = None, interval: float = 5.
         from grpolab.monitor.dashboard import live as dashboard
 
         return dashboard(run, interval=interval)
-    if wait and run.status().get("state") not in TERMINAL_STATES:
+    if wait and refresh(run).get("state") not in TERMINAL_STATES:
         follow(run)
     return None
 

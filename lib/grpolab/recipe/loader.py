@@ -27,6 +27,7 @@ from grpolab.paths import params_dir
 from grpolab.problems import InputError, Problem, RecipeError, closest
 from grpolab.recipe.dotted import dotted_keys, set_dotted
 from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.secrets import redact_override, redaction
 
 LOADER_KEYS = ("defaults", "per_device")  # directives the loader consumes; not recipe data
 MAX_DEPTH = 2
@@ -362,7 +363,7 @@ def merge_layers(ref: str | Path, overrides: Iterable[str] = ()) -> tuple[dict, 
         for key, value in parsed:  # the command line still wins over the device block
             _set_override(merged, key, value)
     for text, (key, _) in zip(overrides, parsed):
-        origins[key] = f"{CLI} {text}"
+        origins[key] = f"{CLI} {redact_override(text, _marked(merged))}"
     return merged, origins, [_rel(p) for p, _ in chain], path.stem
 
 
@@ -445,8 +446,17 @@ def load_recipe(ref: str | Path, overrides: Iterable[str] = ()) -> Recipe:
     try:
         recipe = Recipe.model_validate(merged)
     except ValidationError as exc:
-        raise RecipeError(schema_problems(exc, origins, files), files[-1]) from None
-    return recipe.set_origin(name, files, origins, repeated_overrides(overrides))
+        hide = redaction(overrides=overrides, marked=_marked(merged))
+        raise RecipeError(hide.problems(schema_problems(exc, origins, files)), files[-1]) from None
+    repeated = repeated_overrides(overrides)
+    if repeated:  # they quote the overrides: a secret one shows redacted
+        repeated = redaction(recipe, overrides=overrides).problems(repeated)
+    return recipe.set_origin(name, files, origins, repeated)
+
+
+def _marked(merged: dict) -> list[str]:
+    names = merged.get("secrets")
+    return [str(n) for n in names] if isinstance(names, list) else []
 
 
 def repeated_overrides(overrides: Iterable[str]) -> list[Problem]:
