@@ -97,19 +97,23 @@ class _Watch:
                 return
             time.sleep(WATCH_EVERY_S)
 
-    def clean_up(self) -> None:
-        """After the command ended: remove a folder the job recreated at the deleted run directory's path (a new
-        inode without a run record), so no record-less run folder is left behind."""
+    def clean_up(self) -> bool:
+        """After the command ended: whether the run directory was deleted (then a folder the job recreated at its
+        path, a new inode without a run record, is removed, so no record-less run folder is left behind)."""
+        if not self.deleted.is_set() and self._gone():  # deleted as the command ended, before the next look
+            self.deleted.set()
+            _say(f"the run directory {self.run_dir} was deleted while the job ended")
         os.close(self.fd)
         if not self.deleted.is_set():
-            return
+            return False
         try:
             recreated = self.run_dir.is_dir() and os.stat(self.run_dir).st_ino != self.inode
         except OSError:
-            return
+            return True
         if recreated and not (self.run_dir / "status.json").exists():
             shutil.rmtree(self.run_dir, ignore_errors=True)
             _say(f"removed {self.run_dir}, which the job had recreated after the run directory was deleted")
+        return True
 
 
 def main(argv: list[str]) -> int:
@@ -159,11 +163,11 @@ def main(argv: list[str]) -> int:
                 log = None
                 _say(f"stopped copying the log to the run directory: {exc.strerror or exc}")
     code = proc.wait()
-    watch.clean_up()
+    deleted = watch.clean_up()
     if log is not None:
         with contextlib.suppress(OSError):
             log.close()
-    if watch.deleted.is_set():
+    if deleted:
         return 1
     _write_record(run_dir, exit_code=code, ended=time.time(), stopped=stopped["signal"] is not None)
     return code if code >= 0 else 128 - code

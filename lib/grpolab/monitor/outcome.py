@@ -53,6 +53,8 @@ def describe_outcome(run: Run, status: dict) -> str:
             lines.append(
                 f"{label:8} {f['first']:.3f} (step {f['first_step']}) -> {f['last']:.3f} (step {f['last_step']})"
             )
+    if status.get("message") and status.get("state") != "SUCCEEDED":  # Ray's or the submission's own words
+        lines.append(f"message: {status['message']}")
     from grpolab.monitor.summary import failure_of
 
     failure = failure_of(run, status)
