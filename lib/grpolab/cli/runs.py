@@ -148,16 +148,25 @@ def logs_main(args) -> int:
 def stop_main(args) -> int:
     from grpolab.cli.common import print_json
     from grpolab.jobs import control
+    from grpolab.jobs.reach import ClusterError
+    from grpolab.jobs.runs import TERMINAL_STATES
 
     run = _run(args.run)
     try:
         if isinstance(run, tuple):
             run_id, ep, _ = run
             final = control.stop_orphan(run_id, ep)
+            if final not in TERMINAL_STATES:
+                raise ClusterError(f"asked Ray to stop the job of run {run_id}, which is still {final}")
             message, status = f"run {run_id} (folder deleted): its Ray job is {final}", {"state": final}
         else:
             status = control.stop_run(run)
             message = f"run {run.run_id}: {status.get('state')}"
+            if status.get("state") not in TERMINAL_STATES:  # never "stopped" while the job goes on
+                raise ClusterError(
+                    f"asked Ray to stop run {run.run_id}, which is still {status.get('state')}; "
+                    f"check it with `grpolab status {run.run_id}`"
+                )
     except control.NothingToStop as exc:
         message, status = str(exc), None
     if args.json:

@@ -103,7 +103,7 @@ def _gated(recipe: Recipe, run_dir: str | None) -> Launch:
 
     problems, launch = gated_launch(recipe, run_dir=run_dir)
     if errors(problems):
-        raise LaunchBlocked(errors(problems))
+        raise LaunchBlocked(redaction(recipe).problems(errors(problems)))
     return launch
 
 

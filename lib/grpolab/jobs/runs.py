@@ -222,7 +222,11 @@ class Run:
                 f"{self.path} is not a run directory (no status.json with run_id {self.run_id!r}); "
                 "nothing was written there"
             )
-        status = self.status()
+        try:  # merged into what is there, checked or not: a writer never drops fields it does not know
+            status = read_json(self.status_file)
+        except (OSError, ValueError):
+            status = {}
+        status = status if isinstance(status, dict) else {}
         status.update(fields)
         status.setdefault("run_id", self.run_id)
         status["updated"] = time.time()
