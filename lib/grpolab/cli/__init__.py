@@ -38,6 +38,7 @@ VERBS = {
     "head": "head",
     "import": "import_",
     "plan": "plan",
+    "card": "card",
 }
 
 
