@@ -159,6 +159,8 @@ def submit(
 def _hand_over(run: runs.Run, job: Submission):
     """Write the run's files and submit its job; the Jobs API client that accepted it."""
     recipe, ep, hide = job.recipe, job.endpoint, job.hide
+    if ep.dashboard is None:  # a cluster known by its GCS address: its Jobs API asked once, kept in the record
+        ep = Endpoint(cluster.dashboard_of(ep.gcs), ep.gcs, False)
     runs.atomic_write(run.recipe_file, to_yaml(recipe, env=hide.env(recipe.env)))  # never a torn file
     entrypoint, job_env = job.entrypoint, dict(job.env)
     if ep.embedded:  # the job wraps itself: secrets by a user-only file, its own end record and log
@@ -208,7 +210,12 @@ def _hand_over(run: runs.Run, job: Submission):
         }
     with contextlib.suppress(OSError):  # a full disk: Ray has the job, and the state function finds it by run id
         run.write_status(
-            job_id=job_id, submitted=time.time(), total_steps=recipe.trainer.total_steps, wandb=wandb, submitter=None
+            job_id=job_id,
+            submitted=time.time(),
+            total_steps=recipe.trainer.total_steps,
+            wandb=wandb,
+            submitter=None,
+            endpoint=ep.to_dict(),
         )
     return client
 
