@@ -166,7 +166,7 @@ def _keep(run: Run, status: dict, fields: dict) -> dict:
 def _reconcile(run: Run, status: dict, clients: Clients) -> dict:
     job = job_record(run)
     if "exit_code" in job:
-        return _from_job_record(run, job)
+        return _from_job_record(run, status, job)
     job_id = status.get("job_id")
     ep = Endpoint.from_record(status)
     if not job_id:
@@ -211,14 +211,14 @@ def _last_seen(run: Run) -> float:
     return max(times) if times else time.time()
 
 
-def _from_job_record(run: Run, job: dict) -> dict:
+def _from_job_record(run: Run, status: dict, job: dict) -> dict:
     code = job["exit_code"]
     state = "STOPPED" if job.get("stopped") else ("SUCCEEDED" if code == 0 else "FAILED")
     return {
         "state": state,
         "finalized": True,
         "exit_code": code,
-        "started": job.get("started"),
+        "started": job.get("started", status.get("started")),
         "ended": job.get("ended", _last_seen(run)),
         "message": ""
         if state == "SUCCEEDED"
