@@ -29,16 +29,9 @@ DOTTED = "recipe/dotted.py"
 MATHS_NAME = re.compile(r"^_*(\w*divisors\w*|nearest|train_dp)$")
 DOTTED_NAME = re.compile(r"^_*((set|get|has)_)?dotted$|^_*flatten\w*$|^_*lookup$")
 
-# Second homes another engineer removes: plan/ was split while this test landed (issue 20, report of "rules").
-# Each entry must still be found; once plan/ switches to grpolab.rules (maths, registry) or renames its
-# `nearest` (layouts, published runs: not the maths helper), the entry goes.
-PENDING = {
-    "plan/search.py: rule ids ('memory', 'batch-divisible') compared with .rule",
-    "plan/search.py: rule ids ('rollout-world', 'rollout-ep', 'rollout-heads', 'memory') declared",
-    "plan/space.py: maths helper divisors()",
-    "plan/hints.py: maths helper nearest()",
-    "plan/baselines.py: maths helper nearest()",
-}
+# Second homes another engineer is still removing (each must still be found, and goes once switched). None now:
+# plan/ reads the registry and rules.maths (issue 20, report of "wire").
+PENDING: set[str] = set()
 
 
 def modules(root: Path):

@@ -126,6 +126,7 @@ def test_plan_for_a_bare_model_card_and_another_hardware():
         ["glm5_2", "--hardware", "tpu-v9"],
         ["glm5_2", "--nodes", "0"],
         ["glm5_2", "--set", "train.tpp=2"],
+        ["qwen3_8b", "--nodes", str(10**14)],  # beyond the one divisor helper's guard: no layouts to enumerate
     ],
 )
 def test_bad_input_exits_2_or_names_the_key(args):
@@ -134,6 +135,20 @@ def test_bad_input_exits_2_or_names_the_key(args):
         assert proc.returncode == 1 and "train.tp" in proc.stdout
     else:
         assert proc.returncode == 2 and proc.stderr.startswith("grpolab plan:"), proc.stderr
+    if str(10**14) in args:  # says so, naming the key, rather than "no layout fits" or an internal error
+        assert "cluster.nnodes" in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_without_a_model_card_plan_says_how_to_add_one():
+    """A recipe whose model nobody has a card for: `grpolab plan` cannot screen or price a layout, and says what
+    `grpolab check` says (the card is missing, how to add one), as an error no layout fixes: exit 1."""
+    no_card = ["model.path=acme-research/Nocard-14B-Instruct", "model.card=null"]
+    proc = grpolab("plan", "qwen3_8b", *[a for o in no_card for a in ("--set", o)])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "[model-card] model.card" in proc.stdout and "grpolab card MODEL_DIR_OR_NAME" in proc.stdout
+    assert "no layout fits" not in proc.stdout
+    [error] = search.plan(io.load("qwen3_8b", None, None, no_card)).recipe_errors
+    assert (error.rule, error.severity, error.key) == ("model-card", "error", "model.card")
 
 
 def test_write_makes_a_recipe_that_checks_clean_and_never_overwrites(tmp_path):
@@ -309,8 +324,8 @@ def test_the_verdict_with_the_card_read_once_agrees_with_every_rule(monkeypatch)
     broken = 0
     for t, r in cases:
         whole = with_layout(recipe, t, r)
-        mine = {q.rule for q in search.verdict(whole, p.facts) if q.severity == "error" and search.is_layout(q)}
-        full = {q.rule for q in validate(whole) if q.severity == "error" and search.is_layout(q)}
+        mine = {q.rule for q in search.verdict(whole, p.facts) if q.severity == "error" and search.depends_on_layout(q)}
+        full = {q.rule for q in validate(whole) if q.severity == "error" and search.depends_on_layout(q)}
         assert mine == full, (t, r)
         broken += bool(full)
     assert broken > 5

@@ -413,8 +413,8 @@ def test_logs_tail_reads_from_the_end_of_a_huge_log(_isolated_runs):
     start = time.time()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout.splitlines() == ["second to last", "the last line"], proc
-    peak_mb = int(proc.stderr.split("MAXRSS")[1].split()[0]) / 1024
-    assert peak_mb < 200 and time.time() - start < 30, peak_mb
+    peak_mb, seconds = int(proc.stderr.split("MAXRSS")[1].split()[0]) / 1024, time.time() - start
+    assert peak_mb < 200 and seconds < 60, (peak_mb, seconds)  # reading it whole would take 300 MB and more
 
 
 # ------------------------------------------------------------------------------------------ JSON and errors

@@ -39,6 +39,7 @@ VERBS = {
     "import": "import_",
     "plan": "plan",
     "card": "card",
+    "lab": "lab",
 }
 
 

@@ -44,7 +44,7 @@ class Yardstick:
         if not path.is_file():
             self.why_none = "no recipe.yaml beside the metrics: the run's recipe is unknown"
             return
-        from grpolab.plan.baselines import nearest
+        from grpolab.plan.baselines import nearest_published_run
         from grpolab.problems import InputError, RecipeError
         from grpolab.recipe.cards import model_facts
         from grpolab.recipe.loader import load_recipe
@@ -57,7 +57,7 @@ class Yardstick:
         facts, _ = model_facts(recipe)
         self.recipe, self.facts = recipe, facts
         try:
-            self.baseline = nearest(recipe, facts.name if facts else None)
+            self.baseline = nearest_published_run(recipe, facts.name if facts else None)
         except InputError:
             self.baseline = None
         if recipe.train.engine == "trl":

@@ -106,7 +106,7 @@ def predict(b: Baseline, extra: tuple[str, ...] = ()) -> StepEstimate:
     return step_estimate(recipe, facts)
 
 
-def nearest(recipe: Recipe, model_name: str | None) -> Baseline | None:
+def nearest_published_run(recipe: Recipe, model_name: str | None) -> Baseline | None:
     """The published run nearest a recipe: the same model on the same hardware, else the same model, closest
     in device count; None when no run used the model."""
     same = [b for b in baselines() if b.model == recipe.model.card or _card_name(b.model) == model_name]

@@ -6,10 +6,11 @@ import math
 import shlex
 from dataclasses import replace
 
-from grpolab.plan.search import Plan, plan, side
+from grpolab.plan.search import Plan, plan
 from grpolab.problems import Problem
 from grpolab.recipe.layout import RolloutLayout, TrainLayout, overrides_of, rollout_of, train_of
 from grpolab.recipe.schema import Recipe
+from grpolab.rules.registry import is_layout, problem_side
 
 MAX_HINT_WORLD = 65536  # `check` proposes whole layouts up to this many devices
 
@@ -19,7 +20,7 @@ def _distance(a: tuple, b: tuple) -> float:
     return sum(abs(math.log2(x) - math.log2(y)) for x, y in zip(a, b) if isinstance(x, int) and isinstance(y, int))
 
 
-def nearest(p: Plan, k: int = 2) -> tuple[list[TrainLayout], list[RolloutLayout]]:
+def nearest_layouts(p: Plan, k: int = 2) -> tuple[list[TrainLayout], list[RolloutLayout]]:
     """The k valid training and rollout layouts nearest the recipe's own (fewest doublings away), best first."""
     own_t, own_r = train_of(p.recipe), rollout_of(p.recipe)
 
@@ -40,9 +41,7 @@ def nearest(p: Plan, k: int = 2) -> tuple[list[TrainLayout], list[RolloutLayout]
 
 def with_layout_fixes(recipe: Recipe, problems: list[Problem]) -> list[Problem]:
     """The problems, with each layout error's fix extended by the nearest whole valid layouts (from a plan)."""
-    from grpolab.rules.validate import LAYOUT_FIX_RULES
-
-    if not any(q.severity == "error" and q.rule in LAYOUT_FIX_RULES for q in problems):
+    if not any(q.severity == "error" and is_layout(q.rule) for q in problems):
         return problems  # nothing to plan for (planning costs tens of milliseconds)
     if recipe.world_size > MAX_HINT_WORLD:  # no cluster of this size exists: the rule's own fix stands
         return problems
@@ -50,11 +49,11 @@ def with_layout_fixes(recipe: Recipe, problems: list[Problem]) -> list[Problem]:
         p = plan(recipe)
     except Exception:  # a hint must never break a check: the rule's own fix stands
         return problems
-    trains, rollouts = nearest(p)
+    trains, rollouts = nearest_layouts(p)
     out = []
     for q in problems:
-        if q.severity == "error" and q.rule in LAYOUT_FIX_RULES:
-            half = side(q)
+        if q.severity == "error" and is_layout(q.rule):
+            half = problem_side(q.rule, q.key)
             sets = []
             for lay in trains if half == "train" else rollouts:
                 ovs = overrides_of(lay, None) if half == "train" else overrides_of(None, lay)

@@ -35,25 +35,22 @@ from grpolab.recipe.layout import (
     with_layout,
 )
 from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.rules.card import missing_card_problem
+from grpolab.rules.maths import MAX_DIVISORS_OF, divisors
+from grpolab.rules.registry import layout_bound, problem_side
 from grpolab.rules.validate import layout_problems, learned_problems, validate
 
 LAYOUT_KEYS = frozenset(
     [f"train.{k}" for k in (*TRAIN_KEYS, "sp", "ulysses_sp")] + [f"rollout.{k}" for k in ROLLOUT_KEYS]
 )
-ROLLOUT_RULES = ("rollout-world", "rollout-ep", "rollout-heads", "memory")
 SEARCH_NODES = tuple(range(1, 65)) + (128, 256, 512, 1024)  # node counts smallest_cluster tries, in order
 
 
-def is_layout(p: Problem) -> bool:
-    """Does this problem depend on the parallel layout (so that another layout may fix it)?"""
-    return p.rule in ("memory", "batch-divisible") or p.key in LAYOUT_KEYS
-
-
-def side(p: Problem) -> str:
-    """Which half of a layout a problem concerns. The planner's own table until the rules' registry says it."""
-    if p.key.startswith("rollout.") and p.rule in ROLLOUT_RULES:
-        return "rollout"
-    return "train"
+def depends_on_layout(p: Problem) -> bool:
+    """Does this problem depend on the parallel layout (so that another layout may fix it)? It names a layout key,
+    or its rule is one the layout decides whatever key it names (the registry's `layout_bound`: per-device
+    memory, the data-parallel split of the batch)."""
+    return layout_bound(p.rule) or p.key in LAYOUT_KEYS
 
 
 def verdict(recipe: Recipe, facts: ModelCard) -> list[Problem]:
@@ -109,10 +106,17 @@ def _screen(recipe: Recipe, facts: ModelCard, side_name: str, rejected: Counter)
     errors = {
         p.rule
         for p in layout_problems(recipe, facts)
-        if p.severity == "error" and is_layout(p) and side(p) == side_name
+        if p.severity == "error" and depends_on_layout(p) and problem_side(p.rule, p.key) == side_name
     }
     rejected.update(errors)
     return not errors
+
+
+def _no_card(recipe: Recipe) -> list[Problem]:
+    """Without the model's facts no layout can be screened or priced: check's warning that the card is missing
+    (and how to add one) is, for the planner, an error no layout fixes."""
+    missing = missing_card_problem(recipe)
+    return [replace(missing, severity="error")] if missing else []
 
 
 def score_train(recipe: Recipe, facts: ModelCard, t: TrainLayout, wl: cost.Workload) -> Scored:
@@ -131,9 +135,16 @@ def plan(recipe: Recipe) -> Plan:
     facts, card_problems = model_facts(recipe)
     result = Plan(recipe, facts)
     if facts is None:
-        result.recipe_errors = [p for p in card_problems if p.severity == "error"]
+        result.recipe_errors = [p for p in card_problems if p.severity == "error"] or _no_card(recipe)
         return result
-    result.recipe_errors = [p for p in validate(recipe) if p.severity == "error" and not is_layout(p)]
+    if not divisors(recipe.world_size):  # the one divisor helper gives none above its guard: say so, do not guess
+        c = recipe.cluster
+        raise InputError(
+            f"cluster.nnodes: {c.nnodes} nodes x {c.devices_per_node} devices = {recipe.world_size} devices: the "
+            f"planner enumerates layouts of clusters up to {MAX_DIVISORS_OF:,} devices; fix: set cluster.nnodes "
+            "(--nodes) to the cluster's real size"
+        )
+    result.recipe_errors = [p for p in validate(recipe) if p.severity == "error" and not depends_on_layout(p)]
     wl = result.workload = cost.workload(recipe)
     world, megatron = recipe.world_size, recipe.train.engine == "megatron"
     n_train = 0
@@ -213,7 +224,7 @@ def choices(p: Plan, top: int | None = 10) -> list[Choice]:
         if top is not None and len(out) >= top:
             break
         whole = with_layout(p.recipe, t.layout, r.layout)
-        bad = [q for q in verdict(whole, p.facts) if q.severity == "error" and is_layout(q)]
+        bad = [q for q in verdict(whole, p.facts) if q.severity == "error" and depends_on_layout(q)]
         if bad:  # the screen passed each half; the whole disagrees: drop it, and count it
             p.rejected.update({q.rule for q in bad})
             continue
@@ -233,7 +244,7 @@ def own_choice(p: Plan) -> Choice | None:
         r = Scored(own_r, {"headroom": 0.0}, None)
     else:
         r = score_rollout(p.recipe, p.facts, own_r, wl)
-    valid = not [q for q in verdict(p.recipe, p.facts) if q.severity == "error" and is_layout(q)]
+    valid = not [q for q in verdict(p.recipe, p.facts) if q.severity == "error" and depends_on_layout(q)]
     return Choice(t, r, own=True, valid=valid)
 
 

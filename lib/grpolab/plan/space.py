@@ -8,45 +8,19 @@ a node, any dp, ep 1 or tp x dp. Each training layout is priced with each offloa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from functools import lru_cache
+from collections.abc import Collection, Iterable
 
 from grpolab.recipe import pplayout
 from grpolab.recipe.layout import RolloutLayout, TrainLayout, train_of
 from grpolab.recipe.memory import max_sequence
 from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.rules.maths import allowed_starts, divisors
 
 MIN_CP_CHUNK = 2048  # CP splits a sequence into chunks of at least this many tokens
 OFFLOADS = ((False, False), (False, True), (True, True))  # (param_offload, optimizer_offload), cheapest first
-MAX_DIVISORS_OF = 1 << 40  # divisors() refuses larger numbers (no cluster has this many devices)
 
 
-@lru_cache(maxsize=4096)
-def divisors(n: int) -> tuple[int, ...]:
-    """The divisors of n, in O(sqrt n). The planner's own copy: the rules keep theirs (to be one, see report)."""
-    if not 0 < n <= MAX_DIVISORS_OF:
-        raise ValueError(f"divisors({n}): expected 1..{MAX_DIVISORS_OF}")
-    small, large = [], []
-    d = 1
-    while d * d <= n:
-        if n % d == 0:
-            small.append(d)
-            if d != n // d:
-                large.append(n // d)
-        d += 1
-    return tuple(small + large[::-1])
-
-
-def allowed_starts(facts: ModelCard) -> Callable[[int], bool] | None:
-    """Which 1-based layers a pipeline stage may start on (None: any). GLM-5.2's DSA indexer is shared across
-    layers: a stage starts on a layer <= index_skip_topk_offset or at offset + k x index_topk_freq."""
-    if not facts.index_topk_freq:
-        return None
-    freq, offset = facts.index_topk_freq, facts.index_skip_topk_offset or 0
-    return lambda s: s <= offset or (s - offset) % freq == 0
-
-
-def _balanced(layers: int, stages: int, ok: Callable[[int], bool]) -> str | None:
+def _balanced(layers: int, stages: int, allowed: Collection[int]) -> str | None:
     """Stage boundaries at the allowed start layers nearest to an even split (None when none fits)."""
     if layers < stages:
         return None
@@ -54,7 +28,7 @@ def _balanced(layers: int, stages: int, ok: Callable[[int], bool]) -> str | None
     for i in range(1, stages):
         ideal = 1 + round(i * layers / stages)
         remaining = stages - i  # stages still to start, each needs at least one layer
-        options = [s for s in range(prev + 1, layers - remaining + 2) if ok(s)]
+        options = [s for s in range(prev + 1, layers - remaining + 2) if s in allowed]
         if not options:
             return None
         best = min(options, key=lambda s: (abs(s - ideal), s))
@@ -72,14 +46,14 @@ def stage_layouts(facts: ModelCard, stages: int, own: str | None) -> list[str | 
     """Pipeline layouts for `stages` stages: None (an even split) when the layers divide and no stage rule
     applies; else a balanced layout whose stages start on allowed layers; plus the recipe's own layout when it
     has this many stages."""
-    layers, ok = facts.num_layers, allowed_starts(facts)
+    layers = facts.num_layers
     out: list[str | None] = []
     if stages == 1:
         out.append(None)
-    elif ok is None:
+    elif not facts.index_topk_freq:  # no shared DSA indexer: any layer may start a stage (as the rule says)
         out.append(None if layers % stages == 0 else pplayout.even_layout(layers, stages))
     else:
-        generated = _balanced(layers, stages, ok)
+        generated = _balanced(layers, stages, frozenset(allowed_starts(facts)))
         if generated:
             out.append(generated)
     if own:
