@@ -21,6 +21,7 @@ from typing import Any
 from grpolab.recipe import pplayout, stack
 from grpolab.recipe.dotted import flatten
 from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.verl.fieldmap import field_of, verl_key
 
 Add = Callable[..., None]  # add(rule, key, value, message, fix, severity="error")
 
@@ -203,7 +204,7 @@ def vpp_microbatches(r: Recipe, f: ModelCard | None, add: Add) -> None:
 def dynamic_batch(r: Recipe, f: ModelCard | None, add: Add) -> None:
     """With dynamic batching the token budget per device (x cp / x Ulysses) must hold the longest sample."""
     t, d = r.train, r.data
-    if not verl_engine(r) or not override(r, "actor_rollout_ref.actor.use_dynamic_bsz", t.dynamic_bsz):
+    if not verl_engine(r) or not override(r, verl_key("train.dynamic_bsz"), t.dynamic_bsz):
         return
     factor = t.cp if t.engine == "megatron" else ulysses_size(r)
     longest = d.max_prompt_length + d.max_response_length
@@ -392,9 +393,7 @@ def weight_bucket(r: Recipe, f: ModelCard | None, add: Add) -> None:
     """The largest single tensor must fit in the weight-sync bucket."""
     if f is None or not verl_engine(r):
         return
-    bucket = override(
-        r, f"{ROLL}.checkpoint_engine.update_weights_bucket_megabytes", r.rollout.update_weights_bucket_mb
-    )
+    bucket = override(r, verl_key("rollout.update_weights_bucket_mb"), r.rollout.update_weights_bucket_mb)
     if not isinstance(bucket, int) or isinstance(bucket, bool):
         return
     size, what = largest_tensor_mib(r, f)
@@ -424,7 +423,7 @@ def router_replay(r: Recipe, f: ModelCard | None, add: Add) -> None:
     if not verl_engine(r):
         return
     mode = r.train.router_replay
-    rr = bool(override(r, f"{ROLL}.enable_rollout_routing_replay", r.rollout.routing_replay))
+    rr = bool(override(r, verl_key("rollout.routing_replay"), r.rollout.routing_replay))
     if mode == "R2" and rr:
         add(
             "router-replay",
@@ -472,7 +471,7 @@ def rollout_backend(r: Recipe, f: ModelCard | None, add: Add) -> None:
     backend = (
         ro.attention_backend
         or ro.engine_kwargs.get("attention_backend")
-        or override(r, f"{ROLL}.engine_kwargs.sglang.attention_backend", None)
+        or override(r, verl_key("rollout.attention_backend"), None)
     )
     if ro.engine == "sglang" and r.cluster.device == "npu" and backend != "ascend":
         add(
@@ -503,17 +502,18 @@ def rollout_backend(r: Recipe, f: ModelCard | None, add: Add) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------- class 13
-# deprecated verl key -> its replacement; `rendered` = grpolab always renders the replacement itself
+# deprecated verl key -> its replacement (verl's `_per_gpu` twin); `rendered` = grpolab always renders the replacement
+# itself (the field map has it)
 DEPRECATED = {
-    "actor_rollout_ref.actor.ppo_micro_batch_size": ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", True),
-    "actor_rollout_ref.ref.log_prob_micro_batch_size": (
-        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
-        True,
-    ),
-    f"{ROLL}.log_prob_micro_batch_size": (f"{ROLL}.log_prob_micro_batch_size_per_gpu", True),
-    "critic.ppo_micro_batch_size": ("critic.ppo_micro_batch_size_per_gpu", False),
-    "critic.forward_micro_batch_size": ("critic.forward_micro_batch_size_per_gpu", False),
-    "reward_model.micro_batch_size": ("reward_model.micro_batch_size_per_gpu", False),
+    old: (old + "_per_gpu", field_of(old + "_per_gpu") is not None)
+    for old in (
+        "actor_rollout_ref.actor.ppo_micro_batch_size",
+        "actor_rollout_ref.ref.log_prob_micro_batch_size",
+        f"{ROLL}.log_prob_micro_batch_size",
+        "critic.ppo_micro_batch_size",
+        "critic.forward_micro_batch_size",
+        "reward_model.micro_batch_size",
+    )
 }
 
 
@@ -562,7 +562,7 @@ def startup_timeout(r: Recipe, f: ModelCard | None, add: Add) -> None:
     if f is None or not verl_engine(r) or f.params_b < BIG_MODEL_B or r.world_size < BIG_WORLD:
         return
     scale = f"{f.name} ({f.params_b:g}B) on {r.world_size} devices"
-    timeout = override(r, "actor_rollout_ref.nccl_timeout", r.trainer.timeout_s)
+    timeout = override(r, verl_key("trainer.timeout_s"), r.trainer.timeout_s)
     if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout < MIN_TIMEOUT_S:
         add(
             "startup-timeout",
@@ -624,7 +624,7 @@ def _condition(r: Recipe, f: ModelCard | None, name: str, want: Any) -> bool:
     if name == "enforce_eager":
         return ro.enforce_eager == want
     if name == "routing_replay":
-        return bool(override(r, f"{ROLL}.enable_rollout_routing_replay", ro.routing_replay)) == want
+        return bool(override(r, verl_key("rollout.routing_replay"), ro.routing_replay)) == want
     if name == "env":
         return all(r.env.get(k) == str(v) for k, v in want.items())
     if name == "stack":
