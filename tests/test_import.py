@@ -223,6 +223,56 @@ def test_seed_upstream_launches_import_to_the_same_launch(cli, tmp_path, args_fi
     assert same_launch(record(script, trusted=TRUSTED), load_recipe(out)) == {}
 
 
+@pytest.mark.skipif(TRUSTED, reason="01_setup imports isolated; this machine cannot isolate a script")
+def test_01_setup_imports_a_script(tmp_path):
+    """`-p script run.sh`: 01_setup shows the imported recipe, what it could not reproduce, and the check."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out.ipynb"
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("papermill")),
+            str(root / "notebooks" / "01_setup.ipynb"),
+            str(out),
+            "-p",
+            "script",
+            str(SCRIPT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = out.read_text()
+    assert (
+        "# Imported from" in text and "not reproduced" in text and "every setting of the script is reproduced" in text
+    )
+    assert "recipe run_qwen3_8b_grpo_npu: ready to launch" in text
+    # the imported recipe is kept in runs/ (this test's own), not in a temporary folder nobody cleans
+    kept = tmp_path / "runs" / ".imports" / "run_qwen3_8b_grpo_npu.yaml"
+    assert kept.is_file() and str(kept) in text and "# Imported from" in kept.read_text()
+    bad = tmp_path / "bad.sh"
+    bad.write_text("#!/bin/bash\necho nothing to launch\n")
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("papermill")),
+            str(root / "notebooks" / "01_setup.ipynb"),
+            str(tmp_path / "bad.ipynb"),
+            "-p",
+            "script",
+            str(bad),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+    )
+    assert proc.returncode != 0 and "no launch line" in (tmp_path / "bad.ipynb").read_text()
+
+
 @pytest.mark.parametrize(
     "launcher",
     [

@@ -258,6 +258,14 @@ def _alias_rows() -> tuple[Alias, ...]:
 
 ALIASES: tuple[Alias, ...] = _alias_rows()
 
+# keys verl overwrites at run time with another key's value, so that setting them alone does nothing
+COPIED: dict[str, tuple[str, str]] = {
+    f"{role}.megatron.use_remove_padding": (
+        f"{ARR}.model.use_remove_padding",
+        "verl's engine workers set each engine's use_remove_padding from the model's",
+    )
+    for role in (ACTOR, REF)
+}
 # a null the stack reads as another key's value: {key: (the key whose value it takes, why)}
 NULL_MEANS: dict[str, tuple[str, str]] = {
     f"{role}.megatron.expert_tensor_parallel_size": (
@@ -429,8 +437,9 @@ def run_owned() -> dict[str, str]:
 
 def normalise(effective: dict[str, Any], engine: str) -> dict[str, Any]:
     """A composed verl config (flat dotted keys) with every alias applied to its target, as verl does at run
-    time, the alias keys removed, and a null that means another key's value replaced by it (NULL_MEANS): two
-    launches that differ only in how they spell a setting become equal."""
+    time, the alias keys removed, a null that means another key's value replaced by it (NULL_MEANS) and a key verl
+    overwrites at run time given the value it gets (COPIED): two launches that differ only in how they spell a
+    setting become equal."""
     out = dict(effective)
     for alias in ALIASES:
         if alias.verl not in out:
@@ -444,6 +453,9 @@ def normalise(effective: dict[str, Any], engine: str) -> dict[str, Any]:
     for key, (other, _) in NULL_MEANS.items():
         if key in out and out[key] is None and other in out:
             out[key] = out[other]
+    for key, (source, _) in COPIED.items():
+        if key in out and source in out:
+            out[key] = out[source]
     return out
 
 
@@ -472,6 +484,11 @@ def markdown() -> str:
                 + [f"only with {r.needs}" for r in rows if r.needs]
                 + [f"{r.kind}: each sub-key under the key" for r in rows if r.kind != "value"]
                 + [f"run-owned: {r.owned}" for r in rows if r.owned]
+                + [
+                    f"verl overwrites `{r.verl}` with `{COPIED[r.verl][0]}` at run time"
+                    for r in rows
+                    if r.verl in COPIED
+                ]
             )
         )
         aliases = "<br>".join(f"`{a.verl}` ({a.why})" for a in ALIASES if a.field == name)

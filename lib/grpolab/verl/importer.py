@@ -72,7 +72,8 @@ def _config_path_ok(argv: list[str], module: str) -> None:
             where = (
                 Path(value) if Path(value).is_absolute() or module != MAIN or folder is None else folder.parent / value
             )
-            if folder is None or where.resolve() != folder.resolve():
+            checkout = where.parts[-3:] == ("verl", "trainer", "config")  # a verl checkout's own: the installed one
+            if folder is None or not (checkout or where.resolve() == folder.resolve()):
                 raise ImportFailed(
                     f"the launch composes its own Hydra config ({arg}{'' if '=' in arg else ' ' + value}): grpolab "
                     f"composes launches with the installed verl's own config ({folder}), which does not hold it; "
@@ -178,19 +179,17 @@ class _Builder:
         self.unmapped: list[dict] = []
         self.notes: list[str] = []
         self.explicit: set[str] = set()  # fields the script set itself
+        self.conflicts: dict[str, str] = {}  # verl key -> why its field cannot also hold its value
         self.verl_overrides: dict[str, Any] = {}
         self.env: dict[str, str] = {}
 
     def set(self, target: str, value: Any, why: str, key: str) -> None:
         value = _string_fields(target, value)
         if target in self.explicit and get_dotted(self.data, target) != value:
-            self.unmapped.append(
-                {
-                    "key": key,
-                    "value": value,
-                    "why": f"differs from {target} ({get_dotted(self.data, target)!r}), which another of the "
-                    "script's keys set; one field renders both, and verl_overrides cannot shadow it",
-                }
+            # reported only if the launches then differ there (a key no worker reads may differ freely)
+            self.conflicts[key] = (
+                f"differs from {target} ({get_dotted(self.data, target)!r}), which another of the script's keys set; "
+                "one field renders both, and verl_overrides cannot shadow it"
             )
             return
         if target not in self.explicit:  # the first key that set a field names it
@@ -221,6 +220,10 @@ class _Builder:
                 for r in fieldmap.KEYS
             ):  # the data order's seed: the run seeds it with trainer.seed, which here also seeds Megatron
                 self.notes.append(f"{text}: the run owns {key} (it renders {row.field}, which also sets other keys)")
+                return
+            if key in fieldmap.COPIED:  # verl overwrites it with another key's value at run time
+                source, why = fieldmap.COPIED[key]
+                self.notes.append(f"{text}: no effect in verl {verl_schema.verl_version()} ({why}); left out")
                 return
             transform = fieldmap.IMPORTS.get(row.transform) if row.kind == "value" else None
             self.set(found.field, transform(value) if transform else value, text, key)
@@ -279,7 +282,7 @@ def to_recipe(
         notes=[*recorded.notes, *build.notes],
     )
     _deprecations(imported, config_name, overrides)
-    _verify(imported, upstream, engine, [o.split("=", 1)[0].lstrip("+") for o in lacking], values)
+    _verify(imported, upstream, engine, [o.split("=", 1)[0].lstrip("+") for o in lacking], values, build.conflicts)
     return imported
 
 
@@ -295,6 +298,16 @@ def _cluster(build: _Builder, recorded: Recorded, device: str) -> None:
     for k, v in (runtime.pop("env_vars", None) or {}).items():
         build.env[str(k)] = str(v)
         build.sources[f"env.{k}"] = "ray job submit --runtime-env(-json) env_vars"
+    for path in recorded.ray.get("unread", []):
+        build.unmapped.append(
+            {
+                "key": "cluster.runtime_env",
+                "value": path,
+                "why": f"ray job submit --runtime-env {path}: the file is not on this machine (a file of the script's "
+                "checkout); its settings (env_vars, pip, ...) are not in the recipe: add them to cluster.runtime_env "
+                "and env",
+            }
+        )
     if runtime:
         set_dotted(build.data, "cluster.runtime_env", runtime)
         build.sources["cluster.runtime_env"] = "ray job submit --runtime-env(-json) / --working-dir"
@@ -376,7 +389,12 @@ def _deprecations(imported: Imported, config_name: str, overrides: list[str]) ->
 
 
 def _verify(
-    imported: Imported, upstream: dict[str, Any], engine: str, lacking: list[str], script: dict[str, Any]
+    imported: Imported,
+    upstream: dict[str, Any],
+    engine: str,
+    lacking: list[str],
+    script: dict[str, Any],
+    conflicts: dict[str, str],
 ) -> None:
     """Render the recipe and compare both launches key by key; what differs (run-owned keys aside) is reported."""
     from grpolab.problems import RecipeError
@@ -408,7 +426,7 @@ def _verify(
     for key, (want, have) in sorted(diff.items()):
         if any(u["key"] == key for u in imported.unmapped):
             continue
-        why = f"the imported recipe renders {have!r} where the script runs {want!r}"
+        why = conflicts.get(key) or f"the imported recipe renders {have!r} where the script runs {want!r}"
         twin = key.removesuffix("_per_gpu")
         if want is None and twin != key and script.get(twin) is not None:
             why = (

@@ -58,7 +58,11 @@ QUIET = (  # no-ops everywhere: they download, install, wait, or act on processe
 TRUSTED_QUIET = ("rm", "cp", "mv", "ln", "touch", "chmod", "chown", "tar")  # without isolation: files stay as they are
 TIMEOUT_S = 60
 MAIN = "verl.trainer.main_ppo"
-ENTRY = re.compile(r"^(verl\.trainer\.main_ppo|recipe\.[\w.]+\.main_\w+|verl\.(experimental|recipe)\.[\w.]*main\w*)$")
+# verl's PPO entry, a recipe's (recipe.dapo.main_dapo), a fork's own beside main_ppo (verl.trainer.main_dapo), and the
+# experimental trainers: not verl's generation, evaluation or SFT entry points
+ENTRY = re.compile(
+    r"^(verl\.trainer\.main_(?!generation|eval)\w+|recipe\.[\w.]+\.main_\w+|verl\.(experimental|recipe)\.[\w.]*main\w*)$"
+)
 # env the shell itself sets or that only points into the scratch folder: never part of a recipe
 SHELL_ENV = {"PATH", "PWD", "OLDPWD", "SHLVL", "_", "BASH_ENV", "LINES", "COLUMNS", "PS4"}
 BASH_VARS = {
@@ -102,7 +106,12 @@ if tool in ("npu-smi", "nvidia-smi"):
         print(tool.upper() + " (grpolab import: %d x %s)" % (count, names[device]))
         print("\n".join("| %d  %s  | OK |" % (i, names[device]) for i in range(count)))
     sys.exit(0)
-if tool.startswith("python") and argv[:1] == ["-c"] and len(argv) > 1:
+if tool == "uv":  # uv run [options] python3 ARGS: a probe through uv is a probe
+    at = next((i for i, a in enumerate(argv) if os.path.basename(a).startswith("python")), None)
+    if at is not None:
+        tool, argv = "python3", argv[at + 1:]
+code = argv[1] if argv[:1] == ["-c"] and len(argv) > 1 else (sys.stdin.read() if argv[:1] == ["-"] else None)
+if tool.startswith("python") and code is not None:
     torch = types.ModuleType("torch")
     torch.__version__ = "2.10.0"
     def accel(kind):
@@ -119,8 +128,22 @@ if tool.startswith("python") and argv[:1] == ["-c"] and len(argv) > 1:
     else:
         sys.modules["torch_npu"] = None
     sys.modules["torch"] = torch
-    sys.argv = ["-c", *argv[2:]]
-    exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__"})
+    try:  # verl's own probe: from verl.utils.device import get_device_name
+        from importlib.metadata import version
+        release = version("verl")
+    except Exception:
+        release = "0.0.0"
+    verl = types.ModuleType("verl")
+    verl.__version__, verl.__path__ = release, []
+    utils = types.ModuleType("verl.utils")
+    utils.__path__ = []
+    dev = types.ModuleType("verl.utils.device")
+    dev.get_device_name = lambda: device
+    dev.is_cuda_available, dev.is_npu_available = device == "cuda", device == "npu"
+    verl.utils, utils.device = utils, dev
+    sys.modules.update({"verl": verl, "verl.utils": utils, "verl.utils.device": dev})
+    sys.argv = ["-c", *argv[2:]] if argv[:1] == ["-c"] else ["-", *argv[1:]]
+    exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
 sys.exit(0)
 """
 
@@ -282,7 +305,7 @@ def record(
             needs = sorted(set(re.findall(r"([A-Za-z_]\w*): unbound variable", stderr)))
             hint = f"; it needs ${', $'.join(needs)}: set it in your environment and import again" if needs else ""
             raise ImportFailed(f"{path}: the script exited with status {code} before launching verl{hint}:\n{tail}")
-        ran = [_describe(r) for r in records if r["tool"] in LAUNCHERS and r["argv"][:1] != ["-c"]]
+        ran = [_describe(r) for r in records if r["tool"] in LAUNCHERS and r["argv"][:1] not in (["-c"], ["-"])]
         raise ImportFailed(
             f"{path}: no launch line: the script never ran `python3 -m {MAIN}` or a recipe's entry point "
             "(`python3 -m recipe.NAME.main_NAME`), directly or through torchrun, uv run or ray job submit"
@@ -405,9 +428,10 @@ def _ray_entry(argv: list[str], files: dict) -> tuple[str, list[str], dict] | No
             runtime.update(_json_object(value, "--runtime-env-json"))
         elif name == "--runtime-env":
             text = files.get(value)
-            if text is None:
-                raise ImportFailed(f"ray job submit --runtime-env {value}: the file could not be read when it ran")
-            runtime.update(_yaml_object(text, f"--runtime-env {value}"))
+            if text is None:  # a file of the script's own checkout, not on this machine
+                settings.setdefault("unread", []).append(value)
+            else:
+                runtime.update(_yaml_object(text, f"--runtime-env {value}"))
         elif name == "--working-dir":
             runtime["working_dir"] = value
         i += 1
@@ -461,7 +485,7 @@ def launch_in(tool: str, argv: list[str], files: dict) -> tuple[str, list[str], 
 
 
 def find_launch(tool: str, argv: list[str], files: dict) -> tuple[str, list[str], dict] | None:
-    if re.fullmatch(r"python[\d.]*", tool) and argv[:1] == ["-c"]:
+    if re.fullmatch(r"python[\d.]*", tool) and argv[:1] in (["-c"], ["-"]):
         return None  # a probe, not a launch
     return launch_in(tool, argv, files)
 
