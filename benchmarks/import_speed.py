@@ -69,6 +69,10 @@ def _children_cpu() -> float:
 
 
 def main() -> int:
+    from grpolab.verl import sandbox
+
+    why = sandbox.available()
+    flags = [] if why is None else ["--trusted"]  # timed without isolation where the machine has none (says so)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "run_qwen3_30b_a3b_grpo.sh"
         text = script()
@@ -76,13 +80,15 @@ def main() -> int:
         times, cpu = [], []
         for _ in range(3):
             start, used = time.perf_counter(), _children_cpu()
-            proc = subprocess.run([GRPOLAB, "import", str(path), "--out", "-"], capture_output=True, text=True)
+            proc = subprocess.run([GRPOLAB, "import", str(path), "--out", "-", *flags], capture_output=True, text=True)
             times.append(time.perf_counter() - start)
             cpu.append(_children_cpu() - used)
             if proc.returncode not in (0, 1):
                 print(proc.stderr, file=sys.stderr)
                 return 1
     print(f"script: {len(text.splitlines())} lines, {text.count(chr(10) + '  ')} overrides")
+    if why is not None:
+        print(f"no isolation on this machine ({why}): timed with --trusted")
     print(
         f"`grpolab import SCRIPT --out -` whole process: best {min(times):.2f} s, median {statistics.median(times):.2f} s"
         " (target < 3 s)"

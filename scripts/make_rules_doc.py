@@ -1,4 +1,5 @@
-"""Write docs/rules.md (every rule id, what it checks, its severity, the public report) from grpolab.rules.docs.
+"""Write docs/rules.md (every rule id, what it checks, its severity, the public report) from the rule registry
+(grpolab.rules.registry, through grpolab.rules.docs) and params/stack_rules.yaml.
 
 .venv/bin/python scripts/make_rules_doc.py            # (re)write docs/rules.md
 .venv/bin/python scripts/make_rules_doc.py --check    # exit 1 if docs/rules.md differs from the code

@@ -18,7 +18,8 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
 # folder (or loose module) -> layer; a module may import only from its own layer or lower ones. The layers are
 # the folders of lib/grpolab: `ls` shows the architecture.
 LAYERS = {
-    0: ("grpolab", "grpolab.paths", "grpolab.problems", "grpolab.recipe"),
+    # the rule registry is a table of plain data that grpolab.problems checks every rule id against
+    0: ("grpolab", "grpolab.paths", "grpolab.problems", "grpolab.recipe", "grpolab.rules.registry"),
     1: ("grpolab.local", "grpolab.verl"),
     2: ("grpolab.rules",),
     3: ("grpolab.plan",),

@@ -237,6 +237,14 @@ CASES: list[tuple[str, list[str], int]] = [
     ("monitor-thresholds-bomb", ["monitor", "done", "--no-png", "--thresholds", "{bad}/billion_laughs.yaml"], 2),
     ("monitor-thresholds-missing", ["monitor", "done", "--no-png", "--thresholds", "{tmp}/nope.yaml"], 2),
     ("monitor-empty", ["monitor", ""], 2),
+    # card
+    ("card-unknown-model", ["card", "acme/unheard-of-9b"], 2),
+    ("card-json-unknown-model", ["card", "--json", "acme/unheard-of-9b"], 2),
+    ("card-dir-without-config", ["card", "{bad}"], 2),
+    ("card-yaml-not-a-config", ["card", "{bad}/binary.yaml"], 2),
+    ("card-out-not-yaml", ["card", "Qwen/Qwen3-8B", "--out", "{tmp}/card.txt"], 2),
+    ("card-out-exists", ["card", "Qwen/Qwen3-8B", "--out", "{bad}/empty.yaml"], 2),
+    ("card-no-args", ["card"], 2),
     # compare
     ("compare-no-baseline-flag", ["compare", "done"], 2),
     ("compare-no-run", ["compare", "no-such-run", "--baseline", "done"], 2),

@@ -15,7 +15,8 @@ import pytest
 from grpolab.recipe import memory, stack
 from grpolab.recipe.cards import model_facts
 from grpolab.recipe.loader import load_card, load_recipe
-from grpolab.rules import field_rules
+from grpolab.rules import linear_attention, pins, view
+from grpolab.rules.checks import Checks
 from grpolab.rules.gate import check
 from grpolab.verl.render import render
 
@@ -134,12 +135,12 @@ def test_dynamic_batch_budget_multiplies_by_cp():
 # ---------------------------------------------------------------------------------------------------- class 6
 def test_sequence_parallel_helper_takes_an_int_or_a_bool():
     recipe = load_recipe("qwen3_30b_a3b")
-    assert field_rules.sequence_parallel(recipe)
-    assert not field_rules.sequence_parallel(load_recipe("qwen3_30b_a3b", ["train.sp=false"]))
+    assert view.sequence_parallel(recipe)
+    assert not view.sequence_parallel(load_recipe("qwen3_30b_a3b", ["train.sp=false"]))
     object.__setattr__(recipe.train, "sp", True)  # the bool form (Megatron sequence parallel on)
-    assert field_rules.sequence_parallel(recipe)
+    assert view.sequence_parallel(recipe)
     object.__setattr__(recipe.train, "sp", False)
-    assert not field_rules.sequence_parallel(recipe)
+    assert not view.sequence_parallel(recipe)
 
 
 def test_padding_alignment_good_and_bad():
@@ -165,9 +166,9 @@ def test_gated_delta_net_cp_needs_megatron_core_018():
     unpinned = load_recipe("qwen3_5_122b_a10b_32k")
     unpinned.stack.pop("megatron-core")
     facts, _ = model_facts(unpinned)
-    seen = []
-    field_rules.linear_attention(unpinned, facts, lambda *a, **k: seen.append((a, k)))
-    assert seen and seen[0][1]["severity"] == "warning"
+    c = Checks(unpinned, facts)
+    linear_attention.linear_attention(c)
+    assert c.problems and c.problems[0].severity == "warning"
 
 
 def test_linear_heads_from_config_json_only():
@@ -293,11 +294,11 @@ def test_aiv_hang_needs_every_condition():
 def test_stack_rule_table_entries_have_sources_and_known_conditions():
     recipe = load_recipe("glm5_2")
     facts, _ = model_facts(recipe)
-    for entry in field_rules.stack_rules():
+    for entry in pins.stack_rules():
         assert {"id", "when", "severity", "key", "message", "fix", "source"} <= set(entry), entry
         assert entry.get("rule", "known-bad") in NEW_RULES + ("stack",)
         for name, want in entry["when"].items():
-            field_rules._condition(recipe, facts, name, want)  # raises on an unknown condition
+            pins.condition(recipe, facts, name, want)  # raises on an unknown condition
 
 
 # ---------------------------------------------------------------------------------------------------- class 16
@@ -339,19 +340,20 @@ def test_docs_rules_md_is_generated_from_the_code():
     import subprocess
     import sys
 
-    from grpolab.problems import RULES
-    from grpolab.rules.docs import RULE_DOCS, markdown
+    from grpolab.rules.docs import markdown
+    from grpolab.rules.registry import RULES
 
     root = Path(__file__).resolve().parents[1]
     run = subprocess.run(
         [sys.executable, "scripts/make_rules_doc.py", "--check"], cwd=root, capture_output=True, text=True
     )
     assert run.returncode == 0, run.stderr + run.stdout
-    assert set(NEW_RULES) <= set(RULE_DOCS) <= set(RULES)
+    documented = {r.id for r in RULES if r.doc and r.source}
+    assert set(NEW_RULES) <= documented
     text = markdown()
     for rule in NEW_RULES:
         assert f"| `{rule}` |" in text
-    for entry in field_rules.stack_rules():
+    for entry in pins.stack_rules():
         assert entry["id"] in text and entry["source"] in text
 
 
@@ -363,3 +365,71 @@ def test_aiv_is_not_suggested_where_it_hangs():
 
 def test_startup_timeout_reads_the_rendered_nccl_timeout():
     assert by_rule("glm5_2", "startup-timeout", ["verl_overrides.actor_rollout_ref.nccl_timeout=600"])
+
+
+def test_required_env_has_one_table(monkeypatch):
+    """check's env rules, the start-up timeout minimum and preflight's per-node variables read one table."""
+    from dataclasses import replace
+
+    from grpolab.preflight.spec import required_env
+    from grpolab.rules import env
+
+    node_vars = [n.var for n in env.ENV_NEEDS if n.value is None and n.minimum is None]
+    assert [v for v, _, _ in required_env(load_recipe("glm5_2"))] == node_vars  # 64 nodes of NPUs: every one
+    assert not by_rule("glm5_2", "startup-timeout")  # HCCL_CONNECT_TIMEOUT 7200
+    raised = tuple(replace(n, minimum=7300) if n.minimum else n for n in env.ENV_NEEDS)
+    monkeypatch.setattr(env, "ENV_NEEDS", raised)
+    found = by_rule("glm5_2", "startup-timeout")
+    assert [p.key for p in found] == ["env.HCCL_CONNECT_TIMEOUT"] and '"7300"' in found[0].fix
+    quiet = tuple(replace(n, when=lambda r, f: False) if n.var == "HCCL_SOCKET_IFNAME" else n for n in raised)
+    monkeypatch.setattr(env, "ENV_NEEDS", quiet)
+    assert "HCCL_SOCKET_IFNAME" not in [v for v, _, _ in required_env(load_recipe("glm5_2"))]
+
+
+# ---------------------------------------------------------------------------------------------------- class 12
+SGLANG_KEYS = {  # where a recipe can name SGLang's attention backends (all render into engine_kwargs.sglang)
+    "rollout.engine_kwargs.attention_backend": "fa3",
+    "rollout.engine_kwargs.prefill_attention_backend": "flashinfer",
+    "rollout.engine_kwargs.decode_attention_backend": "triton",
+    "rollout.engine_kwargs.mm_attention_backend": "fa3",
+    "verl_overrides.actor_rollout_ref.rollout.engine_kwargs.sglang.attention_backend": "trtllm_mha",
+}
+
+
+def test_a_cuda_only_backend_on_npu_is_refused_wherever_it_is_set():
+    # issue 21: this checked clean (rollout.attention_backend: ascend rendered over it)
+    [found] = by_rule("qwen3_30b_a3b", "rollout-backend", ["rollout.engine_kwargs.attention_backend=fa3"])
+    assert (found.severity, found.key, found.value) == ("error", "rollout.engine_kwargs.attention_backend", "fa3")
+    assert "runs on cuda, not on Ascend NPUs" in found.message and "remove" in found.fix
+    for key, value in SGLANG_KEYS.items():
+        found = by_rule("qwen3_30b_a3b", "rollout-backend", [f"{key}={value}"])
+        assert [(p.severity, p.key) for p in found] == [("error", key)], key
+    # whatever its name: one the table does not know is refused on NPU too
+    assert by_rule("qwen3_30b_a3b", "rollout-backend", ["rollout.attention_backend=fa9"])[0].severity == "error"
+    # the NPU backends pass
+    ok = ["rollout.engine_kwargs.prefill_attention_backend=ascend", "rollout.engine_kwargs.mm_attention_backend=sdpa"]
+    assert not by_rule("qwen3_30b_a3b", "rollout-backend", ok)
+
+
+def test_vllm_backends_per_device():
+    # verl's Ascend example examples/ascend_extras/gspo_trainer/run_qwen3_32b_fsdp.sh exports XFORMERS: vllm-ascend
+    # replaces it, so it is a warning, not a refusal
+    for setting in ("env.VLLM_ATTENTION_BACKEND=XFORMERS", "rollout.engine_kwargs.attention_config.backend=flashinfer"):
+        [found] = by_rule("glm5_2", "rollout-backend", [setting])
+        assert found.severity == "warning" and "vllm-ascend replaces" in found.message, setting
+    assert not by_rule("glm5_2", "rollout-backend", ["env.VLLM_ATTENTION_BACKEND=auto"])
+    assert not by_rule("qwen3_8b", "rollout-backend", ["env.VLLM_ATTENTION_BACKEND=flash_attn"])  # upper-cased
+    assert not by_rule("qwen3_8b", "rollout-backend", ["rollout.engine_kwargs.attention_backend=FLASHINFER"])
+    [cpu] = by_rule("qwen3_8b", "rollout-backend", ["env.VLLM_ATTENTION_BACKEND=CPU_ATTN"])
+    assert cpu.severity == "error" and cpu.key == "env.VLLM_ATTENTION_BACKEND"
+    [unknown] = by_rule("qwen3_8b", "rollout-backend", ["rollout.engine_kwargs.attention_backend=fa3"])
+    assert unknown.severity == "warning" and "not one of vLLM's" in unknown.message  # fa3 is SGLang's name
+
+
+def test_attention_backend_table_is_consistent():
+    from grpolab.rules.backends import table, table_faults
+
+    assert table_faults() == []
+    assert table()["sglang"]["npu"]["backends"] == ["ascend"]
+    assert {"fa3", "flashinfer", "triton", "ascend"} <= set(table()["sglang"]["backends"])
+    assert {"FLASH_ATTN", "FLASHINFER", "XFORMERS", "TRITON_ATTN"} <= set(table()["vllm"]["backends"])

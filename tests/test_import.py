@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from grpolab.recipe.cards import model_facts
 from grpolab.recipe.dotted import has_dotted
 from grpolab.recipe.loader import load_recipe
 from grpolab.verl import config as verl_schema
@@ -74,7 +75,9 @@ def test_round_trip_gives_back_the_scripts_launch_and_env(cli, tmp_path):
     assert "ulysses_sp: 2  # actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=2" in text
     recorded = record(SCRIPT, trusted=TRUSTED)
     recipe = load_recipe(out)
-    assert recipe.model.card == "qwen3_8b" and recipe.cluster.device == "npu"  # the DEVICE probe found npu-smi
+    assert recipe.cluster.device == "npu"  # the DEVICE probe found npu-smi
+    facts, _ = model_facts(recipe)  # the model's facts come from its name (grpolab.recipe.cards), no card is written
+    assert recipe.model.card is None and facts is not None and facts.num_layers == 36
     assert same_launch(recorded, recipe) == {}
     launch = render(recipe, "/RUN")
     assert recorded.env == {k: v for k, v in launch.env.items() if k in recorded.env}

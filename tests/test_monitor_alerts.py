@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpolab.monitor import RULES, alerts, load, load_thresholds, synthetic
+from grpolab.monitor import ALERT_RULES, alerts, load, load_thresholds, synthetic
 from grpolab.monitor.alerts import ADVICE, group
 from grpolab.monitor.thresholds import default_path, from_recipe
 
@@ -39,7 +39,7 @@ def test_tinys_noise_would_cry_wolf_with_cluster_thresholds():
     assert alerts(load(RECORDED[0]), load_thresholds())
 
 
-@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("rule", ALERT_RULES)
 @pytest.mark.parametrize("at", [25, 41])
 def test_planted_pathology_is_reported_once_at_its_step(tmp_path, rule, at):
     records = synthetic.plant(synthetic.healthy(80, seed=3), rule, at)
@@ -53,7 +53,7 @@ def test_planted_pathology_is_reported_once_at_its_step(tmp_path, rule, at):
     json.dumps(alert.to_dict(), allow_nan=False)  # NaN/inf values are reported as strings, valid JSON
 
 
-@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("rule", ALERT_RULES)
 def test_planted_pathology_in_a_real_tiny_run(tmp_path, rule):
     records = synthetic.plant(_records(RECORDED[0]), rule, 700)
     tiny = from_recipe("tiny")
@@ -66,9 +66,9 @@ def test_planted_pathology_in_a_real_tiny_run(tmp_path, rule):
 
 
 def test_every_rule_has_a_plant_advice_and_a_threshold_block():
-    assert set(RULES) == set(synthetic.PLANTS) == set(ADVICE)
+    assert set(ALERT_RULES) == set(synthetic.PLANTS) == set(ADVICE)
     text = default_path().read_text()
-    for rule in RULES:
+    for rule in ALERT_RULES:
         assert f"\n    {rule.replace('-', '_')}:" in text and f"# {rule}:" in text
 
 
@@ -239,7 +239,7 @@ def test_real_metrics_file(path, tmp_path):
     assert view.bad_lines == 0, view.problems[:3]
     steps = set(view.steps)
     for alert in alerts(view):
-        assert alert.step in steps and alert.rule in RULES
+        assert alert.step in steps and alert.rule in ALERT_RULES
 
 
 def test_verl_writes_nan_as_null_and_the_nan_alert_fires(tmp_path):

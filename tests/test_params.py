@@ -49,8 +49,25 @@ def test_every_params_file_loads_and_validates(rel, tmp_path):
         data = yaml.safe_load(path.read_text())
         assert list(data) == ["local"] and path.stem == "trl"
         Local.model_validate(data["local"])
+    elif rel == "attention_backends.yaml":
+        from grpolab.rules.backends import table_faults
+
+        assert not table_faults()
+    elif rel == "model_configs.yaml":  # the family table: every entry is a source-cited config.json that makes a card
+        from grpolab.recipe.cards import table, table_card
+
+        for name, row in table().items():
+            assert row["source"] and isinstance(row["config"], dict), name
+            card = table_card(name)
+            assert card.num_heads % card.num_kv_heads == 0 and card.params_b > 0, name
+    elif rel == "baselines.yaml":  # published runs the cost model is held to (tests/test_cost.py predicts them)
+        from grpolab.plan.baselines import baselines
+
+        assert all(
+            load_card(b.model) and (params_dir() / "hardware" / f"{b.hardware}.yaml").is_file() for b in baselines()
+        )
     elif rel == "stack_rules.yaml":
-        from grpolab.rules.field_rules import table_faults
+        from grpolab.rules.pins import table_faults
 
         assert not table_faults()
     else:

@@ -1,7 +1,9 @@
 """`grpolab plan`: the upstream scripts' layouts are among the valid ones it lists, what it lists passes
 `grpolab check`, impossible asks name the smallest cluster that fits, `--write` writes a recipe that checks
-clean (and never overwrites), the cheap pruning agrees with the rules, and layout errors in `grpolab check`
-propose whole valid layouts that do pass."""
+clean (never overwrites, never writes a secret, validates what it writes), the cheap pruning and the verdict
+agree with the rules, layout errors in `grpolab check` propose whole valid layouts that do pass, `--json`
+carries the recipe's own layout, and rows that differ only in the pipeline layout are one row that says what
+the layout means. The cost model itself: tests/test_cost.py."""
 
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from grpolab.plan import planner
+from grpolab.plan import io, search
 from grpolab.problems import errors
+from grpolab.recipe.layout import with_layout
 from grpolab.rules.gate import check
 from grpolab.rules.validate import validate
 
@@ -103,9 +106,11 @@ def test_an_impossible_ask_exits_1_with_the_smallest_cluster_that_fits():
     assert code == 1 and doc["layouts"] == [] and smallest and smallest > 1
     assert f"--nodes {smallest}" in proc.stdout
     # it is the smallest: one node fewer has no fitting layout, the named size has one
-    fewer = planner.plan(planner.load("glm5_2", smallest - 1))
+    fewer = search.plan(io.load("glm5_2", smallest - 1))
     assert not (any(t.fits for t in fewer.train) and any(r.fits for r in fewer.rollout))
-    assert planner.choices(planner.plan(planner.load("glm5_2", smallest)), 1)
+    assert search.choices(search.plan(io.load("glm5_2", smallest)), 1)
+    # nothing fits: no table is drawn, not even its header
+    assert "train layout" not in proc.stdout and "est. step s" not in proc.stdout
 
 
 def test_plan_for_a_bare_model_card_and_another_hardware():
@@ -121,6 +126,7 @@ def test_plan_for_a_bare_model_card_and_another_hardware():
         ["glm5_2", "--hardware", "tpu-v9"],
         ["glm5_2", "--nodes", "0"],
         ["glm5_2", "--set", "train.tpp=2"],
+        ["qwen3_8b", "--nodes", str(10**14)],  # beyond the one divisor helper's guard: no layouts to enumerate
     ],
 )
 def test_bad_input_exits_2_or_names_the_key(args):
@@ -129,6 +135,20 @@ def test_bad_input_exits_2_or_names_the_key(args):
         assert proc.returncode == 1 and "train.tp" in proc.stdout
     else:
         assert proc.returncode == 2 and proc.stderr.startswith("grpolab plan:"), proc.stderr
+    if str(10**14) in args:  # says so, naming the key, rather than "no layout fits" or an internal error
+        assert "cluster.nnodes" in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_without_a_model_card_plan_says_how_to_add_one():
+    """A recipe whose model nobody has a card for: `grpolab plan` cannot screen or price a layout, and says what
+    `grpolab check` says (the card is missing, how to add one), as an error no layout fixes: exit 1."""
+    no_card = ["model.path=acme-research/Nocard-14B-Instruct", "model.card=null"]
+    proc = grpolab("plan", "qwen3_8b", *[a for o in no_card for a in ("--set", o)])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "[model-card] model.card" in proc.stdout and "grpolab card MODEL_DIR_OR_NAME" in proc.stdout
+    assert "no layout fits" not in proc.stdout
+    [error] = search.plan(io.load("qwen3_8b", None, None, no_card)).recipe_errors
+    assert (error.rule, error.severity, error.key) == ("model-card", "error", "model.card")
 
 
 def test_write_makes_a_recipe_that_checks_clean_and_never_overwrites(tmp_path):
@@ -149,16 +169,16 @@ def test_write_makes_a_recipe_that_checks_clean_and_never_overwrites(tmp_path):
 
 def test_cheap_pruning_agrees_with_the_rules():
     """Layouts skipped before the rules run (world not divisible) are rejected by those very rules."""
-    recipe = planner.load("glm5_2", 3)  # 48 devices: many layouts do not divide
-    facts = planner.model_facts(recipe)[0]
+    recipe = io.load("glm5_2", 3)  # 48 devices: many layouts do not divide
+    facts = search.model_facts(recipe)[0]
     skipped = [
         c
-        for c in planner.train_space(recipe, facts)
+        for c in search.train_space(recipe, facts)
         if recipe.world_size % (c.tp * c.pp * c.cp) or recipe.world_size % (c.ep * c.etp * c.pp)
     ]
     assert skipped
     for cand in skipped[:: max(len(skipped) // 25, 1)]:
-        rules = {p.rule for p in validate(planner.apply(recipe, train=cand)) if p.severity == "error"}
+        rules = {p.rule for p in validate(with_layout(recipe, train=cand)) if p.severity == "error"}
         want = "world-divisible" if recipe.world_size % (cand.tp * cand.pp * cand.cp) else "expert-divisible"
         assert want in rules, (cand, rules)
 
@@ -191,11 +211,121 @@ def test_the_cost_model_constants_come_from_the_hardware_profile():
     assert fast_hbm["layouts"][0]["est_step_s"]["rollout"] < base["layouts"][0]["est_step_s"]["rollout"]
     sets = [a for o in base["layouts"][0]["overrides"] for a in ("--set", o)]
     _, slow = plan_json("glm5_2", "--top", "1", *sets, "--set", "cluster.inter_node_gbps=1")
-    own_slow = planner.own_choice(
-        planner.plan(
-            planner.load("glm5_2", None, None, [*base["layouts"][0]["overrides"], "cluster.inter_node_gbps=1"])
-        )
+    own_slow = search.own_choice(
+        search.plan(io.load("glm5_2", None, None, [*base["layouts"][0]["overrides"], "cluster.inter_node_gbps=1"]))
     )
-    own_base = planner.own_choice(planner.plan(planner.load("glm5_2", None, None, base["layouts"][0]["overrides"])))
+    own_base = search.own_choice(search.plan(io.load("glm5_2", None, None, base["layouts"][0]["overrides"])))
     assert own_slow.train.cost["total"] > own_base.train.cost["total"]
     assert slow["rejected"] == plan_json("glm5_2", "--top", "1", *sets)[1]["rejected"]
+
+
+def test_write_keeps_secrets_out_and_writes_what_the_loader_typed(tmp_path):
+    """`--set env.HF_TOKEN=...` is written as a reference Ray expands where the job runs, never the value;
+    `trainer.experiment=2024` stays the string the schema asks for; an unparseable value never crashes."""
+    import os
+
+    import yaml
+
+    params = tmp_path / "params"
+    shutil.copytree(ROOT / "params", params)
+    env = {**os.environ, "GRPOLAB_PARAMS": str(params)}
+    secret = "hf_notreal_7c9e4d2b1a"
+    sets = ["--set", f"env.HF_TOKEN={secret}", "--set", "trainer.experiment=2024"]
+    proc = grpolab("plan", "qwen3_30b_a3b", "--top", "1", *sets, "--write", "q30_secret", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = (params / "recipes" / "q30_secret.yaml").read_text()
+    assert secret not in text and secret not in proc.stdout + proc.stderr
+    data = yaml.safe_load(text)
+    assert data["env"]["HF_TOKEN"] == "${HF_TOKEN}" and "a reference, not the value" in text
+    assert data["trainer"]["experiment"] == "2024"
+    check = grpolab("check", "q30_secret", "--no-verl", env=env)
+    assert check.returncode == 0, check.stdout + check.stderr
+    unclosed = grpolab(
+        "plan", "qwen3_30b_a3b", "--top", "1", "--set", "trainer.experiment=[unclosed", "--write", "q30_x", env=env
+    )
+    assert "internal error" not in unclosed.stderr and "Traceback" not in unclosed.stderr
+    written = params / "recipes" / "q30_x.yaml"
+    if unclosed.returncode == 0:  # the loader typed it as the string it is: check accepts what was written
+        assert yaml.safe_load(written.read_text())["trainer"]["experiment"] == "[unclosed"
+        assert grpolab("check", "q30_x", "--no-verl", env=env).returncode == 0
+    else:  # refused cleanly: nothing written
+        assert unclosed.returncode in (1, 2) and not written.exists()
+    assert not [p for p in (params / "recipes").iterdir() if p.name.startswith(".")]  # no temporary file left
+
+
+def test_json_has_the_recipe_own_layout_in_the_shape_of_a_layout_entry(glm_all):
+    _, doc = glm_all
+    own = doc["own"]
+    assert set(own) == set(doc["layouts"][0])
+    assert own["recipe_layout"] is True and own["passes_rules"] is True
+    assert own["train"]["tp"] == 8 and own["train"]["pp_layout"] == GLM_LAYOUT
+    assert own["rollout"] == {"tp": 8, "dp": 8, "ep": 64}
+    est = own["est_step_s"]
+    assert est["kind"] == "estimate" and abs(est["rollout"] + est["train"] - est["total"]) <= 0.2
+    assert set(est["phases"]) == {"rollout", "old_log_prob", "reference", "update", "weight_sync"}
+    for side in ("rollout", "train"):  # every figure keeps its parts, and they add up
+        parts = est["parts"][side]
+        phases = [v for v in parts.values() if isinstance(v, dict)]
+        assert phases and abs(sum(v["total"] for v in phases) - parts["total"]) < 0.1
+        for phase in phases:
+            assert abs(sum(v for k, v in phase.items() if k != "total") - phase["total"]) < 0.1
+    assert doc["workload"]["sequences"] == 64 * 8 and doc["workload"]["prompts"] == 64
+
+
+def test_mean_response_lowers_the_estimate_and_can_come_from_a_run():
+    _, full = plan_json("qwen3_30b_a3b", "--top", "1")
+    _, short = plan_json("qwen3_30b_a3b", "--top", "1", "--mean-response", "2000")
+    assert short["workload"]["response_mean"] == 2000 and full["workload"]["response_mean"] == 8192
+    assert short["own"]["est_step_s"]["total"] < full["own"]["est_step_s"]["total"]
+    metrics = ROOT / "tests" / "data" / "monitor" / "tiny_seed1.jsonl"  # a real run's response_length/mean
+    _, from_run = plan_json("qwen3_30b_a3b", "--top", "1", "--mean-response", str(metrics))
+    assert 1 <= from_run["workload"]["response_mean"] <= 5
+    bad = grpolab("plan", "qwen3_30b_a3b", "--mean-response", "no_such_run")
+    assert bad.returncode == 2 and "--mean-response" in bad.stderr
+
+
+def test_rows_that_differ_only_in_the_pipeline_layout_are_one_row_saying_what_it_means():
+    from grpolab.plan import table
+
+    p = search.plan(io.load("glm5_2"))
+    groups: dict = {}
+    for s in p.train:
+        if s.layout.pp == 8 and s.layout.vpp == 1:
+            groups.setdefault(s.layout.parallel()[:6] + (s.layout.sp,), []).append(s)
+    pair = next(v for v in groups.values() if len({s.layout.pp_layout for s in v}) == 2)
+    listed = [search.Choice(s, p.rollout[0]) for s in pair]
+    rows, letters = table.rows(listed)
+    assert len(rows) == 1 and rows[0].rank_text() == "1-2" and rows[0].train_text().endswith("[A|B]")
+    legend = "\n".join(table.legend(letters))
+    assert (
+        f"train.pp_layout {GLM_LAYOUT}: 8 pipeline stages of 10, 12, 8, 8, 12, 12, 12, 4 transformer layers" in legend
+    )
+    assert "the embedding on stage 1; the loss on stage 8" in legend
+    text = grpolab("plan", "glm5_2", "--top", "10").stdout
+    for letter in {m for m in __import__("re").findall(r"\[([A-Z])\]", text)}:
+        assert f"[{letter}] train.pp_layout " in text and "pipeline stages of" in text
+
+
+def test_the_verdict_with_the_card_read_once_agrees_with_every_rule(monkeypatch):
+    """Listed layouts are confirmed without reading the model card again, and that verdict says what the full
+    check says about every layout key, on valid and broken layouts alike."""
+    from grpolab.recipe import cards
+
+    recipe = io.load("glm5_2")
+    p = search.plan(recipe)
+    reads = []
+    real = cards.load_card
+    monkeypatch.setattr(cards, "load_card", lambda *a, **k: reads.append(a) or real(*a, **k))
+    listed = search.choices(p, None)
+    assert len(listed) > 100 and reads == []
+    trains = list(search.train_space(recipe, p.facts))[::97]
+    rollouts = list(search.rollout_space(recipe))[::7]
+    cases = [(c.train.layout, c.rollout.layout) for c in listed[::40]] + list(zip(trains, rollouts * 50))
+    broken = 0
+    for t, r in cases:
+        whole = with_layout(recipe, t, r)
+        mine = {q.rule for q in search.verdict(whole, p.facts) if q.severity == "error" and search.depends_on_layout(q)}
+        full = {q.rule for q in validate(whole) if q.severity == "error" and search.depends_on_layout(q)}
+        assert mine == full, (t, r)
+        broken += bool(full)
+    assert broken > 5

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from grpolab.problems import RULES
+from grpolab.problems import RULE_IDS
 from grpolab.rules.gate import check
 
 # a Gated DeltaNet model given by its config.json only (no card): the rules read its facts from the file
 QWEN3_NEXT = str(Path(__file__).parent / "data" / "models" / "qwen3_next_80b_a3b")
+# a model nobody has a card for, and no config.json on this machine
+NO_CARD = ["model.path=acme-research/Nocard-14B-Instruct", "model.card=null"]
 
 CASES = {
     "world-divisible": [("glm5_2", ["train.cp=3", "model.use_remove_padding=true"]), ("qwen3_30b_a3b", ["train.cp=3"])],
@@ -104,12 +106,13 @@ CASES = {
         ("qwen3_8b", ["verl_overrides.trainer.nnodes=2"]),
     ],
     "stack": [("glm5_2", ["stack.verl=0.8.0"]), ("qwen3_8b", ["stack.vllm=0.23.0@xyz"])],
+    "model-card": [("qwen3_8b", NO_CARD), ("glm5_2", NO_CARD)],
     "schema": [
         ("glm5_2", ["rollout.gpu_memory_utilization=1.5"]),
         ("tiny", ["rollout.nn=4"]),
         ("qwen3_30b_a3b", ["train.tp=two"]),
     ],
-    # learned from real failures (grpolab.rules.field_rules; more cases and known-good layouts: tests/test_field_rules.py)
+    # learned from real failures (LEARNED_CHECKS in grpolab.rules.validate; more cases and known-good layouts: tests/test_field_rules.py)
     "rollout-node": [
         ("glm5_2", ["rollout.tp=32", "rollout.dp=2"]),
         ("qwen3_8b", ["cluster.nnodes=4", "rollout.tp=16", "rollout.dp=2"]),
@@ -141,6 +144,7 @@ CASES = {
                 "train.sp=true",
                 "train.cp=2",
                 "stack.megatron-core=core_r0.16.0",
+                "rollout.tp=8",  # an 80B model's rollout weights fit 8 devices (4 need 40 GB each: memory)
             ],
         ),
     ],
@@ -174,7 +178,7 @@ PARAMS = [
 
 
 def test_every_rule_has_cases_on_two_models():
-    assert set(CASES) == set(RULES)
+    assert set(CASES) == set(RULE_IDS)
     for rule, cases in CASES.items():
         assert len({name for name, _ in cases}) >= 2 or rule == "rollout-heads", rule
 
@@ -264,3 +268,82 @@ def test_validation_imports_no_heavy_package():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_model_without_a_card_is_checked_without_it(cli, _isolated_runs):
+    """`grpolab check` of a model nobody has a card for exits 0 with ONE warning naming the checks it skipped and
+    how to add a card; the rules that need no card still run."""
+    from grpolab.rules.registry import card_rules
+
+    proc = cli("check", "qwen3_8b", *[a for o in NO_CARD for a in ("--set", o)], "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    problems = json.loads(proc.stdout)
+    [warning] = [p for p in problems if p["rule"] == "model-card"]
+    assert warning["severity"] == "warning" and "acme-research/Nocard-14B-Instruct" in warning["message"]
+    assert all(rule in warning["message"] for rule in card_rules("all") + card_rules("part"))
+    assert "grpolab card MODEL_DIR_OR_NAME" in warning["fix"] and "model.card" in warning["fix"]
+    assert not [p for p in problems if p["severity"] == "error"]
+    # a card-free rule still refuses what it refuses; a rule that needs the card says nothing
+    _, found = check("qwen3_30b_a3b", NO_CARD + ["train.cp=3", "train.tp=3"], verl=False)
+    assert {p.rule for p in found if p.severity == "error"} == {"world-divisible"}
+    assert [p.rule for p in found].count("model-card") == 1
+    # with a card (or a config.json) there is no such warning
+    assert not [p for p in check("qwen3_8b", verl=False)[1] if p.rule == "model-card"]
+
+
+def test_the_shared_maths_is_guarded_against_huge_inputs():
+    """A typo of 10**24 must not hang `grpolab check` (the old copies looped up to 4 x the batch)."""
+    import time
+
+    from grpolab.rules import maths
+
+    assert maths.divisors(12) == (1, 2, 3, 4, 6, 12) and maths.divisors(10**26) == () and maths.divisors(0) == ()
+    assert maths.nearest(6, maths.divisors(64)) == [2, 4, 8]  # 4 and 8 are 2 away, then 2 (4 away)
+    assert maths.listed([]) == "none" and maths.listed([4, 8]) == "4, 8"
+    start = time.perf_counter()
+    _, problems = check(
+        "qwen3_8b",
+        [
+            "data.train_batch_size=800000000000000000000000",
+            "algorithm.ppo_mini_batch_size=8",
+            "verl_overrides.actor_rollout_ref.rollout.agent.num_workers=7",
+        ],
+        verl=False,
+    )
+    assert time.perf_counter() - start < 5
+    [chunk] = [p for p in problems if p.rule == "dispatch-chunk"]
+    assert "800000000000000000000016" in chunk.fix  # x 5 splits over 7 workers and the 8 dp groups
+
+
+def test_registry_answers_what_the_planner_asks():
+    """plan/planner.py's `_side` and `is_layout` (as of issue 20) derive from the registry: the registry's helpers
+    give the same answers on every problem the test cases raise (the planner switches to them; see the report)."""
+    from grpolab.recipe.cards import model_facts
+    from grpolab.rules import registry
+    from grpolab.rules.validate import LAYOUT_FIX_RULES, layout_problems
+
+    layout_keys = {f"train.{k}" for k in ("tp", "pp", "cp", "ep", "etp", "vpp", "pp_layout", "sp", "ulysses_sp")}
+    layout_keys |= {"train.param_offload", "train.optimizer_offload", "rollout.tp", "rollout.dp", "rollout.ep"}
+
+    def planner_side(p):  # the planner's own rule, written out
+        rollout = ("rollout-world", "rollout-ep", "rollout-heads", "memory")
+        return "rollout" if p.key.startswith("rollout.") and p.rule in rollout else "train"
+
+    seen = 0
+    for cases in CASES.values():
+        for name, overrides in cases:
+            recipe, problems = check(name, overrides, verl=False)
+            if recipe is None:
+                continue
+            # the planner asks the side of the problems it screens layouts with, and of check's layout errors
+            sided = layout_problems(recipe, model_facts(recipe)[0]) + [
+                p for p in problems if p.rule in LAYOUT_FIX_RULES
+            ]
+            for p in sided:
+                assert registry.problem_side(p.rule, p.key) == planner_side(p), p
+                seen += 1
+            for p in problems:
+                planner_layout = p.rule in ("memory", "batch-divisible") or p.key in layout_keys
+                assert (registry.layout_bound(p.rule) or p.key in layout_keys) == planner_layout, p
+    assert seen > 20
+    assert set(LAYOUT_FIX_RULES) == {r.id for r in registry.RULES if r.layout}

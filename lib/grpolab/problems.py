@@ -1,7 +1,7 @@
 """Problems found in a recipe, and the two errors the loader raises.
 
-A Problem is what every check reports: a stable rule id, the dotted key, the bad value, what is wrong and how
-to fix it. Checks collect every problem instead of stopping at the first one.
+A Problem is what every check reports: a stable rule id (one of grpolab.rules.registry's), the dotted key, the bad
+value, what is wrong and how to fix it. Checks collect every problem instead of stopping at the first one.
 """
 
 from __future__ import annotations
@@ -10,51 +10,9 @@ import difflib
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
-Severity = Literal["error", "warning"]
-
-# the rules about the parallel layout: their errors the planner can fix with the nearest whole valid layouts
-LAYOUT_RULES = (
-    "world-divisible",
-    "expert-divisible",
-    "heads-tp",
-    "kv-heads-tp",
-    "experts-ep",
-    "pp-layers",
-    "pp-layout",
-    "rollout-world",
-    "rollout-ep",
-    "rollout-heads",
-)
-RULES = (
-    "schema",
-    *LAYOUT_RULES,
-    "batch-divisible",
-    "mini-batch",
-    "lengths",
-    "env-required",
-    "stack",
-    "engine-support",
-    "verl-schema",
-    "unknown-override",
-    "memory",
-    # learned from real failures (grpolab.rules.field_rules, params/stack_rules.yaml)
-    "rollout-node",
-    "dispatch-chunk",
-    "vpp-microbatches",
-    "dynamic-batch",
-    "seq-padding",
-    "linear-attention",
-    "weight-bucket",
-    "router-replay",
-    "rollout-backend",
-    "deprecated-key",
-    "startup-timeout",
-    "known-bad",
-)
-
-RULES += ("override-shadows",)  # a verl_overrides key replacing what a first-class field renders (grpolab.rules.gate)
+from grpolab.rules.registry import RULE_IDS, Severity
 
 
 @dataclass(frozen=True)
@@ -67,8 +25,8 @@ class Problem:
     fix: str
 
     def __post_init__(self) -> None:
-        if self.rule not in RULES:  # a typo here would break every consumer that filters by rule id
-            raise ValueError(f"unknown rule id {self.rule!r}")
+        if self.rule not in RULE_IDS:  # a typo here would break every consumer that filters by rule id
+            raise ValueError(f"unknown rule id {self.rule!r} (rule ids are declared in grpolab.rules.registry)")
 
     def to_dict(self) -> dict:
         return asdict(self)

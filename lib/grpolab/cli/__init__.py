@@ -36,6 +36,7 @@ VERBS = {
     "head": "head",
     "import": "import_",
     "plan": "plan",
+    "card": "card",
 }
 
 

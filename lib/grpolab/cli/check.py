@@ -26,7 +26,7 @@ def main(args) -> int:
     except InputError as exc:
         raise UsageError(str(exc)) from None
     if recipe is not None:
-        from grpolab.plan.planner import with_layout_fixes  # a layout error's fix names the nearest whole valid layouts
+        from grpolab.plan.hints import with_layout_fixes  # a layout error's fix names the nearest whole valid layouts
 
         problems = with_layout_fixes(recipe, problems)
     name = recipe.name if recipe else args.recipe

@@ -1,14 +1,17 @@
-"""`grpolab plan MODEL|RECIPE [--nodes N] [--hardware P] [--set k=v ...] [--top K | --all] [--write NAME] [--json]`.
+"""`grpolab plan MODEL|RECIPE [--nodes N] [--hardware P] [--set k=v ...] [--mean-response TOKENS|RUN]
+[--top K | --all] [--write NAME] [--json]`.
 
 Every parallel layout of the model on the cluster that passes every rule, ranked by an ESTIMATED step time
-(grpolab.plan.planner's cost model, constants in params/hardware/). Exit 0 with at least one valid layout, 1 when
-none fits (it names the smallest cluster that does) or the recipe has errors no layout fixes, 2 for bad input.
+(the cost model of grpolab.recipe.cost and grpolab.recipe.memory, constants in params/hardware/), and the
+estimate for the recipe's own layout. Exit 0 with at least one valid layout, 1 when none fits (it names the
+smallest cluster that does) or the recipe has errors no layout fixes, 2 for bad input.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+import statistics
 import sys
 
 from grpolab.cli import UsageError
@@ -25,6 +28,12 @@ def register(sub) -> None:
     p.add_argument("--nodes", type=int, metavar="N", help="plan for N nodes (cluster.nnodes)")
     p.add_argument("--hardware", metavar="PROFILE", help="a profile in params/hardware/, e.g. ascend-a3")
     add_set_arg(p, "data.max_response_length=16384")
+    p.add_argument(
+        "--mean-response",
+        metavar="TOKENS|RUN",
+        help="the expected mean response length (data.mean_response_length): a number of tokens, or a run whose "
+        "logged response_length/mean (and prompt_length/mean) to take",
+    )
     group = p.add_mutually_exclusive_group()
     group.add_argument("--top", type=int, default=10, metavar="K", help="list the best K layouts (default 10)")
     group.add_argument("--all", action="store_true", help="list every valid layout")
@@ -33,65 +42,108 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
+def mean_lengths(text: str) -> list[str]:
+    """`--mean-response` as overrides: a token count, or the median of a run's logged means."""
+    if text.strip().isdigit():
+        if int(text) < 1:
+            raise UsageError(f"--mean-response must be a positive number of tokens, not {text}")
+        return [f"data.mean_response_length={int(text)}"]
+    from grpolab.jobs.runs import RunNotFound
+    from grpolab.monitor.metrics import load
+
+    try:
+        view = load(text)
+    except (RunNotFound, OSError, ValueError) as exc:
+        raise UsageError(f"--mean-response {text}: neither a number of tokens nor a run ({exc})") from None
+    out = []
+    for metric, key in (
+        ("response_length/mean", "data.mean_response_length"),
+        ("prompt_length/mean", "data.mean_prompt_length"),
+    ):
+        _, values = view.series(metric)
+        values = [v for v in values if v and v > 0]
+        if values:
+            out.append(f"{key}={max(round(statistics.median(values)), 1)}")
+    if not out or not out[0].startswith("data.mean_response_length"):
+        raise UsageError(f"--mean-response {text}: the run logged no response_length/mean")
+    return out
+
+
 def main(args) -> int:
     from grpolab.cli.common import print_problems
-    from grpolab.plan import planner
+    from grpolab.plan import io, search
     from grpolab.problems import InputError, RecipeError
 
     if args.nodes is not None and args.nodes < 1:
         raise UsageError(f"--nodes must be a positive number of nodes, not {args.nodes}")
     if args.top is not None and args.top < 1:
         raise UsageError(f"--top must be at least 1, not {args.top}")
+    overrides = list(args.overrides) + (mean_lengths(args.mean_response) if args.mean_response else [])
     try:
-        recipe = planner.load(args.target, args.nodes, args.hardware, args.overrides)
+        recipe = io.load(args.target, args.nodes, args.hardware, overrides)
     except InputError as exc:
         raise UsageError(str(exc)) from None
     except RecipeError as exc:
         print_problems(exc.problems, as_json=args.json)
         return 1
-    p = planner.plan(recipe)
-    listed = planner.choices(p, None if args.all else args.top)
+    p = search.plan(recipe)
+    listed = search.choices(p, None if args.all else args.top)
+    own = search.own_choice(p)
     if not listed and not p.recipe_errors and p.facts is not None:
-        p.smallest_nodes = planner.smallest_cluster(args.target, args.hardware, args.overrides)
+        p.smallest_nodes = search.smallest_cluster(args.target, args.hardware, overrides)
     written = None
     if args.write and listed:
+        from grpolab.jobs.secrets import is_secret
+
         try:
-            written = planner.write_recipe(args.write, args.target, listed[0], recipe, args.hardware, args.overrides)
+            written = io.write_recipe(
+                args.write,
+                args.target,
+                listed[0].train.layout,
+                listed[0].rollout.layout,
+                recipe,
+                args.hardware,
+                overrides,
+                lambda name: is_secret(name, recipe.secrets),
+            )
         except InputError as exc:
             raise UsageError(str(exc)) from None
     best = listed[0] if listed else None
-    c = recipe.cluster
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "recipe": recipe.name,
-                    "cluster": {
-                        "nnodes": c.nnodes,
-                        "devices_per_node": c.devices_per_node,
-                        "hardware": c.hardware,
-                        "world_size": recipe.world_size,
-                    },
-                    "note": "memory_gb and est_step_s are estimates from a simple cost model (see README: grpolab plan)",
-                    "layouts": [planner.to_dict(ch, best) for ch in listed],
-                    "rejected": dict(sorted(p.rejected.items())),
-                    "candidates": p.candidates,
-                    "valid": {"train": len(p.train), "rollout": len(p.rollout)},
-                    "recipe_errors": [q.to_dict() for q in p.recipe_errors],
-                    "smallest_nodes": p.smallest_nodes,
-                    "written": str(written) if written else None,
-                },
-                indent=2,
-                default=str,
-            )
-        )
+        _json(recipe, p, listed, best, own, written)
     else:
-        _print(recipe, p, listed, best, written)
+        _print(recipe, p, listed, best, own, written)
     return 0 if listed and not p.recipe_errors else 1
 
 
-def _print(recipe, p, listed, best, written) -> None:
-    from grpolab.plan import planner
+def _json(recipe, p, listed, best, own, written) -> None:
+    from grpolab.plan import table
+
+    c = recipe.cluster
+    doc = {
+        "recipe": recipe.name,
+        "cluster": {
+            "nnodes": c.nnodes,
+            "devices_per_node": c.devices_per_node,
+            "hardware": c.hardware,
+            "world_size": recipe.world_size,
+        },
+        "note": "memory_gb and est_step_s are estimates from a simple cost model (see README: grpolab plan)",
+        "workload": p.workload.to_dict() if p.workload else None,
+        "layouts": [table.to_dict(ch, best) for ch in listed],
+        "own": table.to_dict(own, best) if own else None,
+        "rejected": dict(sorted(p.rejected.items())),
+        "candidates": p.candidates,
+        "valid": {"train": len(p.train), "rollout": len(p.rollout)},
+        "recipe_errors": [q.to_dict() for q in p.recipe_errors],
+        "smallest_nodes": p.smallest_nodes,
+        "written": str(written) if written else None,
+    }
+    print(json.dumps(doc, indent=2, default=str))
+
+
+def _print(recipe, p, listed, best, own, written) -> None:
+    from grpolab.plan import search, table
 
     c = recipe.cluster
     print(
@@ -100,36 +152,28 @@ def _print(recipe, p, listed, best, written) -> None:
         f"{len(p.train)} and {len(p.rollout)} pass the rules"
     )
     print("all memory and time figures are ESTIMATES from a simple cost model (README: grpolab plan)")
+    if p.workload and recipe.train.engine != "trl":
+        w = p.workload
+        print(
+            f"workload: {w.prompts} prompts x {w.n} = {w.sequences} sequences, mean prompt {w.prompt_mean:.0f} and "
+            f"response {w.response_mean:.0f} tokens (of {w.prompt_max} and {w.response_max}), {w.updates} optimizer "
+            "step(s)" + ("" if recipe.data.mean_response_length else "; set --mean-response for a real estimate")
+        )
     if recipe.train.engine == "trl":
         print("train.engine trl runs in one process: there is no parallel layout to choose")
+    if own is not None:
+        print(table.own_text(own))
     if listed:
-        letters = {}
-        for ch in listed:
-            if ch.train.layout.pp_layout and ch.train.layout.pp_layout not in letters:
-                letters[ch.train.layout.pp_layout] = chr(ord("A") + len(letters) % 26) + (
-                    str(len(letters) // 26) if len(letters) >= 26 else ""
-                )
-        rows = [
-            (
-                "#",
-                "train layout",
-                "rollout",
-                "est. train GB free",
-                "est. rollout GB free",
-                "est. rollout s",
-                "est. train s",
-                "est. step s",
-                "why",
-            )
+        groups, letters = table.rows(listed)
+        cells = [table.HEADERS] + [
+            (row.rank_text(), row.train_text(), row.members[0].rollout.layout.short(), *row.cells(best))
+            for row in groups
         ]
-        for i, ch in enumerate(listed, 1):
-            mark = f" [{letters[ch.train.layout.pp_layout]}]" if ch.train.layout.pp_layout else ""
-            rows.append((str(i), ch.train.layout.short() + mark, ch.rollout.layout.short(), *planner.figures(ch, best)))
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-        for r in rows:
+        widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]) - 1)]
+        for r in cells:
             print("  ".join(v.ljust(w) for v, w in zip(r, widths)) + "  " + r[-1])
-        for layout, letter in letters.items():
-            print(f"[{letter}] train.pp_layout {layout}")
+        for text in table.legend(letters):
+            print(text)
         print(f"best as overrides: {' '.join('--set ' + shlex.quote(o) for o in best.overrides())}")
     if p.rejected:
         print(
@@ -145,7 +189,7 @@ def _print(recipe, p, listed, best, written) -> None:
             f"--nodes {p.smallest_nodes}"
         )
     elif not listed and not p.recipe_errors:
-        print(f"no layout fits on any cluster of up to {planner.SEARCH_NODES[-1]} nodes of {c.devices_per_node}")
+        print(f"no layout fits on any cluster of up to {search.SEARCH_NODES[-1]} nodes of {c.devices_per_node}")
     if written:
         print(f"wrote {written} (check it: grpolab check {written.stem})")
     sys.stdout.flush()

@@ -87,9 +87,9 @@ def _read_recipe(path: Path) -> Any:
         return load_recipe(str(path))
     except ImportError:
         pass
-    import yaml
+    from grpolab.recipe.yamlio import load_yaml  # the one YAML reader
 
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return load_yaml(path, "run record") or {}
 
 
 def apply_sets(settings: TinySettings, sets: Sequence[str]) -> TinySettings:

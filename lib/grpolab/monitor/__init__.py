@@ -20,7 +20,7 @@ Modules: metrics (incremental reading), alerts, failures, compare, plots, summar
 synthetic (healthy or broken verl-format metrics for tests, benchmarks and demos).
 """
 
-from grpolab.monitor.alerts import RULES, Alert, alerts
+from grpolab.monitor.alerts import ALERT_RULES, Alert, alerts
 from grpolab.monitor.compare import Comparison, FigureResult, compare
 from grpolab.monitor.failures import CAUSES, Failure, classify_failure
 from grpolab.monitor.metrics import KEY_METRICS, MetricsView, load
@@ -36,7 +36,7 @@ __all__ = [
     "FigureResult",
     "KEY_METRICS",
     "MetricsView",
-    "RULES",
+    "ALERT_RULES",
     "RunMonitor",
     "Thresholds",
     "ThresholdsError",

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from grpolab.monitor.metrics import MetricsView, load
 from grpolab.monitor.thresholds import Thresholds, load_thresholds
 
-RULES = ("nan", "reward-flat", "entropy-collapse", "kl-spike", "length-clipped", "grad-spike", "throughput-drop")
+ALERT_RULES = ("nan", "reward-flat", "entropy-collapse", "kl-spike", "length-clipped", "grad-spike", "throughput-drop")
 
 ADVICE = {
     "nan": "The update diverged or the reward returned NaN; later steps train on garbage. Try a lower lr, check "
@@ -53,7 +53,7 @@ ADVICE = {
 
 @dataclass(frozen=True)
 class Alert:
-    rule: str  # one of RULES
+    rule: str  # one of ALERT_RULES
     step: int  # where the episode started
     message: str
     metrics: tuple[str, ...]  # the metric(s) concerned, for marking the right plot panels
@@ -470,7 +470,7 @@ def alerts(metrics, thresholds: Thresholds | str | None = None) -> list[Alert]:
         rule = getattr(thresholds.alerts, field)
         if rule.enabled:
             found += check(view, rule)
-    return sorted(found, key=lambda a: (a.step, RULES.index(a.rule)))
+    return sorted(found, key=lambda a: (a.step, ALERT_RULES.index(a.rule)))
 
 
 def group(found) -> list[dict]:

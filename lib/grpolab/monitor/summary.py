@@ -25,6 +25,7 @@ from grpolab.monitor.alerts import Alert, alerts, group, json_number
 from grpolab.monitor.failures import Failure, classify_failure
 from grpolab.monitor.metrics import CONSOLE_SUFFIXES, KEY_METRICS, MetricsView
 from grpolab.monitor.thresholds import Thresholds, load_thresholds, thresholds_for
+from grpolab.monitor.yardstick import Yardstick, summary_lines
 
 _WIDTH = 110  # text output wraps long messages here; evidence lines are printed as they are
 _LOG_TAIL_BYTES = 2 << 20  # failure causes sit at the end of a log; a big run's log can be gigabytes
@@ -136,6 +137,7 @@ class RunMonitor:
             self.thresholds = thresholds_for(self.run)
         self.alerts: list[Alert] = []
         self.curves = None  # grpolab.monitor.plots.Curves, made on the first drawing update
+        self.yardstick = Yardstick(self.run)  # measured speed against the cost model's estimate
 
     def update(self, refresh: bool = True, png: str | Path | None = None, analyse: bool = True) -> dict:
         """The summary dict; `png`: also draw the curves there (only if something changed since the last draw).
@@ -187,6 +189,7 @@ class RunMonitor:
             "latest": _latest(self.view),
             "alerts": [a.to_dict() for a in self.alerts],
             "alert_groups": group(self.alerts),
+            "yardstick": self.yardstick.measure(self.view),
             "failure": failure.to_dict() if failure else None,
             "wandb": status.get("wandb") or None,
             "curves": curves,
@@ -314,6 +317,7 @@ def format_summary(data: dict) -> str:
                 f"  {m['label'].ljust(width)}  {m['metric'].ljust(metric_width)}  "
                 f"{_value(m['value']):>10}  (step {m['step']})"
             )
+    lines += summary_lines(data.get("yardstick"))
     lines.append("")
     lines += alert_lines(data)
     failure = data.get("failure")

@@ -15,14 +15,12 @@ and `grpolab monitor` show which thresholds applied).
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
-from typing import get_args, get_origin
 
-import yaml
-from pydantic import BaseModel, PrivateAttr, ValidationError
+from pydantic import PrivateAttr, ValidationError
 
 from grpolab.paths import params_dir
+from grpolab.problems import InputError
 from grpolab.recipe.monitor_schema import (  # noqa: F401  (re-exported: the monitor's callers import them from here)
     AlertRules,
     EntropyCollapseRule,
@@ -35,6 +33,8 @@ from grpolab.recipe.monitor_schema import (  # noqa: F401  (re-exported: the mon
     SpikeRule,
     ThroughputDropRule,
 )
+from grpolab.recipe.schema_errors import translate
+from grpolab.recipe.yamlio import load_yaml
 
 SECTION = "monitor"
 
@@ -70,47 +70,6 @@ class Thresholds(Monitor):
         return lines
 
 
-def _valid_keys(model: type[BaseModel]) -> list[str]:
-    return list(model.model_fields)
-
-
-def _model_at(loc: tuple) -> type[BaseModel] | None:
-    """The pydantic model that owns the key at `loc` (for suggesting the closest valid key)."""
-    model: type[BaseModel] = Monitor
-    parts, i = loc[:-1], 0
-    while i < len(parts):
-        field = model.model_fields.get(parts[i])
-        if field is None:
-            return None
-        annotation = field.annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            model, i = annotation, i + 1
-        elif get_origin(annotation) is dict:
-            model, i = get_args(annotation)[1], i + 2  # regression.figures.<name>: land on the value's model
-        else:
-            return None
-    return model
-
-
-def _explain(error: dict, path: Path, prefix: str) -> str:
-    loc = tuple(str(p) for p in error["loc"])
-    key = prefix + (".".join(loc) or "(top level)")
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        model = _model_at(loc)
-        valid = _valid_keys(model) if model else []
-        close = difflib.get_close_matches(loc[-1], valid, n=1)
-        fix = f"did you mean '{close[0]}'?" if close else f"valid keys here: {', '.join(valid)}"
-        return f"{path}: unknown key '{key}': {fix}"
-    if kind == "missing":
-        return (
-            f"{path}: missing key '{key}': add it (a thresholds file sets every key; a recipe inherits "
-            f"the rest from params/base.yaml)"
-        )
-    value = error.get("input")
-    return f"{path}: key '{key}' = {value!r}: {error['msg']}; fix the value in the file"
-
-
 def _validate(data, path: Path, prefix: str) -> Thresholds:
     if not isinstance(data, dict):
         raise ThresholdsError(
@@ -119,28 +78,25 @@ def _validate(data, path: Path, prefix: str) -> Thresholds:
         )
     try:
         thresholds = Thresholds.model_validate(data)
-    except ValidationError as exc:
-        raise ThresholdsError("\n".join(_explain(err, path, prefix) for err in exc.errors())) from None
+    except ValidationError as exc:  # the recipe layer's one translator; one line per problem, key and fix named
+        problems = translate(exc, Monitor, lambda _key: str(path), prefix)
+        lines = [f"{p.message}{'' if p.value is None else f' (= {p.value!r})'}; {p.fix}" for p in problems]
+        raise ThresholdsError("\n".join(lines)) from None
     thresholds._source = f"{path} ({SECTION}:)" if prefix else str(path)
     return thresholds
 
 
 def _read(path: Path):
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
+    """The file's YAML through the recipe layer's one reader (bounded, special files refused, strict YAML)."""
+    if not path.exists():
         raise ThresholdsError(
             f"{path}: no such thresholds file; pass an existing YAML file (a recipe, or a "
             f"`{SECTION}:` section like the one in {default_path()})"
-        ) from None
-    except OSError as exc:
-        raise ThresholdsError(f"{path}: cannot read the thresholds file: {exc.strerror or exc}") from None
+        )
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
-        raise ThresholdsError(f"{path}: not valid YAML{at}: {getattr(exc, 'problem', exc)}; fix the syntax") from None
+        return load_yaml(path, "thresholds")
+    except InputError as exc:
+        raise ThresholdsError(str(exc)) from None
 
 
 def load_thresholds(path: str | Path | None = None) -> Thresholds:
@@ -161,7 +117,7 @@ def load_thresholds(path: str | Path | None = None) -> Thresholds:
 
 def from_recipe(ref) -> Thresholds:
     """The thresholds of a recipe (a name under params/recipes or a path), its layers merged."""
-    from grpolab.problems import InputError, RecipeError
+    from grpolab.problems import RecipeError
     from grpolab.recipe.loader import load_recipe
 
     try:
@@ -180,8 +136,8 @@ def thresholds_for(run) -> Thresholds:
     recipe_file = getattr(run, "path", None) and Path(run.path) / "recipe.yaml"
     if recipe_file and recipe_file.is_file():
         try:
-            data = yaml.safe_load(recipe_file.read_text())
-        except (OSError, yaml.YAMLError):
+            data = load_yaml(recipe_file, "run record")
+        except InputError:
             data = None
         if isinstance(data, dict) and isinstance(data.get(SECTION), dict):
             return _validate(data[SECTION], recipe_file, f"{SECTION}.")

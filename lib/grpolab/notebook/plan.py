@@ -23,62 +23,62 @@ from grpolab.problems import InputError, RecipeError
 
 
 def plan_layouts(model: str, nodes: int | None = None, hardware: str | None = None, overrides: Iterable[str] = ()):
-    """grpolab.plan.planner's plan for a recipe or a model card on `nodes` nodes of `hardware`; bad input stops."""
-    from grpolab.plan import planner
+    """grpolab.plan's plan for a recipe or a model card on `nodes` nodes of `hardware`; bad input stops."""
+    from grpolab.plan import io, search
 
     if nodes is not None and nodes < 1:
         raise NotebookStop(f"nodes must be a positive number of nodes, got {nodes}")
     try:
-        recipe = planner.load(model, nodes, hardware, list(overrides))
+        recipe = io.load(model, nodes, hardware, list(overrides))
     except InputError as exc:
         raise NotebookStop(str(exc)) from None
     except RecipeError as exc:
         raise NotebookStop(problems_text(exc.problems)) from None
-    p = planner.plan(recipe)
+    p = search.plan(recipe)
     p.inputs = (model, hardware, list(overrides))
     return p
 
 
 def show_plan(plan, top: int = 10) -> list:
-    """The ranked layouts as a table (every figure an estimate) and the rejected counts; returns them."""
-    from grpolab.plan import planner
+    """The ranked layouts as a table (every figure an estimate; layouts that differ only in their pipeline layout
+    share a row, and a legend says what each layout string means), the recipe's own layout and the rejected
+    counts; returns the layouts listed. With no valid layout: a sentence, no empty table."""
+    from grpolab.plan import search, table
 
     if top < 1:
         raise NotebookStop(f"top must be at least 1, got {top}")
-    listed = planner.choices(plan, top)
+    listed = search.choices(plan, top)
     best = listed[0] if listed else None
     c, recipe = plan.recipe.cluster, plan.recipe
     head = (
         f"{recipe.name} on {c.nnodes} x {c.devices_per_node} {c.hardware}: {len(plan.train)} training and "
         f"{len(plan.rollout)} rollout layouts pass every rule; memory and times are ESTIMATES"
     )
-    headers = [
-        "#",
-        "train",
-        "pp_layout",
-        "rollout",
-        "train GB free (est.)",
-        "rollout GB free (est.)",
-        "rollout s (est.)",
-        "train s (est.)",
-        "step s (est.)",
-        "why",
-    ]
-    rows = [
-        [
-            str(i),
-            ch.train.layout.short(),
-            ch.train.layout.pp_layout or "even",
-            ch.rollout.layout.short(),
-            *planner.figures(ch, best),
-        ]
-        for i, ch in enumerate(listed, 1)
-    ]
     rejected = ", ".join(f"{rule} {n}" for rule, n in sorted(plan.rejected.items(), key=lambda kv: -kv[1]))
-    foot = f"rejected by rule: {rejected or 'none'}"
-    table = table_html(headers, rows, [None if ch.fits else ROW_COLOURS["warning"] for ch in listed])
-    plain = "\n".join([head, "  ".join(headers), *("  ".join(r) for r in rows), foot])
-    show_html(f"<b>{html.escape(head)}</b>{table}<p>{html.escape(foot)}</p>", plain)
+    notes = [f"rejected by rule: {rejected or 'none'}"]
+    own = search.own_choice(plan)
+    if own is not None:
+        notes.insert(0, table.own_text(own))
+    if not listed:
+        text = f"{head}\nno layout passes every rule and fits on this cluster"
+        show_html(
+            f"<b>{html.escape(head)}</b><p>no layout passes every rule and fits on this cluster</p>"
+            + "".join(f"<p>{html.escape(n)}</p>" for n in notes),
+            "\n".join([text, *notes]),
+        )
+    else:
+        groups, letters = table.rows(listed)
+        headers = list(table.HEADERS)
+        rows = [
+            [row.rank_text(), row.train_text(), row.members[0].rollout.layout.short(), *row.cells(best)]
+            for row in groups
+        ]
+        notes = table.legend(letters) + notes
+        html_table = table_html(
+            headers, rows, [None if row.members[0].fits else ROW_COLOURS["warning"] for row in groups]
+        )
+        plain = "\n".join([head, "  ".join(headers), *("  ".join(r) for r in rows), *notes])
+        show_html(f"<b>{html.escape(head)}</b>{html_table}" + "".join(f"<p>{html.escape(n)}</p>" for n in notes), plain)
     for q in plan.recipe_errors:
         print(f"recipe error no layout fixes: {q.format()}")
     return listed
@@ -91,9 +91,9 @@ def plot_plan(plan, path: str | Path | None = None) -> Path | None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from grpolab.plan import planner
+    from grpolab.plan import search
 
-    every = planner.choices(plan, None)
+    every = search.choices(plan, None)
     if not every:
         return None
     fig = Figure(figsize=(6.4, 3.8))
@@ -106,8 +106,8 @@ def plot_plan(plan, path: str | Path | None = None) -> Path | None:
     ax.scatter(
         [every[0].total], [every[0].train.memory_gb["total"]], s=80, marker="*", color="#1a9e3a", label="best", zorder=3
     )
-    own = planner.own_choice(plan)
-    if own is not None:
+    own = search.own_choice(plan)
+    if own is not None and own.train.cost is not None:
         ax.scatter(
             [own.total],
             [own.train.memory_gb["total"]],
@@ -151,9 +151,9 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
     import ipywidgets as widgets
     from IPython.display import display
 
-    from grpolab.plan import planner
+    from grpolab.plan import io
 
-    recipe = planner.load(model, None, hardware, list(overrides))
+    recipe = io.load(model, None, hardware, list(overrides))
     nodes = widgets.BoundedIntText(value=recipe.cluster.nnodes, min=1, max=4096, description="nodes")
     prompt = widgets.BoundedIntText(value=recipe.data.max_prompt_length, min=1, max=10_000_000, description="prompt")
     response = widgets.BoundedIntText(
@@ -189,9 +189,9 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
 def plan_verdict(plan, strict: bool = True) -> list[str]:
     """The best layout as overrides (a YAML list for papermill -y); with no valid layout, the smallest cluster
     that fits and a NotebookStop when `strict`."""
-    from grpolab.plan import planner
+    from grpolab.plan import search
 
-    listed = planner.choices(plan, 1)
+    listed = search.choices(plan, 1)
     if listed and not plan.recipe_errors:
         sets = listed[0].overrides()
         print("best layout (an estimate ranked it first), as overrides:\n  overrides: [" + ", ".join(sets) + "]")
@@ -200,11 +200,11 @@ def plan_verdict(plan, strict: bool = True) -> list[str]:
         message = f"{plan.recipe.name} has errors that no layout fixes:\n{problems_text(plan.recipe_errors)}"
     else:
         c = plan.recipe.cluster
-        smallest = planner.smallest_cluster(*plan.inputs) if plan.inputs else None
+        smallest = search.smallest_cluster(*plan.inputs) if plan.inputs else None
         message = f"no layout fits {c.nnodes} x {c.devices_per_node} {c.hardware}; " + (
             f"the smallest cluster that fits is {smallest} nodes (nodes = {smallest})"
             if smallest
-            else f"none fits up to {planner.SEARCH_NODES[-1]} nodes"
+            else f"none fits up to {search.SEARCH_NODES[-1]} nodes"
         )
     if strict:
         raise NotebookStop(message)

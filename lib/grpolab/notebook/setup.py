@@ -90,7 +90,7 @@ def load(model: str, overrides: Iterable[str] = ()):
 def check_recipe(model: str, overrides: Iterable[str] = ()):
     """(recipe, every problem): the schema, every rule, and the launch composed against the installed verl; a
     layout error's fix names the nearest whole valid layouts, as `grpolab check` says it."""
-    from grpolab.plan.planner import with_layout_fixes
+    from grpolab.plan.hints import with_layout_fixes
     from grpolab.rules.gate import gate
 
     recipe = load(model, overrides)  # unknown recipe, bad override, schema: stop here with the reason

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from grpolab.paths import runs_dir
 from grpolab.recipe.schema import Recipe
+from grpolab.rules.env import on_nodes  # the one table of required env
 
 CKPT_BYTES_PER_PARAM = 2 + 12  # bf16 weights + Adam (fp32 master, first and second moments)
 CKPT_FLOOR_BYTES = 100 * 10**6
@@ -21,39 +22,7 @@ NOFILE_MIN = 32768  # docs/facts.md section 4: `ulimit -n 32768` on every NPU no
 
 def required_env(recipe: Recipe) -> list[tuple[str, str, str]]:
     """(variable, severity if missing, why) that every node must provide (node env or recipe env)."""
-    c = recipe.cluster
-    out: list[tuple[str, str, str]] = []
-    if c.device != "npu":
-        return out
-    multi = c.nnodes > 1
-    if multi:
-        out += [
-            (
-                "HCCL_SOCKET_IFNAME",
-                "fail",
-                "HCCL takes the network interface for cross-node traffic from it; unset, multi-node HCCL init fails or "
-                "hangs (verl #3947)",
-            ),
-            (
-                "GLOO_SOCKET_IFNAME",
-                "fail",
-                "torch.distributed's gloo groups take their interface from it; unset, they may bind the wrong NIC",
-            ),
-        ]
-    out += [
-        ("HCCL_CONNECT_TIMEOUT", "warn", "HCCL's default connect timeout (120 s) is short for large models"),
-        ("HCCL_EXEC_TIMEOUT", "warn", "HCCL's default execution timeout is short for long rollouts and checkpoints"),
-    ]
-    if multi:
-        out += [
-            (
-                "HCCL_HOST_SOCKET_PORT_RANGE",
-                "warn",
-                "without a fixed range HCCL picks host ports that firewalls and other jobs may block",
-            ),
-            ("HCCL_NPU_SOCKET_PORT_RANGE", "warn", "without a fixed range HCCL picks NPU NIC ports at random"),
-        ]
-    return out
+    return on_nodes(recipe)
 
 
 def required_packages(recipe: Recipe) -> list[tuple[str, str]]:

@@ -1,19 +1,34 @@
-"""Model facts (layers, heads, KV heads, experts, context) for the validator.
+"""Model facts (layers, heads, KV heads, experts, context, parameter counts) for the rules and the cost model.
 
-Facts come from the model's config.json when `model.path` holds one (Qwen3.5 MoE nests them under
-`text_config`), else from the card in params/models/. When both exist and disagree, that is an error: the
-card would make the validator check the wrong model.
+Where the facts come from, first found wins:
+1. the model's config.json: `model.path` is a local directory holding one, or a hub id (`Qwen/Qwen3-32B`) whose
+   snapshot is in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub); Qwen3.5 nests
+   the text model's values under `text_config`;
+2. the card named by `model.card` (params/models/, or a path to a card file);
+3. the family table params/model_configs.yaml (public config.json values with their sources), matched from the name
+   in `model.path` (`/data/Qwen2.5-Math-7B-Instruct`, `deepseek-ai/DeepSeek-V3`).
+A config.json and a card that disagree are an error (the card would make the rules check the wrong model). Nothing
+found is not an error: `model_facts` returns (None, []) and the rules skip what needs the facts.
+Parameter counts are computed from the architecture (no config.json states them).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from grpolab.paths import params_dir
 from grpolab.problems import InputError, Problem, RecipeError
 from grpolab.recipe.loader import load_card
 from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.yamlio import read_yaml
+
+TABLE = "model_configs.yaml"  # under params/: the family table
+MAX_CONFIG_BYTES = 1 << 20  # a config.json is a few KB; 1 MB stops a runaway or special file
 
 # config.json key(s) -> card field; the first key present wins (architectures name the same fact differently)
 CONFIG_KEYS: dict[str, tuple[str, ...]] = {
@@ -29,6 +44,8 @@ CONFIG_KEYS: dict[str, tuple[str, ...]] = {
     "linear_num_key_heads": ("linear_num_key_heads",),
     "linear_num_value_heads": ("linear_num_value_heads",),
     "full_attention_interval": ("full_attention_interval",),
+    "linear_key_head_dim": ("linear_key_head_dim",),
+    "linear_value_head_dim": ("linear_value_head_dim",),
     "mtp_layers": ("num_nextn_predict_layers", "mtp_num_hidden_layers"),
     "kv_lora_rank": ("kv_lora_rank",),
     "qk_nope_head_dim": ("qk_nope_head_dim",),
@@ -37,44 +54,117 @@ CONFIG_KEYS: dict[str, tuple[str, ...]] = {
     "tie_word_embeddings": ("tie_word_embeddings",),
 }
 COMPARED = ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "num_experts", "vocab_size")
+# name parts that mark a checkpoint of the same architecture and context: Qwen3-8B-Base, Qwen2.5-Math-7B-Instruct,
+# ...-FP8. Dated updates (-2507, -0324) are not dropped: they may change the context (the table lists them by name).
+VARIANT = re.compile(
+    r"[-_.](instruct|base|chat|it|pt|thinking|hf|fp8|bf16|fp16|int4|int8|awq|gptq[\w-]*|gguf|v\d+(\.\d+)*)$",
+    re.IGNORECASE,
+)
 
 
-def config_json(path: str) -> Path | None:
-    if not path:
+# ---------------------------------------------------------------------------------------------- config.json
+
+
+def _merged(config: dict) -> dict:
+    """The config's own keys with the text model's (`text_config`, Qwen3.5 and other VLMs) on top."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    return {**config, **text}
+
+
+def _first(merged: dict, keys: tuple[str, ...]) -> Any:
+    return next((merged[k] for k in keys if merged.get(k) is not None), None)
+
+
+def _full_attention_interval(merged: dict) -> int | None:
+    """Every Nth layer keeps a KV cache (full attention), the rest are linear (Gated DeltaNet): from
+    `full_attention_interval`, or from a regular `layer_types` list."""
+    if merged.get("full_attention_interval"):
+        return merged["full_attention_interval"]
+    types = merged.get("layer_types")
+    if not isinstance(types, list) or "linear_attention" not in types:
         return None
-    candidate = Path(path).expanduser() / "config.json"
-    return candidate if candidate.is_file() else None
+    full = [i + 1 for i, t in enumerate(types) if t == "full_attention"]
+    if full and all(b - a == full[0] for a, b in zip([0, *full], full)):
+        return full[0]
+    return None
+
+
+def param_counts(config: dict) -> tuple[float, float]:
+    """(total, routed-expert) parameters in billions, from the architecture (biases and norms left out).
+
+    Embedding (and the output head unless tied), attention (GQA, MLA with its low-rank projections, or Gated
+    DeltaNet on the linear layers), the dense MLPs of the first dense layers, and per MoE layer the routed experts,
+    the shared experts and the router."""
+    m = _merged(config)
+    hidden, layers = m.get("hidden_size") or 0, _first(m, CONFIG_KEYS["num_layers"]) or 0
+    heads = m.get("num_attention_heads") or 1
+    kv = m.get("num_key_value_heads") or heads
+    hd = m.get("head_dim") or hidden // heads
+    vocab = _first(m, CONFIG_KEYS["vocab_size"]) or 0
+    embed = vocab * hidden * (1 if m.get("tie_word_embeddings") else 2)
+    if m.get("kv_lora_rank"):
+        nope, rope, v = m.get("qk_nope_head_dim") or hd, m.get("qk_rope_head_dim") or 0, m.get("v_head_dim") or hd
+        q_rank = m.get("q_lora_rank")
+        q = hidden * q_rank + q_rank * heads * (nope + rope) if q_rank else hidden * heads * (nope + rope)
+        attn = q + hidden * (m["kv_lora_rank"] + rope) + m["kv_lora_rank"] * heads * (nope + v) + heads * v * hidden
+    else:
+        attn = 2 * hidden * heads * hd + 2 * hidden * kv * hd
+    interval = _full_attention_interval(m)
+    linear_layers = layers - layers // interval if interval else 0
+    kh, vh = m.get("linear_num_key_heads"), m.get("linear_num_value_heads")
+    if linear_layers and kh and vh:
+        kd, vd = m.get("linear_key_head_dim") or 128, m.get("linear_value_head_dim") or 128
+        linear = hidden * (2 * kh * kd + 2 * vh * vd + 2 * vh) + vh * vd * hidden + (2 * kh * kd + vh * vd) * 4
+    else:
+        linear = attn  # heads unknown: counted like a full-attention layer
+    attention = (layers - linear_layers) * attn + linear_layers * linear
+    experts = _first(m, CONFIG_KEYS["num_experts"]) or 0
+    if not experts:
+        return (embed + attention + layers * 3 * hidden * (m.get("intermediate_size") or 0)) / 1e9, 0.0
+    moe_inter = m.get("moe_intermediate_size") or m.get("intermediate_size") or 0
+    dense_layers = m.get("first_k_dense_replace") or 0
+    routed = experts * 3 * hidden * moe_inter
+    shared = 3 * hidden * (m.get("shared_expert_intermediate_size") or (m.get("n_shared_experts") or 0) * moe_inter)
+    moe_layers = layers - dense_layers
+    dense_mlp = dense_layers * 3 * hidden * (m.get("intermediate_size") or 0)
+    total = embed + attention + dense_mlp + moe_layers * (routed + shared + hidden * experts)
+    return total / 1e9, moe_layers * routed / 1e9
 
 
 def facts_from_config(config: dict, card: ModelCard | None, source: str) -> ModelCard:
     """A ModelCard built from config.json values, falling back to the card for what config.json lacks."""
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
-    merged = {**config, **text}
+    merged = _merged(config)
     values: dict[str, Any] = card.model_dump() if card else {}
     for field, keys in CONFIG_KEYS.items():
-        for key in keys:
-            if merged.get(key) is not None:
-                values[field] = merged[key]
-                break
+        found = _first(merged, keys)
+        if found is not None:
+            values[field] = found
+    values["full_attention_interval"] = _full_attention_interval(merged) or values.get("full_attention_interval")
     values["model_type"] = merged.get("model_type", values.get("model_type", "unknown"))
     values.setdefault("name", merged.get("_name_or_path") or source)
     if merged.get("kv_lora_rank"):
         values["attention"] = "mla"
+        values["num_kv_heads"] = values.get("num_kv_heads") or values["num_heads"]
     values.setdefault("attention", "gqa")
     heads = values.get("num_heads") or 1
-    values.setdefault("head_dim", merged.get("head_dim") or (values.get("hidden_size", heads) // heads))
-    values.setdefault("dense_layers", merged.get("first_k_dense_replace", 0))
+    mla_dim = (merged.get("qk_nope_head_dim") or 0) + (merged.get("qk_rope_head_dim") or 0)  # MLA's q/k head
+    values.setdefault("head_dim", merged.get("head_dim") or mla_dim or (values.get("hidden_size", heads) // heads))
     values.setdefault("num_experts", 0)
     values.setdefault("active_experts", 0)
-    values.setdefault("shared_experts", merged.get("n_shared_experts") or 0)
-    values.setdefault("params_b", 0.001)
-    values.setdefault("expert_params_b", 0.0)
+    dense = merged.get("first_k_dense_replace")
+    values.setdefault("dense_layers", (dense or 0) if values["num_experts"] else values.get("num_layers", 0))
+    values.setdefault(
+        "shared_experts", merged.get("n_shared_experts") or (1 if merged.get("shared_expert_intermediate_size") else 0)
+    )
+    if "params_b" not in values:
+        values["params_b"], values["expert_params_b"] = (round(x, 3) for x in param_counts(config))
     values["index_topk_freq"] = merged.get("index_topk_freq", values.get("index_topk_freq"))
     values["index_skip_topk_offset"] = merged.get("index_skip_topk_offset", values.get("index_skip_topk_offset"))
     for field in (
         "linear_num_key_heads",
         "linear_num_value_heads",
-        "full_attention_interval",
+        "linear_key_head_dim",
+        "linear_value_head_dim",
         "kv_lora_rank",
         "qk_nope_head_dim",
         "qk_rope_head_dim",
@@ -88,55 +178,166 @@ def facts_from_config(config: dict, card: ModelCard | None, source: str) -> Mode
     return ModelCard.model_validate(values)
 
 
+def read_config(path: Path) -> dict:
+    """A config.json as a mapping; InputError names the file when it is unreadable, special, huge or not JSON."""
+    try:
+        if not path.is_file():
+            raise InputError(f"{path}: not a regular file; a model's config.json is a JSON file")
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise InputError(f"{path}: {path.stat().st_size:,} bytes is too big for a config.json")
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: not JSON ({exc}); fix or replace the model's config.json") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: a config.json is a JSON object, not {type(data).__name__}")
+    return data
+
+
+def hf_cache_dirs() -> list[Path]:
+    """Where the Hugging Face hub keeps its cache, as huggingface_hub resolves it."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return [Path(os.environ["HF_HUB_CACHE"]).expanduser()]
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return [Path(home).expanduser() / "hub"]
+
+
+def cached_config(repo_id: str) -> Path | None:
+    """config.json of `ORG/NAME` in the Hugging Face cache: the snapshot refs/main names, else the newest one."""
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo_id):
+        return None
+    for cache in hf_cache_dirs():
+        repo = cache / f"models--{repo_id.replace('/', '--')}"
+        ref = repo / "refs" / "main"
+        try:
+            if ref.is_file():
+                pinned = repo / "snapshots" / ref.read_text().strip() / "config.json"
+                if pinned.is_file():
+                    return pinned
+            snapshots = sorted((repo / "snapshots").glob("*/config.json"), key=lambda p: p.stat().st_mtime)
+        except OSError:
+            continue
+        if snapshots:
+            return snapshots[-1]
+    return None
+
+
+def config_json(path: str) -> Path | None:
+    """The config.json that `model.path` names: in a local directory, or in the Hugging Face cache."""
+    if not path:
+        return None
+    local = Path(path).expanduser()
+    if (local / "config.json").exists():  # a special file too: read_config refuses it by name
+        return local / "config.json"
+    if local.is_file() and local.name == "config.json":
+        return local
+    return cached_config(path.strip().rstrip("/")) if not local.is_absolute() else None
+
+
+# ---------------------------------------------------------------------------------------------- family table
+
+
+@lru_cache(maxsize=4)
+def _table(path: str, mtime: float) -> dict:
+    return read_yaml(Path(path))
+
+
+def table() -> dict:
+    """params/model_configs.yaml: {name: {hf, source, aliases, config, ...}}."""
+    path = params_dir() / TABLE
+    return _table(str(path), path.stat().st_mtime) if path.is_file() else {}
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", text.lower())
+
+
+def _names(model: str) -> list[str]:
+    """The last part of a model path or hub id, then the same without variant suffixes, one at a time."""
+    name = model.strip().rstrip("/").rsplit("/", 1)[-1]
+    out = [name]
+    while (shorter := VARIANT.sub("", out[-1])) != out[-1] and shorter:
+        out.append(shorter)
+    return out
+
+
+def table_match(model: str) -> str | None:
+    """The family-table entry whose name or alias is the model's name (variant suffixes dropped), else None."""
+    if not model:
+        return None
+    index: dict[str, str] = {}
+    for entry, row in table().items():
+        for name in (entry, row.get("hf", ""), *(row.get("aliases") or [])):
+            index.setdefault(_squash(str(name).rsplit("/", 1)[-1]), entry)
+    return next((index[_squash(n)] for n in _names(model) if _squash(n) in index), None)
+
+
+def table_card(entry: str) -> ModelCard:
+    row = table()[entry]
+    card = facts_from_config(row["config"], None, f"params/{TABLE}: {entry} ({row['source']})")
+    return card.model_copy(update={"name": entry})
+
+
+# ---------------------------------------------------------------------------------------------- finding a card
+
+
+def find_card(model: str) -> tuple[ModelCard, Path | None]:
+    """A card for a model directory, a config.json, a hub id in the HF cache, or a name in the family table
+    (`grpolab card`); the config.json it was read from, if any. InputError when none of them has it."""
+    cfg = config_json(model)
+    if cfg is not None:
+        return facts_from_config(read_config(cfg), None, str(cfg)), cfg
+    entry = table_match(model)
+    if entry is not None:
+        return table_card(entry), None
+    where = ", ".join(str(p) for p in hf_cache_dirs())
+    raise InputError(
+        f"no config.json for {model!r}: not a model directory, not in the Hugging Face cache ({where}), and no "
+        f"model of that name in params/{TABLE}; give a directory holding the model's config.json"
+    )
+
+
+def _card_problem(exc: Exception, recipe: Recipe) -> list[Problem]:
+    if isinstance(exc, RecipeError):
+        return list(exc.problems)
+    return [
+        Problem(
+            "schema",
+            "error",
+            "model.card",
+            recipe.model.card,
+            f"{recipe.origin('model.card')}: {exc}",
+            "name a file in params/models/ (without .yaml) or a card file, or null to use config.json or the "
+            "family table",
+        )
+    ]
+
+
 def model_facts(recipe: Recipe) -> tuple[ModelCard | None, list[Problem]]:
-    """The model's facts and any problem in finding them (missing card, card vs config.json mismatch)."""
-    problems: list[Problem] = []
+    """The model's facts and any problem in finding them (unreadable card, card vs config.json mismatch);
+    (None, []) when no config.json, card or family-table entry describes the model."""
     card = None
+    problems: list[Problem] = []
     if recipe.model.card:
         try:
             card = load_card(recipe.model.card)
-        except InputError as exc:
-            problems.append(
-                Problem(
-                    "schema",
-                    "error",
-                    "model.card",
-                    recipe.model.card,
-                    str(exc),
-                    "name a file in params/models/ (without .yaml)",
-                )
-            )
-        except RecipeError as exc:
-            problems.extend(exc.problems)
+        except (InputError, RecipeError) as exc:
+            problems.extend(_card_problem(exc, recipe))
     cfg_path = config_json(recipe.model.path)
     if cfg_path is None:
-        if card is None and not problems:
-            problems.append(
-                Problem(
-                    "schema",
-                    "error",
-                    "model.card",
-                    None,
-                    f"{recipe.origin('model.path')}: model.path {recipe.model.path!r} has no config.json and no card is set",
-                    "set model.card to a card in params/models/, or point model.path at a model directory",
-                )
-            )
+        if card is None and not problems and (entry := table_match(recipe.model.path)) is not None:
+            card = table_card(entry)
         return card, problems
     try:
-        config = json.loads(cfg_path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        config = read_config(cfg_path)
+        facts = facts_from_config(config, card, str(cfg_path))
+    except (InputError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        text = str(exc).splitlines()[0]
         problems.append(
-            Problem(
-                "schema",
-                "error",
-                "model.path",
-                str(cfg_path),
-                f"cannot read {cfg_path}: {exc}",
-                "fix or replace the model's config.json",
-            )
+            Problem("schema", "error", "model.path", str(cfg_path), text, "fix or replace the model's config.json")
         )
         return card, problems
-    facts = facts_from_config(config, card, str(cfg_path))
     if card is not None:
         for field in COMPARED:
             have, want = getattr(facts, field), getattr(card, field)

@@ -7,204 +7,33 @@ resolved `cluster.device` is applied after the layers, so one recipe serves both
 CLI, a notebook or papermill (`rollout.tp=16`) are applied last, typed by the schema.
 Every schema problem is collected and reported with the file that set the key and the closest valid key.
 
-Why one file of this size: the one loader: layering, the hardened YAML reader, typed overrides and origins share the
-same bookkeeping of which file set which key.
+Layering is a linearisation (C3, as Python's MRO and NeMo-RL): each file once, a parent before the files it
+inherits from, a later parent in `defaults` over an earlier one, base.yaml first wherever it is listed; a parent
+listed twice, or parents that order two files both ways round, are refused naming the files.
+Files are read by grpolab.recipe.yamlio (the one YAML reader); schema errors are translated by
+grpolab.recipe.schema_errors (the one translator).
 """
 
 from __future__ import annotations
 
 import copy
-import re
-import typing
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from grpolab.paths import params_dir
 from grpolab.problems import InputError, Problem, RecipeError, closest
+from grpolab.recipe import schema_errors
 from grpolab.recipe.dotted import dotted_keys, set_dotted
 from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.yamlio import parse_yaml, read_yaml, rel_path
 
 LOADER_KEYS = ("defaults", "per_device")  # directives the loader consumes; not recipe data
 MAX_DEPTH = 2
 CLI = "--set"
-
-
-def _rel(path: Path) -> str:
-    """A path as users know it: relative to the project (params/...) when it is inside."""
-    try:
-        return str(path.resolve().relative_to(params_dir().resolve().parent))
-    except (ValueError, OSError):
-        return str(path)
-
-
-MAX_BYTES = 4 << 20  # a recipe is a few KB; 4 MB leaves room for generated ones and stops a runaway file
-MAX_NODES = 1_000_000  # values after expanding YAML aliases: a "billion laughs" file stops here, in well under 1 s
-
-
-class _Constructor(yaml.constructor.SafeConstructor):
-    """PyYAML's safe constructor, except that a key given twice in one mapping is an error naming both lines
-    (PyYAML keeps the last one silently: a second `trainer:` section would drop the first)."""
-
-    def construct_mapping(self, node, deep=False):
-        if isinstance(node, yaml.MappingNode):
-            seen: dict = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
-                    continue
-                key = (
-                    self.construct_scalar(key_node)
-                    if key_node.tag == "tag:yaml.org,2002:str"
-                    else self.construct_object(key_node)
-                )
-                line = key_node.start_mark.line + 1
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None,
-                        None,
-                        f"duplicate key {key!r}: set at line {seen[key]} and again at line {line}; "
-                        "YAML would keep only the last one: merge them into one",
-                        key_node.start_mark,
-                    )
-                seen[key] = line
-        return super().construct_mapping(node, deep)
-
-
-class _Resolver(yaml.resolver.Resolver):
-    """YAML 1.1's resolver, plus YAML 1.2 floats without a dot (`1e-6`): PyYAML reads those as strings."""
-
-
-_Resolver.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
-)
-
-
-try:  # the C parser (libyaml) is ten times faster: a 1 MB recipe checks in well under 2 s
-    from yaml._yaml import CParser as _CParser
-
-    class _Loader(_CParser, _Constructor, _Resolver):
-        def __init__(self, stream):
-            _CParser.__init__(self, stream)
-            _Constructor.__init__(self)
-            _Resolver.__init__(self)
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-
-    class _Loader(
-        yaml.reader.Reader,
-        yaml.scanner.Scanner,
-        yaml.parser.Parser,  # type: ignore[no-redef]
-        yaml.composer.Composer,
-        _Constructor,
-        _Resolver,
-    ):
-        def __init__(self, stream):
-            yaml.reader.Reader.__init__(self, stream)
-            yaml.scanner.Scanner.__init__(self)
-            yaml.parser.Parser.__init__(self)
-            yaml.composer.Composer.__init__(self)
-            _Constructor.__init__(self)
-            _Resolver.__init__(self)
-
-
-def _expanded_size(data: Any) -> int | None:
-    """How many values data holds once YAML aliases are written out (None: an alias refers to itself).
-
-    Aliases share one Python object, so the size of each container is computed once (memoised by identity):
-    linear in the file, however deep the aliases nest."""
-    sizes: dict[int, int] = {}
-    visiting: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(data, False)]
-    while stack:
-        node, done = stack.pop()
-        children = (
-            [c for c in (node.values() if isinstance(node, dict) else node) if isinstance(c, (dict, list))]
-            if isinstance(node, (dict, list))
-            else []
-        )
-        if done:
-            n = len(node) - len(children)
-            sizes[id(node)] = 1 + n + sum(sizes[id(c)] for c in children)
-            visiting.discard(id(node))
-            continue
-        if not isinstance(node, (dict, list)) or id(node) in sizes:
-            continue
-        if id(node) in visiting:
-            return None
-        visiting.add(id(node))
-        stack.append((node, True))
-        for c in children:
-            if id(c) in visiting:
-                return None
-            stack.append((c, False))
-    return sizes.get(id(data), 1)
-
-
-def _check_size(data: Any, where: str) -> None:
-    """Refuse data that expands (through YAML aliases) to more than MAX_NODES values, before anything walks it."""
-    size = _expanded_size(data)
-    if size is None:
-        raise InputError(f"{where}: a YAML alias refers to the mapping or list that contains it; write the values out")
-    if size > MAX_NODES:
-        raise InputError(
-            f"{where}: the YAML expands to more than {MAX_NODES:,} values (aliases `*name` "
-            "repeated inside each other?); a recipe needs no such size: write the values out"
-        )
-
-
-def parse_yaml(text: str, where: str = "<text>") -> Any:
-    """YAML text -> Python data with the loader's rules (duplicate keys refused, aliases bounded)."""
-    data = yaml.load(text, Loader=_Loader)
-    _check_size(data, where)
-    return data
-
-
-def read_text(path: Path) -> str:
-    """A recipe file's text: InputError (exit 2) for a missing, unreadable, huge, binary or non-UTF-8 file."""
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise InputError(
-                f"{_rel(path)}: {size:,} bytes is too big for a recipe (at most {MAX_BYTES:,}); is it the right file?"
-            )
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if b"\x00" in raw[:8192]:
-        raise InputError(f"{_rel(path)}: a binary file, not a YAML recipe; pass a .yaml text file")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(
-            f"{_rel(path)}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x}); save the recipe as UTF-8"
-        ) from None
-
-
-def read_yaml(path: Path) -> dict:
-    """A YAML mapping from a file; syntax errors name file:line:column (InputError, exit 2)."""
-    text = read_text(path)
-    try:
-        data = parse_yaml(text, _rel(path))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{_rel(path)}:{mark.line + 1}:{mark.column + 1}" if mark else _rel(path)
-        what = getattr(exc, "problem", None) or str(exc)
-        kind = "YAML error" if isinstance(exc, yaml.constructor.ConstructorError) else "YAML syntax error"
-        raise InputError(f"{where}: {kind}: {what}; fix the file at that line") from None
-    except RecursionError:
-        raise InputError(f"{_rel(path)}: the YAML nests too deep (or an alias refers to itself)") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise InputError(f"{_rel(path)}: a recipe must be a YAML mapping of sections, not {type(data).__name__}")
-    bad = [k for k in data if not isinstance(k, str)]
-    if bad:
-        raise InputError(f"{_rel(path)}: section names must be words, not {bad[0]!r}")
-    return data
 
 
 # ---------------------------------------------------------------------------------------------- finding
@@ -238,7 +67,7 @@ def _parent_path(name: str, child: Path) -> Path:
         if candidate.is_file():
             return candidate
     raise InputError(
-        f"{_rel(child)}: defaults names {name!r}, but there is no params/{name}.yaml; "
+        f"{rel_path(child)}: defaults names {name!r}, but there is no params/{name}.yaml; "
         "list parents as `base`, `hardware/<profile>` or `recipes/<name>`"
     )
 
@@ -263,24 +92,71 @@ def _merge(into: dict, layer: dict, origin: str, origins: dict, prefix: str = ""
                         origins[k] = origin
 
 
-def _layers(path: Path, depth: int = 0, seen: tuple = ()) -> list[tuple[Path, dict]]:
-    """The chain of (file, data) layers for a recipe, parents first."""
-    if path.resolve() in seen:
-        raise InputError(f"{_rel(path)}: `defaults` loops back to itself ({' -> '.join(_rel(p) for p in seen)})")
-    data = read_yaml(path)
+def _parents(path: Path, data: dict, depth: int) -> list[Path]:
+    """The files a layer's `defaults:` names, checked: a list of names, each once, within the depth contract."""
     parents = data.get("defaults") or []
     if isinstance(parents, str):
         parents = [parents]
     if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
-        raise InputError(f"{_rel(path)}: `defaults` must be a list of names, e.g. [base, hardware/ascend-a3]")
+        raise InputError(f"{rel_path(path)}: `defaults` must be a list of names, e.g. [base, hardware/ascend-a3]")
     if parents and depth >= MAX_DEPTH:
         raise InputError(
-            f"{_rel(path)}: recipes inherit at most {MAX_DEPTH} levels deep; flatten the chain of `defaults`"
+            f"{rel_path(path)}: recipes inherit at most {MAX_DEPTH} levels deep; flatten the chain of `defaults`"
         )
-    chain: list[tuple[Path, dict]] = []
-    for parent in parents:
-        chain += _layers(_parent_path(parent, path), depth + 1, seen + (path.resolve(),))
-    return chain + [(path, data)]
+    found = [_parent_path(p, path) for p in parents]
+    twice = [p for i, p in enumerate(parents) if found[i].resolve() in {f.resolve() for f in found[:i]}]
+    if twice:
+        raise InputError(
+            f"{rel_path(path)}: `defaults` lists {twice[0]!r} twice; list each parent once (the later one wins over "
+            "the earlier ones)"
+        )
+    return found
+
+
+def _c3(owner: Path, lists: list[list[Path]]) -> list[Path]:
+    """C3 merge (Python's MRO): one order that keeps every list's order; InputError naming the files if none.
+    Linear in practice: at most two levels of a few files each."""
+    lists = [list(x) for x in lists if x]
+    out: list[Path] = []
+    while lists:
+        head = next((x[0] for x in lists if not any(x[0] in rest[1:] for rest in lists)), None)
+        if head is None:
+            a, b = lists[0][0], next(rest[0] for rest in lists if lists[0][0] in rest[1:])
+            raise InputError(
+                f"{rel_path(owner)}: its parents order {rel_path(a)} and {rel_path(b)} both ways round (each wins over the "
+                "other in a different `defaults` list), so no layering keeps both; list them in one order"
+            )
+        out.append(head)
+        lists = [[x for x in lst if x != head] for lst in lists]
+        lists = [x for x in lists if x]
+    return out
+
+
+def _precedence(path: Path, base: Path, read: dict, depth: int = 0, seen: tuple = ()) -> list[Path]:
+    """The layers of `path`, most important first: the file, then its parents linearised (C3, as Python's MRO,
+    with "later in `defaults` wins"): each file once, a parent before everything it inherits from. base.yaml is
+    left out: it is always the first layer (the one home of defaults), wherever it is listed."""
+    key = path.resolve()
+    if key in seen:
+        raise InputError(
+            f"{rel_path(path)}: `defaults` loops back to itself ({' -> '.join(rel_path(p) for p in seen)})"
+        )
+    if key not in read:
+        read[key] = (path, read_yaml(path))  # the path as the user or `defaults` wrote it: messages show that
+    found = [p for p in _parents(path, read[key][1], depth) if p.resolve() != base]
+    lists = [_precedence(p, base, read, depth + 1, seen + (key,)) for p in reversed(found)]
+    return [key] + _c3(path, lists + [[p.resolve() for p in reversed(found)]])
+
+
+def _layers(path: Path) -> list[tuple[Path, dict]]:
+    """The chain of (file, data) layers for a recipe, applied in this order: base.yaml first, the recipe last."""
+    base = (params_dir() / "base.yaml").resolve()
+    read: dict[Path, tuple[Path, dict]] = {}
+    order = [] if path.resolve() == base else list(reversed(_precedence(path, base, read)))
+    if base not in read:
+        read[base] = (params_dir() / "base.yaml", read_yaml(base))
+    _parents(base, read[base][1], 0)  # base.yaml's own `defaults` (none) is checked like any other
+    return [read[base]] + [read[p] for p in order]
 
 
 def _set_override(data: dict, dotted: str, value: Any) -> None:
@@ -295,22 +171,8 @@ def _set_override(data: dict, dotted: str, value: Any) -> None:
 
 
 def field_type(dotted: str) -> Any:
-    """The schema annotation at a dotted key (None when the key is not in the schema)."""
-    model: Any = Recipe
-    annotation: Any = None
-    for part in dotted.split("."):
-        if isinstance(model, type) and issubclass(model, BaseModel):
-            field = model.model_fields.get(part)
-            if field is None:
-                return None
-            annotation = field.annotation
-            model = annotation
-        elif typing.get_origin(model) is dict:
-            annotation = typing.get_args(model)[1]
-            model = annotation
-        else:
-            return None
-    return annotation
+    """The schema annotation at a dotted key of a recipe (None when the key is not in the schema)."""
+    return schema_errors.field_type(Recipe, dotted)
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -335,108 +197,69 @@ def parse_override(text: str) -> tuple[str, Any]:
 def merge_layers(ref: str | Path, overrides: Iterable[str] = ()) -> tuple[dict, dict, list[str], str]:
     """(merged data, origins per dotted key, files, recipe name) before schema validation."""
     path = resolve_ref(ref)
-    base = params_dir() / "base.yaml"
     chain = _layers(path)
-    if all(p.resolve() != base.resolve() for p, _ in chain):
-        chain = _layers(base) + chain  # base is always the first layer: the one home of defaults
     merged: dict = {}
     origins: dict[str, str] = {}
     per_device: dict = {}
     for file, data in chain:
         body = {k: v for k, v in data.items() if k not in LOADER_KEYS}
-        _merge(merged, body, _rel(file), origins)
+        _merge(merged, body, rel_path(file), origins)
         block = data.get("per_device") or {}
         if not isinstance(block, dict):
-            raise InputError(f"{_rel(file)}: `per_device` must map a device (npu, cuda, cpu) to recipe sections")
+            raise InputError(f"{rel_path(file)}: `per_device` must map a device (npu, cuda, cpu) to recipe sections")
         for device, section in block.items():
             if not isinstance(section, dict):
-                raise InputError(f"{_rel(file)}: per_device.{device} must be a mapping of recipe sections")
-            _merge(per_device.setdefault(device, {}), section, _rel(file), {})
-            per_device.setdefault("__origin__", {})[device] = _rel(file)
+                raise InputError(f"{rel_path(file)}: per_device.{device} must be a mapping of recipe sections")
+            _merge(per_device.setdefault(device, {}), section, rel_path(file), {})
+            per_device.setdefault("__origin__", {})[device] = rel_path(file)
     parsed = [parse_override(o) for o in overrides]
-    for key, value in parsed:
+    for text, (key, value) in zip(overrides, parsed):
+        _blame_override(merged, key, f"{CLI} {text}", origins)
         _set_override(merged, key, value)
     device = (merged.get("cluster") or {}).get("device")
     if isinstance(device, str) and device in per_device:
         _merge(merged, per_device[device], f"{per_device['__origin__'][device]} (per_device.{device})", origins)
-        for key, value in parsed:  # the command line still wins over the device block
+        for text, (key, value) in zip(overrides, parsed):  # the command line still wins over the device block
+            _blame_override(merged, key, f"{CLI} {text}", origins)
             _set_override(merged, key, value)
-    for text, (key, _) in zip(overrides, parsed):
-        origins[key] = f"{CLI} {text}"
-    return merged, origins, [_rel(p) for p, _ in chain], path.stem
+    return merged, origins, [rel_path(p) for p, _ in chain], path.stem
+
+
+def _blame_override(merged: dict, key: str, origin: str, origins: dict) -> None:
+    """Record that a `--set` sets `key`, and every section it creates or replaces on the way and every key below
+    a value it replaces: `--set trainer.logger.0=wandb` turns the list trainer.logger into a mapping, so a
+    problem with trainer.logger is the --set's, not params/base.yaml's."""
+    head, _, rest = key.partition(".")
+    parts = [head, rest] if head == "verl_overrides" and rest else key.split(".")
+    node: Any = merged
+    for i, part in enumerate(parts):
+        dotted = ".".join(parts[: i + 1])
+        value = node.get(part) if isinstance(node, dict) else None
+        if i == len(parts) - 1 or not isinstance(value, dict):  # the key itself, or a section the --set makes
+            origins[dotted] = origin
+            for below in dotted_keys(value, dotted) if isinstance(value, dict) else ():
+                origins[below] = origin
+        node = value
 
 
 # ---------------------------------------------------------------------------------------------- validation
 
 
-def _model_at(loc: tuple) -> Any:
-    model: Any = Recipe
-    for part in loc:
-        if isinstance(model, type) and issubclass(model, BaseModel) and part in model.model_fields:
-            model = model.model_fields[part].annotation
-        else:
-            return None
-    return model
-
-
 def schema_problems(
     exc: ValidationError, origins: dict[str, str], files: list[str], root: type = Recipe
 ) -> list[Problem]:
-    """Turn pydantic's errors into Problems naming file, dotted key, value and fix."""
-    problems = []
-    for err in exc.errors():
-        loc = tuple(str(p) for p in err["loc"])
-        bad_name = loc[-1:] == ("[key]",)  # a dict key (an env name) that breaks the key's rule
-        loc = loc[:-1] if bad_name else loc
-        key = ".".join(loc)
-        where = origins.get(key) or next(
-            (origins[".".join(loc[:i])] for i in range(len(loc) - 1, 0, -1) if ".".join(loc[:i]) in origins), None
+    """Pydantic's errors as Problems naming the file (or --set) that set each key: schema_errors.translate."""
+
+    def where(key: str) -> str:
+        parts = key.split(".") if key else []
+        found = next(
+            (origins[".".join(parts[:i])] for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in origins), None
         )
-        if where is None:  # an unknown section set by --set: the first key below it says who set it
-            below = (v for k, v in origins.items() if k.startswith(key + "."))
-            where = next(below, files[-1] if files else "<recipe>")
-        value = err.get("input")
-        kind = err["type"]
-        if bad_name:
-            message = f"{where}: {loc[-1]!r} is not a valid name in {'.'.join(loc[:-1])}"
-            fix = (
-                "use letters, digits and '_' only, not starting with a digit (a shell variable name: the "
-                "launch exports it on every node)"
-            )
-        elif kind == "extra_forbidden":
-            parent = _model_at(loc[:-1]) if root is Recipe else root
-            valid = list(parent.model_fields) if isinstance(parent, type) and issubclass(parent, BaseModel) else []
-            near = closest(loc[-1], valid)
-            section = ".".join(loc[:-1]) or "the top level"
-            message = f"{where}: unknown key {loc[-1]!r} in {section}"
-            fix = f"did you mean {'.'.join(loc[:-1] + (near,))!r}?" if near else f"valid keys: {', '.join(valid)}"
-            value = value if not isinstance(value, dict) else "{...}"
-        elif kind == "missing":
-            message = f"{where}: required key {key!r} is not set"
-            fix = (
-                "add engines/trl to the recipe's defaults: params/engines/trl.yaml holds the CPU trainer's settings"
-                if loc[0] == "local"
-                else "set it in the recipe; base.yaml holds the default of every key (add `base` to defaults)"
-            )
-            value = None
-        else:
-            message = f"{where}: {err['msg']}"
-            expected = err.get("ctx", {})
-            fix = f"give {key} a valid value" + (
-                f" ({', '.join(f'{k} {v}' for k, v in expected.items())})" if expected else ""
-            )
-        problems.append(Problem("schema", "error", key, _jsonable(value), message, fix))
-    return problems
+        if found is None:  # an unknown section set by --set: the first key below it says who set it
+            found = next((v for k, v in origins.items() if k.startswith(key + ".")), None)
+        return found or (files[-1] if files else "<recipe>")
 
-
-def _jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    return str(value)
+    return schema_errors.translate(exc, root, where)
 
 
 def load_recipe(ref: str | Path, overrides: Iterable[str] = ()) -> Recipe:
@@ -515,4 +338,4 @@ def load_card(name_or_path: str | Path) -> ModelCard:
     try:
         return ModelCard.model_validate(data)
     except ValidationError as exc:
-        raise RecipeError(schema_problems(exc, {}, [_rel(path)], root=ModelCard), _rel(path)) from None
+        raise RecipeError(schema_problems(exc, {}, [rel_path(path)], root=ModelCard), rel_path(path)) from None

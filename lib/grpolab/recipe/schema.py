@@ -81,7 +81,7 @@ class Cluster(Strict):
         description="Ray runtime env of the job besides `env` (working_dir, pip, py_modules, ...: what "
         "`ray job submit --runtime-env-json/--working-dir` passes)"
     )
-    # constants of the layout planner's cost model (grpolab.plan.planner); sources in each params/hardware/ file
+    # constants of the cost model (grpolab.recipe.cost); sources and fits in each params/hardware/ file
     peak_bf16_tflops: float = Field(gt=0, description="dense bf16 peak of one device, TFLOP/s")
     hbm_gbps: float = Field(gt=0, description="device memory bandwidth, GB/s")
     intra_node_gbps: float = Field(gt=0, description="device-to-device bandwidth inside a node, GB/s per device")
@@ -205,6 +205,11 @@ class Data(Strict):
     train_batch_size: int = Field(gt=0, description="prompts per step")
     max_prompt_length: int = Field(gt=0)
     max_response_length: int = Field(gt=0)
+    # what the cost model (grpolab plan, the monitor's estimate) expects a step to hold; never rendered
+    mean_prompt_length: Optional[int] = Field(gt=0, description="expected mean prompt tokens; null = the maximum")
+    mean_response_length: Optional[int] = Field(
+        gt=0, description="expected mean response tokens (the cost model's); null = the maximum"
+    )
     truncation: Literal["error", "left", "right", "middle"]
     filter_overlong_prompts: bool
     chat_template_kwargs: dict[str, Any]
@@ -378,6 +383,9 @@ class ModelCard(Strict):
     linear_num_key_heads: Optional[int] = Field(gt=0)
     linear_num_value_heads: Optional[int] = Field(gt=0)
     full_attention_interval: Optional[int] = Field(gt=0)
+    # the fixed state a linear-attention layer keeps per sequence: value heads x key dim x value dim
+    linear_key_head_dim: Optional[int] = Field(gt=0)
+    linear_value_head_dim: Optional[int] = Field(gt=0)
     mtp_layers: int = Field(ge=0, description="multi-token-prediction layers (num_nextn_predict_layers)")
     # MLA (multi-head latent attention): the KV cache holds kv_lora_rank + qk_rope_head_dim values per token
     # per layer, not 2 x kv_heads x head_dim. Null for GQA models.

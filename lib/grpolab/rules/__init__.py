@@ -1,3 +1,8 @@
 """The rules and the gate: every cross-field check of a recipe, collected in one pass, and the one verdict
 (`gate`) every front end asks before anything launches.
+
+registry: every rule id, declared once; validate: runs the families; one module per family (train_layout,
+pipeline, rollout_layout, batch, lengths, engines, backends, overrides, env, pins, device_memory,
+linear_attention); checks: the collector they report through; maths and view: what they compute and read;
+gate: the verdict; docs: docs/rules.md.
 """

@@ -69,24 +69,23 @@ def base_config(engine: str) -> dict | None:
 
 def in_free_form(config: dict, dotted: str) -> bool:
     """Is the key inside one of verl's free-form dicts (so `+key=value` is the way to set it)?"""
-    node: Any = config
-    for part in dotted.split(".")[:-1]:
+    parents = dotted.split(".")[:-1]
+    for i, part in enumerate(parents):
         if part in FREE_FORM:
             return True
-        if not isinstance(node, dict) or part not in node:
+        if get_dotted(config, ".".join(parents[: i + 1]), MISSING) is MISSING:
             return False
-        node = node[part]
     return False
 
 
 def _known_at(config: dict, dotted: str) -> tuple[str, list[str]]:
     """The deepest existing parent of a key and the keys valid there."""
     parts = dotted.split(".")
-    node: Any = config
-    for i, part in enumerate(parts):
-        if not isinstance(node, dict) or part not in node:
-            return ".".join(parts[:i]), list(node) if isinstance(node, dict) else []
-        node = node[part]
+    for i in range(len(parts)):
+        parent = ".".join(parts[:i])
+        node = get_dotted(config, parent) if parent else config
+        if not isinstance(node, dict) or parts[i] not in node:
+            return parent, list(node) if isinstance(node, dict) else []
     return dotted, []
 
 

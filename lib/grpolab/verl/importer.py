@@ -155,20 +155,6 @@ def _hardware(device: str, per_node: int) -> str:
     return "cpu"
 
 
-def _card_for(model_path: str) -> str | None:
-    """The model card (params/models/) whose name matches the model path's last part, e.g. Qwen/Qwen3-8B."""
-
-    def squash(text: str) -> str:
-        return re.sub(r"[^a-z0-9]+", "", text.lower())
-
-    stem = squash(Path(model_path.rstrip("/")).name)
-    cards = {squash(p.stem): p.stem for p in (params_dir() / "models").glob("*.yaml")}
-    if stem in cards:
-        return cards[stem]
-    # the longest card name the path starts with: glm52_weights -> glm5_2, Qwen3-8B-Instruct -> qwen3_8b
-    return next((cards[c] for c in sorted(cards, key=len, reverse=True) if stem.startswith(c)), None)
-
-
 class _Builder:
     """The recipe data being built, with the source of each value and what could not be reproduced."""
 
@@ -314,12 +300,6 @@ def _cluster(build: _Builder, recorded: Recorded, device: str) -> None:
     if recorded.module != MAIN:
         set_dotted(build.data, "trainer.entrypoint", recorded.module)
         build.sources["trainer.entrypoint"] = f"python3 -m {recorded.module}"
-    model_path = str(get_dotted(build.data, "model.path") or "")
-    if model_path and not (Path(model_path) / "config.json").is_file():
-        card = _card_for(model_path)
-        if card:
-            set_dotted(build.data, "model.card", card)
-            build.sources["model.card"] = f"matched the model path {model_path!r}"
 
 
 def _reconcile(build: _Builder, upstream: dict[str, Any]) -> None:

@@ -455,9 +455,11 @@ def _json_object(text: str, where: str) -> dict:
 def _yaml_object(text: str, where: str) -> dict:
     import yaml
 
+    from grpolab.recipe.yamlio import parse_yaml
+
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        value = parse_yaml(text, where)
+    except (yaml.YAMLError, InputError) as exc:
         raise ImportFailed(f"ray job submit {where}: not YAML ({exc})") from None
     if not isinstance(value, dict):
         raise ImportFailed(f"ray job submit {where}: not a mapping")

@@ -1,0 +1,206 @@
+"""The planner's answer as people and programs read it: a layout entry (--json), table rows grouped when layouts
+differ only in their pipeline-layout string, what that string means, and why a layout ranks where it does.
+The CLI (`grpolab plan`) and the 05_plan notebook print the same rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from grpolab.plan.search import Choice
+from grpolab.recipe import pplayout
+from grpolab.recipe.cost import ESTIMATE
+from grpolab.recipe.layout import ROLLOUT_KEYS, train_fields
+
+HEADERS = (
+    "#",
+    "train layout",
+    "rollout",
+    "est. train GB free",
+    "est. rollout GB free",
+    "est. rollout s",
+    "est. train s",
+    "est. step s",
+    "why",
+)
+
+
+def flat_parts(side: dict | None) -> dict[str, float]:
+    """{"phase part": seconds} of one side's estimate (a side is {phase: {part: s, "total": s}, "total": s})."""
+    out: dict[str, float] = {}
+    for phase, parts in (side or {}).items():
+        if isinstance(parts, dict):
+            out.update({f"{phase} {name}": s for name, s in parts.items() if name != "total"})
+    return out
+
+
+def _parts(choice: Choice) -> dict[str, float]:
+    return {
+        **{f"rollout {k}": v for k, v in flat_parts(choice.rollout.cost).items()},
+        **{f"train {k}": v for k, v in flat_parts(choice.train.cost).items()},
+    }
+
+
+def why(choice: Choice, best: Choice | None) -> str:
+    """Why a layout ranks where it does: its largest estimated costs, and what it adds over the best."""
+    parts = _parts(choice)
+    if not parts:
+        return "no time estimate for train.engine trl (the cost model covers verl's engines)"
+    total = sum(parts.values()) or 1.0
+    text = ", ".join(f"{k} {v / total:.0%}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])[:2])
+    if not choice.fits:
+        text = "estimate exceeds device memory; " + text
+    if best is not None and best is not choice:
+        other = _parts(best)
+        diff = max(parts, key=lambda k: parts[k] - other.get(k, 0.0))
+        if parts[diff] - other.get(diff, 0.0) > 0:
+            text += f"; +{parts[diff] - other.get(diff, 0.0):.0f} s {diff} vs #1"
+    if choice.own:
+        text += " (the recipe's own layout" + ("" if choice.valid else ", which breaks a layout rule") + ")"
+    return text
+
+
+def _round(d):
+    if isinstance(d, dict):
+        return {k: _round(v) for k, v in d.items()}
+    return round(d, 2) if isinstance(d, float) else d
+
+
+def to_dict(choice: Choice, best: Choice | None = None) -> dict:
+    """A layout entry of `grpolab plan --json` (also the shape of "own")."""
+    t, r = choice.train.cost, choice.rollout.cost
+    timing = None
+    if t is not None and r is not None:
+        phases = {"rollout": r["total"], **{k: v["total"] for k, v in t.items() if isinstance(v, dict)}}
+        timing = {
+            "rollout": round(r["total"], 1),
+            "train": round(t["total"], 1),
+            "total": round(choice.total, 1),
+            "phases": _round(phases),
+            "parts": {"rollout": _round(r), "train": _round(t)},
+            "kind": ESTIMATE,
+        }
+    return {
+        "train": train_fields(choice.train.layout),
+        "rollout": {k: getattr(choice.rollout.layout, k) for k in ROLLOUT_KEYS},
+        "memory_gb": {
+            "train": _round(choice.train.memory_gb),
+            "rollout": _round(choice.rollout.memory_gb),
+            "kind": ESTIMATE,
+        },
+        "est_step_s": timing,
+        "fits": choice.fits,
+        "recipe_layout": choice.own,
+        "passes_rules": choice.valid,
+        "why": why(choice, best),
+        "overrides": choice.overrides(),
+    }
+
+
+def own_text(own: Choice) -> str:
+    """The recipe's own layout and its estimate, phase by phase, in one line (CLI and 05_plan)."""
+    if own.train.cost is None:
+        return "the recipe's own layout: no time estimate (train.engine trl: the cost model covers verl's engines)"
+    phases = ", ".join(
+        f"{k.replace('_', ' ')} {v['total']:.0f}" for k, v in own.train.cost.items() if isinstance(v, dict)
+    )
+    state = "" if own.valid else "; it breaks a layout rule (grpolab check says which)"
+    fit = "" if own.fits else "; it exceeds device memory (estimate)"
+    return (
+        f"the recipe's own layout ({own.train.layout.short()}; rollout {own.rollout.layout.short()}): est. step "
+        f"{own.total:.0f} s = rollout {own.rollout.seconds:.0f} + {phases} s{state}{fit}"
+    )
+
+
+def figures(ch: Choice, best: Choice | None) -> list[str]:
+    """A ranked layout's estimates as table cells: headroom (train, rollout), step time (rollout, train, total),
+    and why it ranks there."""
+    timed = ch.train.cost is not None and ch.rollout.cost is not None
+    return [
+        f"{ch.train.memory_gb['headroom']:.1f}",
+        f"{ch.rollout.memory_gb['headroom']:.1f}" if ch.rollout.cost else "-",
+        f"{ch.rollout.seconds:.0f}" if timed else "-",
+        f"{ch.train.seconds:.0f}" if timed else "-",
+        f"{ch.total:.0f}" if timed else "-",
+        why(ch, best),
+    ]
+
+
+def describe_layout(layout: str) -> str:
+    """What a Megatron pipeline-layout string means, in words."""
+    try:
+        stages = pplayout.parse(layout)
+    except pplayout.LayoutError as exc:
+        return f"unreadable ({exc})"
+    sizes = ", ".join(str(s.layers) for s in stages)
+    where = []
+    for what, flag in (("the embedding", "embedding"), ("the loss", "loss")):
+        at = [str(i + 1) for i, s in enumerate(stages) if getattr(s, flag)]
+        if at:
+            where.append(f"{what} on stage {', '.join(at)}")
+    mtp = [str(i + 1) for i, s in enumerate(stages) if s.mtp]
+    if mtp:
+        where.append(f"MTP layers on stage {', '.join(mtp)}")
+    return f"{len(stages)} pipeline stages of {sizes} transformer layers" + (f"; {'; '.join(where)}" if where else "")
+
+
+def _letter(i: int) -> str:
+    return chr(ord("A") + i % 26) + (str(i // 26) if i >= 26 else "")
+
+
+@dataclass
+class Row:
+    """One table row: the listed layouts that differ only in their pipeline-layout string, grouped."""
+
+    ranks: list[int]
+    members: list[Choice]
+    letters: list[str] = field(default_factory=list)
+
+    def rank_text(self) -> str:
+        if len(self.ranks) > 1 and self.ranks == list(range(self.ranks[0], self.ranks[-1] + 1)):
+            return f"{self.ranks[0]}-{self.ranks[-1]}"
+        return ",".join(map(str, self.ranks))
+
+    def train_text(self) -> str:
+        mark = f" [{'|'.join(self.letters)}]" if self.letters else ""
+        return self.members[0].train.layout.short() + mark
+
+    def cells(self, best: Choice | None) -> list[str]:
+        out = figures(self.members[0], best)
+        first = self.members[0].total
+        extra = [
+            f"[{letter}] +{m.total - first:.0f} s"
+            for letter, m in zip(self.letters[1:], self.members[1:])
+            if m.total - first >= 0.5
+        ]
+        if extra:
+            out[-1] += "; " + ", ".join(extra)
+        return out
+
+
+def rows(listed: list[Choice]) -> tuple[list[Row], dict[str, str]]:
+    """Table rows in rank order (layouts that differ only in pp_layout share the row of the first of them) and
+    the legend {letter: layout string}."""
+    letters: dict[str, str] = {}
+    for ch in listed:
+        layout = ch.train.layout.pp_layout
+        if layout and layout not in letters:
+            letters[layout] = _letter(len(letters))
+    groups: dict[tuple, Row] = {}
+    out: list[Row] = []
+    for rank, ch in enumerate(listed, 1):
+        t = ch.train.layout
+        key = (t.tp, t.pp, t.cp, t.ep, t.etp, t.vpp, t.sp, t.param_offload, t.optimizer_offload, ch.rollout.layout)
+        row = groups.get(key)
+        if row is None:
+            row = groups[key] = Row([], [])
+            out.append(row)
+        row.ranks.append(rank)
+        row.members.append(ch)
+        if t.pp_layout:
+            row.letters.append(letters[t.pp_layout])
+    return out, {letter: layout for layout, letter in letters.items()}
+
+
+def legend(letters: dict[str, str]) -> list[str]:
+    """One line per pipeline layout named in the table: its letter, the string and what it means."""
+    return [f"[{letter}] train.pp_layout {layout}: {describe_layout(layout)}" for letter, layout in letters.items()]

@@ -1,0 +1,152 @@
+"""Batch sizes: the mini-batch divides the train batch; train batch x n and Megatron's real mini-batch split over
+the trainer's data-parallel groups in micro-batches; and, learned from the field, the rollout's agent-loop
+workers, virtual-pipeline micro-batch counts and the dynamic-batch token budget.
+"""
+
+from __future__ import annotations
+
+import math
+
+from grpolab.rules.checks import Checks
+from grpolab.rules.maths import divisors, listed, multiples_near, nearest, train_dp
+from grpolab.rules.view import ROLL, override, verl_engine
+from grpolab.verl.fieldmap import verl_key
+
+AGENT_WORKERS = 8  # verl 0.9.1 rollout.agent.num_workers default
+
+
+def batches(c: Checks) -> None:
+    r, a, d, n = c.r, c.r.algorithm, c.r.data, c.r.rollout.n
+    dp = train_dp(r)
+    if a.ppo_mini_batch_size > d.train_batch_size:
+        c.add(
+            "mini-batch",
+            "algorithm.ppo_mini_batch_size",
+            a.ppo_mini_batch_size,
+            f"mini batch {a.ppo_mini_batch_size} is larger than the train batch {d.train_batch_size}",
+            f"use a mini batch that divides {d.train_batch_size}: "
+            f"{listed(nearest(a.ppo_mini_batch_size, divisors(d.train_batch_size)))}",
+        )
+    elif d.train_batch_size % a.ppo_mini_batch_size:
+        c.add(
+            "mini-batch",
+            "algorithm.ppo_mini_batch_size",
+            a.ppo_mini_batch_size,
+            f"mini batch {a.ppo_mini_batch_size} does not divide the train batch {d.train_batch_size}",
+            f"nearest valid: {listed(nearest(a.ppo_mini_batch_size, divisors(d.train_batch_size)))}",
+        )
+    if not dp:
+        return
+    micro = 1 if r.train.dynamic_bsz else a.micro_batch_size_per_device
+    if (d.train_batch_size * n) % (dp * micro):
+        sizes = multiples_near(d.train_batch_size, (dp * micro) // math.gcd(n, dp * micro))
+        c.add(
+            "batch-divisible",
+            "data.train_batch_size",
+            d.train_batch_size,
+            f"train batch x n = {d.train_batch_size} x {n} = {d.train_batch_size * n} is not divisible by "
+            f"train dp x micro batch = {dp} x {micro} = {dp * micro}",
+            f"nearest valid data.train_batch_size: {listed(nearest(d.train_batch_size, sizes))}",
+        )
+    per_dp = a.ppo_mini_batch_size * n
+    if per_dp % dp or (per_dp // dp) % micro:
+        sizes = [b for b in divisors(d.train_batch_size) if (b * n) % dp == 0 and ((b * n) // dp) % micro == 0]
+        c.add(
+            "batch-divisible",
+            "algorithm.ppo_mini_batch_size",
+            a.ppo_mini_batch_size,
+            f"mini batch x n = {a.ppo_mini_batch_size} x {n} = {per_dp} does not split evenly over "
+            f"train dp {dp} in micro batches of {micro} (verl fails at the first update)",
+            f"nearest valid algorithm.ppo_mini_batch_size: {listed(nearest(a.ppo_mini_batch_size, sizes))}",
+        )
+
+
+def dispatch_chunk(c: Checks) -> None:
+    """The rollout batch (train batch x n) must split evenly over the rollout's workers: verl 0.9.1's agent loop
+    chunks it over `rollout.agent.num_workers` with DataProto.chunk, which has no padding. (The split over the
+    training DP groups, with micro-batches, is rule batch-divisible.)"""
+    r = c.r
+    if not verl_engine(r):
+        return
+    ro, d = r.rollout, r.data
+    groups = override(r, f"{ROLL}.agent.num_workers", AGENT_WORKERS)
+    if not isinstance(groups, int) or isinstance(groups, bool) or groups <= 0:
+        return
+    total = d.train_batch_size * ro.n
+    dp = train_dp(r)
+    micro = 1 if r.train.dynamic_bsz else r.algorithm.micro_batch_size_per_device
+    if total % groups and not (dp and total % (dp * micro)):  # else batch-divisible names data.train_batch_size
+        # b x n splits over the workers (and the dp groups) exactly when b is a multiple of this step
+        step = math.lcm(groups // math.gcd(ro.n, groups), dp // math.gcd(ro.n, dp) if dp else 1)
+        sizes = multiples_near(d.train_batch_size, step)
+        c.add(
+            "dispatch-chunk",
+            "data.train_batch_size",
+            d.train_batch_size,
+            f"train batch x n = {d.train_batch_size} x {ro.n} = {total} does not split evenly over the {groups} "
+            "rollout agent-loop workers (actor_rollout_ref.rollout.agent.num_workers); verl's DataProto.chunk "
+            "asserts `only support equal chunk` at the first generation",
+            f"nearest valid data.train_batch_size: {listed(nearest(d.train_batch_size, sizes))}",
+        )
+    val = override(r, "data.val_batch_size", None)
+    if isinstance(val, int) and not isinstance(val, bool) and val > 0 and val % groups:
+        c.add(
+            "dispatch-chunk",
+            "verl_overrides.data.val_batch_size",
+            val,
+            f"the validation batch {val} does not split evenly over the {groups} rollout agent-loop workers",
+            f"use a multiple of {groups}, e.g. {max(groups, val - val % groups)}",
+        )
+
+
+def vpp_microbatches(c: Checks) -> None:
+    """With vpp > 1, micro-batches per mini-batch must be >= pp and a multiple of pp (interleaved schedule)."""
+    r = c.r
+    t, a, n = r.train, r.algorithm, r.rollout.n
+    if t.engine != "megatron" or t.vpp <= 1 or t.pp <= 1 or t.dynamic_bsz:
+        return
+    dp, micro = train_dp(r), a.micro_batch_size_per_device
+    per_dp = a.ppo_mini_batch_size * n
+    if not dp or per_dp % dp or (per_dp // dp) % micro:
+        return  # batch-divisible reports it
+    m = per_dp // dp // micro
+
+    def ok(b: int) -> bool:
+        total = b * n
+        return total % (dp * micro) == 0 and (total // dp // micro) >= t.pp and (total // dp // micro) % t.pp == 0
+
+    if m < t.pp or m % t.pp:
+        sizes = [b for b in divisors(r.data.train_batch_size) if ok(b)]
+        c.add(
+            "vpp-microbatches",
+            "algorithm.ppo_mini_batch_size",
+            a.ppo_mini_batch_size,
+            f"with vpp {t.vpp} Megatron's interleaved schedule needs the micro-batches per mini-batch (mini x n / "
+            f"(dp x micro) = {per_dp} / ({dp} x {micro}) = {m}) to be >= pp {t.pp} and a multiple of it",
+            f"nearest valid algorithm.ppo_mini_batch_size: {listed(nearest(a.ppo_mini_batch_size, sizes))}; "
+            "or lower algorithm.micro_batch_size_per_device, or set train.vpp: 1",
+        )
+
+
+def dynamic_batch(c: Checks) -> None:
+    """With dynamic batching the token budget per device (x cp / x Ulysses) must hold the longest sample."""
+    r, f = c.r, c.f
+    t, d = r.train, r.data
+    if not verl_engine(r) or not override(r, verl_key("train.dynamic_bsz"), t.dynamic_bsz):
+        return
+    factor = t.cp if t.engine == "megatron" else t.ulysses_sp
+    longest = d.max_prompt_length + d.max_response_length
+    if f is not None and longest > f.context_length:
+        return  # rule lengths refuses the recipe already
+    budget = t.max_token_len_per_device * factor
+    if budget < longest:
+        need = -(-longest // factor)
+        c.add(
+            "dynamic-batch",
+            "train.max_token_len_per_device",
+            t.max_token_len_per_device,
+            f"the dynamic-batch token budget {t.max_token_len_per_device} x {factor} = {budget} cannot hold the "
+            f"longest sample, prompt + response = {d.max_prompt_length} + {d.max_response_length} = {longest} "
+            "(verl asserts `max_token_len must be greater than the sequence length`)",
+            f"raise train.max_token_len_per_device to at least {need}",
+        )

@@ -1,0 +1,150 @@
+"""Engines: the combination of trainer, rollout engine and device is one the engines support (FSDP shards data
+only, TRL is the in-process CPU/GPU trainer, verl has no CPU path, router replay is for MoE), and train.router_replay
+agrees with the rollout's routing replay (learned from the field).
+"""
+
+from __future__ import annotations
+
+from grpolab.rules.checks import Checks
+from grpolab.rules.view import override, verl_engine
+from grpolab.verl.fieldmap import verl_key
+
+
+def engines(c: Checks) -> None:
+    r, t, ro = c.r, c.r.train, c.r.rollout
+    if t.engine == "trl":
+        if ro.engine != "hf":
+            c.add(
+                "engine-support",
+                "rollout.engine",
+                ro.engine,
+                "train.engine trl generates with the HF model in-process",
+                "set rollout.engine: hf",
+            )
+        if r.cluster.device == "npu":
+            c.add(
+                "engine-support",
+                "cluster.device",
+                "npu",
+                "the TRL engine is the CPU/GPU embedded default; NPU runs go through verl",
+                "use train.engine megatron or fsdp on NPUs",
+            )
+        if r.world_size != 1:
+            c.add(
+                "engine-support",
+                "cluster.nnodes",
+                r.cluster.nnodes,
+                f"the TRL engine runs in one process; the recipe asks for {r.world_size} devices",
+                "set cluster.nnodes and cluster.devices_per_node to 1",
+            )
+        for name in ("tp", "pp", "cp", "ep", "etp", "vpp", "ulysses_sp"):
+            if getattr(t, name) != 1:
+                c.add(
+                    "engine-support",
+                    f"train.{name}",
+                    getattr(t, name),
+                    "the TRL engine has no model parallelism",
+                    f"set train.{name} to 1",
+                )
+        if r.model.path:  # the TRL engine builds its tiny model in code
+            c.add(
+                "engine-support",
+                "model.path",
+                r.model.path,
+                "train.engine trl builds its tiny model in code and ignores model.path",
+                "drop model.path, or use train.engine megatron or fsdp to train that model",
+                severity="warning",
+            )
+        if r.local is None:  # the trainer's own settings come from params/engines/trl.yaml, not base.yaml
+            c.add(
+                "engine-support",
+                "local",
+                None,
+                "train.engine trl needs the CPU trainer's settings (the `local:` section: tiny model and task)",
+                "add engines/trl to the recipe's defaults, e.g. `defaults: [base, hardware/cpu, engines/trl]`",
+            )
+            return
+        from grpolab.local.mapping import unsupported  # pure python: no torch import
+
+        for key, value, reason in unsupported(r):
+            c.add("engine-support", key, value, reason, f"change {key} or use a verl engine")
+        return
+    if r.local is not None:
+        c.add(
+            "engine-support",
+            "local",
+            "{...}",
+            f"the `local:` section is read by train.engine trl only; {t.engine} ignores it",
+            "drop engines/trl from the recipe's defaults (and any `local:` keys)",
+            severity="warning",
+        )
+    if ro.engine == "hf":
+        c.add(
+            "engine-support",
+            "rollout.engine",
+            "hf",
+            "verl's rollouts are vllm, sglang or trtllm; hf generation is for train.engine trl only",
+            "set rollout.engine: vllm (or sglang)",
+        )
+    if r.cluster.device == "cpu":
+        c.add(
+            "engine-support",
+            "cluster.device",
+            "cpu",
+            f"verl has no CPU path (with no accelerator it silently picks cuda); {t.engine} needs NPUs or GPUs",
+            "use a hardware profile with npu or cuda, or train.engine: trl for CPU",
+        )
+    if r.train.router_replay != "disabled" and c.f is not None and not c.f.num_experts:
+        c.add(
+            "engine-support",
+            "train.router_replay",
+            r.train.router_replay,
+            "router replay applies to MoE models only",
+            "set train.router_replay: disabled",
+            severity="warning",
+        )
+
+
+def router_replay(c: Checks) -> None:
+    """R2 / R3 must agree with rollout routing replay."""
+    r, f = c.r, c.f
+    if not verl_engine(r):
+        return
+    mode = r.train.router_replay
+    rr = bool(override(r, verl_key("rollout.routing_replay"), r.rollout.routing_replay))
+    if mode == "R2" and rr:
+        c.add(
+            "router-replay",
+            "rollout.routing_replay",
+            True,
+            "train.router_replay R2 records routing in the trainer's own log-prob pass; with rollout routing replay "
+            "on as well verl raises `Detected conflicting router replay configuration` at step 1",
+            "set rollout.routing_replay: false (R2), or train.router_replay: R3",
+        )
+    elif mode == "R3" and not rr:
+        c.add(
+            "router-replay",
+            "rollout.routing_replay",
+            False,
+            "train.router_replay R3 replays the routing recorded by the rollout engine, but rollout routing replay "
+            "is off: no routed experts reach the trainer",
+            "set rollout.routing_replay: true, or train.router_replay: R2",
+        )
+    elif mode == "disabled" and rr:
+        c.add(
+            "router-replay",
+            "rollout.routing_replay",
+            True,
+            "the rollout records MoE routing but train.router_replay is disabled: the routes are never replayed",
+            "set train.router_replay: R3, or rollout.routing_replay: false",
+            severity="warning",
+        )
+    if rr and f is not None and not f.num_experts:
+        c.add(
+            "router-replay",
+            "rollout.routing_replay",
+            True,
+            f"{f.name} is a dense model: there is no routing to replay",
+            "set rollout.routing_replay: false",
+            severity="warning",
+        )

@@ -1,0 +1,152 @@
+"""The one cost and memory model (grpolab.recipe.memory, grpolab.recipe.cost): KV caches counted from real
+configs (Qwen3.5's full-attention layers only, MLA from the card's ranks), one formula everywhere, the workload
+as prompts x n with the passes the recipe asks for, the published runs of params/baselines.yaml predicted within
+a factor of 2 overall and per phase (fit and held-out alike), and the hardware profiles holding what the fit
+found."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grpolab.plan import baselines, io, search
+from grpolab.recipe import cost, memory
+from grpolab.recipe.cards import facts_from_config, model_facts
+from grpolab.recipe.layout import train_of
+from grpolab.recipe.loader import load_card, read_yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+LIB = ROOT / "lib" / "grpolab"
+QWEN35_27B = ROOT / "tests" / "data" / "models" / "qwen3_5_27b" / "config.json"
+
+
+def test_qwen3_5_kv_cache_counts_full_attention_layers_only_from_its_config():
+    config = json.loads(QWEN35_27B.read_text())
+    facts = facts_from_config(config, None, str(QWEN35_27B))
+    text = config["text_config"]
+    full = text["num_hidden_layers"] // text["full_attention_interval"]  # 64 // 4 = 16
+    assert full == 16
+    per_layer = 2 * text["num_key_value_heads"] * text["head_dim"] * 2  # K and V, bf16
+    assert memory.kv_bytes_per_token(facts) == full * per_layer == 65536  # not 64 layers' 262144
+    assert memory.kv_bytes_per_token(facts, 2, tp=4) == full * 2 * 1 * 256 * 2  # 4 KV heads over TP 4
+    # the 48 Gated DeltaNet layers keep value heads x key dim x value dim per sequence instead
+    state = (64 - 16) * text["linear_num_value_heads"] * text["linear_key_head_dim"] * text["linear_value_head_dim"] * 2
+    assert memory.linear_state_bytes(facts) == state
+
+
+def test_every_place_that_prices_a_kv_cache_uses_the_one_formula(tmp_path):
+    """The planner's rollout memory and the time model price Qwen3.5 from that one function: a recipe on the
+    real config holds 4 x fewer bytes per sequence than one that counted every layer."""
+    model = tmp_path / "qwen3_5_27b"
+    model.mkdir()
+    model.joinpath("config.json").write_text(QWEN35_27B.read_text())
+    recipe = io.load("qwen3_5_122b_a10b_32k", overrides=[f"model.path={model}", "model.card=null"])
+    facts = model_facts(recipe)[0]
+    r = search.rollout_of(recipe)
+    mem = memory.rollout_memory(recipe, facts, r)
+    per_token = memory.kv_bytes_per_token(facts, 2, r.tp)
+    longest = recipe.rollout.max_model_len or memory.max_sequence(recipe)
+    assert mem["kv_per_sequence"] == pytest.approx(per_token * longest / memory.GB)
+    every_layer = facts.model_copy(update={"full_attention_interval": None})
+    assert memory.kv_bytes_per_token(every_layer, 2, r.tp) == 4 * per_token
+    wl = cost.workload(recipe)
+    kv_real = cost.rollout_time(recipe, facts, r, mem, wl)["decode"]["kv_cache"]
+    kv_every = cost.rollout_time(recipe, every_layer, r, memory.rollout_memory(recipe, every_layer, r), wl)
+    assert kv_every["decode"]["kv_cache"] > 2 * kv_real
+    # one definition of the KV formula in lib/, and no MLA width written as a number
+    sources = [p.read_text() for p in LIB.rglob("*.py")]
+    assert sum(s.count("def kv_bytes_per_token") for s in sources) == 1
+    assert not [s for s in sources if re.search(r"\b576\b", s)]
+
+
+def test_mla_kv_cache_comes_from_the_card_ranks():
+    glm = load_card("glm5_2")
+    assert memory.kv_bytes_per_token(glm) == 78 * (512 + 64) * 2  # not 2 x 64 KV heads x 192
+    assert memory.kv_bytes_per_token(glm, 2, tp=8) == memory.kv_bytes_per_token(glm)  # the latent is replicated
+    narrower = glm.model_copy(update={"kv_lora_rank": 256})
+    assert memory.kv_bytes_per_token(narrower) == 78 * (256 + 64) * 2
+    assert memory.kv_bytes_per_token(load_card("deepseek_r1")) == 61 * 576 * 2
+
+
+def test_the_memory_rule_and_the_planner_read_the_same_estimate():
+    recipe = io.load("glm5_2")
+    facts = model_facts(recipe)[0]
+    rule = memory.estimate(recipe, facts, grad_offload_supported=False)
+    planner = memory.train_memory(recipe, facts, train_of(recipe))
+    assert (rule.weights_gb, rule.grads_gb, rule.optimizer_gb) == (
+        planner["weights"],
+        planner["grads"],
+        planner["optimizer"],
+    )
+    assert rule.rollout_weights_gb == memory.rollout_memory(recipe, facts, search.rollout_of(recipe))["weights"]
+
+
+def test_the_workload_is_prompts_times_n_with_the_passes_the_recipe_asks_for():
+    recipe = io.load("glm5_2", overrides=["data.mean_response_length=3000", "data.mean_prompt_length=500"])
+    wl = cost.workload(recipe)
+    assert wl.sequences == 64 * 8 and wl.tokens == 64 * 8 * 3500 and wl.updates == 64 // 16
+    assert wl.old_log_prob and wl.reference
+    bypass = io.load("glm5_2", overrides=["verl_overrides.algorithm.rollout_correction.bypass_mode=true"])
+    no_kl = io.load("glm5_2", overrides=["algorithm.use_kl_loss=false"])
+    facts = model_facts(recipe)[0]
+    phases = cost.step_estimate(recipe, facts).phases()
+    assert set(phases) == {"rollout", "old_log_prob", "reference", "update", "weight_sync"}
+    assert "old_log_prob" not in cost.step_estimate(bypass, facts).phases()
+    assert "reference" not in cost.step_estimate(no_kl, facts).phases()
+    # a longer expected response costs more rollout time; a run's own means win over the recipe's
+    longer = cost.step_estimate(recipe, facts, mean_response=6000)
+    assert longer.rollout["total"] > cost.step_estimate(recipe, facts).rollout["total"]
+    assert longer.workload.response_mean == 6000
+
+
+@pytest.mark.parametrize("run", baselines.baselines(), ids=lambda b: b.name)
+def test_every_published_run_is_predicted_within_a_factor_of_2(run):
+    """Overall and per phase where the source splits the step; fit and held-out runs alike."""
+    assert re.fullmatch(r"[0-9a-f]{40}", run.source.commit) and run.normalised
+    estimate = baselines.predict(run)
+    assert 0.5 <= estimate.total / run.published.step_s <= 2.0, (estimate.total, run.published.step_s)
+    phases = estimate.phases()
+    for name, seconds in run.published.phases.items():
+        assert 0.5 <= phases[name] / seconds <= 2.0, (name, phases[name], seconds)
+
+
+def test_runs_are_held_out_on_every_fitted_profile():
+    runs = baselines.baselines()
+    fitted = {b.hardware for b in runs if b.use == "fit"}
+    held = {b.hardware for b in runs if b.use == "held-out"}
+    assert fitted == held == {"gpu-h100", "ascend-a3", "ascend-a2"}
+    assert sum(bool(b.published.phases) for b in runs if b.use == "held-out") >= 2
+
+
+def test_the_calibration_benchmark_prints_the_table_and_the_profiles_hold_what_its_fit_found():
+    py = str(Path(sys.executable))
+    table = subprocess.run(
+        [py, "benchmarks/calibration.py"], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert table.returncode == 0, table.stdout[-3000:] + table.stderr[-2000:]
+    assert "held-out runs (predicted / published)" in table.stdout and "worst factor over every run" in table.stdout
+    fit = subprocess.run(
+        [py, "benchmarks/calibration.py", "--fit"], cwd=ROOT, capture_output=True, text=True, timeout=300, check=True
+    )
+    assert f"FORWARD_ONLY_EFFICIENCY {cost.FORWARD_ONLY_EFFICIENCY}" in fit.stdout
+    for line in fit.stdout.splitlines()[1:]:
+        profile = line.split(":", 1)[0]
+        cluster = read_yaml(ROOT / "params" / "hardware" / f"{profile}.yaml")["cluster"]
+        for name, value in re.findall(
+            r"(compute_efficiency|bandwidth_efficiency|collective_latency_us) ([0-9.]+)", line
+        ):
+            assert math.isclose(cluster[name], float(value)), (profile, name, cluster[name], value)
+
+
+@pytest.mark.parametrize("profile", ["ascend-a2", "gpu-h20", "gpu-h800"])
+def test_the_new_hardware_profiles_have_sources_and_plan(profile):
+    text = (ROOT / "params" / "hardware" / f"{profile}.yaml").read_text()
+    assert "Peak figures" in text or "H100 SXM's compute" in text
+    p = search.plan(io.load("qwen3_30b_a3b", 1, profile))
+    assert search.choices(p, 1) and search.own_choice(p).total > 0

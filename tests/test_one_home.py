@@ -1,0 +1,251 @@
+"""One home per fact (issue 20): a second definition of a rule id, of the small maths the rules share or of a
+dotted-path helper anywhere in lib/ fails this test, and the scanners are shown to catch a planted duplicate.
+
+What counts as a second definition (usages stay free):
+- rule ids: a literal collection (tuple, list, set, dict keys) naming two or more registered ids (at least one
+  hyphenated, so that a list of plain words such as section names is not taken for one), or a collection naming
+  any id that is compared with a problem's `.rule` or assigned to a name containing RULE. Reporting a problem
+  (`add("heads-tp", ...)`, `Problem("schema", ...)`) or picking one rule out (`p.rule == "verl-schema"`) is a use.
+  The one declaration is grpolab/rules/registry.py.
+- maths: a function named like divisors / nearest / train_dp outside grpolab/rules/maths.py.
+- dotted paths: a function named like dotted / set_dotted / flatten / lookup, or one whose body walks a key's
+  `.split(".")` parts into nested mappings (`node = node[part]`, `.get(part)`, `.setdefault(part, ...)`,
+  `getattr(node, part)`), outside grpolab/recipe/dotted.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+from pathlib import Path
+
+from grpolab.rules.registry import RULE_IDS
+
+LIB = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
+REGISTRY = "rules/registry.py"
+MATHS = "rules/maths.py"
+DOTTED = "recipe/dotted.py"
+MATHS_NAME = re.compile(r"^_*(\w*divisors\w*|nearest|train_dp)$")
+DOTTED_NAME = re.compile(r"^_*((set|get|has)_)?dotted$|^_*flatten\w*$|^_*lookup$")
+
+# Second homes another engineer is still removing (each must still be found, and goes once switched). None now:
+# plan/ reads the registry and rules.maths (issue 20, report of "wire").
+PENDING: set[str] = set()
+
+
+def modules(root: Path):
+    """(path under root, source text) of every module."""
+    for path in sorted(root.rglob("*.py")):
+        yield path.relative_to(root).as_posix(), path.read_text()
+
+
+def _ids_in(node: ast.AST) -> list[str]:
+    items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", [])
+    return [e.value for e in items if isinstance(e, ast.Constant) and e.value in RULE_IDS]
+
+
+def _names_rule(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "rule") or (
+        isinstance(node, ast.Name) and node.id in ("rule", "rule_id")
+    )
+
+
+def rule_id_declarations(rel: str, text: str, tree: ast.AST) -> set[str]:
+    found: set[str] = set()
+    if rel == REGISTRY or not any(f"{q}{i}{q}" in text for i in RULE_IDS for q in "\"'"):
+        return found
+    compared, assigned = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(_names_rule(n) for n in [node.left, *node.comparators]):
+            compared.update(id(n) for n in node.comparators)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and "RULE" in t.id.upper() for t in targets):
+                assigned.add(id(node.value))
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+            continue
+        ids = list(dict.fromkeys(_ids_in(node)))
+        listed = len(ids) >= 2 and any("-" in i for i in ids)
+        if ids and (listed or id(node) in compared or id(node) in assigned):
+            how = "compared with .rule" if id(node) in compared else "declared"
+            found.add(f"{rel}: rule ids {tuple(ids)} {how}")
+    return found
+
+
+def maths_helpers(rel: str, text: str, tree: ast.AST) -> set[str]:
+    if rel == MATHS:
+        return set()
+    return {
+        f"{rel}: maths helper {node.name}()"
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and MATHS_NAME.match(node.name)
+    }
+
+
+def _split_dot(node: ast.AST) -> bool:
+    """`x.split(".")`, possibly sliced."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "split"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "."
+    )
+
+
+def _descends(stmt: ast.AST, part: str) -> bool:
+    """`node = node[part]`, `node = node.get(part)`, `node = node.setdefault(part, ...)`, `node = getattr(node, part)`."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return False
+    name, value = stmt.targets[0].id, stmt.value
+
+    def is_name(n, want):
+        return isinstance(n, ast.Name) and n.id == want
+
+    if isinstance(value, ast.Subscript):
+        return is_name(value.value, name) and is_name(value.slice, part)
+    if isinstance(value, ast.Call) and value.args:
+        f = value.func
+        if isinstance(f, ast.Attribute) and f.attr in ("get", "setdefault"):
+            return is_name(f.value, name) and is_name(value.args[0], part)
+        if is_name(f, "getattr") and len(value.args) >= 2:
+            return is_name(value.args[0], name) and is_name(value.args[1], part)
+    return False
+
+
+def _loop_over_parts(loop: ast.For) -> tuple[str | None, ast.AST]:
+    """(the loop's part variable, what it iterates over), seeing through enumerate() / reversed() and slices."""
+    target, it = loop.target, loop.iter
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id in ("enumerate", "reversed")
+        and it.args
+    ):
+        it = it.args[0]
+        if isinstance(target, ast.Tuple) and target.elts:
+            target = target.elts[-1]
+    return (target.id if isinstance(target, ast.Name) else None), it
+
+
+def _name_in(node: ast.AST, names: set[str]) -> bool:
+    node = node.value if isinstance(node, ast.Subscript) else node
+    return isinstance(node, ast.Name) and node.id in names
+
+
+def dotted_helpers(rel: str, text: str, tree: ast.AST) -> set[str]:
+    found: set[str] = set()
+    if rel == DOTTED:
+        return found
+    walks = 'split(".")' in text or "split('.')" in text
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if DOTTED_NAME.match(fn.name):
+            found.add(f"{rel}: dotted-path helper {fn.name}() (named like one)")
+            continue
+        if not walks:
+            continue
+        split_vars = {
+            t.id
+            for n in ast.walk(fn)
+            if isinstance(n, ast.Assign) and _split_dot(n.value)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+        for loop in ast.walk(fn):
+            if not isinstance(loop, ast.For):
+                continue
+            part, parts = _loop_over_parts(loop)
+            if part is None or not (_split_dot(parts) or _name_in(parts, split_vars)):
+                continue
+            if any(_descends(s, part) for s in ast.walk(loop)):
+                found.add(f"{rel}: dotted-path helper {fn.name}() (walks a key's parts into mappings)")
+    return found
+
+
+def second_homes(root: Path) -> set[str]:
+    found: set[str] = set()
+    for rel, text in modules(root):
+        tree = ast.parse(text)
+        found |= (
+            rule_id_declarations(rel, text, tree) | maths_helpers(rel, text, tree) | dotted_helpers(rel, text, tree)
+        )
+    return found
+
+
+FOUND = second_homes(LIB)
+
+
+def test_every_fact_has_one_home_in_lib():
+    found = FOUND
+    assert found - PENDING == set(), "a second home: use grpolab.rules.registry / rules.maths / recipe.dotted"
+    assert PENDING - found == set(), "switched: remove these from PENDING"
+
+
+def test_the_homes_themselves_are_seen():
+    """The scanners find the real definitions in their homes (else they could pass by finding nothing)."""
+    homes = {"registry": LIB / REGISTRY, "maths": LIB / MATHS, "dotted": LIB / DOTTED}
+    for name, path in homes.items():
+        tree = ast.parse(path.read_text())
+        names = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        if name == "maths":
+            assert {"divisors", "nearest", "train_dp"} <= {n for n in names if MATHS_NAME.match(n)}
+        if name == "dotted":
+            walkers = [
+                n.name
+                for n in ast.walk(tree)
+                if isinstance(n, ast.FunctionDef)
+                and any(isinstance(f, ast.For) and any(_descends(s, "part") for s in ast.walk(f)) for f in ast.walk(n))
+            ]
+            assert {"get_dotted", "set_dotted"} <= set(walkers)
+
+
+PLANTS = {
+    "rules": 'SKIPPED_RULES = ("heads-tp", "kv-heads-tp")\n',
+    "one_rule": 'def layoutish(p):\n    return p.rule in ("memory",)\n',
+    "divisors": "def _divisors(n):\n    return [d for d in range(1, n + 1) if n % d == 0]\n",
+    "train_dp": "def train_dp(recipe):\n    return recipe.world_size\n",
+    "walk": (
+        'def value_at(config, key):\n    node = config\n    for part in key.split("."):\n'
+        "        node = node.get(part, {})\n    return node\n"
+    ),
+    "set": (
+        'def put(data, key, value):\n    parts = key.split(".")\n    for part in parts[:-1]:\n'
+        "        data = data.setdefault(part, {})\n    data[parts[-1]] = value\n"
+    ),
+    "named": "def lookup(config, key):\n    return config\n",
+}
+EXPECTED = {
+    "rules": "rule ids ('heads-tp', 'kv-heads-tp') declared",
+    "one_rule": "rule ids ('memory',) compared with .rule",
+    "divisors": "maths helper _divisors()",
+    "train_dp": "maths helper train_dp()",
+    "walk": "dotted-path helper value_at() (walks",
+    "set": "dotted-path helper put() (walks",
+    "named": "dotted-path helper lookup() (named",
+}
+HARMLESS = (
+    'SECTIONS = ("cluster", "stack", "memory")\n'  # plain words that happen to be rule ids
+    'def pick(problems):\n    return [p for p in problems if p.rule == "verl-schema"]\n'  # a use
+    'def parts(key):\n    return [part.upper() for part in key.split(".")]\n'  # splits, walks nothing
+)
+
+
+def test_a_planted_duplicate_fails(tmp_path):
+    """A copy of lib/ with each duplicate planted in a module of its own (and one harmless module) shows exactly
+    the planted ones as new second homes."""
+    copy = tmp_path / "grpolab"
+    shutil.copytree(LIB, copy, ignore=shutil.ignore_patterns("__pycache__", "*.json", "*.csv"))
+    (copy / "monitor" / "harmless.py").write_text(HARMLESS)
+    for name, code in PLANTS.items():
+        (copy / "monitor" / f"planted_{name}.py").write_text(code)
+    new = second_homes(copy) - FOUND
+    for name in PLANTS:
+        assert [f for f in new if f.startswith(f"monitor/planted_{name}.py: {EXPECTED[name]}")], (name, new)
+    assert {f.split(":")[0] for f in new} == {f"monitor/planted_{name}.py" for name in PLANTS}
