@@ -1,7 +1,13 @@
-"""Write notebooks/01_setup, 02_preflight, 03_launch, 04_monitor, 05_plan and run.ipynb from one description.
+"""Write notebooks/01_setup, 02_preflight, 03_launch, 04_monitor, 05_plan, 06_compare and run.ipynb from one
+description.
 
-    .venv/bin/python scripts/make_notebooks.py            # (re)write the six notebooks
-    .venv/bin/python scripts/make_notebooks.py --check    # exit 1 if a committed notebook differs from this script
+    .venv/bin/python scripts/make_notebooks.py            # (re)write the seven notebooks
+    .venv/bin/python scripts/make_notebooks.py --check    # exit 1 if a notebook's cells differ from this script
+
+`--check` compares what this script writes: the cells' types, sources, tags and ids, and the kernelspec. Outputs,
+execution counts and the metadata Jupyter adds when a notebook is run and saved in place (timings, widget state,
+trust, the kernel's language_info) are ignored: a user who ran the committed notebooks has not made them stale.
+(`grpolab lab` opens copies under runs/lab/ anyway, so the committed notebooks stay templates.)
 
 Every notebook: a markdown header (purpose, papermill command), an import cell, exactly one cell tagged
 `parameters` (typed, commented defaults that `papermill --help-notebook` lists), then the cell that validates the
@@ -49,6 +55,8 @@ MONITOR_PARAMS = {
     ),
     "interval": ("float", "5.0", "seconds between refreshes of the live dashboard"),
     "strict": ("bool", "True", "end with an error when the run FAILED or was STOPPED (papermill exits non-zero)"),
+    "compare_with": ("list[str]", "[]", "other runs (ids) to overlay on this run's interactive chart"),
+    "smoothing": ("float", "0.6", "TensorBoard-style smoothing of the interactive chart, 0 (none) to 0.95"),
 }
 
 
@@ -95,7 +103,7 @@ nothing is launched) and shows the imported recipe and what it could not reprodu
         [
             (
                 "## Problems\nErrors first; a warning does not block the launch.",
-                'nb.show_problems(problems, title=f"recipe {recipe.name}")',
+                'nb.show_problems(problems, title=f"recipe {model}")',
                 ["report"],
             ),
             (
@@ -109,7 +117,7 @@ nothing is launched) and shows the imported recipe and what it could not reprodu
                 "nb.show_launch(recipe)",
                 [],
             ),
-            ("## Verdict", "nb.stop_on_errors(problems, recipe)", ["report"]),
+            ("## Verdict", "nb.stop_on_errors(problems, recipe, model)", ["report"]),
         ],
     ),
     "02_preflight": (
@@ -216,6 +224,13 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
                 ["report"],
             ),
             (
+                "## Interactive chart and comparison\nThe run's curves (and those of `compare_with`) in one chart: hover "
+                "for the values, drag to zoom, double-click to reset, buttons for a step or wall-clock x axis; the "
+                "recipe and stack differences above it, the logs below. Redrawn with the live dashboard.",
+                "comparison = nb.compare_runs([run, *compare_with], smoothing=smoothing, dashboard=dashboard)",
+                [],
+            ),
+            (
                 "## The embedded Ray head\nWhether it runs, and how to stop it when you are done "
                 "(`grpolab head stop`).",
                 "nb.show_head()",
@@ -264,6 +279,35 @@ JupyterLab, widgets below re-plan for other node counts and lengths; headless th
             (
                 "## Verdict\nThe best layout as overrides, or the smallest cluster that fits.",
                 "best = nb.plan_verdict(plan)",
+                ["report"],
+            ),
+        ],
+    ),
+    "06_compare": (
+        """# 06 · Compare: several runs overlaid, with what differs between them
+
+Overlays the curves of `runs` (by default the two latest runs) in one interactive chart: hover shows every run's
+value at that step, drag zooms (all panels together), double-click resets, a click on a run in the legend hides
+it, the buttons switch the x axis between the step and wall-clock time. Above it: the keys whose values differ
+between the runs' records (the resolved recipe, the versions of the stack, the launch); below it: the tail of
+each run's log. GitHub and nbviewer show the chart as a picture.
+
+```bash
+.venv/bin/papermill notebooks/06_compare.ipynb out.ipynb -p runs '[tiny-a, tiny-b]'
+.venv/bin/papermill notebooks/06_compare.ipynb out.ipynb -y "runs: [tiny-a, tiny-b]" -p x wall -p smoothing 0.9
+```""",
+        {
+            "runs": ("list[str]", "[]", "run ids or run directories to overlay; empty: the two latest runs"),
+            "x": ("str", '"step"', "the x axis: step, or wall (seconds of summed step time)"),
+            "smoothing": ("float", "0.6", "TensorBoard-style smoothing, 0 (none) to 0.95; kept with the output"),
+            "log_lines": ("int", "40", "how many of the last lines of each run's log to show"),
+        },
+        "params = nb.check_parameters(globals())\nruns = nb.latest_runs(runs)",
+        [
+            (
+                "## Differences, curves and logs\nThe recipe and stack differences first, then the chart, then the "
+                "logs.",
+                "comparison = nb.compare_runs(runs, x=x, smoothing=smoothing, log_lines=log_lines)",
                 ["report"],
             ),
         ],
@@ -350,6 +394,23 @@ def text(nb: nbformat.NotebookNode) -> str:
     return nbformat.writes(nb) + "\n"
 
 
+def cells_of(nb: nbformat.NotebookNode) -> list[tuple]:
+    """What this script decides about a notebook: each cell's type, id, source and tags, and the kernelspec."""
+    kernel = dict(nb.metadata.get("kernelspec", {}))
+    return [("kernelspec", kernel.get("name"))] + [
+        (c.cell_type, c.get("id"), c.source, tuple(c.get("metadata", {}).get("tags", []))) for c in nb.cells
+    ]
+
+
+def differs(path: Path, wanted: nbformat.NotebookNode) -> bool:
+    """True when the notebook at `path` is missing, unreadable, or its cells are not what this script writes."""
+    try:
+        found = nbformat.read(str(path), as_version=4)
+    except Exception:
+        return True
+    return cells_of(found) != cells_of(wanted)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="compare with the committed notebooks; write nothing")
@@ -357,13 +418,13 @@ def main(argv: list[str] | None = None) -> int:
     stale = []
     for stem in NOTEBOOKS:
         path = OUT / f"{stem}.ipynb"
-        wanted = text(build(stem))
+        book = build(stem)
         if args.check:
-            if not path.is_file() or path.read_text() != wanted:
+            if differs(path, book):
                 stale.append(str(path.relative_to(ROOT)))
         else:
             OUT.mkdir(exist_ok=True)
-            path.write_text(wanted)
+            path.write_text(text(book))
             print(f"wrote {path.relative_to(ROOT)}")
     if stale:
         print(f"out of date (run scripts/make_notebooks.py): {', '.join(stale)}", file=sys.stderr)

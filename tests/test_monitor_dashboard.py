@@ -38,7 +38,7 @@ def test_dashboard_refreshes_until_the_job_ends_and_stops_it(runs_root, monkeypa
 
     dash = live("dash", interval=0.01, display=False, background=False, max_updates=1)
     assert isinstance(dash, Dashboard)
-    assert "RUNNING" in dash.status.value and "step 20" in dash.status.value
+    assert "RUNNING" in dash.state_html and "step 20" in dash.state_text
     assert dash.picture.startswith(b"\x89PNG")
     assert "critic/score/mean" in dash.summary_text and "<pre style='font-family:monospace" in dash.summary_html
     assert not dash.stop_button.disabled
@@ -47,12 +47,18 @@ def test_dashboard_refreshes_until_the_job_ends_and_stops_it(runs_root, monkeypa
     synthetic.write_jsonl(run.metrics_file, synthetic.healthy(25)[20:], append=True)
     offset_before = dash.monitor.view._tail.offset
     dash.refresh()
-    assert "step 25" in dash.status.value and dash.monitor.view._tail.offset > offset_before
-    assert dash.bar.value == 25 and dash.bar.max == 40 and "step 25/40" in dash.status.value
+    assert "step 25" in dash.state_text and dash.monitor.view._tail.offset > offset_before
+    assert "step 25/40" in dash.state_text and "width:62.5%" in dash.state_html  # the bar: plain HTML, no widget
 
-    dash.stop_button.click()  # the button calls grpolab.jobs.launch.stop_run, then refreshes
+    dash.stop_button.click()  # the first click only asks
+    assert stopped == [] and dash.confirm_row.layout.display is None and "Stop run <b>dash</b>?" in dash.question.value
+    dash.cancel_button.click()
+    assert stopped == [] and dash.confirm_row.layout.display == "none" and not dash.stop_button.disabled
+    dash.stop_button.click()
+    dash.confirm_button.click()  # the confirm button calls grpolab.jobs.launch.stop_run, then refreshes
     assert stopped == ["dash"]
-    assert "STOPPED" in dash.status.value and dash.stop_button.disabled and dash.finished
+    assert "STOPPED" in dash.state_text and dash.stop_button.disabled and dash.finished
+    assert "stopped on request" in dash.state_text and "#7f7f7f" in dash.state_html  # grey, not an error's red
     dash.start(background=False)  # a finished run: one refresh, then the loop ends by itself
 
 
@@ -64,7 +70,9 @@ def test_stop_that_cannot_reach_ray_says_why(runs_root):
     dash = Dashboard("noray", interval=1)
     dash.refresh()
     dash.stop_button.click()
-    assert "stop failed" in dash.status.value and not dash.stop_button.disabled
+    dash.confirm_button.click()
+    # Ray never answers for this run: the run ends LOST from its own record, and the stop says there was nothing
+    assert "stop failed: run noray is LOST: nothing to stop" in dash.state_text and "LOST" in dash.state_html
 
 
 def test_background_thread_stops_on_request(runs_root):
@@ -111,23 +119,50 @@ class _Handle:
         self.shown.append(data)
 
 
-def test_a_finished_run_leaves_a_picture_and_one_line_instead_of_the_widgets(runs_root, monkeypatch):
+def test_every_refresh_rewrites_static_outputs_and_a_finished_run_leaves_no_controls(runs_root, monkeypatch):
+    """What a saved notebook keeps: the state line (HTML + text), the picture and the summary are ordinary outputs
+    rewritten at each refresh; the controls' output (the only widget) becomes one line when the run ends."""
     from grpolab.jobs import launch
-    from grpolab.monitor.dashboard import Dashboard
+    from grpolab.monitor.dashboard import WIDGET_VIEW, Dashboard
 
     run = create_run("tiny", run_id="ended")
     synthetic.write_jsonl(run.metrics_file, synthetic.healthy(30))
     run.write_status(state="RUNNING", job_id="j", total_steps=30)
     monkeypatch.setattr(launch, "refresh_status", lambda r: r.status())
     dash = Dashboard("ended", interval=1)
-    shown = {name: [] for name in ("controls", "picture", "summary")}
+    shown = {name: [] for name in ("controls", "state", "picture", "summary")}
     dash._handles = {name: _Handle(out) for name, out in shown.items()}  # what display(display_id=True) returns
     dash.refresh()
     assert shown["controls"] == [] and shown["picture"][-1]["image/png"].startswith(b"\x89PNG")
+    state = shown["state"][-1]
+    assert "RUNNING" in state["text/plain"] and "step 30/30" in state["text/plain"] and WIDGET_VIEW not in state
+    assert "white-space:nowrap" in state["text/html"]  # the state never wraps mid-word ("SUCCE / EDED")
     dash.refresh()  # nothing new: no redraw, no new picture
     assert len(shown["picture"]) == 1
     run.write_status(state="SUCCEEDED")
     dash.refresh()
-    final = shown["controls"][-1]["text/plain"]
-    assert final.startswith("run ended: step 30/30 (100 %)") and final.endswith("SUCCEEDED")
+    final = shown["state"][-1]["text/plain"]
+    assert final.startswith("run ended: SUCCEEDED  step 30/30 (100 %)") and "refreshing" not in final
+    assert shown["controls"][-1]["text/plain"] == "run ended ended SUCCEEDED: nothing left to control"
     assert dash.stop_button.layout.display == "none" and "SUCCEEDED" in shown["summary"][-1]["text/plain"]
+
+
+def test_controls_carry_a_text_twin_and_stopping_to_follow_says_so(runs_root, monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from grpolab.jobs import launch
+    from grpolab.monitor.dashboard import WIDGET_VIEW, Dashboard
+
+    run = create_run("tiny", run_id="shown")
+    synthetic.write_jsonl(run.metrics_file, synthetic.healthy(5))
+    run.write_status(state="RUNNING", job_id="j", total_steps=30)
+    monkeypatch.setattr(launch, "refresh_status", lambda r: r.status())
+    published = []
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr(shell.display_pub, "publish", lambda data, *a, **k: published.append(data))
+    dash = Dashboard("shown", interval=1).show()
+    controls = published[0]
+    assert controls[WIDGET_VIEW]["model_id"] == dash.widget.model_id and "Stop run" in controls["text/plain"]
+    dash.refresh()
+    dash.stop()
+    assert any("stopped following run shown (it goes on)" in d.get("text/plain", "") for d in published)

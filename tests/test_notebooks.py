@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ from grpolab.problems import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-NAMES = ("01_setup", "02_preflight", "03_launch", "04_monitor", "05_plan", "run")
+NAMES = ("01_setup", "02_preflight", "03_launch", "04_monitor", "05_plan", "06_compare", "run")
 PAPERMILL = Path(sys.executable).with_name("papermill")
 RECIPES = sorted(p.stem for p in (ROOT / "params" / "recipes").glob("*.yaml"))
 SMALL = ["trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10"]
@@ -48,6 +49,32 @@ def papermill(name: str, out: Path, *args: str, timeout: float = 540, **env: str
         cwd=ROOT,
         env=_env(**env),
     )
+
+
+def papermill_streamed(name: str, out: Path, *args: str, timeout: float = 540) -> tuple[int, list[tuple[float, str]]]:
+    """`papermill notebooks/<name>.ipynb out ARGS`, its stderr read line by line as it comes: (exit status,
+    [(seconds before papermill ended, line)])."""
+    import threading
+    import time
+
+    proc = subprocess.Popen(
+        [str(PAPERMILL), str(NOTEBOOKS / f"{name}.ipynb"), str(out), "--no-progress-bar", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+    )
+    stamped: list[tuple[float, str]] = []
+    reader = threading.Thread(target=lambda: stamped.extend((time.monotonic(), line) for line in proc.stderr))
+    reader.start()
+    try:
+        proc.wait(timeout=timeout)
+    finally:
+        proc.kill()
+        reader.join(timeout=10)
+    end = time.monotonic()
+    return proc.returncode, [(end - t, line.rstrip("\n")) for t, line in stamped]
 
 
 def outputs(path: Path) -> list[tuple[int, dict]]:
@@ -81,15 +108,25 @@ def error_cell(path: Path) -> tuple[int, str, dict] | None:
 # ---------------------------------------------------------------------------------------------- the files
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_notebook_is_committed_clean_with_one_typed_parameters_cell(name):
+def committed(name: str) -> nbformat.NotebookNode:
+    """The notebook as committed (git HEAD), else as on disk (a copy of the project without git)."""
+    rel = f"notebooks/{name}.ipynb"
+    shown = subprocess.run(["git", "show", f"HEAD:{rel}"], capture_output=True, text=True, cwd=ROOT)
+    if shown.returncode == 0 and shown.stdout.strip():
+        return nbformat.reads(shown.stdout, as_version=4)
+    return nbformat.read(str(ROOT / rel), as_version=4)
+
+
+def check_structure(path: Path) -> None:
+    """What a notebook's cells must be, outputs or not: one typed parameters cell that papermill lists, the
+    validation cell after it, short cells that call grpolab only."""
     import papermill as pm
 
-    book = nbformat.read(str(NOTEBOOKS / f"{name}.ipynb"), as_version=4)
+    book = nbformat.read(str(path), as_version=4)
+    name = path.stem
     nbformat.validate(book)
     assert book.metadata.kernelspec.name == "python3"
     code = [c for c in book.cells if c.cell_type == "code"]
-    assert all(not c.outputs and c.execution_count is None for c in code), "commit notebooks without outputs"
     tagged = [i for i, c in enumerate(book.cells) if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1
     params = book.cells[tagged[0]].source
@@ -98,17 +135,25 @@ def test_notebook_is_committed_clean_with_one_typed_parameters_cell(name):
     assert book.cells.index(following) == VALIDATION_CELL
     # papermill --help-notebook lists every declared parameter with its type, default and help
     declared = [line.split(":")[0] for line in params.splitlines() if line and not line.startswith("#")]
-    inferred = pm.inspect_notebook(str(NOTEBOOKS / f"{name}.ipynb"))
+    inferred = pm.inspect_notebook(str(path))
     assert list(inferred) == declared
     assert all(p["inferred_type_name"] != "None" and p["help"] for p in inferred.values()), inferred
     if name == "05_plan":  # planning the CPU recipe would show one trivial layout: the default is a real model
         assert inferred["model"]["default"] == '"glm5_2"' and inferred["overrides"]["default"] == "[]"
-    elif name != "04_monitor":
+    elif "model" in inferred:
         assert inferred["model"]["default"] == '"tiny"' and inferred["overrides"]["default"] == "[]"
     # cells stay short and call grpolab only
     for cell in code:
         assert len(cell.source.splitlines()) <= 8, cell.source
         assert "import" not in cell.source or cell.source.startswith("from typing import Optional"), cell.source
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_is_committed_clean_with_one_typed_parameters_cell(name):
+    check_structure(NOTEBOOKS / f"{name}.ipynb")
+    # committed without outputs (what is on disk may hold a user's outputs: that does not make the commit dirty)
+    code = [c for c in committed(name).cells if c.cell_type == "code"]
+    assert all(not c.outputs and c.execution_count is None for c in code), "commit notebooks without outputs"
 
 
 def test_generator_is_in_step_with_the_committed_notebooks():
@@ -238,7 +283,12 @@ def test_bad_parameters_stop_run_ipynb_in_the_validation_cell(tmp_path, args, me
     assert source.startswith("params = nb.check_parameters(globals())"), source
     assert error.ename == "NotebookStop" and message in error.evalue, error.evalue
     assert len(error.traceback) <= 8, error.traceback  # the message, not a traceback
-    assert message in result.stderr  # papermill's own report shows it too
+    # papermill's terminal: our message last, two lines before it at most, no traceback of papermill's frames
+    said = result.stderr.rstrip()
+    assert said.endswith(
+        "papermill: the notebook stopped in cell In [4] (the full output: " + f"{out})\n{error.evalue.rstrip()}"
+    )
+    assert "Traceback" not in said, said
 
 
 def test_a_stage_notebook_stops_on_a_misspelled_parameter(tmp_path):
@@ -354,7 +404,7 @@ def test_saved_04_monitor_of_a_finished_run_shows_grouped_alerts_and_the_curves(
 
 def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
     out = tmp_path / "out.ipynb"
-    result = papermill(
+    code, stamped = papermill_streamed(
         "run",
         out,
         "-p",
@@ -366,7 +416,14 @@ def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
         "-y",
         f"overrides: [trainer.total_steps=40, env.MY_API_KEY={SECRET}]",
     )
-    assert result.returncode == 0, result.stderr[-3000:]
+    said = "\n".join(line for _, line in stamped)
+    assert code == 0, said[-3000:]
+    # papermill's terminal showed the stages and the training's progress as they went, not only at the end
+    assert "01_setup: running ..." in said and "04_monitor: running ..." in said
+    progress = [(before, line) for before, line in stamped if re.match(r"step \d+/40 \(\d+ %\)", line)]
+    assert progress and progress[0][0] > 2.0, said[-3000:]  # the first one came while the run still went on
+    assert re.search(r"run nb-tiny-e2e: step \d+/40 .*SUCCEEDED", said), said[-3000:]
+    assert SECRET not in said
     assert out.stat().st_size < 1_000_000
     run_dir = Path(os.environ["GRPOLAB_RUNS"]) / "nb-tiny-e2e"
     assert json.loads((run_dir / "status.json").read_text())["state"] == "SUCCEEDED"
@@ -484,3 +541,120 @@ def test_run_ipynb_with_plan_adds_the_top_layout(ray_head, tmp_path):
     problems = text_of(scratch / "01_setup.ipynb")
     assert all(o in injected for o in chosen), injected  # 01_setup validated the recipe with the planned layout
     assert "0 error(s)" in problems or "no errors" in problems
+
+
+# ---------------------------------------------------------------------------------------------- 06_compare, in place
+
+
+def finished_runs(root: Path, specs) -> list[str]:
+    """Finished runs built from the monitor's synthetic metrics (no training): (run id, steps, seed, overrides)."""
+    from grpolab.jobs.runs import create_run
+    from grpolab.monitor import synthetic
+    from grpolab.recipe.loader import load_recipe, to_yaml
+
+    for run_id, steps, seed, sets in specs:
+        run = create_run("tiny", run_id=run_id, root=root)
+        (run.path / "recipe.yaml").write_text(to_yaml(load_recipe("tiny", sets)))
+        versions = {"verl": "0.9.1", "ray": "2.60.0", "torch": f"2.13.{seed}"}
+        (run.path / "launch.json").write_text(json.dumps({"run_id": run_id, "recipe": "tiny", "versions": versions}))
+        synthetic.write_jsonl(run.metrics_file, synthetic.healthy(steps, seed=seed))
+        run.job_log.write_text(f"training {run_id}\nlast line of {run_id}\n")
+        run.write_status(state="SUCCEEDED", recipe="tiny", total_steps=steps)
+    return [spec[0] for spec in specs]
+
+
+def test_06_compare_under_papermill_overlays_runs_with_their_differences(tmp_path):
+    """`-p runs '[a, b]'` as the issue types it: the differences (recipe, stack) above one chart that JupyterLab
+    renders interactively and GitHub as its PNG twin, the logs below; a run that does not exist stops the notebook."""
+    runs = tmp_path / "runs"
+    a, b = finished_runs(runs, [("cmp-a", 40, 1, []), ("cmp-b", 30, 2, ["algorithm.lr=0.002"])])
+    out = tmp_path / "out.ipynb"
+    result = papermill("06_compare", out, "-p", "runs", f"[{a}, {b}]", "-p", "x", "wall", GRPOLAB_RUNS=str(runs))
+    assert result.returncode == 0, result.stderr[-3000:]
+    shown = [o for _, o in outputs(out)]
+    table = next(o for o in shown if "recipe and stack differences" in o.get("data", {}).get("text/plain", ""))
+    plain = table["data"]["text/plain"]
+    assert "recipe.algorithm.lr" in plain and "0.001  |  0.002" in plain and "stack.torch" in plain
+    assert "recipe.trainer.total_steps" not in plain  # both runs kept tiny's own total_steps
+    chart = next(o for o in shown if "application/vnd.plotly.v1+json" in o.get("data", {}))["data"]
+    assert chart["text/html"].startswith("<img src='data:image/png;base64,iVBOR")  # what GitHub and nbviewer show
+    assert "image/png" not in chart  # JupyterLab's plotly renderer would show it instead of the live chart
+    figure = chart["application/vnd.plotly.v1+json"]
+    names = {t.get("name") for t in figure["data"]}
+    assert {f"{a} (40 steps)", f"{b} (30 steps)"} <= names and figure["layout"]["hovermode"] == "x unified"
+    assert figure["layout"]["xaxis"]["title"]["text"].startswith("wall-clock")  # -p x wall
+    assert [btn["label"] for btn in figure["layout"]["updatemenus"][0]["buttons"]] == ["x: step", "x: wall"]
+    assert "smoothing 0.6" in figure["layout"]["title"]["text"]  # the default smoothing, kept with the output
+    assert f"last line of {a}" in text_of(out) and f"last line of {b}" in text_of(out)  # the logs
+    missing = papermill("06_compare", tmp_path / "bad.ipynb", "-y", "runs: [cmp-a, nope]", GRPOLAB_RUNS=str(runs))
+    assert missing.returncode != 0 and "no run 'nope'" in missing.stderr.rstrip().splitlines()[-1]
+
+
+def test_check_recipe_reports_every_problem_once(capsys):
+    """A schema error in one override does not hide the rule errors of another; the verdict names them, once."""
+    recipe, problems = nb.check_recipe("tiny", ["rollout.tpp=2", "train.tp=3"])
+    keys = [(p.key, p.rule) for p in problems if p.severity == "error"]
+    assert ("rollout.tpp", "schema") in keys and any(k == "train.tp" for k, _ in keys), keys
+    assert len(keys) == len(set(keys))
+    assert recipe is not None and recipe.train.tp == 3  # checked without the override the schema rejected
+    with pytest.raises(nb.NotebookStop) as stop:
+        nb.stop_on_errors(problems, recipe, "tiny")
+    said = str(stop.value)
+    assert "rollout.tpp (schema)" in said and "train.tp (" in said and "The Problems table above" in said
+    assert all(p.message not in said for p in problems)  # the table says why; the stop does not say it again
+
+
+def test_every_notebook_run_in_place_and_saved_leaves_the_checks_green(tmp_path):
+    """A user who ignores `grpolab lab`, opens the committed notebooks, runs them and saves them (outputs and the
+    metadata Jupyter adds written into the files): the staleness check and the notebook checks still pass. Run in
+    place in a copy of the project's notebooks/ and scripts/ (the suite's other tests read the real ones at the
+    same time), which the test removes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    project = tmp_path / "project"
+    shutil.copytree(NOTEBOOKS, project / "notebooks")
+    (project / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "make_notebooks.py", project / "scripts")
+    runs = tmp_path / "runs"
+    finished_runs(runs, [("inplace-a", 20, 1, []), ("inplace-b", 20, 2, [])])
+    # cheap on purpose: no Ray address works (02 and 03 stop at their first Ray call, as Run All does at an error),
+    # run.ipynb stops before its first stage, 05 plans with its defaults, 04 and 06 show the finished runs above
+    env = _env(GRPOLAB_RUNS=str(runs), RAY_ADDRESS="not-a-ray-address")
+    blocked = tmp_path / "a-file-not-a-folder"  # run.ipynb cannot make its scratch folder there: it stops at once
+    blocked.write_text("")
+
+    def run_and_save(name: str) -> None:
+        path = project / "notebooks" / f"{name}.ipynb"
+        book = nbformat.read(str(path), as_version=4)
+        client = NotebookClient(
+            book, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        )
+        try:  # run.ipynb: no stage kernels
+            client.execute(env={**env, "GRPOLAB_RUNS": str(blocked)} if name == "run" else env)
+        except CellExecutionError:
+            pass  # Run All stops at an error; the outputs so far are saved
+        book.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2}}
+        nbformat.write(book, str(path))  # saved in place, as JupyterLab does
+        assert any(c.get("outputs") for c in book.cells if c.cell_type == "code"), name
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # two kernels at a time: most of a kernel's start is waiting
+        list(pool.map(run_and_save, NAMES))
+    check = subprocess.run(
+        [sys.executable, str(project / "scripts" / "make_notebooks.py"), "--check"], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stderr
+    for name in NAMES:
+        check_structure(project / "notebooks" / f"{name}.ipynb")
+    # and the check still catches a real change: an edited source is out of date
+    path = project / "notebooks" / "01_setup.ipynb"
+    book = nbformat.read(str(path), as_version=4)
+    book.cells[2].source += "\nextra: int = 1  # an extra parameter"
+    nbformat.write(book, str(path))
+    check = subprocess.run(
+        [sys.executable, str(project / "scripts" / "make_notebooks.py"), "--check"], capture_output=True, text=True
+    )
+    assert check.returncode == 1 and "notebooks/01_setup.ipynb" in check.stderr
+    shutil.rmtree(project)

@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOT_RUN_HERE = {"make test"}  # CI's own command (.ci/run); running it inside the suite would recurse
 # commands that stay up until stopped: run them with a time limit and look for what they print when ready
-SERVERS = {".venv/bin/jupyter lab notebooks/": "is running at"}
+SERVERS = {".venv/bin/grpolab lab": "is running at"}
 EXPECTED_EXIT = {
     ".venv/bin/grpolab check glm5_2 --set rollout.ep=32 --set train.tp=6": 1,
     ".venv/bin/grpolab plan glm5_2 --nodes 1": 1,
@@ -48,8 +48,7 @@ def test_readme_has_the_two_quick_start_commands():
 def test_readme_command_runs(command, no_head, tmp_path):
     """Each command as a user types it, on a machine with no Ray head running (`no_head`)."""
     if command in SERVERS:
-        extra = " --no-browser --port=0 --IdentityProvider.token=test"
-        extra += " --allow-root" if os.geteuid() == 0 else ""  # CI runs as root; Jupyter refuses root without it
+        extra = " --no-browser --port=0 -- --IdentityProvider.token=test"  # `grpolab lab` adds --allow-root for root
         # a session of its own, so that the whole group (the shell and the server it started) is stopped after
         proc = subprocess.Popen(
             f"{command}{extra}",

@@ -37,6 +37,7 @@ VERBS = {
     "import": "import_",
     "plan": "plan",
     "card": "card",
+    "lab": "lab",
 }
 
 

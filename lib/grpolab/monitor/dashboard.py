@@ -3,36 +3,66 @@
     dash = live(run, interval=5)     # displays itself and refreshes in a background thread until the job ends
     dash.stop()                      # stop refreshing (the job keeps running)
 
-Live: a control row (state, a progress bar with step / total and the latest figures, a Stop button, a
-smoothing slider), the curves (PNG) and the summary (alerts grouped by rule in collapsible <details>). The
-curves and the summary are ordinary display outputs updated through display handles, so the saved notebook,
-reopened without a kernel, shows the last picture and summary; when the run ends the control row is replaced
-by one line with the final state (no Stop button left behind, no "model not found").
+Live: a row of controls (Stop run, with a confirm step; a smoothing slider), the run's state line with a progress
+bar, the curves (PNG) and the summary (alerts grouped by rule in collapsible <details>). Only the controls are
+widgets. The state line, the curves and the summary are ordinary display outputs (HTML with a plain-text twin, a
+PNG) rewritten in place through display handles at every refresh, so a notebook saved mid-run, reopened without
+a kernel, or shown by nbviewer or GitHub, shows the run's last state, figures, picture and summary. The controls'
+output carries a plain-text twin too, and when the run ends (or the view stops following it) it is replaced by
+one line: no Stop button is left behind, and no "model not found".
 
 Each refresh reads only the new bytes of metrics.jsonl and asks Ray for the state (quick); the analysis (alerts
 over the whole run, the summary, the picture) runs when new steps arrived and at least `redraw_s` seconds
-passed since the last one, or when the run ends; the picture is redrawn only when it changed. Only notebooks
-import this module (ipywidgets, IPython); headless code never does.
+passed since the last one, or when the run ends; the picture is redrawn only when it changed. Other views (the
+notebook's comparison chart) can ask to be redrawn with it (`on_analysis`). Only notebooks import this module
+(ipywidgets, IPython); headless code never does.
 """
 
 from __future__ import annotations
 
 import html
 import os
+import re
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from grpolab.jobs.runs import TERMINAL_STATES
 from grpolab.monitor.progress import Progress
 from grpolab.monitor.summary import RunMonitor, format_html, format_summary
 
-_COLOURS = {"FAILED": "#d62728", "LOST": "#d62728", "SUCCEEDED": "#2ca02c", "STOPPED": "#7f7f7f"}
+STATE_COLOURS = {"FAILED": "#d62728", "LOST": "#d62728", "SUCCEEDED": "#2ca02c", "STOPPED": "#7f7f7f"}
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def state_html(run_id: str, state: str, line: str, step: int | None, total: int | None, extra: str = "") -> str:
+    """A run's state as HTML that wraps between words only (never "SUCCE / EDED"): the run id, the state as a
+    coloured badge, a progress bar (plain <div>s: no widget, so it survives a save) and the progress line."""
+    colour = STATE_COLOURS.get(state, "#1f77b4")
+    share = 100.0 * min(1.0, (step or 0) / total) if total else 0.0
+    bar = (
+        "<div style='flex:0 0 220px;height:10px;background:#e6e6e6;border-radius:3px;align-self:center'>"
+        f"<div style='width:{share:.1f}%;height:100%;background:{colour};border-radius:3px'></div></div>"
+        if total
+        else ""
+    )
+    word = "white-space:nowrap"
+    return (
+        "<div style='display:flex;flex-wrap:wrap;gap:2px 12px;align-items:baseline;word-break:keep-all;"
+        "overflow-wrap:normal'>"
+        f"<b style='{word}'>{html.escape(run_id)}</b>"
+        f"<span style='{word};color:white;background:{colour};padding:0 6px;border-radius:3px'><b>"
+        f"{html.escape(state or '?')}</b></span>{bar}"
+        f"<code style='white-space:normal'>{html.escape(line)}</code>"
+        + (f"<span style='{word}'>{extra}</span>" if extra else "")
+        + "</div>"
+    )
 
 
 class Dashboard:
-    """The widgets, the display handles and the refresh loop for one run. `widget` is the control row."""
+    """The controls, the display handles and the refresh loop for one run. `widget` is the row of controls."""
 
     def __init__(
         self, run, interval: float = 5.0, thresholds=None, root: Path | None = None, redraw_s: float | None = None
@@ -48,16 +78,24 @@ class Dashboard:
         self.picture: bytes = b""
         self.summary_html = ""
         self.summary_text = ""
+        self.state_html = ""  # the state line as shown (HTML) and its plain-text twin
+        self.state_text = ""
+        self.message = ""  # the last thing the controls said (a stop asked for, a stop that failed)
         self.progress = Progress(self.monitor.run.run_id, out=lambda _line: None)
-        self.status = widgets.HTML(value="<i>loading...</i>")
-        self.bar = widgets.IntProgress(value=0, min=0, max=1, bar_style="info", layout=widgets.Layout(width="30%"))
         self.stop_button = widgets.Button(
             description="Stop run",
-            button_style="danger",
+            button_style="warning",
             icon="stop",
-            tooltip="Stop the Ray job (grpolab.jobs.launch.stop_run)",
+            tooltip="Stop the Ray job (asks first; the finished steps are kept)",
         )
         self.stop_button.on_click(self._on_stop)
+        self.confirm_button = widgets.Button(description="Yes, stop it", button_style="danger")
+        self.cancel_button = widgets.Button(description="Cancel")
+        self.confirm_button.on_click(self._on_confirm)
+        self.cancel_button.on_click(self._on_cancel)
+        self.question = widgets.HTML()
+        self.confirm_row = widgets.HBox([self.question, self.confirm_button, self.cancel_button])
+        self.confirm_row.layout.display = "none"
         self.smoothing = widgets.FloatSlider(
             value=0.0,
             min=0.0,
@@ -68,16 +106,16 @@ class Dashboard:
             layout=widgets.Layout(width="260px"),
         )
         self.smoothing.observe(self._on_smoothing, names="value")
-        self.widget = widgets.VBox(
-            [widgets.HBox([self.status, self.stop_button]), widgets.HBox([self.bar, self.smoothing])]
-        )
+        self.widget = widgets.VBox([widgets.HBox([self.stop_button, self.smoothing]), self.confirm_row])
+        self.on_analysis: list[Callable[[], None]] = []  # other views redrawn with the picture
         self._handles: dict = {}
         self._halt = threading.Event()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._png = self._png_path()
         self._analysed_at: float | None = None
         self._analysed_steps = -1
+        self._closed = False
 
     def _png_path(self) -> Path:
         path = self.monitor.run.path / "curves.png"
@@ -93,11 +131,17 @@ class Dashboard:
     # -- showing ------------------------------------------------------------------------------------------
 
     def show(self) -> Dashboard:
-        """Display the control row, the picture and the summary (each its own output, updated in place)."""
+        """Display the controls, the state line, the picture and the summary (each its own output, updated in
+        place). The controls' output has a plain-text twin for a reader without widgets."""
         from IPython.display import display
 
+        controls = {
+            WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": self.widget.model_id},
+            "text/plain": "(live controls of the dashboard: Stop run, smoothing)",
+        }
         self._handles = {
-            "controls": display(self.widget, display_id=True),
+            "controls": display(controls, raw=True, display_id=True),
+            "state": display({"text/plain": f"run {self.monitor.run.run_id}: loading ..."}, raw=True, display_id=True),
             "picture": display({"text/plain": "(the curves appear at the first refresh)"}, raw=True, display_id=True),
             "summary": display({"text/plain": "loading ..."}, raw=True, display_id=True),
         }
@@ -120,7 +164,9 @@ class Dashboard:
                 if force_analysis or self.finished or self._analysed_at is None or (due and grew):
                     self._analyse()
             except Exception as exc:  # keep the dashboard alive; the next refresh may succeed (file mid-rotation)
-                self.status.value = f"<b>refresh failed</b>: {html.escape(f'{type(exc).__name__}: {exc}')}"
+                self.message = f"refresh failed: {type(exc).__name__}: {exc}"
+                if self.data:
+                    self._show_state()
                 return self.data or {}
             self._show_state()
             if self.finished:
@@ -142,33 +188,48 @@ class Dashboard:
         self.summary_html = format_html(self.data)
         self._update("summary", {"text/html": self.summary_html, "text/plain": self.summary_text})
         self._analysed_at, self._analysed_steps = time.monotonic(), len(self.monitor.view.steps)
+        for redraw in list(self.on_analysis):
+            try:
+                redraw()
+            except Exception as exc:  # another view's trouble must not stop this one
+                self.message = f"a linked view failed to redraw: {type(exc).__name__}: {exc}"
 
     def _show_state(self) -> None:
         data = self.data
         self.progress.update(self.monitor.view, data)
-        colour = _COLOURS.get(data["state"], "#1f77b4")
         groups = data.get("alert_groups") or []
-        self.status.value = (
-            f"<b>{html.escape(data['run_id'])}</b> &nbsp; <span style='color:{colour}'><b>{data['state']}</b></span>"
-            f" &nbsp; <code>{html.escape(self.progress.line())}</code> &nbsp; "
-            f"{sum(g['count'] for g in groups)} alert(s)"
-            + ("" if self.finished else f" &nbsp; <i>refreshing every {self.interval:g} s</i>")
+        alerts = sum(g["count"] for g in groups)
+        extra = [f"{alerts} alert(s)"]
+        if not self.finished and not self._closed:
+            extra.append(f"<i>refreshing every {self.interval:g} s</i>")
+        if self.message:
+            extra.append(f"<b>{html.escape(self.message)}</b>")
+        line = self.progress.line()
+        if self.finished:  # nothing remains of an ended run
+            line = re.sub(r"\s+remaining ~\S+", "", line)
+        self.state_html = state_html(
+            data["run_id"], data["state"], line, self.progress.step, self.progress.total, " &nbsp; ".join(extra)
         )
-        self.bar.max = max(1, self.progress.total or self.progress.step or 1)
-        self.bar.value = min(self.progress.step or 0, self.bar.max)
+        self.state_text = f"run {data['run_id']}: {data['state']}  {line}  {alerts} alert(s)" + (
+            f"  {self.message}" if self.message else ""
+        )
+        self._update("state", {"text/html": self.state_html, "text/plain": self.state_text})
         self.stop_button.disabled = self.finished
 
-    def _finish(self) -> None:
-        """The run ended: the control row becomes one line with the final state (the saved notebook keeps it)."""
-        self.progress.state = self.data["state"]
-        line = f"run {self.data['run_id']}: {self.progress.line()}"
+    def _close_controls(self, why: str) -> None:
+        """The controls are no use any more: their output becomes one plain line (the saved notebook keeps it)."""
+        if self._closed:
+            return
+        self._closed = True
         self.stop_button.layout.display = "none"
+        self.confirm_row.layout.display = "none"
         if self._handles.get("controls") is not None:
             self.widget.close()
-            self._update(
-                "controls",
-                {"text/plain": line, "text/html": f"<pre style='font-family:monospace'>{html.escape(line)}</pre>"},
-            )
+            self._update("controls", {"text/plain": why, "text/html": f"<i>{html.escape(why)}</i>"})
+
+    def _finish(self) -> None:
+        """The run ended: the state line keeps the final state, the controls go."""
+        self._close_controls(f"run {self.data['run_id']} ended {self.data['state']}: nothing left to control")
 
     def _loop(self, max_updates: int | None) -> None:
         done = 0
@@ -193,19 +254,43 @@ class Dashboard:
         return self
 
     def stop(self) -> None:
-        """Stop refreshing (does not stop the job: that is the button)."""
+        """Stop refreshing (does not stop the job: that is the button); the state line says so."""
         self._halt.set()
+        if self.data and not self.finished:
+            self._close_controls(
+                f"stopped following run {self.data['run_id']} (it goes on): run this cell again to follow it"
+            )
+            self._show_state()
+
+    # -- the controls -------------------------------------------------------------------------------------------
 
     def _on_stop(self, _button=None) -> None:
+        """First click: ask. The job is stopped only by the confirm button."""
+        run_id = self.monitor.run.run_id
+        self.question.value = f"Stop run <b>{html.escape(run_id)}</b>? The steps done so far are kept. &nbsp;"
+        self.confirm_row.layout.display = None
+        self.stop_button.disabled = True
+
+    def _on_cancel(self, _button=None) -> None:
+        self.confirm_row.layout.display = "none"
+        self.stop_button.disabled = self.finished
+
+    def _on_confirm(self, _button=None) -> None:
         from grpolab.jobs import launch
 
-        self.stop_button.disabled = True
+        self.confirm_row.layout.display = "none"
+        self.message = "stopping ..."
+        if self.data:
+            self._show_state()
         try:
             launch.stop_run(self.monitor.run)
         except Exception as exc:
             self.stop_button.disabled = False
-            self.status.value += f" &nbsp; <b>stop failed</b>: {html.escape(str(exc))}"
+            self.message = f"stop failed: {exc}"
+            if self.data:
+                self._show_state()
             return
+        self.message = "stopped on request"
         self.refresh(force_analysis=True)
 
     def _on_smoothing(self, change) -> None:

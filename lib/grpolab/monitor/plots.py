@@ -155,6 +155,28 @@ class Curves:
         return True
 
 
+def single_point_limits(ax) -> None:
+    """Give a panel whose values are all equal (one point, a flat line) a y range of its own, so that its tick
+    labels are short round numbers that fit the fixed margin, not an offset notation cut at the edge."""
+    values = [
+        float(v) for line in ax.get_lines() for v in line.get_ydata() if v is not None and math.isfinite(float(v))
+    ]
+    if not values:
+        return
+    low, high = min(values), max(values)
+    from matplotlib.ticker import MaxNLocator
+
+    if high - low <= 1e-9 * max(1.0, abs(high)):
+        pad = abs(high) * 0.1 or 0.05
+        ax.set_ylim(low - pad, high + pad)
+        ax.ticklabel_format(axis="y", useOffset=False, style="sci" if abs(high) < 1e-2 else "plain", scilimits=(-2, 4))
+    xs = {float(x) for line in ax.get_lines() for x in line.get_xdata()}
+    if len(xs) == 1:  # one step: whole steps around it, not 0.96 ... 1.04
+        (only,) = xs
+        ax.set_xlim(only - 1, only + 1)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=3))
+
+
 def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: float) -> None:
     # A bare Figure on the Agg canvas, not pyplot: no global backend switch (a notebook keeps its inline
     # backend) and nothing left open in pyplot's registry by a dashboard that redraws every few seconds.
@@ -218,6 +240,7 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
             # at least half a percent of the x range wide, so a one-step NaN is visible on a long run
             half = max(0.5, 0.0025 * (last - first))
             ax.axvspan(alert.step - half, end + half, color=colour, alpha=0.18, linewidth=0)
+        single_point_limits(ax)  # one point (or a flat line): a y range with labels that fit
         if len(lines) > 1:
             ax.legend(fontsize=7, loc="best")
         if marked:

@@ -8,6 +8,7 @@
     preflight / preflight_verdict                                       02_preflight
     launch / follow / verdict                                           03_launch
     find_run / watch / show_run / verdict                               04_monitor
+    compare_runs                                                        06_compare, 04_monitor's comparison
     Stages                                                              run.ipynb: runs 01..04 with papermill
 
 A wrong input raises `NotebookStop`: Jupyter, papermill and nbval show its message, without a traceback, and
@@ -25,6 +26,11 @@ is exact (a variable the user defines in a later cell is never mistaken for a pa
 an executed notebook is re-run in JupyterLab.
 """
 
+from grpolab.notebook.compare import (  # noqa: F401
+    compare_runs,
+    latest_runs,
+    show_differences,
+)
 from grpolab.notebook.display import (  # noqa: F401
     DRY_RUN_FAILS,
     FOLLOW_EVERY_S,
@@ -38,13 +44,16 @@ from grpolab.notebook.display import (  # noqa: F401
     STAGES,
     UNREACHABLE_CHUNKS,
     NotebookStop,
+    in_jupyterlab,
     problems_text,
+    say,
     show_html,
     show_image,
     show_problems,
     show_stages,
     show_text,
     table_html,
+    to_terminal,
 )
 from grpolab.notebook.parameters import (  # noqa: F401
     check_parameters,
@@ -78,7 +87,6 @@ from grpolab.notebook.setup import (  # noqa: F401
 from grpolab.notebook.stages import (  # noqa: F401
     find_run,
     follow,
-    in_jupyterlab,
     launch,
     plot_val_accuracy,
     preflight,
@@ -86,6 +94,7 @@ from grpolab.notebook.stages import (  # noqa: F401
     show_figures,
     show_head,
     show_run,
+    token_hint,
     verdict,
     watch,
 )

@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
+import os
 import re
 import shlex
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,6 +25,8 @@ PAPERMILL_NAMES = ("PAPERMILL_INPUT_PATH", "PAPERMILL_OUTPUT_PATH")  # papermill
 DRY_RUN_FAILS = "dry run: {n} preflight check(s) fail"  # run.ipynb's stage table reads this line back
 FOLLOW_EVERY_S = 30.0  # one progress line per this many seconds while a run is followed
 UNREACHABLE_CHUNKS = 4  # stop following after this many periods in a row without an answer from Ray
+# run.ipynb's process id, in its stage kernels' environment: run.ipynb itself reports their progress on the terminal
+STAGE_KERNEL_VAR = "GRPOLAB_STAGE_KERNEL"
 
 
 class NotebookStop(Exception):
@@ -33,6 +37,37 @@ class NotebookStop(Exception):
 
 
 # ------------------------------------------------------------------------------------------------ display
+
+
+def in_jupyterlab() -> bool:
+    """True in a kernel that Jupyter Server started for a notebook (JupyterLab sets JPY_SESSION_NAME);
+    False under papermill and nbval (and in stage notebooks run by run.ipynb, which pass live=False)."""
+    return bool(os.environ.get("JPY_SESSION_NAME"))
+
+
+def to_terminal(line: str) -> None:
+    """Also write `line` to the terminal that started this kernel (papermill's stderr), so that a headless run
+    shows its progress while it goes, not only in the output notebook at the end. ipykernel sends what a cell
+    prints to the notebook and keeps a copy of the process's own stderr (`_original_stdstream_copy`): the line
+    goes there. Nothing in JupyterLab (no terminal), outside a kernel (print reached the terminal already) or in
+    run.ipynb's stage kernels (run.ipynb reports their progress itself)."""
+    if in_jupyterlab() or os.environ.get(STAGE_KERNEL_VAR, str(os.getpid())) != str(os.getpid()):
+        return
+    fd = getattr(sys.stderr, "_original_stdstream_copy", None)
+    if not isinstance(fd, int):
+        if not type(sys.stderr).__module__.startswith("ipykernel"):
+            return  # not in a kernel: print reached the terminal already
+        fd = 2  # a kernel that left the process's stderr alone (ipykernel does under pytest): it is the terminal
+    try:
+        os.write(fd, (line.rstrip("\n") + "\n").encode("utf-8", "replace"))
+    except OSError:  # the terminal went away: the notebook keeps the line
+        pass
+
+
+def say(line: str) -> None:
+    """A progress line: printed (the notebook keeps it) and, headless, on the terminal too (to_terminal)."""
+    print(line, flush=True)
+    to_terminal(line)
 
 
 def show_html(html_text: str, text: str) -> None:
@@ -72,7 +107,40 @@ def show_image(path: str | Path) -> None:
     display(Image(filename=str(path)))
 
 
+def captured(fn) -> dict:
+    """Run `fn()` and return what it showed (printed text, HTML, pictures) as ONE display bundle: HTML (pictures
+    inlined) with a plain-text twin. For the results of a widget's callback: written into an ordinary output
+    through a display handle, they stay in a saved notebook, where an ipywidgets Output's would be lost."""
+    import base64
+
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as got:
+        try:
+            fn()
+        except NotebookStop as exc:
+            print(exc)
+    pages, texts = [], []
+    for out in got.outputs:
+        data = out.data
+        if "text/html" in data:
+            pages.append(data["text/html"])
+        elif "image/png" in data:
+            png = data["image/png"]
+            png = png if isinstance(png, str) else base64.b64encode(png).decode("ascii")
+            pages.append(f"<img src='data:image/png;base64,{png}'/>")
+        if "text/plain" in data and "image/png" not in data:
+            texts.append(str(data["text/plain"]))
+    if got.stdout:  # after the tables and pictures: what the callbacks print is their verdict (order is lost)
+        pages.append(f"<pre style='font-family:monospace;font-size:85%'>{html.escape(got.stdout)}</pre>")
+        texts.append(got.stdout.rstrip())
+    return {"text/html": "\n".join(pages) or "<i>(nothing)</i>", "text/plain": "\n".join(texts) or "(nothing)"}
+
+
 def table_html(headers: list[str], rows: list[list[str]], colours: list[str | None]) -> str:
+    """An HTML table; with no rows, a line saying so (a header over nothing says less than "none")."""
+    if not rows:
+        return "<p><i>(none)</i></p>"
     head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in headers)
     body = []
     for row, colour in zip(rows, colours):

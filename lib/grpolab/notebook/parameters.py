@@ -62,6 +62,24 @@ def _conforms(value: Any, annotation: Any) -> bool:
     return True  # an annotation this checker does not know: accept
 
 
+def _listish(annotation: Any, value: Any) -> bool:
+    text = value.strip() if isinstance(value, str) else ""
+    return typing.get_origin(annotation) is list and text.startswith("[") and text.endswith("]")
+
+
+def _yaml_list(text: str) -> list | None:
+    """A YAML flow list (what `-y` would have parsed), its items as strings for a list of strings; None if not."""
+    import yaml
+
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(parsed, list):
+        return None
+    return [item if isinstance(item, str) else str(item) for item in parsed]
+
+
 def _describe(annotation: Any) -> str:
     origin = typing.get_origin(annotation)
     if origin is typing.Union or origin is types.UnionType:
@@ -109,6 +127,10 @@ def check_parameters(ns: dict) -> dict:
             problems.append(f"parameter {name!r} is declared but not set: run the parameters cell")
             continue
         value = ns[name]
+        if _listish(annotation, value):  # `-p runs '[a, b]'`: papermill passes the text; read it as YAML's list
+            parsed = _yaml_list(value)
+            if parsed is not None and _conforms(parsed, annotation):
+                ns[name] = value = parsed
         if not _conforms(value, annotation):
             problems.append(
                 f"parameter {name} must be {_describe(annotation)}, got {value!r} "

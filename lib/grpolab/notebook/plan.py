@@ -9,6 +9,7 @@ from pathlib import Path
 from grpolab.notebook.display import (
     ROW_COLOURS,
     NotebookStop,
+    captured,
     problems_text,
     show_html,
     show_image,
@@ -151,6 +152,7 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
     import ipywidgets as widgets
     from IPython.display import display
 
+    from grpolab.monitor.dashboard import WIDGET_VIEW
     from grpolab.plan import io
 
     recipe = io.load(model, None, hardware, list(overrides))
@@ -160,29 +162,33 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
         value=recipe.data.max_response_length, min=1, max=10_000_000, description="response"
     )
     button = widgets.Button(description="plan")
-    out = widgets.Output()
 
     def replan(_=None) -> None:
-        out.clear_output()
-        with out:
-            sets = [
-                *overrides,
-                f"data.max_prompt_length={prompt.value}",
-                f"data.max_response_length={response.value}",
-                f"rollout.max_model_len={prompt.value + response.value}",
-            ]
-            try:
-                p = plan_layouts(model, nodes.value, hardware, sets)
-            except NotebookStop as exc:
-                print(exc)
-                return
+        sets = [
+            *overrides,
+            f"data.max_prompt_length={prompt.value}",
+            f"data.max_response_length={response.value}",
+            f"rollout.max_model_len={prompt.value + response.value}",
+        ]
+
+        def shown() -> None:
+            p = plan_layouts(model, nodes.value, hardware, sets)
             show_plan(p, top)
             plot_plan(p)
             plan_verdict(p, strict=False)
 
+        out.update(captured(shown), raw=True)  # an ordinary output: the saved notebook keeps the last table
+
     button.on_click(replan)
-    box = widgets.VBox([widgets.HBox([nodes, prompt, response, button]), out])
-    display(box)
+    box = widgets.VBox([widgets.HBox([nodes, prompt, response, button])])
+    display(
+        {
+            WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": box.model_id},
+            "text/plain": "(the explorer's controls: JupyterLab only)",
+        },
+        raw=True,
+    )
+    out = display({"text/plain": "(change the inputs above, then press plan)"}, raw=True, display_id=True)
     return box
 
 

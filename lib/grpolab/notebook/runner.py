@@ -20,8 +20,10 @@ from grpolab.notebook.display import (
     NEEDS_RUN,
     NOTEBOOKS_DIR,
     REPORT_TAG,
+    STAGE_KERNEL_VAR,
     STAGES,
     NotebookStop,
+    say,
     show_image,
     show_stages,
 )
@@ -33,7 +35,6 @@ from grpolab.notebook.setup import (
     mask_overrides,
 )
 from grpolab.notebook.stages import (
-    in_jupyterlab,
     plot_val_accuracy,
     show_figures,
 )
@@ -185,7 +186,7 @@ class Stages:
         output = self._target() / f"{stage}.ipynb"
         entry = {"stage": stage, "result": "running", "seconds": 0.0, "notebook": str(output)}
         self.stages.append(entry)
-        print(f"{stage}: running ...", flush=True)
+        say(f"{stage}: running ...")
         if stage in NEEDS_RUN:
             print(
                 f"  meanwhile, watch it with `grpolab monitor {self.run_id}` or in 04_monitor.ipynb "
@@ -218,6 +219,9 @@ class Stages:
                 error = f"{type(exc).__name__}: {exc}"
 
         before = os.environ.get(STAGE_SECRETS_VAR)
+        nested = os.environ.get(STAGE_KERNEL_VAR)
+        # the stage kernel inherits it (this process's id: here it means nothing) and leaves the terminal to us
+        os.environ[STAGE_KERNEL_VAR] = str(os.getpid())
         try:
             if real:  # the stage kernel inherits this process's environment
                 import json
@@ -225,18 +229,23 @@ class Stages:
                 os.environ[STAGE_SECRETS_VAR] = json.dumps(real)
             run_dir = self.run_dir
             if stage in NEEDS_RUN and run_dir is not None and run_dir.exists():
-                # the stage's own kernel follows the run; this one shows how far it is meanwhile (a bar in
-                # JupyterLab, a line every FOLLOW_EVERY_S s headless) instead of "running ..." for minutes
+                # the stage's own kernel follows the run; this one shows how far it is meanwhile (a line every
+                # FOLLOW_EVERY_S s, also on papermill's terminal) instead of "running ..." for minutes; plain lines
+                # in JupyterLab too: a saved notebook keeps them (a widget bar would be "model not found")
                 from grpolab.jobs.runs import Run
                 from grpolab.monitor.progress import follow_while
 
                 worker = threading.Thread(target=execute, daemon=True, name=f"grpolab-stage-{stage}")
                 worker.start()
-                follow_while(Run(run_dir), worker.is_alive, bar=in_jupyterlab(), every_s=FOLLOW_EVERY_S)
+                follow_while(Run(run_dir), worker.is_alive, bar=False, every_s=FOLLOW_EVERY_S, out=say)
                 worker.join()
             else:
                 execute()
         finally:
+            if nested is None:
+                os.environ.pop(STAGE_KERNEL_VAR, None)
+            else:
+                os.environ[STAGE_KERNEL_VAR] = nested
             if real:
                 if before is None:
                     os.environ.pop(STAGE_SECRETS_VAR, None)
@@ -248,7 +257,7 @@ class Stages:
         later = ""
         if self.run_id and Path(entry["notebook"]).parent == self.scratch:  # the run does not exist yet
             later = f" (moves to {self.run_dir / 'notebooks'} once 03_launch created the run)"
-        print(f"{stage}: {entry['result']} in {entry['seconds']:.1f} s; executed notebook: {entry['notebook']}{later}")
+        say(f"{stage}: {entry['result']} in {entry['seconds']:.1f} s; executed notebook: {entry['notebook']}{later}")
         _replay(Path(entry["notebook"]))
         if error:
             show_stages(self.stages)

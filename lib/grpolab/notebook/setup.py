@@ -59,13 +59,9 @@ def unmask_overrides(overrides: Iterable[str]) -> list[str]:
     return [real.get(str(text), text) if isinstance(real, dict) else text for text in overrides]
 
 
-def load(model: str, overrides: Iterable[str] = ()):
-    """The validated recipe `model` with `overrides` applied; NotebookStop for an unknown recipe, a malformed
-    override or a recipe the schema rejects (its problems are shown as a table first)."""
-    from grpolab.recipe.loader import load_recipe, parse_override
+def _parse_overrides(overrides: list[str]) -> None:
+    from grpolab.recipe.loader import parse_override
 
-    shown = list(overrides)  # what messages quote: secret overrides from run.ipynb stay masked there
-    overrides = unmask_overrides(shown)
     for text in overrides:
         try:
             parse_override(text)
@@ -75,26 +71,63 @@ def load(model: str, overrides: Iterable[str] = ()):
                 "overrides are a list of dotted key=value strings: "
                 'papermill -y "overrides: [rollout.tp=16, trainer.total_steps=40]"'
             ) from None
+
+
+def load(model: str, overrides: Iterable[str] = ()):
+    """The validated recipe `model` with `overrides` applied; NotebookStop for an unknown recipe, a malformed
+    override or a recipe the schema rejects (the message lists every schema problem, once)."""
+    from grpolab.recipe.loader import load_recipe
+
+    shown = list(overrides)  # what messages quote: secret overrides from run.ipynb stay masked there
+    overrides = unmask_overrides(shown)
+    _parse_overrides(overrides)
     try:
         return load_recipe(model, overrides)
     except InputError as exc:
         raise NotebookStop(str(exc)) from None
     except RecipeError as exc:
-        show_problems(exc.problems, title=f"recipe {model}")
         origin = f" with overrides {shown}" if shown else ""
         raise NotebookStop(
             f"recipe {model!r}{origin} does not fit the schema:\n" + problems_text(exc.problems)
         ) from None
 
 
+def _override_key(text: str) -> str:
+    return str(text).split("=", 1)[0].strip()
+
+
 def check_recipe(model: str, overrides: Iterable[str] = ()):
     """(recipe, every problem): the schema, every rule, and the launch composed against the installed verl; a
-    layout error's fix names the nearest whole valid layouts, as `grpolab check` says it."""
+    layout error's fix names the nearest whole valid layouts, as `grpolab check` says it.
+
+    A schema error in an override does not hide the recipe's other problems: the recipe is checked again without
+    the overrides the schema rejected, and the problems of both passes are returned together (each once). The
+    recipe is None when the schema rejects the recipe's own files (nothing to check the rules on)."""
     from grpolab.plan.hints import with_layout_fixes
+    from grpolab.recipe.loader import load_recipe
     from grpolab.rules.gate import gate
 
-    recipe = load(model, overrides)  # unknown recipe, bad override, schema: stop here with the reason
-    return recipe, with_layout_fixes(recipe, gate(recipe))
+    shown = list(overrides)
+    real = unmask_overrides(shown)
+    _parse_overrides(real)
+    try:
+        recipe = load_recipe(model, real)
+        return recipe, with_layout_fixes(recipe, gate(recipe))
+    except InputError as exc:
+        raise NotebookStop(str(exc)) from None
+    except RecipeError as exc:
+        schema = list(exc.problems)
+    bad = {p.key for p in schema if p.severity == "error"}
+    kept = [o for o in real if not any(_override_key(o) == k or k.startswith(_override_key(o) + ".") for k in bad)]
+    if len(kept) == len(real):  # the recipe's own files do not fit: no recipe to run the rules on
+        return None, schema
+    try:
+        recipe = load_recipe(model, kept)
+    except (InputError, RecipeError):
+        return None, schema
+    seen = {(p.rule, p.key) for p in schema}
+    rest = [p for p in with_layout_fixes(recipe, gate(recipe)) if (p.rule, p.key) not in seen]
+    return recipe, schema + rest
 
 
 def from_script(script: str | None, model: str) -> str:
@@ -162,6 +195,9 @@ def show_recipe(recipe) -> None:
     from grpolab.jobs.launch import redact
     from grpolab.recipe.loader import to_yaml
 
+    if recipe is None:
+        print("no resolved recipe: the recipe's own files do not fit the schema (the problems above)")
+        return
     show_text(to_yaml(recipe, env=redact(recipe.env, recipe.secrets)), title=f"resolved recipe {recipe.name}")
 
 
@@ -179,6 +215,9 @@ def show_launch(recipe) -> None:
     """The rendered launch: entrypoint and overrides, the env (secrets redacted) and the bash script."""
     from grpolab.verl.render import to_sh
 
+    if recipe is None:
+        print("nothing to render: the recipe does not fit the schema (the problems above)")
+        return
     launch = redacted_launch(recipe)
     lines = [f"entrypoint: {launch.command()}", "", "overrides:"]
     lines += [f"  {o}" for o in launch.overrides] or ["  (none: the local trainer reads the recipe itself)"]
@@ -190,11 +229,15 @@ def show_launch(recipe) -> None:
     show_text(to_sh(launch, recipe), title="bash script (grpolab render --format sh)")
 
 
-def stop_on_errors(problems: list[Problem], recipe) -> None:
-    """NotebookStop when any problem is an error (warnings pass)."""
+def stop_on_errors(problems: list[Problem], recipe, model: str | None = None) -> None:
+    """NotebookStop when any problem is an error (warnings pass). The problems table above says what and how to
+    fix each; the stop names their keys and rules only, so that nothing is said twice."""
+    name = recipe.name if recipe is not None else (model or "the recipe")
     errors = [p for p in problems if p.severity == "error"]
     if errors:
+        keys = ", ".join(f"{p.key} ({p.rule})" for p in errors)
         raise NotebookStop(
-            f"recipe {recipe.name} has {len(errors)} error(s); nothing can be launched:\n" + problems_text(errors)
+            f"recipe {name} has {len(errors)} error(s): {keys}; nothing can be launched. "
+            "The Problems table above says why and how to fix each."
         )
-    print(f"recipe {recipe.name}: ready to launch ({len(problems)} warning(s))")
+    print(f"recipe {name}: ready to launch ({len(problems)} warning(s))")

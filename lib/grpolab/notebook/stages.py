@@ -14,7 +14,8 @@ from grpolab.notebook.display import (
     ROW_COLOURS,
     UNREACHABLE_CHUNKS,
     NotebookStop,
-    problems_text,
+    in_jupyterlab,
+    say,
     show_html,
     show_image,
     show_problems,
@@ -91,49 +92,108 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
         run = launcher.submit(recipe, address=address, run_id=run_id, progress=print)
     except launcher.LaunchBlocked as exc:
         show_problems(exc.problems, title=f"recipe {recipe.name}")
+        keys = ", ".join(f"{p.key} ({p.rule})" for p in exc.problems if p.severity == "error")
         raise NotebookStop(
-            f"recipe {recipe.name} has errors; nothing was submitted:\n" + problems_text(exc.problems)
+            f"recipe {recipe.name} has errors: {keys}; nothing was submitted. The table above says why and how to "
+            "fix each."
         ) from None
     except cluster.ClusterError as exc:
         raise NotebookStop(str(exc)) from None
     except (ValueError, FileExistsError) as exc:
         raise NotebookStop(str(exc)) from None
     print(f"follow it here (the next cell), in 04_monitor.ipynb, or with `grpolab monitor {run.run_id}`")
+    print(token_hint(run))
     return run
 
 
-def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None] = print) -> dict | None:
-    """Follow a run until it ends: a progress bar in JupyterLab, else at most one progress line per `every_s`
-    seconds (step / total, elapsed, remaining, reward, validation accuracy; grpolab.monitor.progress), then the
-    final state. Stops following (the run goes on) when Ray stops answering."""
+def token_hint(run) -> str:
+    """Where Ray's dashboard is and, for the embedded head, where its token is: the dashboard asks for it."""
+    from grpolab.jobs import cluster
+
+    status = run.status()
+    address = status.get("ray_address") or ""
+    if not status.get("embedded"):
+        return f"Ray's dashboard: {address} (it may ask for the cluster's token: `ray get-auth-token` on its head)"
+    return (
+        f"Ray's dashboard: {address}; it asks for the embedded head's token, which is in {cluster.token_file()} "
+        "(readable by you only; paste its content once)"
+    )
+
+
+class _LiveLine:
+    """03_launch's progress in JupyterLab: one HTML output (a bar made of <div>s and the progress line, with a
+    plain-text twin) rewritten in place at every poll. No widget: a notebook saved mid-run, reopened without a
+    kernel or shown by nbviewer or GitHub, shows the last figures, never "model not found"."""
+
+    def __init__(self, run_id: str):
+        from IPython.display import display
+
+        self.run_id = run_id
+        self.handle = display({"text/plain": f"following run {run_id} ..."}, raw=True, display_id=True)
+
+    def show(self, tracker, state: str, note: str = "") -> None:
+        from grpolab.monitor.dashboard import state_html
+
+        line = tracker.line().removesuffix(f"  {state}")  # the badge says the state already
+        extra = f"<i>{html.escape(note)}</i>" if note else ""
+        self.handle.update(
+            {
+                "text/html": state_html(self.run_id, state, line, tracker.step, tracker.total, extra),
+                "text/plain": f"run {self.run_id}: {state}  {line}" + (f"  {note}" if note else ""),
+            },
+            raw=True,
+        )
+
+
+def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None] = say) -> dict | None:
+    """Follow a run until it ends: in JupyterLab a progress bar and line rewritten in place (an HTML output that
+    a saved notebook keeps), else at most one progress line per `every_s` seconds (step / total, elapsed,
+    remaining, reward, validation accuracy; grpolab.monitor.progress), printed and, headless, also written to
+    the terminal that runs papermill; then the final state. Stops following (the run goes on) when Ray stops
+    answering."""
     from grpolab.jobs.runs import TERMINAL_STATES
     from grpolab.monitor import load as load_metrics
     from grpolab.monitor.progress import Progress, wait
 
     if run is None:  # a dry run: nothing was submitted
         return None
-    bar = in_jupyterlab()  # a progress bar in JupyterLab; plain lines under papermill, nbval and in scripts
-    if not bar:
+    live = _LiveLine(run.run_id) if in_jupyterlab() else None
+    if live is None:
         progress(f"following run {run.run_id}: a line every {every_s:g} s")
-    tracker, view = Progress(run.run_id, bar=bar, every_s=every_s, out=progress), None
-    silent = 0
+    quiet = live is not None
+    tracker = Progress(run.run_id, every_s=every_s, out=(lambda _line: None) if quiet else progress)
+    view, silent, status = None, 0, {}
     try:
         while True:
-            status = wait(run, progress=lambda _line: None, timeout=every_s / 6 if bar else every_s)
+            status = wait(run, progress=lambda _line: None, timeout=every_s / 6 if quiet else every_s)
             if run.metrics_file.exists():
                 view = view or load_metrics(run.metrics_file)
                 view.refresh()
             tracker.update(view, status)
-            if status.get("state") in TERMINAL_STATES:
-                tracker.close(status)
+            state = str(status.get("state") or "PENDING")
+            if state in TERMINAL_STATES:
+                tracker.state = state
+                if live is not None:
+                    live.show(tracker, state)
+                else:
+                    tracker.close(status)
                 return status
             note = str(status.get("note") or "")
+            if live is not None:
+                live.show(tracker, state, "refreshing every few seconds")
             silent = silent + 1 if ("unreachable" in note or "does not know" in note) else 0
-            if silent >= UNREACHABLE_CHUNKS * (6 if bar else 1):
-                tracker.close({"state": f"stopped following: {note}"})
+            if silent >= UNREACHABLE_CHUNKS * (6 if quiet else 1):
+                why = f"stopped following: {note}"
+                if live is not None:
+                    live.show(tracker, state, why)
+                else:
+                    tracker.close({"state": why})
                 return status
     except KeyboardInterrupt:  # Jupyter's Interrupt: the run is a Ray job of its own and goes on
-        progress(f"stopped following; the run goes on (grpolab status {run.run_id} / grpolab stop {run.run_id})")
+        why = f"stopped following; the run goes on (grpolab status {run.run_id} / grpolab stop {run.run_id})"
+        if live is not None:
+            live.show(tracker, str(status.get("state") or "RUNNING"), why)
+        progress(why)
         return None
 
 
@@ -149,25 +209,24 @@ def show_head(address: str | None = None) -> None:
 
 def verdict(run, status: dict | None = None, strict: bool = True) -> None:
     """The run's outcome in a few lines (state, reward and accuracy first -> last, cause of a failure);
-    NotebookStop when the run FAILED or was STOPPED and `strict`. Nothing for no run (a dry run)."""
+    NotebookStop when the run FAILED or was LOST and `strict`. A STOPPED run was stopped on purpose: in
+    JupyterLab it is said plainly, not as an error; headless (papermill) it still ends the notebook with an error
+    when `strict`, so that a pipeline notices the run did not finish. Nothing for no run (a dry run)."""
     from grpolab.monitor.outcome import describe_outcome
 
     if run is None:
         return
     status = status or run.status()
     text = describe_outcome(run, status)
-    if strict and status.get("state") in ("FAILED", "STOPPED", "LOST"):
+    state = status.get("state")
+    if strict and (state in ("FAILED", "LOST") or (state == "STOPPED" and not in_jupyterlab())):
         raise NotebookStop(text)
+    if state == "STOPPED":
+        text += "\nthe run was stopped (Stop run, `grpolab stop` or Ray): the steps it finished are kept"
     print(text)
 
 
 # ------------------------------------------------------------------------------------------------ monitor
-
-
-def in_jupyterlab() -> bool:
-    """True in a kernel that Jupyter Server started for a notebook (JupyterLab sets JPY_SESSION_NAME);
-    False under papermill and nbval (and in stage notebooks run by run.ipynb, which pass live=False)."""
-    return bool(os.environ.get("JPY_SESSION_NAME"))
 
 
 def find_run(run_id: str | None = None):

@@ -1,0 +1,89 @@
+"""`grpolab lab`: JupyterLab on working copies of the notebooks, so that the committed ones stay templates.
+
+    grpolab lab                      copies notebooks/*.ipynb into runs/lab/ (a copy already there is kept: it is
+                                     your work) and starts JupyterLab there, bound to 127.0.0.1 with Jupyter's token
+    grpolab lab --dir PATH           the working folder is PATH instead
+    grpolab lab --dry-run            make the folder and the copies, print the command, start nothing
+    grpolab lab -- --ServerApp.X=Y   anything after `--` goes to `jupyter lab` as it is
+
+JupyterLab saves outputs into the notebooks it opens (autosave too): on copies, `git status` stays clean and
+`make test` stays green. The copies run exactly as the templates do (the stage notebooks run.ipynb executes are
+the templates in notebooks/, read only). JupyterLab is told to save the state of the notebooks' widgets with them
+(ipywidgets' `saveState`, through a settings file in the working folder), so that the few controls (Stop run,
+smoothing, the plan explorer's inputs) reopen as what they were, not as "model not found"; every figure and
+table beside them is an ordinary output anyway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+SETTINGS = {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
+SETTINGS_DIR = ".lab-settings"  # inside the working folder: JupyterLab's app settings (overrides.json) only
+DEFAULT_PORT = 8888
+
+
+def register(sub) -> None:
+    p = sub.add_parser("lab", help="JupyterLab on working copies of the notebooks (runs/lab/ by default)")
+    p.add_argument("--dir", help="working folder for the copies (default: runs/lab/ under the runs folder)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser (print the URL with its token)")
+    p.add_argument("--dry-run", action="store_true", help="make the copies and print the command; start nothing")
+    p.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="after --: arguments for `jupyter lab` as they are")
+    p.set_defaults(func=main)
+
+
+def prepare(folder: Path) -> tuple[list[str], list[str]]:
+    """Copy every template notebook that the folder does not hold yet; write the settings file. Returns (copied,
+    kept)."""
+    from grpolab.notebook.display import NOTEBOOKS_DIR
+
+    folder.mkdir(parents=True, exist_ok=True)
+    copied, kept = [], []
+    for template in sorted(NOTEBOOKS_DIR.glob("*.ipynb")):
+        target = folder / template.name
+        if target.exists():
+            kept.append(template.name)
+            continue
+        shutil.copyfile(template, target)
+        copied.append(template.name)
+    settings = folder / SETTINGS_DIR
+    settings.mkdir(exist_ok=True)
+    (settings / "overrides.json").write_text(json.dumps(SETTINGS, indent=2) + "\n")
+    return copied, kept
+
+
+def command(folder: Path, port: int, browser: bool, extra: list[str] = ()) -> list[str]:
+    """JupyterLab on 127.0.0.1 in `folder`, with Jupyter's own token (the default: not disabled here)."""
+    jupyter = Path(sys.executable).with_name("jupyter")
+    cmd = [str(jupyter) if jupyter.exists() else "jupyter", "lab", "--ServerApp.ip=127.0.0.1", f"--port={port}"]
+    cmd += [f"--ServerApp.root_dir={folder}", f"--LabApp.app_settings_dir={folder / SETTINGS_DIR}"]
+    if not browser:
+        cmd.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")  # Jupyter refuses root otherwise; it is the user's own choice to be root
+    return cmd + [a for a in extra if a != "--"]
+
+
+def main(args) -> int:
+    from grpolab.paths import runs_dir
+
+    folder = Path(args.dir).expanduser().resolve() if args.dir else runs_dir() / "lab"
+    copied, kept = prepare(folder)
+    if copied:
+        print(f"copied {', '.join(copied)} into {folder}")
+    if kept:
+        print(f"kept your copies of {', '.join(kept)} in {folder} (delete one to get the template again)")
+    cmd = command(folder, args.port, browser=not args.no_browser, extra=args.jupyter_args)
+    print("the committed notebooks in notebooks/ stay templates; your work and its outputs stay in this folder")
+    print(" ".join(cmd))
+    if args.dry_run:
+        return 0
+    sys.stdout.flush()
+    os.execv(cmd[0], cmd) if os.path.isabs(cmd[0]) else os.execvp(cmd[0], cmd)
+    return 0  # pragma: no cover - execv does not return

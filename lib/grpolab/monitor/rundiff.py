@@ -1,0 +1,95 @@
+"""What differs between runs, read from their own records: the resolved recipe and the stack they ran on.
+
+    record_of(run) -> {dotted key: value}      every field of runs/<id>/recipe.yaml under `recipe.`, launch.json's
+                                               `versions` and `git_commit` under `stack.`, its other fields under
+                                               `launch.`; per-run bookkeeping (run id, times, paths) left out
+    differences([run, ...]) -> [Difference]    the keys whose values are not the same in every run (a key one run
+                                               lacks counts as different), in section order
+
+General on purpose: a field a later version of the run record adds (a seed, a recipe hash, data fingerprints) is
+compared without a change here. Only PER_RUN names the fields that differ between any two runs by construction.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from grpolab.jobs.runs import Run
+from grpolab.recipe.dotted import flatten
+
+SECTIONS = ("recipe", "stack", "launch")
+# launch.json fields that differ between any two runs by construction (ids, clocks, this run's own paths)
+PER_RUN = ("run_id", "created", "entrypoint", "ray")
+ABSENT = "(absent)"  # how a key that one run's record lacks is shown
+
+
+@dataclass(frozen=True)
+class Difference:
+    key: str  # dotted, with its section first: recipe.train.tp, stack.verl, launch.engine
+    values: tuple[Any, ...]  # one per run, ABSENT where that run's record has no such key
+
+    @property
+    def section(self) -> str:
+        return self.key.split(".", 1)[0]
+
+
+def _read_yaml(path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_json(path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def record_of(run: Run) -> dict[str, Any]:
+    """The run's record as {dotted key: value} (see the module docstring); {} for a run with no record files."""
+    out = {f"recipe.{k}": v for k, v in flatten(_read_yaml(run.recipe_file)).items()}
+    launch = _read_json(run.launch_file)
+    stack = {"versions": launch.pop("versions", None) or {}, "git_commit": launch.pop("git_commit", None)}
+    out.update({f"stack.{k}": v for k, v in flatten(stack["versions"]).items()})
+    if stack["git_commit"] is not None:
+        out["stack.git_commit"] = stack["git_commit"]
+    for name in PER_RUN:
+        launch.pop(name, None)
+    out.update({f"launch.{k}": v for k, v in flatten(launch).items()})
+    return out
+
+
+def _same(values: list[Any]) -> bool:
+    first = json.dumps(values[0], sort_keys=True, default=str)
+    return all(json.dumps(v, sort_keys=True, default=str) == first for v in values[1:])
+
+
+def differences(runs: list[Run]) -> list[Difference]:
+    """Keys whose values are not the same in every run, recipe first, then stack, then the rest of the launch."""
+    records = [record_of(run) for run in runs]
+    keys = sorted({k for r in records for k in r}, key=lambda k: (_section_rank(k), k))
+    found = []
+    for key in keys:
+        values = [r.get(key, ABSENT) for r in records]
+        if len(records) > 1 and not _same(values):
+            found.append(Difference(key, tuple(values)))
+    return found
+
+
+def _section_rank(key: str) -> int:
+    section = key.split(".", 1)[0]
+    return SECTIONS.index(section) if section in SECTIONS else len(SECTIONS)
+
+
+def value_text(value: Any, width: int = 60) -> str:
+    """A value as a short string for a table cell."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= width else text[: width - 3] + "..."

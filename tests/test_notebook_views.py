@@ -1,0 +1,169 @@
+"""The notebooks' views without a kernel: the run-record differ, the overlaid chart and its PNG twin, single-point
+charts, `grpolab lab`'s working copies, progress lines on papermill's terminal, papermill's stop report, list
+parameters given with -p, tables with no rows. Fast: no Ray, no kernel."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from grpolab import notebook as nb
+from grpolab.jobs.runs import Run, create_run
+from grpolab.monitor import synthetic
+from grpolab.monitor.metrics import MetricsView
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(root: Path, run_id: str, steps: int, seed: int, launch: dict, recipe: str = "") -> Run:
+    run = create_run("tiny", run_id=run_id, root=root)
+    run.launch_file.write_text(json.dumps({"run_id": run_id, "created": seed, "entrypoint": f"x {run_id}", **launch}))
+    run.recipe_file.write_text(recipe or "train: {tp: 1}\ntrainer: {total_steps: 40}\n")
+    synthetic.write_jsonl(run.metrics_file, synthetic.healthy(steps, seed=seed))
+    return run
+
+
+def test_differences_come_from_the_records_and_take_fields_the_differ_never_heard_of(tmp_path):
+    from grpolab.monitor.rundiff import ABSENT, differences
+
+    a = _run(tmp_path, "a", 5, 1, {"versions": {"verl": "0.9.1", "torch": "2.13.0"}, "git_commit": "abc"})
+    b = _run(
+        tmp_path,
+        "b",
+        5,
+        2,
+        # a later record format: a seed and a data fingerprint this module has no code for
+        {"versions": {"verl": "0.9.2", "torch": "2.13.0"}, "git_commit": "abc", "seed": 7, "data": {"train": "f00"}},
+        recipe="train: {tp: 2}\ntrainer: {total_steps: 40}\n",
+    )
+    found = {d.key: d.values for d in differences([a, b])}
+    assert found == {
+        "recipe.train.tp": (1, 2),
+        "stack.verl": ("0.9.1", "0.9.2"),
+        "launch.seed": (ABSENT, 7),
+        "launch.data.train": (ABSENT, "f00"),
+    }  # run ids, creation times and entrypoints differ by construction: never listed
+    assert list(found)[0].startswith("recipe.") and differences([a]) == []
+
+
+def test_overlay_figure_switches_the_x_axis_for_every_trace_and_keeps_the_smoothing(tmp_path):
+    from grpolab.monitor.overlay import Overlay, wall_clock
+
+    a = MetricsView.for_run(_run(tmp_path, "a", 30, 1, {}))
+    b = MetricsView.for_run(_run(tmp_path, "b", 20, 2, {}))
+    a.refresh(), b.refresh()
+    clock = wall_clock(a)
+    steps, times = a.series("timing_s/step")
+    assert clock[steps[2]] == pytest.approx(sum(times[:3]), abs=1e-3)  # summed step times, from the first step
+    chart = Overlay({"a": a, "b": b}, smooth=0.6)
+    figure = chart.figure()
+    traces = figure["data"]
+    step_x, wall_x = (btn["args"][0]["x"] for btn in figure["layout"]["updatemenus"][0]["buttons"])
+    assert len(step_x) == len(wall_x) == len(traces)  # one x array per trace for each axis
+    assert [list(t["x"]) for t in traces] == [list(x) for x in step_x]
+    legend = [t["name"] for t in traces if t.get("showlegend")]
+    assert legend == ["a (30 steps)", "b (20 steps)"]  # one entry per run: a click hides that run everywhere
+    assert figure["layout"]["title"]["text"] == "2 runs, smoothing 0.6"
+    assert {t["legendgroup"] for t in traces} == {"a", "b"}
+    bundle = chart.bundle()
+    assert set(bundle) == {"application/vnd.plotly.v1+json", "text/html", "text/plain"}
+    assert "a (30 steps): reward" in bundle["text/plain"]
+    assert len(json.dumps(bundle)) < 400_000  # two runs stay small enough to save in a notebook
+    with pytest.raises(ValueError, match="smoothing"):
+        Overlay({"a": a}, smooth=1.0)
+
+
+def test_a_single_point_chart_keeps_readable_y_labels(tmp_path):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from grpolab.monitor.plots import single_point_limits
+
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    ax.plot([1], [0.48734], marker="o")
+    single_point_limits(ax)
+    low, high = ax.get_ylim()
+    assert low < 0.48734 < high and high - low > 0.05  # a range of its own, not 0.48734 +- 1e-6
+    assert ax.get_xlim() == (0, 2)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert labels and all(len(t) <= 6 for t in labels), labels  # no offset notation cut at the margin
+
+
+def test_grpolab_lab_works_on_copies_and_keeps_the_users(tmp_path, capsys):
+    from grpolab.cli import main
+
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "03_launch.ipynb").write_text("{}")  # the user's own copy
+    assert main(["lab", "--dir", str(folder), "--dry-run", "--port", "9999", "--", "--ServerApp.X=1"]) == 0
+    said = capsys.readouterr().out
+    templates = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    assert sorted(p.name for p in folder.glob("*.ipynb")) == templates
+    assert (folder / "03_launch.ipynb").read_text() == "{}" and "kept your copies of 03_launch.ipynb" in said
+    settings = json.loads((folder / ".lab-settings" / "overrides.json").read_text())
+    assert settings == {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
+    command = said.strip().splitlines()[-1]
+    assert "--ServerApp.ip=127.0.0.1" in command and "--port=9999" in command and command.endswith("--ServerApp.X=1")
+    assert f"--ServerApp.root_dir={folder}" in command and "token" not in command  # Jupyter's own token stays on
+
+
+def test_progress_lines_reach_the_kernels_own_stderr(monkeypatch):
+    """In a kernel, ipykernel keeps the process's real stderr as `_original_stdstream_copy`: papermill's terminal."""
+    read, write = os.pipe()
+
+    class KernelStderr:
+        _original_stdstream_copy = write
+
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.delenv(nb.display.STAGE_KERNEL_VAR, raising=False)
+    monkeypatch.setattr(sys, "stderr", KernelStderr())
+    nb.to_terminal("step 3/40 (8 %)")
+    monkeypatch.setenv(nb.display.STAGE_KERNEL_VAR, str(os.getpid() + 1))  # a stage kernel of run.ipynb: silent
+    nb.to_terminal("not shown")
+    monkeypatch.setenv(nb.display.STAGE_KERNEL_VAR, str(os.getpid()))  # run.ipynb's own kernel: shown
+    nb.to_terminal("04_monitor: running ...")
+    monkeypatch.setenv("JPY_SESSION_NAME", "x.ipynb")  # JupyterLab: no terminal to write to
+    nb.to_terminal("not shown either")
+    os.close(write)
+    assert os.read(read, 4096).decode() == "step 3/40 (8 %)\n04_monitor: running ...\n"
+    os.close(read)
+    monkeypatch.setattr(sys, "stderr", sys.__stderr__)  # plain Python: print reached the terminal, nothing more
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    written = []
+    monkeypatch.setattr(os, "write", lambda fd, data: written.append(fd))
+    nb.to_terminal("plain")
+    assert written == []
+
+
+def test_papermill_reports_a_notebook_stop_in_two_lines(monkeypatch):
+    from papermill.exceptions import PapermillExecutionError
+
+    from grpolab.notebook.papermill_hook import report
+
+    monkeypatch.setattr(sys, "argv", ["papermill", "in.ipynb", "out.ipynb"])
+    stop = PapermillExecutionError(4, 4, "src", "NotebookStop", "no recipe named 'tinny'", ["NotebookStop: x"])
+    assert report(stop) == "papermill: the notebook stopped in cell In [4] (the full output: out.ipynb)\n" + (
+        "no recipe named 'tinny'"
+    )
+    assert report(PapermillExecutionError(1, 1, "s", "ValueError", "v", [])) is None  # papermill's own report
+    assert report(ValueError("x")) is None
+
+
+def test_list_parameters_given_with_p_are_read_as_yaml_lists():
+    ns = {"__annotations__": {"runs": list[str]}, "runs": "[tiny-a, tiny-b]", "In": ["x"]}
+    assert nb.check_parameters(ns) == {"runs": ["tiny-a", "tiny-b"]} and ns["runs"] == ["tiny-a", "tiny-b"]
+    ns = {"__annotations__": {"runs": list[str]}, "runs": "tiny-a", "In": ["x"]}
+    with pytest.raises(nb.NotebookStop, match=r'-y "runs: \[tiny-a\]"'):
+        nb.check_parameters(ns)
+
+
+def test_a_table_with_no_rows_says_none():
+    assert nb.table_html(["a", "b"], [], []) == "<p><i>(none)</i></p>"
+    assert "<th" in nb.table_html(["a"], [["1"]], [None])
