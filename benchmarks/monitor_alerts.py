@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grpolab.monitor import alerts, load, synthetic
+from grpolab.monitor import alerts, load_metrics, synthetic
 from grpolab.monitor.thresholds import from_recipe, load_thresholds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +59,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="grpolab-alerts-") as tmp:
         folder = Path(tmp)
         for label, records, thresholds in healthy:
-            found = alerts(load(write(records, folder, "healthy.jsonl")), thresholds)
+            found = alerts(load_metrics(write(records, folder, "healthy.jsonl")), thresholds)
             steps = sum(1 for r in records if "actor/pg_loss" in r["data"])
             steps_total += steps
             alarms_total += len(found)
@@ -82,7 +82,9 @@ def main() -> int:
                 steps = [r["step"] for r in records if "actor/pg_loss" in r["data"]]
                 for at in (steps[len(steps) // 3], steps[2 * len(steps) // 3]):
                     runs += 1
-                    found = alerts(load(write(synthetic.plant(records, rule, at), folder, "broken.jsonl")), thresholds)
+                    found = alerts(
+                        load_metrics(write(synthetic.plant(records, rule, at), folder, "broken.jsonl")), thresholds
+                    )
                     mine = [a for a in found if a.rule == rule and a.step >= at - MAX_DELAY]
                     hit = [a for a in mine if abs(a.step - at) <= MAX_DELAY and a.confirmed - at <= MAX_DELAY]
                     if hit:

@@ -2,7 +2,7 @@
 
 Writes a synthetic verl metrics.jsonl of 20,000 steps x 150 metrics (full-precision floats, as verl's file
 logger writes them; about 150 MB) into a temporary directory, then prints:
-- the time for grpolab.monitor.load() to read it all (orjson when installed, and the standard library's json),
+- the time for grpolab.monitor.load_metrics() to read it all (orjson when installed, and the standard library's json),
 - the time for MetricsView.refresh() to take in 100 new steps, on a 1,000-step file and on the 20,000-step
   file (the median of several refreshes; it must not depend on the file's length),
 - `grpolab monitor FILE` as a whole process (load, alerts, summary, the curves PNG): wall time and peak memory,
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 import grpolab.monitor.metrics as metrics
-from grpolab.monitor import load, synthetic
+from grpolab.monitor import load_metrics, synthetic
 
 STEPS = 20_000
 METRICS = 150
@@ -154,14 +154,14 @@ def main() -> int:
 
         # Full loads and pandas first, all on the same pristine 20,000-step file; then the refreshes grow it.
         parser = "orjson" if metrics._fast_loads is not json.loads else "json (standard library)"
-        load_s, view = _timed(lambda: load(big))
+        load_s, view = _timed(lambda: load_metrics(big))
         assert len(view.steps) == STEPS and len(view.names) == METRICS, (len(view.steps), len(view.names))
         del view
 
         fast = metrics._fast_loads
         metrics._fast_loads = json.loads
         try:
-            std_s, view = _timed(lambda: load(big))
+            std_s, view = _timed(lambda: load_metrics(big))
             del view
         finally:
             metrics._fast_loads = fast
@@ -180,10 +180,10 @@ def main() -> int:
         print("the dashboard ...", flush=True)
         dashboard = _dashboard(Path(tmp), big)
 
-        view = load(big)
+        view = load_metrics(big)
         refresh_big = _refresh_times(big, view, STEPS + 1)
         del view
-        small_view = load(small)
+        small_view = load_metrics(small)
         refresh_small = _refresh_times(small, small_view, SMALL + 1)
 
     def verdict(ok: bool) -> str:

@@ -9,7 +9,7 @@ every check runs for real (torch_npu lookup, CANN, npu-smi, stack metadata, env,
 ports, open files); the run fails on this machine, the timing is what is measured.
 
 Printed per cluster size: the first (cold) call, whose per-node phase includes starting one Ray worker per
-node, and the median of --warm further calls, split into the local, cluster and per-node phases; then the
+node, and the median of --warm further calls, split into the driver, cluster and per-node phases; then the
 4-node / 1-node ratio of the per-node phase (a serial loop over nodes would be about 4x).
 
 `--recipe qwen3_8b` (cuda) instead runs the GPU probe on each node: a child Python that imports torch. That is
@@ -103,7 +103,7 @@ def measure(n: int, recipe_name: str, warm: int, env: dict[str, str]) -> dict:
         "cold_total": cold.elapsed_s,
         "cold_nodes": cold.timings.get("nodes", 0.0),
         "warm_total": statistics.median(r.elapsed_s for r in warms) if warms else float("nan"),
-        "warm_local": med("local"),
+        "warm_driver": med("driver"),
         "warm_cluster": med("cluster"),
         "warm_nodes": med("nodes"),
         "rows": len(cold.rows),
@@ -125,12 +125,12 @@ def main() -> None:
     )
     print(
         f"{'nodes':>5} {'rows':>5} {'cold total':>11} {'cold nodes':>11} {'warm total':>11} "
-        f"{'warm local':>11} {'warm cluster':>13} {'warm nodes':>11}   cluster start"
+        f"{'warm driver':>11} {'warm cluster':>13} {'warm nodes':>11}   cluster start"
     )
     for r in results:
         print(
             f"{r['n']:>5} {r['rows']:>5} {r['cold_total']:>11.2f} {r['cold_nodes']:>11.2f} {r['warm_total']:>11.2f} "
-            f"{r['warm_local']:>11.2f} {r['warm_cluster']:>13.2f} {r['warm_nodes']:>11.2f}   {r['start_s']:.0f} s"
+            f"{r['warm_driver']:>11.2f} {r['warm_cluster']:>13.2f} {r['warm_nodes']:>11.2f}   {r['start_s']:.0f} s"
         )
     one, four = results
     print(

@@ -243,6 +243,8 @@ CASES: list[tuple[str, list[str], int]] = [
     ("card-dir-without-config", ["card", "{bad}"], 2),
     ("card-yaml-not-a-config", ["card", "{bad}/binary.yaml"], 2),
     ("card-out-not-yaml", ["card", "Qwen/Qwen3-8B", "--out", "{tmp}/card.txt"], 2),
+    ("lab-dir-is-a-file", ["lab", "--dry-run", "--dir", "{bad}/binary.yaml"], 2),
+    ("lab-port-not-a-number", ["lab", "--dry-run", "--port", "http"], 2),
     ("card-out-exists", ["card", "Qwen/Qwen3-8B", "--out", "{bad}/empty.yaml"], 2),
     ("card-no-args", ["card"], 2),
     # compare

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from grpolab import notebook as nb
-from grpolab.preflight.local import local_rows
+from grpolab.preflight.driver import driver_rows
 from grpolab.recipe.loader import load_recipe
 from grpolab.rules.gate import gate
 
@@ -50,7 +50,7 @@ def test_every_front_end_refuses_what_check_refuses(case, cli, _isolated_runs):
     assert proc.returncode == 1 and f"[{rule}]" in proc.stdout
 
     recipe = load_recipe(recipe_name, overrides)
-    rows = local_rows(recipe)
+    rows = driver_rows(recipe)
     assert any(r.status == "fail" and f"[{rule}]" in r.detail for r in rows), [r.detail for r in rows]
 
     _, problems = nb.check_recipe(recipe_name, overrides)

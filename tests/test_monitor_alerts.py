@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpolab.monitor import ALERT_RULES, alerts, load, load_thresholds, synthetic
+from grpolab.monitor import ALERT_RULES, alerts, load_metrics, load_thresholds, synthetic
 from grpolab.monitor.alerts import ADVICE, group
 from grpolab.monitor.thresholds import default_path, from_recipe
 
@@ -31,12 +31,12 @@ def test_healthy_run_raises_no_alert(tmp_path, seed):
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)
 def test_recorded_healthy_tiny_runs_raise_no_alert_with_tinys_thresholds(path):
-    assert [(a.rule, a.step) for a in alerts(load(path), from_recipe("tiny"))] == []
+    assert [(a.rule, a.step) for a in alerts(load_metrics(path), from_recipe("tiny"))] == []
 
 
 def test_tinys_noise_would_cry_wolf_with_cluster_thresholds():
     # why tiny has its own `monitor:` limits: the same healthy run under base.yaml's limits is not quiet
-    assert alerts(load(RECORDED[0]), load_thresholds())
+    assert alerts(load_metrics(RECORDED[0]), load_thresholds())
 
 
 @pytest.mark.parametrize("rule", ALERT_RULES)
@@ -48,7 +48,7 @@ def test_planted_pathology_is_reported_once_at_its_step(tmp_path, rule, at):
     assert [(a.rule, a.step) for a in found] == [(rule, at)], [a.message for a in found]
     alert = found[0]
     assert 0 <= alert.confirmed - at <= 10  # caught within 10 steps of its start
-    assert alert.metrics and all(m in load(path).names for m in alert.metrics)
+    assert alert.metrics and all(m in load_metrics(path).names for m in alert.metrics)
     assert str(at) in alert.message and alert.advice == ADVICE[rule]
     json.dumps(alert.to_dict(), allow_nan=False)  # NaN/inf values are reported as strings, valid JSON
 
@@ -207,7 +207,7 @@ def test_real_tiny_run_snippet(tmp_path):
 
     path = tmp_path / "metrics.jsonl"
     path.write_text(TINY_RUN)
-    view = load(path)
+    view = load_metrics(path)
     assert view.steps == list(range(0, 16)) and view.bad_lines == 0
     assert view.latest("val-core/arith/acc/mean@1")[0] == 0
     assert alerts(view) == []  # a short healthy start: the spike rules need 10 steps of history first
@@ -234,7 +234,7 @@ def _real_metrics_files() -> list[Path]:
 def test_real_metrics_file(path, tmp_path):
     if path is None:
         pytest.skip("no real metrics file yet: copy a tiny run's metrics.jsonl into tests/data/monitor/")
-    view = load(path)
+    view = load_metrics(path)
     assert view.steps, f"{path}: no steps read ({view.problems[:3]})"
     assert view.bad_lines == 0, view.problems[:3]
     steps = set(view.steps)
@@ -252,5 +252,5 @@ def test_verl_writes_nan_as_null_and_the_nan_alert_fires(tmp_path):
             loss = float("nan") if step == 5 else 0.1
             fh.write(orjson.dumps({"step": step, "data": {"actor/pg_loss": loss, "critic/score/mean": 0.5}}) + b"\n")
     assert b'"actor/pg_loss":null' in path.read_bytes()
-    fired = [(a.rule, a.step) for a in alerts(load(path))]
+    fired = [(a.rule, a.step) for a in alerts(load_metrics(path))]
     assert ("nan", 5) in fired

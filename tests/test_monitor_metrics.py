@@ -9,7 +9,7 @@ import pytest
 
 from grpolab.jobs.runs import RunNotFound, create_run
 from grpolab.monitor import synthetic
-from grpolab.monitor.metrics import MetricsView, load, parse_console_line, parse_console_value
+from grpolab.monitor.metrics import MetricsView, load_metrics, parse_console_line, parse_console_value
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def _line(step, **data) -> str:
 def test_reads_columns_aligned_on_steps_with_missing_and_nan(tmp_path):
     path = tmp_path / "metrics.jsonl"
     path.write_text(_line(1, a=1.0, b=2) + _line(2, a=float("nan")) + _line(3, b=5.5, c=True))
-    view = load(path)
+    view = load_metrics(path)
     assert view.steps == [1, 2, 3]
     assert view.names == ["a", "b", "c"]
     a = view.column("a")
@@ -48,7 +48,7 @@ def test_reads_columns_aligned_on_steps_with_missing_and_nan(tmp_path):
 def test_refresh_reads_only_new_bytes(tmp_path):
     path = tmp_path / "metrics.jsonl"
     path.write_text(_line(1, x=1.0) + _line(2, x=2.0))
-    view = load(path)
+    view = load_metrics(path)
     offset = view._tail.offset
     assert offset == path.stat().st_size
     assert view.refresh() == 0  # nothing new
@@ -64,7 +64,7 @@ def test_half_written_last_line_waits_for_the_next_refresh(tmp_path):
     path = tmp_path / "metrics.jsonl"
     full = _line(2, x=2.0, y=1.0)
     path.write_text(_line(1, x=1.0) + full[:15])  # the writer is in the middle of step 2
-    view = load(path)
+    view = load_metrics(path)
     assert view.steps == [1] and view.bad_lines == 0
     with open(path, "a") as handle:
         handle.write(full[15:-1])  # complete object, newline not written yet: a whole record
@@ -79,14 +79,14 @@ def test_half_written_last_line_waits_for_the_next_refresh(tmp_path):
 def test_invalid_json_at_the_end_is_not_an_error(tmp_path):
     path = tmp_path / "metrics.jsonl"
     path.write_text(_line(1, x=1.0) + '{"step": 2, "data": {"x": 1.')
-    view = load(path)
+    view = load_metrics(path)
     assert view.steps == [1] and view.bad_lines == 0 and view.problems == []
 
 
 def test_corrupt_line_in_the_middle_is_skipped_and_reported(tmp_path):
     path = tmp_path / "metrics.jsonl"
     path.write_text(_line(1, x=1.0) + "garbage\n" + '{"step": "two", "data": {}}\n' + _line(3, x=3.0))
-    view = load(path)
+    view = load_metrics(path)
     assert view.steps == [1, 3]
     assert view.bad_lines == 2 and "line 2" in view.problems[0]
 
@@ -100,7 +100,7 @@ def test_repeated_step_is_merged_and_extra_top_level_keys_ignored(tmp_path):
         + _line(2, **{"val-core/arith/acc/mean@1": 0.5})
         + _line(1, x=1.5)
     )
-    view = load(path)
+    view = load_metrics(path)
     assert view.steps == [1, 2]
     assert view.column("x") == [1.5, 2.0]
     assert view.column("val-core/arith/acc/mean@1") == [None, 0.5]
@@ -109,7 +109,7 @@ def test_repeated_step_is_merged_and_extra_top_level_keys_ignored(tmp_path):
 def test_truncated_file_is_read_again_from_the_start(tmp_path):
     path = tmp_path / "metrics.jsonl"
     path.write_text(_line(1, x=1.0) + _line(2, x=2.0) + _line(3, x=3.0))
-    view = load(path)
+    view = load_metrics(path)
     path.write_text(_line(101, x=7.0))  # verl truncates the file when a run restarts (resume from step 100)
     assert view.refresh() > 0
     assert view.steps == [101] and view.column("x") == [7.0]
@@ -133,7 +133,7 @@ def test_large_file_is_read_in_blocks(tmp_path, monkeypatch):
     monkeypatch.setattr(metrics, "_CHUNK_BYTES", 64)  # many blocks, lines straddling block boundaries
     records = synthetic.healthy(30)
     path = synthetic.write_jsonl(tmp_path / "metrics.jsonl", records)
-    view = load(path)
+    view = load_metrics(path)
     assert view.steps == list(range(1, 31))
     assert view.column("critic/score/mean") == [r["data"]["critic/score/mean"] for r in records]
 
@@ -181,7 +181,7 @@ def test_run_without_metrics_file_falls_back_to_console_lines(runs_root):
     records = synthetic.healthy(12)
     noise = ["INFO 2026-01-01 ray_trainer.py:123 -- starting", "(WorkerDict pid=77) loading weights"]
     run.job_log.write_text("\n".join(noise + synthetic.console_lines(records)) + "\n")
-    view = load("console-run")
+    view = load_metrics("console-run")
     assert view.kind == "console" and view.path == run.job_log
     assert view.steps == list(range(1, 13))
     assert view.column("actor/entropy") == pytest.approx([r["data"]["actor/entropy"] for r in records])
@@ -193,7 +193,7 @@ def test_run_without_metrics_file_falls_back_to_console_lines(runs_root):
 def test_run_view_switches_to_metrics_file_when_it_appears(runs_root):
     run = create_run("tiny", run_id="late-metrics")
     run.job_log.write_text("starting\n")
-    view = load(run)
+    view = load_metrics(run)
     assert view.kind == "console" and view.steps == []
     synthetic.write_jsonl(run.metrics_file, synthetic.healthy(3))
     view.refresh()
@@ -204,18 +204,18 @@ def test_load_by_run_id_directory_and_file(runs_root, tmp_path):
     run = create_run("tiny", run_id="r1")
     synthetic.write_jsonl(run.metrics_file, synthetic.healthy(5))
     other = synthetic.write_jsonl(tmp_path / "elsewhere" / "my-metrics.jsonl", synthetic.healthy(4))
-    assert load("r1").steps == [1, 2, 3, 4, 5]
-    assert load(run.path).steps == [1, 2, 3, 4, 5]
-    assert load(run.metrics_file).steps == [1, 2, 3, 4, 5]
-    assert load(str(other)).steps == [1, 2, 3, 4]  # any metrics file, any name
+    assert load_metrics("r1").steps == [1, 2, 3, 4, 5]
+    assert load_metrics(run.path).steps == [1, 2, 3, 4, 5]
+    assert load_metrics(run.metrics_file).steps == [1, 2, 3, 4, 5]
+    assert load_metrics(str(other)).steps == [1, 2, 3, 4]  # any metrics file, any name
     with pytest.raises(RunNotFound, match="no run 'nope'"):
-        load("nope")
+        load_metrics("nope")
 
 
 def test_to_pandas(tmp_path):
     pytest.importorskip("pandas")
     path = synthetic.write_jsonl(tmp_path / "m.jsonl", synthetic.healthy(5))
-    frame = load(path).to_pandas()
+    frame = load_metrics(path).to_pandas()
     assert list(frame.index) == [1, 2, 3, 4, 5] and "critic/score/mean" in frame.columns
 
 
@@ -223,7 +223,7 @@ def test_a_refresh_cleans_only_the_new_rows_and_a_rewritten_step_is_seen(tmp_pat
     from grpolab.monitor import synthetic
 
     path = synthetic.write_jsonl(tmp_path / "m.jsonl", synthetic.healthy(30))
-    view = load(path)
+    view = load_metrics(path)
     before = view.column("critic/score/mean")
     records = synthetic.healthy(35)[30:]
     records[0]["data"]["critic/score/mean"] = "n/a"
@@ -235,3 +235,20 @@ def test_a_refresh_cleans_only_the_new_rows_and_a_rewritten_step_is_seen(tmp_pat
     synthetic.write_jsonl(path, [{"step": 3, "data": {"critic/score/mean": 0.99}}], append=True)  # step 3 again
     view.refresh()
     assert view.column("critic/score/mean")[2] == 0.99 and view.duplicate_steps == 1
+
+
+def test_last_step_follows_growth_restarts_and_steps_that_go_back(tmp_path):
+    """last_step is the highest step logged, kept up to date without rescanning every step on each refresh."""
+    path = tmp_path / "metrics.jsonl"
+    synthetic.write_jsonl(path, synthetic.healthy(30))
+    view = load_metrics(path)
+    assert view.last_step == 30 and "critic/score/mean" in view and "nope" not in view
+    synthetic.write_jsonl(path, [{"step": 12, "data": {"critic/score/mean": 0.5}}], append=True)  # a resumed run
+    view.refresh()
+    assert view.last_step == 30
+    synthetic.write_jsonl(path, synthetic.healthy(35)[30:], append=True)
+    view.refresh()
+    assert view.last_step == 35
+    synthetic.write_jsonl(path, synthetic.healthy(4))  # rewritten from the start: a restarted run
+    view.refresh()
+    assert view.last_step == 4

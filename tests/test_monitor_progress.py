@@ -3,7 +3,7 @@ with elapsed and remaining time and the latest reward and validation accuracy; a
 
 from __future__ import annotations
 
-from grpolab.monitor import load, synthetic
+from grpolab.monitor import load_metrics, synthetic
 from grpolab.monitor.progress import Progress
 
 
@@ -23,7 +23,7 @@ def _grow(path, view, first, count):
 def test_lines_are_rate_limited_by_time_whatever_the_number_of_steps(tmp_path):
     path, clock, lines, times = tmp_path / "metrics.jsonl", Clock(), [], []
     path.write_text("")
-    view = load(path)
+    view = load_metrics(path)
     progress = Progress(
         "r1", total=400, every_s=30, out=lambda text: (lines.append(text), times.append(clock.now)), clock=clock
     )
@@ -40,19 +40,43 @@ def test_lines_are_rate_limited_by_time_whatever_the_number_of_steps(tmp_path):
     assert lines[-1].startswith(f"run r1: step {view.last_step}/400") and lines[-1].endswith("SUCCEEDED")
 
 
-def test_a_line_says_elapsed_remaining_reward_and_validation_accuracy(tmp_path):
+def _strip_step_times(records):
+    for record in records:
+        record["data"].pop("timing_s/step")
+    return records
+
+
+def test_a_line_says_the_runs_elapsed_time_remaining_reward_and_validation_accuracy(tmp_path):
+    """Elapsed is the run's own time (its record's start), not the time since this view opened."""
     path, clock, lines = tmp_path / "metrics.jsonl", Clock(), []
-    path.write_text("")
-    view = load(path)
+    synthetic.write_jsonl(path, _strip_step_times(synthetic.healthy(10)))
+    view = load_metrics(path)
     progress = Progress("r2", total=100, every_s=10, out=lines.append, clock=clock)
-    _grow(path, view, 1, 10)
-    progress.update(view, {})
+    started = clock.now - 300  # the run started 5 minutes before anyone looked
+    progress.update(view, {"started": started})
+    assert lines[-1].startswith("step 10/100 (10 %)  elapsed 5:00  remaining ~45:00  reward=")  # at once: 30 s/step
     clock.now += 60
-    _grow(path, view, 11, 20)  # 20 steps in 60 s: 70 left take 210 s
-    progress.update(view, {})
-    assert lines[-1].startswith("step 30/100 (30 %)  elapsed 1:00  remaining ~3:30  reward=")
+    synthetic.write_jsonl(path, _strip_step_times(synthetic.healthy(30))[10:], append=True)
+    view.refresh()
+    progress.update(view, {"started": started})  # 20 steps in the 60 s seen: 70 left take 210 s
+    assert lines[-1].startswith("step 30/100 (30 %)  elapsed 6:00  remaining ~3:30  reward=")
     assert "val_acc=" in lines[-1]  # synthetic runs validate every 10 steps
     assert progress.remaining_s() == 210
+    progress.close({"state": "SUCCEEDED", "started": started, "ended": started + 400})
+    assert lines[-1] == f"run r2: {progress.line()}" and "elapsed 6:40" in lines[-1] and "remaining" not in lines[-1]
+
+
+def test_remaining_time_from_the_logged_step_times_at_the_first_refresh(tmp_path):
+    """A view opened at 25 % of a run that logs timing_s/step knows the time left at once."""
+    path, clock, lines = tmp_path / "metrics.jsonl", Clock(), []
+    records = synthetic.healthy(25)
+    for record in records:
+        record["data"]["timing_s/step"] = 4.0
+    synthetic.write_jsonl(path, records)
+    progress = Progress("r4", every_s=10, out=lines.append, clock=clock)
+    progress.update(load_metrics(path), {"total_steps": 100, "started": clock.now - 100})
+    assert lines == ["step 25/100 (25 %)  elapsed 1:40  remaining ~5:00  " + lines[0].split("~5:00  ")[1]]
+    assert progress.remaining_s() == 300
 
 
 def test_nothing_logged_yet_prints_nothing_until_the_end(tmp_path):
@@ -60,8 +84,11 @@ def test_nothing_logged_yet_prints_nothing_until_the_end(tmp_path):
     progress = Progress("r3", total=None, every_s=1, out=lines.append, clock=Clock())
     progress.update(None, {"state": "PENDING"})
     assert lines == []
-    progress.close({"state": "FAILED"})
-    assert lines == ["run r3: step -  elapsed 0:00  FAILED"]
+    progress.close({"state": "FAILED", "started": 900.0, "ended": 930.0})
+    assert lines == ["run r3: step -  elapsed 0:30  FAILED"]
+    progress = Progress("r5", every_s=1, out=lines.append, clock=Clock())
+    progress.close({"state": "FAILED", "total_steps": "many", "started": "yesterday"})  # a bad record: no crash
+    assert lines[-1] == "run r5: step -  FAILED"
 
 
 def test_follow_prints_progress_lines_then_the_state(tmp_path, monkeypatch):
@@ -76,7 +103,12 @@ def test_follow_prints_progress_lines_then_the_state(tmp_path, monkeypatch):
 
     def fake_wait(r, progress=print, timeout=None, **_):
         calls.append(timeout)
-        _grow(r.metrics_file, load(r.metrics_file) if r.metrics_file.exists() else _Empty(), 10 * len(calls) - 9, 10)
+        _grow(
+            r.metrics_file,
+            load_metrics(r.metrics_file) if r.metrics_file.exists() else _Empty(),
+            10 * len(calls) - 9,
+            10,
+        )
         return {"state": "SUCCEEDED" if len(calls) == 3 else "RUNNING", "total_steps": 30}
 
     monkeypatch.setattr(progress_module, "wait", fake_wait)  # follow() asks the monitor to wait
@@ -114,3 +146,72 @@ def test_follow_while_reads_the_run_files_until_the_other_kernel_is_done(tmp_pat
     assert status["state"] == "SUCCEEDED"
     assert lines[0].startswith("step 20/20 (100 %)") and lines[-1].startswith("run run-b: step 20/20")
     assert lines[-1].endswith("SUCCEEDED")
+
+
+class _CountingHandle:
+    """A file handle that counts the bytes read through it (the spy on metrics.jsonl)."""
+
+    def __init__(self, handle, counts):
+        self.handle, self.counts = handle, counts
+
+    def read(self, size=-1):
+        data = self.handle.read(size)
+        self.counts["bytes"] += len(data)
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self.handle, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.close()
+
+
+def test_run_wait_keeps_one_view_reads_each_refresh_once_and_classifies_a_failure_once(tmp_path, monkeypatch):
+    """`grpolab run --wait` (progress.follow_run): only Ray's answer is replaced; the spies count what is read."""
+    import importlib
+    import time
+
+    from grpolab.jobs import launch
+    from grpolab.jobs.runs import create_run
+    from grpolab.monitor import metrics
+    from grpolab.monitor.progress import follow_run
+
+    summary = importlib.import_module("grpolab.monitor.summary")  # the module (the package exports a function)
+
+    run = create_run("tiny", run_id="run-w", root=tmp_path)
+    run.write_status(state="RUNNING", job_id="run-w", total_steps=30, started=time.time() - 90)
+    records, polls = synthetic.healthy(30), []
+
+    def refresh_status(r):  # Ray's answers: 10 more steps per poll, then the job fails with a device OOM
+        polls.append(1)
+        synthetic.write_jsonl(r.metrics_file, records[10 * (len(polls) - 1) : 10 * len(polls)], append=True)
+        if len(polls) < 3:
+            return r.status()
+        r.job_log.write_text("step 30 done\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3 GiB\n")
+        return r.write_status(state="FAILED", message="Job entrypoint command failed", ended=time.time())
+
+    counts, opened, classified = {"bytes": 0}, [], []
+    real_open, real_classify = metrics.open_regular, summary.classify_failure
+
+    def spy_open(path):
+        opened.append(path)
+        return _CountingHandle(real_open(path), counts)
+
+    monkeypatch.setattr(launch, "refresh_status", refresh_status)
+    monkeypatch.setattr(metrics, "open_regular", spy_open)
+    monkeypatch.setattr(summary, "classify_failure", lambda text: classified.append(1) or real_classify(text))
+    lines = []
+    outcome = follow_run(run, progress=lines.append, poll_s=0.0, every_s=0.0)
+
+    assert outcome.status["state"] == "FAILED" and len(polls) == 3
+    refreshes = len(polls) + 1  # one per poll, and the last look before the curves and the outcome
+    assert [p.name for p in opened] == ["metrics.jsonl"] * refreshes  # one view, one read per refresh
+    size = run.metrics_file.stat().st_size
+    assert size <= counts["bytes"] <= size + 256 * refreshes  # each byte once (plus the 256-byte head check)
+    assert len(classified) == 1  # classified once, for the summary and the outcome text alike
+    assert "cause: device-oom" in outcome.text and outcome.summary["failure"]["cause"] == "device-oom"
+    assert (run.path / "curves.png").exists() and f"curves: {run.path / 'curves.png'}" in outcome.text
+    assert "reward" in outcome.text and lines[0].startswith("step 10/30 (33 %)  elapsed 1:30")

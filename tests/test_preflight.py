@@ -31,7 +31,7 @@ ray = pytest.importorskip("ray")
 
 def _free_block(n: int) -> int:
     """A first port p such that p..p+n-1 look free now."""
-    from grpolab.preflight.node import port_free
+    from grpolab.preflight.node.limits import port_free
 
     for _ in range(50):
         with socket.socket() as s:
@@ -79,6 +79,7 @@ def sim(tmp_path_factory):
     for name, version in (("good", "0.23.0"), ("old", "0.22.0")):
         write_dist(root / f"site-{name}", "vllm-ascend", version)
     full = {
+        "HF_TOKEN": "hf_node_value_1234",  # a secret the node holds: its value must never reach a row
         "HCCL_SOCKET_IFNAME": "lo",
         "GLOO_SOCKET_IFNAME": "lo",
         "ASCEND_TOOLKIT_HOME": str(write_toolkit(root / "tk-new", "8.5.0")),
@@ -234,6 +235,17 @@ def test_cpu_recipe_passes_and_skips_device_checks(sim):
     assert all(r.status == SKIP for r in report.select(check="devices"))
 
 
+def test_no_secret_value_in_any_row_table_or_json(sim):
+    """The recipe sets HF_TOKEN, two nodes hold another value: the rows say they differ, never what either is."""
+    secret = "hf_recipe_value_5678"
+    report = run_preflight("tiny", address=sim["cluster"].address, progress=None, overrides=[f"env.HF_TOKEN={secret}"])
+    differ = rows(report, "env.HF_TOKEN")
+    assert set(differ) == {sim["labels"]["head"], sim["labels"]["short"]}  # the third node has no HF_TOKEN
+    assert all(r.status == "warn" and "HF_TOKEN=***redacted***" in r.detail for r in differ.values())
+    for text in (report.table(), report.table(fold=False), report.to_json()):
+        assert secret not in text and "hf_node_value_1234" not in text
+
+
 def test_cli_glm5_2_one_row_per_missing_thing(sim, capsys):
     rc = cli_main(["preflight", "glm5_2", "--ray-address", sim["cluster"].address, "--json"])
     out, err = capsys.readouterr()
@@ -267,7 +279,7 @@ def test_cli_table_and_exit_codes(sim, capsys):
     assert cli_main(["preflight", "tiny", "--set", "cluster.nnodes=oops"]) == 1  # schema error: a fail row
 
 
-def test_unreachable_ray_keeps_local_rows():
+def test_unreachable_ray_keeps_the_drivers_rows():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there

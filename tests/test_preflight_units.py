@@ -21,7 +21,9 @@ from preflight_fakes import (  # noqa: E402
     write_toolkit,
 )
 
-from grpolab.preflight import node as N  # noqa: E402
+from grpolab.preflight import node  # noqa: E402
+from grpolab.preflight.node import devices, files, limits, packages  # noqa: E402
+from grpolab.preflight.node import env as env_checks  # noqa: E402
 from grpolab.preflight.remote import device_rows  # noqa: E402
 from grpolab.preflight.report import FAIL, OK, SKIP, WARN, PreflightReport, Row  # noqa: E402
 from grpolab.preflight.spec import node_spec, required_env  # noqa: E402
@@ -68,33 +70,33 @@ def test_table_folds_identical_node_rows():
 
 def test_cann_version_from_install_info(tmp_path):
     write_toolkit(tmp_path / "tk", "8.5.0")
-    assert N.cann_version({"ASCEND_TOOLKIT_HOME": str(tmp_path / "tk")})[0] == "8.5.0"
+    assert devices.cann_version({"ASCEND_TOOLKIT_HOME": str(tmp_path / "tk")})[0] == "8.5.0"
     # set_env.sh points ASCEND_TOOLKIT_HOME at .../latest itself
-    assert N.cann_version({"ASCEND_TOOLKIT_HOME": str(tmp_path / "tk" / "latest")})[0] == "8.5.0"
+    assert devices.cann_version({"ASCEND_TOOLKIT_HOME": str(tmp_path / "tk" / "latest")})[0] == "8.5.0"
     write_toolkit(tmp_path / "old", "8.0.RC2", nested=False)
     spec = {"stack": {"cann": "8.5.0"}}
-    row = N.check_cann(spec, {"ASCEND_HOME_PATH": str(tmp_path / "old")})
+    row = devices.check_cann(spec, {"ASCEND_HOME_PATH": str(tmp_path / "old")})
     assert row["status"] == FAIL and "8.0.RC2 is older" in row["detail"] and row["fix"]
-    assert N.check_cann(spec, {"ASCEND_TOOLKIT_HOME": str(tmp_path / "tk")})["status"] == OK
+    assert devices.check_cann(spec, {"ASCEND_TOOLKIT_HOME": str(tmp_path / "tk")})["status"] == OK
     write_toolkit(tmp_path / "new", "9.1.0")
-    assert N.check_cann(spec, {"ASCEND_TOOLKIT_HOME": str(tmp_path / "new")})["status"] == WARN
-    missing = N.check_cann(spec, {"ASCEND_TOOLKIT_HOME": str(tmp_path / "none")})
+    assert devices.check_cann(spec, {"ASCEND_TOOLKIT_HOME": str(tmp_path / "new")})["status"] == WARN
+    missing = devices.check_cann(spec, {"ASCEND_TOOLKIT_HOME": str(tmp_path / "none")})
     assert missing["status"] == FAIL and "no CANN toolkit" in missing["detail"] and "set_env.sh" in missing["fix"]
 
 
 def test_npu_smi_parsed_and_run_from_path(tmp_path):
-    assert N.parse_npu_smi(NPU_SMI_910B) == ("910B3", 2)
-    assert N.parse_npu_smi("no table") == (None, 0)
+    assert devices.parse_npu_smi(NPU_SMI_910B) == ("910B3", 2)
+    assert devices.parse_npu_smi("no table") == (None, 0)
     write_npu_smi(tmp_path / "bin")
-    row = N.check_npu_smi({}, {"PATH": f"{tmp_path / 'bin'}{os.pathsep}/usr/bin:/bin"})
+    row = devices.check_npu_smi({}, {"PATH": f"{tmp_path / 'bin'}{os.pathsep}/usr/bin:/bin"})
     assert row["status"] == OK and "910B3" in row["detail"]
-    assert N.check_npu_smi({}, {"PATH": str(tmp_path / "empty")})["status"] == SKIP
+    assert devices.check_npu_smi({}, {"PATH": str(tmp_path / "empty")})["status"] == SKIP
 
 
 def test_device_checks_do_not_apply_to_cpu_and_gpu_checks_skip_on_npu(tmp_path):
-    cpu = N.check_devices({"device": "cpu", "engine": "trl", "devices_per_node": 1, "stack": {}}, {})
+    cpu = devices.check_devices({"device": "cpu", "engine": "trl", "devices_per_node": 1, "stack": {}}, {})
     assert [r["status"] for r in cpu] == [SKIP] and "cpu" in cpu[0]["detail"]
-    npu = N.check_devices(
+    npu = devices.check_devices(
         {"device": "npu", "devices_per_node": 16, "stack": {}},
         {"PATH": str(tmp_path), "ASCEND_TOOLKIT_HOME": str(tmp_path)},
     )
@@ -107,7 +109,7 @@ def test_device_checks_do_not_apply_to_cpu_and_gpu_checks_skip_on_npu(tmp_path):
 
 
 def test_job_env_expands_like_ray_and_required_vars():
-    env = N.job_env({"PATH": "/a", "X": "node"}, {"PATH": "${PATH}:/b", "Y": "${NOPE}z"})
+    env = env_checks.job_env({"PATH": "/a", "X": "node"}, {"PATH": "${PATH}:/b", "Y": "${NOPE}z"})
     assert env["PATH"] == "/a:/b" and env["Y"] == "z" and env["X"] == "node"
     names = [v for v, _, _ in required_env(load_recipe("glm5_2"))]
     assert {"HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"} <= set(names)
@@ -118,7 +120,7 @@ def test_env_conflict_and_short_visible_devices():
     spec = base_spec(nnodes=1)
     node_env = {"ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7", "HCCL_CONNECT_TIMEOUT": "60", "HCCL_EXEC_TIMEOUT": "60"}
     spec["env"] = {"HCCL_CONNECT_TIMEOUT": "1500"}
-    rows = N.check_env(spec, node_env, N.job_env(node_env, spec["env"]))
+    rows = env_checks.check_env(spec, node_env, env_checks.job_env(node_env, spec["env"]))
     by = {r["check"]: r for r in rows}
     assert by["env.ASCEND_RT_VISIBLE_DEVICES"]["status"] == FAIL
     assert "lists 8 device(s)" in by["env.ASCEND_RT_VISIBLE_DEVICES"]["detail"]
@@ -129,13 +131,13 @@ def test_stack_pin_from_fake_metadata(tmp_path):
     write_dist(tmp_path / "site", "vllm-ascend", "0.22.0")
     spec = base_spec(stack={"vllm-ascend": "0.23.0", "verl": "0.9.1", "cann": "8.5.0"}, required_packages=[])
     env = {"PYTHONPATH": str(tmp_path / "site")}  # the job's PYTHONPATH (recipe env) is honoured
-    by = {r["check"]: r for r in N.check_stack(spec, env)}
+    by = {r["check"]: r for r in packages.check_stack(spec, env)}
     assert by["stack.vllm-ascend"]["status"] == FAIL and "0.22.0" in by["stack.vllm-ascend"]["detail"]
     assert "pip install vllm-ascend==0.23.0" in by["stack.vllm-ascend"]["fix"]
     assert by["stack.verl"]["status"] == OK
     assert "stack.cann" not in by  # CANN is compared by the `cann` row, from the toolkit
     spec["stack"]["vllm-ascend"] = "0.22.0"
-    assert {r["check"]: r for r in N.check_stack(spec, env)}["stack.vllm-ascend"]["status"] == OK
+    assert {r["check"]: r for r in packages.check_stack(spec, env)}["stack.vllm-ascend"]["status"] == OK
 
 
 # ---------------------------------------------------------------------------------------------- model, data, disk
@@ -144,13 +146,13 @@ def test_stack_pin_from_fake_metadata(tmp_path):
 def test_model_matches_card_and_weights(tmp_path):
     spec = base_spec()
     spec["model"]["path"] = str(write_model(tmp_path / "good", "qwen3_30b_a3b"))
-    assert [r["status"] for r in N.check_model(spec)] == [OK, OK]
+    assert [r["status"] for r in files.check_model(spec)] == [OK, OK]
     spec["model"]["path"] = str(write_model(tmp_path / "bad", "qwen3_30b_a3b", present=1, num_hidden_layers=36))
-    config, weights = N.check_model(spec)
+    config, weights = files.check_model(spec)
     assert config["status"] == FAIL and "num_layers 36 (card 48)" in config["detail"]
     assert weights["status"] == FAIL and "1 of 2 weight shards" in weights["detail"]
     spec["model"]["path"] = str(tmp_path / "absent")
-    (row,) = N.check_model(spec)
+    (row,) = files.check_model(spec)
     assert row["status"] == FAIL and "does not exist" in row["detail"] and row["fix"]
 
 
@@ -168,7 +170,7 @@ def test_data_columns_from_parquet_schema(tmp_path):
         ("data.val_files", str(tmp_path / "none.parquet")),
         ("data.train_files", "generated:arith"),
     ]
-    rows = N.check_data(spec)
+    rows = files.check_data(spec)
     assert [r["status"] for r in rows] == [OK, FAIL, FAIL, FAIL, SKIP]
     assert "'reward_model'" in rows[1]["detail"] and "ground_truth" in rows[2]["detail"]
     assert all(r["fix"] for r in rows[1:4])
@@ -178,42 +180,42 @@ def test_checkpoint_space_and_writability(tmp_path):
     spec = base_spec(nnodes=4)
     free = __import__("shutil").disk_usage(tmp_path).free
     spec["checkpoint"] = {"path": str(tmp_path / "ckpt"), "bytes": 10**6, "estimate": "test"}
-    row = N.check_checkpoint(spec)
+    row = files.check_checkpoint(spec)
     assert row["status"] == OK and "created at launch" in row["detail"]
     spec["checkpoint"]["bytes"] = free * 2  # more than the disk, less than 4 shares of it
-    assert N.check_checkpoint(spec)["status"] == WARN
+    assert files.check_checkpoint(spec)["status"] == WARN
     spec["checkpoint"]["bytes"] = free * 40
-    assert N.check_checkpoint(spec)["status"] == FAIL
+    assert files.check_checkpoint(spec)["status"] == FAIL
     if os.geteuid() != 0:  # root writes anywhere
         ro = tmp_path / "ro"
         ro.mkdir()
         ro.chmod(0o500)
         spec["checkpoint"] = {"path": str(ro), "bytes": 1, "estimate": "test"}
-        assert N.check_checkpoint(spec)["status"] == FAIL
+        assert files.check_checkpoint(spec)["status"] == FAIL
 
 
 def test_port_ranges_and_taken_port():
-    assert N.parse_port_ranges("60000-60002,60010") == [60000, 60001, 60002, 60010]
-    assert N.parse_port_ranges("auto") == []
+    assert limits.parse_port_ranges("60000-60002,60010") == [60000, 60001, 60002, 60010]
+    assert limits.parse_port_ranges("auto") == []
     with pytest.raises(ValueError):
-        N.parse_port_ranges("70000-70001")
+        limits.parse_port_ranges("70000-70001")
     with socket.socket() as held:
         held.bind(("0.0.0.0", 0))
         held.listen()
         port = held.getsockname()[1]
         spec = {"device": "npu"}
-        rows = N.check_ports(spec, {"HCCL_HOST_SOCKET_PORT_RANGE": f"{port}-{port}"})
+        rows = limits.check_ports(spec, {"HCCL_HOST_SOCKET_PORT_RANGE": f"{port}-{port}"})
         assert rows[0]["status"] == FAIL and str(port) in rows[0]["detail"] and rows[0]["fix"]
         assert rows[1]["status"] == SKIP  # HCCL_NPU_SOCKET_PORT_RANGE not set
-    assert N.check_ports({"device": "cpu"}, {})[0]["status"] == SKIP
+    assert limits.check_ports({"device": "cpu"}, {})[0]["status"] == SKIP
 
 
 def test_node_checks_never_raise_for_a_broken_check(monkeypatch):
     spec = node_spec(load_recipe("tiny"))
-    result = N.node_checks(spec)
+    result = node.node_checks(spec)
     assert result["rows"] and all(r["status"] != FAIL for r in result["rows"]), result["rows"]
     bad = dict(spec, checkpoint=None)  # a malformed spec: that check reports itself failed, the rest still run
-    rows = N.node_checks(bad)["rows"]
+    rows = node.node_checks(bad)["rows"]
     assert any(
         r["check"] == "checkpoint" and r["status"] == FAIL and "check itself failed" in r["detail"] for r in rows
     )
@@ -254,3 +256,117 @@ def test_device_rows_name_short_nodes_and_tolerate_a_cpu_head():
     assert gpu[0].status == FAIL and "--num-gpus=8" in gpu[0].fix
     cpu = device_rows(load_recipe("tiny"), [_node("f", {"CPU": 2}, head=True)])
     assert cpu[0].status == OK and cpu[1].status == SKIP and "cpu" in cpu[1].detail
+
+
+# ---------------------------------------------------------------------------------------------- issue 19/20 cases
+
+
+def test_a_secret_differing_between_node_and_recipe_is_named_never_shown():
+    spec = node_spec(load_recipe("tiny", ["env.HF_TOKEN=hf_recipe_value_5678", "env.MY_SETTING=on-recipe"]))
+    node_env = {"HF_TOKEN": "hf_node_value_1234", "MY_SETTING": "on-node", "PATH": "/usr/bin"}
+    rows = env_checks.check_env(spec, node_env, env_checks.job_env(node_env, spec["env"]))
+    by = {r["check"]: r for r in rows}
+    secret = by["env.HF_TOKEN"]
+    assert secret["status"] == WARN and "HF_TOKEN=***redacted***" in secret["detail"]
+    assert "hf_recipe_value_5678" not in str(rows) and "hf_node_value_1234" not in str(rows)
+    assert "'on-node'" in by["env.MY_SETTING"]["detail"]  # a plain value is still shown: it helps
+
+
+def test_no_row_of_a_node_carries_a_secret_however_it_got_there(tmp_path, monkeypatch):
+    """The per-node task redacts the job env's secrets from every row (here: a model path that holds a token)."""
+    token = "hf_in_a_path_0123456789"
+    spec = base_spec(nnodes=1)
+    spec["model"]["path"] = str(tmp_path / token)  # does not exist: its row prints the path
+    spec["env"] = {"HF_TOKEN": token}
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_node_own_secret_0123")
+    spec["checkpoint"]["path"] = str(tmp_path / "ghp_node_own_secret_0123")
+    rows = node.node_checks(spec)["rows"]
+    text = json.dumps(rows)
+    assert token not in text and "ghp_node_own_secret_0123" not in text
+    assert any(r["check"] == "model" and "***redacted***" in r["detail"] for r in rows)
+
+
+def test_preflight_report_has_no_secret_from_a_set_override(tmp_path):
+    """The driver's rows and the report (table and JSON) with a secret given by --set, Ray unreachable."""
+    secret = "hf_from_the_command_line_42"
+    report = run_preflight_here(["env.HF_TOKEN=" + secret])
+    assert report.failed and secret not in report.to_json() and secret not in report.table()
+    # a recipe that does not load: its schema row would echo the bad value, which is the secret again
+    broken = run_preflight_here(["env.HF_TOKEN=" + secret, "trainer.total_steps=" + secret])
+    (row,) = broken.select(check="recipe")
+    assert row.status == FAIL and "trainer.total_steps" in row.detail and "***redacted***" in row.detail
+    assert secret not in broken.to_json() and secret not in broken.table()
+
+
+def run_preflight_here(overrides):
+    from grpolab.preflight import run_preflight
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing answers there
+    return run_preflight("tiny", address=f"127.0.0.1:{port}", progress=None, overrides=overrides)
+
+
+def test_pins_and_installed_versions_are_read_by_the_one_parser(tmp_path):
+    """stack.installed reads a job's PYTHONPATH (with the commit a VCS install records); CANN's pin goes through
+    parse_pin (`v8.5.0@abc1234` is release 8.5.0; `8.5.0@not-hex` is refused by name)."""
+    from grpolab.recipe import stack
+
+    write_dist(tmp_path / "site", "vllm-ascend", "0.23.1.dev12+gdc55ef82a")
+    info = tmp_path / "site" / "vllm_ascend-0.23.1.dev12+gdc55ef82a.dist-info" / "direct_url.json"
+    info.write_text(json.dumps({"url": "https://x", "vcs_info": {"vcs": "git", "commit_id": "dc55ef82a0"}}))
+    assert stack.installed("vllm_ascend") == (None, None)
+    assert stack.installed("vllm_ascend", [str(tmp_path / "site")]) == ("0.23.1.dev12+gdc55ef82a", "dc55ef82a0")
+    assert packages.installed("vllm-ascend", {"PYTHONPATH": str(tmp_path / "site")})[1] == "dc55ef82a0"
+    write_toolkit(tmp_path / "tk", "8.5.0")
+    here = {"ASCEND_TOOLKIT_HOME": str(tmp_path / "tk")}
+    assert devices.check_cann({"stack": {"cann": "v8.5.0@abc1234"}}, here)["status"] == OK
+    bad = devices.check_cann({"stack": {"cann": "8.5.0@not-hex"}}, here)
+    assert bad["status"] == FAIL and "stack.cann" in bad["detail"] and "hex commit" in bad["detail"]
+
+
+def test_the_drivers_verl_row_tells_how_to_install_the_pinned_release():
+    from grpolab.preflight.driver import driver_rows
+
+    rows = {r.check: r for r in driver_rows(load_recipe("qwen3_8b", ["stack.verl=0.9.0@abcdef1"]))}
+    assert rows["verl"].status == WARN and rows["verl"].node == "driver"
+    assert "install verl release 0.9.0 at commit abcdef1" in rows["verl"].fix
+
+
+def test_no_pin_is_split_by_hand_outside_the_pin_parser():
+    """Pins are parsed in grpolab.recipe.stack only (issue 20): no `split("@")` / `partition("@")` in monitor,
+    preflight or the recipe layer. The rules layer's two remaining ones are the rules engineer's to move."""
+    root = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
+    found = [
+        f"{path.relative_to(root)}:{number}"
+        for folder in ("preflight", "monitor", "recipe", "cli")
+        for path in sorted((root / folder).rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if ('split("@")' in line or "split('@')" in line or 'partition("@")' in line) and path.name != "stack.py"
+    ]
+    assert found == []
+
+
+def test_special_and_huge_files_on_a_node_are_refused_not_waited_on(tmp_path):
+    spec = base_spec()
+    model = write_model(tmp_path / "model", "qwen3_30b_a3b")
+    (model / "model.safetensors.index.json").unlink()
+    os.mkfifo(model / "model.safetensors.index.json")  # a FIFO in the index's place: read, it would hang forever
+    spec["model"]["path"] = str(model)
+    config, weights = files.check_model(spec)
+    assert config["status"] == OK and weights["status"] == OK  # is_file() is false for a FIFO: shards globbed
+    (model / "config.json").unlink()
+    os.mkfifo(model / "config.json")
+    (row,) = files.check_model(spec)
+    assert row["status"] == FAIL and "config.json" in row["detail"]
+    big = tmp_path / "big"
+    write_model(big, "qwen3_30b_a3b")
+    with open(big / "config.json", "a") as fh:
+        fh.truncate(files.JSON_BYTES + 1)
+    spec["model"]["path"] = str(big)
+    (row,) = files.check_model(spec)
+    assert row["status"] == FAIL and "larger than" in row["detail"]
+    toolkit = tmp_path / "tk" / "latest" / "x86"
+    toolkit.mkdir(parents=True)
+    os.mkfifo(toolkit / "ascend_toolkit_install.info")
+    assert devices.cann_version({"ASCEND_TOOLKIT_HOME": str(tmp_path / "tk")}) == (None, "")

@@ -2,13 +2,15 @@
 throughput, step time and reward mean against the thresholds in `monitor.regression` (params/base.yaml).
 
 Prints a table of every compared figure. Exit status: 0 pass, 1 regression (or a run with no step in the
-window), 2 unusable input (no such run, bad --steps, bad thresholds file).
+window, or nothing to compare: no figure of the gate logged by both runs, an error), 2 unusable input (no such
+run, bad --steps, bad thresholds file).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 
 _STEPS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
@@ -48,7 +50,7 @@ def main(args) -> int:
     from grpolab.cli import UsageError
     from grpolab.jobs.runs import RunNotFound
     from grpolab.monitor.compare import compare
-    from grpolab.monitor.summary import open_run
+    from grpolab.monitor.metrics import open_run
     from grpolab.monitor.thresholds import ThresholdsError, load_thresholds
 
     steps = parse_steps(args.steps) if args.steps is not None else None
@@ -59,6 +61,14 @@ def main(args) -> int:
     except (RunNotFound, ThresholdsError) as exc:
         raise UsageError(str(exc)) from None
     result = compare(run, baseline, steps=steps, thresholds=thresholds)
+    if result.nothing_to_compare:  # an error, never a PASS: exit 1, the error contract of every verb
+        message = result.problems[0]
+        if args.json:
+            print(json.dumps({"error": message, "exit": 1}))
+        else:
+            print(result.table())  # what each run logged: the table shows every figure skipped or one-sided
+        print(f"grpolab compare: {message}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
     else:

@@ -72,9 +72,15 @@ def command(folder: Path, port: int, browser: bool, extra: list[str] = ()) -> li
 
 def main(args) -> int:
     from grpolab.paths import runs_dir
+    from grpolab.problems import InputError
 
     folder = Path(args.dir).expanduser().resolve() if args.dir else runs_dir() / "lab"
-    copied, kept = prepare(folder)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"--dir {folder}: a file, not a folder; name a folder for the working copies")
+    try:
+        copied, kept = prepare(folder)
+    except OSError as exc:
+        raise InputError(f"cannot make working copies in {folder}: {exc.strerror or exc}") from None
     if copied:
         print(f"copied {', '.join(copied)} into {folder}")
     if kept:

@@ -7,6 +7,7 @@ its evidence are printed); 2 when RUN or the thresholds file is unusable.
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
@@ -37,6 +38,7 @@ def main(args) -> int:
     from grpolab.monitor.plots import plot_curves
     from grpolab.monitor.summary import RunMonitor, format_summary
     from grpolab.monitor.thresholds import ThresholdsError
+    from grpolab.recipe.files import NotARegularFile, is_regular, kind
 
     if args.png and args.no_png:
         raise UsageError("--png and --no-png contradict each other: pass one of them")
@@ -50,6 +52,8 @@ def main(args) -> int:
     elif not args.no_png:
         target = Path(args.png) if args.png else monitor.run.path / "curves.png"
         try:
+            if target.exists() and not is_regular(target):  # a FIFO would block the writer until someone reads
+                raise NotARegularFile(errno.EINVAL, f"{kind(target.stat().st_mode)}, not a file", str(target))
             data["curves"] = str(plot_curves(monitor.view, monitor.alerts, target, title=monitor.run.run_id))
         except OSError as exc:  # a read-only run directory must not hide the rest of the report
             data["notes"].append(

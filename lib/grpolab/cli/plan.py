@@ -49,10 +49,10 @@ def mean_lengths(text: str) -> list[str]:
             raise UsageError(f"--mean-response must be a positive number of tokens, not {text}")
         return [f"data.mean_response_length={int(text)}"]
     from grpolab.jobs.runs import RunNotFound
-    from grpolab.monitor.metrics import load
+    from grpolab.monitor.metrics import load_metrics
 
     try:
-        view = load(text)
+        view = load_metrics(text)
     except (RunNotFound, OSError, ValueError) as exc:
         raise UsageError(f"--mean-response {text}: neither a number of tokens nor a run ({exc})") from None
     out = []

@@ -4,7 +4,8 @@ Prints a table of checks (failures first, each with its fix) or, with --json, on
 {recipe, address, failed, counts, nodes, elapsed_s, rows: [{check, node, status, detail, fix}]}.
 Status: ok | warn | fail | skip (skip = does not apply here, and says why).
 Exit 0 when no check fails (warnings allowed), 1 when any check fails, 2 for unusable input.
-Without --ray-address, RAY_ADDRESS is used, else the embedded local Ray head (started when needed).
+--ray-address takes what `grpolab run` takes: the dashboard http://HEAD:8265, or the cluster address HEAD:6379;
+without it, RAY_ADDRESS is used, else the embedded Ray head (started when needed). No row shows a secret's value.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def register(sub) -> None:
         "--ray-address",
         metavar="A",
         default=None,
-        help="cluster address HOST:6379 (default: RAY_ADDRESS, else the embedded local head)",
+        help="Ray dashboard (http://HEAD:8265) or cluster address (HEAD:6379); default: $RAY_ADDRESS, else the "
+        "embedded head",
     )
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
     p.add_argument(

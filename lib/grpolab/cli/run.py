@@ -28,7 +28,6 @@ def register(sub) -> None:
 
 def main(args) -> int:
     from grpolab.jobs import cluster, launch, runs
-    from grpolab.monitor.outcome import describe_outcome
 
     if args.run_id is not None:  # a dry run too: the id a user would launch with must be usable
         try:
@@ -54,17 +53,14 @@ def main(args) -> int:
         print(f"follow it with: grpolab status {run.run_id}   |   grpolab monitor {run.run_id}")
         return 0
     try:
-        from grpolab.monitor.progress import wait
+        from grpolab.monitor.progress import follow_run
 
-        status = wait(run)
+        outcome = follow_run(run)  # one metrics view; curves.png with alerts marked; the failure classified once
     except KeyboardInterrupt:
         print(f"\nstopped following; the run goes on (grpolab status {run.run_id} / grpolab stop {run.run_id})")
         return 130
-    if run.metrics_file.exists():  # the curves as a picture in the run directory, with alerts marked
-        from grpolab.monitor import summary
-
-        summary(run, png=run.path / "curves.png", refresh=False)
-    print(describe_outcome(run, status))
+    status = outcome.status
+    print(outcome.text)
     if status.get("embedded"):
         print("the embedded Ray head keeps running for the next run; `grpolab head stop` stops it")
     return 0 if status.get("state") == "SUCCEEDED" else 1

@@ -3,7 +3,7 @@ gate regressions against a baseline, draw the curves.
 
 Public API (the notebooks, `grpolab monitor` and `grpolab compare` call these):
 
-    load(ref) -> MetricsView                      ref: run id, run directory, Run, metrics.jsonl or job log
+    load_metrics(ref) -> MetricsView              ref: run id, run directory, Run, metrics.jsonl or job log
     alerts(metrics, thresholds=None) -> list[Alert]
     classify_failure(log_text) -> Failure | None
     compare(run, baseline, steps=None, thresholds=None) -> Comparison      steps default 5-14 (base.yaml)
@@ -16,14 +16,16 @@ Public API (the notebooks, `grpolab monitor` and `grpolab compare` call these):
 The live JupyterLab dashboard is `grpolab.monitor.dashboard.live(run, interval=5)`; it is not imported here
 because it needs ipywidgets, which headless code never imports. matplotlib is imported only when drawing.
 
-Modules: metrics (incremental reading), alerts, failures, compare, plots, summary, thresholds, dashboard,
+Modules: metrics (incremental reading), figures (the key figures, named once), record (the run's record typed, its
+time), alerts, failures, compare, plots, summary, progress (following a run), outcome, thresholds, dashboard,
 synthetic (healthy or broken verl-format metrics for tests, benchmarks and demos).
 """
 
 from grpolab.monitor.alerts import ALERT_RULES, Alert, alerts
 from grpolab.monitor.compare import Comparison, FigureResult, compare
 from grpolab.monitor.failures import CAUSES, Failure, classify_failure
-from grpolab.monitor.metrics import KEY_METRICS, MetricsView, load
+from grpolab.monitor.figures import KEY_METRICS
+from grpolab.monitor.metrics import MetricsView, load_metrics
 from grpolab.monitor.plots import plot_curves
 from grpolab.monitor.summary import RunMonitor, format_summary, summary
 from grpolab.monitor.thresholds import Thresholds, ThresholdsError, load_thresholds, thresholds_for
@@ -44,7 +46,7 @@ __all__ = [
     "classify_failure",
     "compare",
     "format_summary",
-    "load",
+    "load_metrics",
     "load_thresholds",
     "plot_curves",
     "summary",

@@ -1,6 +1,6 @@
 """Health alerts over a run's metrics: GRPO's usual ways of going wrong, without crying wolf on noise.
 
-    alerts(metrics, thresholds=None) -> list[Alert]     # metrics: a MetricsView or anything load() takes
+    alerts(metrics, thresholds=None) -> list[Alert]     # metrics: a MetricsView or anything load_metrics() takes
     group(alerts) -> list[dict]                          # one entry per rule: count, step range, worst, advice
 
 Each Alert is one EPISODE of one rule: `step` where the trouble started, `confirmed` where the rule was sure
@@ -25,7 +25,7 @@ from bisect import bisect_left, insort
 from collections import deque
 from dataclasses import asdict, dataclass
 
-from grpolab.monitor.metrics import MetricsView, load
+from grpolab.monitor.metrics import MetricsView, load_metrics
 from grpolab.monitor.thresholds import Thresholds, load_thresholds
 
 ALERT_RULES = ("nan", "reward-flat", "entropy-collapse", "kl-spike", "length-clipped", "grad-spike", "throughput-drop")
@@ -459,10 +459,10 @@ _CHECKS = {
 def alerts(metrics, thresholds: Thresholds | str | None = None) -> list[Alert]:
     """Every alert (episode) the metrics raise, ordered by step then by rule.
 
-    `metrics`: a MetricsView or anything `load` accepts (run id, run directory, metrics file).
+    `metrics`: a MetricsView or anything `load_metrics` accepts (run id, run directory, metrics file).
     `thresholds`: a Thresholds, a path (see load_thresholds), or None for params/base.yaml's `monitor:`.
     """
-    view = metrics if isinstance(metrics, MetricsView) else load(metrics)
+    view = metrics if isinstance(metrics, MetricsView) else load_metrics(metrics)
     if not isinstance(thresholds, Thresholds):
         thresholds = load_thresholds(thresholds)
     found: list[Alert] = []

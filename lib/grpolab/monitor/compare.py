@@ -6,7 +6,8 @@ Each figure of `monitor.regression.figures` in params/base.yaml (device memory, 
 reward mean) reduces its metric over steps first..last (inclusive; default `regression.steps`, 5-14) in both
 runs, then fails when the run moved the wrong way by more than the limit. A metric neither run logs is
 `skipped`; a metric only one run logs `fail`s (it cannot be checked). A run with no step in the window fails
-the whole gate: an empty comparison must not pass.
+the whole gate, and so does a comparison in which no figure was logged by both runs ("nothing to compare": an
+empty comparison must not pass; `grpolab compare` exits 1 with that error).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from grpolab.monitor.alerts import json_number
-from grpolab.monitor.metrics import MetricsView, load
+from grpolab.monitor.metrics import MetricsView, load_metrics
 from grpolab.monitor.thresholds import GateFigure, Thresholds, load_thresholds
 
 _REDUCE = {"mean": lambda v: sum(v) / len(v), "max": max, "min": min}
@@ -35,6 +36,7 @@ class FigureResult:
     fails_on: str
     status: str  # "pass" | "fail" | "skipped"
     note: str = ""
+    both: bool = False  # both runs logged the metric in the window (NaN/inf included): the figure was compared
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -76,6 +78,12 @@ class Comparison:
         return not self.problems and all(f.status != "fail" for f in self.figures)
 
     @property
+    def nothing_to_compare(self) -> bool:
+        """Both runs have steps in the window, but no figure of the gate was logged by both: the gate compared
+        nothing (a run with no step in the window is that problem instead)."""
+        return bool(self.run_steps and self.baseline_steps) and not any(f.both for f in self.figures)
+
+    @property
     def failed_figures(self) -> list[FigureResult]:
         return [f for f in self.figures if f.status == "fail"]
 
@@ -87,6 +95,7 @@ class Comparison:
             "run_steps": self.run_steps,
             "baseline_steps": self.baseline_steps,
             "passed": self.passed,
+            "nothing_to_compare": self.nothing_to_compare,
             "figures": [f.to_dict() for f in self.figures],
             "problems": list(self.problems),
             "notes": list(self.notes),
@@ -123,7 +132,7 @@ class Comparison:
         lines += [f"problem: {p}" for p in self.problems] + [f"note: {n}" for n in self.notes]
         failed = len(self.failed_figures)
         skipped = sum(f.status == "skipped" for f in self.figures)
-        verdict = "PASS" if self.passed else "REGRESSION"
+        verdict = "NOTHING TO COMPARE" if self.nothing_to_compare else ("PASS" if self.passed else "REGRESSION")
         lines += [
             "",
             f"result: {verdict} ({failed} of {len(self.figures)} figures failed, {skipped} skipped"
@@ -166,6 +175,7 @@ def _figure(name: str, spec: GateFigure, run: MetricsView, base: MetricsView, fi
     )
     run_all = run.values_between(spec.metric, first, last)
     base_all = base.values_between(spec.metric, first, last)
+    result.both = bool(run_all and base_all)
     run_vals = [v for v in run_all if math.isfinite(v)]
     base_vals = [v for v in base_all if math.isfinite(v)]
     reduce = _REDUCE[spec.reduce]
@@ -202,7 +212,7 @@ def _figure(name: str, spec: GateFigure, run: MetricsView, base: MetricsView, fi
 def compare(
     run, baseline, steps: tuple[int, int] | None = None, thresholds: Thresholds | str | None = None
 ) -> Comparison:
-    """Compare `run` with `baseline` (each a MetricsView or anything `load` accepts) over steps first..last.
+    """Compare `run` with `baseline` (each a MetricsView or anything `load_metrics` accepts) over steps first..last.
 
     `steps` defaults to `regression.steps` of the thresholds file (5-14).
     """
@@ -212,7 +222,10 @@ def compare(
     first, last = steps if steps is not None else gate.steps
     if first > last:
         raise ValueError(f"steps {first}-{last}: the first step must not be after the last")
-    run_view, base_view = load(run), load(baseline)  # a MetricsView is refreshed: it may have grown since
+    run_view, base_view = (
+        load_metrics(run),
+        load_metrics(baseline),
+    )  # a MetricsView is refreshed: it may have grown since
     result = Comparison(
         _label(run_view),
         _label(base_view),
@@ -232,4 +245,24 @@ def compare(
             result.notes.append(f"the {who} has {count} of the {expected} steps {first}-{last}")
     for name, spec in gate.figures.items():
         result.figures.append(_figure(name, spec, run_view, base_view, first, last))
+    if result.nothing_to_compare:
+        result.problems.insert(0, _nothing_message(gate, run_view, base_view, first, last))
     return result
+
+
+def _nothing_message(gate, run: MetricsView, base: MetricsView, first: int, last: int) -> str:
+    """Why nothing was compared: the gate's metrics, and what each run logged in the window."""
+
+    def logged(view: MetricsView) -> set[str]:
+        return {n for n in view.names if view.values_between(n, first, last)}
+
+    mine, theirs = logged(run), logged(base)
+    common = sorted(mine & theirs)
+    wanted = ", ".join(spec.metric for spec in gate.figures.values())
+    shared = f"they share {len(common)} other metric(s) ({', '.join(common[:4])}{' ...' if len(common) > 4 else ''})"
+    return (
+        f"nothing to compare: no figure of the gate ({wanted}) is logged by both runs in steps {first}-{last}; "
+        f"the run logs {len(mine)} metric(s) there, the baseline {len(theirs)}, "
+        + (shared if common else "none in common")
+        + "; compare runs of the same trainer, or set monitor.regression.figures to metrics both log"
+    )

@@ -12,11 +12,17 @@ so a refresh costs the same on step 10 and on step 20,000. A final line that is 
 and not a whole JSON object) stays in the file for the next refresh; it is never an error. A file that was
 truncated or replaced (verl truncates it when a run restarts) is read again from the start.
 
-    view = load("tiny-20260101-120000-abc123")   # a run id, a run directory, a metrics.jsonl or a job log
+    view = load_metrics("tiny-20260101-120000-abc123")   # a run id, a run directory, a metrics.jsonl or a job log
     view.steps                                    # [1, 2, ...] in the order logged
     view.column("critic/score/mean")              # [0.1, None, nan, ...]: None = not logged at that step
     view.latest("actor/entropy")                  # (step, value) of the last logged value, or None
     view.refresh()                                # number of new or updated steps
+
+Bounded: the file must be a regular file (a FIFO or a device named as metrics.jsonl is refused, never opened
+for a blocking read); a file larger than MAX_BYTES is read from its last MAX_BYTES (the latest steps), and a
+line still without its newline after MAX_LINE_BYTES is skipped (no reader holds more of one line). A number beyond a float's range (`1e400`, a 400-digit
+integer) is read as +-inf and counted in `huge_values` (the summary says so); nothing in a file makes the
+reader raise.
 
 Why one file of this size: incremental reading of verl's file-logger and console formats shares one parser state
 (offsets, types, notes); split, the fast path would cross modules.
@@ -33,43 +39,37 @@ from itertools import compress
 from pathlib import Path
 
 from grpolab.jobs.job_entry import ANSI
-from grpolab.jobs.runs import Run, resolve_run
+from grpolab.jobs.runs import Run, RunNotFound, resolve_run
+from grpolab.recipe.files import NotARegularFile, open_regular, size_text
+from grpolab.recipe.files import kind as file_kind
 
 try:  # orjson parses 5x faster than json when present (it comes with verl's tensordict); never required
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - depends on the environment
     _fast_loads = json.loads
 
-# The GRPO figures the monitor shows and plots, in reading order: (label, verl metric names). The first name
-# a run logs is the one shown; the val-core entry is a prefix because the names carry the data source.
-KEY_METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("reward", ("critic/score/mean",)),
-    ("val accuracy", ("val-core/",)),
-    ("response length", ("response_length/mean",)),
-    ("length clip ratio", ("response_length/clip_ratio",)),
-    ("kl", ("actor/kl_loss", "critic/kl")),
-    ("entropy", ("actor/entropy",)),
-    ("pg clip fraction", ("actor/pg_clipfrac",)),
-    ("grad norm", ("actor/grad_norm",)),
-    ("throughput (tok/s/dev)", ("perf/throughput",)),
-    ("step time (s)", ("timing_s/step",)),
-    ("device memory (GB)", ("actor/perf/max_memory_allocated_gb",)),
-)
-
 CONSOLE_SUFFIXES = {".log", ".txt", ".out", ".err"}
 _CHUNK_BYTES = 4 << 20  # read in 4 MiB blocks: bounded memory, and cache-friendly splitting
 _HEAD_BYTES = 256  # compared on every refresh to notice a file that was truncated and rewritten
 _MAX_PROBLEMS = 20  # keep the first few unreadable lines for the report, not all of a corrupt file
+MAX_BYTES = 2 << 30  # a longer file is read from its last 2 GiB: about 300,000 steps of 150 metrics
+MAX_LINE_BYTES = 16 << 20  # one step of verl's file logger is a few KB; a longer "line" is not a record
+_FLOAT_DIGITS = 309  # an integer with more digits than this is beyond a float's range (about 1.8e308)
 
 
 class _Tail:
-    """Byte-offset bookkeeping for one append-only file: hands out the complete lines appended since last time."""
+    """Byte-offset bookkeeping for one append-only file: hands out the complete lines appended since last time.
 
-    def __init__(self, path: Path):
+    `note(message)` hears of what was not read: the head of a file over MAX_BYTES, a line over MAX_LINE_BYTES.
+    NotARegularFile goes to the caller (a FIFO or a device in the file's place)."""
+
+    def __init__(self, path: Path, note=lambda _message: None):
         self.path = path
+        self.note = note
         self.offset = 0
         self.head = b""
         self.inode: int | None = None
+        self.skipping = False  # inside a line longer than MAX_LINE_BYTES: drop bytes up to its newline
 
     def read(self, sink, on_restart) -> bytes:
         """Feed the complete lines appended since the last call to `sink(lines)`, in blocks of about
@@ -77,22 +77,28 @@ class _Tail:
         consumed (call `consume` to take it). `on_restart()` is called first when the file was truncated,
         replaced or deleted since the last call."""
         try:
-            handle = open(self.path, "rb")
+            handle = open_regular(self.path)
         except FileNotFoundError:
             if self.offset:
-                self.offset, self.head, self.inode = 0, b"", None
+                self.offset, self.head, self.inode, self.skipping = 0, b"", None, False
                 on_restart()
             return b""
         with handle:
             stat = os.fstat(handle.fileno())
             if self.offset and (stat.st_ino != self.inode or stat.st_size < self.offset or not self._same_head(handle)):
-                self.offset, self.head = 0, b""
+                self.offset, self.head, self.skipping = 0, b"", False
                 on_restart()
             self.inode = stat.st_ino
             if len(self.head) < _HEAD_BYTES and stat.st_size > len(self.head):
                 handle.seek(0)
                 self.head = handle.read(_HEAD_BYTES)
             end = stat.st_size  # bytes written after the stat are left for the next call
+            if self.offset == 0 and end > MAX_BYTES:  # the latest steps are what a monitor is for
+                self.offset, self.skipping = end - MAX_BYTES, True
+                self.note(
+                    f"{self.path} holds {size_text(end)}: only its last {size_text(MAX_BYTES)} were read "
+                    "(the earlier steps are not shown)"
+                )
             handle.seek(self.offset)
             position, carry = self.offset, b""
             while position < end:
@@ -100,8 +106,17 @@ class _Tail:
                 if not block:
                     break
                 position += len(block)
+                if self.skipping:
+                    cut = block.find(b"\n")
+                    if cut < 0:
+                        self.offset = position
+                        continue
+                    block, self.skipping = block[cut + 1 :], False
                 lines = (carry + block if carry else block).split(b"\n")
                 carry = lines.pop()  # after the last newline: a partial line, or b"" when the block ends in one
+                if len(carry) > MAX_LINE_BYTES:
+                    self.note(f"{self.path}: a line longer than {size_text(MAX_LINE_BYTES)} was skipped")
+                    carry, self.skipping = b"", True
                 self.offset = position - len(carry)
                 if lines:
                     sink(lines)
@@ -160,12 +175,16 @@ _FLOAT_OR_NONE = {float, type(None)}
 
 
 def _clean(value) -> float | None:
-    """A logged JSON value as a float; None when it is not a number (null, a string, a list)."""
+    """A logged JSON value as a float; None when it is not a number (null, a string, a list). An integer
+    beyond a float's range is +-inf (the parser counts those; this only keeps a stray one from raising)."""
     kind = type(value)
     if kind is float:
         return value
     if kind is int or kind is bool:
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            return math.copysign(math.inf, value)
     return None
 
 
@@ -192,8 +211,12 @@ class MetricsView:
         self.problems: list[str] = []
         self._raw: dict[str, list] = {}  # name -> raw values; shorter than steps until padded
         self._row_of: dict[int, int] = {}
-        self._tail = _Tail(self.path)
+        self._tail = _Tail(self.path, self._note_unread)
+        self._max_seen: tuple | None = None  # (steps list, how many of it were looked at, their highest step)
         self._lines_read = 0
+        self.huge_values = 0  # numbers beyond a float's range (1e400, a 400-digit integer), read as +-inf
+        self.unreadable: str | None = None  # why the file cannot be read at all (a FIFO in its place), or None
+        self.skipped: list[str] = []  # what the reader left out on purpose (the head of a huge file, a huge line)
         self._clean_cache: dict[str, list[float | None]] = {}
         self.duplicate_steps = 0  # steps that logged a metric they had already logged (merged, later wins)
         self._dropped: dict[str, int] = {}  # name -> values that are not numbers (strings, lists) in its column
@@ -219,7 +242,7 @@ class MetricsView:
             # Until the first step arrives, follow the run: the metrics file may appear after the job log.
             path, kind = self._pick(self.run)
             if (path, kind) != (self.path, self.kind):
-                self.path, self.kind, self._tail = path, kind, _Tail(path)
+                self.path, self.kind, self._tail = path, kind, _Tail(path, self._note_unread)
         changed = 0
 
         def ingest(lines: list[bytes]) -> None:
@@ -231,7 +254,12 @@ class MetricsView:
             self._reset()
             changed += 1  # a reset is a change even if the new file is still empty
 
-        tail = self._tail.read(ingest, restart)
+        try:
+            tail = self._tail.read(ingest, restart)
+            self.unreadable = None
+        except NotARegularFile as exc:  # never opened for a blocking read: say so, keep what was read before
+            self.unreadable = f"{self.path} is {exc.strerror}: not read"
+            return changed
         if self.kind == "jsonl" and tail.strip():
             # A complete JSON object is never a prefix of a longer one, so a tail that parses is a whole
             # record whose newline has not been written yet; anything else is a half-written line.
@@ -261,7 +289,7 @@ class MetricsView:
 
     def _reset(self) -> None:
         self.steps, self._raw, self._row_of = [], {}, {}
-        self.bad_lines, self.problems, self._lines_read = 0, [], 0
+        self.bad_lines, self.problems, self._lines_read, self.huge_values, self.skipped = 0, [], 0, 0, []
         self._clean_cache.clear()
         self.duplicate_steps, self._dropped, self._rewritten = 0, {}, set()
 
@@ -270,16 +298,39 @@ class MetricsView:
         if len(self.problems) < _MAX_PROBLEMS:
             self.problems.append(message)
 
+    def _note_unread(self, message: str) -> None:
+        """Bytes the reader skipped on purpose (a file over MAX_BYTES, a line over MAX_LINE_BYTES)."""
+        if len(self.skipped) < _MAX_PROBLEMS:
+            self.skipped.append(message)
+
+    def _huge_int(self, text: str) -> float | int:
+        """json's parse_int: an integer beyond a float's range is +-inf, counted (Python would keep it exact,
+        and refuse it above 4,300 digits)."""
+        if len(text) <= _FLOAT_DIGITS:
+            return int(text)
+        self.huge_values += 1
+        return -math.inf if text.startswith("-") else math.inf
+
+    def _huge_float(self, text: str) -> float:
+        """json's parse_float: `1e400` overflows to +-inf, counted (`Infinity` itself is parse_constant's)."""
+        value = float(text)
+        if math.isinf(value):
+            self.huge_values += 1
+        return value
+
     def _parse_json(self, raw: bytes, final: bool = False) -> dict | None:
         """One line as a record, or None (noted as a problem, except for the unterminated tail: that one is
         looked at again on every refresh until its newline arrives, and noted then if still wrong)."""
+        huge = self.huge_values  # counted again only for a record that is kept
         try:
-            record = json.loads(raw)
-        except ValueError:
+            record = json.loads(raw, parse_int=self._huge_int, parse_float=self._huge_float)
+        except (ValueError, RecursionError):  # RecursionError: `[[[[...` nested deeper than Python recurses
+            self.huge_values = huge
             if not final:
                 self._note(f"{self.path}: line {self._lines_read}: not JSON: {raw[:80]!r}")
             return None
         if not (isinstance(record, dict) and type(record.get("step")) is int and isinstance(record.get("data"), dict)):
+            self.huge_values = huge
             if not final:
                 self._note(f'{self.path}: line {self._lines_read}: not a {{"step": N, "data": {{...}}}} record')
             return None
@@ -391,7 +442,8 @@ class MetricsView:
         if name not in self._raw:
             return False
         column = self.column(name)
-        return column.count(None) != len(column)
+        # most columns hold a value at their last step: no scan of the whole column on every refresh
+        return bool(column) and (column[-1] is not None or column.count(None) != len(column))
 
     def __repr__(self) -> str:
         return f"MetricsView({str(self.path)!r}, kind={self.kind!r}, steps={len(self.steps)}, metrics={len(self._raw)})"
@@ -403,7 +455,16 @@ class MetricsView:
 
     @property
     def last_step(self) -> int | None:
-        return max(self.steps) if self.steps else None
+        """The highest step logged (steps are in the order logged: a resumed run can go back)."""
+        if not self.steps:
+            return None
+        seen, steps = self._max_seen, self.steps
+        if seen is None or seen[0] is not steps or seen[1] > len(steps):
+            seen = (steps, 0, None)
+        highest = max(steps[seen[1] :], default=seen[2])  # only the steps added since the last call
+        highest = highest if seen[2] is None else max(highest, seen[2])
+        self._max_seen = (steps, len(steps), highest)
+        return highest
 
     def column(self, name: str) -> list[float | None]:
         """One entry per step: float (NaN/inf as logged) or None where not logged. Unknown name: all None."""
@@ -471,23 +532,41 @@ class MetricsView:
         return pd.DataFrame({n: self.array(n) for n in self.names}, index=pd.Index(self.steps, name="step"))
 
 
-def load(ref, root: Path | None = None) -> MetricsView:
-    """A MetricsView, read to the end: `ref` is a run id, a run directory, a Run, a metrics file (any name;
-    `.log`/`.txt`/`.out` files are read as verl console output) or a MetricsView (refreshed and returned).
+def open_run(ref, root: Path | None = None) -> tuple[Run, MetricsView]:
+    """(run, view, not read yet) for a run id, a run directory, a Run or a metrics file (any name; `.log`,
+    `.txt`, `.out`, `.err` files are read as verl console output). A metrics file outside any run is read, and
+    its Run refuses writes. RunNotFound when `ref` names nothing readable (a FIFO or a device is refused here,
+    before anything opens it)."""
+    if isinstance(ref, Run):
+        return ref, MetricsView.for_run(ref)
+    path = Path(str(ref)).expanduser()
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        mode = None
+    if mode is not None and file_kind(mode) not in ("a regular file", "a directory"):
+        raise RunNotFound(f"{ref} is {file_kind(mode)}, not a run or a metrics file; nothing was read from it")
+    run = resolve_run(ref, root, metrics_file=True)  # a metrics file outside a run is read, never written to
+    if mode is not None and file_kind(mode) == "a regular file":
+        file = path.resolve()
+        if file.parent.name == "logs" and (file.parent.parent / "status.json").exists():
+            run = Run(file.parent.parent)  # runs/<id>/logs/job.log belongs to runs/<id>
+        kind = "console" if file.suffix.lower() in CONSOLE_SUFFIXES else "jsonl"
+        return run, MetricsView(file, kind, run=None)
+    if not any(p.exists() for p in (run.status_file, run.metrics_file, run.job_log, run.logs_dir)):
+        raise RunNotFound(
+            f"{run.path} is not a run directory: it has no status.json, metrics.jsonl or "
+            "logs/job.log; pass a run id (see `grpolab runs`), a run directory or a metrics file"
+        )
+    return run, MetricsView.for_run(run)
 
-    Raises grpolab.jobs.runs.RunNotFound when `ref` names nothing.
-    """
+
+def load_metrics(ref, root: Path | None = None) -> MetricsView:
+    """A MetricsView, read to the end: `ref` is anything `open_run` takes, or a MetricsView (refreshed and
+    returned). Raises grpolab.jobs.runs.RunNotFound when `ref` names nothing."""
     if isinstance(ref, MetricsView):
         ref.refresh()
         return ref
-    if isinstance(ref, Run):
-        view = MetricsView.for_run(ref)
-    else:
-        path = Path(str(ref)).expanduser()
-        if path.is_file():
-            kind = "console" if path.suffix.lower() in CONSOLE_SUFFIXES else "jsonl"
-            view = MetricsView(path, kind)
-        else:
-            view = MetricsView.for_run(resolve_run(ref, root))
+    _, view = open_run(ref, root)
     view.refresh()
     return view

@@ -5,26 +5,26 @@ from __future__ import annotations
 from grpolab.jobs.runs import Run
 
 
-def figures(run: Run) -> dict:
-    """First and last values of the key curves (empty when the run wrote no metrics)."""
-    from grpolab.monitor import load
+def figures(run: Run, view=None) -> dict:
+    """First and last values of the headline figures (empty when the run wrote no metrics); `view`: the run's
+    MetricsView when the caller has one (nothing is read again)."""
+    from grpolab.monitor.figures import first_and_last
+    from grpolab.monitor.metrics import load_metrics
 
-    if not run.metrics_file.exists():
-        return {}
-    view = load(run.metrics_file)
-    view.refresh()
-    out = {"last_step": view.last_step}
-    for label, metric in (("reward", "critic/score/mean"), ("val_acc", "val-core/arith/acc/mean@1")):
-        steps, values = view.series(metric)
-        if values:
-            out[label] = {"first": values[0], "last": values[-1], "first_step": steps[0], "last_step": steps[-1]}
-    return out
+    if view is None:
+        if not run.metrics_file.exists():
+            return {}
+        view = load_metrics(run.metrics_file)
+    return first_and_last(view)
 
 
-def describe_outcome(run: Run, status: dict) -> str:
+def describe_outcome(run: Run, status: dict, monitor=None) -> str:
+    """`monitor`: the RunMonitor that followed the run (its view and its classified failure are used)."""
     lines = [f"run {run.run_id}: {status.get('state', 'UNKNOWN')}", f"run directory: {run.path}"]
-    fig = figures(run)
-    for label in ("reward", "val_acc"):
+    fig = figures(run, monitor.view if monitor is not None else None)
+    from grpolab.monitor.figures import HEADLINE
+
+    for label in HEADLINE:
         if label in fig:
             f = fig[label]
             lines.append(
@@ -32,7 +32,7 @@ def describe_outcome(run: Run, status: dict) -> str:
             )
     from grpolab.monitor.summary import failure_of
 
-    failure = failure_of(run, status)
+    failure = monitor.failure if monitor is not None else failure_of(run, status)
     if failure is not None:
         lines.append(f"cause: {failure.cause}: {failure.message}")
         if failure.fix:

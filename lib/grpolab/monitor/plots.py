@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from grpolab.monitor.metrics import MetricsView, load
+from grpolab.monitor.metrics import MetricsView, load_metrics
 
 # (title, y label, [(metric or prefix, line label)]): prefixes (ending in "/") match the run's val-core names.
 PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
@@ -141,7 +141,7 @@ class Curves:
 
     def draw(self, metrics, alerts=(), path: str | Path = "curves.png") -> bool:
         """Draw into `path` (PNG) if anything changed since the last draw; True when it drew."""
-        view = metrics if isinstance(metrics, MetricsView) else load(metrics)
+        view = metrics if isinstance(metrics, MetricsView) else load_metrics(metrics)
         key = (
             self.smooth,  # the same data, smoothed differently, is drawn again
             len(view.steps),
@@ -279,9 +279,9 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
 def plot_curves(
     metrics, alerts=(), path: str | Path = "curves.png", title: str | None = None, smooth: float = 0.0
 ) -> Path:
-    """Draw the panels this run has data for (a MetricsView or anything `load` takes), shade the step ranges of
+    """Draw the panels this run has data for (a MetricsView or anything `load_metrics` takes), shade the step ranges of
     `alerts` in the panels of their metrics, and save a PNG at `path`. `smooth`: 0 (none) to 0.99."""
-    view = metrics if isinstance(metrics, MetricsView) else load(metrics)
+    view = metrics if isinstance(metrics, MetricsView) else load_metrics(metrics)
     path = Path(path)
     _draw(view, alerts, path, title, smooth)
     return path

@@ -20,36 +20,18 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from grpolab.jobs.runs import TERMINAL_STATES, Run, RunNotFound, resolve_run
+from grpolab.jobs.runs import TERMINAL_STATES, Run
 from grpolab.monitor.alerts import Alert, alerts, group, json_number
 from grpolab.monitor.failures import Failure, classify_failure
-from grpolab.monitor.metrics import CONSOLE_SUFFIXES, KEY_METRICS, MetricsView
+from grpolab.monitor.figures import KEY_METRICS
+from grpolab.monitor.metrics import MetricsView, open_run
+from grpolab.monitor.record import clock_text, elapsed_s, run_times, typed_status
 from grpolab.monitor.thresholds import Thresholds, load_thresholds, thresholds_for
 from grpolab.monitor.yardstick import Yardstick, summary_lines
+from grpolab.recipe.files import open_regular
 
 _WIDTH = 110  # text output wraps long messages here; evidence lines are printed as they are
 _LOG_TAIL_BYTES = 2 << 20  # failure causes sit at the end of a log; a big run's log can be gigabytes
-
-
-def open_run(ref, root: Path | None = None) -> tuple[Run, MetricsView]:
-    """(run, view) for a run id, run directory, Run or metrics file; RunNotFound when it names no run."""
-    if isinstance(ref, Run):
-        run, file = ref, None
-    else:
-        path = Path(str(ref)).expanduser()
-        run = resolve_run(ref, root, metrics_file=True)  # a metrics file outside a run is read, never written to
-        file = path.resolve() if path.is_file() else None
-    if file is not None:
-        if file.parent.name == "logs" and (file.parent.parent / "status.json").exists():
-            run = Run(file.parent.parent)  # runs/<id>/logs/job.log belongs to runs/<id>
-        kind = "console" if file.suffix.lower() in CONSOLE_SUFFIXES else "jsonl"
-        return run, MetricsView(file, kind, run=None)
-    if not any(p.exists() for p in (run.status_file, run.metrics_file, run.job_log, run.logs_dir)):
-        raise RunNotFound(
-            f"{run.path} is not a run directory: it has no status.json, metrics.jsonl or "
-            "logs/job.log; pass a run id (see `grpolab runs`), a run directory or a metrics file"
-        )
-    return run, MetricsView.for_run(run)
 
 
 def _refresh_status(run: Run) -> tuple[dict, str | None]:
@@ -65,7 +47,7 @@ def _refresh_status(run: Run) -> tuple[dict, str | None]:
 def _log_tail(run: Run) -> tuple[str, bool]:
     """(the last _LOG_TAIL_BYTES of logs/job.log, whether earlier bytes were skipped)."""
     try:
-        with open(run.job_log, "rb") as handle:
+        with open_regular(run.job_log) as handle:  # a FIFO in the log's place is refused, never waited on
             size = os.fstat(handle.fileno()).st_size
             skipped = size > _LOG_TAIL_BYTES
             handle.seek(size - _LOG_TAIL_BYTES if skipped else 0)
@@ -78,7 +60,9 @@ def _log_tail(run: Run) -> tuple[str, bool]:
 
 
 def failure_of(run: Run, status: dict) -> Failure | None:
-    """The cause of a FAILED or LOST run (the one place a failure is classified); None for any other state."""
+    """The cause of a FAILED or LOST run (the one place a failure is classified); None for any other state.
+    Fields of the wrong type in the record (`message: 5`) are left out, never raised on."""
+    status, _ = typed_status(status)
     if status.get("state") == "LOST":
         return Failure(
             "lost",
@@ -96,7 +80,7 @@ def failure_of(run: Run, status: dict) -> Failure | None:
 def _failure(run: Run, status: dict) -> Failure:
     tail, skipped = _log_tail(run)
     if not tail and status.get("log_tail"):  # no job.log (a copied record): the tail launch kept in status.json
-        tail = "\n".join(str(line) for line in status["log_tail"])
+        tail = "\n".join(status["log_tail"])
     message = status.get("message") or ""
     found = classify_failure(tail + "\n" + message)
     if found is not None:
@@ -125,10 +109,20 @@ def _latest(view: MetricsView) -> list[dict]:
 
 
 class RunMonitor:
-    """A run being watched: `update()` refreshes the status and reads only the metrics appended since."""
+    """A run being watched: `update()` refreshes the status and reads only the metrics appended since.
 
-    def __init__(self, ref, thresholds: Thresholds | str | None = None, root: Path | None = None):
+    `view`: a MetricsView already following this run (what it read is kept; nothing is read twice)."""
+
+    def __init__(
+        self,
+        ref,
+        thresholds: Thresholds | str | None = None,
+        root: Path | None = None,
+        view: MetricsView | None = None,
+    ):
         self.run, self.view = open_run(ref, root)
+        if view is not None:
+            self.view = view
         if isinstance(thresholds, Thresholds):
             self.thresholds = thresholds
         elif thresholds is not None:
@@ -136,6 +130,8 @@ class RunMonitor:
         else:  # the `monitor:` section of the recipe the run was launched with (tiny's are wider than a cluster's)
             self.thresholds = thresholds_for(self.run)
         self.alerts: list[Alert] = []
+        self.failure: Failure | None = None  # the cause, when the last update found the run FAILED or LOST
+        self._classified: tuple | None = None  # the record the failure was classified from
         self.curves = None  # grpolab.monitor.plots.Curves, made on the first drawing update
         self.yardstick = Yardstick(self.run)  # measured speed against the cost model's estimate
 
@@ -149,18 +145,18 @@ class RunMonitor:
             status, note = _refresh_status(self.run)
             if note:
                 notes.append(note)
+        status, typing_notes = typed_status(status)
         if status.get("note"):  # launch records why it could not ask Ray ("Ray is unreachable ...")
-            notes.append(str(status["note"]))
+            notes.append(status["note"])
+        notes += typing_notes
         self.view.refresh()
         if analyse:
             self.alerts = alerts(self.view, self.thresholds)
         state = status.get("state") or "UNKNOWN"
-        failure = failure_of(self.run, status)
-        if self.view.problems:
-            notes.append(
-                f"{self.view.bad_lines} unreadable line(s) in {self.view.path}, first: {self.view.problems[0]}"
-            )
-        notes += _data_notes(self.view, state)
+        record = (state, status.get("updated"), status.get("message"))
+        if record != self._classified:  # a failure is classified once per record, however often it is shown
+            self.failure, self._classified = failure_of(self.run, status), record
+        notes += _view_notes(self.view, state)
         curves = None
         if png is not None:
             from grpolab.monitor.plots import Curves
@@ -169,6 +165,7 @@ class RunMonitor:
                 self.curves = Curves(title=self.run.run_id)
             self.curves.draw(self.view, self.alerts, png)
             curves = str(png)
+        started, ended = run_times(self.run, status)
         return {
             "run_id": status.get("run_id") or self.run.run_id,
             "path": str(self.run.path),
@@ -177,11 +174,15 @@ class RunMonitor:
             "job_id": status.get("job_id"),
             "created": status.get("created"),
             "updated": status.get("updated"),
+            "started": started,
+            "ended": ended,
+            "elapsed_s": elapsed_s(started, ended, time.time()),
             "source": {
                 "file": str(self.view.path),
                 "kind": self.view.kind,
                 "exists": self.view.path.exists(),
                 "bad_lines": self.view.bad_lines,
+                "huge_values": self.view.huge_values,
             },
             "steps": len(self.view.steps),
             "last_step": self.view.last_step,
@@ -190,7 +191,7 @@ class RunMonitor:
             "alerts": [a.to_dict() for a in self.alerts],
             "alert_groups": group(self.alerts),
             "yardstick": self.yardstick.measure(self.view),
-            "failure": failure.to_dict() if failure else None,
+            "failure": self.failure.to_dict() if self.failure else None,
             "wandb": status.get("wandb") or None,
             "curves": curves,
             "thresholds": self.thresholds.source,
@@ -199,15 +200,26 @@ class RunMonitor:
         }
 
 
-def _data_notes(view: MetricsView, state: str) -> list[str]:
-    """What the metrics file itself says about the run: nothing logged by a finished run, values that are not
-    numbers (dropped), steps logged twice (merged)."""
+def _view_notes(view: MetricsView, state: str) -> list[str]:
+    """What reading the metrics file found: a file that cannot be read, lines that are not records, bytes left
+    out, nothing logged by a finished run, numbers beyond a float's range, values that are not numbers
+    (dropped), steps logged twice (merged)."""
     notes = []
+    if view.unreadable:
+        notes.append(view.unreadable)
+    if view.problems:
+        notes.append(f"{view.bad_lines} unreadable line(s) in {view.path}, first: {view.problems[0]}")
+    notes += view.skipped
     if state in TERMINAL_STATES and not view.steps:
         where = view.path if view.path.exists() else f"{view.path} (missing)"
         notes.append(
             f"the run is {state} but logged no metrics: {where}; check trainer.logger includes `file` "
             "and the job log for where the trainer stopped"
+        )
+    if view.huge_values:
+        notes.append(
+            f"{view.huge_values} value(s) beyond a float's range (such as 1e400) were read as inf "
+            "(`huge_values` in the JSON); the alerts treat them as inf"
         )
     dropped = view.dropped()
     if dropped:
@@ -290,6 +302,8 @@ def format_summary(data: dict) -> str:
     state = f"state     {data['state']}"
     if data.get("job_id"):
         state += f"  job {data['job_id']}"
+    if data.get("elapsed_s") is not None:
+        state += f"  {'ran' if data.get('ended') else 'running for'} {clock_text(data['elapsed_s'])}"
     if data.get("updated"):
         state += f"  updated {_age(data['updated'])}"
     lines.append(state)

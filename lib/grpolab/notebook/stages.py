@@ -152,7 +152,7 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
     the terminal that runs papermill; then the final state. Stops following (the run goes on) when Ray stops
     answering."""
     from grpolab.jobs.runs import TERMINAL_STATES
-    from grpolab.monitor import load as load_metrics
+    from grpolab.monitor import load_metrics
     from grpolab.monitor.progress import Progress, wait
 
     if run is None:  # a dry run: nothing was submitted
@@ -299,11 +299,11 @@ def plot_val_accuracy(run, path: str | Path | None = None) -> Path | None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from grpolab.monitor import load
+    from grpolab.monitor import load_metrics
 
     if not run.metrics_file.exists():
         return None
-    view = load(run.metrics_file)
+    view = load_metrics(run.metrics_file)
     names = view.first_present(["val-core/"])
     if not names:
         return None

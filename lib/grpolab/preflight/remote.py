@@ -1,16 +1,24 @@
 """Cluster checks and the per-node fan-out.
 
-Cluster level: Ray reachable at the given address (else RAY_ADDRESS, else the embedded local head, started
-when needed), a driver connects (auth works), enough alive nodes, and each node's device resources (`NPU`
-custom resource or `GPU`) cover `cluster.devices_per_node`. Then one Ray task per alive node, pinned with
+Cluster level: Ray reachable at the given address (else RAY_ADDRESS, else the embedded head, started when
+needed), a driver connects (auth works), enough alive nodes, and each node's device resources (`NPU` custom
+resource or `GPU`) cover `cluster.devices_per_node`. Then one Ray task per alive node, pinned with
 NodeAffinitySchedulingStrategy(node_id, soft=False), all launched at once and gathered with one wait, so the
 per-node checks run in parallel and take about as long on 32 nodes as on one.
+
+Addresses: preflight takes what `grpolab run` takes. A driver needs the cluster's own (GCS) address; given the
+dashboard (http://HEAD:8265), preflight asks the cluster for it through the Jobs API: a one-line job prints the
+RAY_ADDRESS that Ray gives every job's entrypoint (the GCS address), and is deleted once read. The dashboard
+itself is asked first (a few seconds at most), so an unreachable address fails fast.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import secrets
 import socket
+import time
 from collections.abc import Callable
 
 from grpolab.preflight.report import CLUSTER, FAIL, OK, SKIP, WARN, Row
@@ -18,6 +26,8 @@ from grpolab.preflight.report import CLUSTER, FAIL, OK, SKIP, WARN, Row
 HEAD_RESOURCE = "node:__internal_head__"
 NODE_TIMEOUT_S = 180.0  # per-node checks normally take 1-5 s; importing torch_npu on a cold node can take a minute
 RESOURCE = {"npu": "NPU", "cuda": "GPU"}
+ADDRESS_JOB_TIMEOUT_S = 60.0  # a one-line job: seconds on an idle head, its runtime env set up included
+_GCS_LINE = re.compile(r"grpolab-gcs=([A-Za-z0-9_.\-\[\]:]+:\d+)\s*$", re.MULTILINE)  # host:port, a line of its own
 
 
 def node_label(node: dict) -> str:
@@ -74,29 +84,35 @@ def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Conne
     try:
         ep = raycluster.endpoint(address, start=True, progress=progress)
     except raycluster.ClusterError as exc:
+        given = address or os.environ.get("RAY_ADDRESS")
+        what = f"the Ray address {given!r} cannot be used" if given else "the embedded Ray head cannot be used"
         return None, [
             Row(
                 "ray",
                 CLUSTER,
                 FAIL,
-                f"the embedded Ray head cannot be used: {exc}",
-                "pass --ray-address HOST:6379 of a running cluster (or set RAY_ADDRESS), or free the "
-                "embedded head's ports",
+                f"{what}: {exc}",
+                "pass --ray-address http://HEAD:8265 (the dashboard) or HEAD:6379 of a running cluster (or set "
+                "RAY_ADDRESS)" + ("" if given else ", or free the embedded head's ports"),
             ),
             Row("auth", CLUSTER, SKIP, "Ray is not reachable"),
         ]
     if ep.gcs is None:
-        return None, [
-            Row(
-                "ray",
-                CLUSTER,
-                FAIL,
-                f"{ep.label}: preflight connects a driver and needs the cluster address (HOST:6379), "
-                "not the dashboard URL",
-                "pass --ray-address HEAD_IP:6379 (the GCS port `ray start --head` printed)",
-            ),
-            Row("auth", CLUSTER, SKIP, "Ray is not reachable"),
-        ]
+        gcs, why = gcs_of_dashboard(ep, progress)
+        if gcs is None:
+            return None, [
+                Row(
+                    "ray",
+                    CLUSTER,
+                    FAIL,
+                    f"{ep.label}: {why}",
+                    "pass --ray-address http://HEAD:8265 (the dashboard `ray start --head` printed) of a running "
+                    "cluster, with its token (RAY_AUTH_MODE=token and RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH); or "
+                    "its cluster address HEAD:6379",
+                ),
+                Row("auth", CLUSTER, SKIP, "Ray is not reachable"),
+            ]
+        ep = raycluster.Endpoint(ep.dashboard, gcs, ep.embedded)
     where = _host_port(ep.gcs)
     if where is not None:
         why = _tcp_open(*where)
@@ -157,6 +173,44 @@ def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Conne
         Row("ray", CLUSTER, OK, f"{ep.label} reachable at {ep.gcs} (Ray {ray.__version__})"),
         Row("auth", CLUSTER, OK, f"driver connected (RAY_AUTH_MODE={mode})"),
     ]
+
+
+def gcs_of_dashboard(ep, progress: Callable[[str], None]) -> tuple[str | None, str]:
+    """(the cluster's GCS address, "") from its dashboard, or (None, why not). See the module docstring."""
+    from grpolab.jobs import cluster as raycluster
+
+    if not raycluster.dashboard_alive(ep.dashboard, timeout=5.0):
+        return None, f"no Ray dashboard answers at {ep.dashboard}"
+    try:
+        client = raycluster.job_client(ep)
+    except raycluster.ClusterError as exc:
+        return None, str(exc).splitlines()[0]
+    job = f"grpolab-preflight-address-{secrets.token_hex(4)}"
+    progress(f"asking the {ep.label} for its cluster address (a one-line job, {job}) ...")
+    try:
+        client.submit_job(
+            # the quotes split the marker so that Ray's own log line quoting this command never matches it
+            entrypoint='echo "grpolab-gcs""=$RAY_ADDRESS"',
+            submission_id=job,
+            metadata={"grpolab": "preflight: the cluster address of this dashboard"},
+        )
+        deadline = time.monotonic() + ADDRESS_JOB_TIMEOUT_S
+        while str(getattr(client.get_job_status(job), "value", "")) not in ("SUCCEEDED", "FAILED", "STOPPED"):
+            if time.monotonic() > deadline:
+                client.stop_job(job)
+                return None, f"the job that reads the cluster address did not finish in {ADDRESS_JOB_TIMEOUT_S:.0f} s"
+            time.sleep(0.5)
+        found = _GCS_LINE.findall(client.get_job_logs(job) or "")
+    except Exception as exc:  # the Jobs API raises RuntimeError/ConnectionError variants (401 without a token)
+        return None, f"the Jobs API at {ep.dashboard} refused the job that reads the cluster address: {exc}"[:400]
+    finally:
+        try:
+            client.delete_job(job)
+        except Exception:  # already gone, or never submitted: nothing is left behind either way
+            pass
+    if not found:
+        return None, "the cluster did not say its address (the job printed no RAY_ADDRESS)"
+    return found[-1], ""
 
 
 def device_rows(recipe, nodes: list[dict]) -> list[Row]:

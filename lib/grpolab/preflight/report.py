@@ -7,8 +7,8 @@ Status values:
     skip  the check does not apply to this recipe (GPU checks on an NPU recipe, device checks on a CPU
           recipe, ...) or could not run; `detail` says why. A skip never fails the report
 
-`node` is "local" for checks on the machine that runs preflight, "cluster" for checks on the cluster as a
-whole, else the node a check ran on, named `IP/NODEID8` (the Ray node id's first 8 hex digits; `(head)` is
+`node` is "driver" for checks on the machine that runs preflight (Ray's word for the process that connects to
+the cluster), "cluster" for checks on the cluster as a whole, else the node a check ran on, named `IP/NODEID8` (the Ray node id's first 8 hex digits; `(head)` is
 appended for the head node).
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 STATUSES = (FAIL, WARN, OK, SKIP)  # table order: failures first, checks that do not apply last
-LOCAL, CLUSTER = "local", "cluster"
+DRIVER, CLUSTER = "driver", "cluster"
 
 
 @dataclass
@@ -47,7 +47,7 @@ class PreflightReport:
     address: str | None = None  # the Ray cluster preflight talked to (None: it could not connect)
     nodes: list[str] = field(default_factory=list)  # the nodes the per-node checks ran on
     elapsed_s: float = 0.0
-    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase: local, cluster, nodes
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase: driver, cluster, nodes
 
     # ------------------------------------------------------------------ queries
     @property
@@ -100,7 +100,7 @@ class PreflightReport:
         With fold=True, per-node rows that are identical on several nodes print once, naming the node count.
         """
         rows = _folded(self.rows, len(self.nodes)) if fold else list(self.rows)
-        rows.sort(key=lambda r: STATUSES.index(r.status))  # stable: keeps local, cluster, node order
+        rows.sort(key=lambda r: STATUSES.index(r.status))  # stable: keeps driver, cluster, node order
         wc = max([len("CHECK")] + [len(r.check) for r in rows])
         wn = max([len("NODE")] + [len(r.node) for r in rows])
         head = f"{'STATUS':6}  {'CHECK':{wc}}  {'NODE':{wn}}  DETAIL"
@@ -127,7 +127,7 @@ def _folded(rows: list[Row], n_nodes: int) -> list[Row]:
     groups: dict[tuple, list[str]] = {}
     first: dict[tuple, int] = {}
     for r in rows:
-        if r.node in (LOCAL, CLUSTER):
+        if r.node in (DRIVER, CLUSTER):
             out.append(r)
             continue
         key = (r.check, r.status, r.detail, r.fix)

@@ -6,7 +6,7 @@ Checkpoint size (documented estimate): params x (2 bytes of bf16 weights + 12 by
 master copy and two fp32 moments) = 14 bytes per parameter, from the card's `params_b`. It is one
 checkpoint; verl keeps several unless `max_ckpt_to_keep` limits them. A checkpoint is sharded over the
 nodes: a node whose disk has less than a whole checkpoint but at least its 1/nnodes share is a warning
-(fine on local disks, not on shared storage); less than its share is a failure. Floor: 100 MB.
+(fine on disks of its own, not on shared storage); less than its share is a failure. Floor: 100 MB.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def required_packages(recipe: Recipe) -> list[tuple[str, str]]:
     if t.engine == "trl":
         return [
             ("trl", "train.engine trl runs TRL's GRPOTrainer"),
-            ("transformers", "the local trainer builds its model with transformers"),
-            ("torch", "the local trainer runs on torch"),
+            ("transformers", "the CPU trainer builds its model with transformers"),
+            ("torch", "the CPU trainer runs on torch"),
         ]
     out = [("verl", f"train.engine {t.engine} runs verl on every node"), ("torch", "verl runs on torch")]
     if t.engine == "megatron":
@@ -93,15 +93,15 @@ def node_spec(recipe: Recipe) -> dict:
         try:
             card = load_card(recipe.model.card)
         except (InputError, RecipeError):
-            card = None  # the local `recipe` rows report the missing card
-    local = recipe.train.engine == "trl"
+            card = None  # the driver's `recipe` rows report the missing card
+    cpu_trainer = recipe.train.engine == "trl"  # grpolab.local.train: a model and a task made in code
     model = (
         None
-        if local
+        if cpu_trainer
         else {"path": recipe.model.path, "card": recipe.model.card, "card_data": card.model_dump() if card else None}
     )
     data = None
-    if not local:
+    if not cpu_trainer:
         prompt_key = _verl_data_key(recipe, "data.prompt_key", "prompt")
         reward_key = _verl_data_key(recipe, "data.reward_fn_key", "data_source")
         files = [("data.train_files", f) for f in _files(recipe.data.train_files)]
@@ -126,6 +126,7 @@ def node_spec(recipe: Recipe) -> dict:
         "engine": recipe.train.engine,
         "rollout_engine": recipe.rollout.engine,
         "env": {k: str(v) for k, v in recipe.env.items()},
+        "secrets": list(recipe.secrets or []),  # env names the recipe marks secret: their values are never shown
         "required_env": required_env(recipe),
         "stack": {k: str(v) for k, v in recipe.stack.items()},
         "required_packages": required_packages(recipe),

@@ -1,14 +1,22 @@
-"""Version pins (`stack:` in a recipe) and what is installed, read from package metadata without importing.
+"""Version pins (`stack:` in a recipe) and what is installed, read from package metadata without importing: the
+one place a pin or an installed version is parsed (the checks, preflight's driver rows and its per-node task all
+call these).
 
 A pin is `<version>`, `<version>@<commit>`, `<branch>@<commit>` or `<branch>`: e.g. `0.23.0@0fc695fc`
 (release v0.23.0 at commit 0fc695fc) or `core_r0.18.0@dc0ee41a`. `cann` is not a Python package: preflight
-reads its version from the Ascend toolkit's install info.
+reads its version from the Ascend toolkit's install info and compares it with the pin's `version`.
+
+    parse_pin(package, text) -> Pin             ValueError names what is wrong
+    installed(package, paths=()) -> (version, commit)   paths: more folders to look in (a job's PYTHONPATH)
+    matches(pin, version, commit) -> (ok, why)
+    install_hint(package, pin) -> "pip install vllm-ascend==0.23.0"
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -45,23 +53,46 @@ def normal_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def installed(package: str) -> tuple[str | None, str | None]:
-    """(version, VCS commit) of an installed distribution, or (None, None). Never imports the package."""
-    try:
-        dist = metadata.distribution(package)
-    except metadata.PackageNotFoundError:
+def installed(package: str, paths: Sequence[str] = ()) -> tuple[str | None, str | None]:
+    """(version, VCS commit) of an installed distribution, or (None, None). Never imports the package.
+
+    Looked up on this interpreter's sys.path, then in `paths` (a job's PYTHONPATH: what the job will import),
+    under the names pip treats as one (`vllm_ascend`, `vllm-ascend`)."""
+    for name in dict.fromkeys([package, normal_name(package)]):
         try:
-            dist = metadata.distribution(normal_name(package))
+            return _facts(metadata.distribution(name))
         except metadata.PackageNotFoundError:
-            return None, None
+            continue
+    if paths:
+        for name in dict.fromkeys([package, re.sub(r"[-_.]+", "_", package), normal_name(package)]):
+            for dist in metadata.distributions(name=name, path=list(paths)):
+                return _facts(dist)
+    return None, None
+
+
+def _facts(dist: metadata.Distribution) -> tuple[str | None, str | None]:
+    """(version, the commit a VCS install recorded in direct_url.json, or None)."""
     commit = None
     direct = dist.read_text("direct_url.json")
     if direct:
         try:
-            commit = json.loads(direct).get("vcs_info", {}).get("commit_id")
-        except json.JSONDecodeError:
+            vcs = json.loads(direct).get("vcs_info", {})
+            commit = vcs.get("commit_id") if isinstance(vcs, dict) else None
+        except (ValueError, AttributeError):
             commit = None
-    return dist.version, commit
+    return dist.version, commit if isinstance(commit, str) else None
+
+
+def install_hint(package: str, pin: Pin | None) -> str:
+    """How to install what a pin names (or the package at all, without a pin)."""
+    if pin is None:
+        return f"pip install {package}"
+    if pin.commit:
+        what = f"release {pin.version}" if pin.version else f"branch {pin.ref}"
+        return f"install {package} {what} at commit {pin.commit} (from source: pip install git+<repo>@{pin.commit})"
+    if pin.version:
+        return f"pip install {package}=={pin.version}"
+    return f"install {package} from its {pin.ref} branch"
 
 
 def scm_commit(version: str | None) -> str | None:
@@ -106,6 +137,19 @@ def verl_requirements() -> dict[str, str]:
         if match and match.group(3).strip():
             out[normal_name(match.group(1))] = match.group(3).strip().strip("()")
     return out
+
+
+def compare_versions(have: str, want: str) -> int | None:
+    """-1 / 0 / 1, or None when the versions cannot be ordered (CANN writes 8.0.RC2: PEP 440 reads it)."""
+    try:
+        from packaging.version import InvalidVersion, Version
+    except ImportError:  # pragma: no cover - packaging ships with pip's environments
+        return None
+    try:
+        a, b = Version(have), Version(want)
+    except InvalidVersion:
+        return None if have != want else 0
+    return (a > b) - (a < b)
 
 
 def satisfies(version: str, specifier: str) -> bool | None:

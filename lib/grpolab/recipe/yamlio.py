@@ -10,7 +10,6 @@ Errors are InputError (exit 2) naming file:line:column.
 from __future__ import annotations
 
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import yaml
 
 from grpolab.paths import params_dir
 from grpolab.problems import InputError
+from grpolab.recipe.files import FileTooBig, NotARegularFile, read_bytes
 
 
 def rel_path(path: Path) -> str:
@@ -150,21 +150,17 @@ def parse_yaml(text: str, where: str = "<text>") -> Any:
 
 def read_text(path: Path, what: str = "recipe") -> str:
     """A YAML file's text: InputError (exit 2) for a missing, unreadable, special (FIFO, device, directory), huge,
-    binary or non-UTF-8 file. Nothing is opened before it is known to be a regular file of bounded size."""
+    binary or non-UTF-8 file. Nothing is read before it is known to be a regular file, and never more than
+    MAX_BYTES + 1 bytes (grpolab.recipe.files)."""
     path = Path(path)
     try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{rel_path(path)}: not a regular file (a directory, FIFO or device); give a YAML file")
-        if st.st_size > MAX_BYTES:
-            raise InputError(
-                f"{rel_path(path)}: {st.st_size:,} bytes is too big for a {what} (at most {MAX_BYTES:,}); "
-                "is it the right file?"
-            )
-        with path.open("rb") as f:
-            raw = f.read(MAX_BYTES + 1)  # a file that grows while read is still bounded
-        if len(raw) > MAX_BYTES:
-            raise InputError(f"{rel_path(path)}: more than {MAX_BYTES:,} bytes; is it the right file?")
+        raw = read_bytes(path, MAX_BYTES)  # grpolab.recipe.files: checked on the open descriptor, read bounded
+    except NotARegularFile as exc:
+        raise InputError(f"{rel_path(path)}: {exc.strerror}; give a YAML file") from None
+    except FileTooBig:
+        raise InputError(
+            f"{rel_path(path)}: more than {MAX_BYTES:,} bytes is too big for a {what}; is it the right file?"
+        ) from None
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
     if b"\x00" in raw[:8192]:

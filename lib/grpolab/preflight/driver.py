@@ -1,23 +1,22 @@
-"""Local checks, on the machine that runs preflight: the recipe validates (every rule of grpolab.rules.validate),
-the installed verl against the recipe's `stack.verl` and the renderer's target, and the rendered overrides
-composed against the installed verl's own config (`verl-schema`)."""
+"""The driver's checks, on the machine that runs preflight (node "driver" in the report): the recipe passes the
+one gate (every rule of `grpolab check`), the installed verl against the recipe's `stack.verl` and the renderer's
+target, and the rendered overrides composed against the installed verl's own config (`verl-schema`)."""
 
 from __future__ import annotations
 
-from grpolab.preflight.report import FAIL, LOCAL, OK, SKIP, WARN, Row
+from grpolab.preflight.report import DRIVER, FAIL, OK, SKIP, WARN, Row
 from grpolab.problems import Problem
 from grpolab.recipe.schema import Recipe
 
 
 def problem_row(check: str, p: Problem) -> Row:
     value = "" if p.value is None else f" = {p.value}"
-    return Row(check, LOCAL, FAIL if p.severity == "error" else WARN, f"[{p.rule}] {p.key}{value}: {p.message}", p.fix)
+    return Row(check, DRIVER, FAIL if p.severity == "error" else WARN, f"[{p.rule}] {p.key}{value}: {p.message}", p.fix)
 
 
-def local_rows(recipe: Recipe) -> list[Row]:
+def driver_rows(recipe: Recipe) -> list[Row]:
     from grpolab.recipe import stack
     from grpolab.rules.gate import gate
-    from grpolab.verl import config as verl_schema
 
     rows: list[Row] = []
     uses_verl = recipe.train.engine != "trl"
@@ -28,23 +27,29 @@ def local_rows(recipe: Recipe) -> list[Row]:
         rows += [problem_row("recipe", p) for p in problems]
     else:
         rows.append(
-            Row("recipe", LOCAL, OK, f"{recipe.name} validates: no errors, no warnings ({', '.join(recipe.files)})")
+            Row("recipe", DRIVER, OK, f"{recipe.name} validates: no errors, no warnings ({', '.join(recipe.files)})")
         )
 
-    installed = verl_schema.verl_version()
+    installed, commit = stack.installed("verl")
     pin_text = recipe.stack.get("verl")
     if not uses_verl:
-        rows.append(Row("verl", LOCAL, SKIP, "train.engine trl runs grpolab.local.train, not verl"))
-        rows.append(Row("verl-schema", LOCAL, SKIP, "train.engine trl: no verl overrides to compose"))
+        rows.append(Row("verl", DRIVER, SKIP, "train.engine trl runs the CPU trainer (grpolab.local.train), not verl"))
+        rows.append(Row("verl-schema", DRIVER, SKIP, "train.engine trl: no verl overrides to compose"))
         return rows
+    pin, unreadable = None, ""
+    if pin_text:
+        try:
+            pin = stack.parse_pin("verl", pin_text)
+        except ValueError as exc:
+            unreadable = f"cannot read the pin stack.verl={pin_text!r}: {exc}"
     if installed is None:
         rows.append(
             Row(
                 "verl",
-                LOCAL,
+                DRIVER,
                 FAIL,
                 "verl is not installed here: the launch cannot be rendered for it",
-                f"pip install verl{'==' + pin_text if pin_text else ''} (see README)",
+                f"{stack.install_hint('verl', pin)} (see README)",
             )
         )
     else:
@@ -53,32 +58,29 @@ def local_rows(recipe: Recipe) -> list[Row]:
             rows.append(
                 Row(
                     "verl",
-                    LOCAL,
+                    DRIVER,
                     WARN,
                     f"verl {installed} installed; the recipe pins no verl version; {target}",
                     f'add `verl: "{installed}"` under stack: once the recipe is tuned on it',
                 )
             )
         else:
-            try:
-                pin = stack.parse_pin("verl", pin_text)
-                ok, why = stack.matches(pin, *stack.installed("verl"))
-            except ValueError as exc:
-                ok, why = False, f"cannot read the pin: {exc}"
+            ok, why = stack.matches(pin, installed, commit) if pin is not None else (False, unreadable)
             if ok:
-                rows.append(Row("verl", LOCAL, OK, f"verl {installed} matches stack.verl {pin_text}; {target}"))
+                rows.append(Row("verl", DRIVER, OK, f"verl {installed} matches stack.verl {pin_text}; {target}"))
             else:
+                install = stack.install_hint("verl", pin) if pin is not None else "write stack.verl as 0.9.1[@commit]"
                 rows.append(
                     Row(
                         "verl",
-                        LOCAL,
+                        DRIVER,
                         WARN,
                         f"the recipe was tuned for verl {pin_text} but {why}; {target}",
-                        f"install verl=={pin_text.split('@')[0]}, or re-tune and pin stack.verl: {installed}",
+                        f"{install}, or re-tune and pin stack.verl: {installed}",
                     )
                 )
     if installed is None:
-        rows.append(Row("verl-schema", LOCAL, SKIP, "verl is not installed: the overrides were not composed"))
+        rows.append(Row("verl-schema", DRIVER, SKIP, "verl is not installed: the overrides were not composed"))
     else:
         real = [p for p in schema_problems if p.rule == "verl-schema"]
         rows += [problem_row("verl-schema", p) for p in real]
@@ -86,7 +88,7 @@ def local_rows(recipe: Recipe) -> list[Row]:
             rows.append(
                 Row(
                     "verl-schema",
-                    LOCAL,
+                    DRIVER,
                     OK,
                     f"the rendered overrides compose against verl {installed}'s config"
                     + (f" ({len(real)} warning(s) above)" if real else ""),
