@@ -21,7 +21,8 @@ Scalar = Union[bool, int, float, str, None]
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"  # what a shell can export (the renderer's bash script needs it)
 EnvName = Annotated[str, StringConstraints(pattern=ENV_NAME)]
 # An env value written exactly `${NAME}` is a reference: the value is read from the launching shell's environment
-# when the launch is rendered, so a secret never sits in a recipe file (`grpolab import` writes secrets this way).
+# when the launch is rendered (or, where that shell lacks it, by Ray from each node's environment, as runtime_env
+# env_vars are), so a secret never sits in a recipe file (`grpolab import` writes secrets this way).
 ENV_REF = r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$"
 MODULE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"  # a dotted Python module name
 # What the installed verl (0.9.1) accepts, spelled as verl spells it: tracking backends (verl.utils.tracking),

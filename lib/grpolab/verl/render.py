@@ -6,7 +6,8 @@ of failing at composition on the cluster. Keys inside verl's free-form dicts (ov
 engine_kwargs, ...) are added with Hydra's `+` prefix. `to_sh` writes a standalone bash script.
 
 Which verl key each recipe field renders to is the field map's (grpolab.verl.fieldmap). An env value `${NAME}` is
-read from the launching shell's environment here (the bash script reads it itself), so it never sits in a file.
+read from the launching shell's environment here (the bash script reads it itself), so it never sits in a file;
+where this shell lacks it, it stays `${NAME}` for Ray to expand on each node.
 Everything that reaches the bash script from a recipe (its name, files, values, env) is quoted; a name with a
 control character (a newline could end the header comment) is refused.
 """
@@ -159,7 +160,9 @@ def render(recipe: Recipe, run_dir: str | None = None) -> Launch:
 
 
 def _env(recipe: Recipe) -> tuple[dict[str, str], dict[str, str], list[Problem]]:
-    """The recipe's env with each `${NAME}` read from this shell's environment; {name: variable}; notes."""
+    """The recipe's env with each `${NAME}` read from this shell's environment; {name: variable}; notes. A variable
+    this shell lacks stays `${NAME}`: Ray expands it on each node from the node's own environment (runtime_env
+    env_vars do), which `grpolab preflight` checks."""
     import os
 
     env, refs, notes = {}, {}, []
@@ -169,7 +172,7 @@ def _env(recipe: Recipe) -> tuple[dict[str, str], dict[str, str], list[Problem]]
             env[name] = value
             continue
         var = refs[name] = found.group(1)
-        env[name] = os.environ.get(var, "")
+        env[name] = os.environ.get(var, value)
         if var not in os.environ:
             notes.append(
                 Problem(
@@ -177,9 +180,9 @@ def _env(recipe: Recipe) -> tuple[dict[str, str], dict[str, str], list[Problem]]
                     "warning",
                     f"env.{name}",
                     value,
-                    f"env.{name} is read from the launching shell's ${var}, which is not set here: the job would get "
-                    "an empty value",
-                    f"export {var} before launching",
+                    f"env.{name} reads ${var}, which this shell does not set: Ray will take it from each node's own "
+                    "environment, and the job gets an empty value where a node lacks it",
+                    f"export {var} before launching, or check the nodes with `grpolab preflight`",
                 )
             )
     return env, refs, notes
