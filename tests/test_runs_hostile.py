@@ -83,8 +83,9 @@ class StubJobs:
         if self.fail is not None:
             raise self.fail
         self.jobs[submission_id] = SimpleNamespace(
-            entrypoint=entrypoint, env=runtime_env["env_vars"], metadata=metadata, status="RUNNING"
-        )
+            entrypoint=entrypoint, env=runtime_env["env_vars"], runtime_env=runtime_env, metadata=metadata,
+            status="RUNNING",
+        )  # fmt: skip
         return submission_id
 
     def get_job_info(self, job_id):
@@ -647,3 +648,36 @@ def test_true_states_from_no_head_runs_stop_deleted_folder_and_head_stop(no_head
     for path in (root / "head-stopped").rglob("*"):
         if path.is_file():
             assert TOKEN not in path.read_text(errors="replace"), path
+
+
+# ------------------------------------------------------------------------------------------ what a recipe names
+
+
+def test_a_recipe_names_its_cluster_and_runtime_env(_isolated_runs, monkeypatch):
+    """cluster.ray_address and cluster.runtime_env (e.g. from an imported script) are where and how the job goes,
+    unless --ray-address says otherwise; the endpoint is kept whole in the run's record."""
+    jobs = StubJobs()
+    monkeypatch.setattr(cluster, "job_client", lambda ep: jobs)
+    recipe = load_recipe("tiny", ["cluster.ray_address=http://10.9.9.9:8265", "cluster.runtime_env={pip: [rich]}"])
+    run = launch.submit(recipe, progress=lambda *_: None)
+    assert run.status()["endpoint"] == {"dashboard": "http://10.9.9.9:8265", "gcs": None, "embedded": False}
+    job = jobs.jobs[run.run_id]
+    assert job.entrypoint.startswith("python3 ")  # a remote cluster has its own interpreter
+    assert job.runtime_env["pip"] == ["rich"] and job.runtime_env["env_vars"] == job.env
+    assert launch.prepare(recipe, address="http://127.0.0.1:8265").endpoint.dashboard == "http://127.0.0.1:8265"
+
+
+def test_the_wrapper_reads_a_secret_reference_from_its_node(_isolated_runs):
+    """A secret the recipe reads as `${NAME}` that the launching shell lacked is read from the node running the
+    job, as Ray does for runtime_env; a `$` inside a literal value stays."""
+    run = runs.create_run("tiny", run_id="refs", root=_isolated_runs)
+    secrets.hand_off(run.path, {"HF_TOKEN": "${NODE_HF}", "DB_PASSWORD": "pa$word${NOPE}"}, [])
+    code = "import os; print(os.environ['HF_TOKEN'], os.environ['DB_PASSWORD'])"
+    proc = subprocess.run(
+        [sys.executable, "-m", "grpolab.jobs.job_entry", str(run.path), "--", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "NODE_HF": "from-the-node"},
+    )
+    assert proc.returncode == 0 and proc.stdout.split() == ["from-the-node", "pa$word${NOPE}"], proc

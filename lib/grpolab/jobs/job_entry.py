@@ -34,6 +34,7 @@ from grpolab.jobs import secrets
 # Ray colours its log lines; records, monitors and notebooks want plain text (the one pattern, used by all of them)
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 RECORD_FILE = "job.json"
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 WATCH_EVERY_S = 1.0  # how often the wrapper checks that its run directory still exists
 KILL_AFTER_S = 15.0  # a command that ignores SIGTERM this long after its run directory was deleted is killed
 
@@ -122,7 +123,12 @@ def main(argv: list[str]) -> int:
         return 2
     run_dir = Path(argv[0])
     command = argv[2:]
-    env = {**os.environ, **secrets.take(run_dir)}
+    # a secret the recipe reads from the environment (`${NAME}`) that the launching shell lacked: from this node's,
+    # as Ray expands its runtime_env (`${NAME}` only: a `$` inside a password stays)
+    handed = {
+        k: _REF.sub(lambda m: os.environ.get(m.group(1), m.group(0)), v) for k, v in secrets.take(run_dir).items()
+    }
+    env = {**os.environ, **handed}
     if not (run_dir / "status.json").is_file():  # deleted before the job started: recreate nothing
         _say(f"the run directory {run_dir} (or its record) is gone: nothing to run")
         return 1

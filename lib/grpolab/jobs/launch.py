@@ -85,6 +85,11 @@ class Submission:
     env: dict[str, str]  # the job's env, secrets included: never written anywhere
     hide: Redaction  # what every record and message of this submission hides (recipe, --set, the node's env)
 
+    def shown_env(self) -> dict[str, str]:
+        """The job's env as records and messages show it: secrets redacted, a value read from the launching shell
+        as its reference `${NAME}`."""
+        return self.hide.env({**self.env, **self.launch.shown_env()})
+
     def describe(self) -> dict:
         """What `run --dry-run` prints: secrets redacted, however they arrived."""
         hide = self.hide
@@ -92,7 +97,7 @@ class Submission:
             "recipe": self.recipe.name,
             "endpoint": self.endpoint.label,
             "entrypoint": hide.text(self.entrypoint),
-            "env": hide.env(self.env),
+            "env": self.shown_env(),
             "notes": [hide.problem(n).to_dict() for n in self.launch.notes],
         }
 
@@ -122,7 +127,7 @@ def _submission(recipe: Recipe, launch: Launch, ep: Endpoint, run_dir: str | Non
 
 def prepare(recipe: Recipe, address: str | None = None) -> Submission:
     """The submission without submitting anything (`run --dry-run`); LaunchBlocked when the gate finds an error."""
-    ep = cluster.endpoint(address, start=False)
+    ep = cluster.endpoint(address or recipe.cluster.ray_address, start=False)
     return _submission(recipe, _gated(recipe, None), ep, None)
 
 
@@ -130,7 +135,9 @@ def submit(
     recipe: Recipe, address: str | None = None, run_id: str | None = None, progress=print, root: Path | None = None
 ) -> runs.Run:
     """Gate, create runs/<run_id>/, and submit the Ray job. Returns the run."""
-    ep = cluster.endpoint(address, start=False)  # resolved once; the embedded head starts after the gate
+    # resolved once (--ray-address, else the recipe's cluster.ray_address, else RAY_ADDRESS, else the embedded head);
+    # the embedded head starts after the gate
+    ep = cluster.endpoint(address or recipe.cluster.ray_address, start=False)
     path = runs.run_path(run_id or runs.new_run_id(recipe.name), root)
     if run_id is not None and path.exists():
         raise FileExistsError(f"run {run_id!r} already exists in {path.parent}; pick another run id")
@@ -176,7 +183,7 @@ def _hand_over(run: runs.Run, job: Submission):
         "recipe_files": recipe.files,
         "engine": recipe.train.engine,
         "entrypoint": hide.text(entrypoint),
-        "env": hide.env(job.env),
+        "env": job.shown_env(),
         "versions": _versions(),
         "git_commit": _git_commit(),
         "ray": ep.to_dict(),
@@ -184,6 +191,8 @@ def _hand_over(run: runs.Run, job: Submission):
         "created": time.time(),
     }
     runs.atomic_write(run.launch_file, json.dumps(record, indent=2) + "\n")
+    runtime_env = dict(job.launch.cluster.get("runtime_env") or {})  # the recipe's (working_dir, pip, ...)
+    runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}), **job_env}
     client = cluster.job_client(ep)
     deadline = time.time() + AGENT_WAIT_S
     while True:
@@ -191,7 +200,7 @@ def _hand_over(run: runs.Run, job: Submission):
             job_id = client.submit_job(
                 entrypoint=entrypoint,
                 submission_id=run.run_id,
-                runtime_env={"env_vars": job_env},
+                runtime_env=runtime_env,
                 metadata={"grpolab_run_dir": str(run.path), "recipe": recipe.name},
             )
             break

@@ -184,10 +184,12 @@ class Redaction:
 
     def launch(self, launch):
         """A rendered launch (grpolab.verl.render.Launch) with its env and overrides redacted: what `render`,
-        `run --dry-run`, the launch record and the notebooks show."""
+        `run --dry-run`, the launch record and the notebooks show (a value read from the launching shell shows
+        as its reference `${NAME}`)."""
+        env = launch.shown_env() if hasattr(launch, "shown_env") else launch.env
         return dataclasses.replace(
             launch,
-            env=self.env(launch.env),
+            env=self.env(env),
             overrides=[self.text(o) for o in launch.overrides],
             notes=self.problems(launch.notes),
         )

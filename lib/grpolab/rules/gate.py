@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 
 
 def shadowing(recipe: Recipe) -> list[Problem]:
-    """`verl_overrides` keys that would silently replace what a first-class field renders."""
-    from grpolab.verl.render import field_of, first_class_keys
+    """`verl_overrides` keys that would silently replace what a first-class field renders (or that verl reads for the
+    same setting: an alias in grpolab.verl.fieldmap)."""
+    from grpolab.verl.fieldmap import match
+    from grpolab.verl.render import first_class_keys
 
     if recipe.train.engine == "trl" or not recipe.verl_overrides:
         return []
@@ -32,9 +34,11 @@ def shadowing(recipe: Recipe) -> list[Problem]:
     problems = []
     for key, value in recipe.verl_overrides.items():
         bare = key.lstrip("+")
-        if bare not in bare_rendered:
+        found = match(bare, recipe.train.engine, recipe.rollout.engine)
+        if bare not in bare_rendered and not (found and found.alias):
             continue
-        field = field_of(bare) or "its first-class field"
+        field = found.owner if found else "its first-class field"
+        shown = rendered.get(found.alias.target if found and found.alias else bare, rendered.get("+" + bare))
         problems.append(
             Problem(
                 "override-shadows",
@@ -42,7 +46,7 @@ def shadowing(recipe: Recipe) -> list[Problem]:
                 f"verl_overrides.{key}",
                 value,
                 f"{recipe.origin('verl_overrides.' + key)}: verl_overrides sets {bare!r}, which the recipe already "
-                f"renders from {field} (= {rendered.get(bare, rendered.get('+' + bare))!r}); the rules check {field}, "
+                f"renders from {field} (= {shown!r}); the rules check {field}, "
                 "Hydra would take the override unchecked",
                 f"set {field} instead and remove verl_overrides.{key}",
             )
@@ -56,6 +60,7 @@ def verl_problems(recipe: Recipe, run_compose: bool = True, run_dir: str | None 
     with Hydra."""
     from grpolab.recipe.dotted import has_dotted
     from grpolab.verl.config import base_config, compose, static_problems, verl_version
+    from grpolab.verl.fieldmap import verl_key
     from grpolab.verl.render import render
 
     config = base_config(recipe.train.engine)
@@ -69,7 +74,7 @@ def verl_problems(recipe: Recipe, run_compose: bool = True, run_dir: str | None 
             "pip install verl (see README) to check before launch",
         )
         return [missing], True, None
-    grad_ok = has_dotted(config, "actor_rollout_ref.actor.megatron.grad_offload")
+    grad_ok = has_dotted(config, verl_key("train.grad_offload"))
     # the renderer applies verl_overrides last and unchanged, so they are the user's own keys to check
     problems = static_problems(recipe, config, dict(recipe.verl_overrides))
     launch = render(recipe, run_dir)
