@@ -156,8 +156,8 @@ def _update() -> None:  # pragma: no cover - a maintenance command, run by hand
     with tempfile.TemporaryDirectory() as tmp:
         for entry in data["scripts"]:
             stage, detail = outcome(entry, Path(tmp))
-            if stage in ("import", "render", "nocompose"):
-                detail = str(detail)[:160]
+            if stage in ("import", "render", "nocompose"):  # the message's head: no machine path gets pinned
+                detail = str(detail)[:160].split(" (/", 1)[0].split(" /", 1)[0]
             old = entry.get("expect", {})
             entry["expect"] = {"outcome": stage, "detail": detail}
             print(f"{entry['id']:48} {stage:9} {detail!r:.120}" + ("" if old == entry["expect"] else "   (changed)"))
