@@ -23,6 +23,8 @@ PY = str(Path(sys.executable))
         (["benchmarks/monitor_alerts.py"], "false alarms per 1000 healthy steps: 0.00"),
         (["benchmarks/preflight_speed.py"], "nodes"),
         (["benchmarks/loader_speed.py"], "alias bomb"),
+        (["benchmarks/submit_path.py"], "the recipe's way"),
+        (["benchmarks/import_speed.py"], "grpolab import SCRIPT --out -` whole process"),
         # 8 steps cannot reach the accuracy targets: the benchmark then says NO and exits 1, as it should
         (
             ["benchmarks/tiny_grpo.py", "--seeds", "1", "--set", "total_steps=8", "--set", "test_freq=4"],

@@ -10,7 +10,7 @@ verl's own Hydra config (grpolab.verl.config.effective). The outcome, in pipelin
     check    check found errors: `detail` lists their rule ids
     render   the renderer failed: `detail` is part of its message
     nocompose  the script's own launch does not compose under the installed verl: `detail` is part of Hydra's message
-    differ   both compose but differ: `detail` lists the keys (run-owned keys aside, RUN_OWNED below)
+    differ   both compose but differ: `detail` lists the keys (grpolab.verl.config.differences: run-owned keys aside)
     same     the same effective launch
 
 `expect` in the manifest pins the outcome per script; `cause` says why, for the people closing the gap. When an
@@ -37,13 +37,6 @@ MANIFEST = CORPUS / "MANIFEST.yaml"
 SCRIPTS = yaml.safe_load(MANIFEST.read_text())["scripts"]
 HOME, PWD = "/home/corpus", "/work/corpus"  # what $HOME and $PWD stand for in the recorded launches
 RUN_DIR = "/RUN"
-# keys a run owns or states on purpose, with the reason the round trip may differ there
-RUN_OWNED = {
-    "trainer.default_local_dir": "checkpoints go to the run directory",
-    "trainer.logger": "the run's logger: `file` is added so that runs/<id>/metrics.jsonl feeds the monitor",
-    "data.seed": "trainer.seed (base.yaml: 42) fixes the data order; the scripts leave verl's unseeded default",
-    "trainer.device": "cluster.device states the device; an NPU script leaves verl's 'cuda' and relies on torch_npu",
-}
 SAMPLE_ONLY = os.environ.get("GRPOLAB_CORPUS") == "sample"
 
 
@@ -71,8 +64,10 @@ def script_text(entry: dict) -> str:
 def outcome(entry: dict, tmp: Path) -> tuple[str, object]:
     """What import -> check -> render -> compose does with one corpus launch (see the module docstring)."""
     from grpolab.problems import InputError, errors
+    from grpolab.recipe.dotted import has_dotted
     from grpolab.rules.gate import check
     from grpolab.verl import config as verl_schema
+    from grpolab.verl.fieldmap import field_of
     from grpolab.verl.importer import import_script, recipe_yaml
     from grpolab.verl.render import render
 
@@ -91,20 +86,25 @@ def outcome(entry: dict, tmp: Path) -> tuple[str, object]:
     if errors(problems):
         return "check", sorted({p.rule for p in errors(problems)})
     try:
-        ours_name, ours_args = verl_schema.split_argv(render(recipe, RUN_DIR).argv())
+        ours = render(recipe, RUN_DIR).argv()
     except Exception as exc:
         return "render", f"{type(exc).__name__}: {exc}"
     rec = launch(entry)
     module = rec["launcher"][rec["launcher"].index("-m") + 1]
     script_name, script_args = verl_schema.split_argv(["-m", module, *(_sub(a) for a in rec["args"])])
+    # a first-class field's key the installed verl lacks (grad_offload): the recipe keeps it, the render leaves it out
+    config = verl_schema.base_config(recipe.train.engine) or {}
+    lacking = {
+        key
+        for key in (a.split("=", 1)[0] for a in script_args)
+        if not key.startswith("+") and not has_dotted(config, key) and field_of(key) is not None
+    }
     try:
-        theirs = verl_schema.effective(script_args, script_name)
+        theirs = verl_schema.effective([a for a in script_args if a.split("=", 1)[0] not in lacking], script_name)
     except Exception as exc:
         return "nocompose", str(exc).splitlines()[0]
-    ours = verl_schema.effective(ours_args, ours_name)
-    absent = object()
-    keys = sorted(k for k in set(theirs) | set(ours) if theirs.get(k, absent) != ours.get(k, absent))
-    keys = [k for k in keys if k not in RUN_OWNED]
+    # the same effective launch: verl's aliases applied, numbers as numbers, run-owned and unread keys aside
+    keys = sorted(verl_schema.differences(theirs, ours, recipe.train.engine, skip=lacking))
     return ("differ", keys) if keys else ("same", None)
 
 
@@ -156,8 +156,8 @@ def _update() -> None:  # pragma: no cover - a maintenance command, run by hand
     with tempfile.TemporaryDirectory() as tmp:
         for entry in data["scripts"]:
             stage, detail = outcome(entry, Path(tmp))
-            if stage in ("import", "render", "nocompose"):
-                detail = str(detail)[:160]
+            if stage in ("import", "render", "nocompose"):  # the message's head: no machine path gets pinned
+                detail = str(detail)[:160].split(" (/", 1)[0].split(" /", 1)[0]
             old = entry.get("expect", {})
             entry["expect"] = {"outcome": stage, "detail": detail}
             print(f"{entry['id']:48} {stage:9} {detail!r:.120}" + ("" if old == entry["expect"] else "   (changed)"))

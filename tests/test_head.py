@@ -269,11 +269,10 @@ def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head):
 
 
 def test_job_wrapper_reads_and_deletes_secrets_and_records_its_end_and_log(tmp_path):
-    from grpolab.jobs import job_entry
+    from grpolab.jobs import runs, secrets
 
-    run_dir = tmp_path / "run"
-    (run_dir / "logs").mkdir(parents=True)
-    fd = os.open(run_dir / job_entry.SECRETS_FILE, os.O_WRONLY | os.O_CREAT, 0o600)
+    run_dir = runs.create_run("tiny", run_id="run", root=tmp_path).path
+    fd = os.open(run_dir / secrets.SECRETS_FILE, os.O_WRONLY | os.O_CREAT, 0o600)
     with os.fdopen(fd, "w") as fh:
         json.dump({"MY_API_KEY": "s3cret"}, fh)
     code = "import os, sys; print('key', len(os.environ['MY_API_KEY'])); print('cwd', os.getcwd()); sys.exit(3)"
@@ -284,7 +283,7 @@ def test_job_wrapper_reads_and_deletes_secrets_and_records_its_end_and_log(tmp_p
         timeout=60,
     )
     assert proc.returncode == 3 and "key 6" in proc.stdout  # the value reached the job, the output reached Ray
-    assert not (run_dir / job_entry.SECRETS_FILE).exists()
+    assert not (run_dir / secrets.SECRETS_FILE).exists()
     record = json.loads((run_dir / "job.json").read_text())
     assert record["exit_code"] == 3 and record["ended"] >= record["started"] and not record["stopped"]
     log = (run_dir / "logs" / "job.log").read_text()
@@ -296,7 +295,7 @@ def _orphan_run(root: Path, run_id: str, record: dict | None):
     from grpolab.jobs import runs
 
     run = runs.create_run("tiny", run_id=run_id, root=root)
-    run.write_status(state="RUNNING", job_id=run_id, ray_address="http://127.0.0.1:1", embedded=True)
+    run.write_status(state="RUNNING", job_id=run_id, endpoint=cluster.embedded_endpoint().to_dict())
     run.job_log.write_text("step 1\nstep 2\nTraceback (most recent call last):\nRuntimeError: boom\n")
     if record is not None:
         (run.path / "job.json").write_text(json.dumps(record))
@@ -315,34 +314,36 @@ def _orphan_run(root: Path, run_id: str, record: dict | None):
     ids=["succeeded", "failed", "stopped", "no-end-record", "no-record"],
 )
 def test_a_run_whose_head_is_gone_ends_from_its_own_record(tmp_path, monkeypatch, record, state):
-    from grpolab.jobs import launch
+    from grpolab.jobs import control
+    from grpolab.jobs import state as run_state
 
     monkeypatch.setattr(cluster, "head_alive", lambda timeout=2.0: False)  # the head is gone
     run = _orphan_run(tmp_path, "orphan", record)
-    status = launch.refresh_status(run)
-    assert status["state"] == state and status["finalized"] and "head is gone" in status["note"], status
+    status = run_state.refresh(run)
+    why = "own record" if state != "LOST" else "head is gone"
+    assert status["state"] == state and status["finalized"] and why in status["note"], status
     assert status["log_tail"][-1] == "RuntimeError: boom"
     if state == "LOST":
         from grpolab.monitor.summary import failure_of
 
         assert failure_of(run, status).cause == "lost" and "left no end record" in status["lost"]
-    with pytest.raises(launch.NothingToStop, match=state):
-        launch.stop_run(run)
+    with pytest.raises(control.NothingToStop, match=state):
+        control.stop_run(run)
 
 
 def test_a_run_whose_head_is_gone_but_whose_job_goes_on_here_stays_running_and_can_be_stopped(tmp_path, monkeypatch):
     import socket
 
-    from grpolab.jobs import launch
+    from grpolab.jobs import control, state
 
     monkeypatch.setattr(cluster, "head_alive", lambda timeout=2.0: False)
     job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         started = psutil.Process(job.pid).create_time()
         run = _orphan_run(tmp_path, "orphan-alive", {"pid": job.pid, "host": socket.gethostname(), "started": started})
-        status = launch.refresh_status(run)
+        status = state.refresh(run)
         assert status["state"] == "RUNNING" and f"pid {job.pid}" in status["note"]
-        status = launch.stop_run(run, timeout=30)  # stopped directly: the head that would stop it is gone
+        status = control.stop_run(run, timeout=30)  # stopped directly: the head that would stop it is gone
         assert job.wait(timeout=30) is not None
         assert status["state"] == "LOST"  # it left no end record: killed before the wrapper could write one
     finally:

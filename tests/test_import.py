@@ -1,47 +1,70 @@
-"""`grpolab import`: a real-style verl launch script -> a recipe whose render gives back the script's launch.
+"""`grpolab import`: a verl launch script -> a recipe whose render is the same effective launch.
 
-The round trip composes the recorded launch and the render of the written recipe against the installed verl's
-config and compares them key by key; bad input exits 2 and writes nothing; the script's side effects (rm, mkdir
-outside the scratch directory, kill, ray) never happen; the seed upstream launches, as scripts, import to recipes
-that check clean or only warn.
+The round trip composes the recorded launch and the render of the written recipe with the installed verl's own
+config (verl's run-time aliases applied, numbers compared as numbers, run-owned keys aside: grpolab.verl.config.
+differences) and needs no difference. The script runs with the caller's environment; unset variables it read are
+listed; a secret becomes a reference; the launchers people use (torchrun, uv run, ray job submit, a recipe's entry
+point) are recognised; FSDP2 and deprecated keys keep their effect; device probes answer for the device asked; a
+launch that does not compose exits 2 naming the override. Isolation from the machine: tests/test_import_isolation.py.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
 
+from grpolab.recipe.cards import model_facts
+from grpolab.recipe.dotted import has_dotted
 from grpolab.recipe.loader import load_recipe
 from grpolab.verl import config as verl_schema
-from grpolab.verl.importer import ImportFailed, record
-from grpolab.verl.render import render
+from grpolab.verl import sandbox
+from grpolab.verl.importer import ImportFailed, import_script, recipe_yaml, record
+from grpolab.verl.render import render, to_sh
 
 DATA = Path(__file__).parent / "data"
 SCRIPT = DATA / "import" / "run_qwen3_8b_grpo_npu.sh"
 UPSTREAM = DATA / "upstream"
-# keys every render owns (the run's logger, checkpoint dir, seed, device) and keys verl derives from names
-RUN_OWNED = {"trainer.default_local_dir", "trainer.logger", "data.seed"}
+CORPUS = DATA / "import" / "corpus"
+SOURCES = yaml.safe_load((CORPUS / "SOURCES.yaml").read_text())
+# a machine that cannot isolate a script (tests/test_import_isolation.py covers that) runs these trusted
+TRUSTED = sandbox.available() is not None
+FLAGS = ("--trusted",) if TRUSTED else ()
+# what a launch needs besides the keys a test is about (verl has no default for these)
+COMPLETE = (
+    "actor_rollout_ref.rollout.name=vllm actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1 "
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=1"
+)
 
 
-def _effective_diff(argv: list[str], recipe) -> dict:
-    name, overrides = verl_schema.split_argv(argv)
-    upstream = verl_schema.effective(overrides, name)
-    ours_name, ours = verl_schema.split_argv(render(recipe, "/RUN").argv())
-    mine = verl_schema.effective(ours, ours_name)
-    return {
-        k: (upstream.get(k), mine.get(k))
-        for k in set(upstream) | set(mine)
-        if upstream.get(k) != mine.get(k) and k not in RUN_OWNED
-    }
+def same_launch(recorded, recipe) -> dict:
+    """{key: (script, render)} over every key a worker reads; {} for the same effective launch. A key the installed
+    verl lacks (grad_offload) cannot compose: the script is composed without it (the recipe keeps it in its field)."""
+    name, overrides = verl_schema.split_argv(recorded.argv)
+    config = verl_schema.base_config(recipe.train.engine)
+    lacking = [
+        o.split("=", 1)[0].lstrip("+")
+        for o in overrides
+        if not o.startswith("+") and "." in o.split("=", 1)[0] and not has_dotted(config, o.split("=", 1)[0])
+    ]
+    upstream = verl_schema.effective([o for o in overrides if o.split("=", 1)[0].lstrip("+") not in lacking], name)
+    return verl_schema.differences(upstream, render(recipe, "/RUN").argv(), recipe.train.engine, skip=lacking)
 
 
-def test_round_trip_gives_back_the_scripts_argv_and_env(cli, tmp_path):
+def _script(tmp_path: Path, body: str, name: str = "run.sh") -> Path:
+    script = tmp_path / name
+    script.write_text("#!/bin/bash\nset -euo pipefail\n" + body)
+    return script
+
+
+def test_round_trip_gives_back_the_scripts_launch_and_env(cli, tmp_path):
     out = tmp_path / "imported.yaml"
-    proc = cli("import", str(SCRIPT), "--out", str(out), "--json")
+    proc = cli("import", str(SCRIPT), *FLAGS, "--out", str(out), "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout)
     assert result["unmapped"] == [] and not [p for p in result["problems"] if p["severity"] == "error"]
@@ -50,10 +73,12 @@ def test_round_trip_gives_back_the_scripts_argv_and_env(cli, tmp_path):
     # each value from the script carries a comment naming the setting it came from
     assert "tp: 4  # actor_rollout_ref.rollout.tensor_model_parallel_size=4" in text
     assert "ulysses_sp: 2  # actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=2" in text
-    recorded = record(SCRIPT)
+    recorded = record(SCRIPT, trusted=TRUSTED)
     recipe = load_recipe(out)
-    assert recipe.model.card == "qwen3_8b" and recipe.cluster.device == "npu"  # the DEVICE probe found npu-smi
-    assert _effective_diff(recorded.argv, recipe) == {}
+    assert recipe.cluster.device == "npu"  # the DEVICE probe found npu-smi
+    facts, _ = model_facts(recipe)  # the model's facts come from its name (grpolab.recipe.cards), no card is written
+    assert recipe.model.card is None and facts is not None and facts.num_layers == 36
+    assert same_launch(recorded, recipe) == {}
     launch = render(recipe, "/RUN")
     assert recorded.env == {k: v for k, v in launch.env.items() if k in recorded.env}
     assert set(recorded.env) == {
@@ -62,35 +87,75 @@ def test_round_trip_gives_back_the_scripts_argv_and_env(cli, tmp_path):
         "HCCL_NPU_SOCKET_PORT_RANGE",
         "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES",
     }
-    # $HOME in the script means the user's home, not the importer's scratch directory
+    # $HOME in the script means the user's home
     assert recipe.data.train_files == str(Path.home() / "data/gsm8k/train.parquet")
+    # the variables it read unset, each with the default it used
+    unset = {u["name"]: u["default"] for u in result["unset"]}
+    assert unset["MODEL_PATH"] == "Qwen/Qwen3-8B" and "NNODES" in unset and "HOME" not in unset
 
 
-def test_the_device_probe_and_env_defaults_are_honoured():
-    gpu = record(SCRIPT, device="cuda", env={"NDEVICES_PER_NODE": "16", "MODEL_PATH": "/m/Qwen3-4B"})
-    assert "trainer.device=gpu" in gpu.argv and "trainer.n_gpus_per_node=16" in gpu.argv
+def test_the_callers_environment_reaches_the_script_and_unset_variables_are_listed(cli, tmp_path):
+    path = tmp_path / "run.sh"
+    path.write_text(
+        "#!/bin/bash\n"
+        'python3 -m verl.trainer.main_ppo data.train_files="${WORK_DIR}/datasets/x.parquet" '
+        "actor_rollout_ref.model.path=${MODEL:-Qwen/Qwen3-8B} data.val_files=${VAL_DIR}/v.parquet\n"
+    )
+    imported = import_script(path, env={**os.environ, "WORK_DIR": "/mnt/work"}, trusted=TRUSTED)
+    assert imported.data["data"]["train_files"] == "/mnt/work/datasets/x.parquet"  # not /datasets/x.parquet
+    assert {u["name"]: u["default"] for u in imported.unset} == {"MODEL": "Qwen/Qwen3-8B", "VAL_DIR": None}
+    proc = cli("import", str(path), *FLAGS, "--out", "-", env={"WORK_DIR": "/mnt/work"})
+    assert "unset in your environment: $VAL_DIR (it expanded empty)" in proc.stderr
+    assert "$MODEL (the script's default 'Qwen/Qwen3-8B' applied)" in proc.stderr
+
+
+def test_a_secret_becomes_a_reference_with_a_note(cli, tmp_path):
+    script = _script(
+        tmp_path,
+        "export WANDB_API_KEY=${WANDB_API_KEY}\nexport HF_TOKEN=hf_written_in_the_script_123\nexport NCCL_DEBUG=WARN\n"
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-8B trainer.logger='[console,wandb]'\n",
+    )
+    out = tmp_path / "r.yaml"
+    proc = cli("import", str(script), *FLAGS, "--out", str(out), env={"WANDB_API_KEY": "wandb-secret-value-42"})
+    assert proc.returncode in (0, 1), proc.stderr
+    text = out.read_text()
+    assert "wandb-secret-value-42" not in text + proc.stdout + proc.stderr
+    assert "hf_written_in_the_script_123" not in text
+    env = yaml.safe_load(text)["env"]
+    assert (
+        env["WANDB_API_KEY"] == "${WANDB_API_KEY}" and env["HF_TOKEN"] == "${HF_TOKEN}" and env["NCCL_DEBUG"] == "WARN"
+    )
+    assert "WANDB_API_KEY: ${WANDB_API_KEY}  # a secret: read from $WANDB_API_KEY of the shell that launches" in text
+    # the render reads the reference from the launching shell; the bash script reads it itself
+    os.environ["WANDB_API_KEY"] = "wandb-secret-value-42"
+    try:
+        launch = render(load_recipe(out), "/RUN")
+    finally:
+        del os.environ["WANDB_API_KEY"]
+    assert (
+        launch.env["WANDB_API_KEY"] == "wandb-secret-value-42"
+        and launch.shown_env()["WANDB_API_KEY"] == "${WANDB_API_KEY}"
+    )
+    sh = cli("render", str(out), "--format", "sh", env={"WANDB_API_KEY": "wandb-secret-value-42"})
+    assert 'export WANDB_API_KEY="${WANDB_API_KEY:?' in sh.stdout and "wandb-secret-value-42" not in sh.stdout
+
+
+@pytest.mark.parametrize("device, expected", [("npu", "npu"), ("cuda", "gpu")])
+def test_device_probes_answer_for_the_device_asked(tmp_path, device, expected):
+    script = _script(
+        tmp_path,
+        "if python3 -c 'import torch; import torch_npu' >/dev/null 2>&1; then A=npu; else A=gpu; fi\n"
+        "if npu-smi info >/dev/null 2>&1; then B=npu; else B=gpu; fi\n"
+        "if nvidia-smi >/dev/null 2>&1; then C=gpu; else C=npu; fi\n"
+        'N=$(python3 -c "import torch; print(torch.cuda.device_count())")\n'
+        "python3 -m verl.trainer.main_ppo +a=$A +b=$B +c=$C +n=$N\n",
+    )
+    recorded = record(script, device=device, devices=4, trusted=TRUSTED)
+    assert recorded.argv == [f"+a={expected}", f"+b={expected}", f"+c={expected}", f"+n={4 if device == 'cuda' else 0}"]
+    env = {**os.environ, "NDEVICES_PER_NODE": "16", "MODEL_PATH": "/m/Qwen3-4B"}
+    gpu = record(SCRIPT, device="cuda", env=env, trusted=TRUSTED)
+    assert "trainer.device=gpu" in gpu.argv and "trainer.n_gpus_per_node=16" in gpu.argv  # the script's GPU branch
     assert "actor_rollout_ref.model.path=/m/Qwen3-4B" in gpu.argv
-
-
-def test_the_script_has_no_side_effects(tmp_path):
-    sentinel = tmp_path / "keep-me"
-    sentinel.write_text("x")
-    outside = tmp_path / "made-by-the-script"
-    script = tmp_path / "run.sh"
-    script.write_text(f"""#!/bin/bash
-set -xeuo pipefail
-source /nonexistent/env.sh
-rm -rf {sentinel}
-mkdir -p {outside}
-ray stop --force
-ray start --head
-kill -9 1 || true
-pip install something
-python3 -m verl.trainer.main_ppo trainer.nnodes=1 2>&1 | tee {tmp_path}/log.txt
-""")
-    recorded = record(script)
-    assert recorded.argv == ["trainer.nnodes=1"] and recorded.tool == "python3"
-    assert sentinel.read_text() == "x" and not outside.exists() and not (tmp_path / "log.txt").exists()
 
 
 @pytest.mark.parametrize(
@@ -101,24 +166,43 @@ python3 -m verl.trainer.main_ppo trainer.nnodes=1 2>&1 | tee {tmp_path}/log.txt
         ("#!/bin/bash\nif then fi\n", "not a valid bash script"),
         ("#!/bin/bash\necho nothing to launch\n", "no launch line"),
         ("#!/bin/bash\nset -e\nfalse\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n", "exited with status 1"),
+        ("#!/bin/bash\nset -u\necho $NEEDED_DIR\npython3 -m verl.trainer.main_ppo\n", "it needs $NEEDED_DIR"),
+        ("#!/bin/bash\npython3 -m verl.trainer.sft_trainer data.x=1\n", "no launch line"),
+        ("#!/bin/bash\npython3 -m verl.trainer.main_ppo 'data.train_files=[unclosed'\n", "is not a Hydra override"),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(cli, tmp_path, body, message):
     script = tmp_path / "bad.sh"
     script.write_bytes(body.encode())
     out = tmp_path / "recipe.yaml"
-    proc = cli("import", str(script), "--out", str(out))
-    assert proc.returncode == 2 and message in proc.stderr and not out.exists()
-    proc = cli("import", str(script), "--out", str(out), "--json")
+    proc = cli("import", str(script), *FLAGS, "--out", str(out))
+    assert proc.returncode == 2 and message in proc.stderr and not out.exists(), proc.stderr
+    proc = cli("import", str(script), *FLAGS, "--out", str(out), "--json")
     assert proc.returncode == 2 and not out.exists()
-    with pytest.raises(ImportFailed, match=message):
-        record(script)
+    assert json.loads(proc.stdout)["exit"] == 2
+
+
+def test_a_launch_that_does_not_compose_exits_2_naming_the_override(cli, tmp_path):
+    script = _script(
+        tmp_path,
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-8B trainer.val_befor_train=False\n",
+    )
+    out = tmp_path / "r.yaml"
+    proc = cli("import", str(script), *FLAGS, "--out", str(out))
+    assert proc.returncode == 2 and not out.exists()
+    assert "trainer.val_befor_train=False" in proc.stderr and "Could not override" in proc.stderr
+    assert "internal error" not in proc.stderr and "grpolab-import-" not in proc.stderr  # no scratch path
+    own = _script(
+        tmp_path, "python3 -m verl.trainer.main_ppo --config-path=/opt/cfg --config-name=mine a.b=1\n", "o.sh"
+    )
+    proc = cli("import", str(own), *FLAGS, "--out", str(out))
+    assert proc.returncode == 2 and "composes its own Hydra config (--config-path=/opt/cfg)" in proc.stderr
 
 
 def test_an_existing_output_is_never_overwritten(cli, tmp_path):
     out = tmp_path / "recipe.yaml"
     out.write_text("mine\n")
-    proc = cli("import", str(SCRIPT), "--out", str(out))
+    proc = cli("import", str(SCRIPT), *FLAGS, "--out", str(out))
     assert proc.returncode == 2 and out.read_text() == "mine\n"
 
 
@@ -130,17 +214,19 @@ def _as_script(args_file: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("args_file", sorted(UPSTREAM.glob("*.args")), ids=lambda p: p.stem)
-def test_seed_upstream_launches_import_clean_or_with_warnings(cli, tmp_path, args_file):
+def test_seed_upstream_launches_import_to_the_same_launch(cli, tmp_path, args_file):
     out = tmp_path / "r.yaml"
-    proc = cli("import", str(_as_script(args_file, tmp_path)), "--out", str(out), "--json")
+    script = _as_script(args_file, tmp_path)
+    proc = cli("import", str(script), *FLAGS, "--out", str(out), "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout)
     assert not [p for p in result["problems"] if p["severity"] == "error"]
-    # what is not reproduced is only what verl 0.9.1 cannot take
-    assert all(u["key"].endswith("grad_offload") for u in result["unmapped"]), result["unmapped"]
+    assert result["unmapped"] == [], result["unmapped"]  # grad_offload (not in verl 0.9.1) is kept in its field
     assert yaml.safe_load(out.read_text())["defaults"][0] == "base"
+    assert same_launch(record(script, trusted=TRUSTED), load_recipe(out)) == {}
 
 
+@pytest.mark.skipif(TRUSTED, reason="01_setup imports isolated; this machine cannot isolate a script")
 def test_01_setup_imports_a_script(tmp_path):
     """`-p script run.sh`: 01_setup shows the imported recipe, what it could not reproduce, and the check."""
     import subprocess
@@ -195,25 +281,104 @@ def test_01_setup_imports_a_script(tmp_path):
     [
         "torchrun --nnodes=1 --nproc_per_node=8 -m verl.trainer.main_ppo",
         "uv run --with verl python3 -m verl.trainer.main_ppo",
-        "ray job submit --address=http://127.0.0.1:8265 --runtime-env-json='{}' -- python3 -m verl.trainer.main_ppo",
+        'ray job submit --address=http://10.0.0.1:8265 --runtime-env-json=\'{"env_vars": {"A": "1"}, '
+        '"pip": ["x"]}\' --working-dir /src -- python3 -m verl.trainer.main_ppo',
+        "python3 /opt/verl/verl/trainer/main_ppo.py",
     ],
 )
-def test_every_launcher_is_recorded_and_unknown_and_deprecated_keys_are_reported(cli, tmp_path, launcher):
-    script = tmp_path / "run.sh"
-    script.write_text(
-        f"#!/bin/bash\nset -euo pipefail\n{launcher} --config-name=ppo_megatron_trainer "
-        "actor_rollout_ref.model.path=Qwen/Qwen3-8B trainer.n_gpus_per_node=8 trainer.nnodes=1 "
-        "trainer.val_befor_train=False actor_rollout_ref.actor.ppo_micro_batch_size=8\n"
+def test_every_launcher_is_recorded(cli, tmp_path, launcher):
+    script = _script(
+        tmp_path,
+        f"{launcher} --config-name=ppo_megatron_trainer actor_rollout_ref.model.path=Qwen/Qwen3-8B "
+        "trainer.n_gpus_per_node=8 trainer.nnodes=1 actor_rollout_ref.actor.ppo_micro_batch_size=8\n",
     )
-    assert record(script).argv[:2] == [
-        "--config-name=ppo_megatron_trainer",
-        "actor_rollout_ref.model.path=Qwen/Qwen3-8B",
-    ]
+    recorded = record(script, trusted=TRUSTED)
+    assert recorded.module == "verl.trainer.main_ppo"
+    assert recorded.argv[:2] == ["--config-name=ppo_megatron_trainer", "actor_rollout_ref.model.path=Qwen/Qwen3-8B"]
     out = tmp_path / "r.yaml"
-    proc = cli("import", str(script), "--out", str(out), "--json")
-    result = json.loads(proc.stdout)
-    assert proc.returncode == 1  # written; the typo the script carries is an error `grpolab check` names
-    assert any(p["rule"] == "verl-schema" and "val_befor_train" in p["key"] for p in result["problems"])
-    assert "trainer.val_befor_train" in [u["key"] for u in result["unmapped"]]
+    result = json.loads(cli("import", str(script), *FLAGS, "--out", str(out), "--json").stdout)
     deprecated = {d["key"] for d in result["deprecated"]}
     assert deprecated == {"--config-name=ppo_megatron_trainer", "actor_rollout_ref.actor.ppo_micro_batch_size"}
+    data = yaml.safe_load(out.read_text())
+    assert data["train"]["engine"] == "megatron"
+    if launcher.startswith("ray"):  # the submission's settings become the recipe's cluster settings
+        assert data["cluster"]["ray_address"] == "http://10.0.0.1:8265"
+        assert data["cluster"]["runtime_env"] == {"pip": ["x"], "working_dir": "/src"} and data["env"]["A"] == "1"
+        recipe = load_recipe(out)
+        sh = to_sh(render(recipe), recipe)
+        assert "ray job submit --address" in sh and "RAY_ADDRESS=http://10.0.0.1:8265" in sh
+
+
+def test_a_recipe_entry_point_is_kept_and_rendered_back(cli, tmp_path):
+    script = _script(
+        tmp_path,
+        "python3 -m recipe.dapo.main_dapo actor_rollout_ref.model.path=Qwen/Qwen3-8B data.gen_batch_size=32 "
+        f"algorithm.filter_groups.enable=True trainer.n_gpus_per_node=8 {COMPLETE}\n",
+    )
+    out = tmp_path / "r.yaml"
+    proc = cli("import", str(script), *FLAGS, "--out", str(out), "--json")
+    assert proc.returncode in (0, 1), proc.stderr
+    recipe = load_recipe(out)
+    assert recipe.trainer.entrypoint == "recipe.dapo.main_dapo"
+    assert render(recipe, "/RUN").argv()[1:3] == ["-m", "recipe.dapo.main_dapo"]
+    assert same_launch(record(script, trusted=TRUSTED), recipe) == {}
+
+
+def test_fsdp2_and_deprecated_keys_keep_their_effect(tmp_path):
+    script = _script(
+        tmp_path,
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-8B "
+        "actor_rollout_ref.actor.strategy=fsdp2 actor_rollout_ref.ref.strategy=fsdp2 "
+        "actor_rollout_ref.actor.ulysses_sequence_parallel_size=4 actor_rollout_ref.model.use_remove_padding=True "
+        f"{COMPLETE}\n",
+    )
+    imported = import_script(script, trusted=TRUSTED)
+    assert imported.data["train"]["fsdp_strategy"] == "fsdp2"
+    assert imported.data["train"]["ulysses_sp"] == 4  # verl copies the deprecated key into fsdp_config: SP 4, not 1
+    assert imported.unmapped == []
+
+
+def test_reconciliation_runs_when_check_fails(cli, tmp_path):
+    """The script leaves val_before_train to verl (true); base.yaml says false: the recipe must say true even when
+    the recipe does not pass check (here: no model card for this model)."""
+    script = _script(tmp_path, "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=/nowhere/Unknown-7B\n")
+    out = tmp_path / "r.yaml"
+    proc = cli("import", str(script), *FLAGS, "--out", str(out), "--json")
+    data = yaml.safe_load(out.read_text())
+    assert proc.returncode in (0, 1)
+    assert data["trainer"]["val_before_train"] is True and data["trainer"]["total_epochs"] == 30
+    assert data["algorithm"]["use_kl_loss"] is False  # verl's default, not base.yaml's true
+
+
+def test_what_verl_accepts_check_accepts(cli, tmp_path):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        "defaults: [recipes/qwen3_30b_a3b]\ntrainer: {logger: console}\ntrain: {vpp: null}\n"
+        "rollout: {engine: sglang, attention_backend: ascend}\nalgorithm: {loss_agg_mode: token-sum, kl_loss_type: k3+}\n"
+    )
+    proc = cli("check", str(recipe), "--json")
+    problems = json.loads(proc.stdout)
+    assert not [p for p in problems if p["rule"] == "schema"], problems
+    assert load_recipe(recipe).trainer.logger == ["console"] and load_recipe(recipe).train.vpp == 1
+
+
+@pytest.mark.parametrize("entry", sorted(SOURCES), ids=str)
+def test_real_public_scripts_round_trip_to_the_same_launch(entry):
+    """Real public launch scripts (tests/data/import/corpus/SOURCES.yaml names each one's repository and commit):
+    import -> render gives back the same effective launch, or import fails naming the cause."""
+    facts = SOURCES[entry]
+    script = CORPUS / entry
+    device = facts.get("device", "npu")
+    if "fails" in facts:
+        with pytest.raises(ImportFailed) as failed:
+            import_script(script, device=device, trusted=TRUSTED)
+        assert facts["fails"] in str(failed.value) and "internal error" not in str(failed.value)
+        return
+    imported = import_script(script, device=device, trusted=TRUSTED)
+    assert sorted(u["key"] for u in imported.unmapped) == sorted(facts.get("unmapped", [])), imported.unmapped
+    if "unmapped" not in facts:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "r.yaml"
+            path.write_text(recipe_yaml(imported, str(script)))
+            recipe = load_recipe(path)
+        assert same_launch(imported.recorded, recipe) == {}

@@ -192,7 +192,9 @@ def test_a_running_run_is_not_resumed_and_a_lost_one_is(tmp_path, _isolated_runs
     import time
 
     run, _ = parent_run(_isolated_runs, "qwen3_8b", FSDP_SETS, state="RUNNING")
-    run.write_status(finalized=False, job_id="parent", ray_address="http://127.0.0.1:9", embedded=True)
+    run.write_status(
+        finalized=False, job_id="parent", endpoint={"dashboard": "http://127.0.0.1:9", "gcs": None, "embedded": True}
+    )
     fsdp_checkpoint(run.path / "checkpoint", 10, 8)
     # its head is gone but its job goes on here (this process stands in for it): still RUNNING
     (run.path / "job.json").write_text(

@@ -148,7 +148,7 @@ def test_unwritable_png_is_a_note_not_a_crash(runs_root, cli, capsys, tmp_path):
 
 
 def test_refresh_uses_launch_when_present_and_survives_its_errors(runs_root, monkeypatch):
-    from grpolab.jobs import launch  # its Ray calls are replaced: there is no job behind this run
+    from grpolab.jobs import state  # its Ray calls are replaced: there is no job behind this run
 
     run = create_run("tiny", run_id="live")
     run.write_status(state="RUNNING", job_id="raysubmit_1")
@@ -158,7 +158,7 @@ def test_refresh_uses_launch_when_present_and_survives_its_errors(runs_root, mon
         calls.append(r.run_id)
         return r.write_status(state="SUCCEEDED")
 
-    monkeypatch.setattr(launch, "refresh_status", refresh_status)
+    monkeypatch.setattr(state, "refresh", refresh_status)
     assert summary("live")["state"] == "SUCCEEDED" and calls == ["live"]
     assert summary("live")["state"] == "SUCCEEDED" and calls == ["live"]  # terminal: Ray is not asked again
 
@@ -167,7 +167,7 @@ def test_refresh_uses_launch_when_present_and_survives_its_errors(runs_root, mon
     def unreachable(r):
         raise ConnectionError("Ray at 127.0.0.1:8265 is not reachable")
 
-    monkeypatch.setattr(launch, "refresh_status", unreachable)
+    monkeypatch.setattr(state, "refresh", unreachable)
     data = summary("live")
     assert data["state"] == "RUNNING" and "not reachable" in data["notes"][0]
 

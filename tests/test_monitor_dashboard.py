@@ -31,10 +31,10 @@ def test_dashboard_refreshes_until_the_job_ends_and_stops_it(runs_root, monkeypa
         return r.write_status(state="STOPPED")
 
     # no Ray job behind this run: the launch module's Ray calls are replaced, the dashboard's code is not
-    from grpolab.jobs import launch
+    from grpolab.jobs import control, state
 
-    monkeypatch.setattr(launch, "stop_run", stop_run)
-    monkeypatch.setattr(launch, "refresh_status", lambda r: r.status())
+    monkeypatch.setattr(control, "stop_run", stop_run)
+    monkeypatch.setattr(state, "refresh", lambda r: r.status())
 
     dash = live("dash", interval=0.01, display=False, background=False, max_updates=1)
     assert isinstance(dash, Dashboard)
@@ -55,7 +55,7 @@ def test_dashboard_refreshes_until_the_job_ends_and_stops_it(runs_root, monkeypa
     dash.cancel_button.click()
     assert stopped == [] and dash.confirm_row.layout.display == "none" and not dash.stop_button.disabled
     dash.stop_button.click()
-    dash.confirm_button.click()  # the confirm button calls grpolab.jobs.launch.stop_run, then refreshes
+    dash.confirm_button.click()  # the confirm button calls grpolab.jobs.control.stop_run, then refreshes
     assert stopped == ["dash"]
     assert "STOPPED" in dash.state_text and dash.stop_button.disabled and dash.finished
     assert "stopped on request" in dash.state_text and "#7f7f7f" in dash.state_html  # grey, not an error's red
@@ -87,7 +87,7 @@ def test_background_thread_stops_on_request(runs_root):
 
 
 def test_alerts_grouped_by_rule_with_advice_once_and_collapsible(runs_root, monkeypatch):
-    from grpolab.jobs import launch
+    from grpolab.jobs import state
     from grpolab.monitor.alerts import ADVICE
     from grpolab.monitor.dashboard import Dashboard
     from grpolab.recipe.loader import load_recipe, to_yaml
@@ -99,7 +99,7 @@ def test_alerts_grouped_by_rule_with_advice_once_and_collapsible(runs_root, monk
         record["data"]["response_length/clip_ratio"] = 0.01
     synthetic.write_jsonl(run.metrics_file, synthetic.plant(records, "nan", 70))
     run.write_status(state="SUCCEEDED", job_id="j")
-    monkeypatch.setattr(launch, "refresh_status", lambda r: r.status())
+    monkeypatch.setattr(state, "refresh", lambda r: r.status())
     dash = Dashboard("grouped", interval=1, thresholds=None)
     dash.refresh()
     page = dash.summary_html
@@ -122,13 +122,13 @@ class _Handle:
 def test_every_refresh_rewrites_static_outputs_and_a_finished_run_leaves_no_controls(runs_root, monkeypatch):
     """What a saved notebook keeps: the state line (HTML + text), the picture and the summary are ordinary outputs
     rewritten at each refresh; the controls' output (the only widget) becomes one line when the run ends."""
-    from grpolab.jobs import launch
+    from grpolab.jobs import state
     from grpolab.monitor.dashboard import WIDGET_VIEW, Dashboard
 
     run = create_run("tiny", run_id="ended")
     synthetic.write_jsonl(run.metrics_file, synthetic.healthy(30))
     run.write_status(state="RUNNING", job_id="j", total_steps=30)
-    monkeypatch.setattr(launch, "refresh_status", lambda r: r.status())
+    monkeypatch.setattr(state, "refresh", lambda r: r.status())
     dash = Dashboard("ended", interval=1)
     shown = {name: [] for name in ("controls", "state", "picture", "summary")}
     dash._handles = {name: _Handle(out) for name, out in shown.items()}  # what display(display_id=True) returns
@@ -150,13 +150,13 @@ def test_every_refresh_rewrites_static_outputs_and_a_finished_run_leaves_no_cont
 def test_controls_carry_a_text_twin_and_stopping_to_follow_says_so(runs_root, monkeypatch):
     from IPython.core.interactiveshell import InteractiveShell
 
-    from grpolab.jobs import launch
+    from grpolab.jobs import state
     from grpolab.monitor.dashboard import WIDGET_VIEW, Dashboard
 
     run = create_run("tiny", run_id="shown")
     synthetic.write_jsonl(run.metrics_file, synthetic.healthy(5))
     run.write_status(state="RUNNING", job_id="j", total_steps=30)
-    monkeypatch.setattr(launch, "refresh_status", lambda r: r.status())
+    monkeypatch.setattr(state, "refresh", lambda r: r.status())
     published = []
     shell = InteractiveShell.instance()
     monkeypatch.setattr(shell.display_pub, "publish", lambda data, *a, **k: published.append(data))

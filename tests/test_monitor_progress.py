@@ -174,7 +174,7 @@ def test_run_wait_keeps_one_view_reads_each_refresh_once_and_classifies_a_failur
     import importlib
     import time
 
-    from grpolab.jobs import launch
+    from grpolab.jobs import state
     from grpolab.jobs.runs import create_run
     from grpolab.monitor import metrics
     from grpolab.monitor.progress import follow_run
@@ -200,7 +200,7 @@ def test_run_wait_keeps_one_view_reads_each_refresh_once_and_classifies_a_failur
         opened.append(path)
         return _CountingHandle(real_open(path), counts)
 
-    monkeypatch.setattr(launch, "refresh_status", refresh_status)
+    monkeypatch.setattr(state, "refresh", refresh_status)
     monkeypatch.setattr(metrics, "open_regular", spy_open)
     monkeypatch.setattr(summary, "classify_failure", lambda text: classified.append(1) or real_classify(text))
     lines = []

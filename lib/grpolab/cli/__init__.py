@@ -6,9 +6,11 @@ sets `func`, a function `(args) -> int` returning the exit status. Exit status: 
 (bad arguments, no such recipe or run, an unreadable or unwritable file), 130 interrupted, 141 the reader of
 stdout went away (`grpolab monitor RUN | head`: nothing more is printed).
 
-`main` is the one error boundary: every expected failure is one line on stderr (`grpolab VERB: message`) and,
-with --json, one JSON document on stdout: {"error": message, "exit": status}. An unexpected exception is one
-line too (`internal error`, exit 1); GRPOLAB_DEBUG=1 shows its traceback.
+`main` is the one error boundary, for every verb: every expected failure is one line on stderr (`grpolab VERB:
+message`) and, with --json, one JSON document on stdout: {"error": message, "exit": status}. Verbs raise (an
+unusable input, a run that is not found or has an unreadable record, an unreachable cluster) and print nothing
+of their own errors. An unexpected exception is one line too (`internal error`, exit 1); GRPOLAB_DEBUG=1 shows
+its traceback. Every --json document goes through grpolab.cli.common.print_json (strict JSON).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def _one_line(text: str) -> str:
 def _fail(verb: str, message: str, status: int, as_json: bool) -> int:
     message = _one_line(message)
     try:
+        sys.stdout.flush()
         if as_json:
             print(json.dumps({"error": message, "exit": status}))
         print(f"grpolab{' ' + verb if verb else ''}: {message}", file=sys.stderr)
@@ -91,6 +94,7 @@ def _os_message(exc: OSError) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from grpolab.jobs.runs import RunNotFound
     from grpolab.problems import InputError, RecipeError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -105,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) and verbs that print their own problems (1)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
         return code
-    except (UsageError, InputError) as exc:
+    except (UsageError, InputError, RunNotFound) as exc:
         return _fail(verb, str(exc), 2, as_json)
     except RecipeError as exc:
         return _fail(verb, exc.problems[0].message if exc.problems else str(exc), 1, as_json)
@@ -120,13 +124,13 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, ConnectionError) or type(exc).__module__.split(".")[0] in ("requests", "urllib3", "ray"):
             return _fail(verb, f"cannot reach the Ray cluster: {exc}", 1, as_json)
         return _fail(verb, _os_message(exc), 2, as_json)
-    except Exception as exc:  # a bug: one line, not a traceback; GRPOLAB_DEBUG=1 shows where
-        if os.environ.get("GRPOLAB_DEBUG"):
-            raise
-        from grpolab.jobs.cluster import ClusterError
+    except Exception as exc:  # an unreachable cluster (exit 1), else a bug: one line; GRPOLAB_DEBUG=1 shows where
+        from grpolab.jobs.reach import ClusterError
 
         if isinstance(exc, ClusterError):
             return _fail(verb, str(exc), 1, as_json)
+        if os.environ.get("GRPOLAB_DEBUG"):
+            raise
         return _fail(
             verb, f"internal error: {type(exc).__name__}: {exc} (GRPOLAB_DEBUG=1 shows the traceback)", 1, as_json
         )

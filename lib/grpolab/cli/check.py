@@ -27,8 +27,9 @@ def main(args) -> int:
         raise UsageError(str(exc)) from None
     if recipe is not None:
         from grpolab.plan.hints import with_layout_fixes  # a layout error's fix names the nearest whole valid layouts
+        from grpolab.recipe.secrets import redaction
 
-        problems = with_layout_fixes(recipe, problems)
+        problems = redaction(recipe, overrides=args.overrides).problems(with_layout_fixes(recipe, problems))
     name = recipe.name if recipe else args.recipe
     print_problems(problems, as_json=args.json, header=f"recipe {name}: {', '.join(recipe.files) if recipe else ''}")
     return 1 if errors(problems) else 0

@@ -1,9 +1,11 @@
-"""What the verbs share: the RECIPE argument with --set overrides, and printing problems."""
+"""What the verbs share: the RECIPE argument with --set overrides, printing problems, and the one JSON printer."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+from typing import Any
 
 from grpolab.cli import UsageError
 from grpolab.problems import InputError, Problem, RecipeError, report
@@ -39,9 +41,66 @@ def load(args: argparse.Namespace):
         raise SystemExit(1) from None
 
 
+def strict_json(doc: Any) -> Any:
+    """doc with every non-finite number (NaN, Infinity) replaced by null, and a flag beside it: in a mapping,
+    `"<key>_nonfinite"` holds what was there ("NaN", "Infinity", "-Infinity"; for a container, a mapping from
+    the path inside a list to that). Anything json cannot write becomes its str(). Strict JSON parsers (browsers,
+    jq, JSON.parse) refuse NaN and Infinity; Python's json writes them by default."""
+    value, _ = _strict(doc)
+    return value
+
+
+def _spell(x: float) -> str:
+    return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+
+
+def _strict(doc: Any) -> tuple[Any, Any]:
+    """(strict value, what was non-finite in it: a spelling for a scalar, {path: spelling} for a container)."""
+    if isinstance(doc, float):
+        return (None, _spell(doc)) if not math.isfinite(doc) else (doc, None)
+    if doc is None or isinstance(doc, (bool, int, str)):
+        return doc, None
+    if isinstance(doc, dict):
+        out: dict = {}
+        found: dict = {}
+        for key, item in doc.items():
+            value, bad = _strict(item)
+            key = key if isinstance(key, str) else str(key)
+            out[key] = value
+            if bad is not None:
+                found.update({f"{key}.{k}": v for k, v in bad.items()} if isinstance(bad, dict) else {key: bad})
+                if not isinstance(item, dict):  # a mapping carries its own flags beside its values
+                    out[f"{key}_nonfinite"] = bad
+        return out, (found or None)
+    if isinstance(doc, (list, tuple)):
+        items, found = [], {}
+        for index, item in enumerate(doc):
+            value, bad = _strict(item)
+            items.append(value)
+            if bad is not None:
+                found.update(
+                    {f"{index}.{k}": v for k, v in bad.items()} if isinstance(bad, dict) else {str(index): bad}
+                )
+        return items, (found or None)
+    if hasattr(doc, "to_dict"):
+        return _strict(doc.to_dict())
+    return str(doc), None
+
+
+def json_text(doc: Any, indent: int | None = 2, default: Any = None) -> str:
+    """doc as strict JSON text (see strict_json); `default` is accepted for json.dumps's callers (anything json
+    cannot write becomes its str() here anyway)."""
+    return json.dumps(strict_json(doc), indent=indent, allow_nan=False)
+
+
+def print_json(doc: Any) -> None:
+    """The one way a verb prints its --json document: strict JSON (see strict_json), one document on stdout."""
+    print(json_text(doc))
+
+
 def print_problems(problems: list[Problem], as_json: bool = False, header: str = "") -> None:
     if as_json:
-        print(json.dumps([p.to_dict() for p in problems], indent=2, default=str))
+        print_json([p.to_dict() for p in problems])
         return
     if header:
         print(header)

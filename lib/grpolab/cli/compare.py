@@ -8,9 +8,10 @@ run, bad --steps, bad thresholds file).
 
 from __future__ import annotations
 
-import json
 import re
 import sys
+
+from grpolab.cli.common import print_json
 
 _STEPS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
@@ -71,14 +72,14 @@ def main(args) -> int:
     if result.nothing_to_compare:  # an error, never a PASS: exit 1, the error contract of every verb
         message = result.problems[0]
         if args.json:
-            print(json.dumps({"error": message, "exit": 1}))
+            print_json({"error": message, "exit": 1})
         else:
             print(result.table())  # what each run logged: the table shows every figure skipped or one-sided
         print(f"grpolab compare: {message}", file=sys.stderr)
         return 1
     if args.json:
         found = [{"key": d.key, "values": list(d.values)} for d in diff] if diff is not None else None
-        print(json.dumps({**result.to_dict(), "differences": found}, indent=2, default=str))
+        print_json({**result.to_dict(), "differences": found})
     else:
         print(result.table())
     return 0 if result.passed else 1

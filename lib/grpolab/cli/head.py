@@ -2,12 +2,13 @@
 
 `status` (the default) says whether it runs, where, and how to stop it; `start` starts it (a launch does so by
 itself); `stop` stops that head only (every process of its session, the jobs running on it included), never
-another Ray cluster of this machine. Exit status 0.
+another Ray cluster of this machine. Exit status 0; 1 when the head cannot start (an error on stderr, and with
+--json the error document).
 """
 
 from __future__ import annotations
 
-import json
+from grpolab.cli.common import print_json
 
 
 def register(sub) -> None:
@@ -20,12 +21,8 @@ def register(sub) -> None:
 def main(args) -> int:
     from grpolab.jobs import cluster
 
-    if args.action == "start":
-        try:
-            cluster.ensure_local_head(progress=(lambda *_: None) if args.json else print)
-        except cluster.ClusterError as exc:
-            print(f"error: {exc}")
-            return 1
+    if args.action == "start":  # a ClusterError (a foreign server on the port, ...) goes to the CLI's boundary
+        cluster.ensure_local_head(progress=(lambda *_: None) if args.json else print)
     elif args.action == "stop":
         running = cluster.head_alive()
         count = cluster.stop_local_head()
@@ -37,7 +34,7 @@ def main(args) -> int:
             )
     status = cluster.head_status()
     if args.json:
-        print(json.dumps(status, indent=2))
+        print_json(status)
     elif args.action != "stop":
         print(cluster.describe_head(status))
     return 0

@@ -1,21 +1,24 @@
-"""`grpolab import SCRIPT.sh [--name NAME] [--out PATH] [--device npu|cuda] [--json]`: an existing verl launch
-script -> a recipe.
+"""`grpolab import SCRIPT.sh [--name NAME] [--out PATH] [--device npu|cuda] [--devices N] [--trusted] [--json]`: an
+existing verl launch script -> a recipe.
 
-The script runs with its launcher replaced by a recorder (nothing starts, nothing is written outside a scratch
-directory); the recipe lands in params/recipes/NAME.yaml (or --out) with a comment on each value that came from
-the script, then it is checked; settings it could not reproduce are listed. Exit 0: written and checks clean
-(warnings allowed); 1: written, but the check finds errors; 2: unusable input (not a shell script, no launch line, a
-script that fails before launching, an existing output file), and nothing is written.
+The script runs with the caller's environment, isolated by the operating system (nothing outside a scratch folder
+changes, no network; a machine that cannot isolate it is refused unless --trusted says the script is trusted), with
+its launchers replaced by a recorder: nothing starts. The recipe lands in params/recipes/NAME.yaml (or --out) with
+a comment on each value that came from the script, then it is checked; settings it could not reproduce and the
+variables the script read unset are listed; a secret is written as a reference to the launching shell's variable.
+Exit 0: written and checks clean (warnings allowed); 1: written, but the check finds errors; 2: unusable input (not a
+shell script, no launch line, a script that fails before launching or whose launch does not compose under the
+installed verl, no isolation, an existing output file), and nothing is written.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 from pathlib import Path
 
 from grpolab.cli import UsageError
+from grpolab.cli.common import json_text
 
 
 def register(sub) -> None:
@@ -31,7 +34,14 @@ def register(sub) -> None:
         "--device",
         choices=("npu", "cuda"),
         default="npu",
-        help="what the script's device probes (npu-smi, nvidia-smi) find; default npu",
+        help="the device the script's probes find (npu-smi, nvidia-smi, torch_npu, torch.cuda); default npu",
+    )
+    p.add_argument("--devices", type=int, default=8, help="devices per node the probes report; default 8")
+    p.add_argument(
+        "--trusted",
+        action="store_true",
+        help="run the script without operating-system isolation (only where the machine offers none, and only for a "
+        "script you trust: its commands other than the launchers really run)",
     )
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.set_defaults(func=main)
@@ -41,10 +51,20 @@ def main(args) -> int:
     from grpolab.paths import params_dir
     from grpolab.problems import InputError, errors
     from grpolab.problems import report as problem_report
+    from grpolab.recipe.secrets import is_secret
     from grpolab.verl.importer import import_script, recipe_yaml
 
+    if args.devices < 1:
+        raise UsageError(f"--devices {args.devices}: give a number of devices per node, 1 or more")
     try:
-        imported = import_script(args.script, name=args.name, device=args.device)
+        imported = import_script(
+            args.script,
+            name=args.name,
+            device=args.device,
+            trusted=args.trusted,
+            devices=args.devices,
+            secret=is_secret,
+        )
     except InputError as exc:
         raise UsageError(str(exc)) from None
     text = recipe_yaml(imported, args.script)
@@ -52,7 +72,7 @@ def main(args) -> int:
         with tempfile.TemporaryDirectory(prefix="grpolab-import-") as tmp:
             out = Path(tmp) / f"{imported.name}.yaml"
             out.write_text(text)
-            problems = _check(out)
+            problems = _check(out, shown=f"{imported.name}.yaml (stdout)")
         print(text, end="")
         report = sys.stderr
     else:
@@ -65,12 +85,14 @@ def main(args) -> int:
         report = sys.stdout
     if args.json and args.out != "-":
         print(
-            json.dumps(
+            json_text(
                 {
                     "recipe": str(out),
                     "name": imported.name,
                     "unmapped": imported.unmapped,
                     "deprecated": imported.deprecated,
+                    "unset": imported.unset,
+                    "notes": imported.notes,
                     "problems": [p.to_dict() for p in problems],
                 },
                 indent=2,
@@ -79,10 +101,15 @@ def main(args) -> int:
         )
     else:
         print(f"wrote {out}" if args.out != "-" else f"# imported from {args.script}", file=report)
+        for u in imported.unset:
+            how = f"the script's default {u['default']!r} applied" if u["default"] is not None else "it expanded empty"
+            print(f"  unset in your environment: ${u['name']} ({how})", file=report)
         for u in imported.unmapped:
             print(f"  not reproduced: {u['key']} = {u['value']!r}: {u['why']}", file=report)
         for u in imported.deprecated:
             print(f"  deprecated in the script: {u['key']} = {u['value']!r}: {u['why']}", file=report)
+        for note in imported.notes:
+            print(f"  note: {note}", file=report)
         print(
             problem_report(problems) + (f"; check it with: grpolab check {out}" if args.out != "-" else ""),
             file=report,
@@ -90,12 +117,21 @@ def main(args) -> int:
     return 1 if errors(problems) else 0
 
 
-def _check(path: Path) -> list:
+def _check(path: Path, shown: str | None = None) -> list:
+    """The gate's problems for the written recipe; `shown` replaces a scratch copy's path in their messages."""
+    import dataclasses
+
     from grpolab.problems import RecipeError
     from grpolab.recipe.loader import load_recipe
     from grpolab.rules.gate import gate
 
     try:
-        return gate(load_recipe(path))
+        problems = gate(load_recipe(path))
     except RecipeError as exc:
-        return exc.problems
+        problems = exc.problems
+    if shown is None:
+        return problems
+    return [
+        dataclasses.replace(p, message=p.message.replace(str(path), shown).replace(str(path.parent), "."))
+        for p in problems
+    ]

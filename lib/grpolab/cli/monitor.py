@@ -8,8 +8,9 @@ its evidence are printed); 2 when RUN or the thresholds file is unusable.
 from __future__ import annotations
 
 import errno
-import json
 from pathlib import Path
+
+from grpolab.cli.common import print_json
 
 
 def register(sub) -> None:
@@ -61,7 +62,7 @@ def main(args) -> int:
                 "pass --png PATH to write them elsewhere"
             )
     if args.json:
-        print(json.dumps(data, indent=2, default=str))
+        print_json(data)
     else:
         print(format_summary(data))
     return 1 if data["state"] in ("FAILED", "LOST") else 0

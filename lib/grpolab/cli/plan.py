@@ -9,13 +9,12 @@ smallest cluster that does) or the recipe has errors no layout fixes, 2 for bad 
 
 from __future__ import annotations
 
-import json
 import shlex
 import statistics
 import sys
 
 from grpolab.cli import UsageError
-from grpolab.cli.common import add_set_arg
+from grpolab.cli.common import add_set_arg, json_text
 
 
 def register(sub) -> None:
@@ -93,7 +92,7 @@ def main(args) -> int:
         p.smallest_nodes = search.smallest_cluster(args.target, args.hardware, overrides)
     written = None
     if args.write and listed:
-        from grpolab.jobs.secrets import is_secret
+        from grpolab.recipe.secrets import is_secret
 
         try:
             written = io.write_recipe(
@@ -139,7 +138,7 @@ def _json(recipe, p, listed, best, own, written) -> None:
         "smallest_nodes": p.smallest_nodes,
         "written": str(written) if written else None,
     }
-    print(json.dumps(doc, indent=2, default=str))
+    print(json_text(doc, indent=2, default=str))
 
 
 def _print(recipe, p, listed, best, own, written) -> None:

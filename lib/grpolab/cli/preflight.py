@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from grpolab.cli import UsageError
-from grpolab.cli.common import add_recipe_args
+from grpolab.cli.common import add_recipe_args, print_json
 
 
 def register(sub) -> None:
@@ -55,7 +55,7 @@ def main(args) -> int:
     except InputError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
-        print(report.to_json())
+        print_json(report.to_dict())
     else:
         import shutil
 

@@ -29,13 +29,9 @@ def main(args) -> int:
     for note in launch.notes:
         print(f"# {note.severity}: [{note.rule}] {note.key}: {note.message}", file=sys.stderr)
     if not args.show_secrets:  # masked by name in env, and by value wherever else a secret would show
-        import dataclasses
+        from grpolab.recipe.secrets import redaction
 
-        from grpolab.jobs.secrets import redact_env, redact_text, secret_values
-
-        values = secret_values(launch.env, recipe.secrets)
-        env = {k: redact_text(v, values) for k, v in redact_env(launch.env, recipe.secrets).items()}
-        launch = dataclasses.replace(launch, env=env, overrides=[redact_text(o, values) for o in launch.overrides])
+        launch = redaction(recipe, env=launch.env, overrides=args.overrides).launch(launch)
     if args.format == "json":
         print(to_json(launch))
     elif args.format == "sh":

@@ -72,7 +72,7 @@ def main(args) -> int:
         print(f"note: {note}")
     try:
         if args.dry_run:
-            described = launch.plan(plan.recipe, address=args.ray_address).describe()
+            described = launch.prepare(plan.recipe, address=args.ray_address).describe()
             print(json.dumps({**described, "resumed_from": plan.record()}, indent=2))
             return 0
         run = launch.submit(plan.recipe, address=args.ray_address, run_id=args.run_id, resumed_from=plan.record())

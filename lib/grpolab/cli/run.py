@@ -1,15 +1,14 @@
 """`grpolab run RECIPE [--set k=v ...] [--ray-address A] [--wait] [--dry-run] [--run-id ID]`: submit a run.
 
 The recipe is checked first; errors stop the launch before anything is submitted (exit 1). With --wait the
-command follows the run (step / total, latest reward) and its exit status is the run's outcome.
+command follows the run (step / total, latest reward) and its exit status is the run's outcome. A cluster that
+cannot be reached is an error on stderr (exit 1), within seconds.
 """
 
 from __future__ import annotations
 
-import json
-
 from grpolab.cli import UsageError
-from grpolab.cli.common import add_recipe_args, load, print_problems
+from grpolab.cli.common import add_recipe_args, load, print_json, print_problems
 
 
 def register(sub) -> None:
@@ -27,7 +26,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.jobs import cluster, launch, runs
+    from grpolab.jobs import launch, runs
 
     if args.run_id is not None:  # a dry run too: the id a user would launch with must be usable
         try:
@@ -37,8 +36,7 @@ def main(args) -> int:
     recipe = load(args)
     try:
         if args.dry_run:
-            plan = launch.plan(recipe, address=args.ray_address)
-            print(json.dumps(plan.describe(), indent=2))
+            print_json(launch.prepare(recipe, address=args.ray_address).describe())
             return 0
         run = launch.submit(recipe, address=args.ray_address, run_id=args.run_id)
     except launch.LaunchBlocked as exc:
@@ -46,9 +44,6 @@ def main(args) -> int:
         return 1
     except (ValueError, FileExistsError) as exc:
         raise UsageError(str(exc)) from None
-    except cluster.ClusterError as exc:
-        print(f"error: {exc}")
-        return 1
     return follow(run, args.wait)
 
 
@@ -66,6 +61,6 @@ def follow(run, wait: bool) -> int:
         return 130
     status = outcome.status
     print(outcome.text)
-    if status.get("embedded"):
+    if (status.get("endpoint") or {}).get("embedded"):
         print("the embedded Ray head keeps running for the next run; `grpolab head stop` stops it")
     return 0 if status.get("state") == "SUCCEEDED" else 1

@@ -1,9 +1,15 @@
-"""`grpolab runs | status RUN | logs RUN | stop RUN`: list and control runs (RUN: run id or run directory)."""
+"""`grpolab runs | status RUN | logs RUN | stop RUN`: list and control runs (RUN: run id or run directory).
+
+Every state shown comes from grpolab.jobs.state.refresh, the one run-state function: `runs` right after a run
+ended on its own says how it ended, with nobody having watched it. A run whose record is unreadable is one row
+("unreadable record: why") while the others list; `status` of it is an error (exit 2). Nothing here needs to
+write: on a full disk or a read-only runs folder the state is shown (and not recorded), logs print, stop stops.
+A run id whose folder was deleted mid-run is reported as such, and its Ray job can still be stopped by that id.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from grpolab.cli import UsageError
@@ -22,6 +28,7 @@ def _count(text: str) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("runs", help="list the runs under runs/")
+    p.add_argument("--json", action="store_true", help="print the runs as one JSON list")
     p.set_defaults(func=list_main)
     for verb, helptext, func in (
         ("status", "refresh and show a run's state", status_main),
@@ -32,47 +39,95 @@ def register(sub) -> None:
         q.add_argument("run", metavar="RUN", help="a run id, or a run directory")
         if verb == "logs":
             q.add_argument("--tail", type=_count, default=0, metavar="N", help="only the last N lines (0: all)")
-        if verb == "status":
-            q.add_argument("--json", action="store_true")
+        if verb in ("status", "stop"):
+            q.add_argument("--json", action="store_true", help="print the run's status as one JSON document")
         q.set_defaults(func=func)
 
 
-def _run(ref):
-    from grpolab.jobs.runs import RunNotFound, resolve_run
-
+def _when(stamp) -> str:
     try:
-        return resolve_run(ref)
-    except RunNotFound as exc:
-        raise UsageError(str(exc)) from None
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp)) if stamp is not None else "?"
+    except (OverflowError, ValueError, OSError, TypeError):
+        return "?"
 
 
 def list_main(args) -> int:
-    from grpolab.jobs.runs import list_runs
+    from grpolab.cli.common import print_json
+    from grpolab.jobs import state
+    from grpolab.jobs.runs import BadRecord, scan_runs
 
-    runs = list_runs()
-    if not runs:
+    entries = scan_runs()
+    clients = state.Clients()
+    rows = []
+    for entry in entries:
+        status, problem = entry.record, entry.problem
+        if problem is None:
+            try:
+                status = state.refresh(entry.run, clients)
+            except BadRecord as exc:
+                problem = str(exc)
+        rows.append((entry, status, problem))
+    if args.json:
+        print_json(
+            [
+                {"run_id": e.run.run_id, "path": str(e.run.path), "error": f"unreadable record: {p}"}
+                if p
+                else {**s, "elapsed_s": state.elapsed_s(s)}
+                for e, s, p in rows
+            ]
+        )
+        return 0
+    if not rows:
         print("no runs yet: start one with `grpolab run tiny`")
         return 0
     print(f"{'RUN':44} {'STATE':10} {'RECIPE':22} CREATED")
-    for run in runs:
-        s = run.status()
-        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.get("created", 0)))
-        parent = s.get("resumed_from") or {}  # grpolab resume: the run and step it continues
-        link = f"  resumed from {parent.get('run_id')} at step {parent.get('step')}" if parent else ""
-        print(f"{run.run_id:44} {s.get('state', '?'):10} {s.get('recipe', '?'):22} {created}{link}")
+    for entry, status, problem in rows:
+        if problem:
+            print(f"{entry.run.run_id:44} {'?':10} {'?':22} unreadable record: {problem}")
+        else:
+            recipe = status.get("recipe") or "?"
+            parent = status.get("resumed_from") or {}  # grpolab resume: the run and step it continues
+            link = f"  resumed from {parent.get('run_id')} at step {parent.get('step')}" if parent else ""
+            print(f"{entry.run.run_id:44} {status['state']:10} {recipe:22} {_when(status.get('created'))}{link}")
     return 0
 
 
-def status_main(args) -> int:
-    import json
+def _run(ref):
+    """The run RUN names; for a run id whose folder was deleted, (run id, endpoint, Ray's job) instead."""
+    from grpolab.jobs import control
+    from grpolab.jobs.runs import BadRecord, RunNotFound, check_run_id, resolve_run
 
-    from grpolab.jobs.launch import refresh_status
+    try:
+        return resolve_run(ref)
+    except BadRecord as exc:
+        raise UsageError(f"run {ref!r} has an unreadable record: {exc}") from None
+    except RunNotFound as exc:
+        try:
+            orphan = control.find_orphan(check_run_id(str(ref)))
+        except ValueError:
+            orphan = None
+        if orphan is None:
+            raise UsageError(str(exc)) from None
+        return (str(ref), *orphan)
+
+
+def status_main(args) -> int:
+    from grpolab.cli.common import print_json
+    from grpolab.jobs import control, state
     from grpolab.monitor.outcome import describe_outcome
 
     run = _run(args.run)
-    status = refresh_status(run)
+    if isinstance(run, tuple):  # its folder was deleted: what Ray says of its job
+        run_id, ep, info = run
+        if args.json:
+            print_json({"run_id": run_id, "deleted": True, "job": control.job_summary(info), "endpoint": ep.to_dict()})
+        else:
+            print(control.describe_orphan(run_id, ep, info))
+            print(f"stop its job with `grpolab stop {run_id}`")
+        return 1
+    status = state.refresh(run)
     if args.json:
-        print(json.dumps(status, indent=2, default=str))
+        print_json({**status, "elapsed_s": state.elapsed_s(status)})
     else:
         print(describe_outcome(run, status))
         if status.get("note"):
@@ -81,30 +136,43 @@ def status_main(args) -> int:
 
 
 def logs_main(args) -> int:
-    from grpolab.jobs.launch import refresh_status
+    from grpolab.jobs import control, state
 
     run = _run(args.run)
-    refresh_status(run)
-    if not run.job_log.exists():
+    if isinstance(run, tuple):
+        raise UsageError(f"run {run[0]}: its folder was deleted, and its log with it")
+    state.refresh(run)  # a remote cluster's log is copied into the run directory (when the disk allows)
+    if not control.write_log(run, args.tail):
         print(f"run {run.run_id} has no log yet")
-        return 0
-    lines = run.job_log.read_text(errors="replace").splitlines()
-    print("\n".join(lines[-args.tail :] if args.tail else lines))
     return 0
 
 
 def stop_main(args) -> int:
-    from grpolab.jobs.cluster import ClusterError
-    from grpolab.jobs.launch import NothingToStop, stop_run
+    from grpolab.cli.common import print_json
+    from grpolab.jobs import control
+    from grpolab.jobs.reach import ClusterError
+    from grpolab.jobs.runs import TERMINAL_STATES
 
     run = _run(args.run)
     try:
-        status = stop_run(run)
-    except NothingToStop as exc:
-        print(str(exc))
-        return 0
-    except ClusterError as exc:  # unreachable, a job Ray no longer knows, or a job grpolab did not submit
-        print(f"grpolab stop: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return 1
-    print(f"run {run.run_id}: {status.get('state')}")
+        if isinstance(run, tuple):
+            run_id, ep, _ = run
+            final = control.stop_orphan(run_id, ep)
+            if final not in TERMINAL_STATES:
+                raise ClusterError(f"asked Ray to stop the job of run {run_id}, which is still {final}")
+            message, status = f"run {run_id} (folder deleted): its Ray job is {final}", {"state": final}
+        else:
+            status = control.stop_run(run)
+            message = f"run {run.run_id}: {status.get('state')}"
+            if status.get("state") not in TERMINAL_STATES:  # never "stopped" while the job goes on
+                raise ClusterError(
+                    f"asked Ray to stop run {run.run_id}, which is still {status.get('state')}; "
+                    f"check it with `grpolab status {run.run_id}`"
+                )
+    except control.NothingToStop as exc:
+        message, status = str(exc), None
+    if args.json:
+        print_json({"message": message, "status": status})
+    else:
+        print(message)
     return 0

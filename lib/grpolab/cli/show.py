@@ -13,14 +13,14 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.jobs.secrets import redact_env, redact_text, secret_values
     from grpolab.recipe.loader import to_yaml
+    from grpolab.recipe.secrets import redaction
 
     recipe = load(args)
     if args.show_secrets:
         print(to_yaml(recipe), end="")
         return 0
     # masked by name in env, and by value anywhere else a secret was copied to (a verl override, a name)
-    values = secret_values(recipe.env, recipe.secrets)
-    print(redact_text(to_yaml(recipe, env=redact_env(recipe.env, recipe.secrets)), values), end="")
+    hide = redaction(recipe, overrides=args.overrides)
+    print(hide.text(to_yaml(recipe, env=hide.env(recipe.env))), end="")
     return 0

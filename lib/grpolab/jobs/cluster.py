@@ -40,10 +40,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from grpolab.jobs.reach import REACH_TIMEOUT_S, ClusterError, check_reachable, dashboard_of
+from grpolab.jobs.reach import probe as _probe
 
 EMBEDDED_GCS_PORT = int(os.environ.get("GRPOLAB_RAY_PORT", "6479"))
 EMBEDDED_DASHBOARD_PORT = int(os.environ.get("GRPOLAB_DASHBOARD_PORT", "8365"))
@@ -52,12 +53,10 @@ START_TIMEOUT_S = 180  # a busy 2-core machine can take over a minute to bring t
 LOCK_TIMEOUT_S = 3 * START_TIMEOUT_S + 60  # a second launch waits for the first one's head (all its tries)
 
 
-class ClusterError(RuntimeError):
-    """Ray cannot be reached or started; the message says what to do."""
-
-
 @dataclass(frozen=True)
 class Endpoint:
+    """Where a run's Ray is: resolved once per launch and kept as this structure in the run's record."""
+
     dashboard: str | None  # http://host:port for the Jobs API
     gcs: str | None  # host:port or ray://... for a driver
     embedded: bool
@@ -65,6 +64,25 @@ class Endpoint:
     @property
     def label(self) -> str:
         return "embedded local Ray head" if self.embedded else f"Ray cluster at {self.dashboard or self.gcs}"
+
+    def to_dict(self) -> dict:
+        return {"dashboard": self.dashboard, "gcs": self.gcs, "embedded": self.embedded}
+
+    @classmethod
+    def from_record(cls, record: dict) -> Endpoint | None:
+        """The endpoint a run's record (status.json) keeps; None when it keeps none (not submitted yet)."""
+        kept = record.get("endpoint")
+        if isinstance(kept, dict):
+            return cls(kept.get("dashboard"), kept.get("gcs"), bool(kept.get("embedded")))
+        address = record.get("ray_address")  # a record from before the endpoint was kept whole
+        if isinstance(address, str) and address:
+            if record.get("embedded"):
+                return _embedded()
+            try:
+                return parse_address(address)
+            except ClusterError:
+                return None
+        return None
 
 
 # ------------------------------------------------------------------------------------------ the head's state
@@ -114,18 +132,6 @@ def _embedded() -> Endpoint:
 def embedded_endpoint() -> Endpoint:
     """The embedded head's endpoint, whether or not it runs."""
     return _embedded()
-
-
-def _probe(url: str, headers: dict[str, str] | None = None, timeout: float = 2.0) -> int | None:
-    """HTTP status of the dashboard's /api/version, or None when nothing answers."""
-    try:
-        req = urllib.request.Request(f"{url}/api/version", headers=headers or {})
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
 
 
 def dashboard_alive(url: str, timeout: float = 2.0) -> bool:
@@ -384,7 +390,24 @@ def stop_local_head(timeout: float = 10.0) -> int:
         count = _terminate(head_processes(), timeout)
         with contextlib.suppress(FileNotFoundError):
             _record_file().unlink()
+    _discard_secrets_of_unstarted_jobs()
     return count
+
+
+def _discard_secrets_of_unstarted_jobs() -> None:
+    """A job the stopped head had accepted but not started never takes its secrets file: remove those of the
+    runs on this head, so no secret stays on disk (the runs end FAILED or LOST when next looked at)."""
+    from grpolab.jobs import runs, secrets
+
+    ours = _embedded().dashboard
+    try:
+        candidates = list(runs.runs_root().glob(f"*/{secrets.SECRETS_FILE}"))
+    except OSError:
+        return
+    for path in candidates:
+        ep = Endpoint.from_record(runs.Run(path.parent).status())
+        if ep is not None and ep.embedded and ep.dashboard == ours:
+            secrets.discard(path.parent)
 
 
 def head_status() -> dict:
@@ -436,15 +459,25 @@ def endpoint(address: str | None = None, start: bool = True, progress=print) -> 
 
 
 def job_client(ep: Endpoint):
-    """Ray's JobSubmissionClient for an endpoint; for a GCS address, the dashboard is asked of Ray."""
+    """Ray's JobSubmissionClient for an endpoint; for a GCS address, the dashboard is asked of Ray. Bounded: an
+    address where nothing answers is a ClusterError within REACH_TIMEOUT_S (+ DRIVER_TIMEOUT_S for a GCS address),
+    naming what was tried."""
     from ray.job_submission import JobSubmissionClient
 
     address = ep.dashboard
     if address is None:
         address = dashboard_of(ep.gcs)
+    headers = auth_headers() if ep.embedded else None
+    if _probe(address, headers, timeout=REACH_TIMEOUT_S) is None:
+        check_reachable(address)  # nothing listens there: says so, naming the TCP error
+        raise ClusterError(
+            f"cannot reach the Ray Jobs API at {address}: nothing answered GET {address}/api/version within "
+            f"{REACH_TIMEOUT_S:.0f} s\nfix: check the address (http://HEAD:8265), that the cluster runs and that this "
+            "machine can reach it"
+        )
     try:
         if ep.embedded:
-            return JobSubmissionClient(address, headers=auth_headers())
+            return JobSubmissionClient(address, headers=headers)
         return JobSubmissionClient(address)
     except Exception as exc:  # Ray raises ConnectionError/RuntimeError/ValueError variants
         raise ClusterError(
@@ -452,17 +485,6 @@ def job_client(ep: Endpoint):
             "fix: check the address (http://HEAD:8265), that the cluster runs, and the auth token "
             "(RAY_AUTH_TOKEN or ~/.ray/auth_token)"
         ) from None
-
-
-def dashboard_of(gcs: str) -> str:
-    """The dashboard URL of a cluster known by its GCS address (connects a short-lived driver)."""
-    import ray
-
-    ctx = ray.init(address=gcs, ignore_reinit_error=True, logging_level="ERROR", log_to_driver=False)
-    url = ctx.dashboard_url
-    if not url:
-        raise ClusterError(f"the Ray cluster at {gcs} runs no dashboard: start it with --include-dashboard=true")
-    return url if url.startswith("http") else f"http://{url}"
 
 
 def connect_driver(ep: Endpoint):
@@ -473,6 +495,7 @@ def connect_driver(ep: Endpoint):
         return ray
     if ep.gcs is None:
         raise ClusterError(f"{ep.label}: a driver needs the cluster address (HOST:6379), not the dashboard URL")
+    check_reachable(ep.gcs)
     if ep.embedded:  # this process becomes a driver of the embedded head: it needs the head's token
         _DRIVER_ENV_SAVED.update({k: os.environ.get(k) for k in _AUTH_VARS})
         os.environ.pop("RAY_AUTH_TOKEN", None)

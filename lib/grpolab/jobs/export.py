@@ -144,8 +144,10 @@ def plan_export(run: Run, step: int | None = None, out: str | Path | None = None
         model = (manifest.get("contents") or {}).get("model") or {}
         if model.get("format") == "huggingface":  # mbridge saved Hugging Face weights itself
             return ExportPlan(run, recipe, checkpoint, target, "copy", actor / model["path"], None)
-    status = run.status()
-    python = sys.executable if status.get("embedded") else "python3"
+    from grpolab.jobs.cluster import Endpoint
+
+    kept = Endpoint.from_record(run.status())
+    python = sys.executable if kept is None or kept.embedded else "python3"  # a remote cluster has its own
     return ExportPlan(run, recipe, checkpoint, target, "merge", actor, merger_command(recipe, actor, target, python))
 
 
@@ -164,11 +166,13 @@ def run_merge(plan: ExportPlan, progress=print) -> None:
     import secrets
 
     from grpolab.jobs import cluster
-    from grpolab.jobs.secrets import is_secret
+    from grpolab.recipe.secrets import is_secret
 
-    status = plan.run.status()
-    address = None if status.get("embedded") else status.get("ray_address")
-    ep = cluster.endpoint(address, progress=progress)
+    kept = cluster.Endpoint.from_record(plan.run.status())  # the run's own cluster
+    if kept is None or kept.embedded:
+        ep = cluster.endpoint(None, progress=progress) if kept is None else cluster.ensure_local_head(progress)
+    else:
+        ep = kept
     client = cluster.job_client(ep)
     env = {k: str(v) for k, v in (plan.recipe.get("env") or {}).items() if not is_secret(k, plan.recipe.get("secrets"))}
     if ep.embedded:

@@ -1,14 +1,19 @@
 """Launch: every run is a Ray job submitted with Ray's Job Submission API, locally or on a cluster.
 
-`submit()` validates (errors stop the launch before anything is submitted), creates the run directory,
-renders the launch for the installed verl (or the local TRL trainer), and submits it with the recipe's env in
-the job's runtime_env. The Ray submission id IS the run id, so `refresh_status()` finds the job again from
-any process, even after the launcher was killed. Secrets never reach the run record.
+`submit()` asks the one gate, which renders the launch for the run's directory (errors stop the launch before
+anything is created or started): that launch is what is submitted, rendered once. It resolves the Ray endpoint
+once (kept as a structure in the run's record), creates the run directory and submits the job with the recipe's
+env in its runtime_env. The Ray submission id IS the run id, so grpolab.jobs.state finds the job again from any
+process, even after the launcher was killed. `prepare()` is the same without submitting (`run --dry-run`).
 
-On the embedded head the job is wrapped by `grpolab.jobs.job_entry`: secrets travel in a user-only file of the run
-directory instead of Ray's runtime_env (which Ray logs and returns from its Jobs API), and the job records its
-own end and log in the run directory. `refresh_status()` reconciles Ray's answer with that record, so a run whose
-head is gone ends SUCCEEDED / FAILED from its own record, or LOST when it left none, never RUNNING forever.
+A submission that fails for any reason (a refused address, a full disk, the head stopped, an interrupt) leaves
+the run FAILED with its cause and no secrets file; when even that cannot be written, the record names the
+submitting process, and grpolab.jobs.state reports the run FAILED once that process is gone. A `grpolab stop`
+during the submission is honoured as soon as Ray has the job.
+
+On the embedded head the job is wrapped by `grpolab.jobs.job_entry`: secrets travel in a user-only file of the
+run directory instead of Ray's runtime_env (which Ray logs and returns from its Jobs API; grpolab.jobs.secrets),
+and the job records its own start, end and log in the run directory. Secrets never reach the run record.
 """
 
 from __future__ import annotations
@@ -24,25 +29,17 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from grpolab.jobs import cluster, job_entry, provenance, runs
-from grpolab.jobs.job_entry import ANSI
-from grpolab.jobs.secrets import (  # noqa: F401 (kept importable)
-    REDACTED,
-    SECRET,
-    redact_env,
-    redact_text,
-    secret_values,
-)
-from grpolab.jobs.secrets import is_secret as _is_secret
+from grpolab.jobs import cluster, provenance, runs, secrets, state
+from grpolab.jobs.cluster import Endpoint
 from grpolab.paths import PROJECT_ROOT
 from grpolab.problems import Problem, errors
 from grpolab.recipe.loader import recipe_dict, to_yaml
 from grpolab.recipe.schema import Recipe
-from grpolab.verl.render import Launch, render
+from grpolab.recipe.secrets import Redaction, redaction
+from grpolab.verl.render import Launch
 
 # passed from the launcher's environment into the job when the recipe logs there; never recorded
 PASS_THROUGH = {"wandb": ("WANDB_API_KEY", "WANDB_BASE_URL", "WANDB_MODE", "WANDB_ENTITY")}
-LOG_TAIL_LINES = 40
 AGENT_WAIT_S = 90
 VERSIONS = ("grpolab", "verl", "ray", "torch", "transformers", "trl", "vllm", "vllm-ascend", "torch_npu")
 
@@ -53,15 +50,6 @@ class LaunchBlocked(Exception):
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
         super().__init__(f"{len(problems)} error(s) in the recipe; nothing was submitted")
-
-
-def is_secret(name: str, marked=()) -> bool:
-    return _is_secret(name, marked)
-
-
-def redact(env: dict[str, str], marked=()) -> dict[str, str]:
-    """env with secret values redacted (grpolab.jobs.secrets: by name, and the names the recipe marks)."""
-    return redact_env(env, marked)
 
 
 def _versions() -> dict[str, str | None]:
@@ -86,45 +74,46 @@ def _git_commit() -> str | None:
         return None
 
 
-@dataclass
-class Plan:
-    """What would be submitted (for --dry-run) or was submitted."""
+@dataclass(frozen=True)
+class Submission:
+    """What is submitted (or, for --dry-run, would be): the gate's launch, where, and the job's command and env."""
 
     recipe: Recipe
-    launch: Launch
+    launch: Launch  # rendered once, by the gate, for the run's directory
+    endpoint: Endpoint
     entrypoint: str
     env: dict[str, str]  # the job's env, secrets included: never written anywhere
-    endpoint: str
+    hide: Redaction  # what every record and message of this submission hides (recipe, --set, the node's env)
+
+    def shown_env(self) -> dict[str, str]:
+        """The job's env as records and messages show it: secrets redacted, a value read from the launching shell
+        as its reference `${NAME}`."""
+        return self.hide.env({**self.env, **self.launch.shown_env()})
 
     def describe(self) -> dict:
+        """What `run --dry-run` prints: secrets redacted, however they arrived."""
+        hide = self.hide
         return {
             "recipe": self.recipe.name,
-            "endpoint": self.endpoint,
-            "entrypoint": self.entrypoint,
-            "env": redact(self.env, self.recipe.secrets),
-            "notes": [n.to_dict() for n in self.launch.notes],
+            "endpoint": self.endpoint.label,
+            "entrypoint": hide.text(self.entrypoint),
+            "env": self.shown_env(),
+            "notes": [hide.problem(n).to_dict() for n in self.launch.notes],
         }
 
 
-def plan(recipe: Recipe, run_dir: str | None = None, address: str | None = None) -> Plan:
-    """Render the submission without submitting anything; LaunchBlocked when the gate finds an error."""
-    _gate(recipe)
-    return _assemble(recipe, run_dir, address)
+def _gated(recipe: Recipe, run_dir: str | None) -> Launch:
+    """The gate's verdict and the launch it rendered; LaunchBlocked when it finds an error."""
+    from grpolab.rules.gate import gated_launch
+
+    problems, launch = gated_launch(recipe, run_dir=run_dir)
+    if errors(problems):
+        raise LaunchBlocked(redaction(recipe).problems(errors(problems)))
+    return launch
 
 
-def _gate(recipe: Recipe) -> None:
-    from grpolab.rules.gate import gate
-
-    problems = errors(gate(recipe))
-    if problems:
-        raise LaunchBlocked(problems)
-
-
-def _assemble(recipe: Recipe, run_dir: str | None, address: str | None) -> Plan:
-    """The submission of a recipe that passed the gate: its launch, entrypoint and the job's env."""
-    launch = render(recipe, run_dir)
-    ep = cluster.resolve(address)
-    python = sys.executable if ep is None else "python3"  # a remote cluster has its own interpreter
+def _submission(recipe: Recipe, launch: Launch, ep: Endpoint, run_dir: str | None) -> Submission:
+    python = sys.executable if ep.embedded else "python3"  # a remote cluster has its own interpreter
     env = dict(launch.env)
     for logger, names in PASS_THROUGH.items():
         if logger in recipe.trainer.logger:
@@ -133,8 +122,13 @@ def _assemble(recipe: Recipe, run_dir: str | None, address: str | None) -> Plan:
                 env["WANDB_MODE"] = "offline"  # no key: log offline, never block the run
             if run_dir and logger == "wandb":
                 env.setdefault("WANDB_DIR", run_dir)  # the wandb run's files live in the run directory
-    label = "embedded local Ray head (127.0.0.1)" if ep is None else ep.label
-    return Plan(recipe, launch, launch.command(python), env, label)
+    return Submission(recipe, launch, ep, launch.command(python), env, redaction(recipe, env=env))
+
+
+def prepare(recipe: Recipe, address: str | None = None) -> Submission:
+    """The submission without submitting anything (`run --dry-run`); LaunchBlocked when the gate finds an error."""
+    ep = cluster.endpoint(address or recipe.cluster.ray_address, start=False)
+    return _submission(recipe, _gated(recipe, None), ep, None)
 
 
 def submit(
@@ -145,23 +139,47 @@ def submit(
     root: Path | None = None,
     resumed_from: dict | None = None,
 ) -> runs.Run:
-    """Validate, create runs/<run_id>/, and submit the Ray job. Returns the run. `resumed_from`: the parent run a
+    """Gate, create runs/<run_id>/, and submit the Ray job. Returns the run. `resumed_from`: the parent run a
     resume continues (grpolab.jobs.resume), recorded in launch.json and status.json."""
-    _gate(recipe)  # once, and before anything is created or started (LaunchBlocked)
-    ep = cluster.endpoint(address, progress=progress)
-    run = runs.create_run(recipe.name, run_id=run_id, root=root)
-    p = _assemble(recipe, str(run.path), address)
-    run.recipe_file.write_text(_redacted_recipe(recipe))
-    entrypoint, job_env = p.entrypoint, dict(p.env)
+    # resolved once (--ray-address, else the recipe's cluster.ray_address, else RAY_ADDRESS, else the embedded head);
+    # the embedded head starts after the gate
+    ep = cluster.endpoint(address or recipe.cluster.ray_address, start=False)
+    path = runs.run_path(run_id or runs.new_run_id(recipe.name), root)
+    if run_id is not None and path.exists():
+        raise FileExistsError(f"run {run_id!r} already exists in {path.parent}; pick another run id")
+    job = _submission(recipe, _gated(recipe, str(path)), ep, str(path))
+    if ep.embedded:
+        ep = cluster.ensure_local_head(progress)
+    run = runs.create_run(
+        recipe.name, run_id=path.name, root=path.parent, recipe=recipe.name, endpoint=ep.to_dict(),
+        submitter=state.submitter(), resumed_from=resumed_from and {k: resumed_from[k] for k in ("run_id", "step")},
+    )  # fmt: skip
+    accepted = False
+    try:
+        client = _hand_over(run, job, resumed_from)
+        accepted = True
+        _stop_if_asked(run, client)
+    except BaseException as exc:
+        if not accepted:
+            _failed(run, exc)
+        if isinstance(exc, Exception) and not isinstance(exc, (cluster.ClusterError, OSError)):
+            raise cluster.ClusterError(f"could not submit the job to the {ep.label}: {exc}") from None
+        raise
+    progress(f"submitted run {run.run_id} to the {ep.label}; run directory: {run.path}")
+    return run
+
+
+def _hand_over(run: runs.Run, job: Submission, resumed_from: dict | None = None):
+    """Write the run's files and submit its job; the Jobs API client that accepted it."""
+    recipe, ep, hide = job.recipe, job.endpoint, job.hide
+    if ep.dashboard is None:  # a cluster known by its GCS address: its Jobs API asked once, kept in the record
+        ep = Endpoint(cluster.dashboard_of(ep.gcs), ep.gcs, False)
+    runs.atomic_write(run.recipe_file, to_yaml(recipe, env=hide.env(recipe.env)))  # never a torn file
+    entrypoint, job_env = job.entrypoint, dict(job.env)
     if ep.embedded:  # the job wraps itself: secrets by a user-only file, its own end record and log
-        secret = {k: v for k, v in job_env.items() if is_secret(k, recipe.secrets)}
-        job_env = {k: v for k, v in job_env.items() if k not in secret}
-        if secret:
-            fd = os.open(run.path / job_entry.SECRETS_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as fh:
-                json.dump(secret, fh)
+        job_env = secrets.hand_off(run.path, job_env, recipe.secrets)
         python = shlex.quote(sys.executable)
-        entrypoint = f"{python} -m grpolab.jobs.job_entry {shlex.quote(str(run.path))} -- {p.entrypoint}"
+        entrypoint = f"{python} -m grpolab.jobs.job_entry {shlex.quote(str(run.path))} -- {job.entrypoint}"
         job_env.update(
             {k: v for k, v in cluster.embedded_env().items() if k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}
         )
@@ -170,17 +188,19 @@ def submit(
         "recipe": recipe.name,
         "recipe_files": recipe.files,
         "engine": recipe.train.engine,
-        "entrypoint": redact_text(entrypoint, secret_values(p.env, recipe.secrets)),
-        "env": redact(p.env, recipe.secrets),
+        "entrypoint": hide.text(entrypoint),
+        "env": job.shown_env(),
         "versions": _versions() | provenance.packages(recipe),  # and what else shapes a run (its stack pins)
         "git_commit": _git_commit(),
-        "ray": {"dashboard": ep.dashboard, "gcs": ep.gcs, "embedded": ep.embedded},
-        "notes": [n.to_dict() for n in p.launch.notes],
+        "ray": ep.to_dict(),
+        "notes": [hide.problem(n).to_dict() for n in job.launch.notes],
         "created": time.time(),
-        "provenance": provenance.record(recipe, recipe_dict(recipe) | {"env": redact(recipe.env, recipe.secrets)}),
+        "provenance": provenance.record(recipe, recipe_dict(recipe) | {"env": hide.env(recipe.env)}),
         "resumed_from": resumed_from,
     }
-    run.launch_file.write_text(json.dumps(record, indent=2) + "\n")
+    runs.atomic_write(run.launch_file, json.dumps(record, indent=2) + "\n")
+    runtime_env = dict(job.launch.cluster.get("runtime_env") or {})  # the recipe's (working_dir, pip, ...)
+    runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}), **job_env}
     client = cluster.job_client(ep)
     deadline = time.time() + AGENT_WAIT_S
     while True:
@@ -188,7 +208,7 @@ def submit(
             job_id = client.submit_job(
                 entrypoint=entrypoint,
                 submission_id=run.run_id,
-                runtime_env={"env_vars": job_env},
+                runtime_env=runtime_env,
                 metadata={"grpolab_run_dir": str(run.path), "recipe": recipe.name},
             )
             break
@@ -197,193 +217,44 @@ def submit(
             if "try again" in str(exc) and time.time() < deadline:
                 time.sleep(2.0)
                 continue
-            (run.path / job_entry.SECRETS_FILE).unlink(missing_ok=True)
-            run.write_status(state="FAILED", message=f"submission failed: {exc}", ended=time.time(), finalized=True)
-            raise cluster.ClusterError(f"could not submit the job to {ep.label}: {exc}") from None
+            raise cluster.ClusterError(f"could not submit the job to the {ep.label}: {exc}") from None
     wandb = None
     if "wandb" in recipe.trainer.logger:  # where the monitor says the wandb run is
         wandb = {
-            "mode": p.env.get("WANDB_MODE", "online"),
-            "dir": f"{p.env.get('WANDB_DIR', run.path)}/wandb",
+            "mode": job.env.get("WANDB_MODE", "online"),
+            "dir": f"{job.env.get('WANDB_DIR', run.path)}/wandb",
             "project": recipe.trainer.project,
         }
-    run.write_status(
-        state="PENDING",
-        job_id=job_id,
-        ray_address=ep.dashboard or ep.gcs,
-        embedded=ep.embedded,
-        recipe=recipe.name,
-        total_steps=recipe.trainer.total_steps,
-        started=time.time(),
-        wandb=wandb,
-        resumed_from=resumed_from and {k: resumed_from[k] for k in ("run_id", "step")},
-    )
-    progress(f"submitted run {run.run_id} to the {ep.label}; run directory: {run.path}")
-    return run
-
-
-def _redacted_recipe(recipe: Recipe) -> str:
-    return to_yaml(recipe, env=redact(recipe.env, recipe.secrets))
-
-
-def _client_for(run: runs.Run):
-    """The Jobs API client of the run's cluster, or None when that cluster does not answer."""
-    status = run.status()
-    address = status.get("ray_address")
-    if not address:
-        return None
-    if status.get("embedded"):
-        if not cluster.head_alive():
-            return None
-        return cluster.job_client(cluster.embedded_endpoint())
-    return cluster.job_client(cluster.parse_address(address))
-
-
-def job_record(run: runs.Run) -> dict:
-    """What the job wrote about itself (grpolab.jobs.job_entry): pid, host, and at its end the exit code."""
-    try:
-        return json.loads((run.path / job_entry.RECORD_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _driver_alive(record: dict) -> bool:
-    """True when the job's wrapper still runs on this machine (its head may be gone: the trainer goes on)."""
-    import socket
-
-    import psutil
-
-    pid = record.get("pid")
-    if not pid or record.get("host") != socket.gethostname():
-        return False
-    try:
-        proc = psutil.Process(pid)
-        return (
-            proc.is_running()
-            and proc.status() != psutil.STATUS_ZOMBIE
-            and proc.create_time() <= record.get("started", time.time()) + 1
+    with contextlib.suppress(OSError):  # a full disk: Ray has the job, and the state function finds it by run id
+        run.write_status(
+            job_id=job_id,
+            submitted=time.time(),
+            total_steps=recipe.trainer.total_steps,
+            wandb=wandb,
+            submitter=None,
+            endpoint=ep.to_dict(),
         )
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
+    return client
 
 
-def _log_text(run: runs.Run) -> str:
-    try:
-        return run.job_log.read_text(errors="replace")
-    except OSError:
-        return ""
-
-
-def _finish_from_record(run: runs.Run, status: dict, why: str) -> dict:
-    """The run's end when Ray cannot tell it: from the job's own record, else LOST (or still RUNNING when the
-    orphaned job goes on here)."""
-    record = job_record(run)
-    logs = _log_text(run)
-    tail = logs.strip().splitlines()[-LOG_TAIL_LINES:]
-    if "exit_code" in record:
-        code = record["exit_code"]
-        state = "STOPPED" if record.get("stopped") else ("SUCCEEDED" if code == 0 else "FAILED")
-        fields = {
-            "state": state,
-            "finalized": True,
-            "exit_code": code,
-            "ended": record.get("ended"),
-            "log_tail": tail,
-            "note": f"{why}; state from the run's own record (job.json)",
-        }
-        return run.write_status(**fields)
-    if _driver_alive(record):
-        return run.write_status(state="RUNNING", note=f"{why}; the job goes on (pid {record['pid']} on this machine)")
-    if status.get("state") in ("PENDING", "RUNNING") or not status.get("state"):
-        return run.write_status(
-            state="LOST",
-            finalized=True,
-            ended=time.time(),
-            log_tail=tail,
-            lost=f"{why}, and the job left no end record",
-            note=f"{why}; the job left no end record",
-        )
-    return run.write_status(note=why)
-
-
-def refresh_status(run: runs.Run) -> dict:
-    """Ask Ray for the job's state and reconcile it with the job's own record (the monitor names the cause of a
-    failure from the log tail kept here).
-
-    A run whose cluster is unreachable or no longer knows the job ends from its own record (job.json) or LOST;
-    its log is in logs/job.log either way."""
-    status = run.status()
-    if status.get("state") in runs.TERMINAL_STATES and status.get("finalized"):
-        return status
-    if not status.get("job_id") and status.get("state") == "PENDING":
-        return status  # created, not submitted yet
-    try:
-        client = _client_for(run)
-    except cluster.ClusterError as exc:
-        return _finish_from_record(run, status, f"Ray is unreachable ({str(exc).splitlines()[0]})")
-    if client is None:
-        return _finish_from_record(run, status, "its Ray head is gone")
-    try:
-        info = client.get_job_info(status.get("job_id") or run.run_id)
-        logs = client.get_job_logs(status.get("job_id") or run.run_id)
-    except Exception:  # the job is unknown to this cluster (the head was restarted)
-        return _finish_from_record(run, status, f"Ray no longer knows job {run.run_id} (its head was restarted)")
-    logs = ANSI.sub("", logs)  # Ray colours its log lines; records and notebooks want plain text
-    if not (run.path / job_entry.RECORD_FILE).exists():
-        run.job_log.write_text(logs)  # no wrapper wrote the log (a remote cluster, or the job never started)
-    state = str(info.status.value if hasattr(info.status, "value") else info.status)
-    fields = {"state": state, "message": info.message or "", "note": None}
-    if info.end_time:
-        fields["ended"] = info.end_time / 1000
-    if state in runs.TERMINAL_STATES:
-        fields["finalized"] = True
-        fields["exit_code"] = getattr(info, "driver_exit_code", None)
-        fields["log_tail"] = logs.strip().splitlines()[-LOG_TAIL_LINES:]
-    return run.write_status(**fields)
-
-
-class NothingToStop(Exception):
-    """The run has ended (or was lost with its head); nothing was stopped. The message says which."""
-
-
-def stop_run(run: runs.Run, timeout: float = 60.0) -> dict:
-    """Stop the job; the record keeps every finished step. Returns the final status.
-
-    When the run's Ray head is gone but its job still runs on this machine, the job is stopped directly; a run
-    that has ended, or was lost with its head, raises NothingToStop."""
-    status = refresh_status(run)
-    if status.get("state") in runs.TERMINAL_STATES:
-        raise NothingToStop(
-            f"run {run.run_id} is {status['state']}: nothing to stop"
-            + (f" ({status['note']})" if status.get("note") else "")
-        )
-    client = _client_for(run)
-    if client is None:
-        record = job_record(run)
-        if not _driver_alive(record):
-            status = refresh_status(run)
-            raise NothingToStop(
-                f"cannot reach the Ray cluster of run {run.run_id} and its job does not run here; "
-                f"the run is {status.get('state')}"
-            )
-        import psutil
-
-        with contextlib.suppress(psutil.NoSuchProcess):  # the head is gone: stop the orphaned job ourselves
-            psutil.Process(record["pid"]).terminate()
+def _failed(run: runs.Run, exc: BaseException) -> None:
+    """A submission that failed before Ray accepted the job: no secrets file, and the run FAILED with its cause
+    (when even that cannot be written, grpolab.jobs.state says FAILED once this process is gone)."""
+    with contextlib.suppress(OSError):
+        secrets.discard(run.path)
+    if isinstance(exc, KeyboardInterrupt):
+        cause = "the submission was interrupted"
+    elif isinstance(exc, OSError) and not isinstance(exc, ConnectionError):
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        cause = f"submission failed: {where}{exc.strerror or exc}"
     else:
-        job_id = status.get("job_id") or run.run_id
-        try:  # only a job grpolab submitted for this run (its metadata), and one Ray still knows
-            info = client.get_job_info(job_id)
-        except Exception as exc:  # the Jobs API answers 404 for a job of an earlier head
-            raise cluster.ClusterError(
-                f"Ray does not know job {job_id} of run {run.run_id} (the head that ran it "
-                f"has restarted?): {str(exc).splitlines()[0] if str(exc) else exc}"
-            ) from None
-        runs.check_owned(run, info)
-        client.stop_job(job_id)
-    deadline = time.time() + timeout
-    status = refresh_status(run)
-    while status.get("state") not in runs.TERMINAL_STATES and time.time() < deadline:
-        time.sleep(1.0)
-        status = refresh_status(run)
-    return status
+        cause = f"submission failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    with contextlib.suppress(OSError, runs.NotARun):
+        run.write_status(state="FAILED", message=cause, ended=time.time(), finalized=True, submitter=None)
+
+
+def _stop_if_asked(run: runs.Run, client) -> None:
+    """`grpolab stop` came while the job was being submitted: stop it now that Ray has it."""
+    if run.status().get("stop_requested"):
+        with contextlib.suppress(Exception):
+            client.stop_job(run.run_id)

@@ -14,7 +14,7 @@ and what to do; the CLI exits 1) when the resume would be silently wrong:
   batches);
 - RUN still runs.
 The child's recipe is RUN's resolved recipe.yaml, then the --set overrides, then trainer.resume_mode=resume_path and
-trainer.resume_path=<the checkpoint folder>: verl renders these as trainer.resume_mode / trainer.resume_from_path,
+trainer.resume_path=<the checkpoint folder>: verl gets them as its own resume keys (grpolab.verl.fieldmap),
 the local trainer restores model, optimizer, scheduler, RNG and data position from it.
 """
 
@@ -29,9 +29,9 @@ from pathlib import Path
 from grpolab.jobs import checkpoints as ck
 from grpolab.jobs import provenance
 from grpolab.jobs.runs import TERMINAL_STATES, Run
-from grpolab.jobs.secrets import REDACTED
 from grpolab.recipe.dotted import get_dotted
 from grpolab.recipe.schema import Recipe
+from grpolab.recipe.secrets import REDACTED
 
 # keys whose change the checkpoint cannot take, per engine, and why
 MODEL_KEYS = {"model.path": "a different model", "model.card": "a different model card", "train.engine": "engine"}
@@ -81,29 +81,26 @@ def _parent_files(run: Run) -> tuple[dict, dict]:
 
 
 def _child_recipe(run: Run, data: dict, launch: dict, overrides: Sequence[str]) -> Recipe:
-    """The parent's resolved recipe with the overrides; secrets the record redacted come back from the environment."""
+    """The parent's resolved recipe with the overrides. A secret the record redacted becomes the reference
+    `${NAME}`: read from the launching shell at submission (or, missing there, from each node), as a recipe's own
+    references are."""
     from grpolab.recipe.loader import load_recipe
 
     set_keys = {o.split("=", 1)[0].strip() for o in overrides}
-    restored = []
-    for name, value in (data.get("env") or {}).items():
-        if value != REDACTED or f"env.{name}" in set_keys:
-            continue
-        if name not in os.environ:
-            raise ResumeRefused(
-                f"env.{name} of run {run.run_id} is a secret and its record keeps no value: export {name} "
-                f"in this shell, or pass --set env.{name}=VALUE"
-            )
-        restored.append(f"env.{name}={os.environ[name]}")
+    restored = [
+        f"env.{name}=${{{name}}}"
+        for name, value in (data.get("env") or {}).items()
+        if value == REDACTED and f"env.{name}" not in set_keys
+    ]
     recipe = load_recipe(run.recipe_file, [*restored, *overrides])
     name = launch.get("recipe") or run.status().get("recipe") or recipe.name
     return recipe.set_origin(name, recipe.files)
 
 
 def _refuse_running(run: Run) -> None:
-    from grpolab.jobs.launch import refresh_status
+    from grpolab.jobs.state import refresh
 
-    state = refresh_status(run).get("state")
+    state = refresh(run).get("state")
     if state not in TERMINAL_STATES and state is not None:
         raise ResumeRefused(
             f"run {run.run_id} is {state}: two runs would train from the same checkpoints; stop it first "

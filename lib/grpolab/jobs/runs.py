@@ -3,12 +3,19 @@
 Layout (the architecture's contract):
     recipe.yaml     the fully resolved recipe
     launch.json     entrypoint, env (secrets redacted), versions, git commit
-    status.json     {"run_id", "state", "job_id", "ray_address", "created", "updated", "message", ...}
-    job.json        written by the job itself (grpolab.jobs.job_entry): pid, host, and at its end the exit code
+    status.json     the run's record: {"run_id", "state", "created", "updated", "recipe", "endpoint", "job_id",
+                    "submitted", "started", "ended", "message", ...}; its fields and how a state is decided:
+                    grpolab.jobs.state
+    job.json        written by the job itself (grpolab.jobs.job_entry): pid, host, start, and at its end the exit code
     metrics.jsonl   verl's file-logger format, one line per step: {"step": N, "data": {...}}
     logs/           job.log (the Ray job's output), executed stage notebooks, ...
 States are Ray's job states: PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED; and LOST: the run's Ray head went away
 and the job left no record of its end.
+
+Reading is bounded and never blocks: a record that is not a regular file (a FIFO, a device) or is larger than a
+record can be is refused, and a record with ill-typed values (`created: "yesterday"`, 1e400, `state: [...]`) is a
+BadRecord that names why, so one bad run never hides the others (`scan_runs`). `locate` is the one way from a RUN
+reference (a run id, a run directory, a file inside a run, a bare metrics file) to its run, metrics file and kind.
 """
 
 from __future__ import annotations
@@ -17,15 +24,21 @@ import json
 import os
 import re
 import secrets
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grpolab.paths import runs_dir
 
 STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "LOST")
 TERMINAL_STATES = ("SUCCEEDED", "FAILED", "STOPPED", "LOST")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+RECORD_LIMIT = 4 << 20  # status.json and job.json hold a few KB (a 40-line log tail at most); never read more
+CONSOLE_SUFFIXES = {".log", ".txt", ".out", ".err"}  # a file named as RUN with these is read as verl console output
 
 
 class RunNotFound(LookupError):
@@ -34,6 +47,107 @@ class RunNotFound(LookupError):
 
 class NotARun(RunNotFound):
     """A directory without the project's own run record: nothing is written there."""
+
+
+class BadRecord(RunNotFound):
+    """The run's record (status.json) cannot be read or holds ill-typed values; the message says why."""
+
+
+class RunsFolderError(OSError):
+    """The runs folder ($GRPOLAB_RUNS) is not a folder that can hold runs."""
+
+
+# seconds since the epoch: finite, and in a range time.localtime() can show
+Stamp = Annotated[float, Field(ge=0, le=1e11)]
+
+
+class StatusRecord(BaseModel):
+    """The types of status.json's fields (validation only: views read the record as a dict). Unknown fields are
+    kept, so a record written by a newer grpolab still lists; a known field with an ill-typed value (or null where
+    the writer never writes null) makes the record a BadRecord."""
+
+    model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
+
+    run_id: str
+    state: Literal[STATES]
+    created: Optional[Stamp] = None
+    updated: Optional[Stamp] = None
+    submitted: Optional[Stamp] = None
+    started: Optional[Stamp] = None
+    ended: Optional[Stamp] = None
+    recipe: str = None  # type: ignore[assignment]  (absent until the submission records it; never null)
+    message: str = ""
+    note: Optional[str] = None
+    lost: Optional[str] = None
+    job_id: Optional[str] = None
+    finalized: bool = False
+    exit_code: Optional[int] = None
+    log_tail: list[str] = []
+    total_steps: Optional[int] = None
+    embedded: Optional[bool] = None
+    endpoint: Optional[dict] = None
+    ray_address: Optional[str] = None  # records before the endpoint was kept as a structure
+    submitter: Optional[dict] = None
+    stop_requested: Optional[Stamp] = None
+    wandb: Optional[dict] = None
+
+
+def _why(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:3]:
+        key = ".".join(str(p) for p in err["loc"]) or "the record"
+        value = json.dumps(err.get("input"), default=str, allow_nan=True)
+        parts.append(f"{key} = {value[:60]}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def read_json(path: Path, limit: int = RECORD_LIMIT) -> Any:
+    """A small JSON file, read without blocking: a FIFO, a device or a file over `limit` bytes is refused
+    (ValueError naming why); OSError when it cannot be opened."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = (
+                "a FIFO"
+                if stat.S_ISFIFO(info.st_mode)
+                else "a directory"
+                if stat.S_ISDIR(info.st_mode)
+                else "a special file"
+            )
+            raise ValueError(f"{Path(path).name} is {kind}, not a regular file")
+        if info.st_size > limit:
+            raise ValueError(f"{Path(path).name} holds {info.st_size} bytes, more than a record can ({limit})")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise ValueError(f"{Path(path).name} grew past {limit} bytes while it was read")
+    try:
+        return json.loads(b"".join(chunks).decode("utf-8"))
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(f"{Path(path).name} is not UTF-8 JSON: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{Path(path).name} is not JSON: {exc}") from None
+
+
+def check_record(data: Any, run_id: str) -> dict:
+    """A status.json document as a record of run `run_id`; BadRecord naming why it is not one."""
+    if not isinstance(data, dict):
+        raise BadRecord(f"status.json holds {type(data).__name__}, not a JSON object")
+    if data.get("run_id") != run_id:
+        raise BadRecord(f"status.json names run {str(data.get('run_id'))[:80]!r}, not {run_id!r}")
+    try:
+        StatusRecord.model_validate(data)
+    except ValidationError as exc:
+        raise BadRecord(_why(exc)) from None
+    return data
 
 
 @dataclass(frozen=True)
@@ -59,6 +173,10 @@ class Run:
         return self.path / "status.json"
 
     @property
+    def job_file(self) -> Path:
+        return self.path / "job.json"
+
+    @property
     def metrics_file(self) -> Path:
         return self.path / "metrics.jsonl"
 
@@ -70,13 +188,25 @@ class Run:
     def job_log(self) -> Path:
         return self.logs_dir / "job.log"
 
-    def status(self) -> dict:
-        """status.json as a dict ({} when the run has none yet, or it is unreadable)."""
+    def record(self) -> dict:
+        """status.json, checked (StatusRecord): BadRecord naming why when it is missing, unreadable or ill-typed."""
         try:
-            data = json.loads(self.status_file.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            data = read_json(self.status_file)
+        except FileNotFoundError:
+            raise BadRecord(f"{self.status_file} does not exist") from None
+        except (OSError, ValueError) as exc:
+            raise BadRecord(f"{self.status_file}: {getattr(exc, 'strerror', None) or exc}") from None
+        try:
+            return check_record(data, self.run_id)
+        except BadRecord as exc:
+            raise BadRecord(f"{self.status_file}: {exc}") from None
+
+    def status(self) -> dict:
+        """status.json as a dict ({} when the run has none yet, or it is unreadable or ill-typed)."""
+        try:
+            return self.record()
+        except BadRecord:
             return {}
-        return data if isinstance(data, dict) else {}
 
     @property
     def is_run(self) -> bool:
@@ -85,30 +215,35 @@ class Run:
 
     def write_status(self, **fields) -> dict:
         """Merge fields into status.json atomically (write a temp file, then rename). Refuses (NotARun) a
-        directory that is not a run: a path a user gave is never written to unless grpolab made it a run."""
+        directory that is not a run: a path a user gave is never written to unless grpolab made it a run.
+        OSError (a full disk, a read-only folder) leaves status.json as it was."""
         if not self.is_run:
             raise NotARun(
                 f"{self.path} is not a run directory (no status.json with run_id {self.run_id!r}); "
                 "nothing was written there"
             )
-        status = self.status()
+        try:  # merged into what is there, checked or not: a writer never drops fields it does not know
+            status = read_json(self.status_file)
+        except (OSError, ValueError):
+            status = {}
+        status = status if isinstance(status, dict) else {}
         status.update(fields)
         status.setdefault("run_id", self.run_id)
         status["updated"] = time.time()
-        _atomic_write(self.status_file, json.dumps(status, indent=2, sort_keys=True) + "\n")
+        atomic_write(self.status_file, json.dumps(status, indent=2, sort_keys=True) + "\n")
         return status
 
 
 def is_run_dir(path: Path) -> bool:
     """A run directory: it holds status.json, a JSON object whose run_id is the directory's name."""
     try:
-        data = json.loads((Path(path) / "status.json").read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
+        data = read_json(Path(path) / "status.json")
+    except (OSError, ValueError):
         return False
     return isinstance(data, dict) and data.get("run_id") == Path(path).name
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
     """Write a temp file beside path, then rename it: a reader never sees a torn file. When the disk is full or
     read-only, the temp file is removed and the OSError goes on (path keeps its old content)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -126,19 +261,27 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def check_owned(run: Run, info) -> None:
-    """Refuse to act on a Ray job that grpolab did not submit for this run: its metadata must name this run's
-    directory (grpolab.jobs.launch.submit sets `grpolab_run_dir`). `info` is the Jobs API's JobDetails/JobInfo."""
-    meta = getattr(info, "metadata", None) or {}
-    owner = meta.get("grpolab_run_dir") if isinstance(meta, dict) else None
-    if not owner or Path(owner).name != run.run_id:
-        from grpolab.jobs.cluster import ClusterError
-
-        job = getattr(info, "submission_id", None) or getattr(info, "job_id", None) or "?"
-        raise ClusterError(
-            f"job {job} is not one grpolab submitted for run {run.run_id} (its metadata names "
-            f"{owner or 'no grpolab run'}); not touching it"
-        )
+def read_tail(path: Path, lines: int, block: int = 1 << 16) -> list[str]:
+    """The last `lines` lines of a text file, read backwards from its end in blocks: a 300 MB log costs what its
+    last lines weigh, not its size. [] when it cannot be read."""
+    if lines <= 0:
+        return []
+    try:
+        with open(path, "rb") as fh:
+            end = fh.seek(0, os.SEEK_END)
+            data, pos = b"", end
+            while pos > 0 and data.count(b"\n") <= lines:
+                step = min(block, pos)
+                pos -= step
+                fh.seek(pos)
+                data = fh.read(step) + data
+    except OSError:
+        return []
+    text = data.decode("utf-8", errors="replace")
+    out = text.splitlines()
+    if pos > 0 and out:  # the first line read may be cut
+        out = out[1:]
+    return out[-lines:]
 
 
 def check_run_id(run_id: str) -> str:
@@ -157,9 +300,27 @@ def new_run_id(name: str) -> str:
     return f"{stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(3)}"
 
 
-def create_run(name: str, run_id: str | None = None, root: Path | None = None) -> Run:
-    """Make a new, empty run directory; never reuses an existing one."""
-    root = Path(root or runs_dir())
+def runs_root(root: Path | None = None) -> Path:
+    """The runs folder (root, else $GRPOLAB_RUNS, else <project>/runs); RunsFolderError when that path is a file
+    or something else that cannot hold runs."""
+    path = Path(root or runs_dir())
+    if path.exists() and not path.is_dir():
+        where = "$GRPOLAB_RUNS" if root is None and os.environ.get("GRPOLAB_RUNS") else "the runs folder"
+        raise RunsFolderError(
+            f"{where} is {path}, which is a file, not a folder; point GRPOLAB_RUNS at a folder (it is created "
+            "when missing)"
+        )
+    return path
+
+
+def run_path(run_id: str, root: Path | None = None) -> Path:
+    """Where run `run_id` lives (ValueError for an id that is not one plain folder name)."""
+    return runs_root(root) / check_run_id(run_id)
+
+
+def create_run(name: str, run_id: str | None = None, root: Path | None = None, **fields) -> Run:
+    """Make a new run directory with its record (state PENDING, `fields` added); never reuses an existing one."""
+    root = runs_root(root)
     root.mkdir(parents=True, exist_ok=True)
     if run_id is not None:
         check_run_id(run_id)
@@ -176,13 +337,8 @@ def create_run(name: str, run_id: str | None = None, root: Path | None = None) -
         try:
             run.logs_dir.mkdir()
             now = time.time()
-            _atomic_write(
-                run.status_file,
-                json.dumps(
-                    {"run_id": rid, "state": "PENDING", "created": now, "updated": now}, indent=2, sort_keys=True
-                )
-                + "\n",
-            )
+            record = {**fields, "run_id": rid, "state": "PENDING", "created": now, "updated": now}
+            atomic_write(run.status_file, json.dumps(record, indent=2, sort_keys=True) + "\n")
         except BaseException:  # a full or read-only disk: leave no half-made run behind
             import shutil
 
@@ -192,36 +348,106 @@ def create_run(name: str, run_id: str | None = None, root: Path | None = None) -
     raise RuntimeError(f"could not find a free run id under {root}")  # pragma: no cover
 
 
-def list_runs(root: Path | None = None) -> list[Run]:
-    """Every run under runs/, oldest first."""
-    root = Path(root or runs_dir())
+@dataclass(frozen=True)
+class Entry:
+    """One folder of runs/ that holds a status.json: its run and record, or why the record is unreadable."""
+
+    run: Run
+    record: dict | None
+    problem: str | None = None
+
+    @property
+    def created(self) -> float:
+        if self.record is not None and self.record.get("created") is not None:
+            return float(self.record["created"])
+        try:
+            return self.run.status_file.lstat().st_mtime
+        except OSError:
+            return 0.0
+
+
+def scan_runs(root: Path | None = None) -> list[Entry]:
+    """Every folder under runs/ with a status.json, oldest first; a bad record is an Entry with its problem."""
+    root = runs_root(root)
     if not root.is_dir():
         return []
-    runs = [Run(p) for p in root.iterdir() if p.is_dir() and is_run_dir(p)]
-    return sorted(runs, key=lambda r: (r.status().get("created", 0), r.run_id))
+    entries = []
+    for path in root.iterdir():
+        try:
+            if path.name.startswith(".") or not path.is_dir() or not os.path.lexists(path / "status.json"):
+                continue
+        except OSError:
+            continue
+        run = Run(path)
+        try:
+            entries.append(Entry(run, run.record()))
+        except BadRecord as exc:
+            entries.append(Entry(run, None, str(exc).removeprefix(f"{run.status_file}: ")))
+    return sorted(entries, key=lambda e: (e.created, e.run.run_id))
 
 
-def resolve_run(ref: str | os.PathLike, root: Path | None = None, metrics_file: bool = False) -> Run:
-    """RUN: a run id (under runs/), a run directory, or a file inside one (metrics.jsonl, logs/job.log).
+def list_runs(root: Path | None = None) -> list[Run]:
+    """Every run under runs/ with a readable record, oldest first."""
+    return [e.run for e in scan_runs(root) if e.record is not None]
 
-    A directory counts only when it holds the project's run record (status.json naming its run id): any other
-    directory is refused, so nothing is ever written there. With `metrics_file`, a metrics file outside any run
-    is accepted too (to be read only: the Run it returns refuses writes)."""
+
+@dataclass(frozen=True)
+class Target:
+    """What a RUN reference names: the run, and the metrics file to read with its kind ("jsonl" for verl's
+    file-logger format, "console" for verl's console lines).
+
+    `file` is None when RUN named the run itself: its metrics are metrics.jsonl, else (until that appears) the
+    console lines of logs/job.log (`run_metrics`). For a bare metrics file outside any run, `run` is its folder,
+    which is no run (`run.is_run` False): it is read, and nothing is ever written there."""
+
+    run: Run
+    file: Path | None = None
+
+    @property
+    def metrics(self) -> Path:
+        return self.file if self.file is not None else run_metrics(self.run)[0]
+
+    @property
+    def kind(self) -> str:
+        return file_kind(self.file) if self.file is not None else run_metrics(self.run)[1]
+
+
+def file_kind(path: Path) -> str:
+    return "console" if path.suffix.lower() in CONSOLE_SUFFIXES else "jsonl"
+
+
+def run_metrics(run: Run) -> tuple[Path, str]:
+    """A run's own metrics: metrics.jsonl when it has one (or no job log yet), else the console lines of its log."""
+    if run.metrics_file.exists() or not run.job_log.exists():
+        return run.metrics_file, "jsonl"
+    return run.job_log, "console"
+
+
+def locate(ref: str | os.PathLike | Run, root: Path | None = None, files: bool = True) -> Target:
+    """RUN -> its run, metrics file and kind: the one resolver every verb, monitor and notebook uses.
+
+    RUN is a Run, a run id (under runs/), a run directory, or a file: a file inside a run (metrics.jsonl,
+    logs/job.log) belongs to that run; with `files`, a metrics file outside any run is accepted too (to be read
+    only). A directory counts only when it holds the project's run record (status.json naming its run id): any
+    other directory is refused, so nothing is ever written there. RunNotFound (NotARun, BadRecord) says why not."""
+    if isinstance(ref, Run):
+        return Target(ref)
     text = str(ref)
-    root = Path(root or runs_dir())
     path = Path(text).expanduser()
     try:
         if path.is_file():
-            parent = path.resolve().parent
-            for candidate in (parent, parent.parent):  # metrics.jsonl, logs/job.log
+            file = path.resolve()
+            for candidate in (file.parent, file.parent.parent):  # metrics.jsonl, logs/job.log
                 if is_run_dir(candidate):
-                    return Run(candidate)
-            if metrics_file:
-                return Run(parent)
+                    return Target(Run(candidate), file)
+            if files:
+                return Target(Run(file.parent), file)
             raise NotARun(f"{text} is a file, not a run: pass a run id (see `grpolab runs`) or a run directory")
         if path.is_dir():
-            if is_run_dir(path.resolve()):
-                return Run(path.resolve())
+            run = Run(path.resolve())
+            if (run.path / "status.json").exists() or os.path.lexists(run.path / "status.json"):
+                run.record()  # BadRecord: the record is there but unreadable
+                return Target(run)
             raise NotARun(
                 f"{text} is not a run directory: it has no status.json naming run "
                 f"{path.resolve().name!r} (grpolab writes one for every run it starts); pass a run id "
@@ -229,8 +455,16 @@ def resolve_run(ref: str | os.PathLike, root: Path | None = None, metrics_file: 
             )
     except OSError as exc:  # a name too long, a permission refused on the way
         raise RunNotFound(f"no run {text!r}: {exc.strerror or exc}") from None
-    if _RUN_ID.match(text) and is_run_dir(root / text):
-        return Run(root / text)
+    root = runs_root(root)
+    if _RUN_ID.match(text) and os.path.lexists(root / text / "status.json"):
+        run = Run(root / text)
+        run.record()
+        return Target(run)
     known = [r.run_id for r in list_runs(root)]
     hint = f"; known runs: {', '.join(known[-5:])}" if known else f"; no runs under {root} yet"
     raise RunNotFound(f"no run {text!r}: not a run id under {root}, a run directory or a metrics file{hint}")
+
+
+def resolve_run(ref: str | os.PathLike | Run, root: Path | None = None, metrics_file: bool = False) -> Run:
+    """The run RUN names (see `locate`); with `metrics_file`, a bare metrics file's folder (read only)."""
+    return locate(ref, root, files=metrics_file).run

@@ -276,14 +276,14 @@ class Dashboard:
         self.stop_button.disabled = self.finished
 
     def _on_confirm(self, _button=None) -> None:
-        from grpolab.jobs import launch
+        from grpolab.jobs import control
 
         self.confirm_row.layout.display = "none"
         self.message = "stopping ..."
         if self.data:
             self._show_state()
         try:
-            launch.stop_run(self.monitor.run)
+            control.stop_run(self.monitor.run)
         except Exception as exc:
             self.stop_button.disabled = False
             self.message = f"stop failed: {exc}"

@@ -39,7 +39,7 @@ from itertools import compress
 from pathlib import Path
 
 from grpolab.jobs.job_entry import ANSI
-from grpolab.jobs.runs import Run, RunNotFound, resolve_run
+from grpolab.jobs.runs import Run, RunNotFound, locate, run_metrics
 from grpolab.recipe.files import NotARegularFile, open_regular, size_text
 from grpolab.recipe.files import kind as file_kind
 
@@ -48,7 +48,6 @@ try:  # orjson parses 5x faster than json when present (it comes with verl's ten
 except ImportError:  # pragma: no cover - depends on the environment
     _fast_loads = json.loads
 
-CONSOLE_SUFFIXES = {".log", ".txt", ".out", ".err"}
 _CHUNK_BYTES = 4 << 20  # read in 4 MiB blocks: bounded memory, and cache-friendly splitting
 _HEAD_BYTES = 256  # compared on every refresh to notice a file that was truncated and rewritten
 _MAX_PROBLEMS = 20  # keep the first few unreadable lines for the report, not all of a corrupt file
@@ -230,11 +229,7 @@ class MetricsView:
         path, kind = cls._pick(run)
         return cls(path, kind, run=run)
 
-    @staticmethod
-    def _pick(run: Run) -> tuple[Path, str]:
-        if run.metrics_file.exists() or not run.job_log.exists():
-            return run.metrics_file, "jsonl"
-        return run.job_log, "console"
+    _pick = staticmethod(run_metrics)  # metrics.jsonl, else logs/job.log's console lines (grpolab.jobs.runs)
 
     def refresh(self) -> int:
         """Read what was appended since the last refresh; returns the number of steps added or updated."""
@@ -546,13 +541,10 @@ def open_run(ref, root: Path | None = None) -> tuple[Run, MetricsView]:
         mode = None
     if mode is not None and file_kind(mode) not in ("a regular file", "a directory"):
         raise RunNotFound(f"{ref} is {file_kind(mode)}, not a run or a metrics file; nothing was read from it")
-    run = resolve_run(ref, root, metrics_file=True)  # a metrics file outside a run is read, never written to
-    if mode is not None and file_kind(mode) == "a regular file":
-        file = path.resolve()
-        if file.parent.name == "logs" and (file.parent.parent / "status.json").exists():
-            run = Run(file.parent.parent)  # runs/<id>/logs/job.log belongs to runs/<id>
-        kind = "console" if file.suffix.lower() in CONSOLE_SUFFIXES else "jsonl"
-        return run, MetricsView(file, kind, run=None)
+    target = locate(ref, root)  # the one resolver (grpolab.jobs.runs): a metrics file outside a run is read only
+    run = target.run
+    if target.file is not None:
+        return run, MetricsView(target.file, target.kind, run=None)
     if not any(p.exists() for p in (run.status_file, run.metrics_file, run.job_log, run.logs_dir)):
         raise RunNotFound(
             f"{run.path} is not a run directory: it has no status.json, metrics.jsonl or "

@@ -1,6 +1,9 @@
-"""A run's outcome in a few lines: state, where the run directory is, how reward and accuracy moved."""
+"""A run's outcome in a few lines: state, its times (from the run's record), where the run directory is, how reward
+and accuracy moved, and the cause of a failure."""
 
 from __future__ import annotations
+
+import time
 
 from grpolab.jobs.runs import Run
 
@@ -18,9 +21,29 @@ def figures(run: Run, view=None) -> dict:
     return first_and_last(view)
 
 
+def times_text(status: dict) -> str | None:
+    """`ran 2:42 (14:46:14 -> 14:48:56)`, or `running for 1:05 (since 14:46:14)`: from the run's record
+    (grpolab.jobs.state.elapsed_s), the same in every view; None before its job started."""
+    from grpolab.jobs.state import elapsed_s
+
+    seconds = elapsed_s(status)
+    if seconds is None:
+        return None
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    took = f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+    start = time.strftime("%H:%M:%S", time.localtime(status["started"]))
+    if status.get("ended") is not None:
+        return f"ran {took} ({start} -> {time.strftime('%H:%M:%S', time.localtime(status['ended']))})"
+    return f"running for {took} (since {start})"
+
+
 def describe_outcome(run: Run, status: dict, monitor=None) -> str:
     """`monitor`: the RunMonitor that followed the run (its view and its classified failure are used)."""
     lines = [f"run {run.run_id}: {status.get('state', 'UNKNOWN')}", f"run directory: {run.path}"]
+    took = times_text(status)
+    if took:
+        lines.insert(1, took)
     fig = figures(run, monitor.view if monitor is not None else None)
     from grpolab.monitor.figures import HEADLINE
 
@@ -30,6 +53,8 @@ def describe_outcome(run: Run, status: dict, monitor=None) -> str:
             lines.append(
                 f"{label:8} {f['first']:.3f} (step {f['first_step']}) -> {f['last']:.3f} (step {f['last_step']})"
             )
+    if status.get("message") and status.get("state") != "SUCCEEDED":  # Ray's or the submission's own words
+        lines.append(f"message: {status['message']}")
     from grpolab.monitor.summary import failure_of
 
     failure = monitor.failure if monitor is not None else failure_of(run, status)

@@ -244,8 +244,8 @@ def wait(
     reward, validation accuracy) at most one per `every_s` seconds. `view`: the MetricsView to follow with (a
     caller that goes on reading the run passes its own, so nothing is read twice); each poll reads only the
     bytes appended since the last one. Returns the status (see run_status)."""
-    from grpolab.jobs.launch import refresh_status
     from grpolab.jobs.runs import TERMINAL_STATES
+    from grpolab.jobs.state import refresh as refresh_status
 
     view = view if view is not None else MetricsView.for_run(run)
     start = time.time()

@@ -16,10 +16,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from grpolab.jobs.runs import Run
+from grpolab.problems import InputError
 from grpolab.recipe.dotted import flatten
+from grpolab.recipe.yamlio import read_yaml
 
 SECTIONS = ("recipe", "stack", "launch")
 # launch.json fields that differ between any two runs by construction (ids, clocks, this run's own paths)
@@ -38,11 +38,12 @@ class Difference:
 
 
 def _read_yaml(path) -> dict:
+    """A run's recipe.yaml through the one hardened reader; {} when it is missing or unreadable (a run without
+    a readable recipe differs in nothing we can show)."""
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
+        return read_yaml(path, "run's recipe")
+    except InputError:
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _read_json(path) -> dict:

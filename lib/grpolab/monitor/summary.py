@@ -7,8 +7,8 @@
 `RunMonitor` keeps its MetricsView between updates, so a live dashboard reads only new bytes each time;
 `summary` is a one-shot RunMonitor.
 
-The job's state comes from grpolab.jobs.launch.refresh_status(run) when the launch module provides it (it asks Ray
-and appends new logs to logs/job.log); otherwise, or when Ray cannot be reached, from status.json as it is.
+The job's state comes from grpolab.jobs.state.refresh(run), the one run-state function (the run's record, its
+job's own end record and Ray); when that fails, from status.json as it is.
 JSON output writes NaN/inf as the strings "nan"/"inf"/"-inf" (they are not JSON numbers).
 """
 
@@ -37,11 +37,11 @@ _LOG_TAIL_BYTES = 2 << 20  # failure causes sit at the end of a log; a big run's
 
 
 def _refresh_status(run: Run) -> tuple[dict, str | None]:
-    """Ask Ray through grpolab.jobs.launch when it can; fall back to status.json as it is."""
-    from grpolab.jobs import launch
+    """The one run-state function (grpolab.jobs.state); status.json as it is when that fails."""
+    from grpolab.jobs import state
 
     try:
-        return (launch.refresh_status(run) or run.status()), None
+        return (state.refresh(run) or run.status()), None
     except Exception as exc:  # Ray down or unreachable: the files on disk are still worth showing
         return run.status(), f"could not ask Ray for the job's state ({type(exc).__name__}: {exc}); showing status.json"
 
@@ -143,7 +143,7 @@ class RunMonitor:
         dashboard's quick refresh between two analyses)."""
         status = self.run.status()
         notes = []
-        if refresh and status.get("state") not in TERMINAL_STATES and status.get("job_id"):
+        if refresh and status.get("state") not in TERMINAL_STATES:
             status, note = _refresh_status(self.run)
             if note:
                 notes.append(note)

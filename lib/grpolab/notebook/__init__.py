@@ -15,7 +15,7 @@ A wrong input raises `NotebookStop`: Jupyter, papermill and nbval show its messa
 papermill exits non-zero. Output is meant to stay small: progress is printed sparsely (a line every 30 s while a
 run is followed), tables are HTML with a plain-text twin, pictures are PNG files (headless runs never need
 widgets; only `watch(..., live=True)` in JupyterLab imports ipywidgets). Secrets never reach an output: the
-recipe's env is shown through grpolab.jobs.launch.redact.
+recipe's env is shown through grpolab.recipe.secrets.redaction.
 
 How a misspelled parameter is caught: papermill writes the parameters it is given as plain assignments in a
 cell of their own (first line `# Parameters`, tagged `injected-parameters`) right after the `parameters` cell,

@@ -11,7 +11,7 @@ from grpolab.notebook.display import (
     PAPERMILL_NAMES,
     NotebookStop,
 )
-from grpolab.problems import closest
+from grpolab.problems import InputError, closest
 
 # ------------------------------------------------------------------------------------------------ parameters
 
@@ -71,9 +71,11 @@ def _yaml_list(text: str) -> list | None:
     """A YAML flow list (what `-y` would have parsed), its items as strings for a list of strings; None if not."""
     import yaml
 
+    from grpolab.recipe.yamlio import parse_yaml  # the one YAML reader
+
     try:
-        parsed = yaml.safe_load(text)
-    except yaml.YAMLError:
+        parsed = parse_yaml(text, "a list parameter")
+    except (yaml.YAMLError, InputError, RecursionError):
         return None
     if not isinstance(parsed, list):
         return None

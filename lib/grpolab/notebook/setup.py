@@ -27,14 +27,14 @@ STAGE_SECRETS_VAR = "GRPOLAB_STAGE_SECRET_OVERRIDES"
 
 
 def _mask_one(text: str, marked: Iterable[str] = ()) -> str:
-    from grpolab.jobs.secrets import redact_override
+    from grpolab.recipe.secrets import redact_override
 
     return redact_override(str(text), marked)
 
 
 def mask_overrides(overrides: Iterable[str], marked: Iterable[str] = ()) -> tuple[list[str], dict[str, str]]:
     """(overrides with secret values masked, {masked text: real text}) for the secret ones (by name or marked)."""
-    from grpolab.jobs.secrets import is_secret_override
+    from grpolab.recipe.secrets import is_secret_override
 
     marked = list(marked)
     masked, real = [], {}
@@ -192,23 +192,21 @@ def check_new_run_id(run_id: str | None) -> None:
 
 def show_recipe(recipe) -> None:
     """The fully resolved recipe as YAML, secrets redacted, with the files it was layered from."""
-    from grpolab.jobs.launch import redact
     from grpolab.recipe.loader import to_yaml
+    from grpolab.recipe.secrets import redaction
 
     if recipe is None:
         print("no resolved recipe: the recipe's own files do not fit the schema (the problems above)")
         return
-    show_text(to_yaml(recipe, env=redact(recipe.env, recipe.secrets)), title=f"resolved recipe {recipe.name}")
+    show_text(to_yaml(recipe, env=redaction(recipe).env(recipe.env)), title=f"resolved recipe {recipe.name}")
 
 
 def redacted_launch(recipe):
-    import dataclasses
-
-    from grpolab.jobs.launch import redact
+    from grpolab.recipe.secrets import redaction
     from grpolab.verl.render import render
 
     launch = render(recipe)
-    return dataclasses.replace(launch, env=redact(launch.env, recipe.secrets))
+    return redaction(recipe, env=launch.env).launch(launch)
 
 
 def show_launch(recipe) -> None:

@@ -96,9 +96,10 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
 
     try:
         if dry_run:
-            plan = launcher.plan(recipe, address=address)
+            plan = launcher.prepare(recipe, address=address)
             show_text(
-                json.dumps(plan.describe(), indent=2), title=f"dry run: what would be submitted to the {plan.endpoint}"
+                json.dumps(plan.describe(), indent=2),
+                title=f"dry run: what would be submitted to the {plan.endpoint.label}",
             )
             launch_ = redacted_launch(recipe)
             show_text(
@@ -130,9 +131,9 @@ def token_hint(run) -> str:
     """Where Ray's dashboard is and, for the embedded head, where its token is: the dashboard asks for it."""
     from grpolab.jobs import cluster
 
-    status = run.status()
-    address = status.get("ray_address") or ""
-    if not status.get("embedded"):
+    ep = cluster.Endpoint.from_record(run.status())  # where the run's record says its Ray is
+    address = (ep.dashboard or ep.gcs or "") if ep is not None else ""
+    if ep is None or not ep.embedded:
         return f"Ray's dashboard: {address} (it may ask for the cluster's token: `ray get-auth-token` on its head)"
     return (
         f"Ray's dashboard: {address}; it asks for the embedded head's token, which is in {cluster.token_file()} "
@@ -232,11 +233,12 @@ def verdict(run, status: dict | None = None, strict: bool = True) -> None:
     NotebookStop when the run FAILED or was LOST and `strict`. A STOPPED run was stopped on purpose: in
     JupyterLab it is said plainly, not as an error; headless (papermill) it still ends the notebook with an error
     when `strict`, so that a pipeline notices the run did not finish. Nothing for no run (a dry run)."""
+    from grpolab.jobs.state import refresh
     from grpolab.monitor.outcome import describe_outcome
 
     if run is None:
         return
-    status = status or run.status()
+    status = status or refresh(run)
     text = describe_outcome(run, status)
     state = status.get("state")
     if strict and (state in ("FAILED", "LOST") or (state == "STOPPED" and not in_jupyterlab())):
@@ -273,6 +275,7 @@ def watch(run, wait: bool = True, live: bool | None = None, interval: float = 5.
     """In JupyterLab (live None or True): show the live dashboard and return it (it refreshes itself).
     Headless: follow the run until it ends when `wait` (sparse lines), and return None."""
     from grpolab.jobs.runs import TERMINAL_STATES
+    from grpolab.jobs.state import refresh
 
     if interval <= 0:
         raise NotebookStop(f"interval must be a positive number of seconds, got {interval}")
@@ -280,7 +283,7 @@ def watch(run, wait: bool = True, live: bool | None = None, interval: float = 5.
         from grpolab.monitor.dashboard import live as dashboard
 
         return dashboard(run, interval=interval)
-    if wait and run.status().get("state") not in TERMINAL_STATES:
+    if wait and refresh(run).get("state") not in TERMINAL_STATES:
         follow(run)
     return None
 

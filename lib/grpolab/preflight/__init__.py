@@ -23,7 +23,7 @@ ok | warn | fail | skip; `skip` = the check does not apply here, and `detail` sa
 The driver's rows always show; when Ray cannot be reached the cluster rows fail and say why, and the per-node
 checks are skipped. Nothing here raises for a broken cluster: only an unusable recipe reference does
 (grpolab.problems.InputError: no such recipe, unreadable YAML, a malformed override). No row carries a
-secret's value (grpolab.jobs.secrets): the nodes redact their own, and the report is redacted once more here
+secret's value (grpolab.recipe.secrets): the nodes redact their own, and the report is redacted once more here
 with the recipe's and the overrides' secret values.
 """
 
@@ -125,13 +125,8 @@ def _cluster(report: PreflightReport, recipe: Recipe, address, say, timeout_s, t
 def _redacted(report: PreflightReport, recipe: Recipe | None, overrides: list[str]) -> PreflightReport:
     """The report with every secret value the driver knows replaced in every row: the recipe's secret env
     values, and the values of secret `--set env.NAME=...` overrides (a recipe that did not load has no env)."""
-    from grpolab.jobs.secrets import is_secret_override, recipe_secrets, redact_text
+    from grpolab.recipe.secrets import redaction  # the one redaction (recipe, --set, values)
 
-    marked, values = recipe_secrets(recipe) if recipe is not None else ([], [])
-    values += [o.partition("=")[2] for o in overrides if is_secret_override(o, marked)]
-    if values:
-        report.rows = [
-            Row(r.check, r.node, r.status, redact_text(r.detail, values), redact_text(r.fix, values))
-            for r in report.rows
-        ]
+    hide = redaction(recipe, overrides=overrides)
+    report.rows = [Row(r.check, r.node, r.status, hide.text(r.detail), hide.text(r.fix)) for r in report.rows]
     return report

@@ -29,6 +29,7 @@ from grpolab.problems import InputError, Problem, RecipeError, closest
 from grpolab.recipe import schema_errors
 from grpolab.recipe.dotted import dotted_keys, set_dotted
 from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.secrets import redact_override, redaction
 from grpolab.recipe.yamlio import parse_yaml, read_yaml, rel_path
 
 LOADER_KEYS = ("defaults", "per_device")  # directives the loader consumes; not recipe data
@@ -222,6 +223,10 @@ def merge_layers(ref: str | Path, overrides: Iterable[str] = ()) -> tuple[dict, 
         for text, (key, value) in zip(overrides, parsed):  # the command line still wins over the device block
             _blame_override(merged, key, f"{CLI} {text}", origins)
             _set_override(merged, key, value)
+    marked = _marked(merged)
+    for key, origin in origins.items():  # a secret `--set` is quoted redacted wherever its origin is named
+        if origin.startswith(f"{CLI} "):
+            origins[key] = f"{CLI} {redact_override(origin[len(CLI) + 1 :], marked)}"
     return merged, origins, [rel_path(p) for p, _ in chain], path.stem
 
 
@@ -268,8 +273,17 @@ def load_recipe(ref: str | Path, overrides: Iterable[str] = ()) -> Recipe:
     try:
         recipe = Recipe.model_validate(merged)
     except ValidationError as exc:
-        raise RecipeError(schema_problems(exc, origins, files), files[-1]) from None
-    return recipe.set_origin(name, files, origins, repeated_overrides(overrides))
+        hide = redaction(overrides=overrides, marked=_marked(merged))
+        raise RecipeError(hide.problems(schema_problems(exc, origins, files)), files[-1]) from None
+    repeated = repeated_overrides(overrides)
+    if repeated:  # they quote the overrides: a secret one shows redacted
+        repeated = redaction(recipe, overrides=overrides).problems(repeated)
+    return recipe.set_origin(name, files, origins, repeated)
+
+
+def _marked(merged: dict) -> list[str]:
+    names = merged.get("secrets")
+    return [str(n) for n in names] if isinstance(names, list) else []
 
 
 def repeated_overrides(overrides: Iterable[str]) -> list[Problem]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StringConstraints
 
 from grpolab.recipe.monitor_schema import Monitor
 
@@ -20,6 +20,45 @@ Scalar = Union[bool, int, float, str, None]
 
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"  # what a shell can export (the renderer's bash script needs it)
 EnvName = Annotated[str, StringConstraints(pattern=ENV_NAME)]
+# An env value written exactly `${NAME}` is a reference: the value is read from the launching shell's environment
+# when the launch is rendered (or, where that shell lacks it, by Ray from each node's environment, as runtime_env
+# env_vars are), so a secret never sits in a recipe file (`grpolab import` writes secrets this way).
+ENV_REF = r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$"
+MODULE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"  # a dotted Python module name
+# What the installed verl (0.9.1) accepts, spelled as verl spells it: tracking backends (verl.utils.tracking),
+# advantage estimators (core_algos.AdvantageEstimator), KL estimators (core_algos.kl_penalty: each also with a `+`
+# suffix, the straight-through gradient)
+Logger = Literal[
+    "console", "file", "wandb", "mlflow", "swanlab", "tensorboard", "clearml", "trackio", "vemlp_wandb", "rl_insight"
+]
+AdvEstimator = Literal[
+    "grpo",
+    "gae",
+    "reinforce_plus_plus",
+    "reinforce_plus_plus_baseline",
+    "remax",
+    "rloo",
+    "grpo_passk",
+    "opo",
+    "gpg",
+    "rloo_vectorized",
+    "grpo_vectorized",
+    "optimal_token_baseline",
+    "tir_optimal_token_baseline",
+    "gdpo",
+]
+_KL = ("kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "full")
+KlType = Literal[_KL + tuple(k + "+" for k in _KL)]  # type: ignore[valid-type]
+
+
+def _list_of_one(value: Any) -> Any:
+    """verl takes one logger name as well as a list of them: a name is a list of one."""
+    return [value] if isinstance(value, str) else value
+
+
+def _null_is_one(value: Any) -> Any:
+    """verl takes null for a size that is off (virtual pipeline stages): null is 1."""
+    return 1 if value is None else value
 
 
 class Strict(BaseModel):
@@ -35,6 +74,14 @@ class Cluster(Strict):
     devices_per_node: int = Field(gt=0, description="accelerators per node (A3: 16 dies, A2: 8)")
     device: Device = Field(description="npu, cuda or cpu")
     device_memory_gb: float = Field(gt=0, description="memory of one device in GB")
+    ray_address: Optional[str] = Field(
+        description="the Ray cluster the launch is submitted to (`ray job submit --address`); null = RAY_ADDRESS or "
+        "the embedded local head"
+    )
+    runtime_env: dict[str, Any] = Field(
+        description="Ray runtime env of the job besides `env` (working_dir, pip, py_modules, ...: what "
+        "`ray job submit --runtime-env-json/--working-dir` passes)"
+    )
     # constants of the cost model (grpolab.recipe.cost); sources and fits in each params/hardware/ file
     peak_bf16_tflops: float = Field(gt=0, description="dense bf16 peak of one device, TFLOP/s")
     hbm_gbps: float = Field(gt=0, description="device memory bandwidth, GB/s")
@@ -69,10 +116,13 @@ class Train(Strict):
     cp: int = Field(gt=0, description="context parallel size")
     ep: int = Field(gt=0, description="expert parallel size")
     etp: int = Field(gt=0, description="expert tensor parallel size")
-    vpp: int = Field(gt=0, description="virtual pipeline stages per PP rank (1 = off)")
+    vpp: Annotated[int, BeforeValidator(_null_is_one)] = Field(
+        gt=0, description="virtual pipeline stages per PP rank (1 or null = off)"
+    )
     pp_layout: Optional[str] = Field(description="Megatron pipeline layout, e.g. 'Et*10|t*12|...|t*4L'")
     sp: bool = Field(description="Megatron sequence parallel (verl's default: on; takes effect only when tp > 1)")
     ulysses_sp: int = Field(gt=0, description="FSDP Ulysses sequence-parallel group size (1 = off)")
+    fsdp_strategy: Literal["fsdp", "fsdp2"] = Field(description="FSDP version (verl's actor.strategy): fsdp or fsdp2")
     param_offload: bool
     ref_param_offload: Optional[bool] = Field(
         description="offload the reference model's parameters; null = as param_offload"
@@ -115,7 +165,7 @@ class ValKwargs(Strict):
 
 
 class Rollout(Strict):
-    engine: Literal["vllm", "sglang", "hf"]
+    engine: Literal["vllm", "sglang", "trtllm", "hf"]
     tp: int = Field(gt=0)
     dp: int = Field(gt=0)
     ep: int = Field(gt=0)
@@ -169,7 +219,7 @@ class Data(Strict):
 
 
 class Algorithm(Strict):
-    adv_estimator: Literal["grpo", "gae", "reinforce_plus_plus", "rloo", "grpo_passk", "opo", "gpg"]
+    adv_estimator: AdvEstimator
     ppo_mini_batch_size: int = Field(gt=0, description="prompts per optimizer step")
     micro_batch_size_per_device: int = Field(gt=0)
     lr: float = Field(gt=0)
@@ -178,13 +228,15 @@ class Algorithm(Strict):
     grad_clip: float = Field(gt=0, description="gradient-norm clipping threshold")
     use_kl_loss: bool
     kl_loss_coef: float = Field(ge=0)
-    kl_loss_type: Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "full"]
+    kl_loss_type: KlType
     use_kl_in_reward: bool
     entropy_coeff: float
     clip_ratio_low: float = Field(ge=0)
     clip_ratio_high: float = Field(ge=0)
     clip_ratio_c: float = Field(gt=1)
-    loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
+    loss_agg_mode: Literal[
+        "token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"
+    ]
 
 
 class Trainer(Strict):
@@ -202,12 +254,16 @@ class Trainer(Strict):
     test_freq: int = Field(ge=-1)
     val_before_train: bool
     ckpt_dir: Optional[str]
-    logger: list[Literal["console", "file", "wandb", "mlflow", "swanlab", "tensorboard", "clearml", "trackio"]]
+    logger: Annotated[list[Logger], BeforeValidator(_list_of_one)] = Field(description="a name or a list of names")
     resume_mode: Literal["auto", "disable", "resume_path"]
     balance_batch: bool
     seed: int
     timeout_s: int = Field(gt=0, description="NCCL/HCCL collective timeout")
-    # checkpoint retention (grpolab.jobs.checkpoints)
+    entrypoint: Annotated[str, StringConstraints(pattern=MODULE)] = Field(
+        description="the Python module verl runs as (`python3 -m ...`): verl.trainer.main_ppo, or a recipe's own "
+        "entry point such as recipe.dapo.main_dapo"
+    )
+    # checkpoint retention (grpolab.jobs.retention)
     keep_ckpts: Optional[int] = Field(gt=0, description="keep the newest N checkpoints; null = all")
     keep_best_metric: Optional[str] = Field(
         description="also keep the checkpoint with the best value of this validation metric; null = off"
@@ -241,7 +297,9 @@ class Recipe(Strict):
     data: Data
     algorithm: Algorithm
     trainer: Trainer
-    env: dict[EnvName, str] = Field(description="exported on every node, nothing implicit")
+    env: dict[EnvName, str] = Field(
+        description="exported on every node, nothing implicit; a value `${NAME}` is read from the launching shell"
+    )
     secrets: list[EnvName] = Field(description="env names whose values are secret (besides names that look secret)")
     stack: dict[str, str] = Field(description="package -> version or commit pins that preflight compares")
     verl_overrides: dict[str, Scalar | list | dict] = Field(description="raw verl Hydra overrides")

@@ -10,6 +10,7 @@ import math
 from grpolab.rules.checks import Checks
 from grpolab.rules.maths import divisors, listed, multiples_near, nearest, train_dp
 from grpolab.rules.view import ROLL, override, verl_engine
+from grpolab.verl.fieldmap import verl_key
 
 AGENT_WORKERS = 8  # verl 0.9.1 rollout.agent.num_workers default
 
@@ -131,7 +132,7 @@ def dynamic_batch(c: Checks) -> None:
     """With dynamic batching the token budget per device (x cp / x Ulysses) must hold the longest sample."""
     r, f = c.r, c.f
     t, d = r.train, r.data
-    if not verl_engine(r) or not override(r, "actor_rollout_ref.actor.use_dynamic_bsz", t.dynamic_bsz):
+    if not verl_engine(r) or not override(r, verl_key("train.dynamic_bsz"), t.dynamic_bsz):
         return
     factor = t.cp if t.engine == "megatron" else t.ulysses_sp
     longest = d.max_prompt_length + d.max_response_length

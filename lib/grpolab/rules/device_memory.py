@@ -7,7 +7,8 @@ from __future__ import annotations
 from grpolab.recipe import memory as memory_model
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules.checks import Checks
-from grpolab.rules.view import ROLL, override, verl_engine
+from grpolab.rules.view import override, verl_engine
+from grpolab.verl.fieldmap import verl_key
 
 MIB = 1 << 20
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -54,9 +55,7 @@ def weight_bucket(c: Checks) -> None:
     r, f = c.r, c.f
     if f is None or not verl_engine(r):
         return
-    bucket = override(
-        r, f"{ROLL}.checkpoint_engine.update_weights_bucket_megabytes", r.rollout.update_weights_bucket_mb
-    )
+    bucket = override(r, verl_key("rollout.update_weights_bucket_mb"), r.rollout.update_weights_bucket_mb)
     if not isinstance(bucket, int) or isinstance(bucket, bool):
         return
     size, what = largest_tensor_mib(r, f)

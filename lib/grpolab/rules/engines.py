@@ -6,7 +6,8 @@ agrees with the rollout's routing replay (learned from the field).
 from __future__ import annotations
 
 from grpolab.rules.checks import Checks
-from grpolab.rules.view import ROLL, override, verl_engine
+from grpolab.rules.view import override, verl_engine
+from grpolab.verl.fieldmap import verl_key
 
 
 def engines(c: Checks) -> None:
@@ -110,7 +111,7 @@ def router_replay(c: Checks) -> None:
     if not verl_engine(r):
         return
     mode = r.train.router_replay
-    rr = bool(override(r, f"{ROLL}.enable_rollout_routing_replay", r.rollout.routing_replay))
+    rr = bool(override(r, verl_key("rollout.routing_replay"), r.rollout.routing_replay))
     if mode == "R2" and rr:
         c.add(
             "router-replay",

@@ -14,6 +14,7 @@ from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules.checks import Checks
 from grpolab.rules.registry import Severity
 from grpolab.rules.view import override, pinned_version, verl_engine
+from grpolab.verl.fieldmap import verl_key
 
 BIG_MODEL_B = 32
 BIG_WORLD = 64
@@ -194,7 +195,7 @@ def startup_timeout(c: Checks) -> None:
     if not big_launch(r, f):
         return
     scale = f"{f.name} ({f.params_b:g}B) on {r.world_size} devices"
-    timeout = override(r, "actor_rollout_ref.nccl_timeout", r.trainer.timeout_s)
+    timeout = override(r, verl_key("trainer.timeout_s"), r.trainer.timeout_s)
     if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout < MIN_TIMEOUT_S:
         c.add(
             "startup-timeout",

@@ -11,15 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grpolab.problems import Problem, RecipeError
 from grpolab.recipe.loader import load_recipe
 from grpolab.recipe.schema import Recipe
 
+if TYPE_CHECKING:
+    from grpolab.verl.render import Launch
+
 
 def shadowing(recipe: Recipe) -> list[Problem]:
-    """`verl_overrides` keys that would silently replace what a first-class field renders."""
-    from grpolab.verl.render import field_of, first_class_keys
+    """`verl_overrides` keys that would silently replace what a first-class field renders (or that verl reads for the
+    same setting: an alias in grpolab.verl.fieldmap)."""
+    from grpolab.verl.fieldmap import match
+    from grpolab.verl.render import first_class_keys
 
     if recipe.train.engine == "trl" or not recipe.verl_overrides:
         return []
@@ -28,9 +34,11 @@ def shadowing(recipe: Recipe) -> list[Problem]:
     problems = []
     for key, value in recipe.verl_overrides.items():
         bare = key.lstrip("+")
-        if bare not in bare_rendered:
+        found = match(bare, recipe.train.engine, recipe.rollout.engine)
+        if bare not in bare_rendered and not (found and found.alias):
             continue
-        field = field_of(bare) or "its first-class field"
+        field = found.owner if found else "its first-class field"
+        shown = rendered.get(found.alias.target if found and found.alias else bare, rendered.get("+" + bare))
         problems.append(
             Problem(
                 "override-shadows",
@@ -38,7 +46,7 @@ def shadowing(recipe: Recipe) -> list[Problem]:
                 f"verl_overrides.{key}",
                 value,
                 f"{recipe.origin('verl_overrides.' + key)}: verl_overrides sets {bare!r}, which the recipe already "
-                f"renders from {field} (= {rendered.get(bare, rendered.get('+' + bare))!r}); the rules check {field}, "
+                f"renders from {field} (= {shown!r}); the rules check {field}, "
                 "Hydra would take the override unchecked",
                 f"set {field} instead and remove verl_overrides.{key}",
             )
@@ -46,29 +54,30 @@ def shadowing(recipe: Recipe) -> list[Problem]:
     return problems
 
 
-def verl_problems(recipe: Recipe, run_compose: bool = True) -> tuple[list[Problem], bool]:
-    """(problems, whether the installed verl can offload gradients) for a verl recipe: unknown keys in
-    verl_overrides, keys the installed verl lacks, and the rendered launch composed with Hydra."""
+def verl_problems(recipe: Recipe, run_compose: bool = True, run_dir: str | None = None):
+    """(problems, whether the installed verl can offload gradients, the launch rendered for run_dir or None) for a
+    verl recipe: unknown keys in verl_overrides, keys the installed verl lacks, and the rendered launch composed
+    with Hydra."""
     from grpolab.recipe.dotted import has_dotted
     from grpolab.verl.config import base_config, compose, static_problems, verl_version
+    from grpolab.verl.fieldmap import verl_key
     from grpolab.verl.render import render
 
     config = base_config(recipe.train.engine)
     if config is None:
-        return [
-            Problem(
-                "verl-schema",
-                "warning",
-                "stack.verl",
-                recipe.stack.get("verl"),
-                "verl is not installed here: the rendered overrides were not checked against its config",
-                "pip install verl (see README) to check before launch",
-            )
-        ], True
-    grad_ok = has_dotted(config, "actor_rollout_ref.actor.megatron.grad_offload")
+        missing = Problem(
+            "verl-schema",
+            "warning",
+            "stack.verl",
+            recipe.stack.get("verl"),
+            "verl is not installed here: the rendered overrides were not checked against its config",
+            "pip install verl (see README) to check before launch",
+        )
+        return [missing], True, None
+    grad_ok = has_dotted(config, verl_key("train.grad_offload"))
     # the renderer applies verl_overrides last and unchanged, so they are the user's own keys to check
     problems = static_problems(recipe, config, dict(recipe.verl_overrides))
-    launch = render(recipe)
+    launch = render(recipe, run_dir)
     problems += launch.notes
     if run_compose and not any(p.severity == "error" for p in problems):
         message = compose(launch.overrides)
@@ -83,19 +92,33 @@ def verl_problems(recipe: Recipe, run_compose: bool = True) -> tuple[list[Proble
                     "fix the key Hydra names (see `grpolab render` for the overrides)",
                 )
             )
-    return problems, grad_ok
+    return problems, grad_ok, launch
 
 
 def gate(recipe: Recipe, *, verl: bool = True) -> list[Problem]:
     """Every problem that decides whether `recipe` may launch; any error blocks it. Collects, never raises."""
+    return _gate(recipe, verl, None)[0]
+
+
+def gated_launch(recipe: Recipe, run_dir: str | None = None) -> tuple[list[Problem], Launch]:
+    """gate()'s problems and the launch it rendered for `run_dir`: what grpolab.jobs.launch submits (rendered once)."""
+    problems, launch = _gate(recipe, True, run_dir)
+    if launch is None:  # train.engine trl, or no verl installed: nothing was rendered on the way
+        from grpolab.verl.render import render
+
+        launch = render(recipe, run_dir)
+    return problems, launch
+
+
+def _gate(recipe: Recipe, verl: bool, run_dir: str | None) -> tuple[list[Problem], Launch | None]:
     from grpolab.rules.validate import validate
 
     problems: list[Problem] = []
-    grad_ok = True
+    grad_ok, launch = True, None
     if verl and recipe.train.engine != "trl":
-        found, grad_ok = verl_problems(recipe)
+        found, grad_ok, launch = verl_problems(recipe, run_dir=run_dir)
         problems += found
-    return validate(recipe, grad_ok) + shadowing(recipe) + problems
+    return validate(recipe, grad_ok) + shadowing(recipe) + problems, launch
 
 
 def check(ref: str | Path, overrides: Iterable[str] = (), verl: bool = True) -> tuple[Recipe | None, list[Problem]]:

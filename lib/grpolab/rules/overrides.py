@@ -11,6 +11,7 @@ from importlib import resources
 from grpolab.problems import closest
 from grpolab.rules.checks import Checks
 from grpolab.rules.view import ROLL, flat_overrides, verl_engine
+from grpolab.verl.fieldmap import field_of
 
 
 @lru_cache(maxsize=1)
@@ -60,17 +61,18 @@ def unknown_keys(c: Checks) -> None:
             )
 
 
-# deprecated verl key -> its replacement; `rendered` = grpolab always renders the replacement itself
+# deprecated verl key -> its replacement (verl's `_per_gpu` twin); `rendered` = grpolab always renders the replacement
+# itself (the field map has it)
 DEPRECATED = {
-    "actor_rollout_ref.actor.ppo_micro_batch_size": ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", True),
-    "actor_rollout_ref.ref.log_prob_micro_batch_size": (
-        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
-        True,
-    ),
-    f"{ROLL}.log_prob_micro_batch_size": (f"{ROLL}.log_prob_micro_batch_size_per_gpu", True),
-    "critic.ppo_micro_batch_size": ("critic.ppo_micro_batch_size_per_gpu", False),
-    "critic.forward_micro_batch_size": ("critic.forward_micro_batch_size_per_gpu", False),
-    "reward_model.micro_batch_size": ("reward_model.micro_batch_size_per_gpu", False),
+    old: (old + "_per_gpu", field_of(old + "_per_gpu") is not None)
+    for old in (
+        "actor_rollout_ref.actor.ppo_micro_batch_size",
+        "actor_rollout_ref.ref.log_prob_micro_batch_size",
+        f"{ROLL}.log_prob_micro_batch_size",
+        "critic.ppo_micro_batch_size",
+        "critic.forward_micro_batch_size",
+        "reward_model.micro_batch_size",
+    )
 }
 
 

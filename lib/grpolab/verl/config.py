@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -98,6 +99,56 @@ def _type_problem(default: Any, value: Any) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1)
+def _declared() -> dict[str, tuple[list[str], dict[str, str]]]:
+    """verl's config dataclasses read from their source (never imported): {class: (bases, {field: annotation})}."""
+    import ast
+
+    folder = config_dir()
+    found: dict[str, tuple[list[str], dict[str, str]]] = {}
+    if folder is None:
+        return found
+    package = folder.parent.parent
+    for sub in ("trainer/config", "workers/config", "utils/profiler"):
+        for path in sorted((package / sub).rglob("*.py")):
+            for node in ast.parse(path.read_text()).body:
+                if isinstance(node, ast.ClassDef):
+                    fields = {
+                        item.target.id: ast.unparse(item.annotation)
+                        for item in node.body
+                        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                    }
+                    found[node.name] = ([ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases], fields)
+    return found
+
+
+def _field_annotation(name: str | None, field: str) -> str | None:
+    seen: set[str] = set()
+    while name and name not in seen:
+        seen.add(name)
+        bases, fields = _declared().get(name, ([], {}))
+        if field in fields:
+            return fields[field]
+        name = next((b for b in bases if b in _declared()), None)
+    return None
+
+
+def _takes_text(config: dict, key: str) -> bool:
+    """Does verl's dataclass behind this key declare it as text (str, Any)? Walks `_target_` classes and the
+    dataclass-typed fields nested in them."""
+    node: Any = config
+    cls: str | None = None
+    annotation: str | None = None
+    for part in key.split("."):
+        if isinstance(node, dict) and isinstance(node.get("_target_"), str):
+            cls = node["_target_"].rsplit(".", 1)[-1]
+        annotation = _field_annotation(cls, part)
+        node = node.get(part) if isinstance(node, dict) else None
+        names = re.findall(r"[A-Za-z_]\w*", annotation or "")
+        cls = next((n for n in names if n in _declared()), None)
+    return bool(annotation) and bool(re.search(r"\b(str|Any)\b", annotation))
+
+
 def static_problems(recipe: Recipe, config: dict, keys: dict[str, Any]) -> list[Problem]:
     problems = []
     version = verl_version()
@@ -128,6 +179,8 @@ def static_problems(recipe: Recipe, config: dict, keys: dict[str, Any]) -> list[
             )
             continue
         expected = _type_problem(default, value) if default is not None else None
+        if expected and isinstance(value, str) and _takes_text(config, key):
+            expected = None  # verl's dataclass declares text as well (rollout_is_threshold: str | float, "0.5_4.0")
         if expected:
             problems.append(
                 Problem(
@@ -234,7 +287,15 @@ def _plain(value: Any) -> Any:
 
 
 def effective(overrides: list[str], config_name: str = "ppo_trainer") -> dict[str, Any]:
-    """The config verl would run with: composed and interpolations resolved, flattened to dotted keys."""
+    """The config verl would run with: composed and interpolations resolved, flattened to dotted keys. Composing
+    takes Hydra ~0.5 s: a launch composed before in this process is not composed again."""
+    import copy
+
+    return copy.deepcopy(_effective(tuple(overrides), config_name))
+
+
+@lru_cache(maxsize=32)
+def _effective(overrides: tuple[str, ...], config_name: str) -> dict[str, Any]:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -303,3 +364,73 @@ def deprecation(key: str) -> str | None:
     if instead and key.endswith(instead.group(1)):  # the replacement itself (fsdp_config.ulysses_...)
         return None
     return note
+
+
+# ---------------------------------------------------------------------------------------------- the same launch
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal as verl reads them: numbers as numbers (2 == 2.0 == '2.0'), lists and dicts item by item."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    x, y = _number(a), _number(b)
+    if x is not None and y is not None and not (isinstance(a, str) and isinstance(b, str)):
+        return x == y
+    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
+
+
+def differences(
+    upstream: dict[str, Any], argv: list[str], engine: str, skip: Iterable[str] = ()
+) -> dict[str, tuple[Any, Any]]:
+    """{key: (upstream, render)} where a launch (`argv`, composed here) differs from an already composed one
+    (`upstream`, see `effective`), both with verl's run-time aliases applied (grpolab.verl.fieldmap.normalise), over
+    the keys a worker reads. Left aside: keys the run owns (output paths, the logger, the seed of the data order, the
+    device verl detects), the Ray runtime env's variables (the recipe's env carries them), keys this launch does not
+    read (`unread`) and `skip`."""
+    from grpolab.verl import fieldmap
+
+    name, overrides = split_argv(argv)
+    ours = fieldmap.normalise(effective(overrides, name), engine)
+    theirs = fieldmap.normalise(upstream, engine)
+    owned = set(fieldmap.run_owned()) | set(skip) | unread(theirs)
+    return {
+        k: (theirs.get(k), ours.get(k))
+        for k in sorted(set(theirs) | set(ours))
+        if k not in owned and not k.startswith(fieldmap.RAY_ENV + ".") and not same(theirs.get(k), ours.get(k))
+    }
+
+
+def unread(config: dict[str, Any]) -> set[str]:
+    """Keys a composed launch sets that no worker reads: micro-batch sizes under dynamic batching, the in-reward KL
+    controller without KL in the reward, the reference model's settings without a reference policy (no KL loss, no
+    KL in the reward: verl builds no reference worker)."""
+    from grpolab.verl.fieldmap import REF, verl_key, verl_keys_of
+
+    keys: set[str] = set()
+    actor_micro, ref_micro, rollout_micro = verl_keys_of("algorithm.micro_batch_size_per_device") + verl_keys_of(
+        "rollout.log_prob_micro_batch_size_per_device"
+    )
+    if config.get(verl_key("train.dynamic_bsz")):
+        keys |= {actor_micro, rollout_micro}
+    if config.get(f"{REF}.log_prob_use_dynamic_bsz"):
+        keys.add(ref_micro)
+    if not config.get(verl_key("algorithm.use_kl_in_reward")):
+        keys |= {k for k in config if k.startswith("algorithm.kl_ctrl.")}
+        if not config.get(verl_key("algorithm.use_kl_loss")):
+            keys |= {k for k in config if k.startswith(REF + ".")}
+    return keys

@@ -11,7 +11,7 @@ node name. The checks, one module per purpose:
     limits    HCCL port ranges, open-file limit
 
 What a worker imports to run them: the standard library, grpolab.recipe.stack and grpolab.recipe.files,
-grpolab.jobs.secrets (redaction) and the report's statuses; pydantic only when a model card is compared, and
+grpolab.recipe.secrets (redaction) and the report's statuses; pydantic only when a model card is compared, and
 torch, torch_npu and pyarrow only inside a check, guarded (the device probes run in a child process with a
 timeout). No row carries a secret's value: the job env's secrets are redacted from every row before it leaves
 the node.

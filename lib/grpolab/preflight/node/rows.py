@@ -3,8 +3,8 @@ the statuses of grpolab.preflight.report; and the secrets no row may show."""
 
 from __future__ import annotations
 
-from grpolab.jobs.secrets import REDACTED, is_secret, redact_text, secret_values
 from grpolab.preflight.report import FAIL, OK, SKIP, WARN
+from grpolab.recipe.secrets import REDACTED, is_secret, redact_text, secret_values
 
 __all__ = ["FAIL", "OK", "SKIP", "WARN", "row", "shown", "redact_rows"]
 

@@ -1,0 +1,208 @@
+"""Secrets: which env values are secret, and the one redaction every message, table, JSON document and written
+file goes through.
+
+A value is secret when its env NAME looks like one (a name part such as KEY, TOKEN, PASS, PW, SECRET, AUTH,
+ACCESS, ...: `HF_TOKEN`, `MY_PW`, `DBPASS`, `HF_HUB_ACCESS`) or when the recipe lists the name under
+`secrets:`. However a secret arrived (a recipe file, `--set env.NAME=...` or `--set env={...}`, the node's
+environment passed through to a job), it is hidden the same three ways:
+- by name: an env mapping keeps the name and shows REDACTED as the value (`redact_env`);
+- by override: a `--set` text that sets a secret shows `env.NAME=***redacted***` (`redact_override`; a whole
+  `env=...` override is hidden whole, since its values cannot be told apart before it is parsed);
+- by value: free text (a log line, a command, a message) has every secret value of 4 characters or more
+  replaced (`redact_text`).
+`Redaction` bundles the three for one recipe (or one env) and applies them to text, env mappings, problems,
+JSON documents and a rendered launch; `redaction(recipe)` makes it.
+
+The recipe layer holds it (the loader's own messages need it); the job's secret-file hand-off is in
+grpolab.jobs.secrets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from grpolab.problems import Problem
+
+REDACTED = "***redacted***"
+# Words that make a name secret, matched as whole name parts (split at _ - . and case changes) or, for the
+# longer words, anywhere in the name (DBPASS, APIKEY). Short words (PW, PAT, DSN) only as whole parts, so that
+# e.g. `PATH` or `NPW_LAYERS` stay plain. Erring on the side of secret is fine: a redacted plain value costs little.
+_WORDS = (
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "PASS",
+    "SECRET",
+    "TOKEN",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "AUTH",
+    "ACCESS",
+    "PRIVATE",
+    "COOKIE",
+    "SESSION",
+    "APIKEY",
+    "KEY",
+    "CERT",
+    "SIGNATURE",
+    "SALT",
+)
+_PARTS = ("PW", "PWD", "PAT", "DSN", "JWT")
+SECRET = re.compile("|".join(_WORDS), re.IGNORECASE)
+_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])")
+# names that contain a word above but are known not to hold secrets (a path, a mode, a switch)
+_PLAIN = {
+    "WANDB_MODE",
+    "WANDB_BASE_URL",
+    "WANDB_ENTITY",
+    "WANDB_DIR",
+    "WANDB_PROJECT",
+    "PASSTHROUGH",
+    "KEYBOARD",
+    "MONKEY",
+    "TURKEY",
+}
+MIN_VALUE_LEN = 4  # shorter values are not replaced in free text: "1" or "on" would blank out half a log
+
+
+def is_secret(name: str, marked: Iterable[str] = ()) -> bool:
+    """True when the env name looks like it holds a secret, or the recipe marks it under `secrets:`."""
+    if name in set(marked):
+        return True
+    upper = name.upper()
+    if upper in _PLAIN:
+        return False
+    parts = [p.upper() for p in _SPLIT.split(name) if p]
+    if any(p in _PARTS for p in parts):
+        return True
+    return bool(SECRET.search(upper))
+
+
+def secret_names(env: Mapping[str, str], marked: Iterable[str] = ()) -> list[str]:
+    marked = list(marked)
+    return [k for k in env if is_secret(str(k), marked)]
+
+
+def secret_values(env: Mapping[str, str], marked: Iterable[str] = ()) -> list[str]:
+    """The values of the secret entries of env (the ones long enough to be found in free text)."""
+    return [str(env[k]) for k in secret_names(env, marked) if len(str(env[k])) >= MIN_VALUE_LEN]
+
+
+def redact_env(env: Mapping[str, str], marked: Iterable[str] = ()) -> dict[str, str]:
+    """The env with every secret value replaced by REDACTED (names kept, so a reader sees it was set)."""
+    marked = list(marked)
+    return {k: (REDACTED if is_secret(str(k), marked) else v) for k, v in env.items()}
+
+
+def redact_text(text: str, values: Iterable[str]) -> str:
+    """text with every occurrence of a secret value replaced by REDACTED (longest first)."""
+    for value in sorted({v for v in values if v and len(v) >= MIN_VALUE_LEN}, key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    return text
+
+
+def _override_key(text: str) -> tuple[str, bool]:
+    key, sep, _ = str(text).partition("=")
+    return key.strip(), bool(sep)
+
+
+def is_secret_override(text: str, marked: Iterable[str] = ()) -> bool:
+    """True for a `--set` that sets a secret: `env.NAME=...` with NAME secret, or a whole `env=...`."""
+    key, has_value = _override_key(text)
+    return has_value and (key == "env" or (key.startswith("env.") and is_secret(key[4:], marked)))
+
+
+def redact_override(text: str, marked: Iterable[str] = ()) -> str:
+    """`env.NAME=value` with the value redacted when NAME is secret; `env=...` redacted whole; else unchanged."""
+    if is_secret_override(text, marked):
+        return f"{str(text).partition('=')[0]}={REDACTED}"
+    return str(text)
+
+
+def redact_value(key: str, value: Any, marked: Iterable[str] = ()) -> Any:
+    """The value at a dotted recipe key as it may be shown: `env.NAME` (NAME secret) and a non-mapping `env`
+    hidden, an `env` mapping redacted by name."""
+    if key == "env":
+        return redact_env(value, marked) if isinstance(value, Mapping) else (None if value is None else REDACTED)
+    if key.startswith("env.") and is_secret(key[4:], marked) and value is not None:
+        return REDACTED
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Redaction:
+    """What to hide for one recipe (or env): the names it marks secret, the secret values, the secret `--set`
+    texts. Apply it to whatever is about to be shown or written."""
+
+    marked: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
+
+    def text(self, text: str) -> str:
+        """Free text with secret `--set` texts shown redacted and secret values replaced."""
+        text = str(text)
+        for override in sorted(self.overrides, key=len, reverse=True):
+            text = text.replace(override, redact_override(override, self.marked))
+        return redact_text(text, self.values)
+
+    def env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """An env mapping: secret names keep their name with REDACTED as the value; other values have secret
+        values replaced (a plain variable that copies a token)."""
+        return {k: (v if v == REDACTED else self.text(v)) for k, v in redact_env(env, self.marked).items()}
+
+    def problem(self, problem: Problem) -> Problem:
+        """A problem as it may be shown: its value by its key, its message and fix as text."""
+        value = redact_value(problem.key, problem.value, self.marked)
+        if isinstance(value, str):
+            value = self.text(value)
+        return dataclasses.replace(
+            problem, value=self.data(value), message=self.text(problem.message), fix=self.text(problem.fix)
+        )
+
+    def problems(self, problems: Iterable[Problem]) -> list[Problem]:
+        return [self.problem(p) for p in problems]
+
+    def data(self, doc: Any) -> Any:
+        """A JSON-able document: strings as text, mapping entries whose key is a secret env name hidden."""
+        if isinstance(doc, str):
+            return self.text(doc)
+        if isinstance(doc, Mapping):
+            return {
+                k: (
+                    REDACTED
+                    if isinstance(k, str) and is_secret(k, self.marked) and isinstance(v, str)
+                    else self.data(v)
+                )
+                for k, v in doc.items()
+            }
+        if isinstance(doc, (list, tuple)):
+            return [self.data(v) for v in doc]
+        return doc
+
+    def launch(self, launch):
+        """A rendered launch (grpolab.verl.render.Launch) with its env and overrides redacted: what `render`,
+        `run --dry-run`, the launch record and the notebooks show (a value read from the launching shell shows
+        as its reference `${NAME}`)."""
+        env = launch.shown_env() if hasattr(launch, "shown_env") else launch.env
+        return dataclasses.replace(
+            launch,
+            env=self.env(env),
+            overrides=[self.text(o) for o in launch.overrides],
+            notes=self.problems(launch.notes),
+        )
+
+
+def redaction(recipe=None, env: Mapping[str, str] | None = None, overrides: Iterable[str] = (), marked=()) -> Redaction:
+    """The redaction for a recipe (its `secrets:` and env) and/or an env (a job's, with values from the node's
+    environment), plus the `--set` texts that were given (secret ones are hidden even when too short to find by
+    value, or when the recipe did not load)."""
+    names = list(marked) + list(getattr(recipe, "secrets", None) or [])
+    values = secret_values(recipe.env, names) if recipe is not None else []
+    if env is not None:
+        values += secret_values(env, names)
+    texts = [str(o) for o in overrides if is_secret_override(str(o), names)]
+    values += [t.partition("=")[2] for t in texts if len(t.partition("=")[2]) >= MIN_VALUE_LEN]
+    return Redaction(tuple(dict.fromkeys(names)), tuple(dict.fromkeys(values)), tuple(dict.fromkeys(texts)))

@@ -1,0 +1,224 @@
+"""Runs as the first process of fresh namespaces (grpolab.verl.sandbox starts it with util-linux `unshare`): builds
+a root where every file outside one scratch folder is copy-on-write, then runs the command in it.
+
+Every mount of the machine is covered by an overlay whose upper layer is a tmpfs that vanishes with the namespace
+(a mount an overlay cannot cover is bound read-only instead), so the command may write anywhere and nothing outside
+the scratch folder changes. /dev is a tmpfs with null, zero, full, random, urandom and tty only; /proc is the new
+pid namespace's, read-only; /sys is read-only. The old root is detached (pivot_root), capabilities that reach
+beyond files are dropped (no mount, no device nodes, no chroot escape) and no_new_privs is set, so nothing run
+inside can undo this. Pure standard library: it runs before anything else, with `python -I`.
+
+argv: CONFIG.json with `scratch` (the folder that stays shared and writable), `argv`, `env`, `cwd`.
+Exit 125 with a message on stderr when the root cannot be built.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import platform
+import sys
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "riscv64": 41, "loongarch64": 41, "ppc64le": 203, "s390x": 217}
+KEEP_CAPS = {0, 1, 2, 3, 4}  # chown, dac_override, dac_read_search, fowner, fsetid: files only
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+SPECIAL = ("/proc", "/sys", "/dev")  # rebuilt, never covered
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _call(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = [None if x is None else x.encode() for x in (source, target, fstype, data)]
+    _call(libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]), f"mount {target}")
+
+
+def _unescape(text: str) -> str:
+    """mountinfo writes space, tab, newline and backslash as octal escapes."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "\\" and text[i + 1 : i + 4].isdigit():
+            out.append(chr(int(text[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def mount_points(scratch: str) -> list[str]:
+    """Every mount point to cover (not /proc, /sys, /dev, which are rebuilt, nor the scratch folder's own)."""
+    seen: dict[str, None] = {}
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            point = _unescape(line.split()[4])
+            if not any(point == p or point.startswith(p.rstrip("/") + "/") for p in (*SPECIAL, scratch)):
+                seen[point] = None
+    return list(seen)
+
+
+def _locked_flags(path: str) -> int:
+    """nosuid/nodev/noexec of a mount: a read-only remount inside a user namespace must keep them."""
+    st = os.statvfs(path)
+    return (
+        (st.f_flag & os.ST_NOSUID and MS_NOSUID)
+        | (st.f_flag & os.ST_NODEV and MS_NODEV)
+        | (st.f_flag & os.ST_NOEXEC and MS_NOEXEC)
+    )
+
+
+def bind_read_only(source: str, target: str) -> None:
+    mount(source, target, None, MS_BIND)
+    mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | _locked_flags(source))
+
+
+def _escape(path: str) -> str:
+    return path.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
+
+
+class Root:
+    """The new root: a tmpfs on which each directory of the machine is an overlay (writes land in `cow`)."""
+
+    def __init__(self, root: str, cow: str, points: list[str]) -> None:
+        self.root, self.cow, self.points, self.count = root, cow, points, 0
+
+    def _below(self, path: str) -> bool:
+        prefix = path.rstrip("/") + "/"
+        return any(p.startswith(prefix) for p in self.points)
+
+    def overlay(self, source: str, target: str) -> None:
+        """Copy-on-write over one directory with no mount below it (an overlay may not hide mounts)."""
+        self.count += 1
+        upper, work = f"{self.cow}/u{self.count}", f"{self.cow}/w{self.count}"
+        os.mkdir(upper)
+        os.mkdir(work)
+        options = f"lowerdir={_escape(source)},upperdir={upper},workdir={work}"
+        for extra in ("", ",userxattr"):  # inside a user namespace overlay keeps its marks in user.* xattrs
+            try:
+                mount("overlay", target, "overlay", 0, options + extra)
+                return
+            except OSError:
+                continue
+        bind_read_only(source, target)  # a file system overlay cannot cover: read-only, still untouched
+
+    def cover(self, source: str, target: str) -> None:
+        """Make `target` show `source`, every change to it landing in the cow tmpfs."""
+        if not self._below(source):
+            self.overlay(source, target)
+            return
+        for name in sorted(os.listdir(source)):  # mounts below: rebuild this level on the tmpfs, cover each entry
+            src, dst = os.path.join(source, name), os.path.join(target, name)
+            if src in SPECIAL:
+                os.mkdir(dst)
+            elif os.path.islink(src):
+                os.symlink(os.readlink(src), dst)
+            elif os.path.isdir(src):
+                os.mkdir(dst)
+                os.chmod(dst, os.stat(src).st_mode & 0o7777)
+                self.cover(src, dst)
+            else:
+                open(dst, "w").close()
+                try:
+                    bind_read_only(src, dst)
+                except OSError:
+                    os.unlink(dst)  # a socket or a file we may not bind: left out
+        os.chmod(target, os.stat(source).st_mode & 0o7777)
+
+
+def build_dev(root: str) -> None:
+    dev = f"{root}/dev"
+    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755")
+    for name in DEVICES:
+        if os.path.exists(f"/dev/{name}"):
+            open(f"{dev}/{name}", "w").close()
+            mount(f"/dev/{name}", f"{dev}/{name}", None, MS_BIND)
+    for name, to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1")):
+        os.symlink(to, f"{dev}/{name}")
+    os.symlink("/proc/self/fd/2", f"{dev}/stderr")
+    os.mkdir(f"{dev}/shm")
+    mount("tmpfs", f"{dev}/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+    os.mkdir(f"{dev}/pts")
+
+
+def drop_privileges() -> None:
+    """Only file capabilities stay (and none come back on exec); no new privileges ever."""
+    for cap in range(64):
+        if cap not in KEEP_CAPS:
+            libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP; EINVAL past the last cap is fine
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    header, data = Header(0x20080522, 0), (Data * 2)()
+    _call(libc.capget(ctypes.byref(header), data), "capget")
+    keep = sum(1 << c for c in KEEP_CAPS)  # all below 32: the first word
+    for word in range(2):
+        data[word].effective &= keep if word == 0 else 0
+        data[word].permitted &= keep if word == 0 else 0
+        data[word].inheritable = 0
+    _call(libc.capset(ctypes.byref(header), data), "capset")
+    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    _call(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")  # PR_SET_NO_NEW_PRIVS
+
+
+def build(config: dict) -> None:
+    scratch = config["scratch"]
+    root, cow = f"{scratch}/.root", f"{scratch}/.cow"
+    points = mount_points(scratch)
+    mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here propagates back to the machine
+    for folder in (root, cow):
+        os.makedirs(folder, exist_ok=True)
+        mount("tmpfs", folder, "tmpfs", 0, "mode=0755")  # the new root and the overlays' upper layers
+    Root(root, cow, points).cover("/", root)
+    try:
+        mount("proc", f"{root}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY)
+    except OSError:
+        pass  # a container that masks parts of /proc: left empty
+    build_dev(root)
+    try:
+        bind_read_only("/sys", f"{root}/sys")
+    except OSError:
+        pass  # left empty: nothing a launch script needs
+    os.makedirs(root + scratch, exist_ok=True)
+    mount(scratch, root + scratch, None, MS_BIND)  # the shared scratch folder stays the real, writable one
+    old = f"{root}/.grpolab-old-root"
+    os.mkdir(old)
+    number = PIVOT_ROOT.get(platform.machine())
+    if number is None:
+        raise OSError(f"pivot_root: unknown machine {platform.machine()}")
+    _call(libc.syscall(number, root.encode(), old.encode()), "pivot_root")
+    os.chdir("/")
+    _call(libc.umount2(b"/.grpolab-old-root", MNT_DETACH), "detach the old root")
+    os.rmdir("/.grpolab-old-root")
+    drop_privileges()
+
+
+def main() -> None:
+    with open(sys.argv[1]) as fh:
+        config = json.load(fh)
+    try:
+        build(config)
+    except OSError as exc:
+        print(f"grpolab sandbox: cannot isolate: {exc}", file=sys.stderr)
+        sys.exit(125)
+    try:
+        os.chdir(config["cwd"])
+    except OSError:
+        os.chdir("/")
+    os.execve(config["argv"][0], config["argv"], config["env"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""`grpolab import` never touches the user's files: the script runs isolated by the operating system.
+
+A hostile-but-realistic script truncates a log by redirection, deletes, moves, copies over, tees and dd's files at
+absolute paths and in $HOME, and tries the network; after the import every file outside the importer's scratch
+folder is byte for byte and time for time what it was, the launch line behind the redirection is still recorded,
+and `--out -` writes nothing. Where the machine cannot isolate (no util-linux `unshare`, no namespaces allowed),
+import refuses with a clear message unless --trusted says the script is trusted. Both ways of isolating (a mount
+namespace as root, a user namespace otherwise) are exercised where this machine allows them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grpolab.verl import sandbox
+
+ROOT = Path(__file__).resolve().parents[1]
+ISOLATION = sandbox.available()
+needs_isolation = pytest.mark.skipif(ISOLATION is not None, reason=f"this machine cannot isolate: {ISOLATION}")
+
+
+def _tree(folder: Path) -> dict[str, tuple]:
+    """Every file and folder under `folder`: content (files), mode and modification time."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        st = path.lstat()
+        found[str(path.relative_to(folder))] = (
+            path.read_bytes() if path.is_file() else None,
+            st.st_mode,
+            st.st_mtime_ns,
+        )
+    return found
+
+
+def _victims(tmp_path: Path) -> tuple[Path, Path, Path]:
+    abs_dir, home, cwd = tmp_path / "abs", tmp_path / "home", tmp_path / "cwd"
+    for folder in (abs_dir, home, cwd):
+        folder.mkdir()
+    for folder in (abs_dir, home):
+        for name in ("keep.txt", "train.log", "mv.txt", "cp.txt", "tee.txt", "dd.txt"):
+            (folder / name).write_text(f"{name} as it was\n")
+    (home / ".bashrc").write_text("# the user's\n")
+    return abs_dir, home, cwd
+
+
+HOSTILE = """#!/bin/bash
+set -euo pipefail
+for D in {abs} "$HOME"; do
+  echo overwritten > "$D/keep.txt"
+  /bin/rm -f "$D/keep.txt"
+  rm -rf "$D/mv.txt.bak"
+  /bin/mv "$D/mv.txt" "$D/moved.txt"
+  /bin/cp /etc/hostname "$D/cp.txt"
+  echo teed | /usr/bin/tee "$D/tee.txt" >/dev/null
+  echo teed | tee -a "$D/tee.txt" >/dev/null
+  /bin/dd if=/dev/zero of="$D/dd.txt" bs=1k count=4 2>/dev/null
+  dd if=/dev/zero of="$D/dd_new.txt" bs=1 count=3 2>/dev/null
+  touch "$D/new.txt"
+done
+: > "$HOME/.bashrc"
+echo made-in-cwd > made.txt
+if {python} -c 'import socket; socket.create_connection(("1.1.1.1", 53), 3)' 2>/dev/null; then NET=yes; else NET=no; fi
+python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-8B +net=$NET > {abs}/train.log 2>&1
+"""
+
+
+@needs_isolation
+def test_nothing_outside_scratch_changes(cli, tmp_path):
+    abs_dir, home, cwd = _victims(tmp_path)
+    script = tmp_path / "hostile.sh"
+    script.write_text(HOSTILE.format(abs=abs_dir, python=sys.executable))
+    recipes = sorted((ROOT / "params" / "recipes").iterdir())
+    before = {d: _tree(d) for d in (abs_dir, home, cwd)}
+    env = {"HOME": str(home), "GRPOLAB_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("grpolab")), "import", str(script), "--out", "-"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**os.environ, **env},
+    )
+    assert proc.returncode in (0, 1), proc.stderr  # the launch behind `> train.log` was still recorded
+    assert "path: Qwen/Qwen3-8B" in proc.stdout and "net: 'no'" in proc.stdout  # no network inside
+    assert {d: _tree(d) for d in (abs_dir, home, cwd)} == before
+    assert sorted((ROOT / "params" / "recipes").iterdir()) == recipes  # --out - writes nothing
+
+
+@needs_isolation
+@pytest.mark.parametrize("user_namespace", [False, True], ids=["mount-namespace", "user-namespace"])
+def test_both_ways_of_isolating_keep_files_and_share_only_scratch(tmp_path, user_namespace):
+    if not user_namespace and os.geteuid() != 0:
+        pytest.skip("a plain mount namespace needs root")
+    abs_dir, home, _ = _victims(tmp_path)
+    before = _tree(abs_dir)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    command = (
+        f"/bin/rm -f {abs_dir}/keep.txt; echo x > {abs_dir}/train.log; echo shared > {scratch}/out; "
+        "cat /proc/self/status | grep CapBnd; mount -t tmpfs none /mnt 2>/dev/null && echo MOUNTED; ls /dev"
+    )
+    try:
+        proc = sandbox.run(["/bin/bash", "-c", command], {"PATH": "/usr/bin:/bin"}, scratch, "/", 60, user_namespace)
+    except RuntimeError as exc:
+        pytest.skip(f"not allowed here: {exc}")
+    assert proc.returncode == 0, proc.stderr
+    assert _tree(abs_dir) == before and (scratch / "out").read_text() == "shared\n"
+    assert "MOUNTED" not in proc.stdout and "CapBnd:\t000000000000001f" in proc.stdout  # file capabilities only
+    assert set(proc.stdout.split("\n", 1)[1].split()) <= {
+        "fd",
+        "full",
+        "null",
+        "pts",
+        "random",
+        "shm",
+        "stderr",
+        "stdin",
+        "stdout",
+        "tty",
+        "urandom",
+        "zero",
+    }
+
+
+def test_without_isolation_import_refuses_unless_trusted(cli, tmp_path):
+    abs_dir, home, cwd = _victims(tmp_path)
+    script = tmp_path / "run.sh"
+    script.write_text(
+        f"#!/bin/bash\nrm -f {abs_dir}/keep.txt\n"
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-8B\n"
+    )
+    before = _tree(abs_dir)
+    no_unshare = {"GRPOLAB_UNSHARE": str(tmp_path / "no-unshare-here")}
+    proc = cli("import", str(script), "--out", "-", env=no_unshare)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "refusing to run the script: this machine cannot isolate it" in proc.stderr and "--trusted" in proc.stderr
+    proc = cli("import", str(script), "--out", "-", "--trusted", env=no_unshare)
+    assert proc.returncode in (0, 1) and "path: Qwen/Qwen3-8B" in proc.stdout, proc.stderr
+    assert _tree(abs_dir) == before  # trusted still turns rm, cp, mv, ... into no-ops
