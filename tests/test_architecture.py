@@ -148,3 +148,17 @@ def test_no_module_reaches_for_another_modules_private_names():
     """What another module uses is public (named without a leading underscore); private names stay at home."""
     reaches = {name: private_reaches(name) for name in MODULES}
     assert {k: v for k, v in reaches.items() if v} == {}
+
+
+MAX_MODULE_LINES = 600  # a room of one purpose; a longer module is doing two things (issue 20)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_every_module_is_one_room_with_its_purpose_written_down(name):
+    """Every module in lib/ says what it is for in its docstring and stays under MAX_MODULE_LINES lines."""
+    path = MODULES[name]
+    text = path.read_text()
+    doc = ast.get_docstring(ast.parse(text))
+    assert doc and len(doc.split()) >= 4, f"{name}: a module docstring names its one purpose"
+    lines = text.count("\n") + 1
+    assert lines <= MAX_MODULE_LINES, f"{name}: {lines} lines; split it by purpose (at most {MAX_MODULE_LINES})"

@@ -65,7 +65,14 @@ def test_readme_preflight_command_against_a_running_cluster(command, ray_head, t
         assert not report["failed"] and report["nodes"] and report["address"]
     else:
         assert "passed" in proc.stdout.splitlines()[-1]
-        ray_row = {"status": "ok", "detail": next(line for line in proc.stdout.splitlines() if " ray " in line)}
+        lines = proc.stdout.splitlines()
+        at = next(i for i, line in enumerate(lines) if " ray " in line)
+        wrapped = [lines[at]]  # the table wraps a long detail onto indented lines below its row
+        for line in lines[at + 1 :]:
+            if not line.startswith(" ") or not line.strip():
+                break
+            wrapped.append(line.strip())
+        ray_row = {"status": "ok", "detail": " ".join(wrapped)}
     assert ray_row["status"] == "ok" and "reachable" in ray_row["detail"]
 
 
