@@ -251,17 +251,19 @@ def test_megatron_resume_golden_and_layout_change(tmp_path, _isolated_runs):
             plan_resume(run)
 
 
-def test_cli_refusals_exit_1_and_submit_nothing(cli, tmp_path, _isolated_runs):
-    from grpolab.jobs import cluster
+def test_cli_refusals_exit_1_and_submit_nothing(cli, tmp_path, _isolated_runs, no_head):
+    import socket
 
     run, _ = parent_run(_isolated_runs, "qwen3_8b", ["trainer.save_freq=-1"])
     before = sorted(p.name for p in _isolated_runs.iterdir())
-    out = cli("resume", run.run_id)
+    out = cli("resume", run.run_id, env=no_head)  # a user with no head running
     assert out.returncode == 1, out.stderr
     assert "no checkpoint" in out.stderr and "nothing was submitted" in out.stderr and "grpolab run" in out.stderr
     assert sorted(p.name for p in _isolated_runs.iterdir()) == before
-    assert not cluster.head_alive(timeout=0.5)  # nothing was started either
-    assert cli("resume", "no-such-run").returncode == 2
+    with socket.socket() as sock:  # nothing was started either: that user's head is still not listening
+        sock.settimeout(0.5)
+        assert sock.connect_ex(("127.0.0.1", int(no_head["GRPOLAB_DASHBOARD_PORT"]))) != 0
+    assert cli("resume", "no-such-run", env=no_head).returncode == 2
 
 
 # -------------------------------------------------------------------------------------- checkpoints, retention
