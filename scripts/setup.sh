@@ -21,6 +21,12 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
   rm -f .venv/.grpolab-setup-* && touch "$stamp"
 fi
+# a plain `.venv/bin/jupyter lab` saves the notebooks' widget state too (as `grpolab lab` does): a notebook saved
+# mid-run reopens with its controls, not "model not found"
+overrides=.venv/share/jupyter/lab/settings/overrides.json
+if [ ! -f "$overrides" ] || ! grep -q saveState "$overrides"; then
+  .venv/bin/python -m grpolab.cli.lab .venv/share/jupyter/lab/settings
+fi
 if [ "${1:-}" = "--tools" ] && ! command -v shellcheck >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing shellcheck (Debian package)"

@@ -52,10 +52,30 @@ def prepare(folder: Path) -> tuple[list[str], list[str]]:
             continue
         shutil.copyfile(template, target)
         copied.append(template.name)
-    settings = folder / SETTINGS_DIR
-    settings.mkdir(exist_ok=True)
-    (settings / "overrides.json").write_text(json.dumps(SETTINGS, indent=2) + "\n")
+    write_overrides(folder / SETTINGS_DIR)
     return copied, kept
+
+
+def write_overrides(settings: Path) -> Path:
+    """JupyterLab's overrides.json in `settings` with SETTINGS merged into what is there (a user's own overrides
+    stay). scripts/setup.sh writes it into the environment's own app settings too, so that a plain `jupyter lab`
+    from this environment also saves widget state."""
+    settings.mkdir(parents=True, exist_ok=True)
+    path = settings / "overrides.json"
+    try:
+        current = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError):
+        current = {}
+    if not isinstance(current, dict):
+        current = {}
+    for plugin, values in SETTINGS.items():
+        current[plugin] = {**(current.get(plugin) if isinstance(current.get(plugin), dict) else {}), **values}
+    path.write_text(json.dumps(current, indent=2) + "\n")
+    return path
+
+
+if __name__ == "__main__":  # scripts/setup.sh: python -m grpolab.cli.lab APP_SETTINGS_DIR
+    print(f"setup: JupyterLab saves widget state ({write_overrides(Path(sys.argv[1]))})")
 
 
 def command(folder: Path, port: int, browser: bool, extra: list[str] = ()) -> list[str]:
