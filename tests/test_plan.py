@@ -139,6 +139,17 @@ def test_bad_input_exits_2_or_names_the_key(args):
         assert "cluster.nnodes" in proc.stderr and "internal error" not in proc.stderr
 
 
+def test_the_plan_notebook_stops_on_a_cluster_beyond_the_guard_with_the_planners_message():
+    """05_plan (notebook.plan_layouts) with `nodes = 10**14`: a NotebookStop naming the key, as `grpolab plan`
+    says it (exit 2 above), never the planner's InputError as a traceback."""
+    from grpolab.notebook import NotebookStop, plan_layouts
+
+    with pytest.raises(NotebookStop) as stopped:
+        plan_layouts("qwen3_8b", 10**14)
+    assert str(stopped.value).startswith("cluster.nnodes: 100000000000000 nodes x 8 devices")
+    assert "--nodes" in str(stopped.value)
+
+
 def test_without_a_model_card_plan_says_how_to_add_one():
     """A recipe whose model nobody has a card for: `grpolab plan` cannot screen or price a layout, and says what
     `grpolab check` says (the card is missing, how to add one), as an error no layout fixes: exit 1."""
