@@ -8,9 +8,18 @@ local HTTP server that answers the Jobs API's version check, and Ray's JobSubmis
 that records the job instead of submitting it (nothing starts, no Ray head, no job). A first run imports every
 module (an import executes module bodies, which is not the recipe's way); the second is measured with
 sys.setprofile: the innermost grpolab module on the stack after every call and return, consecutive repeats
-merged. Two counts: the recipe's way (only frames that hold the recipe or the launch rendered from it: where the
-data goes) and every call (helpers such as the dotted-key walk included). Each is the number of modules passed
-and of returns to a module already left.
+merged.
+
+The recipe's way holds only frames that hold the recipe or the launch rendered from it (where the data goes); a
+lookup helper (HELPERS: the dotted-key walk reads one value for its caller, as attribute access would) is its
+caller's step, not a step of its own. On that way, the figures issue 20 means:
+- modules passed (and the folders, which are the layers, they sit in);
+- returns: the way comes back to a module it had left, having left that module's folder in between. A dispatcher
+  calling its parts (rules.validate calling each rule family in turn, rules.view between them) stays in its
+  folder: not a return. The recipe re-validated, re-rendered, its card re-read are;
+- layer returns: the way as a sequence of folders, coming back to a folder it had left.
+Printed beside them, as first measured: every return to any module already left (dispatchers and helpers included)
+on the recipe's way, and over every call.
 """
 
 from __future__ import annotations
@@ -62,25 +71,31 @@ def _holds_recipe(frame, carriers: tuple[type, ...]) -> bool:
     return any(isinstance(value, carriers) for value in local.values())
 
 
-def _module(frame, carriers: tuple[type, ...]) -> str | None:
+# Lookup helpers: they read a value out of the recipe for their caller (get_dotted(recipe, "rollout.n")), as attribute
+# access does; on the recipe's way they are their caller's step.
+HELPERS = ("grpolab.recipe.dotted",)
+
+
+def _module(frame, carriers: tuple[type, ...], helpers: tuple[str, ...] = ()) -> str | None:
     """The innermost grpolab module on the stack, from `frame` outwards, whose frame holds the recipe (or what
-    is made of it: its launch, its submission); with no carriers, the innermost grpolab module."""
+    is made of it: its launch, its submission) and is not a lookup helper's; with no carriers, the innermost
+    grpolab module."""
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
-        if name.startswith("grpolab") and (not carriers or _holds_recipe(frame, carriers)):
+        if name.startswith("grpolab") and name not in helpers and (not carriers or _holds_recipe(frame, carriers)):
             return name
         frame = frame.f_back
     return None
 
 
-def trace(fn, carriers: tuple[type, ...] = ()) -> list[str]:
+def trace(fn, carriers: tuple[type, ...] = (), helpers: tuple[str, ...] = ()) -> list[str]:
     """The sequence of grpolab modules `fn()` passes through (consecutive repeats merged)."""
     path: list[str] = []
 
     def profile(frame, event, _arg):
         if event not in ("call", "return"):
             return
-        where = _module(frame if event == "call" else frame.f_back, carriers)
+        where = _module(frame if event == "call" else frame.f_back, carriers, helpers)
         if where and (not path or path[-1] != where):
             path.append(where)
 
@@ -99,6 +114,33 @@ def returns(path: list[str]) -> int:
     for module in path:
         count += module in seen
         seen.add(module)
+    return count
+
+
+def folder(module: str) -> str:
+    """The folder (the layer) a module sits in: grpolab.rules.validate -> rules; a loose module is its own."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def folders(path: list[str]) -> list[str]:
+    """The way as a sequence of folders (consecutive repeats merged)."""
+    out: list[str] = []
+    for module in path:
+        if not out or out[-1] != folder(module):
+            out.append(folder(module))
+    return out
+
+
+def layer_returns(path: list[str]) -> int:
+    """Returns to a module already left, counted only when the way left that module's folder in between (a
+    dispatcher calling its parts in turn stays in its folder)."""
+    last: dict[str, int] = {}
+    count = 0
+    for i, module in enumerate(path):
+        if module in last and any(folder(m) != folder(module) for m in path[last[module] + 1 : i]):
+            count += 1
+        last[module] = i
     return count
 
 
@@ -138,24 +180,36 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 warm = grpolab(argv_run)  # imports everything once
                 calls = trace(lambda: grpolab(argv_run))
-                way = trace(lambda: grpolab(argv_run), carriers)
+                first = trace(lambda: grpolab(argv_run), carriers)  # the way as first measured: helpers as steps
+                way = trace(lambda: grpolab(argv_run), carriers, HELPERS)
             finally:
                 sys.stdout = stdout
         submitted = len(list(Path(runs).iterdir()))
     server.shutdown()
-    if warm != 0 or len(StubClient.submitted) != 3 or submitted != 3:
+    if warm != 0 or len(StubClient.submitted) != 4 or submitted != 4:
         print(f"the stubbed submission did not go through (exit {warm}, {len(StubClient.submitted)} jobs)")
         return 1
+    layers = folders(way)
     print(f"`grpolab run {args.recipe}` to the Ray job (stub client):")
     print(
-        f"  the recipe's way (frames holding the recipe or its launch): {len(set(way))} modules passed, "
-        f"{returns(way)} returns to a module already left ({return_edges(way)} distinct steps)"
+        f"  the recipe's way (frames holding the recipe or its launch; lookup helpers are their caller's step): "
+        f"{len(set(way))} modules in {len(set(layers))} folders passed"
+    )
+    print(
+        f"    returns to a module after leaving its folder: {layer_returns(way)} "
+        f"({return_edges(way)} distinct steps back to a module already left)"
+    )
+    print(f"    returns to a folder already left: {returns(layers)}")
+    print(
+        f"  as first measured: the recipe's way with helpers as steps: {len(set(first))} modules passed, "
+        f"{returns(first)} returns to a module already left (dispatchers and helpers included)"
     )
     print(
         f"  every call and return: {len(set(calls))} modules passed, {returns(calls)} returns to a module already left"
     )
     if args.show_path:
         print("  the recipe's way: " + " -> ".join(m.removeprefix("grpolab.") for m in way))
+        print("  by folder: " + " -> ".join(layers))
     return 0
 
 

@@ -140,6 +140,33 @@ def test_a_secret_becomes_a_reference_with_a_note(cli, tmp_path):
     assert 'export WANDB_API_KEY="${WANDB_API_KEY:?' in sh.stdout and "wandb-secret-value-42" not in sh.stdout
 
 
+def test_the_notebook_and_the_cli_import_a_script_through_one_path(cli, tmp_path, monkeypatch):
+    """01_setup's `script` and `grpolab import` call the one import (grpolab.verl.importer.import_script), whose
+    secret test is the recipe layer's: a token written in clear in the script becomes a reference in both, and a
+    plain variable read from the caller's environment keeps its value in both (it is no secret)."""
+    from grpolab.notebook import from_script
+
+    script = _script(
+        tmp_path,
+        "export HF_TOKEN=hf_written_in_clear_123\nexport NCCL_DEBUG=${NCCL_DEBUG}\n"
+        f"python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-8B {COMPLETE}\n",
+    )
+    expected = {"HF_TOKEN": "${HF_TOKEN}", "NCCL_DEBUG": "INFO"}
+    out = tmp_path / "cli.yaml"
+    proc = cli("import", str(script), *FLAGS, "--out", str(out), env={"NCCL_DEBUG": "INFO"})
+    assert proc.returncode in (0, 1), proc.stderr
+    assert yaml.safe_load(out.read_text())["env"] == expected and "hf_written_in_clear_123" not in out.read_text()
+    if TRUSTED:  # no isolation here: the notebook (which never passes --trusted) refuses, as it should
+        return
+    monkeypatch.setenv("GRPOLAB_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("NCCL_DEBUG", "INFO")
+    written = Path(from_script(str(script), "tiny"))
+    assert written.parent == tmp_path / "runs" / ".imports"
+    assert (
+        yaml.safe_load(written.read_text())["env"] == expected and "hf_written_in_clear_123" not in written.read_text()
+    )
+
+
 @pytest.mark.parametrize("device, expected", [("npu", "npu"), ("cuda", "gpu")])
 def test_device_probes_answer_for_the_device_asked(tmp_path, device, expected):
     script = _script(

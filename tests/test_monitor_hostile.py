@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 import grpolab.cli
+from grpolab.jobs import state
 from grpolab.jobs.runs import create_run
 from grpolab.monitor import compare, load_metrics, metrics, summary, synthetic
+from grpolab.monitor.outcome import describe_outcome
 
 HUGE = "1" + "0" * 400  # 10^400: beyond a float, as a JSON integer
 
@@ -92,17 +94,35 @@ def test_a_metric_of_ten_to_the_400_is_inf_with_a_flag_never_a_crash(runs_root, 
 # ---------------------------------------------------------------------------------------------- records
 
 
-def test_ill_typed_status_fields_are_left_out_and_named(runs_root, cli, capsys):
+def test_an_ill_typed_record_is_a_bad_record_in_every_view_naming_each_bad_field(runs_root, cli, capsys, monkeypatch):
+    """One policy (grpolab.jobs.runs.StatusRecord): `runs` shows the run as a bad row while the others list;
+    `monitor`, `monitor --json`, `status` and the notebooks stop with one clean error naming every bad field."""
+    from grpolab.notebook import NotebookStop, find_run
+
+    _run("good", synthetic.healthy(5))
     run = _run("typed", synthetic.healthy(10), state="FAILED", job_id="j")
-    run.write_status(message=5, total_steps="many", log_tail=7, started="yesterday", ended=1e308 * 10)
-    run.job_log.write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB\n")
-    assert cli(["monitor", "typed", "--json", "--no-png", "--no-refresh"]) == 1  # FAILED: exit 1, not a crash
-    data = json.loads(capsys.readouterr().out)
-    assert data["failure"]["cause"] == "device-oom" and data["message"] == "" and data["total_steps"] is None
-    note = next(n for n in data["notes"] if "wrong type" in n)
-    assert all(key in note for key in ("message=5", "total_steps='many'", "log_tail=7", "started='yesterday'"))
-    assert cli(["monitor", "typed", "--no-png", "--no-refresh"]) == 1
-    assert "cause" not in capsys.readouterr().err
+    run.write_status(message=5, total_steps="many", log_tail=[7], started="yesterday", ended=1e308 * 10)
+    named = ("message = 5", 'total_steps = "many"', "log_tail.0 = 7", 'started = "yesterday"', "ended = Infinity")
+    monkeypatch.setattr(grpolab.cli, "VERBS", {"monitor": "monitor", "runs": "runs", "status": "runs"})
+    for argv in (
+        ["monitor", "typed", "--no-png"],
+        ["monitor", "typed", "--no-png", "--no-refresh"],
+        ["status", "typed"],
+    ):
+        assert cli(argv) == 2, argv
+        out, err = capsys.readouterr()
+        assert not out and len(err.splitlines()) == 1 and "Traceback" not in err, (argv, out, err)
+        assert all(field in err for field in named), (argv, err)
+    assert cli(["monitor", "typed", "--json", "--no-png"]) == 2
+    document = json.loads(capsys.readouterr().out)
+    assert document["exit"] == 2 and all(field in document["error"] for field in named)
+    with pytest.raises(NotebookStop) as stopped:  # 04_monitor's first cell
+        find_run("typed")
+    assert all(field in str(stopped.value) for field in named)
+    assert cli(["runs"]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert "SUCCEEDED" in rows["good"] and "unreadable record: " in rows["typed"] and "message = 5" in rows["typed"]
+    assert summary("good", refresh=False)["state"] == "SUCCEEDED"  # the other run is untouched
 
 
 def test_elapsed_is_the_runs_own_time_from_its_record(runs_root, cli, capsys):
@@ -117,6 +137,13 @@ def test_elapsed_is_the_runs_own_time_from_its_record(runs_root, cli, capsys):
     running = _run("running", synthetic.healthy(5), state="RUNNING", started=time.time() - 95)
     data = summary(running.run_id, refresh=False)
     assert data["ended"] is None and 95 <= data["elapsed_s"] < 140
+    # the one home of a run's times (grpolab.jobs.state.run_times): a finished record from before runs kept their
+    # end ends at its last update, in the monitor and in `status --json` alike, and never keeps counting
+    old = _run("old", synthetic.healthy(3))
+    record = json.loads(old.status_file.read_text())
+    old.status_file.write_text(json.dumps({**record, "started": 1_000_000.0, "updated": 1_000_100.0}))
+    assert summary("old", refresh=False)["elapsed_s"] == 100.0 == state.elapsed_s(old.record())
+    assert "ran 1:40 (" in describe_outcome(old, old.record())
 
 
 # ---------------------------------------------------------------------------------------------- bounded reads

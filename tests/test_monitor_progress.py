@@ -87,7 +87,9 @@ def test_nothing_logged_yet_prints_nothing_until_the_end(tmp_path):
     progress.close({"state": "FAILED", "started": 900.0, "ended": 930.0})
     assert lines == ["run r3: step -  elapsed 0:30  FAILED"]
     progress = Progress("r5", every_s=1, out=lines.append, clock=Clock())
-    progress.close({"state": "FAILED", "total_steps": "many", "started": "yesterday"})  # a bad record: no crash
+    # a run that ended before its job started has no time of its own (an ill-typed record never gets here: it is a
+    # BadRecord in every view, tests/test_monitor_hostile.py)
+    progress.close({"state": "FAILED", "submitted": 900.0})
     assert lines[-1] == "run r5: step -  FAILED"
 
 
@@ -101,7 +103,7 @@ def test_follow_prints_progress_lines_then_the_state(tmp_path, monkeypatch):
     run.path.mkdir()
     calls = []
 
-    def fake_wait(r, progress=print, timeout=None, **_):
+    def fake_wait(r, progress=print, timeout=None, view=None, **_):
         calls.append(timeout)
         _grow(
             r.metrics_file,
@@ -109,6 +111,7 @@ def test_follow_prints_progress_lines_then_the_state(tmp_path, monkeypatch):
             10 * len(calls) - 9,
             10,
         )
+        view.refresh()  # as the real wait does with the view it is given
         return {"state": "SUCCEEDED" if len(calls) == 3 else "RUNNING", "total_steps": 30}
 
     monkeypatch.setattr(progress_module, "wait", fake_wait)  # follow() asks the monitor to wait
@@ -124,6 +127,43 @@ def test_follow_prints_progress_lines_then_the_state(tmp_path, monkeypatch):
 class _Empty:
     def refresh(self):
         return 0
+
+
+def test_the_notebooks_follow_keeps_one_view_and_reads_each_poll_once(tmp_path, monkeypatch):
+    """03_launch / 04_monitor headless (notebook.follow): the real monitor wait is given the notebook's one view,
+    so each poll opens metrics.jsonl once and reads only what was appended (issue 20); only Ray is replaced."""
+    import time
+
+    from grpolab import notebook as nb
+    from grpolab.jobs import state
+    from grpolab.jobs.runs import create_run
+    from grpolab.monitor import metrics
+
+    run = create_run("tiny", run_id="run-f", root=tmp_path)
+    run.write_status(state="RUNNING", job_id="run-f", total_steps=30, started=time.time() - 60)
+    records, polls = synthetic.healthy(30), []
+
+    def refresh_status(r):  # Ray's answers: 10 more steps per poll, then the job ends
+        polls.append(1)
+        synthetic.write_jsonl(r.metrics_file, records[10 * (len(polls) - 1) : 10 * len(polls)], append=True)
+        return r.write_status(state="SUCCEEDED", ended=time.time()) if len(polls) == 3 else r.record()
+
+    counts, opened, real_open = {"bytes": 0}, [], metrics.open_regular
+
+    def spy_open(path):
+        opened.append(path)
+        return _CountingHandle(real_open(path), counts)
+
+    monkeypatch.setattr(state, "refresh", refresh_status)
+    monkeypatch.setattr(metrics, "open_regular", spy_open)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    lines = []
+    status = nb.follow(run, every_s=0.0, progress=lines.append)
+    assert status["state"] == "SUCCEEDED" and len(polls) == 3
+    assert [p.name for p in opened] == ["metrics.jsonl"] * len(polls)  # one view, one read per poll
+    size = run.metrics_file.stat().st_size
+    assert size <= counts["bytes"] <= size + 256 * len(polls)  # each byte once (plus the 256-byte head check)
+    assert lines[1].startswith("step 10/30") and lines[-1].startswith("run run-f: step 30/30 (100 %)")
 
 
 def test_follow_while_reads_the_run_files_until_the_other_kernel_is_done(tmp_path):

@@ -11,6 +11,9 @@ What counts as a second definition (usages stay free):
 - dotted paths: a function named like dotted / set_dotted / flatten / lookup, or one whose body walks a key's
   `.split(".")` parts into nested mappings (`node = node[part]`, `.get(part)`, `.setdefault(part, ...)`,
   `getattr(node, part)`), outside grpolab/recipe/dotted.py.
+- versions: a pin split on "@" by hand (`.split("@")`, `.partition("@")`, their r- forms), or an installed version
+  read from package metadata (`importlib.metadata`, `pkg_resources`, `metadata.version(...)`), outside
+  grpolab/recipe/stack.py (parse_pin, installed). Code inside a string (a shim a sandbox runs) is not lib's own.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
 REGISTRY = "rules/registry.py"
 MATHS = "rules/maths.py"
 DOTTED = "recipe/dotted.py"
+STACK = "recipe/stack.py"
 MATHS_NAME = re.compile(r"^_*(\w*divisors\w*|nearest|train_dp)$")
 DOTTED_NAME = re.compile(r"^_*((set|get|has)_)?dotted$|^_*flatten\w*$|^_*lookup$")
 
@@ -169,12 +173,38 @@ def dotted_helpers(rel: str, text: str, tree: ast.AST) -> set[str]:
     return found
 
 
+def version_readers(rel: str, text: str, tree: ast.AST) -> set[str]:
+    found: set[str] = set()
+    if rel == STACK:
+        return found
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            f = node.func
+            if f.attr in ("split", "rsplit", "partition", "rpartition") and any(
+                isinstance(a, ast.Constant) and a.value == "@" for a in node.args
+            ):
+                found.add(f'{rel}: a pin split by hand ({f.attr}("@"), line {node.lineno})')
+            if isinstance(f.value, ast.Name) and f.value.id == "metadata" and f.attr in ("version", "distribution"):
+                found.add(f"{rel}: an installed version read by hand (metadata.{f.attr}, line {node.lineno})")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            if isinstance(node, ast.ImportFrom) and node.module == "importlib":
+                names += [f"importlib.{a.name}" for a in node.names]
+            for name in names:
+                if name.startswith(("importlib.metadata", "pkg_resources", "importlib_metadata")):
+                    found.add(f"{rel}: an installed version read by hand (import {name}, line {node.lineno})")
+    return found
+
+
 def second_homes(root: Path) -> set[str]:
     found: set[str] = set()
     for rel, text in modules(root):
         tree = ast.parse(text)
         found |= (
-            rule_id_declarations(rel, text, tree) | maths_helpers(rel, text, tree) | dotted_helpers(rel, text, tree)
+            rule_id_declarations(rel, text, tree)
+            | maths_helpers(rel, text, tree)
+            | dotted_helpers(rel, text, tree)
+            | version_readers(rel, text, tree)
         )
     return found
 
@@ -184,13 +214,19 @@ FOUND = second_homes(LIB)
 
 def test_every_fact_has_one_home_in_lib():
     found = FOUND
-    assert found - PENDING == set(), "a second home: use grpolab.rules.registry / rules.maths / recipe.dotted"
+    assert found - PENDING == set(), (
+        "a second home: use grpolab.rules.registry / rules.maths / recipe.dotted / recipe.stack"
+    )
     assert PENDING - found == set(), "switched: remove these from PENDING"
 
 
 def test_the_homes_themselves_are_seen():
     """The scanners find the real definitions in their homes (else they could pass by finding nothing)."""
     homes = {"registry": LIB / REGISTRY, "maths": LIB / MATHS, "dotted": LIB / DOTTED}
+    stack = (LIB / STACK).read_text()  # the version scanner, run on the pin parser's own home, finds it there
+    seen = version_readers("elsewhere.py", stack, ast.parse(stack))
+    for what in ('a pin split by hand (partition("@")', "read by hand (import importlib.metadata", "(metadata.distr"):
+        assert [f for f in seen if what in f], (what, seen)
     for name, path in homes.items():
         tree = ast.parse(path.read_text())
         names = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
@@ -220,6 +256,9 @@ PLANTS = {
         "        data = data.setdefault(part, {})\n    data[parts[-1]] = value\n"
     ),
     "named": "def lookup(config, key):\n    return config\n",
+    "pin": 'def release(pin):\n    return pin.split("@")[0]\n',
+    "installed": "from importlib import metadata\n\ndef verl():\n    return metadata.version('verl')\n",
+    "imported": "import importlib.metadata as md\n",
 }
 EXPECTED = {
     "rules": "rule ids ('heads-tp', 'kv-heads-tp') declared",
@@ -229,11 +268,15 @@ EXPECTED = {
     "walk": "dotted-path helper value_at() (walks",
     "set": "dotted-path helper put() (walks",
     "named": "dotted-path helper lookup() (named",
+    "pin": 'a pin split by hand (split("@")',
+    "installed": "an installed version read by hand (",
+    "imported": "an installed version read by hand (import importlib.metadata",
 }
 HARMLESS = (
     'SECTIONS = ("cluster", "stack", "memory")\n'  # plain words that happen to be rule ids
     'def pick(problems):\n    return [p for p in problems if p.rule == "verl-schema"]\n'  # a use
     'def parts(key):\n    return [part.upper() for part in key.split(".")]\n'  # splits, walks nothing
+    'SHIM = "from importlib.metadata import version"\n'  # code in a string: a sandbox's, not lib's
 )
 
 

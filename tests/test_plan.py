@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from grpolab.plan import io, search
 from grpolab.problems import errors
@@ -139,6 +140,17 @@ def test_bad_input_exits_2_or_names_the_key(args):
         assert "cluster.nnodes" in proc.stderr and "internal error" not in proc.stderr
 
 
+def test_the_plan_notebook_stops_on_a_cluster_beyond_the_guard_with_the_planners_message():
+    """05_plan (notebook.plan_layouts) with `nodes = 10**14`: a NotebookStop naming the key, as `grpolab plan`
+    says it (exit 2 above), never the planner's InputError as a traceback."""
+    from grpolab.notebook import NotebookStop, plan_layouts
+
+    with pytest.raises(NotebookStop) as stopped:
+        plan_layouts("qwen3_8b", 10**14)
+    assert str(stopped.value).startswith("cluster.nnodes: 100000000000000 nodes x 8 devices")
+    assert "--nodes" in str(stopped.value)
+
+
 def test_without_a_model_card_plan_says_how_to_add_one():
     """A recipe whose model nobody has a card for: `grpolab plan` cannot screen or price a layout, and says what
     `grpolab check` says (the card is missing, how to add one), as an error no layout fixes: exit 1."""
@@ -251,6 +263,23 @@ def test_write_keeps_secrets_out_and_writes_what_the_loader_typed(tmp_path):
     else:  # refused cleanly: nothing written
         assert unclosed.returncode in (1, 2) and not written.exists()
     assert not [p for p in (params / "recipes").iterdir() if p.name.startswith(".")]  # no temporary file left
+
+
+def test_write_from_the_library_takes_the_secret_test_from_the_recipe_layer(tmp_path, monkeypatch):
+    """plan.io.write_recipe asks grpolab.recipe.secrets itself (no check handed in by a front end): a name that
+    looks secret and a name the recipe lists under `secrets:` are both written as `${NAME}`, a plain one as its
+    value; the CLI test above shows the same from `grpolab plan --write`."""
+    params = tmp_path / "params"
+    shutil.copytree(ROOT / "params", params)
+    monkeypatch.setenv("GRPOLAB_PARAMS", str(params))
+    sets = ["env.HF_TOKEN=hf_lib_secret_1234", "secrets=[MY_VAR]", "env.MY_VAR=marked_secret_5678", "env.PLAIN=on"]
+    recipe = io.load("qwen3_30b_a3b", None, None, sets)
+    best = search.choices(search.plan(recipe), 1)[0]
+    path = io.write_recipe("q30_lib", "qwen3_30b_a3b", best.train.layout, best.rollout.layout, recipe, None, sets)
+    text = path.read_text()
+    assert "hf_lib_secret_1234" not in text and "marked_secret_5678" not in text
+    env = yaml.safe_load(text)["env"]
+    assert env["HF_TOKEN"] == "${HF_TOKEN}" and env["MY_VAR"] == "${MY_VAR}" and env["PLAIN"] == "on"
 
 
 def test_json_has_the_recipe_own_layout_in_the_shape_of_a_layout_entry(glm_all):

@@ -334,13 +334,12 @@ def test_the_drivers_verl_row_tells_how_to_install_the_pinned_release():
 
 
 def test_no_pin_is_split_by_hand_outside_the_pin_parser():
-    """Pins are parsed in grpolab.recipe.stack only (issue 20): no `split("@")` / `partition("@")` in monitor,
-    preflight or the recipe layer. The rules layer's two remaining ones are the rules engineer's to move."""
+    """Pins are parsed in grpolab.recipe.stack only (issue 20): no `split("@")` / `partition("@")` anywhere else in
+    lib/ (tests/test_one_home.py also keeps installed versions read there only)."""
     root = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
     found = [
         f"{path.relative_to(root)}:{number}"
-        for folder in ("preflight", "monitor", "recipe", "cli")
-        for path in sorted((root / folder).rglob("*.py"))
+        for path in sorted(root.rglob("*.py"))
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if ('split("@")' in line or "split('@')" in line or 'partition("@")' in line) and path.name != "stack.py"
     ]

@@ -119,3 +119,30 @@ def test_ray_submission_settings_and_env_references_reach_ray_verbatim(cli, tmp_
     expected = render(load_recipe(recipe), "${RUN_DIR}").argv()[1:]
     after = argv[argv.index("--") + 2 :]  # `-- python3 ARGS`
     assert [a for a in after if "RUN_DIR" not in a and "/runs/" not in a] == [a for a in expected if "RUN_DIR" not in a]
+
+
+def test_a_rendering_note_never_shows_a_secret_value(monkeypatch, capsys):
+    """`grpolab render` prints the renderer's notes on stderr: redacted like everything else it prints, whatever a
+    note quotes (here one that quotes the value of a setting which copies the token), --show-secrets or not."""
+    import dataclasses
+
+    import grpolab.cli
+    from grpolab.problems import Problem
+    from grpolab.verl import render as render_module
+
+    secret = "hf_secret_in_a_note_1234"
+    real = render_module.render
+
+    def noting(recipe, *args, **kwargs):
+        launch = real(recipe, *args, **kwargs)
+        note = Problem("verl-schema", "warning", "data.train_files", secret, f"cannot read {secret!r}", "fix it")
+        return dataclasses.replace(launch, notes=[*launch.notes, note])
+
+    monkeypatch.setattr(render_module, "render", noting)
+    for extra in ([], ["--format", "json"], ["--show-secrets"]):
+        code = grpolab.cli.main(["render", "tiny", "--set", f"env.HF_TOKEN={secret}", *extra])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert "cannot read '***redacted***'" in err and secret not in err, (extra, err)
+        if not extra or extra[0] == "--format":
+            assert secret not in out

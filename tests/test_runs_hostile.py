@@ -257,20 +257,28 @@ def test_a_submitter_that_died_unrecorded_leaves_the_run_failed_and_a_live_one_p
 
 
 def test_a_submit_renders_once_and_submits_what_the_gate_rendered(_isolated_runs, stub_ray, monkeypatch):
+    """One render per submit, and the first-class keys built once: a recipe with verl_overrides (glm5_2) has them
+    checked for shadowing from the keys its launch was rendered from, not from a second rendering."""
+    from grpolab.verl import fieldmap
     from grpolab.verl import render as render_module
 
-    rendered = []
-    real = render_module.render
+    rendered, keys = [], []
+    real, real_keys = render_module.render, fieldmap.render_keys
 
-    def spy(recipe, run_dir=None):
+    def spy(recipe, run_dir=None, first_class=None):
         rendered.append(run_dir)
-        return real(recipe, run_dir)
+        return real(recipe, run_dir, first_class)
 
     monkeypatch.setattr(render_module, "render", spy)
-    for name in ("tiny", "qwen3_30b_a3b"):
+    monkeypatch.setattr(
+        fieldmap, "render_keys", lambda recipe, run_dir: keys.append(run_dir) or real_keys(recipe, run_dir)
+    )
+    for name in ("tiny", "qwen3_30b_a3b", "glm5_2"):
         rendered.clear()
+        keys.clear()
         run = launch.submit(load_recipe(name), progress=lambda *_: None)
         assert rendered == [str(run.path)], (name, rendered)  # once, for the run's own directory
+        assert keys == ([] if name == "tiny" else [str(run.path)]), (name, keys)  # the trl trainer has no verl keys
         job = stub_ray.jobs[run.run_id]
         assert str(run.path) in job.entrypoint
         if name != "tiny":

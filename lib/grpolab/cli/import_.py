@@ -51,7 +51,6 @@ def main(args) -> int:
     from grpolab.paths import params_dir
     from grpolab.problems import InputError, errors
     from grpolab.problems import report as problem_report
-    from grpolab.recipe.secrets import is_secret
     from grpolab.verl.importer import import_script, recipe_yaml
 
     if args.devices < 1:
@@ -63,7 +62,6 @@ def main(args) -> int:
             device=args.device,
             trusted=args.trusted,
             devices=args.devices,
-            secret=is_secret,
         )
     except InputError as exc:
         raise UsageError(str(exc)) from None

@@ -92,8 +92,6 @@ def main(args) -> int:
         p.smallest_nodes = search.smallest_cluster(args.target, args.hardware, overrides)
     written = None
     if args.write and listed:
-        from grpolab.recipe.secrets import is_secret
-
         try:
             written = io.write_recipe(
                 args.write,
@@ -103,7 +101,6 @@ def main(args) -> int:
                 recipe,
                 args.hardware,
                 overrides,
-                lambda name: is_secret(name, recipe.secrets),
             )
         except InputError as exc:
             raise UsageError(str(exc)) from None

@@ -25,13 +25,14 @@ def main(args) -> int:
     if problems:  # a launch that cannot work is not rendered: check before launch, never after
         print_problems(problems, header=f"recipe {recipe.name} has errors; not rendering (see `grpolab check`):")
         return 1
+    from grpolab.recipe.secrets import redaction
+
     launch = render(recipe)
-    for note in launch.notes:
+    redacted = redaction(recipe, env=launch.env, overrides=args.overrides).launch(launch)
+    for note in redacted.notes:  # a message never shows a secret, --show-secrets or not
         print(f"# {note.severity}: [{note.rule}] {note.key}: {note.message}", file=sys.stderr)
     if not args.show_secrets:  # masked by name in env, and by value wherever else a secret would show
-        from grpolab.recipe.secrets import redaction
-
-        launch = redaction(recipe, env=launch.env, overrides=args.overrides).launch(launch)
+        launch = redacted
     if args.format == "json":
         print(to_json(launch))
     elif args.format == "sh":

@@ -26,13 +26,13 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from grpolab.jobs import cluster, provenance, runs, secrets, state
 from grpolab.jobs.cluster import Endpoint
 from grpolab.paths import PROJECT_ROOT
 from grpolab.problems import Problem, errors
+from grpolab.recipe import stack
 from grpolab.recipe.loader import recipe_dict, to_yaml
 from grpolab.recipe.schema import Recipe
 from grpolab.recipe.secrets import Redaction, redaction
@@ -53,13 +53,8 @@ class LaunchBlocked(Exception):
 
 
 def _versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {"python": sys.version.split()[0]}
-    for name in VERSIONS:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
+    """What the launch record says is installed (grpolab.recipe.stack, the one reader of installed versions)."""
+    return {"python": sys.version.split()[0], **{name: stack.installed(name)[0] for name in VERSIONS}}
 
 
 def _git_commit() -> str | None:

@@ -93,11 +93,17 @@ class StatusRecord(BaseModel):
 
 
 def _why(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:3]:
-        key = ".".join(str(p) for p in err["loc"]) or "the record"
+    """Every ill-typed field, once each (the first problem inside a list or mapping speaks for it):
+    `message = 5: Input should be a valid string; ...`."""
+    parts, fields = [], set()
+    for err in exc.errors():
+        loc = err["loc"]
+        if loc[:1] in fields:
+            continue
+        fields.add(loc[:1])
+        key = ".".join(str(p) for p in loc) or "the record"
         value = json.dumps(err.get("input"), default=str, allow_nan=True)
-        parts.append(f"{key} = {value[:60]}: {err['msg']}")
+        parts.append(f"{key} = {value if len(value) <= 60 else value[:57] + '...'}: {err['msg']}")
     return "; ".join(parts)
 
 

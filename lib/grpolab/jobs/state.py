@@ -1,7 +1,8 @@
 """The one run-state function: a run's state and times, reconciled from its record, its job's own record and Ray.
 
     refresh(run, clients=None) -> dict    status.json's fields, reconciled (and recorded when the disk allows)
-    elapsed_s(status, now=None)           the run's running time from its record (None before its job started)
+    run_times(status, job=None)           the run's (start, end) from its record (and its job's, job.json)
+    elapsed_s(status, now=None, job=None) the run's running time from its record (None before its job started)
 
 Every view of a run (`grpolab runs`, `status`, `logs`, `stop`, `run --wait`, `--json`, the monitor, the
 dashboard, the notebooks) asks `refresh`, so they can never disagree. It decides, in this order:
@@ -20,6 +21,9 @@ job having started has its secrets file removed.
 The record's time fields (seconds since the epoch; None while unknown):
     created    the run directory was made        submitted  Ray accepted the job
     started    the job began running             ended      the job ended (or, LOST, was last seen alive)
+A run's time is its own, whoever looks and whenever: from `started` (the job's own start, job.json, when it wrote
+one) to `ended` (else job.json's end; a finished record with neither: its last update), never from when a view
+opened. Every view (`status --json`, the monitor, the dashboard, the notebooks' progress) asks `run_times`.
 """
 
 from __future__ import annotations
@@ -40,14 +44,28 @@ LOG_TAIL_LINES = 40
 SUBMIT_GRACE_S = 600.0  # a record that names no submitter (an older grpolab's) is PENDING this long at most
 
 
-def elapsed_s(status: dict, now: float | None = None) -> float | None:
-    """How long the run's job has run: from `started` to `ended` (to now while it runs); None before it started.
-    From the run's record, so every view agrees, whenever it was opened."""
-    started, ended = status.get("started"), status.get("ended")
-    if not _stamp(started):
+def run_times(status: dict, job: dict | None = None) -> tuple[float | None, float | None]:
+    """(start, end) of the run in seconds since the epoch, from its record: the job's own start (`job`, its
+    job_record, when given) else the record's `started`; the record's `ended` else the job's; a finished record
+    with neither: its last update (records from before runs kept their end). None where unknown; never an end
+    before the start (two machines' clocks)."""
+    job = job or {}
+    start = next((float(t) for t in (job.get("started"), status.get("started")) if _stamp(t)), None)
+    end = next((float(t) for t in (status.get("ended"), job.get("ended")) if _stamp(t)), None)
+    if end is None and status.get("state") in TERMINAL_STATES and _stamp(status.get("updated")):
+        end = float(status["updated"])
+    if start is not None and end is not None and end < start:
+        end = start
+    return start, end
+
+
+def elapsed_s(status: dict, now: float | None = None, job: dict | None = None) -> float | None:
+    """How long the run's job has run: from its start to its end (to `now` while it runs; see run_times); None
+    before it started. From the run's record, so every view agrees, whenever it was opened."""
+    start, end = run_times(status, job)
+    if start is None:
         return None
-    end = ended if _stamp(ended) else (time.time() if now is None else now)
-    return max(0.0, end - started)
+    return max(0.0, (end if end is not None else (time.time() if now is None else now)) - start)
 
 
 def _stamp(value: Any) -> bool:

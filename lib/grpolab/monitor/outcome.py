@@ -23,18 +23,17 @@ def figures(run: Run, view=None) -> dict:
 
 def times_text(status: dict) -> str | None:
     """`ran 2:42 (14:46:14 -> 14:48:56)`, or `running for 1:05 (since 14:46:14)`: from the run's record
-    (grpolab.jobs.state.elapsed_s), the same in every view; None before its job started."""
-    from grpolab.jobs.state import elapsed_s
+    (grpolab.jobs.state.run_times), the same in every view; None before its job started."""
+    from grpolab.jobs.state import elapsed_s, run_times
+    from grpolab.monitor.clock import clock_text
 
-    seconds = elapsed_s(status)
-    if seconds is None:
+    started, ended = run_times(status)
+    if started is None:
         return None
-    minutes, secs = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    took = f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-    start = time.strftime("%H:%M:%S", time.localtime(status["started"]))
-    if status.get("ended") is not None:
-        return f"ran {took} ({start} -> {time.strftime('%H:%M:%S', time.localtime(status['ended']))})"
+    took = clock_text(elapsed_s(status))
+    start = time.strftime("%H:%M:%S", time.localtime(started))
+    if ended is not None:
+        return f"ran {took} ({start} -> {time.strftime('%H:%M:%S', time.localtime(ended))})"
     return f"running for {took} (since {start})"
 
 

@@ -13,7 +13,7 @@ and leaves one plain line in the saved notebook when it closes (a widget cannot 
 `line(...)` formats one line; the clock is injectable so tests check the rate limit without sleeping.
 
 "elapsed" is the run's own time, from its record (`started`, `ended` in the status given: see
-grpolab.monitor.record), never the time since a view opened; a status without a start shows no elapsed time.
+grpolab.jobs.state.run_times), never the time since a view opened; a status without a start shows no elapsed time.
 The time left is known from the first refresh: (total - step) x the mean of the last logged step times
 (`timing_s/step`), else the rate seen while following, else the run's time per step so far.
 """
@@ -26,9 +26,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from grpolab.jobs import state
+from grpolab.monitor.clock import clock_text
 from grpolab.monitor.figures import STEP_TIME, candidates, latest_headline
 from grpolab.monitor.metrics import MetricsView
-from grpolab.monitor.record import clock_text, elapsed_s, run_times, typed_status
 
 STEP_TIME_WINDOW = 20  # the remaining time uses the mean of the last 20 logged step times
 
@@ -48,10 +49,9 @@ def step_time(view) -> float | None:
 
 
 def run_status(run, status: dict) -> dict:
-    """The status as every view of the run reads it: its fields typed (grpolab.monitor.record.typed_status) and
-    `started` / `ended` the run's own times (the job's start from job.json when it wrote one)."""
-    status, _ = typed_status(status)
-    started, ended = run_times(run, status)
+    """The status (a checked record) with `started` / `ended` the run's own times (grpolab.jobs.state.run_times:
+    the job's start from job.json when it wrote one)."""
+    started, ended = state.run_times(status, state.job_record(run))
     return {**status, "started": started, "ended": ended}
 
 
@@ -88,7 +88,7 @@ class Progress:
 
     def elapsed_s(self) -> float | None:
         """The run's time so far (None when the status named no start)."""
-        return elapsed_s(self.started, self.ended, self.clock())
+        return state.elapsed_s({"started": self.started, "ended": self.ended}, self.clock())
 
     def remaining_s(self) -> float | None:
         """Seconds left: (total - step) x the logged step time; else at the rate seen while following; else at
@@ -160,7 +160,7 @@ class Progress:
             self.out(text)
 
     def _take(self, status: dict | None) -> None:
-        status, _ = typed_status(status or {})
+        status = status or {}  # a checked record (grpolab.jobs.runs.StatusRecord) or a summary made of one
         if status.get("total_steps"):
             self.total = status["total_steps"]
         self.started = status.get("started") or self.started
@@ -214,7 +214,8 @@ def follow_while(
 ) -> dict:
     """Show the progress of `run` from its files alone (status.json, job.json, metrics.jsonl; nothing asks Ray)
     while `busy()` is true, e.g. while another kernel executes 04_monitor for run.ipynb; then the final line.
-    Returns the last status read."""
+    Returns the last status read. A bad record reads as no status here (Run.status): this is a side view, and the
+    notebook it runs beside stops on that record with its problem (grpolab.notebook.stages.find_run)."""
     tracker = Progress(run.run_id, bar=bar, every_s=every_s, out=out)
     view = MetricsView.for_run(run)
     status: dict = {}

@@ -8,7 +8,9 @@
 `summary` is a one-shot RunMonitor.
 
 The job's state comes from grpolab.jobs.state.refresh(run), the one run-state function (the run's record, its
-job's own end record and Ray); when that fails, from status.json as it is.
+job's own end record and Ray); when Ray cannot be asked, from status.json as it is. The record is the jobs layer's,
+checked by its schema (grpolab.jobs.runs.StatusRecord): an ill-typed one is a BadRecord naming its bad fields, as
+in every view; the run's times are its record's (grpolab.jobs.state.run_times).
 JSON output writes NaN/inf as the strings "nan"/"inf"/"-inf" (they are not JSON numbers).
 """
 
@@ -20,14 +22,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from grpolab.jobs import state as run_state
 from grpolab.jobs.checkpoints import describe as describe_checkpoints
 from grpolab.jobs.checkpoints import listing as checkpoint_listing
-from grpolab.jobs.runs import TERMINAL_STATES, Run
+from grpolab.jobs.runs import TERMINAL_STATES, BadRecord, Run
 from grpolab.monitor.alerts import Alert, alerts, group, json_number
+from grpolab.monitor.clock import clock_text
 from grpolab.monitor.failures import Failure, classify_failure
 from grpolab.monitor.figures import KEY_METRICS
 from grpolab.monitor.metrics import MetricsView, open_run
-from grpolab.monitor.record import clock_text, elapsed_s, run_times, typed_status
 from grpolab.monitor.thresholds import Thresholds, load_thresholds, thresholds_for
 from grpolab.monitor.yardstick import Yardstick, summary_lines
 from grpolab.recipe.files import open_regular
@@ -36,14 +39,20 @@ _WIDTH = 110  # text output wraps long messages here; evidence lines are printed
 _LOG_TAIL_BYTES = 2 << 20  # failure causes sit at the end of a log; a big run's log can be gigabytes
 
 
-def _refresh_status(run: Run) -> tuple[dict, str | None]:
-    """The one run-state function (grpolab.jobs.state); status.json as it is when that fails."""
-    from grpolab.jobs import state
+def _record(run: Run) -> dict:
+    """The run's checked record ({} for a metrics file outside any run); BadRecord when it is ill-typed."""
+    return run.record() if run.is_run else {}
 
+
+def _refresh_status(run: Run) -> tuple[dict, str | None]:
+    """The one run-state function (grpolab.jobs.state); status.json as it is when Ray cannot be asked. A bad
+    record is a BadRecord here as everywhere."""
     try:
-        return (state.refresh(run) or run.status()), None
+        return run_state.refresh(run), None
+    except BadRecord:
+        raise
     except Exception as exc:  # Ray down or unreachable: the files on disk are still worth showing
-        return run.status(), f"could not ask Ray for the job's state ({type(exc).__name__}: {exc}); showing status.json"
+        return _record(run), f"could not ask Ray for the job's state ({type(exc).__name__}: {exc}); showing status.json"
 
 
 def _log_tail(run: Run) -> tuple[str, bool]:
@@ -63,8 +72,7 @@ def _log_tail(run: Run) -> tuple[str, bool]:
 
 def failure_of(run: Run, status: dict) -> Failure | None:
     """The cause of a FAILED or LOST run (the one place a failure is classified); None for any other state.
-    Fields of the wrong type in the record (`message: 5`) are left out, never raised on."""
-    status, _ = typed_status(status)
+    `status`: the run's checked record (grpolab.jobs.runs.Run.record)."""
     if status.get("state") == "LOST":
         return Failure(
             "lost",
@@ -141,16 +149,14 @@ class RunMonitor:
         """The summary dict; `png`: also draw the curves there (only if something changed since the last draw).
         `refresh`: ask Ray (if the job is not over). `analyse` False: keep the alerts of the last update (a
         dashboard's quick refresh between two analyses)."""
-        status = self.run.status()
+        status = _record(self.run)
         notes = []
-        if refresh and status.get("state") not in TERMINAL_STATES:
+        if refresh and self.run.is_run and status.get("state") not in TERMINAL_STATES:
             status, note = _refresh_status(self.run)
             if note:
                 notes.append(note)
-        status, typing_notes = typed_status(status)
         if status.get("note"):  # launch records why it could not ask Ray ("Ray is unreachable ...")
             notes.append(status["note"])
-        notes += typing_notes
         self.view.refresh()
         if analyse:
             self.alerts = alerts(self.view, self.thresholds)
@@ -167,7 +173,7 @@ class RunMonitor:
                 self.curves = Curves(title=self.run.run_id)
             self.curves.draw(self.view, self.alerts, png)
             curves = str(png)
-        started, ended = run_times(self.run, status)
+        started, ended = run_state.run_times(status, run_state.job_record(self.run))
         return {
             "run_id": status.get("run_id") or self.run.run_id,
             "path": str(self.run.path),
@@ -178,7 +184,7 @@ class RunMonitor:
             "updated": status.get("updated"),
             "started": started,
             "ended": ended,
-            "elapsed_s": elapsed_s(started, ended, time.time()),
+            "elapsed_s": run_state.elapsed_s({"started": started, "ended": ended}),
             "source": {
                 "file": str(self.view.path),
                 "kind": self.view.kind,

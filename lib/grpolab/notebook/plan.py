@@ -31,11 +31,11 @@ def plan_layouts(model: str, nodes: int | None = None, hardware: str | None = No
         raise NotebookStop(f"nodes must be a positive number of nodes, got {nodes}")
     try:
         recipe = io.load(model, nodes, hardware, list(overrides))
+        p = search.plan(recipe)  # InputError for a cluster beyond what the planner enumerates
     except InputError as exc:
         raise NotebookStop(str(exc)) from None
     except RecipeError as exc:
         raise NotebookStop(problems_text(exc.problems)) from None
-    p = search.plan(recipe)
     p.inputs = (model, hardware, list(overrides))
     return p
 

@@ -173,7 +173,7 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
     the terminal that runs papermill; then the final state. Stops following (the run goes on) when Ray stops
     answering."""
     from grpolab.jobs.runs import TERMINAL_STATES
-    from grpolab.monitor import load_metrics
+    from grpolab.monitor.metrics import MetricsView
     from grpolab.monitor.progress import Progress, wait
 
     if run is None:  # a dry run: nothing was submitted
@@ -183,14 +183,11 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
         progress(f"following run {run.run_id}: a line every {every_s:g} s")
     quiet = live is not None
     tracker = Progress(run.run_id, every_s=every_s, out=(lambda _line: None) if quiet else progress)
-    view, silent, status = None, 0, {}
+    view, silent, status = MetricsView.for_run(run), 0, {}  # one view: each poll reads only what was appended
     try:
         while True:
-            status = wait(run, progress=lambda _line: None, timeout=every_s / 6 if quiet else every_s)
-            if run.metrics_file.exists():
-                view = view or load_metrics(run.metrics_file)
-                view.refresh()
-            tracker.update(view, status)
+            status = wait(run, progress=lambda _line: None, timeout=every_s / 6 if quiet else every_s, view=view)
+            tracker.update(view, status)  # `wait` refreshed the view at its every poll
             state = str(status.get("state") or "PENDING")
             if state in TERMINAL_STATES:
                 tracker.state = state

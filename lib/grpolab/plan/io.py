@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from grpolab.paths import params_dir
@@ -15,6 +15,7 @@ from grpolab.recipe.dotted import MISSING, get_dotted, set_dotted
 from grpolab.recipe.layout import RolloutLayout, TrainLayout, overrides_of
 from grpolab.recipe.loader import load_recipe, read_yaml
 from grpolab.recipe.schema import Recipe
+from grpolab.recipe.secrets import is_secret
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -78,13 +79,13 @@ def write_recipe(
     recipe: Recipe,
     hardware: str | None,
     overrides: Iterable[str],
-    is_secret: Callable[[str], bool],
 ) -> Path:
     """params/recipes/<name>.yaml: the chosen layout layered on the recipe given (never overwrites).
 
     Every value written is the value the loader typed when it read the overrides (`trainer.experiment=2024`
-    stays the string "2024"); an env value whose name `is_secret` is written as a reference, `${NAME}`, which
-    Ray expands from the environment the job runs in: the value itself never reaches the file. The file is
+    stays the string "2024"); an env value whose name holds a secret (grpolab.recipe.secrets.is_secret: a name that
+    looks secret or one the recipe lists under `secrets:`) is written as a reference, `${NAME}`, which Ray expands
+    from the environment the job runs in: the value itself never reaches the file. The file is
     loaded back through the same loader before it is kept; InputError when it does not load."""
     import yaml
 
@@ -101,7 +102,7 @@ def write_recipe(
     secrets: list[str] = []
     for text in [*sets, *overrides]:
         key, value = _typed(recipe, text.split("=", 1)[0].strip())
-        if key.startswith("env.") and is_secret(key[4:]):
+        if key.startswith("env.") and is_secret(key[4:], recipe.secrets):
             secrets.append(key[4:])
             value = "${" + key[4:] + "}"
         if key.startswith("verl_overrides."):  # verl's own dotted keys stay one flat key

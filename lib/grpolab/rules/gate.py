@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from grpolab.problems import Problem, RecipeError
 from grpolab.recipe.loader import load_recipe
@@ -21,15 +21,16 @@ if TYPE_CHECKING:
     from grpolab.verl.render import Launch
 
 
-def shadowing(recipe: Recipe) -> list[Problem]:
+def shadowing(recipe: Recipe, rendered: dict[str, Any] | None = None) -> list[Problem]:
     """`verl_overrides` keys that would silently replace what a first-class field renders (or that verl reads for the
-    same setting: an alias in grpolab.verl.fieldmap)."""
+    same setting: an alias in grpolab.verl.fieldmap). `rendered`: the first-class keys when the gate has them."""
     from grpolab.verl.fieldmap import match
     from grpolab.verl.render import first_class_keys
 
     if recipe.train.engine == "trl" or not recipe.verl_overrides:
         return []
-    rendered, _ = first_class_keys(recipe)
+    if rendered is None:
+        rendered, _ = first_class_keys(recipe)
     bare_rendered = {k.lstrip("+") for k in rendered}
     problems = []
     for key, value in recipe.verl_overrides.items():
@@ -54,10 +55,12 @@ def shadowing(recipe: Recipe) -> list[Problem]:
     return problems
 
 
-def verl_problems(recipe: Recipe, run_compose: bool = True, run_dir: str | None = None):
+def verl_problems(
+    recipe: Recipe, run_compose: bool = True, run_dir: str | None = None, first_class: dict[str, Any] | None = None
+):
     """(problems, whether the installed verl can offload gradients, the launch rendered for run_dir or None) for a
     verl recipe: unknown keys in verl_overrides, keys the installed verl lacks, and the rendered launch composed
-    with Hydra."""
+    with Hydra. `first_class`: the first-class keys for run_dir when the gate rendered them already."""
     from grpolab.recipe.dotted import has_dotted
     from grpolab.verl.config import base_config, compose, static_problems, verl_version
     from grpolab.verl.fieldmap import verl_key
@@ -77,7 +80,7 @@ def verl_problems(recipe: Recipe, run_compose: bool = True, run_dir: str | None 
     grad_ok = has_dotted(config, verl_key("train.grad_offload"))
     # the renderer applies verl_overrides last and unchanged, so they are the user's own keys to check
     problems = static_problems(recipe, config, dict(recipe.verl_overrides))
-    launch = render(recipe, run_dir)
+    launch = render(recipe, run_dir, first_class)
     problems += launch.notes
     if run_compose and not any(p.severity == "error" for p in problems):
         message = compose(launch.overrides)
@@ -112,13 +115,17 @@ def gated_launch(recipe: Recipe, run_dir: str | None = None) -> tuple[list[Probl
 
 def _gate(recipe: Recipe, verl: bool, run_dir: str | None) -> tuple[list[Problem], Launch | None]:
     from grpolab.rules.validate import validate
+    from grpolab.verl.render import RUN_DIR, first_class_keys
 
     problems: list[Problem] = []
-    grad_ok, launch = True, None
+    grad_ok, launch, rendered = True, None, None
+    if recipe.train.engine != "trl" and recipe.verl_overrides:
+        # the shadowing check reads the keys the launch is rendered from: rendered once, for both
+        rendered, _ = first_class_keys(recipe, run_dir or RUN_DIR)
     if verl and recipe.train.engine != "trl":
-        found, grad_ok, launch = verl_problems(recipe, run_dir=run_dir)
+        found, grad_ok, launch = verl_problems(recipe, run_dir=run_dir, first_class=rendered)
         problems += found
-    return validate(recipe, grad_ok) + shadowing(recipe) + problems, launch
+    return validate(recipe, grad_ok) + shadowing(recipe, rendered) + problems, launch
 
 
 def check(ref: str | Path, overrides: Iterable[str] = (), verl: bool = True) -> tuple[Recipe | None, list[Problem]]:

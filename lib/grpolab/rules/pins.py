@@ -168,7 +168,7 @@ def known_bad(c: Checks) -> None:
                     f'pin `{package}: "{version}"` under stack:',
                     severity="warning",
                 )
-            elif have.split("@")[0].lstrip("v") != version:
+            elif _pinned_release(package, have) != version:
                 c.add(
                     rule,
                     f"stack.{package}",
@@ -177,3 +177,12 @@ def known_bad(c: Checks) -> None:
                     f'pin `{package}: "{version}"`',
                     severity=entry["severity"],
                 )
+
+
+def _pinned_release(package: str, text: str) -> str | None:
+    """The release a pin names (`v0.23.0@0fc695fc` -> 0.23.0), by the one pin parser; None for a branch or a pin
+    that does not parse (the stack rule reports that one)."""
+    try:
+        return stack.parse_pin(package, text).version
+    except ValueError:
+        return None

@@ -15,13 +15,13 @@ import os
 import re
 from collections.abc import Iterable
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from grpolab.problems import Problem, closest
+from grpolab.recipe import stack
 from grpolab.recipe.dotted import MISSING, get_dotted
 from grpolab.recipe.schema import Recipe
 
@@ -43,10 +43,8 @@ GENERATED = {"megatron": "_generated_ppo_megatron_trainer.yaml", "fsdp": "_gener
 
 
 def verl_version() -> str | None:
-    try:
-        return metadata.version("verl")
-    except metadata.PackageNotFoundError:
-        return None
+    """The installed verl's version (grpolab.recipe.stack, the one reader of installed versions), or None."""
+    return stack.installed("verl")[0]
 
 
 def config_dir() -> Path | None:

@@ -17,7 +17,6 @@ import re
 import shutil
 import tempfile
 import types
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ import yaml
 
 from grpolab.paths import params_dir
 from grpolab.recipe.dotted import flatten, get_dotted, has_dotted, set_dotted
+from grpolab.recipe.secrets import is_secret
 from grpolab.verl import config as verl_schema
 from grpolab.verl import fieldmap
 from grpolab.verl.record import MAIN, ImportFailed, Recorded, record
@@ -215,11 +215,9 @@ class _Builder:
             self.set(found.field, transform(value) if transform else value, text, key)
 
 
-def to_recipe(
-    recorded: Recorded, name: str, device: str = "npu", secret: Callable[[str], bool] | None = None
-) -> Imported:
-    """Map the recorded launch onto a recipe (see the module docstring). `secret(name)` says which env names hold
-    secrets (grpolab.jobs.secrets.is_secret); without it every value the caller's environment supplied is one."""
+def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
+    """Map the recorded launch onto a recipe (see the module docstring). An env value whose name holds a secret
+    (grpolab.recipe.secrets.is_secret, the one test of a name) becomes a reference, wherever it came from."""
     _config_path_ok(recorded.argv, recorded.module)
     config_name, overrides = verl_schema.split_argv(recorded.argv)
     values = _parsed(overrides)
@@ -254,7 +252,7 @@ def to_recipe(
         )
     _cluster(build, recorded, device)
     _reconcile(build, fieldmap.normalise(upstream, engine))
-    _env(build, recorded, secret)
+    _env(build, recorded)
     if build.verl_overrides:
         build.data["verl_overrides"] = build.verl_overrides
     hardware = build.data["cluster"].pop("_hardware")
@@ -341,14 +339,14 @@ def _args(annotation: Any) -> tuple:
     return typing.get_args(annotation)
 
 
-def _env(build: _Builder, recorded: Recorded, secret: Callable[[str], bool] | None) -> None:
-    """The launch's env; a secret becomes a reference to the launching shell's variable, never its value."""
+def _env(build: _Builder, recorded: Recorded) -> None:
+    """The launch's env; a secret (by its name: a value the script writes in clear as much as one it reads from the
+    caller) becomes a reference to the launching shell's variable, never its value; any other value is kept."""
     env = {**recorded.env, **build.env}
     for name in recorded.env:
         build.sources.setdefault(f"env.{name}", "exported by the script")
     for name in env:
-        hidden = secret(name) if secret is not None else name in recorded.from_caller
-        if hidden:
+        if is_secret(name):
             env[name] = "${" + name + "}"
             build.sources[f"env.{name}"] = (
                 f"a secret: read from ${name} of the shell that launches, never written here (export {name} there)"
@@ -473,13 +471,13 @@ def import_script(
     trusted: bool = False,
     env: dict[str, str] | None = None,
     devices: int = 8,
-    secret: Callable[[str], bool] | None = None,
 ) -> Imported:
-    """record + to_recipe: the recipe a script makes. ImportFailed (exit 2) for unusable input."""
+    """record + to_recipe: the recipe a script makes; the one import path of `grpolab import` and 01_setup's
+    `script`. ImportFailed (exit 2) for unusable input."""
     path = Path(script)
     recorded = record(path, device=device, env=env, trusted=trusted, devices=devices)
     name = name or re.sub(r"[^A-Za-z0-9_]+", "_", path.stem).strip("_") or "imported"
     try:
-        return to_recipe(recorded, name, device, secret)
+        return to_recipe(recorded, name, device)
     except ImportFailed as exc:
         raise ImportFailed(f"{path}: {exc}") from None

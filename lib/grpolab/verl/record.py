@@ -186,7 +186,6 @@ class Recorded:
     stderr: str = ""
     ray: dict[str, Any] = field(default_factory=dict)  # address, runtime_env (working_dir included)
     unset: list[dict] = field(default_factory=list)  # {name, default}: read while unset in the caller's environment
-    from_caller: set[str] = field(default_factory=set)  # exported names whose value is the caller's own
     notes: list[str] = field(default_factory=list)
 
 
@@ -322,7 +321,6 @@ def record(
         stderr,
         ray,
         unset_reads(text, caller, next((names for t, names in reversed(dumps) if t <= rec.get("t", 0)), None)),
-        {k for k, v in exported.items() if caller.get(k) == v},
     )
     if len(launches) > 1:
         recorded.notes.append(f"the script launches verl {len(launches)} times; the first launch is imported")

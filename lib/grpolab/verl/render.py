@@ -95,9 +95,12 @@ def hydra_value(value: Any) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def verl_keys(recipe: Recipe, run_dir: str) -> tuple[dict[str, Any], list[Problem]]:
-    """The recipe as {verl dotted key: value}, and notes about what the installed verl cannot take."""
-    keys, notes = first_class_keys(recipe, run_dir)
+def verl_keys(
+    recipe: Recipe, run_dir: str, first_class: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], list[Problem]]:
+    """The recipe as {verl dotted key: value}, and notes about what the installed verl cannot take. `first_class`:
+    the first-class keys when the caller rendered them already (for `run_dir`; not changed here)."""
+    keys, notes = (dict(first_class), []) if first_class is not None else first_class_keys(recipe, run_dir)
     for k, v in recipe.verl_overrides.items():  # the escape hatch goes last; the gate forbids shadowing
         keys[k] = v
     return keys, notes
@@ -111,8 +114,9 @@ def first_class_keys(recipe: Recipe, run_dir: str = RUN_DIR) -> tuple[dict[str, 
 field_of = fieldmap.field_of  # the recipe field behind a verl key (the shadowing check names it)
 
 
-def render(recipe: Recipe, run_dir: str | None = None) -> Launch:
-    """The launch for the installed verl (or `python -m grpolab.local.train` for train.engine trl)."""
+def render(recipe: Recipe, run_dir: str | None = None, first_class: dict[str, Any] | None = None) -> Launch:
+    """The launch for the installed verl (or `python -m grpolab.local.train` for train.engine trl). `first_class`:
+    first_class_keys(recipe, run_dir) when the caller (the gate) has them already: they are not rendered twice."""
     run_dir = run_dir or RUN_DIR
     env, refs, ref_notes = _env(recipe)
     cluster = {
@@ -120,7 +124,7 @@ def render(recipe: Recipe, run_dir: str | None = None) -> Launch:
     }
     if recipe.train.engine == "trl":
         return Launch(recipe.name, "trl", [*LOCAL_ENTRY, "--run-dir", run_dir], [], env, None, ref_notes, refs, cluster)
-    keys, notes = verl_keys(recipe, run_dir)
+    keys, notes = verl_keys(recipe, run_dir, first_class)
     schema = verl_schema.base_config(recipe.train.engine)
     overrides = ["model_engine=megatron"] if recipe.train.engine == "megatron" else []
     for key, value in keys.items():
