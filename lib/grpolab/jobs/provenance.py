@@ -18,10 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from grpolab.recipe import stack
 from grpolab.recipe.dotted import get_dotted
 
 GENERATED = "generated:"
@@ -100,13 +100,7 @@ def recipe_hash(recipe_data: dict) -> str:
 def packages(recipe: Any = None) -> dict[str, str | None]:
     """Installed versions of PACKAGES and of every package the recipe's `stack` pins."""
     names = list(PACKAGES) + [n for n in (get_dotted(recipe, "stack") or {}) if n not in PACKAGES]
-    out: dict[str, str | None] = {}
-    for name in names:
-        try:
-            out[name] = metadata.version(name)
-        except (metadata.PackageNotFoundError, ValueError):
-            out[name] = None
-    return out
+    return {name: stack.installed(name)[0] for name in names}
 
 
 def record(recipe: Any, recipe_data: dict) -> dict:
