@@ -28,6 +28,10 @@ os.environ["GRPOLAB_RAY_PORT"] = str(6579 + OFFSET)
 os.environ["GRPOLAB_DASHBOARD_PORT"] = str(8465 + OFFSET)
 os.environ.setdefault("GRPOLAB_RAY_RESOURCES", '{"NPU": 16}')
 os.environ.setdefault("WANDB_MODE", "disabled")
+# Two workers share the machine's two cores: each torch process (a tiny training, a benchmark) takes one thread,
+# not one per core, whose OpenMP spin-waits would take the other worker's core. A user's own run keeps torch's
+# default (`local.threads: 0`); the figures the tests check do not depend on it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -117,3 +121,15 @@ def _head_may_run(env: dict[str, str]) -> bool:
         sock.settimeout(0.5)
         listening = sock.connect_ex(("127.0.0.1", int(env["GRPOLAB_DASHBOARD_PORT"]))) == 0
     return listening or state.exists()
+
+
+def pytest_collection_modifyitems(items):
+    """The `slow` tests first, longest first (a stable sort: the rest keep their order). Each worker takes the next
+    test when it is free (pyproject's --maxschedchunk 2), so the long ones spread over both workers from the start
+    instead of one of them coming last."""
+
+    def seconds(item) -> float:
+        slow = item.get_closest_marker("slow")
+        return -slow.args[0] if slow else 0.0
+
+    items.sort(key=seconds)

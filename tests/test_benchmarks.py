@@ -21,13 +21,16 @@ PY = str(Path(sys.executable))
         (["benchmarks/plan_speed.py"], "grpolab plan glm5_2` whole process"),
         (["benchmarks/monitor_speed.py"], "pandas"),
         (["benchmarks/monitor_alerts.py"], "false alarms per 1000 healthy steps: 0.00"),
-        (["benchmarks/preflight_speed.py"], "nodes"),
+        pytest.param(
+            ["benchmarks/preflight_speed.py", "--warm", "1", "--smi-delay", "0.2"], "nodes", marks=pytest.mark.slow(40)
+        ),
         (["benchmarks/loader_speed.py"], "alias bomb"),
         (["benchmarks/submit_path.py"], "the recipe's way"),
         (["benchmarks/import_speed.py"], "grpolab import SCRIPT --out -` whole process"),
         # 8 steps cannot reach the accuracy targets: the benchmark then says NO and exits 1, as it should
         (
-            ["benchmarks/tiny_grpo.py", "--seeds", "1", "--set", "total_steps=8", "--set", "test_freq=4"],
+            ["benchmarks/tiny_grpo.py", "--seeds", "1", "--set", "total_steps=8", "--set", "test_freq=4"]
+            + ["--set", "warmup_steps=5", "--set", "val_size=10"],
             "ratio of our steps/s to bare TRL",
         ),
     ],

@@ -137,6 +137,7 @@ def _starter(env: dict) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow(20)
 def test_two_launches_share_one_head_that_outlives_their_process_groups_and_stops_alone(no_head, ray_head):
     env = no_head
     assert not head_status(env)["running"]
@@ -193,6 +194,7 @@ def _run_cells(kc, cells: list[str], interrupt_at: int | None = None, km=None, a
     return outputs
 
 
+@pytest.mark.slow(140)
 def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head):
     """03_launch from no head: interrupt its follow cell, shut the kernel down; the run goes on to SUCCEEDED.
     Then a head killed mid-run: the run ends from its own record (or LOST), `stop` says so, the next launch works."""
@@ -243,7 +245,7 @@ def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head):
         "tiny",
         "--run-id",
         "head-killed",
-        *sets(["trainer.total_steps=400", "trainer.test_freq=100", "local.warmup_steps=5", "local.val_size=10"]),
+        *sets(["trainer.total_steps=200", "trainer.test_freq=50", "local.warmup_steps=5", "local.val_size=10"]),
     )
     assert out.returncode == 0, out.stdout + out.stderr
     metrics = runs_root / "head-killed" / "metrics.jsonl"

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -62,11 +64,29 @@ def test_stop_keeps_every_finished_step(ray_head):
     recipe = load_recipe("tiny", ["trainer.total_steps=500", "local.warmup_steps=5", "local.val_size=10"])
     run = launch.submit(recipe, progress=lambda *_: None)
     wait_for(lambda: run.metrics_file.exists() and len(run.metrics_file.read_text().splitlines()) >= 3)
+    # `grpolab status` of a running job asks the embedded head's Jobs API over HTTP: it never imports Ray (which
+    # alone costs about 2 s of CPU per command)
+    code = (
+        "import sys; from grpolab.cli import main; main(['status', sys.argv[1], '--json']); print('ray' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, run.run_id], capture_output=True, text=True, timeout=120)
+    assert re.search(r'"state":\s*"RUNNING"', out.stdout) and out.stdout.split()[-1] == "False", out.stdout + out.stderr
     status = control.stop_run(run)
     assert status["state"] == "STOPPED"
     steps = [json.loads(line)["step"] for line in run.metrics_file.read_text().splitlines()]
     assert steps and steps == sorted(steps)
     assert runs.resolve_run(run.run_id).status()["state"] == "STOPPED"
+
+
+def test_the_jobs_api_reader_answers_like_rays_client(ray_head):
+    """The reader status and stop use (grpolab.jobs.jobs_api): an unknown job is a RuntimeError, as with Ray's."""
+    from grpolab.jobs import cluster
+
+    api = cluster.jobs_api(ray_head)
+    with pytest.raises(RuntimeError, match="404"):
+        api.get_job_info("no-such-job")
+    with pytest.raises(RuntimeError):
+        cluster.jobs_api(cluster.Endpoint(ray_head.dashboard, ray_head.gcs, True)).get_job_logs("no-such-job")
 
 
 def test_killed_launcher_loses_nothing(ray_head, cli, _isolated_runs):
@@ -92,6 +112,7 @@ def test_killed_launcher_loses_nothing(ray_head, cli, _isolated_runs):
     assert len((run_dir / "metrics.jsonl").read_text().splitlines()) >= 4
 
 
+@pytest.mark.slow(25)
 def test_verl_recipe_on_fake_npu_head_fails_with_cause_and_log_tail(ray_head, cli):
     proc = cli("run", "qwen3_30b_a3b", "--wait", "--run-id", "fake-npu", timeout=420)
     assert proc.returncode == 1, proc.stdout + proc.stderr

@@ -2,7 +2,7 @@
 short form (`grpolab run --wait` uninterrupted; `grpolab run`, `grpolab stop` near the start, `grpolab resume
 --wait`), then `grpolab runs`, `grpolab export` and `grpolab resume` of the finished child, refused.
 
-200 steps keep it near a minute (the benchmark's default, 1200 steps stopped near 600, shows the full claim). No
+100 steps keep it under a minute (the benchmark's default, 1200 steps stopped near 600, shows the full claim). No
 count here depends on how fast the machine is: the child starts wherever the parent's last complete checkpoint is.
 """
 
@@ -13,14 +13,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from grpolab.jobs import checkpoints as ck
 from grpolab.local.metrics import VAL_ACC, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
-STEPS = 200
+STEPS = 100
 SETS = ["trainer.save_freq=10", "trainer.test_freq=10", "trainer.keep_ckpts=2"]
 
 
+@pytest.mark.slow(100)
 def test_tiny_stopped_resumed_and_exported_from_no_head(no_head, cli, tmp_path):
     env = {**no_head, "GRPOLAB_RUNS": str(tmp_path / "bench")}
     args = ["--steps", str(STEPS), "--stop-at", "20", "--keep", str(tmp_path / "bench")]

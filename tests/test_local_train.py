@@ -252,6 +252,7 @@ def _train(run_dir: Path, tmp_path: Path, *sets: str) -> subprocess.CompletedPro
     )
 
 
+@pytest.mark.slow(20)
 def test_real_run_writes_verl_metrics_and_checkpoints_and_resumes_exactly(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()

@@ -1,10 +1,10 @@
 """The notebooks: generated and committed clean, parameters typed and checked, nbval on every notebook, a papermill
-dry run of run.ipynb for every recipe, glm5_2 stopping in preflight, bad parameters stopping in the validation cell,
+dry run of run.ipynb per kind of recipe, glm5_2 stopping in preflight, bad parameters stopping in the validation cell,
 and `tiny` trained end to end through run.ipynb. No mocks: papermill and nbval run the real notebooks in real
 kernels against the embedded Ray head on the test ports (the `ray_head` fixture).
 
 Cost (2 shared cores): one short `tiny` training in nbval (03_launch with a 4-step budget), one 40-step training
-through run.ipynb, and a dry run per recipe (~20 s each); everything else stops in its first cells.
+through run.ipynb, and three dry runs (~20 s each); everything else stops in its first cells.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 NAMES = ("01_setup", "02_preflight", "03_launch", "04_monitor", "05_plan", "06_compare", "run")
 PAPERMILL = Path(sys.executable).with_name("papermill")
-RECIPES = sorted(p.stem for p in (ROOT / "params" / "recipes").glob("*.yaml"))
+# a dry run through run.ipynb per kind of recipe: trl on the CPU, verl FSDP on GPUs, verl Megatron on NPUs (every
+# recipe is loaded, checked and rendered by tests/test_params.py and tests/test_fidelity.py, without a kernel)
+DRY_RUN_RECIPES = ["tiny", "qwen3_8b", "glm5_2"]
 SMALL = ["trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10"]
 SECRET = "nb-sekrit-7f3a9c"
 VALIDATION_CELL = 4  # markdown, imports, parameters, markdown, validation (before papermill injects its cell)
@@ -324,7 +326,7 @@ def test_a_dry_run_preflight_verdict_does_not_list_the_failures_again(tmp_path, 
     assert nb.dry_run_failures(tmp_path / "02_preflight.ipynb") == "ok, 2 checks fail (dry run)"
 
 
-@pytest.mark.parametrize("recipe", RECIPES)
+@pytest.mark.parametrize("recipe", DRY_RUN_RECIPES)
 def test_dry_run_of_every_recipe(ray_head, tmp_path, recipe):
     """run.ipynb -p dry_run True: validates, reports preflight (failures do not stop it), shows the rendered launch,
     submits nothing, exits 0; a secret in the recipe's env reaches no output."""
@@ -403,30 +405,33 @@ def test_saved_04_monitor_of_a_finished_run_shows_grouped_alerts_and_the_curves(
     assert "recipe.yaml (monitor:)" in page  # tiny's own thresholds, from the run's recipe
 
 
+def readme_command(prefix: str) -> list[str]:
+    """The README's command line that starts with `prefix`, as argv (tests/test_readme.py leaves it to a test here)."""
+    import shlex
+
+    found = re.search(rf"^({re.escape(prefix)}.*?)(  #.*)?$", (ROOT / "README.md").read_text(), flags=re.M)
+    assert found, prefix
+    return shlex.split(found.group(1))
+
+
+@pytest.mark.slow(45)
 def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
+    """The README's `papermill notebooks/run.ipynb out.ipynb -p model tiny -y "overrides: [...40 steps]"` as
+    written: every stage, progress as it goes, the stage notebooks kept in the run, the final figures."""
     out = tmp_path / "out.ipynb"
-    code, stamped = papermill_streamed(
-        "run",
-        out,
-        "-p",
-        "model",
-        "tiny",
-        "-p",
-        "run_id",
-        "nb-tiny-e2e",
-        "-y",
-        f"overrides: [trainer.total_steps=40, env.MY_API_KEY={SECRET}]",
-    )
+    argv = readme_command(".venv/bin/papermill notebooks/run.ipynb out.ipynb -p model tiny -y")
+    assert argv[1:3] == ["notebooks/run.ipynb", "out.ipynb"] and "overrides: [trainer.total_steps=40]" in argv
+    code, stamped = papermill_streamed("run", out, *argv[3:])
     said = "\n".join(line for _, line in stamped)
     assert code == 0, said[-3000:]
     # papermill's terminal showed the stages and the training's progress as they went, not only at the end
     assert "01_setup: running ..." in said and "04_monitor: running ..." in said
     progress = [(before, line) for before, line in stamped if re.match(r"step \d+/40 \(\d+ %\)", line)]
     assert progress and progress[0][0] > 2.0, said[-3000:]  # the first one came while the run still went on
-    assert re.search(r"run nb-tiny-e2e: step \d+/40 .*SUCCEEDED", said), said[-3000:]
-    assert SECRET not in said
+    (run_dir,) = Path(os.environ["GRPOLAB_RUNS"]).glob("tiny-*")  # the run, under its generated id
+    run_id = run_dir.name
+    assert re.search(rf"run {run_id}: step \d+/40 .*SUCCEEDED", said), said[-3000:]
     assert out.stat().st_size < 1_000_000
-    run_dir = Path(os.environ["GRPOLAB_RUNS"]) / "nb-tiny-e2e"
     assert json.loads((run_dir / "status.json").read_text())["state"] == "SUCCEEDED"
     stages = sorted(p.name for p in (run_dir / "notebooks").glob("*.ipynb"))
     assert stages == ["01_setup.ipynb", "02_preflight.ipynb", "03_launch.ipynb", "04_monitor.ipynb"]
@@ -439,10 +444,8 @@ def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
     finish = [o for i, o in outputs(out) if i == last]
     assert any("image/png" in o.get("data", {}) for o in finish)  # the validation-accuracy curve
     finish_text = "\n".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in finish)
-    assert "final figures of nb-tiny-e2e (last step 40)" in finish_text and "val_acc" in finish_text
+    assert f"final figures of {run_id} (last step 40)" in finish_text and "val_acc" in finish_text
     assert (run_dir / "val_accuracy.png").is_file() and (run_dir / "curves.png").is_file()
-    for path in [out, *(run_dir / "notebooks").glob("*.ipynb")]:
-        assert SECRET not in text_of(path), path
     # the saved 04_monitor, reopened without a kernel (nbformat), shows the curves: an image output
     assert any("image/png" in o.get("data", {}) for _, o in outputs(run_dir / "notebooks" / "04_monitor.ipynb"))
     # sparse progress: following the run printed lines rate-limited by time (one per nb.FOLLOW_EVERY_S at most,
@@ -454,6 +457,7 @@ def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
     assert len(progress) <= watch.metadata["papermill"]["duration"] / nb.FOLLOW_EVERY_S + 2
 
 
+@pytest.mark.slow(65)
 def test_nbval_every_notebook(ray_head, tmp_path):
     """nbval (lax) runs every notebook top to bottom in one session, in this order, on a fresh runs/ directory.
 

@@ -290,16 +290,8 @@ def test_unreachable_ray_keeps_the_drivers_rows():
     assert report.failed and not report.nodes
 
 
-def test_embedded_head_tiny_passes_and_glm5_2_fails_cleanly(cli):
-    """The real `grpolab` command against the embedded local Ray head (the tests' own head, conftest's ports).
-
-    Runs only when that head already runs (in a full test session, the launch tests start it): this file never
-    starts or stops it, since stopping it (`ray stop --force`) would take down every Ray process on the machine.
-    """
-    from grpolab.jobs import cluster
-
-    if not cluster.dashboard_alive(cluster.embedded_endpoint().dashboard):
-        pytest.skip("the embedded Ray head is not running (the full test session starts it for test_launch)")
+def test_embedded_head_tiny_passes_and_glm5_2_fails_cleanly(ray_head, cli):
+    """The real `grpolab` command against the embedded local Ray head (the session's test head, conftest's ports)."""
     proc = cli("preflight", "tiny", "--json", timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(proc.stdout)

@@ -16,6 +16,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_RUN_HERE = {"make test"}  # CI's own command (.ci/run); running it inside the suite would recurse
+# commands another test runs as written, with more checks than an exit status (tiny through every stage of run.ipynb)
+RUN_ELSEWHERE = {
+    '.venv/bin/papermill notebooks/run.ipynb out.ipynb -p model tiny -y "overrides: [trainer.total_steps=40]"': (
+        "tests/test_notebooks.py::test_tiny_end_to_end_through_run_ipynb"
+    ),
+}
 # commands that stay up until stopped: run them with a time limit and look for what they print when ready
 SERVERS = {".venv/bin/grpolab lab": "is running at"}
 EXPECTED_EXIT = {
@@ -37,14 +43,28 @@ def readme_commands() -> list[str]:
     return commands
 
 
-COMMANDS = [c for c in readme_commands() if c not in NOT_RUN_HERE and c != "make run"]
+COMMANDS = [c for c in readme_commands() if c not in NOT_RUN_HERE | set(RUN_ELSEWHERE) and c != "make run"]
 
 
 def test_readme_has_the_two_quick_start_commands():
     assert readme_commands()[:2] == ["make run", "make test"]
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+def test_commands_run_elsewhere_are_in_the_readme_and_their_test_runs_them_as_written():
+    for command, test in RUN_ELSEWHERE.items():
+        assert command in readme_commands(), command
+        path, name = test.split("::")
+        assert f"def {name}(" in (ROOT / path).read_text() and "readme_command(" in (ROOT / path).read_text()
+
+
+# the commands that start a Ray head from nothing go with the slow tests (tests/conftest.py schedules those first)
+STARTS_A_HEAD = ("papermill notebooks/run.ipynb",)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [pytest.param(c, marks=pytest.mark.slow(25)) if any(h in c for h in STARTS_A_HEAD) else c for c in COMMANDS],
+)
 def test_readme_command_runs(command, no_head, tmp_path):
     """Each command as a user types it, on a machine with no Ray head running (`no_head`)."""
     if command in SERVERS:
@@ -79,9 +99,11 @@ def test_readme_command_runs(command, no_head, tmp_path):
         command = command.replace(" out.ipynb", f" {tmp_path}/out.ipynb")
     proc = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=900, env=no_head)
     assert proc.returncode == EXPECTED_EXIT.get(command, 0), proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "Traceback" not in proc.stdout + proc.stderr
+    said = proc.stdout + proc.stderr
+    assert "Traceback" not in said, said[max(0, said.find("Traceback") - 2000) :][:6000]
 
 
+@pytest.mark.slow(90)
 def test_quick_start_run_trains_tiny_end_to_end(no_head, _isolated_runs):
     proc = subprocess.run(["make", "run"], cwd=ROOT, capture_output=True, text=True, timeout=900, env=no_head)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]

@@ -110,7 +110,8 @@ def stub_ray(monkeypatch):
     jobs = StubJobs()
     monkeypatch.setattr(cluster, "ensure_local_head", lambda progress=print: cluster.embedded_endpoint())
     monkeypatch.setattr(cluster, "head_alive", lambda timeout=2.0: True)
-    monkeypatch.setattr(cluster, "job_client", lambda ep: jobs)
+    monkeypatch.setattr(cluster, "job_client", lambda ep: jobs)  # submits
+    monkeypatch.setattr(cluster, "jobs_api", lambda ep: jobs)  # reads and stops
     return jobs
 
 
@@ -581,6 +582,7 @@ def _wait(predicate, timeout: float = 240.0, every: float = 0.5):
     raise AssertionError("timed out waiting")
 
 
+@pytest.mark.slow(70)
 def test_true_states_from_no_head_runs_stop_deleted_folder_and_head_stop(no_head):
     """From no head: `grpolab runs` right after a run ended on its own (nobody followed it) says SUCCEEDED with
     the run's own times; `stop` during a submission stops what was submitted; `rm -rf runs/ID` mid-run is

@@ -487,6 +487,24 @@ def job_client(ep: Endpoint):
         ) from None
 
 
+def jobs_api(ep: Endpoint):
+    """A client that reads and stops jobs: for the embedded head, its Jobs REST API without importing Ray
+    (grpolab.jobs.jobs_api: a status call stays well under a second); for any other cluster, Ray's own client
+    (job_client), which resolves that cluster's auth. Bounded like job_client."""
+    if not ep.embedded:
+        return job_client(ep)
+    from grpolab.jobs.jobs_api import JobsApi
+
+    headers = auth_headers()
+    if _probe(ep.dashboard, headers, timeout=REACH_TIMEOUT_S) is None:
+        check_reachable(ep.dashboard)
+        raise ClusterError(
+            f"cannot reach the embedded head's Jobs API at {ep.dashboard}: nothing answered within "
+            f"{REACH_TIMEOUT_S:.0f} s\nfix: `grpolab head status`; `grpolab head stop` and launch again"
+        )
+    return JobsApi(ep.dashboard, headers)
+
+
 def connect_driver(ep: Endpoint):
     """ray.init() against the endpoint's cluster (for preflight's per-node tasks); returns the ray module."""
     import ray

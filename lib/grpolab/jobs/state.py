@@ -151,7 +151,7 @@ class Clients:
                 return None, "its Ray head is gone"
             ep = here
         try:
-            return cluster.job_client(ep), ""
+            return cluster.jobs_api(ep), ""
         except ClusterError as exc:
             return None, f"Ray is unreachable ({str(exc).splitlines()[0]})"
 
