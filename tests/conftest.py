@@ -28,10 +28,6 @@ os.environ["GRPOLAB_RAY_PORT"] = str(6579 + OFFSET)
 os.environ["GRPOLAB_DASHBOARD_PORT"] = str(8465 + OFFSET)
 os.environ.setdefault("GRPOLAB_RAY_RESOURCES", '{"NPU": 16}')
 os.environ.setdefault("WANDB_MODE", "disabled")
-# Two workers share the machine's two cores: each torch process (a tiny training, a benchmark) takes one thread,
-# not one per core, whose OpenMP spin-waits would take the other worker's core. A user's own run keeps torch's
-# default (`local.threads: 0`); the figures the tests check do not depend on it.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable

@@ -245,7 +245,7 @@ def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head):
         "tiny",
         "--run-id",
         "head-killed",
-        *sets(["trainer.total_steps=200", "trainer.test_freq=50", "local.warmup_steps=5", "local.val_size=10"]),
+        *sets(["trainer.total_steps=100", "trainer.test_freq=50", "local.warmup_steps=5", "local.val_size=10"]),
     )
     assert out.returncode == 0, out.stdout + out.stderr
     metrics = runs_root / "head-killed" / "metrics.jsonl"

@@ -1,6 +1,6 @@
 """`tiny` stopped, resumed and exported as a user does it, from no Ray head running, through benchmarks/resume.py's
-short form (`grpolab run --wait` uninterrupted; `grpolab run`, `grpolab stop` near the start, `grpolab resume
---wait`), then `grpolab runs`, `grpolab export` and `grpolab resume` of the finished child, refused.
+short form (`grpolab run` uninterrupted, training beside `grpolab run`, `grpolab stop` near the start and
+`grpolab resume --wait`), then `grpolab runs`, `grpolab export` and `grpolab resume` of the finished child, refused.
 
 100 steps keep it under a minute (the benchmark's default, 1200 steps stopped near 600, shows the full claim). No
 count here depends on how fast the machine is: the child starts wherever the parent's last complete checkpoint is.
