@@ -27,6 +27,7 @@ from grpolab.notebook.display import (
     show_image,
     show_stages,
 )
+from grpolab.notebook.kernel import kept_log, kernel_manager_for
 from grpolab.notebook.setup import (
     STAGE_SECRETS_VAR,
     check_address,
@@ -168,6 +169,9 @@ class Stages:
                 moved = target / path.name
                 shutil.move(str(path), moved)
                 stage["notebook"] = str(moved)
+                log = path.with_suffix(".kernel.log")  # a stage kernel's own log, when it said something
+                if log.exists():
+                    shutil.move(str(log), target / log.name)
         try:
             self.scratch.rmdir()
         except OSError:
@@ -200,6 +204,8 @@ class Stages:
             masked, real = mask_overrides(parameters["overrides"], self.recipe.secrets)
             parameters = {**parameters, "overrides": masked}
 
+        kernel_log = output.with_suffix(".kernel.log")  # the stage kernel's own stderr (grpolab.notebook.kernel)
+
         def execute() -> None:
             nonlocal error
             try:
@@ -212,6 +218,7 @@ class Stages:
                     log_output=False,
                     cwd=str(self.notebooks),
                     extra_arguments=KERNEL_ARGS,
+                    kernel_manager_class=kernel_manager_for(kernel_log),
                 )
             except PapermillExecutionError as exc:
                 error = _error_of(output) or f"{exc.ename}: {exc.evalue}"
@@ -252,6 +259,9 @@ class Stages:
                 else:
                     os.environ[STAGE_SECRETS_VAR] = before
         entry["seconds"] = time.perf_counter() - start
+        log = kept_log(kernel_log)
+        if error and log is not None:
+            error += f" (the stage kernel's own log: {log})"
         entry["result"] = "failed" if error else (dry_run_failures(output) or "ok")
         self._collect()
         later = ""

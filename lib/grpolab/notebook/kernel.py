@@ -1,0 +1,38 @@
+"""The kernel manager of run.ipynb's stage kernels: a stage kernel's own stderr goes to a log file beside the
+stage's executed notebook, not to papermill's terminal.
+
+What a stage prints is in its notebook (ipykernel sends it there); the kernel process's own stderr carries only
+ipykernel's log. Under load that log can hold a traceback of ipykernel's shutdown race (the control thread
+flushing stdout while the IOPub socket closes: "ZMQError: Socket operation on non-socket", ipython/ipykernel
+#1518), after the stage has ended well, which papermill's terminal would show as if the run had failed. The log
+is kept when it says something (named in the stage's error when the stage fails) and removed when empty.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def kernel_manager_for(log: Path):
+    """A jupyter_client kernel manager class (papermill's `kernel_manager_class`) whose kernels write their
+    stderr to `log` (appended)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class StageKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with open(log, "ab") as stderr:  # the kernel process keeps its own copy of the descriptor
+                await super().start_kernel(stderr=stderr, **kw)
+
+    return StageKernelManager
+
+
+def kept_log(log: Path) -> Path | None:
+    """The log when it says something; an empty one is removed."""
+    try:
+        if log.stat().st_size:
+            return log
+        log.unlink()
+    except OSError:
+        pass
+    return None
