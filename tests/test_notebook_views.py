@@ -167,3 +167,24 @@ def test_list_parameters_given_with_p_are_read_as_yaml_lists():
 def test_a_table_with_no_rows_says_none():
     assert nb.table_html(["a", "b"], [], []) == "<p><i>(none)</i></p>"
     assert "<th" in nb.table_html(["a"], [["1"]], [None])
+
+
+def test_setup_makes_a_plain_jupyter_lab_save_widget_state_keeping_the_users_overrides(tmp_path):
+    """scripts/setup.sh runs `python -m grpolab.cli.lab .venv/share/jupyter/lab/settings`: a plain `jupyter lab`
+    from the environment then saves widget state (a saved notebook shows its bars, not "model not found"), and a
+    user's own overrides stay."""
+    import subprocess
+
+    settings = tmp_path / "settings"
+    settings.mkdir()
+    (settings / "overrides.json").write_text(json.dumps({"@jupyterlab/apputils-extension:themes": {"theme": "dark"}}))
+    for _ in range(2):  # a second setup changes nothing
+        out = subprocess.run([sys.executable, "-m", "grpolab.cli.lab", str(settings)], capture_output=True, text=True)
+        assert out.returncode == 0 and "saves widget state" in out.stdout, out.stderr
+    written = json.loads((settings / "overrides.json").read_text())
+    assert written["@jupyter-widgets/jupyterlab-manager:plugin"] == {"saveState": True}
+    assert written["@jupyterlab/apputils-extension:themes"] == {"theme": "dark"}
+    assert (
+        "grpolab.cli.lab .venv/share/jupyter/lab/settings"
+        in (Path(__file__).parents[1] / "scripts/setup.sh").read_text()
+    )

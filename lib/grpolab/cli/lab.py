@@ -74,10 +74,6 @@ def write_overrides(settings: Path) -> Path:
     return path
 
 
-if __name__ == "__main__":  # scripts/setup.sh: python -m grpolab.cli.lab APP_SETTINGS_DIR
-    print(f"setup: JupyterLab saves widget state ({write_overrides(Path(sys.argv[1]))})")
-
-
 def command(folder: Path, port: int, browser: bool, extra: list[str] = ()) -> list[str]:
     """JupyterLab on 127.0.0.1 in `folder`, with Jupyter's own token (the default: not disabled here)."""
     jupyter = Path(sys.executable).with_name("jupyter")
@@ -113,3 +109,7 @@ def main(args) -> int:
     sys.stdout.flush()
     os.execv(cmd[0], cmd) if os.path.isabs(cmd[0]) else os.execvp(cmd[0], cmd)
     return 0  # pragma: no cover - execv does not return
+
+
+if __name__ == "__main__":  # scripts/setup.sh: python -m grpolab.cli.lab APP_SETTINGS_DIR
+    print(f"setup: JupyterLab saves widget state ({write_overrides(Path(sys.argv[1]))})")
