@@ -178,11 +178,10 @@ def test_unsupported_ignores_other_engines() -> None:
     assert unsupported(recipe) == []
 
 
-def test_real_recipe_maps_when_the_loader_is_there() -> None:
-    recipe_mod = pytest.importorskip("grpolab.recipe.loader")
-    if not (ROOT / "params" / "recipes" / "tiny.yaml").is_file():
-        pytest.skip("no tiny recipe yet")
-    recipe = recipe_mod.load_recipe("tiny")
+def test_the_tiny_recipe_maps_to_trls_config() -> None:
+    from grpolab.recipe.loader import load_recipe
+
+    recipe = load_recipe("tiny")
     s = settings_from_recipe(recipe)
     grpo_config_kwargs(s, "/tmp/out")  # raises on anything it cannot map
     assert unsupported(recipe) == []

@@ -230,10 +230,12 @@ def _real_metrics_files() -> list[Path]:
     return files
 
 
-@pytest.mark.parametrize("path", _real_metrics_files() or [None], ids=lambda p: getattr(p, "name", "none"))
+def test_real_metrics_files_are_there():
+    assert _real_metrics_files(), "copy a tiny run's metrics.jsonl into tests/data/monitor/"
+
+
+@pytest.mark.parametrize("path", _real_metrics_files(), ids=lambda p: p.name)
 def test_real_metrics_file(path, tmp_path):
-    if path is None:
-        pytest.skip("no real metrics file yet: copy a tiny run's metrics.jsonl into tests/data/monitor/")
     view = load_metrics(path)
     assert view.steps, f"{path}: no steps read ({view.problems[:3]})"
     assert view.bad_lines == 0, view.problems[:3]
