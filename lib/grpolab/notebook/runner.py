@@ -259,11 +259,11 @@ class Stages:
                 else:
                     os.environ[STAGE_SECRETS_VAR] = before
         entry["seconds"] = time.perf_counter() - start
-        log = kept_log(kernel_log)
-        if error and log is not None:
-            error += f" (the stage kernel's own log: {log})"
+        kept = kept_log(kernel_log) is not None  # an empty log is removed; _collect moves a kept one with the notebook
         entry["result"] = "failed" if error else (dry_run_failures(output) or "ok")
         self._collect()
+        if error and kept:
+            error += f" (the stage kernel's own log: {Path(entry['notebook']).with_suffix('.kernel.log')})"
         later = ""
         if self.run_id and Path(entry["notebook"]).parent == self.scratch:  # the run does not exist yet
             later = f" (moves to {self.run_dir / 'notebooks'} once 03_launch created the run)"
