@@ -489,20 +489,14 @@ def job_client(ep: Endpoint):
 
 def jobs_api(ep: Endpoint):
     """A client that reads and stops jobs: for the embedded head, its Jobs REST API without importing Ray
-    (grpolab.jobs.jobs_api: a status call stays well under a second); for any other cluster, Ray's own client
-    (job_client), which resolves that cluster's auth. Bounded like job_client."""
+    (grpolab.jobs.jobs_api: a status call stays well under a second; each request bounded by its TIMEOUT_S, and
+    grpolab.jobs.state asks head_alive() first); for any other cluster, Ray's own client (job_client), which
+    resolves that cluster's auth."""
     if not ep.embedded:
         return job_client(ep)
     from grpolab.jobs.jobs_api import JobsApi
 
-    headers = auth_headers()
-    if _probe(ep.dashboard, headers, timeout=REACH_TIMEOUT_S) is None:
-        check_reachable(ep.dashboard)
-        raise ClusterError(
-            f"cannot reach the embedded head's Jobs API at {ep.dashboard}: nothing answered within "
-            f"{REACH_TIMEOUT_S:.0f} s\nfix: `grpolab head status`; `grpolab head stop` and launch again"
-        )
-    return JobsApi(ep.dashboard, headers)
+    return JobsApi(ep.dashboard, auth_headers())
 
 
 def connect_driver(ep: Endpoint):
