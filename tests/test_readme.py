@@ -16,10 +16,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_RUN_HERE = {"make test"}  # CI's own command (.ci/run); running it inside the suite would recurse
-# commands another test runs as written, with more checks than an exit status (tiny through every stage of run.ipynb)
+# commands another test runs as written, with more checks than an exit status (tiny through every stage of run.ipynb,
+# glm5_2's dry run)
 RUN_ELSEWHERE = {
     '.venv/bin/papermill notebooks/run.ipynb out.ipynb -p model tiny -y "overrides: [trainer.total_steps=40]"': (
         "tests/test_notebooks.py::test_tiny_end_to_end_through_run_ipynb"
+    ),
+    ".venv/bin/papermill notebooks/run.ipynb out.ipynb -p model glm5_2 -p dry_run True": (
+        "tests/test_notebooks.py::test_dry_run_of_each_kind_of_recipe"
     ),
 }
 # commands that stay up until stopped: run them with a time limit and look for what they print when ready
@@ -57,14 +61,7 @@ def test_commands_run_elsewhere_are_in_the_readme_and_their_test_runs_them_as_wr
         assert f"def {name}(" in (ROOT / path).read_text() and "readme_command(" in (ROOT / path).read_text()
 
 
-# the commands that start a Ray head from nothing go with the slow tests (tests/conftest.py schedules those first)
-STARTS_A_HEAD = ("papermill notebooks/run.ipynb",)
-
-
-@pytest.mark.parametrize(
-    "command",
-    [pytest.param(c, marks=pytest.mark.slow(25)) if any(h in c for h in STARTS_A_HEAD) else c for c in COMMANDS],
-)
+@pytest.mark.parametrize("command", COMMANDS)
 def test_readme_command_runs(command, no_head, tmp_path):
     """Each command as a user types it, on a machine with no Ray head running (`no_head`)."""
     if command in SERVERS:
