@@ -1,6 +1,6 @@
 """Preflight time on 1 and on 4 simulated nodes: the per-node checks run in parallel, one Ray task per node.
 
-What it does: for 1 and then 4 nodes, starts a Ray cluster simulated on this machine (ray.cluster_utils.Cluster,
+What it does: for 1 and then 4 nodes (--nodes N for another count), starts a Ray cluster simulated on this machine (ray.cluster_utils.Cluster,
 num_cpus=1 per node), runs `run_preflight` against it, and shuts it down. Default recipe: qwen3_30b_a3b with
 `cluster.nnodes` set to the node count; every node advertises `NPU: 16` and carries, in its own environment,
 a fake Ascend toolkit (install-info file with version=8.5.0) and a fake `npu-smi` on PATH that answers after
@@ -17,7 +17,7 @@ CPU-bound, and the simulated nodes share this machine's cores (2 on the project'
 measures the machine, not the fan-out; on a real cluster each node has its own CPUs.
 
 Command (from the project root; about 1-2 minutes, most of it starting the simulated clusters):
-    .venv/bin/python benchmarks/preflight_speed.py [--smi-delay 1.0] [--warm 3] [--recipe qwen3_30b_a3b]
+    .venv/bin/python benchmarks/preflight_speed.py [--smi-delay 1.0] [--warm 3] [--nodes 4] [--recipe qwen3_30b_a3b]
 """
 
 from __future__ import annotations
@@ -115,10 +115,13 @@ def main() -> None:
     parser.add_argument("--recipe", default="qwen3_30b_a3b", help="recipe name or path (default qwen3_30b_a3b)")
     parser.add_argument("--smi-delay", type=float, default=1.0, help="seconds the fake npu-smi takes to answer")
     parser.add_argument("--warm", type=int, default=3, help="warm calls per cluster size (median reported)")
+    parser.add_argument("--nodes", type=int, default=4, help="the larger cluster's node count, held against 1 node")
     args = parser.parse_args()
+    if args.nodes < 2:
+        parser.error(f"--nodes {args.nodes}: the larger cluster needs 2 nodes or more")
     with tempfile.TemporaryDirectory(prefix="grpolab-preflight-bench-") as tmp:
         env = fake_node_env(Path(tmp), args.smi_delay)
-        results = [measure(n, args.recipe, args.warm, env) for n in (1, 4)]
+        results = [measure(n, args.recipe, args.warm, env) for n in (1, args.nodes)]
     print(
         f"preflight {args.recipe} (fake npu-smi answers in {args.smi_delay:g} s): seconds, cluster start-up "
         "not included"
@@ -132,11 +135,12 @@ def main() -> None:
             f"{r['n']:>5} {r['rows']:>5} {r['cold_total']:>11.2f} {r['cold_nodes']:>11.2f} {r['warm_total']:>11.2f} "
             f"{r['warm_driver']:>11.2f} {r['warm_cluster']:>13.2f} {r['warm_nodes']:>11.2f}   {r['start_s']:.0f} s"
         )
-    one, four = results
+    one, many = results
+    n = args.nodes
     print(
-        f"per-node phase, 4 nodes / 1 node: cold {four['cold_nodes'] / one['cold_nodes']:.2f}x, "
-        f"warm {four['warm_nodes'] / one['warm_nodes']:.2f}x (a serial loop would be about 4x); whole "
-        f"preflight: cold {four['cold_total'] / one['cold_total']:.2f}x, warm {four['warm_total'] / one['warm_total']:.2f}x"
+        f"per-node phase, {n} nodes / 1 node: cold {many['cold_nodes'] / one['cold_nodes']:.2f}x, "
+        f"warm {many['warm_nodes'] / one['warm_nodes']:.2f}x (a serial loop would be about {n}x); whole "
+        f"preflight: cold {many['cold_total'] / one['cold_total']:.2f}x, warm {many['warm_total'] / one['warm_total']:.2f}x"
     )
 
 

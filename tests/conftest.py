@@ -28,6 +28,9 @@ os.environ["GRPOLAB_RAY_PORT"] = str(6579 + OFFSET)
 os.environ["GRPOLAB_DASHBOARD_PORT"] = str(8465 + OFFSET)
 os.environ.setdefault("GRPOLAB_RAY_RESOURCES", '{"NPU": 16}')
 os.environ.setdefault("WANDB_MODE", "disabled")
+# one OpenMP thread per process: the two workers already keep both cores busy, and a 2-thread tiny trainer beside
+# another process spins on its barrier (alone it is 1.3x faster with 2 threads, for 1.6x the CPU)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable

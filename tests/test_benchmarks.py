@@ -22,7 +22,9 @@ PY = str(Path(sys.executable))
         (["benchmarks/monitor_speed.py"], "pandas"),
         (["benchmarks/monitor_alerts.py"], "false alarms per 1000 healthy steps: 0.00"),
         pytest.param(
-            ["benchmarks/preflight_speed.py", "--warm", "1", "--smi-delay", "0.2"], "nodes", marks=pytest.mark.slow(40)
+            ["benchmarks/preflight_speed.py", "--warm", "1", "--smi-delay", "0.2", "--nodes", "2"],
+            "per-node phase, 2 nodes / 1 node",
+            marks=pytest.mark.slow(30),
         ),
         (["benchmarks/loader_speed.py"], "alias bomb"),
         (["benchmarks/submit_path.py"], "the recipe's way"),
