@@ -19,7 +19,7 @@ PY = str(Path(sys.executable))
     [
         (["benchmarks/check_speed.py"], "grpolab check glm5_2` whole process"),
         (["benchmarks/plan_speed.py"], "grpolab plan glm5_2` whole process"),
-        (["benchmarks/monitor_speed.py"], "pandas"),
+        (["benchmarks/monitor_speed.py", "--steps", "5000"], "grpolab monitor / pandas"),
         (["benchmarks/monitor_alerts.py"], "false alarms per 1000 healthy steps: 0.00"),
         pytest.param(
             ["benchmarks/preflight_speed.py", "--warm", "1", "--smi-delay", "0.2", "--nodes", "2"],
