@@ -17,8 +17,8 @@ verl's own Hydra config (grpolab.verl.config.effective). The outcome, in pipelin
 outcome changes (the importer learns a launcher, a rule stops a false refusal) the test fails naming the script and
 the new outcome: update the manifest with `python tests/test_corpus.py --update` and review the diff.
 
-Cost: an import composes verl's config several times (about 1 s each), so the whole corpus takes about 67 s of CPU
-(about 35 s on the suite's two workers); GRPOLAB_CORPUS=sample runs only the scripts marked `sample: true` (one of
+Cost: an import composes verl's config several times (about 1 s each), so the whole corpus takes about 75 s of CPU
+(about 40 s on the suite's two workers); GRPOLAB_CORPUS=sample runs only the scripts marked `sample: true` (one of
 each outcome, about 12 s). Nothing starts Ray.
 """
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,14 +23,12 @@ from grpolab.recipe.dotted import has_dotted
 from grpolab.recipe.loader import load_recipe
 from grpolab.verl import config as verl_schema
 from grpolab.verl import sandbox
-from grpolab.verl.importer import ImportFailed, import_script, recipe_yaml, record
+from grpolab.verl.importer import import_script, record
 from grpolab.verl.render import render, to_sh
 
 DATA = Path(__file__).parent / "data"
 SCRIPT = DATA / "import" / "run_qwen3_8b_grpo_npu.sh"
 UPSTREAM = DATA / "upstream"
-CORPUS = DATA / "import" / "corpus"
-SOURCES = yaml.safe_load((CORPUS / "SOURCES.yaml").read_text())
 # a machine that cannot isolate a script (tests/test_import_isolation.py covers that) runs these trusted
 TRUSTED = sandbox.available() is not None
 FLAGS = ("--trusted",) if TRUSTED else ()
@@ -387,25 +384,3 @@ def test_what_verl_accepts_check_accepts(cli, tmp_path):
     problems = json.loads(proc.stdout)
     assert not [p for p in problems if p["rule"] == "schema"], problems
     assert load_recipe(recipe).trainer.logger == ["console"] and load_recipe(recipe).train.vpp == 1
-
-
-@pytest.mark.parametrize("entry", sorted(SOURCES), ids=str)
-def test_real_public_scripts_round_trip_to_the_same_launch(entry):
-    """Real public launch scripts (tests/data/import/corpus/SOURCES.yaml names each one's repository and commit):
-    import -> render gives back the same effective launch, or import fails naming the cause."""
-    facts = SOURCES[entry]
-    script = CORPUS / entry
-    device = facts.get("device", "npu")
-    if "fails" in facts:
-        with pytest.raises(ImportFailed) as failed:
-            import_script(script, device=device, trusted=TRUSTED)
-        assert facts["fails"] in str(failed.value) and "internal error" not in str(failed.value)
-        return
-    imported = import_script(script, device=device, trusted=TRUSTED)
-    assert sorted(u["key"] for u in imported.unmapped) == sorted(facts.get("unmapped", [])), imported.unmapped
-    if "unmapped" not in facts:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "r.yaml"
-            path.write_text(recipe_yaml(imported, str(script)))
-            recipe = load_recipe(path)
-        assert same_launch(imported.recorded, recipe) == {}
