@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,38 @@ def _isolated_runs(tmp_path, monkeypatch):
     return runs
 
 
+@pytest.fixture
+def runs_root(_isolated_runs):
+    """This test's runs/ directory (GRPOLAB_RUNS points at it)."""
+    return _isolated_runs
+
+
+@pytest.fixture
+def finished_run(_isolated_runs):
+    """`finished_run(run_id, records, **status)`: a run of `tiny` under this test's runs/ whose metrics.jsonl holds
+    `records` (grpolab.monitor.synthetic's), recorded as ended (SUCCEEDED unless `state=` says otherwise)."""
+    from grpolab.jobs.runs import create_run
+    from grpolab.monitor import synthetic
+
+    def make(run_id: str, records, **status):
+        run = create_run("tiny", run_id=run_id)
+        synthetic.write_jsonl(run.metrics_file, records)
+        run.write_status(**{"state": "SUCCEEDED", **status})
+        return run
+
+    return make
+
+
+@pytest.fixture
+def monitor_cli(monkeypatch):
+    """grpolab.cli.main in-process with only the monitor's verbs registered: the dispatcher and exit codes are the
+    real ones, and the monitor's tests do not depend on the other verbs' modules."""
+    import grpolab.cli
+
+    monkeypatch.setattr(grpolab.cli, "VERBS", {"monitor": "monitor", "compare": "compare"})
+    return grpolab.cli.main
+
+
 @pytest.fixture(scope="session")
 def ray_head():
     """The embedded local Ray head (started for the session, stopped at its end)."""
@@ -73,6 +106,23 @@ def grpolab(*args: str, timeout: float = 300, env: dict | None = None) -> subpro
 @pytest.fixture
 def cli():
     return grpolab
+
+
+def poll(predicate, timeout: float = 240.0, every: float = 1.0):
+    """predicate()'s first true value, asked every `every` seconds; AssertionError after `timeout` seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:g} s waiting")
+
+
+@pytest.fixture
+def wait_for():
+    """`wait_for(predicate, timeout=240, every=1)`: the one poll of the tests that watch a real run or head."""
+    return poll
 
 
 USER_PORTS = (6779 + OFFSET, 8779 + OFFSET)  # a user's embedded head, apart from the test head

@@ -52,16 +52,6 @@ def grpolab(env: dict, *args: str, timeout: float = 300) -> subprocess.Completed
     return subprocess.run([GRPOLAB, *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
-def wait_for(predicate, timeout: float = 240.0, every: float = 1.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError("timed out waiting")
-
-
 def head_status(env: dict) -> dict:
     return json.loads(grpolab(env, "head", "status", "--json").stdout)
 
@@ -91,7 +81,7 @@ def refused_without_token(host: str, port: int) -> bool:
     return False
 
 
-def test_embedded_head_requires_a_token_and_refuses_requests_without_it(ray_head):
+def test_embedded_head_requires_a_token_and_refuses_requests_without_it(ray_head, wait_for):
     from ray.job_submission import JobSubmissionClient
 
     token = cluster.token_file()
@@ -195,7 +185,7 @@ def _run_cells(kc, cells: list[str], interrupt_at: int | None = None, km=None, a
 
 
 @pytest.mark.slow(140)
-def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head):
+def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head, wait_for):
     """03_launch from no head: interrupt its follow cell, shut the kernel down; the run goes on to SUCCEEDED.
     Then a head killed mid-run: the run ends from its own record (or LOST), `stop` says so, the next launch works."""
     from jupyter_client import KernelManager

@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,16 +21,6 @@ from grpolab.recipe.secrets import REDACTED
 
 SMALL = ["trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10"]
 SECRET = "sekrit-value-123"
-
-
-def wait_for(predicate, timeout=180.0, every=1.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError("timed out waiting")
 
 
 def test_tiny_job_writes_verl_format_metrics_and_a_clean_record(ray_head, _isolated_runs, monkeypatch):
@@ -60,7 +49,7 @@ def test_tiny_job_writes_verl_format_metrics_and_a_clean_record(ray_head, _isola
     assert "tiny" in run.recipe_file.read_text()
 
 
-def test_stop_keeps_every_finished_step(ray_head):
+def test_stop_keeps_every_finished_step(ray_head, wait_for):
     recipe = load_recipe("tiny", ["trainer.total_steps=500", "local.warmup_steps=5", "local.val_size=10"])
     run = launch.submit(recipe, progress=lambda *_: None)
     wait_for(lambda: run.metrics_file.exists() and len(run.metrics_file.read_text().splitlines()) >= 3)
@@ -89,7 +78,7 @@ def test_the_jobs_api_reader_answers_like_rays_client(ray_head):
         cluster.jobs_api(cluster.Endpoint(ray_head.dashboard, ray_head.gcs, True)).get_job_logs("no-such-job")
 
 
-def test_killed_launcher_loses_nothing(ray_head, cli, _isolated_runs):
+def test_killed_launcher_loses_nothing(ray_head, cli, _isolated_runs, wait_for):
     args = ["run", "tiny", "--wait", "--run-id", "killed-launcher"] + [a for s in SMALL for a in ("--set", s)]
     proc = subprocess.Popen(
         [str(Path(os.sys.executable).with_name("grpolab")), *args],

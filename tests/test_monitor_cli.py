@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-import grpolab.cli
 from grpolab.jobs.runs import create_run
 from grpolab.monitor import plot_curves, summary, synthetic
 from grpolab.monitor.alerts import Alert
@@ -22,21 +21,7 @@ CUDA_OOM_LOG = """\
 """
 
 
-@pytest.fixture
-def runs_root(tmp_path, monkeypatch):
-    root = tmp_path / "runs"
-    monkeypatch.setenv("GRPOLAB_RUNS", str(root))
-    return root
-
-
-@pytest.fixture
-def cli(monkeypatch):
-    """grpolab.cli.main with only this module's verbs registered (see test_monitor_compare.py)."""
-    monkeypatch.setattr(grpolab.cli, "VERBS", {"monitor": "monitor", "compare": "compare"})
-    return grpolab.cli.main
-
-
-def test_monitor_text_and_png(runs_root, cli, capsys):
+def test_monitor_text_and_png(runs_root, monitor_cli, capsys):
     run = create_run("tiny", run_id="demo")
     synthetic.write_jsonl(run.metrics_file, synthetic.plant(synthetic.healthy(60), "entropy-collapse", 40))
     run.write_status(
@@ -44,7 +29,7 @@ def test_monitor_text_and_png(runs_root, cli, capsys):
         job_id="raysubmit_123",
         wandb={"mode": "offline", "dir": str(run.path / "wandb"), "url": None},
     )
-    assert cli(["monitor", "demo"]) == 0
+    assert monitor_cli(["monitor", "demo"]) == 0
     out = capsys.readouterr().out
     assert "SUCCEEDED" in out and "last step 60" in out
     assert "critic/score/mean" in out and "val-core/arith/acc/mean@1" in out
@@ -56,13 +41,13 @@ def test_monitor_text_and_png(runs_root, cli, capsys):
     assert data.startswith(PNG_MAGIC) and len(data) > 30_000  # twelve drawn panels, not an empty canvas
 
 
-def test_monitor_json_is_the_summary(runs_root, cli, capsys, tmp_path):
+def test_monitor_json_is_the_summary(runs_root, monitor_cli, capsys, tmp_path):
     run = create_run("tiny", run_id="j")
     records = synthetic.plant(synthetic.healthy(30), "nan", 20)
     synthetic.write_jsonl(run.metrics_file, records)
     run.write_status(state="RUNNING")
     png = tmp_path / "out" / "c.png"
-    assert cli(["monitor", "j", "--json", "--png", str(png)]) == 0
+    assert monitor_cli(["monitor", "j", "--json", "--png", str(png)]) == 0
     printed = capsys.readouterr().out
 
     def not_json(constant):
@@ -81,11 +66,11 @@ def test_monitor_json_is_the_summary(runs_root, cli, capsys, tmp_path):
     }
 
 
-def test_failed_run_shows_cause_and_exits_1(runs_root, cli, capsys):
+def test_failed_run_shows_cause_and_exits_1(runs_root, monitor_cli, capsys):
     run = create_run("tiny", run_id="boom")
     run.job_log.write_text(CUDA_OOM_LOG)
     run.write_status(state="FAILED", message="Job entrypoint command failed with exit code 1")
-    assert cli(["monitor", "boom", "--no-png"]) == 1
+    assert monitor_cli(["monitor", "boom", "--no-png"]) == 1
     out = capsys.readouterr().out
     assert "failure   device-oom" in out and "fix:" in out
     assert "L2 | (WorkerDict pid=31962) [rank0]: torch.OutOfMemoryError: CUDA out of memory" in out
@@ -94,25 +79,25 @@ def test_failed_run_shows_cause_and_exits_1(runs_root, cli, capsys):
     assert not (run.path / "curves.png").exists()
 
 
-def test_failed_run_without_known_cause(runs_root, cli, capsys):
+def test_failed_run_without_known_cause(runs_root, monitor_cli, capsys):
     run = create_run("tiny", run_id="odd")
     run.job_log.write_text("starting\nall good so far\n")
     run.write_status(state="FAILED", message="Job was stopped by the node going away")
-    assert cli(["monitor", "odd", "--json", "--no-png"]) == 1
+    assert monitor_cli(["monitor", "odd", "--json", "--no-png"]) == 1
     failure = json.loads(capsys.readouterr().out)["failure"]
     assert failure["cause"] == "unknown" and "all good so far" in failure["lines"]
 
 
-def test_pending_run_without_metrics(runs_root, cli, capsys):
+def test_pending_run_without_metrics(runs_root, monitor_cli, capsys):
     create_run("tiny", run_id="fresh")
-    assert cli(["monitor", "fresh"]) == 0
+    assert monitor_cli(["monitor", "fresh"]) == 0
     out = capsys.readouterr().out
     assert "PENDING" in out and "none yet" in out and "alerts    none" in out
 
 
-def test_metrics_file_as_run(tmp_path, cli, capsys):
+def test_metrics_file_as_run(tmp_path, monitor_cli, capsys):
     path = synthetic.write_jsonl(tmp_path / "somewhere" / "metrics.jsonl", synthetic.healthy(12))
-    assert cli(["monitor", str(path), "--no-png"]) == 0
+    assert monitor_cli(["monitor", str(path), "--no-png"]) == 0
     out = capsys.readouterr().out
     assert "UNKNOWN" in out and "last step 12" in out
 
@@ -125,25 +110,25 @@ def test_metrics_file_as_run(tmp_path, cli, capsys):
         (["monitor", "demo", "--png", "x.png", "--no-png"], "contradict"),
     ],
 )
-def test_unusable_input_exits_2_without_traceback(runs_root, cli, capsys, argv, message):
+def test_unusable_input_exits_2_without_traceback(runs_root, monitor_cli, capsys, argv, message):
     create_run("tiny", run_id="demo")
-    assert cli(argv) == 2
+    assert monitor_cli(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
 
-def test_directory_that_is_not_a_run(tmp_path, cli, capsys):
+def test_directory_that_is_not_a_run(tmp_path, monitor_cli, capsys):
     (tmp_path / "empty").mkdir()
-    assert cli(["monitor", str(tmp_path / "empty")]) == 2
+    assert monitor_cli(["monitor", str(tmp_path / "empty")]) == 2
     assert "is not a run directory" in capsys.readouterr().err
 
 
-def test_unwritable_png_is_a_note_not_a_crash(runs_root, cli, capsys, tmp_path):
+def test_unwritable_png_is_a_note_not_a_crash(runs_root, monitor_cli, capsys, tmp_path):
     run = create_run("tiny", run_id="ro")
     synthetic.write_jsonl(run.metrics_file, synthetic.healthy(5))
     blocker = tmp_path / "file"
     blocker.write_text("")
-    assert cli(["monitor", "ro", "--png", str(blocker / "sub" / "c.png")]) == 0
+    assert monitor_cli(["monitor", "ro", "--png", str(blocker / "sub" / "c.png")]) == 0
     assert "could not write the curves" in capsys.readouterr().out
 
 
@@ -212,20 +197,20 @@ def test_notes_on_what_the_metrics_file_itself_says(runs_root):
     assert "1 step(s) logged more than once; later values win" in notes
 
 
-def test_the_summary_groups_alerts_and_names_the_thresholds(runs_root, cli, capsys):
+def test_the_summary_groups_alerts_and_names_the_thresholds(runs_root, monitor_cli, capsys):
     run = create_run("tiny", run_id="grouped-text")
     synthetic.write_jsonl(run.metrics_file, synthetic.plant(synthetic.healthy(60), "entropy-collapse", 30))
     run.write_status(state="SUCCEEDED")
-    assert cli(["monitor", "grouped-text", "--no-png", "--no-refresh"]) == 0
+    assert monitor_cli(["monitor", "grouped-text", "--no-png", "--no-refresh"]) == 0
     out = capsys.readouterr().out
     assert "alerts    1 in 1 rule(s)" in out and "ERROR   entropy-collapse  1 episode(s), steps 30-60" in out
     assert out.count("try: ") == 1 and "limits    " in out and "base.yaml (monitor:)" in out
 
 
-def test_a_bare_metrics_file_with_a_recipes_thresholds(cli, capsys):
+def test_a_bare_metrics_file_with_a_recipes_thresholds(monitor_cli, capsys):
     from pathlib import Path
 
     healthy_tiny = Path(__file__).resolve().parent / "data" / "monitor" / "tiny_seed1.jsonl"
-    assert cli(["monitor", str(healthy_tiny), "--no-png", "--thresholds", "tiny"]) == 0
+    assert monitor_cli(["monitor", str(healthy_tiny), "--no-png", "--thresholds", "tiny"]) == 0
     out = capsys.readouterr().out
     assert "alerts    none" in out and "limits    recipe tiny (monitor:)" in out

@@ -11,13 +11,6 @@ pytest.importorskip("ipywidgets")
 pytest.importorskip("IPython")
 
 
-@pytest.fixture
-def runs_root(tmp_path, monkeypatch):
-    root = tmp_path / "runs"
-    monkeypatch.setenv("GRPOLAB_RUNS", str(root))
-    return root
-
-
 def test_dashboard_refreshes_until_the_job_ends_and_stops_it(runs_root, monkeypatch):
     from grpolab.monitor.dashboard import Dashboard, live
 

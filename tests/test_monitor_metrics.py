@@ -12,13 +12,6 @@ from grpolab.monitor import synthetic
 from grpolab.monitor.metrics import MetricsView, load_metrics, parse_console_line, parse_console_value
 
 
-@pytest.fixture
-def runs_root(tmp_path, monkeypatch):
-    root = tmp_path / "runs"
-    monkeypatch.setenv("GRPOLAB_RUNS", str(root))
-    return root
-
-
 def _line(step, **data) -> str:
     return json.dumps({"step": step, "data": data}) + "\n"
 

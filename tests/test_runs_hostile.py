@@ -572,18 +572,8 @@ def test_a_run_whose_head_is_gone_and_never_started_has_no_secrets_file(_isolate
 # ------------------------------------------------------------------------------------------ with a real head
 
 
-def _wait(predicate, timeout: float = 240.0, every: float = 0.5):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError("timed out waiting")
-
-
 @pytest.mark.slow(70)
-def test_true_states_from_no_head_runs_stop_deleted_folder_and_head_stop(no_head):
+def test_true_states_from_no_head_runs_stop_deleted_folder_and_head_stop(no_head, wait_for):
     """From no head: `grpolab runs` right after a run ended on its own (nobody followed it) says SUCCEEDED with
     the run's own times; `stop` during a submission stops what was submitted; `rm -rf runs/ID` mid-run is
     reported as such and the job stops (by id) without its folder coming back; `head stop` during a
@@ -622,7 +612,7 @@ def test_true_states_from_no_head_runs_stop_deleted_folder_and_head_stop(no_head
     assert out.returncode == 0, out.stdout + out.stderr
 
     submitting = launching("stopped-early")
-    _wait(lambda: record("stopped-early"), every=0.05)  # the run folder exists: the submission is under way
+    wait_for(lambda: record("stopped-early"), every=0.05)  # the run folder exists: the submission is under way
     out = grpolab("stop", "stopped-early")
     submitting.communicate(timeout=300)
     assert out.returncode == 0 and ("STOPPED" in out.stdout or "nothing to stop" in out.stdout), out
@@ -631,7 +621,7 @@ def test_true_states_from_no_head_runs_stop_deleted_folder_and_head_stop(no_head
 
     out = grpolab("run", "tiny", "--run-id", "deleted", *sets(LONG))
     assert out.returncode == 0, out.stdout + out.stderr
-    _wait(lambda: "pid" in text(root / "deleted" / "job.json"))  # the job runs
+    wait_for(lambda: "pid" in text(root / "deleted" / "job.json"), every=0.5)  # the job runs
     shutil.rmtree(root / "deleted", ignore_errors=True)
     out = grpolab("status", "deleted")
     assert out.returncode == 1 and "was deleted" in out.stdout, out.stdout + out.stderr
@@ -640,7 +630,7 @@ def test_true_states_from_no_head_runs_stop_deleted_folder_and_head_stop(no_head
     time.sleep(2)
     assert not (root / "deleted").exists()
 
-    _wait(lambda: "exit_code" in text(root / "alone" / "job.json"))
+    wait_for(lambda: "exit_code" in text(root / "alone" / "job.json"), every=0.5)
     ended = json.loads(text(root / "alone" / "job.json"))
     listed = grpolab("runs")  # the first view of it since it ended: nobody called status
     assert "SUCCEEDED" in listed.stdout.split("alone", 1)[1].splitlines()[0], listed.stdout
@@ -649,7 +639,7 @@ def test_true_states_from_no_head_runs_stop_deleted_folder_and_head_stop(no_head
     assert status["elapsed_s"] == pytest.approx(ended["ended"] - ended["started"])
 
     submitting = launching("head-stopped", "--set", f"env.HF_TOKEN={TOKEN}")
-    _wait(lambda: record("head-stopped"), every=0.05)
+    wait_for(lambda: record("head-stopped"), every=0.05)
     assert grpolab("head", "stop").returncode == 0
     submitting.communicate(timeout=300)
     assert not (root / "head-stopped" / secrets.SECRETS_FILE).exists()

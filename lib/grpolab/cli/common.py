@@ -16,6 +16,22 @@ def add_recipe_args(parser: argparse.ArgumentParser) -> None:
     add_set_arg(parser)
 
 
+def whole_number(what: str, fix: str):
+    """An argparse type for a whole number, 0 or more; `what` names it in "'x' is not {what}", `fix` follows a
+    negative value's "is negative: ". argparse turns the error into one line naming the option, exit 2."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{value} is negative: {fix}")
+        return value
+
+    return parse
+
+
 def add_set_arg(parser: argparse.ArgumentParser, example: str = "rollout.tp=16") -> None:
     """--set KEY=VALUE (repeatable, applied last): the recipe overrides of every verb that loads a recipe."""
     parser.add_argument(

@@ -13,25 +13,20 @@ import json
 import sys
 
 from grpolab.cli import UsageError
-from grpolab.cli.common import add_set_arg, print_problems
-
-
-def _step(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a step number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative: give a checkpoint's step (see `grpolab monitor RUN`)")
-    return value
+from grpolab.cli.common import add_set_arg, print_problems, whole_number
 
 
 def register(sub) -> None:
     p = sub.add_parser("resume", help="a new run, linked to RUN, from RUN's latest (or --from) complete checkpoint")
     p.add_argument("run", metavar="RUN", help="the run to continue: a run id, or a run directory")
-    p.add_argument("--from", dest="from_step", type=_step, default=None, metavar="STEP", help="the checkpoint's step")
+    p.add_argument(
+        "--from",
+        dest="from_step",
+        type=whole_number("a step number", "give a checkpoint's step (see `grpolab monitor RUN`)"),
+        default=None,
+        metavar="STEP",
+        help="the checkpoint's step",
+    )
     add_set_arg(p, example="trainer.total_steps=2400")
     p.add_argument("--ray-address", default=None, help="as `grpolab run`: default $RAY_ADDRESS, else the embedded head")
     p.add_argument("--wait", action="store_true", help="follow the new run until it ends; exit 1 unless it succeeded")

@@ -9,21 +9,10 @@ A run id whose folder was deleted mid-run is reported as such, and its Ray job c
 
 from __future__ import annotations
 
-import argparse
 import time
 
 from grpolab.cli import UsageError
-
-
-def _count(text: str) -> int:
-    """--tail N: a whole number of lines, 0 or more (argparse turns the error into one line, exit 2)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of lines") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative: give the number of last lines to print (0: all)")
-    return value
+from grpolab.cli.common import whole_number
 
 
 def register(sub) -> None:
@@ -38,7 +27,13 @@ def register(sub) -> None:
         q = sub.add_parser(verb, help=helptext)
         q.add_argument("run", metavar="RUN", help="a run id, or a run directory")
         if verb == "logs":
-            q.add_argument("--tail", type=_count, default=0, metavar="N", help="only the last N lines (0: all)")
+            q.add_argument(
+                "--tail",
+                type=whole_number("a whole number of lines", "give the number of last lines to print (0: all)"),
+                default=0,
+                metavar="N",
+                help="only the last N lines (0: all)",
+            )
         if verb in ("status", "stop"):
             q.add_argument("--json", action="store_true", help="print the run's status as one JSON document")
         q.set_defaults(func=func)

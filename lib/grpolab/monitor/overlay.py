@@ -115,6 +115,15 @@ class Overlay:
         smooth = smoothed(ys, self.smooth) if self.smooth and not sparse and len(ys) > 2 else None
         return [int(s) for s in xs], walls, list(ys), (None if smooth is None else list(smooth)), sparse
 
+    def _traces(self, metrics: list[str]):
+        """(colour, run label, metric, curves) for each run that logged each of a panel's metrics, in legend order:
+        what the interactive chart and its PNG twin both draw."""
+        for run_index, (label, view) in enumerate(self.views.items()):
+            colour = COLOURS[run_index % len(COLOURS)]
+            for metric in metrics:
+                if metric in view:
+                    yield colour, label, metric, self._curves(view, metric)
+
     def heading(self) -> str:
         """Short enough for the chart's top line: the run ids (with their steps) are in the legend."""
         count = len(self.views)
@@ -143,35 +152,30 @@ class Overlay:
         step_x, wall_x = [], []
         for index, (_title, ylabel, metrics) in enumerate(self.panels):
             row, col = index // _COLUMNS + 1, index % _COLUMNS + 1
-            for run_index, (label, view) in enumerate(self.views.items()):
-                colour = COLOURS[run_index % len(COLOURS)]
-                for metric in metrics:
-                    if metric not in view:
-                        continue
-                    steps, walls, ys, smooth, sparse = self._curves(view, metric)
-                    name = self.legend_name(label)
-                    if len(metrics) > 1:
-                        name += f" {metric.rsplit('/', 2)[-2]}"
-                    common = {"legendgroup": label, "hovertemplate": f"{name}: %{{y:.4g}}<extra></extra>"}
-                    first = index == 0 and metric == metrics[0]
-                    xs = steps if self.x == "step" else walls
-                    if smooth is not None:
-                        fig.add_scatter(
-                            x=xs, y=_round(ys), mode="lines", line={"color": colour, "width": 1}, opacity=0.3,
-                            showlegend=False, hoverinfo="skip", legendgroup=label, row=row, col=col,
-                        )  # fmt: skip
-                        step_x.append(steps), wall_x.append(walls)
-                        fig.add_scatter(
-                            x=xs, y=_round(smooth), mode="lines", name=name, line={"color": colour, "width": 2},
-                            showlegend=first, row=row, col=col, **common,
-                        )  # fmt: skip
-                    else:
-                        fig.add_scatter(
-                            x=xs, y=_round(ys), mode="lines+markers" if sparse else "lines", name=name,
-                            line={"color": colour, "width": 1.5}, marker={"size": 5}, showlegend=first,
-                            row=row, col=col, **common,
-                        )  # fmt: skip
+            for colour, label, metric, (steps, walls, ys, smooth, sparse) in self._traces(metrics):
+                name = self.legend_name(label)
+                if len(metrics) > 1:
+                    name += f" {metric.rsplit('/', 2)[-2]}"
+                common = {"legendgroup": label, "hovertemplate": f"{name}: %{{y:.4g}}<extra></extra>"}
+                first = index == 0 and metric == metrics[0]
+                xs = steps if self.x == "step" else walls
+                if smooth is not None:
+                    fig.add_scatter(
+                        x=xs, y=_round(ys), mode="lines", line={"color": colour, "width": 1}, opacity=0.3,
+                        showlegend=False, hoverinfo="skip", legendgroup=label, row=row, col=col,
+                    )  # fmt: skip
                     step_x.append(steps), wall_x.append(walls)
+                    fig.add_scatter(
+                        x=xs, y=_round(smooth), mode="lines", name=name, line={"color": colour, "width": 2},
+                        showlegend=first, row=row, col=col, **common,
+                    )  # fmt: skip
+                else:
+                    fig.add_scatter(
+                        x=xs, y=_round(ys), mode="lines+markers" if sparse else "lines", name=name,
+                        line={"color": colour, "width": 1.5}, marker={"size": 5}, showlegend=first,
+                        row=row, col=col, **common,
+                    )  # fmt: skip
+                step_x.append(steps), wall_x.append(walls)
             fig.update_yaxes(title_text=ylabel, title_font={"size": 11}, row=row, col=col)
         fig.update_xaxes(matches="x", showticklabels=True, title_font={"size": 10})
         names = list(X_AXES)
@@ -248,19 +252,14 @@ class Overlay:
             ax.set_ylabel(ylabel, fontsize=8)
             ax.tick_params(labelsize=7)
             ax.grid(True, alpha=0.3)
-            for run_index, (label, view) in enumerate(self.views.items()):
-                colour = COLOURS[run_index % len(COLOURS)]
-                for metric in metrics:
-                    if metric not in view:
-                        continue
-                    steps, walls, ys, smooth, sparse = self._curves(view, metric)
-                    xs = steps if self.x == "step" else walls
-                    if smooth is not None:
-                        ax.plot(xs, ys, color=colour, linewidth=0.8, alpha=0.3)
-                        ax.plot(xs, smooth, color=colour, linewidth=1.5, label=self.legend_name(label))
-                    else:
-                        ax.plot(xs, ys, color=colour, linewidth=1.2, marker="o" if sparse else None, markersize=3,
-                                label=self.legend_name(label))  # fmt: skip
+            for colour, label, _metric, (steps, walls, ys, smooth, sparse) in self._traces(metrics):
+                xs = steps if self.x == "step" else walls
+                if smooth is not None:
+                    ax.plot(xs, ys, color=colour, linewidth=0.8, alpha=0.3)
+                    ax.plot(xs, smooth, color=colour, linewidth=1.5, label=self.legend_name(label))
+                else:
+                    ax.plot(xs, ys, color=colour, linewidth=1.2, marker="o" if sparse else None, markersize=3,
+                            label=self.legend_name(label))  # fmt: skip
             single_point_limits(ax)
         for ax in list(axes.flat)[len(self.panels) or 1 :]:
             ax.set_visible(False)
