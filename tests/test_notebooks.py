@@ -334,30 +334,13 @@ def test_dry_run_of_each_kind_of_recipe(ray_head, tmp_path, recipe):
     submits nothing, exits 0; a secret in the recipe's env reaches no output. glm5_2's is the README's command as
     written (tests/test_readme.py leaves it to this test)."""
     out = tmp_path / "out.ipynb"
+    dry = ["-p", "model", recipe, "-p", "dry_run", "True"]
     if recipe == "glm5_2":
         argv = readme_command(README_DRY_RUN)
-        assert argv[1:3] == ["notebooks/run.ipynb", "out.ipynb"] and argv[3:] == [
-            "-p",
-            "model",
-            recipe,
-            "-p",
-            "dry_run",
-            "True",
-        ]
+        assert argv[1:3] == ["notebooks/run.ipynb", "out.ipynb"] and argv[3:] == dry
         result = papermill("run", out, *argv[3:])
     else:
-        result = papermill(
-            "run",
-            out,
-            "-p",
-            "model",
-            recipe,
-            "-p",
-            "dry_run",
-            "True",
-            "-y",
-            f"overrides: [env.GRPOLAB_TEST_TOKEN={SECRET}]",
-        )
+        result = papermill("run", out, *dry, "-y", f"overrides: [env.GRPOLAB_TEST_TOKEN={SECRET}]")
     assert result.returncode == 0, result.stderr[-3000:]
     said = result.stdout + result.stderr
     assert "Traceback" not in said, said[max(0, said.find("Traceback") - 2000) :][:6000]
