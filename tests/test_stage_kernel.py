@@ -4,25 +4,18 @@ the stage's executed notebook, never to papermill's terminal: a stage that ended
 from __future__ import annotations
 
 import nbformat
-import papermill
 
-from grpolab.notebook.display import KERNEL, KERNEL_ARGS
-from grpolab.notebook.kernel import kept_log, kernel_manager_for
+from grpolab.notebook.kernel import execute_stage, kept_log, kernel_log
 
 
 def test_a_stage_kernels_stderr_goes_to_its_log_and_an_empty_log_is_removed(tmp_path, capfd):
     book = nbformat.v4.new_notebook()
     book.cells = [nbformat.v4.new_code_cell("import os\nos.write(2, b'Traceback: the kernel process itself\\n')")]
-    source, out, log = tmp_path / "stage.ipynb", tmp_path / "stage.out.ipynb", tmp_path / "stage.kernel.log"
+    source, out = tmp_path / "stage.ipynb", tmp_path / "stage.out.ipynb"
+    log = kernel_log(out)
+    assert log == tmp_path / "stage.out.kernel.log"
     nbformat.write(book, str(source))
-    papermill.execute_notebook(
-        str(source),
-        str(out),
-        kernel_name=KERNEL,
-        progress_bar=False,
-        extra_arguments=KERNEL_ARGS,
-        kernel_manager_class=kernel_manager_for(log),
-    )
+    execute_stage(source, out)
     assert "Traceback" not in capfd.readouterr().err  # the terminal papermill writes to
     assert kept_log(log) == log and "the kernel process itself" in log.read_text()
 

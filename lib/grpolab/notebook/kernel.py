@@ -13,6 +13,31 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def kernel_log(notebook: Path) -> Path:
+    """Where the stage kernel that executed `notebook` writes its own stderr: beside it, `<stage>.kernel.log`."""
+    return Path(notebook).with_suffix(".kernel.log")
+
+
+def execute_stage(source: Path, output: Path, parameters: dict | None = None, cwd: Path | None = None) -> None:
+    """papermill's execute_notebook as run.ipynb runs a stage: our kernel and its arguments, no progress bar and no
+    echo of the outputs, the kernel's own stderr to kernel_log(output). papermill's errors pass through."""
+    import papermill
+
+    from grpolab.notebook.display import KERNEL, KERNEL_ARGS
+
+    papermill.execute_notebook(
+        str(source),
+        str(output),
+        parameters=parameters or {},
+        kernel_name=KERNEL,
+        progress_bar=False,
+        log_output=False,
+        cwd=None if cwd is None else str(cwd),
+        extra_arguments=KERNEL_ARGS,
+        kernel_manager_class=kernel_manager_for(kernel_log(output)),
+    )
+
+
 def kernel_manager_for(log: Path):
     """A jupyter_client kernel manager class (papermill's `kernel_manager_class`) whose kernels write their
     stderr to `log` (appended)."""

@@ -15,8 +15,6 @@ from grpolab.jobs.job_entry import ANSI
 from grpolab.notebook.display import (
     DRY_RUN_FAILS,
     FOLLOW_EVERY_S,
-    KERNEL,
-    KERNEL_ARGS,
     NEEDS_RUN,
     NOTEBOOKS_DIR,
     REPORT_TAG,
@@ -27,7 +25,7 @@ from grpolab.notebook.display import (
     show_image,
     show_stages,
 )
-from grpolab.notebook.kernel import kept_log, kernel_manager_for
+from grpolab.notebook.kernel import execute_stage, kept_log, kernel_log
 from grpolab.notebook.setup import (
     STAGE_SECRETS_VAR,
     check_address,
@@ -169,7 +167,7 @@ class Stages:
                 moved = target / path.name
                 shutil.move(str(path), moved)
                 stage["notebook"] = str(moved)
-                log = path.with_suffix(".kernel.log")  # a stage kernel's own log, when it said something
+                log = kernel_log(path)  # a stage kernel's own log, when it said something
                 if log.exists():
                     shutil.move(str(log), target / log.name)
         try:
@@ -179,7 +177,6 @@ class Stages:
 
     def run(self, stage: str, **parameters) -> None:
         """Execute one stage notebook with these parameters; show its report; stop run.ipynb if it fails."""
-        import papermill
         from papermill.exceptions import PapermillExecutionError
 
         if self.dry_run and stage in NEEDS_RUN:
@@ -204,22 +201,10 @@ class Stages:
             masked, real = mask_overrides(parameters["overrides"], self.recipe.secrets)
             parameters = {**parameters, "overrides": masked}
 
-        kernel_log = output.with_suffix(".kernel.log")  # the stage kernel's own stderr (grpolab.notebook.kernel)
-
         def execute() -> None:
             nonlocal error
             try:
-                papermill.execute_notebook(
-                    str(source),
-                    str(output),
-                    parameters=parameters,
-                    kernel_name=KERNEL,
-                    progress_bar=False,
-                    log_output=False,
-                    cwd=str(self.notebooks),
-                    extra_arguments=KERNEL_ARGS,
-                    kernel_manager_class=kernel_manager_for(kernel_log),
-                )
+                execute_stage(source, output, parameters, cwd=self.notebooks)
             except PapermillExecutionError as exc:
                 error = _error_of(output) or f"{exc.ename}: {exc.evalue}"
             except Exception as exc:  # the kernel died, papermill could not start it, ...
@@ -259,11 +244,13 @@ class Stages:
                 else:
                     os.environ[STAGE_SECRETS_VAR] = before
         entry["seconds"] = time.perf_counter() - start
-        kept = kept_log(kernel_log) is not None  # an empty log is removed; _collect moves a kept one with the notebook
+        kept = (
+            kept_log(kernel_log(output)) is not None
+        )  # an empty log is removed; _collect moves a kept one with the notebook
         entry["result"] = "failed" if error else (dry_run_failures(output) or "ok")
         self._collect()
         if error and kept:
-            error += f" (the stage kernel's own log: {Path(entry['notebook']).with_suffix('.kernel.log')})"
+            error += f" (the stage kernel's own log: {kernel_log(Path(entry['notebook']))})"
         later = ""
         if self.run_id and Path(entry["notebook"]).parent == self.scratch:  # the run does not exist yet
             later = f" (moves to {self.run_dir / 'notebooks'} once 03_launch created the run)"
