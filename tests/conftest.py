@@ -5,8 +5,10 @@ submitted to it and fail for the real reason (no NPU stack here). It is started 
 and stopped at the end of the session. Tests of the user's own paths (the README's commands, tests/test_head.py)
 do not use it: they start from no head at all, on ports of their own (`no_head`).
 
-The suite runs on two pytest-xdist workers (pyproject's addopts); each worker has its own test head and its own
-user head, on ports offset by the worker's number, so the two never share a head, a token or a state folder.
+The suite runs on two pytest-xdist workers (pyproject's addopts). They share the one test head (whichever needs
+it first starts it, under the head's own lock; the controlling process stops it once every worker is done: one
+head start and one idle head fewer than a head per worker). Each worker has its own user head, on ports offset by
+the worker's number, since those tests start, kill and stop it.
 """
 
 from __future__ import annotations
@@ -19,14 +21,14 @@ from pathlib import Path
 
 import pytest
 
-# before grpolab.jobs.cluster is imported anywhere: the test head must not collide with a developer's own head, nor
-# with the other xdist worker's (gw0, gw1, ...; no xdist: 0). Set, not defaulted: workers inherit the controller's
-# environment.
+# before grpolab.jobs.cluster is imported anywhere: the test head must not collide with a developer's own head.
 # GRPOLAB_TEST_PORT_OFFSET moves every port of a suite, so that two checkouts can run their suites side by side.
+SUITE_OFFSET = int(os.environ.get("GRPOLAB_TEST_PORT_OFFSET", "0"))
+os.environ["GRPOLAB_RAY_PORT"] = str(6579 + SUITE_OFFSET)
+os.environ["GRPOLAB_DASHBOARD_PORT"] = str(8465 + SUITE_OFFSET)
+# the user heads are the xdist worker's own (gw0, gw1, ...; no xdist: 0)
 WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
-OFFSET = int(os.environ.get("GRPOLAB_TEST_PORT_OFFSET", "0")) + 10 * WORKER
-os.environ["GRPOLAB_RAY_PORT"] = str(6579 + OFFSET)
-os.environ["GRPOLAB_DASHBOARD_PORT"] = str(8465 + OFFSET)
+OFFSET = SUITE_OFFSET + 10 * WORKER
 os.environ.setdefault("GRPOLAB_RAY_RESOURCES", '{"NPU": 16}')
 os.environ.setdefault("WANDB_MODE", "disabled")
 # one OpenMP thread per process: the two workers already keep both cores busy, and a 2-thread tiny trainer beside
@@ -81,14 +83,20 @@ def monitor_cli(monkeypatch):
 
 @pytest.fixture(scope="session")
 def ray_head():
-    """The embedded local Ray head (started for the session, stopped at its end)."""
+    """The suite's embedded local Ray head: started by the first test that needs it, on whichever worker, shared by
+    the workers, stopped by pytest_sessionfinish in the controlling process."""
     from grpolab.jobs import cluster
 
-    started = not cluster.head_alive()
-    ep = cluster.ensure_local_head(progress=lambda *_: None)
-    yield ep
-    if started:
-        cluster.stop_local_head()
+    return cluster.ensure_local_head(progress=lambda *_: None)
+
+
+def pytest_sessionfinish(session):
+    """The controlling process (or the only one, without xdist) stops the test head once every worker is done."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    env = dict(os.environ)  # the test head's ports, set above
+    if _head_may_run(env):
+        stop_head(env)
 
 
 def grpolab(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -154,11 +162,14 @@ def _users_head_stopped_at_the_end():
 @pytest.fixture
 def no_head(_isolated_runs, _users_head_stopped_at_the_end):
     """A user's machine with no Ray head running: the environment to run their commands in (the embedded head
-    they start is on USER_PORTS, and is stopped before each test and at the end of the session)."""
+    they start is on USER_PORTS, and is stopped before and after each test, and at the end of the session: an idle
+    head costs about 3 s of CPU a minute)."""
     env = user_env()
     if _head_may_run(env):  # `grpolab head stop` costs a process start: only when there is something to stop
         stop_head(env)
-    return env
+    yield env
+    if _head_may_run(env):
+        stop_head(env)
 
 
 def _head_may_run(env: dict[str, str]) -> bool:

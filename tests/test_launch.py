@@ -23,11 +23,18 @@ SMALL = ["trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5",
 SECRET = "sekrit-value-123"
 
 
-def test_tiny_job_writes_verl_format_metrics_and_a_clean_record(ray_head, _isolated_runs, monkeypatch):
-    recipe = load_recipe("tiny", [*SMALL, f"env.MY_API_KEY={SECRET}"])
+def test_tiny_job_writes_verl_format_metrics_a_clean_record_and_wandb_offline_without_a_key(
+    ray_head, _isolated_runs, monkeypatch, cli
+):
+    """One 4-step job (each costs about 12 s of CPU here) for three things a user sees: the metrics in verl's
+    format, a record without the secret, and wandb, asked for without a key, logging offline into the run
+    directory, where the monitor points."""
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    recipe = load_recipe("tiny", [*SMALL, f"env.MY_API_KEY={SECRET}", "trainer.logger=[console,file,wandb]"])
     run = launch.submit(recipe, progress=lambda *_: None)
     status = wait(run, progress=lambda *_: None, poll_s=1.0, timeout=240)
-    assert status["state"] == "SUCCEEDED", status
+    assert status["state"] == "SUCCEEDED", status.get("log_tail")
     lines = [json.loads(line) for line in run.metrics_file.read_text().splitlines()]
     assert [line["step"] for line in lines if "critic/score/mean" in line["data"]][-1] == 4
     names = set().union(*(line["data"] for line in lines))
@@ -47,6 +54,11 @@ def test_tiny_job_writes_verl_format_metrics_and_a_clean_record(ray_head, _isola
         if path.is_file() and path.suffix in (".json", ".yaml", ".jsonl", ".log"):
             assert SECRET not in path.read_text(errors="replace"), path
     assert "tiny" in run.recipe_file.read_text()
+
+    assert status["wandb"]["mode"] == "offline"
+    assert list((run.path / "wandb").glob("offline-run-*")), "the wandb run's files are in the run directory"
+    out = cli("monitor", run.run_id)
+    assert "wandb" in out.stdout and "offline" in out.stdout and "wandb sync" in out.stdout
 
 
 def test_stop_keeps_every_finished_step(ray_head, wait_for):
@@ -148,16 +160,3 @@ def test_run_ids_never_collide_and_cannot_escape(cli, _isolated_runs):
 def test_status_of_unknown_run_is_unusable_input(cli):
     proc = cli("status", "no-such-run")
     assert proc.returncode == 2 and "no run" in proc.stderr
-
-
-def test_wandb_without_a_key_logs_offline_and_the_monitor_says_where(ray_head, cli, monkeypatch):
-    monkeypatch.delenv("WANDB_MODE", raising=False)
-    monkeypatch.delenv("WANDB_API_KEY", raising=False)
-    recipe = load_recipe("tiny", [*SMALL, "trainer.logger=[console,file,wandb]"])
-    run = launch.submit(recipe, progress=lambda *_: None)
-    status = wait(run, progress=lambda *_: None, poll_s=1.0, timeout=240)
-    assert status["state"] == "SUCCEEDED", status.get("log_tail")
-    assert status["wandb"]["mode"] == "offline"
-    assert list((run.path / "wandb").glob("offline-run-*")), "the wandb run's files are in the run directory"
-    out = cli("monitor", run.run_id)
-    assert "wandb" in out.stdout and "offline" in out.stdout and "wandb sync" in out.stdout
