@@ -93,6 +93,8 @@ def test_embedded_head_requires_a_token_and_refuses_requests_without_it(ray_head
     try:  # while a job runs, its supervisor and driver add sockets of their own
         wait_for(lambda: str(client.get_job_status(job)).endswith("RUNNING"), timeout=120)
         procs = {p.pid: p for p in cluster.head_processes()}
+        commands = [" ".join(p.cmdline()) for p in procs.values()]
+        assert not [c for c in commands if "ray.util.client.server" in c]  # no Ray Client server (ray_start.py)
         owner = {}
         for c in psutil.net_connections("tcp"):
             if c.status == psutil.CONN_LISTEN and c.pid in procs:

@@ -14,7 +14,8 @@ Safe by default:
   the GCS, raylet and agents (it maps 127.0.0.1 to it), and Ray has no option to bind those gRPC servers to
   loopback, so they listen beyond it; every one of them refuses a request without the token. Metrics export is
   off and the dashboard's own Prometheus server is given a port it cannot bind (`embedded_env()`), so no
-  unauthenticated metrics port is opened. tests/test_head.py lists the head's sockets to keep it so.
+  unauthenticated metrics port is opened, and no Ray Client server is started (grpolab.jobs.ray_start).
+  tests/test_head.py lists the head's sockets to keep it so.
 - The head's state folder also holds its Ray temp dir (so two heads on one machine never share
   /tmp/ray/session_latest) and a lock, so two launches at once start one head and share it.
 
@@ -35,7 +36,6 @@ import fcntl
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -118,11 +118,6 @@ def _token() -> str:
 def auth_headers() -> dict[str, str]:
     """The header that authenticates a client to the embedded head."""
     return {"Authorization": f"Bearer {_token()}"}
-
-
-def _ray_bin() -> str:
-    candidate = Path(sys.executable).with_name("ray")
-    return str(candidate) if candidate.exists() else (shutil.which("ray") or "ray")
 
 
 def _embedded() -> Endpoint:
@@ -258,7 +253,7 @@ def _start_head(ep: Endpoint, progress, attempts: int = 3) -> None:
         if "timed out during startup" not in why or attempt == attempts:
             raise ClusterError(
                 f"the embedded Ray head did not come up: {why}\nfix: free the ports {EMBEDDED_GCS_PORT} and "
-                f"{EMBEDDED_DASHBOARD_PORT}-{EMBEDDED_DASHBOARD_PORT + 5} (or set GRPOLAB_RAY_PORT / "
+                f"{EMBEDDED_DASHBOARD_PORT}-{EMBEDDED_DASHBOARD_PORT + 4} (or set GRPOLAB_RAY_PORT / "
                 "GRPOLAB_DASHBOARD_PORT), or pass --ray-address of a running cluster; the full log is in "
                 f"{head_dir() / 'head.log'}"
             )
@@ -272,7 +267,9 @@ def _start_head_once(ep: Endpoint) -> str | None:
     """Start `ray start --head --block` in a session of its own; None once it is up, else why not."""
     temp = head_dir() / "ray"
     cmd = [
-        _ray_bin(),
+        sys.executable,
+        "-m",
+        "grpolab.jobs.ray_start",  # Ray's `ray start`, less the Ray Client server nothing here uses
         "start",
         "--head",
         "--block",
@@ -295,7 +292,6 @@ def _start_head_once(ep: Endpoint) -> str | None:
         f"--dashboard-agent-grpc-port={EMBEDDED_DASHBOARD_PORT + 2}",
         f"--metrics-export-port={EMBEDDED_DASHBOARD_PORT + 3}",
         f"--runtime-env-agent-port={EMBEDDED_DASHBOARD_PORT + 4}",
-        f"--ray-client-server-port={EMBEDDED_DASHBOARD_PORT + 5}",
     ]
     resources = os.environ.get("GRPOLAB_RAY_RESOURCES")  # e.g. '{"NPU": 16}' to simulate an NPU node in tests
     if resources:
