@@ -79,11 +79,31 @@ def test_stop_keeps_every_finished_step(ray_head, wait_for):
     assert runs.resolve_run(run.run_id).status()["state"] == "STOPPED"
 
 
-def test_the_jobs_api_reader_answers_like_rays_client(ray_head):
-    """The reader status and stop use (grpolab.jobs.jobs_api): an unknown job is a RuntimeError, as with Ray's."""
+def test_the_jobs_api_submits_without_ray_and_answers_like_rays_client(ray_head, wait_for):
+    """The REST client `grpolab run`, status and stop use on the embedded head (grpolab.jobs.jobs_api): it submits
+    without importing Ray (about 2 s of CPU per command), refuses what Ray's SDK must prepare (a working_dir to
+    upload: cluster.submit_client hands that to Ray's client), and errs as Ray's client does."""
     from grpolab.jobs import cluster
 
+    job = f"rest-{os.getpid()}"
+    code = (
+        "import sys\nfrom grpolab.jobs import cluster\nenv = {'env_vars': {'GREETING': 'hello from REST'}}\n"
+        "client = cluster.submit_client(cluster.embedded_endpoint(), env)\n"
+        "print(client.submit_job(entrypoint='echo $GREETING', submission_id=sys.argv[1], runtime_env=env))\n"
+        "print('ray' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, job], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == [job, "False"], out.stdout + out.stderr
     api = cluster.jobs_api(ray_head)
+    assert wait_for(lambda: api.get_job_status(job) in ("SUCCEEDED", "FAILED") and api.get_job_status(job), 120) == (
+        "SUCCEEDED"
+    )
+    assert "hello from REST" in api.get_job_logs(job)
+    with pytest.raises(RuntimeError, match="already"):
+        api.submit_job(entrypoint="true", submission_id=job)
+    with pytest.raises(ValueError, match="working_dir"):
+        api.submit_job(entrypoint="true", submission_id=f"{job}-2", runtime_env={"working_dir": "."})
+    assert type(cluster.submit_client(ray_head, {"working_dir": "."})).__name__ == "JobSubmissionClient"
     with pytest.raises(RuntimeError, match="404"):
         api.get_job_info("no-such-job")
     with pytest.raises(RuntimeError):

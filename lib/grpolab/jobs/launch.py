@@ -196,7 +196,7 @@ def _hand_over(run: runs.Run, job: Submission, resumed_from: dict | None = None)
     runs.atomic_write(run.launch_file, json.dumps(record, indent=2) + "\n")
     runtime_env = dict(job.launch.cluster.get("runtime_env") or {})  # the recipe's (working_dir, pip, ...)
     runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}), **job_env}
-    client = cluster.job_client(ep)
+    client = cluster.submit_client(ep, runtime_env)
     deadline = time.time() + AGENT_WAIT_S
     while True:
         try:
