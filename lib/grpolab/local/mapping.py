@@ -16,6 +16,7 @@ verl -> TRL 1.16 (docs/facts.md section 5):
     micro_batch_size_per_device        -> per_device_train_batch_size (completions per forward pass)
     ppo_mini_batch_size x n / micro    -> gradient_accumulation_steps (one optimizer update per mini-batch)
     data.max_response_length           -> max_completion_length (TRL 1.16 has no max_prompt_length)
+    train.gradient_checkpointing       -> gradient_checkpointing (TRL's default is on, as verl's)
     trainer.total_steps                -> max_steps x (optimizer updates per step)
 A verl step generates once and makes train_batch_size / ppo_mini_batch_size optimizer updates; TRL's
 global step counts optimizer updates, so `updates_per_step` converts between the two.
@@ -91,6 +92,7 @@ class TinySettings:
     temperature: float  # rollout.temperature
     top_p: float  # rollout.top_p
     top_k: int  # rollout.top_k (-1: off)
+    gradient_checkpointing: bool  # train.gradient_checkpointing: recompute activations in the backward pass
 
     @property
     def updates_per_step(self) -> int:
@@ -143,6 +145,7 @@ def grpo_config_kwargs(settings: TinySettings, output_dir: str) -> dict[str, Any
         warmup_steps=0,
         weight_decay=0.0,
         max_grad_norm=1.0,
+        gradient_checkpointing=s.gradient_checkpointing,
         # rollout
         max_completion_length=s.max_response_length,
         temperature=s.temperature,
@@ -329,6 +332,7 @@ RECIPE_FIELDS = {
     "resume_mode": "trainer.resume_mode",
     "resume_path": "trainer.resume_path",
     "ckpt_dir": "trainer.ckpt_dir",
+    "gradient_checkpointing": "train.gradient_checkpointing",
 }
 # fields whose recipe value may be null (null has a meaning: no resume path, the default checkpoint folder)
 NULLABLE = ("resume_path", "ckpt_dir")
