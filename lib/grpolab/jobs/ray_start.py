@@ -1,5 +1,5 @@
 """Ray's own `ray start`, without the Ray Client server, for the embedded head:
-`python -m grpolab.jobs.ray_start --head ...` (grpolab.jobs.cluster runs it; the arguments are `ray start`'s).
+`python -m grpolab.jobs.ray_start start --head ...` (grpolab.jobs.cluster runs it; the arguments are `ray`'s).
 
 `ray start` starts a Ray Client server whenever grpc is importable (a proxy listening on the machine's address, about
 3 s of CPU at every head start and more while idle), and it refuses a port of 0 to turn it off. Nothing here connects
