@@ -244,9 +244,8 @@ class Stages:
                 else:
                     os.environ[STAGE_SECRETS_VAR] = before
         entry["seconds"] = time.perf_counter() - start
-        kept = (
-            kept_log(kernel_log(output)) is not None
-        )  # an empty log is removed; _collect moves a kept one with the notebook
+        # an empty log is removed; _collect moves a kept one with the notebook
+        kept = kept_log(kernel_log(output)) is not None
         entry["result"] = "failed" if error else (dry_run_failures(output) or "ok")
         self._collect()
         if error and kept:
