@@ -12,11 +12,12 @@ merged.
 
 The recipe's way holds only frames that hold the recipe or the launch rendered from it (where the data goes); a
 lookup helper (HELPERS: the dotted-key walk reads one value for its caller, as attribute access would) is its
-caller's step, not a step of its own. On that way, the figures issue 20 means:
+caller's step, not a step of its own, and so is the recipe answering about itself (`recipe.world_size`,
+`recipe.override(key, default)`). On that way, the figures issue 20 means:
 - modules passed (and the folders, which are the layers, they sit in);
 - returns: the way comes back to a module it had left, having left that module's folder in between. A dispatcher
-  calling its parts (rules.validate calling each rule family in turn, rules.view between them) stays in its
-  folder: not a return. The recipe re-validated, re-rendered, its card re-read are;
+  calling its parts (rules.validate calling each rule family in turn) stays in its folder: not a return. The
+  recipe re-validated, re-rendered, its card re-read are;
 - layer returns: the way as a sequence of folders, coming back to a folder it had left.
 Printed beside them, as first measured: every return to any module already left (dispatchers and helpers included)
 on the recipe's way, and over every call.
@@ -70,6 +71,9 @@ def _holds_recipe(frame, carriers: tuple[type, ...]) -> bool:
         return False
     return any(isinstance(value, carriers) for value in local.values())
 
+
+# what issue 20 measured on the way of `grpolab run` (the default recipe, tiny) before its renovation
+ISSUE_MODULES, ISSUE_RETURNS = 20, 37
 
 # Lookup helpers: they read a value out of the recipe for their caller (get_dotted(recipe, "rollout.n")), as attribute
 # access does; on the recipe's way they are their caller's step.
@@ -206,6 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"  every call and return: {len(set(calls))} modules passed, {returns(calls)} returns to a module already left"
+    )
+    met = len(set(way)) < ISSUE_MODULES and layer_returns(way) <= ISSUE_RETURNS // 2
+    print(
+        f"  issue 20 asks fewer than {ISSUE_MODULES} modules and at most half of {ISSUE_RETURNS} returns: "
+        f"{len(set(way))} modules, {layer_returns(way)} returns: {'met' if met else 'NOT met'}"
     )
     if args.show_path:
         print("  the recipe's way: " + " -> ".join(m.removeprefix("grpolab.") for m in way))

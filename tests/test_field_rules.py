@@ -15,7 +15,7 @@ import pytest
 from grpolab.recipe import memory, stack
 from grpolab.recipe.cards import model_facts
 from grpolab.recipe.loader import load_card, load_recipe
-from grpolab.rules import linear_attention, pins, view
+from grpolab.rules import linear_attention, pins
 from grpolab.rules.checks import Checks
 from grpolab.rules.gate import check
 from grpolab.verl.render import render
@@ -133,14 +133,14 @@ def test_dynamic_batch_budget_multiplies_by_cp():
 
 
 # ---------------------------------------------------------------------------------------------------- class 6
-def test_sequence_parallel_helper_takes_an_int_or_a_bool():
+def test_sequence_parallel_reads_an_int_or_a_bool():
     recipe = load_recipe("qwen3_30b_a3b")
-    assert view.sequence_parallel(recipe)
-    assert not view.sequence_parallel(load_recipe("qwen3_30b_a3b", ["train.sp=false"]))
+    assert recipe.sequence_parallel
+    assert not load_recipe("qwen3_30b_a3b", ["train.sp=false"]).sequence_parallel
     object.__setattr__(recipe.train, "sp", True)  # the bool form (Megatron sequence parallel on)
-    assert view.sequence_parallel(recipe)
+    assert recipe.sequence_parallel
     object.__setattr__(recipe.train, "sp", False)
-    assert not view.sequence_parallel(recipe)
+    assert not recipe.sequence_parallel
 
 
 def test_padding_alignment_good_and_bad():

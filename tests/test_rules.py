@@ -211,6 +211,16 @@ def test_shipped_recipes_are_clean():
         assert not [p for p in problems if p.severity == "error"], name
 
 
+def test_checks_learned_from_verl_launches_do_not_judge_the_trl_engine():
+    # routing replay on and an attention backend for a vLLM rollout: verl's launches break on both (router-replay,
+    # rollout-backend); the in-process TRL engine has neither, so a tiny recipe carrying them is not judged by them
+    verl_only = ["rollout.routing_replay=true", "rollout.attention_backend=flashinfer"]
+    _, on_verl = check("qwen3_8b", verl_only, verl=False)
+    assert {"router-replay", "rollout-backend"} <= {p.rule for p in on_verl}
+    _, on_trl = check("tiny", verl_only, verl=False)
+    assert not {"router-replay", "rollout-backend"} & {p.rule for p in on_trl}, [p.format() for p in on_trl]
+
+
 def test_all_problems_are_collected_at_once():
     _, problems = check("glm5_2", ["train.tp=6", "rollout.ep=32", "data.train_batch_size=60"])
     assert {"heads-tp", "world-divisible", "rollout-ep", "mini-batch"} <= {p.rule for p in problems}

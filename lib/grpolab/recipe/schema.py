@@ -3,16 +3,20 @@
 Every section forbids unknown keys (a misspelled key is an error that names the closest valid key). Fields
 have NO defaults here on purpose: every default lives in params/base.yaml, the one home for defaults, which
 every recipe inherits first. Field-level constraints (positive sizes, a fraction in (0, 1]) are checked here;
-rules that relate several fields (TP divides the heads, ...) live in grpolab.rules.validate.
+rules that relate several fields (TP divides the heads, ...) live in grpolab.rules. What a recipe says beyond its
+fields (its world size, the value verl runs with for a key, a package's pinned version) the Recipe answers itself.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StringConstraints
 
+from grpolab.recipe.dotted import flatten
 from grpolab.recipe.monitor_schema import Monitor
+from grpolab.recipe.stack import parse_pin
 
 Device = Literal["npu", "cuda", "cpu"]
 Scalar = Union[bool, int, float, str, None]
@@ -360,6 +364,44 @@ class Recipe(Strict):
     @property
     def world_size(self) -> int:
         return self.cluster.nnodes * self.cluster.devices_per_node
+
+    # What a recipe says beyond its fields, as the rules read it: asked of the recipe itself, like world_size.
+
+    @property
+    def verl_engine(self) -> bool:
+        """Trained through verl (megatron or fsdp), not the in-process TRL engine."""
+        return self.train.engine in ("megatron", "fsdp")
+
+    @property
+    def sequence_parallel(self) -> bool:
+        """Megatron sequence parallel in effect. Accepts `train.sp` as an int (1 = off, = tp on) or a bool."""
+        t = self.train
+        on = bool(t.sp) if isinstance(t.sp, bool) else t.sp > 1
+        return t.engine == "megatron" and on and t.tp > 1
+
+    def flat_overrides(self) -> dict[str, Any]:
+        """verl_overrides as {dotted key: value}: a recipe may nest them (`--set verl_overrides.a.b=1` does)."""
+        return {key.lstrip("+"): value for key, value in flatten(self.verl_overrides).items()}
+
+    def override(self, key: str, default: Any) -> Any:
+        """The value verl runs with for a verl key: a raw verl override wins over the recipe's field (`default`),
+        since the escape hatch is rendered last."""
+        return self.flat_overrides().get(key, default)
+
+    def pinned_version(self, package: str) -> str | None:
+        """The version the recipe pins a package at; a branch such as core_r0.16.0 reads as 0.16.0; None if
+        unknown."""
+        text = self.stack.get(package)
+        if text is None:
+            return None
+        try:
+            pin = parse_pin(package, text)
+        except ValueError:
+            return None
+        if pin.version:
+            return pin.version
+        match = re.search(r"(\d+\.\d+(?:\.\d+)*)", pin.ref or "")
+        return match.group(1) if match else None
 
 
 class ModelCard(Strict):

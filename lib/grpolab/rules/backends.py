@@ -19,7 +19,7 @@ from grpolab.paths import params_dir
 from grpolab.recipe.dotted import flatten
 from grpolab.recipe.loader import read_yaml
 from grpolab.rules.checks import Checks
-from grpolab.rules.view import ROLL, flat_overrides, verl_engine
+from grpolab.verl.fieldmap import ROLL
 
 TABLE = "params/attention_backends.yaml"
 ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM"}
@@ -76,7 +76,7 @@ def settings(c: Checks) -> list[Setting]:
     r = c.r
     ro, engine = r.rollout, r.rollout.engine
     found: list[Setting] = []
-    overrides = flat_overrides(r)
+    overrides = r.flat_overrides()
     kwargs = flatten(ro.engine_kwargs)
     for name in TABLES.get(engine, ()):
         for setting in table()[name]["settings"]:
@@ -104,8 +104,6 @@ def rollout_backend(c: Checks) -> None:
     """Each backend the recipe names runs on its device; SGLang on NPU names `ascend` (verl would pick a CUDA one)."""
     r = c.r
     ro, device = r.rollout, r.cluster.device
-    if not verl_engine(r):
-        return
     if ro.engine != "sglang" and ro.attention_backend is not None:
         c.add(
             "rollout-backend",

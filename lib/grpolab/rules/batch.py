@@ -9,15 +9,14 @@ import math
 
 from grpolab.rules.checks import Checks
 from grpolab.rules.maths import divisors, listed, multiples_near, nearest, train_dp
-from grpolab.rules.view import ROLL, override, verl_engine
-from grpolab.verl.fieldmap import verl_key
+from grpolab.verl.fieldmap import ROLL, verl_key
 
 AGENT_WORKERS = 8  # verl 0.9.1 rollout.agent.num_workers default
 
 
 def batches(c: Checks) -> None:
     r, a, d, n = c.r, c.r.algorithm, c.r.data, c.r.rollout.n
-    dp = train_dp(r)
+    dp = train_dp(r.train, r.world_size)
     if a.ppo_mini_batch_size > d.train_batch_size:
         c.add(
             "mini-batch",
@@ -66,14 +65,12 @@ def dispatch_chunk(c: Checks) -> None:
     chunks it over `rollout.agent.num_workers` with DataProto.chunk, which has no padding. (The split over the
     training DP groups, with micro-batches, is rule batch-divisible.)"""
     r = c.r
-    if not verl_engine(r):
-        return
     ro, d = r.rollout, r.data
-    groups = override(r, f"{ROLL}.agent.num_workers", AGENT_WORKERS)
+    groups = r.override(f"{ROLL}.agent.num_workers", AGENT_WORKERS)
     if not isinstance(groups, int) or isinstance(groups, bool) or groups <= 0:
         return
     total = d.train_batch_size * ro.n
-    dp = train_dp(r)
+    dp = train_dp(r.train, r.world_size)
     micro = 1 if r.train.dynamic_bsz else r.algorithm.micro_batch_size_per_device
     if total % groups and not (dp and total % (dp * micro)):  # else batch-divisible names data.train_batch_size
         # b x n splits over the workers (and the dp groups) exactly when b is a multiple of this step
@@ -88,7 +85,7 @@ def dispatch_chunk(c: Checks) -> None:
             "asserts `only support equal chunk` at the first generation",
             f"nearest valid data.train_batch_size: {listed(nearest(d.train_batch_size, sizes))}",
         )
-    val = override(r, "data.val_batch_size", None)
+    val = r.override("data.val_batch_size", None)
     if isinstance(val, int) and not isinstance(val, bool) and val > 0 and val % groups:
         c.add(
             "dispatch-chunk",
@@ -105,7 +102,7 @@ def vpp_microbatches(c: Checks) -> None:
     t, a, n = r.train, r.algorithm, r.rollout.n
     if t.engine != "megatron" or t.vpp <= 1 or t.pp <= 1 or t.dynamic_bsz:
         return
-    dp, micro = train_dp(r), a.micro_batch_size_per_device
+    dp, micro = train_dp(r.train, r.world_size), a.micro_batch_size_per_device
     per_dp = a.ppo_mini_batch_size * n
     if not dp or per_dp % dp or (per_dp // dp) % micro:
         return  # batch-divisible reports it
@@ -132,7 +129,7 @@ def dynamic_batch(c: Checks) -> None:
     """With dynamic batching the token budget per device (x cp / x Ulysses) must hold the longest sample."""
     r, f = c.r, c.f
     t, d = r.train, r.data
-    if not verl_engine(r) or not override(r, verl_key("train.dynamic_bsz"), t.dynamic_bsz):
+    if not r.override(verl_key("train.dynamic_bsz"), t.dynamic_bsz):
         return
     factor = t.cp if t.engine == "megatron" else t.ulysses_sp
     longest = d.max_prompt_length + d.max_response_length

@@ -9,13 +9,12 @@ from grpolab.problems import Problem
 from grpolab.recipe.schema import Recipe
 from grpolab.rules.checks import Checks
 from grpolab.rules.registry import card_rules
-from grpolab.rules.view import verl_engine
 
 
 def missing_card(c: Checks) -> None:
     """One warning when the model's facts are unknown (no card, no config.json at model.path)."""
     r = c.r
-    if c.f is not None or r.model.card or not verl_engine(r):  # trl builds its tiny model in code
+    if c.f is not None or r.model.card or not r.verl_engine:  # trl builds its tiny model in code
         return
     skipped, partly = card_rules("all"), card_rules("part")
     where = f"model.path {r.model.path!r}" if r.model.path else "model.path (empty)"

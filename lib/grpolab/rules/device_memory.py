@@ -7,7 +7,6 @@ from __future__ import annotations
 from grpolab.recipe import memory as memory_model
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules.checks import Checks
-from grpolab.rules.view import override, verl_engine
 from grpolab.verl.fieldmap import verl_key
 
 MIB = 1 << 20
@@ -53,9 +52,9 @@ def largest_tensor_mib(r: Recipe, f: ModelCard) -> tuple[float, str]:
 def weight_bucket(c: Checks) -> None:
     """The largest single tensor must fit in the weight-sync bucket."""
     r, f = c.r, c.f
-    if f is None or not verl_engine(r):
+    if f is None:
         return
-    bucket = override(r, verl_key("rollout.update_weights_bucket_mb"), r.rollout.update_weights_bucket_mb)
+    bucket = r.override(verl_key("rollout.update_weights_bucket_mb"), r.rollout.update_weights_bucket_mb)
     if not isinstance(bucket, int) or isinstance(bucket, bool):
         return
     size, what = largest_tensor_mib(r, f)

@@ -6,7 +6,6 @@ agrees with the rollout's routing replay (learned from the field).
 from __future__ import annotations
 
 from grpolab.rules.checks import Checks
-from grpolab.rules.view import override, verl_engine
 from grpolab.verl.fieldmap import verl_key
 
 
@@ -108,10 +107,8 @@ def engines(c: Checks) -> None:
 def router_replay(c: Checks) -> None:
     """R2 / R3 must agree with rollout routing replay."""
     r, f = c.r, c.f
-    if not verl_engine(r):
-        return
     mode = r.train.router_replay
-    rr = bool(override(r, verl_key("rollout.routing_replay"), r.rollout.routing_replay))
+    rr = bool(r.override(verl_key("rollout.routing_replay"), r.rollout.routing_replay))
     if mode == "R2" and rr:
         c.add(
             "router-replay",

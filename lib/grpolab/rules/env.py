@@ -13,7 +13,6 @@ from grpolab.recipe import stack
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules.checks import Checks
 from grpolab.rules.registry import Severity
-from grpolab.rules.view import override, pinned_version, verl_engine
 from grpolab.verl.fieldmap import verl_key
 
 BIG_MODEL_B = 32
@@ -44,7 +43,7 @@ def glm_patch(r: Recipe, f: ModelCard | None) -> bool:
 def aiv(r: Recipe, f: ModelCard | None) -> bool:
     if r.rollout.engine == "vllm" and r.rollout.enforce_eager and r.rollout.ep > 1 and f is not None and f.num_experts:
         return False  # AIV hangs MC2 in eager MoE rollouts (params/stack_rules.yaml aiv-mc2-eager-hang)
-    cann = pinned_version(r, "cann")
+    cann = r.pinned_version("cann")
     return (
         r.cluster.device == "npu"
         and r.train.engine == "megatron"
@@ -56,7 +55,7 @@ def aiv(r: Recipe, f: ModelCard | None) -> bool:
 
 def big_launch(r: Recipe, f: ModelCard | None) -> bool:
     """A model of 32B+ on 64+ devices, trained by verl: start-up outlasts the default timeouts."""
-    return f is not None and verl_engine(r) and f.params_b >= BIG_MODEL_B and r.world_size >= BIG_WORLD
+    return f is not None and r.verl_engine and f.params_b >= BIG_MODEL_B and r.world_size >= BIG_WORLD
 
 
 def npu(r: Recipe, f: ModelCard | None) -> bool:
@@ -195,7 +194,7 @@ def startup_timeout(c: Checks) -> None:
     if not big_launch(r, f):
         return
     scale = f"{f.name} ({f.params_b:g}B) on {r.world_size} devices"
-    timeout = override(r, verl_key("trainer.timeout_s"), r.trainer.timeout_s)
+    timeout = r.override(verl_key("trainer.timeout_s"), r.trainer.timeout_s)
     if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout < MIN_TIMEOUT_S:
         c.add(
             "startup-timeout",

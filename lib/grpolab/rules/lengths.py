@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from grpolab.rules.checks import Checks
 from grpolab.rules.maths import listed, multiples_near, nearest
-from grpolab.rules.view import sequence_parallel
 
 
 def lengths(c: Checks) -> None:
@@ -39,7 +38,7 @@ def seq_padding(c: Checks) -> None:
     t, d = r.train, r.data
     if t.engine != "megatron":
         return
-    sp = sequence_parallel(r)
+    sp = r.sequence_parallel
     if t.cp <= 1 and not sp:
         return
     align = t.tp * t.cp * 2 if t.cp > 1 else t.tp

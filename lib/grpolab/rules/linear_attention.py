@@ -7,13 +7,12 @@ from __future__ import annotations
 from grpolab.recipe import stack
 from grpolab.rules.checks import Checks
 from grpolab.rules.maths import divisors, listed, nearest
-from grpolab.rules.view import pinned_version, verl_engine
 
 
 def linear_attention(c: Checks) -> None:
     """Gated DeltaNet: TP must divide the linear key and value heads; CP > 1 needs megatron-core >= 0.18."""
     r, f = c.r, c.f
-    if f is None or not f.linear_num_key_heads or not verl_engine(r):
+    if f is None or not f.linear_num_key_heads:
         return
     kh, vh = f.linear_num_key_heads, f.linear_num_value_heads or f.linear_num_key_heads
     t, ro = r.train, r.rollout
@@ -34,7 +33,7 @@ def linear_attention(c: Checks) -> None:
             )
     if t.engine != "megatron" or t.cp <= 1:
         return
-    version = pinned_version(r, "megatron-core")
+    version = r.pinned_version("megatron-core")
     if version is None:
         c.add(
             "linear-attention",

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable
 from functools import lru_cache
 
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.schema import ModelCard, Train
 
 MAX_DIVISORS_OF = 10**12  # above this no "nearest valid" list is offered: finding it would take seconds
 
@@ -42,11 +42,10 @@ def multiples_near(value: int, step: int, k: int = 3) -> list[int]:
     return [m * step for m in range(max(1, base - k), base + k + 2)]
 
 
-def train_dp(recipe: Recipe) -> int:
-    """Data-parallel size of the trainer: the world over Megatron's tp x pp x cp or FSDP's Ulysses group (1 for
-    the in-process TRL engine); 0 when the layout does not divide the world. (The cost model's
+def train_dp(t: Train, world: int) -> int:
+    """Data-parallel size of the trainer `t` over `world` devices: the world over Megatron's tp x pp x cp or FSDP's
+    Ulysses group (1 for the in-process TRL engine); 0 when the layout does not divide the world. (The cost model's
     grpolab.recipe.layout.data_parallel prices a layout the planner already screened: it floors at 1 instead.)"""
-    t, world = recipe.train, recipe.world_size
     if t.engine == "megatron":
         group = t.tp * t.pp * t.cp
     elif t.engine == "fsdp":

@@ -10,8 +10,7 @@ from importlib import resources
 
 from grpolab.problems import closest
 from grpolab.rules.checks import Checks
-from grpolab.rules.view import ROLL, flat_overrides, verl_engine
-from grpolab.verl.fieldmap import field_of
+from grpolab.verl.fieldmap import ROLL, field_of
 
 
 @lru_cache(maxsize=1)
@@ -79,9 +78,7 @@ DEPRECATED = {
 def deprecated_keys(c: Checks) -> None:
     """Deprecated verl keys that verl rejects beside their `_per_gpu` replacement."""
     r = c.r
-    if not verl_engine(r):
-        return
-    keys = flat_overrides(r)
+    keys = r.flat_overrides()
     for old, (new, rendered) in DEPRECATED.items():
         if old not in keys or keys[old] is None:
             continue

@@ -11,7 +11,6 @@ from grpolab.recipe import stack
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules.checks import Checks
 from grpolab.rules.registry import RULE_IDS
-from grpolab.rules.view import override, pinned_version
 from grpolab.verl.fieldmap import verl_key
 
 
@@ -91,12 +90,12 @@ def condition(r: Recipe, f: ModelCard | None, name: str, want: Any) -> bool:
     if name == "enforce_eager":
         return ro.enforce_eager == want
     if name == "routing_replay":
-        return bool(override(r, verl_key("rollout.routing_replay"), ro.routing_replay)) == want
+        return bool(r.override(verl_key("rollout.routing_replay"), ro.routing_replay)) == want
     if name == "env":
         return all(r.env.get(k) == str(v) for k, v in want.items())
     if name == "stack":
         for package, spec in want.items():
-            version = pinned_version(r, package)
+            version = r.pinned_version(package)
             if version is None or stack.satisfies(version, spec) is not True:
                 return False
         return True

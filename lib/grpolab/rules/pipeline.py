@@ -11,7 +11,7 @@ from grpolab.recipe import pplayout
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules.checks import Checks
 from grpolab.rules.maths import allowed_starts, bad_starts, divisors, listed, nearest
-from grpolab.rules.view import ROLL, override, verl_engine
+from grpolab.verl.fieldmap import ROLL
 
 
 def layers(c: Checks) -> None:
@@ -116,7 +116,7 @@ def explicit_layout(c: Checks) -> None:
 def rollout_pp_starts(r: Recipe, f: ModelCard) -> tuple[int, list[int]]:
     """The rollout's pipeline size and the 1-based layer each of its stages starts on (vLLM's split)."""
     ro = r.rollout
-    pp = override(r, f"{ROLL}.pipeline_model_parallel_size", ro.engine_kwargs.get("pipeline_parallel_size", 1))
+    pp = r.override(f"{ROLL}.pipeline_model_parallel_size", ro.engine_kwargs.get("pipeline_parallel_size", 1))
     if not isinstance(pp, int) or isinstance(pp, bool) or pp <= 1:
         return 1, []
     partition = r.env.get("VLLM_PP_LAYER_PARTITION")
@@ -142,7 +142,7 @@ def dsa_stages(c: Checks) -> None:
     """GLM-5.2's shared DSA indexer: every pipeline stage (training's even/first-last split, and the rollout's)
     must start on an allowed layer. Training's explicit pp_layout is checked by `explicit_layout`."""
     r, f = c.r, c.f
-    if f is None or not f.index_topk_freq or not verl_engine(r):
+    if f is None or not f.index_topk_freq:
         return
     t = r.train
     if t.engine == "megatron" and t.pp_layout is None and t.pp * t.vpp > 1:

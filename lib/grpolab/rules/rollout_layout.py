@@ -7,7 +7,6 @@ from __future__ import annotations
 from grpolab.rules.checks import Checks
 from grpolab.rules.maths import divisors, listed, nearest
 from grpolab.rules.train_layout import experts
-from grpolab.rules.view import verl_engine
 
 
 def rollout(c: Checks) -> None:
@@ -60,8 +59,6 @@ def rollout_node(c: Checks) -> None:
     """Rollout TP must divide the devices per node when rollout DP > 1; TP larger than a node is a warning."""
     r, f = c.r, c.f
     ro, dpn = r.rollout, r.cluster.devices_per_node
-    if not verl_engine(r):
-        return
     if ro.dp > 1 and dpn % ro.tp:
         valid = [d for d in divisors(dpn) if not f or f.num_heads % d == 0]
         c.add(

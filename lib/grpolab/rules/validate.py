@@ -54,6 +54,28 @@ LEARNED_CHECKS = (
     env.startup_timeout,
     pins.known_bad,
 )
+# those learned from verl's launches: a recipe on the in-process TRL engine has no verl launch for them to check
+VERL_ONLY = frozenset(
+    {
+        rollout_layout.rollout_node,
+        batch.dispatch_chunk,
+        batch.vpp_microbatches,
+        batch.dynamic_batch,
+        linear_attention.linear_attention,
+        pipeline.dsa_stages,
+        device_memory.weight_bucket,
+        engines.router_replay,
+        backends.rollout_backend,
+        overrides.deprecated_keys,
+    }
+)
+
+
+def learned(c: Checks) -> None:
+    """The learned checks that apply to the recipe's engine."""
+    for check in LEARNED_CHECKS:
+        if c.r.verl_engine or check not in VERL_ONLY:
+            check(c)
 
 
 def parallel_layout(c: Checks) -> None:
@@ -83,8 +105,7 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     pins.pins(c)
     device_memory.memory(c, grad_offload_supported)
     checkpoint_space.checkpoints(c)
-    for check in LEARNED_CHECKS:
-        check(c)
+    learned(c)
     return problems + c.problems + recipe.load_notes
 
 
@@ -104,6 +125,5 @@ def learned_problems(recipe: Recipe, facts: ModelCard | None) -> list[Problem]:
     """Only the checks learned from the field, given facts (the planner's verdict on a whole layout adds them to
     `layout_problems`)."""
     c = Checks(recipe, facts)
-    for check in LEARNED_CHECKS:
-        check(c)
+    learned(c)
     return c.problems
