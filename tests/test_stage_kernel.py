@@ -1,10 +1,15 @@
 """run.ipynb's stage kernels write their own stderr (ipykernel's log, its shutdown race's traceback) to a log beside
-the stage's executed notebook, never to papermill's terminal: a stage that ended well shows no traceback there."""
+the stage's executed notebook, never to papermill's terminal: a stage that ended well shows no traceback there, and a
+stage that failed names the log in run.ipynb's error."""
 
 from __future__ import annotations
 
-import nbformat
+from pathlib import Path
 
+import nbformat
+import pytest
+
+from grpolab import notebook as nb
 from grpolab.notebook.kernel import execute_stage, kept_log, kernel_log
 
 
@@ -22,3 +27,26 @@ def test_a_stage_kernels_stderr_goes_to_its_log_and_an_empty_log_is_removed(tmp_
     empty = tmp_path / "quiet.kernel.log"
     empty.touch()
     assert kept_log(empty) is None and not empty.exists()
+
+
+def test_a_failed_stage_names_its_kernels_log(tmp_path):
+    """A stage that fails after its kernel process wrote to stderr: run.ipynb's error names the kept log, which
+    holds what the kernel wrote (the stage's own traceback is in its notebook)."""
+    folder = tmp_path / "stages"
+    folder.mkdir()
+    for stage in nb.STAGES:
+        book = nbformat.v4.new_notebook()
+        params = nbformat.v4.new_code_cell('model = "tiny"\noverrides = []')
+        params.metadata["tags"] = ["parameters"]
+        code = "import os\nos.write(2, b'the kernel said this on its stderr\\n')\nraise RuntimeError('stage broke')"
+        book.cells = [params, nbformat.v4.new_code_cell(code)]
+        book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(book, str(folder / f"{stage}.ipynb"))
+    stages = nb.Stages({"model": "tiny", "overrides": [], "dry_run": True, "ray_address": None}, notebooks=folder)
+    with pytest.raises(nb.NotebookStop) as stop:
+        stages.run("01_setup", model="tiny", overrides=[])
+    message = str(stop.value)
+    assert "stage 01_setup failed" in message and "RuntimeError" in message and "stage broke" in message
+    named = message.split("the stage kernel's own log: ")[1].split(")")[0]
+    assert Path(named) == kernel_log(Path(stages.stages[0]["notebook"]))
+    assert "the kernel said this on its stderr" in Path(named).read_text()
