@@ -221,6 +221,20 @@ def test_checks_learned_from_verl_launches_do_not_judge_the_trl_engine():
     assert not {"router-replay", "rollout-backend"} & {p.rule for p in on_trl}, [p.format() for p in on_trl]
 
 
+def test_rollout_ep_follows_verls_own_condition_for_tensorrt_llm():
+    # verl's RolloutConfig: ep == tp x dp unless the rollout is TensorRT-LLM; moe_tensor_parallel_size > 1 only there
+    moe_tp = "verl_overrides.+actor_rollout_ref.rollout.moe_tensor_parallel_size=2"
+    _, found = check("qwen3_30b_a3b", [moe_tp])
+    (problem,) = [p for p in found if p.severity == "error"]
+    assert problem.rule == "rollout-ep" and "TensorRT-LLM" in problem.message and "trtllm" in problem.fix
+    _, found = check("qwen3_30b_a3b", ["rollout.engine=trtllm", moe_tp], verl=False)
+    assert "rollout-ep" not in {p.rule for p in found}
+    replica_of_4 = ["rollout.tp=4", "rollout.dp=1", "rollout.ep=8"]  # 8 divides the 128 experts, but is not 4 x 1
+    assert "rollout-ep" in {p.rule for p in check("qwen3_30b_a3b", replica_of_4, verl=False)[1]}
+    trt = check("qwen3_30b_a3b", ["rollout.engine=trtllm", *replica_of_4], verl=False)[1]
+    assert "rollout-ep" not in {p.rule for p in trt}, [p.format() for p in trt]
+
+
 def test_all_problems_are_collected_at_once():
     _, problems = check("glm5_2", ["train.tp=6", "rollout.ep=32", "data.train_batch_size=60"])
     assert {"heads-tp", "world-divisible", "rollout-ep", "mini-batch"} <= {p.rule for p in problems}

@@ -151,7 +151,8 @@ RULES: tuple[Rule, ...] = (
         "rollout-ep",
         "rollout_layout",
         "rollout",
-        "Rollout EP > 1 equals rollout tp x dp and divides the experts.",
+        "Rollout EP > 1 equals rollout tp x dp (not for TensorRT-LLM) and divides the experts; a MoE tensor-parallel "
+        "size (moe_tensor_parallel_size) is for TensorRT-LLM only.",
         f"{SEEDED} (verl asserts it inside the workers)",
         layout=True,
         card="part",

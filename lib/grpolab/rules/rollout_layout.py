@@ -1,5 +1,6 @@
-"""The rollout's parallel layout: tp x dp over the world, ep equal to tp x dp and dividing the experts, tp over
-the attention and KV heads, and tp within a node when several replicas share it (learned from the field).
+"""The rollout's parallel layout: tp x dp over the world, ep equal to tp x dp (TensorRT-LLM aside: it alone takes a
+MoE tp) and dividing the experts, tp over the attention and KV heads, and tp within a node when several replicas
+share it (learned from the field).
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 from grpolab.rules.checks import Checks
 from grpolab.rules.maths import divisors, listed, nearest
 from grpolab.rules.train_layout import experts
+from grpolab.verl.fieldmap import ROLL
 
 
 def rollout(c: Checks) -> None:
@@ -21,7 +23,18 @@ def rollout(c: Checks) -> None:
             f"world size {world} is not divisible by rollout tp x dp = {ro.tp} x {ro.dp} = {replica}",
             f"nearest valid rollout.tp: {listed(nearest(ro.tp, tps))}",
         )
-    if ro.ep > 1 and ro.ep != replica:
+    # verl's RolloutConfig asserts both, except for TensorRT-LLM, which splits its MoE layers by ep x moe tp itself
+    moe_tp = c.r.override(f"{ROLL}.moe_tensor_parallel_size", 1)
+    if ro.engine != "trtllm" and isinstance(moe_tp, int) and moe_tp > 1:
+        c.add(
+            "rollout-ep",
+            f"verl_overrides.{ROLL}.moe_tensor_parallel_size",
+            moe_tp,
+            f"verl's rollout takes moe_tensor_parallel_size > 1 from TensorRT-LLM only; rollout.engine is {ro.engine} "
+            "(verl asserts it when the workers build their config)",
+            f"remove verl_overrides.{ROLL}.moe_tensor_parallel_size, or set rollout.engine: trtllm",
+        )
+    if ro.engine != "trtllm" and ro.ep > 1 and ro.ep != replica:
         c.add(
             "rollout-ep",
             "rollout.ep",
