@@ -36,6 +36,9 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
+# what the suite builds and remembers (tiny models, verl's compose verdicts) stays in the checkout (.cache/ is ignored),
+# never in the user's ~/.cache: a fresh clone starts cold, as CI does, and a suite never reads another's leftovers
+os.environ.setdefault("GRPOLAB_CACHE", str(ROOT / ".cache" / "tests"))
 PYTHON = sys.executable
 
 

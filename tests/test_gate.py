@@ -110,3 +110,30 @@ def test_03_launch_refuses_a_shadowing_override(tmp_path, _isolated_runs):
     )
     assert proc.returncode != 0
     assert "override-shadows" in out.read_text() and "nothing was submitted" in out.read_text()
+
+
+def test_a_compose_verdict_is_remembered_by_verls_config_content(tmp_path, monkeypatch):
+    """The gate's last word (Hydra's compose) is remembered on disk: two checkouts of the same verl share the
+    verdict, and an edited config file is composed again (its mtime alone would miss a copy or a same-second edit)."""
+    import shutil
+
+    from grpolab.verl import config
+
+    monkeypatch.setenv("GRPOLAB_CACHE", str(tmp_path / "cache"))
+    overrides = ["trainer.total_epochs=2"]
+    keys = []
+    for copy, edit in (("a", False), ("b", False), ("c", True)):
+        folder = shutil.copytree(config.config_dir(), tmp_path / copy)
+        if edit:
+            path = folder / "ppo_trainer.yaml"
+            path.write_text(path.read_text() + "\n# edited\n")
+        monkeypatch.setattr(config, "config_dir", lambda folder=folder: folder)
+        config._config_stamp.cache_clear()
+        keys.append(config._cache_file(overrides))
+    config._config_stamp.cache_clear()
+    assert keys[0] == keys[1] and keys[2] != keys[0]
+    assert keys[0].parent == tmp_path / "cache" / "verl-compose"
+    monkeypatch.setattr(config, "config_dir", lambda: tmp_path / "a")
+    assert config.compose(overrides) is None and keys[0].is_file()  # composed once, then remembered
+    assert json.loads(keys[0].read_text()) == {"error": None}
+    config._config_stamp.cache_clear()  # the next test reads the installed verl's folder again

@@ -1,7 +1,8 @@
-"""Where things live: the params/ directory with the recipes and the runs/ directory with run records.
+"""Where things live: the params/ directory with the recipes, the runs/ directory with run records, and the cache
+of what can be rebuilt (tiny models, verl's verdicts on composed launches).
 
-Both can be moved with environment variables (GRPOLAB_PARAMS, GRPOLAB_RUNS) so that an installed package,
-a notebook in another folder and the tests all find the same files.
+Each can be moved with an environment variable (GRPOLAB_PARAMS, GRPOLAB_RUNS, GRPOLAB_CACHE) so that an installed
+package, a notebook in another folder and the tests all find the same files.
 """
 
 from __future__ import annotations
@@ -21,3 +22,10 @@ def params_dir() -> Path:
 def runs_dir() -> Path:
     """The runs/ directory that holds one folder per run: $GRPOLAB_RUNS, else <project>/runs."""
     return Path(os.environ.get("GRPOLAB_RUNS") or PROJECT_ROOT / "runs")
+
+
+def cache_root() -> Path:
+    """What can be rebuilt: $GRPOLAB_CACHE, else $XDG_CACHE_HOME/grpolab, else ~/.cache/grpolab."""
+    if os.environ.get("GRPOLAB_CACHE"):
+        return Path(os.environ["GRPOLAB_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "grpolab"

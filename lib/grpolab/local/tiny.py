@@ -5,7 +5,7 @@ initialised `Qwen2ForCausalLM` a few hundred KB in size. Both are saved under a 
 their settings (and the init seed), so every process that asks for the same settings loads the same
 weights with `from_pretrained`, exactly as it would a real checkpoint.
 
-Cache root: $GRPOLAB_CACHE, else $XDG_CACHE_HOME/grpolab, else ~/.cache/grpolab.
+Cache root: grpolab.paths.cache_root() ($GRPOLAB_CACHE, else $XDG_CACHE_HOME/grpolab, else ~/.cache/grpolab).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from grpolab.paths import cache_root
 
 # The characters of the task (digits, `+`, `=`) plus `-` and `*` kept for other arithmetic tasks; the
 # special tokens come first so their ids are stable. The order fixes every token's id and so the random
@@ -44,14 +46,6 @@ class TinyModelSpec:
 def vocab() -> dict[str, int]:
     """Token -> id: the special tokens, then one token per character."""
     return {tok: i for i, tok in enumerate([*SPECIALS, *CHARS])}
-
-
-def cache_root() -> Path:
-    """Where built models live: $GRPOLAB_CACHE, else $XDG_CACHE_HOME/grpolab, else ~/.cache/grpolab."""
-    if os.environ.get("GRPOLAB_CACHE"):
-        return Path(os.environ["GRPOLAB_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "grpolab"
 
 
 def spec_key(spec: TinyModelSpec) -> str:

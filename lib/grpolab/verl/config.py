@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -20,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from grpolab.paths import cache_root
 from grpolab.problems import Problem, closest
 from grpolab.recipe import stack
 from grpolab.recipe.dotted import MISSING, get_dotted
@@ -193,15 +193,28 @@ def static_problems(recipe: Recipe, config: dict, keys: dict[str, Any]) -> list[
     return problems
 
 
-def _cache_file(overrides: list[str]) -> Path | None:
-    """Where a composition's verdict is remembered: it depends only on verl's config files and the overrides."""
+@lru_cache(maxsize=1)
+def _config_stamp() -> str | None:
+    """verl's version and a hash of every file of its config folder: what a composition's verdict depends on
+    besides the overrides (a folder's content, not its path: two checkouts of the same verl share verdicts, and an
+    edited config file is composed again)."""
     folder = config_dir()
     if folder is None:
         return None
-    stamp = f"{verl_version()}|{folder}|{(folder / 'ppo_trainer.yaml').stat().st_mtime_ns}|" + "\n".join(overrides)
-    key = hashlib.sha256(stamp.encode()).hexdigest()[:24]
-    root = Path(os.environ.get("GRPOLAB_CACHE") or Path.home() / ".cache" / "grpolab") / "verl-compose"
-    return root / f"{key}.json"
+    digest = hashlib.sha256(f"{verl_version()}".encode())
+    for path in sorted(folder.rglob("*.yaml")):
+        digest.update(f"\n{path.relative_to(folder)}\n".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _cache_file(overrides: list[str]) -> Path | None:
+    """Where a composition's verdict is remembered (grpolab.paths.cache_root()/verl-compose)."""
+    stamp = _config_stamp()
+    if stamp is None:
+        return None
+    key = hashlib.sha256((stamp + "\n" + "\n".join(overrides)).encode()).hexdigest()[:24]
+    return cache_root() / "verl-compose" / f"{key}.json"
 
 
 def compose(overrides: list[str]) -> str | None:
