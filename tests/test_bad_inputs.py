@@ -285,7 +285,8 @@ def _snapshot(root: Path, skip: tuple[str, ...] = ()) -> dict[str, tuple[int, in
         dirnames[:] = [
             d
             for d in dirnames
-            if d not in (".git", ".venv", "__pycache__", ".pytest_cache") and not (rel == Path(".") and d in skip)
+            if d not in (".git", ".venv", "__pycache__", ".pytest_cache")
+            and not (rel == Path(".") and (d in skip or d == ".cache"))  # the suite's GRPOLAB_CACHE (conftest)
         ]
         for name in filenames:
             st = os.lstat(os.path.join(dirpath, name))

@@ -100,6 +100,7 @@ def test_recipe_maps_onto_grpo_config() -> None:
     kw = grpo_config_kwargs(s, "/tmp/out")
     assert kw["num_generations"] == 8
     assert kw["beta"] == 0.04
+    assert kw["use_bias_correction_kl"] is False  # verl's low_var_kl has no importance-ratio weighting; TRL's is on
     assert (kw["epsilon"], kw["epsilon_high"]) == (0.2, 0.28)
     assert kw["loss_type"] == "grpo"
     assert kw["learning_rate"] == 1e-3
@@ -149,7 +150,7 @@ def test_grpo_config_accepts_the_kwargs(tmp_path: Path) -> None:
     )
     config = GRPOConfig(**grpo_config_kwargs(s, str(tmp_path)))
     assert config.generation_batch_size == 128 and config.steps_per_generation == 8
-    assert config.gradient_checkpointing is False
+    assert config.gradient_checkpointing is False and config.use_bias_correction_kl is False
     assert config.num_generations == 8 and config.loss_type == "grpo"
 
 

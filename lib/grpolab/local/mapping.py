@@ -5,7 +5,9 @@ rule `engine-support` in milliseconds.
 
 verl -> TRL 1.16 (docs/facts.md section 5):
     rollout.n                          -> num_generations
-    algorithm.kl_loss_coef             -> beta (0 when use_kl_loss is false); TRL's KL is low_var_kl only
+    algorithm.kl_loss_coef             -> beta (0 when use_kl_loss is false); TRL's KL is low_var_kl only, and
+                                          without TRL's importance-ratio weighting of it (use_bias_correction_kl,
+                                          on by default in TRL 1.16): verl's low_var_kl has none
     algorithm.clip_ratio_low / high    -> epsilon / epsilon_high
     algorithm.clip_ratio_c             -> delta (TRL's two-sided clip caps the ratio for negative advantages:
                                           verl's dual clip)
@@ -135,6 +137,7 @@ def grpo_config_kwargs(settings: TinySettings, output_dir: str) -> dict[str, Any
         # algorithm
         learning_rate=s.lr,
         beta=s.kl_loss_coef if s.use_kl_loss else 0.0,
+        use_bias_correction_kl=False,  # verl's low_var_kl has no importance-ratio weight (TRL 1.16 adds one by default)
         epsilon=s.clip_ratio_low,
         epsilon_high=s.clip_ratio_high,
         delta=s.clip_ratio_c,
