@@ -38,43 +38,30 @@ __all__ = ["LAYOUT_FIX_RULES", "LEARNED_CHECKS", "layout_problems", "learned_pro
 LAYOUT_FIX_RULES = registry.layout_fix_rules()
 
 # the checks learned from real failures (issue 13; each cites its report in grpolab.rules.registry), in the order
-# they report
+# they report, each with whether it was learned from verl's launches: those do not apply to the in-process TRL engine,
+# which has no verl launch for them to check
+VERL, ANY = True, False
 LEARNED_CHECKS = (
-    rollout_layout.rollout_node,
-    batch.dispatch_chunk,
-    batch.vpp_microbatches,
-    batch.dynamic_batch,
-    lengths.seq_padding,
-    linear_attention.linear_attention,
-    pipeline.dsa_stages,
-    device_memory.weight_bucket,
-    engines.router_replay,
-    backends.rollout_backend,
-    overrides.deprecated_keys,
-    env.startup_timeout,
-    pins.known_bad,
-)
-# those learned from verl's launches: a recipe on the in-process TRL engine has no verl launch for them to check
-VERL_ONLY = frozenset(
-    {
-        rollout_layout.rollout_node,
-        batch.dispatch_chunk,
-        batch.vpp_microbatches,
-        batch.dynamic_batch,
-        linear_attention.linear_attention,
-        pipeline.dsa_stages,
-        device_memory.weight_bucket,
-        engines.router_replay,
-        backends.rollout_backend,
-        overrides.deprecated_keys,
-    }
+    (rollout_layout.rollout_node, VERL),
+    (batch.dispatch_chunk, VERL),
+    (batch.vpp_microbatches, VERL),
+    (batch.dynamic_batch, VERL),
+    (lengths.seq_padding, ANY),
+    (linear_attention.linear_attention, VERL),
+    (pipeline.dsa_stages, VERL),
+    (device_memory.weight_bucket, VERL),
+    (engines.router_replay, VERL),
+    (backends.rollout_backend, VERL),
+    (overrides.deprecated_keys, VERL),
+    (env.startup_timeout, ANY),
+    (pins.known_bad, ANY),
 )
 
 
 def learned(c: Checks) -> None:
     """The learned checks that apply to the recipe's engine."""
-    for check in LEARNED_CHECKS:
-        if c.r.verl_engine or check not in VERL_ONLY:
+    for check, verl_only in LEARNED_CHECKS:
+        if c.r.verl_engine or not verl_only:
             check(c)
 
 
