@@ -128,12 +128,9 @@ def test_a_compose_verdict_is_remembered_by_verls_config_content(tmp_path, monke
             path = folder / "ppo_trainer.yaml"
             path.write_text(path.read_text() + "\n# edited\n")
         monkeypatch.setattr(config, "config_dir", lambda folder=folder: folder)
-        config._config_stamp.cache_clear()
         keys.append(config._cache_file(overrides))
-    config._config_stamp.cache_clear()
     assert keys[0] == keys[1] and keys[2] != keys[0]
     assert keys[0].parent == tmp_path / "cache" / "verl-compose"
     monkeypatch.setattr(config, "config_dir", lambda: tmp_path / "a")
     assert config.compose(overrides) is None and keys[0].is_file()  # composed once, then remembered
     assert json.loads(keys[0].read_text()) == {"error": None}
-    config._config_stamp.cache_clear()  # the next test reads the installed verl's folder again

@@ -3,7 +3,7 @@
 
 registry: every rule id, declared once; validate: runs the families; one module per family (train_layout,
 pipeline, rollout_layout, batch, lengths, engines, backends, overrides, env, pins, device_memory,
-linear_attention); checks: the collector they report through; maths: what they compute (what they read off a recipe beyond its
-fields, the recipe answers itself: grpolab.recipe.schema.Recipe);
-gate: the verdict; docs: docs/rules.md.
+linear_attention); checks: the collector they report through; maths: what they compute (what they read off a
+recipe beyond its fields, the recipe answers itself: grpolab.recipe.schema.Recipe); gate: the verdict; docs:
+docs/rules.md.
 """

@@ -193,16 +193,26 @@ def static_problems(recipe: Recipe, config: dict, keys: dict[str, Any]) -> list[
     return problems
 
 
-@lru_cache(maxsize=1)
 def _config_stamp() -> str | None:
     """verl's version and a hash of every file of its config folder: what a composition's verdict depends on
     besides the overrides (a folder's content, not its path: two checkouts of the same verl share verdicts, and an
-    edited config file is composed again)."""
+    edited config file is composed again). Hashed again only when a file's size or mtime changed."""
     folder = config_dir()
     if folder is None:
         return None
+    files = sorted(folder.rglob("*.yaml"))
+    return _content_hash(folder, tuple((path, *_size_mtime(path)) for path in files))
+
+
+def _size_mtime(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+@lru_cache(maxsize=4)
+def _content_hash(folder: Path, files: tuple[tuple[Path, int, int], ...]) -> str:
     digest = hashlib.sha256(f"{verl_version()}".encode())
-    for path in sorted(folder.rglob("*.yaml")):
+    for path, _, _ in files:
         digest.update(f"\n{path.relative_to(folder)}\n".encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
