@@ -21,6 +21,10 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
   rm -f .venv/.grpolab-setup-* && touch "$stamp"
 fi
+# bytecode for grpolab's own modules: pip compiles what it installs, but not an editable package's source, and where
+# PYTHONDONTWRITEBYTECODE is set no process would write it, so every CLI call, kernel and job compiled them again
+# (compileall skips what is up to date)
+.venv/bin/python -m compileall -q lib >/dev/null
 # a plain `.venv/bin/jupyter lab` saves the notebooks' widget state too (as `grpolab lab` does): a notebook saved
 # mid-run reopens with its controls, not "model not found"
 overrides=.venv/share/jupyter/lab/settings/overrides.json
