@@ -508,9 +508,9 @@ def submit_client(ep: Endpoint, runtime_env: dict):
     API takes as it is (environment variables), grpolab.jobs.jobs_api without importing Ray (about 2 s of CPU less
     per `grpolab run`); else Ray's own client (job_client), which prepares the rest and resolves a remote cluster's
     auth."""
-    from grpolab.jobs.jobs_api import takes_as_is
+    from grpolab.jobs.jobs_api import needs_sdk
 
-    if ep.embedded and takes_as_is(runtime_env):
+    if ep.embedded and not needs_sdk(runtime_env):
         return jobs_api(ep)
     return job_client(ep)
 

@@ -26,9 +26,10 @@ SUBMITS_AS_IS = frozenset({"env_vars"})
 TIMEOUT_S = 10.0  # one request to a head on this machine; a head that takes longer is treated as not answering
 
 
-def takes_as_is(runtime_env: dict) -> bool:
-    """Whether the REST API can submit a job with this runtime_env as it is (nothing for Ray's SDK to prepare)."""
-    return set(runtime_env) <= SUBMITS_AS_IS
+def needs_sdk(runtime_env: dict) -> list[str]:
+    """The runtime_env keys Ray's SDK must prepare (working_dir, py_modules, pip, ...); none: the REST API submits
+    the job with it as it is."""
+    return sorted(set(runtime_env) - SUBMITS_AS_IS)
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,8 @@ class JobsApi:
     ) -> str:
         """The submission id of the job Ray accepted; a RuntimeError with Ray's answer when it refused it (a taken
         id, or "No available agent ... try again later" from a head that has just started)."""
-        if not takes_as_is(runtime_env or {}):
-            extra = sorted(set(runtime_env or {}) - SUBMITS_AS_IS)
+        extra = needs_sdk(runtime_env or {})
+        if extra:
             raise ValueError(f"runtime_env {extra} needs Ray's SDK to prepare it: submit with job_client")
         body = {
             "entrypoint": entrypoint,
