@@ -242,7 +242,7 @@ def ensure_local_head(progress=print) -> Endpoint:
 def _start_head(ep: Endpoint, progress, attempts: int = 3) -> None:
     progress(
         f"starting the embedded Ray head on 127.0.0.1 (dashboard {ep.dashboard}, token auth on); "
-        "takes 10-20 s; `grpolab head stop` stops it ..."
+        "takes 5-20 s; `grpolab head stop` stops it ..."
     )
     for attempt in range(1, attempts + 1):
         why = _start_head_once(ep)
