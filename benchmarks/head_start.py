@@ -5,7 +5,7 @@
 - `import ray` in a fresh interpreter: CPU seconds (median of 3). Every Ray process pays it (each worker, each
   job's supervisor, the dashboard and its agents), twice for a worker, and whether it built rfc3987-syntax's
   Earley parser (jsonschema 4.25 and newer import it; pyproject.toml pins jsonschema below 4.25 for that reason:
-  `import ray` took 1.8 s of CPU with it, 0.5 s without, and a head start 13 s instead of 6, on 2 cores).
+  `import ray` took 1.8 s of CPU with it, 0.5 s without, and a head start 13 s of CPU instead of 5, on 2 cores).
 
     .venv/bin/python benchmarks/head_start.py
 """
