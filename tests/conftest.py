@@ -42,6 +42,18 @@ os.environ.setdefault("GRPOLAB_CACHE", str(ROOT / ".cache" / "tests"))
 PYTHON = sys.executable
 
 
+# tiny's overrides for a run of seconds (a 5-step warm-up, 4 GRPO steps, validation at 2 and 4 on 10 problems): what
+# the tests submit when they test the way from a command to a finished run, not what tiny learns
+SHORT_TINY = ("trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10")
+
+
+@pytest.fixture
+def short_tiny() -> list[str]:
+    """SHORT_TINY as a list of overrides: `load_recipe("tiny", short_tiny)`, a notebook's `overrides`, or `--set`
+    arguments."""
+    return list(SHORT_TINY)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_runs(tmp_path, monkeypatch):
     """Every test writes runs under a runs/ directory of its own, never the project's."""

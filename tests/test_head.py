@@ -31,7 +31,6 @@ from grpolab.jobs import cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 GRPOLAB = str(Path(sys.executable).with_name("grpolab"))
-SMALL = ["trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10"]
 LOOPBACK = ("127.", "::1", "::ffff:127.")
 # one method of each gRPC service a Ray head runs; a server that checks tokens answers UNAUTHENTICATED
 GRPC_METHODS = (
@@ -203,7 +202,7 @@ def _run_cells(kc, cells: list[str], interrupt_at: int | None = None, km=None, a
 
 
 @pytest.mark.slow(140)
-def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head, wait_for):
+def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head, wait_for, short_tiny):
     """03_launch from no head: interrupt its follow cell, shut the kernel down; the run goes on to SUCCEEDED.
     Then a head killed mid-run: the run ends from its own record (or LOST), `stop` says so, the next launch works."""
     from jupyter_client import KernelManager
@@ -271,7 +270,7 @@ def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head, w
     assert (runs_root / "head-killed" / "logs" / "job.log").read_text().strip()  # the log is kept in the run
     out = grpolab(env, "stop", "head-killed")
     assert out.returncode == 0 and "nothing to stop" in out.stdout, out.stdout + out.stderr
-    out = grpolab(env, "run", "tiny", "--wait", "--run-id", "after-the-kill", *sets(SMALL), timeout=420)
+    out = grpolab(env, "run", "tiny", "--wait", "--run-id", "after-the-kill", *sets(short_tiny), timeout=420)
     assert out.returncode == 0 and "run after-the-kill: SUCCEEDED" in out.stdout, out.stdout[-3000:] + out.stderr
 
 

@@ -19,19 +19,18 @@ from grpolab.monitor.summary import failure_of
 from grpolab.recipe.loader import load_recipe
 from grpolab.recipe.secrets import REDACTED
 
-SMALL = ["trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10"]
 SECRET = "sekrit-value-123"
 
 
 def test_tiny_job_writes_verl_format_metrics_a_clean_record_and_wandb_offline_without_a_key(
-    ray_head, _isolated_runs, monkeypatch, cli
+    ray_head, _isolated_runs, monkeypatch, cli, short_tiny
 ):
     """One 4-step job (each costs about 12 s of CPU here) for three things a user sees: the metrics in verl's
     format, a record without the secret, and wandb, asked for without a key, logging offline into the run
     directory, where the monitor points."""
     monkeypatch.delenv("WANDB_MODE", raising=False)
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
-    recipe = load_recipe("tiny", [*SMALL, f"env.MY_API_KEY={SECRET}", "trainer.logger=[console,file,wandb]"])
+    recipe = load_recipe("tiny", [*short_tiny, f"env.MY_API_KEY={SECRET}", "trainer.logger=[console,file,wandb]"])
     run = launch.submit(recipe, progress=lambda *_: None)
     status = wait(run, progress=lambda *_: None, poll_s=1.0, timeout=240)
     assert status["state"] == "SUCCEEDED", status.get("log_tail")
@@ -113,8 +112,8 @@ def test_the_jobs_api_submits_without_ray_and_answers_like_rays_client(ray_head,
         cluster.jobs_api(cluster.Endpoint(ray_head.dashboard, ray_head.gcs, True)).get_job_logs("no-such-job")
 
 
-def test_killed_launcher_loses_nothing(ray_head, cli, _isolated_runs, wait_for):
-    args = ["run", "tiny", "--wait", "--run-id", "killed-launcher"] + [a for s in SMALL for a in ("--set", s)]
+def test_killed_launcher_loses_nothing(ray_head, cli, _isolated_runs, wait_for, short_tiny):
+    args = ["run", "tiny", "--wait", "--run-id", "killed-launcher"] + [a for s in short_tiny for a in ("--set", s)]
     proc = subprocess.Popen(
         [str(Path(os.sys.executable).with_name("grpolab")), *args],
         stdout=subprocess.PIPE,

@@ -32,7 +32,6 @@ PAPERMILL = Path(sys.executable).with_name("papermill")
 # Every recipe is loaded, checked and rendered by tests/test_params.py and tests/test_fidelity.py, without a kernel.
 README_DRY_RUN = ".venv/bin/papermill notebooks/run.ipynb out.ipynb -p model glm5_2 -p dry_run True"
 DRY_RUN_RECIPES = ["qwen3_8b", "glm5_2"]
-SMALL = ["trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10"]
 SECRET = "nb-sekrit-7f3a9c"
 VALIDATION_CELL = 4  # markdown, imports, parameters, markdown, validation (before papermill injects its cell)
 
@@ -460,7 +459,7 @@ def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
 
 
 @pytest.mark.slow(65)
-def test_nbval_every_notebook(ray_head, tmp_path):
+def test_nbval_every_notebook(ray_head, tmp_path, short_tiny):
     """nbval (lax) runs every notebook top to bottom in one session, in this order, on a fresh runs/ directory.
 
     01, 02 and 04 run with their defaults. 03_launch runs with its defaults but a 4-step budget for tiny (injected
@@ -476,7 +475,7 @@ def test_nbval_every_notebook(ray_head, tmp_path):
     paths = []
     for name in NAMES:
         book = load_notebook_node(str(NOTEBOOKS / f"{name}.ipynb"))  # as papermill reads it (tags on every cell)
-        changed = {"03_launch": {"overrides": SMALL}, "run": {"dry_run": True}}.get(name)
+        changed = {"03_launch": {"overrides": short_tiny}, "run": {"dry_run": True}}.get(name)
         if changed:
             book = parameterize_notebook(book, changed)
             book.metadata.pop("papermill", None)

@@ -39,7 +39,6 @@ from grpolab.recipe.secrets import REDACTED
 
 ROOT = Path(__file__).resolve().parents[1]
 GRPOLAB = str(Path(sys.executable).with_name("grpolab"))
-SMALL = ["trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10"]
 LONG = ["trainer.total_steps=400", "trainer.test_freq=100", "local.warmup_steps=5", "local.val_size=10"]
 TOKEN = "hf-token-value-7q2"
 
@@ -187,9 +186,9 @@ def test_runs_folder_that_is_a_file_is_a_clean_error(tmp_path, monkeypatch, caps
 # ------------------------------------------------------------------------------------------ failed submissions
 
 
-def test_an_unreachable_dashboard_fails_fast_on_stderr_and_leaves_the_run_failed(_isolated_runs, capsys):
+def test_an_unreachable_dashboard_fails_fast_on_stderr_and_leaves_the_run_failed(_isolated_runs, capsys, short_tiny):
     start = time.time()
-    code, out, err = call(capsys, "run", "tiny", "--ray-address", "http://127.0.0.1:1", *sets(SMALL))
+    code, out, err = call(capsys, "run", "tiny", "--ray-address", "http://127.0.0.1:1", *sets(short_tiny))
     assert code == 1 and time.time() - start < 30
     line = one_error_line(err, "run")
     assert "http://127.0.0.1:1" in line and "Connection refused" in line and "cannot reach" not in out
@@ -212,9 +211,9 @@ def test_an_unreachable_cluster_address_fails_within_30_s_naming_what_was_tried(
     assert json.loads((run_dir / "status.json").read_text())["state"] == "FAILED"
 
 
-def test_a_submission_refused_by_the_head_is_failed_with_no_secrets_file(_isolated_runs, stub_ray, capsys):
+def test_a_submission_refused_by_the_head_is_failed_with_no_secrets_file(_isolated_runs, stub_ray, capsys, short_tiny):
     stub_ray.fail = ConnectionError("the head was stopped")
-    recipe = load_recipe("tiny", [*SMALL, f"env.HF_TOKEN={TOKEN}"])
+    recipe = load_recipe("tiny", [*short_tiny, f"env.HF_TOKEN={TOKEN}"])
     with pytest.raises(cluster.ClusterError, match="the head was stopped"):
         launch.submit(recipe, progress=lambda *_: None)
     (run_dir,) = _isolated_runs.iterdir()
@@ -224,7 +223,7 @@ def test_a_submission_refused_by_the_head_is_failed_with_no_secrets_file(_isolat
     assert TOKEN not in "".join(p.read_text(errors="replace") for p in run_dir.rglob("*") if p.is_file())
 
 
-def test_a_full_disk_after_the_run_folder_exists_leaves_it_failed(_isolated_runs, stub_ray, monkeypatch):
+def test_a_full_disk_after_the_run_folder_exists_leaves_it_failed(_isolated_runs, stub_ray, monkeypatch, short_tiny):
     real = runs.atomic_write
 
     def full(path, text):
@@ -233,7 +232,7 @@ def test_a_full_disk_after_the_run_folder_exists_leaves_it_failed(_isolated_runs
         real(path, text)
 
     monkeypatch.setattr(runs, "atomic_write", full)
-    recipe = load_recipe("tiny", [*SMALL, f"env.HF_TOKEN={TOKEN}"])
+    recipe = load_recipe("tiny", [*short_tiny, f"env.HF_TOKEN={TOKEN}"])
     with pytest.raises(OSError, match="No space left"):
         launch.submit(recipe, progress=lambda *_: None)
     (run_dir,) = _isolated_runs.iterdir()
@@ -573,7 +572,7 @@ def test_a_run_whose_head_is_gone_and_never_started_has_no_secrets_file(_isolate
 
 
 @pytest.mark.slow(70)
-def test_true_states_from_no_head_runs_stop_deleted_folder_and_head_stop(no_head, wait_for):
+def test_true_states_from_no_head_runs_stop_deleted_folder_and_head_stop(no_head, wait_for, short_tiny):
     """From no head: `grpolab runs` right after a run ended on its own (nobody followed it) says SUCCEEDED with
     the run's own times; `stop` during a submission stops what was submitted; `rm -rf runs/ID` mid-run is
     reported as such and the job stops (by id) without its folder coming back; `head stop` during a
@@ -608,7 +607,7 @@ def test_true_states_from_no_head_runs_stop_deleted_folder_and_head_stop(no_head
         )
 
     # a run nobody follows (no --wait); the cases below run while it trains, and it is looked at once it ended
-    out = grpolab("run", "tiny", "--run-id", "alone", *sets(SMALL))
+    out = grpolab("run", "tiny", "--run-id", "alone", *sets(short_tiny))
     assert out.returncode == 0, out.stdout + out.stderr
 
     submitting = launching("stopped-early")
