@@ -54,6 +54,28 @@ def short_tiny() -> list[str]:
     return list(SHORT_TINY)
 
 
+@pytest.fixture
+def stage_notebooks():
+    """`stage_notebooks(folder, code)`: run.ipynb's four stage notebooks (grpolab.notebook.STAGES) written into a new
+    folder, each a tagged parameters cell (model, overrides) and then `code`, for nb.Stages(..., notebooks=folder)."""
+    import nbformat
+
+    from grpolab import notebook as nb
+
+    def write(folder: Path, code: str) -> Path:
+        folder.mkdir()
+        for stage in nb.STAGES:
+            book = nbformat.v4.new_notebook()
+            params = nbformat.v4.new_code_cell('model = "tiny"\noverrides = []')
+            params.metadata["tags"] = ["parameters"]
+            book.cells = [params, nbformat.v4.new_code_cell(code)]
+            book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+            nbformat.write(book, str(folder / f"{stage}.ipynb"))
+        return folder
+
+    return write
+
+
 @pytest.fixture(autouse=True)
 def _isolated_runs(tmp_path, monkeypatch):
     """Every test writes runs under a runs/ directory of its own, never the project's."""

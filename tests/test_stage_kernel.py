@@ -29,19 +29,11 @@ def test_a_stage_kernels_stderr_goes_to_its_log_and_an_empty_log_is_removed(tmp_
     assert kept_log(empty) is None and not empty.exists()
 
 
-def test_a_failed_stage_names_its_kernels_log(tmp_path):
+def test_a_failed_stage_names_its_kernels_log(tmp_path, stage_notebooks):
     """A stage that fails after its kernel process wrote to stderr: run.ipynb's error names the kept log, which
     holds what the kernel wrote (the stage's own traceback is in its notebook)."""
-    folder = tmp_path / "stages"
-    folder.mkdir()
-    for stage in nb.STAGES:
-        book = nbformat.v4.new_notebook()
-        params = nbformat.v4.new_code_cell('model = "tiny"\noverrides = []')
-        params.metadata["tags"] = ["parameters"]
-        code = "import os\nos.write(2, b'the kernel said this on its stderr\\n')\nraise RuntimeError('stage broke')"
-        book.cells = [params, nbformat.v4.new_code_cell(code)]
-        book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(book, str(folder / f"{stage}.ipynb"))
+    code = "import os\nos.write(2, b'the kernel said this on its stderr\\n')\nraise RuntimeError('stage broke')"
+    folder = stage_notebooks(tmp_path / "stages", code)
     stages = nb.Stages({"model": "tiny", "overrides": [], "dry_run": True, "ray_address": None}, notebooks=folder)
     with pytest.raises(nb.NotebookStop) as stop:
         stages.run("01_setup", model="tiny", overrides=[])

@@ -29,23 +29,10 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _stage_notebooks(folder: Path) -> Path:
-    """Four stage notebooks: 01_setup loads the recipe the way the real ones do; the others are never run here."""
-    folder.mkdir()
-    for stage in nb.STAGES:
-        book = nbformat.v4.new_notebook()
-        params = nbformat.v4.new_code_cell('model = "tiny"\noverrides = []')
-        params.metadata["tags"] = ["parameters"]
-        book.cells = [params, nbformat.v4.new_code_cell(STAGE_CODE)]
-        book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(book, str(folder / f"{stage}.ipynb"))
-    return folder
-
-
-def test_secret_overrides_reach_the_stage_but_not_its_notebook(tmp_path):
+def test_secret_overrides_reach_the_stage_but_not_its_notebook(tmp_path, stage_notebooks):
     stages = nb.Stages(
         {"model": str(RECIPE), "overrides": OVERRIDES, "dry_run": True, "ray_address": None},
-        notebooks=_stage_notebooks(tmp_path / "stages"),
+        notebooks=stage_notebooks(tmp_path / "stages", STAGE_CODE),  # 01_setup runs; the others never do here
     )
     stages.run("01_setup", model=str(RECIPE), overrides=OVERRIDES)
     written = Path(stages.stages[0]["notebook"])
