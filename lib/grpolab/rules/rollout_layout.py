@@ -24,8 +24,9 @@ def rollout(c: Checks) -> None:
             f"nearest valid rollout.tp: {listed(nearest(ro.tp, tps))}",
         )
     # verl's RolloutConfig asserts both, except for TensorRT-LLM, which splits its MoE layers by ep x moe tp itself
+    trtllm = ro.engine == "trtllm"
     moe_tp = c.r.override(f"{ROLL}.moe_tensor_parallel_size", 1)
-    if ro.engine != "trtllm" and isinstance(moe_tp, int) and moe_tp > 1:
+    if not trtllm and isinstance(moe_tp, int) and moe_tp > 1:
         c.add(
             "rollout-ep",
             f"verl_overrides.{ROLL}.moe_tensor_parallel_size",
@@ -34,7 +35,7 @@ def rollout(c: Checks) -> None:
             "(verl asserts it when the workers build their config)",
             f"remove verl_overrides.{ROLL}.moe_tensor_parallel_size, or set rollout.engine: trtllm",
         )
-    if ro.engine != "trtllm" and ro.ep > 1 and ro.ep != replica:
+    if not trtllm and ro.ep > 1 and ro.ep != replica:
         c.add(
             "rollout-ep",
             "rollout.ep",
