@@ -13,7 +13,7 @@ import yaml
 
 from grpolab.cli import main as cli
 from grpolab.problems import errors
-from grpolab.recipe.cards import COMPARED, model_facts, table, table_card, table_match
+from grpolab.recipe.cards import COMPARED, model_facts, resolve_model, table, table_card, table_match
 from grpolab.recipe.loader import load_card, load_recipe
 from grpolab.rules.gate import check
 
@@ -177,4 +177,43 @@ def test_grpolab_card_from_the_table_and_for_an_unknown_name(tmp_path, capsys):
     assert (printed["name"], printed["num_layers"], printed["num_kv_heads"]) == ("Qwen3-32B", 64, 8)
     assert cli(["card", "acme/unheard-of-9b", "--json"]) == 2
     captured = capsys.readouterr()
-    assert json.loads(captured.out)["exit"] == 2 and "no config.json" in captured.err
+    assert json.loads(captured.out)["exit"] == 2 and "no model 'acme/unheard-of-9b'" in captured.err
+    for tried in ("params/models/", "card file", "config.json", "Hugging Face cache", "model_configs.yaml"):
+        assert tried in captured.err  # says what it tried
+
+
+def test_one_resolver_finds_every_kind_of_model_reference(tmp_path, monkeypatch):
+    """resolve_model (plan, card, and model.card for check and preflight): a card name, a card file, a model
+    directory, its config.json, a hub id in the HF cache, a hub id or a family name in the table."""
+    model = tmp_path / "acme-7b"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(CONFIG))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    _hf_cache(tmp_path, "acme/cached-7b", CONFIG)
+    card_file = tmp_path / "k2.yaml"
+    assert cli(["card", "Kimi-K2", "--out", str(card_file)]) == 0
+    seen = {
+        ref: (r.kind, r.card.name, r.model_path, r.model_card)
+        for ref in (
+            "qwen3_8b",
+            str(card_file),
+            str(model),
+            str(model / "config.json"),
+            "acme/cached-7b",
+            "deepseek-ai/DeepSeek-V3",
+            "Qwen3-32B",
+        )
+        for r in [resolve_model(ref)]
+    }
+    assert seen["qwen3_8b"][0::3] == ("card", "qwen3_8b")
+    assert seen[str(card_file)] == ("card file", "Kimi-K2", "", str(card_file))
+    assert seen[str(model)][0::2] == ("model directory", str(model))
+    assert seen[str(model / "config.json")][0::2] == ("config.json", str(model))
+    assert seen["acme/cached-7b"][0::2] == ("Hugging Face cache", "acme/cached-7b")
+    assert seen["deepseek-ai/DeepSeek-V3"] == ("family table", "DeepSeek-V3", "deepseek-ai/DeepSeek-V3", None)
+    assert seen["Qwen3-32B"] == ("family table", "Qwen3-32B", "Qwen/Qwen3-32B", None)
+    assert resolve_model(str(model)).card.num_layers == 28
+    # model.card takes the same references: a recipe naming a hub id or a card file gets those facts
+    for ref, layers in (("deepseek-ai/DeepSeek-V3", 61), (str(card_file), 61)):
+        facts, problems = model_facts(load_recipe(_recipe(tmp_path, "/nowhere/weights", card=ref)))
+        assert problems == [] and facts.num_layers == layers

@@ -120,6 +120,33 @@ def test_plan_for_a_bare_model_card_and_another_hardware():
     assert code == 0 and len(doc["layouts"]) == 3
 
 
+def test_plan_takes_any_model_the_resolver_knows_on_the_base_recipe(tmp_path):
+    """A hub id of the family table, and a card file `grpolab card --out` wrote, plan on params/base.yaml and say
+    so; an unknown model exits 2 naming what was tried."""
+    code, doc = plan_json("deepseek-ai/DeepSeek-V3", "--hardware", "gpu-h100", "--nodes", "32", "--top", "2")
+    assert code == 0 and len(doc["layouts"]) == 2
+    assert doc["model"] == {
+        "name": "DeepSeek-V3",
+        "found": "family table",
+        "where": "params/model_configs.yaml: DeepSeek-V3",
+        "base": "params/base.yaml",
+    }
+    assert doc["cluster"]["world_size"] == 256
+    card = tmp_path / "k2.yaml"
+    assert grpolab("card", "Kimi-K2", "--out", str(card)).returncode == 0
+    proc = grpolab("plan", str(card), "--hardware", "gpu-h200", "--nodes", "16", "--top", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"model Kimi-K2 (card file: {card}) on the base recipe params/base.yaml" in proc.stdout
+    # check takes the same file as model.card
+    for ref, known in ((card, True), (tmp_path / "none.yaml", False)):
+        checked = grpolab("check", "qwen3_8b", "--set", f"model.card={ref}", "--set", "model.path=", "--json")
+        rules = {p["rule"] for p in json.loads(checked.stdout)}
+        assert ("schema" not in rules) is known, rules
+    unknown = grpolab("plan", "acme/unheard-of-9b")
+    assert unknown.returncode == 2 and "no model 'acme/unheard-of-9b'" in unknown.stderr
+    assert "params/recipes/" in unknown.stderr and "model_configs.yaml" in unknown.stderr
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -1,9 +1,11 @@
 """`grpolab card MODEL_DIR|NAME [--out PATH] [--force] [--json]`: write a model card that `check` then uses.
 
-The facts come from the model's config.json (a model directory, a config.json, or a hub id such as Qwen/Qwen3-32B
-in the Hugging Face cache), else from the family table params/model_configs.yaml (`grpolab card Qwen3-32B`).
+The model is found by the one resolver (grpolab.recipe.cards.resolve_model): a card in params/models/ or a card
+file, a model's config.json (a model directory, a config.json, or a hub id such as Qwen/Qwen3-32B in the Hugging
+Face cache), else the family table params/model_configs.yaml (`grpolab card Qwen3-32B`, `deepseek-ai/DeepSeek-V3`).
 The card goes to params/models/<name>.yaml (a recipe uses it with `model.card: <name>`), or to --out PATH
-(`--out -` prints it). An existing card is kept unless --force.
+(`--out -` prints it), which `grpolab plan PATH` and `model.card: PATH` then take. An existing card is kept
+unless --force.
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ def card_yaml(card) -> str:
 
 def main(args) -> int:
     from grpolab.paths import params_dir
-    from grpolab.recipe.cards import find_card
+    from grpolab.recipe.cards import resolve_model
     from grpolab.recipe.loader import load_card
 
-    card, _ = find_card(args.model)
+    card = resolve_model(args.model).card
     text = card_yaml(card)
     if args.out == "-":
         print(json.dumps({"path": None, "card": card.model_dump(mode="json")}) if args.json else text, end="")

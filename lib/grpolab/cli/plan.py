@@ -22,7 +22,9 @@ def register(sub) -> None:
     p.add_argument(
         "target",
         metavar="MODEL|RECIPE",
-        help="a recipe (name under params/recipes/ or a YAML path) or a model card in params/models/",
+        help="a recipe (name under params/recipes/ or a YAML path), or a model planned on params/base.yaml: a card "
+        "in params/models/, a card file, a model directory or config.json, a hub id (the HF cache or the family "
+        "table params/model_configs.yaml) or a family name",
     )
     p.add_argument("--nodes", type=int, metavar="N", help="plan for N nodes (cluster.nnodes)")
     p.add_argument("--hardware", metavar="PROFILE", help="a profile in params/hardware/, e.g. ascend-a3")
@@ -79,6 +81,7 @@ def main(args) -> int:
         raise UsageError(f"--top must be at least 1, not {args.top}")
     overrides = list(args.overrides) + (mean_lengths(args.mean_response) if args.mean_response else [])
     try:
+        model = io.model_target(args.target)
         recipe = io.load(args.target, args.nodes, args.hardware, overrides)
     except InputError as exc:
         raise UsageError(str(exc)) from None
@@ -106,18 +109,21 @@ def main(args) -> int:
             raise UsageError(str(exc)) from None
     best = listed[0] if listed else None
     if args.json:
-        _json(recipe, p, listed, best, own, written)
+        _json(recipe, p, listed, best, own, written, model)
     else:
-        _print(recipe, p, listed, best, own, written)
+        _print(recipe, p, listed, best, own, written, model)
     return 0 if listed and not p.recipe_errors else 1
 
 
-def _json(recipe, p, listed, best, own, written) -> None:
+def _json(recipe, p, listed, best, own, written, model) -> None:
     from grpolab.plan import table
 
     c = recipe.cluster
     doc = {
         "recipe": recipe.name,
+        "model": None
+        if model is None
+        else {"name": model.card.name, "found": model.kind, "where": model.where, "base": "params/base.yaml"},
         "cluster": {
             "nnodes": c.nnodes,
             "devices_per_node": c.devices_per_node,
@@ -138,8 +144,8 @@ def _json(recipe, p, listed, best, own, written) -> None:
     print(json_text(doc, indent=2, default=str))
 
 
-def _print(recipe, p, listed, best, own, written) -> None:
-    from grpolab.plan import search, table
+def _print(recipe, p, listed, best, own, written, model) -> None:
+    from grpolab.plan import io, search, table
 
     c = recipe.cluster
     print(
@@ -147,6 +153,8 @@ def _print(recipe, p, listed, best, own, written) -> None:
         f"{p.candidates.get('train', 0)} training and {p.candidates.get('rollout', 0)} rollout layouts tried, "
         f"{len(p.train)} and {len(p.rollout)} pass the rules"
     )
+    if model is not None:
+        print(io.base_note(model) + f" (its {' '.join('--set ' + shlex.quote(o) for o in model.overrides())})")
     print("all memory and time figures are ESTIMATES from a simple cost model (README: grpolab plan)")
     if p.workload and recipe.train.engine != "trl":
         w = p.workload

@@ -72,14 +72,13 @@ class ExportPlan:
 def card_of(recipe: Any):
     """The model's facts for a recipe (a Recipe or recipe.yaml's data): config.json at model.path, else its card."""
     from grpolab.problems import InputError, RecipeError
-    from grpolab.recipe.cards import config_json, facts_from_config
-    from grpolab.recipe.loader import load_card
+    from grpolab.recipe.cards import config_json, facts_from_config, resolve_model
 
     card = None
     name = get_dotted(recipe, "model.card")
     if name:
         try:
-            card = load_card(name)
+            card = resolve_model(name).card
         except (InputError, RecipeError):
             card = None
     cfg = config_json(str(get_dotted(recipe, "model.path") or ""))

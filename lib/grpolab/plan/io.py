@@ -11,6 +11,7 @@ from pathlib import Path
 
 from grpolab.paths import params_dir
 from grpolab.problems import InputError, RecipeError
+from grpolab.recipe.cards import ResolvedModel, is_card_file, resolve_model
 from grpolab.recipe.dotted import MISSING, get_dotted, set_dotted
 from grpolab.recipe.layout import RolloutLayout, TrainLayout, overrides_of
 from grpolab.recipe.loader import load_recipe, read_yaml
@@ -30,21 +31,38 @@ def hardware_overrides(profile: str) -> list[str]:
     return [f"cluster.{k}={v}" for k, v in cluster.items() if k != "nnodes"]
 
 
+def model_target(ref: str) -> ResolvedModel | None:
+    """What `grpolab plan REF` plans for: None when REF is a recipe (a name under params/recipes/, which wins over
+    a card of the same name, or a recipe YAML file), else the model the one resolver finds (any model `grpolab
+    card` takes); InputError naming everything tried when REF is neither."""
+    path = Path(ref).expanduser()
+    if (NAME.match(ref) and (params_dir() / "recipes" / f"{ref}.yaml").is_file()) or (
+        path.suffix in (".yaml", ".yml") and path.is_file() and not is_card_file(path)
+    ):
+        return None
+    try:
+        return resolve_model(ref)
+    except InputError as exc:
+        raise InputError(f"not a recipe in params/recipes/ or a recipe file, and {exc}") from None
+
+
 def is_model(ref: str) -> bool:
-    """A model card name (params/models/) that is not also a recipe name."""
-    return (
-        "/" not in ref
-        and not (params_dir() / "recipes" / f"{ref}.yaml").is_file()
-        and (params_dir() / "models" / f"{ref}.yaml").is_file()
-    )
+    """REF names a model (planned on the base recipe), not a recipe."""
+    return model_target(ref) is not None
+
+
+def base_note(model: ResolvedModel) -> str:
+    """The sentence that says what a bare model is planned on."""
+    return f"model {model.describe()} on the base recipe params/base.yaml"
 
 
 def load(ref: str, nodes: int | None = None, hardware: str | None = None, overrides: Iterable[str] = ()) -> Recipe:
-    """The recipe to plan: a recipe (name or path), or a bare model card on base.yaml (hardware default
-    ascend-a3), with the hardware profile, the node count and the overrides applied (in that order)."""
+    """The recipe to plan: a recipe (name or path), or any model the one resolver knows on base.yaml (hardware
+    default ascend-a3), with the hardware profile, the node count and the overrides applied (in that order)."""
+    model = model_target(ref)
     sets = []
-    if is_model(ref):
-        sets += [f"model.card={ref}", "model.path="]
+    if model is not None:
+        sets += model.overrides()
         ref_path: str | Path = params_dir() / "base.yaml"
         hardware = hardware or "ascend-a3"
     else:
@@ -54,8 +72,8 @@ def load(ref: str, nodes: int | None = None, hardware: str | None = None, overri
     if nodes is not None:
         sets.append(f"cluster.nnodes={nodes}")
     recipe = load_recipe(ref_path, [*sets, *overrides])
-    if is_model(ref):
-        recipe.set_origin(ref)
+    if model is not None:
+        recipe.set_origin(model.card.name if "/" in ref or Path(ref).suffix else ref)
     return recipe
 
 
@@ -97,8 +115,9 @@ def write_recipe(
         raise InputError(f"params/recipes/{name}.yaml exists: choose another --write name (nothing overwritten)")
     data: dict = {"defaults": _parents(ref, recipe, hardware)}
     sets = overrides_of(train, rollout) + [f"cluster.nnodes={recipe.cluster.nnodes}"]
-    if is_model(ref):
-        sets += [f"model.card={ref}", "model.path="]
+    model = model_target(ref)
+    if model is not None:
+        sets += model.overrides()
     secrets: list[str] = []
     for text in [*sets, *overrides]:
         key, value = _typed(recipe, text.split("=", 1)[0].strip())

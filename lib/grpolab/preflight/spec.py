@@ -79,12 +79,12 @@ def checkpoint_bytes(recipe: Recipe, card) -> tuple[int, str]:
 def node_spec(recipe: Recipe) -> dict:
     """The per-node task's input: everything it compares, as plain data."""
     from grpolab.problems import InputError, RecipeError
-    from grpolab.recipe.loader import load_card
+    from grpolab.recipe.cards import resolve_model
 
     card = None
     if recipe.model.card:
         try:
-            card = load_card(recipe.model.card)
+            card = resolve_model(recipe.model.card).card
         except (InputError, RecipeError):
             card = None  # the driver's `recipe` rows report the missing card
     cpu_trainer = recipe.train.engine == "trl"  # grpolab.local.train: a model and a task made in code

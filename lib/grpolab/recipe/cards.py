@@ -4,7 +4,8 @@ Where the facts come from, first found wins:
 1. the model's config.json: `model.path` is a local directory holding one, or a hub id (`Qwen/Qwen3-32B`) whose
    snapshot is in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub); Qwen3.5 nests
    the text model's values under `text_config`;
-2. the card named by `model.card` (params/models/, or a path to a card file);
+2. `model.card`: any model `resolve_model` knows (a card in params/models/, a card file, a model directory, a hub
+   id in the cache or the family table);
 3. the family table params/model_configs.yaml (public config.json values with their sources), matched from the name
    in `model.path` (`/data/Qwen2.5-Math-7B-Instruct`, `deepseek-ai/DeepSeek-V3`).
 A config.json and a card that disagree are an error (the card would make the rules check the wrong model). Nothing
@@ -17,13 +18,14 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from grpolab.paths import params_dir
-from grpolab.problems import InputError, Problem, RecipeError
-from grpolab.recipe.loader import load_card
+from grpolab.problems import InputError, Problem, RecipeError, closest
+from grpolab.recipe.loader import card_path, load_card
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.recipe.yamlio import read_yaml
 
@@ -281,20 +283,79 @@ def table_card(entry: str) -> ModelCard:
 
 # ---------------------------------------------------------------------------------------------- finding a card
 
+CARD_FILE_KEYS = ("name", "model_type", "num_layers")  # a YAML file holding these at its top is a card
 
-def find_card(model: str) -> tuple[ModelCard, Path | None]:
-    """A card for a model directory, a config.json, a hub id in the HF cache, or a name in the family table
-    (`grpolab card`); the config.json it was read from, if any. InputError when none of them has it."""
-    cfg = config_json(model)
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model as a verb was given it, resolved: its facts, how they were found, and what `model.path` and
+    `model.card` of a recipe for it hold (a card by name or file; a directory or hub id for verl to load)."""
+
+    card: ModelCard
+    kind: str  # "card", "card file", "model directory", "config.json", "Hugging Face cache", "family table"
+    where: str  # the card file, the config.json or the family-table entry the facts come from
+    model_path: str  # "" when only a card describes the model
+    model_card: str | None  # the card name or file; None when config.json or the table answers
+
+    def overrides(self) -> list[str]:
+        """The recipe keys that name this model, as --set overrides (the card's file path kept absolute)."""
+        return [f"model.card={self.model_card if self.model_card else 'null'}", f"model.path={self.model_path}"]
+
+    def describe(self) -> str:
+        return f"{self.card.name} ({self.kind}: {self.where})"
+
+
+def is_card_file(path: Path) -> bool:
+    """A .yaml file whose top level looks like a model card (what `grpolab card --out` writes), not a recipe."""
+    if path.suffix not in (".yaml", ".yml") or not path.is_file():
+        return False
+    try:
+        data = read_yaml(path)
+    except (InputError, RecipeError):
+        return False
+    return isinstance(data, dict) and all(k in data for k in CARD_FILE_KEYS) and "defaults" not in data
+
+
+def _config_kind(ref: str, cfg: Path) -> tuple[str, str]:
+    """(kind, model.path) for a config.json that config_json found for `ref`."""
+    local = Path(ref).expanduser()
+    if local.is_dir():
+        return "model directory", ref
+    if local.is_file():
+        return "config.json", str(local.parent)
+    return "Hugging Face cache", ref.strip().rstrip("/")
+
+
+def resolve_model(ref: str) -> ResolvedModel:
+    """The one model resolver of every verb that takes a model (`plan`, `card`, `check` and `preflight` through
+    `model.card`), first found wins: a card name in params/models/, a card file, a model directory or its
+    config.json, a hub id in the Hugging Face cache, a hub id or name in the family table params/model_configs.yaml.
+    InputError naming everything tried when none has it; RecipeError when a card file breaks the card schema."""
+    text = str(ref).strip()
+    if not text:
+        raise InputError("no model given: name a card, a card file, a model directory, a hub id or a model name")
+    path = Path(text).expanduser()
+    if "/" not in text and not path.suffix and card_path(text).is_file():
+        return ResolvedModel(load_card(text), "card", f"params/models/{text}.yaml", "", text)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return ResolvedModel(load_card(path), "card file", str(path), "", str(path.resolve()))
+    cfg = config_json(text)
     if cfg is not None:
-        return facts_from_config(read_config(cfg), None, str(cfg)), cfg
-    entry = table_match(model)
+        kind, model_path = _config_kind(text, cfg)
+        return ResolvedModel(facts_from_config(read_config(cfg), None, str(cfg)), kind, str(cfg), model_path, None)
+    entry = table_match(text)
     if entry is not None:
-        return table_card(entry), None
+        hub = text.rstrip("/") if re.fullmatch(r"[\w.-]+/[\w.-]+", text.rstrip("/")) else table()[entry]["hf"]
+        return ResolvedModel(table_card(entry), "family table", f"params/{TABLE}: {entry}", hub, None)
+    cards = sorted(p.stem for p in (params_dir() / "models").glob("*.yaml"))
+    near = closest(text, [*cards, *table()])
     where = ", ".join(str(p) for p in hf_cache_dirs())
     raise InputError(
-        f"no config.json for {model!r}: not a model directory, not in the Hugging Face cache ({where}), and no "
-        f"model of that name in params/{TABLE}; give a directory holding the model's config.json"
+        f"no model {text!r}: tried a card in params/models/ (known: {', '.join(cards)}), a card file (.yaml), a "
+        f"model directory or config.json, the Hugging Face cache ({where}) and the names and hub ids of "
+        f"params/{TABLE}"
+        + (f"; did you mean {near!r}?" if near else "")
+        + "; give a directory holding the model's config.json, or write a card with `grpolab card`"
     )
 
 
@@ -321,7 +382,7 @@ def model_facts(recipe: Recipe) -> tuple[ModelCard | None, list[Problem]]:
     problems: list[Problem] = []
     if recipe.model.card:
         try:
-            card = load_card(recipe.model.card)
+            card = resolve_model(recipe.model.card).card
         except (InputError, RecipeError) as exc:
             problems.extend(_card_problem(exc, recipe))
     cfg_path = config_json(recipe.model.path)
