@@ -175,11 +175,11 @@ def _median_tail(view, name: str) -> float | None:
 def _published(b) -> dict | None:
     if b is None:
         return None
-    from grpolab.recipe.loader import load_card
+    from grpolab.recipe.cards import resolve_model
 
     return {
         "name": b.name,
-        "model": load_card(b.model).name,
+        "model": resolve_model(b.model).card.name,
         "hardware": b.hardware,
         "devices": b.world_size,
         "step_s": b.published.step_s,

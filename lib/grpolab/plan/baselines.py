@@ -38,7 +38,9 @@ class Published(Strict):
 class Baseline(Strict):
     name: str
     use: Literal["fit", "held-out"]
-    model: str = Field(description="a card in params/models/")
+    model: str = Field(
+        description="any model grpolab.recipe.cards.resolve_model knows (a card, a hub id, a family name)"
+    )
     hardware: str = Field(description="a profile in params/hardware/")
     nnodes: int = Field(gt=0)
     devices_per_node: int = Field(gt=0)
@@ -120,6 +122,6 @@ def nearest_published_run(recipe: Recipe, model_name: str | None) -> Baseline | 
 
 @lru_cache(maxsize=32)
 def _card_name(card: str) -> str:
-    from grpolab.recipe.loader import load_card
+    from grpolab.recipe.cards import resolve_model
 
-    return load_card(card).name
+    return resolve_model(card).card.name

@@ -9,7 +9,7 @@ Every figure is an ESTIMATE with its parts; `grpolab plan`, the notebooks and th
 The workload is the batch as prompts x n at the EXPECTED mean prompt and response lengths
 (`data.mean_prompt_length`, `data.mean_response_length`, null = the maxima; `plan --mean-response`).
 - compute: 2 x active parameters x tokens per forward, plus attention's 2 x L^2 x heads x head_dim per
-  full-attention layer and sequence, at `peak_bf16_tflops x compute_efficiency` of the hardware profile;
+  full-attention layer and sequence (L^2 at its mean over the batch: Workload.sequence_square_mean), at `peak_bf16_tflops x compute_efficiency` of the hardware profile;
 - TP: 4 collectives per layer per forward-equivalent on the activations; CP: the all-gather of the KV cache;
   EP: the all-to-all dispatch and combine of routed tokens; DP: gradient reduce-scatter and parameter
   all-gather per optimizer step; each on the intra-node link when its group fits a node, else inter-node, at
@@ -18,7 +18,8 @@ The workload is the batch as prompts x n at the EXPECTED mean prompt and respons
   host;
 - rollout: prefill by compute; decode in steps of one token per sequence in flight, each step reading the
   weights the batch touches and its KV cache and linear-attention state (memory bandwidth), or bound by
-  compute when that is slower, plus the TP all-reduces and EP all-to-alls of every layer. A replica (one TP
+  compute when that is slower, plus the TP all-reduces and EP all-to-alls of every layer, plus the host's share
+  of a step (DECODE_STEP_S; per layer without graphs, EAGER_LAYER_S). A replica (one TP
   group) decodes its share of the sequences, as many at once as the KV cache holds, and runs at least as many
   steps as the longest response (max_response_length: some responses reach it);
 - weight sync: every device receives the whole model once, over the links its training group spans, plus
@@ -52,7 +53,14 @@ BYPASS = "algorithm.rollout_correction.bypass_mode"  # verl: the rollout's log-p
 # The forward-only log-prob passes (old and reference) sustain this share of the update's compute efficiency:
 # published phase splits put a reference forward at 0.3-0.55 of the update, where FLOPs alone say 0.25.
 # Fitted with the hardware profiles' constants on the `fit` runs (benchmarks/calibration.py --fit).
-FORWARD_ONLY_EFFICIENCY = 0.4
+FORWARD_ONLY_EFFICIENCY = 0.5
+# Every decode step also pays the engine's host side: scheduling, sampling and the launch of the step's graph.
+# Fitted (model-wide, benchmarks/calibration.py --fit) on the `fit` runs, which all capture graphs.
+DECODE_STEP_S = 0.005
+# Without graphs (rollout.enforce_eager) each layer's kernels are launched from Python one by one, every step:
+# about 30 kernels per decoder layer (norms, attention, the MoE router and experts, the TP collectives) at about
+# 10 us of launch and Python each. A first-principles figure, not fitted: no `fit` run is eager.
+EAGER_LAYER_S = 30 * 10e-6
 ESTIMATE = "estimate"  # every figure here is one; the label travels with them
 
 
@@ -77,6 +85,14 @@ class Workload:
     @property
     def sequence_mean(self) -> float:
         return self.prompt_mean + self.response_mean
+
+    @property
+    def sequence_square_mean(self) -> float:
+        """The mean of a sequence's squared length (what attention's cost follows): responses of one step spread
+        about as wide as their mean (a coefficient of variation near 1, so E[r^2] = 2 x mean^2), but none is longer
+        than max_response_length (E[r^2] <= max x mean: a batch forced to the limit has no spread)."""
+        p, r = self.prompt_mean, self.response_mean
+        return p * p + 2 * p * r + min(2 * r * r, self.response_max * r)
 
     @property
     def tokens(self) -> float:
@@ -143,14 +159,14 @@ def _hbm(recipe: Recipe) -> float:
     return c.hbm_gbps * GB * c.bandwidth_efficiency
 
 
-def _attention_flops(facts: ModelCard, length: float) -> float:
-    """Forward FLOPs of causal attention scores and values for one sequence of `length` tokens."""
-    return 2 * full_attention_layers(facts) * facts.num_heads * facts.head_dim * length * length
+def _attention_flops(facts: ModelCard, square: float) -> float:
+    """Forward FLOPs of causal attention scores and values for one sequence whose squared length is `square`."""
+    return 2 * full_attention_layers(facts) * facts.num_heads * facts.head_dim * square
 
 
 def forward_flops(facts: ModelCard, wl: Workload) -> float:
     """FLOPs of one forward over every token of the step."""
-    return 2 * params(facts).active * wl.tokens + wl.sequences * _attention_flops(facts, wl.sequence_mean)
+    return 2 * params(facts).active * wl.tokens + wl.sequences * _attention_flops(facts, wl.sequence_square_mean)
 
 
 # ------------------------------------------------------------------------------------------------ training
@@ -267,12 +283,14 @@ def _weight_sync(recipe: Recipe, facts: ModelCard, t: TrainLayout) -> dict:
 # ------------------------------------------------------------------------------------------------ rollout
 
 
-def rollout_time(recipe: Recipe, facts: ModelCard, r: RolloutLayout, mem: dict, wl: Workload) -> dict:
+def rollout_time(
+    recipe: Recipe, facts: ModelCard, r: RolloutLayout, mem: dict, wl: Workload, decode_step: float = DECODE_STEP_S
+) -> dict:
     """Seconds of the rollout (prefill and decode, each with its parts and total) and their total."""
     world, p, ro = recipe.world_size, params(facts), recipe.rollout
     nbytes = DTYPE_BYTES[recipe.model.dtype]
     prefill_flops = 2 * p.active * wl.sequences * wl.prompt_mean + wl.sequences * _attention_flops(
-        facts, wl.prompt_mean
+        facts, wl.prompt_mean**2
     )
     prefill = {"compute": prefill_flops / (world * _flops(recipe))}
     replicas = max(world // r.tp, 1)  # each TP group decodes its own sequences
@@ -298,11 +316,13 @@ def rollout_time(recipe: Recipe, facts: ModelCard, r: RolloutLayout, mem: dict, 
         moe = facts.num_layers - facts.dense_layers
         volume = batch * facts.active_experts * h * nbytes
         comm += moe * 2 * (_lat(recipe, ep) + volume / _bw(recipe, ep))
+    host = decode_step + (EAGER_LAYER_S * facts.num_layers if ro.enforce_eager else 0.0)
     decode = {
         "weights": steps * weights / _hbm(recipe),
         "kv_cache": steps * kv / _hbm(recipe),
         "compute": steps * max(compute_s - memory_s, 0.0),
         "comm": steps * comm,
+        "host": steps * host,
     }
     out = {"prefill": _finish(prefill), "decode": _finish(decode)}
     out["total"] = out["prefill"]["total"] + out["decode"]["total"]
@@ -343,6 +363,7 @@ def step_estimate(
     mean_response: float | None = None,
     mean_prompt: float | None = None,
     forward_only: float = FORWARD_ONLY_EFFICIENCY,
+    decode_step: float = DECODE_STEP_S,
 ) -> StepEstimate:
     """The estimate for the recipe's own layout (whatever its rank among the layouts `grpolab plan` lists)."""
     wl = workload(recipe, mean_response, mean_prompt)
@@ -353,5 +374,5 @@ def step_estimate(
         train_memory(recipe, facts, t),
         rmem,
         train_time(recipe, facts, t, wl, forward_only),
-        rollout_time(recipe, facts, r, rmem, wl),
+        rollout_time(recipe, facts, r, rmem, wl, decode_step),
     )

@@ -73,8 +73,10 @@ class RolloutLayout:
 
     @property
     def expert_shards(self) -> int:
-        """Devices one rollout engine's routed experts are spread over (ep, else its tensor-parallel group)."""
-        return self.ep if self.ep > 1 else self.tp
+        """Devices one rollout engine's routed experts are spread over: ep, else every rank of the engine (tp x
+        dp): vLLM and SGLang run a MoE engine's data-parallel ranks as one MoE group, its experts split over all
+        of them (expert parallel, or tensor parallel over tp x dp when expert parallel is off)."""
+        return max(self.ep, self.tp * self.dp)
 
 
 def train_fields(train: TrainLayout) -> dict:
