@@ -5,10 +5,11 @@ out, whether the run was used to fit its hardware profile's efficiency constants
 worst ratio of each group. `--fit` searches the constants of each hardware profile (compute_efficiency,
 bandwidth_efficiency, collective_latency_us; a grid, by coordinate descent from the profile's values) and the
 model-wide FORWARD_ONLY_EFFICIENCY that best match the `fit` runs (least squares on the log of predicted /
-published, step and phases alike) and prints them; params/hardware/ and grpolab/recipe/cost.py hold the values
-it found. Held-out runs are never looked at by the fit.
+published, step and phases alike) and prints them, with the model-wide DECODE_STEP_S; params/hardware/ and
+grpolab/recipe/cost.py hold the values it found. Held-out runs are never looked at by the fit. `--markdown`
+prints the README's calibration table (tests/test_cost.py keeps the two in step).
 
-    .venv/bin/python benchmarks/calibration.py [--fit]
+    .venv/bin/python benchmarks/calibration.py [--fit | --markdown]
 """
 
 from __future__ import annotations
@@ -85,31 +86,34 @@ def table(runs: list[Baseline]) -> float:
     return worst
 
 
-FORWARD_ONLY = (0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0)  # the model-wide constant, fitted with the profiles
+FORWARD_ONLY = (0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0)  # the model-wide constants, fitted with the profiles
+DECODE_STEP = (0.0, 0.002, 0.005, 0.01, 0.02)
 
 
-def _loss(prepared: list, constants: dict, forward_only: float) -> float:
+def _loss(prepared: list, constants: dict, model_wide: tuple[float, float]) -> float:
+    forward_only, decode_step = model_wide
     total = 0.0
     for b, recipe, facts in prepared:
         r2 = recipe.model_copy(update={"cluster": recipe.cluster.model_copy(update=constants)})
-        for value in ratios(b, step_estimate(r2, facts, forward_only=forward_only)).values():
+        e = step_estimate(r2, facts, forward_only=forward_only, decode_step=decode_step)
+        for value in ratios(b, e).values():
             if value > 0:
                 total += math.log(value) ** 2
     return total
 
 
-def _fit_profile(prepared: list, forward_only: float) -> tuple[float, dict]:
+def _fit_profile(prepared: list, model_wide: tuple[float, float]) -> tuple[float, dict]:
     """Coordinate descent over GRID from the profile's current constants: each constant in turn takes its best
     grid value with the others held, until no constant moves."""
     recipe = prepared[0][1]
     constants = {name: getattr(recipe.cluster, name) for name in GRID}
-    best = _loss(prepared, constants, forward_only)
+    best = _loss(prepared, constants, model_wide)
     for _ in range(6):
         moved = False
         for name, values in GRID.items():
             for value in values:
                 trial = {**constants, name: value}
-                loss = _loss(prepared, trial, forward_only)
+                loss = _loss(prepared, trial, model_wide)
                 if loss < best - 1e-9:
                     best, constants, moved = loss, trial, True
         if not moved:
@@ -118,19 +122,19 @@ def _fit_profile(prepared: list, forward_only: float) -> tuple[float, dict]:
 
 
 def fit(runs: list[Baseline]) -> None:
-    """The model-wide FORWARD_ONLY_EFFICIENCY and, per hardware profile, the constants of GRID that minimise
-    the loss on the `fit` runs."""
+    """The model-wide FORWARD_ONLY_EFFICIENCY and DECODE_STEP_S and, per hardware profile, the constants of GRID
+    that minimise the loss on the `fit` runs; a held-out run is dropped before anything of it is read."""
     profiles: dict[str, list] = {}
     for b in (b for b in runs if b.use == "fit"):
         recipe = recipe_of(b)
         profiles.setdefault(b.hardware, []).append((b, recipe, model_facts(recipe)[0]))
     results = {}
-    for forward_only in FORWARD_ONLY:
-        fits = {name: _fit_profile(prepared, forward_only) for name, prepared in sorted(profiles.items())}
-        results[forward_only] = (sum(loss for loss, _ in fits.values()), fits)
-    forward_only = min(results, key=lambda f: results[f][0])
-    total, fits = results[forward_only]
-    print(f"FORWARD_ONLY_EFFICIENCY {forward_only} (total loss {total:.3f})")
+    for model_wide in ((f, d) for f in FORWARD_ONLY for d in DECODE_STEP):
+        fits = {name: _fit_profile(prepared, model_wide) for name, prepared in sorted(profiles.items())}
+        results[model_wide] = (sum(loss for loss, _ in fits.values()), fits)
+    model_wide = min(results, key=lambda f: results[f][0])
+    total, fits = results[model_wide]
+    print(f"FORWARD_ONLY_EFFICIENCY {model_wide[0]}, DECODE_STEP_S {model_wide[1]} (total loss {total:.3f})")
     for name, (loss, constants) in fits.items():
         used = ", ".join(b.name for b, _, _ in profiles[name])
         print(
@@ -138,13 +142,42 @@ def fit(runs: list[Baseline]) -> None:
         )
 
 
+def markdown(runs: list[Baseline]) -> str:
+    """The README's table: per run, estimate / published for the step and each published phase, fit or held out,
+    and the worst factor (max of r and 1/r), then the worst over every run."""
+    lines = [
+        "| run | hardware | devices | use | step: estimate / published | phases: estimate / published | worst |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    worst = 1.0
+    for b in sorted(runs, key=lambda b: (b.use != "fit", b.hardware, b.name)):
+        e = predict(b)
+        r = ratios(b, e)
+        phases = e.phases()
+        cells = [
+            f"{name} {phases.get(name, 0):.0f} / {s:.0f} s = {r[name]:.2f}" for name, s in b.published.phases.items()
+        ]
+        factor = max(max(v, 1 / v) for v in r.values() if v > 0)
+        worst = max(worst, factor)
+        lines.append(
+            f"| {b.name} | {b.hardware} | {b.world_size} | {b.use} | {e.total:.0f} / {b.published.step_s:g} s = "
+            f"{r['step']:.2f} | {'; '.join(cells) or '-'} | {factor:.2f} |"
+        )
+    lines.append(f"\nWorst factor over every run and phase: {worst:.2f} (the band is {BAND:g}).")
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true", help="search each profile's constants on its fit runs")
+    parser.add_argument("--markdown", action="store_true", help="print the README's table")
     args = parser.parse_args()
     runs = list(baselines())
     if args.fit:
         fit(runs)
+        return 0
+    if args.markdown:
+        print(markdown(runs))
         return 0
     worst = table(runs)
     print(f"\nworst factor over every run and phase: {worst:.2f} (the band is {BAND:g})")
