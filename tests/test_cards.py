@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from grpolab.cli import main as cli
+from grpolab.preflight.spec import node_spec
 from grpolab.problems import errors
 from grpolab.recipe.cards import COMPARED, model_facts, resolve_model, table, table_card, table_match
 from grpolab.recipe.loader import load_card, load_recipe
@@ -215,5 +216,7 @@ def test_one_resolver_finds_every_kind_of_model_reference(tmp_path, monkeypatch)
     assert resolve_model(str(model)).card.num_layers == 28
     # model.card takes the same references: a recipe naming a hub id or a card file gets those facts
     for ref, layers in (("deepseek-ai/DeepSeek-V3", 61), (str(card_file), 61)):
-        facts, problems = model_facts(load_recipe(_recipe(tmp_path, "/nowhere/weights", card=ref)))
+        recipe = load_recipe(_recipe(tmp_path, "/nowhere/weights", card=ref))
+        facts, problems = model_facts(recipe)
         assert problems == [] and facts.num_layers == layers
+        assert node_spec(recipe)["model"]["card_data"]["num_layers"] == layers  # preflight reads the same card
