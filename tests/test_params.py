@@ -65,8 +65,7 @@ def test_every_params_file_loads_and_validates(rel, tmp_path):
         from grpolab.recipe.cards import resolve_model
 
         assert all(
-            resolve_model(b.model) and (params_dir() / "hardware" / f"{b.hardware}.yaml").is_file()
-            for b in baselines()
+            resolve_model(b.model) and (params_dir() / "hardware" / f"{b.hardware}.yaml").is_file() for b in baselines()
         )
     elif rel == "stack_rules.yaml":
         from grpolab.rules.pins import table_faults
