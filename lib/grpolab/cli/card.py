@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 from grpolab.cli import UsageError
@@ -65,5 +64,5 @@ def main(args) -> int:
         print(json.dumps({"path": str(out), "card": card.model_dump(mode="json")}))
     else:
         print(f"wrote {out} ({card.name}: {card.num_layers} layers, {card.params_b:g}B parameters)")
-        print(f"use it with `model.card: {use}` (or --set model.card={use})", file=sys.stdout)
+        print(f"use it with `model.card: {use}` (or --set model.card={use}); plan it: grpolab plan {use}")
     return 0
