@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from grpolab.paths import params_dir
-from grpolab.problems import InputError, RecipeError
+from grpolab.problems import InputError, RecipeError, closest
 from grpolab.recipe.cards import ResolvedModel, is_card_file, resolve_model
 from grpolab.recipe.dotted import MISSING, get_dotted, set_dotted
 from grpolab.recipe.layout import RolloutLayout, TrainLayout, overrides_of
@@ -43,7 +43,9 @@ def model_target(ref: str) -> ResolvedModel | None:
     try:
         return resolve_model(ref)
     except InputError as exc:
-        raise InputError(f"not a recipe in params/recipes/ or a recipe file, and {exc}") from None
+        near = closest(ref, [p.stem for p in (params_dir() / "recipes").glob("*.yaml")])
+        hint = f" (did you mean recipe {near!r}?)" if near else ""
+        raise InputError(f"not a recipe in params/recipes/{hint} or a recipe file, and {exc}") from None
 
 
 def is_model(ref: str) -> bool:
