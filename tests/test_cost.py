@@ -168,6 +168,19 @@ def test_the_rollout_follows_tp_dp_and_ep():
     assert few.rollout["total"] > baselines.predict(dense).rollout["total"]
 
 
+def test_memory_is_counted_in_the_gb_devices_are_quoted_in():
+    """An "80 GB" H100 holds 80 x 2^30 bytes, which is what vLLM's gpu_memory_utilization takes a share of: at
+    0.5, DeepSeek-V3 on a TP-32 engine (42e9 bytes of weights per device) still has room for a KV cache."""
+    run = next(b for b in baselines.baselines() if b.name == "nemo-rl-0.6-deepseek-v3-h100x256")
+    recipe = baselines.recipe_of(run, ("rollout.gpu_memory_utilization=0.5",))
+    facts = model_facts(recipe)[0]
+    mem = memory.rollout_memory(recipe, facts, search.rollout_of(recipe))
+    weight_bytes = memory.params(facts).total * 2 / 32
+    assert mem["weights"] == pytest.approx(weight_bytes / 2**30) and weight_bytes > 0.5 * 80e9
+    assert mem["concurrency"] > 0 and mem["budget"] == 40
+    assert baselines.predict(run, ("rollout.gpu_memory_utilization=0.5",)).total < 2 * run.published.step_s
+
+
 def test_the_hopper_profiles_without_fit_runs_take_the_h100_constants():
     keys = ("compute_efficiency", "bandwidth_efficiency", "collective_latency_us")
     h100 = read_yaml(ROOT / "params" / "hardware" / "gpu-h100.yaml")["cluster"]

@@ -61,6 +61,7 @@ DECODE_STEP_S = 0.005
 # about 30 kernels per decoder layer (norms, attention, the MoE router and experts, the TP collectives) at about
 # 10 us of launch and Python each. A first-principles figure, not fitted: no `fit` run is eager.
 EAGER_LAYER_S = 30 * 10e-6
+GBPS = 1e9  # bytes per second of one GB/s, as the profiles' datasheet bandwidths are quoted (memory.GB is 2^30)
 ESTIMATE = "estimate"  # every figure here is one; the label travels with them
 
 
@@ -146,7 +147,7 @@ def _bw(recipe: Recipe, span: int) -> float:
     """Bytes/s of a collective whose group spans `span` consecutive ranks: intra-node when it fits a node."""
     c = recipe.cluster
     gbps = c.intra_node_gbps if span <= c.devices_per_node else c.inter_node_gbps
-    return gbps * GB * c.bandwidth_efficiency
+    return gbps * GBPS * c.bandwidth_efficiency
 
 
 def _lat(recipe: Recipe, group: int) -> float:
@@ -156,7 +157,7 @@ def _lat(recipe: Recipe, group: int) -> float:
 
 def _hbm(recipe: Recipe) -> float:
     c = recipe.cluster
-    return c.hbm_gbps * GB * c.bandwidth_efficiency
+    return c.hbm_gbps * GBPS * c.bandwidth_efficiency
 
 
 def _attention_flops(facts: ModelCard, square: float) -> float:
@@ -236,7 +237,7 @@ def _dp_sync(recipe: Recipe, facts: ModelCard, t: TrainLayout, wl: Workload) -> 
 
 def _host(recipe: Recipe) -> float:
     c = recipe.cluster
-    return c.host_gbps * GB * c.bandwidth_efficiency
+    return c.host_gbps * GBPS * c.bandwidth_efficiency
 
 
 def _finish(parts: dict) -> dict:

@@ -1,6 +1,7 @@
 """Per-device memory of a GRPO step: the memory half of the one cost model (seconds: grpolab.recipe.cost).
 
-Every figure is an estimate in GB (1e9 bytes) and keeps its parts. `check`'s memory rule, the planner, the
+Every figure is an estimate in GB as device memory is quoted (2^30 bytes: an "80 GB" H100 holds 80 x 2^30, which
+is what nvidia-smi, torch and vLLM's gpu_memory_utilization count) and keeps its parts. `check`'s memory rule, the planner, the
 monitor and the notebooks all call these functions; no other module holds a formula for memory.
 
 Training (Megatron): weights and gradients in the model dtype; dense parameters split over TP x PP, expert
@@ -28,7 +29,7 @@ from functools import lru_cache
 from grpolab.recipe.layout import RolloutLayout, TrainLayout, data_parallel, rollout_of, train_of
 from grpolab.recipe.schema import ModelCard, Recipe
 
-GB = 1e9
+GB = 2**30  # the bytes of one GB of device memory (cluster.device_memory_gb is quoted so); GB/s: cost.GBPS
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 ADAM_BYTES = 12  # fp32 master copy + first and second moments, per parameter
 HEADROOM = 0.10  # share of device memory kept for fragmentation and workspace
