@@ -255,16 +255,21 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
         """# 05 · Plan: every valid parallel layout of a model on a cluster, ranked
 
 Enumerates the training layouts (tp, pp, cp, ep, etp, vpp, a pipeline layout where the model needs one) and the
-rollout layouts (tp, dp, ep) of a recipe's model (or a bare model card in `params/models/`) on `nodes` nodes of
-`hardware`, keeps those that pass every rule of `grpolab check`, and ranks them by an ESTIMATED step time. The
-cost model is simple and uncalibrated: see the README section on `grpolab plan` for what it leaves out. In
+rollout layouts (tp, dp, ep) of a recipe's model (or of any model `grpolab card` knows, on `params/base.yaml`) on
+`nodes` nodes of `hardware`, keeps those that pass every rule of `grpolab check`, and ranks them by an ESTIMATED
+step time. The cost model is simple, held within 2x of 20 published runs: see the README section on
+`grpolab plan` for its calibration table and what it leaves out. In
 JupyterLab, widgets below re-plan for other node counts and lengths; headless the output is static.
 
 ```bash
 .venv/bin/papermill notebooks/05_plan.ipynb out.ipynb -p model glm5_2 -p nodes 16
 ```""",
         {
-            "model": ("str", '"glm5_2"', "recipe name under params/recipes, a path to a recipe, or a model card name"),
+            "model": (
+                "str",
+                '"glm5_2"',
+                "recipe name under params/recipes, a path to a recipe, or a model (card, card file, hub id, family name)",
+            ),
             "nodes": ("Optional[int]", "None", "nodes to plan for; None: the recipe's cluster.nnodes"),
             "hardware": ("Optional[str]", "None", "profile in params/hardware (e.g. ascend-a3); None: the recipe's"),
             "overrides": P["overrides"],
