@@ -22,6 +22,11 @@ def register(sub) -> None:
     p.add_argument(
         "--out", default=None, metavar="DIR", help="where the weights go (default: RUN/export/global_step_N)"
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier export of grpolab's in --out (never any other folder's files)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
     p.set_defaults(func=main)
 
@@ -37,8 +42,10 @@ def main(args) -> int:
         raise UsageError(str(exc)) from None
     progress = (lambda line: print(line, file=sys.stderr)) if args.json else print
     try:
-        plan = plan_export(run, args.step, args.out)
+        plan = plan_export(run, args.step, args.out, force=args.force)
         progress(f"exporting run {run.run_id} step {plan.checkpoint.step} ({plan.mode}) to {plan.out}")
+        if plan.replaces:
+            progress(f"--force: replacing the earlier export in {plan.out}: {', '.join(plan.replaces)}")
         report = export(plan, progress)
     except ExportRefused as exc:
         if args.json:

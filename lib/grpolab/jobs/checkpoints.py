@@ -14,12 +14,16 @@ names N once all of that is written. What a complete actor/ holds (verl/utils/ch
 A folder newer than the tracker is a save that did not finish. verl's own rotation (max_actor_ckpt_to_keep) removes
 actor/ and leaves data.pt: such a folder is incomplete too.
 
-Which of them to keep is grpolab.jobs.retention's.
+Which of them to keep is grpolab.jobs.retention's. A trainer.ckpt_dir outside the run's folder is claimed by one
+run at a time (`claim`: OWNER in it, under a lock): a second run or resume into it while its owner is live is
+refused, so two trainers never save, rotate or prune in one folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +34,7 @@ from grpolab.local.checkpoint import STEP_PREFIX, TRACKER, folder_size
 from grpolab.recipe.checkpoint_size import human_bytes
 
 _STEP_DIR = re.compile(rf"^{STEP_PREFIX}(\d+)$")
+OWNER = ".grpolab-owner.json"  # in a shared trainer.ckpt_dir: the run that saves there now
 SAVE_TIME_METRIC = "timing_s/save_checkpoint"  # verl's timer around _save_checkpoint
 FSDP_FILES = {"model": "model", "optimizer": "optim", "extra": "extra_state"}  # save_contents -> file prefix
 
@@ -260,3 +265,58 @@ def describe(rows: list[dict]) -> str:
         state = "complete" if row["complete"] else "incomplete: " + "; ".join(row["missing"][:2])
         lines.append(f"step {row['step']:>7}  {human_bytes(row['bytes']):>9}  {took:>9}  {state}")
     return "\n".join(lines)
+
+
+class CheckpointsBusy(ValueError):
+    """Another live run saves into the same checkpoint folder; the message names it and the fix."""
+
+
+def owner(root: Path) -> dict:
+    """The claim on a checkpoint folder ({} when none, or unreadable)."""
+    try:
+        with open(Path(root) / OWNER, "rb") as fh:
+            value = json.loads(fh.read(1 << 16))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def live_state(run_dir: str) -> str | None:
+    """The state of the run at run_dir when it is not over (None: over, gone, or not a run)."""
+    from grpolab.jobs.runs import TERMINAL_STATES, RunNotFound, resolve_run
+    from grpolab.jobs.state import refresh
+
+    if not run_dir or not Path(run_dir).is_dir():
+        return None
+    try:
+        state = refresh(resolve_run(run_dir)).get("state")
+    except (RunNotFound, OSError, ValueError):
+        return None
+    return None if state in TERMINAL_STATES else str(state)
+
+
+@contextlib.contextmanager
+def claim(root: Path | None, run_dir: Path, run_id: str):
+    """Claim a shared checkpoint folder for one run while the body creates it; CheckpointsBusy when a live run
+    holds it. `root` None (the run's own checkpoint/ folder) or a folder not on this machine: nothing to claim."""
+    import fcntl
+
+    root = Path(root) if root is not None else None
+    if root is None or not root.parent.is_dir() or Path(run_dir) in (root, *root.parents):
+        yield
+        return
+    root.mkdir(exist_ok=True)
+    with open(root / ".grpolab-owner.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        held = owner(root)
+        state = live_state(str(held.get("run_dir") or "")) if held.get("run_dir") != str(run_dir) else None
+        if state is not None:
+            raise CheckpointsBusy(
+                f"trainer.ckpt_dir {root} is in use by run {held.get('run_id')} ({state}): two runs saving there "
+                f"would overwrite and prune each other's checkpoints; wait for it to end (or `grpolab stop "
+                f"{held.get('run_id')}`), or set trainer.ckpt_dir to a folder of this run's own"
+            )
+        yield
+        tmp = root / f".{OWNER}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps({"run_id": run_id, "run_dir": str(run_dir)}))
+        tmp.rename(root / OWNER)

@@ -31,7 +31,7 @@ from grpolab.jobs import provenance
 from grpolab.jobs.runs import TERMINAL_STATES, Run
 from grpolab.recipe.dotted import get_dotted
 from grpolab.recipe.schema import Recipe
-from grpolab.recipe.secrets import REDACTED
+from grpolab.recipe.secrets import REDACTED, redact_override
 
 # keys whose change the checkpoint cannot take, per engine, and why
 MODEL_KEYS = {"model.path": "a different model", "model.card": "a different model card", "train.engine": "engine"}
@@ -62,7 +62,7 @@ class ResumePlan:
             "run_dir": str(self.parent.path),
             "step": self.checkpoint.step,
             "checkpoint": str(self.checkpoint.path),
-            "overrides": list(self.overrides),
+            "overrides": [redact_override(o, self.recipe.secrets) for o in self.overrides],
         }
 
 
@@ -290,6 +290,16 @@ def plan_resume(run: Run, from_step: int | None = None, overrides: Sequence[str]
     if total is None:
         notes.append("the step budget is not known here (trainer.total_steps null, data not readable here)")
 
+    if child.trainer.ckpt_dir:  # a shared folder: refused while another live run saves there (checkpoints.claim)
+        shared = Path(os.path.expanduser(child.trainer.ckpt_dir))
+        held = ck.owner(shared)
+        state = ck.live_state(str(held.get("run_dir") or ""))
+        if state is not None:
+            raise ResumeRefused(
+                f"trainer.ckpt_dir {shared} is in use by run {held.get('run_id')} ({state}), which already resumed "
+                f"or runs there: a second run saving there would overwrite and prune its checkpoints; wait for it to "
+                f"end, or resume with --set trainer.ckpt_dir=A_NEW_FOLDER"
+            )
     child.trainer.resume_mode = "resume_path"
     child.trainer.resume_path = str(checkpoint.path.resolve())
     return ResumePlan(run, child, checkpoint, list(overrides), total, notes)

