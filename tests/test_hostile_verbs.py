@@ -130,12 +130,14 @@ def test_a_second_resume_into_a_shared_ckpt_dir_is_refused_while_the_first_is_li
         (folder.parent / "data.pt").write_bytes(b"d")
         (shared / "latest_checkpointed_iteration.txt").write_text(str(step))
     child = _isolated_runs / "child-a"
-    with ck.claim(shared, child, "child-a"):  # the first resume, still being submitted (its submitter lives)
+    with ck.claim(
+        shared, child, "child-a", state.live_state
+    ):  # the first resume, still being submitted (its submitter lives)
         runs.create_run("qwen3_8b", run_id="child-a", root=_isolated_runs, submitter=state.submitter())
     code, _, err = call(capsys, "resume", "parent", "--dry-run")
     assert code == 1 and "in use by run child-a (PENDING)" in err and "trainer.ckpt_dir" in err, err
     with pytest.raises(ck.CheckpointsBusy, match="in use by run child-a"):
-        with ck.claim(shared, _isolated_runs / "child-b", "child-b"):
+        with ck.claim(shared, _isolated_runs / "child-b", "child-b", state.live_state):
             pass
     assert sorted(p.name for p in shared.glob("global_step_*")) == ["global_step_10", "global_step_20"]
 

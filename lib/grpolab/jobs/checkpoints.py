@@ -281,24 +281,11 @@ def owner(root: Path) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def live_state(run_dir: str) -> str | None:
-    """The state of the run at run_dir when it is not over (None: over, gone, or not a run)."""
-    from grpolab.jobs.runs import TERMINAL_STATES, RunNotFound, resolve_run
-    from grpolab.jobs.state import refresh
-
-    if not run_dir or not Path(run_dir).is_dir():
-        return None
-    try:
-        state = refresh(resolve_run(run_dir)).get("state")
-    except (RunNotFound, OSError, ValueError):
-        return None
-    return None if state in TERMINAL_STATES else str(state)
-
-
 @contextlib.contextmanager
-def claim(root: Path | None, run_dir: Path, run_id: str):
+def claim(root: Path | None, run_dir: Path, run_id: str, live):
     """Claim a shared checkpoint folder for one run while the body creates it; CheckpointsBusy when a live run
-    holds it. `root` None (the run's own checkpoint/ folder) or a folder not on this machine: nothing to claim."""
+    holds it (`live(run_dir)`: its state while it is not over, else None: grpolab.jobs.state.live_state). `root`
+    None (the run's own checkpoint/ folder) or a folder not on this machine: nothing to claim."""
     import fcntl
 
     root = Path(root) if root is not None else None
@@ -309,7 +296,7 @@ def claim(root: Path | None, run_dir: Path, run_id: str):
     with open(root / ".grpolab-owner.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         held = owner(root)
-        state = live_state(str(held.get("run_dir") or "")) if held.get("run_dir") != str(run_dir) else None
+        state = live(str(held.get("run_dir") or "")) if held.get("run_dir") != str(run_dir) else None
         if state is not None:
             raise CheckpointsBusy(
                 f"trainer.ckpt_dir {root} is in use by run {held.get('run_id')} ({state}): two runs saving there "

@@ -146,7 +146,7 @@ def submit(
     if ep.embedded:
         ep = cluster.ensure_local_head(progress)
     shared = Path(os.path.expanduser(recipe.trainer.ckpt_dir)) if recipe.trainer.ckpt_dir else None
-    with checkpoints.claim(shared, path, path.name):  # one live run per trainer.ckpt_dir
+    with checkpoints.claim(shared, path, path.name, state.live_state):  # one live run per trainer.ckpt_dir
         run = runs.create_run(
             recipe.name, run_id=path.name, root=path.parent, recipe=recipe.name, endpoint=ep.to_dict(),
             submitter=state.submitter(), resumed_from=resumed_from and {k: resumed_from[k] for k in ("run_id", "step")},

@@ -293,7 +293,9 @@ def plan_resume(run: Run, from_step: int | None = None, overrides: Sequence[str]
     if child.trainer.ckpt_dir:  # a shared folder: refused while another live run saves there (checkpoints.claim)
         shared = Path(os.path.expanduser(child.trainer.ckpt_dir))
         held = ck.owner(shared)
-        state = ck.live_state(str(held.get("run_dir") or ""))
+        from grpolab.jobs.state import live_state
+
+        state = live_state(str(held.get("run_dir") or ""))
         if state is not None:
             raise ResumeRefused(
                 f"trainer.ckpt_dir {shared} is in use by run {held.get('run_id')} ({state}), which already resumed "
