@@ -165,3 +165,51 @@ def test_retention_prunes_only_checkpoints_its_own_run_wrote(_isolated_runs, tmp
     keeper.prune()
     left = sorted(p.name for p in root.glob("global_step_*"))
     assert "global_step_10" in left and "global_step_20" in left and "global_step_30" not in left, left
+
+
+# ------------------------------------------------------------------------------ writes outside the named paths
+
+
+@pytest.mark.parametrize("name", ["../escaped", "/tmp/abs-recipe", "a/b", ".hidden", ""])
+def test_import_name_is_a_name_never_a_path(name, tmp_path, capsys, monkeypatch):
+    import shutil
+
+    from grpolab.paths import params_dir
+
+    shutil.copytree(params_dir(), tmp_path / "params")  # whatever goes wrong, the project's params/ stay as they are
+    monkeypatch.setenv("GRPOLAB_PARAMS", str(tmp_path / "params"))
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-8B\n")
+    code, out, err = call(capsys, "import", str(script), "--name", name, "--trusted")
+    assert code == 2 and "is not a name" in err and "--out" in err and out == ""
+    assert not Path("/tmp/abs-recipe.yaml").exists() and sorted(os.listdir(tmp_path)) == ["params", "run.sh", "runs"]
+
+
+def test_plan_write_is_a_name(capsys):
+    code, _, err = call(capsys, "plan", "qwen3_8b", "--write", "../../x")
+    assert code == 2 and "--write '../../x' is not a name" in err
+
+
+def test_lab_never_writes_through_a_link_that_leaves_its_folder(tmp_path, capsys):
+    lab, outside = tmp_path / "lab", tmp_path / "outside"
+    lab.mkdir()
+    outside.mkdir()
+    victim = outside / "precious.json"
+    victim.write_text("mine\n")
+    (lab / ".lab-settings").mkdir()
+    (lab / ".lab-settings" / "overrides.json").symlink_to(victim)
+    (lab / "run.ipynb").symlink_to(outside / "made-outside.ipynb")  # dangling
+    code, _, err = call(capsys, "lab", "--dir", str(lab), "--dry-run")
+    assert code == 2 and "leads out of" in err and err.count("\n") == 1, err
+    assert victim.read_text() == "mine\n" and sorted(os.listdir(outside)) == ["precious.json"]
+
+
+def test_lab_on_a_symlink_loop_and_bad_ports_is_one_line(tmp_path, capsys):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    code, _, err = call(capsys, "lab", "--dir", str(loop), "--dry-run")
+    assert code == 2 and "symlink loop" in err and err.count("\n") == 1, err
+    for port in ("-1", "99999", "0", "http"):
+        code, _, err = call(capsys, "lab", "--port", port, "--dry-run", "--dir", str(tmp_path / "l"))
+        assert code == 2 and "1 to 65535" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "l").exists()
