@@ -213,3 +213,82 @@ def test_lab_on_a_symlink_loop_and_bad_ports_is_one_line(tmp_path, capsys):
         code, _, err = call(capsys, "lab", "--port", port, "--dry-run", "--dir", str(tmp_path / "l"))
         assert code == 2 and "1 to 65535" in err and err.count("\n") == 1, err
     assert not (tmp_path / "l").exists()
+
+
+# ------------------------------------------------------------------------------------------------------ secrets
+
+SECRET_VALUE = "hf_caller_secret_4k9z"
+
+
+def test_redaction_is_by_what_is_secret_not_by_words_it_contains():
+    from grpolab.recipe.secrets import is_secret, redaction, why_secret
+
+    env = {"PWD": "/work/me", "OLDPWD": "/work", "JPY_SESSION_NAME": "/work/me/run.ipynb", "DB_PWD": "hunter22"}
+    shown = redaction(env=env).text("cwd /work/me/runs in /work/me/run.ipynb, password hunter22")
+    assert shown == "cwd /work/me/runs in /work/me/run.ipynb, password ***redacted***"
+    assert not is_secret("PWD") and not is_secret("JPY_SESSION_NAME") and is_secret("AWS_SESSION_TOKEN")
+    assert "password" in why_secret("MYSQL_PWD") and "token" in why_secret("HF_TOKEN")
+
+
+def fsdp_parent(root: Path, ckpt_dir: Path | None = None):
+    sets = [*GLM_SETS, *([f"trainer.ckpt_dir={ckpt_dir}"] if ckpt_dir else [])]
+    parent, recipe = finished_run(root, "qwen3_8b", sets)
+    folder = (ckpt_dir or parent.path / "checkpoint") / "global_step_10"
+    actor = folder / "actor"
+    (actor / "huggingface").mkdir(parents=True)
+    for rank in range(recipe.world_size):
+        for prefix in ("model", "optim", "extra_state"):
+            (actor / f"{prefix}_world_size_{recipe.world_size}_rank_{rank}.pt").write_bytes(b"x")
+    (actor / "fsdp_config.json").write_text(json.dumps({"world_size": recipe.world_size}))
+    (actor / "huggingface" / "config.json").write_text("{}")
+    (folder / "data.pt").write_bytes(b"d")
+    (folder.parent / "latest_checkpointed_iteration.txt").write_text("10")
+    return parent
+
+
+def test_resume_dry_run_and_records_never_show_a_secret_set(_isolated_runs, capsys):
+    from grpolab.jobs.resume import plan_resume
+
+    parent = fsdp_parent(_isolated_runs)
+    code, out, err = call(capsys, "resume", "parent", "--dry-run", "--set", f"env.HF_TOKEN={SECRET_VALUE}")
+    assert code == 0, err
+    assert SECRET_VALUE not in out + err and "env.HF_TOKEN=***redacted***" in out
+    plan = plan_resume(parent, overrides=[f"env.HF_TOKEN={SECRET_VALUE}"])
+    assert SECRET_VALUE not in json.dumps(plan.record())  # what the child's launch.json and status.json keep
+
+
+def test_compare_of_a_child_and_its_parent_hides_the_recorded_secret_overrides(_isolated_runs, capsys):
+    parent = fsdp_parent(_isolated_runs)
+    child, _ = finished_run(_isolated_runs, "qwen3_8b", GLM_SETS, run_id="child")
+    # a record written before resume redacted its overrides
+    child.launch_file.write_text(
+        json.dumps(
+            {"recipe": "qwen3_8b", "resumed_from": {"run_id": "parent", "overrides": [f"env.HF_TOKEN={SECRET_VALUE}"]}}
+        )
+    )
+    for run in (parent, child):
+        (run.path / "metrics.jsonl").write_text('{"step": 1, "data": {"critic/score/mean": 0.5}}\n')
+    code, out, err = call(capsys, "compare", "child", "--baseline", "parent")
+    assert "resumed_from" in out and SECRET_VALUE not in out + err
+
+
+def test_import_never_writes_or_prints_a_callers_secret_or_a_scripts_default_token(tmp_path, capsys, monkeypatch):
+    import shutil
+
+    from grpolab.paths import params_dir
+
+    shutil.copytree(params_dir(), tmp_path / "params")
+    monkeypatch.setenv("GRPOLAB_PARAMS", str(tmp_path / "params"))
+    monkeypatch.setenv("HF_TOKEN", SECRET_VALUE)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "#!/bin/bash\nKEY=${WANDB_API_KEY:-wandb_default_key_77x}\n"
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-8B "
+        "trainer.experiment_name=run-$HF_TOKEN +trainer.note=$KEY\n"
+    )
+    code, out, err = call(capsys, "import", str(script), "--name", "leaky", "--trusted")
+    written = (tmp_path / "params" / "recipes" / "leaky.yaml").read_text()
+    assert code in (0, 1), err
+    assert SECRET_VALUE not in out + err + written and "run-${HF_TOKEN}" in written
+    assert "wandb_default_key_77x" not in out + err and "unset in your environment: $WANDB_API_KEY" in out
