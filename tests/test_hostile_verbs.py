@@ -292,3 +292,66 @@ def test_import_never_writes_or_prints_a_callers_secret_or_a_scripts_default_tok
     assert code in (0, 1), err
     assert SECRET_VALUE not in out + err + written and "run-${HF_TOKEN}" in written
     assert "wandb_default_key_77x" not in out + err and "unset in your environment: $WANDB_API_KEY" in out
+
+
+# -------------------------------------------------------------------------------- one line, never a traceback
+
+SIZES = {"hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 8, "vocab_size": 1000}
+
+
+@pytest.mark.parametrize(
+    "config, want",
+    [
+        ('{"num_hidden_layers": "28", %s}', 'num_hidden_layers = "28" is not a size'),
+        ('{"num_hidden_layers": -4, %s}', "num_hidden_layers = -4 is not a size"),
+        ('{"num_hidden_layers": 10e400, %s}', "num_hidden_layers = Infinity is not a size"),
+        ('{"num_hidden_layers": true, %s}', "num_hidden_layers = true is not a size"),
+        ('{"model_type": "x", "text_config": "oops"}', "no num_layers (config.json's num_hidden_layers"),
+        ("[" * 100000 + "]" * 100000, "nested too deeply"),
+    ],
+    ids=["string", "negative", "huge", "bool", "no-layers", "deep"],
+)
+def test_card_on_an_odd_config_json_is_one_line_naming_file_key_and_fix(config, want, tmp_path, capsys):
+    model = tmp_path / "model"
+    model.mkdir()
+    sizes = json.dumps(SIZES)[1:-1]
+    (model / "config.json").write_text(config % sizes if "%s" in config else config)
+    code, out, err = call(capsys, "card", str(model), "--out", "-")
+    assert code == 2 and out == "" and want in err and str(model / "config.json") in err, err
+    assert err.count("\n") == 1 and "internal error" not in err and "grpolab card NAME" in err
+
+
+def test_card_reads_a_gpt2_style_config_json(tmp_path, capsys):
+    model = tmp_path / "gpt2"
+    model.mkdir()
+    (model / "config.json").write_text(
+        json.dumps(
+            {"model_type": "gpt2", "n_layer": 12, "n_head": 12, "n_embd": 768, "vocab_size": 50257, "n_positions": 1024}
+        )
+    )
+    code, out, err = call(capsys, "card", str(model), "--out", "-")
+    assert code == 0 and "num_layers: 12" in out and "hidden_size: 768" in out and "context_length: 1024" in out, err
+
+
+@pytest.mark.parametrize(
+    "launch, want",
+    [
+        ("[1, 2]", "not a JSON object (list)"),
+        ('{"recipe": 5}', "recipe = 5: Input should be a valid string"),
+        ('{"provenance": {"data": "oops"}}', 'provenance.data = "oops"'),
+        ('{"provenance": {"data": {"f.parquet": "str"}}}', "provenance.data.f.parquet"),
+    ],
+)
+def test_resume_on_an_ill_typed_launch_record_is_one_line(launch, want, _isolated_runs, capsys):
+    parent = fsdp_parent(_isolated_runs)
+    parent.launch_file.write_text(launch)
+    code, out, err = call(capsys, "resume", "parent", "--dry-run")
+    assert code == 1 and want in err and "launch.json" in err and "delete" in err and err.count("\n") == 1, err
+
+
+def test_resume_and_export_on_an_ill_typed_recipe_record_are_one_line(_isolated_runs, capsys):
+    parent = fsdp_parent(_isolated_runs)
+    parent.recipe_file.write_text(parent.recipe_file.read_text().replace("nnodes: 1", "nnodes: many", 1))
+    for verb in (["resume", "parent", "--dry-run"], ["export", "parent"]):
+        code, out, err = call(capsys, *verb)
+        assert code == 2 and "cluster.nnodes = 'many'" in err and err.count("\n") == 1, err

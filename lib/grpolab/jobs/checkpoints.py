@@ -71,13 +71,26 @@ class Checkpoint:
 
 def layout_of(recipe: Any, run_dir: Path) -> Layout:
     """The checkpoint layout of a recipe (a Recipe or the plain dict of a run's recipe.yaml)."""
+    from grpolab.problems import InputError
     from grpolab.recipe.dotted import get_dotted
 
-    ckpt_dir = get_dotted(recipe, "trainer.ckpt_dir")
-    root = Path(str(ckpt_dir)).expanduser() if ckpt_dir else Path(run_dir) / "checkpoint"
-    world = int(get_dotted(recipe, "cluster.nnodes") or 1) * int(get_dotted(recipe, "cluster.devices_per_node") or 1)
-    contents = tuple(get_dotted(recipe, "trainer.save_contents") or ("model", "optimizer", "extra"))
-    return Layout(root, str(get_dotted(recipe, "train.engine")), world, contents)
+    def typed(key: str, kinds: tuple, default):
+        value = get_dotted(recipe, key) if isinstance(recipe, dict) or hasattr(recipe, "train") else None
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, kinds) or (isinstance(value, int) and value < 1):
+            raise InputError(
+                f"{Path(run_dir) / 'recipe.yaml'}: {key} = {value!r} is not what a run records there "
+                f"({' or '.join(k.__name__ for k in kinds)}); the run's record is damaged: restore it from the run's "
+                "launch, or start a new run with `grpolab run RECIPE`"
+            )
+        return value
+
+    ckpt_dir = typed("trainer.ckpt_dir", (str,), None)
+    root = Path(ckpt_dir).expanduser() if ckpt_dir else Path(run_dir) / "checkpoint"
+    world = typed("cluster.nnodes", (int,), 1) * typed("cluster.devices_per_node", (int,), 1)
+    contents = tuple(typed("trainer.save_contents", (list, tuple), ("model", "optimizer", "extra")))
+    return Layout(root, str(typed("train.engine", (str,), "")), world, contents)
 
 
 def run_recipe(run_dir: Path) -> dict:

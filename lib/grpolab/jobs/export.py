@@ -81,7 +81,7 @@ class ExportPlan:
 def card_of(recipe: Any):
     """The model's facts for a recipe (a Recipe or recipe.yaml's data): config.json at model.path, else its card."""
     from grpolab.problems import InputError, RecipeError
-    from grpolab.recipe.cards import config_json, facts_from_config
+    from grpolab.recipe.cards import config_json, facts_from_config, read_config
     from grpolab.recipe.loader import load_card
 
     card = None
@@ -94,8 +94,8 @@ def card_of(recipe: Any):
     cfg = config_json(str(get_dotted(recipe, "model.path") or ""))
     if cfg is not None:
         try:
-            return facts_from_config(json.loads(cfg.read_text()), card, str(cfg))
-        except (OSError, ValueError):
+            return facts_from_config(read_config(cfg), card, str(cfg))
+        except (OSError, ValueError, InputError):
             return card
     return card
 

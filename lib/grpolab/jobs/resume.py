@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from grpolab.jobs import checkpoints as ck
 from grpolab.jobs import provenance
 from grpolab.jobs.runs import TERMINAL_STATES, Run
@@ -75,9 +77,50 @@ def _parent_files(run: Run) -> tuple[dict, dict]:
     data = ck.run_recipe(run.path)
     try:
         launch = json.loads(run.launch_file.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         launch = {}
-    return data, launch
+    return data, _checked_launch(run, launch)
+
+
+class _Fingerprint(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    key: str = ""
+    sha256: str | None = None
+    error: str | None = None
+
+
+class _Provenance(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    data: dict[str, _Fingerprint] | None = None
+
+
+class _LaunchRecord(BaseModel):
+    """The fields of launch.json that resume reads, typed (the rest is kept as it is)."""
+
+    model_config = ConfigDict(extra="allow")
+    recipe: str | None = None
+    provenance: _Provenance | None = None
+
+
+def _checked_launch(run: Run, launch: object) -> dict:
+    """launch.json as resume reads it; ResumeRefused naming the file, the field and the fix when ill-typed."""
+    fix = (
+        f"the record is damaged: restore it, or delete {run.launch_file} to resume without checking the data "
+        "(the resume then says it was not checked)"
+    )
+    if not isinstance(launch, dict):
+        raise ResumeRefused(f"{run.launch_file}: not a JSON object ({type(launch).__name__}); {fix}")
+    try:
+        checked = _LaunchRecord.model_validate(launch)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(map(str, error["loc"]))
+        raise ResumeRefused(
+            f"{run.launch_file}: {field} = {json.dumps(error.get('input'), default=str)[:60]}: {error['msg']}; {fix}"
+        ) from None
+    return checked.model_dump(exclude_none=True) | {
+        k: v for k, v in launch.items() if k not in ("recipe", "provenance")
+    }
 
 
 def _child_recipe(run: Run, data: dict, launch: dict, overrides: Sequence[str]) -> Recipe:
