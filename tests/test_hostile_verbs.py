@@ -355,3 +355,58 @@ def test_resume_and_export_on_an_ill_typed_recipe_record_are_one_line(_isolated_
     for verb in (["resume", "parent", "--dry-run"], ["export", "parent"]):
         code, out, err = call(capsys, *verb)
         assert code == 2 and "cluster.nnodes = 'many'" in err and err.count("\n") == 1, err
+
+
+# ------------------------------------------------------------------------------------- hangs, memory, bytes
+
+
+def test_a_fifo_as_the_checkpoint_tracker_is_refused_not_waited_on(_isolated_runs, capsys):
+    parent = fsdp_parent(_isolated_runs)
+    tracker = parent.path / "checkpoint" / "latest_checkpointed_iteration.txt"
+    tracker.unlink()
+    os.mkfifo(tracker)  # read, it would block forever
+    code, out, err = call(capsys, "resume", "parent", "--dry-run")
+    assert code == 1 and "no complete checkpoint" in err
+    code, out, err = call(capsys, "monitor", "parent")
+    assert code in (0, 1) and "Traceback" not in err
+
+
+def test_checkpoint_listings_stream_metrics_and_skip_bad_bytes_and_huge_lines(tmp_path):
+    import tracemalloc
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with open(run_dir / "metrics.jsonl", "wb") as fh:
+        fh.write(b'{"step": 10, "data": {"timing_s/save_checkpoint": 1.5}}\n')
+        fh.write(b'{"step": 20, "data": {"timing_s/save_checkpoint": 2.\xff}}\n')  # one bad byte: that line only
+        fh.write(b'{"step": 25, "data": {"x": "' + b"y" * (8 << 20) + b'"}}\n')  # 8 MB in one line
+        for step in range(30, 30000):
+            fh.write(b'{"step": %d, "data": {"actor/kl_loss": 0.1}}\n' % step)
+        fh.write(b'{"step": 30000, "data": {"timing_s/save_checkpoint": 3.0}}\n')
+    tracemalloc.start()
+    found = ck.metric_by_step(run_dir, "timing_s/save_checkpoint")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert found == {10: 1.5, 30000: 3.0}
+    assert peak < 6 << 20, f"{peak:,} bytes held to read a 9 MB metrics file"
+
+
+def test_names_from_outside_are_printed_with_control_characters_escaped(_isolated_runs, capsys):
+    evil = "evil\x1b]0;pwned\x07\x1b[2J"
+    runs.create_run("tiny", run_id="plain", root=_isolated_runs)
+    folder = _isolated_runs / evil
+    folder.mkdir()
+    (folder / "status.json").write_text(
+        (_isolated_runs / "plain" / "status.json").read_text().replace('"plain"', json.dumps(evil))
+    )
+    code, out, err = call(capsys, "runs")
+    assert "\x1b" not in out + err and "\x07" not in out + err and "evil\\x1b]0;pwned\\x07" in out
+
+
+def test_a_symlink_loop_as_the_runs_folder_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    monkeypatch.setenv("GRPOLAB_RUNS", str(loop))
+    for verb in (["runs"], ["run", "tiny"]):  # refused before any head starts
+        code, out, err = call(capsys, *verb)
+        assert code == 2 and "symlink loop" in err and "GRPOLAB_RUNS" in err, (verb, out, err)

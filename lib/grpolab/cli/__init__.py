@@ -93,7 +93,41 @@ def _os_message(exc: OSError) -> str:
     return f"{where}{exc.strerror or exc}"
 
 
+# bytes from outside (a run folder's name, a log line, a recipe value) reach the terminal through every print: the
+# C0 controls but tab, newline and carriage return, DEL and the C1 controls are shown escaped, so that no name can
+# retitle, clear or reprogram the user's terminal
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0))}
+
+
+def escape_controls(text: str) -> str:
+    """text with terminal control characters shown as \\xNN (see _CONTROLS)."""
+    return str(text).translate(_CONTROLS)
+
+
+class _Escaped:
+    """A text stream whose writes have control characters escaped; everything else is the stream's own."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(escape_controls(text))
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Escaped(out), _Escaped(err)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None = None) -> int:
     from grpolab.jobs.runs import RunNotFound
     from grpolab.problems import InputError, RecipeError
 

@@ -109,9 +109,26 @@ def run_layout(run_dir: Path) -> Layout:
     return layout_of(run_recipe(run_dir), run_dir)
 
 
-def read_tracker(root: Path) -> int | None:
+LINE_LIMIT = 1 << 20  # a metrics line is a few KB; a longer one is not read whole
+RECORD_LIMIT = 16 << 20  # a checkpoint's JSON records (configs, manifests, indexes) are KBs; never read more
+
+
+def read_json(path: Path, limit: int = RECORD_LIMIT):
+    """A JSON file of a checkpoint, bounded (regular files only: a FIFO is refused, never waited on); OSError or
+    ValueError when it cannot be read as JSON."""
+    from grpolab.recipe import files
+
     try:
-        return int((Path(root) / TRACKER).read_text().strip())
+        return json.loads(files.read_text(path, limit))
+    except RecursionError:
+        raise ValueError(f"{path}: nested too deeply") from None
+
+
+def read_tracker(root: Path) -> int | None:
+    from grpolab.recipe import files
+
+    try:
+        return int(files.read_text(Path(root) / TRACKER, 4096).strip())
     except (OSError, ValueError):
         return None
 
@@ -119,7 +136,7 @@ def read_tracker(root: Path) -> int | None:
 def _fsdp_missing(actor: Path, layout: Layout) -> list[str]:
     missing = []
     try:
-        saved_by = json.loads((actor / "fsdp_config.json").read_text()).get("world_size")
+        saved_by = read_json(actor / "fsdp_config.json").get("world_size")
     except (OSError, ValueError):
         saved_by = None
         missing.append("actor/fsdp_config.json")
@@ -143,7 +160,7 @@ def _hf_missing(folder: Path, label: str) -> list[str]:
     for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
         if (folder / index).is_file():
             try:
-                shards = set(json.loads((folder / index).read_text())["weight_map"].values())
+                shards = set(read_json(folder / index)["weight_map"].values())
             except (OSError, ValueError, KeyError, AttributeError):
                 return [f"{label}/{index} (unreadable)"]
             return [f"{label}/{name}" for name in sorted(shards) if not (folder / name).is_file()]
@@ -174,7 +191,7 @@ def _dcp_missing(folder: Path, label: str, deep: bool = True) -> list[str]:
 
 def _megatron_missing(actor: Path, deep: bool = True) -> list[str]:
     try:
-        manifest = json.loads((actor / "ckpt_contents.json").read_text())
+        manifest = read_json(actor / "ckpt_contents.json")
     except (OSError, ValueError):
         return ["actor/ckpt_contents.json (rank 0 writes it last)"]
     missing = []
@@ -206,17 +223,34 @@ def missing_files(folder: Path, layout: Layout, deep: bool = True) -> list[str]:
 
 
 def metric_by_step(run_dir: Path | None, metric: str) -> dict[int, float]:
-    """A metric's value at each step the run's metrics.jsonl logged it (save times, validation scores)."""
-    from grpolab.local.metrics import read_jsonl
+    """A metric's value at each step the run's metrics.jsonl logged it (save times, validation scores). Streamed
+    line by line (a metrics file may be GBs): only lines that name the metric are parsed; a line that is not UTF-8
+    JSON, or longer than LINE_LIMIT, is skipped; a special file is refused (nothing read)."""
+    from grpolab.recipe import files
 
     path = Path(run_dir) / "metrics.jsonl" if run_dir is not None else None
     if path is None or not path.is_file():
         return {}
     out: dict[int, float] = {}
-    for row in read_jsonl(path):
-        value = (row.get("data") or {}).get(metric)
-        if isinstance(value, (int, float)) and isinstance(row.get("step"), int):
-            out[row["step"]] = float(value)
+    needle = json.dumps(metric).encode()
+    try:
+        with files.open_regular(path) as fh:
+            while line := fh.readline(LINE_LIMIT):
+                if not line.endswith(b"\n") and len(line) == LINE_LIMIT:
+                    while (rest := fh.readline(LINE_LIMIT)) and not rest.endswith(b"\n"):
+                        pass  # the rest of an over-long line: skipped, never held
+                    continue
+                if needle not in line:
+                    continue
+                try:
+                    row = json.loads(line.decode("utf-8"))
+                except (UnicodeDecodeError, ValueError, RecursionError):
+                    continue
+                value = (row.get("data") or {}).get(metric) if isinstance(row, dict) else None
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and type(row.get("step")) is int:
+                    out[row["step"]] = float(value)
+    except OSError:
+        return {}
     return out
 
 

@@ -188,7 +188,7 @@ def plan_export(run: Run, step: int | None = None, out: str | Path | None = None
     actor = checkpoint.path / "actor"
     if engine == "megatron":
         try:
-            manifest = json.loads((actor / "ckpt_contents.json").read_text())
+            manifest = ck.read_json(actor / "ckpt_contents.json")
         except (OSError, ValueError):
             manifest = {}
         model = (manifest.get("contents") or {}).get("model") or {}

@@ -76,7 +76,7 @@ def _parent_files(run: Run) -> tuple[dict, dict]:
         )
     data = ck.run_recipe(run.path)
     try:
-        launch = json.loads(run.launch_file.read_text())
+        launch = ck.read_json(run.launch_file)
     except (OSError, ValueError, RecursionError):
         launch = {}
     return data, _checked_launch(run, launch)
@@ -198,7 +198,7 @@ def _plain_recipe(run: Run) -> dict:
 
 def _saved_world(checkpoint: ck.Checkpoint) -> int | None:
     try:
-        return int(json.loads((checkpoint.path / "actor" / "fsdp_config.json").read_text())["world_size"])
+        return int(ck.read_json(checkpoint.path / "actor" / "fsdp_config.json")["world_size"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
