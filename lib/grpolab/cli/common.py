@@ -33,13 +33,13 @@ def whole_number(what: str, fix: str):
 
 
 def port_number(text: str) -> int:
-    """An argparse type for a TCP port a browser can open: 1 to 65535 (one line naming the option, exit 2)."""
+    """An argparse type for a TCP port: 1 to 65535, or 0 for any free one (one line naming the option, exit 2)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number: give one from 1 to 65535") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port: give one from 1 to 65535 (e.g. 8888)")
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port: give one from 1 to 65535 (e.g. 8888; 0: any free)")
     return value
 
 

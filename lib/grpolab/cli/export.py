@@ -1,10 +1,12 @@
-"""`grpolab export RUN [--step N] [--out DIR] [--json]`: Hugging Face weights from a run's checkpoint, then checked.
+"""`grpolab export RUN [--step N] [--out DIR] [--force] [--json]`: Hugging Face weights from a run's checkpoint, checked.
 
 The latest complete checkpoint, or the one --step names. verl checkpoints go through verl's own merger as a Ray job
 on the run's cluster; `tiny`'s are transformers models already. The result is checked against the model's card
 (every expected key once, no stray suffixes, the experts of every MoE layer, total parameters within 1 %), and a
 `tiny` export is loaded back with transformers and must score the validation accuracy the run logged at that step.
-Exit status: 0 exported and checked, 1 nothing to export or a check failed, 2 unusable input.
+--out is a new or empty folder (or, with --force, an earlier export of grpolab's, whose files are named), never a
+checkpoint, run or system folder; the weights are written beside it and renamed into place once checked.
+Exit status: 0 exported and checked, 1 nothing to export, a refused folder or a check failed, 2 unusable input.
 """
 
 from __future__ import annotations
