@@ -410,3 +410,12 @@ def test_a_symlink_loop_as_the_runs_folder_is_a_clear_error(tmp_path, monkeypatc
     for verb in (["runs"], ["run", "tiny"]):  # refused before any head starts
         code, out, err = call(capsys, *verb)
         assert code == 2 and "symlink loop" in err and "GRPOLAB_RUNS" in err, (verb, out, err)
+
+
+def test_a_secret_of_the_callers_shell_never_shows_whatever_key_carries_it(monkeypatch, capsys):
+    monkeypatch.setenv("HF_TOKEN", SECRET_VALUE)
+    for verb in ("show", "render"):
+        code, out, err = call(capsys, verb, "tiny", "--set", f"trainer.experiment={SECRET_VALUE}")
+        assert code == 0 and SECRET_VALUE not in out + err and "***redacted***" in out, err
+    code, out, err = call(capsys, "show", "tiny", "--set", f"trainer.experiment={SECRET_VALUE}", "--show-secrets")
+    assert SECRET_VALUE in out  # asked for

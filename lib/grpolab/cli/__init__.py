@@ -105,22 +105,38 @@ def escape_controls(text: str) -> str:
 
 
 class _Escaped:
-    """A text stream whose writes have control characters escaped; everything else is the stream's own."""
+    """A text stream whose writes have control characters escaped and the caller's secret values hidden (the last
+    line of the one redaction: whatever a verb prints, a secret of the shell it runs in never shows); everything
+    else is the stream's own."""
 
-    def __init__(self, stream) -> None:
-        self._stream = stream
+    def __init__(self, stream, hide=None) -> None:
+        self._stream, self._hide = stream, hide
 
     def write(self, text: str) -> int:
-        self._stream.write(escape_controls(text))
+        shown = escape_controls(text)
+        self._stream.write(self._hide.text(shown) if self._hide is not None else shown)
         return len(text)
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
 
 
+def _callers_secrets():
+    """The redaction of the secret values of this shell's environment (by name: grpolab.recipe.secrets), long
+    enough not to be ordinary words and not paths of this machine."""
+    from grpolab.recipe.secrets import Redaction, is_secret
+
+    values = [
+        v for k, v in os.environ.items() if is_secret(k) and len(v) >= 8 and not os.path.exists(v) and " " not in v
+    ]
+    return Redaction(values=tuple(values)) if values else None
+
+
 def main(argv: list[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Escaped(out), _Escaped(err)
+    shown = list(sys.argv[1:] if argv is None else argv)
+    hide = None if "--show-secrets" in shown else _callers_secrets()
+    sys.stdout, sys.stderr = _Escaped(out, hide), _Escaped(err, hide)
     try:
         return _main(argv)
     finally:
