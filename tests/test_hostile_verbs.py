@@ -416,6 +416,7 @@ def test_a_secret_of_the_callers_shell_never_shows_whatever_key_carries_it(monke
     monkeypatch.setenv("HF_TOKEN", SECRET_VALUE)
     for verb in ("show", "render"):
         code, out, err = call(capsys, verb, "tiny", "--set", f"trainer.experiment={SECRET_VALUE}")
-        assert code == 0 and SECRET_VALUE not in out + err and "***redacted***" in out, err
+        assert code == 0 and SECRET_VALUE not in out + err, err
+        assert verb == "render" or "experiment: ***redacted***" in out
     code, out, err = call(capsys, "show", "tiny", "--set", f"trainer.experiment={SECRET_VALUE}", "--show-secrets")
     assert SECRET_VALUE in out  # asked for
