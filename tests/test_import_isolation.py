@@ -202,3 +202,21 @@ def test_a_huge_environment_says_so_not_no_launch_line(cli, tmp_path):
     )
     proc = cli("import", str(script), "--out", "-")
     assert proc.returncode == 2 and "Argument list too long" in proc.stderr and "128 KiB" in proc.stderr
+
+
+@needs_isolation
+def test_the_recorder_covers_interpreters_in_a_user_namespace_too(tmp_path, monkeypatch):
+    from grpolab.verl import record
+
+    monkeypatch.setattr(sandbox, "_WORKS", [])
+    monkeypatch.setattr(sandbox, "_modes", lambda: [sandbox.USER])
+    script = tmp_path / "run.sh"
+    script.write_text(f"#!/bin/bash\n{TRICKS['env-i']}\n{TRICKS['exec']}\n")
+    try:
+        found = record.record(script)
+    except record.ImportFailed as exc:
+        if "cannot isolate" in str(exc):
+            pytest.skip(f"no user namespaces here: {exc}")
+        raise
+    assert found.module == "verl.trainer.main_ppo" and "actor_rollout_ref.rollout.n=4" in found.argv
+    assert sandbox._WORKS == [sandbox.USER]

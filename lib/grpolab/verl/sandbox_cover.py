@@ -56,8 +56,13 @@ def interpreters(caller: dict[str, str], text: str, cwd: str) -> list[str]:
             if INTERPRETER.match(name):
                 add(os.path.join(folder, name))
     deadline = time.monotonic() + WALK_S
+    remote = _remote_mounts()
     for top, dirs, files in os.walk("/"):
-        dirs[:] = [d for d in dirs if d not in WALK_SKIP and not d.startswith("grpolab-import-")]
+        dirs[:] = [
+            d
+            for d in dirs
+            if d not in WALK_SKIP and not d.startswith("grpolab-import-") and os.path.join(top, d) not in remote
+        ]
         if os.path.basename(top) in ("bin", "sbin", "shims", "Scripts"):
             for name in files:
                 if INTERPRETER.match(name):
@@ -74,3 +79,22 @@ def hidden_python() -> tuple[str, str | None]:
     if not exe.startswith(prefix + os.sep):
         return exe, None  # an unusual install: the recorder runs on it where it is (it is then not covered)
     return sandbox.KEEP + exe[len(prefix) :], prefix
+
+
+# file systems the walk never enters: a stalled network mount would hang it (their interpreters are still found
+# through PATH and the paths the script names)
+REMOTE_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "glusterfs", "9p", "autofs")
+
+
+def _remote_mounts() -> set[str]:
+    found = set()
+    try:
+        with open("/proc/self/mountinfo") as fh:
+            for line in fh:
+                fields = line.split()
+                fstype = fields[fields.index("-") + 1] if "-" in fields else ""
+                if fstype in REMOTE_FS or fstype.startswith("fuse"):
+                    found.add(fields[4].replace("\\040", " "))
+    except (OSError, ValueError, IndexError):
+        pass
+    return found

@@ -210,7 +210,7 @@ def build(config: dict) -> list[int]:
         bind_read_only(folder, root + folder)
     if config.get("keep"):  # before the covers below: this view of it keeps the real files
         os.mkdir(root + KEEP)
-        mount(root + config["keep"], root + KEEP, None, MS_BIND)
+        mount(root + config["keep"], root + KEEP, None, MS_BIND | MS_REC)
     for source, target in config.get("hide") or []:
         if os.path.isfile(root + target) and not os.path.islink(root + target):
             bind_read_only(source, root + target)
