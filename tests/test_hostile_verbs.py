@@ -213,6 +213,8 @@ def test_lab_on_a_symlink_loop_and_bad_ports_is_one_line(tmp_path, capsys):
         code, _, err = call(capsys, "lab", "--port", port, "--dry-run", "--dir", str(tmp_path / "l"))
         assert code == 2 and "1 to 65535" in err and err.count("\n") == 1, err
     assert not (tmp_path / "l").exists()
+    code, _, err = call(capsys, "lab", "--dir", "/", "--dry-run")
+    assert code == 2 and "system folder" in err and not Path("/run.ipynb").exists()
 
 
 # ------------------------------------------------------------------------------------------------------ secrets

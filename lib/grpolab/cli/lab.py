@@ -96,7 +96,7 @@ def command(folder: Path, port: int, browser: bool, extra: list[str] = ()) -> li
 
 
 def main(args) -> int:
-    from grpolab.paths import PathRefused, runs_dir
+    from grpolab.paths import PathRefused, is_system_folder, runs_dir
     from grpolab.problems import InputError
 
     given = Path(args.dir).expanduser() if args.dir else runs_dir() / "lab"
@@ -108,6 +108,8 @@ def main(args) -> int:
         raise InputError(f"{flag}: {exc}: it is a symlink loop; remove the link or name another folder") from None
     if folder.exists() and not folder.is_dir():
         raise InputError(f"{flag}: {folder}: a file, not a folder; name a folder for the working copies")
+    if is_system_folder(folder):
+        raise InputError(f"{flag}: {folder} is a system folder (or your home itself); name a folder of its own")
     try:
         copied, kept = prepare(folder)
     except PathRefused as exc:
