@@ -422,3 +422,9 @@ def test_a_secret_of_the_callers_shell_never_shows_whatever_key_carries_it(monke
         assert verb == "render" or "experiment: ***redacted***" in out
     code, out, err = call(capsys, "show", "tiny", "--set", f"trainer.experiment={SECRET_VALUE}", "--show-secrets")
     assert SECRET_VALUE in out  # asked for
+
+
+def test_export_into_a_new_folder_named_like_a_step_is_fine(hf_run, tmp_path, capsys):
+    out = tmp_path / "exports" / "global_step_10"
+    code, text, err = call(capsys, "export", "parent", "--out", str(out))
+    assert "is inside" not in err and (out / "grpolab_export.json").is_file(), err

@@ -148,8 +148,11 @@ def _target(run: Run, layout: ck.Layout, out: str | Path | None, default: Path, 
         raise ExportRefused(f"{flag}: {target} is a system folder; nothing is exported into it; {fix}")
     roots = {Path(os.path.realpath(layout.root)), Path(os.path.realpath(run.path / "checkpoint"))}
     for folder in (target, *target.parents):
-        inside_ckpt = folder in roots or _CHECKPOINT_PART.match(folder.name) and folder != default
-        if inside_ckpt or (folder / ck.TRACKER).is_file() or (folder / "status.json").is_file() and folder != run.path:
+        saved = _CHECKPOINT_PART.match(folder.name) and any(
+            os.path.lexists(folder / name) for name in ("actor", "data.pt", "grpolab_checkpoint.json")
+        )  # a checkpoint by what it holds: a new folder merely named global_step_N is fine
+        inside_ckpt = folder in roots or saved or (folder / ck.TRACKER).is_file()
+        if inside_ckpt or (folder / "status.json").is_file() and folder != run.path:
             raise ExportRefused(
                 f"{flag}: {target} is inside {folder}, a checkpoint or run folder: writing there would change a "
                 f"checkpoint or a run's record; {fix}"
