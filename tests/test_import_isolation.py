@@ -220,3 +220,15 @@ def test_the_recorder_covers_interpreters_in_a_user_namespace_too(tmp_path, monk
         raise
     assert found.module == "verl.trainer.main_ppo" and "actor_rollout_ref.rollout.n=4" in found.argv
     assert sandbox._WORKS == [sandbox.USER]
+
+
+@needs_isolation
+def test_a_fifo_as_a_runtime_env_file_is_not_waited_on(cli, tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "#!/bin/bash\nmkfifo /tmp/renv.yaml\nray job submit --runtime-env /tmp/renv.yaml -- "
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-8B\n"
+    )
+    proc = cli("import", str(script), "--out", "-", timeout=50)  # the import's own limit is 60 s
+    assert proc.returncode in (0, 1) and "path: Qwen/Qwen3-8B" in proc.stdout, proc.stderr
+    assert "/tmp/renv.yaml" in proc.stderr and not os.path.exists("/tmp/renv.yaml")

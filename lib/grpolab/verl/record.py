@@ -101,10 +101,12 @@ files = {}
 for i, a in enumerate(argv):
     path = a.split("=", 1)[1] if a.startswith("--runtime-env=") else (argv[i + 1] if a == "--runtime-env" and i + 1 < len(argv) else None)
     if path:
-        try:
+        try:  # a regular file only: a FIFO would block the recorder
+            if not os.path.isfile(path):
+                raise OSError(path)
             with open(path) as fh:
                 files[path] = fh.read(1 << 20)
-        except OSError as exc:
+        except (OSError, UnicodeDecodeError) as exc:
             files[path] = None
 env = {k: v for k, v in os.environ.items() if not k.startswith("GRPOLAB_IMPORT_")}
 tmp = os.path.join(calls, ".%d-%d" % (time.time_ns(), os.getpid()))
