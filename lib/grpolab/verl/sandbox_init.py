@@ -213,7 +213,10 @@ def build(config: dict) -> list[int]:
         mount(root + config["keep"], root + KEEP, None, MS_BIND | MS_REC)
     for source, target in config.get("hide") or []:
         if os.path.isfile(root + target) and not os.path.islink(root + target):
-            bind_read_only(source, root + target)
+            try:
+                bind_read_only(source, root + target)
+            except OSError:
+                pass  # left uncovered rather than no import at all (a file the namespace may not mount over)
     old = f"{root}/.grpolab-old-root"
     os.mkdir(old)
     number = PIVOT_ROOT.get(platform.machine())
