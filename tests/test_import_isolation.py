@@ -157,6 +157,7 @@ TRICKS = {
     "venv-python": f'PY={sys.executable}\n"$PY" {LAUNCH}',
     "uv-run": f"PATH=/usr/bin:/bin\nuv run --with verl python {LAUNCH}",
     "conda-run": f"conda run -n verl --no-capture-output python {LAUNCH}",
+    "srun": f"srun --nodes=2 --ntasks-per-node=1 python3 {LAUNCH}",
     "shebang": f"printf '#!/usr/bin/env {os.path.basename(REAL)}\\n' > t.py\nchmod +x t.py\n"
     f"PATH={os.path.dirname(REAL)}:/usr/bin:/bin ./t.py\n{REAL} {LAUNCH}",
 }

@@ -36,6 +36,7 @@ from grpolab.verl import sandbox
 from grpolab.verl.config import verl_version
 from grpolab.verl.sandbox_cover import hidden_python, interpreters
 
+WRAPPERS = ("srun", "mpirun", "mpiexec")  # cluster launchers: `srun [options] python3 -m ...`
 RUNNERS = ("uv", "conda", "mamba", "micromamba", "pixi", "poetry", "pdm", "pipenv", "hatch")  # `X run ... CMD`
 LAUNCHERS = (
     "python",
@@ -50,6 +51,7 @@ LAUNCHERS = (
     "accelerate",
     "deepspeed",
     *RUNNERS,
+    *WRAPPERS,
 )
 COW_MB = 256  # what a script may write outside the scratch folder, in MiB (sandbox_init's cap)
 DEVICE_TOOLS = {"npu": "npu-smi", "cuda": "nvidia-smi"}
@@ -538,6 +540,10 @@ def launch_in(tool: str, argv: list[str], files: dict) -> tuple[str, list[str], 
         found = _uv_entry(argv)
     elif name in RUNNERS:
         found = _runner_entry(argv)
+    elif name in WRAPPERS:  # the first argument that is a launcher starts the command
+        at = next((i for i, a in enumerate(argv) if Path(a).name in LAUNCHERS and Path(a).name not in WRAPPERS), None)
+        inner = launch_in(argv[at], argv[at + 1 :], files) if at is not None else None
+        found = inner[:2] if inner else None
     elif name == "ray":
         submitted = _ray_entry(argv, files)
         found, ray = (submitted[:2], submitted[2]) if submitted else (None, {})

@@ -19,7 +19,7 @@ from grpolab.verl import sandbox
 # the files the recorder covers inside the isolation, wherever they are: interpreters, launchers, device tools
 INTERPRETER = re.compile(
     r"^(python[\d.]*|pypy[\d.]*|torchrun|ray|accelerate|deepspeed|uvx?|conda|mamba|micromamba|pixi|poetry|pdm|"
-    r"pipenv|hatch|pyenv|npu-smi|nvidia-smi)$"
+    r"pipenv|hatch|pyenv|npu-smi|nvidia-smi|srun|mpirun|mpiexec)$"
 )
 WALK_S = 3.0  # the search for interpreters on this machine stops after this long (it takes well under 1 s)
 # folders the search never enters: they hold libraries and data, not interpreters
