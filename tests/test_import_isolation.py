@@ -142,3 +142,94 @@ def test_without_isolation_import_refuses_unless_trusted(cli, tmp_path):
     proc = cli("import", str(script), "--out", "-", "--trusted", env=no_unshare)
     assert proc.returncode in (0, 1) and "path: Qwen/Qwen3-8B" in proc.stdout, proc.stderr
     assert _tree(abs_dir) == before  # trusted still turns rm, cp, mv, ... into no-ops
+
+
+# ------------------------------------------------------------------ the recorder stands at the exec boundary
+
+REAL = os.path.realpath(sys.executable)  # the interpreter file itself, not the venv's link to it
+LAUNCH = "-m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-8B actor_rollout_ref.rollout.n=4"
+TRICKS = {
+    "path-prepended": f"export PATH={os.path.dirname(REAL)}:$PATH\nhash -r\npython3 {LAUNCH}",
+    "path-reset": f"PATH={os.path.dirname(REAL)}:/usr/bin:/bin\n{os.path.basename(REAL)} {LAUNCH}",
+    "absolute": f"{REAL} {LAUNCH}",
+    "exec": f"exec {REAL} {LAUNCH}",
+    "env-i": f"env -i PATH={os.path.dirname(REAL)} {os.path.basename(REAL)} {LAUNCH}",
+    "venv-python": f'PY={sys.executable}\n"$PY" {LAUNCH}',
+    "uv-run": f"PATH=/usr/bin:/bin\nuv run --with verl python {LAUNCH}",
+    "conda-run": f"conda run -n verl --no-capture-output python {LAUNCH}",
+    "srun": f"srun --nodes=2 --ntasks-per-node=1 python3 {LAUNCH}",
+    "shebang": f"printf '#!/usr/bin/env {os.path.basename(REAL)}\\n' > t.py\nchmod +x t.py\n"
+    f"PATH={os.path.dirname(REAL)}:/usr/bin:/bin ./t.py\n{REAL} {LAUNCH}",
+}
+
+
+@needs_isolation
+@pytest.mark.parametrize("trick", list(TRICKS))
+def test_every_way_of_reaching_an_interpreter_is_recorded_never_run(cli, tmp_path, trick):
+    script = tmp_path / "run.sh"
+    script.write_text(f"#!/bin/bash\nset -e\ncd {tmp_path}\n{TRICKS[trick]}\n")
+    proc = cli("import", str(script), "--out", "-")
+    assert proc.returncode in (0, 1), proc.stderr  # a real interpreter would have run verl and failed: exit 2
+    assert "path: Qwen/Qwen3-8B" in proc.stdout and "n: 4  # actor_rollout_ref.rollout.n=4" in proc.stdout
+    assert not (tmp_path / "t.py").exists()  # and the files it wrote stayed inside the isolation
+
+
+@needs_isolation
+def test_a_script_that_fills_the_scratch_layer_is_capped_and_told(cli, tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "#!/bin/bash\nhead -c 400M /dev/zero > /tmp/big 2>/dev/null || true\n"
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-8B\n"
+    )
+    proc = cli("import", str(script), "--out", "-")
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "filled the import's 256 MiB scratch layer" in proc.stdout + proc.stderr
+
+
+def test_a_crlf_script_is_refused_with_the_fix(cli, tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_bytes(b"#!/bin/bash\r\npython3 -m verl.trainer.main_ppo \\\r\n  actor_rollout_ref.rollout.n=4\r\n")
+    proc = cli("import", str(script), "--out", "-")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "CRLF" in proc.stderr and "dos2unix" in proc.stderr and "continuation" in proc.stderr
+
+
+@needs_isolation
+def test_a_huge_environment_says_so_not_no_launch_line(cli, tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "#!/bin/bash\nexport BIG=$(head -c 200000 /dev/zero | tr '\\0' x)\n"
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-8B\n"
+    )
+    proc = cli("import", str(script), "--out", "-")
+    assert proc.returncode == 2 and "Argument list too long" in proc.stderr and "128 KiB" in proc.stderr
+
+
+@needs_isolation
+def test_the_recorder_covers_interpreters_in_a_user_namespace_too(tmp_path, monkeypatch):
+    from grpolab.verl import record
+
+    monkeypatch.setattr(sandbox, "_WORKS", [])
+    monkeypatch.setattr(sandbox, "_modes", lambda: [sandbox.USER])
+    script = tmp_path / "run.sh"
+    script.write_text(f"#!/bin/bash\n{TRICKS['env-i']}\n{TRICKS['exec']}\n")
+    try:
+        found = record.record(script)
+    except record.ImportFailed as exc:
+        if "cannot isolate" in str(exc):
+            pytest.skip(f"no user namespaces here: {exc}")
+        raise
+    assert found.module == "verl.trainer.main_ppo" and "actor_rollout_ref.rollout.n=4" in found.argv
+    assert sandbox._WORKS == [sandbox.USER]
+
+
+@needs_isolation
+def test_a_fifo_as_a_runtime_env_file_is_not_waited_on(cli, tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "#!/bin/bash\nmkfifo /tmp/renv.yaml\nray job submit --runtime-env /tmp/renv.yaml -- "
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-8B\n"
+    )
+    proc = cli("import", str(script), "--out", "-", timeout=50)  # the import's own limit is 60 s
+    assert proc.returncode in (0, 1) and "path: Qwen/Qwen3-8B" in proc.stdout, proc.stderr
+    assert "/tmp/renv.yaml" in proc.stderr and not os.path.exists("/tmp/renv.yaml")

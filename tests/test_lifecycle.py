@@ -458,7 +458,7 @@ def test_merger_commands_are_pinned_against_the_installed_verl(tmp_path):
 
 
 def write_safetensors_header(path: Path, shapes: dict[str, list[int]]) -> None:
-    """A safetensors file's header (what the check reads); the data bytes are left out."""
+    """A safetensors file's header (what the check reads); the data bytes are a hole (a sparse file: no disk)."""
     header, offset = {}, 0
     for name, shape in shapes.items():
         size = 2
@@ -467,7 +467,9 @@ def write_safetensors_header(path: Path, shapes: dict[str, list[int]]) -> None:
         header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [offset, offset + size]}
         offset += size
     blob = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(blob)) + blob)
+    with open(path, "wb") as fh:
+        fh.write(struct.pack("<Q", len(blob)) + blob)
+        fh.truncate(8 + len(blob) + offset)
 
 
 def qwen3_30b_a3b_shapes() -> dict[str, list[int]]:

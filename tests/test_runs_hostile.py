@@ -680,3 +680,20 @@ def test_the_wrapper_reads_a_secret_reference_from_its_node(_isolated_runs):
         env={**os.environ, "NODE_HF": "from-the-node"},
     )
     assert proc.returncode == 0 and proc.stdout.split() == ["from-the-node", "pa$word${NOPE}"], proc
+
+
+def test_two_runs_into_one_shared_ckpt_dir_the_second_is_refused_while_the_first_lives(
+    _isolated_runs, stub_ray, tmp_path, short_tiny
+):
+    from grpolab.jobs.checkpoints import CheckpointsBusy
+
+    shared = tmp_path / "shared-ckpts"
+    recipe = load_recipe("tiny", [*short_tiny, f"trainer.ckpt_dir={shared}"])
+    first = launch.submit(recipe, progress=lambda *_: None)
+    with pytest.raises(CheckpointsBusy, match=f"in use by run {first.run_id}"):
+        launch.submit(recipe, progress=lambda *_: None)
+    assert [p.name for p in _isolated_runs.iterdir()] == [first.run_id]  # the second made no run folder
+    stub_ray.jobs[first.run_id].status = "STOPPED"
+    first.write_status(state="STOPPED", finalized=True)
+    second = launch.submit(recipe, progress=lambda *_: None)  # the folder is free once the first has ended
+    assert json.loads((shared / ".grpolab-owner.json").read_text())["run_id"] == second.run_id

@@ -8,6 +8,7 @@ package, a notebook in another folder and the tests all find the same files.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 # lib/grpolab/paths.py -> the project root is three levels up (a source checkout, installed editable).
@@ -29,3 +30,69 @@ def cache_root() -> Path:
     if os.environ.get("GRPOLAB_CACHE"):
         return Path(os.environ["GRPOLAB_CACHE"])
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "grpolab"
+
+
+# ---------------------------------------------------------------------------------------------- the path policy
+# One policy for every verb that writes: a NAME flag (`import --name`, `plan --write`, `card`'s name) is one plain
+# file name, never a path; a PATH flag (`--out`, `--dir`) may be anywhere the user names, but never a system folder,
+# and nothing is written through a symlink that leads out of the folder the user named.
+
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
+# folders no verb writes into or replaces: the machine's own, and the user's home itself (a folder below it is fine)
+SYSTEM_FOLDERS = (
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/opt",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/srv",
+    "/sys",
+    "/tmp",
+    "/usr",
+    "/var",
+    "/home",
+    "/mnt",
+    "/media",
+)
+
+
+class PathRefused(ValueError):
+    """A name or path a verb will not write to; the message names the flag, the value, the rule and the fix."""
+
+
+def check_name(name: str, flag: str, fix: str = "") -> str:
+    """`name` when it is one plain name (letters, digits, `_ . -`, not starting with `.`); else PathRefused."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+        raise PathRefused(
+            f"{flag} {name!r} is not a name: use letters, digits, '_', '.' and '-' only (no '/', no '..', not an "
+            f"absolute path, at most 128 characters){'; ' + fix if fix else ''}"
+        )
+    return name
+
+
+def is_system_folder(path: str | os.PathLike) -> bool:
+    """True for a folder of the machine's own (/, /usr, /etc, ...) or the user's home folder itself."""
+    resolved = os.path.realpath(path)
+    return resolved in {os.path.realpath(p) for p in SYSTEM_FOLDERS} | {os.path.realpath(Path.home())}
+
+
+def contained(folder: str | os.PathLike, target: str | os.PathLike) -> Path:
+    """`target` (a path inside `folder`) once every symlink is followed; PathRefused when that leaves `folder`
+    (a link, or a dangling link, pointing elsewhere): nothing is written through it."""
+    base = Path(os.path.realpath(folder))
+    path = Path(folder) / target
+    real = Path(os.path.realpath(path))
+    if real != base and base not in real.parents:
+        raise PathRefused(
+            f"{path} leads out of {folder} (a symlink to {os.readlink(path) if path.is_symlink() else real}): "
+            f"nothing is written through it; remove the link or choose another folder"
+        )
+    return real

@@ -93,7 +93,57 @@ def _os_message(exc: OSError) -> str:
     return f"{where}{exc.strerror or exc}"
 
 
+# bytes from outside (a run folder's name, a log line, a recipe value) reach the terminal through every print: the
+# C0 controls but tab, newline and carriage return, DEL and the C1 controls are shown escaped, so that no name can
+# retitle, clear or reprogram the user's terminal
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0))}
+
+
+def escape_controls(text: str) -> str:
+    """text with terminal control characters shown as \\xNN (see _CONTROLS)."""
+    return str(text).translate(_CONTROLS)
+
+
+class _Escaped:
+    """A text stream whose writes have control characters escaped and the caller's secret values hidden (the last
+    line of the one redaction: whatever a verb prints, a secret of the shell it runs in never shows); everything
+    else is the stream's own."""
+
+    def __init__(self, stream, hide=None) -> None:
+        self._stream, self._hide = stream, hide
+
+    def write(self, text: str) -> int:
+        shown = escape_controls(text)
+        self._stream.write(self._hide.text(shown) if self._hide is not None else shown)
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _callers_secrets():
+    """The redaction of the secret values of this shell's environment (by name: grpolab.recipe.secrets), long
+    enough not to be ordinary words and not paths of this machine."""
+    from grpolab.recipe.secrets import Redaction, is_secret
+
+    values = [
+        v for k, v in os.environ.items() if is_secret(k) and len(v) >= 8 and not os.path.exists(v) and " " not in v
+    ]
+    return Redaction(values=tuple(values)) if values else None
+
+
 def main(argv: list[str] | None = None) -> int:
+    out, err = sys.stdout, sys.stderr
+    shown = list(sys.argv[1:] if argv is None else argv)
+    hide = None if "--show-secrets" in shown else _callers_secrets()
+    sys.stdout, sys.stderr = _Escaped(out, hide), _Escaped(err, hide)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None = None) -> int:
     from grpolab.jobs.runs import RunNotFound
     from grpolab.problems import InputError, RecipeError
 

@@ -11,6 +11,7 @@ unless --force.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def card_yaml(card) -> str:
 
 
 def main(args) -> int:
-    from grpolab.paths import params_dir
+    from grpolab.paths import is_system_folder, params_dir
     from grpolab.recipe.cards import resolve_model
     from grpolab.recipe.loader import load_card
 
@@ -53,10 +54,14 @@ def main(args) -> int:
     out = Path(args.out).expanduser() if args.out else params_dir() / "models" / f"{card_name(card.name)}.yaml"
     if out.suffix not in (".yaml", ".yml"):
         raise UsageError(f"--out {args.out}: a card is a .yaml file")
-    if out.exists() and not args.force:
+    if os.path.lexists(out) and not args.force:  # a dangling link too
         raise UsageError(f"{out} exists; pass --force to replace it, or --out another path")
+    if args.out and is_system_folder(out.parent):
+        raise UsageError(f"--out {args.out}: {out.parent} is a system folder; write the card somewhere of yours")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, out)  # replaces a link itself, never the file it points at
     load_card(out)  # the written card loads through the one strict schema (a bug here is not the user's to find)
     default_home = out.parent.resolve() == (params_dir() / "models").resolve()
     use = out.stem if default_home else str(out)

@@ -32,6 +32,17 @@ def whole_number(what: str, fix: str):
     return parse
 
 
+def port_number(text: str) -> int:
+    """An argparse type for a TCP port: 1 to 65535, or 0 for any free one (one line naming the option, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number: give one from 1 to 65535") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port: give one from 1 to 65535 (e.g. 8888; 0: any free)")
+    return value
+
+
 def add_set_arg(parser: argparse.ArgumentParser, example: str = "rollout.tp=16") -> None:
     """--set KEY=VALUE (repeatable, applied last): the recipe overrides of every verb that loads a recipe."""
     parser.add_argument(

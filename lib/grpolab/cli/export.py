@@ -1,10 +1,12 @@
-"""`grpolab export RUN [--step N] [--out DIR] [--json]`: Hugging Face weights from a run's checkpoint, then checked.
+"""`grpolab export RUN [--step N] [--out DIR] [--force] [--json]`: Hugging Face weights from a run's checkpoint, checked.
 
 The latest complete checkpoint, or the one --step names. verl checkpoints go through verl's own merger as a Ray job
 on the run's cluster; `tiny`'s are transformers models already. The result is checked against the model's card
 (every expected key once, no stray suffixes, the experts of every MoE layer, total parameters within 1 %), and a
 `tiny` export is loaded back with transformers and must score the validation accuracy the run logged at that step.
-Exit status: 0 exported and checked, 1 nothing to export or a check failed, 2 unusable input.
+--out is a new or empty folder (or, with --force, an earlier export of grpolab's, whose files are named), never a
+checkpoint, run or system folder; the weights are written beside it and renamed into place once checked.
+Exit status: 0 exported and checked, 1 nothing to export, a refused folder or a check failed, 2 unusable input.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ def register(sub) -> None:
     p.add_argument(
         "--out", default=None, metavar="DIR", help="where the weights go (default: RUN/export/global_step_N)"
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier export of grpolab's in --out (never any other folder's files)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
     p.set_defaults(func=main)
 
@@ -37,8 +44,10 @@ def main(args) -> int:
         raise UsageError(str(exc)) from None
     progress = (lambda line: print(line, file=sys.stderr)) if args.json else print
     try:
-        plan = plan_export(run, args.step, args.out)
+        plan = plan_export(run, args.step, args.out, force=args.force)
         progress(f"exporting run {run.run_id} step {plan.checkpoint.step} ({plan.mode}) to {plan.out}")
+        if plan.replaces:
+            progress(f"--force: replacing the earlier export in {plan.out}: {', '.join(plan.replaces)}")
         report = export(plan, progress)
     except ExportRefused as exc:
         if args.json:

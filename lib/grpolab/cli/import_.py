@@ -13,6 +13,7 @@ installed verl, no isolation, an existing output file), and nothing is written.
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -48,13 +49,18 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.paths import params_dir
+    from grpolab.paths import PathRefused, check_name, is_system_folder, params_dir
     from grpolab.problems import InputError, errors
     from grpolab.problems import report as problem_report
     from grpolab.verl.importer import import_script, recipe_yaml
 
     if args.devices < 1:
         raise UsageError(f"--devices {args.devices}: give a number of devices per node, 1 or more")
+    if args.name is not None:  # a name flag: a recipe name, never a path (the path flag is --out)
+        try:
+            check_name(args.name, "--name", "give a path with --out")
+        except PathRefused as exc:
+            raise UsageError(str(exc)) from None
     try:
         imported = import_script(
             args.script,
@@ -74,11 +80,14 @@ def main(args) -> int:
         print(text, end="")
         report = sys.stderr
     else:
-        out = Path(args.out) if args.out else params_dir() / "recipes" / f"{imported.name}.yaml"
-        if out.exists():
+        out = Path(args.out).expanduser() if args.out else params_dir() / "recipes" / f"{imported.name}.yaml"
+        if os.path.lexists(out):  # a dangling link too: nothing is written through it
             raise UsageError(f"{out} exists already; pick another --name or --out (nothing was written)")
+        if is_system_folder(out.parent) and args.out:
+            raise UsageError(f"--out {args.out}: {out.parent} is a system folder; write the recipe somewhere of yours")
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
+        with open(out, "x") as fh:  # exclusive: never replaces a file that appeared meanwhile
+            fh.write(text)
         problems = _check(out)
         report = sys.stdout
     if args.json and args.out != "-":

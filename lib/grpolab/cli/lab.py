@@ -23,6 +23,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from grpolab.cli.common import port_number
+from grpolab.paths import contained
+
 SETTINGS = {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
 SETTINGS_DIR = ".lab-settings"  # inside the working folder: JupyterLab's app settings (overrides.json) only
 DEFAULT_PORT = 8888
@@ -31,7 +34,7 @@ DEFAULT_PORT = 8888
 def register(sub) -> None:
     p = sub.add_parser("lab", help="JupyterLab on working copies of the notebooks (runs/lab/ by default)")
     p.add_argument("--dir", help="working folder for the copies (default: runs/lab/ under the runs folder)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
+    p.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser (print the URL with its token)")
     p.add_argument("--dry-run", action="store_true", help="make the copies and print the command; start nothing")
     p.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="after --: arguments for `jupyter lab` as they are")
@@ -40,19 +43,23 @@ def register(sub) -> None:
 
 def prepare(folder: Path) -> tuple[list[str], list[str]]:
     """Copy every template notebook that the folder does not hold yet; write the settings file. Returns (copied,
-    kept)."""
+    kept). Nothing is written through a symlink that leads out of the folder (grpolab.paths.contained: PathRefused);
+    a copy is made beside its name and renamed into place, so it never follows a link."""
     from grpolab.notebook.display import NOTEBOOKS_DIR
 
     folder.mkdir(parents=True, exist_ok=True)
     copied, kept = [], []
     for template in sorted(NOTEBOOKS_DIR.glob("*.ipynb")):
         target = folder / template.name
-        if target.exists():
+        contained(folder, template.name)
+        if os.path.lexists(target):
             kept.append(template.name)
             continue
-        shutil.copyfile(template, target)
+        tmp = folder / f".{template.name}.{os.getpid()}.tmp"
+        shutil.copyfile(template, tmp)
+        os.replace(tmp, target)
         copied.append(template.name)
-    write_overrides(folder / SETTINGS_DIR)
+    write_overrides(contained(folder, SETTINGS_DIR))
     return copied, kept
 
 
@@ -61,7 +68,7 @@ def write_overrides(settings: Path) -> Path:
     stay). scripts/setup.sh writes it into the environment's own app settings too, so that a plain `jupyter lab`
     from this environment also saves widget state."""
     settings.mkdir(parents=True, exist_ok=True)
-    path = settings / "overrides.json"
+    path = contained(settings, "overrides.json")
     try:
         current = json.loads(path.read_text()) if path.is_file() else {}
     except (OSError, ValueError):
@@ -70,7 +77,9 @@ def write_overrides(settings: Path) -> Path:
         current = {}
     for plugin, values in SETTINGS.items():
         current[plugin] = {**(current.get(plugin) if isinstance(current.get(plugin), dict) else {}), **values}
-    path.write_text(json.dumps(current, indent=2) + "\n")
+    tmp = path.with_name(f".overrides.json.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(current, indent=2) + "\n")
+    os.replace(tmp, path)
     return path
 
 
@@ -87,14 +96,24 @@ def command(folder: Path, port: int, browser: bool, extra: list[str] = ()) -> li
 
 
 def main(args) -> int:
-    from grpolab.paths import runs_dir
+    from grpolab.paths import PathRefused, is_system_folder, runs_dir
     from grpolab.problems import InputError
 
-    folder = Path(args.dir).expanduser().resolve() if args.dir else runs_dir() / "lab"
+    given = Path(args.dir).expanduser() if args.dir else runs_dir() / "lab"
+    flag = f"--dir {args.dir}" if args.dir else f"the working folder {given}"
+    try:
+        folder = given.resolve(strict=False)
+        folder.exists()
+    except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError up to Python 3.12)
+        raise InputError(f"{flag}: {exc}: it is a symlink loop; remove the link or name another folder") from None
     if folder.exists() and not folder.is_dir():
-        raise InputError(f"--dir {folder}: a file, not a folder; name a folder for the working copies")
+        raise InputError(f"{flag}: {folder}: a file, not a folder; name a folder for the working copies")
+    if is_system_folder(folder):
+        raise InputError(f"{flag}: {folder} is a system folder (or your home itself); name a folder of its own")
     try:
         copied, kept = prepare(folder)
+    except PathRefused as exc:
+        raise InputError(f"{flag}: {exc}") from None
     except OSError as exc:
         raise InputError(f"cannot make working copies in {folder}: {exc.strerror or exc}") from None
     if copied:

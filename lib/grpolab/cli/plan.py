@@ -94,6 +94,13 @@ def main(args) -> int:
     if not listed and not p.recipe_errors and p.facts is not None:
         p.smallest_nodes = search.smallest_cluster(args.target, args.hardware, overrides)
     written = None
+    if args.write:  # a name flag: params/recipes/NAME.yaml, never a path
+        from grpolab.paths import PathRefused, check_name
+
+        try:
+            check_name(args.write, "--write")
+        except PathRefused as exc:
+            raise UsageError(str(exc)) from None
     if args.write and listed:
         try:
             written = io.write_recipe(

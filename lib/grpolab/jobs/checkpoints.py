@@ -14,12 +14,16 @@ names N once all of that is written. What a complete actor/ holds (verl/utils/ch
 A folder newer than the tracker is a save that did not finish. verl's own rotation (max_actor_ckpt_to_keep) removes
 actor/ and leaves data.pt: such a folder is incomplete too.
 
-Which of them to keep is grpolab.jobs.retention's.
+Which of them to keep is grpolab.jobs.retention's. A trainer.ckpt_dir outside the run's folder is claimed by one
+run at a time (`claim`: OWNER in it, under a lock): a second run or resume into it while its owner is live is
+refused, so two trainers never save, rotate or prune in one folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +34,7 @@ from grpolab.local.checkpoint import STEP_PREFIX, TRACKER, folder_size
 from grpolab.recipe.checkpoint_size import human_bytes
 
 _STEP_DIR = re.compile(rf"^{STEP_PREFIX}(\d+)$")
+OWNER = ".grpolab-owner.json"  # in a shared trainer.ckpt_dir: the run that saves there now
 SAVE_TIME_METRIC = "timing_s/save_checkpoint"  # verl's timer around _save_checkpoint
 FSDP_FILES = {"model": "model", "optimizer": "optim", "extra": "extra_state"}  # save_contents -> file prefix
 
@@ -66,13 +71,26 @@ class Checkpoint:
 
 def layout_of(recipe: Any, run_dir: Path) -> Layout:
     """The checkpoint layout of a recipe (a Recipe or the plain dict of a run's recipe.yaml)."""
+    from grpolab.problems import InputError
     from grpolab.recipe.dotted import get_dotted
 
-    ckpt_dir = get_dotted(recipe, "trainer.ckpt_dir")
-    root = Path(str(ckpt_dir)).expanduser() if ckpt_dir else Path(run_dir) / "checkpoint"
-    world = int(get_dotted(recipe, "cluster.nnodes") or 1) * int(get_dotted(recipe, "cluster.devices_per_node") or 1)
-    contents = tuple(get_dotted(recipe, "trainer.save_contents") or ("model", "optimizer", "extra"))
-    return Layout(root, str(get_dotted(recipe, "train.engine")), world, contents)
+    def typed(key: str, kinds: tuple, default):
+        value = get_dotted(recipe, key) if isinstance(recipe, dict) or hasattr(recipe, "train") else None
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, kinds) or (isinstance(value, int) and value < 1):
+            raise InputError(
+                f"{Path(run_dir) / 'recipe.yaml'}: {key} = {value!r} is not what a run records there "
+                f"({' or '.join(k.__name__ for k in kinds)}); the run's record is damaged: restore it from the run's "
+                "launch, or start a new run with `grpolab run RECIPE`"
+            )
+        return value
+
+    ckpt_dir = typed("trainer.ckpt_dir", (str,), None)
+    root = Path(ckpt_dir).expanduser() if ckpt_dir else Path(run_dir) / "checkpoint"
+    world = typed("cluster.nnodes", (int,), 1) * typed("cluster.devices_per_node", (int,), 1)
+    contents = tuple(typed("trainer.save_contents", (list, tuple), ("model", "optimizer", "extra")))
+    return Layout(root, str(typed("train.engine", (str,), "")), world, contents)
 
 
 def run_recipe(run_dir: Path) -> dict:
@@ -91,9 +109,26 @@ def run_layout(run_dir: Path) -> Layout:
     return layout_of(run_recipe(run_dir), run_dir)
 
 
-def read_tracker(root: Path) -> int | None:
+LINE_LIMIT = 1 << 20  # a metrics line is a few KB; a longer one is not read whole
+RECORD_LIMIT = 16 << 20  # a checkpoint's JSON records (configs, manifests, indexes) are KBs; never read more
+
+
+def read_json(path: Path, limit: int = RECORD_LIMIT):
+    """A JSON file of a checkpoint, bounded (regular files only: a FIFO is refused, never waited on); OSError or
+    ValueError when it cannot be read as JSON."""
+    from grpolab.recipe import files
+
     try:
-        return int((Path(root) / TRACKER).read_text().strip())
+        return json.loads(files.read_text(path, limit))
+    except RecursionError:
+        raise ValueError(f"{path}: nested too deeply") from None
+
+
+def read_tracker(root: Path) -> int | None:
+    from grpolab.recipe import files
+
+    try:
+        return int(files.read_text(Path(root) / TRACKER, 4096).strip())
     except (OSError, ValueError):
         return None
 
@@ -101,7 +136,7 @@ def read_tracker(root: Path) -> int | None:
 def _fsdp_missing(actor: Path, layout: Layout) -> list[str]:
     missing = []
     try:
-        saved_by = json.loads((actor / "fsdp_config.json").read_text()).get("world_size")
+        saved_by = read_json(actor / "fsdp_config.json").get("world_size")
     except (OSError, ValueError):
         saved_by = None
         missing.append("actor/fsdp_config.json")
@@ -125,7 +160,7 @@ def _hf_missing(folder: Path, label: str) -> list[str]:
     for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
         if (folder / index).is_file():
             try:
-                shards = set(json.loads((folder / index).read_text())["weight_map"].values())
+                shards = set(read_json(folder / index)["weight_map"].values())
             except (OSError, ValueError, KeyError, AttributeError):
                 return [f"{label}/{index} (unreadable)"]
             return [f"{label}/{name}" for name in sorted(shards) if not (folder / name).is_file()]
@@ -156,7 +191,7 @@ def _dcp_missing(folder: Path, label: str, deep: bool = True) -> list[str]:
 
 def _megatron_missing(actor: Path, deep: bool = True) -> list[str]:
     try:
-        manifest = json.loads((actor / "ckpt_contents.json").read_text())
+        manifest = read_json(actor / "ckpt_contents.json")
     except (OSError, ValueError):
         return ["actor/ckpt_contents.json (rank 0 writes it last)"]
     missing = []
@@ -188,17 +223,34 @@ def missing_files(folder: Path, layout: Layout, deep: bool = True) -> list[str]:
 
 
 def metric_by_step(run_dir: Path | None, metric: str) -> dict[int, float]:
-    """A metric's value at each step the run's metrics.jsonl logged it (save times, validation scores)."""
-    from grpolab.local.metrics import read_jsonl
+    """A metric's value at each step the run's metrics.jsonl logged it (save times, validation scores). Streamed
+    line by line (a metrics file may be GBs): only lines that name the metric are parsed; a line that is not UTF-8
+    JSON, or longer than LINE_LIMIT, is skipped; a special file is refused (nothing read)."""
+    from grpolab.recipe import files
 
     path = Path(run_dir) / "metrics.jsonl" if run_dir is not None else None
     if path is None or not path.is_file():
         return {}
     out: dict[int, float] = {}
-    for row in read_jsonl(path):
-        value = (row.get("data") or {}).get(metric)
-        if isinstance(value, (int, float)) and isinstance(row.get("step"), int):
-            out[row["step"]] = float(value)
+    needle = json.dumps(metric).encode()
+    try:
+        with files.open_regular(path) as fh:
+            while line := fh.readline(LINE_LIMIT):
+                if not line.endswith(b"\n") and len(line) == LINE_LIMIT:
+                    while (rest := fh.readline(LINE_LIMIT)) and not rest.endswith(b"\n"):
+                        pass  # the rest of an over-long line: skipped, never held
+                    continue
+                if needle not in line:
+                    continue
+                try:
+                    row = json.loads(line.decode("utf-8"))
+                except (UnicodeDecodeError, ValueError, RecursionError):
+                    continue
+                value = (row.get("data") or {}).get(metric) if isinstance(row, dict) else None
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and type(row.get("step")) is int:
+                    out[row["step"]] = float(value)
+    except OSError:
+        return {}
     return out
 
 
@@ -260,3 +312,45 @@ def describe(rows: list[dict]) -> str:
         state = "complete" if row["complete"] else "incomplete: " + "; ".join(row["missing"][:2])
         lines.append(f"step {row['step']:>7}  {human_bytes(row['bytes']):>9}  {took:>9}  {state}")
     return "\n".join(lines)
+
+
+class CheckpointsBusy(ValueError):
+    """Another live run saves into the same checkpoint folder; the message names it and the fix."""
+
+
+def owner(root: Path) -> dict:
+    """The claim on a checkpoint folder ({} when none, or unreadable)."""
+    try:
+        with open(Path(root) / OWNER, "rb") as fh:
+            value = json.loads(fh.read(1 << 16))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+@contextlib.contextmanager
+def claim(root: Path | None, run_dir: Path, run_id: str, live):
+    """Claim a shared checkpoint folder for one run while the body creates it; CheckpointsBusy when a live run
+    holds it (`live(run_dir)`: its state while it is not over, else None: grpolab.jobs.state.live_state). `root`
+    None (the run's own checkpoint/ folder) or a folder not on this machine: nothing to claim."""
+    import fcntl
+
+    root = Path(root) if root is not None else None
+    if root is None or not root.parent.is_dir() or Path(run_dir) in (root, *root.parents):
+        yield
+        return
+    root.mkdir(exist_ok=True)
+    with open(root / ".grpolab-owner.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        held = owner(root)
+        state = live(str(held.get("run_dir") or "")) if held.get("run_dir") != str(run_dir) else None
+        if state is not None:
+            raise CheckpointsBusy(
+                f"trainer.ckpt_dir {root} is in use by run {held.get('run_id')} ({state}): two runs saving there "
+                f"would overwrite and prune each other's checkpoints; wait for it to end (or `grpolab stop "
+                f"{held.get('run_id')}`), or set trainer.ckpt_dir to a folder of this run's own"
+            )
+        yield
+        tmp = root / f".{OWNER}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps({"run_id": run_id, "run_dir": str(run_dir)}))
+        tmp.rename(root / OWNER)

@@ -13,11 +13,18 @@ How the weights come out of the checkpoint (grpolab.jobs.checkpoints reads its l
 Then the result is checked against the model's card (grpolab.jobs.weights_check), and for `tiny` loaded back with
 transformers and scored on the validation split: the accuracy the run logged at that step must come back exactly.
 OUT defaults to RUN/export/global_step_N; OUT/grpolab_export.json holds the report.
+
+Nothing a user owns is overwritten: OUT must be new or an empty folder, or (with --force, which names what it
+replaces) an earlier export of grpolab's own (it holds grpolab_export.json); never a checkpoint folder, a run's
+folder or a system folder (grpolab.paths). The weights are written into a temporary folder beside OUT, checked,
+and renamed to OUT at the end: an export that fails half way leaves OUT as it was.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shlex
 import shutil
 import sys
@@ -56,6 +63,8 @@ class ExportPlan:
     mode: str  # "merge" (verl's model_merger) or "copy" (the checkpoint already holds Hugging Face weights)
     source: Path  # the merger's --local_dir, or the folder copied
     command: list[str] | None  # the merger's argv (python first) for mode "merge"
+    staging: Path | None = None  # where the weights are written before they are renamed to `out`
+    replaces: list[str] | None = None  # with --force: the files of an earlier export that OUT held
 
     def to_dict(self) -> dict:
         return {
@@ -72,7 +81,7 @@ class ExportPlan:
 def card_of(recipe: Any):
     """The model's facts for a recipe (a Recipe or recipe.yaml's data): config.json at model.path, else its card."""
     from grpolab.problems import InputError, RecipeError
-    from grpolab.recipe.cards import config_json, facts_from_config, resolve_model
+    from grpolab.recipe.cards import config_json, facts_from_config, read_config, resolve_model
 
     card = None
     name = get_dotted(recipe, "model.card")
@@ -84,8 +93,8 @@ def card_of(recipe: Any):
     cfg = config_json(str(get_dotted(recipe, "model.path") or ""))
     if cfg is not None:
         try:
-            return facts_from_config(json.loads(cfg.read_text()), card, str(cfg))
-        except (OSError, ValueError):
+            return facts_from_config(read_config(cfg), card, str(cfg))
+        except (OSError, ValueError, InputError):
             return card
     return card
 
@@ -124,30 +133,75 @@ def _pick(run: Run, layout: ck.Layout, step: int | None) -> ck.Checkpoint:
     return chosen
 
 
-def plan_export(run: Run, step: int | None = None, out: str | Path | None = None) -> ExportPlan:
+_CHECKPOINT_PART = re.compile(rf"^{ck.STEP_PREFIX}\d+$")
+
+
+def _target(run: Run, layout: ck.Layout, out: str | Path | None, default: Path, force: bool) -> tuple[Path, list]:
+    """Where the export may go (see the module docstring), and what --force replaces there; ExportRefused else."""
+    from grpolab.paths import is_system_folder
+
+    target = Path(os.path.realpath(Path(out).expanduser())) if out else default
+    flag = f"--out {out}" if out else f"the default folder {target}"
+    fix = "name a new or empty folder with --out"
+    if is_system_folder(target):
+        raise ExportRefused(f"{flag}: {target} is a system folder; nothing is exported into it; {fix}")
+    roots = {Path(os.path.realpath(layout.root)), Path(os.path.realpath(run.path / "checkpoint"))}
+    for folder in (target, *target.parents):
+        saved = _CHECKPOINT_PART.match(folder.name) and any(
+            os.path.lexists(folder / name) for name in ("actor", "data.pt", "grpolab_checkpoint.json")
+        )  # a checkpoint by what it holds: a new folder merely named global_step_N is fine
+        inside_ckpt = folder in roots or saved or (folder / ck.TRACKER).is_file()
+        if inside_ckpt or (folder / "status.json").is_file() and folder != run.path:
+            raise ExportRefused(
+                f"{flag}: {target} is inside {folder}, a checkpoint or run folder: writing there would change a "
+                f"checkpoint or a run's record; {fix}"
+            )
+    if target == run.path or target in roots:
+        raise ExportRefused(f"{flag}: {target} is the run's own folder; {fix}")
+    if os.path.lexists(target) and not target.is_dir():
+        raise ExportRefused(f"{flag}: {target} exists and is not a folder; {fix}")
+    held = sorted(p.name for p in target.iterdir()) if target.is_dir() else []
+    if not held:
+        return target, []
+    if not (target / REPORT).is_file():
+        shown = ", ".join(held[:5]) + (" ..." if len(held) > 5 else "")
+        raise ExportRefused(
+            f"{flag}: {target} is not empty ({shown}) and is not an export of grpolab's: nothing in it is "
+            f"overwritten; {fix}"
+        )
+    if not force:
+        raise ExportRefused(
+            f"{flag}: {target} holds an earlier export ({len(held)} files); pass --force to replace it, or {fix}"
+        )
+    return target, held
+
+
+def plan_export(run: Run, step: int | None = None, out: str | Path | None = None, force: bool = False) -> ExportPlan:
     if not run.recipe_file.is_file():
         raise ExportRefused(f"run {run.run_id} has no recipe.yaml: it was never submitted, nothing to export")
     recipe = ck.run_recipe(run.path)
     layout = ck.layout_of(recipe, run.path)
     checkpoint = _pick(run, layout, step)
-    target = Path(out).expanduser().resolve() if out else run.path / "export" / checkpoint.path.name
+    target, replaces = _target(run, layout, out, run.path / "export" / checkpoint.path.name, force)
+    staging = target.with_name(f".{target.name}.partial-{os.getpid()}")
     engine = layout.engine
     if engine == "trl":
-        return ExportPlan(run, recipe, checkpoint, target, "copy", checkpoint.path, None)
+        return ExportPlan(run, recipe, checkpoint, target, "copy", checkpoint.path, None, staging, replaces)
     actor = checkpoint.path / "actor"
     if engine == "megatron":
         try:
-            manifest = json.loads((actor / "ckpt_contents.json").read_text())
+            manifest = ck.read_json(actor / "ckpt_contents.json")
         except (OSError, ValueError):
             manifest = {}
         model = (manifest.get("contents") or {}).get("model") or {}
         if model.get("format") == "huggingface":  # mbridge saved Hugging Face weights itself
-            return ExportPlan(run, recipe, checkpoint, target, "copy", actor / model["path"], None)
+            return ExportPlan(run, recipe, checkpoint, target, "copy", actor / model["path"], None, staging, replaces)
     from grpolab.jobs.cluster import Endpoint
 
     kept = Endpoint.from_record(run.status())
     python = sys.executable if kept is None or kept.embedded else "python3"  # a remote cluster has its own
-    return ExportPlan(run, recipe, checkpoint, target, "merge", actor, merger_command(recipe, actor, target, python))
+    command = merger_command(recipe, actor, staging, python)
+    return ExportPlan(run, recipe, checkpoint, target, "merge", actor, command, staging, replaces)
 
 
 def copy_weights(source: Path, target: Path) -> None:
@@ -204,7 +258,7 @@ def run_merge(plan: ExportPlan, progress=print) -> None:
         )
 
 
-def score_tiny(plan: ExportPlan) -> dict:
+def score_tiny(plan: ExportPlan, folder: Path | None = None) -> dict:
     """Load the exported `tiny` weights with transformers and score them on the validation split, as the run did."""
     from grpolab.local.mapping import settings_from_recipe
     from grpolab.local.metrics import VAL_ACC
@@ -215,8 +269,9 @@ def score_tiny(plan: ExportPlan) -> dict:
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
     settings = settings_from_recipe(plan.recipe)
-    model = AutoModelForCausalLM.from_pretrained(plan.out, local_files_only=True)
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(plan.out, local_files_only=True)
+    folder = folder or plan.out
+    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(folder, local_files_only=True)
     _, val = split_problems(settings.digits, settings.val_size)
     accuracy = greedy_accuracy(model, tokenizer, val, settings.max_response_length)
     logged = ck.metric_by_step(plan.run.path, VAL_ACC).get(plan.checkpoint.step)
@@ -227,25 +282,52 @@ def export(plan: ExportPlan, progress=print) -> dict:
     """Make the Hugging Face weights, check them; the report (also written to OUT/grpolab_export.json)."""
     from grpolab.jobs.weights_check import check
 
-    if plan.mode == "copy":
-        copy_weights(plan.source, plan.out)
+    final, stage = plan.out, plan.staging or plan.out
+    if stage.exists():
+        shutil.rmtree(stage)  # a staging folder of an export that died: ours by its name
+    stage.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if plan.mode == "copy":
+            copy_weights(plan.source, stage)
+        else:
+            run_merge(plan, progress)
+        if not stage.is_dir():
+            raise ExportRefused(
+                f"the merged weights went to {stage} on the cluster, which this machine does not see: they were not "
+                "checked; pass --out a folder on storage this machine mounts"
+            )
+        report = _checked(plan, stage, check)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)  # OUT stays as it was
+        raise
+    if plan.replaces:
+        report["replaced"] = plan.replaces
+    (stage / REPORT).write_text(json.dumps(report, indent=2, default=str) + "\n")
+    if final.is_dir():  # empty, or an earlier export --force replaces: moved aside, then removed
+        old = final.with_name(f".{final.name}.replaced-{os.getpid()}")
+        final.rename(old)
+        stage.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
     else:
-        run_merge(plan, progress)
-    if not plan.out.is_dir():
-        raise ExportRefused(
-            f"the merged weights went to {plan.out} on the cluster, which this machine does not see: they were not "
-            "checked; pass --out a folder on storage this machine mounts"
-        )
+        stage.rename(final)
+    return report
+
+
+def _checked(plan: ExportPlan, folder: Path, check) -> dict:
+    """The weights in `folder` checked against the card (and, for tiny, scored): the report."""
     report: dict[str, Any] = {**plan.to_dict(), "problems": []}
     card = card_of(plan.recipe)
     if card is None:
         report["problems"].append("no model card or config.json for the run's model: the weights were not checked")
     else:
-        result = check(plan.out, card)
+        try:
+            result = check(folder, card)
+        except (OSError, ValueError) as exc:  # a truncated or foreign weights file: one line, no traceback
+            raise ExportRefused(f"the exported weights cannot be read: {exc}") from None
         report["weights"] = result.to_dict()
         report["problems"] += result.problems
     if plan.recipe.get("train", {}).get("engine") == "trl":
-        report["validation"] = score = score_tiny(plan)
+        report["validation"] = score = score_tiny(plan, folder)
         if score["logged"] is None:
             report["problems"].append(f"the run logged no {score['metric']} at step {plan.checkpoint.step} to compare")
         elif not score["reproduced"]:
@@ -253,5 +335,4 @@ def export(plan: ExportPlan, progress=print) -> dict:
                 f"the exported weights score {score['accuracy']:.4f} on validation, the run logged "
                 f"{score['logged']:.4f} at step {plan.checkpoint.step}"
             )
-    (plan.out / REPORT).write_text(json.dumps(report, indent=2, default=str) + "\n")
     return report

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpolab.jobs import cluster, provenance, runs, secrets, state
+from grpolab.jobs import checkpoints, cluster, provenance, runs, secrets, state
 from grpolab.jobs.cluster import Endpoint
 from grpolab.paths import PROJECT_ROOT
 from grpolab.problems import Problem, errors
@@ -145,10 +145,12 @@ def submit(
     job = _submission(recipe, _gated(recipe, str(path)), ep, str(path))
     if ep.embedded:
         ep = cluster.ensure_local_head(progress)
-    run = runs.create_run(
-        recipe.name, run_id=path.name, root=path.parent, recipe=recipe.name, endpoint=ep.to_dict(),
-        submitter=state.submitter(), resumed_from=resumed_from and {k: resumed_from[k] for k in ("run_id", "step")},
-    )  # fmt: skip
+    shared = Path(os.path.expanduser(recipe.trainer.ckpt_dir)) if recipe.trainer.ckpt_dir else None
+    with checkpoints.claim(shared, path, path.name, state.live_state):  # one live run per trainer.ckpt_dir
+        run = runs.create_run(
+            recipe.name, run_id=path.name, root=path.parent, recipe=recipe.name, endpoint=ep.to_dict(),
+            submitter=state.submitter(), resumed_from=resumed_from and {k: resumed_from[k] for k in ("run_id", "step")},
+        )  # fmt: skip
     accepted = False
     try:
         client = _hand_over(run, job, resumed_from)

@@ -26,12 +26,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from grpolab.jobs import checkpoints as ck
 from grpolab.jobs import provenance
 from grpolab.jobs.runs import TERMINAL_STATES, Run
 from grpolab.recipe.dotted import get_dotted
 from grpolab.recipe.schema import Recipe
-from grpolab.recipe.secrets import REDACTED
+from grpolab.recipe.secrets import REDACTED, redact_override
 
 # keys whose change the checkpoint cannot take, per engine, and why
 MODEL_KEYS = {"model.path": "a different model", "model.card": "a different model card", "train.engine": "engine"}
@@ -62,7 +64,7 @@ class ResumePlan:
             "run_dir": str(self.parent.path),
             "step": self.checkpoint.step,
             "checkpoint": str(self.checkpoint.path),
-            "overrides": list(self.overrides),
+            "overrides": [redact_override(o, self.recipe.secrets) for o in self.overrides],
         }
 
 
@@ -74,10 +76,51 @@ def _parent_files(run: Run) -> tuple[dict, dict]:
         )
     data = ck.run_recipe(run.path)
     try:
-        launch = json.loads(run.launch_file.read_text())
-    except (OSError, ValueError):
+        launch = ck.read_json(run.launch_file)
+    except (OSError, ValueError, RecursionError):
         launch = {}
-    return data, launch
+    return data, _checked_launch(run, launch)
+
+
+class _Fingerprint(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    key: str = ""
+    sha256: str | None = None
+    error: str | None = None
+
+
+class _Provenance(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    data: dict[str, _Fingerprint] | None = None
+
+
+class _LaunchRecord(BaseModel):
+    """The fields of launch.json that resume reads, typed (the rest is kept as it is)."""
+
+    model_config = ConfigDict(extra="allow")
+    recipe: str | None = None
+    provenance: _Provenance | None = None
+
+
+def _checked_launch(run: Run, launch: object) -> dict:
+    """launch.json as resume reads it; ResumeRefused naming the file, the field and the fix when ill-typed."""
+    fix = (
+        f"the record is damaged: restore it, or delete {run.launch_file} to resume without checking the data "
+        "(the resume then says it was not checked)"
+    )
+    if not isinstance(launch, dict):
+        raise ResumeRefused(f"{run.launch_file}: not a JSON object ({type(launch).__name__}); {fix}")
+    try:
+        checked = _LaunchRecord.model_validate(launch)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(map(str, error["loc"]))
+        raise ResumeRefused(
+            f"{run.launch_file}: {field} = {json.dumps(error.get('input'), default=str)[:60]}: {error['msg']}; {fix}"
+        ) from None
+    return checked.model_dump(exclude_none=True) | {
+        k: v for k, v in launch.items() if k not in ("recipe", "provenance")
+    }
 
 
 def _child_recipe(run: Run, data: dict, launch: dict, overrides: Sequence[str]) -> Recipe:
@@ -155,7 +198,7 @@ def _plain_recipe(run: Run) -> dict:
 
 def _saved_world(checkpoint: ck.Checkpoint) -> int | None:
     try:
-        return int(json.loads((checkpoint.path / "actor" / "fsdp_config.json").read_text())["world_size"])
+        return int(ck.read_json(checkpoint.path / "actor" / "fsdp_config.json")["world_size"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -290,6 +333,18 @@ def plan_resume(run: Run, from_step: int | None = None, overrides: Sequence[str]
     if total is None:
         notes.append("the step budget is not known here (trainer.total_steps null, data not readable here)")
 
+    if child.trainer.ckpt_dir:  # a shared folder: refused while another live run saves there (checkpoints.claim)
+        shared = Path(os.path.expanduser(child.trainer.ckpt_dir))
+        held = ck.owner(shared)
+        from grpolab.jobs.state import live_state
+
+        state = live_state(str(held.get("run_dir") or ""))
+        if state is not None:
+            raise ResumeRefused(
+                f"trainer.ckpt_dir {shared} is in use by run {held.get('run_id')} ({state}), which already resumed "
+                f"or runs there: a second run saving there would overwrite and prune its checkpoints; wait for it to "
+                f"end, or resume with --set trainer.ckpt_dir=A_NEW_FOLDER"
+            )
     child.trainer.resume_mode = "resume_path"
     child.trainer.resume_path = str(checkpoint.path.resolve())
     return ResumePlan(run, child, checkpoint, list(overrides), total, notes)

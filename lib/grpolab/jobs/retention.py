@@ -4,7 +4,10 @@ verl keeps the newest N itself (the renderer gives it max_actor_ckpt_to_keep); k
 metric is done here, by the job wrapper after each save (`Keeper`, started by grpolab.jobs.job_entry), as it is for
 the local trainer (which has no rotation of its own). A checkpoint is scored by the metric logged at its own step
 (verl validates after it saves). A checkpoint is removed only once a newer complete one exists, by renaming it out
-of its global_step_N name first: a reader never sees half a checkpoint under that name.
+of its global_step_N name first: a reader never sees half a checkpoint under that name. Only checkpoints the run
+wrote itself are ever removed: the folders already there when its wrapper started (a resumed parent's, another
+run's in a shared trainer.ckpt_dir) are kept, and nothing is pruned in a folder another run has claimed
+(grpolab.jobs.checkpoints.claim).
 """
 
 from __future__ import annotations
@@ -15,7 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grpolab.jobs.checkpoints import Checkpoint, latest_complete, layout_of, metric_by_step, run_recipe, scan
+from grpolab.jobs.checkpoints import (
+    Checkpoint,
+    latest_complete,
+    layout_of,
+    metric_by_step,
+    owner,
+    run_recipe,
+    scan,
+)
 from grpolab.local.checkpoint import TRACKER
 
 TRASH_PREFIX = ".removing-"
@@ -85,20 +96,32 @@ def remove(checkpoint: Checkpoint) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def prune(run_dir: Path, recipe: Any | None = None) -> list[Checkpoint]:
-    """Apply the run's retention policy once; returns what was removed."""
+def prune(run_dir: Path, recipe: Any | None = None, keep: frozenset[str] | None = None) -> list[Checkpoint]:
+    """Apply the run's retention policy once; returns what was removed. `keep`: folder names that are not the
+    run's own (there before its wrapper started: never removed; the Keeper passes them)."""
     if recipe is None:
         recipe = run_recipe(run_dir)
     policy = policy_of(recipe)
     if not policy.active:
         return []
     layout = layout_of(recipe, run_dir)
+    claimed = owner(layout.root).get("run_dir")
+    if claimed and Path(claimed) != Path(run_dir):
+        return []  # another run saves here now: its checkpoints are not ours to prune
     found = scan(layout, run_dir, sizes=False)
+    foreign = keep or frozenset()
     step_scores = metric_by_step(run_dir, policy.best_metric) if policy.best_metric else {}
-    gone = to_remove(found, policy, step_scores)
+    gone = [c for c in to_remove(found, policy, step_scores) if c.path.name not in foreign]
     for checkpoint in gone:
         remove(checkpoint)
     return gone
+
+
+def _step_folders(root: Path) -> list[str]:
+    try:
+        return [p.name for p in Path(root).iterdir() if p.name.startswith("global_step_")]
+    except OSError:
+        return []
 
 
 class Keeper:
@@ -111,6 +134,7 @@ class Keeper:
         self.run_dir = Path(run_dir)
         self.recipe = run_recipe(self.run_dir)
         self.root = layout_of(self.recipe, self.run_dir).root
+        self.foreign = frozenset(_step_folders(self.root))  # not this run's: never pruned
         self.interval = interval
         self.log = log or self._log
         self._stop = threading.Event()
@@ -153,7 +177,7 @@ class Keeper:
 
     def prune(self) -> None:
         try:
-            for gone in prune(self.run_dir, self.recipe):
+            for gone in prune(self.run_dir, self.recipe, self.foreign):
                 self.log(f"grpolab: removed checkpoint {gone.path.name} (trainer.keep_ckpts / keep_best_metric)")
         except OSError as exc:  # a full or read-only disk: keep training, say why nothing was pruned
             self.log(f"grpolab: could not prune checkpoints: {exc}")

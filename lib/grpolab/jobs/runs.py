@@ -310,6 +310,15 @@ def runs_root(root: Path | None = None) -> Path:
     """The runs folder (root, else $GRPOLAB_RUNS, else <project>/runs); RunsFolderError when that path is a file
     or something else that cannot hold runs."""
     path = Path(root or runs_dir())
+    if os.path.islink(path) and not path.exists():  # a symlink loop, or a link to nothing
+        where = "$GRPOLAB_RUNS" if root is None and os.environ.get("GRPOLAB_RUNS") else "the runs folder"
+        try:
+            path.resolve(strict=True)
+            why = "cannot be followed"
+        except (RuntimeError, OSError) as exc:
+            looped = isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == 40  # ELOOP
+            why = "is a symlink loop" if looped else f"is a link to {os.readlink(path)}, which does not exist"
+        raise RunsFolderError(f"{where} is {path}, which {why}; point GRPOLAB_RUNS at a folder (or fix the link)")
     if path.exists() and not path.is_dir():
         where = "$GRPOLAB_RUNS" if root is None and os.environ.get("GRPOLAB_RUNS") else "the runs folder"
         raise RunsFolderError(

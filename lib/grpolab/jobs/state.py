@@ -320,3 +320,16 @@ def find_job(run_id: str, address: str | None = None):
         if info is not None:
             return ep, info
     return None
+
+
+def live_state(run_dir: str) -> str | None:
+    """The state of the run at run_dir when it is not over (None: over, gone, or not a run)."""
+    from grpolab.jobs.runs import RunNotFound, resolve_run
+
+    if not run_dir or not Path(run_dir).is_dir():
+        return None
+    try:
+        state = refresh(resolve_run(run_dir)).get("state")
+    except (RunNotFound, OSError, ValueError):
+        return None
+    return None if state in TERMINAL_STATES else str(state)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import struct
 from collections import Counter, defaultdict
@@ -62,7 +63,21 @@ def read_header(path: Path) -> dict[str, dict]:
         if size > MAX_HEADER:
             raise ValueError(f"{path}: header of {size} bytes: not a safetensors file")
         header = json.loads(fh.read(size))
+        if not isinstance(header, dict):
+            raise ValueError(f"{path}: not a safetensors file (its header is not a JSON object)")
+        have = os.fstat(fh.fileno()).st_size
     header.pop("__metadata__", None)
+    ends = [
+        info["data_offsets"][1]
+        for info in header.values()
+        if isinstance(info, dict) and isinstance(info.get("data_offsets"), list) and len(info["data_offsets"]) == 2
+    ]
+    need = 8 + size + max([e for e in ends if isinstance(e, int)], default=0)
+    if have < need:
+        raise ValueError(
+            f"{path}: truncated: {have} bytes where its header names {need}; the copy or merge did not finish "
+            "(export again from the checkpoint)"
+        )
     return header
 
 

@@ -65,7 +65,22 @@ def record_of(run: Run) -> dict[str, Any]:
     for name in PER_RUN:
         launch.pop(name, None)
     out.update({f"launch.{k}": v for k, v in flatten(launch).items()})
-    return out
+    return {k: _shown(k, v) for k, v in out.items()}
+
+
+def _shown(key: str, value: Any) -> Any:
+    """A record's value as it may be printed: a secret env value (by its name) and a secret `--set` text (a resumed
+    run's overrides, in records written before they were redacted) hidden."""
+    from grpolab.recipe.secrets import REDACTED, is_secret, redact_override
+
+    name = key.rsplit(".", 1)[-1]
+    if ".env." in f".{key}" and is_secret(name) and value not in (None, REDACTED):
+        return REDACTED
+    if isinstance(value, str):
+        return redact_override(value)
+    if isinstance(value, list):
+        return [redact_override(v) if isinstance(v, str) else v for v in value]
+    return value
 
 
 def _same(values: list[Any]) -> bool:

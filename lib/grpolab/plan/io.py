@@ -113,7 +113,7 @@ def write_recipe(
         raise InputError(f"recipe name {name!r}: use letters, digits, '_', '-' or '.', no path and no .yaml")
     folder = params_dir() / "recipes"
     path = folder / f"{name}.yaml"
-    if path.exists():
+    if os.path.lexists(path):  # a dangling link too: nothing is written through it
         raise InputError(f"params/recipes/{name}.yaml exists: choose another --write name (nothing overwritten)")
     data: dict = {"defaults": _parents(ref, recipe, hardware)}
     sets = overrides_of(train, rollout) + [f"cluster.nnodes={recipe.cluster.nnodes}"]

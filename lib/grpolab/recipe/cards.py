@@ -34,14 +34,14 @@ MAX_CONFIG_BYTES = 1 << 20  # a config.json is a few KB; 1 MB stops a runaway or
 
 # config.json key(s) -> card field; the first key present wins (architectures name the same fact differently)
 CONFIG_KEYS: dict[str, tuple[str, ...]] = {
-    "num_layers": ("num_hidden_layers", "num_layers"),
-    "hidden_size": ("hidden_size",),
-    "num_heads": ("num_attention_heads",),
-    "num_kv_heads": ("num_key_value_heads", "num_attention_heads"),
+    "num_layers": ("num_hidden_layers", "num_layers", "n_layer"),  # n_*: GPT-2's names
+    "hidden_size": ("hidden_size", "n_embd"),
+    "num_heads": ("num_attention_heads", "n_head"),
+    "num_kv_heads": ("num_key_value_heads", "num_attention_heads", "n_head"),
     "num_experts": ("n_routed_experts", "num_experts", "num_local_experts"),
     "active_experts": ("num_experts_per_tok", "moe_topk"),
     "vocab_size": ("vocab_size", "padded_vocab_size"),
-    "context_length": ("max_position_embeddings", "seq_length"),
+    "context_length": ("max_position_embeddings", "seq_length", "n_positions", "n_ctx"),
     "head_dim": ("head_dim",),  # config.json's head_dim wins over a card's (GLM-5.2's 192 is qk_nope, see below)
     "linear_num_key_heads": ("linear_num_key_heads",),
     "linear_num_value_heads": ("linear_num_value_heads",),
@@ -98,9 +98,11 @@ def param_counts(config: dict) -> tuple[float, float]:
     DeltaNet on the linear layers), the dense MLPs of the first dense layers, and per MoE layer the routed experts,
     the shared experts and the router."""
     m = _merged(config)
-    hidden, layers = m.get("hidden_size") or 0, _first(m, CONFIG_KEYS["num_layers"]) or 0
-    heads = m.get("num_attention_heads") or 1
-    kv = m.get("num_key_value_heads") or heads
+    hidden, layers = _first(m, CONFIG_KEYS["hidden_size"]) or 0, _first(m, CONFIG_KEYS["num_layers"]) or 0
+    heads = _first(m, CONFIG_KEYS["num_heads"]) or 1
+    kv = _first(m, CONFIG_KEYS["num_kv_heads"]) or heads
+    if m.get("intermediate_size") is None and m.get("n_embd"):  # GPT-2: n_inner, else 4 x n_embd
+        m = {**m, "intermediate_size": m.get("n_inner") or 4 * hidden}
     hd = m.get("head_dim") or hidden // heads
     vocab = _first(m, CONFIG_KEYS["vocab_size"]) or 0
     embed = vocab * hidden * (1 if m.get("tie_word_embeddings") else 2)
@@ -133,9 +135,61 @@ def param_counts(config: dict) -> tuple[float, float]:
     return total / 1e9, moe_layers * routed / 1e9
 
 
+class ConfigError(InputError, ValueError):
+    """A config.json this cannot read as a model (a missing or ill-typed size): names the file, the key, the fix."""
+
+
+# config.json's size keys that the card and the parameter count read, beyond CONFIG_KEYS': whole numbers only
+_SIZES = (
+    "intermediate_size",
+    "moe_intermediate_size",
+    "first_k_dense_replace",
+    "shared_expert_intermediate_size",
+    "n_shared_experts",
+    "q_lora_rank",
+)
+_POSITIVE = ("num_layers", "hidden_size", "num_heads", "vocab_size")  # card fields that must be above 0
+_MAX_SIZE = 10**9  # no model has a size near this; a bigger number is a typo or an attack
+_FIX = "fix the model's config.json, or describe the model with a card (`grpolab card NAME`, model.card)"
+
+
+def _check_sizes(merged: dict, source: str) -> None:
+    """Every size config.json gives is a whole number in range; ConfigError naming the first that is not."""
+    positive = {k for field in _POSITIVE for k in CONFIG_KEYS[field]}
+    sized = [k for field, keys in CONFIG_KEYS.items() if field != "tie_word_embeddings" for k in keys]
+    for key in dict.fromkeys(sized + list(_SIZES)):
+        value = merged.get(key)
+        if value is None:
+            continue
+        low = 1 if key in positive else 0
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= _MAX_SIZE:
+            raise ConfigError(
+                f"{source}: {key} = {json.dumps(value)[:40]} is not a size: config.json gives it as a whole number "
+                f"from {low} to {_MAX_SIZE:,}; {_FIX}"
+            )
+
+
 def facts_from_config(config: dict, card: ModelCard | None, source: str) -> ModelCard:
-    """A ModelCard built from config.json values, falling back to the card for what config.json lacks."""
+    """A ModelCard built from config.json values, falling back to the card for what config.json lacks; ConfigError
+    (one line: the file, the key, the fix) when a size is missing or ill-typed."""
+    from pydantic import ValidationError
+
     merged = _merged(config)
+    _check_sizes(merged, source)
+    lacking = [
+        f for f in ("num_layers", "hidden_size", "num_heads", "vocab_size") if _first(merged, CONFIG_KEYS[f]) is None
+    ]
+    if lacking and card is None:
+        names = "; ".join(f"{f} (config.json's {' or '.join(CONFIG_KEYS[f])})" for f in lacking)
+        raise ConfigError(f"{source}: no {names}: not a language model's config.json this can read; {_FIX}")
+    try:
+        return _facts(merged, config, card, source)
+    except ValidationError as exc:
+        shown = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        raise ConfigError(f"{source}: the model it describes is not valid ({shown}); {_FIX}") from None
+
+
+def _facts(merged: dict, config: dict, card: ModelCard | None, source: str) -> ModelCard:
     values: dict[str, Any] = card.model_dump() if card else {}
     for field, keys in CONFIG_KEYS.items():
         found = _first(merged, keys)
@@ -190,6 +244,8 @@ def read_config(path: Path) -> dict:
         data = json.loads(path.read_text())
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to be a model's config.json; {_FIX}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{path}: not JSON ({exc}); fix or replace the model's config.json") from None
     if not isinstance(data, dict):

@@ -1,9 +1,10 @@
 """Secrets: which env values are secret, and the one redaction every message, table, JSON document and written
 file goes through.
 
-A value is secret when its env NAME looks like one (a name part such as KEY, TOKEN, PASS, PW, SECRET, AUTH,
-ACCESS, ...: `HF_TOKEN`, `MY_PW`, `DBPASS`, `HF_HUB_ACCESS`) or when the recipe lists the name under
-`secrets:`. However a secret arrived (a recipe file, `--set env.NAME=...` or `--set env={...}`, the node's
+A value is secret when its env NAME says it holds one (a name part such as KEY, TOKEN, PASS, PW, SECRET, AUTH,
+ACCESS, ...: `HF_TOKEN`, `MY_PW`, `DBPASS`, `HF_HUB_ACCESS`; WORDS and PARTS below are the one list, each with why,
+and PLAIN the names that contain such a word and hold none: PWD, JPY_SESSION_NAME) or when the recipe lists the name
+under `secrets:`. `why_secret(NAME)` says why. However a secret arrived (a recipe file, `--set env.NAME=...` or `--set env={...}`, the node's
 environment passed through to a job), it is hidden the same three ways:
 - by name: an env mapping keeps the name and shows REDACTED as the value (`redact_env`);
 - by override: a `--set` text that sets a secret shows `env.NAME=***redacted***` (`redact_override`; a whole
@@ -27,58 +28,80 @@ from typing import Any
 from grpolab.problems import Problem
 
 REDACTED = "***redacted***"
-# Words that make a name secret, matched as whole name parts (split at _ - . and case changes) or, for the
-# longer words, anywhere in the name (DBPASS, APIKEY). Short words (PW, PAT, DSN) only as whole parts, so that
-# e.g. `PATH` or `NPW_LAYERS` stay plain. Erring on the side of secret is fine: a redacted plain value costs little.
-_WORDS = (
-    "PASSWORD",
-    "PASSWD",
-    "PASSPHRASE",
-    "PASS",
-    "SECRET",
-    "TOKEN",
-    "CREDENTIAL",
-    "CREDENTIALS",
-    "AUTH",
-    "ACCESS",
-    "PRIVATE",
-    "COOKIE",
-    "SESSION",
-    "APIKEY",
-    "KEY",
-    "CERT",
-    "SIGNATURE",
-    "SALT",
-)
-_PARTS = ("PW", "PWD", "PAT", "DSN", "JWT")
+# The one list of what is secret, and why: words that make a name secret, matched as whole name parts (split at
+# _ - . and case changes) or, for the longer words, anywhere in the name (DBPASS, APIKEY). Short words (PW, PWD,
+# PAT, DSN, JWT) only as whole parts, so that e.g. `PATH` or `NPW_LAYERS` stay plain. A name is secret because of
+# what its value is (a token, a key, a password), never because it merely contains a word: a session's *name* or
+# the shell's working directory is not a secret. Erring on the side of secret is fine: a redacted plain value
+# costs little.
+WORDS = {
+    "PASSWORD": "a password",
+    "PASSWD": "a password",
+    "PASSPHRASE": "a key's passphrase",
+    "PASS": "a password (DBPASS, SMTP_PASS)",
+    "SECRET": "a secret (AWS_SECRET_ACCESS_KEY, CLIENT_SECRET)",
+    "TOKEN": "an access token (HF_TOKEN, GITHUB_TOKEN, AWS_SESSION_TOKEN)",
+    "CREDENTIAL": "a credential",
+    "CREDENTIALS": "a credential",
+    "AUTH": "an authentication value (RAY_AUTH_TOKEN, BASIC_AUTH)",
+    "ACCESS": "an access key (HF_HUB_ACCESS, AWS_ACCESS_KEY_ID)",
+    "PRIVATE": "a private key",
+    "COOKIE": "a session cookie's value",
+    "APIKEY": "an API key",
+    "KEY": "a key (WANDB_API_KEY, OPENAI_API_KEY)",
+    "CERT": "a certificate or its key",
+    "SIGNATURE": "a signing secret",
+    "SALT": "a hashing salt",
+}
+PARTS = {
+    "PW": "a password (MY_PW)",
+    "PWD": "a password (DB_PWD, MYSQL_PWD); the shell's own PWD and OLDPWD are plain",
+    "PAT": "a personal access token (GITLAB_PAT)",
+    "DSN": "a connection string that holds a password (SENTRY_DSN, DATABASE_DSN)",
+    "JWT": "a signed token",
+}
+_WORDS = tuple(WORDS)
+_PARTS = tuple(PARTS)
 SECRET = re.compile("|".join(_WORDS), re.IGNORECASE)
 _SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])")
-# names that contain a word above but are known not to hold secrets (a path, a mode, a switch)
-_PLAIN = {
-    "WANDB_MODE",
-    "WANDB_BASE_URL",
-    "WANDB_ENTITY",
-    "WANDB_DIR",
-    "WANDB_PROJECT",
-    "PASSTHROUGH",
-    "KEYBOARD",
-    "MONKEY",
-    "TURKEY",
+# names that contain a word above but are known not to hold secrets (a path, a mode, a switch, a name)
+PLAIN = {
+    "PWD": "the shell's working directory",
+    "OLDPWD": "the shell's previous working directory",
+    "WANDB_MODE": "a mode (online, offline)",
+    "WANDB_BASE_URL": "a server address",
+    "WANDB_ENTITY": "a team name",
+    "WANDB_DIR": "a folder",
+    "WANDB_PROJECT": "a project name",
+    "PASSTHROUGH": "a switch",
+    "KEYBOARD": "a keyboard layout",
+    "MONKEY": "not a key",
+    "TURKEY": "not a key",
+    "JPY_SESSION_NAME": "the notebook's file name, set by Jupyter",
+    "KEY_LAYOUT": "a keyboard layout",
 }
+_PLAIN = set(PLAIN)
 MIN_VALUE_LEN = 4  # shorter values are not replaced in free text: "1" or "on" would blank out half a log
 
 
-def is_secret(name: str, marked: Iterable[str] = ()) -> bool:
-    """True when the env name looks like it holds a secret, or the recipe marks it under `secrets:`."""
+def why_secret(name: str, marked: Iterable[str] = ()) -> str | None:
+    """Why the env name holds a secret (the WORDS / PARTS entry, or the recipe's `secrets:`), None when it does not."""
     if name in set(marked):
-        return True
-    upper = name.upper()
+        return "listed under the recipe's secrets:"
+    upper = str(name).upper()
     if upper in _PLAIN:
-        return False
-    parts = [p.upper() for p in _SPLIT.split(name) if p]
-    if any(p in _PARTS for p in parts):
-        return True
-    return bool(SECRET.search(upper))
+        return None
+    parts = [p.upper() for p in _SPLIT.split(str(name)) if p]
+    part = next((p for p in parts if p in _PARTS), None)
+    if part is not None:
+        return f"{part}: {PARTS[part]}"
+    found = SECRET.search(upper)
+    return f"{found.group(0)}: {WORDS[found.group(0)]}" if found else None
+
+
+def is_secret(name: str, marked: Iterable[str] = ()) -> bool:
+    """True when the env name holds a secret (why_secret: the one list above), or the recipe marks it."""
+    return why_secret(name, marked) is not None
 
 
 def secret_names(env: Mapping[str, str], marked: Iterable[str] = ()) -> list[str]:
@@ -102,6 +125,31 @@ def redact_text(text: str, values: Iterable[str]) -> str:
     for value in sorted({v for v in values if v and len(v) >= MIN_VALUE_LEN}, key=len, reverse=True):
         text = text.replace(value, REDACTED)
     return text
+
+
+def references(doc: Any, env: Mapping[str, str], marked: Iterable[str] = ()) -> Any:
+    """A JSON-able document with every secret value of `env` (the caller's shell: by its name) replaced by the
+    reference `${NAME}`, wherever it appears and whatever key holds it: what an imported recipe is written with."""
+    values = sorted(
+        ((str(v), k) for k, v in env.items() if is_secret(str(k), marked) and len(str(v)) >= MIN_VALUE_LEN),
+        key=lambda item: len(item[0]),
+        reverse=True,
+    )
+    if not values:
+        return doc
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str):
+            for value, name in values:
+                node = node.replace(value, "${" + name + "}")
+            return node
+        if isinstance(node, Mapping):
+            return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in node.items()}
+        if isinstance(node, (list, tuple)):
+            return type(node)(walk(v) for v in node)
+        return node
+
+    return walk(doc)
 
 
 def _override_key(text: str) -> tuple[str, bool]:

@@ -13,6 +13,7 @@ value is never written: it becomes a reference `${NAME}` to the launching shell'
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -25,7 +26,7 @@ import yaml
 
 from grpolab.paths import params_dir
 from grpolab.recipe.dotted import flatten, get_dotted, has_dotted, set_dotted
-from grpolab.recipe.secrets import is_secret
+from grpolab.recipe.secrets import REDACTED, is_secret, references
 from grpolab.verl import config as verl_schema
 from grpolab.verl import fieldmap
 from grpolab.verl.record import MAIN, ImportFailed, Recorded, record
@@ -478,6 +479,20 @@ def import_script(
     recorded = record(path, device=device, env=env, trusted=trusted, devices=devices)
     name = name or re.sub(r"[^A-Za-z0-9_]+", "_", path.stem).strip("_") or "imported"
     try:
-        return to_recipe(recorded, name, device)
+        imported = to_recipe(recorded, name, device)
     except ImportFailed as exc:
         raise ImportFailed(f"{path}: {exc}") from None
+    return hide_secrets(imported, dict(os.environ if env is None else env))
+
+
+def hide_secrets(imported: Imported, caller: dict[str, str]) -> Imported:
+    """The one redaction of an import, before anything is printed or written: the caller's secret values become
+    `${NAME}` references wherever they appear (any key, a comment, a note), and the default a script gives a
+    secret variable is never shown."""
+    for field_name in ("data", "sources", "unmapped", "deprecated", "notes"):
+        setattr(imported, field_name, references(getattr(imported, field_name), caller))
+    imported.unset = [
+        {**u, "default": REDACTED} if is_secret(u["name"]) and u.get("default") is not None else u
+        for u in references(imported.unset, caller)
+    ]
+    return imported

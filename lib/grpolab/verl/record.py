@@ -3,8 +3,12 @@
 The script runs with the caller's environment, with bash, and isolated by the operating system (grpolab.verl.sandbox:
 every file outside a scratch folder stays as it was, no network); with `trusted=True` it runs without that
 isolation, HOME and the working directory moved into the scratch folder. Either way the launchers (python, python3,
-torchrun, uv, ray) and the device tool of the device asked (npu-smi or nvidia-smi) are replaced on PATH by a
-recorder that writes down each call (argv, exported env, a `--runtime-env` file's text) and exits 0; device probes
+torchrun, uv, ray, conda/pixi/poetry/... run) and the device tool of the device asked (npu-smi or nvidia-smi) are a
+recorder that writes down each call (argv, exported env, a `--runtime-env` file's text) and exits 0. Isolated, the
+recorder stands at the exec boundary: every interpreter and launcher file of the machine (`interpreters`) is covered
+by it inside the isolation, so a script that changes PATH, runs an absolute path, `exec`s, uses `env -i`, a venv's
+python or a `#!/usr/bin/env python3` file still reaches the recorder, never a real interpreter; what the script
+writes outside the scratch folder is capped (COW_MB) and the import says when it hit the cap. Device probes
 are answered for that device (`python3 -c 'import torch_npu'` fails for cuda; `torch.cuda.device_count()` answers);
 commands that download, install, wait or change the machine (pip, git, wget, sleep, kill, ...) do nothing; a
 `source` of a missing file is skipped. The verl launch is found through `python3 -m MODULE`, a `main_*.py` path,
@@ -29,8 +33,27 @@ from typing import Any
 
 from grpolab.problems import InputError
 from grpolab.verl import sandbox
+from grpolab.verl.config import verl_version
+from grpolab.verl.sandbox_cover import hidden_python, interpreters
 
-LAUNCHERS = ("python", "python3", "python3.9", "python3.10", "python3.11", "python3.12", "torchrun", "uv", "ray")
+WRAPPERS = ("srun", "mpirun", "mpiexec")  # cluster launchers: `srun [options] python3 -m ...`
+RUNNERS = ("uv", "conda", "mamba", "micromamba", "pixi", "poetry", "pdm", "pipenv", "hatch")  # `X run ... CMD`
+LAUNCHERS = (
+    "python",
+    "python3",
+    "python3.9",
+    "python3.10",
+    "python3.11",
+    "python3.12",
+    "python3.13",
+    "torchrun",
+    "ray",
+    "accelerate",
+    "deepspeed",
+    *RUNNERS,
+    *WRAPPERS,
+)
+COW_MB = 256  # what a script may write outside the scratch folder, in MiB (sandbox_init's cap)
 DEVICE_TOOLS = {"npu": "npu-smi", "cuda": "nvidia-smi"}
 QUIET = (  # no-ops everywhere: they download, install, wait, or act on processes and services
     "sleep",
@@ -49,7 +72,6 @@ QUIET = (  # no-ops everywhere: they download, install, wait, or act on processe
     "docker",
     "systemctl",
     "ulimit",
-    "conda",
     "module",
     "kill",
     "pkill",
@@ -75,18 +97,18 @@ BASH_VARS = {
 
 RECORDER = r"""
 import json, os, sys, time, types
-tool, argv = sys.argv[1], sys.argv[2:]
-calls = os.environ["GRPOLAB_IMPORT_CALLS"]
-device = os.environ.get("GRPOLAB_IMPORT_DEVICE", "npu")
-count = int(os.environ.get("GRPOLAB_IMPORT_DEVICES", "8"))
+tool, argv = os.path.basename(sys.argv[1]), sys.argv[2:]
+calls, device, count, release = SETTINGS  # written in: a script that clears its environment is still recorded
 files = {}
 for i, a in enumerate(argv):
     path = a.split("=", 1)[1] if a.startswith("--runtime-env=") else (argv[i + 1] if a == "--runtime-env" and i + 1 < len(argv) else None)
     if path:
-        try:
+        try:  # a regular file only: a FIFO would block the recorder
+            if not os.path.isfile(path):
+                raise OSError(path)
             with open(path) as fh:
                 files[path] = fh.read(1 << 20)
-        except OSError as exc:
+        except (OSError, UnicodeDecodeError) as exc:
             files[path] = None
 env = {k: v for k, v in os.environ.items() if not k.startswith("GRPOLAB_IMPORT_")}
 tmp = os.path.join(calls, ".%d-%d" % (time.time_ns(), os.getpid()))
@@ -106,7 +128,7 @@ if tool in ("npu-smi", "nvidia-smi"):
         print(tool.upper() + " (grpolab import: %d x %s)" % (count, names[device]))
         print("\n".join("| %d  %s  | OK |" % (i, names[device]) for i in range(count)))
     sys.exit(0)
-if tool == "uv":  # uv run [options] python3 ARGS: a probe through uv is a probe
+if tool in RUNNERS:  # uv run [options] python3 ARGS: a probe through a runner is a probe
     at = next((i for i, a in enumerate(argv) if os.path.basename(a).startswith("python")), None)
     if at is not None:
         tool, argv = "python3", argv[at + 1:]
@@ -128,11 +150,6 @@ if tool.startswith("python") and code is not None:
     else:
         sys.modules["torch_npu"] = None
     sys.modules["torch"] = torch
-    try:  # verl's own probe: from verl.utils.device import get_device_name
-        from importlib.metadata import version
-        release = version("verl")
-    except Exception:
-        release = "0.0.0"
     verl = types.ModuleType("verl")
     verl.__version__, verl.__path__ = release, []
     utils = types.ModuleType("verl.utils")
@@ -197,11 +214,20 @@ def check_script(path: Path) -> str:
     if not path.is_file():
         raise ImportFailed(f"no script {str(path)!r}")
     try:
-        text = path.read_text()
+        with open(path, encoding="utf-8", newline="") as fh:  # newline="": a CR stays as bash sees it
+            text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise ImportFailed(f"{path}: not a readable text file ({exc}); give a bash launch script") from None
     if "\x00" in text:
         raise ImportFailed(f"{path}: a binary file, not a shell script")
+    if "\r" in text:
+        lines = [n for n, line in enumerate(text.split("\n"), 1) if line.endswith("\r")]
+        raise ImportFailed(
+            f"{path}: Windows (CRLF) line ends on {len(lines)} line(s) (first: line {lines[0] if lines else '?'}): "
+            "bash reads the CR as part of each line's last word, so a `\\` continuation ends the command there and "
+            "the overrides after it are lost; convert it first (`sed -i 's/\\r$//' SCRIPT` or `dos2unix SCRIPT`), "
+            "then import again"
+        )
     first = text.lstrip().splitlines()[0] if text.strip() else ""
     if first.startswith("#!") and not re.search(r"\b(ba|z|k)?sh\b", first):
         raise ImportFailed(f"{path}: not a shell script (its first line is {first!r})")
@@ -211,9 +237,9 @@ def check_script(path: Path) -> str:
     return text
 
 
-def _shim(bin_dir: Path, tool: str, recorder: Path) -> None:
-    shim = bin_dir / tool
-    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -I {shlex.quote(str(recorder))} {tool} "$@"\n')
+def _shim(shim: Path, python: str, recorder: Path, tool: str = '"$0"') -> None:
+    """A launcher's stand-in: the recorder, under the tool's name (`"$0"`: the name it was reached by)."""
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(python)} -I {shlex.quote(str(recorder))} {tool} "$@"\n')
     shim.chmod(0o755)
 
 
@@ -229,33 +255,37 @@ def record(
     caller = dict(os.environ if env is None else env)
     with tempfile.TemporaryDirectory(prefix="grpolab-import-") as tmp:
         root = Path(tmp).resolve()
-        bin_dir, calls, home, work = root / "bin", root / "calls", root / "home", root / "work"
-        for folder in (bin_dir, calls, home, work):
+        tools_dir, calls, home, work = root / "tools", root / "calls", root / "home", root / "work"
+        bin_dir = tools_dir / "bin"
+        for folder in (tools_dir, bin_dir, calls, home, work):
             folder.mkdir()
-        recorder = root / "recorder.py"
-        recorder.write_text(RECORDER)
+        python, keep = (sys.executable, None) if trusted else hidden_python()
+        recorder = tools_dir / "recorder.py"
+        settings = (str(calls), device, devices, verl_version() or "0.0.0")
+        recorder.write_text(f"SETTINGS = {settings!r}\nRUNNERS = {RUNNERS!r}\n" + RECORDER)
         tools = [*LAUNCHERS, DEVICE_TOOLS[device]]
         other = DEVICE_TOOLS["cuda" if device == "npu" else "npu"]
         if shutil.which(other, path=caller.get("PATH")):
             tools.append(other)  # the real one is installed here: it answers "not found" for the device asked
         for tool in tools:
-            _shim(bin_dir, tool, recorder)
-        prelude = root / "prelude.sh"
+            _shim(bin_dir / tool, python, recorder, tool)
+        cover = tools_dir / "cover"
+        _shim(cover, python, recorder)
+        hide = [] if trusted else [[str(cover), f] for f in interpreters(caller, text, os.getcwd()) if f != python]
+        prelude = tools_dir / "prelude.sh"
         quiet = QUIET + (TRUSTED_QUIET if trusted else ())
         prelude.write_text(
-            PRELUDE
+            PRELUDE.replace("$GRPOLAB_IMPORT_CALLS", str(calls))
             + (TRUSTED_PRELUDE if trusted else "")
             + "".join(f"{c}() {{ return 0; }}\n" for c in quiet)
-            + "".join(f'{t}() {{ _grpolab_vars; command {t} "$@"; }}\n' for t in LAUNCHERS)
+            # a launcher by name is the recorder whatever PATH the script set
+            + "".join(f'{t}() {{ _grpolab_vars; {shlex.quote(str(bin_dir / t))} "$@"; }}\n' for t in LAUNCHERS)
         )
         run_env = {
             **caller,
             "PATH": f"{bin_dir}:{caller.get('PATH') or '/usr/bin:/bin'}",
             "BASH_ENV": str(prelude),
-            "GRPOLAB_IMPORT_CALLS": str(calls),
             "GRPOLAB_IMPORT_ROOT": str(root),
-            "GRPOLAB_IMPORT_DEVICE": device,
-            "GRPOLAB_IMPORT_DEVICES": str(devices),
         }
         if trusted:
             run_env.update({"HOME": str(home), "TMPDIR": str(root)})
@@ -273,7 +303,9 @@ def record(
                     stdin=subprocess.DEVNULL,
                 )
             else:
-                proc = sandbox.run(argv, run_env, root, cwd, TIMEOUT_S)
+                proc = sandbox.run(
+                    argv, run_env, root, cwd, TIMEOUT_S, cow_mb=COW_MB, keep=keep, hide=hide, read_only=[str(tools_dir)]
+                )
             code, stderr = proc.returncode, proc.stderr
         except subprocess.TimeoutExpired:
             code, stderr = None, f"(stopped after {TIMEOUT_S} s)"
@@ -293,6 +325,13 @@ def record(
             value = value.replace(scratch, actual)
         return value
 
+    notes = []
+    if "No space left on device" in stderr:
+        notes.append(
+            f"the script filled the import's {COW_MB} MiB scratch layer (what it writes outside its own folder is "
+            "kept in memory and capped): writes after that failed; if the launch depends on them, import on a "
+            "machine where the script's outputs are not needed, or trim the script"
+        )
     launches = []
     for rec in records:
         found = find_launch(rec["tool"], [unscratch(a) for a in rec["argv"]], rec.get("files", {}))
@@ -300,6 +339,14 @@ def record(
             launches.append((rec, found))
     if not launches:
         tail = "\n".join(stderr.strip().splitlines()[-5:])
+        if "Argument list too long" in stderr:
+            tail = (
+                "the script's environment (or a command line) is larger than the kernel lets a program start with "
+                "(Argument list too long): a launch after that could not start; export less (a variable of more "
+                "than 128 KiB cannot be passed to any program)\n" + tail
+            )
+        if notes:
+            tail = notes[0] + "\n" + tail
         if code not in (0, None):
             needs = sorted(set(re.findall(r"([A-Za-z_]\w*): unbound variable", stderr)))
             hint = f"; it needs ${', $'.join(needs)}: set it in your environment and import again" if needs else ""
@@ -322,6 +369,7 @@ def record(
         ray,
         unset_reads(text, caller, next((names for t, names in reversed(dumps) if t <= rec.get("t", 0)), None)),
     )
+    recorded.notes += notes
     if len(launches) > 1:
         recorded.notes.append(f"the script launches verl {len(launches)} times; the first launch is imported")
     return recorded
@@ -390,6 +438,22 @@ def _torchrun_entry(argv: list[str]) -> tuple[str, list[str]] | None:
         if a.endswith(".py"):
             return _module_of(a), argv[i + 1 :]
     return None
+
+
+_RUNNER_VALUE = {"-n", "--name", "-p", "--prefix", "--cwd", "-e", "--environment", "--env", "--manifest-path"}
+
+
+def _runner_entry(argv: list[str]) -> tuple[str, list[str]] | None:
+    """`conda|mamba|micromamba|pixi|poetry|pdm|pipenv|hatch run [options] COMMAND ARGS` -> COMMAND's launch."""
+    if argv[:1] != ["run"]:
+        return None
+    i = 1
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in _RUNNER_VALUE else 1
+    if i >= len(argv):
+        return None
+    found = launch_in(argv[i], argv[i + 1 :], {})
+    return found[:2] if found else None
 
 
 def _uv_entry(argv: list[str]) -> tuple[str, list[str]] | None:
@@ -474,6 +538,12 @@ def launch_in(tool: str, argv: list[str], files: dict) -> tuple[str, list[str], 
         found = _torchrun_entry(argv)
     elif name == "uv":
         found = _uv_entry(argv)
+    elif name in RUNNERS:
+        found = _runner_entry(argv)
+    elif name in WRAPPERS:  # the first argument that is a launcher starts the command
+        at = next((i for i, a in enumerate(argv) if Path(a).name in LAUNCHERS and Path(a).name not in WRAPPERS), None)
+        inner = launch_in(argv[at], argv[at + 1 :], files) if at is not None else None
+        found = inner[:2] if inner else None
     elif name == "ray":
         submitted = _ray_entry(argv, files)
         found, ray = (submitted[:2], submitted[2]) if submitted else (None, {})

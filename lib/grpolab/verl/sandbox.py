@@ -26,6 +26,7 @@ UNSHARE = "GRPOLAB_UNSHARE"  # env: the util-linux unshare to use (default: `uns
 NAMESPACES = ["--mount", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child"]
 USER = ["--user", "--map-root-user"]
 PROBE_S = 20
+KEEP = "/.grpolab-keep"  # sandbox_init's: where `keep` shows a folder as it is
 
 
 def _unshare() -> str:
@@ -41,9 +42,9 @@ def _modes() -> list[list[str]]:
     return [[], USER] if os.geteuid() == 0 else [USER, []]
 
 
-def _run(mode: list[str], scratch: Path, argv: list[str], env: dict, cwd: str, timeout: float):
+def _run(mode: list[str], scratch: Path, argv: list[str], env: dict, cwd: str, timeout: float, extra: dict):
     config = scratch / "sandbox.json"
-    config.write_text(json.dumps({"scratch": str(scratch), "argv": argv, "env": env, "cwd": cwd}))
+    config.write_text(json.dumps({**extra, "scratch": str(scratch), "argv": argv, "env": env, "cwd": cwd}))
     return subprocess.run(
         _command(mode, config),
         capture_output=True,
@@ -57,14 +58,16 @@ def _run(mode: list[str], scratch: Path, argv: list[str], env: dict, cwd: str, t
 _WORKS: list[list[str]] = []  # the mode that isolated in this process, once one has
 
 
-def _attempt(scratch: Path, argv: list[str], env: dict, cwd: str, timeout: float, modes: list | None = None):
+def _attempt(
+    scratch: Path, argv: list[str], env: dict, cwd: str, timeout: float, modes: list | None = None, extra=None
+):
     """Run isolated in the first mode that works here: (the process, None) or (None, why none does)."""
     if shutil.which(_unshare()) is None:
         return None, f"util-linux `unshare` is not installed ({_unshare()}; apt-get install util-linux)"
     why = ""
     for mode in modes or _WORKS[:1] or _modes():
         try:
-            proc = _run(mode, scratch, argv, env, cwd, timeout)
+            proc = _run(mode, scratch, argv, env, cwd, timeout, extra or {})
         except OSError as exc:
             why = str(exc)
             continue
@@ -102,13 +105,20 @@ def available() -> str | None:
 
 
 def run(
-    argv: list[str], env: dict[str, str], scratch: Path, cwd: str, timeout: float, user_namespace: bool | None = None
+    argv: list[str],
+    env: dict[str, str],
+    scratch: Path,
+    cwd: str,
+    timeout: float,
+    user_namespace: bool | None = None,
+    **extra,
 ) -> subprocess.CompletedProcess:
     """Run argv isolated; only `scratch` (a folder of the caller's) is shared and writable. RuntimeError when this
     machine cannot isolate (see `available`); subprocess.TimeoutExpired after `timeout` seconds (everything inside
-    is killed with the namespace). `user_namespace` forces one way (None: the first that works here)."""
+    is killed with the namespace). `user_namespace` forces one way (None: the first that works here). `extra`:
+    sandbox_init's optional settings (cow_mb, keep, hide, read_only)."""
     modes = None if user_namespace is None else [USER if user_namespace else []]
-    proc, why = _attempt(Path(scratch).resolve(), argv, env, cwd, timeout, modes)
+    proc, why = _attempt(Path(scratch).resolve(), argv, env, cwd, timeout, modes, extra)
     if proc is None:
         raise RuntimeError(why)
     return proc

@@ -8,8 +8,15 @@ pid namespace's, read-only; /sys is read-only. The old root is detached (pivot_r
 beyond files are dropped (no mount, no device nodes, no chroot escape) and no_new_privs is set, so nothing run
 inside can undo this. Pure standard library: it runs before anything else, with `python -I`.
 
-argv: CONFIG.json with `scratch` (the folder that stays shared and writable), `argv`, `env`, `cwd`.
-Exit 125 with a message on stderr when the root cannot be built.
+The overlays' upper layers share one tmpfs capped at `cow_mb` MiB (a script that writes more gets "No space left on
+device", and the caller says so), so an import never takes more of the machine's memory than that. Optional:
+`keep` (a folder of the machine shown, as it is, at /.grpolab-keep: the interpreter the recorder runs on), `hide`
+([source, target] pairs: each target file is covered by the source, read-only: the recorder over every
+interpreter, however the command reaches it), and `read_only` (folders of the scratch folder the command may read
+but not change: the recorder itself).
+
+argv: CONFIG.json with `scratch` (the folder that stays shared and writable), `argv`, `env`, `cwd` (and the optional
+keys above). Exit 125 with a message on stderr when the root cannot be built.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "riscv64": 41, "loongar
 KEEP_CAPS = {0, 1, 2, 3, 4}  # chown, dac_override, dac_read_search, fowner, fsetid: files only
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 SPECIAL = ("/proc", "/sys", "/dev")  # rebuilt, never covered
+KEEP = "/.grpolab-keep"
+COW_MB = 256  # default cap of everything the command writes outside the scratch folder
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -145,7 +154,7 @@ def build_dev(root: str) -> None:
         os.symlink(to, f"{dev}/{name}")
     os.symlink("/proc/self/fd/2", f"{dev}/stderr")
     os.mkdir(f"{dev}/shm")
-    mount("tmpfs", f"{dev}/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+    mount("tmpfs", f"{dev}/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m")
     os.mkdir(f"{dev}/pts")
 
 
@@ -173,14 +182,18 @@ def drop_privileges() -> None:
     _call(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")  # PR_SET_NO_NEW_PRIVS
 
 
-def build(config: dict) -> None:
+FULL = "grpolab sandbox: the scratch layer is full"  # said on stderr when the command filled the cap
+
+
+def build(config: dict) -> list[int]:
     scratch = config["scratch"]
     root, cow = f"{scratch}/.root", f"{scratch}/.cow"
     points = mount_points(scratch)
     mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here propagates back to the machine
-    for folder in (root, cow):
+    for folder, size in ((root, 64), (cow, int(config.get("cow_mb") or COW_MB))):
         os.makedirs(folder, exist_ok=True)
-        mount("tmpfs", folder, "tmpfs", 0, "mode=0755")  # the new root and the overlays' upper layers
+        mount("tmpfs", folder, "tmpfs", 0, f"mode=0755,size={size}m")  # the new root and the overlays' upper layers
+    layers = [os.open(folder, os.O_RDONLY) for folder in (root, cow)]  # kept past pivot_root: how full they got
     Root(root, cow, points).cover("/", root)
     try:
         mount("proc", f"{root}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY)
@@ -193,6 +206,17 @@ def build(config: dict) -> None:
         pass  # left empty: nothing a launch script needs
     os.makedirs(root + scratch, exist_ok=True)
     mount(scratch, root + scratch, None, MS_BIND)  # the shared scratch folder stays the real, writable one
+    for folder in config.get("read_only") or []:
+        bind_read_only(folder, root + folder)
+    if config.get("keep"):  # before the covers below: this view of it keeps the real files
+        os.mkdir(root + KEEP)
+        mount(root + config["keep"], root + KEEP, None, MS_BIND | MS_REC)
+    for source, target in config.get("hide") or []:
+        if os.path.isfile(root + target) and not os.path.islink(root + target):
+            try:
+                bind_read_only(source, root + target)
+            except OSError:
+                pass  # left uncovered rather than no import at all (a file the namespace may not mount over)
     old = f"{root}/.grpolab-old-root"
     os.mkdir(old)
     number = PIVOT_ROOT.get(platform.machine())
@@ -203,21 +227,32 @@ def build(config: dict) -> None:
     _call(libc.umount2(b"/.grpolab-old-root", MNT_DETACH), "detach the old root")
     os.rmdir("/.grpolab-old-root")
     drop_privileges()
+    return layers
 
 
 def main() -> None:
     with open(sys.argv[1]) as fh:
         config = json.load(fh)
     try:
-        build(config)
+        layers = build(config)
     except OSError as exc:
         print(f"grpolab sandbox: cannot isolate: {exc}", file=sys.stderr)
         sys.exit(125)
-    try:
-        os.chdir(config["cwd"])
-    except OSError:
-        os.chdir("/")
-    os.execve(config["argv"][0], config["argv"], config["env"])
+    child = os.fork()
+    if child == 0:
+        try:
+            os.chdir(config["cwd"])
+        except OSError:
+            os.chdir("/")
+        os.execve(config["argv"][0], config["argv"], config["env"])
+    # this process is the namespace's first: once the command ends, everything it left running ends with it
+    _, status = os.waitpid(child, 0)
+    for fd in layers:
+        st = os.fstatvfs(fd)
+        if st.f_blocks and st.f_bavail * 20 < st.f_blocks:  # less than 5 % left: the cap was reached
+            print(f"{FULL} (No space left on device)", file=sys.stderr)
+            break
+    sys.exit(os.waitstatus_to_exitcode(status) & 0xFF if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
 if __name__ == "__main__":
