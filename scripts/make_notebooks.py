@@ -105,7 +105,7 @@ nothing is launched) and shows the imported recipe and what it could not reprodu
             "script": ("Optional[str]", "None", "a verl launch script (.sh) to turn into the recipe; None: use model"),
         },
         "params = nb.check_parameters(globals())\nmodel = nb.from_script(script, model)\n"
-        "recipe, problems = nb.check_recipe(model, overrides)",
+        "recipe, problems = nb.check_recipe(model, overrides)\nnb.stop_on_dropped(problems, recipe, overrides)",
         [
             (
                 "## Problems\nErrors first; a warning does not block the launch.",
