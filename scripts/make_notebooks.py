@@ -238,7 +238,7 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
             (
                 "## Interactive chart and comparison\nThe run's curves (and those of `compare_with`) in one chart: hover "
                 "for the values, drag to zoom, double-click to reset, buttons for a step or wall-clock x axis; the "
-                "recipe and stack differences above it, the logs below. Redrawn with the live dashboard.",
+                "recipe and stack differences above it, the logs below. Drawn anew at each refresh of the live dashboard, while its kernel runs.",
                 "comparison = nb.compare_runs([run, *compare_with], smoothing=smoothing, dashboard=dashboard)",
                 [],
             ),
