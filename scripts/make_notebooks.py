@@ -279,7 +279,8 @@ JupyterLab, widgets below re-plan for other node counts and lengths; headless th
                 ["report"],
             ),
             (
-                "## Memory against estimated step time\nOne point per valid training layout (with the best rollout).",
+                "## Memory against estimated step time\nOne point per valid training layout that fits the estimated "
+                "memory (with its best rollout); the dashed line is the device memory.",
                 "chart = nb.plot_plan(plan)",
                 [],
             ),

@@ -61,8 +61,10 @@ from grpolab.notebook.parameters import (  # noqa: F401
 )
 from grpolab.notebook.plan import (  # noqa: F401
     plan_explorer,
+    plan_figure,
     plan_layouts,
     plan_overrides,
+    plan_points,
     plan_verdict,
     plot_plan,
     show_plan,
