@@ -432,12 +432,17 @@ def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
     (run_dir,) = Path(os.environ["GRPOLAB_RUNS"]).glob("tiny-*")  # the run, under its generated id
     run_id = run_dir.name
     assert re.search(rf"run {run_id}: step \d+/40 .*SUCCEEDED", said), said[-3000:]
+    # the terminal ends with a summary: the stages, the run folder, the figures at the end, the pictures' paths
+    summary = said[said.index("run.ipynb summary:") :]
+    assert "04_monitor    ok" in summary and f"run folder: {run_dir}" in summary, summary
+    assert re.search(r"at the end: reward \d\.\d{3} \(step 40\), val_acc \d\.\d{3} \(step 40\)", summary), summary
+    assert f"figures: {run_dir / 'curves.png'}, {run_dir / 'val_accuracy.png'}" in summary
     assert out.stat().st_size < 1_000_000
     assert json.loads((run_dir / "status.json").read_text())["state"] == "SUCCEEDED"
     stages = sorted(p.name for p in (run_dir / "notebooks").glob("*.ipynb"))
     assert stages == ["01_setup.ipynb", "02_preflight.ipynb", "03_launch.ipynb", "04_monitor.ipynb"]
     # stages run before the run existed say where their executed copy ends up (it is moved there)
-    said = re.search(r"01_setup: ok in [\d.]+ s; executed notebook: \S+ \(moves to (\S+) once", text_of(out))
+    said = re.search(r"01_setup: ok in [\d.]+ s; executed notebook: \S+ \(moves to (\S+) if", text_of(out))
     assert said and Path(said.group(1)) == run_dir / "notebooks", text_of(out)[:3000]
     book = nbformat.read(str(out), as_version=4)
     last = len(book.cells) - 1

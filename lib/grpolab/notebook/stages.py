@@ -46,6 +46,14 @@ def preflight(recipe, address: str | None = None, timeout_s: float | None = None
     return report
 
 
+def failed_summary(failed) -> str:
+    """Which checks failed, each once with on how many nodes: `devices on 2 nodes, cann on 2 nodes, env`."""
+    from collections import Counter
+
+    count = Counter(r.check for r in failed)
+    return ", ".join(f"{check} on {n} nodes" if n > 1 else check for check, n in count.items())
+
+
 def preflight_verdict(report, dry_run: bool = False) -> None:
     """NotebookStop when a check fails, with the failed rows; a dry run only reports them."""
     if not report.failed:
@@ -53,10 +61,10 @@ def preflight_verdict(report, dry_run: bool = False) -> None:
         print(f"no check fails: nothing blocks the launch ({warned} warning(s))")
         return
     failed = [r for r in report.rows if r.status == "fail"]
-    if dry_run:  # the table above lists them with their fixes: say what they mean, not the list again
+    if dry_run:  # the table above lists them with their fixes: say what they mean and which, not the list again
         print(
-            f"{DRY_RUN_FAILS.format(n=len(failed))}: listed in the table above with their fixes; "
-            "nothing will be launched, so they do not stop this dry run"
+            f"{DRY_RUN_FAILS.format(n=len(failed))} ({failed_summary(failed)}): listed in the table above with "
+            "their fixes; nothing will be launched, so they do not stop this dry run"
         )
         return
     lines = [f"{r.check} ({r.node}): {r.detail}" + (f"\n    fix: {r.fix}" if r.fix else "") for r in failed]
