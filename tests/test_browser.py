@@ -4,8 +4,9 @@ playwright (tests/browser/drive_lab.py, in its own venv .venv-browser; `scripts/
 A run that a trainer is writing (its record RUNNING, metrics.jsonl growing; no Ray: the views read the run's files)
 is opened with JupyterLab's own Run All. The interactive chart and the dashboard's state line follow the new steps
 within a refresh; the page says "live" while the kernel refreshes it. Saved mid-run, its kernel shut down and the
-page reloaded, the notebook says "as of" and how to reconnect, and claims nothing is refreshing it. JupyterLab and
-Chromium are stopped at the end, and no process of theirs is left. About half a minute.
+page reloaded, the notebook says "as of" and how to reconnect, and claims nothing is refreshing it. Then 01_setup's
+Run All with model 'tinyy' after a good run in the same kernel shows nothing of the earlier recipe below the check
+cell. JupyterLab and Chromium are stopped at the end, and no process of theirs is left. About a minute.
 """
 
 from __future__ import annotations
@@ -117,5 +118,11 @@ def test_live_chart_follows_a_run_in_jupyterlab_and_a_reopened_notebook_says_as_
     reopened = seen["reopened_text"]
     assert "as of" in reopened and "run this cell again to reconnect" in reopened
     assert "refreshing" not in reopened and "Stop run cannot act" in reopened
+    # JupyterLab's own Run All after a bad model: the check cell stops, and no later cell shows the earlier run's
+    # recipe ("recipe tiny: ready to launch")
+    good, bad = seen["run_all"]["good"], seen["run_all"]["bad"]
+    check = next(i for i, text in enumerate(bad) if "no recipe named 'tinyy'" in text)
+    assert "ready to launch" in good[-1]
+    assert all("ready to launch" not in text and "resolved recipe tiny" not in text for text in bad[check + 1 :]), bad
     time.sleep(1)
     assert _ours(str(tmp_path)) == [] and _ours(f"port={PORT}") == []  # nothing left running

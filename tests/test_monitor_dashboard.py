@@ -197,3 +197,27 @@ def test_state_line_says_as_of_and_only_the_refreshing_widget_says_live(runs_roo
     dash.stop()
     dash._thread.join(timeout=20)
     assert dash.live_label.value == ""  # nothing refreshes it any more
+
+
+def test_03_launchs_line_says_as_of_and_a_stopped_run_is_not_running(runs_root, monkeypatch):
+    """03_launch's progress line (an ordinary output a saved notebook keeps): the state as of a time, how to follow
+    the run again, no claim that it refreshes; once the run was stopped it says STOPPED, not RUNNING."""
+    import re
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from grpolab.monitor.progress import Progress
+    from grpolab.notebook.stages import _LiveLine
+
+    shell = InteractiveShell.instance()
+    published = []
+    monkeypatch.setattr(shell.display_pub, "publish", lambda data, *a, **k: published.append(data))
+    line = _LiveLine("launched")
+    tracker = Progress("launched", total=40, out=lambda _l: None)
+    line.show(tracker, "RUNNING")
+    running = published[-1]["text/plain"]
+    assert re.search(r"RUNNING as of \d\d:\d\d:\d\d", running) and "grpolab monitor launched" in running
+    assert "refreshing" not in running + published[-1]["text/html"]
+    line.show(tracker, "STOPPED")
+    stopped = published[-1]["text/plain"]
+    assert re.search(r"STOPPED as of \d\d:\d\d:\d\d", stopped) and "RUNNING" not in stopped

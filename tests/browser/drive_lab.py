@@ -5,7 +5,8 @@
 Opens 04_monitor.ipynb at URL, runs all its cells (JupyterLab's own Run All), then appends the lines of PENDING to
 METRICS (the run's metrics.jsonl, as a trainer would) in chunks and reads, after each, the last step of the
 interactive chart in the page (plotly's own data on its element) and of the dashboard's state line. Then it saves
-the notebook, shuts its kernel down, reloads the page and reads the state line again. Prints one JSON document;
+the notebook, shuts its kernel down, reloads the page and reads the state line again. Last, in 01_setup, Run All
+with the default model, then with model 'tinyy' in the same kernel, and what each cell shows then. Prints one JSON document;
 screenshots go to OUT_DIR. Imports nothing from grpolab: this venv has only playwright.
 """
 
@@ -69,6 +70,48 @@ def shut_down_kernel(page) -> None:
     time.sleep(2)
 
 
+def cell_outputs(page) -> list[str]:
+    """The text of each code cell's outputs in the current notebook, in order."""
+    return page.evaluate(
+        """() => Array.from(window.jupyterapp.shell.currentWidget.content.node.querySelectorAll('.jp-CodeCell'))
+            .map(c => { const o = c.querySelector('.jp-OutputArea'); return o ? o.innerText : ''; })"""
+    )
+
+
+def wait_for_kernel(page) -> None:
+    page.wait_for_function(
+        "() => { const w = window.jupyterapp.shell.currentWidget; const c = w && w.sessionContext; "
+        "return c && c.session && c.session.kernel && c.session.kernel.status === 'idle'; }",
+        timeout=TIMEOUT_MS,
+    )
+
+
+def run_all_after_a_bad_model(page, out: Path) -> dict:
+    """01_setup: Run All with the default model (tiny), then the parameters cell changed to model 'tinyy' and Run
+    All again in the same kernel: what each cell shows afterwards."""
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:open', {path: '01_setup.ipynb'})")
+    page.wait_for_function(
+        "() => { const w = window.jupyterapp.shell.currentWidget; return w && w.context && "
+        "w.context.path === '01_setup.ipynb'; }",
+        timeout=TIMEOUT_MS,
+    )
+    wait_for_kernel(page)
+    run_all(page)
+    page.wait_for_function("() => /ready to launch/.test(document.body.innerText)", timeout=TIMEOUT_MS)
+    good = cell_outputs(page)
+    page.evaluate(
+        """() => { const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+            const p = cells.find(c => (c.model.getMetadata('tags') || []).includes('parameters'));
+            p.model.sharedModel.setSource(p.model.sharedModel.getSource().replace('"tiny"', '"tinyy"')); }"""
+    )
+    run_all(page)
+    page.wait_for_function("() => /no recipe named 'tinyy'/.test(document.body.innerText)", timeout=TIMEOUT_MS)
+    time.sleep(4)  # whatever Run All would still run after the stop has had its time
+    wait_for_kernel(page)
+    page.screenshot(path=str(out / "run_all_bad_model.png"), full_page=True)
+    return {"good": good, "bad": cell_outputs(page)}
+
+
 def main(url: str, metrics: str, pending: str, out_dir: str) -> int:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -121,6 +164,7 @@ def main(url: str, metrics: str, pending: str, out_dir: str) -> int:
             time.sleep(5)
             page.screenshot(path=str(out / "reopened.png"), full_page=True)
             result["reopened_text"] = page.evaluate("() => document.body.innerText")
+            result["run_all"] = run_all_after_a_bad_model(page, out)
         finally:
             browser.close()
     print(json.dumps(result))
