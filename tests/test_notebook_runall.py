@@ -27,9 +27,21 @@ def kernel(tmp_path):
         km.shutdown_kernel(now=True)
 
 
+def _settled(kc) -> None:
+    """Wait until the kernel has left the aborting state an error with stop_on_error puts it in (ipykernel aborts
+    what arrives meanwhile), as a person is slower than that: a trivial request that is answered, not aborted,
+    says so (after a stop the kernel's guard answers it with CellSkipped, which is an answer)."""
+    for _ in range(200):
+        reply = kc.execute("pass", reply=True, store_history=False, timeout=60)
+        if reply["content"]["status"] != "aborted":
+            return
+    raise AssertionError("the kernel kept aborting requests")
+
+
 def _run_all(kc, cells: list[str], abort_on_error: bool) -> list[tuple[str, str]]:
     """(status, text shown) per cell, as a front end's Run All: every request sent at once with stop_on_error
     (JupyterLab), or one after the other without it (a front end that goes on)."""
+    _settled(kc)
     if abort_on_error:
         ids = [kc.execute(src, stop_on_error=True) for src in cells]
     else:
@@ -71,7 +83,7 @@ def test_run_all_after_a_bad_model_runs_nothing_with_the_previous_recipe(kernel)
     for abort in (False, True):  # a front end that goes on after an error, and JupyterLab's aborted queue
         bad = _run_all(kernel, bad_cells, abort_on_error=abort)
         check = index + 1
-        assert bad[check][0] == "error" and "no recipe named 'tinyy'" in bad[check][1]
+        assert bad[check][0] == "error" and "no recipe named 'tinyy'" in bad[check][1], (abort, bad)
         for status, text in bad[check + 1 :]:
             assert status in ("error", "aborted"), (status, text)
             assert "ready to launch" not in text and "resolved recipe tiny" not in text
