@@ -80,3 +80,22 @@ def test_the_chart_plots_valid_layouts_that_fit_once_each_with_a_labelled_budget
     plotted = sum(len(c.get_offsets()) for c in ax.collections[:1])
     assert plotted == len(points)
     assert max(ch.train.memory_gb["total"] for ch in points) <= plan.recipe.cluster.device_memory_gb
+
+
+def test_the_explorer_says_without_a_kernel_that_it_cannot_plan(monkeypatch):
+    """Reopened without a kernel (ipywidgets marks its widgets disconnected) the explorer's inputs are greyed out
+    and a note says why and how to use it again; with a kernel the note is hidden by the same style."""
+    import ipywidgets as widgets
+
+    from grpolab.monitor.dashboard import DISCONNECTED
+
+    monkeypatch.setenv("JPY_SESSION_NAME", "05_plan.ipynb")  # as in JupyterLab
+    box = nb.plan_explorer("glm5_2")
+    controls, note = box.children
+    assert all("grpolab-needs-kernel" in c._dom_classes for c in controls.children)
+    assert isinstance(note, widgets.HTML) and "run this cell again" in note.value
+    assert (
+        f".{DISCONNECTED} .grpolab-offline{{display:inline}}" in note.value
+        and ".grpolab-offline{display:none}" in note.value
+    )
+    box.close()

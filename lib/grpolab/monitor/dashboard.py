@@ -42,8 +42,14 @@ OFFLINE = "not live: no kernel refreshes this view and Stop run cannot act; run 
 LIVE_STYLE = (
     "<style>.grpolab-offline{display:none}"
     f".{DISCONNECTED} .grpolab-live{{display:none}}.{DISCONNECTED} .grpolab-offline{{display:inline}}"
-    f".grpolab-stop.{DISCONNECTED}{{pointer-events:none;opacity:0.4}}</style>"
+    f".grpolab-stop.{DISCONNECTED},.grpolab-needs-kernel.{DISCONNECTED}{{pointer-events:none;opacity:0.4}}</style>"
 )
+
+
+def offline_note(text: str) -> str:
+    """The HTML of a widgets.HTML that shows `text` only once ipywidgets marks it disconnected (no kernel)."""
+    return f"{LIVE_STYLE}<span class='grpolab-offline'><i>{html.escape(text)}</i></span>"
+
 
 STATE_COLOURS = {"FAILED": "#d62728", "LOST": "#d62728", "SUCCEEDED": "#2ca02c", "STOPPED": "#7f7f7f"}
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

@@ -177,7 +177,7 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
     import ipywidgets as widgets
     from IPython.display import display
 
-    from grpolab.monitor.dashboard import WIDGET_VIEW
+    from grpolab.monitor.dashboard import WIDGET_VIEW, offline_note
     from grpolab.plan import io
 
     recipe = io.load(model, None, hardware, list(overrides))
@@ -187,6 +187,9 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
         value=recipe.data.max_response_length, min=1, max=10_000_000, description="response"
     )
     button = widgets.Button(description="plan")
+    offline = widgets.HTML(offline_note("no kernel: the explorer cannot plan; run this cell again to use it"))
+    for control in (nodes, prompt, response, button):  # greyed out without a kernel (grpolab.monitor.dashboard)
+        control.add_class("grpolab-needs-kernel")
 
     def replan(_=None) -> None:
         sets = [
@@ -205,7 +208,7 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
         out.update(captured(shown), raw=True)  # an ordinary output: the saved notebook keeps the last table
 
     button.on_click(replan)
-    box = widgets.VBox([widgets.HBox([nodes, prompt, response, button])])
+    box = widgets.VBox([widgets.HBox([nodes, prompt, response, button]), offline])
     display(
         {
             WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": box.model_id},
