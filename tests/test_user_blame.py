@@ -95,3 +95,17 @@ def test_01_setup_stops_in_its_check_cell_on_an_ill_typed_override(tmp_path):
     assert error.ename == "NotebookStop" and "was not applied" in error.evalue
     later = book.cells[book.cells.index(failed) + 1 :]
     assert not any(c.get("outputs") for c in later if c.cell_type == "code")  # no recipe shown with 1200 steps
+
+
+def test_in_jupyterlab_a_string_for_the_overrides_list_is_told_how_to_write_the_cell(monkeypatch):
+    """Inside JupyterLab the fix is for the parameters cell the user edits, not papermill's -y flag."""
+    monkeypatch.setenv("JPY_SESSION_NAME", "01_setup.ipynb")
+    ns = {"__annotations__": {"model": str, "overrides": list[str]}, "model": "tiny", "overrides": "rollout.tp=16"}
+    with pytest.raises(nb.NotebookStop) as stop:
+        nb.check_parameters(ns)
+    said = str(stop.value)
+    assert "in the parameters cell write a list: overrides = ['rollout.tp=16']" in said
+    assert "papermill" not in said and "-y" not in said
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    with pytest.raises(nb.NotebookStop, match=r'papermill -y "overrides: \[rollout.tp=16\]"'):
+        nb.check_parameters(dict(ns, overrides="rollout.tp=16"))  # headless: papermill's flag
