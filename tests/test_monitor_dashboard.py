@@ -135,7 +135,8 @@ def test_every_refresh_rewrites_static_outputs_and_a_finished_run_leaves_no_cont
     run.write_status(state="SUCCEEDED")
     dash.refresh()
     final = shown["state"][-1]["text/plain"]
-    assert final.startswith("run ended: SUCCEEDED  step 30/30 (100 %)") and "refreshing" not in final
+    assert final.startswith("run ended: SUCCEEDED as of ") and "step 30/30 (100 %)" in final
+    assert "refreshing" not in final and "reconnect" not in final
     assert shown["controls"][-1]["text/plain"] == "run ended ended SUCCEEDED: nothing left to control"
     assert dash.stop_button.layout.display == "none" and "SUCCEEDED" in shown["summary"][-1]["text/plain"]
 
@@ -159,3 +160,64 @@ def test_controls_carry_a_text_twin_and_stopping_to_follow_says_so(runs_root, mo
     dash.refresh()
     dash.stop()
     assert any("stopped following run shown (it goes on)" in d.get("text/plain", "") for d in published)
+
+
+def test_state_line_says_as_of_and_only_the_refreshing_widget_says_live(runs_root, monkeypatch):
+    """What is saved with the notebook (the state line) says when it was read and how to reconnect, never that it
+    is refreshing; "live" is said by a widget only while the refresh thread runs, with the style that hides it and
+    greys Stop run out once ipywidgets marks the widget disconnected (a reopened notebook, no kernel)."""
+    import re
+    import threading
+
+    from grpolab.jobs import state
+    from grpolab.monitor.dashboard import DISCONNECTED, Dashboard
+
+    run = create_run("tiny", run_id="asof")
+    synthetic.write_jsonl(run.metrics_file, synthetic.healthy(5))
+    run.write_status(state="RUNNING", job_id="j", total_steps=30)
+    monkeypatch.setattr(state, "refresh", lambda r: r.status())
+    dash = Dashboard("asof", interval=0.05)
+    dash.refresh()  # not from the refresh thread: nothing keeps it live
+    assert re.search(r"RUNNING as of \d\d:\d\d:\d\d", dash.state_text) and "reconnect" in dash.state_text
+    assert "refreshing" not in dash.state_text + dash.state_html and dash.live_label.value == ""
+    seen = threading.Event()
+    labels = []
+
+    def watch(change):
+        labels.append(change["new"])
+        seen.set()
+
+    dash.live_label.observe(watch, names="value")
+    dash.start()
+    assert seen.wait(20)
+    live = next(v for v in labels if v)
+    assert "live</span>: refreshing every 0.05 s" in live and f".{DISCONNECTED} .grpolab-live{{display:none}}" in live
+    assert "Stop run cannot act" in live and "grpolab-stop" in dash.stop_button._dom_classes
+    assert "refreshing" not in dash.state_html  # the saved outputs never claim it
+    dash.stop()
+    dash._thread.join(timeout=20)
+    assert dash.live_label.value == ""  # nothing refreshes it any more
+
+
+def test_03_launchs_line_says_as_of_and_a_stopped_run_is_not_running(runs_root, monkeypatch):
+    """03_launch's progress line (an ordinary output a saved notebook keeps): the state as of a time, how to follow
+    the run again, no claim that it refreshes; once the run was stopped it says STOPPED, not RUNNING."""
+    import re
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from grpolab.monitor.progress import Progress
+    from grpolab.notebook.stages import _LiveLine
+
+    shell = InteractiveShell.instance()
+    published = []
+    monkeypatch.setattr(shell.display_pub, "publish", lambda data, *a, **k: published.append(data))
+    line = _LiveLine("launched")
+    tracker = Progress("launched", total=40, out=lambda _l: None)
+    line.show(tracker, "RUNNING")
+    running = published[-1]["text/plain"]
+    assert re.search(r"RUNNING as of \d\d:\d\d:\d\d", running) and "grpolab monitor launched" in running
+    assert "refreshing" not in running + published[-1]["text/html"]
+    line.show(tracker, "STOPPED")
+    stopped = published[-1]["text/plain"]
+    assert re.search(r"STOPPED as of \d\d:\d\d:\d\d", stopped) and "RUNNING" not in stopped

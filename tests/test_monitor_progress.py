@@ -255,3 +255,29 @@ def test_run_wait_keeps_one_view_reads_each_refresh_once_and_classifies_a_failur
     assert "cause: device-oom" in outcome.text and outcome.summary["failure"]["cause"] == "device-oom"
     assert (run.path / "curves.png").exists() and f"curves: {run.path / 'curves.png'}" in outcome.text
     assert "reward" in outcome.text and lines[0].startswith("step 10/30 (33 %)  elapsed 1:30")
+
+
+def test_remaining_time_moves_smoothly_when_steps_turn_slow(tmp_path):
+    """The issue's jump (8:37 to 13:50 in 15 s): steps that triple move the estimate over a minute or so, never by
+    more than a quarter of the gap in one 15 s refresh, and it ends at the new pace."""
+    path, clock = tmp_path / "metrics.jsonl", Clock()
+    records = synthetic.healthy(600)
+    for record in records:
+        record["data"]["timing_s/step"] = 1.0 if record["step"] <= 200 else 3.0
+    synthetic.write_jsonl(path, records[:200])
+    view = load_metrics(path)
+    progress = Progress("slow", total=600, every_s=1e9, out=lambda _line: None, clock=clock)
+    progress.update(view, {})
+    assert progress.remaining_s() == 400  # 400 steps left at 1 s
+    seen, step = [], 200
+    while step < 300:  # a refresh every 15 s, 5 steps each (the slow steps take 3 s)
+        clock.now += 15
+        synthetic.write_jsonl(path, records[step : step + 5], append=True)
+        step += 5
+        view.refresh()
+        progress.update(view, {})
+        seen.append(progress.remaining_s())
+    jumps = [abs(b - a) for a, b in zip([400.0, *seen], seen)]
+    gap = (600 - 205) * 3.0 - (600 - 205) * 1.0  # what the unsmoothed estimate jumps by once the window is slow
+    assert max(jumps) < 0.2 * gap, jumps
+    assert abs(seen[-1] - (600 - 300) * 3.0) < 0.05 * (600 - 300) * 3.0  # after 5 minutes: the new pace

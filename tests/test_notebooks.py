@@ -317,14 +317,16 @@ def test_a_dry_run_preflight_verdict_does_not_list_the_failures_again(tmp_path, 
     )
     nb.preflight_verdict(report, dry_run=True)
     said = capsys.readouterr().out
-    assert said.startswith("dry run: 2 preflight check(s) fail: listed in the table above") and "torch_npu" not in said
+    # which checks, by name (what the stage table repeats); their details and fixes stay in the table
+    assert said.startswith("dry run: 2 preflight check(s) fail (torch_npu, cann): listed in the table above")
+    assert "not installed" not in said and "install CANN" not in said
     with pytest.raises(nb.NotebookStop, match="what is missing:(.|\n)*torch_npu(.|\n)*fix: install CANN"):
         nb.preflight_verdict(report)
     book = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output("stream", name="stdout", text=said)])]
     )
     nbformat.write(book, str(tmp_path / "02_preflight.ipynb"))
-    assert nb.dry_run_failures(tmp_path / "02_preflight.ipynb") == "ok, 2 checks fail (dry run)"
+    assert nb.dry_run_failures(tmp_path / "02_preflight.ipynb") == "ok, 2 checks fail (dry run: torch_npu, cann)"
 
 
 @pytest.mark.parametrize("recipe", DRY_RUN_RECIPES)
@@ -352,7 +354,7 @@ def test_dry_run_of_each_kind_of_recipe(ray_head, tmp_path, recipe):
     failing = [line for line in text.splitlines() if line.startswith("FAIL ")]
     if failing:  # each failed check is listed once (the table), and the stage table does not call it a plain ok
         assert len(failing) == len(set(failing)) and "what is missing:" not in text
-        assert "checks fail (dry run)" in text
+        assert re.search(r"checks fail \(dry run: [^)]+\)", text), text[-3000:]
     summaries = re.findall(rf"preflight {recipe}: \w+: \d+ fail", text)
     assert 1 <= len(summaries) <= 2  # the summary once: the table's line, and its HTML heading
     scratch = Path(text.split("the executed stage notebooks are in ")[1].split()[0])
@@ -432,12 +434,17 @@ def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
     (run_dir,) = Path(os.environ["GRPOLAB_RUNS"]).glob("tiny-*")  # the run, under its generated id
     run_id = run_dir.name
     assert re.search(rf"run {run_id}: step \d+/40 .*SUCCEEDED", said), said[-3000:]
+    # the terminal ends with a summary: the stages, the run folder, the figures at the end, the pictures' paths
+    summary = said[said.index("run.ipynb summary:") :]
+    assert "04_monitor    ok" in summary and f"run folder: {run_dir}" in summary, summary
+    assert re.search(r"at the end: reward \d\.\d{3} \(step 40\), val_acc \d\.\d{3} \(step 40\)", summary), summary
+    assert f"figures: {run_dir / 'curves.png'}, {run_dir / 'val_accuracy.png'}" in summary
     assert out.stat().st_size < 1_000_000
     assert json.loads((run_dir / "status.json").read_text())["state"] == "SUCCEEDED"
     stages = sorted(p.name for p in (run_dir / "notebooks").glob("*.ipynb"))
     assert stages == ["01_setup.ipynb", "02_preflight.ipynb", "03_launch.ipynb", "04_monitor.ipynb"]
     # stages run before the run existed say where their executed copy ends up (it is moved there)
-    said = re.search(r"01_setup: ok in [\d.]+ s; executed notebook: \S+ \(moves to (\S+) once", text_of(out))
+    said = re.search(r"01_setup: ok in [\d.]+ s; executed notebook: \S+ \(moves to (\S+) if", text_of(out))
     assert said and Path(said.group(1)) == run_dir / "notebooks", text_of(out)[:3000]
     book = nbformat.read(str(out), as_version=4)
     last = len(book.cells) - 1

@@ -177,8 +177,7 @@ def _print(recipe, p, listed, best, own, written, model) -> None:
     if listed:
         groups, letters = table.rows(listed)
         cells = [table.HEADERS] + [
-            (row.rank_text(), row.train_text(), row.members[0].rollout.layout.short(), *row.cells(best))
-            for row in groups
+            (row.rank_text(), row.train_text(), row.rollout_text(), *row.cells(best)) for row in groups
         ]
         widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]) - 1)]
         for r in cells:

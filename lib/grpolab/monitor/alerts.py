@@ -28,7 +28,16 @@ from dataclasses import asdict, dataclass
 from grpolab.monitor.metrics import MetricsView, load_metrics
 from grpolab.monitor.thresholds import Thresholds, load_thresholds
 
-ALERT_RULES = ("nan", "reward-flat", "entropy-collapse", "kl-spike", "length-clipped", "grad-spike", "throughput-drop")
+ALERT_RULES = (
+    "nan",
+    "reward-flat",
+    "entropy-collapse",
+    "kl-spike",
+    "length-clipped",
+    "grad-spike",
+    "throughput-drop",
+    "slow-steps",
+)
 
 ADVICE = {
     "nan": "The update diverged or the reward returned NaN; later steps train on garbage. Try a lower lr, check "
@@ -48,6 +57,9 @@ ADVICE = {
     "the batches of these steps (very long or degenerate responses).",
     "throughput-drop": "Look for a straggler node or device, host memory swapping, longer responses "
     "(response_length/mean) or a rollout slowdown (timing_s/gen).",
+    "slow-steps": "Steps take several times as long as they did: look for other processes on the host (CPU "
+    "trainer: shared cores), memory swapping, longer responses (response_length/mean), or a straggler "
+    "node; the remaining-time estimate follows the new pace.",
 }
 
 
@@ -445,6 +457,35 @@ def _throughput_drop(view: MetricsView, rule) -> list[Alert]:
     return out
 
 
+def _slow_steps(view: MetricsView, rule) -> list[Alert]:
+    steps, values = _finite_points(view, rule.metric)
+    flags, medians = _baseline_flags(
+        values,
+        rule,
+        lambda v, base: v > rule.factor * base.median(),
+        lambda v, med, sig: v > rule.factor * med,
+    )
+    out = []
+    for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
+        median = _median_at(medians, ep.first)
+        ratio = values[ep.first] / median if median else 0.0
+        out.append(
+            _make(
+                "slow-steps",
+                rule,
+                steps,
+                values,
+                ep,
+                f"{rule.metric} is {_fmt(ratio)} x its running median since step {steps[ep.first]} "
+                f"({_fmt(values[ep.first])} s vs {_fmt(median)} s over the previous normal steps; limit "
+                f"{_fmt(rule.factor)} x, {rule.min_count} of {rule.of_last} steps)",
+                (rule.metric,),
+                max,
+            )
+        )
+    return out
+
+
 _CHECKS = {
     "nan": ("nan", _nan),
     "reward-flat": ("reward_flat", _reward_flat),
@@ -453,6 +494,7 @@ _CHECKS = {
     "length-clipped": ("length_clipped", _length_clipped),
     "grad-spike": ("grad_spike", _grad_spike),
     "throughput-drop": ("throughput_drop", _throughput_drop),
+    "slow-steps": ("slow_steps", _slow_steps),
 }
 
 

@@ -13,3 +13,16 @@ def clock_text(seconds: float | None) -> str:
     hours, rest = divmod(int(round(seconds)), 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def as_of(now: float | None = None) -> str:
+    """`as of 21:05:03`: when a view read the run's state (local time), so that a saved or reopened view says how
+    old it is instead of claiming to be current."""
+    import time
+
+    return "as of " + time.strftime("%H:%M:%S", time.localtime(time.time() if now is None else now))
+
+
+# what a view of a run that has not ended says when nothing may be refreshing it any more (a saved notebook
+# reopened, a kernel restarted): how to get a live view again
+RECONNECT = "if this time is old, nothing refreshes this view: run this cell again to reconnect"

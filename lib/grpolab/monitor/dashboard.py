@@ -3,8 +3,8 @@
     dash = live(run, interval=5)     # displays itself and refreshes in a background thread until the job ends
     dash.stop()                      # stop refreshing (the job keeps running)
 
-Live: a row of controls (Stop run, with a confirm step; a smoothing slider), the run's state line with a progress
-bar, the curves (PNG) and the summary (alerts grouped by rule in collapsible <details>). Only the controls are
+Live: a row of controls (Stop run, with a confirm step; a smoothing slider; "live: refreshing every N s" while the
+refresh thread runs), the run's state line "as of HH:MM:SS" with a progress bar, the curves (PNG) and the summary (alerts grouped by rule in collapsible <details>). Only the controls are
 widgets. The state line, the curves and the summary are ordinary display outputs (HTML with a plain-text twin, a
 PNG) rewritten in place through display handles at every refresh, so a notebook saved mid-run, reopened without
 a kernel, or shown by nbviewer or GitHub, shows the run's last state, figures, picture and summary. The controls'
@@ -30,8 +30,26 @@ from collections.abc import Callable
 from pathlib import Path
 
 from grpolab.jobs.runs import TERMINAL_STATES
+from grpolab.monitor.clock import RECONNECT, as_of
 from grpolab.monitor.progress import Progress
 from grpolab.monitor.summary import RunMonitor, format_html, format_summary
+
+# ipywidgets marks the view of a widget whose kernel is gone (a notebook reopened from its saved widget state, a
+# kernel shut down) with this class; the style below, shipped inside the live label's own HTML, then hides the
+# "live" claim, shows how to reconnect instead and greys the Stop button out, which could not reach anything
+DISCONNECTED = "jupyter-widgets-disconnected"
+OFFLINE = "not live: no kernel refreshes this view and Stop run cannot act; run this cell again to reconnect"
+LIVE_STYLE = (
+    "<style>.grpolab-offline{display:none}"
+    f".{DISCONNECTED} .grpolab-live{{display:none}}.{DISCONNECTED} .grpolab-offline{{display:inline}}"
+    f".grpolab-stop.{DISCONNECTED},.grpolab-needs-kernel.{DISCONNECTED}{{pointer-events:none;opacity:0.4}}</style>"
+)
+
+
+def offline_note(text: str) -> str:
+    """The HTML of a widgets.HTML that shows `text` only once ipywidgets marks it disconnected (no kernel)."""
+    return f"{LIVE_STYLE}<span class='grpolab-offline'><i>{html.escape(text)}</i></span>"
+
 
 STATE_COLOURS = {"FAILED": "#d62728", "LOST": "#d62728", "SUCCEEDED": "#2ca02c", "STOPPED": "#7f7f7f"}
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -89,6 +107,7 @@ class Dashboard:
             tooltip="Stop the Ray job (asks first; the finished steps are kept)",
         )
         self.stop_button.on_click(self._on_stop)
+        self.stop_button.add_class("grpolab-stop")
         self.confirm_button = widgets.Button(description="Yes, stop it", button_style="danger")
         self.cancel_button = widgets.Button(description="Cancel")
         self.confirm_button.on_click(self._on_confirm)
@@ -106,7 +125,12 @@ class Dashboard:
             layout=widgets.Layout(width="260px"),
         )
         self.smoothing.observe(self._on_smoothing, names="value")
-        self.widget = widgets.VBox([widgets.HBox([self.stop_button, self.smoothing]), self.confirm_row])
+        # the only place that says "live": a widget, which needs the kernel that refreshes it (the ordinary outputs
+        # below are saved with the notebook and say only when they were read)
+        self.live_label = widgets.HTML(value="")
+        self.widget = widgets.VBox(
+            [widgets.HBox([self.stop_button, self.smoothing, self.live_label]), self.confirm_row]
+        )
         self.on_analysis: list[Callable[[], None]] = []  # other views redrawn with the picture
         self._handles: dict = {}
         self._halt = threading.Event()
@@ -199,9 +223,17 @@ class Dashboard:
         self.progress.update(self.monitor.view, data)
         groups = data.get("alert_groups") or []
         alerts = sum(g["count"] for g in groups)
-        extra = [f"{alerts} alert(s)"]
-        if not self.finished and not self._closed:
-            extra.append(f"<i>refreshing every {self.interval:g} s</i>")
+        stamp = as_of()
+        extra = [f"{alerts} alert(s)", stamp]
+        live = not self.finished and not self._closed and self._thread is not None and self._thread.is_alive()
+        self.live_label.value = (
+            f"{LIVE_STYLE}<span class='grpolab-live'><span style='color:#2ca02c'>&#9679; live</span>: refreshing every "
+            f"{self.interval:g} s</span><span class='grpolab-offline'><i>{html.escape(OFFLINE)}</i></span>"
+            if live
+            else ""
+        )
+        if not self.finished:
+            extra.append(f"<i>{html.escape(RECONNECT)}</i>")
         if self.message:
             extra.append(f"<b>{html.escape(self.message)}</b>")
         line = self.progress.line()
@@ -210,8 +242,10 @@ class Dashboard:
         self.state_html = state_html(
             data["run_id"], data["state"], line, self.progress.step, self.progress.total, " &nbsp; ".join(extra)
         )
-        self.state_text = f"run {data['run_id']}: {data['state']}  {line}  {alerts} alert(s)" + (
-            f"  {self.message}" if self.message else ""
+        self.state_text = (
+            f"run {data['run_id']}: {data['state']} {stamp}  {line}  {alerts} alert(s)"
+            + ("" if self.finished else f"  ({RECONNECT})")
+            + (f"  {self.message}" if self.message else "")
         )
         self._update("state", {"text/html": self.state_html, "text/plain": self.state_text})
         self.stop_button.disabled = self.finished
@@ -221,6 +255,7 @@ class Dashboard:
         if self._closed:
             return
         self._closed = True
+        self.live_label.value = ""
         self.stop_button.layout.display = "none"
         self.confirm_row.layout.display = "none"
         if self._handles.get("controls") is not None:
@@ -233,12 +268,15 @@ class Dashboard:
 
     def _loop(self, max_updates: int | None) -> None:
         done = 0
-        while not self._halt.is_set():
-            self.refresh()
-            done += 1
-            if self.finished or (max_updates is not None and done >= max_updates):
-                break
-            self._halt.wait(self.interval)
+        try:
+            while not self._halt.is_set():
+                self.refresh()
+                done += 1
+                if self.finished or (max_updates is not None and done >= max_updates):
+                    break
+                self._halt.wait(self.interval)
+        finally:  # nothing refreshes the view any more: it no longer says "live"
+            self.live_label.value = ""
 
     def start(self, background: bool = True, max_updates: int | None = None) -> Dashboard:
         """Refresh until the job ends (or `max_updates`), in a daemon thread unless `background` is False."""
@@ -256,6 +294,7 @@ class Dashboard:
     def stop(self) -> None:
         """Stop refreshing (does not stop the job: that is the button); the state line says so."""
         self._halt.set()
+        self.live_label.value = ""
         if self.data and not self.finished:
             self._close_controls(
                 f"stopped following run {self.data['run_id']} (it goes on): run this cell again to follow it"

@@ -15,7 +15,8 @@ and leaves one plain line in the saved notebook when it closes (a widget cannot 
 "elapsed" is the run's own time, from its record (`started`, `ended` in the status given: see
 grpolab.jobs.state.run_times), never the time since a view opened; a status without a start shows no elapsed time.
 The time left is known from the first refresh: (total - step) x the mean of the last logged step times
-(`timing_s/step`), else the rate seen while following, else the run's time per step so far.
+(`timing_s/step`), smoothed over REMAINING_WINDOW_S seconds of following, else the rate seen while following, else
+the run's time per step so far.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from grpolab.monitor.figures import STEP_TIME, candidates, latest_headline
 from grpolab.monitor.metrics import MetricsView
 
 STEP_TIME_WINDOW = 20  # the remaining time uses the mean of the last 20 logged step times
+# ... smoothed over about this many seconds of following (an exponential average in wall time): a run whose steps
+# turn slow moves the estimate over a minute or so instead of jumping from one refresh to the next
+REMAINING_WINDOW_S = 60.0
 
 
 def step_time(view) -> float | None:
@@ -78,6 +82,8 @@ class Progress:
         self.first_seen_at: float | None = None
         self.step: int | None = None
         self.step_time: float | None = None  # the mean of the last logged step times (s), when the run logs them
+        self.pace: float | None = None  # step_time smoothed over REMAINING_WINDOW_S (s per step): the time left uses it
+        self._pace_at: float | None = None
         self.figures: dict[str, float] = {}
         self.state = ""
         self._last_print: float | None = None
@@ -96,8 +102,8 @@ class Progress:
         if self.total is None or self.step is None or self.ended is not None:
             return None
         left = max(0, self.total - self.step)
-        if self.step_time is not None:
-            return left * self.step_time
+        if self.pace is not None:
+            return left * self.pace
         if self.first_step is not None and self.first_seen_at is not None:
             done, spent = self.step - self.first_step, self.clock() - self.first_seen_at
             if done > 0 and spent > 0:
@@ -139,6 +145,7 @@ class Progress:
             self.step = step
             self.figures = latest_headline(view)
             self.step_time = step_time(view)
+            self._smooth_pace()
         if self._bar is not None:
             self._show_bar()
             return
@@ -146,6 +153,19 @@ class Progress:
         due = self._last_print is None or now - self._last_print >= self.every_s
         if self.step is not None and self.step != self._printed_step and due:
             self._emit(now)
+
+    def _smooth_pace(self) -> None:
+        """Move the pace towards the latest step time, by the share of REMAINING_WINDOW_S that passed."""
+        now = self.clock()
+        if self.step_time is None:
+            self.pace = self._pace_at = None
+            return
+        if self.pace is None or self._pace_at is None:
+            self.pace = self.step_time
+        else:
+            share = 1.0 - math.exp(-max(0.0, now - self._pace_at) / REMAINING_WINDOW_S)
+            self.pace += share * (self.step_time - self.pace)
+        self._pace_at = now
 
     def close(self, status: dict | None = None, view=None) -> None:
         """The final line: the state the run ended in (or why following stopped)."""

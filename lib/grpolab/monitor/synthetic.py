@@ -19,7 +19,16 @@ import math
 import random
 from pathlib import Path
 
-PLANTS = ("nan", "reward-flat", "entropy-collapse", "kl-spike", "length-clipped", "grad-spike", "throughput-drop")
+PLANTS = (
+    "nan",
+    "reward-flat",
+    "entropy-collapse",
+    "kl-spike",
+    "length-clipped",
+    "grad-spike",
+    "throughput-drop",
+    "slow-steps",
+)
 
 
 def healthy(steps: int = 60, seed: int = 0, extra_metrics: int = 0, val_every: int = 10) -> list[dict]:
@@ -109,10 +118,10 @@ def plant(records: list[dict], rule: str, at: int) -> list[dict]:
                 data["response_length/max"] = max(data["response_length/max"], data.get("response_length/mean", 0))
         elif rule == "grad-spike" and step < at + 5:
             data["actor/grad_norm"] = 100 * grad
-        elif rule == "throughput-drop":
-            data["perf/throughput"] *= 0.1  # a 10 x slowdown: host swapping, a NIC fallen back to TCP
-            if "timing_s/step" in data:
-                data["timing_s/step"] *= 10.0
+        elif rule == "throughput-drop":  # a 10 x drop in tokens/s/device (the step time is slow-steps' plant)
+            data["perf/throughput"] *= 0.1
+        elif rule == "slow-steps" and "timing_s/step" in data:  # steps take 3 x as long from `at` on
+            data["timing_s/step"] *= 3.0
     return out
 
 

@@ -26,6 +26,7 @@ is exact (a variable the user defines in a later cell is never mistaken for a pa
 an executed notebook is re-run in JupyterLab.
 """
 
+from grpolab.notebook import runall as _runall
 from grpolab.notebook.compare import (  # noqa: F401
     compare_runs,
     latest_runs,
@@ -60,8 +61,10 @@ from grpolab.notebook.parameters import (  # noqa: F401
 )
 from grpolab.notebook.plan import (  # noqa: F401
     plan_explorer,
+    plan_figure,
     plan_layouts,
     plan_overrides,
+    plan_points,
     plan_verdict,
     plot_plan,
     show_plan,
@@ -81,6 +84,7 @@ from grpolab.notebook.setup import (  # noqa: F401
     redacted_launch,
     show_launch,
     show_recipe,
+    stop_on_dropped,
     stop_on_errors,
     unmask_overrides,
 )
@@ -99,3 +103,5 @@ from grpolab.notebook.stages import (  # noqa: F401
     verdict,
     watch,
 )
+
+_runall.install()  # in a kernel: a failed check stops the rest of the notebook (grpolab.notebook.runall)

@@ -2,7 +2,7 @@
 differences above it, their logs beside it.
 
     compare_runs(["run-a", "run-b"], x="step", smoothing=0.6)       # 06_compare
-    compare_runs([run, *compare_with], dashboard=dashboard)          # 04_monitor: redrawn with the live dashboard
+    compare_runs([run, *compare_with], dashboard=dashboard)          # 04_monitor: drawn anew with the live dashboard
 
 Every part is an ordinary display output (HTML with a plain-text twin; the chart is plotly's MIME type with a PNG
 twin, grpolab.monitor.overlay), so the saved notebook shows them without a kernel, in nbviewer and on GitHub.
@@ -155,8 +155,12 @@ class Comparison:
         return self
 
     def redraw(self) -> None:
+        """Draw the chart anew. JupyterLab's plotly renderer ignores an in-place update of its output (the chart
+        would stay at the steps it first drew); JupyterLab makes a new renderer when an output's preferred MIME type
+        changes, so the chart's output becomes a line of text for a moment, then the new chart."""
         chart, logs = self.bundles()
         if self.handles:
+            self.handles["chart"].update({"text/plain": "(redrawing the chart ...)"}, raw=True)
             self.handles["chart"].update(chart, raw=True)
             self.handles["logs"].update(logs, raw=True)
 
@@ -192,5 +196,7 @@ def compare_runs(
 
         dashboard.on_analysis.append(redraw)
     elif running:
-        print(f"{', '.join(running)} still running: this is a snapshot; run the cell again to refresh it")
+        from grpolab.monitor.clock import as_of
+
+        print(f"{', '.join(running)} still running: this is a snapshot {as_of()}; run the cell again to refresh it")
     return view.show()

@@ -6,6 +6,12 @@ points when it starts (papermill.engines.register_entry_points); GRPO Lab regist
 so in the `papermill` command only, importing it installs an excepthook that prints a NotebookStop in two lines,
 where the notebook stopped and then the message (the last line), and exits 1 as before. Any other error keeps
 papermill's full report. The `grpolab` engine it registers is papermill's own nbclient engine, unchanged.
+
+For GRPO Lab's notebooks (a cell imports grpolab) it also keeps the terminal to what the notebook says: the
+kernel starts with ipykernel's log at ERROR (its start-up warning on every run is gone; run.ipynb's stage kernels
+start the same way and write their own stderr to a kernel log), and papermill's cell counter bar is off unless
+`--progress-bar` is given, since the notebooks write their own stage and progress lines to the terminal, which the
+bar's carriage returns would run into.
 """
 
 from __future__ import annotations
@@ -40,11 +46,41 @@ def _hook(previous):
     return hook
 
 
+def ours(nb) -> bool:
+    """A GRPO Lab notebook: one of its code cells imports grpolab."""
+    return any(
+        cell.get("cell_type") == "code" and "grpolab" in str(cell.get("source", "")) for cell in nb.get("cells", [])
+    )
+
+
+def _quiet_engine() -> None:
+    """papermill's engine, for GRPO Lab's notebooks: the kernel's start-up warnings off, no cell counter bar."""
+    from grpolab.notebook.display import KERNEL_ARGS
+
+    engine = NBClientEngine
+    if getattr(engine, "_grpolab_quiet", False):
+        return
+    run_notebook = engine.execute_notebook.__func__
+
+    def execute_notebook(cls, nb, kernel_name, output_path=None, progress_bar=True, **kwargs):
+        if ours(nb):
+            # ipykernel's own log below errors stays unwritten, as in run.ipynb's stage kernels (whose stderr goes
+            # to a kernel log); this kernel's stderr stays the terminal: its progress lines are written there
+            kwargs.setdefault("extra_arguments", KERNEL_ARGS)
+            if "--progress-bar" not in sys.argv:
+                progress_bar = False
+        return run_notebook(cls, nb, kernel_name, output_path=output_path, progress_bar=progress_bar, **kwargs)
+
+    engine.execute_notebook = classmethod(execute_notebook)
+    engine._grpolab_quiet = True
+
+
 def install() -> None:
     if not getattr(sys.excepthook, "_grpolab", False):
         hook = _hook(sys.excepthook)
         hook._grpolab = True
         sys.excepthook = hook
+    _quiet_engine()
 
 
 if os.path.basename(sys.argv[0] if sys.argv else "") == "papermill":  # papermill's command, nothing else

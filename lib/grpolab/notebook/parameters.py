@@ -10,6 +10,7 @@ from typing import Any
 from grpolab.notebook.display import (
     PAPERMILL_NAMES,
     NotebookStop,
+    in_jupyterlab,
 )
 from grpolab.problems import InputError, closest
 
@@ -98,7 +99,15 @@ def _describe(annotation: Any) -> str:
 
 
 def _hint(name: str, annotation: Any, value: Any) -> str:
+    """How to give the value right where the user gives it: the parameters cell in JupyterLab, papermill's
+    flags headless."""
     wants_list = typing.get_origin(annotation) is list
+    if in_jupyterlab():
+        if wants_list and isinstance(value, str):
+            return f"; in the parameters cell write a list: {name} = [{value!r}]"
+        if annotation is bool and isinstance(value, str):
+            return f"; in the parameters cell write {name} = True or {name} = False (no quotes)"
+        return ""
     if wants_list and isinstance(value, str):
         return f'; pass a list with papermill -y "{name}: [{value}]"'
     if annotation is bool and isinstance(value, str):
@@ -140,8 +149,10 @@ def check_parameters(ns: dict) -> dict:
             )
     if problems:
         known = ", ".join(_signature(n, a) for n, a in declared.items())
-        raise NotebookStop(
-            "\n".join(problems) + f"\nthis notebook's parameters: {known}\n"
-            'pass them with papermill -p NAME VALUE (lists: -y "overrides: [rollout.tp=16]")'
+        how = (
+            "set them in the cell tagged parameters, e.g. overrides = ['rollout.tp=16'], then run it and this cell"
+            if in_jupyterlab()
+            else 'pass them with papermill -p NAME VALUE (lists: -y "overrides: [rollout.tp=16]")'
         )
+        raise NotebookStop("\n".join(problems) + f"\nthis notebook's parameters: {known}\n" + how)
     return {name: ns[name] for name in declared}

@@ -20,6 +20,8 @@ from grpolab.notebook.stages import (
 )
 from grpolab.problems import InputError, RecipeError
 
+ROWS_PER_LAYOUT = 8  # layouts asked of the planner per row shown: rollout variants with the same estimates share one
+
 # ------------------------------------------------------------------------------------------------ plan (05_plan)
 
 
@@ -48,7 +50,10 @@ def show_plan(plan, top: int = 10) -> list:
 
     if top < 1:
         raise NotebookStop(f"top must be at least 1, got {top}")
-    listed = search.choices(plan, top)
+    # `top` distinct rows: rollout variants with the same estimates share their training layout's row
+    groups, letters = table.rows(search.choices(plan, top * ROWS_PER_LAYOUT))
+    groups = groups[:top]
+    listed = sorted((m for row in groups for m in row.members), key=lambda m: (not m.fits, m.total))
     best = listed[0] if listed else None
     c, recipe = plan.recipe.cluster, plan.recipe
     head = (
@@ -68,16 +73,14 @@ def show_plan(plan, top: int = 10) -> list:
             "\n".join([text, *notes]),
         )
     else:
-        groups, letters = table.rows(listed)
+        groups, letters = table.rows(listed)  # ranked again over the layouts kept
         headers = list(table.HEADERS)
-        rows = [
-            [row.rank_text(), row.train_text(), row.members[0].rollout.layout.short(), *row.cells(best)]
-            for row in groups
-        ]
+        rows = [[row.rank_text(), row.train_text(), row.rollout_text(), *row.cells(best)] for row in groups]
+        low = [f"#{row.rank_text()}: {'; '.join(table.low_memory(row.members[0]))}" for row in groups if row.warn()]
         notes = table.legend(letters) + notes
-        html_table = table_html(
-            headers, rows, [None if row.members[0].fits else ROW_COLOURS["warning"] for row in groups]
-        )
+        if low:
+            notes.insert(0, "warning, little memory left (estimate): " + " | ".join(low))
+        html_table = table_html(headers, rows, [ROW_COLOURS["warning"] if row.warn() else None for row in groups])
         plain = "\n".join([head, "  ".join(headers), *("  ".join(r) for r in rows), *notes])
         show_html(f"<b>{html.escape(head)}</b>{html_table}" + "".join(f"<p>{html.escape(n)}</p>" for n in notes), plain)
     for q in plan.recipe_errors:
@@ -85,25 +88,35 @@ def show_plan(plan, top: int = 10) -> list:
     return listed
 
 
-def plot_plan(plan, path: str | Path | None = None) -> Path | None:
-    """A PNG of estimated per-device training memory against estimated step time, one point per valid
-    training layout (with the best rollout layout); the best and the recipe's own layout are marked. Shown in
-    the notebook; written to `path` only when one is given."""
+def plan_points(plan) -> list:
+    """What the chart plots: each valid training layout that fits the estimated memory once, with its best rollout
+    (the planner's choices are best first), best first."""
+    from grpolab.plan import search
+
+    every, seen = [], set()
+    for ch in search.choices(plan, None):
+        key = (ch.train.layout.parallel(), ch.train.layout.param_offload, ch.train.layout.optimizer_offload)
+        if ch.fits and key not in seen:
+            seen.add(key)
+            every.append(ch)
+    return every
+
+
+def plan_figure(plan):
+    """The chart of plot_plan as a matplotlib Figure (None when no layout fits)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     from grpolab.plan import search
 
-    every = search.choices(plan, None)
+    every = plan_points(plan)
     if not every:
         return None
     fig = Figure(figsize=(6.4, 3.8))
     FigureCanvasAgg(fig)
     ax = fig.subplots()
-    for fits, colour, label in ((True, "#3b7dd8", "fits (estimate)"), (False, "#d8893b", "over budget (estimate)")):
-        pts = [(ch.total, ch.train.memory_gb["total"]) for ch in every if ch.fits == fits]
-        if pts:
-            ax.scatter(*zip(*pts), s=10, alpha=0.6, color=colour, label=label)
+    pts = [(ch.total, ch.train.memory_gb["total"]) for ch in every]
+    ax.scatter(*zip(*pts), s=10, alpha=0.6, color="#3b7dd8", label=f"{len(pts)} training layouts (estimate)")
     ax.scatter(
         [every[0].total], [every[0].train.memory_gb["total"]], s=80, marker="*", color="#1a9e3a", label="best", zorder=3
     )
@@ -119,13 +132,25 @@ def plot_plan(plan, path: str | Path | None = None) -> Path | None:
             label="the recipe's layout",
             zorder=3,
         )
-    ax.axhline(plan.recipe.cluster.device_memory_gb, color="grey", linewidth=0.8, linestyle="--")
+    budget = plan.recipe.cluster.device_memory_gb
+    ax.axhline(budget, color="grey", linewidth=0.8, linestyle="--", label=f"device memory {budget:g} GB")
     ax.set_xlabel("estimated step time, s (rollout + training)")
     ax.set_ylabel("estimated training GB per device")
     ax.set_title(f"{plan.recipe.name} on {plan.recipe.world_size} devices: estimates", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="best")
     fig.subplots_adjust(left=0.12, right=0.97, bottom=0.14, top=0.9)
+    return fig
+
+
+def plot_plan(plan, path: str | Path | None = None) -> Path | None:
+    """A PNG of estimated per-device training memory against estimated step time, one point per valid
+    training layout that fits the estimated memory (with its best rollout layout); the best and the recipe's own
+    layout are marked, the device memory is the labelled dashed line. Shown in the notebook; written to `path` only
+    when one is given."""
+    fig = plan_figure(plan)
+    if fig is None:
+        return None
     if path:
         fig.savefig(Path(path), dpi=90)
         show_image(path)
@@ -152,7 +177,7 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
     import ipywidgets as widgets
     from IPython.display import display
 
-    from grpolab.monitor.dashboard import WIDGET_VIEW
+    from grpolab.monitor.dashboard import WIDGET_VIEW, offline_note
     from grpolab.plan import io
 
     recipe = io.load(model, None, hardware, list(overrides))
@@ -162,6 +187,9 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
         value=recipe.data.max_response_length, min=1, max=10_000_000, description="response"
     )
     button = widgets.Button(description="plan")
+    offline = widgets.HTML(offline_note("no kernel: the explorer cannot plan; run this cell again to use it"))
+    for control in (nodes, prompt, response, button):  # greyed out without a kernel (grpolab.monitor.dashboard)
+        control.add_class("grpolab-needs-kernel")
 
     def replan(_=None) -> None:
         sets = [
@@ -180,7 +208,7 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
         out.update(captured(shown), raw=True)  # an ordinary output: the saved notebook keeps the last table
 
     button.on_click(replan)
-    box = widgets.VBox([widgets.HBox([nodes, prompt, response, button])])
+    box = widgets.VBox([widgets.HBox([nodes, prompt, response, button]), offline])
     display(
         {
             WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": box.model_id},

@@ -24,6 +24,7 @@ from grpolab.notebook.display import (
     say,
     show_image,
     show_stages,
+    to_terminal,
 )
 from grpolab.notebook.kernel import execute_stage, kept_log, kernel_log
 from grpolab.notebook.setup import (
@@ -65,7 +66,7 @@ def dry_run_failures(nb_path: Path) -> str | None:
     say a plain "ok" under a list of failures); None otherwise."""
     import nbformat
 
-    pattern = re.compile(re.escape(DRY_RUN_FAILS).replace(r"\{n\}", r"(\d+)"))
+    pattern = re.compile(re.escape(DRY_RUN_FAILS).replace(r"\{n\}", r"(\d+)") + r"(?: \(([^)]*)\))?")
     try:
         book = nbformat.read(str(nb_path), as_version=4)
     except Exception:
@@ -74,7 +75,8 @@ def dry_run_failures(nb_path: Path) -> str | None:
         for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
             found = pattern.search(out.get("text", "") if out.get("output_type") == "stream" else "")
             if found:
-                return f"ok, {found.group(1)} checks fail (dry run)"
+                which = f": {found.group(2)}" if found.group(2) else ""
+                return f"ok, {found.group(1)} checks fail (dry run{which})"
     return None
 
 
@@ -134,7 +136,7 @@ class Stages:
         self.scratch = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=scratch_root))
         self.stages: list[dict] = []
         where = (
-            f"{self.run_dir / 'notebooks'} (once 03_launch created the run)"
+            f"{self.scratch} until 03_launch creates the run's folder {self.run_dir}, then its notebooks/"
             if self.run_id
             else f"{self.scratch} (a dry run has no run directory)"
         )
@@ -251,12 +253,13 @@ class Stages:
         if error and kept:
             error += f" (the stage kernel's own log: {kernel_log(Path(entry['notebook']))})"
         later = ""
-        if self.run_id and Path(entry["notebook"]).parent == self.scratch:  # the run does not exist yet
-            later = f" (moves to {self.run_dir / 'notebooks'} once 03_launch created the run)"
+        if self.run_id and Path(entry["notebook"]).parent == self.scratch and not error:  # no run folder yet
+            later = f" (moves to {self.run_dir / 'notebooks'} if 03_launch creates the run)"
         say(f"{stage}: {entry['result']} in {entry['seconds']:.1f} s; executed notebook: {entry['notebook']}{later}")
         _replay(Path(entry["notebook"]))
         if error:
             show_stages(self.stages)
+            self._terminal_summary()
             raise NotebookStop(
                 f"stage {stage} failed, so run.ipynb stopped there:\n{error}\nexecuted notebook: {entry['notebook']}"
             )
@@ -270,6 +273,7 @@ class Stages:
         show_stages(self.stages)
         if self.dry_run:
             print(f"dry run: nothing was submitted; the executed stage notebooks are in {self.scratch}")
+            self._terminal_summary()
             return
         if self.run_dir is None or not self.run_dir.is_dir():
             print(
@@ -283,3 +287,34 @@ class Stages:
         if png is not None:
             show_image(png)
         show_figures(run)
+        self._terminal_summary(run, [p for p in (run.path / "curves.png", png) if p is not None and p.exists()])
+
+    def _terminal_summary(self, run=None, pictures: list | None = None) -> None:
+        """The last lines on papermill's terminal: every stage with its verdict, where the run and the executed
+        notebooks are (only what exists), the reward and validation accuracy at the end, the figures' paths. The
+        notebook shows the same as tables above; a headless user reads this instead of opening out.ipynb."""
+        lines = ["run.ipynb summary:"]
+        lines += [f"  {s['stage']:13} {s['result']} ({s['seconds']:.1f} s)" for s in self.stages]
+        if run is not None:
+            lines.append(f"  run folder: {run.path}")
+            from grpolab.monitor.outcome import figures
+
+            fig = figures(run)
+            ends = [
+                f"{label} {fig[label]['last']:.3f} (step {fig[label]['last_step']})"
+                for label in ("reward", "val_acc")
+                if label in fig
+            ]
+            lines.append("  at the end: " + (", ".join(ends) if ends else "no metrics logged"))
+            if pictures:
+                lines.append("  figures: " + ", ".join(str(p) for p in pictures))
+        else:
+            made = self.run_dir is not None and self.run_dir.is_dir()
+            lines.append(
+                f"  run folder: {self.run_dir}"
+                if made
+                else "  no run folder: nothing was submitted"
+                + (f"; the executed stage notebooks are in {self.scratch}" if self.scratch.is_dir() else "")
+            )
+        for line in lines:
+            to_terminal(line)

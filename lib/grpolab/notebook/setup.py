@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from grpolab.notebook.display import (
     NotebookStop,
+    in_jupyterlab,
     problems_text,
     show_html,
     show_problems,
@@ -66,10 +67,13 @@ def _parse_overrides(overrides: list[str]) -> None:
         try:
             parse_override(text)
         except InputError as exc:
+            example = (
+                "overrides = ['rollout.tp=16', 'trainer.total_steps=40'] in the cell tagged parameters"
+                if in_jupyterlab()
+                else 'papermill -y "overrides: [rollout.tp=16, trainer.total_steps=40]"'
+            )
             raise NotebookStop(
-                f"bad override {_mask_one(text)!r}: {exc}\n"
-                "overrides are a list of dotted key=value strings: "
-                'papermill -y "overrides: [rollout.tp=16, trainer.total_steps=40]"'
+                f"bad override {_mask_one(text)!r}: {exc}\noverrides are a list of dotted key=value strings: {example}"
             ) from None
 
 
@@ -128,6 +132,33 @@ def check_recipe(model: str, overrides: Iterable[str] = ()):
     seen = {(p.rule, p.key) for p in schema}
     rest = [p for p in with_layout_fixes(recipe, gate(recipe)) if (p.rule, p.key) not in seen]
     return recipe, schema + rest
+
+
+def stop_on_dropped(problems: list[Problem], recipe, overrides: Iterable[str] = ()) -> None:
+    """NotebookStop at the check cell when the schema rejected an override: the recipe the cells below would show
+    and launch is not the one the user asked for (it keeps the value from its files), so nothing below may run with
+    it. The message names each override as typed, why it was rejected and the value it would have replaced, then
+    every problem found (the recipe checked without the rejected overrides)."""
+    from grpolab.recipe.dotted import get_dotted
+    from grpolab.recipe.loader import CLI
+
+    dropped = [p for p in problems if p.rule == "schema" and p.severity == "error" and p.message.startswith(f"{CLI} ")]
+    if not dropped:
+        return
+    lines = []
+    for p in dropped:
+        typed, _, why = p.message[len(CLI) + 1 :].partition(": ")
+        kept = None if recipe is None else get_dotted(recipe.model_dump(mode="json"), p.key)
+        instead = (
+            f"; the recipe would run with {p.key} = {kept!r} from {recipe.origin(p.key)}" if kept is not None else ""
+        )
+        lines.append(f"override {typed!r} was not applied: {why}{instead}; fix: {p.fix}")
+    where = "the `overrides` parameter (the cell tagged parameters)"
+    raise NotebookStop(
+        "\n".join(lines)
+        + f"\nnothing below runs with a recipe you did not ask for: correct {where} and run again.\n"
+        + problems_text(problems)
+    )
 
 
 def from_script(script: str | None, model: str) -> str:

@@ -46,6 +46,14 @@ def preflight(recipe, address: str | None = None, timeout_s: float | None = None
     return report
 
 
+def failed_summary(failed) -> str:
+    """Which checks failed, each once with on how many nodes: `devices on 2 nodes, cann on 2 nodes, env`."""
+    from collections import Counter
+
+    count = Counter(r.check for r in failed)
+    return ", ".join(f"{check} on {n} nodes" if n > 1 else check for check, n in count.items())
+
+
 def preflight_verdict(report, dry_run: bool = False) -> None:
     """NotebookStop when a check fails, with the failed rows; a dry run only reports them."""
     if not report.failed:
@@ -53,10 +61,10 @@ def preflight_verdict(report, dry_run: bool = False) -> None:
         print(f"no check fails: nothing blocks the launch ({warned} warning(s))")
         return
     failed = [r for r in report.rows if r.status == "fail"]
-    if dry_run:  # the table above lists them with their fixes: say what they mean, not the list again
+    if dry_run:  # the table above lists them with their fixes: say what they mean and which, not the list again
         print(
-            f"{DRY_RUN_FAILS.format(n=len(failed))}: listed in the table above with their fixes; "
-            "nothing will be launched, so they do not stop this dry run"
+            f"{DRY_RUN_FAILS.format(n=len(failed))} ({failed_summary(failed)}): listed in the table above with "
+            "their fixes; nothing will be launched, so they do not stop this dry run"
         )
         return
     lines = [f"{r.check} ({r.node}): {r.detail}" + (f"\n    fix: {r.fix}" if r.fix else "") for r in failed]
@@ -153,14 +161,24 @@ class _LiveLine:
         self.handle = display({"text/plain": f"following run {run_id} ..."}, raw=True, display_id=True)
 
     def show(self, tracker, state: str, note: str = "") -> None:
+        """The state as of now; while the run goes on, how to follow it again once nothing updates this line (the
+        saved notebook keeps it: it never says it is refreshing)."""
+        from grpolab.jobs.runs import TERMINAL_STATES
+        from grpolab.monitor.clock import as_of
         from grpolab.monitor.dashboard import state_html
 
         line = tracker.line().removesuffix(f"  {state}")  # the badge says the state already
-        extra = f"<i>{html.escape(note)}</i>" if note else ""
+        stamp = as_of()
+        if state not in TERMINAL_STATES and not note:
+            note = (
+                "updated while this cell runs; if this time is old, nothing updates it: follow the run in "
+                f"04_monitor or with `grpolab monitor {self.run_id}`"
+            )
+        extra = html.escape(stamp) + (f" &nbsp; <i>{html.escape(note)}</i>" if note else "")
         self.handle.update(
             {
                 "text/html": state_html(self.run_id, state, line, tracker.step, tracker.total, extra),
-                "text/plain": f"run {self.run_id}: {state}  {line}" + (f"  {note}" if note else ""),
+                "text/plain": f"run {self.run_id}: {state} {stamp}  {line}" + (f"  {note}" if note else ""),
             },
             raw=True,
         )
@@ -198,7 +216,7 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
                 return status
             note = str(status.get("note") or "")
             if live is not None:
-                live.show(tracker, state, "refreshing every few seconds")
+                live.show(tracker, state)
             silent = silent + 1 if ("unreachable" in note or "does not know" in note) else 0
             if silent >= UNREACHABLE_CHUNKS * (6 if quiet else 1):
                 why = f"stopped following: {note}"
@@ -296,18 +314,22 @@ def show_run(run, picture: bool = True, dashboard=None) -> dict:
     """The monitor's view of a run: state, latest metrics, alerts grouped by rule (collapsible), failure cause,
     the thresholds that applied, and the curves (PNG). With a live `dashboard` above, one line only: the
     dashboard keeps its own picture and summary up to date (a snapshot here would go stale at once)."""
+    from grpolab.jobs.runs import TERMINAL_STATES
     from grpolab.monitor import format_summary
+    from grpolab.monitor.clock import as_of
     from grpolab.monitor.summary import RunMonitor, format_html
 
     if dashboard is not None:
         print(
-            f"run {run.run_id}: the dashboard above follows it live; its picture and summary stay in this "
-            "notebook when the run ends"
+            f"run {run.run_id}: the dashboard above shows it (its state line says as of when); its picture and "
+            "summary stay in this notebook when the run ends"
         )
         return dashboard.data or {}
     monitor = RunMonitor(run)
     data = monitor.update(png=_curves_path(run) if picture else None)
-    title = f"run {data['run_id']}: {data['state']}"
+    title = f"run {data['run_id']}: {data['state']} {as_of()}"
+    if data["state"] not in TERMINAL_STATES:
+        title += " (a snapshot: run this cell again for the state now)"
     show_html(f"<b>{html.escape(title)}</b>" + format_html(data), f"{title}\n{format_summary(data)}")
     if picture and data.get("curves"):
         show_image(data["curves"])

@@ -194,6 +194,7 @@ class Choice:
     rollout: Scored
     own: bool = False  # the recipe's own layout
     valid: bool = True  # passes every rule that reads a layout key
+    broken: tuple[str, ...] = ()  # the rules it breaks when not valid (their ids), for the table to name
 
     @property
     def total(self) -> float:
@@ -244,8 +245,8 @@ def own_choice(p: Plan) -> Choice | None:
         r = Scored(own_r, {"headroom": 0.0}, None)
     else:
         r = score_rollout(p.recipe, p.facts, own_r, wl)
-    valid = not [q for q in verdict(p.recipe, p.facts) if q.severity == "error" and depends_on_layout(q)]
-    return Choice(t, r, own=True, valid=valid)
+    bad = [q for q in verdict(p.recipe, p.facts) if q.severity == "error" and depends_on_layout(q)]
+    return Choice(t, r, own=True, valid=not bad, broken=tuple(dict.fromkeys(q.rule for q in bad)))
 
 
 def smallest_cluster(ref: str, hardware: str | None, overrides: Iterable[str]) -> int | None:

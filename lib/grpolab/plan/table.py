@@ -24,6 +24,24 @@ HEADERS = (
 )
 
 
+# a layout that leaves less than this share of a device's memory free is flagged: the estimate is an estimate,
+# and allocator fragmentation, the framework's own buffers and longer-than-expected sequences take some of it
+MIN_FREE_SHARE = 0.05
+
+
+def low_memory(choice: Choice) -> list[str]:
+    """What a layout leaves free when it is under MIN_FREE_SHARE of the memory it may use, per side (empty: fine)."""
+    out = []
+    for side, memory, of in (
+        ("training", choice.train.memory_gb, "device"),
+        ("rollout", choice.rollout.memory_gb, "budget"),
+    ):
+        total, free = memory.get(of), memory.get("headroom")
+        if total and free is not None and 0 <= free < MIN_FREE_SHARE * total:
+            out.append(f"{side} leaves {free:.1f} of {total:.0f} GB free (under {MIN_FREE_SHARE:.0%}: little margin)")
+    return out
+
+
 def flat_parts(side: dict | None) -> dict[str, float]:
     """{"phase part": seconds} of one side's estimate (a side is {phase: {part: s, "total": s}, "total": s})."""
     out: dict[str, float] = {}
@@ -49,13 +67,15 @@ def why(choice: Choice, best: Choice | None) -> str:
     text = ", ".join(f"{k} {v / total:.0%}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])[:2])
     if not choice.fits:
         text = "estimate exceeds device memory; " + text
+    elif low_memory(choice):
+        text = "; ".join(low_memory(choice)) + "; " + text
     if best is not None and best is not choice:
         other = _parts(best)
         diff = max(parts, key=lambda k: parts[k] - other.get(k, 0.0))
         if parts[diff] - other.get(diff, 0.0) > 0:
             text += f"; +{parts[diff] - other.get(diff, 0.0):.0f} s {diff} vs #1"
     if choice.own:
-        text += " (the recipe's own layout" + ("" if choice.valid else ", which breaks a layout rule") + ")"
+        text += " (the recipe's own layout" + ("" if choice.valid else f", which breaks {_broken(choice)}") + ")"
     return text
 
 
@@ -96,6 +116,12 @@ def to_dict(choice: Choice, best: Choice | None = None) -> dict:
     }
 
 
+def _broken(choice: Choice) -> str:
+    """The rules a layout breaks, named (docs/rules.md has each)."""
+    names = ", ".join(choice.broken)
+    return f"rule {names}" if len(choice.broken) == 1 else (f"rules {names}" if names else "a layout rule")
+
+
 def own_text(own: Choice) -> str:
     """The recipe's own layout and its estimate, phase by phase, in one line (CLI and 05_plan)."""
     if own.train.cost is None:
@@ -103,7 +129,7 @@ def own_text(own: Choice) -> str:
     phases = ", ".join(
         f"{k.replace('_', ' ')} {v['total']:.0f}" for k, v in own.train.cost.items() if isinstance(v, dict)
     )
-    state = "" if own.valid else "; it breaks a layout rule (grpolab check says which)"
+    state = "" if own.valid else f"; it breaks {_broken(own)}"
     fit = "" if own.fits else "; it exceeds device memory (estimate)"
     return (
         f"the recipe's own layout ({own.train.layout.short()}; rollout {own.rollout.layout.short()}): est. step "
@@ -154,6 +180,18 @@ class Row:
     ranks: list[int]
     members: list[Choice]
     letters: list[str] = field(default_factory=list)
+    rollouts: list = field(default_factory=list)  # rollout layouts with the same estimates, the first one first
+
+    def rollout_text(self) -> str:
+        """The rollout layout; others that give the same estimates follow it in one cell, not in rows of their own."""
+        first, *others = self.rollouts or [self.members[0].rollout.layout]
+        if not others:
+            return first.short()
+        return f"{first.short()} (or {', '.join(o.short() for o in others)}: same estimates)"
+
+    def warn(self) -> bool:
+        """Over budget, or under the memory margin: the row is coloured as a warning."""
+        return not self.members[0].fits or bool(low_memory(self.members[0]))
 
     def rank_text(self) -> str:
         if len(self.ranks) > 1 and self.ranks == list(range(self.ranks[0], self.ranks[-1] + 1)):
@@ -198,7 +236,33 @@ def rows(listed: list[Choice]) -> tuple[list[Row], dict[str, str]]:
         row.members.append(ch)
         if t.pp_layout:
             row.letters.append(letters[t.pp_layout])
-    return out, {letter: layout for layout, letter in letters.items()}
+    return _merge_rollouts(out), {letter: layout for layout, letter in letters.items()}
+
+
+def _merge_rollouts(out: list[Row]) -> list[Row]:
+    """Rows of one training layout whose rollout variants give the same estimates (every figure of the table) are
+    one row listing the variants: ten rows of two layouts times five identical rollouts say less than two."""
+    merged: list[Row] = []
+    seen: dict[tuple, Row] = {}
+    for row in out:
+        t = row.members[0].train.layout
+        key = (
+            t.parallel(),
+            t.param_offload,
+            t.optimizer_offload,
+            tuple(row.letters),
+            tuple(figures(row.members[0], None)[:5]),
+        )
+        into = seen.get(key)
+        if into is None:
+            row.rollouts = [row.members[0].rollout.layout]
+            seen[key] = row
+            merged.append(row)
+            continue
+        into.ranks += row.ranks
+        into.members += row.members
+        into.rollouts.append(row.members[0].rollout.layout)
+    return merged
 
 
 def legend(letters: dict[str, str]) -> list[str]:

@@ -90,6 +90,13 @@ class ThroughputDropRule(_Persistent):
     warmup: Count
 
 
+class SlowStepsRule(_Persistent):
+    metric: MetricName
+    factor: Annotated[float, Field(gt=1.0)] = Field(description="a step this many times its running median is slow")
+    window: Steps
+    warmup: Count
+
+
 class AlertRules(_Strict):
     nan: NanRule
     reward_flat: RewardFlatRule
@@ -98,6 +105,7 @@ class AlertRules(_Strict):
     length_clipped: LengthClippedRule
     grad_spike: SpikeRule
     throughput_drop: ThroughputDropRule
+    slow_steps: SlowStepsRule
 
 
 class GateFigure(_Strict):

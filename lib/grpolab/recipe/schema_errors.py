@@ -59,6 +59,17 @@ def model_at(root: type[BaseModel], loc: tuple[str, ...]) -> type[BaseModel] | N
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 
+# pydantic's error type (its prefix) -> what a fix asks for, in a user's words
+EXPECTED = {
+    "int_": "a whole number",
+    "float_": "a number",
+    "bool_": "true or false",
+    "string_": "a string",
+    "list_": "a list, e.g. [a, b]",
+    "dict_": "a mapping of keys to values",
+}
+
+
 def jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -113,7 +124,8 @@ def translate(
         else:
             message = f"{origin}: {err['msg']}"
             expected = err.get("ctx", {})
-            fix = f"give {key} a valid value" + (
+            wanted = next((words for k, words in EXPECTED.items() if kind.startswith(k)), "a valid value")
+            fix = f"give {key} {wanted}" + (
                 f" ({', '.join(f'{k} {v}' for k, v in expected.items())})" if expected else ""
             )
         problems.append(Problem("schema", "error", key, jsonable(value), message, fix))

@@ -14,49 +14,116 @@ from grpolab.verl.fieldmap import ROLL, verl_key
 AGENT_WORKERS = 8  # verl 0.9.1 rollout.agent.num_workers default
 
 
+TRAIN_BATCH, MINI, MICRO, N = (
+    "data.train_batch_size",
+    "algorithm.ppo_mini_batch_size",
+    "algorithm.micro_batch_size_per_device",
+    "rollout.n",
+)
+
+
+def train_batch_step(c: Checks) -> int:
+    """The step of every valid train batch given the rest of the recipe: a multiple of the mini batch whose x n
+    splits over the trainer's DP groups in micro-batches and (verl) over the rollout's agent-loop workers."""
+    r, a, n = c.r, c.r.algorithm, c.r.rollout.n
+    step = a.ppo_mini_batch_size
+    dp = train_dp(r.train, r.world_size)
+    micro = 1 if r.train.dynamic_bsz else a.micro_batch_size_per_device
+    if dp and micro > 0:
+        step = math.lcm(step, (dp * micro) // math.gcd(n, dp * micro))
+    groups = r.override(f"{ROLL}.agent.num_workers", AGENT_WORKERS)
+    if r.verl_engine and isinstance(groups, int) and not isinstance(groups, bool) and groups > 0:
+        step = math.lcm(step, groups // math.gcd(n, groups))
+    return step
+
+
+def _train_batch_fix(c: Checks) -> str:
+    d = c.r.data
+    return f"nearest valid data.train_batch_size: {listed(nearest(d.train_batch_size, multiples_near(d.train_batch_size, train_batch_step(c))))}"
+
+
+def _minis(c: Checks) -> list[int]:
+    """Mini batches that divide the train batch and whose x n splits over the trainer's DP groups in micro-batches."""
+    r, n = c.r, c.r.rollout.n
+    dp = train_dp(r.train, r.world_size)
+    micro = 1 if r.train.dynamic_bsz else r.algorithm.micro_batch_size_per_device
+    return [
+        b
+        for b in divisors(r.data.train_batch_size)
+        if not dp or micro <= 0 or ((b * n) % dp == 0 and ((b * n) // dp) % micro == 0)
+    ]
+
+
 def batches(c: Checks) -> None:
     r, a, d, n = c.r, c.r.algorithm, c.r.data, c.r.rollout.n
     dp = train_dp(r.train, r.world_size)
-    if a.ppo_mini_batch_size > d.train_batch_size:
-        c.add(
-            "mini-batch",
-            "algorithm.ppo_mini_batch_size",
-            a.ppo_mini_batch_size,
-            f"mini batch {a.ppo_mini_batch_size} is larger than the train batch {d.train_batch_size}",
-            f"use a mini batch that divides {d.train_batch_size}: "
-            f"{listed(nearest(a.ppo_mini_batch_size, divisors(d.train_batch_size)))}",
-        )
-    elif d.train_batch_size % a.ppo_mini_batch_size:
-        c.add(
-            "mini-batch",
-            "algorithm.ppo_mini_batch_size",
-            a.ppo_mini_batch_size,
-            f"mini batch {a.ppo_mini_batch_size} does not divide the train batch {d.train_batch_size}",
-            f"nearest valid: {listed(nearest(a.ppo_mini_batch_size, divisors(d.train_batch_size)))}",
-        )
+    # the user changed the train batch, not the mini batch: the problem is the override's, and so is the fix
+    user_batch = c.user_set(TRAIN_BATCH) and not c.user_set(MINI)
+    if a.ppo_mini_batch_size > d.train_batch_size or d.train_batch_size % a.ppo_mini_batch_size:
+        larger = a.ppo_mini_batch_size > d.train_batch_size
+        if user_batch:
+            c.add(
+                "mini-batch",
+                TRAIN_BATCH,
+                d.train_batch_size,
+                f"train batch {d.train_batch_size} is "
+                + (
+                    f"smaller than the mini batch {a.ppo_mini_batch_size}"
+                    if larger
+                    else f"not a multiple of the mini batch {a.ppo_mini_batch_size}"
+                )
+                + f" ({MINI} from {r.origin(MINI)})",
+                _train_batch_fix(c) + f" (multiples of the mini batch {a.ppo_mini_batch_size} that split over train "
+                f"dp {dp or '?'}); or also set {MINI} to one of "
+                f"{listed(nearest(a.ppo_mini_batch_size, _minis(c)))}",
+            )
+        elif larger:
+            c.add(
+                "mini-batch",
+                MINI,
+                a.ppo_mini_batch_size,
+                f"mini batch {a.ppo_mini_batch_size} is larger than the train batch {d.train_batch_size}",
+                f"use a mini batch that divides {d.train_batch_size}: "
+                f"{listed(nearest(a.ppo_mini_batch_size, divisors(d.train_batch_size)))}",
+                involves=(TRAIN_BATCH,),
+            )
+        else:
+            c.add(
+                "mini-batch",
+                MINI,
+                a.ppo_mini_batch_size,
+                f"mini batch {a.ppo_mini_batch_size} does not divide the train batch {d.train_batch_size}",
+                f"nearest valid: {listed(nearest(a.ppo_mini_batch_size, divisors(d.train_batch_size)))}",
+                involves=(TRAIN_BATCH,),
+            )
     if not dp:
         return
     micro = 1 if r.train.dynamic_bsz else a.micro_batch_size_per_device
+    layout = ("train.tp", "train.pp", "train.cp", "train.ulysses_sp", "cluster.nnodes", "cluster.devices_per_node")
     if (d.train_batch_size * n) % (dp * micro):
         sizes = multiples_near(d.train_batch_size, (dp * micro) // math.gcd(n, dp * micro))
+        if user_batch and not d.train_batch_size % a.ppo_mini_batch_size:
+            sizes = multiples_near(d.train_batch_size, train_batch_step(c))
         c.add(
             "batch-divisible",
-            "data.train_batch_size",
+            TRAIN_BATCH,
             d.train_batch_size,
             f"train batch x n = {d.train_batch_size} x {n} = {d.train_batch_size * n} is not divisible by "
             f"train dp x micro batch = {dp} x {micro} = {dp * micro}",
             f"nearest valid data.train_batch_size: {listed(nearest(d.train_batch_size, sizes))}",
+            involves=(N, MICRO, *layout),
         )
     per_dp = a.ppo_mini_batch_size * n
     if per_dp % dp or (per_dp // dp) % micro:
         sizes = [b for b in divisors(d.train_batch_size) if (b * n) % dp == 0 and ((b * n) // dp) % micro == 0]
         c.add(
             "batch-divisible",
-            "algorithm.ppo_mini_batch_size",
+            MINI,
             a.ppo_mini_batch_size,
             f"mini batch x n = {a.ppo_mini_batch_size} x {n} = {per_dp} does not split evenly over "
             f"train dp {dp} in micro batches of {micro} (verl fails at the first update)",
             f"nearest valid algorithm.ppo_mini_batch_size: {listed(nearest(a.ppo_mini_batch_size, sizes))}",
+            involves=(N, MICRO, TRAIN_BATCH, *layout),
         )
 
 

@@ -3,6 +3,10 @@
 One `Checks` is made per recipe and handed to each family's functions (grpolab.rules.train_layout, batch, ...);
 they read `c.r` (the recipe) and `c.f` (the model facts, None when unknown) and call `c.add`, which names the file
 that set the key and takes the rule's default severity from grpolab.rules.registry. Collects, never raises.
+
+Blame goes to what the user set: a problem that several keys make together (`involves`) is said from the override
+(`--set`, a notebook's `overrides`) that set one of them when the reported key came from a file, so the message
+starts with what the user typed rather than a key the user never touched.
 """
 
 from __future__ import annotations
@@ -20,10 +24,33 @@ class Checks:
     f: ModelCard | None
     problems: list[Problem] = field(default_factory=list)
 
-    def add(self, rule: str, key: str, value, message: str, fix: str, severity: str | None = None) -> None:
-        """Collect a problem; its severity is the rule's default (grpolab.rules.registry) unless given."""
+    def add(
+        self,
+        rule: str,
+        key: str,
+        value,
+        message: str,
+        fix: str,
+        severity: str | None = None,
+        involves: tuple[str, ...] = (),
+    ) -> None:
+        """Collect a problem; its severity is the rule's default (grpolab.rules.registry) unless given. `involves`:
+        the other keys that make the problem; when `key` came from a file and one of them from an override, the
+        message names that override first."""
         severity = severity or registry.default_severity(rule)
-        self.problems.append(Problem(rule, severity, key, value, f"{self.r.origin(key)}: {message}", fix))
+        origin = self.r.origin(key)
+        user = self.user_key(involves) if not self.user_set(key) else None
+        if user is not None:
+            origin = f"{self.r.origin(user)} (with {key} from {origin})"
+        self.problems.append(Problem(rule, severity, key, value, f"{origin}: {message}", fix))
+
+    def user_set(self, key: str) -> bool:
+        """Whether an override (`--set`, a notebook's `overrides`) set this key."""
+        return self.r.origin(key).startswith("--set")
+
+    def user_key(self, keys: tuple[str, ...]) -> str | None:
+        """The first of `keys` that an override set (None: the files set them all)."""
+        return next((k for k in keys if self.user_set(k)), None)
 
     def culprit(self, section: str, names: tuple[str, ...]) -> str:
         """Of several keys that together break a rule, the one the user set last (the command line first)."""

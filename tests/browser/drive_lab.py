@@ -1,0 +1,175 @@
+"""Drives JupyterLab in Chromium (playwright, in its own venv: scripts/setup.sh --tools) for tests/test_browser.py.
+
+    .venv-browser/bin/python tests/browser/drive_lab.py URL METRICS PENDING OUT_DIR
+
+Opens 04_monitor.ipynb at URL, runs all its cells (JupyterLab's own Run All), then appends the lines of PENDING to
+METRICS (the run's metrics.jsonl, as a trainer would) in chunks and reads, after each, the last step of the
+interactive chart in the page (plotly's own data on its element) and of the dashboard's state line. Then it saves
+the notebook, shuts its kernel down, reloads the page and reads the state line again. Last, in 01_setup, Run All
+with the default model, then with model 'tinyy' in the same kernel, and what each cell shows then. Prints one JSON document;
+screenshots go to OUT_DIR. Imports nothing from grpolab: this venv has only playwright.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+TIMEOUT_MS = 60_000
+
+
+def chart_last_step(page) -> float | None:
+    """The largest x of the interactive chart's traces, as plotly holds them on its element (None: no chart)."""
+    return page.evaluate(
+        """() => {
+        const plots = Array.from(document.querySelectorAll('.js-plotly-plot'));
+        let best = null;
+        for (const p of plots) for (const t of (p.data || [])) for (const x of (t.x || []))
+            if (typeof x === 'number' && (best === null || x > best)) best = x;
+        return best;
+    }"""
+    )
+
+
+def state_text(page) -> str:
+    """The text of every output that holds a run's state line (the dashboard's, 03's)."""
+    return page.evaluate(
+        """() => Array.from(document.querySelectorAll('.jp-OutputArea-output'))
+            .map(o => o.innerText).filter(t => /as of|RUNNING|SUCCEEDED|step \\d+/.test(t)).join('\\n---\\n')"""
+    )
+
+
+def state_step(text: str) -> int | None:
+    found = re.findall(r"step (\d+)/", text)
+    return int(found[0]) if found else None
+
+
+def command(page, name: str) -> None:
+    """Run one of JupyterLab's own commands (what its menus call), with the app the page exposes
+    (`--LabApp.expose_app_in_browser`)."""
+    page.evaluate(f"() => window.jupyterapp.commands.execute({name!r})")
+
+
+def run_all(page) -> None:
+    command(page, "notebook:run-all-cells")  # Run > Run All Cells
+
+
+def save(page) -> None:
+    command(page, "docmanager:save")
+    time.sleep(1.5)
+
+
+def shut_down_kernel(page) -> None:
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+    time.sleep(2)
+
+
+def cell_outputs(page) -> list[str]:
+    """The text of each code cell's outputs in the current notebook, in order."""
+    return page.evaluate(
+        """() => Array.from(window.jupyterapp.shell.currentWidget.content.node.querySelectorAll('.jp-CodeCell'))
+            .map(c => { const o = c.querySelector('.jp-OutputArea'); return o ? o.innerText : ''; })"""
+    )
+
+
+def wait_for_kernel(page) -> None:
+    page.wait_for_function(
+        "() => { const w = window.jupyterapp.shell.currentWidget; const c = w && w.sessionContext; "
+        "return c && c.session && c.session.kernel && c.session.kernel.status === 'idle'; }",
+        timeout=TIMEOUT_MS,
+    )
+
+
+def run_all_after_a_bad_model(page, out: Path) -> dict:
+    """01_setup: Run All with the default model (tiny), then the parameters cell changed to model 'tinyy' and Run
+    All again in the same kernel: what each cell shows afterwards."""
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:open', {path: '01_setup.ipynb'})")
+    page.wait_for_function(
+        "() => { const w = window.jupyterapp.shell.currentWidget; return w && w.context && "
+        "w.context.path === '01_setup.ipynb'; }",
+        timeout=TIMEOUT_MS,
+    )
+    wait_for_kernel(page)
+    run_all(page)
+    page.wait_for_function("() => /ready to launch/.test(document.body.innerText)", timeout=TIMEOUT_MS)
+    good = cell_outputs(page)
+    page.evaluate(
+        """() => { const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+            const p = cells.find(c => (c.model.getMetadata('tags') || []).includes('parameters'));
+            p.model.sharedModel.setSource(p.model.sharedModel.getSource().replace('"tiny"', '"tinyy"')); }"""
+    )
+    run_all(page)
+    page.wait_for_function("() => /no recipe named 'tinyy'/.test(document.body.innerText)", timeout=TIMEOUT_MS)
+    time.sleep(4)  # whatever Run All would still run after the stop has had its time
+    wait_for_kernel(page)
+    page.screenshot(path=str(out / "run_all_bad_model.png"), full_page=True)
+    return {"good": good, "bad": cell_outputs(page)}
+
+
+def main(url: str, metrics: str, pending: str, out_dir: str) -> int:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    lines = Path(pending).read_text().splitlines(keepends=True)
+    result: dict = {"follow": []}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1800})
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(url)
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=TIMEOUT_MS)
+            page.wait_for_function(
+                "() => window.jupyterapp && window.jupyterapp.shell.currentWidget", timeout=TIMEOUT_MS
+            )
+            page.wait_for_function(
+                "() => { const w = window.jupyterapp.shell.currentWidget; const k = w.sessionContext && "
+                "w.sessionContext.session && w.sessionContext.session.kernel; return k && k.status === 'idle'; }",
+                timeout=TIMEOUT_MS,
+            )
+            run_all(page)
+            page.wait_for_selector(".js-plotly-plot", timeout=TIMEOUT_MS)
+            page.wait_for_function("() => /step \\d+\\/\\d+/.test(document.body.innerText)", timeout=TIMEOUT_MS)
+            result["first_chart"] = chart_last_step(page)
+            chunk = max(1, len(lines) // 3)
+            for start in range(0, len(lines), chunk):
+                with open(metrics, "a") as f:
+                    f.writelines(lines[start : start + chunk])
+                wanted = json.loads(lines[min(start + chunk, len(lines)) - 1])["step"]
+                deadline = time.time() + 30
+                while time.time() < deadline:
+                    if (chart_last_step(page) or 0) >= wanted and (state_step(state_text(page)) or 0) >= wanted:
+                        break
+                    time.sleep(0.5)
+                text = state_text(page)
+                result["follow"].append(
+                    {
+                        "wanted": wanted,
+                        "chart": chart_last_step(page),
+                        "state": state_step(text),
+                        "live": "live" in text,
+                    }
+                )
+            page.screenshot(path=str(out / "live.png"), full_page=True)
+            result["live_text"] = page.evaluate("() => document.body.innerText")
+            save(page)  # saved mid-run, as autosave does
+            shut_down_kernel(page)
+            page.reload()
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=TIMEOUT_MS)
+            time.sleep(5)
+            page.screenshot(path=str(out / "reopened.png"), full_page=True)
+            result["reopened_text"] = page.evaluate("() => document.body.innerText")
+            result["run_all"] = run_all_after_a_bad_model(page, out)
+        finally:
+            browser.close()
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:5]))

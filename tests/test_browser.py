@@ -1,0 +1,128 @@
+"""04_monitor in a real browser: JupyterLab (started as `grpolab lab` starts it) driven in Debian's Chromium by
+playwright (tests/browser/drive_lab.py, in its own venv .venv-browser; `scripts/setup.sh --tools` installs both).
+
+A run that a trainer is writing (its record RUNNING, metrics.jsonl growing; no Ray: the views read the run's files)
+is opened with JupyterLab's own Run All. The interactive chart and the dashboard's state line follow the new steps
+within a refresh; the page says "live" while the kernel refreshes it. Saved mid-run, its kernel shut down and the
+page reloaded, the notebook says "as of" and how to reconnect, and claims nothing is refreshing it. Then 01_setup's
+Run All with model 'tinyy' after a good run in the same kernel shows nothing of the earlier recipe below the check
+cell. JupyterLab and Chromium are stopped at the end, and no process of theirs is left. About a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grpolab.cli.lab import prepare
+from grpolab.jobs.runs import create_run
+from grpolab.monitor import synthetic
+
+ROOT = Path(__file__).resolve().parents[1]
+BROWSER_PYTHON = ROOT / ".venv-browser" / "bin" / "python"
+PORT = 18800 + int(os.environ.get("GRPOLAB_TEST_PORT_OFFSET", "0") or 0) % 1000
+TOKEN = "grpolab-browser-test"
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("chromium") is None or not BROWSER_PYTHON.exists(),
+    reason="needs Debian's chromium and playwright in .venv-browser: bash scripts/setup.sh --tools",
+)
+
+
+def _ours(marker: str) -> list[str]:
+    """Processes whose command line or environment names `marker` (this test's folder or port; a kernel carries
+    the folder in GRPOLAB_RUNS): none may be left."""
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout.splitlines()[1:]
+    found = []
+    for line in out:
+        pid = line.split(None, 1)[0]
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().decode("utf-8", "replace")
+        except OSError:
+            environ = ""
+        if (marker in line or marker in environ) and "ps -eo" not in line and int(pid) != os.getpid():
+            found.append(line)
+    return found
+
+
+def _wait_for_lab(proc) -> None:
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"JupyterLab exited with {proc.returncode}")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{PORT}/api/status?token={TOKEN}", timeout=2).read()
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError("JupyterLab did not answer within 60 s")
+
+
+def test_live_chart_follows_a_run_in_jupyterlab_and_a_reopened_notebook_says_as_of(tmp_path):
+    runs = tmp_path / "runs"
+    run = create_run("tiny", run_id="browser-live", root=runs)
+    records = synthetic.healthy(90)
+    synthetic.write_jsonl(run.metrics_file, records[:30])
+    run.write_status(state="RUNNING", total_steps=90)
+    pending = tmp_path / "pending.jsonl"
+    pending.write_text("".join(json.dumps(r) + "\n" for r in records[30:]))
+    lab = tmp_path / "lab"
+    prepare(lab)  # grpolab lab's working copies and settings (widget state saved with the notebook)
+    path = lab / "04_monitor.ipynb"
+    book = nbformat.read(str(path), as_version=4)
+    cell = next(c for c in book.cells if "parameters" in c.metadata.get("tags", []))
+    cell.source = cell.source.replace("interval: float = 5.0", "interval: float = 1.0")  # a quicker refresh
+    nbformat.write(book, str(path))
+
+    env = {**os.environ, "GRPOLAB_RUNS": str(runs)}
+    grpolab = Path(sys.executable).with_name("grpolab")
+    cmd = [str(grpolab), "lab", "--dir", str(lab), "--port", str(PORT), "--no-browser", "--"]
+    cmd += [f"--IdentityProvider.token={TOKEN}", "--LabApp.expose_app_in_browser=True"]
+    server = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "lab.log", "w"), start_new_session=True
+    )
+    try:
+        _wait_for_lab(server)
+        url = f"http://127.0.0.1:{PORT}/lab/tree/04_monitor.ipynb?token={TOKEN}"
+        drive = subprocess.run(
+            [str(BROWSER_PYTHON), str(ROOT / "tests" / "browser" / "drive_lab.py")]
+            + [url, str(run.metrics_file), str(pending), str(tmp_path / "shots")],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert drive.returncode == 0, drive.stderr[-3000:]
+        seen = json.loads(drive.stdout)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)  # JupyterLab and the kernels it started
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=10)
+    assert seen["first_chart"] == 30
+    for point in seen["follow"]:  # each chunk of new steps: the chart and the state line caught up, live
+        assert point["chart"] == point["wanted"] and point["state"] == point["wanted"], seen["follow"]
+        assert point["live"]
+    assert "as of" in seen["live_text"] and "live: refreshing every 1 s" in seen["live_text"]
+    reopened = seen["reopened_text"]
+    assert "as of" in reopened and "run this cell again to reconnect" in reopened
+    assert "refreshing" not in reopened and "Stop run cannot act" in reopened
+    # JupyterLab's own Run All after a bad model: the check cell stops, and no later cell shows the earlier run's
+    # recipe ("recipe tiny: ready to launch")
+    good, bad = seen["run_all"]["good"], seen["run_all"]["bad"]
+    check = next(i for i, text in enumerate(bad) if "no recipe named 'tinyy'" in text)
+    assert "ready to launch" in good[-1]
+    assert all("ready to launch" not in text and "resolved recipe tiny" not in text for text in bad[check + 1 :]), bad
+    time.sleep(1)
+    assert _ours(str(tmp_path)) == [] and _ours(f"port={PORT}") == []  # nothing left running
