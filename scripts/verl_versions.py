@@ -30,6 +30,15 @@ WHEELS = ROOT / ".cache" / "verl-wheels"
 RELEASES = ("0.7.1", "0.8.0", "0.9.0", "0.9.1")
 
 
+def default_keys() -> list[tuple[str, str]]:
+    """(verl key, the engine whose config holds it) of every plain row of the field map: their defaults per version."""
+    return [
+        (row.verl, "megatron" if row.engines == fieldmap.MEGATRON else "fsdp")
+        for row in fieldmap.KEYS
+        if row.kind == "value" and fieldmap.ROLLOUT_WORD not in row.verl
+    ]
+
+
 def wheel_source(path: Path) -> versions.Source:
     archive = zipfile.ZipFile(path)
     names = set(archive.namelist())
@@ -74,12 +83,12 @@ def build(main: Path | None, commit: str) -> dict:
         wheel = WHEELS / f"verl-{release}-py3-none-any.whl"
         if not wheel.is_file():
             sys.exit(f"missing {wheel}: pip download --no-deps verl=={release} -d {WHEELS}")
-        table[release] = versions.derive(wheel_source(wheel), fieldmap.VERSIONED, fieldmap.default_keys())
+        table[release] = versions.derive(wheel_source(wheel), fieldmap.VERSIONED, default_keys())
     if main is not None:
         sha = subprocess.run(
             ["git", "-C", str(main), "rev-parse", commit], check=True, capture_output=True, text=True
         ).stdout.strip()
-        facts = versions.derive(git_source(main, sha), fieldmap.VERSIONED, fieldmap.default_keys())
+        facts = versions.derive(git_source(main, sha), fieldmap.VERSIONED, default_keys())
         facts["main"] = sha
         table[facts["version"]] = facts
     elif versions.TABLE.is_file():  # keep the committed main row when no mirror is given

@@ -119,9 +119,8 @@ def gated_launch(recipe: Recipe, run_dir: str | None = None) -> tuple[list[Probl
 
 def _gate(recipe: Recipe, verl: bool, run_dir: str | None) -> tuple[list[Problem], Launch | None]:
     from grpolab.rules.validate import validate
-    from grpolab.verl.render import RUN_DIR, first_class_keys
-
     from grpolab.verl.fieldmap import checked_facts, verl_key
+    from grpolab.verl.render import RUN_DIR, first_class_keys
     from grpolab.verl.versions import read_key
 
     problems: list[Problem] = []

@@ -355,10 +355,11 @@ def key_name(row: Key, rollout: str) -> str:
 # ---------------------------------------------------------------------------------------------- per-version layer
 
 _CHECKED = object()  # "the facts of the verl being checked" (checked_facts())
+_SP = "ulysses_sequence_parallel_size"
 # the keys of each fact grpolab.verl.versions derives per version: (the row's key, the key older workers read)
 VERSIONED: dict[str, tuple[str, ...]] = {
-    "ulysses": (f"{ACTOR}.fsdp_config.ulysses_sequence_parallel_size", f"{ACTOR}.ulysses_sequence_parallel_size"),
-    "ref_ulysses": (f"{REF}.fsdp_config.ulysses_sequence_parallel_size", f"{REF}.ulysses_sequence_parallel_size"),
+    "ulysses": (f"{ACTOR}.fsdp_config.{_SP}", f"{ACTOR}.{_SP}"),
+    "ref_ulysses": (f"{REF}.fsdp_config.{_SP}", f"{REF}.{_SP}"),
     "timeout": (f"{ARR}.nccl_timeout",),
     "grad_offload": (f"{MEG}.grad_offload",),
     "cudagraph_alias": (f"{ENGINE_KWARGS}.vllm.compilation_config.cudagraph_capture_sizes",),
@@ -377,34 +378,21 @@ def _facts(found: Any) -> dict | None:
 
 
 def row_key(row: Key, rollout: str, found: Any = _CHECKED) -> str | None:
-    """The key the checked verl's workers read for a row (`found`: a version's facts; None: 0.9.1's own names);
-    None when they read nothing for it."""
+    """The key the checked verl's workers read for a row (`found`: a version's facts); None: they read none."""
     from grpolab.verl import versions
 
     return versions.read_key(key_name(row, rollout), _facts(found))
 
 
 def alias_counts(alias: Alias, found: Any = _CHECKED) -> bool:
-    """Does the checked verl read the alias for the same setting? Not where the alias is the key its workers read
-    (a row's key there: row_key), and not where the setting reaches its engine under another name."""
+    """Does the checked verl read the alias for the same setting? Not where it is the key its workers read (a row's
+    there: row_key), nor where the setting reaches its engine under another name (vLLM's cuda_graph_sizes)."""
     facts = _facts(found)
-    if facts is None:
-        return True
-    if any(entry["key"] == alias.verl for entry in facts["reads"].values()):
+    if facts is not None and any(entry["key"] == alias.verl for entry in facts["reads"].values()):
         return False
-    if alias.verl == VERSIONED["cudagraph_alias"][0]:  # 0.7.1 / 0.8.0 hand the sizes to vLLM as cuda_graph_sizes
+    if facts is not None and alias.verl == VERSIONED["cudagraph_alias"][0]:
         return facts["cudagraph_vllm"]["vllm_name"] == "compilation_config.cudagraph_capture_sizes"
     return True
-
-
-def default_keys() -> list[tuple[str, str]]:
-    """(verl key, engine whose config holds it) of every plain row: the keys whose defaults the version table
-    records."""
-    return [
-        (row.verl, "megatron" if row.engines == MEGATRON else "fsdp")
-        for row in KEYS
-        if row.kind == "value" and ROLLOUT_WORD not in row.verl
-    ]
 
 
 def fields() -> list[str]:

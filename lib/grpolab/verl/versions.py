@@ -116,7 +116,7 @@ def _line(text: str | None, pattern: str, path: str) -> str | None:
 def derive(src: Source, layer: dict[str, tuple[str, ...]], keys: list[tuple[str, str]] | None = None) -> dict[str, Any]:
     """Every fact of one verl version, each with where it comes from. `layer`: the field map's keys of each
     versioned fact (grpolab.verl.fieldmap.VERSIONED); `keys`: (verl key, engine) of the field map's rows, whose
-    defaults are recorded (fieldmap.default_keys(); None: every key)."""
+    defaults are recorded (scripts/verl_versions.py lists them; None: every key)."""
     version = (src.text("verl/version/version") or "").strip() or None
     gen = {e: yaml.safe_load(src.text(p) or "{}") or {} for e, p in GENERATED.items()}
     return {
