@@ -249,3 +249,27 @@ def test_render_json_says_which_verl_it_was_rendered_for():
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["verl_version"] == verl_schema.verl_version()
+
+
+def test_preflight_compares_each_nodes_verl_with_the_one_rendered_for(verl_at):
+    from grpolab.preflight.node import packages
+    from grpolab.preflight.report import FAIL, OK
+    from grpolab.preflight.spec import node_spec
+
+    installed = verl_schema.verl_version()  # this machine is the node: its verl is the shared venv's
+    spec = node_spec(load_recipe("qwen3_8b"))
+    assert spec["rendered_verl"] == installed
+    assert {r["check"]: r for r in packages.check_stack(spec, {})}["verl-rendered"]["status"] == OK
+    verl_at("0.8.0")  # rendered for another verl than the node runs
+    spec = node_spec(load_recipe("qwen3_8b"))
+    row = {r["check"]: r for r in packages.check_stack(spec, {})}["verl-rendered"]
+    assert row["status"] == FAIL and "0.8.0" in row["detail"] and installed in row["detail"]
+    assert "verl==0.8.0" in row["fix"]
+
+
+def test_the_dry_run_says_which_verl_the_launch_is_rendered_for(verl_at):
+    from grpolab.jobs import launch
+
+    verl_at("0.7.1")
+    described = launch.prepare(load_recipe("qwen3_8b")).describe()
+    assert described["verl_version"] == "0.7.1"
