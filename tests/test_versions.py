@@ -273,3 +273,15 @@ def test_the_dry_run_says_which_verl_the_launch_is_rendered_for(verl_at):
     verl_at("0.7.1")
     described = launch.prepare(load_recipe("qwen3_8b")).describe()
     assert described["verl_version"] == "0.7.1"
+
+
+@pytest.mark.parametrize(
+    "version,override",
+    [("0.7.1", f"{ULYSSES[0]}=2"), ("0.9.1", f"{fieldmap.verl_key('trainer.timeout_s')}=3600")],
+)
+def test_a_raw_override_of_a_key_the_version_does_not_read_is_an_error(verl_at, version, override):
+    """Through verl_overrides too: 0.9.1's fsdp_config key on 0.7.1 (SP 1 there), nccl_timeout on 0.9.1 (unread)."""
+    verl_at(version)
+    _, problems = check("qwen3_8b", [f"verl_overrides.{override}"])
+    said = [p for p in errors(problems) if p.rule == "verl-version" and p.key.startswith("verl_overrides.")]
+    assert said and f"verl {version}" in said[0].message and "instead" in said[0].fix

@@ -32,6 +32,7 @@ def version_problems(recipe: Recipe) -> list[Problem]:
     version = verl_version() or found["version"]
     problems = _range(version)
     problems += _unread(recipe, found, version)
+    problems += _raw_unread(recipe, found, version)
     problems += _values(recipe, found, version)
     problems += _defaults(recipe, found, version)
     return problems
@@ -80,6 +81,32 @@ def _unread(recipe: Recipe, found: dict, version: str) -> list[Problem]:
                 f"{recipe.origin(row.field)}: verl {version}'s workers read nothing for {row.field} ({key}: {where}); "
                 "the launch leaves it out, so the run would not get it",
                 hold.nearest if hold else "use a verl version whose workers read it",
+            )
+        )
+    return problems
+
+
+def _raw_unread(recipe: Recipe, found: dict, version: str) -> list[Problem]:
+    """verl_overrides keys this version's workers do not read for their setting: another key, or none."""
+    problems = []
+    for raw, value in recipe.verl_overrides.items():
+        key = raw.lstrip("+")
+        entry = found["reads"].get(key)
+        if entry is None or entry["key"] == key:
+            continue
+        field = fieldmap.field_of(key) or "its first-class field"
+        hold = versions.held(field)
+        reads = f"they read {entry['key']}" if entry["key"] else "they read nothing for it"
+        problems.append(
+            Problem(
+                "verl-version",
+                "error",
+                f"verl_overrides.{raw}",
+                value,
+                f"{recipe.origin('verl_overrides.' + raw)}: verl {version}'s workers do not read {key}: {reads} "
+                f"({entry['source']}); the run would not get {value!r}",
+                f"set {field} instead (the launch then writes the key verl {version} reads) and remove "
+                f"verl_overrides.{raw}" + (f"; {hold.nearest}" if hold and not entry["key"] else ""),
             )
         )
     return problems
