@@ -92,8 +92,8 @@ def _raw_unread(recipe: Recipe, found: dict, version: str) -> list[Problem]:
     for raw, value in recipe.verl_overrides.items():
         key = raw.lstrip("+")
         entry = found["reads"].get(key)
-        if entry is None or entry["key"] == key:
-            continue
+        if entry is None or entry["key"] == key or found["defaults"].get(key, _ABSENT) == _ABSENT:
+            continue  # read as itself, or a key this version lacks (verl-schema says so)
         field = fieldmap.field_of(key) or "its first-class field"
         hold = versions.held(field)
         reads = f"they read {entry['key']}" if entry["key"] else "they read nothing for it"
