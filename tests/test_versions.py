@@ -182,20 +182,20 @@ def test_matrix_every_seed_checks_and_composes_or_names_the_version(verl_at, ver
     name = verl_schema.verl_version()
     for seed in SEEDS:
         recipe = load_recipe(seed)
-        problems = errors(gate(recipe))
+        verdict = gate(recipe)
+        said = {p.key for p in verdict}
+        problems = errors(verdict)
         for p in problems:
             assert p.rule in ("verl-schema", "verl-version") and f"verl {name}" in p.message, (seed, p.format())
         found = fieldmap.checked_facts()
         unread = {k for k, e in found["reads"].items() if e["key"] is None}
         config = verl_schema.base_config(recipe.train.engine)
+        flat = {k for k, _ in _flat(config)}
         for key in fieldmap.render_keys(recipe, "/RUN"):
             assert key not in unread, (seed, key)
             bare = key.lstrip("+")
-            assert (
-                bare in {k for k, _ in _flat(config)}
-                or verl_schema.in_free_form(config, bare)
-                or any(p.key == fieldmap.field_of(key) for p in gate(recipe))
-            ), (seed, key)
+            known = bare in flat or verl_schema.in_free_form(config, bare)
+            assert known or fieldmap.field_of(key) in said, (seed, key)
 
 
 def _flat(config: dict, prefix: str = ""):
@@ -217,21 +217,22 @@ def test_matrix_the_corpus_settings_land_where_the_version_reads_them(verl_at, v
     found = fieldmap.checked_facts()
     launches = sorted((ROOT / "tests" / "data" / "corpus" / "launches").glob("*.yaml"))
     assert len(launches) > 50
-    seen = 0
+    keys: dict[str, str] = {}  # every key the launches set -> one launch that sets it
     for path in launches:
-        args = yaml.safe_load(path.read_text())["args"]
-        for arg in args:
+        for arg in yaml.safe_load(path.read_text())["args"]:
             key = arg.split("=", 1)[0].lstrip("+")
-            if "=" not in arg or key.startswith("-"):
+            if "=" in arg and not key.startswith("-"):
+                keys.setdefault(key, path.name)
+    seen = 0
+    for key, where in keys.items():
+        for engine in fieldmap.VERL:
+            hit = fieldmap.match(key, engine, "vllm")
+            if hit is None or hit.row is None or hit.row.kind != "value":
                 continue
-            for engine in fieldmap.VERL:
-                hit = fieldmap.match(key, engine, "vllm")
-                if hit is None or hit.row is None or hit.row.kind != "value":
-                    continue
-                seen += 1
-                read = fieldmap.row_key(hit.row, "vllm", found)
-                assert read == key or (read is None and fieldmap.key_name(hit.row, "vllm") == key), (path.name, key)
-    assert seen > 500
+            seen += 1
+            read = fieldmap.row_key(hit.row, "vllm", found)
+            assert read == key or (read is None and fieldmap.key_name(hit.row, "vllm") == key), (where, key)
+    assert seen > 100
 
 
 def test_the_matrix_fails_naming_how_to_get_a_missing_wheel(tmp_path, monkeypatch, verl_packages):

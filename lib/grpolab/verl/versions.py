@@ -188,7 +188,8 @@ def _grad_offload(src: Source, megatron: dict, key: str) -> dict[str, Any]:
     if get_dotted(megatron, key, MISSING) is MISSING:
         return {"key": None, "source": f"{GENERATED['megatron']}: no {key}"}
     leaf = key.rsplit(".", 1)[1]
-    files = {p: src.text(p) or "" for p in src.files("verl/") if p.endswith(".py")}
+    # the attribute is one of a worker's or an engine's own: read, if at all, in verl/workers
+    files = {p: src.text(p) or "" for p in src.files("verl/workers/") if p.endswith(".py")}
     assigned: list[tuple[str, str]] = []  # (attribute, where)
     for path, text in files.items():
         for n, line in enumerate(text.splitlines(), 1):
