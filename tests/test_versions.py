@@ -286,3 +286,22 @@ def test_a_raw_override_of_a_key_the_version_does_not_read_is_an_error(verl_at, 
     _, problems = check("qwen3_8b", [f"verl_overrides.{override}"])
     said = [p for p in errors(problems) if p.rule == "verl-version" and p.key.startswith("verl_overrides.")]
     assert said and f"verl {version}" in said[0].message and "instead" in said[0].fix
+
+
+@pytest.mark.parametrize("version", ["0.7.1", "0.9.1"])
+def test_import_reads_both_ways_of_selecting_megatron(verl_at, version):
+    """`model_engine=megatron` (0.8.0+) and `--config-name ppo_megatron_trainer` (0.7.1) both import as a Megatron
+    recipe, under a version that has only one of them too."""
+    from grpolab.verl.importer import to_recipe
+    from grpolab.verl.record import MAIN, Recorded
+
+    verl_at(version)
+    common = [
+        "actor_rollout_ref.model.path=/m",
+        "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+        "trainer.n_gpus_per_node=8",
+    ]
+    for selection in (["model_engine=megatron"], ["--config-name", "ppo_megatron_trainer"]):
+        recorded = Recorded("python3", MAIN, ["-m", MAIN, *selection, *common], {})
+        imported = to_recipe(recorded, "imported", device="cuda")
+        assert imported.data["train"]["engine"] == "megatron" and imported.data["train"]["tp"] == 2, selection
