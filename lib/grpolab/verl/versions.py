@@ -263,11 +263,19 @@ def verl_root() -> Path | None:
 def verl_version() -> str | None:
     """The version of the verl checked for: $GRPOLAB_VERL_ROOT's verl/version/version, else the installed verl's
     (grpolab.recipe.stack, the one reader of installed versions), or None."""
-    from grpolab.recipe import stack
-
     if os.environ.get(ROOT_ENV):
         path = Path(os.environ[ROOT_ENV]) / "version" / "version"
         return path.read_text().strip() if path.is_file() else None
+    root = verl_root()
+    return _installed_version(str(root) if root else "")
+
+
+@lru_cache(maxsize=4)
+def _installed_version(root: str) -> str | None:
+    """The installed verl's version, looked up once per package folder (metadata lookups cost a millisecond, and
+    the field map asks for every key it matches)."""
+    from grpolab.recipe import stack
+
     return stack.installed("verl")[0]
 
 
