@@ -61,10 +61,8 @@ def verl_problems(
     """(problems, whether the installed verl can offload gradients, the launch rendered for run_dir or None) for a
     verl recipe: unknown keys in verl_overrides, keys the installed verl lacks, and the rendered launch composed
     with Hydra. `first_class`: the first-class keys for run_dir when the gate rendered them already."""
-    from grpolab.rules.verl_version import version_problems
-    from grpolab.verl import versions
+    from grpolab.rules.verl_version import gradients_offloaded, version_problems
     from grpolab.verl.config import base_config, compose, static_problems, verl_version
-    from grpolab.verl.fieldmap import checked_facts, verl_key
     from grpolab.verl.render import render
 
     config = base_config(recipe.train.engine)
@@ -79,7 +77,7 @@ def verl_problems(
         )
         return [missing], True, None
     # by meaning: gradients are offloaded only where the version's workers read the key (never only "it exists")
-    grad_ok = versions.read_key(verl_key("train.grad_offload", "megatron"), checked_facts()) is not None
+    grad_ok = gradients_offloaded()
     # the renderer applies verl_overrides last and unchanged, so they are the user's own keys to check
     problems = static_problems(recipe, config, dict(recipe.verl_overrides)) + version_problems(recipe)
     launch = render(recipe, run_dir, first_class)
@@ -119,15 +117,13 @@ def gated_launch(recipe: Recipe, run_dir: str | None = None) -> tuple[list[Probl
 
 def _gate(recipe: Recipe, verl: bool, run_dir: str | None) -> tuple[list[Problem], Launch | None]:
     from grpolab.rules.validate import validate
-    from grpolab.verl.fieldmap import checked_facts, verl_key
+    from grpolab.rules.verl_version import gradients_offloaded
     from grpolab.verl.render import RUN_DIR, first_class_keys
-    from grpolab.verl.versions import read_key
 
     problems: list[Problem] = []
     # by meaning, with or without composing: gradients are offloaded only where the checked verl's workers read the
     # key (none of 0.7.1 to main does); without verl, as no supported version does
-    facts = checked_facts()
-    grad_ok = facts is not None and read_key(verl_key("train.grad_offload", "megatron"), facts) is not None
+    grad_ok = gradients_offloaded()
     launch, rendered = None, None
     if recipe.train.engine != "trl" and recipe.verl_overrides:
         # the shadowing check reads the keys the launch is rendered from: rendered once, for both

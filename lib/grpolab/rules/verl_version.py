@@ -22,6 +22,14 @@ def _base_only(recipe: Recipe, field: str) -> bool:
     return recipe.origin(field).replace("\\", "/").rsplit("/", 1)[-1] == "base.yaml"
 
 
+def gradients_offloaded() -> bool:
+    """Does the checked verl offload gradients when train.grad_offload asks? Only where its workers read the key
+    (none of 0.7.1 to main does); without verl, as no supported version does. The memory estimate asks this."""
+    found = fieldmap.checked_facts()
+    key = fieldmap.verl_key("train.grad_offload", "megatron")
+    return found is not None and versions.read_key(key, found) is not None
+
+
 def version_problems(recipe: Recipe) -> list[Problem]:
     """Every problem of the recipe on the checked verl's version (none for train.engine trl or without verl)."""
     if recipe.train.engine == "trl":
