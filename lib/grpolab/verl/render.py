@@ -160,18 +160,17 @@ def render(recipe: Recipe, run_dir: str | None = None, first_class: dict[str, An
 
 
 def _lacking(key: str, value: Any) -> Problem:
-    """A first-class key the checked verl lacks, left out of the launch: a warning where the value is what verl
-    0.9.1 defaults to, asks the feature off, or the run owns the key; else an error: that version cannot do what
-    the recipe asks."""
+    """A first-class key the checked verl lacks, left out of the launch: a warning where the value is null, what
+    verl 0.9.1 defaults to, or the run owns the key; else an error: that version cannot do what the recipe asks."""
     from grpolab.verl import versions
 
     field = fieldmap.field_of(key) or f"verl_overrides.{key}"
     version = verl_schema.verl_version()
     having = versions.having(key)
     default = versions.reference_default(key)
-    # a feature a version lacks is off there: asking it off (or for 0.9.1's default) means what that version does
-    off = value is None or value is False or value == "disabled"
-    harmless = key in fieldmap.run_owned() or off or (default is not None and default == value)
+    # what a version without the key does is what 0.9.1 does by default at best: any other value (or a key with
+    # no default to compare) is a request that version cannot honour; unset (null) asks for nothing
+    harmless = key in fieldmap.run_owned() or value is None or (default is not None and default == value)
     return Problem(
         "verl-schema",
         "warning" if harmless else "error",
