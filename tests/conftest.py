@@ -230,3 +230,58 @@ def pytest_collection_modifyitems(items):
         return -slow.args[0] if slow else 0.0
 
     items.sort(key=seconds)
+
+
+# ---------------------------------------------------------------------------------------------------- verl versions
+# the supported verl versions the version matrix checks against: each release's wheel from PyPI (scripts/setup.sh
+# downloads them into .cache/verl-wheels) and verl's main at the commit the version table records (setup.sh unpacks
+# it into .cache/verl-main); nothing here installs them: GRPOLAB_VERL_ROOT points check and render at one
+VERL_RELEASES = ("0.7.1", "0.8.0", "0.9.0", "0.9.1")
+VERL_WHEELS = ROOT / ".cache" / "verl-wheels"
+VERL_MAIN = ROOT / ".cache" / "verl-main" / "verl"
+
+
+def verl_package(version: str) -> Path:
+    """The verl package folder of a supported version ("main" for the main snapshot), unpacked once into the suite's
+    cache; fails (never skips) naming how to get it."""
+    import zipfile
+
+    if version == "main":
+        if not (VERL_MAIN / "version" / "version").is_file():
+            pytest.fail(
+                f"no verl main snapshot in {VERL_MAIN.parent}: run scripts/setup.sh (it unpacks verl's main at "
+                "the commit lib/grpolab/data/verl_versions.json records)"
+            )
+        return VERL_MAIN
+    wheels = Path(os.environ.get("GRPOLAB_VERL_WHEELS") or VERL_WHEELS)  # the suite's own test moves it
+    wheel = wheels / f"verl-{version}-py3-none-any.whl"
+    if not wheel.is_file():
+        pytest.fail(
+            f"no {wheel.name} in {wheels}: run `.venv/bin/pip download --no-deps verl=={version} -d "
+            f"{wheels}` (scripts/setup.sh does it for every supported version)"
+        )
+    target = Path(os.environ["GRPOLAB_CACHE"]) / "verl" / version
+    done = target / ".unpacked"
+    if not done.is_file():
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(target, [n for n in archive.namelist() if n.startswith("verl/")])
+        done.write_text(wheel.name)
+    return target / "verl"
+
+
+@pytest.fixture
+def verl_packages():
+    """verl_package itself: `verl_packages(version)` -> the unpacked package folder."""
+    return verl_package
+
+
+@pytest.fixture
+def verl_at(monkeypatch):
+    """`verl_at(version)`: check and render for that verl version (GRPOLAB_VERL_ROOT) for the rest of the test."""
+
+    def use(version: str) -> Path:
+        package = verl_package(version)
+        monkeypatch.setenv("GRPOLAB_VERL_ROOT", str(package))
+        return package
+
+    return use

@@ -271,8 +271,12 @@ def test_deprecated_key_alone_or_beside_its_replacement():
 
 
 # ---------------------------------------------------------------------------------------------------- class 14
-def test_startup_timeouts_scale_with_model_and_cluster():
+def test_startup_timeouts_scale_with_model_and_cluster(verl_at):
     assert not by_rule("glm5_2", "startup-timeout")  # 7200 s and HCCL_CONNECT_TIMEOUT 7200
+    found = by_rule("qwen3_5_122b_a10b_32k", "startup-timeout")
+    # verl 0.9.1's workers read no timeout key: raising trainer.timeout_s would do nothing, so it is not the fix
+    assert {p.key for p in found} == {"env.HCCL_CONNECT_TIMEOUT"}
+    verl_at("0.7.1")  # whose workers pass actor_rollout_ref.nccl_timeout to the process group
     found = by_rule("qwen3_5_122b_a10b_32k", "startup-timeout")
     assert {p.key for p in found} == {"trainer.timeout_s", "env.HCCL_CONNECT_TIMEOUT"}
     assert not by_rule(
@@ -363,7 +367,8 @@ def test_aiv_is_not_suggested_where_it_hangs():
     assert [p for p in problems("glm5_2") if p.key == "env.HCCL_OP_EXPANSION_MODE" and p.severity == "warning"]
 
 
-def test_startup_timeout_reads_the_rendered_nccl_timeout():
+def test_startup_timeout_reads_the_rendered_nccl_timeout(verl_at):
+    verl_at("0.7.1")  # the one version whose workers read it
     assert by_rule("glm5_2", "startup-timeout", ["verl_overrides.actor_rollout_ref.nccl_timeout=600"])
 
 

@@ -90,7 +90,7 @@ CASES = {
     "engine-support": [
         ("tiny", ["algorithm.loss_agg_mode=seq-mean-token-sum"]),
         ("qwen3_8b", ["rollout.engine=hf"]),
-        ("glm5_2", ["cluster.device=cpu"]),
+        ("glm5_2", ["cluster.device=cpu", "trainer.timeout_s=600"]),  # 7200 s is read by HCCL on NPU only
     ],
     "unknown-override": [
         ("glm5_2", ["train.transformer.use_flash_atn=true"]),
@@ -164,7 +164,12 @@ CASES = {
         ("glm5_2", ["verl_overrides.actor_rollout_ref.actor.ppo_micro_batch_size=4"]),
         ("qwen3_8b", ["verl_overrides.actor_rollout_ref.rollout.log_prob_micro_batch_size=8"]),
     ],
-    "startup-timeout": [("glm5_2", ["trainer.timeout_s=600"]), ("qwen3_5_122b_a10b_32k", ["trainer.timeout_s=900"])],
+    "startup-timeout": [
+        ("glm5_2", ["env.HCCL_CONNECT_TIMEOUT=600"]),
+        ("qwen3_5_122b_a10b_32k", ["env.HCCL_CONNECT_TIMEOUT=300"]),
+    ],
+    # a field the installed verl's (0.9.1's) workers read nothing for, or a value its code rejects
+    "verl-version": [("qwen3_8b", ["trainer.timeout_s=1800"]), ("glm5_2", ["trainer.timeout_s=7300"])],
     "known-bad": [
         ("qwen3_5_122b_a10b_32k", ["rollout.enforce_eager=true"]),
         ("glm5_2", ["env.HCCL_OP_EXPANSION_MODE=AIV", "rollout.enforce_eager=true"]),

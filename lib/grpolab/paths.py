@@ -16,8 +16,26 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def params_dir() -> Path:
-    """The params/ directory: $GRPOLAB_PARAMS, else the project's own."""
-    return Path(os.environ.get("GRPOLAB_PARAMS") or PROJECT_ROOT / "params")
+    """The params/ directory: $GRPOLAB_PARAMS, else the source checkout's own (an editable install), else the one a
+    wheel install ships (`pip install .` puts it in the environment's data folder: <prefix>/share/grpolab/params)."""
+    if os.environ.get("GRPOLAB_PARAMS"):
+        return Path(os.environ["GRPOLAB_PARAMS"])
+    own = PROJECT_ROOT / "params"
+    if (own / "base.yaml").is_file():
+        return own
+    return installed_params() or own
+
+
+def installed_params() -> Path | None:
+    """The params/ a wheel install shipped (pyproject's data-files), in this environment's or the user's data folder."""
+    import site
+    import sysconfig
+
+    for data in (sysconfig.get_path("data"), site.getuserbase()):
+        folder = Path(data) / "share" / "grpolab" / "params"
+        if (folder / "base.yaml").is_file():
+            return folder
+    return None
 
 
 def runs_dir() -> Path:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 
 def register(sub) -> None:
     p = sub.add_parser("ls", help="list the recipes, one line each")
@@ -13,7 +15,16 @@ def main(args) -> int:
     from grpolab.problems import InputError, RecipeError
     from grpolab.recipe.loader import describe, load_recipe, recipe_names
 
-    for name in recipe_names():
+    names = recipe_names()
+    if not names:  # nothing to list is a broken install or a wrong GRPOLAB_PARAMS, never "no recipes"
+        print(
+            f"error: no recipes found in {params_dir() / 'recipes'} (the params/ folder: $GRPOLAB_PARAMS, else the "
+            "source checkout's, else <prefix>/share/grpolab/params from `pip install .`); set GRPOLAB_PARAMS to a "
+            "params/ folder",
+            file=sys.stderr,
+        )
+        return 2
+    for name in names:
         path = params_dir() / "recipes" / f"{name}.yaml"
         try:
             r = load_recipe(name)

@@ -21,15 +21,19 @@ def main(args) -> int:
     from grpolab.verl.render import render, to_json, to_sh
 
     recipe = load(args)
-    problems = errors(gate(recipe))
+    found = gate(recipe)
+    problems = errors(found)
     if problems:  # a launch that cannot work is not rendered: check before launch, never after
         print_problems(problems, header=f"recipe {recipe.name} has errors; not rendering (see `grpolab check`):")
         return 1
     from grpolab.recipe.secrets import redaction
 
     launch = render(recipe)
-    redacted = redaction(recipe, env=launch.env, overrides=args.overrides).launch(launch)
-    for note in redacted.notes:  # a message never shows a secret, --show-secrets or not
+    redact = redaction(recipe, env=launch.env, overrides=args.overrides)
+    redacted = redact.launch(launch)
+    # what the launch leaves out or sets otherwise on this verl version is said beside the launch, like its notes
+    meaning = redact.problems(p for p in found if p.rule == "verl-version")
+    for note in [*redacted.notes, *meaning]:  # a message never shows a secret, --show-secrets or not
         print(f"# {note.severity}: [{note.rule}] {note.key}: {note.message}", file=sys.stderr)
     if not args.show_secrets:  # masked by name in env, and by value wherever else a secret would show
         launch = redacted

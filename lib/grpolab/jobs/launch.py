@@ -93,6 +93,7 @@ class Submission:
             "endpoint": self.endpoint.label,
             "entrypoint": hide.text(self.entrypoint),
             "env": self.shown_env(),
+            "verl_version": self.launch.verl_version,  # the verl the launch was rendered for (the keys it reads)
             "notes": [hide.problem(n).to_dict() for n in self.launch.notes],
         }
 
@@ -188,6 +189,7 @@ def _hand_over(run: runs.Run, job: Submission, resumed_from: dict | None = None)
         "entrypoint": hide.text(entrypoint),
         "env": job.shown_env(),
         "versions": _versions() | provenance.packages(recipe),  # and what else shapes a run (its stack pins)
+        "rendered_for_verl": job.launch.verl_version,  # the verl whose keys the launch was written with
         "git_commit": _git_commit(),
         "ray": ep.to_dict(),
         "notes": [hide.problem(n).to_dict() for n in job.launch.notes],

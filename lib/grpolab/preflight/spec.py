@@ -76,6 +76,15 @@ def checkpoint_bytes(recipe: Recipe, card) -> tuple[int, str]:
     return max(size, CKPT_FLOOR_BYTES), how
 
 
+def _rendered_verl(recipe: Recipe) -> str | None:
+    """The verl version the launch is rendered for (the keys its workers read): every node must run that one."""
+    if recipe.train.engine == "trl":
+        return None
+    from grpolab.verl.versions import verl_version
+
+    return verl_version()
+
+
 def node_spec(recipe: Recipe) -> dict:
     """The per-node task's input: everything it compares, as plain data."""
     from grpolab.problems import InputError, RecipeError
@@ -123,6 +132,7 @@ def node_spec(recipe: Recipe) -> dict:
         "required_env": required_env(recipe),
         "stack": {k: str(v) for k, v in recipe.stack.items()},
         "required_packages": required_packages(recipe),
+        "rendered_verl": _rendered_verl(recipe),
         "model": model,
         "model_skip": "train.engine trl builds its tiny model in code (grpolab.local.tiny): no weights to check",
         "data": data,

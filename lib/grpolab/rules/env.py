@@ -13,7 +13,8 @@ from grpolab.recipe import stack
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules.checks import Checks
 from grpolab.rules.registry import Severity
-from grpolab.verl.fieldmap import verl_key
+from grpolab.verl import versions
+from grpolab.verl.fieldmap import checked_facts, verl_key
 
 BIG_MODEL_B = 32
 BIG_WORLD = 64
@@ -195,7 +196,14 @@ def startup_timeout(c: Checks) -> None:
         return
     scale = f"{f.name} ({f.params_b:g}B) on {r.world_size} devices"
     timeout = r.override(verl_key("trainer.timeout_s"), r.trainer.timeout_s)
-    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout < MIN_TIMEOUT_S:
+    # by meaning: only where the checked verl's workers read the timeout key does raising it help
+    read = versions.read_key(verl_key("trainer.timeout_s"), checked_facts())
+    if (
+        read is not None
+        and isinstance(timeout, (int, float))
+        and not isinstance(timeout, bool)
+        and timeout < MIN_TIMEOUT_S
+    ):
         c.add(
             "startup-timeout",
             "trainer.timeout_s",

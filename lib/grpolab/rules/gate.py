@@ -61,9 +61,8 @@ def verl_problems(
     """(problems, whether the installed verl can offload gradients, the launch rendered for run_dir or None) for a
     verl recipe: unknown keys in verl_overrides, keys the installed verl lacks, and the rendered launch composed
     with Hydra. `first_class`: the first-class keys for run_dir when the gate rendered them already."""
-    from grpolab.recipe.dotted import has_dotted
+    from grpolab.rules.verl_version import gradients_offloaded, version_problems
     from grpolab.verl.config import base_config, compose, static_problems, verl_version
-    from grpolab.verl.fieldmap import verl_key
     from grpolab.verl.render import render
 
     config = base_config(recipe.train.engine)
@@ -77,13 +76,14 @@ def verl_problems(
             "pip install verl (see README) to check before launch",
         )
         return [missing], True, None
-    grad_ok = has_dotted(config, verl_key("train.grad_offload"))
+    # by meaning: gradients are offloaded only where the version's workers read the key (never only "it exists")
+    grad_ok = gradients_offloaded()
     # the renderer applies verl_overrides last and unchanged, so they are the user's own keys to check
-    problems = static_problems(recipe, config, dict(recipe.verl_overrides))
+    problems = static_problems(recipe, config, dict(recipe.verl_overrides)) + version_problems(recipe)
     launch = render(recipe, run_dir, first_class)
     problems += launch.notes
-    if run_compose and not any(p.severity == "error" for p in problems):
-        message = compose(launch.overrides)
+    if run_compose and not any(p.severity == "error" and p.rule == "verl-schema" for p in problems):
+        message = compose(launch.overrides, launch.config_name)
         if message:
             problems.append(
                 Problem(
@@ -91,7 +91,9 @@ def verl_problems(
                     "error",
                     "verl_overrides",
                     None,
-                    f"verl {verl_version()} rejects the rendered launch: {message}",
+                    f"verl {verl_version()} rejects the rendered launch"
+                    + (f" (--config-name={launch.config_name})" if launch.config_name != "ppo_trainer" else "")
+                    + f": {message}",
                     "fix the key Hydra names (see `grpolab render` for the overrides)",
                 )
             )
@@ -115,15 +117,19 @@ def gated_launch(recipe: Recipe, run_dir: str | None = None) -> tuple[list[Probl
 
 def _gate(recipe: Recipe, verl: bool, run_dir: str | None) -> tuple[list[Problem], Launch | None]:
     from grpolab.rules.validate import validate
+    from grpolab.rules.verl_version import gradients_offloaded
     from grpolab.verl.render import RUN_DIR, first_class_keys
 
     problems: list[Problem] = []
-    grad_ok, launch, rendered = True, None, None
+    # by meaning, with or without composing: gradients are offloaded only where the checked verl's workers read the
+    # key (none of 0.7.1 to main does); without verl, as no supported version does
+    grad_ok = gradients_offloaded()
+    launch, rendered = None, None
     if recipe.train.engine != "trl" and recipe.verl_overrides:
         # the shadowing check reads the keys the launch is rendered from: rendered once, for both
         rendered, _ = first_class_keys(recipe, run_dir or RUN_DIR)
     if verl and recipe.train.engine != "trl":
-        found, grad_ok, launch = verl_problems(recipe, run_dir=run_dir, first_class=rendered)
+        found, _, launch = verl_problems(recipe, run_dir=run_dir, first_class=rendered)
         problems += found
     return validate(recipe, grad_ok) + shadowing(recipe, rendered) + problems, launch
 

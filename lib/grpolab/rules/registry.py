@@ -230,6 +230,17 @@ RULES: tuple[Rule, ...] = (
         severity_doc=EITHER,
     ),
     _rule(
+        "verl-version",
+        "verl_version",
+        "none",
+        "What the recipe asks means the same on the verl checked (0.7.1 to main): a first-class field whose key "
+        "that version's workers read nothing for (trainer.timeout_s after 0.7.1, train.grad_offload), a value "
+        "that version rejects (loss_agg_mode token-sum before 0.9.0), a base.yaml default that differs from "
+        "that version's own, and a verl outside the supported range.",
+        "each version's own source, derived into lib/grpolab/data/verl_versions.json by scripts/verl_versions.py",
+        severity_doc=EITHER,
+    ),
+    _rule(
         "unknown-override",
         "overrides",
         "train",

@@ -31,6 +31,7 @@ from grpolab.rules import (
 )
 from grpolab.rules.checks import Checks
 from grpolab.rules.overrides import megatron_fields
+from grpolab.rules.verl_version import gradients_offloaded
 
 __all__ = ["LAYOUT_FIX_RULES", "LEARNED_CHECKS", "layout_problems", "learned_problems", "megatron_fields", "validate"]
 
@@ -104,7 +105,7 @@ def layout_problems(recipe: Recipe, facts: ModelCard | None) -> list[Problem]:
     c = Checks(recipe, facts)
     parallel_layout(c)
     batch.batches(c)
-    device_memory.memory(c, True)
+    device_memory.memory(c, gradients_offloaded())  # as check counts them: the version table's answer
     return c.problems
 
 

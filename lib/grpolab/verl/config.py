@@ -9,7 +9,6 @@ first error. Nothing here imports verl itself.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import re
 from collections.abc import Iterable
@@ -21,9 +20,9 @@ import yaml
 
 from grpolab.paths import cache_root
 from grpolab.problems import Problem, closest
-from grpolab.recipe import stack
 from grpolab.recipe.dotted import MISSING, get_dotted
 from grpolab.recipe.schema import Recipe
+from grpolab.verl import versions
 
 # verl config dicts whose keys are free-form: new keys need Hydra's `+` and are not checked by verl
 FREE_FORM = {
@@ -42,25 +41,28 @@ FREE_FORM = {
 GENERATED = {"megatron": "_generated_ppo_megatron_trainer.yaml", "fsdp": "_generated_ppo_trainer.yaml"}
 
 
-def verl_version() -> str | None:
-    """The installed verl's version (grpolab.recipe.stack, the one reader of installed versions), or None."""
-    return stack.installed("verl")[0]
+ROOT_ENV = versions.ROOT_ENV
+verl_root = versions.verl_root  # the verl package folder checked for ($GRPOLAB_VERL_ROOT, else the installed one)
+verl_version = versions.verl_version  # its version
 
 
 def config_dir() -> Path | None:
-    spec = importlib.util.find_spec("verl")  # finds the package without running its __init__
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(list(spec.submodule_search_locations)[0]) / "trainer" / "config"
-    return path if path.is_dir() else None
+    """verl's Hydra config folder (verl/trainer/config) of the verl checked for, or None."""
+    root = verl_root()
+    path = root / "trainer" / "config" if root is not None else None
+    return path if path is not None and path.is_dir() else None
 
 
-@lru_cache(maxsize=4)
-def base_config(engine: str) -> dict | None:
-    """verl's fully composed default config for an engine, or None without verl."""
-    folder = config_dir()
+def base_config(engine: str, folder: Path | None = None) -> dict | None:
+    """verl's fully composed default config for an engine (of `folder`, else of the verl checked for), or None."""
+    folder = folder or config_dir()
     if folder is None or engine not in GENERATED:
         return None
+    return _base_config(folder, engine)
+
+
+@lru_cache(maxsize=16)
+def _base_config(folder: Path, engine: str) -> dict:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return yaml.load((folder / GENERATED[engine]).read_text(), Loader=loader)
 
@@ -97,12 +99,15 @@ def _type_problem(default: Any, value: Any) -> str | None:
     return None
 
 
-@lru_cache(maxsize=1)
 def _declared() -> dict[str, tuple[list[str], dict[str, str]]]:
     """verl's config dataclasses read from their source (never imported): {class: (bases, {field: annotation})}."""
+    return _declared_in(config_dir())
+
+
+@lru_cache(maxsize=8)
+def _declared_in(folder: Path | None) -> dict[str, tuple[list[str], dict[str, str]]]:
     import ast
 
-    folder = config_dir()
     found: dict[str, tuple[list[str], dict[str, str]]] = {}
     if folder is None:
         return found
@@ -193,11 +198,11 @@ def static_problems(recipe: Recipe, config: dict, keys: dict[str, Any]) -> list[
     return problems
 
 
-def _config_stamp() -> str | None:
-    """verl's version and a hash of every file of its config folder: what a composition's verdict depends on
-    besides the overrides (a folder's content, not its path: two checkouts of the same verl share verdicts, and an
-    edited config file is composed again). Hashed again only when a file's size or mtime changed."""
-    folder = config_dir()
+def _config_stamp(folder: Path | None = None) -> str | None:
+    """A hash of every file of verl's config folder: what a composition's verdict depends on besides the overrides
+    (a folder's content, not its path: two checkouts of the same verl share verdicts, and an edited config file is
+    composed again). Hashed again only when a file's size or mtime changed."""
+    folder = folder or config_dir()
     if folder is None:
         return None
     files = sorted(folder.rglob("*.yaml"))
@@ -209,36 +214,38 @@ def _size_mtime(path: Path) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=16)
 def _content_hash(folder: Path, files: tuple[tuple[Path, int, int], ...]) -> str:
-    digest = hashlib.sha256(f"{verl_version()}".encode())
+    digest = hashlib.sha256(b"verl-config")
     for path, _, _ in files:
         digest.update(f"\n{path.relative_to(folder)}\n".encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
-def _cache_file(overrides: list[str]) -> Path | None:
+def _cache_file(overrides: list[str], config_name: str = "ppo_trainer", folder: Path | None = None) -> Path | None:
     """Where a composition's verdict is remembered (grpolab.paths.cache_root()/verl-compose)."""
-    stamp = _config_stamp()
+    stamp = _config_stamp(folder)
     if stamp is None:
         return None
-    key = hashlib.sha256((stamp + "\n" + "\n".join(overrides)).encode()).hexdigest()[:24]
+    key = hashlib.sha256((stamp + "\n" + config_name + "\n" + "\n".join(overrides)).encode()).hexdigest()[:24]
     return cache_root() / "verl-compose" / f"{key}.json"
 
 
-def compose(overrides: list[str]) -> str | None:
-    """Compose with Hydra exactly as main_ppo would; None when it composes, else Hydra's message.
+def compose(overrides: list[str], config_name: str = "ppo_trainer", folder: Path | None = None) -> str | None:
+    """Compose with Hydra exactly as main_ppo would (against `folder`, a verl config folder, else the one of the
+    verl checked for); None when it composes, else Hydra's message.
 
-    The verdict is cached on disk (keyed by verl's version, its config files and the overrides), so checking
-    the same recipe again in a notebook skips Hydra's ~0.5 s."""
-    cache = _cache_file(overrides)
+    The verdict is cached on disk (keyed by the config files' content, the root config and the overrides), so
+    checking the same recipe again in a notebook skips Hydra's ~0.5 s."""
+    folder = folder or config_dir()
+    cache = _cache_file(overrides, config_name, folder)
     if cache is not None and cache.is_file():
         try:
             return json.loads(cache.read_text())["error"]
         except (OSError, ValueError, KeyError):
             pass
-    error = _compose(overrides)
+    error = _compose(overrides, config_name, folder)
     if cache is not None:
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)
@@ -248,16 +255,15 @@ def compose(overrides: list[str]) -> str | None:
     return error
 
 
-def _compose(overrides: list[str]) -> str | None:
+def _compose(overrides: list[str], config_name: str, folder: Path | None) -> str | None:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    folder = config_dir()
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(folder), version_base=None):
-            hydra_compose(config_name="ppo_trainer", overrides=overrides)
+            hydra_compose(config_name=config_name, overrides=overrides)
     except Exception as exc:  # hydra raises several exception types; the message is what users need
         return str(exc).strip()
     finally:
@@ -312,11 +318,11 @@ def effective(overrides: list[str], config_name: str = "ppo_trainer") -> dict[st
     takes Hydra ~0.5 s: a launch composed before in this process is not composed again."""
     import copy
 
-    return copy.deepcopy(_effective(tuple(overrides), config_name))
+    return copy.deepcopy(_effective(tuple(overrides), config_name, config_dir()))
 
 
 @lru_cache(maxsize=32)
-def _effective(overrides: tuple[str, ...], config_name: str) -> dict[str, Any]:
+def _effective(overrides: tuple[str, ...], config_name: str, folder: Path | None) -> dict[str, Any]:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -324,7 +330,7 @@ def _effective(overrides: tuple[str, ...], config_name: str) -> dict[str, Any]:
 
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
+        with initialize_config_dir(config_dir=str(folder), version_base=None):
             cfg = hydra_compose(config_name=config_name, overrides=list(overrides))
             data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
     finally:
@@ -342,13 +348,16 @@ def _effective(overrides: tuple[str, ...], config_name: str) -> dict[str, Any]:
     return flat
 
 
-@lru_cache(maxsize=1)
 def deprecated() -> dict[str, str]:
     """Settings the installed verl's own config files mark deprecated: {key name or config file: verl's comment}.
 
     Read from the comment above each key (`# [Deprecated] ...`, `# [DEPRECATED] use ... instead`, `# [Will be
     deprecated, use ...]`) and from a config file whose first line says it is deprecated."""
-    folder = config_dir()
+    return _deprecated_in(config_dir())
+
+
+@lru_cache(maxsize=8)
+def _deprecated_in(folder: Path | None) -> dict[str, str]:
     found: dict[str, str] = {}
     if folder is None:
         return found

@@ -10,6 +10,11 @@ Everything that needs verl key names derives from this table: the renderer (`grp
 check of `verl_overrides` (grpolab.rules.gate), the importer (a script's key -> its field, and its defaults), the
 same-launch comparison (`normalise`) and docs/fieldmap.md (scripts/make_fieldmap_doc.py). No other module in lib/
 spells the verl key of a first-class field (tests/test_fieldmap.py).
+
+The rows spell the keys of verl 0.9.1. The per-version layer beside them (`row_key`, `alias_counts`) asks the version
+table (grpolab.verl.versions) which key the checked verl's workers read instead (0.7.1's default FSDP worker reads
+`actor.ulysses_sequence_parallel_size`), or that they read none (`nccl_timeout` after 0.7.1): a row keeps its
+shape, and the renderer, the importer, the shadowing check and `normalise` all go through that layer.
 """
 
 from __future__ import annotations
@@ -347,6 +352,49 @@ def key_name(row: Key, rollout: str) -> str:
     return row.verl.replace(ROLLOUT_WORD, rollout)
 
 
+# ---------------------------------------------------------------------------------------------- per-version layer
+
+_CHECKED = object()  # "the facts of the verl being checked" (checked_facts())
+_SP = "ulysses_sequence_parallel_size"
+# the keys of each fact grpolab.verl.versions derives per version: (the row's key, the key older workers read)
+VERSIONED: dict[str, tuple[str, ...]] = {
+    "ulysses": (f"{ACTOR}.fsdp_config.{_SP}", f"{ACTOR}.{_SP}"),
+    "ref_ulysses": (f"{REF}.fsdp_config.{_SP}", f"{REF}.{_SP}"),
+    "timeout": (f"{ARR}.nccl_timeout",),
+    "grad_offload": (f"{MEG}.grad_offload",),
+    "cudagraph_alias": (f"{ENGINE_KWARGS}.vllm.compilation_config.cudagraph_capture_sizes",),
+}
+
+
+def checked_facts() -> dict | None:
+    """The version table's facts of the verl being checked (grpolab.verl.versions), None without verl."""
+    from grpolab.verl import versions
+
+    return versions.facts(VERSIONED)
+
+
+def _facts(found: Any) -> dict | None:
+    return checked_facts() if found is _CHECKED else found
+
+
+def row_key(row: Key, rollout: str, found: Any = _CHECKED) -> str | None:
+    """The key the checked verl's workers read for a row (`found`: a version's facts); None: they read none."""
+    from grpolab.verl import versions
+
+    return versions.read_key(key_name(row, rollout), _facts(found))
+
+
+def alias_counts(alias: Alias, found: Any = _CHECKED) -> bool:
+    """Does the checked verl read the alias for the same setting? Not where it is the key its workers read (a row's
+    there: row_key), nor where the setting reaches its engine under another name (vLLM's cuda_graph_sizes)."""
+    facts = _facts(found)
+    if facts is not None and any(entry["key"] == alias.verl for entry in facts["reads"].values()):
+        return False
+    if facts is not None and alias.verl == VERSIONED["cudagraph_alias"][0]:
+        return facts["cudagraph_vllm"]["vllm_name"] == "compilation_config.cudagraph_capture_sizes"
+    return True
+
+
 def fields() -> list[str]:
     """Every first-class recipe field that renders a verl key, in render order."""
     return list(dict.fromkeys(row.field for row in KEYS))
@@ -374,21 +422,25 @@ def value_of(recipe: Any, field: str) -> Any:
     return value.model_dump() if hasattr(value, "model_dump") else value
 
 
-def _omitted(value: Any, omit: tuple) -> bool:
+def omitted(value: Any, omit: tuple) -> bool:
     return any(value is o or (value == o and type(value) is type(o)) for o in omit)
 
 
-def render_keys(recipe: Any, run_dir: str) -> dict[str, Any]:
-    """{verl key: value} that the recipe's first-class fields render to, in the table's order."""
+def render_keys(recipe: Any, run_dir: str, found: Any = _CHECKED) -> dict[str, Any]:
+    """{verl key: value} that the recipe's first-class fields render to, in the table's order, under the names the
+    checked verl's workers read (a key they read nothing for is left out: grpolab.rules.verl_version says so)."""
     engine, rollout = recipe.train.engine, recipe.rollout.engine
+    found = _facts(found)
     keys: dict[str, Any] = {}
     for row in KEYS:
         if not applies(row, engine, rollout) or (row.needs and not value_of(recipe, row.needs)):
             continue
         value = TRANSFORMS[row.transform][0](value_of(recipe, row.field), recipe, run_dir)
-        if _omitted(value, row.omit):
+        if omitted(value, row.omit):
             continue
-        name = key_name(row, rollout)
+        name = row_key(row, rollout, found)
+        if name is None:
+            continue
         if row.kind == "value":
             keys[name] = value
         elif row.kind == "dict":
@@ -417,11 +469,15 @@ def match(verl_key: str, engine: str, rollout: str = "vllm") -> Match | None:
     from grpolab.recipe.loader import field_type
 
     key = verl_key.lstrip("+")
+    found = _facts(_CHECKED)
     for row in KEYS:
-        if row.kind == "value" and applies(row, engine, rollout) and key_name(row, rollout) == key:
+        if row.kind != "value" or not applies(row, engine, rollout):
+            continue
+        read = row_key(row, rollout, found)
+        if read == key or (read is None and key_name(row, rollout) == key):  # unread there: still the field's key
             return Match(row.field, row=row)
     for alias in ALIASES:
-        if alias.verl == key and applies(alias, engine):
+        if alias.verl == key and applies(alias, engine) and alias_counts(alias, found):
             return Match(alias.field, alias=alias)
     for row in KEYS:  # a key inside a dict field
         name = key_name(row, rollout)
@@ -452,12 +508,26 @@ def normalise(effective: dict[str, Any], engine: str) -> dict[str, Any]:
     """A composed verl config (flat dotted keys) with every alias applied to its target, as verl does at run
     time, the alias keys removed, a null that means another key's value replaced by it (NULL_MEANS) and a key verl
     overwrites at run time given the value it gets (COPIED): two launches that differ only in how they spell a
-    setting become equal."""
+    setting become equal. Per the checked verl's version: a key its workers read nothing for is removed, and the
+    key they read for a row stands under the row's name (its value is what counts, whatever the row's key says)."""
+    from grpolab.verl import versions
+
     out = dict(effective)
+    found = _facts(_CHECKED)
+    for canonical, entry in (found or {}).get("reads", {}).items():
+        read = entry["key"]
+        if read is None:
+            out.pop(canonical, None)
+        elif read != canonical and read in out:
+            out[canonical] = out.pop(read)
     for alias in ALIASES:
         if alias.verl not in out:
             continue
         value = out.pop(alias.verl)
+        if not alias_counts(alias, found):
+            if versions.read_key(alias.verl, found) == alias.verl:
+                out[alias.verl] = value  # another setting on this version: compared as itself
+            continue
         if engine not in alias.engines or value is None or not alias.target:
             continue
         if alias.when == "gt1" and not (isinstance(value, int) and value > 1):

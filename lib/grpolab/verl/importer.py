@@ -107,6 +107,19 @@ def _engine(config_name: str, values: dict[str, Any]) -> str:
     return "fsdp"
 
 
+def _selection(engine: str, config_name: str, overrides: list[str]) -> tuple[str, list[str]]:
+    """A script's engine selection in the form the checked verl takes: `model_engine=megatron` (0.8.0+) and
+    `--config-name ppo_megatron_trainer` (0.7.1) both select Megatron; a form the version lacks (model_engine on
+    0.7.1) is composed the way that version selects it."""
+    from grpolab.verl.render import engine_selection
+
+    name, selecting = engine_selection(engine)
+    if engine != "megatron" or selecting or config_name != "ppo_trainer":
+        return config_name, overrides  # the script's own form exists in this version: composed as it is
+    rest = [o for o in overrides if o.split("=", 1)[0].lstrip("+") != "model_engine"]
+    return name, [*selecting, *rest]
+
+
 def compose_script(config_name: str, overrides: list[str]) -> dict[str, Any]:
     """The script's launch composed with the installed verl's config; ImportFailed naming the override and verl's
     message when it does not compose."""
@@ -208,6 +221,14 @@ class _Builder:
             ):  # the data order's seed: the run seeds it with trainer.seed, which here also seeds Megatron
                 self.notes.append(f"{text}: the run owns {key} (it renders {row.field}, which also sets other keys)")
                 return
+            if row.kind == "value" and fieldmap.row_key(row, self.rollout) is None:  # this version reads nothing
+                found_facts = fieldmap.checked_facts() or {}
+                where = found_facts.get("reads", {}).get(key, {}).get("source", "its workers")
+                self.notes.append(
+                    f"{text}: no effect in verl {verl_schema.verl_version()} (its workers read nothing for it: "
+                    f"{where}); left out"
+                )
+                return
             if key in fieldmap.COPIED:  # verl overwrites it with another key's value at run time
                 source, why = fieldmap.COPIED[key]
                 self.notes.append(f"{text}: no effect in verl {verl_schema.verl_version()} ({why}); left out")
@@ -223,6 +244,7 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
     config_name, overrides = verl_schema.split_argv(recorded.argv)
     values = _parsed(overrides)
     engine = _engine(config_name, values)
+    config_name, overrides = _selection(engine, config_name, overrides)
     config = verl_schema.base_config(engine) or {}
     lacking = [
         o
@@ -247,6 +269,8 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
             continue
         build.override(text, key, value)
     for text in lacking:
+        if any(note.startswith(text + ": no effect") for note in build.notes):
+            continue  # said already: this version reads nothing for it
         build.notes.append(
             f"{text}: the installed verl {verl_schema.verl_version()} has no such key; the recipe keeps it, "
             "the render leaves it out (with a warning)"

@@ -52,6 +52,7 @@ class Launch:
     notes: list[Problem] = field(default_factory=list)
     env_refs: dict[str, str] = field(default_factory=dict)  # env name -> the launching shell's variable it reads
     cluster: dict[str, Any] = field(default_factory=dict)  # ray_address, runtime_env: where and how it is submitted
+    config_name: str = "ppo_trainer"  # verl's Hydra root config (`--config-name`, in `entry` when not the default)
 
     def shown_env(self) -> dict[str, str]:
         """env as shown to people: a value read from the launching shell is shown as the reference `${NAME}`."""
@@ -72,6 +73,7 @@ class Launch:
             "overrides": self.overrides,
             "env": self.shown_env(),
             "verl_version": self.verl_version,
+            "config_name": self.config_name,
             "notes": [p.to_dict() for p in self.notes],
             **({"cluster": self.cluster} if self.cluster else {}),
         }
@@ -126,7 +128,7 @@ def render(recipe: Recipe, run_dir: str | None = None, first_class: dict[str, An
         return Launch(recipe.name, "trl", [*LOCAL_ENTRY, "--run-dir", run_dir], [], env, None, ref_notes, refs, cluster)
     keys, notes = verl_keys(recipe, run_dir, first_class)
     schema = verl_schema.base_config(recipe.train.engine)
-    overrides = ["model_engine=megatron"] if recipe.train.engine == "megatron" else []
+    config_name, overrides = engine_selection(recipe.train.engine)
     for key, value in keys.items():
         bare = key.lstrip("+")
         if key.startswith("+"):
@@ -138,18 +140,11 @@ def render(recipe: Recipe, run_dir: str | None = None, first_class: dict[str, An
         elif key in recipe.verl_overrides:
             overrides.append(f"{key}={hydra_value(value)}")  # the user's own key: verl-schema reports it
         else:
-            notes.append(
-                Problem(
-                    "verl-schema",
-                    "warning",
-                    fieldmap.field_of(key) or f"verl_overrides.{key}",
-                    value,
-                    f"the installed verl {verl_schema.verl_version()} has no {key!r}: left out of the launch",
-                    "use a verl release that has it, or drop the setting from the recipe",
-                )
-            )
+            notes.append(_lacking(key, value))
     env["VERL_FILE_LOGGER_PATH"] = f"{run_dir}/metrics.jsonl"
     entry = ["-m", recipe.trainer.entrypoint]
+    if config_name != "ppo_trainer":
+        entry.append(f"--config-name={config_name}")
     return Launch(
         recipe.name,
         recipe.train.engine,
@@ -160,7 +155,44 @@ def render(recipe: Recipe, run_dir: str | None = None, first_class: dict[str, An
         notes + ref_notes,
         refs,
         cluster,
+        config_name,
     )
+
+
+def _lacking(key: str, value: Any) -> Problem:
+    """A first-class key the checked verl lacks, left out of the launch: a warning where the value is null, what
+    verl 0.9.1 defaults to, or the run owns the key; else an error: that version cannot do what the recipe asks."""
+    from grpolab.verl import versions
+
+    field = fieldmap.field_of(key) or f"verl_overrides.{key}"
+    version = verl_schema.verl_version()
+    having = versions.having(key)
+    default = versions.reference_default(key)
+    # what a version without the key does is what 0.9.1 does by default at best: any other value (or a key with
+    # no default to compare) is a request that version cannot honour; unset (null) asks for nothing
+    harmless = key in fieldmap.run_owned() or value is None or (default is not None and default == value)
+    return Problem(
+        "verl-schema",
+        "warning" if harmless else "error",
+        field,
+        value,
+        f"verl {version} has no {key!r}: left out of the launch"
+        + ("" if harmless else f", so verl {version} cannot do {field} = {value!r}"),
+        (f"verl {', '.join(having)} has it" if having else "no supported verl has it")
+        + (f"; or set {field} to {default!r} (verl 0.9.1's default)" if default is not None and not harmless else "")
+        + ("" if not harmless else ", or drop the setting from the recipe"),
+    )
+
+
+def engine_selection(engine: str) -> tuple[str, list[str]]:
+    """(Hydra root config, overrides) that select a training engine in the checked verl: `model_engine=megatron`
+    from 0.8.0, `--config-name ppo_megatron_trainer` in 0.7.1 (grpolab.verl.versions derives which)."""
+    if engine != "megatron":
+        return "ppo_trainer", []
+    found = fieldmap.checked_facts()
+    if found is None:
+        return "ppo_trainer", ["model_engine=megatron"]
+    return found["megatron"]["config_name"], list(found["megatron"]["overrides"])
 
 
 def _env(recipe: Recipe) -> tuple[dict[str, str], dict[str, str], list[Problem]]:
@@ -219,6 +251,11 @@ def to_sh(launch: Launch, recipe: Recipe) -> str:
         "#!/usr/bin/env bash",
         f"# GRPO Lab launch for recipe {recipe.name} ({', '.join(recipe.files)}); generated by `grpolab render "
         f"{recipe.name} --format sh`.",
+        *(
+            [f"# Rendered for verl {launch.verl_version}: the keys that version's workers read."]
+            if launch.engine != "trl"
+            else []
+        ),
         (
             "# Runs here, on this machine's CPU (grpolab.local.train); no cluster needed. Edit the recipe, not this file."
             if recipe.train.engine == "trl"

@@ -92,8 +92,31 @@ def check_stack(spec: dict, env: dict[str, str]) -> list[dict]:
             )
         else:
             rows.append(row(f"stack.{package}", OK, f"{package} {version} installed ({why}; not pinned)"))
+    rows += _rendered_for(spec, env)
     rows += _compat(spec, env)
     return rows
+
+
+def _rendered_for(spec: dict, env: dict[str, str]) -> list[dict]:
+    """The node's verl against the version the launch was rendered for: another version may read other keys
+    (0.7.1's FSDP worker reads actor.ulysses_sequence_parallel_size, 0.9.1's fsdp_config's)."""
+    target = spec.get("rendered_verl")
+    if not target:
+        return []
+    version, _ = installed("verl", env)
+    if version is None:
+        return []  # the stack.verl row says it is missing
+    if version == target:
+        return [row("verl-rendered", OK, f"verl {version}: the version the launch is rendered for")]
+    return [
+        row(
+            "verl-rendered",
+            FAIL,
+            f"this node runs verl {version}; the launch is rendered for verl {target}, whose keys it was written "
+            "with (a version reads some settings from other keys, or from none)",
+            f"install verl=={target} on every node, or render and check on a machine with verl {version}",
+        )
+    ]
 
 
 def _base(version: str) -> str:

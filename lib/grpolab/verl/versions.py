@@ -1,0 +1,333 @@
+"""What a verl key MEANS in each supported verl version: the key its workers read, how Megatron is selected, the
+defaults that changed, the valid values, read from that version's own config and source.
+
+The facts are derived from a verl source tree (an unpacked wheel, a git checkout, the installed package) by
+`derive()`; `scripts/verl_versions.py` runs it over the wheels of every supported release and a main snapshot and
+writes `grpolab/data/verl_versions.json` (each fact with the file and line it comes from). For the verl being
+checked (`grpolab.verl.config.verl_root()`: the installed one, or $GRPOLAB_VERL_ROOT) the table's row of its
+version is used; a version the table lacks (another main) is derived from its own source at once.
+
+What cannot be derived from source (what to do instead, how severe) is held in HELD, each with its source.
+Every rule, the renderer (grpolab.verl.fieldmap's per-version layer), the memory estimate and the gate ask
+`facts()`, never whether a key exists in a YAML file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+TABLE = Path(__file__).resolve().parents[1] / "data" / "verl_versions.json"
+# the declared supported range: 0.7.1 (the oldest release the seeds' upstream scripts were written for) up to
+# verl's main, which calls itself 0.10.0.dev0 (a dev version sorts below its release)
+SUPPORTED_MIN, SUPPORTED_BELOW = "0.7.1", "0.10.0"
+SUPPORTED = f"{SUPPORTED_MIN} to main (below {SUPPORTED_BELOW})"
+
+ROOT_ENV = "GRPOLAB_VERL_ROOT"  # a verl package folder to check and render for instead of the installed verl
+GEN = "verl/trainer/config/_generated_ppo_{}.yaml"
+GENERATED = {"fsdp": GEN.format("trainer"), "megatron": GEN.format("megatron_trainer")}
+
+
+@dataclass(frozen=True)
+class Held:
+    """A fact no source file states: what a recipe should do where a version's workers read nothing for a key."""
+
+    field: str  # the recipe field
+    severity: str  # error: the launch would mean something else; warning: only an estimate changes, and it follows
+    nearest: str  # the nearest way on such a version
+    source: str
+
+
+HELD: tuple[Held, ...] = (
+    Held(
+        "trainer.timeout_s",
+        "error",
+        "on NPU set env.HCCL_EXEC_TIMEOUT (and HCCL_CONNECT_TIMEOUT) to the seconds you need: HCCL reads them itself;"
+        " on GPU none: torch's default process-group timeout applies; or use verl 0.7.1, whose workers read it",
+        "verl 0.8.0+ workers/engine_workers.py `initialize_global_process_group_ray(timeout_second=None)`; Ascend "
+        "HCCL environment variables (HCCL_EXEC_TIMEOUT, HCCL_CONNECT_TIMEOUT), CANN docs",
+    ),
+    Held(
+        "train.grad_offload",
+        "warning",
+        "gradients stay on the device (the memory estimate counts them); to save memory use train.optimizer_offload"
+        " or train.optimizer_cpu_offload, or a larger train.pp / train.tp",
+        "derived per version below: the key is absent, or assigned to an attribute nothing reads",
+    ),
+    Held(
+        "train.ulysses_sp",
+        "error",
+        "use a verl whose default FSDP worker reads the key",
+        "grpolab: a version reading neither ulysses key is not in the table",
+    ),
+)
+# first-class settings whose verl default changed between versions: a recipe value that only comes from base.yaml
+# (0.9.1's default) is named when the version checked defaults otherwise
+WATCHED_DEFAULTS = ("train.vanilla_mbridge", "rollout.max_num_seqs", "rollout.calculate_log_probs")
+
+
+# ---------------------------------------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class Source:
+    """A verl source tree as data: `text(path)` (None when absent) and `files(prefix)`; paths start with verl/."""
+
+    name: str
+    text: Callable[[str], str | None]
+    files: Callable[[str], list[str]]
+
+
+def folder_source(package: Path, name: str = "") -> Source:
+    """A verl package folder (site-packages/verl, an unpacked wheel's verl/, a checkout's verl/)."""
+    root = Path(package).parent
+
+    def text(rel: str) -> str | None:
+        path = root / rel
+        return path.read_text(errors="replace") if path.is_file() else None
+
+    def files(prefix: str) -> list[str]:
+        base = root / prefix
+        return sorted(str(p.relative_to(root)) for p in base.rglob("*") if p.is_file()) if base.is_dir() else []
+
+    return Source(name or str(package), text, files)
+
+
+def _line(text: str | None, pattern: str, path: str) -> str | None:
+    """'path:N: code' for the first line matching `pattern`, None if none does."""
+    for n, line in enumerate((text or "").splitlines(), 1):
+        if re.search(pattern, line):
+            return f"{path}:{n}: {line.strip()}"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- derivation
+
+
+def derive(src: Source, layer: dict[str, tuple[str, ...]], keys: list[tuple[str, str]] | None = None) -> dict[str, Any]:
+    """Every fact of one verl version, each with where it comes from. `layer`: the field map's keys of each
+    versioned fact (grpolab.verl.fieldmap.VERSIONED); `keys`: (verl key, engine) of the field map's rows, whose
+    defaults are recorded (scripts/verl_versions.py lists them; None: every key)."""
+    version = (src.text("verl/version/version") or "").strip() or None
+    gen = {e: yaml.safe_load(src.text(p) or "{}") or {} for e, p in GENERATED.items()}
+    return {
+        "version": version,
+        "source": src.name,
+        "megatron": _megatron(src),
+        "legacy_workers": _legacy(src),
+        "reads": _reads(src, gen, layer),
+        "defaults": _defaults(gen, keys),
+        "loss_agg_modes": _loss_agg_modes(src),
+        "cudagraph_vllm": _cudagraph(src),
+    }
+
+
+def _megatron(src: Source) -> dict[str, Any]:
+    group = "verl/trainer/config/model_engine/megatron.yaml"
+    if src.text(group) is not None:
+        return {"overrides": ["model_engine=megatron"], "config_name": "ppo_trainer", "source": f"{group} exists"}
+    listed = [p.rsplit("/", 1)[1] for p in src.files("verl/trainer/config/model_engine/")]
+    return {
+        "overrides": [],
+        "config_name": "ppo_megatron_trainer",
+        "source": f"no {group} (model_engine/: {', '.join(listed) or 'none'}); "
+        "verl/trainer/config/ppo_megatron_trainer.yaml is the Megatron root config",
+    }
+
+
+def _legacy(src: Source) -> dict[str, Any]:
+    path = "verl/trainer/main_ppo.py"
+    line = _line(src.text(path), r'use_legacy_worker_impl in \[\s*"auto"', path)
+    legacy = bool(line) and src.text("verl/workers/fsdp_workers.py") is not None
+    return {"default": legacy, "source": line or f"{path}: `auto` does not select verl/workers/fsdp_workers.py"}
+
+
+def _reads(src: Source, gen: dict[str, dict], layer: dict[str, tuple[str, ...]]) -> dict[str, dict[str, Any]]:
+    (ulysses, ulysses_old), (ref_ulysses, ref_old) = layer["ulysses"], layer["ref_ulysses"]
+    timeout, grad_offload = layer["timeout"][0], layer["grad_offload"][0]
+    reads: dict[str, dict[str, Any]] = {}
+    legacy = _legacy(src)["default"]
+    fsdp_w = "verl/workers/fsdp_workers.py"
+    # Ulysses SP: the legacy FSDP worker builds its device mesh from actor.ulysses_sequence_parallel_size; the
+    # engine workers from the engine config (fsdp_config)
+    old = _line(src.text(fsdp_w), r'config\.actor\.get\("ulysses_sequence_parallel_size"', fsdp_w) if legacy else None
+    if old:
+        reads[ulysses] = {"key": ulysses_old, "source": old}
+        reads[ref_ulysses] = {"key": ref_old, "source": old}
+    else:
+        eng = "verl/workers/engine/fsdp/transformer_impl.py"
+        line = _line(src.text(eng), r"engine_config\.ulysses_sequence_parallel_size", eng)
+        reads[ulysses] = {"key": ulysses if line else None, "source": line or f"{eng}: no reader"}
+        reads[ref_ulysses] = {"key": ref_ulysses if line else None, "source": line or f"{eng}: no reader"}
+    # the collective timeout: the legacy workers pass nccl_timeout to init_process_group
+    found = None
+    for path in ("verl/workers/fsdp_workers.py", "verl/workers/megatron_workers.py"):
+        found = found or (_line(src.text(path), r'config\.get\("nccl_timeout"', path) if legacy else None)
+    if found:
+        reads[timeout] = {"key": timeout, "source": found}
+    else:
+        path = "verl/workers/engine_workers.py"
+        line = _line(src.text(path), r"initialize_global_process_group_ray\(", path)
+        reads[timeout] = {"key": None, "source": line or f"{path}: no reader of nccl_timeout"}
+    reads[grad_offload] = _grad_offload(src, gen["megatron"], grad_offload)
+    return reads
+
+
+def _grad_offload(src: Source, megatron: dict, key: str) -> dict[str, Any]:
+    from grpolab.recipe.dotted import MISSING, get_dotted
+
+    if get_dotted(megatron, key, MISSING) is MISSING:
+        return {"key": None, "source": f"{GENERATED['megatron']}: no {key}"}
+    leaf = key.rsplit(".", 1)[1]
+    # the attribute is one of a worker's or an engine's own: read, if at all, in verl/workers
+    files = {p: src.text(p) or "" for p in src.files("verl/workers/") if p.endswith(".py")}
+    assigned: list[tuple[str, str]] = []  # (attribute, where)
+    for path, text in files.items():
+        for n, line in enumerate(text.splitlines(), 1):
+            m = re.search(rf"self\.(\w+)\s*=.*\b{leaf}\b", line)
+            if m:
+                assigned.append((m.group(1), f"{path}:{n}: {line.strip()}"))
+    for attr, _ in assigned:
+        for path, text in files.items():
+            for n, line in enumerate(text.splitlines(), 1):
+                if re.search(rf"\b{attr}\b", line) and not re.search(rf"self\.{attr}\s*=[^=]", line):
+                    return {"key": key, "source": f"{path}:{n}: {line.strip()}"}
+    where = "; ".join(w for _, w in assigned) or "no assignment"
+    return {"key": None, "source": f"assigned, never read: {where}"}
+
+
+def _defaults(gen: dict[str, dict], keys: list[tuple[str, str]] | None) -> dict[str, Any]:
+    """Each key's default in this version's generated config ('<absent>' when it has none); keys None: every
+    leaf of both engines' configs (a version derived at run time)."""
+    from grpolab.recipe.dotted import MISSING, flatten, get_dotted
+
+    if keys is None:
+        return {**flatten(gen["fsdp"]), **flatten(gen["megatron"])}
+    out: dict[str, Any] = {}
+    for key, engine in keys:
+        value = get_dotted(gen[engine], key, MISSING)
+        out[key] = "<absent>" if value is MISSING else value
+    return out
+
+
+def _loss_agg_modes(src: Source) -> dict[str, Any]:
+    path = "verl/trainer/ppo/core_algos.py"
+    text = src.text(path) or ""
+    start = text.find("def agg_loss(")
+    body = text[start : text.find("\ndef ", start + 1)] if start >= 0 else ""
+    values: list[str] = []
+    for m in re.finditer(r'loss_agg_mode\s*(==\s*"([\w-]+)"|in\s*\[([^\]]*)\])', body):
+        values += [m.group(2)] if m.group(2) else re.findall(r'"([\w-]+)"', m.group(3))
+    return {"values": list(dict.fromkeys(values)), "source": _line(text, r"def agg_loss\(", path) or path}
+
+
+def _cudagraph(src: Source) -> dict[str, Any]:
+    path = "verl/workers/rollout/vllm_rollout/vllm_async_server.py"
+    line = _line(src.text(path), r"\] = self\.config\.cudagraph_capture_sizes", path)
+    name = re.search(r'(\w+)\["(\w+)"\]\s*=', line or "")
+    vllm = (
+        None if not name else name.group(2) if name.group(1) == "engine_kwargs" else f"{name.group(1)}.{name.group(2)}"
+    )
+    return {"vllm_name": vllm, "source": line or f"{path}: not passed on"}
+
+
+# ---------------------------------------------------------------------------------------------- lookup
+
+
+@lru_cache(maxsize=1)
+def table() -> dict[str, dict[str, Any]]:
+    """The committed table: {version: facts} (scripts/verl_versions.py writes it)."""
+    return json.loads(TABLE.read_text())["versions"]
+
+
+def verl_root() -> Path | None:
+    """The verl package folder everything is checked and rendered for: $GRPOLAB_VERL_ROOT (an unpacked wheel's
+    verl/, a checkout's verl/), else the installed verl's, else None."""
+    if os.environ.get(ROOT_ENV):
+        return Path(os.environ[ROOT_ENV])
+    spec = importlib.util.find_spec("verl")  # finds the package without running its __init__
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def verl_version() -> str | None:
+    """The version of the verl checked for: $GRPOLAB_VERL_ROOT's verl/version/version, else the installed verl's
+    (grpolab.recipe.stack, the one reader of installed versions), or None."""
+    if os.environ.get(ROOT_ENV):
+        path = Path(os.environ[ROOT_ENV]) / "version" / "version"
+        return path.read_text().strip() if path.is_file() else None
+    root = verl_root()
+    return _installed_version(str(root) if root else "")
+
+
+@lru_cache(maxsize=4)
+def _installed_version(root: str) -> str | None:
+    """The installed verl's version, looked up once per package folder (metadata lookups cost a millisecond, and
+    the field map asks for every key it matches)."""
+    from grpolab.recipe import stack
+
+    return stack.installed("verl")[0]
+
+
+@lru_cache(maxsize=8)
+def _derived(package: str, layer: tuple) -> dict[str, Any]:
+    return derive(folder_source(Path(package)), dict(layer))
+
+
+def facts(layer: dict[str, tuple[str, ...]], package: Path | None = None) -> dict[str, Any] | None:
+    """The facts of the verl being checked (verl_root()), or None without one: the table's row of its version,
+    else derived from its own source. Asked through grpolab.verl.fieldmap.checked_facts(), which gives its layer."""
+    package = package if package is not None else verl_root()
+    if package is None:
+        return None
+    version = verl_version()
+    if version in table():
+        return table()[version]
+    return _derived(str(package), tuple(sorted(layer.items())))
+
+
+def read_key(key: str, found: dict[str, Any] | None) -> str | None:
+    """The key the version's workers read for a canonical (field map) key; None: they read nothing for it."""
+    if found is None:
+        return key
+    entry = found["reads"].get(key)
+    return key if entry is None else entry["key"]
+
+
+def supported(version: str | None) -> bool | None:
+    """Is the version inside the declared range? None when it cannot be parsed (or there is none)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        v = Version(version or "")
+    except InvalidVersion:
+        return None
+    return Version(SUPPORTED_MIN) <= v < Version(SUPPORTED_BELOW)
+
+
+def held(field: str) -> Held | None:
+    return next((h for h in HELD if h.field == field), None)
+
+
+REFERENCE = "0.9.1"  # the version the field map's rows spell (and base.yaml's defaults follow)
+
+
+def reference_default(key: str) -> Any:
+    """verl 0.9.1's default for a first-class key, None when it has none."""
+    value = table().get(REFERENCE, {}).get("defaults", {}).get(key)
+    return None if value == "<absent>" else value
+
+
+def having(key: str) -> list[str]:
+    """The versions of the table whose config has the key."""
+    return [v for v, f in table().items() if f["defaults"].get(key, "<absent>") != "<absent>"]
