@@ -22,24 +22,13 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
   rm -f .venv/.grpolab-setup-* && touch "$stamp"
 fi
-# the supported verl versions the version matrix (tests/test_versions.py) checks against, read as data, never
-# installed: each release's wheel from PyPI, and verl's main at the commit the version table records (GitHub)
+# the supported verl releases the version matrix (tests/test_versions.py) checks against, read as data, never
+# installed: each release's wheel from PyPI (verl's main: its config folder is committed in tests/data/verl-main)
 for v in 0.7.1 0.8.0 0.9.0 0.9.1; do
   if [ ! -f ".cache/verl-wheels/verl-$v-py3-none-any.whl" ]; then
     .venv/bin/pip download --quiet --disable-pip-version-check --no-deps "verl==$v" -d .cache/verl-wheels
   fi
 done
-main_sha=$(.venv/bin/python -c 'import json; t = json.load(open("lib/grpolab/data/verl_versions.json"))["versions"]
-print(next(f["main"] for f in t.values() if "main" in f))')
-if [ ! -f .cache/verl-main/verl/version/version ] || [ "$(cat .cache/verl-main/.commit 2>/dev/null)" != "$main_sha" ]; then
-  rm -rf .cache/verl-main && mkdir -p .cache/verl-main
-  if curl -fsSL "https://codeload.github.com/volcengine/verl/tar.gz/$main_sha" \
-    | tar -xz -C .cache/verl-main --strip-components=1 "verl-$main_sha/verl"; then
-    echo "$main_sha" >.cache/verl-main/.commit
-  else
-    echo "setup: could not fetch verl main at $main_sha from GitHub; the version matrix's main row will fail" >&2
-  fi
-fi
 # bytecode for grpolab's own modules: pip compiles what it installs, but not an editable package's source, and where
 # PYTHONDONTWRITEBYTECODE is set no process would write it, so every CLI call, kernel and job compiled them again
 # (compileall skips what is up to date)

@@ -234,11 +234,12 @@ def pytest_collection_modifyitems(items):
 
 # ---------------------------------------------------------------------------------------------------- verl versions
 # the supported verl versions the version matrix checks against: each release's wheel from PyPI (scripts/setup.sh
-# downloads them into .cache/verl-wheels) and verl's main at the commit the version table records (setup.sh unpacks
-# it into .cache/verl-main); nothing here installs them: GRPOLAB_VERL_ROOT points check and render at one
+# downloads them into .cache/verl-wheels) and verl's main at the commit the version table records, of which the suite
+# needs only the config folder and the version file: committed as data in tests/data/verl-main (its README names the
+# commit; GitHub is not reachable from CI); nothing here installs them: GRPOLAB_VERL_ROOT points check and render at one
 VERL_RELEASES = ("0.7.1", "0.8.0", "0.9.0", "0.9.1")
 VERL_WHEELS = ROOT / ".cache" / "verl-wheels"
-VERL_MAIN = ROOT / ".cache" / "verl-main" / "verl"
+VERL_MAIN = ROOT / "tests" / "data" / "verl-main" / "verl"
 
 
 def verl_package(version: str) -> Path:
@@ -249,8 +250,8 @@ def verl_package(version: str) -> Path:
     if version == "main":
         if not (VERL_MAIN / "version" / "version").is_file():
             pytest.fail(
-                f"no verl main snapshot in {VERL_MAIN.parent}: run scripts/setup.sh (it unpacks verl's main at "
-                "the commit lib/grpolab/data/verl_versions.json records)"
+                f"no verl main snapshot in {VERL_MAIN.parent}: its config folder and version file are committed "
+                "there (tests/data/verl-main/README.md says from which commit)"
             )
         return VERL_MAIN
     wheels = Path(os.environ.get("GRPOLAB_VERL_WHEELS") or VERL_WHEELS)  # the suite's own test moves it
