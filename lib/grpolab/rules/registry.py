@@ -403,6 +403,121 @@ RULES: tuple[Rule, ...] = (
         "verl #3792, slime PR 1798 (keep the best checkpoint by validation score)",
         severity_doc=EITHER,
     ),
+    _rule(
+        "reward-manager",
+        "reward",
+        "none",
+        "reward.manager is a reward manager the installed verl's trainer resolves by name (the registry it imports "
+        "get_reward_manager_cls from, read from verl's files: verl 0.9.1's reward loop has naive, dapo, gdpo, "
+        "rate_limited, remote; its older batch and prime are not among them).",
+        "verl 0.9.1 trainer/ppo/reward.py and experimental/reward_loop/reward_manager (`Unknown reward manager`)",
+    ),
+    _rule(
+        "reward-function",
+        "reward",
+        "none",
+        "reward.function's file exists (a file on another machine is a warning for a cluster recipe), parses, and "
+        "defines the function by that name (read with ast: the file is not run).",
+        "verl 0.9.1 utils/import_utils.load_extern_object (FileNotFoundError / AttributeError after the cluster "
+        "started)",
+        severity_doc=EITHER,
+    ),
+    _rule(
+        "reward-signature",
+        "reward",
+        "none",
+        "The reward function takes the keywords the chosen manager calls it with (data_source, solution_str, "
+        "ground_truth, extra_info in verl 0.9.1; read from the manager's own call) plus reward.kwargs, and needs "
+        "no other argument.",
+        "verl PR 2954 (a reward with a `prompt_str` parameter); verl 0.9.1 reward_loop managers' compute_score call",
+    ),
+    _rule(
+        "data-source",
+        "data",
+        "none",
+        "With verl's built-in reward (reward.function null), every data_source value in the data's sample has one "
+        "(the dispatch of verl's default_compute_score, read from the installed verl); checked where the data is "
+        "readable here.",
+        "verl issue 3450 (`Reward function is not implemented for data_source=`, following the quick start); "
+        "inclusionAI/AReaL issue 105",
+    ),
+    _rule(
+        "data-file",
+        "data",
+        "none",
+        "Each data file has a format verl reads (.parquet, .json, .jsonl) and is readable; a file not on this "
+        "machine is named by `grpolab data` (preflight reads it on the nodes).",
+        "verl 0.9.1 utils/dataset/rl_dataset.py (`Unsupported file format`)",
+        severity_doc=EITHER,
+    ),
+    _rule(
+        "data-columns",
+        "data",
+        "none",
+        "The data has every column verl reads: data.prompt_key, and what the reward manager indexes in a row "
+        "(data_source, reward_model.ground_truth in verl 0.9.1, read from the manager's code); missing ones are a "
+        "KeyError in the first reward call.",
+        "NVIDIA-NeMo/RL issue 2783 (data validation after a validation epoch: 30+ minutes lost); verl 0.9.1 "
+        "reward_loop managers",
+    ),
+    _rule(
+        "data-prompt",
+        "data",
+        "none",
+        "The prompt column holds chat messages (a list of {role, content}), as verl's dataset and chat template "
+        "expect; a plain string is an error.",
+        "verl 0.9.1 utils/dataset/rl_dataset.py (_build_messages iterates the messages)",
+    ),
+    _rule(
+        "prompt-length",
+        "data",
+        "none",
+        "`grpolab data`, with the model's tokenizer on disk: prompts (chat template applied) longer than "
+        "data.max_prompt_length; an error with truncation `error` and no filter_overlong_prompts, else a warning "
+        "naming how many rows verl drops or truncates.",
+        "verl 0.9.1 utils/dataset/rl_dataset.py (maybe_filter_out_long_prompts; `Prompt length ... is longer than`)",
+        severity_doc=EITHER,
+    ),
+    _rule(
+        "chat-template",
+        "data",
+        "none",
+        "`grpolab data`: the model's tokenizer has a chat template and it applies to the prompts.",
+        "verl 0.9.1 utils/dataset/rl_dataset.py (apply_chat_template on every prompt)",
+    ),
+    _rule(
+        "reward-dry-run",
+        "data",
+        "none",
+        "`grpolab data` calls the reward (a subprocess with a time limit) on sample rows with the ground truth "
+        "as the answer and with a wrong and an empty one: it must not raise on any row, nor hang.",
+        "GRPO Lab issue 32 (reward faults met only after the first rollout)",
+    ),
+    _rule(
+        "reward-value",
+        "data",
+        "none",
+        "`grpolab data`: the reward returns a finite number (or a dict with a finite `score`), as verl's "
+        "managers read it.",
+        'verl 0.9.1 reward_loop managers (`score = result["score"]` or the result itself)',
+    ),
+    _rule(
+        "reward-constant",
+        "data",
+        "none",
+        "`grpolab data`: the reward tells the right answer from a wrong and an empty one (every score equal: "
+        "GRPO's advantages are all zero and nothing is learned).",
+        "GRPO Lab issue 32; the monitor's reward-flat alert is the same fault seen during a run",
+    ),
+    _rule(
+        "reward-slow",
+        "data",
+        "none",
+        "`grpolab data`: one step's reward calls (train_batch_size x rollout.n x the time per call) fit in "
+        "reward.max_step_share of the step's estimated time (the cost model's), or reward.max_call_ms per call "
+        "where there is no estimate.",
+        "GRPO Lab issue 32 (512 x 16 calls a step)",
+    ),
 )
 
 BY_ID: dict[str, Rule] = {}
