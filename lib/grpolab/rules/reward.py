@@ -44,7 +44,8 @@ def function(c: Checks, manager: rewards.Manager | None) -> None:
     written, name = rewards.split_function(value)
     path = rewards.resolve(c.r)
     if not path.is_file():
-        remote = path.is_absolute() and written.startswith(("/", "~")) and c.r.cluster.device != "cpu"
+        # a cluster's path (its folder is not here either) is the cluster's to have; a folder of this machine is not
+        remote = written.startswith(("/", "~")) and c.r.cluster.device != "cpu" and not path.parent.exists()
         where = "on this machine" if remote else f"at {path}"
         c.add(
             "reward-function",

@@ -6,7 +6,8 @@ answer and with an empty one. A model writes its answer in some format the rewar
 `\\boxed{42}` for MATH, `Answer: 42` for DAPO, `<answer>42</answer>`), so the right and the wrong answer are each
 tried in those formats and the best score is kept. The subprocess prints one JSON line per call (score, time,
 error), so a call that hangs still leaves the calls before it. With reward.function null it calls the installed
-verl's own default_compute_score, the function verl's managers fall back to.
+verl's own default_compute_score, the function verl's managers fall back to, loaded without verl's package
+__init__ (which imports torch), so the dry run takes a second, not ten.
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ if job["file"]:
         print(json.dumps({"load_error": "".join(traceback.format_exception_only(type(exc), exc)).strip()}), file=_out, flush=True)
         sys.exit(0)
 else:
+    # verl's own dispatch without verl/__init__ (which imports torch: seconds): its packages as bare namespaces
+    import types
+    root = list(importlib.util.find_spec("verl").submodule_search_locations)[0]
+    for package, folder in (("verl", root), ("verl.utils", os.path.join(root, "utils"))):
+        stub = types.ModuleType(package)
+        stub.__path__ = [folder]
+        sys.modules[package] = stub
     from verl.utils.reward_score import default_compute_score as fn
 import asyncio, inspect
 begun = time.perf_counter()
