@@ -283,3 +283,26 @@ def test_prepare_refuses_what_it_cannot_use(cli, tmp_path):
         and "no row had both 'question' and 'answer'" in proc.stderr
         and "--question" in proc.stderr
     )
+
+
+def test_01_setups_data_view_shows_the_sample_and_returns_what_check_did_not_find(setup, tokenizer_dir, capsys):
+    import grpolab.notebook as nb
+    from grpolab.rules.gate import check
+
+    folder, _ = tokenizer_dir
+    reward = FAST + "    return 0.0\n"
+    recipe, data = setup(reward=reward, extra=[f"model.path={folder}", "data.max_prompt_length=8"])
+    _, problems = check(
+        recipe.files[-1],
+        [
+            *_sets(data),
+            f"reward.function={Path(data).parent / 'rw.py'}",
+            f"model.path={folder}",
+            "data.max_prompt_length=8",
+        ],
+        verl=False,
+    )
+    new = nb.show_data(recipe, problems)
+    shown = capsys.readouterr().out
+    assert "data.train_files" in shown and "prompt tokens" in shown and "reward dry run" in shown
+    assert {p.rule for p in new} == {"reward-constant", "prompt-length"}  # check had not run the reward or tokenizer

@@ -81,7 +81,13 @@ def _parquet(path: str, rows: int) -> tuple[list, list, int | None, str]:
     with pq.ParquetFile(path) as handle:
         names = list(handle.schema_arrow.names)
         total = handle.metadata.num_rows
-        batch = next(handle.iter_batches(batch_size=rows), None)
+        groups, covered = [], 0  # only the row groups that hold the first `rows` rows are opened
+        for i in range(handle.metadata.num_row_groups):
+            if covered >= rows:
+                break
+            groups.append(i)
+            covered += handle.metadata.row_group(i).num_rows
+        batch = next(handle.iter_batches(batch_size=rows, row_groups=groups, use_threads=False), None)
         data = batch.to_pylist()[:rows] if batch is not None else []
     return data, names, total, ""
 
