@@ -32,6 +32,9 @@ class Rule:
     doc: str  # what it checks
     source: str  # the public report it comes from
     severity_doc: str = ""  # the severities as docs/rules.md states them, when a rule has more than its default
+    stage: Literal["check", "data"] = (
+        "check"  # data: only `grpolab data` reports it (it runs the reward or a tokenizer)
+    )
 
 
 def _rule(
@@ -46,8 +49,9 @@ def _rule(
     layout: bool = False,
     layout_bound: bool = False,
     card: Card = "",
+    stage: Literal["check", "data"] = "check",
 ) -> Rule:
-    return Rule(id, severity, family, side, layout, layout_bound, card, doc, source, severity_doc)
+    return Rule(id, severity, family, side, layout, layout_bound, card, doc, source, severity_doc, stage)
 
 
 SEEDED = "grpolab's seeded list"
@@ -477,6 +481,7 @@ RULES: tuple[Rule, ...] = (
         "naming how many rows verl drops or truncates.",
         "verl 0.9.1 utils/dataset/rl_dataset.py (maybe_filter_out_long_prompts; `Prompt length ... is longer than`)",
         severity_doc=EITHER,
+        stage="data",
     ),
     _rule(
         "chat-template",
@@ -484,6 +489,7 @@ RULES: tuple[Rule, ...] = (
         "none",
         "`grpolab data`: the model's tokenizer has a chat template and it applies to the prompts.",
         "verl 0.9.1 utils/dataset/rl_dataset.py (apply_chat_template on every prompt)",
+        stage="data",
     ),
     _rule(
         "reward-dry-run",
@@ -492,6 +498,7 @@ RULES: tuple[Rule, ...] = (
         "`grpolab data` calls the reward (a subprocess with a time limit) on sample rows with the ground truth "
         "as the answer and with a wrong and an empty one: it must not raise on any row, nor hang.",
         "GRPO Lab issue 32 (reward faults met only after the first rollout)",
+        stage="data",
     ),
     _rule(
         "reward-value",
@@ -500,6 +507,7 @@ RULES: tuple[Rule, ...] = (
         "`grpolab data`: the reward returns a finite number (or a dict with a finite `score`), as verl's "
         "managers read it.",
         'verl 0.9.1 reward_loop managers (`score = result["score"]` or the result itself)',
+        stage="data",
     ),
     _rule(
         "reward-constant",
@@ -508,6 +516,7 @@ RULES: tuple[Rule, ...] = (
         "`grpolab data`: the reward tells the right answer from a wrong and an empty one (every score equal: "
         "GRPO's advantages are all zero and nothing is learned).",
         "GRPO Lab issue 32; the monitor's reward-flat alert is the same fault seen during a run",
+        stage="data",
     ),
     _rule(
         "reward-slow",
@@ -517,6 +526,7 @@ RULES: tuple[Rule, ...] = (
         "reward.max_step_share of the step's estimated time (the cost model's), or reward.max_call_ms per call "
         "where there is no estimate.",
         "GRPO Lab issue 32 (512 x 16 calls a step)",
+        stage="data",
     ),
 )
 
@@ -567,6 +577,11 @@ def needs_card(rule_id: str) -> Card:
 
 def layout_fix_rules() -> tuple[str, ...]:
     return tuple(r.id for r in RULES if r.layout)
+
+
+def check_rules() -> tuple[str, ...]:
+    """The ids `grpolab check` reports (the others only `grpolab data`, which runs the reward and the tokenizer)."""
+    return tuple(r.id for r in RULES if r.stage == "check")
 
 
 def card_rules(card: Card) -> tuple[str, ...]:

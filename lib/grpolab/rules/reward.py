@@ -45,14 +45,18 @@ def function(c: Checks, manager: rewards.Manager | None) -> None:
     path = rewards.resolve(c.r)
     if not path.is_file():
         # a cluster's path (its folder is not here either) is the cluster's to have; a folder of this machine is not
-        remote = written.startswith(("/", "~")) and c.r.cluster.device != "cpu" and not path.parent.exists()
-        where = "on this machine" if remote else f"at {path}"
+        remote = c.r.cluster.device != "cpu" and not path.parent.exists()
+        where = f"on this machine (nor its folder {path.parent})" if remote else f"at {path}"
         c.add(
             "reward-function",
             key,
             value,
             f"the reward file {written} is not {where}"
-            + ("; verl loads it on the cluster, which must have it" if remote else ""),
+            + (
+                "; verl loads it on the cluster (relative: from the job's working directory), which must have it"
+                if remote
+                else ""
+            ),
             "write the reward there, or point reward.function at an existing `path.py:name` (a relative path is "
             "read from the folder of the recipe file that sets it)",
             severity="warning" if remote else None,
