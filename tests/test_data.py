@@ -306,3 +306,18 @@ def test_01_setups_data_view_shows_the_sample_and_returns_what_check_did_not_fin
     shown = capsys.readouterr().out
     assert "data.train_files" in shown and "prompt tokens" in shown and "reward dry run" in shown
     assert {p.rule for p in new} == {"reward-constant", "prompt-length"}  # check had not run the reward or tokenizer
+
+
+def test_tiny_names_its_reward_and_data_and_run_dry_runs_them_before_submitting(cli, tmp_path):
+    """tiny's reward is a verl-signature function named in its recipe, its task rows are verl-format (the data
+    summary and the dry run cover them), and `grpolab run` refuses a reward that cannot tell right from wrong
+    before anything starts (no Ray head is needed to refuse)."""
+    recipe = load_recipe("tiny")
+    assert recipe.reward.function.endswith("arith_reward.py:compute_score")
+    rep = report(recipe)
+    assert errors(rep.problems) == [] and rep.files[0].sources == {"arith": 70}
+    assert rep.dry_run.function.endswith("lib/grpolab/local/arith_reward.py:compute_score")
+    (tmp_path / "flat.py").write_text(FAST + "    return 1.0\n")
+    proc = cli("run", "tiny", "--set", f"reward.function={tmp_path / 'flat.py'}:compute_score")
+    assert proc.returncode == 1 and "reward dry run" in proc.stdout and "[reward-constant]" in proc.stdout
+    assert "nothing was submitted" in proc.stdout and "submitted run" not in proc.stdout

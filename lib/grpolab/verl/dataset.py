@@ -45,10 +45,26 @@ def data_files(recipe: Any) -> list[tuple[str, str]]:
     return out
 
 
+GENERATED = "generated:arith"  # the CPU trainer's task, made in code (grpolab.local.task): `tiny`'s data files
+
+
 def samples(recipe: Any, rows: int | None = None) -> list[Sample]:
     """A sample of every data file of the recipe (the files not on this machine: `here` False, no rows)."""
     n = rows or recipe.data.sample_rows
-    return [sample(key, f, n) for key, f in data_files(recipe)]
+    return [
+        generated(key, f, n, recipe) if f == GENERATED and recipe.local is not None else sample(key, f, n)
+        for key, f in data_files(recipe)
+    ]
+
+
+def generated(key: str, file: str, rows: int, recipe: Any) -> Sample:
+    """The CPU trainer's task rows, in verl's layout (what `grpolab data prepare` writes from them)."""
+    from grpolab.local.task import verl_rows
+
+    split = "train" if key == "data.train_files" else "val"
+    data = verl_rows(recipe.local.digits, recipe.local.val_size, split)
+    names = list(data[0]) if data else []
+    return Sample(key, file, file, "generated", True, data[:rows], names, len(data))
 
 
 def sample(key: str, file: str, rows: int) -> Sample:

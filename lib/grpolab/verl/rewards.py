@@ -315,15 +315,25 @@ def split_function(function: str) -> tuple[str, str]:
 
 
 def resolve(recipe: Any) -> Path:
-    """The file reward.function names, as this machine sees it: `~` expanded, and a relative path read from the
-    folder of the recipe file that set it (from the current folder when a --set or a notebook set it)."""
-    path = Path(os.path.expanduser(split_function(recipe.reward.function)[0]))
-    if path.is_absolute():
-        return path
+    """The file reward.function names, as this machine sees it: `~` expanded; a relative path read from the folder
+    of the recipe file that set it (the current folder when a --set or a notebook set it), else from the project's
+    root (the folder that holds params/: how the shipped `tiny` names its reward, from any run directory too)."""
     from grpolab.paths import params_dir
 
     origin = Path(recipe.origin("reward.function"))  # as rel_path shows it: relative to params/'s parent
     if not origin.is_absolute():
         origin = params_dir().resolve().parent / origin
     base = origin.parent if origin.suffix in (".yaml", ".yml") and origin.is_file() else Path.cwd()
-    return (base / path).resolve()
+    return locate(split_function(recipe.reward.function)[0], base)
+
+
+def locate(written: str, base: Path | None = None) -> Path:
+    """A reward file's path: absolute as is; relative from `base`, else the project's root; the first that exists
+    (else the first candidate, for the message that it is missing)."""
+    from grpolab.paths import PROJECT_ROOT
+
+    path = Path(os.path.expanduser(written))
+    if path.is_absolute():
+        return path
+    candidates = [(b / path).resolve() for b in (base, PROJECT_ROOT) if b is not None]
+    return next((c for c in candidates if c.is_file()), candidates[0])
