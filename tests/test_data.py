@@ -321,3 +321,13 @@ def test_tiny_names_its_reward_and_data_and_run_dry_runs_them_before_submitting(
     proc = cli("run", "tiny", "--set", f"reward.function={tmp_path / 'flat.py'}:compute_score")
     assert proc.returncode == 1 and "reward dry run" in proc.stdout and "[reward-constant]" in proc.stdout
     assert "nothing was submitted" in proc.stdout and "submitted run" not in proc.stdout
+
+
+def test_an_overlong_prompt_is_caught_without_the_tokenizer_too(setup):
+    rows = [verl_row(i) for i in range(3)] + [verl_row(9, prompt=[{"role": "user", "content": "word " * 4000}])]
+    recipe, data = setup(rows=rows, extra=["data.max_prompt_length=512", "model.path=/no/such/model"])
+    found = by_rule(report(recipe, dry=False), "prompt-length")
+    assert (
+        found and found[0].severity == "error" and "1 of 4 sample prompts have at least 2500 tokens" in found[0].message
+    )
+    assert data in found[0].message and "at least 2500" in found[0].fix

@@ -224,6 +224,7 @@ def _lengths(c: Checks, out: Report, s: dataset.Sample) -> None:
         return
     found = out.lengths = prompt_lengths(c.r, prompts)
     if found.why_none:
+        _lengths_without_tokenizer(c, s, prompts, found.why_none)
         return
     if found.no_template:
         c.add(
@@ -266,6 +267,33 @@ def _lengths(c: Checks, out: Report, s: dataset.Sample) -> None:
         f"{s.file}: {share} are longer than data.max_prompt_length {limit} tokens (longest {max(over)}, with the "
         f"chat template of {found.tokenizer}); {what}",
         f"set data.max_prompt_length to at least {max(over)}, or data.filter_overlong_prompts: true to drop them",
+        severity,
+    )
+
+
+# without the tokenizer, a prompt has at least this many tokens per CHARS_PER_TOKEN_MAX characters (English BPE
+# averages about 4 characters a token; 8 is a bound no long prompt's average reaches)
+CHARS_PER_TOKEN_MAX = 8
+
+
+def _lengths_without_tokenizer(c: Checks, s: dataset.Sample, prompts: list, why: str) -> None:
+    """Prompts surely over data.max_prompt_length by their characters alone (a lower bound of their tokens)."""
+    limit = c.r.data.max_prompt_length
+    chars = [sum(len(str(m.get("content", ""))) for m in p) for p in prompts]
+    over = [n // CHARS_PER_TOKEN_MAX for n in chars if n // CHARS_PER_TOKEN_MAX > limit]
+    if not over:
+        return
+    d = c.r.data
+    severity = "error" if d.truncation == "error" and not d.filter_overlong_prompts else "warning"
+    c.add(
+        "prompt-length",
+        "data.max_prompt_length",
+        limit,
+        f"{s.file}: {len(over)} of {len(prompts)} sample prompts have at least {max(over)} tokens by their characters "
+        f"alone ({CHARS_PER_TOKEN_MAX} characters a token at most), over data.max_prompt_length {limit} ({why}: "
+        "counted without the chat template)",
+        f"set data.max_prompt_length to at least {max(over)} (more with the chat template), or "
+        "data.filter_overlong_prompts: true to drop them; put the tokenizer at model.path to measure exactly",
         severity,
     )
 

@@ -478,7 +478,8 @@ RULES: tuple[Rule, ...] = (
         "none",
         "`grpolab data`, with the model's tokenizer on disk: prompts (chat template applied) longer than "
         "data.max_prompt_length; an error with truncation `error` and no filter_overlong_prompts, else a warning "
-        "naming how many rows verl drops or truncates.",
+        "naming how many rows verl drops or truncates. Without the tokenizer, prompts whose characters alone "
+        "(at most 8 a token) exceed the limit.",
         "verl 0.9.1 utils/dataset/rl_dataset.py (maybe_filter_out_long_prompts; `Prompt length ... is longer than`)",
         severity_doc=EITHER,
         stage="data",
