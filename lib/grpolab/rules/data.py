@@ -174,6 +174,8 @@ class Report:
 
         out = asdict(self)
         out["problems"] = [p.to_dict() for p in self.problems]
+        if out["dry_run"]:  # the rows' own values (bytes, nested structs) stay out: the calls say what was scored
+            out["dry_run"]["rows"] = len(self.dry_run.rows)
         return out
 
 
