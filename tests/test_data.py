@@ -331,3 +331,13 @@ def test_an_overlong_prompt_is_caught_without_the_tokenizer_too(setup):
         found and found[0].severity == "error" and "1 of 4 sample prompts have at least 2500 tokens" in found[0].message
     )
     assert data in found[0].message and "at least 2500" in found[0].fix
+
+
+def test_preflights_driver_runs_the_data_stage(setup):
+    from grpolab.preflight.driver import data_rows
+
+    recipe, _ = setup(reward=FAST + "    return 0.5\n")
+    rows = data_rows(recipe)
+    assert [(r.check, r.status) for r in rows] == [("data", "fail")] and "[reward-constant]" in rows[0].detail
+    good, _ = setup()
+    assert [(r.check, r.status) for r in data_rows(good)] == [("data", "ok")]
