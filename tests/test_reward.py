@@ -75,7 +75,7 @@ def test_a_legacy_reward_key_in_verl_overrides_names_the_field():
             "/srv/rw.py:score",
             "dapo",
         ),
-        # verl <= 0.6's keys (name before path), as older scripts write them
+        # verl's older keys (name before path), as older scripts write them
         (
             "custom_reward_function.name=my_fn custom_reward_function.path=/srv/rw.py reward_model.reward_manager=naive",
             "/srv/rw.py:my_fn",

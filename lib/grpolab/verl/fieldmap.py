@@ -254,9 +254,9 @@ def _alias_rows() -> tuple[Alias, ...]:
             "verl copies rollout.cudagraph_capture_sizes into the same vLLM compilation_config",
         ),
     ]
-    # verl <= 0.6's reward keys; verl 0.9.1 keeps them (legacy_reward_impl.yaml) but only its fully async trainer
+    # verl's older reward keys; verl 0.9.1 keeps them (legacy_reward_impl.yaml) but only its fully async trainer
     # moves them onto the reward.* keys (migrate_legacy_reward_impl): main_ppo reads reward.* alone
-    legacy = "verl <= 0.6's key; verl 0.9.1's main_ppo reads only {}, which the recipe renders"
+    legacy = "verl's older key (0.9.1's legacy_reward_impl.yaml); verl 0.9.1's main_ppo reads only {}, which the recipe renders"
     for old, new, field in (
         ("custom_reward_function.path", f"{REWARD_FN}.path", "reward.function"),
         ("custom_reward_function.name", f"{REWARD_FN}.name", "reward.function"),
