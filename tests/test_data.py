@@ -341,3 +341,19 @@ def test_preflights_driver_runs_the_data_stage(setup):
     assert [(r.check, r.status) for r in rows] == [("data", "fail")] and "[reward-constant]" in rows[0].detail
     good, _ = setup()
     assert [(r.check, r.status) for r in data_rows(good)] == [("data", "ok")]
+
+
+def test_a_corrupt_parquet_and_a_bad_jsonl_line_are_named(tmp_path):
+    from grpolab.verl.dataset import sample
+
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really a parquet file")
+    assert sample("data.train_files", str(tmp_path / "broken.parquet"), 5).error
+    (tmp_path / "bad.jsonl").write_text(json.dumps(verl_row(0)) + "\n{not json\n")
+    got = sample("data.train_files", str(tmp_path / "bad.jsonl"), 5)
+    assert "line 2 is not JSON" in got.error
+    base = tmp_path / "r.yaml"
+    base.write_text("defaults: [base]\n")
+    recipe = load_recipe(str(base), [f"data.train_files={tmp_path / 'broken.parquet'}", "train.engine=fsdp"])
+    found = [p for p in report(recipe, dry=False, tokenize=False).problems if p.key == "data.train_files"]
+    assert [p.rule for p in found] == ["data-file"] and "broken.parquet cannot be read" in found[0].message
+    assert found[0].severity == "error"
