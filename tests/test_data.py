@@ -357,3 +357,10 @@ def test_a_corrupt_parquet_and_a_bad_jsonl_line_are_named(tmp_path):
     found = [p for p in report(recipe, dry=False, tokenize=False).problems if p.key == "data.train_files"]
     assert [p.rule for p in found] == ["data-file"] and "broken.parquet cannot be read" in found[0].message
     assert found[0].severity == "error"
+
+
+def test_a_reward_bound_by_assignment_is_judged_by_its_call(setup):
+    """check cannot read the parameters of `compute_score = lambda ...`; the dry run calls it as verl does."""
+    recipe, _ = setup(reward="compute_score = lambda solution_str, ground_truth: 1.0\n")
+    found = by_rule(report(recipe, tokenize=False), "reward-dry-run")
+    assert found and "unexpected keyword argument" in found[0].message and "data_source" in found[0].fix

@@ -300,6 +300,17 @@ def _lengths_without_tokenizer(c: Checks, s: dataset.Sample, prompts: list, why:
     )
 
 
+def _raised_fix(c: Checks, error: str) -> str:
+    if error.startswith("TypeError") and "argument" in error:  # a callable whose parameters verl cannot fill
+        manager = manager_of(c)
+        names = ", ".join(manager.keywords) if manager else "data_source, solution_str, ground_truth, extra_info"
+        return f"give it the parameters verl's reward manager passes by keyword: ({names}, **kwargs)"
+    return (
+        "make the reward return a number for every answer, wrong or empty ones included (a raise stops the "
+        "reward worker and the step)"
+    )
+
+
 def _step_budget(c: Checks, out: Report) -> None:
     """What one reward call may take: the step estimate's share over the step's calls, else reward.max_call_ms."""
     r = c.r
@@ -359,8 +370,7 @@ def _dry_run(c: Checks, out: Report, s: dataset.Sample) -> None:
             value,
             f"{run.function} raised on {len(rows_hit)} of {len(rows)} sample rows of {s.file} (row {first.row}, "
             f"data_source {rows[first.row].get(SOURCE)!r}, {first.kind} answer): {first.error}",
-            "make the reward return a number for every answer, wrong or empty ones included (a raise stops the "
-            "reward worker and the step)",
+            _raised_fix(c, first.error),
         )
     bad = [x for x in run.calls if x.bad]
     if bad:
