@@ -90,8 +90,9 @@ NOTEBOOKS = {
 Loads a recipe (a name under `params/recipes/` or a path to a YAML file), applies `overrides` last, and checks it
 without touching a cluster: the schema, every rule (parallel layout, batches, lengths, env, stack, memory) and the
 rendered launch composed against the installed verl. It shows the problems (errors first, each with its fix), the
-fully resolved recipe and the rendered launch (verl overrides, env, bash script); it ends with an error when the
-recipe has errors.
+fully resolved recipe, the rendered launch (verl overrides, env, bash script) and the data and reward (a sample of
+the data, a prompt-length histogram, the reward's dry run: `grpolab data`); it ends with an error when the recipe
+or its data and reward have errors.
 
 With `script` (a verl launch script, `.sh`) it first imports the script as a recipe (as `grpolab import` does,
 nothing is launched) and shows the imported recipe and what it could not reproduce; `model` is then ignored.
@@ -123,7 +124,14 @@ nothing is launched) and shows the imported recipe and what it could not reprodu
                 "nb.show_launch(recipe)",
                 [],
             ),
-            ("## Verdict", "nb.stop_on_errors(problems, recipe, model)", ["report"]),
+            (
+                "## Data and reward\nThe first rows of each data file (columns, prompts, data sources), the prompt "
+                "lengths against `data.max_prompt_length` with the model's tokenizer when it is on disk, and the "
+                "reward's dry run on those rows (as `grpolab data`).",
+                "data_problems = nb.show_data(recipe, problems)",
+                ["report"],
+            ),
+            ("## Verdict", "nb.stop_on_errors(problems + data_problems, recipe, model)", ["report"]),
         ],
     ),
     "02_preflight": (

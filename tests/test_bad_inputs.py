@@ -110,6 +110,13 @@ CASES: list[tuple[str, list[str], int]] = [
     ("plan-no-hardware", ["plan", "glm5_2", "--hardware", "nope"], 2),
     ("plan-write-escapes", ["plan", "glm5_2", "--write", "../../x"], 2),
     ("check-unknown-flag", ["check", "tiny", "--frobnicate"], 2),
+    # grpolab data (issue 32)
+    ("data-no-recipe", ["data", "nosuchrecipe"], 2),
+    ("data-json-no-recipe", ["data", "--json", "nosuchrecipe"], 2),
+    ("data-zero-rows", ["data", "tiny", "--rows", "0"], 2),
+    ("data-two-recipes", ["data", "tiny", "glm5_2"], 2),
+    ("data-prepare-no-source", ["data", "prepare", "--out", "/tmp"], 2),
+    ("data-prepare-missing-source", ["data", "prepare", "/nonexistent/x.jsonl", "--out", "/tmp/x"], 2),
     # --set: strict types, malformed overrides, twice
     ("set-bool-for-int", ["check", "tiny", "--set", "cluster.nnodes=True"], 1),
     ("set-quoted-int", ["check", "tiny", "--set", 'rollout.n="8"'], 1),

@@ -335,3 +335,24 @@ def test_train_schedule_is_the_same_prefix_for_every_budget() -> None:
     assert long[:300] == short and len(long) == 1000
     assert sorted(long[:70], key=lambda p: (p.a, p.b)) == sorted(train, key=lambda p: (p.a, p.b))  # an epoch each
     assert task.train_schedule(train, 300, seed=4) != short
+
+
+def test_tinys_reward_is_a_verl_signature_function_the_trainer_calls_with_the_same_scores() -> None:
+    """tiny's recipe names grpolab/local/arith_reward.py (verl's signature); the trainer loads it as verl does and
+    calls it with verl's keywords: the scores are the task's own, EOS included (issue 32)."""
+    from grpolab.local.mapping import settings_from_recipe
+    from grpolab.local.tiny import build_tokenizer
+    from grpolab.local.train import load_reward
+    from grpolab.recipe.loader import load_recipe
+
+    settings = settings_from_recipe(load_recipe("tiny"))
+    function = load_reward(settings.reward_function)
+    assert function.__name__ == "compute_score" and settings.reward_function.endswith("arith_reward.py:compute_score")
+    tok = build_tokenizer()
+    ids = lambda text: tok(text, add_special_tokens=False).input_ids  # noqa: E731
+    eos = tok.eos_token_id
+    completions = [ids("12") + [eos], ids("12+"), ids("12"), ids("13") + [eos], ids("=") + [eos], ids("1") + [eos]]
+    kwargs = dict(prompts=["5+7="] * 6, completions=[""] * 6, completion_ids=completions, answer=["12"] * 6)
+    assert (
+        task.ArithReward(tok, function)(**kwargs) == task.ArithReward(tok)(**kwargs) == [1.0, 0.5, 0.5, 0.1, 0.0, 0.0]
+    )

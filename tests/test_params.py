@@ -71,6 +71,10 @@ def test_every_params_file_loads_and_validates(rel, tmp_path):
         from grpolab.rules.pins import table_faults
 
         assert not table_faults()
+    elif rel == "data_presets.yaml":  # `grpolab data prepare --preset`: each cites the verl script it follows
+        from grpolab.verl.prepare import presets
+
+        assert all(p["source"] and "{question}" in p["template"] for p in presets().values())
     else:
         pytest.fail(f"params/{rel}: no test knows this kind of file; add it to this test")
 

@@ -12,13 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from grpolab.problems import RULE_IDS
 from grpolab.rules.gate import check
+from grpolab.rules.registry import check_rules
 
 # a Gated DeltaNet model given by its config.json only (no card): the rules read its facts from the file
 QWEN3_NEXT = str(Path(__file__).parent / "data" / "models" / "qwen3_next_80b_a3b")
 # a model nobody has a card for, and no config.json on this machine
 NO_CARD = ["model.path=acme-research/Nocard-14B-Instruct", "model.card=null"]
+# reward and data faults written in tests/data/rewards (issue 32)
+REWARDS = Path(__file__).parent / "data" / "rewards"
+
+
+def _data(name: str) -> list[str]:
+    return [f"data.train_files={REWARDS / name}", f"data.val_files={REWARDS / name}"]
+
 
 CASES = {
     "world-divisible": [("glm5_2", ["train.cp=3", "model.use_remove_padding=true"]), ("qwen3_30b_a3b", ["train.cp=3"])],
@@ -186,6 +193,19 @@ CASES = {
         ("tiny", ["trainer.test_freq=-1"]),
         ("qwen3_8b", ["trainer.keep_best_metric=val-core/x/y", "trainer.test_freq=-1"]),
     ],
+    "reward-manager": [("qwen3_8b", ["reward.manager=batch"]), ("glm5_2", ["reward.manager=prime"])],
+    "reward-function": [
+        ("qwen3_8b", [f"reward.function={REWARDS / 'no_such_reward.py'}"]),
+        ("qwen3_30b_a3b", [f"reward.function={REWARDS / 'bad_signature.py'}:score"]),
+    ],
+    "reward-signature": [
+        ("qwen3_8b", [f"reward.function={REWARDS / 'bad_signature.py'}"]),
+        ("glm5_2", [f"reward.function={REWARDS / 'bad_signature.py'}:compute_score"]),
+    ],
+    "data-source": [("qwen3_8b", _data("unknown_source.jsonl")), ("qwen3_30b_a3b", _data("unknown_source.jsonl"))],
+    "data-file": [("qwen3_8b", _data("not_verl_format.csv")), ("glm5_2", _data("not_verl_format.csv"))],
+    "data-columns": [("qwen3_8b", _data("raw_columns.jsonl")), ("qwen3_30b_a3b", _data("raw_columns.jsonl"))],
+    "data-prompt": [("qwen3_8b", _data("string_prompt.jsonl")), ("glm5_2", _data("string_prompt.jsonl"))],
 }
 PARAMS = [
     pytest.param(rule, name, ov, id=f"{rule}-{name}-{i}")
@@ -195,7 +215,7 @@ PARAMS = [
 
 
 def test_every_rule_has_cases_on_two_models():
-    assert set(CASES) == set(RULE_IDS)
+    assert set(CASES) == set(check_rules())  # the others are `grpolab data`'s: tests/test_data.py
     for rule, cases in CASES.items():
         assert len({name for name, _ in cases}) >= 2 or rule == "rollout-heads", rule
 

@@ -26,6 +26,7 @@ VERBS = {
     "ls": "ls",
     "show": "show",
     "check": "check",
+    "data": "data",
     "render": "render",
     "preflight": "preflight",
     "run": "run",

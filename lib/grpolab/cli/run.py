@@ -1,6 +1,7 @@
 """`grpolab run RECIPE [--set k=v ...] [--ray-address A] [--wait] [--dry-run] [--run-id ID]`: submit a run.
 
-The recipe is checked first; errors stop the launch before anything is submitted (exit 1). With --wait the
+The recipe is checked first, then its data and reward (`grpolab data`: with --wait the sample's summary and the
+reward's dry run are printed); errors stop the launch before anything is submitted (exit 1). With --wait the
 command follows the run (step / total, latest reward) and its exit status is the run's outcome. A cluster that
 cannot be reached is an error on stderr (exit 1), within seconds.
 """
@@ -38,6 +39,8 @@ def main(args) -> int:
         if args.dry_run:
             print_json(launch.prepare(recipe, address=args.ray_address).describe())
             return 0
+        if not data_ok(recipe, args.wait):
+            return 1
         run = launch.submit(recipe, address=args.ray_address, run_id=args.run_id)
     except launch.LaunchBlocked as exc:
         print_problems(exc.problems, header=f"recipe {recipe.name} has errors; nothing was submitted:")
@@ -45,6 +48,23 @@ def main(args) -> int:
     except (ValueError, FileExistsError) as exc:
         raise UsageError(str(exc)) from None
     return follow(run, args.wait)
+
+
+def data_ok(recipe, summary: bool) -> bool:
+    """The data and the reward's dry run (grpolab.rules.data): False when they found an error. The summary and the
+    problems are printed with `summary` (--wait, as `make run` does: a run followed here) or an error."""
+    from grpolab.problems import errors
+    from grpolab.rules.data import lines, report
+
+    rep = report(recipe)
+    if summary or errors(rep.problems):
+        print("\n".join(lines(rep)), flush=True)
+        if rep.problems:
+            print_problems(rep.problems)
+    if errors(rep.problems):
+        print(f"recipe {recipe.name}: its data or reward has errors; nothing was submitted")
+        return False
+    return True
 
 
 def follow(run, wait: bool) -> int:

@@ -95,6 +95,7 @@ class TinySettings:
     top_p: float  # rollout.top_p
     top_k: int  # rollout.top_k (-1: off)
     gradient_checkpointing: bool  # train.gradient_checkpointing: recompute activations in the backward pass
+    reward_function: str | None = None  # reward.function (`path.py:name`, verl's signature); None: the task's score
 
     @property
     def updates_per_step(self) -> int:
@@ -310,6 +311,7 @@ def settings_from_recipe(recipe: Any) -> TinySettings:
 
 # TinySettings field -> the recipe's dotted key.
 RECIPE_FIELDS = {
+    "reward_function": "reward.function",
     "n": "rollout.n",
     "temperature": "rollout.temperature",
     "top_p": "rollout.top_p",
@@ -338,7 +340,7 @@ RECIPE_FIELDS = {
     "gradient_checkpointing": "train.gradient_checkpointing",
 }
 # fields whose recipe value may be null (null has a meaning: no resume path, the default checkpoint folder)
-NULLABLE = ("resume_path", "ckpt_dir")
+NULLABLE = ("resume_path", "ckpt_dir", "reward_function")
 # The recipe's `local` section: tiny-only knobs, same names as TinySettings.
 LOCAL_FIELDS = (
     "digits",

@@ -159,13 +159,38 @@ class ArithReward:
 
     __name__ = "arith"  # TRL names the reward's metrics after it: rewards/arith/mean
 
-    def __init__(self, tokenizer) -> None:
+    def __init__(self, tokenizer, function=None) -> None:
         self.tokenizer = tokenizer
+        # the recipe's reward.function (verl's signature: grpolab.local.arith_reward for tiny); None: `score`
+        self.function = function
 
     def texts(self, completion_ids: Sequence[Sequence[int]]) -> list[str]:
         return self.tokenizer.batch_decode([list(ids) for ids in completion_ids], skip_special_tokens=False)
 
     def __call__(self, prompts=None, completions=None, completion_ids=None, answer=None, **_: object) -> list[float]:
-        return [
-            score(*split_completion(text), ans) for text, ans in zip(self.texts(completion_ids), answer, strict=True)
-        ]
+        texts = self.texts(completion_ids)
+        if self.function is not None:  # called as verl's reward managers call it
+            return [
+                float(self.function(data_source=SOURCE, solution_str=text, ground_truth=ans, extra_info={}))
+                for text, ans in zip(texts, answer, strict=True)
+            ]
+        return [score(*split_completion(text), ans) for text, ans in zip(texts, answer, strict=True)]
+
+
+SOURCE = "arith"  # the data_source of the task's rows (verl_rows) and of the trainer's reward calls
+
+
+def verl_rows(digits: int, val_size: int, split: str) -> list[dict]:
+    """The task's train or val problems as verl-format rows (what `grpolab data prepare` writes): the prompt as
+    chat messages, data_source, ability, reward_model.ground_truth, extra_info.index."""
+    train, val = split_problems(digits, val_size)
+    return [
+        {
+            "data_source": SOURCE,
+            "prompt": [{"role": "user", "content": p.prompt}],
+            "ability": "arithmetic",
+            "reward_model": {"style": "rule", "ground_truth": p.answer},
+            "extra_info": {"split": split, "index": i},
+        }
+        for i, p in enumerate(train if split == "train" else val)
+    ]

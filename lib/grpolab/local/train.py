@@ -335,14 +335,32 @@ class _RecordingReward(ArithReward):
 
     __name__ = "arith"
 
-    def __init__(self, tokenizer) -> None:
-        super().__init__(tokenizer)
+    def __init__(self, tokenizer, function=None) -> None:
+        super().__init__(tokenizer, function)
         self.last_scores: list[float] = []
 
     def __call__(self, *args, **kwargs):
         scores = super().__call__(*args, **kwargs)
         self.last_scores = scores
         return scores
+
+
+def load_reward(function: str | None):
+    """The recipe's reward.function (`path.py:name`), loaded from its file as verl loads it; None for None."""
+    if not function:
+        return None
+    import importlib.util
+
+    from grpolab.verl.rewards import locate, split_function
+
+    written, name = split_function(function)
+    path = locate(written)
+    spec = importlib.util.spec_from_file_location("grpolab_recipe_reward", path)
+    if spec is None or not path.is_file():
+        raise ValueError(f"reward.function {function!r}: no file {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
 
 
 def _check_settings(settings: TinySettings) -> None:
@@ -482,7 +500,7 @@ def run(
             if writer is not None:
                 writer.write(0, {M.VAL_ACC: val_start, M.TESTING_TIME: time.perf_counter() - t0})
             echo(f"step 0/{settings.total_steps} val_acc={val_start:.3f}")
-        reward = _RecordingReward(tokenizer)
+        reward = _RecordingReward(tokenizer, load_reward(settings.reward_function))
         callback = make_callback(
             writer, settings, evaluate, reward, echo, reference=parts["warmup_dir"], resumed=resume is not None
         )

@@ -4,7 +4,7 @@
                                   a name that papermill injected but the notebook does not declare (`-p modle
                                   tiny`: papermill only warns) stops the notebook, naming the closest parameter
     load(model, overrides)        the recipe, or a stop that names the closest recipe or the bad override
-    from_script / check_recipe / show_recipe / show_launch / stop_on_errors     01_setup
+    from_script / check_recipe / show_recipe / show_launch / show_data / stop_on_errors     01_setup
     preflight / preflight_verdict                                       02_preflight
     resume_plan / launch / follow / verdict                             03_launch
     find_run / watch / show_run / verdict                               04_monitor
@@ -32,6 +32,7 @@ from grpolab.notebook.compare import (  # noqa: F401
     latest_runs,
     show_differences,
 )
+from grpolab.notebook.data import show_data  # noqa: F401
 from grpolab.notebook.display import (  # noqa: F401
     DRY_RUN_FAILS,
     FOLLOW_EVERY_S,

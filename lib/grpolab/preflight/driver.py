@@ -1,5 +1,6 @@
 """The driver's checks, on the machine that runs preflight (node "driver" in the report): the recipe passes the
-one gate (every rule of `grpolab check`), the installed verl against the recipe's `stack.verl` and the renderer's
+one gate (every rule of `grpolab check`), its data and reward as `grpolab data` sees them here (the prompt lengths
+and the reward's dry run: row `data`), the installed verl against the recipe's `stack.verl` and the renderer's
 target, and the rendered overrides composed against the installed verl's own config (`verl-schema`)."""
 
 from __future__ import annotations
@@ -12,6 +13,22 @@ from grpolab.recipe.schema import Recipe
 def problem_row(check: str, p: Problem) -> Row:
     value = "" if p.value is None else f" = {p.value}"
     return Row(check, DRIVER, FAIL if p.severity == "error" else WARN, f"[{p.rule}] {p.key}{value}: {p.message}", p.fix)
+
+
+def data_rows(recipe: Recipe) -> list[Row]:
+    """`grpolab data`'s own findings (the rules only it reports: prompt lengths, chat template, the reward's dry
+    run); the sample checks are the gate's, in the `recipe` rows already."""
+    from grpolab.rules import registry
+    from grpolab.rules.data import report
+
+    rep = report(recipe)
+    found = [p for p in rep.problems if registry.rule(p.rule).stage == "data"]
+    if found:
+        return [problem_row("data", p) for p in found]
+    run = rep.dry_run
+    said = f"reward dry run: {len(run.calls)} calls on {len(run.rows)} rows, no fault" if run else "no reward dry run"
+    sampled = sum(1 for f in rep.files if f.here and f.rows_read)
+    return [Row("data", DRIVER, OK, f"{sampled} of {len(rep.files)} data files sampled here; {said}")]
 
 
 def driver_rows(recipe: Recipe) -> list[Row]:
@@ -30,6 +47,7 @@ def driver_rows(recipe: Recipe) -> list[Row]:
             Row("recipe", DRIVER, OK, f"{recipe.name} validates: no errors, no warnings ({', '.join(recipe.files)})")
         )
 
+    rows += data_rows(recipe)
     installed, commit = stack.installed("verl")
     pin_text = recipe.stack.get("verl")
     if not uses_verl:

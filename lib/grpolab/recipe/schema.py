@@ -220,6 +220,27 @@ class Data(Strict):
     chat_template_kwargs: dict[str, Any]
     prompt_key: str = Field(description="the dataset column that holds the prompt")
     shuffle: bool
+    sample_rows: int = Field(gt=0, description="rows `grpolab data` (and check) read from the start of each file")
+
+
+# `path.py:name` or `path.py` (the name is then verl's default, compute_score)
+REWARD_FUNCTION = r"^[^:]+\.py(:[A-Za-z_][A-Za-z0-9_]*)?$"
+
+
+class Reward(Strict):
+    """The reward: verl's built-in by data_source, or a function of your own; the reward manager that calls it."""
+
+    function: Optional[Annotated[str, StringConstraints(pattern=REWARD_FUNCTION)]] = Field(
+        description="`path.py:name` of a reward with verl's signature; null = verl's built-in reward of each row's "
+        "data_source"
+    )
+    kwargs: dict[str, Any] = Field(description="extra keyword arguments to the function (verl's reward_kwargs)")
+    manager: str = Field(description="the reward manager, by its name in the installed verl's registry")
+    max_step_share: float = Field(
+        gt=0, le=1, description="the dry run: one step's reward calls may take at most this share of its estimate"
+    )
+    max_call_ms: float = Field(gt=0, description="the dry run without a step estimate: at most this per call")
+    dry_run_timeout_s: float = Field(gt=0, description="the dry run stops the reward after this long")
 
 
 class Algorithm(Strict):
@@ -300,6 +321,7 @@ class Recipe(Strict):
     rollout: Rollout
     data: Data
     algorithm: Algorithm
+    reward: Reward
     trainer: Trainer
     env: dict[EnvName, str] = Field(
         description="exported on every node, nothing implicit; a value `${NAME}` is read from the launching shell"

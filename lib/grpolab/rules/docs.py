@@ -28,6 +28,8 @@ def markdown() -> str:
     ]
     for r in RULES:
         severity = r.severity_doc or r.severity
+        if r.stage == "data":
+            severity += " (`grpolab data`)"
         layout = "yes" if r.layout else ""
         lines.append(f"| `{r.id}` | {r.doc} | {severity} | {r.side} | {layout} | {CARD_WORDS[r.card]} | {r.source} |")
     lines += [

@@ -32,6 +32,9 @@ class Rule:
     doc: str  # what it checks
     source: str  # the public report it comes from
     severity_doc: str = ""  # the severities as docs/rules.md states them, when a rule has more than its default
+    stage: Literal["check", "data"] = (
+        "check"  # data: only `grpolab data` reports it (it runs the reward or a tokenizer)
+    )
 
 
 def _rule(
@@ -46,8 +49,9 @@ def _rule(
     layout: bool = False,
     layout_bound: bool = False,
     card: Card = "",
+    stage: Literal["check", "data"] = "check",
 ) -> Rule:
-    return Rule(id, severity, family, side, layout, layout_bound, card, doc, source, severity_doc)
+    return Rule(id, severity, family, side, layout, layout_bound, card, doc, source, severity_doc, stage)
 
 
 SEEDED = "grpolab's seeded list"
@@ -414,6 +418,128 @@ RULES: tuple[Rule, ...] = (
         "verl #3792, slime PR 1798 (keep the best checkpoint by validation score)",
         severity_doc=EITHER,
     ),
+    _rule(
+        "reward-manager",
+        "reward",
+        "none",
+        "reward.manager is a reward manager the installed verl's trainer resolves by name (the registry it imports "
+        "get_reward_manager_cls from, read from verl's files: verl 0.9.1's reward loop has naive, dapo, gdpo, "
+        "rate_limited, remote; its older batch and prime are not among them).",
+        "verl 0.9.1 trainer/ppo/reward.py and experimental/reward_loop/reward_manager (`Unknown reward manager`)",
+    ),
+    _rule(
+        "reward-function",
+        "reward",
+        "none",
+        "reward.function's file exists (a file on another machine is a warning for a cluster recipe), parses, and "
+        "defines the function by that name (read with ast: the file is not run).",
+        "verl 0.9.1 utils/import_utils.load_extern_object (FileNotFoundError / AttributeError after the cluster "
+        "started)",
+        severity_doc=EITHER,
+    ),
+    _rule(
+        "reward-signature",
+        "reward",
+        "none",
+        "The reward function takes the keywords the chosen manager calls it with (data_source, solution_str, "
+        "ground_truth, extra_info in verl 0.9.1; read from the manager's own call) plus reward.kwargs, and needs "
+        "no other argument.",
+        "verl PR 2954 (a reward with a `prompt_str` parameter); verl 0.9.1 reward_loop managers' compute_score call",
+    ),
+    _rule(
+        "data-source",
+        "data",
+        "none",
+        "With verl's built-in reward (reward.function null), every data_source value in the data's sample has one "
+        "(the dispatch of verl's default_compute_score, read from the installed verl); checked where the data is "
+        "readable here.",
+        "verl issue 3450 (`Reward function is not implemented for data_source=`, following the quick start); "
+        "inclusionAI/AReaL issue 105",
+    ),
+    _rule(
+        "data-file",
+        "data",
+        "none",
+        "Each data file has a format verl reads (.parquet, .json, .jsonl) and is readable; a file not on this "
+        "machine is named by `grpolab data` (preflight reads it on the nodes).",
+        "verl 0.9.1 utils/dataset/rl_dataset.py (`Unsupported file format`)",
+        severity_doc=EITHER,
+    ),
+    _rule(
+        "data-columns",
+        "data",
+        "none",
+        "The data has every column verl reads: data.prompt_key, and what the reward manager indexes in a row "
+        "(data_source, reward_model.ground_truth in verl 0.9.1, read from the manager's code); missing ones are a "
+        "KeyError in the first reward call.",
+        "NVIDIA-NeMo/RL issue 2783 (data validation after a validation epoch: 30+ minutes lost); verl 0.9.1 "
+        "reward_loop managers",
+    ),
+    _rule(
+        "data-prompt",
+        "data",
+        "none",
+        "The prompt column holds chat messages (a list of {role, content}), as verl's dataset and chat template "
+        "expect; a plain string is an error.",
+        "verl 0.9.1 utils/dataset/rl_dataset.py (_build_messages iterates the messages)",
+    ),
+    _rule(
+        "prompt-length",
+        "data",
+        "none",
+        "`grpolab data`, with the model's tokenizer on disk: prompts (chat template applied) longer than "
+        "data.max_prompt_length; an error with truncation `error` and no filter_overlong_prompts, else a warning "
+        "naming how many rows verl drops or truncates. Without the tokenizer, prompts whose characters alone "
+        "(at most 8 a token) exceed the limit.",
+        "verl 0.9.1 utils/dataset/rl_dataset.py (maybe_filter_out_long_prompts; `Prompt length ... is longer than`)",
+        severity_doc=EITHER,
+        stage="data",
+    ),
+    _rule(
+        "chat-template",
+        "data",
+        "none",
+        "`grpolab data`: the model's tokenizer has a chat template and it applies to the prompts.",
+        "verl 0.9.1 utils/dataset/rl_dataset.py (apply_chat_template on every prompt)",
+        stage="data",
+    ),
+    _rule(
+        "reward-dry-run",
+        "data",
+        "none",
+        "`grpolab data` calls the reward (a subprocess with a time limit) on sample rows with the ground truth "
+        "as the answer and with a wrong and an empty one: it must not raise on any row, nor hang.",
+        "GRPO Lab issue 32 (reward faults met only after the first rollout)",
+        stage="data",
+    ),
+    _rule(
+        "reward-value",
+        "data",
+        "none",
+        "`grpolab data`: the reward returns a finite number (or a dict with a finite `score`), as verl's "
+        "managers read it.",
+        'verl 0.9.1 reward_loop managers (`score = result["score"]` or the result itself)',
+        stage="data",
+    ),
+    _rule(
+        "reward-constant",
+        "data",
+        "none",
+        "`grpolab data`: the reward tells the right answer from a wrong and an empty one (every score equal: "
+        "GRPO's advantages are all zero and nothing is learned).",
+        "GRPO Lab issue 32; the monitor's reward-flat alert is the same fault seen during a run",
+        stage="data",
+    ),
+    _rule(
+        "reward-slow",
+        "data",
+        "none",
+        "`grpolab data`: one step's reward calls (train_batch_size x rollout.n x the time per call) fit in "
+        "reward.max_step_share of the step's estimated time (the cost model's), or reward.max_call_ms per call "
+        "where there is no estimate.",
+        "GRPO Lab issue 32 (512 x 16 calls a step)",
+        stage="data",
+    ),
 )
 
 BY_ID: dict[str, Rule] = {}
@@ -463,6 +589,11 @@ def needs_card(rule_id: str) -> Card:
 
 def layout_fix_rules() -> tuple[str, ...]:
     return tuple(r.id for r in RULES if r.layout)
+
+
+def check_rules() -> tuple[str, ...]:
+    """The ids `grpolab check` reports (the others only `grpolab data`, which runs the reward and the tokenizer)."""
+    return tuple(r.id for r in RULES if r.stage == "check")
 
 
 def card_rules(card: Card) -> tuple[str, ...]:

@@ -3,7 +3,7 @@
 
 Pure Python (no torch, ray or verl import), milliseconds, collects every problem. The rules live in one module
 per family (card, train_layout, pipeline, rollout_layout, batch, lengths, engines, backends, overrides, env, pins,
-device_memory, checkpoint_space, linear_attention) and report through one collector (grpolab.rules.checks); their ids, severities
+device_memory, checkpoint_space, linear_attention, reward, data) and report through one collector (grpolab.rules.checks); their ids, severities
 and docs are grpolab.rules.registry's. The one verdict that every front end asks is grpolab.rules.gate's.
 """
 
@@ -17,6 +17,7 @@ from grpolab.rules import (
     batch,
     card,
     checkpoint_space,
+    data,
     device_memory,
     engines,
     env,
@@ -26,6 +27,7 @@ from grpolab.rules import (
     pins,
     pipeline,
     registry,
+    reward,
     rollout_layout,
     train_layout,
 )
@@ -93,6 +95,8 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     pins.pins(c)
     device_memory.memory(c, grad_offload_supported)
     checkpoint_space.checkpoints(c)
+    reward.reward(c)
+    data.data(c)
     learned(c)
     return problems + c.problems + recipe.load_notes
 

@@ -37,6 +37,7 @@ FREE_FORM = {
     "sampler_kwargs",
     "mm_processor_kwargs",
     "kw_args",
+    "reward_kwargs",
 }
 GENERATED = {"megatron": "_generated_ppo_megatron_trainer.yaml", "fsdp": "_generated_ppo_trainer.yaml"}
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grpolab.recipe.dotted import flatten, get_dotted
+from grpolab.verl.rewards import DEFAULT_NAME, resolve, split_function
 
 ARR = "actor_rollout_ref"
 ACTOR, REF, ROLL = f"{ARR}.actor", f"{ARR}.ref", f"{ARR}.rollout"
@@ -31,6 +32,7 @@ MEG = f"{ACTOR}.megatron"
 OTC = f"{MEG}.override_transformer_config"
 OOC = f"{ACTOR}.optim.override_optimizer_config"
 ENGINE_KWARGS = f"{ROLL}.engine_kwargs"
+REWARD_FN = "reward.custom_reward_function"
 RAY_ENV = "ray_kwargs.ray_init.runtime_env.env_vars"  # verl passes these to Ray: the same as the recipe's `env`
 VERL = ("megatron", "fsdp")
 MEGATRON, FSDP = ("megatron",), ("fsdp",)
@@ -200,6 +202,11 @@ def _key_rows() -> tuple[Key, ...]:
             needs="train.optimizer_cpu_offload",
         ),
         Key(OOC, "train.optimizer", engines=MEGATRON, kind="items"),
+        # the reward (issue 32): a function `path.py:name` renders verl's path and name keys; null = verl's built-in
+        Key(f"{REWARD_FN}.path", "reward.function", transform="reward_path"),
+        Key(f"{REWARD_FN}.name", "reward.function", transform="reward_name"),
+        Key(f"{REWARD_FN}.reward_kwargs", "reward.kwargs", kind="dict"),
+        Key("reward.reward_manager.name", "reward.manager"),
         Key(f"{ACTOR}.fsdp_config.param_offload", "train.param_offload", engines=FSDP),
         Key(f"{ACTOR}.fsdp_config.optimizer_offload", "train.optimizer_offload", engines=FSDP),
         Key(f"{ACTOR}.fsdp_config.ulysses_sequence_parallel_size", "train.ulysses_sp", engines=FSDP),
@@ -252,6 +259,15 @@ def _alias_rows() -> tuple[Alias, ...]:
             "verl copies rollout.cudagraph_capture_sizes into the same vLLM compilation_config",
         ),
     ]
+    # verl's older reward keys; verl 0.9.1 keeps them (legacy_reward_impl.yaml) but only its fully async trainer
+    # moves them onto the reward.* keys (migrate_legacy_reward_impl): main_ppo reads reward.* alone
+    legacy = "verl's older key (0.9.1's legacy_reward_impl.yaml); verl 0.9.1's main_ppo reads only {}, which the recipe renders"
+    for old, new, field in (
+        ("custom_reward_function.path", f"{REWARD_FN}.path", "reward.function"),
+        ("custom_reward_function.name", f"{REWARD_FN}.name", "reward.function"),
+        ("reward_model.reward_manager", "reward.reward_manager.name", "reward.manager"),
+    ):
+        rows.append(Alias(old, field, new, legacy.format(new)))
     for role in (ACTOR, REF):  # the ref's override_transformer_config follows the actor's
         otc = f"{role}.megatron.override_transformer_config"
         for name, field in (
@@ -321,6 +337,17 @@ def _keep(value: Any, recipe: Any, run_dir: str) -> Any:
     return None if recipe.trainer.keep_best_metric else value
 
 
+def _reward_path(value: Any, recipe: Any, run_dir: str) -> Any:
+    if not value:
+        return None
+    here = resolve(recipe)  # the job runs in its run directory: a file found here is passed by its full path
+    return str(here) if here.is_file() else split_function(value)[0]
+
+
+def _reward_name(value: Any, recipe: Any, run_dir: str) -> Any:
+    return split_function(value)[1] if value else DEFAULT_NAME
+
+
 # name -> (recipe value -> verl value, what it does: for docs/fieldmap.md)
 TRANSFORMS: dict[str, tuple[Callable[[Any, Any, str], Any], str]] = {
     "": (lambda value, recipe, run_dir: value, "as is"),
@@ -331,6 +358,19 @@ TRANSFORMS: dict[str, tuple[Callable[[Any, Any, str], Any], str]] = {
     "ckpt_dir": (_ckpt_dir, "null = <run dir>/checkpoint"),
     "device": (_device, "as is; a script's `gpu` imports as cuda"),
     "keep": (_keep, "null (verl keeps every one) when trainer.keep_best_metric is set: the job wrapper keeps them"),
+    "reward_path": (
+        _reward_path,
+        "`path.py:name` -> path.py (its full path when the file is here); null -> null (verl's built-in reward)",
+    ),
+    "reward_name": (_reward_name, f"`path.py:name` -> name; `path.py` or null -> {DEFAULT_NAME}"),
+}
+# a key that sets one part of a field (path or name of reward.function): (the field's value so far, the key's
+# value) -> the field's value; the importer joins a script's two keys into one field
+PARTS: dict[str, Callable[[Any, Any], Any]] = {
+    "reward_path": lambda old, path: (
+        None if path is None else f"{path}:{split_function(old)[1]}" if old and ":" in old else str(path)
+    ),
+    "reward_name": lambda old, name: f"{split_function(old)[0]}:{name}" if old and name else old,
 }
 # verl value -> recipe value, where a script's spelling differs from the recipe's
 IMPORTS: dict[str, Callable[[Any], Any]] = {

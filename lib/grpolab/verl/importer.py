@@ -182,6 +182,20 @@ class _Builder:
         self.conflicts: dict[str, str] = {}  # verl key -> why its field cannot also hold its value
         self.verl_overrides: dict[str, Any] = {}
         self.env: dict[str, str] = {}
+        self.parts: dict[str, dict[str, tuple[Any, str, str]]] = {}  # field -> part -> (value, why, key)
+
+    def part(self, row: fieldmap.Key, value: Any, why: str, key: str) -> None:
+        """One part of a field that two keys set (reward.function: path and name); joined by `join_parts`."""
+        self.parts.setdefault(row.field, {})[row.transform] = (value, why, key)
+
+    def join_parts(self) -> None:
+        for target, parts in self.parts.items():
+            value, whys = None, []
+            for transform, join in fieldmap.PARTS.items():  # path first, then name
+                if transform in parts:
+                    value = join(value, parts[transform][0])
+                    whys.append(parts[transform][1])
+            self.set(target, value, "; ".join(whys), next(iter(parts.values()))[2])
 
     def set(self, target: str, value: Any, why: str, key: str) -> None:
         value = _string_fields(target, value)
@@ -212,6 +226,10 @@ class _Builder:
             if not effect:
                 self.notes.append(f"{text}: no effect in verl {verl_schema.verl_version()} ({alias.why}); left out")
                 return
+            target = next((r for r in fieldmap.KEYS if r.verl == alias.target and r.transform in fieldmap.PARTS), None)
+            if target is not None:
+                self.part(target, value, f"{text} ({alias.why})", key)
+                return
             self.set(alias.field, value, f"{text} ({alias.why})", key)
         else:
             row = found.row
@@ -232,6 +250,9 @@ class _Builder:
             if key in fieldmap.COPIED:  # verl overwrites it with another key's value at run time
                 source, why = fieldmap.COPIED[key]
                 self.notes.append(f"{text}: no effect in verl {verl_schema.verl_version()} ({why}); left out")
+                return
+            if row.transform in fieldmap.PARTS:
+                self.part(row, value, text, key)
                 return
             transform = fieldmap.IMPORTS.get(row.transform) if row.kind == "value" else None
             self.set(found.field, transform(value) if transform else value, text, key)
@@ -268,6 +289,7 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
             build.sources[f"env.{key[len(fieldmap.RAY_ENV) + 1 :]}"] = text
             continue
         build.override(text, key, value)
+    build.join_parts()
     for text in lacking:
         if any(note.startswith(text + ": no effect") for note in build.notes):
             continue  # said already: this version reads nothing for it

@@ -1,0 +1,366 @@
+"""`grpolab data` and `grpolab data prepare` (issue 32): each data or reward fault, written here in code, is caught
+in seconds with a message naming the file, the column or function, and the fix; a clean verl-format file passes;
+prepare turns jsonl, csv, parquet and a `datasets` folder into verl's layout. Nothing is downloaded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grpolab.problems import errors
+from grpolab.recipe.loader import load_recipe
+from grpolab.rules.data import histogram, report
+
+FAST = "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
+
+
+def verl_row(i: int, source: str = "openai/gsm8k", prompt=None) -> dict:
+    return {
+        "data_source": source,
+        "prompt": prompt if prompt is not None else [{"role": "user", "content": f"What is {i} + 1?"}],
+        "ability": "math",
+        "reward_model": {"style": "rule", "ground_truth": str(i + 1)},
+        "extra_info": {"split": "train", "index": i},
+    }
+
+
+def parquet(path: Path, rows: list[dict]) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return str(path)
+
+
+@pytest.fixture
+def setup(tmp_path):
+    """`setup(rows=..., reward=BODY, extra=[...])`: (the recipe, its data file); a recipe on a cpu profile (no step
+    estimate: the per-call limit reward.max_call_ms holds) with a fsdp engine, its data and reward in tmp_path."""
+
+    def make(rows=None, reward=None, extra=(), name="train.parquet"):
+        data = tmp_path / name
+        rows = [verl_row(i) for i in range(12)] if rows is None else rows
+        if name.endswith(".parquet"):
+            parquet(data, rows)
+        else:
+            data.write_text("\n".join(json.dumps(r) for r in rows))
+        sets = [f"data.train_files={data}", f"data.val_files={data}", "train.engine=fsdp"]
+        if reward is not None:
+            (tmp_path / "rw.py").write_text(reward)
+            sets.append(f"reward.function={tmp_path / 'rw.py'}:compute_score")
+        return load_recipe("tiny", [*sets, *extra]) if False else load_recipe(_base(tmp_path), [*sets, *extra]), str(
+            data
+        )
+
+    return make
+
+
+def _base(tmp_path: Path) -> str:
+    path = tmp_path / "r.yaml"
+    path.write_text("defaults: [base]\n")
+    return str(path)
+
+
+def by_rule(rep, rule):
+    return [p for p in rep.problems if p.rule == rule]
+
+
+def test_a_clean_file_with_verls_built_in_reward_passes(setup):
+    recipe, _ = setup()
+    rep = report(recipe)
+    assert errors(rep.problems) == [], [p.format() for p in rep.problems]
+    f = rep.files[0]
+    assert f.format == "parquet" and f.rows_read == 12 and f.total == 12 and f.sources == {"openai/gsm8k": 12}
+    assert f.prompt_kinds == {"messages": 12}
+    right, wrong = rep.dry_run.by_row("right"), rep.dry_run.by_row("wrong")
+    assert all(right[i] > wrong[i] for i in right)  # verl's gsm8k reward reads `#### x`
+
+
+@pytest.mark.parametrize(
+    "body, rule, words",
+    [
+        ("    return 0.0\n", "reward-constant", ["every score is 0", "rw.py:compute_score"]),
+        ("    return 1.0 if str(ground_truth) in solution_str else 0.0\n", None, []),
+        (
+            "    if ground_truth == '3':\n        raise KeyError('no such row')\n"
+            "    return 1.0 if str(ground_truth) in solution_str else 0.0\n",
+            "reward-dry-run",
+            ["raised on 1 of", "row 2", "KeyError"],
+        ),
+        ("    return float('nan')\n", "reward-value", ["nan", "finite"]),
+        ("    return 'yes'\n", "reward-value", ["'yes'", "str"]),
+        ("    return {'acc': 1.0}\n", "reward-value", ["no 'score' key"]),
+        (
+            "    import time\n    time.sleep(0.004)\n    return 1.0 if str(ground_truth) in solution_str else 0.0\n",
+            "reward-slow",
+            ["ms per call", "reward.max_call_ms"],
+        ),
+    ],
+    ids=["constant", "good", "raises-on-a-row", "nan", "string", "dict-without-score", "slow"],
+)
+def test_the_dry_run_catches_a_bad_reward(setup, body, rule, words):
+    recipe, data = setup(reward=FAST + body, extra=["reward.max_call_ms=2"])
+    rep = report(recipe, tokenize=False)
+    found = [p for p in rep.problems if p.rule.startswith("reward")]
+    if rule is None:
+        assert found == [], [p.format() for p in found]
+        return
+    assert [p.rule for p in found] == [rule], [p.format() for p in found]
+    assert found[0].key == "reward.function" and found[0].fix
+    for word in words:
+        assert word in found[0].message, found[0].message
+
+
+def test_a_reward_that_hangs_is_stopped(setup):
+    recipe, _ = setup(reward=FAST + "    import time\n    time.sleep(60)\n", extra=["reward.dry_run_timeout_s=1"])
+    rep = report(recipe, tokenize=False)
+    found = by_rule(rep, "reward-slow")
+    assert rep.dry_run.timed_out and found and "reward.dry_run_timeout_s 1 s" in found[0].message
+
+
+def test_a_reward_that_does_not_import_is_named(setup):
+    recipe, _ = setup(reward="import no_such_module_here\n" + FAST + "    return 0\n")
+    found = by_rule(report(recipe, tokenize=False), "reward-dry-run")
+    assert found and "no_such_module_here" in found[0].message and "does not load" in found[0].message
+
+
+@pytest.mark.parametrize(
+    "rows, name, rule, words",
+    [
+        (
+            [verl_row(i, prompt=f"What is {i} + 1?") for i in range(4)],
+            "train.parquet",
+            "data-prompt",
+            ["holds a string in 4 of 4", "'role': 'user'"],
+        ),
+        ([{"question": "1+1", "answer": "2"}] * 3, "train.jsonl", "data-columns", ["lack column 'prompt'", "question"]),
+        (
+            [{k: v for k, v in verl_row(i).items() if k != "reward_model"} for i in range(3)],
+            "train.jsonl",
+            "data-columns",
+            ["'reward_model.ground_truth'", "naive"],
+        ),
+        ([verl_row(i, "my_math") for i in range(3)], "train.parquet", "data-source", ["'my_math' (3 of 3 rows)"]),
+        ([verl_row(0)], "train.csv", "data-file", [".csv", "grpolab data prepare"]),
+    ],
+    ids=["string-prompt", "missing-prompt", "missing-ground-truth", "unknown-source", "csv"],
+)
+def test_data_faults_are_named_with_the_file_and_column(setup, rows, name, rule, words):
+    recipe, data = setup(rows=rows, name=name)
+    found = by_rule(report(recipe, dry=False, tokenize=False), rule)
+    assert found and found[0].severity == "error", [p.format() for p in report(recipe, dry=False).problems]
+    assert data in found[0].message and found[0].fix
+    for word in words:
+        assert word in found[0].message + found[0].fix
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory):
+    """A character tokenizer with a chat template, saved like a model's (one token per character)."""
+    from grpolab.local.tiny import build_tokenizer
+
+    folder = tmp_path_factory.mktemp("tok")
+    tok = build_tokenizer()
+    tok.chat_template = (
+        "{% for m in messages %}{{ m['content'] }}{% endfor %}{% if add_generation_prompt %}={% endif %}"
+    )
+    tok.save_pretrained(folder)
+    bare = tmp_path_factory.mktemp("bare")
+    build_tokenizer().save_pretrained(bare)
+    return folder, bare
+
+
+def test_prompt_lengths_against_max_prompt_length(setup, tokenizer_dir):
+    folder, bare = tokenizer_dir
+    rows = [verl_row(i, prompt=[{"role": "user", "content": "1+1" * (i + 1)}]) for i in range(10)]
+    recipe, data = setup(rows=rows, extra=[f"model.path={folder}", "data.max_prompt_length=16"])
+    rep = report(recipe, dry=False)
+    assert sorted(rep.lengths.lengths) == [3 * (i + 1) + 1 for i in range(10)]  # content + the generation prompt
+    found = by_rule(rep, "prompt-length")
+    assert found and found[0].severity == "error" and "5 of 10 sample prompts" in found[0].message
+    assert "longest 31" in found[0].message and "at least 31" in found[0].fix and data in found[0].message
+    assert sum(c for _, _, c in histogram(rep.lengths.lengths, 16)) == 10
+    dropped = report(
+        load_recipe(
+            _base(Path(data).parent),
+            [*_sets(data), f"model.path={folder}", "data.max_prompt_length=16", "data.filter_overlong_prompts=true"],
+        ),
+        dry=False,
+    )
+    assert (
+        by_rule(dropped, "prompt-length")[0].severity == "warning"
+        and "drops" in by_rule(dropped, "prompt-length")[0].message
+    )
+    no_template = report(load_recipe(_base(Path(data).parent), [*_sets(data), f"model.path={bare}"]), dry=False)
+    assert by_rule(no_template, "chat-template") and str(bare) in by_rule(no_template, "chat-template")[0].message
+
+
+def _sets(data: str) -> list[str]:
+    return [f"data.train_files={data}", f"data.val_files={data}", "train.engine=fsdp"]
+
+
+def test_the_cli_prints_the_summary_and_exits_1_on_errors(cli, setup):
+    recipe, data = setup(rows=[verl_row(i, "my_math") for i in range(5)])
+    proc = cli("data", recipe.files[-1], *[f"--set={s}" for s in _sets(data)], "--no-tokenizer")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"data.train_files {data}: parquet, 5 rows read of 5" in proc.stdout
+    assert "data_source: my_math (5)" in proc.stdout and "[data-source]" in proc.stdout
+    proc = cli("data", recipe.files[-1], *[f"--set={s}" for s in _sets(data)], "--no-tokenizer", "--json")
+    doc = json.loads(proc.stdout)
+    assert doc["files"][0]["sources"] == {"my_math": 5} and {p["rule"] for p in doc["problems"]} >= {"data-source"}
+
+
+def test_only_the_first_rows_are_read(tmp_path):
+    from grpolab.verl.dataset import sample
+
+    path = parquet(tmp_path / "big.parquet", [verl_row(i) for i in range(5000)])
+    got = sample("data.train_files", path, 7)
+    assert len(got.rows) == 7 and got.total == 5000 and got.rows[0]["extra_info"]["index"] == 0
+
+
+# ---------------------------------------------------------------------------------------------- prepare
+
+
+def test_prepare_a_gsm8k_jsonl_the_way_verls_script_does(cli, tmp_path):
+    raw = tmp_path / "gsm8k.jsonl"
+    raw.write_text(
+        "\n".join(json.dumps({"question": f"{i} + 1000?", "answer": f"steps\n#### {i + 1000:,}"}) for i in range(30))
+    )
+    out = tmp_path / "out"
+    proc = cli("data", "prepare", str(raw), "--out", str(out), "--preset", "gsm8k", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    done = json.loads(proc.stdout)
+    assert done["rows"] == {"train": 30} and done["data_source"] == "openai/gsm8k"
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(out / "train.parquet").to_pylist()
+    assert rows[2]["prompt"] == [
+        {"role": "user", "content": '2 + 1000? Let\'s think step by step and output the final answer after "####".'}
+    ]
+    assert rows[2]["reward_model"] == {"style": "rule", "ground_truth": "1002"}
+    assert rows[2]["extra_info"] == {"split": "train", "index": 2} and rows[2]["ability"] == "math"
+    # what prepare wrote passes `grpolab data`, verl's own gsm8k reward included
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("defaults: [base]\n")
+    proc = cli("data", str(recipe), *[f"--set={s}" for s in _sets(str(out / "train.parquet"))], "--no-tokenizer")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "right answer: mean 1" in proc.stdout and "wrong answer: mean 0" in proc.stdout
+
+
+def test_prepare_reads_csv_parquet_and_a_datasets_folder(tmp_path):
+    import pyarrow.parquet as pq
+
+    from grpolab.verl.prepare import prepare
+
+    (tmp_path / "q.csv").write_text("problem,solution\n" + "".join(f"p{i},\\boxed{{{i}}}\n" for i in range(5)))
+    done = prepare(tmp_path / "q.csv", tmp_path / "a", preset="math")
+    assert pq.read_table(done.files["train"]).to_pylist()[3]["reward_model"]["ground_truth"] == "3"
+    src = parquet(tmp_path / "q.parquet", [{"q": f"x{i}", "a": i} for i in range(4)] + [{"q": "y", "a": None}])
+    done = prepare(src, tmp_path / "b", question="q", answer="a", data_source="my_task", template="Q: {question}")
+    assert done.rows == {"train": 4} and done.skipped == 1
+    assert pq.read_table(done.files["train"]).to_pylist()[0]["prompt"][0]["content"] == "Q: x0"
+    import datasets
+
+    folder = tmp_path / "saved"
+    datasets.DatasetDict(
+        {
+            s: datasets.Dataset.from_list([{"question": f"{s}{i}", "answer": str(i)} for i in range(3)])
+            for s in ("train", "test")
+        }
+    ).save_to_disk(str(folder))
+    done = prepare(folder, tmp_path / "c", data_source="my_task")
+    assert done.rows == {"train": 3, "test": 3} and Path(done.files["test"]).name == "test.parquet"
+
+
+def test_prepare_refuses_what_it_cannot_use(cli, tmp_path):
+    raw = tmp_path / "x.jsonl"
+    raw.write_text(json.dumps({"text": "hi"}))
+    proc = cli("data", "prepare", str(raw), "--out", str(tmp_path / "o"), "--data-source", "s")
+    assert (
+        proc.returncode == 2
+        and "no row had both 'question' and 'answer'" in proc.stderr
+        and "--question" in proc.stderr
+    )
+
+
+def test_01_setups_data_view_shows_the_sample_and_returns_what_check_did_not_find(setup, tokenizer_dir, capsys):
+    import grpolab.notebook as nb
+    from grpolab.rules.gate import check
+
+    folder, _ = tokenizer_dir
+    reward = FAST + "    return 0.0\n"
+    recipe, data = setup(reward=reward, extra=[f"model.path={folder}", "data.max_prompt_length=8"])
+    _, problems = check(
+        recipe.files[-1],
+        [
+            *_sets(data),
+            f"reward.function={Path(data).parent / 'rw.py'}",
+            f"model.path={folder}",
+            "data.max_prompt_length=8",
+        ],
+        verl=False,
+    )
+    new = nb.show_data(recipe, problems)
+    shown = capsys.readouterr().out
+    assert "data.train_files" in shown and "prompt tokens" in shown and "reward dry run" in shown
+    assert {p.rule for p in new} == {"reward-constant", "prompt-length"}  # check had not run the reward or tokenizer
+
+
+def test_tiny_names_its_reward_and_data_and_run_dry_runs_them_before_submitting(cli, tmp_path):
+    """tiny's reward is a verl-signature function named in its recipe, its task rows are verl-format (the data
+    summary and the dry run cover them), and `grpolab run` refuses a reward that cannot tell right from wrong
+    before anything starts (no Ray head is needed to refuse)."""
+    recipe = load_recipe("tiny")
+    assert recipe.reward.function.endswith("arith_reward.py:compute_score")
+    rep = report(recipe)
+    assert errors(rep.problems) == [] and rep.files[0].sources == {"arith": 70}
+    assert rep.dry_run.function.endswith("lib/grpolab/local/arith_reward.py:compute_score")
+    (tmp_path / "flat.py").write_text(FAST + "    return 1.0\n")
+    proc = cli("run", "tiny", "--set", f"reward.function={tmp_path / 'flat.py'}:compute_score")
+    assert proc.returncode == 1 and "reward dry run" in proc.stdout and "[reward-constant]" in proc.stdout
+    assert "nothing was submitted" in proc.stdout and "submitted run" not in proc.stdout
+
+
+def test_an_overlong_prompt_is_caught_without_the_tokenizer_too(setup):
+    rows = [verl_row(i) for i in range(3)] + [verl_row(9, prompt=[{"role": "user", "content": "word " * 4000}])]
+    recipe, data = setup(rows=rows, extra=["data.max_prompt_length=512", "model.path=/no/such/model"])
+    found = by_rule(report(recipe, dry=False), "prompt-length")
+    assert (
+        found and found[0].severity == "error" and "1 of 4 sample prompts have at least 2500 tokens" in found[0].message
+    )
+    assert data in found[0].message and "at least 2500" in found[0].fix
+
+
+def test_preflights_driver_runs_the_data_stage(setup):
+    from grpolab.preflight.driver import data_rows
+
+    recipe, _ = setup(reward=FAST + "    return 0.5\n")
+    rows = data_rows(recipe)
+    assert [(r.check, r.status) for r in rows] == [("data", "fail")] and "[reward-constant]" in rows[0].detail
+    good, _ = setup()
+    assert [(r.check, r.status) for r in data_rows(good)] == [("data", "ok")]
+
+
+def test_a_corrupt_parquet_and_a_bad_jsonl_line_are_named(tmp_path):
+    from grpolab.verl.dataset import sample
+
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really a parquet file")
+    assert sample("data.train_files", str(tmp_path / "broken.parquet"), 5).error
+    (tmp_path / "bad.jsonl").write_text(json.dumps(verl_row(0)) + "\n{not json\n")
+    got = sample("data.train_files", str(tmp_path / "bad.jsonl"), 5)
+    assert "line 2 is not JSON" in got.error
+    base = tmp_path / "r.yaml"
+    base.write_text("defaults: [base]\n")
+    recipe = load_recipe(str(base), [f"data.train_files={tmp_path / 'broken.parquet'}", "train.engine=fsdp"])
+    found = [p for p in report(recipe, dry=False, tokenize=False).problems if p.key == "data.train_files"]
+    assert [p.rule for p in found] == ["data-file"] and "broken.parquet cannot be read" in found[0].message
+    assert found[0].severity == "error"
+
+
+def test_a_reward_bound_by_assignment_is_judged_by_its_call(setup):
+    """check cannot read the parameters of `compute_score = lambda ...`; the dry run calls it as verl does."""
+    recipe, _ = setup(reward="compute_score = lambda solution_str, ground_truth: 1.0\n")
+    found = by_rule(report(recipe, tokenize=False), "reward-dry-run")
+    assert found and "unexpected keyword argument" in found[0].message and "data_source" in found[0].fix
