@@ -340,3 +340,24 @@ def test_matrix_every_first_class_value_reaches_the_key_the_version_reads(verl_a
             checked += 1
             assert same(composed[key], value), (seed, row.field, key, composed[key], value)
         assert checked > 60, seed
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_reward_reaches_the_keys_the_version_reads(verl_at, version, tmp_path):
+    """The releases read the reward function and manager under `reward` (trainer/ppo/reward.py); main's older tree
+    at the top level (custom_reward_function, reward_manager): a function and a manager render to the keys that
+    version reads, and its own config composes with them."""
+    verl_at(version)
+    reward = tmp_path / "my_reward.py"
+    reward.write_text("def score(data_source, solution_str, ground_truth, extra_info=None):\n    return 0.0\n")
+    sets = [f"reward.function={reward}:score", "reward.manager=naive"]
+    prefix = "" if version == "main" else "reward."
+    keys = _keys("qwen3_8b", sets)
+    assert keys[f"{prefix}custom_reward_function.name"] == "score"
+    assert keys[f"{prefix}reward_manager.name"] == "naive"
+    assert ("reward.custom_reward_function.name" in keys) is (version != "main")
+    recipe, problems = check("qwen3_8b", sets)
+    assert not errors(problems), [p.format() for p in errors(problems)]
+    launch = render(recipe, "/RUN")
+    composed = verl_schema.effective(launch.overrides, launch.config_name)
+    assert composed[f"{prefix}custom_reward_function.path"] == str(reward)

@@ -32,9 +32,7 @@ class Rule:
     doc: str  # what it checks
     source: str  # the public report it comes from
     severity_doc: str = ""  # the severities as docs/rules.md states them, when a rule has more than its default
-    stage: Literal["check", "data"] = (
-        "check"  # data: only `grpolab data` reports it (it runs the reward or a tokenizer)
-    )
+    stage: Literal["check", "data"] = "check"  # data: only `grpolab data` reports it (it runs reward, tokenizer)
 
 
 def _rule(

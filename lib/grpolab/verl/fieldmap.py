@@ -19,12 +19,11 @@ shape, and the renderer, the importer, the shadowing check and `normalise` all g
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from grpolab.recipe.dotted import flatten, get_dotted
-from grpolab.verl.rewards import DEFAULT_NAME, resolve, split_function
+from grpolab.verl.transforms import IMPORTS, PARTS, TRANSFORMS  # noqa: F401 (the field map's, asked through it)
 
 ARR = "actor_rollout_ref"
 ACTOR, REF, ROLL = f"{ARR}.actor", f"{ARR}.ref", f"{ARR}.rollout"
@@ -304,80 +303,6 @@ NULL_MEANS: dict[str, tuple[str, str]] = {
 }
 
 
-# ---------------------------------------------------------------------------------------------- transforms
-
-
-def _micro(value: Any, recipe: Any, run_dir: str) -> Any:
-    return value or recipe.algorithm.micro_batch_size_per_device
-
-
-def _ref_offload(value: Any, recipe: Any, run_dir: str) -> Any:
-    return recipe.train.param_offload if value is None else value
-
-
-def _vpp(value: Any, recipe: Any, run_dir: str) -> Any:
-    return value if value is not None and value > 1 else None
-
-
-def _logger(value: Any, recipe: Any, run_dir: str) -> Any:
-    loggers = [value] if isinstance(value, str) else list(value)
-    return list(dict.fromkeys([*loggers, "file"]))  # `file` writes metrics.jsonl: the monitor needs it
-
-
-def _ckpt_dir(value: Any, recipe: Any, run_dir: str) -> Any:
-    return value or f"{run_dir}/checkpoint"
-
-
-def _device(value: Any, recipe: Any, run_dir: str) -> Any:
-    return value
-
-
-def _keep(value: Any, recipe: Any, run_dir: str) -> Any:
-    # verl's rotation deletes the oldest beyond N, the best one too: with keep-best the job wrapper keeps them
-    return None if recipe.trainer.keep_best_metric else value
-
-
-def _reward_path(value: Any, recipe: Any, run_dir: str) -> Any:
-    if not value:
-        return None
-    here = resolve(recipe)  # the job runs in its run directory: a file found here is passed by its full path
-    return str(here) if here.is_file() else split_function(value)[0]
-
-
-def _reward_name(value: Any, recipe: Any, run_dir: str) -> Any:
-    return split_function(value)[1] if value else DEFAULT_NAME
-
-
-# name -> (recipe value -> verl value, what it does: for docs/fieldmap.md)
-TRANSFORMS: dict[str, tuple[Callable[[Any, Any, str], Any], str]] = {
-    "": (lambda value, recipe, run_dir: value, "as is"),
-    "micro": (_micro, "null = algorithm.micro_batch_size_per_device"),
-    "ref_offload": (_ref_offload, "null = train.param_offload"),
-    "vpp": (_vpp, "1 or null -> null (off)"),
-    "logger": (_logger, "a name or a list; `file` is added"),
-    "ckpt_dir": (_ckpt_dir, "null = <run dir>/checkpoint"),
-    "device": (_device, "as is; a script's `gpu` imports as cuda"),
-    "keep": (_keep, "null (verl keeps every one) when trainer.keep_best_metric is set: the job wrapper keeps them"),
-    "reward_path": (
-        _reward_path,
-        "`path.py:name` -> path.py (its full path when the file is here); null -> null (verl's built-in reward)",
-    ),
-    "reward_name": (_reward_name, f"`path.py:name` -> name; `path.py` or null -> {DEFAULT_NAME}"),
-}
-# a key that sets one part of a field (path or name of reward.function): (the field's value so far, the key's
-# value) -> the field's value; the importer joins a script's two keys into one field
-PARTS: dict[str, Callable[[Any, Any], Any]] = {
-    "reward_path": lambda old, path: (
-        None if path is None else f"{path}:{split_function(old)[1]}" if old and ":" in old else str(path)
-    ),
-    "reward_name": lambda old, name: f"{split_function(old)[0]}:{name}" if old and name else old,
-}
-# verl value -> recipe value, where a script's spelling differs from the recipe's
-IMPORTS: dict[str, Callable[[Any], Any]] = {
-    "device": lambda value: {"gpu": "cuda"}.get(value, value),
-}
-
-
 # ---------------------------------------------------------------------------------------------- queries
 
 
@@ -403,6 +328,9 @@ VERSIONED: dict[str, tuple[str, ...]] = {
     "timeout": (f"{ARR}.nccl_timeout",),
     "grad_offload": (f"{MEG}.grad_offload",),
     "cudagraph_alias": (f"{ENGINE_KWARGS}.vllm.compilation_config.cudagraph_capture_sizes",),
+    # (the key the rows render, the top-level key older trees read instead)
+    "reward_function": (REWARD_FN, "custom_reward_function"),
+    "reward_manager": ("reward.reward_manager", "reward_manager"),
 }
 
 

@@ -179,6 +179,31 @@ def _reads(src: Source, gen: dict[str, dict], layer: dict[str, tuple[str, ...]])
         line = _line(src.text(path), r"initialize_global_process_group_ray\(", path)
         reads[timeout] = {"key": None, "source": line or f"{path}: no reader of nccl_timeout"}
     reads[grad_offload] = _grad_offload(src, gen["megatron"], grad_offload)
+    reads.update(_reward_reads(src, layer))
+    return reads
+
+
+def _reward_reads(src: Source, layer: dict[str, tuple[str, ...]]) -> dict[str, dict[str, Any]]:
+    """The reward function's and manager's keys: the releases read them under `reward` (trainer/ppo/reward.py's
+    `config.reward.get("custom_reward_function")`, `config.reward.reward_manager`), older trees at the top level."""
+    path = "verl/trainer/ppo/reward.py"
+    text = src.text(path)
+    reads: dict[str, dict[str, Any]] = {}
+    for fact, leaves, nested, top in (
+        (
+            "reward_function",
+            ("path", "name", "reward_kwargs"),
+            r'config\.reward\.get\("custom_reward_function"',
+            r'config\.get\("custom_reward_function"',
+        ),
+        ("reward_manager", ("name",), r"config\.reward\.reward_manager\b", r"=\s*config\.reward_manager\b"),
+    ):
+        new, old = layer[fact]
+        line = _line(text, nested, path)
+        legacy = None if line else _line(text, top, path)
+        for leaf in leaves:
+            key = f"{new}.{leaf}" if line or not legacy else f"{old}.{leaf}"
+            reads[f"{new}.{leaf}"] = {"key": key, "source": line or legacy or f"{path}: no reader"}
     return reads
 
 
