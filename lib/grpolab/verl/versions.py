@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from grpolab.recipe.yamlio import parse_yaml
 
 TABLE = Path(__file__).resolve().parents[1] / "data" / "verl_versions.json"
 # the declared supported range: 0.7.1 (the oldest release the seeds' upstream scripts were written for) up to
@@ -118,7 +118,7 @@ def derive(src: Source, layer: dict[str, tuple[str, ...]], keys: list[tuple[str,
     versioned fact (grpolab.verl.fieldmap.VERSIONED); `keys`: (verl key, engine) of the field map's rows, whose
     defaults are recorded (scripts/verl_versions.py lists them; None: every key)."""
     version = (src.text("verl/version/version") or "").strip() or None
-    gen = {e: yaml.safe_load(src.text(p) or "{}") or {} for e, p in GENERATED.items()}
+    gen = {e: parse_yaml(src.text(p) or "{}", p) or {} for e, p in GENERATED.items()}
     return {
         "version": version,
         "source": src.name,
