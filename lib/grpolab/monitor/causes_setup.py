@@ -9,9 +9,8 @@ CAUSES: tuple[Cause, ...] = (
     Cause(
         "config-key",
         "a config key or Hydra override was rejected: the installed verl (or library) has no such key",
-        "correct the key (the nearest valid key of the installed verl's config is named above), or add it with `+` "
-        "where verl's config is free-form; `grpolab check` composes the launch against the installed verl before "
-        "it starts",
+        "correct the key, or add it with `+` where verl's config is free-form (a new key); `grpolab check` composes "
+        "the launch against the installed verl before it starts",
         (
             r"Could not override '[^'\n]+'",
             r"Key '[^'\n]+' is not in struct",

@@ -61,7 +61,7 @@ class Extra:
     message: str = ""
     fix: str = ""
     key: str | None = None
-    rule: str = ""  # the `grpolab check` rule that finds it (one of grpolab.rules.registry)
+    rule: str | None = None  # the `grpolab check` rule that finds it; None: the cause's own, "": none applies
 
 
 def read_facts(line: str, facts: dict[str, str]) -> None:
@@ -138,8 +138,12 @@ def _config_key(line: str, facts) -> Extra | None:
         )
         fix = f"rename {key} to {near}" + (f" (in a recipe: {owner})" if owner else "")
     else:
-        fix = f"remove or correct {key} (its library's installed version has no such argument or key)"
-    return Extra(message, fix, key, "verl-schema")
+        fix = f"remove or correct {key} (the installed version has no such argument or key)"
+    from grpolab.verl.config import base_config
+
+    config = base_config("fsdp") or {}
+    verl_key = "." in key and key.lstrip("+~").split(".")[0] in config
+    return Extra(message, fix, key, None if verl_key else "")
 
 
 # ---------------------------------------------------------------------------------------------- batches
@@ -189,13 +193,15 @@ def _batch(line: str, facts) -> Extra | None:
         name, value, by_name, by = m.group(1), int(m.group(2)), (m.group(3) or "").strip(), int(m.group(4))
         if by <= 0:
             return None
-        key = _recipe_key(name) or name.strip()
+        key = _recipe_key(name)
         valid = nearest(value, multiples_near(value, by))
         message = f"{name.strip()} = {value} is not a multiple of {by_name + ' = ' if by_name else ''}{by}"
         n = facts.get("rollout.n")
         if n:
             message += f" (rollout.n, the group size, is {n})"
         rule = "mini-batch" if "mini" in name and "micro" not in line.lower() else "batch-divisible"
+        if key is None:
+            return Extra(message, f"make {name.strip()} a multiple of {by} (nearest: {listed(valid)})", None, rule)
         return Extra(message, f"set {key} to one of {listed(valid)}", key, rule)
     return None
 
@@ -217,7 +223,9 @@ def _layout(line: str, facts) -> Extra | None:
     if not m:
         return None
     what, total, by_name, size = m.group(1).strip(), int(m.group(2)), (m.group(3) or "").lower(), int(m.group(4))
-    side = "rollout" if re.search(r"vllm|sglang|engine|rollout|Value error", line, re.IGNORECASE) else "train"
+    # Megatron writes tensor_model_parallel_size; vLLM and SGLang "tensor parallel size" in words
+    words = re.search(r"vllm|sglang|engine|rollout|(?:tensor|pipeline|expert) parallel size", line, re.IGNORECASE)
+    side = "rollout" if words else "train"
     short = next((s for word, s in _PARALLEL if word in by_name.split() or by_name.startswith(word)), None)
     if short is None or total <= 0:
         return Extra(f"{what} = {total} does not fit {by_name or 'the layout'} = {size}")

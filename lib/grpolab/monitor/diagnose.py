@@ -270,7 +270,9 @@ class Scan:
         if node is None and w.remote is None:  # nor a node: the first line of the same rank (or of no rank) that does
             node = next((h.where.node for h in ordered + later if h.where.node and h.where.rank in (rank, None)), None)
         collective = next((h.where.op for h in ordered if h.where.op), None)
-        group = next((h.where.group for h in ordered if h.where.group), None)
+        with_op = next((h for h in ordered if h.where.op), None)  # the group of the collective named
+        group = with_op.where.group if with_op and with_op.where.group else None
+        group = group or next((h.where.group for h in ordered if h.where.group), None)
         seen, lines, numbers, files = set(), [], [], []
         for h in ordered + later:
             shape = re.sub(r"\d+", "#", h.line)
@@ -300,7 +302,7 @@ class Scan:
         then = list(dict.fromkeys(h.cause for h in later))
         if then:
             parts.append(f"Followed by: {', '.join(then)} (consequences, shown after the origin's lines)")
-        rule = extra.rule or (spec.rule if spec else "") or None
+        rule = (extra.rule if extra.rule is not None else (spec.rule if spec else "")) or None
         if rule:
             parts.append(f"`grpolab check` checks this before launch (rule {rule}): run it on the recipe")
         message = ". ".join(p.rstrip(".") for p in parts) + "."
@@ -364,11 +366,12 @@ def _origin_sentence(cause, rank, node, w: Where, hits, collective, group) -> li
         op += f" of group {group}"
     if w.seq is not None and w.remote is None:
         op += f" (SeqNum {w.seq})"
-    out = [
-        f"The rank that stalled: {at}; the others waited for it{op}"
-        if w.remote is not None
-        else f"First to time out: {at}{op}"
-    ]
+    if w.remote is not None and not w.signalled:
+        out = [f"The rank that stalled: {at}; the others waited for it{op}"]
+    elif w.remote is not None:
+        out = [f"First to time out: {at}, which signalled the others{op}"]
+    else:
+        out = [f"First to time out: {at}{op}"]
     if waited:
         shown = ", ".join(map(str, waited[:8])) + (f" and {len(waited) - 8} more" if len(waited) > 8 else "")
         out.append(f"Waiting and timed out: rank{'s' if len(waited) > 1 else ''} {shown}")

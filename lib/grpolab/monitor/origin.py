@@ -20,8 +20,8 @@ _RANK_ID = re.compile(r"\bRank ?ID:? ?(\d+)\b", re.IGNORECASE)  # CANN's (PID:..
 _PG_RANK = re.compile(r"\[PG (?:ID )?(\d+)(?: PG GUID ([^\s\]]+))?(?:\([^)\]]*\))? Rank (\d+)\]")
 _RANK = re.compile(r"\[Rank (\d+)\]|\bRank (\d+): ")
 _REMOTE = re.compile(
-    r"(?:dump signal due to a collective timeout from +rank|remote rank ?(?:id)?:? ?\[?|"
-    r"\brank (?=\d+ (?:is|was|did|has) (?:not responding|stuck|slow|dead|not sen|timed)))(\d+)",
+    r"(?P<signal>dump signal due to a collective timeout from +rank ?)(?P<a>\d+)|remote rank ?(?:id)?:? ?\[?(?P<b>\d+)"
+    r"|\brank (?P<c>\d+) (?:is|was|did|has) (?:not responding|stuck|slow|dead|not sen|timed)",
     re.IGNORECASE,
 )
 _RAY_PID_IP = re.compile(r"\bpid=(\d+)(?:[^()\n]*?\bip=(\d{1,3}(?:\.\d{1,3}){3}|[\w\-]+))?")
@@ -59,6 +59,7 @@ class Where:
     time: tuple | None = None  # (month, day, hour, minute, second): the year is rarely printed
     remote: int | None = None  # the rank it waited for / that signalled the timeout
     remote_node: str | None = None  # that rank's node, where the line names it
+    signalled: bool = False  # the remote rank signalled the timeout (NCCL's dump signal), not one waited for
     seq: int | None = None
     op: str | None = None
     group: str | None = None
@@ -91,7 +92,7 @@ def where(
         w.group = f"PG {pg.group(1)}" + (f" ({pg.group(2)})" if pg.group(2) and len(pg.group(2)) < 24 else "")
     m = _REMOTE.search(line)
     if m:
-        w.remote = int(m.group(1))
+        w.remote, w.signalled = int(m.group("a") or m.group("b") or m.group("c")), bool(m.group("signal"))
     m = _LINK_ROW.search(line)
     if m and w.remote is None:
         w.remote, w.remote_node = int(m.group(2)), m.group(1)
