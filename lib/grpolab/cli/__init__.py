@@ -35,6 +35,7 @@ VERBS = {
     "stop": "runs",
     "monitor": "monitor",
     "compare": "compare",
+    "diagnose": "diagnose",
     "head": "head",
     "import": "import_",
     "plan": "plan",

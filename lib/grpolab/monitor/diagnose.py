@@ -152,8 +152,10 @@ class Scan:
             if own:
                 handle.close()
 
-    def feed_text(self, text: str, name: str = "<text>", rank: int | None = None) -> None:
-        self.files.append(name)
+    def feed_text(self, text: str, name: str = "<text>", rank: int | None = None, counted: bool = True) -> None:
+        """Scan text in memory; `counted` False: an addition to the files read (a status message), not a file."""
+        if counted:
+            self.files.append(name)
         data = text.encode("utf-8", "replace")
         self._feed(data if data.endswith(b"\n") else data + b"\n", name, rank, 1)
 
@@ -430,7 +432,7 @@ def diagnose_files(files: list[tuple[Path, int | None]], extra: str = "") -> Fai
     for path, rank in files:
         scan.feed_file(path, rank)
     if extra:
-        scan.feed_text(extra, "<status>")
+        scan.feed_text(extra, "<status>", counted=False)
     return scan.result()
 
 
