@@ -1,0 +1,162 @@
+"""`grpolab diagnose LOG|RUN|-` and the diagnosis behind it: the origin rank and node of a multi-rank failure, the
+key and values to change, a folder of per-rank logs, stdin, a run (the same answer as its log given as a file),
+silent failures from a run's metrics, and the exit status."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+import yaml
+
+from grpolab.monitor import synthetic
+from grpolab.monitor.diagnose import diagnose_text
+from tests.test_diagnose_corpus import CORPUS
+
+
+@pytest.fixture
+def cli(monkeypatch):
+    import grpolab.cli
+
+    monkeypatch.setattr(grpolab.cli, "VERBS", {"diagnose": "diagnose"})
+    return grpolab.cli.main
+
+
+def _log(case: str) -> str:
+    return yaml.safe_load((CORPUS / f"{case}.yaml").read_text())["log"]
+
+
+# Interleaved Ray workers on two nodes: rank 3 runs out of memory on 10.0.0.6; the others time out waiting for it,
+# then Ray reports the dead actor. (Lines in the formats of the corpus' cases: Ray prefixes, torchrun's [rankN]:,
+# NCCL's watchdog, torch's OOM message.)
+MULTI_NODE = """\
+(WorkerDict pid=5101, ip=10.0.0.5) [rank0]:[E1206 18:54:12.7 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7753, OpType=ALLREDUCE, NumelIn=5, NumelOut=5, Timeout(ms)=600000) ran for 600061 milliseconds before timing out.
+(WorkerDict pid=5230, ip=10.0.0.6) [rank3]:[W1206 18:44:10.1 logging.py:12] step 412 starts
+(WorkerDict pid=5230, ip=10.0.0.6) [rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.71 GiB. GPU 3 has a total capacity of 79.11 GiB
+(WorkerDict pid=5102, ip=10.0.0.5) [rank1]:[E1206 18:54:12.8 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7753, OpType=ALLREDUCE, NumelIn=5, NumelOut=5, Timeout(ms)=600000) ran for 600062 milliseconds before timing out.
+(raylet, ip=10.0.0.6) A worker died or was killed while executing a task by an unexpected system error.
+"""
+
+
+def test_the_origin_is_named_first_and_its_consequences_after():
+    failure = diagnose_text(MULTI_NODE)
+    assert failure.cause == "device-oom"
+    assert failure.rank == 3 and failure.node == "10.0.0.6"
+    assert "rank 3 on node 10.0.0.6" in failure.message and "comm-timeout" in failure.message
+    assert "CUDA out of memory" in failure.lines[0]
+    assert any("Watchdog" in line for line in failure.lines[1:]) and failure.then[0] == "comm-timeout"
+
+
+def test_a_timeout_names_the_rank_furthest_behind_across_ranks():
+    # rank 2 waits in an earlier collective (SeqNum 41) than ranks 0 and 1 (42): rank 2 is the one behind
+    lines = [
+        f"[rank{r}]:[E804 23:05:5{r}.8 ProcessGroupNCCL.cpp:689] [Rank {r}] Watchdog caught collective operation "
+        f"timeout: WorkNCCL(SeqNum={seq}, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+        "600093 milliseconds before timing out."
+        for r, seq in ((0, 42), (1, 42), (2, 41))
+    ]
+    failure = diagnose_text("\n".join(lines))
+    assert failure.cause == "comm-timeout" and failure.rank == 2 and failure.collective == "BROADCAST"
+    assert "rank 2" in failure.message and "ranks 0, 1" in failure.message
+    assert "SeqNum=41" in failure.lines[0]
+
+
+def test_a_folder_of_per_rank_logs_attributes_lines_to_their_files_rank(tmp_path, cli, capsys):
+    # no rank in the lines themselves: the file names say it; the earliest time across the files is the origin
+    (tmp_path / "rank0.log").write_text(
+        "INFO 12-02 10:00:01 start\nERROR 12-02 10:20:05 [pynccl.py:1] NCCL watchdog: collective timed out\n"
+    )
+    (tmp_path / "rank1.log").write_text(
+        "INFO 12-02 10:00:01 start\nERROR 12-02 10:10:00 [worker.py:1] NCCL error: collective timed out\n"
+    )
+    assert cli(["diagnose", str(tmp_path), "--json"]) == 1
+    failure = json.loads(capsys.readouterr().out)["failure"]
+    assert failure["cause"] == "comm-timeout" and failure["rank"] == 1
+    assert failure["files"][0].endswith("rank1.log") and failure["line_numbers"][0] == 2
+
+
+def test_a_config_key_names_the_nearest_key_of_the_installed_verl():
+    from grpolab.verl.config import config_dir
+
+    if config_dir() is None:  # verl's config files, read as data (verl itself is not imported)
+        pytest.skip("verl is not installed")
+    failure = diagnose_text(_log("verl-1080"))
+    assert failure.key == "actor_rollout_ref.actor.fsdp_config.grad_offload"
+    assert "actor_rollout_ref.actor.fsdp_config.param_offload" in failure.message  # from verl's own config
+    assert failure.rule == "verl-schema" and "grpolab check" in failure.message
+
+
+def test_a_batch_failure_names_the_recipe_key_and_the_nearest_valid_values():
+    text = (
+        "python3 -m verl.trainer.main_ppo data.train_batch_size=30 actor_rollout_ref.rollout.n=5\n"
+        "AssertionError: only support equal chunk. Got size of DataProto 150 and chunk 8.\n"
+    )
+    failure = diagnose_text(text)
+    assert failure.cause == "batch-divisible" and failure.key == "data.train_batch_size"
+    assert "30 x rollout.n (the group size) 5" in failure.message
+    # 30 x 5 must be a multiple of 8: train_batch_size a multiple of 8 (rules.maths' nearest multiples)
+    assert "24, 32, 40" in failure.fix and failure.rule == "dispatch-chunk"
+
+
+def test_a_layout_failure_names_the_key_and_its_valid_values():
+    failure = diagnose_text(_log("vllm-52435"))
+    assert failure.cause == "layout-mismatch" and failure.key == "rollout.tp"
+    assert "1, 2, 4" in failure.fix and failure.rule == "rollout-heads"
+
+
+def test_the_same_answer_on_a_runs_own_log_as_on_the_log_given_as_a_file(finished_run, cli, capsys, tmp_path):
+    log = _log("vllm-ascend-3413")
+    run = finished_run("diag-run", synthetic.healthy(3), state="FAILED", message="Job entrypoint command failed")
+    run.job_log.parent.mkdir(parents=True, exist_ok=True)
+    run.job_log.write_text(log)
+    file = tmp_path / "console.log"
+    file.write_text(log)
+    assert cli(["diagnose", "diag-run", "--json", "--no-refresh"]) == 1
+    from_run = json.loads(capsys.readouterr().out)["failure"]
+    assert cli(["diagnose", str(file), "--json"]) == 1
+    from_file = json.loads(capsys.readouterr().out)["failure"]
+    assert from_run == from_file and from_run["rank"] == 24
+    # and the monitor (grpolab monitor, status, 04_monitor) shows that diagnosis for the failed run
+    from grpolab.monitor.summary import summary
+
+    assert summary(run.path, refresh=False)["failure"] == from_file
+
+
+def test_stdin_and_the_exit_status(cli, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_log("verl-7430").encode())))
+    assert cli(["diagnose", "-"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("stdin: config-key") and "actor_rollout_ref.rollout.limit_images" in out
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"step:1 - actor/pg_loss:0.1\n")))
+    assert cli(["diagnose", "-"]) == 0 and "no failure found" in capsys.readouterr().out
+    assert cli(["diagnose", "no-such-log-or-run"]) == 2
+
+
+def test_a_run_that_succeeded_without_a_training_step(finished_run, cli, capsys):
+    finished_run("zero-steps", [], state="SUCCEEDED")
+    assert cli(["diagnose", "zero-steps", "--json", "--no-refresh"]) == 1
+    failure = json.loads(capsys.readouterr().out)["failure"]
+    assert failure["cause"] == "no-training-step" and "7401" in failure["message"]
+
+
+def test_a_reward_that_is_the_same_for_every_sample(finished_run, cli, capsys):
+    records = synthetic.healthy(12)
+    for record in records:
+        for name in ("critic/score/mean", "critic/score/max", "critic/score/min", "critic/rewards/mean"):
+            record["data"][name] = 0.0
+    finished_run("zero-reward", records)
+    assert cli(["diagnose", "zero-reward", "--json", "--no-refresh"]) == 1
+    failure = json.loads(capsys.readouterr().out)["failure"]
+    assert failure["cause"] == "reward-constant" and "reward is 0 for every sample from step 1" in failure["message"]
+    finished_run("healthy", synthetic.healthy(12))
+    assert cli(["diagnose", "healthy", "--no-refresh"]) == 0
+
+
+def test_a_throughput_collapse_while_the_run_still_logs(finished_run, cli, capsys):
+    records = synthetic.plant(synthetic.healthy(60), "throughput-drop", 52)
+    finished_run("slow", records, state="RUNNING")
+    assert cli(["diagnose", "slow", "--json", "--no-refresh"]) == 1
+    failure = json.loads(capsys.readouterr().out)["failure"]
+    assert failure["cause"] == "throughput-collapse" and "step 5" in failure["message"]
