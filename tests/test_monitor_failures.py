@@ -235,3 +235,48 @@ def test_cause_ids_are_the_corpus_vocabulary():
     ids = re.findall(r"^\| `([a-z\-]+)` \|", readme, re.MULTILINE)
     assert set(ids) == {c.id for c in CAUSES} | {"unknown", "none"}
     assert len({c.id for c in CAUSES}) == len(CAUSES)
+
+
+def test_docs_causes_md_is_generated_from_the_registry():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run(
+        [sys.executable, "scripts/make_causes_doc.py", "--check"], cwd=root, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr + run.stdout
+    text = (root / "docs" / "causes.md").read_text()
+    for cause in CAUSES:
+        assert f"| `{cause.id}` |" in text and cause.sources and all(s in text for s in cause.sources)
+
+
+def test_every_cause_the_corpus_holds_cites_one_of_its_reports():
+    from pathlib import Path
+
+    import yaml
+
+    cited = {c.id: set(c.sources) for c in CAUSES}
+    for path in sorted((Path(__file__).parent / "data" / "failures").glob("*.yaml")):
+        case = yaml.safe_load(path.read_text())
+        cause = case["expect"]["cause"]
+        if cause in cited:
+            cited[cause].discard(f"{case['source']['repo']} {case['source']['thread']}")
+    reported = {c.id for c in CAUSES if not c.sources[0].startswith("grpolab's seeded")}
+    untouched = {c.id for c in CAUSES if cited[c.id] == set(c.sources)} & reported
+    assert not untouched, f"causes citing none of their corpus cases: {untouched}"
+
+
+def test_every_pattern_line_holds_one_of_its_causes_prefilter_words():
+    # the prefilter drops lines without a cause's words before its patterns run: a corpus line that matches a
+    # pattern must hold one of that cause's words, or the streamed diagnosis would miss it
+    from pathlib import Path
+
+    import yaml
+
+    for path in sorted((Path(__file__).parent / "data" / "failures").glob("*.yaml")):
+        for line in yaml.safe_load(path.read_text())["log"].splitlines():
+            for cause in CAUSES:
+                if cause.compiled().search(line):
+                    assert any(w in line.lower() for w in cause.words), (path.name, cause.id, line)

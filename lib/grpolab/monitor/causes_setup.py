@@ -91,7 +91,7 @@ CAUSES: tuple[Cause, ...] = (
             "no gpus",
             "no npus",
         ),
-        ("volcengine/verl issue 5750",),
+        ("vllm-project/vllm issue 6956",),
     ),
     Cause(
         "import-error",
@@ -125,7 +125,7 @@ CAUSES: tuple[Cause, ...] = (
             "compiled with",
             "cannot import name",
         ),
-        ("huggingface/trl issue 3304",),
+        ("Ascend/pytorch issue 35", "huggingface/trl issue 3304", "vllm-project/vllm-ascend issue 117"),
         rule="stack",
     ),
     Cause(
@@ -143,7 +143,7 @@ CAUSES: tuple[Cause, ...] = (
             r"TemplateError: ",
         ),
         ("chat_template", "chat template", "jinja2", "templateerror"),
-        ("volcengine/verl issue 5750",),
+        ("huggingface/open-r1 issue 85", "sgl-project/sglang issue 2431", "volcengine/verl issue 390"),
         ignorecase=True,
     ),
     Cause(
@@ -160,7 +160,7 @@ CAUSES: tuple[Cause, ...] = (
             r"compute_score\(\) (?:got an unexpected|missing \d+ required)",
         ),
         ("reward", "compute_score"),
-        ("volcengine/verl issue 3450", "inclusionAI/AReaL issue 105"),
+        ("areal-project/AReaL issue 105", "volcengine/verl issue 3450"),
         ignorecase=True,
     ),
     Cause(
@@ -177,7 +177,7 @@ CAUSES: tuple[Cause, ...] = (
             r"(?:wandb|W&B).{0,80}(?:invalid|incorrect) API key|API key must be 40 characters",
         ),
         ("wandb", "api_key", "api key", "unauthorized"),
-        ("grpolab's seeded list (wandb's own messages)",),
+        ("unslothai/unsloth issue 1914",),
         ignorecase=True,
     ),
     Cause(
@@ -196,7 +196,7 @@ CAUSES: tuple[Cause, ...] = (
             r"\b(?:batch|chunk)\w*[^\n]{0,60}%[^\n]{0,60}(?:== ?0|!= ?0)",
         ),
         ("chunk", "divisible", "multiple", "split", "divided", " % "),
-        ("volcengine/verl issue 473",),
+        ("NVIDIA-NeMo/RL issue 648", "volcengine/verl issue 473"),
         rule="batch-divisible",
         ignorecase=True,
     ),
@@ -242,7 +242,7 @@ CAUSES: tuple[Cause, ...] = (
             "must be",
             "should be",
         ),
-        ("vllm-project/vllm issue 1705", "vllm-project/vllm issue 52435"),
+        ("vllm-project/vllm issue 1705", "vllm-project/vllm issue 52435", "vllm-project/vllm-ascend issue 2879"),
         rule="world-divisible",
         unless=(r"batch", r"chunk"),
         ignorecase=True,
@@ -263,7 +263,7 @@ CAUSES: tuple[Cause, ...] = (
             r"(?:missing|unexpected) keys?[^\n]{0,40}(?:checkpoint|when loading|state[_ ]dict)",
         ),
         ("mismatch", "state_dict", "missing key", "unexpected key", "do not match", "does not match"),
-        ("grpolab's seeded list (torch's load_state_dict messages)",),
+        ("NVIDIA/Megatron-LM issue 924", "OpenRLHF/OpenRLHF issue 839"),
         ignorecase=True,
     ),
 )

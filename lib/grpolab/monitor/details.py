@@ -21,7 +21,8 @@ _FACT = re.compile(
     r"=(\d+)\b"
 )
 
-# HcclResult (CANN's hccl_types.h): the code an `HCCL function error: ..., error code is N` line ends with
+# HcclResult (CANN's inc/hccl/hccl_types.h, as vendored in Ascend/pytorch third_party/hccl; read 2026-12-02): the
+# code an `HCCL function error: ..., error code is N` line ends with
 HCCL_CODES = {
     1: "a parameter error (HCCL_E_PARA: often the rank table or a device id that does not match the devices)",
     2: "an empty pointer (HCCL_E_PTR)",
@@ -45,7 +46,7 @@ HCCL_CODES = {
     20: "try again (HCCL_E_AGAIN)",
     21: "an error on a remote rank (HCCL_E_REMOTE: look at the other ranks' logs)",
 }
-# ncclResult_t (nccl.h)
+# ncclResult_t (NVIDIA/nccl src/nccl.h.in)
 NCCL_CODES = {
     "ncclUnhandledCudaError": "a CUDA call failed inside NCCL (the driver, the device)",
     "ncclSystemError": "a system call failed (sockets, shared memory: NCCL_SOCKET_IFNAME, /dev/shm size)",
