@@ -159,7 +159,7 @@ CAUSES: tuple[Cause, ...] = (
             r"Reward function '[^'\n]+' not found",
             r"compute_score\(\) (?:got an unexpected|missing \d+ required)",
         ),
-        ("reward", "compute_score"),
+        ("not implemented", "reward function", "custom_reward_function", "compute_score", "not found", "not defined"),
         ("areal-project/AReaL issue 105", "volcengine/verl issue 3450"),
         ignorecase=True,
     ),

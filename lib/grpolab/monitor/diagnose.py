@@ -6,7 +6,7 @@ stalled, what to change, and the lines that prove it, origin first.
     log_files(path) -> [(path, rank)]                      a file, or a folder of one log per rank
     Scan                                                   the streaming reader behind both, fed chunk by chunk
 
-A log is read in large binary chunks; one Aho-Corasick pass (ahocorasick_rs, in Rust) over each lowercased chunk
+A log is read in large binary chunks; one caseless Hyperscan pass (SIMD multi-literal search) over each chunk
 finds the lines that hold a cause's keyword, and only those lines are decoded and matched against the patterns
 of the causes whose keywords they hold. What is kept is bounded (a few dozen lines per cause, a bounded map of
 Ray pids to nodes), so a multi-gigabyte log is diagnosed in seconds with a few MB of memory
@@ -26,19 +26,21 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import ahocorasick_rs
+import hyperscan
+import numpy
 
 from grpolab.jobs.job_entry import ANSI
 from grpolab.monitor.causes import BY_ID, CAUSES, PREFIX, UNKNOWN
 from grpolab.monitor.details import FACT_WORDS, FACTS, explain, read_facts
 from grpolab.monitor.origin import Where, ray_pids, where
 
-CHUNK = 32 << 20  # bytes read at a time
+CHUNK = 8 << 20  # bytes read at a time: large enough for C to do the work, small enough to bound memory
 _KEEP = 48  # lines kept per cause
 _EVIDENCE = 6  # lines shown
 _MAX_LINE = 400  # an evidence line is cut here: a log line can hold a whole tensor dump
 _CONTEXT = 4096  # bytes around a matched line searched for its traceback and Ray's pid/ip block
 _PIDS = 50_000  # pids remembered (their nodes and ranks)
+_MAX_TAIL = 1 << 20  # a line is read whole up to this length past a chunk's end
 
 _ERROR_LINE = re.compile(
     "^" + PREFIX + r"(?:[\w.]+\.)?\w*(?:Error|Exception|Exit)(?:\([\w.]+\))?: |^" + PREFIX + r"\[ERROR\] "
@@ -81,7 +83,7 @@ class _Hit:
     before: list[str]
 
 
-def _matcher() -> tuple[ahocorasick_rs.BytesAhoCorasick, list[tuple[str, ...]]]:
+def _words() -> tuple[list[str], list[tuple[str, ...]]]:
     owners: dict[str, list[str]] = {}
     for c in CAUSES:
         for word in c.words:
@@ -90,11 +92,35 @@ def _matcher() -> tuple[ahocorasick_rs.BytesAhoCorasick, list[tuple[str, ...]]]:
         owners.setdefault(word, []).append(UNKNOWN)
     for word in FACT_WORDS:
         owners.setdefault(word, []).append(FACTS)
-    words = list(owners)
-    return ahocorasick_rs.BytesAhoCorasick([w.encode() for w in words]), [tuple(owners[w]) for w in words]
+    return list(owners), [tuple(v) for v in owners.values()]
 
 
-_AC, _OWNERS = _matcher()
+_WORDS, _OWNERS = _words()
+_DB: list = []  # the compiled Hyperscan database, built on first use
+
+
+def _database():
+    if not _DB:
+        db = hyperscan.Database()
+        db.compile(
+            expressions=[re.escape(w).encode() for w in _WORDS],
+            ids=list(range(len(_WORDS))),
+            elements=len(_WORDS),
+            flags=[hyperscan.HS_FLAG_CASELESS] * len(_WORDS),
+        )
+        _DB.append(db)
+    return _DB[0]
+
+
+def _find(chunk: bytes) -> list[tuple[int, int]]:
+    """(word index, start) of every keyword in the chunk, caseless."""
+    found: list[tuple[int, int]] = []
+
+    def on(index, _start, end, _flags, _context):
+        found.append((index, end - len(_WORDS[index])))
+
+    _database().scan(chunk, match_event_handler=on)
+    return found
 
 
 def _excerpt(line: str, at: int) -> str:
@@ -134,20 +160,16 @@ class Scan:
         own = handle is None
         handle = open(path, "rb") if own else handle  # noqa: SIM115 (closed below)
         try:
-            carry, first = b"", 1
+            first = 1
             while True:
                 block = handle.read(CHUNK)
                 if not block:
                     break
-                block = carry + block
-                cut = block.rfind(b"\n") + 1
-                if cut == 0:
-                    carry = block
-                    continue
-                first = self._feed(block[:cut], name, rank, first)
-                carry = block[cut:]
-            if carry:
-                self._feed(carry + b"\n", name, rank, first)
+                if not block.endswith(b"\n"):  # whole lines: the rest of the last one (one copy, no carry)
+                    block += handle.readline(_MAX_TAIL) or b"\n"
+                    if not block.endswith(b"\n"):  # a line longer than _MAX_TAIL: cut it here
+                        block += b"\n"
+                first = self._feed(block, name, rank, first)
         finally:
             if own:
                 handle.close()
@@ -162,32 +184,35 @@ class Scan:
     def _feed(self, chunk: bytes, name: str, file_rank: int | None, first: int) -> int:
         """Scan one chunk of whole lines whose first line is line `first` of its file; the next chunk's first."""
         self.bytes += len(chunk)
-        found = _AC.find_matches_as_indexes(chunk.lower(), overlapping=True)
+        found = _find(chunk)
+        array = numpy.frombuffer(chunk, numpy.uint8)
         if not found:
-            return first + chunk.count(b"\n")
+            return first + int(numpy.count_nonzero(array == 10))
+        newlines = numpy.flatnonzero(array == 10)  # where each line ends: line numbers by bisection, in C
         found.sort(key=lambda m: m[1])
-        number, counted_to, line_end, line_start = first, 0, -1, 0
+        line_end, line_start = -1, 0
+        number = first
         owners: set[str] = set()
-        for index, start, _ in found:
+        for index, start in found:
             if start < line_end:
                 owners.update(_OWNERS[index])
                 continue
             if owners:
                 self._line(chunk, line_start, line_end, number, name, file_rank, owners)
-            line_start = chunk.rfind(b"\n", 0, start) + 1
-            line_end = chunk.find(b"\n", start)
-            number += chunk.count(b"\n", counted_to, line_start)
-            counted_to = line_start
+            at = int(numpy.searchsorted(newlines, start))  # lines before this one
+            line_start = int(newlines[at - 1]) + 1 if at else 0
+            line_end = int(newlines[at])
+            number = first + at
             owners = set(_OWNERS[index])
         if owners:
             self._line(chunk, line_start, line_end, number, name, file_rank, owners)
-        return first + chunk.count(b"\n")
+        return first + len(newlines)
 
     def _line(self, chunk: bytes, start: int, end: int, number: int, name: str, rank, owners: set[str]) -> None:
         line = _decode(chunk[start:end])
         if FACTS in owners:
             read_facts(line, self.facts)
-        if len(self.pid_node) < _PIDS and "pid=" in line:
+        if len(self.pid_node) < _PIDS and "ray::" in line:  # `ray::Actor.method() (pid=P, ip=A)`: P's node
             for pid, ip in ray_pids(line):
                 if ip:
                     self.pid_node.setdefault(pid, ip)
