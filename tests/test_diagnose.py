@@ -122,6 +122,13 @@ def test_the_same_answer_on_a_runs_own_log_as_on_the_log_given_as_a_file(finishe
     from grpolab.monitor.summary import summary
 
     assert summary(run.path, refresh=False)["failure"] == from_file
+    # 04_monitor's "The run" cell (grpolab.notebook.show_run) prints it: the cause, the stalled rank, the fix
+    from grpolab import notebook
+
+    capsys.readouterr()
+    notebook.show_run(run, picture=False)
+    shown = capsys.readouterr().out
+    assert "comm-timeout" in shown and "The rank that stalled: rank 24" in shown
 
 
 def test_stdin_and_the_exit_status(cli, capsys, monkeypatch):
