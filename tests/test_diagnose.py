@@ -167,3 +167,75 @@ def test_a_throughput_collapse_while_the_run_still_logs(finished_run, cli, capsy
     assert cli(["diagnose", "slow", "--json", "--no-refresh"]) == 1
     failure = json.loads(capsys.readouterr().out)["failure"]
     assert failure["cause"] == "throughput-collapse" and "step 5" in failure["message"]
+
+
+# Message formats as verl, Megatron, vLLM, SGLang, torch and OmegaConf print them (each family one pattern, not
+# one log): a line each, the cause it must give.
+FAMILIES = [
+    (
+        "AssertionError: real_train_batch_size (512) must be divisible by minimal possible batch size (48)",
+        "batch-divisible",
+    ),
+    ("AssertionError: train_batch_size (64) must be >= ppo_mini_batch_size (128)", "batch-divisible"),
+    ("ValueError: ppo_mini_batch_size 10 should be divisible by ppo_micro_batch_size_per_gpu 4", "batch-divisible"),
+    (
+        "AssertionError: num_attention_heads (40) must be a multiple of tensor_model_parallel_size (3)",
+        "layout-mismatch",
+    ),
+    (
+        "AssertionError: world size (8) is not divisible by tensor_model_parallel_size (3) times pipeline_model_parallel_size (1)",
+        "layout-mismatch",
+    ),
+    ("AssertionError: num_layers (61) should be divisible by pipeline_model_parallel_size (8)", "layout-mismatch"),
+    (
+        "ValueError: Total number of hidden layers (28) must be divisible by pipeline parallel size (3).",
+        "layout-mismatch",
+    ),
+    ("AssertionError: num_moe_experts (60) must be divisible by expert_model_parallel_size (7)", "layout-mismatch"),
+    ("hydra.errors.OverrideParseException: mismatched input '=' expecting <EOF>", "config-key"),
+    ("omegaconf.errors.ConfigKeyError: Key 'foo' not in 'RolloutConfig'", "config-key"),
+    (
+        "ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group.",
+        "no-device",
+    ),
+    (
+        "[rank3]:[E ProcessGroupNCCL.cpp:1400] [PG 0 Rank 3] ProcessGroupNCCL's watchdog got stuck for 480 seconds",
+        "comm-timeout",
+    ),
+    (
+        "ValueError: Free memory on device (10.1/79.1 GiB) on startup is less than desired GPU memory utilization (0.9, 71.2 GiB).",
+        "device-oom",
+    ),
+    (
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled system error",
+        "comm-init",
+    ),
+    ("RuntimeError: Error(s) in loading state_dict for Qwen2ForCausalLM:", "checkpoint-mismatch"),
+    ("ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 1234", "worker-died"),
+]
+
+
+@pytest.mark.parametrize("line, cause", FAMILIES)
+def test_message_families(line, cause):
+    failure = diagnose_text(line)
+    assert failure is not None and failure.cause == cause, failure
+
+
+def test_a_mini_batch_larger_than_the_train_batch_names_both_keys():
+    failure = diagnose_text(FAMILIES[1][0])
+    assert failure.key == "algorithm.ppo_mini_batch_size" and "16, 32, 64" in failure.fix
+    assert "data.train_batch_size" in failure.fix and failure.rule == "mini-batch"
+
+
+def test_omegaconfs_full_key_gives_the_nearest_verl_key():
+    from grpolab.verl.config import config_dir
+
+    if config_dir() is None:
+        pytest.skip("verl is not installed")
+    failure = diagnose_text(
+        "omegaconf.errors.ConfigAttributeError: Key 'grad_offload' is not in struct\n"
+        "    full_key: actor_rollout_ref.actor.fsdp_config.grad_offload\n    object_type=dict\n"
+    )
+    assert failure.key == "grad_offload"
+    assert "full key: actor_rollout_ref.actor.fsdp_config.grad_offload" in failure.message
+    assert "actor_rollout_ref.actor.fsdp_config.param_offload" in failure.message

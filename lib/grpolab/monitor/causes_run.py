@@ -19,7 +19,7 @@ CAUSES: tuple[Cause, ...] = (
             r"failed to (?:listen|bind) on any local network address",
             r"(?:port|socket)[^\n]{0,60}(?:is )?(?:already (?:in use|bound|used|occupied)|occupied)",
             r"\bEJ0003\b|Failed to bind the IP port",
-            r"bind(?:ing)? (?:to )?(?:port|address)[^\n]{0,60}failed|bind failed",
+            r"bind(?:ing)? (?:to )?(?:port|address)[^\n]{0,60}failed|bind failed|failed to bind",
             r"listen on ip\[[^\]\n]*\][^\n]{0,40}port\[\d+\] fail|port[^\n]{0,40}(?:is )?been using by other process",
         ),
         (
@@ -116,6 +116,8 @@ CAUSES: tuple[Cause, ...] = (
             r"CUDA error: out of memory",
             r"RuntimeError: .{0,80}\bout of memory\b",
             r"KV cache[^\n]{0,80}(?:insufficient|not enough|exceeds)",
+            r"larger than the maximum number of tokens that can be stored in KV cache",
+            r"Free memory on device[^\n]{0,80}is less than desired (?:GPU|NPU)? ?memory utilization",
         ),
         (
             "out of memory",
@@ -126,6 +128,8 @@ CAUSES: tuple[Cause, ...] = (
             "hbm",
             "no available memory",
             "available kv cache",
+            "stored in kv cache",
+            "free memory on device",
             "insufficient",
             "not enough",
             "cublas_status_alloc",
@@ -284,6 +288,7 @@ CAUSES: tuple[Cause, ...] = (
             r"DistBackendError.{0,200}(?:timed out|Timeout)",
             r"collective[^\n]{0,40}(?:timed out|timeout)",
             r"wait socket establish timeout|LinksEstablishCompleted\] is failed",
+            r"watchdog (?:got stuck|thread terminated|timed out|timeout)|communicator was aborted",
             r"\|[ \t]*[\d.]+\(\d+\)[ \t]*\|[^\n]*\|[ \t]*time ?out[ \t]*\|",
         ),
         (
@@ -297,6 +302,7 @@ CAUSES: tuple[Cause, ...] = (
             "hccl",
             "nccl",
             "dump signal",
+            "communicator was aborted",
             "collective",
             "establish",
             "time out",

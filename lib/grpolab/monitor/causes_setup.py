@@ -24,9 +24,14 @@ CAUSES: tuple[Cause, ...] = (
             r"\b(?:Unknown|Unrecognized|Unsupported|Invalid) (?:config(?:uration)? )?(?:key|option|field|argument)s?"
             r"[: ]+'?[\w.\-]+",
             r"Extra inputs are not permitted",
+            r"OverrideParseException|LexerNoViableAltException|mismatched input '[^'\n]*' expecting",
+            r"^[ \t]*full_key: [\w.\-]+",
         ),
         (
             "override",
+            "lexernoviablealt",
+            "full_key",
+            "mismatched input",
             "not in struct",
             "configattributeerror",
             "could not append",
@@ -69,6 +74,7 @@ CAUSES: tuple[Cause, ...] = (
             r"CUDA driver version is insufficient",
             r"no CUDA-capable device is detected",
             r"does not allocate any (?:GPUs|NPUs)|no (?:GPUs|NPUs) (?:are |were )?(?:allocated|assigned)",
+            r"exceeds the total number of available (?:GPUs|NPUs|devices)",
         ),
         (
             "no cuda gpus",
@@ -90,6 +96,7 @@ CAUSES: tuple[Cause, ...] = (
             "does not allocate any",
             "no gpus",
             "no npus",
+            "number of available",
         ),
         ("vllm-project/vllm issue 6956",),
     ),
@@ -188,6 +195,8 @@ CAUSES: tuple[Cause, ...] = (
         "named above); `grpolab check` finds it before launch",
         (
             r"only support equal chunk",
+            r"^(?=[^\n]*(?:batch|micro|mini))[^\n]*\b(?:must be|should be) (?:>=|<=|larger|greater|smaller|less|at "
+            r"least|no (?:more|larger|greater))",
             # a batch word anywhere in the line, and a divisibility verdict: "X (249) is not a multiple of the
             # microbatch size (2)", "train_batch_size must be divisible by ...", "cannot be split evenly"
             r"^(?=[^\n]*(?:batch|chunk|n_samples|rollout\.n|micro|mini|samples))[^\n]*\b(?:is not|isn't|not|must be|"
@@ -195,7 +204,7 @@ CAUSES: tuple[Cause, ...] = (
             r"|divided)",
             r"\b(?:batch|chunk)\w*[^\n]{0,60}%[^\n]{0,60}(?:== ?0|!= ?0)",
         ),
-        ("chunk", "divisible", "multiple", "split", "divided", " % "),
+        ("chunk", "divisible", "multiple", "split", "divided", " % ", "must be", "should be"),
         ("NVIDIA-NeMo/RL issue 648", "volcengine/verl issue 473"),
         rule="batch-divisible",
         ignorecase=True,
@@ -214,9 +223,11 @@ CAUSES: tuple[Cause, ...] = (
             r"\b(?:tensor|pipeline|expert|context|data)[_ ](?:model[_ ])?parallel\w*[^\n]{0,120}(?:must|should|"
             r"is not|not) (?:be )?(?:evenly )?(?:divisible|a multiple|divide|greater|larger|exceed|equal)",
             r"\bworld[_ ]size\b[^\n]{0,80}(?:not divisible|mismatch|does not match|must be|is smaller|less than)",
-            r"^(?=[^\n]*\b(?:heads|layers|experts?|vocab\w*|world[_ ]size|parallel\w*|tp|pp|ep|cp|etp|"
-            r"tensor[_ ]model|pipeline[_ ]model)\b)[^\n]*\b(?:is not|isn't|not|must be|should be|has to be|needs to be)"
-            r" (?:evenly )?(?:divisible|a multiple|multiple|divided)",
+            # a layout word anywhere (num_attention_heads, num_layers, experts, world size, *_parallel_size, tp/pp/ep)
+            # and a divisibility verdict: "must be a multiple of", "is not divisible by", "must divide"
+            r"^(?=[^\n]*(?:heads|layers|experts|vocab|world[_ ]size|parallel|\b(?:tp|pp|ep|cp|etp|dp)(?:_size)?\b))"
+            r"[^\n]*\b(?:is not|isn't|not|must be|should be|has to be|needs to be|must|should|does not|cannot)"
+            r" (?:evenly )?(?:divisible|a multiple|multiple|divided|divide)",
             r"local[_ ]world[_ ]size[^\n]{0,120}(?:visible|device|exceed|greater|larger)",
             r"(?:ASCEND_RT|ASCEND|CUDA)_VISIBLE_DEVICES[^\n]{0,120}(?:less than|fewer|does not match|mismatch|exceed|"
             r"range)|Error setting \w*VISIBLE_DEVICES",

@@ -75,10 +75,21 @@ def explain(cause: str, lines: list[str], facts: dict[str, str]) -> Extra:
     if handler is None:
         return Extra()
     for line in lines:
+        if cause == "config-key" and _FULL_KEY.search(line):
+            continue  # the full key OmegaConf prints under its error: added to the error's own key below
         extra = handler(line, facts)
         if extra is not None:
+            full = next((m.group(1) for text in lines if (m := _FULL_KEY.search(text))), None)
+            if cause == "config-key" and full and full != extra.key:
+                whole = _config_key(f"Could not override '{full}'", facts)  # the nearest key from the full key
+                whole.message = whole.message.replace(f"key: {full}", f"key: {extra.key} (its full key: {full})", 1)
+                whole.key = extra.key
+                return whole
             return extra
     return Extra()
+
+
+_FULL_KEY = re.compile(r"^\s*full_key: ([\w.\-\[\]]+)")
 
 
 # ---------------------------------------------------------------------------------------------- config-key
@@ -155,6 +166,12 @@ _TWO = re.compile(
 )
 
 
+_AT_LEAST = re.compile(
+    r"([A-Za-z_][\w.]*) \(?(\d+)\)? (?:must|should) be (?:>=|at least|larger than or equal to|no smaller than) "
+    r"([A-Za-z_][\w.]*) \(?(\d+)"
+)
+
+
 def _recipe_key(name: str) -> str | None:
     """The recipe field behind a verl name a message prints (ppo_mini_batch_size -> algorithm.ppo_mini_batch_size),
     from the one field map."""
@@ -189,6 +206,17 @@ def _batch(line: str, facts) -> Extra | None:
                 f", or the chunks a divisor of {size}: {listed(nearest(chunks, divisors(size)))}"
             )
         return Extra(message, fix, "data.train_batch_size", "dispatch-chunk")
+    m = _AT_LEAST.search(line)
+    if m:
+        small, a, large, b = m.group(1), int(m.group(2)), m.group(3), int(m.group(4))
+        key_a, key_b = _recipe_key(small) or small, _recipe_key(large) or large
+        valid = [d for d in divisors(a)]
+        return Extra(
+            f"{small} = {a} is smaller than {large} = {b}",
+            f"lower {key_b} to a divisor of {a} ({listed(nearest(b, valid))}) or raise {key_a} to {b} or more",
+            key_b,
+            "mini-batch",
+        )
     m = _TWO.search(line)
     if m:
         name, value, by_name, by = m.group(1), int(m.group(2)), (m.group(3) or "").strip(), int(m.group(4))
