@@ -26,9 +26,6 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import hyperscan
-import numpy
-
 from grpolab.jobs.job_entry import ANSI
 from grpolab.monitor.causes import BY_ID, CAUSES, PREFIX, UNKNOWN
 from grpolab.monitor.details import FACT_WORDS, FACTS, explain, read_facts
@@ -101,6 +98,8 @@ _DB: list = []  # the compiled Hyperscan database, built on first use
 
 def _database():
     if not _DB:
+        import hyperscan  # here, not at import: importing the monitor stays light (numpy, hyperscan on first use)
+
         db = hyperscan.Database()
         db.compile(
             expressions=[re.escape(w).encode() for w in _WORDS],
@@ -184,6 +183,8 @@ class Scan:
     def _feed(self, chunk: bytes, name: str, file_rank: int | None, first: int) -> int:
         """Scan one chunk of whole lines whose first line is line `first` of its file; the next chunk's first."""
         self.bytes += len(chunk)
+        import numpy
+
         found = _find(chunk)
         array = numpy.frombuffer(chunk, numpy.uint8)
         if not found:
