@@ -327,6 +327,13 @@ class Scan:
         parts += _origin_sentence(cause, rank, node, w, hits, collective, group)
         if extra.message:
             parts.append(extra.message)
+        if cause == "worker-died" and (w.pid or node):  # where its own log is: the driver's log has no cause
+            parts.append(
+                "Its own log: `ray logs worker"
+                + (f" --pid {w.pid}" if w.pid else "")
+                + (f" --node-ip {node}" if node else "")
+                + "` (or worker-*.out under /tmp/ray/session_latest/logs on that node)"
+            )
         then = list(dict.fromkeys(h.cause for h in later))
         if then:
             parts.append(f"Followed by: {', '.join(then)} (consequences, shown after the origin's lines)")

@@ -19,6 +19,8 @@ _TORCHRUN = re.compile(r"\[rank(\d+)\]:")
 _RANK_ID = re.compile(r"\bRank ?ID:? ?(\d+)\b", re.IGNORECASE)  # CANN's (PID:.., Device:.., RankID:..); -1: none
 _PG_RANK = re.compile(r"\[PG (?:ID )?(\d+)(?: PG GUID ([^\s\]]+))?(?:\([^)\]]*\))? Rank (\d+)\]")
 _RANK = re.compile(r"\[Rank (\d+)\]|\bRank (\d+): ")
+# torchrun's failure summary (`rank: 3 (local_rank: 3)`), HCCL's `rank[0]` / `userRank[3]`: the reporting rank
+_RANK_OTHER = re.compile(r"\brank: (\d+) \(local_rank|\b(?:user_?)?rank\[(\d+)\]", re.IGNORECASE)
 _REMOTE = re.compile(
     r"(?P<signal>dump signal due to a collective timeout from +rank ?)(?P<a>\d+)|remote rank ?(?:id)?:? ?\[?(?P<b>\d+)"
     r"|\brank (?P<c>\d+) (?:is|was|did|has) (?:not responding|stuck|slow|dead|not sen|timed)",
@@ -30,6 +32,7 @@ _NODE = re.compile(
     r"(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w\-]*\d[\w\-.]*)",
 )
 _LINK_ROW = re.compile(r"\|[ \t]*(\d{1,3}(?:\.\d{1,3}){3})\((\d+)\)[ \t]*\|")  # HCCL LINK_ERROR_INFO: dest(rank)
+_WORKER_PID = re.compile(r"\bWorker PID: (\d+)")  # Ray's "A worker died ..." names the dead worker
 _RAY_TASK = re.compile(r"ray::[\w.]+\(\) \(pid=(\d+), ip=([\w.\-]+)")
 _BLOCK_PID = re.compile(r"^\s+pid: (\d+)\s*$")
 _BLOCK_IP = re.compile(r"^\s+ip: (\S+)\s*$")
@@ -86,8 +89,12 @@ def where(
         m = _RANK.search(line)
         if m:
             w.rank = int(m.group(1) or m.group(2))
+    if w.rank is None and (m := _RANK_OTHER.search(line)):
+        w.rank = int(m.group(1) or m.group(2))
     if w.rank is None:
         w.rank = file_rank
+    if w.rank is None and pg:  # only a rank within a process group: better than none
+        w.rank = int(pg.group(3))
     if pg:
         w.group = f"PG {pg.group(1)}" + (f" ({pg.group(2)})" if pg.group(2) and len(pg.group(2)) < 24 else "")
     m = _REMOTE.search(line)
@@ -96,8 +103,11 @@ def where(
     m = _LINK_ROW.search(line)
     if m and w.remote is None:
         w.remote, w.remote_node = int(m.group(2)), m.group(1)
+    dead = _WORKER_PID.search(line)
     m = _RAY_PID_IP.search(line)
-    if m:
+    if dead:
+        w.pid = int(dead.group(1))
+    elif m:
         w.pid = int(m.group(1))
         w.node = m.group(2)
     if w.node is None:
