@@ -212,6 +212,8 @@ FAMILIES = [
     ),
     ("RuntimeError: Error(s) in loading state_dict for Qwen2ForCausalLM:", "checkpoint-mismatch"),
     ("ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 1234", "worker-died"),
+    ("ValueError: Tensor parallel size (8) cannot be larger than the number of available GPUs (4).", "layout-mismatch"),
+    ("RuntimeError: The number of devices (8) is less than tp * pp (16)", "layout-mismatch"),
 ]
 
 

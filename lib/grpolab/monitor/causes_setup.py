@@ -221,7 +221,9 @@ CAUSES: tuple[Cause, ...] = (
             r"num_moe_experts|world[_ ]size|intermediate_size)\b[^\n]{0,120}\b(?:must|should|has to|needs to)? ?"
             r"(?:be )?(?:not )?(?:evenly )?(?:divisible|a multiple|multiple of)",
             r"\b(?:tensor|pipeline|expert|context|data)[_ ](?:model[_ ])?parallel\w*[^\n]{0,120}(?:must|should|"
-            r"is not|not) (?:be )?(?:evenly )?(?:divisible|a multiple|divide|greater|larger|exceed|equal)",
+            r"is not|not|cannot|can't) (?:be )?(?:evenly )?(?:divisible|a multiple|divide|greater|larger|exceed|equal)",
+            r"\b(?:devices|gpus|npus|world[_ ]size)\b[^\n]{0,40}(?:is |are )?(?:less than|smaller than|fewer than|not "
+            r"enough for) [^\n]{0,40}(?:tp|pp|ep|tensor|pipeline|parallel)",
             r"\bworld[_ ]size\b[^\n]{0,80}(?:not divisible|mismatch|does not match|must be|is smaller|less than)",
             # a layout word anywhere (num_attention_heads, num_layers, experts, world size, *_parallel_size, tp/pp/ep)
             # and a divisibility verdict: "must be a multiple of", "is not divisible by", "must divide"
@@ -248,6 +250,9 @@ CAUSES: tuple[Cause, ...] = (
             "greater",
             "larger",
             "less than",
+            "smaller than",
+            "not enough for",
+            "cannot be",
             "fewer",
             "requested",
             "must be",
