@@ -241,3 +241,14 @@ def test_omegaconfs_full_key_gives_the_nearest_verl_key():
     assert failure.key == "grad_offload"
     assert "full key: actor_rollout_ref.actor.fsdp_config.grad_offload" in failure.message
     assert "actor_rollout_ref.actor.fsdp_config.param_offload" in failure.message
+
+
+def test_a_warning_names_its_cause_only_when_nothing_else_does():
+    # Ray's autoscaler warns while a placement group waits; the run then fails on its own cause
+    warning = (
+        "(autoscaler +12s) Warning: The following resource request cannot be scheduled right now: "
+        "{'GPU': 1.0, 'CPU': 1.0}. This is likely due to all cluster resources being claimed by actors.\n"
+    )
+    assert diagnose_text(warning).cause == "no-device"
+    oom = "(WorkerDict pid=7) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    assert diagnose_text(warning + oom).cause == "device-oom"

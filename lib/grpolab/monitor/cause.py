@@ -20,6 +20,7 @@ class Cause:
     sources: tuple[str, ...]  # the public reports: "owner/repo issue N" (their logs: tests/data/failures)
     rule: str = ""  # the `grpolab check` rule that finds it before launch (grpolab.rules.registry), if one does
     unless: tuple[str, ...] = ()  # a line that also matches one of these is not evidence of this cause
+    weak: tuple[str, ...] = ()  # a line that also matches one of these is a warning: this cause only if no other
     ignorecase: bool = False
 
     def compiled(self) -> re.Pattern:
@@ -28,8 +29,16 @@ class Cause:
     def excluded(self) -> re.Pattern | None:
         return _excluded(self)
 
+    def weakened(self) -> re.Pattern | None:
+        if not self.weak:
+            return None
+        if self.id not in _WEAK:
+            _WEAK[self.id] = re.compile("|".join(f"(?:{p})" for p in self.weak), re.IGNORECASE)
+        return _WEAK[self.id]
+
 
 _CACHE: dict[str, tuple[re.Pattern, re.Pattern | None]] = {}
+_WEAK: dict[str, re.Pattern] = {}
 
 
 def _build(cause: Cause) -> tuple[re.Pattern, re.Pattern | None]:

@@ -192,6 +192,8 @@ CAUSES: tuple[Cause, ...] = (
         ),
         ("PRIME-RL/TTRL issue 10",),
         rule="checkpoint-space",
+        # the raylet warns at 95 % full while the job goes on; a failure that follows is its own cause
+        weak=(r"is over \d+% full", r"Object creation will fail if spilling"),
     ),
     Cause(
         "nan-loss",

@@ -99,6 +99,8 @@ CAUSES: tuple[Cause, ...] = (
             "number of available",
         ),
         ("vllm-project/vllm issue 6956",),
+        # Ray's autoscaler warns while a placement group waits, also in runs that start fine a minute later
+        weak=(r"cannot be scheduled right now",),
     ),
     Cause(
         "import-error",

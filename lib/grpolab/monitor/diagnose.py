@@ -142,6 +142,7 @@ class Scan:
 
     def __init__(self) -> None:
         self.hits: dict[str, list[_Hit]] = {}
+        self.weak: dict[str, list[_Hit]] = {}  # warnings that name a cause: the answer only when nothing else is
         self.counts: dict[str, int] = {}
         self.errors: deque[_Hit] = deque(maxlen=_EVIDENCE)
         self.pid_node: dict[int, str] = {}
@@ -227,7 +228,8 @@ class Scan:
             if m is None or ((ex := c.excluded()) is not None and ex.search(line)):
                 continue
             matched = True
-            self._hit(c.id, chunk, start, end, line, m.start(), number, name, rank)
+            weak = (wk := c.weakened()) is not None and wk.search(line) is not None
+            self._hit(c.id, chunk, start, end, line, m.start(), number, name, rank, weak)
         if not matched and UNKNOWN in owners:
             m = _ERROR_LINE.search(line)
             if m:
@@ -249,9 +251,9 @@ class Scan:
         self.order += 1
         return _Hit(cause, line, number, name, at, self.order, w, before)
 
-    def _hit(self, cause, chunk, start, end, line, at, number, name, rank) -> None:
+    def _hit(self, cause, chunk, start, end, line, at, number, name, rank, weak=False) -> None:
         self.counts[cause] = self.counts.get(cause, 0) + 1
-        kept = self.hits.setdefault(cause, [])
+        kept = (self.weak if weak else self.hits).setdefault(cause, [])
         if len(kept) < _KEEP:
             kept.append(self._make(cause, chunk, start, end, line, at, number, name, rank))
 
@@ -260,6 +262,9 @@ class Scan:
         hits = {cause: list(kept) for cause, kept in self.hits.items()}
         _refine(hits)
         order = [c.id for c in CAUSES if hits.get(c.id)]
+        if not order:  # only warnings name a cause: the first of them
+            hits = {cause: list(kept) for cause, kept in self.weak.items()}
+            order = [c.id for c in CAUSES if hits.get(c.id)]
         if not order:
             if not self.errors:
                 return None
