@@ -252,3 +252,13 @@ def test_a_warning_names_its_cause_only_when_nothing_else_does():
     assert diagnose_text(warning).cause == "no-device"
     oom = "(WorkerDict pid=7) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
     assert diagnose_text(warning + oom).cause == "device-oom"
+
+
+def test_a_line_of_megabytes_is_matched_around_its_words(tmp_path):
+    # a tensor dump of millions of characters on one line must not make the patterns crawl through all of it
+    log = tmp_path / "dump.log"
+    log.write_text("x" * 3_000_000 + " RuntimeError: CUDA out of memory. Tried to allocate 1 GiB " + "y" * 3_000_000)
+    from grpolab.monitor.diagnose import diagnose_files
+
+    failure = diagnose_files([(log, None)])
+    assert failure.cause == "device-oom" and len(failure.lines[0]) <= 406

@@ -38,6 +38,8 @@ _MAX_LINE = 400  # an evidence line is cut here: a log line can hold a whole ten
 _CONTEXT = 4096  # bytes around a matched line searched for its traceback and Ray's pid/ip block
 _PIDS = 50_000  # pids remembered (their nodes and ranks)
 _MAX_TAIL = 1 << 20  # a line is read whole up to this length past a chunk's end
+_LONG = 16 << 10  # a longer line is matched only around its keywords, _WINDOW bytes either side
+_WINDOW = 2048
 
 _ERROR_LINE = re.compile(
     "^" + PREFIX + r"(?:[\w.]+\.)?\w*(?:Error|Exception|Exit)(?:\([\w.]+\))?: |^" + PREFIX + r"\[ERROR\] "
@@ -204,6 +206,8 @@ class Scan:
             at = int(numpy.searchsorted(newlines, start))  # lines before this one
             line_start = int(newlines[at - 1]) + 1 if at else 0
             line_end = int(newlines[at])
+            if line_end - line_start > _LONG:  # a line of megabytes (a tensor dump): the text around the word
+                line_start, line_end = max(line_start, start - _WINDOW), min(line_end, start + _WINDOW)
             number = first + at
             owners = set(_OWNERS[index])
         if owners:
