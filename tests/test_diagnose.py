@@ -214,6 +214,15 @@ FAMILIES = [
     ("ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 1234", "worker-died"),
     ("ValueError: Tensor parallel size (8) cannot be larger than the number of available GPUs (4).", "layout-mismatch"),
     ("RuntimeError: The number of devices (8) is less than tp * pp (16)", "layout-mismatch"),
+    (
+        "[rank5]:[E ProcessGroupNCCL.cpp:1] [PG ID 0 PG GUID 0(default_pg) Rank 5] Exception (either an error or timeout) "
+        "detected by watchdog at work: 1234, last enqueued NCCL work: 1234, last completed NCCL work: 1233.",
+        "comm-timeout",
+    ),
+    (
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+        "comm-init",
+    ),
 ]
 
 

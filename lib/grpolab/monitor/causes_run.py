@@ -60,7 +60,8 @@ CAUSES: tuple[Cause, ...] = (
             r"(?:rank ?table|ranktable)[^\n]{0,80}(?:invalid|error|failed|not found|mismatch)",
             r"ncclCommInit\w*[^\n]{0,40}failed",
             r"\bnccl(?:SystemError|InternalError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)\b",
-            r"NCCL error in: [^\n]+",
+            r"NCCL error in: [^\n]+|NCCL error: (?![^\n]*(?:timed out|timeout))[^\n]+",
+            r"DistStoreError|waiting for clients\. \d+/\d+ clients joined|connectFullMesh failed",
             r"is setting up NCCL communicator[^\n]+(?:error|Timeout)",
             r"(?:init_process_group|rendezvous|TCPStore)[^\n]{0,120}(?:failed|error|timed out|refused)",
             r"Connection refused[^\n]{0,80}(?:store|rendezvous|master)",
@@ -87,6 +88,9 @@ CAUSES: tuple[Cause, ...] = (
             "network port",
             "socket has timed out",
             "c10d",
+            "diststoreerror",
+            "clients joined",
+            "connectfullmesh",
         ),
         (
             "EvolvingLMMs-Lab/open-r1-multimodal issue 7",
@@ -290,7 +294,7 @@ CAUSES: tuple[Cause, ...] = (
             r"DistBackendError.{0,200}(?:timed out|Timeout)",
             r"collective[^\n]{0,40}(?:timed out|timeout)",
             r"wait socket establish timeout|LinksEstablishCompleted\] is failed",
-            r"watchdog (?:got stuck|thread terminated|timed out|timeout)|communicator was aborted",
+            r"watchdog (?:got stuck|thread terminated|timed out|timeout)|communicator was aborted|detected by watchdog",
             r"\|[ \t]*[\d.]+\(\d+\)[ \t]*\|[^\n]*\|[ \t]*time ?out[ \t]*\|",
         ),
         (

@@ -96,7 +96,10 @@ def where(
     if w.rank is None and pg:  # only a rank within a process group: better than none
         w.rank = int(pg.group(3))
     if pg:
-        w.group = f"PG {pg.group(1)}" + (f" ({pg.group(2)})" if pg.group(2) and len(pg.group(2)) < 24 else "")
+        guid = pg.group(2) or ""
+        name = re.search(r"\(([^()]+)\)", guid)  # "0(default_pg)": the group's name
+        label = name.group(1) if name else guid if len(guid) < 24 else ""
+        w.group = f"PG {pg.group(1)}" + (f" ({label})" if label else "")
     m = _REMOTE.search(line)
     if m:
         w.remote, w.signalled = int(m.group("a") or m.group("b") or m.group("c")), bool(m.group("signal"))
