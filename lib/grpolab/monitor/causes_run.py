@@ -281,7 +281,7 @@ CAUSES: tuple[Cause, ...] = (
         "a collective (HCCL/NCCL) timed out: one rank stopped or was far slower, and the others waited for it",
         "look at the stalled rank named above first (its own log: an earlier error, out of memory, a hang in "
         "data loading or reward), check the network interfaces (HCCL_SOCKET_IFNAME / NCCL_SOCKET_IFNAME) and "
-        "ports, and only then raise the timeout (trainer.timeout_s, HCCL_EXEC_TIMEOUT)",
+        "ports, and only then raise the timeout (e.g. trainer.timeout_s: 3600, env HCCL_EXEC_TIMEOUT=3600)",
         (
             r"Watchdog caught collective operation timeout",
             r"\bEI0002\b|The wait execution of the Notify register times out",
