@@ -271,3 +271,19 @@ def test_a_line_of_megabytes_is_matched_around_its_words(tmp_path):
 
     failure = diagnose_files([(log, None)])
     assert failure.cause == "device-oom" and len(failure.lines[0]) <= 406
+
+
+def test_a_running_run_whose_files_stopped_growing_is_stalled(finished_run, cli, capsys):
+    import os
+    import time
+
+    from grpolab.monitor.diagnosis import run_failure
+    from grpolab.monitor.metrics import MetricsView
+
+    run = finished_run("hung", synthetic.healthy(20), state="RUNNING")
+    status = run.record()
+    assert run_failure(run, status, MetricsView.for_run(run)) is None  # it just wrote
+    quiet = time.time() - 3600  # an hour without a byte, for steps of about 10 s
+    os.utime(run.metrics_file, (quiet, quiet))
+    failure = run_failure(run, status, MetricsView.for_run(run))
+    assert failure.cause == "stalled" and "since step 20" in failure.message

@@ -18,7 +18,7 @@ CASES = sorted(CORPUS.glob("*.yaml"))
 # Cases beyond what a log can show, each with its reason (strict: a case that starts passing fails here).
 BEYOND = {
     "slime-1487": "a hang: the log as posted ends at `Timer actor_train start` with no error line, which reads the "
-    "same as a log still being written; only a run's state and its stalled metrics can tell (grpolab.monitor.silent)",
+    "same as a log still being written; only a run's state and its quiet files can tell (`stalled`, grpolab.monitor.silent, on a run)",
     "open-r1-85": "the log as posted stops inside the traceback, before its error line: only a frame's source line "
     "names apply_chat_template, and a frame a traceback passes through is not its error",
 }

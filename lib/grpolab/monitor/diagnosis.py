@@ -30,4 +30,4 @@ def run_failure(run: Run, status: dict, view, thresholds=None) -> Failure | None
     if found is not None:
         return found
     view.refresh()
-    return silent_failure(status, view, thresholds)
+    return silent_failure(status, view, thresholds, run)

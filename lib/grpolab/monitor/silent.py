@@ -6,9 +6,11 @@
   the reward is not wired to the data), from the monitor's own reward-flat alert (grpolab.monitor.alerts) starting
   at the first step, and every sample's score equal (score/min = score/max);
 - `throughput-collapse`: throughput collapsed and stays down while the run still logs (the monitor's
-  throughput-drop alert, still ongoing at the last step).
+  throughput-drop alert, still ongoing at the last step);
+- `stalled`: the run is RUNNING but its metrics and log have not grown for STALL_STEPS of its own median step time
+  (at least STALL_MIN_S): a rank is stuck, the multi-node hang (slime issue 1487, vllm-ascend issue 3413).
 
-    silent_failure(status, view, thresholds) -> Failure | None
+    silent_failure(status, view, thresholds, run=None, now=None) -> Failure | None
 """
 
 from __future__ import annotations
@@ -18,14 +20,49 @@ from grpolab.monitor.diagnose import Failure
 from grpolab.monitor.figures import KEY_METRICS
 
 FIRST_STEPS = 5  # "from the first steps on": the reward is flat from the first logged step over at least this many
+STALL_STEPS = 5  # a run that logged nothing for this many of its median step times is stalled
+STALL_MIN_S = 900.0  # and never before this long (a checkpoint save or a validation pass takes minutes)
 
 
 def _reward_names() -> tuple[str, ...]:
     return dict(KEY_METRICS)["reward"]
 
 
-def silent_failure(status: dict, view, thresholds=None) -> Failure | None:
-    """The silent failure a run shows, or None. `status`: the run's record; `view`: its MetricsView, refreshed."""
+def _stalled(status: dict, view, run, now: float | None) -> Failure | None:
+    import os
+    import statistics
+    import time
+
+    if run is None or status.get("state") != "RUNNING":
+        return None
+    times = [t for t in view.column("timing_s/step") if t is not None and t > 0] if view.steps else []
+    paths = [p for p in (run.metrics_file, run.job_log) if p.exists()]
+    if not paths:
+        return None
+    last = max(os.stat(p).st_mtime for p in paths)
+    limit = max(STALL_MIN_S, STALL_STEPS * statistics.median(times)) if times else STALL_MIN_S
+    quiet = (now if now is not None else time.time()) - last
+    if quiet < limit:
+        return None
+    step = view.last_step
+    return Failure(
+        "stalled",
+        f"The run is RUNNING but has logged nothing for {quiet / 60:.0f} min"
+        + (f" since step {step}" if step is not None else "")
+        + (f" (its steps took {statistics.median(times):.0f} s)" if times else "")
+        + ": a rank is stuck (a collective that never completes, data loading, a reward call, a dead node).",
+        "run `grpolab diagnose` on each rank's own log (a folder of them) to find the rank that stopped; dump its "
+        "stacks (`py-spy dump --pid PID` on its node); a collective timeout (trainer.timeout_s) ends a hang with "
+        "the rank named",
+    )
+
+
+def silent_failure(status: dict, view, thresholds=None, run=None, now: float | None = None) -> Failure | None:
+    """The silent failure a run shows, or None. `status`: the run's record; `view`: its MetricsView, refreshed;
+    `run`: its Run (for how long its files have been quiet)."""
+    stalled = _stalled(status, view, run, now)
+    if stalled is not None:
+        return stalled
     state = status.get("state")
     steps = view.steps
     if state == "SUCCEEDED" and not steps:
