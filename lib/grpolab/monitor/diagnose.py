@@ -146,7 +146,8 @@ class Scan:
         self.hits: dict[str, list[_Hit]] = {}
         self.weak: dict[str, list[_Hit]] = {}  # warnings that name a cause: the answer only when nothing else is
         self.counts: dict[str, int] = {}
-        self.errors: deque[_Hit] = deque(maxlen=_EVIDENCE)
+        self.errors: deque[_Hit] = deque(maxlen=_EVIDENCE)  # the last error lines (a traceback ends with its error)
+        self.first_errors: list[_Hit] = []  # and the first ones (the root of a chain: "see root cause above")
         self.pid_node: dict[int, str] = {}
         self.pid_rank: dict[int, int] = {}
         self.facts: dict[str, str] = {}
@@ -237,7 +238,10 @@ class Scan:
         if not matched and UNKNOWN in owners:
             m = _ERROR_LINE.search(line)
             if m:
-                self.errors.append(self._make(UNKNOWN, chunk, start, end, line, m.end(), number, name, rank))
+                hit = self._make(UNKNOWN, chunk, start, end, line, m.end(), number, name, rank)
+                if len(self.first_errors) < 2:
+                    self.first_errors.append(hit)
+                self.errors.append(hit)
 
     def _make(self, cause, chunk, start, end, line, at, number, name, rank) -> _Hit:
         before = [_decode(b) for b in chunk[max(0, start - _CONTEXT) : start].split(b"\n")[1:-1][-12:]]
@@ -272,7 +276,8 @@ class Scan:
         if not order:
             if not self.errors:
                 return None
-            return self._failure(UNKNOWN, list(self.errors), [], {})
+            first = [h for h in self.first_errors if h not in self.errors]
+            return self._failure(UNKNOWN, first + list(self.errors), [], {})
         cause = order[0]
         if cause in _NETWORK:  # the communicator's causes follow one another: the earliest in time is the origin
             timed = [
@@ -336,6 +341,8 @@ class Scan:
         parts += _origin_sentence(cause, rank, node, w, hits, collective, group)
         if extra.message:
             parts.append(extra.message)
+        if cause == UNKNOWN:  # say what the first error was, not only that there was one
+            parts.append(f"The first error: {_excerpt(origin.line, origin.at)[:240].strip()}")
         if cause == "worker-died" and (w.pid or node):  # where its own log is: the driver's log has no cause
             parts.append(
                 "Its own log: `ray logs worker"
