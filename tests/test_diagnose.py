@@ -287,3 +287,15 @@ def test_a_running_run_whose_files_stopped_growing_is_stalled(finished_run, cli,
     os.utime(run.metrics_file, (quiet, quiet))
     failure = run_failure(run, status, MetricsView.for_run(run))
     assert failure.cause == "stalled" and "since step 20" in failure.message
+
+
+def test_a_divisor_named_first_and_a_product_are_read_as_the_maths_says():
+    failure = diagnose_text(
+        "AssertionError: Tensor model parallel size (3) must divide the number of attention heads (32)"
+    )
+    assert failure.key == "train.tp" and "1, 2, 4" in failure.fix
+    trl = diagnose_text(
+        "ValueError: The global train batch size (3 x 8) must be evenly divisible by the number of generations per "
+        "prompt (16)."
+    )
+    assert trl.cause == "batch-divisible" and "= 24 is not a multiple of" in trl.message

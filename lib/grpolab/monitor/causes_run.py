@@ -18,7 +18,7 @@ CAUSES: tuple[Cause, ...] = (
             r"\[Errno 98\]",
             r"failed to (?:listen|bind) on any local network address",
             r"(?:port|socket)[^\n]{0,60}(?:is )?(?:already (?:in use|bound|used|occupied)|occupied)",
-            r"\bEJ0003\b|Failed to bind the IP port",
+            r"\bEJ0003\b|Failed to bind the IP port|(?:been|is) bound already",
             r"bind(?:ing)? (?:to )?(?:port|address)[^\n]{0,60}failed|bind failed|failed to bind",
             r"listen on ip\[[^\]\n]*\][^\n]{0,40}port\[\d+\] fail|port[^\n]{0,40}(?:is )?been using by other process",
         ),
@@ -33,6 +33,7 @@ CAUSES: tuple[Cause, ...] = (
             "ej0003",
             "bind",
             "listen on ip",
+            "bound already",
             "other process",
         ),
         (
@@ -67,6 +68,7 @@ CAUSES: tuple[Cause, ...] = (
             r"Connection refused[^\n]{0,80}(?:store|rendezvous|master)",
             r"\bHCCL\b[^\n]{0,80}\binit\w*[^\n]{0,40}(?:fail|error)",
             r"DistNetworkError: (?!The server socket has failed)[^\n]+",
+            r"DIST call hccl api failed",
         ),
         (
             "hccl",
@@ -81,6 +83,7 @@ CAUSES: tuple[Cause, ...] = (
             "tcpstore",
             "connection refused",
             "distnetworkerror",
+            "dist call hccl",
             "rdma",
             "rdev",
             "hccp",
@@ -100,6 +103,8 @@ CAUSES: tuple[Cause, ...] = (
             "vllm-project/vllm-ascend issue 672",
         ),
         unless=(r"\bwarn(?:ing)?\b",),
+        # torch_npu's wrapper line for any HCCL call that failed: set-up is the likely one, when nothing else says
+        weak=(r"DIST call hccl api failed",),
         ignorecase=True,
     ),
     Cause(

@@ -70,10 +70,14 @@ def read_facts(line: str, facts: dict[str, str]) -> None:
         facts.setdefault(name, value)
 
 
+_PRODUCT = re.compile(r"\((\d+) ?[x*\u00d7] ?(\d+)\)")  # TRL's "(3 x 8)": processes x per-device batch
+
+
 def explain(cause: str, lines: list[str], facts: dict[str, str]) -> Extra:
     handler = _HANDLERS.get(cause)
     if handler is None:
         return Extra()
+    lines = [_PRODUCT.sub(lambda m: f"({int(m.group(1)) * int(m.group(2))})", line) for line in lines]
     for line in lines:
         if cause == "config-key" and _FULL_KEY.search(line):
             continue  # the full key OmegaConf prints under its error: added to the error's own key below
@@ -252,6 +256,10 @@ def _layout(line: str, facts) -> Extra | None:
     if not m:
         return None
     what, total, by_name, size = m.group(1).strip(), int(m.group(2)), (m.group(3) or "").lower(), int(m.group(4))
+    if re.search(r"parallel|\b(?:tp|pp|ep|cp)\b", what, re.IGNORECASE) and not re.search(
+        r"parallel|\b(?:tp|pp|ep|cp)\b", by_name
+    ):  # "TP size (3) must divide the heads (32)": the divisor is named first
+        what, total, by_name, size = by_name.strip() or "the model", size, what.lower(), total
     # Megatron writes tensor_model_parallel_size; vLLM and SGLang "tensor parallel size" in words
     words = re.search(r"vllm|sglang|engine|rollout|(?:tensor|pipeline|expert) parallel size", line, re.IGNORECASE)
     side = "rollout" if words else "train"
