@@ -299,3 +299,16 @@ def test_a_divisor_named_first_and_a_product_are_read_as_the_maths_says():
         "prompt (16)."
     )
     assert trl.cause == "batch-divisible" and "= 24 is not a multiple of" in trl.message
+
+
+def test_the_one_rank_that_did_not_time_out_is_the_one_that_stalled():
+    # seven of eight ranks report the timeout of the same collective: rank 1 never reached it
+    lines = [
+        f"[rank{r}]:[E321 02:07:08.4{r}8 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for "
+        "600060 milliseconds before timing out."
+        for r in (0, 2, 3, 4, 5, 6, 7)
+    ]
+    failure = diagnose_text("\n".join(lines))
+    assert failure.rank == 1 and "The rank that stalled: rank 1" in failure.message
+    assert "First to time out: rank 0 in ALLREDUCE" in failure.message

@@ -144,7 +144,10 @@ class Scan:
 
     def __init__(self) -> None:
         self.hits: dict[str, list[_Hit]] = {}
-        self.weak: dict[str, list[_Hit]] = {}  # warnings that name a cause: the answer only when nothing else is
+        self.weak: dict[str, list[_Hit]] = {}
+        self.timed_out: set[int] = (
+            set()
+        )  # the ranks a collective timeout was reported on  # warnings that name a cause: the answer only when nothing else is
         self.counts: dict[str, int] = {}
         self.errors: deque[_Hit] = deque(maxlen=_EVIDENCE)  # the last error lines (a traceback ends with its error)
         self.first_errors: list[_Hit] = []  # and the first ones (the root of a chain: "see root cause above")
@@ -262,8 +265,14 @@ class Scan:
     def _hit(self, cause, chunk, start, end, line, at, number, name, rank, weak=False) -> None:
         self.counts[cause] = self.counts.get(cause, 0) + 1
         kept = (self.weak if weak else self.hits).setdefault(cause, [])
+        made = None
         if len(kept) < _KEEP:
-            kept.append(self._make(cause, chunk, start, end, line, at, number, name, rank))
+            made = self._make(cause, chunk, start, end, line, at, number, name, rank)
+            kept.append(made)
+        if cause == "comm-timeout" and len(self.timed_out) < _PIDS:  # every rank that timed out, not only those kept
+            w = made.where if made is not None else where(line, rank)
+            if w.rank is not None and w.remote is None:
+                self.timed_out.add(w.rank)
 
     # ------------------------------------------------------------------------------------------ deciding
     def result(self) -> Failure | None:
@@ -305,6 +314,7 @@ class Scan:
         origin = ordered[0]
         w = origin.where
         rank, node = (w.remote, w.remote_node) if w.remote is not None else (w.rank, w.node)
+        silent = _silent_ranks(self.timed_out) if cause == "comm-timeout" and w.remote is None else []
         if w.remote is not None and node is None:  # the rank another rank named: its node, if its own lines say
             node = next((h.where.node for h in hits if h.where.rank == rank and h.where.node), None)
         if rank is None and w.remote is None:  # the origin line names no rank: the first of the cause's that does
@@ -338,7 +348,19 @@ class Scan:
         )
         extra = explain(cause, [h.line for h in ordered], self.facts)
         parts = [meaning[0].upper() + meaning[1:]]
-        parts += _origin_sentence(cause, rank, node, w, hits, collective, group)
+        first_out = rank
+        parts += _origin_sentence(cause, first_out, node if not silent else w.node, w, hits, collective, group)
+        if silent:  # the ranks that did not time out never reached the collective: they are the stalled ones
+            rank = silent[0]
+            node = next((h.where.node for h in hits + later if h.where.rank == rank and h.where.node), None)
+            shown = ", ".join(map(str, silent))
+            parts.insert(
+                1,
+                f"The rank that stalled: rank {rank}"
+                + (f" on node {node}" if node else "")
+                + f" (of ranks 0-{max(self.timed_out)}, {'only it' if len(silent) == 1 else 'ranks ' + shown} did not "
+                "time out: it never reached the collective the others waited in)",
+            )
         if extra.message:
             parts.append(extra.message)
         if cause == UNKNOWN:  # say what the first error was, not only that there was one
@@ -395,6 +417,15 @@ def _origin_first(hits: list[_Hit]) -> list[_Hit]:
     if len(timed) < 2:  # one time stamp says nothing across ranks: keep the reading order
         return sorted(hits, key=lambda h: (h.where.remote is None, h.where.seq or float("inf"), h.order))
     return sorted(hits, key=key)
+
+
+def _silent_ranks(timed_out: set[int]) -> list[int]:
+    """The ranks below the highest that timed out which did not time out, when they are few (a stuck rank never
+    enters the collective its peers wait in, so it reports no timeout); [] when the log cannot say."""
+    if len(timed_out) < 3:
+        return []
+    missing = sorted(set(range(max(timed_out) + 1)) - timed_out)
+    return missing if 0 < len(missing) <= max(1, len(timed_out) // 4) else []
 
 
 def _ranks(hits: list[_Hit], skip: int | None) -> list[int]:
