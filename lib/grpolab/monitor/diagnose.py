@@ -402,21 +402,18 @@ _NETWORK = ("port-in-use", "comm-init", "comm-timeout")
 
 def _origin_first(hits: list[_Hit]) -> list[_Hit]:
     """The hits, the one that shows the origin first: a line naming the rank others waited for, then the lowest
-    collective sequence number (the rank furthest behind), then the earliest time, then the first read."""
+    collective sequence number (the rank furthest behind; compared only when every numbered line waits in the same
+    kind of collective: each process group counts its own), then the earliest time, then the first read."""
+    ops = {h.where.op for h in hits if h.where.seq is not None}
+    by_seq = len(ops) == 1
 
-    def key(h: _Hit):
-        w = h.where
-        return (
-            w.remote is None,
-            w.seq if w.seq is not None else float("inf"),
-            w.time if w.time is not None else (99,),
-            h.order,
-        )
+    def seq(h: _Hit) -> float:
+        return h.where.seq if by_seq and h.where.seq is not None else float("inf")
 
     timed = [h for h in hits if h.where.time is not None]
     if len(timed) < 2:  # one time stamp says nothing across ranks: keep the reading order
-        return sorted(hits, key=lambda h: (h.where.remote is None, h.where.seq or float("inf"), h.order))
-    return sorted(hits, key=key)
+        return sorted(hits, key=lambda h: (h.where.remote is None, seq(h), h.order))
+    return sorted(hits, key=lambda h: (h.where.remote is None, seq(h), h.where.time or (99,), h.order))
 
 
 def _silent_ranks(timed_out: set[int]) -> list[int]:
