@@ -312,3 +312,20 @@ def test_the_one_rank_that_did_not_time_out_is_the_one_that_stalled():
     failure = diagnose_text("\n".join(lines))
     assert failure.rank == 1 and "The rank that stalled: rank 1" in failure.message
     assert "First to time out: rank 0 in ALLREDUCE" in failure.message
+
+
+def test_an_hccl_link_that_could_not_be_made_names_both_ends_and_the_code():
+    # vllm-ascend issue 3162's EI0009 and issue 2712's init error code (formats as posted there)
+    link = diagnose_text(
+        "[rank1]: EI0009: [PID: 2225827] 2025-09-24-20:59:48.119.066 Transport init error. Reason: [Create][DestLink]"
+        "Create Dest error! createLink para:rank[1]-localUserrank[1]-localIpAddr[172.16.0.114], dst_rank[0]-"
+        "remoteUserrank[0]-remote_ip_addr[172.16.0.115]"
+    )
+    assert link.cause == "comm-init" and link.rank == 0 and link.node == "172.16.0.115"
+    assert "Rank 1 could not reach rank 0 on node 172.16.0.115" in link.message
+    code = diagnose_text(
+        "(VllmWorker rank=1 pid=7226) ERROR 09-03 03:02:37 [multiproc_executor.py:522] RuntimeError: create_config:"
+        "build/CMakeFiles/torch_npu.dir/compiler_depend.ts:148 HCCL function error: hcclCommInitRootInfoConfig("
+        "numRanks, &rootInfo, rank, config, &(comm->hcclComm_)), error code is 1"
+    )
+    assert code.cause == "comm-init" and code.rank == 1 and "HCCL_E_PARA" in code.message

@@ -57,7 +57,7 @@ CAUSES: tuple[Cause, ...] = (
             r"|network port is down",
             r"(?:client|server) socket has timed out[^\n]{0,120}connect|\[c10d\][^\n]{0,120}(?:timed out|failed to"
             r" connect|refused)",
-            r"\bEI000[1345]\b|\bEI9999\b|\bEJ000[12]\b",
+            r"\bEI000[13459]\b|\bEI9999\b|\bEJ000[12]\b|Transport init error",
             r"(?:rank ?table|ranktable)[^\n]{0,80}(?:invalid|error|failed|not found|mismatch)",
             r"ncclCommInit\w*[^\n]{0,40}failed",
             r"\bnccl(?:SystemError|InternalError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)\b",
@@ -84,6 +84,7 @@ CAUSES: tuple[Cause, ...] = (
             "connection refused",
             "distnetworkerror",
             "dist call hccl",
+            "transport init",
             "rdma",
             "rdev",
             "hccp",

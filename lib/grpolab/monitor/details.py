@@ -285,7 +285,9 @@ def _layout(line: str, facts) -> Extra | None:
 
 
 # ---------------------------------------------------------------------------------------------- communicators
-_HCCL_CODE = re.compile(r"(Hccl\w+), error code is (\d+)|HCCL error[^\n]{0,40}?\b(?:code|ret)[ :=]+(\d+)")
+_HCCL_CODE = re.compile(
+    r"(hccl\w+)(?:\([^\n]*?\))?, error code is (\d+)|HCCL error[^\n]{0,40}?\b(?:code|ret)[ :=]+(\d+)", re.IGNORECASE
+)
 _NCCL_CODE = re.compile(
     r"\b(nccl(?:UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|"
     r"RemoteError))\b"

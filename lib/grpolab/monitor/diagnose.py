@@ -438,6 +438,8 @@ def _origin_sentence(cause, rank, node, w: Where, hits, collective, group) -> li
     if w.pid is not None and w.remote is None:
         at += f" (pid {w.pid})"
     if cause != "comm-timeout":
+        if w.remote is not None:  # a link that could not be made: to this rank, from the one reporting it
+            return [f"Rank {w.rank} could not reach {at}" if w.rank is not None else f"The rank not reached: {at}"]
         return [f"First on {at}"]
     waited = _ranks(hits, rank)
     op = f" in {collective}" if collective else " in a collective"

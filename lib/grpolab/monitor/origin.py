@@ -20,10 +20,13 @@ _RANK_ID = re.compile(r"\bRank ?ID:? ?(\d+)\b", re.IGNORECASE)  # CANN's (PID:..
 _PG_RANK = re.compile(r"\[PG (?:ID )?(\d+)(?: PG GUID ([^\s\]]+))?(?:\([^)\]]*\))? Rank (\d+)\]")
 _RANK = re.compile(r"\[Rank (\d+)\]|\bRank (\d+): ")
 # torchrun's failure summary (`rank: 3 (local_rank: 3)`), HCCL's `rank[0]` / `userRank[3]`: the reporting rank
-_RANK_OTHER = re.compile(r"\brank: (\d+) \(local_rank|\b(?:user_?)?rank\[(\d+)\]", re.IGNORECASE)
+_RANK_OTHER = re.compile(
+    r"\brank: ?(\d+)\b|\b(?:user_?|local_?user)?rank\[(\d+)\]|\(\w+ rank=(\d+) pid=", re.IGNORECASE
+)  # also vLLM's `(VllmWorker rank=0 pid=234357)` prefix and HCCL's `rank:1, rankSize:4`
 _REMOTE = re.compile(
     r"(?P<signal>dump signal due to a collective timeout from +rank ?)(?P<a>\d+)|remote rank ?(?:id)?:? ?\[?(?P<b>\d+)"
-    r"|\brank (?P<c>\d+) (?:is|was|did|has) (?:not responding|stuck|slow|dead|not sen|timed)",
+    r"|\brank (?P<c>\d+) (?:is|was|did|has) (?:not responding|stuck|slow|dead|not sen|timed)"
+    r"|\bdst_rank\[(?P<d>\d+)\]",  # HCCL's createLink para: ... dst_rank[0]-...-remote_ip_addr[A]
     re.IGNORECASE,
 )
 _RAY_PID_IP = re.compile(r"\bpid=(\d+)(?:[^()\n]*?\bip=(\d{1,3}(?:\.\d{1,3}){3}|[\w\-]+))?")
@@ -31,6 +34,7 @@ _NODE = re.compile(
     r"\b(?:ip[:=] ?|IP: |IP address: \[?|node IP:? |node(?:_ip)?: |host(?:name)?: |ip\[)"
     r"(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w\-]*\d[\w\-.]*)",
 )
+_REMOTE_IP = re.compile(r"remote_ip(?:_addr)?\[(\d{1,3}(?:\.\d{1,3}){3})\]", re.IGNORECASE)
 _LINK_ROW = re.compile(r"\|[ \t]*(\d{1,3}(?:\.\d{1,3}){3})\((\d+)\)[ \t]*\|")  # HCCL LINK_ERROR_INFO: dest(rank)
 _WORKER_PID = re.compile(r"\bWorker PID: (\d+)")  # Ray's "A worker died ..." names the dead worker
 _RAY_TASK = re.compile(r"ray::[\w.]+\(\) \(pid=(\d+), ip=([\w.\-]+)")
@@ -90,7 +94,7 @@ def where(
         if m:
             w.rank = int(m.group(1) or m.group(2))
     if w.rank is None and (m := _RANK_OTHER.search(line)):
-        w.rank = int(m.group(1) or m.group(2))
+        w.rank = int(next(g for g in m.groups() if g is not None))
     if w.rank is None:
         w.rank = file_rank
     if w.rank is None and pg:  # only a rank within a process group: better than none
@@ -102,7 +106,10 @@ def where(
         w.group = f"PG {pg.group(1)}" + (f" ({label})" if label else "")
     m = _REMOTE.search(line)
     if m:
-        w.remote, w.signalled = int(m.group("a") or m.group("b") or m.group("c")), bool(m.group("signal"))
+        w.remote = int(m.group("a") or m.group("b") or m.group("c") or m.group("d"))
+        w.signalled = bool(m.group("signal"))
+        if node := _REMOTE_IP.search(line):
+            w.remote_node = node.group(1)
     m = _LINK_ROW.search(line)
     if m and w.remote is None:
         w.remote, w.remote_node = int(m.group(2)), m.group(1)
