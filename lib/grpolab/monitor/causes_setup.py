@@ -232,6 +232,8 @@ CAUSES: tuple[Cause, ...] = (
             r"^(?=[^\n]*(?:heads|layers|experts|vocab|world[_ ]size|parallel|\b(?:tp|pp|ep|cp|etp|dp)(?:_size)?\b))"
             r"[^\n]*\b(?:is not|isn't|not|must be|should be|has to be|needs to be|must|should|does not|cannot)"
             r" (?:evenly )?(?:divisible|a multiple|multiple|divided|divide)",
+            # Megatron's and vLLM's ensure_divisibility / divide(): the split of heads, experts or vocab over ranks
+            r"(?:AssertionError|ValueError): \d+ is not divisible by \d+\b",
             r"local[_ ]world[_ ]size[^\n]{0,120}(?:visible|device|exceed|greater|larger)",
             r"(?:ASCEND_RT|ASCEND|CUDA)_VISIBLE_DEVICES[^\n]{0,120}(?:less than|fewer|does not match|mismatch|exceed|"
             r"range)|Error setting \w*VISIBLE_DEVICES",

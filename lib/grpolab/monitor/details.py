@@ -265,6 +265,12 @@ def _layout(line: str, facts) -> Extra | None:
     side = "rollout" if words else "train"
     short = next((s for word, s in _PARALLEL if word in by_name.split() or by_name.startswith(word)), None)
     if short is None or total <= 0:
+        if re.search(r"(?:Error|Exception)$", what) or not by_name:  # ensure_divisibility: bare numbers
+            return Extra(
+                f"{total} (a model dimension split over ranks: heads, experts, vocabulary) is not divisible by {size} "
+                "(a parallel size)",
+                f"use a parallel size that divides {total}: {listed(nearest(size, [d for d in divisors(total) if d != size]))}",
+            )
         return Extra(f"{what} = {total} does not fit {by_name or 'the layout'} = {size}")
     key = f"{side}.{short}"
     valid = [d for d in divisors(total) if d != size]
