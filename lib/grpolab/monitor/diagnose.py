@@ -171,11 +171,14 @@ class Scan:
                 block = handle.read(CHUNK)
                 if not block:
                     break
-                if not block.endswith(b"\n"):  # whole lines: the rest of the last one (one copy, no carry)
-                    block += handle.readline(_MAX_TAIL) or b"\n"
-                    if not block.endswith(b"\n"):  # a line longer than _MAX_TAIL: cut it here
-                        block += b"\n"
-                first = self._feed(block, name, rank, first)
+                cut = block.rfind(b"\n") + 1
+                if cut == len(block):
+                    first = self._feed(block, name, rank, first)
+                    continue
+                if cut:  # the whole lines, without a copy; then the last one, completed from the file
+                    first = self._feed(memoryview(block)[:cut], name, rank, first)
+                tail = block[cut:] + (handle.readline(_MAX_TAIL) or b"")
+                first = self._feed(tail if tail.endswith(b"\n") else tail + b"\n", name, rank, first)
         finally:
             if own:
                 handle.close()
@@ -219,7 +222,7 @@ class Scan:
         return first + len(newlines)
 
     def _line(self, chunk: bytes, start: int, end: int, number: int, name: str, rank, owners: set[str]) -> None:
-        line = _decode(chunk[start:end])
+        line = _decode(bytes(chunk[start:end]))
         if FACTS in owners:
             read_facts(line, self.facts)
         if len(self.pid_node) < _PIDS and "ray::" in line:  # `ray::Actor.method() (pid=P, ip=A)`: P's node
@@ -247,8 +250,8 @@ class Scan:
                 self.errors.append(hit)
 
     def _make(self, cause, chunk, start, end, line, at, number, name, rank) -> _Hit:
-        before = [_decode(b) for b in chunk[max(0, start - _CONTEXT) : start].split(b"\n")[1:-1][-12:]]
-        after = [_decode(b) for b in chunk[end + 1 : end + 1 + _CONTEXT].split(b"\n")[:8]]
+        before = [_decode(b) for b in bytes(chunk[max(0, start - _CONTEXT) : start]).split(b"\n")[1:-1][-12:]]
+        after = [_decode(b) for b in bytes(chunk[end + 1 : end + 1 + _CONTEXT]).split(b"\n")[:8]]
         w = where(line, rank, after, before)
         if w.pid is not None:
             if w.node is None:
