@@ -222,7 +222,8 @@ to train, data changed, a change the checkpoint cannot take) stops the notebook 
         """# 04 · Monitor: status, curves, alerts and the cause of a failure
 
 Shows a run (by default the latest one under `runs/`): its state, the latest key metrics, GRPO health alerts,
-the cause of a failure read from its log, and the curves. In JupyterLab (`live` None or True) a dashboard
+the diagnosis of a failure read from its whole log (the cause, the first rank and node that failed or stalled,
+the fix: the same as `grpolab diagnose RUN`), and the curves. In JupyterLab (`live` None or True) a dashboard
 refreshes itself every `interval` seconds and has a stop button; headless (papermill, nbval) the notebook
 follows the run until it ends (`wait`) and draws the curves as a PNG.
 

@@ -244,6 +244,15 @@ CASES: list[tuple[str, list[str], int]] = [
     ("monitor-thresholds-bomb", ["monitor", "done", "--no-png", "--thresholds", "{bad}/billion_laughs.yaml"], 2),
     ("monitor-thresholds-missing", ["monitor", "done", "--no-png", "--thresholds", "{tmp}/nope.yaml"], 2),
     ("monitor-empty", ["monitor", ""], 2),
+    # diagnose: a log (any file), a folder of logs, or a run
+    ("diagnose-no-such", ["diagnose", "no-such-run"], 2),
+    ("diagnose-json-no-such", ["diagnose", "--json", "no-such-run"], 2),
+    ("diagnose-corrupt-record", ["diagnose", "{tmp}/runs/corrupt"], 2),
+    ("diagnose-binary-file", ["diagnose", "{bad}/binary.yaml"], 0),
+    ("diagnose-empty", ["diagnose", ""], 2),
+    # `done` ended SUCCEEDED, but its metrics.jsonl holds no step in verl's format ({"step", "data"}): a silent failure
+    ("diagnose-done", ["diagnose", "done", "--no-refresh"], 1),
+    ("diagnose-passwd-as-a-log", ["diagnose", "../../etc/passwd"], 0),
     # card
     ("card-unknown-model", ["card", "acme/unheard-of-9b"], 2),
     ("card-json-unknown-model", ["card", "--json", "acme/unheard-of-9b"], 2),

@@ -30,6 +30,7 @@ PY = str(Path(sys.executable))
         (["benchmarks/submit_path.py"], "the recipe's way"),
         (["benchmarks/import_speed.py"], "grpolab import SCRIPT --out -` whole process"),
         (["benchmarks/data_sample.py", "--mb", "16"], "--no-dry-run --no-tokenizer` whole process"),
+        (["benchmarks/diagnose_speed.py", "--size-mb", "64"], "right answer (device-oom, rank 11, node 10.0.0.6): yes"),
         # "no": pyproject pins jsonschema below 4.25; a head that does not start exits 1, which fails here too
         pytest.param(
             ["benchmarks/head_start.py"], "rfc3987-syntax's parser built by that import: no", marks=pytest.mark.slow(12)

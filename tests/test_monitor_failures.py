@@ -148,7 +148,7 @@ Job entrypoint command failed with exit code 137, last available logs (truncated
         (HCCL_EI0006, "comm-timeout", "EI0006"),
         (HCCL_EI0002, "comm-timeout", "EI0002"),
         (NCCL_WATCHDOG, "comm-timeout", "Watchdog caught collective operation timeout"),
-        (NCCL_STORE, "comm-timeout", "Socket Timeout"),
+        (NCCL_STORE, "comm-init", "Socket Timeout"),  # at set-up: the communicator never formed
         (MODULE_MISSING, "import-error", "No module named 'vllm'"),
         (VERSION_CONFLICT, "import-error", "ImportError"),
         (NAN_MEGATRON, "nan-loss", "found NaN in local grad norm"),
@@ -157,8 +157,8 @@ Job entrypoint command failed with exit code 137, last available logs (truncated
         (NO_TORCH_NPU, "no-device", "torch_npu"),
         (RAY_RESOURCES, "no-device", "cannot be scheduled right now"),
         (VERL_TOO_FEW, "no-device", "Total available GPUs 8.0 is less than total desired GPUs 16"),
-        (RAY_HOST_OOM, "killed", "running low on memory"),
-        (SIGKILL, "killed", "SIGKILL"),
+        (RAY_HOST_OOM, "host-oom", "running low on memory"),
+        (SIGKILL, "worker-died", "Worker IP address: 10.0.0.3"),  # Ray lists SIGKILL as a guess, not a cause
         (SHELL_KILLED, "killed", "Killed"),
         (DISK_FULL, "disk-full", "No space left on device"),
         (WANDB_NO_KEY, "wandb-auth", "api_key not configured"),
@@ -226,14 +226,57 @@ def test_no_failure_in_a_healthy_log():
     assert classify_failure("") is None
 
 
-def test_cause_ids_are_stable():
-    assert [c.id for c in CAUSES] == [
-        "device-oom",
-        "no-device",
-        "disk-full",
-        "wandb-auth",
-        "import-error",
-        "nan-loss",
-        "comm-timeout",
-        "killed",
-    ]
+def test_cause_ids_are_the_corpus_vocabulary():
+    # tests/data/failures/README.md is the vocabulary the corpus is written in: every id there is a cause here
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parent / "data" / "failures" / "README.md").read_text()
+    ids = re.findall(r"^\| `([a-z\-]+)` \|", readme, re.MULTILINE)
+    assert set(ids) == {c.id for c in CAUSES} | {"unknown", "none"}
+    assert len({c.id for c in CAUSES}) == len(CAUSES)
+
+
+def test_docs_causes_md_is_generated_from_the_registry():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run(
+        [sys.executable, "scripts/make_causes_doc.py", "--check"], cwd=root, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr + run.stdout
+    text = (root / "docs" / "causes.md").read_text()
+    for cause in CAUSES:
+        assert f"| `{cause.id}` |" in text and cause.sources and all(s in text for s in cause.sources)
+
+
+def test_every_cause_the_corpus_holds_cites_one_of_its_reports():
+    from pathlib import Path
+
+    import yaml
+
+    cited = {c.id: set(c.sources) for c in CAUSES}
+    for path in sorted((Path(__file__).parent / "data" / "failures").glob("*.yaml")):
+        case = yaml.safe_load(path.read_text())
+        cause = case["expect"]["cause"]
+        if cause in cited:
+            cited[cause].discard(f"{case['source']['repo']} {case['source']['thread']}")
+    reported = {c.id for c in CAUSES if not c.sources[0].startswith("grpolab's seeded")}
+    untouched = {c.id for c in CAUSES if cited[c.id] == set(c.sources)} & reported
+    assert not untouched, f"causes citing none of their corpus cases: {untouched}"
+
+
+def test_every_pattern_line_holds_one_of_its_causes_prefilter_words():
+    # the prefilter drops lines without a cause's words before its patterns run: a corpus line that matches a
+    # pattern must hold one of that cause's words, or the streamed diagnosis would miss it
+    from pathlib import Path
+
+    import yaml
+
+    for path in sorted((Path(__file__).parent / "data" / "failures").glob("*.yaml")):
+        for line in yaml.safe_load(path.read_text())["log"].splitlines():
+            for cause in CAUSES:
+                if cause.compiled().search(line):
+                    assert any(w in line.lower() for w in cause.words), (path.name, cause.id, line)

@@ -234,7 +234,7 @@ def test_run_wait_keeps_one_view_reads_each_refresh_once_and_classifies_a_failur
         return r.write_status(state="FAILED", message="Job entrypoint command failed", ended=time.time())
 
     counts, opened, classified = {"bytes": 0}, [], []
-    real_open, real_classify = metrics.open_regular, summary.classify_failure
+    real_open, real_classify = metrics.open_regular, summary.log_failure
 
     def spy_open(path):
         opened.append(path)
@@ -242,7 +242,7 @@ def test_run_wait_keeps_one_view_reads_each_refresh_once_and_classifies_a_failur
 
     monkeypatch.setattr(state, "refresh", refresh_status)
     monkeypatch.setattr(metrics, "open_regular", spy_open)
-    monkeypatch.setattr(summary, "classify_failure", lambda text: classified.append(1) or real_classify(text))
+    monkeypatch.setattr(summary, "log_failure", lambda r, s: classified.append(1) or real_classify(r, s))
     lines = []
     outcome = follow_run(run, progress=lines.append, poll_s=0.0, every_s=0.0)
 

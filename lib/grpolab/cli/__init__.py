@@ -36,6 +36,7 @@ VERBS = {
     "stop": "runs",
     "monitor": "monitor",
     "compare": "compare",
+    "diagnose": "diagnose",
     "head": "head",
     "import": "import_",
     "plan": "plan",

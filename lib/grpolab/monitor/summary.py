@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import textwrap
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from grpolab.jobs import state as run_state
@@ -28,7 +27,8 @@ from grpolab.jobs.checkpoints import listing as checkpoint_listing
 from grpolab.jobs.runs import TERMINAL_STATES, BadRecord, Run
 from grpolab.monitor.alerts import Alert, alerts, group, json_number
 from grpolab.monitor.clock import clock_text
-from grpolab.monitor.failures import Failure, classify_failure
+from grpolab.monitor.diagnosis import log_failure
+from grpolab.monitor.failures import Failure
 from grpolab.monitor.figures import KEY_METRICS
 from grpolab.monitor.metrics import MetricsView, open_run
 from grpolab.monitor.thresholds import Thresholds, load_thresholds, thresholds_for
@@ -88,14 +88,11 @@ def failure_of(run: Run, status: dict) -> Failure | None:
 
 
 def _failure(run: Run, status: dict) -> Failure:
-    tail, skipped = _log_tail(run)
-    if not tail and status.get("log_tail"):  # no job.log (a copied record): the tail launch kept in status.json
-        tail = "\n".join(status["log_tail"])
-    message = status.get("message") or ""
-    found = classify_failure(tail + "\n" + message)
+    found = log_failure(run, status)  # the whole log, streamed: the same answer as `grpolab diagnose LOG`
     if found is not None:
-        # Line numbers count from the start of the text read: only meaningful when that was the whole log.
-        return replace(found, line_numbers=[]) if skipped else found
+        return found
+    tail, _ = _log_tail(run)
+    message = status.get("message") or ""
     last = [line for line in tail.splitlines() if line.strip()][-5:]
     return Failure(
         "unknown",

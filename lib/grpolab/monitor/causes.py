@@ -1,0 +1,40 @@
+"""The cause registry: every failure cause `grpolab diagnose` can name, declared once.
+
+Each cause has its stable id, what it means, the fix, the `grpolab check` rules that should have caught it
+before launch (where one can), the patterns that find it in a log, the lowercase words one of which every
+matching line holds (the streaming prefilter's keywords: grpolab.monitor.diagnose), and the public reports it
+was learned from (repository + thread; the logs themselves are cases of tests/data/failures). From this table
+come the diagnosis (grpolab.monitor.diagnose), `classify_failure` (grpolab.monitor.failures) and docs/causes.md
+(grpolab.monitor.causes_doc, written by scripts/make_causes_doc.py; a test fails when it is stale).
+
+The order is the order of origin: a failed distributed job prints several causes at once (one rank runs out of
+memory, the others time out in the collective it never reached, then Ray reports dead workers), so the causes
+that start a failure come before those that follow from one (config and code errors, then layouts and batches,
+then devices, memory and communicators, then timeouts, kills and dead workers).
+"""
+
+from __future__ import annotations
+
+from grpolab.monitor.cause import PREFIX, Cause
+from grpolab.monitor.causes_run import CAUSES as _RUN
+from grpolab.monitor.causes_setup import CAUSES as _SETUP
+
+__all__ = ["CAUSES", "PREFIX", "Cause", "BY_ID", "NONE", "UNKNOWN", "SILENT", "cause", "words"]
+
+CAUSES: tuple[Cause, ...] = _SETUP + _RUN
+
+# The causes a diagnosis may also name that no log pattern finds.
+UNKNOWN = "unknown"  # the log shows an error that no cause above explains
+NONE = "none"  # the log shows no failure
+SILENT = ("no-training-step", "reward-constant", "throughput-collapse", "stalled")  # a run's metrics and status
+
+BY_ID = {cause.id: cause for cause in CAUSES}
+
+
+def cause(cause_id: str) -> Cause:
+    return BY_ID[cause_id]
+
+
+def words() -> tuple[str, ...]:
+    """Every prefilter keyword, lowercase, once."""
+    return tuple(dict.fromkeys(word for c in CAUSES for word in c.words))

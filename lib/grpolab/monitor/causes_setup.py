@@ -1,0 +1,289 @@
+"""The causes that stop a job before it trains: config keys, modules, chat templates, rewards, logins, batches,
+layouts, checkpoints, devices. Part of the cause registry (grpolab.monitor.causes), in the order of origin."""
+
+from __future__ import annotations
+
+from grpolab.monitor.cause import Cause
+
+CAUSES: tuple[Cause, ...] = (
+    Cause(
+        "config-key",
+        "a config key or Hydra override was rejected: the installed verl (or library) has no such key",
+        "correct the key, or add it with `+` where verl's config is free-form (a new key); `grpolab check` composes "
+        "the launch against the installed verl before it starts",
+        (
+            r"Could not override '[^'\n]+'",
+            r"Key '[^'\n]+' is not in struct",
+            r"ConfigAttributeError: Key '[^'\n]+'",
+            r"Could not append to config\. An item is already at '[^'\n]+'",
+            r"Error merging override [^\n]+",
+            r"Could not delete from config\. '[^'\n]+'",
+            r"ConfigKeyError: [^\n]+",
+            r"(?:Config|Arguments|Args|Params)\w*\.__init__\(\) got an unexpected keyword argument '[^'\n]+'",
+            r"\bunrecognized arguments: [^\n]+",
+            r"\b(?:Unknown|Unrecognized|Unsupported|Invalid) (?:config(?:uration)? )?(?:key|option|field|argument)s?"
+            r"[: ]+'?[\w.\-]+",
+            r"Extra inputs are not permitted",
+            r"OverrideParseException|LexerNoViableAltException|mismatched input '[^'\n]*' expecting",
+            r"^[ \t]*full_key: [\w.\-]+",
+        ),
+        (
+            "override",
+            "lexernoviablealt",
+            "full_key",
+            "mismatched input",
+            "not in struct",
+            "configattributeerror",
+            "could not append",
+            "could not delete",
+            "configkeyerror",
+            "unexpected keyword",
+            "unrecognized",
+            "unknown",
+            "unsupported",
+            "invalid",
+            "extra inputs",
+        ),
+        (
+            "volcengine/verl issue 1080",
+            "volcengine/verl issue 7430",
+            "NVIDIA-NeMo/RL issue 3869",
+            "unslothai/unsloth issue 2576",
+        ),
+        rule="verl-schema",
+        unless=(r"is deprecated", r"\bwarn(?:ing)?\b.*unknown"),
+    ),
+    Cause(
+        "no-device",
+        "no usable accelerator: the job found no CUDA/NPU device, or Ray could not place the GPU/NPU workers",
+        "check the nodes have devices and drivers (`npu-smi info` / `nvidia-smi`), that torch_npu is installed on "
+        "Ascend nodes, that Ray was started with the devices (`ray start --resources='{\"NPU\": 16}'` on Ascend) "
+        "and that cluster.nnodes x cluster.devices_per_node matches `ray status`; `grpolab preflight` checks it",
+        (
+            r"No CUDA GPUs are available",
+            r"Found no NVIDIA driver on your system",
+            r"Torch not compiled with CUDA enabled",
+            r"No module named '?torch_npu'?",
+            r"\bNPU (?:is )?not available|\bno (?:available )?NPU (?:device|found)",
+            r"Total available (?:GPUs|NPUs) [\d.]+ is less than total desired",
+            r"resource request cannot be scheduled right now: \{[^}\n]*'(?:GPU|NPU)'",
+            r"No available node types can fulfill resource request.*\b(?:GPU|NPU)\b",
+            r"resources? (?:request )?cannot be satisfied",
+            r"[Ii]nfeasible.*\b(?:GPU|NPU)\b",
+            r"npu-smi: (?:command )?not found",
+            r"CUDA driver version is insufficient",
+            r"no CUDA-capable device is detected",
+            r"does not allocate any (?:GPUs|NPUs)|no (?:GPUs|NPUs) (?:are |were )?(?:allocated|assigned)",
+            r"exceeds the total number of available (?:GPUs|NPUs|devices)",
+        ),
+        (
+            "no cuda gpus",
+            "nvidia driver",
+            "not compiled with cuda",
+            "torch_npu",
+            "npu not available",
+            "npu is not available",
+            "no npu",
+            "no available npu",
+            "total available",
+            "cannot be scheduled",
+            "no available node types",
+            "cannot be satisfied",
+            "infeasible",
+            "npu-smi",
+            "driver version is insufficient",
+            "cuda-capable",
+            "does not allocate any",
+            "no gpus",
+            "no npus",
+            "number of available",
+        ),
+        ("vllm-project/vllm issue 6956",),
+        # Ray's autoscaler warns while a placement group waits, also in runs that start fine a minute later
+        weak=(r"cannot be scheduled right now",),
+    ),
+    Cause(
+        "import-error",
+        "a Python module is missing or the installed versions do not fit together",
+        "run `grpolab preflight RECIPE` to compare the installed stack with the recipe's pins, install the "
+        "missing package (or the version the other packages expect) on every node, and restart Ray so its "
+        "workers pick it up",
+        (
+            r"^{P}(?:ModuleNotFoundError|ImportError): ",
+            r"RayTaskError\((?:ModuleNotFoundError|ImportError)\)",
+            r"VersionConflict",
+            r"\brequires [\w.\-\[\]]+ *[<>=!~].*, but you have ",
+            r"undefined symbol: ",
+            r"\bversions? (?:conflict|mismatch)\b",
+            r"version `GLIBC(?:XX)?_[\d.]+' not found",
+            r"(?:was|were) compiled (?:against|with) .{0,80}(?:but|while) ",
+            r"cannot import name '[^'\n]+' from '[^'\n]+'",
+        ),
+        (
+            "modulenotfounderror",
+            "importerror",
+            "versionconflict",
+            "but you have",
+            "undefined symbol",
+            "version conflict",
+            "versions conflict",
+            "version mismatch",
+            "versions mismatch",
+            "glibc",
+            "compiled against",
+            "compiled with",
+            "cannot import name",
+        ),
+        ("Ascend/pytorch issue 35", "huggingface/trl issue 3304", "vllm-project/vllm-ascend issue 117"),
+        rule="stack",
+    ),
+    Cause(
+        "chat-template",
+        "the tokenizer has no chat template, or applying it failed",
+        "use the model's instruct tokenizer or set one (`data.apply_chat_template_kwargs`, a tokenizer with a "
+        "`chat_template`), or give prompts as plain text; a base model ships no template",
+        (
+            r"chat_template is not set",
+            r"Cannot use (?:apply_)?chat[_ ]template",
+            r"no chat template",
+            r"does not have a chat template",
+            r"jinja2\.exceptions\.\w+",
+            r"apply_chat_template.{0,80}(?:Error|failed)",
+            r"TemplateError: ",
+        ),
+        ("chat_template", "chat template", "jinja2", "templateerror"),
+        ("huggingface/open-r1 issue 85", "sgl-project/sglang issue 2431", "volcengine/verl issue 390"),
+        ignorecase=True,
+    ),
+    Cause(
+        "reward-missing",
+        "there is no reward for the data: no reward function for its data_source, or the custom reward function "
+        "cannot be loaded or called",
+        "set custom_reward_function.path / .name to a function that scores this data_source (verl's "
+        "default_compute_score knows only its bundled data sets), or fix the function's signature",
+        (
+            r"Reward function is not implemented",
+            r"(?:reward|compute_score)\w* (?:function )?.{0,40}(?:not found|not implemented|is not defined)",
+            r"custom_reward_function.{0,80}(?:Error|not found|does not exist)",
+            r"Reward function '[^'\n]+' not found",
+            r"compute_score\(\) (?:got an unexpected|missing \d+ required)",
+        ),
+        ("not implemented", "reward function", "custom_reward_function", "compute_score", "not found", "not defined"),
+        ("areal-project/AReaL issue 105", "volcengine/verl issue 3450"),
+        ignorecase=True,
+    ),
+    Cause(
+        "wandb-auth",
+        "Weights & Biases refused the login: no API key, or a wrong one, reached the job",
+        "export WANDB_API_KEY in the environment GRPO Lab is started from (it is passed to the job without being "
+        "written to the run record), or `wandb login` on the head node; or log offline (WANDB_MODE=offline) or "
+        "drop `wandb` from trainer.logger",
+        (
+            r"wandb\.errors\.(?:errors\.)?AuthenticationError",
+            r"api_key not configured",
+            r"wandb: ERROR .{0,80}(?:not logged in|API key|api_key|401|Unauthorized)",
+            r"401 Client Error: Unauthorized for url: https?://api\.wandb\.ai",
+            r"(?:wandb|W&B).{0,80}(?:invalid|incorrect) API key|API key must be 40 characters",
+        ),
+        ("wandb", "api_key", "api key", "unauthorized"),
+        ("unslothai/unsloth issue 1914",),
+        ignorecase=True,
+    ),
+    Cause(
+        "batch-divisible",
+        "a batch does not split evenly: the train, mini or micro batch (times the group size n) over the "
+        "data-parallel groups or the rollout's workers",
+        "make train batch x rollout.n a multiple of the chunks it is split into (the nearest valid values are "
+        "named above); `grpolab check` finds it before launch",
+        (
+            r"only support equal chunk",
+            r"^(?=[^\n]*(?:batch|micro|mini))[^\n]*\b(?:must be|should be) (?:>=|<=|larger|greater|smaller|less|at "
+            r"least|no (?:more|larger|greater))",
+            # a batch word anywhere in the line, and a divisibility verdict: "X (249) is not a multiple of the
+            # microbatch size (2)", "train_batch_size must be divisible by ...", "cannot be split evenly"
+            r"^(?=[^\n]*(?:batch|chunk|n_samples|rollout\.n|micro|mini|samples))[^\n]*\b(?:is not|isn't|not|must be|"
+            r"should be|has to be|needs to be|cannot be|can't be) (?:evenly )?(?:divisible|a multiple|multiple|split"
+            r"|divided)",
+            r"\b(?:batch|chunk)\w*[^\n]{0,60}%[^\n]{0,60}(?:== ?0|!= ?0)",
+        ),
+        ("chunk", "divisible", "multiple", "split", "divided", " % ", "must be", "should be"),
+        ("NVIDIA-NeMo/RL issue 648", "volcengine/verl issue 473"),
+        rule="batch-divisible",
+        ignorecase=True,
+    ),
+    Cause(
+        "layout-mismatch",
+        "the parallel layout does not fit the model or the devices: world size vs TP x PP x CP, layers vs PP, "
+        "heads or vocabulary vs TP, experts vs EP, or the local world size vs the visible devices",
+        "choose a layout that divides the model and the world (`grpolab plan RECIPE` lists every valid one); "
+        "`grpolab check` finds it before launch",
+        (
+            r"\b(?:attention heads|num_attention_heads|num_heads|num_key_value_heads|kv heads|query groups|"
+            r"num_query_groups|vocab\w*|hidden_size|num_layers|num_hidden_layers|layers|experts?|num_experts|"
+            r"num_moe_experts|world[_ ]size|intermediate_size)\b[^\n]{0,120}\b(?:must|should|has to|needs to)? ?"
+            r"(?:be )?(?:not )?(?:evenly )?(?:divisible|a multiple|multiple of)",
+            r"\b(?:tensor|pipeline|expert|context|data)[_ ](?:model[_ ])?parallel\w*[^\n]{0,120}(?:must|should|"
+            r"is not|not|cannot|can't) (?:be )?(?:evenly )?(?:divisible|a multiple|divide|greater|larger|exceed|equal)",
+            r"\b(?:devices|gpus|npus|world[_ ]size)\b[^\n]{0,40}(?:is |are )?(?:less than|smaller than|fewer than|not "
+            r"enough for) [^\n]{0,40}(?:tp|pp|ep|tensor|pipeline|parallel)",
+            r"\bworld[_ ]size\b[^\n]{0,80}(?:not divisible|mismatch|does not match|must be|is smaller|less than)",
+            # a layout word anywhere (num_attention_heads, num_layers, experts, world size, *_parallel_size, tp/pp/ep)
+            # and a divisibility verdict: "must be a multiple of", "is not divisible by", "must divide"
+            r"^(?=[^\n]*(?:heads|layers|experts|vocab|world[_ ]size|parallel|\b(?:tp|pp|ep|cp|etp|dp)(?:_size)?\b))"
+            r"[^\n]*\b(?:is not|isn't|not|must be|should be|has to be|needs to be|must|should|does not|cannot)"
+            r" (?:evenly )?(?:divisible|a multiple|multiple|divided|divide)",
+            # Megatron's and vLLM's ensure_divisibility / divide(): the split of heads, experts or vocab over ranks
+            r"(?:AssertionError|ValueError): \d+ is not divisible by \d+\b",
+            r"local[_ ]world[_ ]size[^\n]{0,120}(?:visible|device|exceed|greater|larger)",
+            r"(?:ASCEND_RT|ASCEND|CUDA)_VISIBLE_DEVICES[^\n]{0,120}(?:less than|fewer|does not match|mismatch|exceed|"
+            r"range)|Error setting \w*VISIBLE_DEVICES",
+            r"\b(?:tp|pp|ep|cp|tp_size|pp_size|ep_size)\b ?\(?\d*\)? ?[^\n]{0,40}(?:must|should) (?:be )?"
+            r"(?:divisible|a multiple|divide)",
+            r"Invalid device (?:id|ordinal)|invalid device ordinal",
+            r"requested (?:more|\d+) (?:GPUs|NPUs|devices)[^\n]{0,60}(?:only|available)",
+        ),
+        (
+            "divisib",
+            "multiple",
+            "divide",
+            "visible",
+            "ordinal",
+            "mismatch",
+            "does not match",
+            "exceed",
+            "greater",
+            "larger",
+            "less than",
+            "smaller than",
+            "not enough for",
+            "cannot be",
+            "fewer",
+            "requested",
+            "must be",
+            "should be",
+        ),
+        ("vllm-project/vllm issue 1705", "vllm-project/vllm issue 52435", "vllm-project/vllm-ascend issue 2879"),
+        rule="world-divisible",
+        unless=(r"batch", r"chunk"),
+        ignorecase=True,
+    ),
+    Cause(
+        "checkpoint-mismatch",
+        "a checkpoint does not fit the model it is loaded into: tensor shapes differ, or keys are missing or "
+        "unexpected (another model, another layout, another version's format)",
+        "load the checkpoint into the model (and the parallel layout) it was saved from, or convert it with "
+        "verl's model merger first; `grpolab resume` refuses a change the checkpoint cannot take",
+        (
+            r"size mismatch for [\w.]+",
+            r"Missing key\(s\) in state_dict",
+            r"Unexpected key\(s\) in state_dict",
+            r"Error\(s\) in loading state_dict",
+            r"(?:checkpoint|state_dict|ckpt)[^\n]{0,80}(?:shape mismatch|do(?:es)? not match|mismatch)",
+            r"shape mismatch[^\n]{0,80}(?:checkpoint|loading|load)",
+            r"(?:missing|unexpected) keys?[^\n]{0,40}(?:checkpoint|when loading|state[_ ]dict)",
+        ),
+        ("mismatch", "state_dict", "missing key", "unexpected key", "do not match", "does not match"),
+        ("NVIDIA/Megatron-LM issue 924", "OpenRLHF/OpenRLHF issue 839"),
+        ignorecase=True,
+    ),
+)

@@ -1,0 +1,323 @@
+"""What a cause's own lines say beyond its id: the rejected key and the nearest valid key of the installed verl's
+config (grpolab.verl.config reads it as data); for a batch or a layout, the numbers, the recipe key to change and
+its nearest valid values, from the rules' own maths (grpolab.rules.maths); what an HCCL/NCCL error code means.
+
+    explain(cause, lines, facts) -> Extra(message, fix, key, rule)
+    read_facts(line, facts)          settings a log prints on its command line (rollout.n=8, train_batch_size=...)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from grpolab.rules.maths import divisors, listed, multiples_near, nearest
+
+FACTS = "facts"  # the prefilter's owner of FACT_WORDS
+FACT_WORDS = ("rollout.n=", "n_samples=", "train_batch_size=", "ppo_mini_batch_size=", "n_gpus_per_node=", "nnodes=")
+_FACT = re.compile(
+    r"(?:^|[\s'\"])\+?(?:[\w.]+\.)?(rollout\.n|n_samples|train_batch_size|ppo_mini_batch_size|n_gpus_per_node|nnodes)"
+    r"=(\d+)\b"
+)
+
+# HcclResult (CANN's inc/hccl/hccl_types.h, as vendored in Ascend/pytorch third_party/hccl; read 2026-12-02): the
+# code an `HCCL function error: ..., error code is N` line ends with
+HCCL_CODES = {
+    1: "a parameter error (HCCL_E_PARA: often the rank table or a device id that does not match the devices)",
+    2: "an empty pointer (HCCL_E_PTR)",
+    3: "memory (HCCL_E_MEMORY)",
+    4: "an internal error (HCCL_E_INTERNAL: often CANN and the driver at versions that do not fit)",
+    5: "an unsupported feature (HCCL_E_NOT_SUPPORT: the CANN version)",
+    6: "a resource not found (HCCL_E_NOT_FOUND)",
+    7: "a resource unavailable (HCCL_E_UNAVAIL: the device is held by another process)",
+    8: "a system call error (HCCL_E_SYSCALL)",
+    9: "a timeout (HCCL_E_TIMEOUT: a rank did not join in time; HCCL_CONNECT_TIMEOUT)",
+    10: "a file that could not be opened (HCCL_E_OPEN_FILE_FAILURE: the rank table path)",
+    11: "a TCP connection failure (HCCL_E_TCP_CONNECT: HCCL_SOCKET_IFNAME, firewalls, HCCL_IF_BASE_PORT)",
+    12: "a RoCE connection failure (HCCL_E_ROCE_CONNECT: the device NICs, `hccn_tool`)",
+    13: "a TCP transfer failure (HCCL_E_TCP_TRANSFER)",
+    14: "a RoCE transfer failure (HCCL_E_ROCE_TRANSFER)",
+    15: "a runtime call failure (HCCL_E_RUNTIME: the CANN runtime)",
+    16: "a driver call failure (HCCL_E_DRV: the driver version)",
+    17: "a profiling error (HCCL_E_PROFILING)",
+    18: "a CCE error (HCCL_E_CCE)",
+    19: "a network error (HCCL_E_NETWORK)",
+    20: "try again (HCCL_E_AGAIN)",
+    21: "an error on a remote rank (HCCL_E_REMOTE: look at the other ranks' logs)",
+}
+# ncclResult_t (NVIDIA/nccl src/nccl.h.in)
+NCCL_CODES = {
+    "ncclUnhandledCudaError": "a CUDA call failed inside NCCL (the driver, the device)",
+    "ncclSystemError": "a system call failed (sockets, shared memory: NCCL_SOCKET_IFNAME, /dev/shm size)",
+    "ncclInternalError": "an internal error (often NCCL versions that differ between nodes)",
+    "ncclInvalidArgument": "an invalid argument",
+    "ncclInvalidUsage": "invalid usage (e.g. two ranks on one device)",
+    "ncclRemoteError": "an error on a remote rank or the network",
+}
+
+
+@dataclass
+class Extra:
+    message: str = ""
+    fix: str = ""
+    key: str | None = None
+    rule: str | None = None  # the `grpolab check` rule that finds it; None: the cause's own, "": none applies
+
+
+def read_facts(line: str, facts: dict[str, str]) -> None:
+    for name, value in _FACT.findall(line):
+        facts.setdefault(name, value)
+
+
+_PRODUCT = re.compile(r"\((\d+) ?[x*\u00d7] ?(\d+)\)")  # TRL's "(3 x 8)": processes x per-device batch
+
+
+def explain(cause: str, lines: list[str], facts: dict[str, str]) -> Extra:
+    handler = _HANDLERS.get(cause)
+    if handler is None:
+        return Extra()
+    lines = [_PRODUCT.sub(lambda m: f"({int(m.group(1)) * int(m.group(2))})", line) for line in lines]
+    for line in lines:
+        if cause == "config-key" and _FULL_KEY.search(line):
+            continue  # the full key OmegaConf prints under its error: added to the error's own key below
+        extra = handler(line, facts)
+        if extra is not None:
+            full = next((m.group(1) for text in lines if (m := _FULL_KEY.search(text))), None)
+            if cause == "config-key" and full and full != extra.key:
+                whole = _config_key(f"Could not override '{full}'", facts)  # the nearest key from the full key
+                whole.message = whole.message.replace(f"key: {full}", f"key: {extra.key} (its full key: {full})", 1)
+                whole.key = extra.key
+                return whole
+            return extra
+    return Extra()
+
+
+_FULL_KEY = re.compile(r"^\s*full_key: ([\w.\-\[\]]+)")
+
+
+# ---------------------------------------------------------------------------------------------- config-key
+_KEY = re.compile(
+    r"Could not override '([^'\n]+)'|Key '([^'\n]+)' is not in struct|ConfigAttributeError: Key '([^'\n]+)'|"
+    r"An item is already at '([^'\n]+)'|Error merging override \+?([\w.\-]+)|Could not delete from config\. "
+    r"'([^'\n]+)'|unexpected keyword argument '([^'\n]+)'|unrecognized arguments: (\S+)|"
+    r"(?:key|option|field)s?[: ]+'?([\w.\-]+)|full_key: ([\w.\-]+)",
+    re.IGNORECASE,
+)
+
+
+def nearest_verl_key(key: str) -> str | None:
+    """The installed verl's config key nearest to `key` (a dotted key under one of its top-level sections), or
+    None (no verl, or nothing near)."""
+    from grpolab.problems import closest
+    from grpolab.recipe.dotted import get_dotted
+    from grpolab.verl.config import base_config
+
+    parts = key.lstrip("+~").split(".")
+    for engine in ("fsdp", "megatron"):
+        config = base_config(engine)
+        if not config or parts[0] not in config:
+            continue
+        node, prefix = config, []
+        for part in parts[:-1]:
+            if isinstance(node, dict) and part in node:
+                node, prefix = node[part], prefix + [part]
+            else:
+                break
+        if not isinstance(node, dict):
+            continue
+        rest = parts[len(prefix) :]
+        near = closest(rest[0], node)
+        if near and near != rest[0]:
+            return ".".join(prefix + [near])
+        if near and len(rest) > 1 and isinstance(get_dotted(config, ".".join(prefix + [near])), dict):
+            sub = get_dotted(config, ".".join(prefix + [near]))
+            inner = closest(rest[1], sub)
+            if inner:
+                return ".".join(prefix + [near, inner])
+    return None
+
+
+def _config_key(line: str, facts) -> Extra | None:
+    m = _KEY.search(line)
+    if not m:
+        return None
+    key = next(g for g in m.groups() if g)
+    near = nearest_verl_key(key)
+    message = f"The rejected key: {key}"
+    if near:
+        from grpolab.verl.fieldmap import field_of
+
+        owner = field_of(near)
+        message += f"; the nearest key of the installed verl's config: {near}" + (
+            f" (the recipe field {owner})" if owner else ""
+        )
+        fix = f"rename {key} to {near}" + (f" (in a recipe: {owner})" if owner else "")
+    else:
+        fix = f"remove or correct {key} (the installed version has no such argument or key)"
+    from grpolab.verl.config import base_config
+
+    config = base_config("fsdp") or {}
+    verl_key = "." in key and key.lstrip("+~").split(".")[0] in config
+    return Extra(message, fix, key, None if verl_key else "")
+
+
+# ---------------------------------------------------------------------------------------------- batches
+_CHUNK = re.compile(r"size of DataProto (\d+) and chunk (\d+)", re.IGNORECASE)
+_TWO = re.compile(
+    r"([A-Za-z_][\w.]*(?: [a-z_]+){0,5}?)\W{0,3}?[ (=:]+(\d+)\)?[^\n\d]{0,80}?(?:divisible by|multiple of|divide"
+    r"|%)\W*([A-Za-z_][\w.]*(?: [a-z_]+){0,5}?)?\W{0,3}?[ (=:]*(\d+)"
+)
+
+
+_AT_LEAST = re.compile(
+    r"([A-Za-z_][\w.]*) \(?(\d+)\)? (?:must|should) be (?:>=|at least|larger than or equal to|no smaller than) "
+    r"([A-Za-z_][\w.]*) \(?(\d+)"
+)
+
+
+def _recipe_key(name: str) -> str | None:
+    """The recipe field behind a verl name a message prints (ppo_mini_batch_size -> algorithm.ppo_mini_batch_size),
+    from the one field map."""
+    from grpolab.verl.fieldmap import KEYS
+
+    name = name.strip().split(".")[-1].replace(" ", "_")
+    for row in KEYS:
+        if row.verl.split(".")[-1] == name or row.field.split(".")[-1] == name:
+            return row.field
+    return None
+
+
+def _batch(line: str, facts) -> Extra | None:
+    m = _CHUNK.search(line)
+    if m:
+        size, chunks = int(m.group(1)), int(m.group(2))
+        n = int(facts.get("rollout.n") or facts.get("n_samples") or 0)
+        message = (
+            f"The batch of {size} samples does not split into {chunks} equal chunks (verl's DataProto.chunk: the "
+            "rollout's agent-loop workers or the data-parallel ranks)"
+        )
+        if n and size % n == 0:
+            prompts = size // n
+            step = chunks // math.gcd(n, chunks)
+            valid = nearest(prompts, multiples_near(prompts, step))
+            message += f"; it is data.train_batch_size {prompts} x rollout.n (the group size) {n}"
+            fix = f"set data.train_batch_size to one of {listed(valid)} (x {n} a multiple of {chunks})"
+        else:
+            valid = nearest(size, multiples_near(size, chunks))
+            fix = (
+                f"make data.train_batch_size x rollout.n a multiple of {chunks} (nearest valid totals: {listed(valid)})"
+                f", or the chunks a divisor of {size}: {listed(nearest(chunks, divisors(size)))}"
+            )
+        return Extra(message, fix, "data.train_batch_size", "dispatch-chunk")
+    m = _AT_LEAST.search(line)
+    if m:
+        small, a, large, b = m.group(1), int(m.group(2)), m.group(3), int(m.group(4))
+        key_a, key_b = _recipe_key(small) or small, _recipe_key(large) or large
+        valid = [d for d in divisors(a)]
+        return Extra(
+            f"{small} = {a} is smaller than {large} = {b}",
+            f"lower {key_b} to a divisor of {a} ({listed(nearest(b, valid))}) or raise {key_a} to {b} or more",
+            key_b,
+            "mini-batch",
+        )
+    m = _TWO.search(line)
+    if m:
+        name, value, by_name, by = m.group(1), int(m.group(2)), (m.group(3) or "").strip(), int(m.group(4))
+        if by <= 0:
+            return None
+        key = _recipe_key(name)
+        valid = nearest(value, multiples_near(value, by))
+        message = f"{name.strip()} = {value} is not a multiple of {by_name + ' = ' if by_name else ''}{by}"
+        n = facts.get("rollout.n")
+        if n:
+            message += f" (rollout.n, the group size, is {n})"
+        rule = "mini-batch" if "mini" in name and "micro" not in line.lower() else "batch-divisible"
+        if key is None:
+            return Extra(message, f"make {name.strip()} a multiple of {by} (nearest: {listed(valid)})", None, rule)
+        return Extra(message, f"set {key} to one of {listed(valid)}", key, rule)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- layouts
+_PARALLEL = (
+    ("tensor", "tp"),
+    ("tp", "tp"),
+    ("pipeline", "pp"),
+    ("pp", "pp"),
+    ("expert", "ep"),
+    ("ep", "ep"),
+    ("context", "cp"),
+)
+
+
+def _layout(line: str, facts) -> Extra | None:
+    m = _TWO.search(line)
+    if not m:
+        return None
+    what, total, by_name, size = m.group(1).strip(), int(m.group(2)), (m.group(3) or "").lower(), int(m.group(4))
+    if re.search(r"parallel|\b(?:tp|pp|ep|cp)\b", what, re.IGNORECASE) and not re.search(
+        r"parallel|\b(?:tp|pp|ep|cp)\b", by_name
+    ):  # "TP size (3) must divide the heads (32)": the divisor is named first
+        what, total, by_name, size = by_name.strip() or "the model", size, what.lower(), total
+    # Megatron writes tensor_model_parallel_size; vLLM and SGLang "tensor parallel size" in words
+    words = re.search(r"vllm|sglang|engine|rollout|(?:tensor|pipeline|expert) parallel size", line, re.IGNORECASE)
+    side = "rollout" if words else "train"
+    short = next((s for word, s in _PARALLEL if word in by_name.split() or by_name.startswith(word)), None)
+    if short is None or total <= 0:
+        if re.search(r"(?:Error|Exception)$", what) or not by_name:  # ensure_divisibility: bare numbers
+            return Extra(
+                f"{total} (a model dimension split over ranks: heads, experts, vocabulary) is not divisible by {size} "
+                "(a parallel size)",
+                f"use a parallel size that divides {total}: {listed(nearest(size, [d for d in divisors(total) if d != size]))}",
+            )
+        return Extra(f"{what} = {total} does not fit {by_name or 'the layout'} = {size}")
+    key = f"{side}.{short}"
+    valid = [d for d in divisors(total) if d != size]
+    if short == "tp":
+        check = "rollout-heads" if side == "rollout" else "heads-tp"
+    elif short == "pp":
+        check = "pp-layers"
+    elif short == "ep":
+        check = "rollout-ep" if side == "rollout" else "experts-ep"
+    else:
+        check = "world-divisible"
+    return Extra(
+        f"{what} = {total} is not divisible by {by_name} = {size} ({key})",
+        f"set {key} to a divisor of {total}: {listed(nearest(size, valid))}",
+        key,
+        check,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- communicators
+_HCCL_CODE = re.compile(
+    r"(hccl\w+)(?:\([^\n]*?\))?, error code is (\d+)|HCCL error[^\n]{0,40}?\b(?:code|ret)[ :=]+(\d+)", re.IGNORECASE
+)
+_NCCL_CODE = re.compile(
+    r"\b(nccl(?:UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|"
+    r"RemoteError))\b"
+)
+
+
+def _comm(line: str, facts) -> Extra | None:
+    m = _HCCL_CODE.search(line)
+    if m:
+        code = int(m.group(2) or m.group(3))
+        call = m.group(1) or "HCCL"
+        meaning = HCCL_CODES.get(code)
+        if meaning:
+            return Extra(f"{call} returned HCCL error code {code}: {meaning}")
+    m = _NCCL_CODE.search(line)
+    if m:
+        return Extra(f"NCCL returned {m.group(1)}: {NCCL_CODES[m.group(1)]}")
+    return None
+
+
+_HANDLERS = {
+    "config-key": _config_key,
+    "batch-divisible": _batch,
+    "layout-mismatch": _layout,
+    "comm-init": _comm,
+    "comm-timeout": _comm,
+}

@@ -1,0 +1,33 @@
+"""A run's diagnosis, one function for every view (`grpolab diagnose RUN`, `grpolab monitor`, `status`, 04_monitor):
+its whole log (logs/job.log, streamed: grpolab.monitor.diagnose) with the status message, the same answer as the
+same log given to `grpolab diagnose` as a file; then, when the log shows no failure, what its status and metrics
+show (grpolab.monitor.silent).
+
+    log_failure(run, status) -> Failure | None        the log's cause (None: the log shows none)
+    run_failure(run, status, view, thresholds) -> Failure | None
+"""
+
+from __future__ import annotations
+
+from grpolab.jobs.runs import Run
+from grpolab.monitor.diagnose import Failure, diagnose_files, diagnose_text
+from grpolab.monitor.silent import silent_failure
+from grpolab.recipe.files import is_regular
+
+
+def log_failure(run: Run, status: dict) -> Failure | None:
+    """The cause its log shows: logs/job.log whole (or the tail launch kept in status.json when there is no log),
+    then the status message."""
+    message = status.get("message") or ""
+    if run.job_log.exists() and is_regular(run.job_log):
+        return diagnose_files([(run.job_log, None)], extra=message)
+    tail = "\n".join(status.get("log_tail") or [])
+    return diagnose_text(tail + "\n" + message)
+
+
+def run_failure(run: Run, status: dict, view, thresholds=None) -> Failure | None:
+    found = log_failure(run, status)
+    if found is not None:
+        return found
+    view.refresh()
+    return silent_failure(status, view, thresholds, run)

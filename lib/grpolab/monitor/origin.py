@@ -1,0 +1,165 @@
+"""Who a log line is from and when: the rank, the node, the pid, the time, and for a collective the operation,
+its group, its sequence number and the remote rank it waited for.
+
+The formats read (all from public logs, tests/data/failures): torchrun's `[rank3]:` prefix; NCCL's
+`[PG ID 3 PG GUID ... Rank 1]` (a rank within that process group) and `[Rank 1]` (the default group: global),
+`WorkNCCL(SeqNum=..., OpType=...)`, `dump signal due to a collective timeout from rank 13`; HCCL/CANN's
+`(PID:2969, Device:0, RankID:101)`, `remote rank: [24]`, `tag[AllReduce_...]`, `group:[group_name_1654]`; Ray's
+`(WorkerDict pid=31962, ip=10.0.0.5)` prefix and `ray::X() (pid=..., ip=...)`; Ray's multi-line `ip: A` / `pid: N`
+blocks; timestamps of glog (`[E804 23:05:54.81]`), CANN (`2025-10-11-15:09:34.713.335`), ISO and vLLM
+(`ERROR 06-09 17:58:55`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TORCHRUN = re.compile(r"\[rank(\d+)\]:")
+_RANK_ID = re.compile(r"\bRank ?ID:? ?(\d+)\b", re.IGNORECASE)  # CANN's (PID:.., Device:.., RankID:..); -1: none
+_PG_RANK = re.compile(r"\[PG (?:ID )?(\d+)(?: PG GUID ([^\s\]]+))?(?:\([^)\]]*\))? Rank (\d+)\]")
+_RANK = re.compile(r"\[Rank (\d+)\]|\bRank (\d+): ")
+# torchrun's failure summary (`rank: 3 (local_rank: 3)`), HCCL's `rank[0]` / `userRank[3]`: the reporting rank
+_RANK_OTHER = re.compile(
+    r"\brank: ?(\d+)\b|\b(?:user_?|local_?user)?rank\[(\d+)\]|\(\w+ rank=(\d+) pid=", re.IGNORECASE
+)  # also vLLM's `(VllmWorker rank=0 pid=234357)` prefix and HCCL's `rank:1, rankSize:4`
+_REMOTE = re.compile(
+    r"(?P<signal>dump signal due to a collective timeout from +rank ?)(?P<a>\d+)|remote rank ?(?:id)?:? ?\[?(?P<b>\d+)"
+    r"|\brank (?P<c>\d+) (?:is|was|did|has) (?:not responding|stuck|slow|dead|not sen|timed)"
+    r"|\bdst_rank\[(?P<d>\d+)\]",  # HCCL's createLink para: ... dst_rank[0]-...-remote_ip_addr[A]
+    re.IGNORECASE,
+)
+_RAY_PID_IP = re.compile(r"\bpid=(\d+)(?:[^()\n]*?\bip=(\d{1,3}(?:\.\d{1,3}){3}|[\w\-]+))?")
+_NODE = re.compile(
+    r"\b(?:ip[:=] ?|IP: |IP address: \[?|node IP:? |node(?:_ip)?: |host(?:name)?: |ip\[)"
+    r"(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w\-]*\d[\w\-.]*)",
+)
+_REMOTE_IP = re.compile(r"remote_ip(?:_addr)?\[(\d{1,3}(?:\.\d{1,3}){3})\]", re.IGNORECASE)
+_LINK_ROW = re.compile(r"\|[ \t]*(\d{1,3}(?:\.\d{1,3}){3})\((\d+)\)[ \t]*\|")  # HCCL LINK_ERROR_INFO: dest(rank)
+_WORKER_PID = re.compile(r"\bWorker PID: (\d+)")  # Ray's "A worker died ..." names the dead worker
+_RAY_TASK = re.compile(r"ray::[\w.]+\(\) \(pid=(\d+), ip=([\w.\-]+)")
+_BLOCK_PID = re.compile(r"^\s+pid: (\d+)\s*$")
+_BLOCK_IP = re.compile(r"^\s+ip: (\S+)\s*$")
+_SEQ = re.compile(r"SeqNum=(\d+)|work sequence id: (\d+)")
+_OPTYPE = re.compile(r"OpType=(\w+)")
+_HCCL_TAG = re.compile(r"tag\[([A-Za-z]+?)_")
+_HCCL_OP = re.compile(r"\bHccl(Allreduce|AllGather|Allgather|ReduceScatter|Broadcast|AlltoAll\w*|Send|Recv|Reduce)\b")
+_HCCL_GROUP = re.compile(r"group:\[([^\]\s]+)\]")
+_TIMEOUT_MS = re.compile(r"Timeout\(ms\)=(\d+)")
+_TIMES = (
+    # glog: [E804 23:05:54.816499929 ...] (month, day)
+    (re.compile(r"\[[EWIF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2}(?:\.\d+)?)"), (0, 1, 2, 3, 4)),
+    # CANN: 2025-10-11-15:09:34.713.335; ISO: 2026-01-23 17:02:54[,.]206
+    (re.compile(r"\d{4}-(\d{2})-(\d{2})[- T](\d{2}):(\d{2}):(\d{2}(?:[.,]\d+)?)"), (0, 1, 2, 3, 4)),
+    # vLLM: ERROR 06-09 17:58:55
+    (re.compile(r"\b(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) (\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})"), (0, 1, 2, 3, 4)),
+)
+
+
+@dataclass
+class Where:
+    """What one line says about where it came from (None: the line does not say)."""
+
+    rank: int | None = None
+    node: str | None = None
+    pid: int | None = None
+    time: tuple | None = None  # (month, day, hour, minute, second): the year is rarely printed
+    remote: int | None = None  # the rank it waited for / that signalled the timeout
+    remote_node: str | None = None  # that rank's node, where the line names it
+    signalled: bool = False  # the remote rank signalled the timeout (NCCL's dump signal), not one waited for
+    seq: int | None = None
+    op: str | None = None
+    group: str | None = None
+    timeout_ms: int | None = None
+
+
+def where(
+    line: str, file_rank: int | None = None, after: list[str] | None = None, before: list[str] | None = None
+) -> Where:
+    """Where `line` came from; `after` / `before`: the lines around it (Ray prints an actor's pid and ip in a block
+    near its error, and `ray::Actor.method() (pid=.., ip=..)` above or below the traceback it relays)."""
+    w = Where()
+    m = _TORCHRUN.search(line)
+    if m:
+        w.rank = int(m.group(1))
+    pg = _PG_RANK.search(line)
+    if w.rank is None:
+        m = _RANK_ID.search(line)
+        if m and m.group(1) != "-1":
+            w.rank = int(m.group(1))
+    if w.rank is None and pg and pg.group(1) == "0":  # the default group's rank is the global rank
+        w.rank = int(pg.group(3))
+    if w.rank is None and not pg:
+        m = _RANK.search(line)
+        if m:
+            w.rank = int(m.group(1) or m.group(2))
+    if w.rank is None and (m := _RANK_OTHER.search(line)):
+        w.rank = int(next(g for g in m.groups() if g is not None))
+    if w.rank is None:
+        w.rank = file_rank
+    if w.rank is None and pg:  # only a rank within a process group: better than none
+        w.rank = int(pg.group(3))
+    if pg:
+        guid = pg.group(2) or ""
+        name = re.search(r"\(([^()]+)\)", guid)  # "0(default_pg)": the group's name
+        label = name.group(1) if name else guid if len(guid) < 24 else ""
+        w.group = f"PG {pg.group(1)}" + (f" ({label})" if label else "")
+    m = _REMOTE.search(line)
+    if m:
+        w.remote = int(m.group("a") or m.group("b") or m.group("c") or m.group("d"))
+        w.signalled = bool(m.group("signal"))
+        if node := _REMOTE_IP.search(line):
+            w.remote_node = node.group(1)
+    m = _LINK_ROW.search(line)
+    if m and w.remote is None:
+        w.remote, w.remote_node = int(m.group(2)), m.group(1)
+    dead = _WORKER_PID.search(line)
+    m = _RAY_PID_IP.search(line)
+    if dead:
+        w.pid = int(dead.group(1))
+    elif m:
+        w.pid = int(m.group(1))
+        w.node = m.group(2)
+    if w.node is None:
+        m = _NODE.search(line)
+        if m:
+            w.node = m.group(1)
+    near = list(after or ())[:8] + list(reversed(list(before or ())[-8:]))
+    for text in near:  # Ray's block (class_name, actor_id, pid, ip) below or above the error
+        if w.pid is None and (b := _BLOCK_PID.match(text)):
+            w.pid = int(b.group(1))
+        if w.node is None and (b := _BLOCK_IP.match(text)):
+            w.node = b.group(1)
+    if w.node is None:  # the actor a relayed error came from: `ray::WorkerDict.f() (pid=P, ip=A)` nearby
+        for text in near:
+            if b := _RAY_TASK.search(text):
+                w.node = b.group(2)
+                break
+    if w.node is None:  # a hard-wrapped line continues on the next ones
+        for text in list(after or ())[:2]:
+            if b := _NODE.search(text):
+                w.node = b.group(1)
+                break
+    m = _SEQ.search(line)
+    if m:
+        w.seq = int(m.group(1) or m.group(2))
+    m = _OPTYPE.search(line) or _HCCL_TAG.search(line) or _HCCL_OP.search(line)
+    if m:
+        w.op = m.group(1)
+    m = _HCCL_GROUP.search(line)
+    if m:
+        w.group = m.group(1)
+    m = _TIMEOUT_MS.search(line)
+    if m:
+        w.timeout_ms = int(m.group(1))
+    for pattern, _ in _TIMES:
+        m = pattern.search(line)
+        if m:
+            w.time = tuple(float(g.replace(",", ".")) for g in m.groups())
+            break
+    return w
+
+
+def ray_pids(line: str) -> list[tuple[int, str | None]]:
+    """Every (pid, ip) a line names in Ray's form (`pid=N, ip=A`), for mapping a pid to its node."""
+    return [(int(m.group(1)), m.group(2)) for m in _RAY_PID_IP.finditer(line)]

@@ -1,0 +1,331 @@
+"""`grpolab diagnose LOG|RUN|-` and the diagnosis behind it: the origin rank and node of a multi-rank failure, the
+key and values to change, a folder of per-rank logs, stdin, a run (the same answer as its log given as a file),
+silent failures from a run's metrics, and the exit status."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+import yaml
+
+from grpolab.monitor import synthetic
+from grpolab.monitor.diagnose import diagnose_text
+from tests.test_diagnose_corpus import CORPUS
+
+
+@pytest.fixture
+def cli(monkeypatch):
+    import grpolab.cli
+
+    monkeypatch.setattr(grpolab.cli, "VERBS", {"diagnose": "diagnose"})
+    return grpolab.cli.main
+
+
+def _log(case: str) -> str:
+    return yaml.safe_load((CORPUS / f"{case}.yaml").read_text())["log"]
+
+
+# Interleaved Ray workers on two nodes: rank 3 runs out of memory on 10.0.0.6; the others time out waiting for it,
+# then Ray reports the dead actor. (Lines in the formats of the corpus' cases: Ray prefixes, torchrun's [rankN]:,
+# NCCL's watchdog, torch's OOM message.)
+MULTI_NODE = """\
+(WorkerDict pid=5101, ip=10.0.0.5) [rank0]:[E1206 18:54:12.7 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7753, OpType=ALLREDUCE, NumelIn=5, NumelOut=5, Timeout(ms)=600000) ran for 600061 milliseconds before timing out.
+(WorkerDict pid=5230, ip=10.0.0.6) [rank3]:[W1206 18:44:10.1 logging.py:12] step 412 starts
+(WorkerDict pid=5230, ip=10.0.0.6) [rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.71 GiB. GPU 3 has a total capacity of 79.11 GiB
+(WorkerDict pid=5102, ip=10.0.0.5) [rank1]:[E1206 18:54:12.8 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7753, OpType=ALLREDUCE, NumelIn=5, NumelOut=5, Timeout(ms)=600000) ran for 600062 milliseconds before timing out.
+(raylet, ip=10.0.0.6) A worker died or was killed while executing a task by an unexpected system error.
+"""
+
+
+def test_the_origin_is_named_first_and_its_consequences_after():
+    failure = diagnose_text(MULTI_NODE)
+    assert failure.cause == "device-oom"
+    assert failure.rank == 3 and failure.node == "10.0.0.6"
+    assert "rank 3 on node 10.0.0.6" in failure.message and "comm-timeout" in failure.message
+    assert "CUDA out of memory" in failure.lines[0]
+    assert any("Watchdog" in line for line in failure.lines[1:]) and failure.then[0] == "comm-timeout"
+
+
+def test_a_timeout_names_the_rank_furthest_behind_across_ranks():
+    # rank 2 waits in an earlier collective (SeqNum 41) than ranks 0 and 1 (42): rank 2 is the one behind
+    lines = [
+        f"[rank{r}]:[E804 23:05:5{r}.8 ProcessGroupNCCL.cpp:689] [Rank {r}] Watchdog caught collective operation "
+        f"timeout: WorkNCCL(SeqNum={seq}, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+        "600093 milliseconds before timing out."
+        for r, seq in ((0, 42), (1, 42), (2, 41))
+    ]
+    failure = diagnose_text("\n".join(lines))
+    assert failure.cause == "comm-timeout" and failure.rank == 2 and failure.collective == "BROADCAST"
+    assert "rank 2" in failure.message and "ranks 0, 1" in failure.message
+    assert "SeqNum=41" in failure.lines[0]
+
+
+def test_a_folder_of_per_rank_logs_attributes_lines_to_their_files_rank(tmp_path, cli, capsys):
+    # no rank in the lines themselves: the file names say it; the earliest time across the files is the origin
+    (tmp_path / "rank0.log").write_text(
+        "INFO 12-02 10:00:01 start\nERROR 12-02 10:20:05 [pynccl.py:1] NCCL watchdog: collective timed out\n"
+    )
+    (tmp_path / "rank1.log").write_text(
+        "INFO 12-02 10:00:01 start\nERROR 12-02 10:10:00 [worker.py:1] NCCL error: collective timed out\n"
+    )
+    assert cli(["diagnose", str(tmp_path), "--json"]) == 1
+    failure = json.loads(capsys.readouterr().out)["failure"]
+    assert failure["cause"] == "comm-timeout" and failure["rank"] == 1
+    assert failure["files"][0].endswith("rank1.log") and failure["line_numbers"][0] == 2
+
+
+def test_a_config_key_names_the_nearest_key_of_the_installed_verl():
+    from grpolab.verl.config import config_dir
+
+    if config_dir() is None:  # verl's config files, read as data (verl itself is not imported)
+        pytest.skip("verl is not installed")
+    failure = diagnose_text(_log("verl-1080"))
+    assert failure.key == "actor_rollout_ref.actor.fsdp_config.grad_offload"
+    assert "actor_rollout_ref.actor.fsdp_config.param_offload" in failure.message  # from verl's own config
+    assert failure.rule == "verl-schema" and "grpolab check" in failure.message
+
+
+def test_a_batch_failure_names_the_recipe_key_and_the_nearest_valid_values():
+    text = (
+        "python3 -m verl.trainer.main_ppo data.train_batch_size=30 actor_rollout_ref.rollout.n=5\n"
+        "AssertionError: only support equal chunk. Got size of DataProto 150 and chunk 8.\n"
+    )
+    failure = diagnose_text(text)
+    assert failure.cause == "batch-divisible" and failure.key == "data.train_batch_size"
+    assert "30 x rollout.n (the group size) 5" in failure.message
+    # 30 x 5 must be a multiple of 8: train_batch_size a multiple of 8 (rules.maths' nearest multiples)
+    assert "24, 32, 40" in failure.fix and failure.rule == "dispatch-chunk"
+
+
+def test_a_layout_failure_names_the_key_and_its_valid_values():
+    failure = diagnose_text(_log("vllm-52435"))
+    assert failure.cause == "layout-mismatch" and failure.key == "rollout.tp"
+    assert "1, 2, 4" in failure.fix and failure.rule == "rollout-heads"
+
+
+def test_the_same_answer_on_a_runs_own_log_as_on_the_log_given_as_a_file(finished_run, cli, capsys, tmp_path):
+    log = _log("vllm-ascend-3413")
+    run = finished_run("diag-run", synthetic.healthy(3), state="FAILED", message="Job entrypoint command failed")
+    run.job_log.parent.mkdir(parents=True, exist_ok=True)
+    run.job_log.write_text(log)
+    file = tmp_path / "console.log"
+    file.write_text(log)
+    assert cli(["diagnose", "diag-run", "--json", "--no-refresh"]) == 1
+    from_run = json.loads(capsys.readouterr().out)["failure"]
+    assert cli(["diagnose", str(file), "--json"]) == 1
+    from_file = json.loads(capsys.readouterr().out)["failure"]
+    assert from_run == from_file and from_run["rank"] == 24
+    # and the monitor (grpolab monitor, status, 04_monitor) shows that diagnosis for the failed run
+    from grpolab.monitor.summary import summary
+
+    assert summary(run.path, refresh=False)["failure"] == from_file
+    # 04_monitor's "The run" cell (grpolab.notebook.show_run) prints it: the cause, the stalled rank, the fix
+    from grpolab import notebook
+
+    capsys.readouterr()
+    notebook.show_run(run, picture=False)
+    shown = capsys.readouterr().out
+    assert "comm-timeout" in shown and "The rank that stalled: rank 24" in shown
+
+
+def test_stdin_and_the_exit_status(cli, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_log("verl-7430").encode())))
+    assert cli(["diagnose", "-"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("stdin: config-key") and "actor_rollout_ref.rollout.limit_images" in out
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"step:1 - actor/pg_loss:0.1\n")))
+    assert cli(["diagnose", "-"]) == 0 and "no failure found" in capsys.readouterr().out
+    assert cli(["diagnose", "no-such-log-or-run"]) == 2
+
+
+def test_a_run_that_succeeded_without_a_training_step(finished_run, cli, capsys):
+    finished_run("zero-steps", [], state="SUCCEEDED")
+    assert cli(["diagnose", "zero-steps", "--json", "--no-refresh"]) == 1
+    failure = json.loads(capsys.readouterr().out)["failure"]
+    assert failure["cause"] == "no-training-step" and "7401" in failure["message"]
+
+
+def test_a_reward_that_is_the_same_for_every_sample(finished_run, cli, capsys):
+    records = synthetic.healthy(12)
+    for record in records:
+        for name in ("critic/score/mean", "critic/score/max", "critic/score/min", "critic/rewards/mean"):
+            record["data"][name] = 0.0
+    finished_run("zero-reward", records)
+    assert cli(["diagnose", "zero-reward", "--json", "--no-refresh"]) == 1
+    failure = json.loads(capsys.readouterr().out)["failure"]
+    assert failure["cause"] == "reward-constant" and "reward is 0 for every sample from step 1" in failure["message"]
+    finished_run("healthy", synthetic.healthy(12))
+    assert cli(["diagnose", "healthy", "--no-refresh"]) == 0
+
+
+def test_a_throughput_collapse_while_the_run_still_logs(finished_run, cli, capsys):
+    records = synthetic.plant(synthetic.healthy(60), "throughput-drop", 52)
+    finished_run("slow", records, state="RUNNING")
+    assert cli(["diagnose", "slow", "--json", "--no-refresh"]) == 1
+    failure = json.loads(capsys.readouterr().out)["failure"]
+    assert failure["cause"] == "throughput-collapse" and "step 5" in failure["message"]
+
+
+# Message formats as verl, Megatron, vLLM, SGLang, torch and OmegaConf print them (each family one pattern, not
+# one log): a line each, the cause it must give.
+FAMILIES = [
+    (
+        "AssertionError: real_train_batch_size (512) must be divisible by minimal possible batch size (48)",
+        "batch-divisible",
+    ),
+    ("AssertionError: train_batch_size (64) must be >= ppo_mini_batch_size (128)", "batch-divisible"),
+    ("ValueError: ppo_mini_batch_size 10 should be divisible by ppo_micro_batch_size_per_gpu 4", "batch-divisible"),
+    (
+        "AssertionError: num_attention_heads (40) must be a multiple of tensor_model_parallel_size (3)",
+        "layout-mismatch",
+    ),
+    (
+        "AssertionError: world size (8) is not divisible by tensor_model_parallel_size (3) times pipeline_model_parallel_size (1)",
+        "layout-mismatch",
+    ),
+    ("AssertionError: num_layers (61) should be divisible by pipeline_model_parallel_size (8)", "layout-mismatch"),
+    (
+        "ValueError: Total number of hidden layers (28) must be divisible by pipeline parallel size (3).",
+        "layout-mismatch",
+    ),
+    ("AssertionError: num_moe_experts (60) must be divisible by expert_model_parallel_size (7)", "layout-mismatch"),
+    ("hydra.errors.OverrideParseException: mismatched input '=' expecting <EOF>", "config-key"),
+    ("omegaconf.errors.ConfigKeyError: Key 'foo' not in 'RolloutConfig'", "config-key"),
+    (
+        "ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group.",
+        "no-device",
+    ),
+    (
+        "[rank3]:[E ProcessGroupNCCL.cpp:1400] [PG 0 Rank 3] ProcessGroupNCCL's watchdog got stuck for 480 seconds",
+        "comm-timeout",
+    ),
+    (
+        "ValueError: Free memory on device (10.1/79.1 GiB) on startup is less than desired GPU memory utilization (0.9, 71.2 GiB).",
+        "device-oom",
+    ),
+    (
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled system error",
+        "comm-init",
+    ),
+    ("RuntimeError: Error(s) in loading state_dict for Qwen2ForCausalLM:", "checkpoint-mismatch"),
+    ("ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 1234", "worker-died"),
+    ("ValueError: Tensor parallel size (8) cannot be larger than the number of available GPUs (4).", "layout-mismatch"),
+    ("RuntimeError: The number of devices (8) is less than tp * pp (16)", "layout-mismatch"),
+    (
+        "[rank5]:[E ProcessGroupNCCL.cpp:1] [PG ID 0 PG GUID 0(default_pg) Rank 5] Exception (either an error or timeout) "
+        "detected by watchdog at work: 1234, last enqueued NCCL work: 1234, last completed NCCL work: 1233.",
+        "comm-timeout",
+    ),
+    (
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+        "comm-init",
+    ),
+]
+
+
+@pytest.mark.parametrize("line, cause", FAMILIES)
+def test_message_families(line, cause):
+    failure = diagnose_text(line)
+    assert failure is not None and failure.cause == cause, failure
+
+
+def test_a_mini_batch_larger_than_the_train_batch_names_both_keys():
+    failure = diagnose_text(FAMILIES[1][0])
+    assert failure.key == "algorithm.ppo_mini_batch_size" and "16, 32, 64" in failure.fix
+    assert "data.train_batch_size" in failure.fix and failure.rule == "mini-batch"
+
+
+def test_omegaconfs_full_key_gives_the_nearest_verl_key():
+    from grpolab.verl.config import config_dir
+
+    if config_dir() is None:
+        pytest.skip("verl is not installed")
+    failure = diagnose_text(
+        "omegaconf.errors.ConfigAttributeError: Key 'grad_offload' is not in struct\n"
+        "    full_key: actor_rollout_ref.actor.fsdp_config.grad_offload\n    object_type=dict\n"
+    )
+    assert failure.key == "grad_offload"
+    assert "full key: actor_rollout_ref.actor.fsdp_config.grad_offload" in failure.message
+    assert "actor_rollout_ref.actor.fsdp_config.param_offload" in failure.message
+
+
+def test_a_warning_names_its_cause_only_when_nothing_else_does():
+    # Ray's autoscaler warns while a placement group waits; the run then fails on its own cause
+    warning = (
+        "(autoscaler +12s) Warning: The following resource request cannot be scheduled right now: "
+        "{'GPU': 1.0, 'CPU': 1.0}. This is likely due to all cluster resources being claimed by actors.\n"
+    )
+    assert diagnose_text(warning).cause == "no-device"
+    oom = "(WorkerDict pid=7) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    assert diagnose_text(warning + oom).cause == "device-oom"
+
+
+def test_a_line_of_megabytes_is_matched_around_its_words(tmp_path):
+    # a tensor dump of millions of characters on one line must not make the patterns crawl through all of it
+    log = tmp_path / "dump.log"
+    log.write_text("x" * 3_000_000 + " RuntimeError: CUDA out of memory. Tried to allocate 1 GiB " + "y" * 3_000_000)
+    from grpolab.monitor.diagnose import diagnose_files
+
+    failure = diagnose_files([(log, None)])
+    assert failure.cause == "device-oom" and len(failure.lines[0]) <= 406
+
+
+def test_a_running_run_whose_files_stopped_growing_is_stalled(finished_run, cli, capsys):
+    import os
+    import time
+
+    from grpolab.monitor.diagnosis import run_failure
+    from grpolab.monitor.metrics import MetricsView
+
+    run = finished_run("hung", synthetic.healthy(20), state="RUNNING")
+    status = run.record()
+    assert run_failure(run, status, MetricsView.for_run(run)) is None  # it just wrote
+    quiet = time.time() - 3600  # an hour without a byte, for steps of about 10 s
+    os.utime(run.metrics_file, (quiet, quiet))
+    failure = run_failure(run, status, MetricsView.for_run(run))
+    assert failure.cause == "stalled" and "since step 20" in failure.message
+
+
+def test_a_divisor_named_first_and_a_product_are_read_as_the_maths_says():
+    failure = diagnose_text(
+        "AssertionError: Tensor model parallel size (3) must divide the number of attention heads (32)"
+    )
+    assert failure.key == "train.tp" and "1, 2, 4" in failure.fix
+    trl = diagnose_text(
+        "ValueError: The global train batch size (3 x 8) must be evenly divisible by the number of generations per "
+        "prompt (16)."
+    )
+    assert trl.cause == "batch-divisible" and "= 24 is not a multiple of" in trl.message
+
+
+def test_the_one_rank_that_did_not_time_out_is_the_one_that_stalled():
+    # seven of eight ranks report the timeout of the same collective: rank 1 never reached it
+    lines = [
+        f"[rank{r}]:[E321 02:07:08.4{r}8 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for "
+        "600060 milliseconds before timing out."
+        for r in (0, 2, 3, 4, 5, 6, 7)
+    ]
+    failure = diagnose_text("\n".join(lines))
+    assert failure.rank == 1 and "The rank that stalled: rank 1" in failure.message
+    assert "First to time out: rank 0 in ALLREDUCE" in failure.message
+
+
+def test_an_hccl_link_that_could_not_be_made_names_both_ends_and_the_code():
+    # vllm-ascend issue 3162's EI0009 and issue 2712's init error code (formats as posted there)
+    link = diagnose_text(
+        "[rank1]: EI0009: [PID: 2225827] 2025-09-24-20:59:48.119.066 Transport init error. Reason: [Create][DestLink]"
+        "Create Dest error! createLink para:rank[1]-localUserrank[1]-localIpAddr[172.16.0.114], dst_rank[0]-"
+        "remoteUserrank[0]-remote_ip_addr[172.16.0.115]"
+    )
+    assert link.cause == "comm-init" and link.rank == 0 and link.node == "172.16.0.115"
+    assert "Rank 1 could not reach rank 0 on node 172.16.0.115" in link.message
+    code = diagnose_text(
+        "(VllmWorker rank=1 pid=7226) ERROR 09-03 03:02:37 [multiproc_executor.py:522] RuntimeError: create_config:"
+        "build/CMakeFiles/torch_npu.dir/compiler_depend.ts:148 HCCL function error: hcclCommInitRootInfoConfig("
+        "numRanks, &rootInfo, rank, config, &(comm->hcclComm_)), error code is 1"
+    )
+    assert code.cause == "comm-init" and code.rank == 1 and "HCCL_E_PARA" in code.message
