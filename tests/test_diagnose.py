@@ -247,8 +247,9 @@ def test_omegaconfs_full_key_gives_the_nearest_verl_key():
         "omegaconf.errors.ConfigAttributeError: Key 'grad_offload' is not in struct\n"
         "    full_key: actor_rollout_ref.actor.fsdp_config.grad_offload\n    object_type=dict\n"
     )
-    assert failure.key == "grad_offload"
-    assert "full key: actor_rollout_ref.actor.fsdp_config.grad_offload" in failure.message
+    # the key as a person writes it in a launch (the dotted full key), not OmegaConf's last part
+    assert failure.key == "actor_rollout_ref.actor.fsdp_config.grad_offload"
+    assert "The rejected key: actor_rollout_ref.actor.fsdp_config.grad_offload" in failure.message
     assert "actor_rollout_ref.actor.fsdp_config.param_offload" in failure.message
 
 

@@ -274,7 +274,7 @@ CAUSES: tuple[Cause, ...] = (
         "load the checkpoint into the model (and the parallel layout) it was saved from, or convert it with "
         "verl's model merger first; `grpolab resume` refuses a change the checkpoint cannot take",
         (
-            r"size mismatch for [\w.]+",
+            r"(?:size|shape) mismatch for (?:\w+ )?(?:param(?:eter)?|weight|tensor|key)?[ :]*[\w.]+",
             r"Missing key\(s\) in state_dict",
             r"Unexpected key\(s\) in state_dict",
             r"Error\(s\) in loading state_dict",

@@ -73,27 +73,35 @@ def read_facts(line: str, facts: dict[str, str]) -> None:
 _PRODUCT = re.compile(r"\((\d+) ?[x*\u00d7] ?(\d+)\)")  # TRL's "(3 x 8)": processes x per-device batch
 
 
-def explain(cause: str, lines: list[str], facts: dict[str, str]) -> Extra:
+def explain(cause: str, lines: list[str], facts: dict[str, str], previous: list[str] | None = None) -> Extra:
+    """`previous`: the line before each of `lines` in the log (pydantic names a field on the line above its error)."""
     handler = _HANDLERS.get(cause)
     if handler is None:
         return Extra()
+    if cause == "config-key" and previous:  # pydantic: `field.path` on one line, `Extra inputs are not ...` below
+        lines = [
+            f"Could not override '{above.strip()}'" if _EXTRA_INPUT.search(line) and _LOCATION.match(above) else line
+            for line, above in zip(lines, previous)
+        ]
     lines = [_PRODUCT.sub(lambda m: f"({int(m.group(1)) * int(m.group(2))})", line) for line in lines]
-    for line in lines:
+    for index, line in enumerate(lines):
         if cause == "config-key" and _FULL_KEY.search(line):
             continue  # the full key OmegaConf prints under its error: added to the error's own key below
         extra = handler(line, facts)
         if extra is not None:
+            if cause == "config-key":  # `Key 'a' is not in struct` names the parent of `Could not override 'a.b'`
+                deeper = (handler(text, facts) for text in lines[index + 1 :] if not _FULL_KEY.search(text))
+                extra = next((e for e in deeper if e and e.key and e.key.startswith(f"{extra.key}.")), extra)
             full = next((m.group(1) for text in lines if (m := _FULL_KEY.search(text))), None)
             if cause == "config-key" and full and full != extra.key:
-                whole = _config_key(f"Could not override '{full}'", facts)  # the nearest key from the full key
-                whole.message = whole.message.replace(f"key: {full}", f"key: {extra.key} (its full key: {full})", 1)
-                whole.key = extra.key
-                return whole
+                return _config_key(f"Could not override '{full}'", facts)  # the key as a person writes it: dotted
             return extra
     return Extra()
 
 
 _FULL_KEY = re.compile(r"^\s*full_key: ([\w.\-\[\]]+)")
+_EXTRA_INPUT = re.compile(r"Extra inputs are not permitted")
+_LOCATION = re.compile(r"^\s*[A-Za-z_][\w.\-\[\]]*\s*$")  # pydantic's error location: `teacher_gpu_ids`, `a.b.0`
 
 
 # ---------------------------------------------------------------------------------------------- config-key

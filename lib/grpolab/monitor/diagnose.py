@@ -349,7 +349,7 @@ class Scan:
                 "(grpolab.monitor.causes)"
             )
         )
-        extra = explain(cause, [h.line for h in ordered], self.facts)
+        extra = explain(cause, [h.line for h in ordered], self.facts, [(h.before or [""])[-1] for h in ordered])
         parts = [meaning[0].upper() + meaning[1:]]
         first_out = rank
         parts += _origin_sentence(cause, first_out, node if not silent else w.node, w, hits, collective, group)

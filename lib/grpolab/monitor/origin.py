@@ -1,7 +1,8 @@
 """Who a log line is from and when: the rank, the node, the pid, the time, and for a collective the operation,
 its group, its sequence number and the remote rank it waited for.
 
-The formats read (all from public logs, tests/data/failures): torchrun's `[rank3]:` prefix; NCCL's
+The formats read (all from public logs, tests/data/failures): torchrun's `[rank3]:` prefix, a Ray actor's
+`[rank=107]` name; NCCL's
 `[PG ID 3 PG GUID ... Rank 1]` (a rank within that process group) and `[Rank 1]` (the default group: global),
 `WorkNCCL(SeqNum=..., OpType=...)`, `dump signal due to a collective timeout from rank 13`; HCCL/CANN's
 `(PID:2969, Device:0, RankID:101)`, `remote rank: [24]`, `tag[AllReduce_...]`, `group:[group_name_1654]`; Ray's
@@ -15,7 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_TORCHRUN = re.compile(r"\[rank(\d+)\]:")
+# torchrun's `[rank3]:` prefix, and a Ray actor named by its global rank: `(MegatronPolicyWorker[rank=107] pid=..)`
+_TORCHRUN = re.compile(r"\[rank(\d+)\]:|\w\[rank=(\d+)\][ \t]+pid=")
 _RANK_ID = re.compile(r"\bRank ?ID:? ?(\d+)\b", re.IGNORECASE)  # CANN's (PID:.., Device:.., RankID:..); -1: none
 _PG_RANK = re.compile(r"\[PG (?:ID )?(\d+)(?: PG GUID ([^\s\]]+))?(?:\([^)\]]*\))? Rank (\d+)\]")
 _RANK = re.compile(r"\[Rank (\d+)\]|\bRank (\d+): ")
@@ -81,7 +83,7 @@ def where(
     w = Where()
     m = _TORCHRUN.search(line)
     if m:
-        w.rank = int(m.group(1))
+        w.rank = int(m.group(1) or m.group(2))
     pg = _PG_RANK.search(line)
     if w.rank is None:
         m = _RANK_ID.search(line)
@@ -97,6 +99,10 @@ def where(
         w.rank = int(next(g for g in m.groups() if g is not None))
     if w.rank is None:
         w.rank = file_rank
+    if w.rank is None and before and after:  # a line without a prefix inside one rank's output (a traceback's end)
+        above, below = _TORCHRUN.search(before[-1]), _TORCHRUN.search(after[0])
+        if above and below and above.groups() == below.groups():
+            w.rank = int(above.group(1) or above.group(2))
     if w.rank is None and pg:  # only a rank within a process group: better than none
         w.rank = int(pg.group(3))
     if pg:
