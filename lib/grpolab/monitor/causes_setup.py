@@ -159,8 +159,9 @@ CAUSES: tuple[Cause, ...] = (
         "reward-missing",
         "there is no reward for the data: no reward function for its data_source, or the custom reward function "
         "cannot be loaded or called",
-        "set custom_reward_function.path / .name to a function that scores this data_source (verl's "
-        "default_compute_score knows only its bundled data sets), or fix the function's signature",
+        "name a function that scores this data_source in the recipe's reward.function (`path.py:name`; verl's "
+        "default_compute_score knows only its bundled data sets), or fix the function's signature; `grpolab data "
+        "RECIPE` dry-runs the reward on the data before launch",
         (
             r"Reward function is not implemented",
             r"(?:reward|compute_score)\w* (?:function )?.{0,40}(?:not found|not implemented|is not defined)",

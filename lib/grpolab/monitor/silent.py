@@ -92,8 +92,8 @@ def silent_failure(status: dict, view, thresholds=None, run=None, now: float | N
                 "reward-constant",
                 f"The reward is {value:g} for every sample from step {first} on ({name} over {len(values)} steps): "
                 "the reward is not wired to the data, so GRPO's advantages are zero and nothing is learned.",
-                "check the reward function against the data: its data_source (custom_reward_function.path / .name), "
-                "the answer format it parses and the ground-truth column; score a few samples by hand",
+                "check the reward function (the recipe's reward.function; `grpolab data RECIPE` dry-runs it) "
+                "against the data: its data_source, the answer format it parses and the ground-truth column",
             )
     drop = [a for a in found if a.rule == "throughput-drop" and a.ongoing]
     if drop:
