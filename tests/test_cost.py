@@ -117,11 +117,15 @@ def test_every_published_run_is_predicted_within_a_factor_of_2(run):
 
 
 def test_twenty_published_runs_half_held_out_over_five_device_kinds():
+    """H100, H20, H800 or H200, 910B (A2) and A3, as issue 34 asks; at least half the runs held out, and the fit
+    still reads at least a third of them."""
     runs = baselines.baselines()
     fit = [b for b in runs if b.use == "fit"]
     held = [b for b in runs if b.use == "held-out"]
-    assert len(runs) >= 20 and abs(len(fit) - len(held)) <= 1
-    assert {b.hardware for b in runs} >= {"gpu-h100", "gpu-h20", "ascend-a2", "ascend-a3"}
+    assert len(runs) >= 20 and len(fit) - 1 <= len(held) <= 2 * len(fit)
+    kinds = {b.hardware for b in runs}
+    assert len(kinds) >= 5 and kinds >= {"gpu-h100", "gpu-h20", "ascend-a2", "ascend-a3"}
+    assert kinds & {"gpu-h800", "gpu-h200"}
     assert {b.hardware for b in fit} <= {b.hardware for b in held}  # every fitted profile is tested on unseen runs
     assert sum(bool(b.published.phases) for b in held) >= 3
     assert len({b.name for b in runs}) == len(runs)
