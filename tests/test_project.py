@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import tomllib
@@ -64,3 +66,12 @@ def test_scripts_and_benchmarks_have_a_header_with_their_command():
     for path in sorted([*(ROOT / "benchmarks").glob("*.py"), *(ROOT / "scripts").glob("*.py")]):
         doc = ast.get_docstring(ast.parse(path.read_text())) or ""
         assert path.name in doc and (".venv/bin/python" in doc or "python" in doc), path
+
+
+def test_every_generated_doc_is_what_its_code_writes():
+    """scripts/make_docs.py --check (its header's command): docs/causes.md, rules.md and fieldmap.md are current."""
+    out = subprocess.run(
+        [sys.executable, "scripts/make_docs.py", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("is up to date") == 3, out.stdout

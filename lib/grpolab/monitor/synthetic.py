@@ -19,16 +19,9 @@ import math
 import random
 from pathlib import Path
 
-PLANTS = (
-    "nan",
-    "reward-flat",
-    "entropy-collapse",
-    "kl-spike",
-    "length-clipped",
-    "grad-spike",
-    "throughput-drop",
-    "slow-steps",
-)
+from grpolab.monitor.alerts import ALERT_RULES
+
+PLANTS = ALERT_RULES  # one pathology to plant for each alert rule
 
 
 def healthy(steps: int = 60, seed: int = 0, extra_metrics: int = 0, val_every: int = 10) -> list[dict]:
