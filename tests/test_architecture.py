@@ -19,7 +19,14 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
 # the folders of lib/grpolab: `ls` shows the architecture.
 LAYERS = {
     # the rule registry is a table of plain data that grpolab.problems checks every rule id against
-    0: ("grpolab", "grpolab.paths", "grpolab.problems", "grpolab.recipe", "grpolab.rules.registry"),
+    0: (
+        "grpolab",
+        "grpolab.paths",
+        "grpolab.problems",
+        "grpolab.recipe",
+        "grpolab.rules.registry",
+        "grpolab.run_folder",
+    ),
     1: ("grpolab.local", "grpolab.verl"),
     2: ("grpolab.rules",),
     3: ("grpolab.plan",),

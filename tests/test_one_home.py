@@ -11,6 +11,9 @@ What counts as a second definition (usages stay free):
 - dotted paths: a function named like dotted / set_dotted / flatten / lookup, or one whose body walks a key's
   `.split(".")` parts into nested mappings (`node = node[part]`, `.get(part)`, `.setdefault(part, ...)`,
   `getattr(node, part)`), outside grpolab/recipe/dotted.py.
+- run folder: a run's file name (status.json, recipe.yaml, launch.json, job.json, metrics.jsonl, job.log) as a
+  literal, or one of its folder names (logs, notebooks, checkpoint) as a path segment (`run / "logs"`,
+  `f"{run_dir}/checkpoint"`), outside grpolab/run_folder.py. A name inside prose (a message, a docstring) is free.
 - versions: a pin split on "@" by hand (`.split("@")`, `.partition("@")`, their r- forms), or an installed version
   read from package metadata (`importlib.metadata`, `pkg_resources`, `metadata.version(...)`), outside
   grpolab/recipe/stack.py (parse_pin, installed). Code inside a string (a shim a sandbox runs) is not lib's own.
@@ -23,6 +26,7 @@ import re
 import shutil
 from pathlib import Path
 
+from grpolab import run_folder
 from grpolab.rules.registry import RULE_IDS
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
@@ -30,6 +34,7 @@ REGISTRY = "rules/registry.py"
 MATHS = "rules/maths.py"
 DOTTED = "recipe/dotted.py"
 STACK = "recipe/stack.py"
+RUN_FOLDER = "run_folder.py"
 MATHS_NAME = re.compile(r"^_*(\w*divisors\w*|nearest|train_dp)$")
 DOTTED_NAME = re.compile(r"^_*((set|get|has)_)?dotted$|^_*flatten\w*$|^_*lookup$")
 
@@ -196,6 +201,51 @@ def version_readers(rel: str, text: str, tree: ast.AST) -> set[str]:
     return found
 
 
+_RUN_NAMES = "|".join(re.escape(n) for n in run_folder.FILES + run_folder.FOLDERS)
+_RUN_PATH = re.compile(rf"^/({_RUN_NAMES})(?![\w.])|^({'|'.join(run_folder.FOLDERS)})/\S|\S/({_RUN_NAMES})$")
+# another folder named like a run's: the project's own notebooks/ (the templates), not a run's
+OTHER_FOLDERS = {("notebook/display.py", run_folder.NOTEBOOKS)}
+
+
+def run_folder_literals(rel: str, text: str, tree: ast.AST) -> set[str]:
+    found: set[str] = set()
+    if rel == RUN_FOLDER:
+        return found
+    prose = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    segments = set()  # constants used as one segment of a path
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            segments.add(id(node.right))
+        elif isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name in ("join", "joinpath", "Path", "with_name"):
+                segments.update(id(a) for a in node.args)
+        elif isinstance(node, ast.JoinedStr):
+            prose.update(id(v) for v in node.values)
+            before, part = (node.values + [None, None])[:2]
+            if (  # f"{run_dir}/checkpoint": a path joined in a string (a URL's "/api/jobs/{id}/logs" is none)
+                len(node.values) == 2
+                and isinstance(before, ast.FormattedValue)
+                and isinstance(part, ast.Constant)
+                and _RUN_PATH.match(part.value)
+            ):
+                found.add(f"{rel}: run folder path {part.value!r} (line {part.lineno})")
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in prose:
+            continue
+        value = node.value
+        if (rel, value) in OTHER_FOLDERS:
+            continue
+        if (
+            value in run_folder.FILES
+            or (value in run_folder.FOLDERS and id(node) in segments)
+            or (" " not in value and _RUN_PATH.search(value))
+        ):
+            found.add(f"{rel}: run folder name {value!r} (line {node.lineno})")
+    return found
+
+
 def second_homes(root: Path) -> set[str]:
     found: set[str] = set()
     for rel, text in modules(root):
@@ -205,6 +255,7 @@ def second_homes(root: Path) -> set[str]:
             | maths_helpers(rel, text, tree)
             | dotted_helpers(rel, text, tree)
             | version_readers(rel, text, tree)
+            | run_folder_literals(rel, text, tree)
         )
     return found
 
@@ -215,7 +266,7 @@ FOUND = second_homes(LIB)
 def test_every_fact_has_one_home_in_lib():
     found = FOUND
     assert found - PENDING == set(), (
-        "a second home: use grpolab.rules.registry / rules.maths / recipe.dotted / recipe.stack"
+        "a second home: use grpolab.rules.registry / rules.maths / recipe.dotted / recipe.stack / run_folder"
     )
     assert PENDING - found == set(), "switched: remove these from PENDING"
 
@@ -227,6 +278,10 @@ def test_the_homes_themselves_are_seen():
     seen = version_readers("elsewhere.py", stack, ast.parse(stack))
     for what in ('a pin split by hand (partition("@")', "read by hand (import importlib.metadata", "(metadata.distr"):
         assert [f for f in seen if what in f], (what, seen)
+    layout = (LIB / RUN_FOLDER).read_text()  # the run-folder scanner, run on the layout's own home, finds it there
+    seen = run_folder_literals("elsewhere.py", layout, ast.parse(layout))
+    for name in run_folder.FILES:  # (its folder names are plain words there; the plants show them as segments)
+        assert [f for f in seen if f"run folder name {name!r}" in f], (name, seen)
     for name, path in homes.items():
         tree = ast.parse(path.read_text())
         names = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
@@ -259,6 +314,9 @@ PLANTS = {
     "pin": 'def release(pin):\n    return pin.split("@")[0]\n',
     "installed": "from importlib import metadata\n\ndef verl():\n    return metadata.version('verl')\n",
     "imported": "import importlib.metadata as md\n",
+    "status": 'def record(run):\n    return run.path / "status.json"\n',
+    "logs": 'def log(run_dir):\n    return run_dir / "logs" / "out.txt"\n',
+    "ckpt": 'def ckpt(run_dir):\n    return f"{run_dir}/checkpoint"\n',
 }
 EXPECTED = {
     "rules": "rule ids ('heads-tp', 'kv-heads-tp') declared",
@@ -271,12 +329,18 @@ EXPECTED = {
     "pin": 'a pin split by hand (split("@")',
     "installed": "an installed version read by hand (",
     "imported": "an installed version read by hand (import importlib.metadata",
+    "status": "run folder name 'status.json'",
+    "logs": "run folder name 'logs'",
+    "ckpt": "run folder path '/checkpoint'",
 }
 HARMLESS = (
     'SECTIONS = ("cluster", "stack", "memory")\n'  # plain words that happen to be rule ids
     'def pick(problems):\n    return [p for p in problems if p.rule == "verl-schema"]\n'  # a use
     'def parts(key):\n    return [part.upper() for part in key.split(".")]\n'  # splits, walks nothing
     'SHIM = "from importlib.metadata import version"\n'  # code in a string: a sandbox's, not lib's
+    'VERBS = {"logs": "print a run\'s log"}\n'  # a word, not a path segment
+    'def why(path):\n    return f"{path}: status.json is not JSON"\n'  # prose naming the file
+    'def url(job):\n    return f"/api/jobs/{job}/logs"\n'  # a URL, not a run folder
 )
 
 

@@ -17,6 +17,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from grpolab import run_folder
 from grpolab.cli.common import print_json
 
 _WIDTH = 110
@@ -57,7 +58,7 @@ def diagnose_target(target: str, refresh: bool = True) -> tuple[str, object]:
         if not os.access(path, os.R_OK):
             raise _unreadable(target, "cannot be read (permission denied)")
         return str(path), diagnose_files([(path, None)])
-    if path.is_dir() and not (path / "status.json").exists():
+    if path.is_dir() and not run_folder.status_file(path).exists():
         files = [(p, rank) for p, rank in log_files(path) if is_regular(p) and os.access(p, os.R_OK)]
         if not files:
             raise _unreadable(target, "a folder with no readable log files")

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grpolab import run_folder
 from grpolab.local import checkpoint as local_ckpt
 from grpolab.local.checkpoint import STEP_PREFIX, TRACKER, folder_size
 from grpolab.recipe.checkpoint_size import human_bytes
@@ -80,14 +81,14 @@ def layout_of(recipe: Any, run_dir: Path) -> Layout:
             return default
         if isinstance(value, bool) or not isinstance(value, kinds) or (isinstance(value, int) and value < 1):
             raise InputError(
-                f"{Path(run_dir) / 'recipe.yaml'}: {key} = {value!r} is not what a run records there "
+                f"{run_folder.recipe_file(run_dir)}: {key} = {value!r} is not what a run records there "
                 f"({' or '.join(k.__name__ for k in kinds)}); the run's record is damaged: restore it from the run's "
                 "launch, or start a new run with `grpolab run RECIPE`"
             )
         return value
 
     ckpt_dir = typed("trainer.ckpt_dir", (str,), None)
-    root = Path(ckpt_dir).expanduser() if ckpt_dir else Path(run_dir) / "checkpoint"
+    root = Path(ckpt_dir).expanduser() if ckpt_dir else run_folder.checkpoint_dir(run_dir)
     world = typed("cluster.nnodes", (int,), 1) * typed("cluster.devices_per_node", (int,), 1)
     contents = tuple(typed("trainer.save_contents", (list, tuple), ("model", "optimizer", "extra")))
     return Layout(root, str(typed("train.engine", (str,), "")), world, contents)
@@ -98,7 +99,7 @@ def run_recipe(run_dir: Path) -> dict:
     InputError when it is unreadable, OSError when it is missing."""
     from grpolab.recipe.yamlio import read_yaml
 
-    path = Path(run_dir) / "recipe.yaml"
+    path = run_folder.recipe_file(run_dir)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: the run has no recipe.yaml")
     return read_yaml(path, "run record")
@@ -228,7 +229,7 @@ def metric_by_step(run_dir: Path | None, metric: str) -> dict[int, float]:
     JSON, or longer than LINE_LIMIT, is skipped; a special file is refused (nothing read)."""
     from grpolab.recipe import files
 
-    path = Path(run_dir) / "metrics.jsonl" if run_dir is not None else None
+    path = run_folder.metrics_file(run_dir) if run_dir is not None else None
     if path is None or not path.is_file():
         return {}
     out: dict[int, float] = {}

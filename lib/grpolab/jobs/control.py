@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from grpolab import run_folder
 from grpolab.jobs import state
 from grpolab.jobs.cluster import ClusterError, Endpoint
 from grpolab.jobs.runs import TERMINAL_STATES, NotARun, Run, read_tail
@@ -144,7 +145,7 @@ def find_orphan(run_id: str, address: str | None = None):
         return None
     ep, info = found
     owner = Path((getattr(info, "metadata", None) or {}).get("grpolab_run_dir", ""))
-    return (ep, info) if not (owner / "status.json").exists() else None
+    return (ep, info) if not run_folder.status_file(owner).exists() else None
 
 
 def job_summary(info) -> dict:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grpolab import run_folder
 from grpolab.jobs import checkpoints as ck
 from grpolab.jobs.runs import Run
 from grpolab.recipe.dotted import get_dotted
@@ -145,13 +146,13 @@ def _target(run: Run, layout: ck.Layout, out: str | Path | None, default: Path, 
     fix = "name a new or empty folder with --out"
     if is_system_folder(target):
         raise ExportRefused(f"{flag}: {target} is a system folder; nothing is exported into it; {fix}")
-    roots = {Path(os.path.realpath(layout.root)), Path(os.path.realpath(run.path / "checkpoint"))}
+    roots = {Path(os.path.realpath(layout.root)), Path(os.path.realpath(run_folder.checkpoint_dir(run.path)))}
     for folder in (target, *target.parents):
         saved = _CHECKPOINT_PART.match(folder.name) and any(
             os.path.lexists(folder / name) for name in ("actor", "data.pt", "grpolab_checkpoint.json")
         )  # a checkpoint by what it holds: a new folder merely named global_step_N is fine
         inside_ckpt = folder in roots or saved or (folder / ck.TRACKER).is_file()
-        if inside_ckpt or (folder / "status.json").is_file() and folder != run.path:
+        if inside_ckpt or run_folder.status_file(folder).is_file() and folder != run.path:
             raise ExportRefused(
                 f"{flag}: {target} is inside {folder}, a checkpoint or run folder: writing there would change a "
                 f"checkpoint or a run's record; {fix}"

@@ -29,12 +29,12 @@ import threading
 import time
 from pathlib import Path
 
+from grpolab import run_folder
 from grpolab.jobs import secrets
 from grpolab.jobs.retention import Keeper
 
 # Ray colours its log lines; records, monitors and notebooks want plain text (the one pattern, used by all of them)
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-RECORD_FILE = "job.json"
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 WATCH_EVERY_S = 1.0  # how often the wrapper checks that its run directory still exists
 KILL_AFTER_S = 15.0  # a command that ignores SIGTERM this long after its run directory was deleted is killed
@@ -52,7 +52,7 @@ def _say(text: str) -> None:
 def _write_record(run_dir: Path, **fields) -> None:
     """Merge fields into RUN_DIR/job.json (a temp file, then a rename); a full disk or a deleted run directory
     loses the record, never the run (Ray still knows the job's end)."""
-    path = run_dir / RECORD_FILE
+    path = run_folder.job_file(run_dir)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         try:
@@ -112,7 +112,7 @@ class _Watch:
             recreated = self.run_dir.is_dir() and os.stat(self.run_dir).st_ino != self.inode
         except OSError:
             return True
-        if recreated and not (self.run_dir / "status.json").exists():
+        if recreated and not run_folder.status_file(self.run_dir).exists():
             shutil.rmtree(self.run_dir, ignore_errors=True)
             _say(f"removed {self.run_dir}, which the job had recreated after the run directory was deleted")
         return True
@@ -130,11 +130,11 @@ def main(argv: list[str]) -> int:
         k: _REF.sub(lambda m: os.environ.get(m.group(1), m.group(0)), v) for k, v in secrets.take(run_dir).items()
     }
     env = {**os.environ, **handed}
-    if not (run_dir / "status.json").is_file():  # deleted before the job started: recreate nothing
+    if not run_folder.status_file(run_dir).is_file():  # deleted before the job started: recreate nothing
         _say(f"the run directory {run_dir} (or its record) is gone: nothing to run")
         return 1
     with contextlib.suppress(OSError):
-        (run_dir / "logs").mkdir(exist_ok=True)
+        run_folder.logs_dir(run_dir).mkdir(exist_ok=True)
     stopped = {"signal": None}
 
     # cwd: the run directory, so that whatever the trainer writes beside itself (Hydra's outputs/, say) stays in the run
@@ -154,7 +154,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, on_signal)
     keeper = Keeper.for_run(run_dir)  # trainer.keep_best_metric / the local trainer's keep_ckpts: pruned after saves
     try:
-        log = open(run_dir / "logs" / "job.log", "ab", buffering=0)
+        log = open(run_folder.job_log(run_dir), "ab", buffering=0)
     except OSError as exc:
         log = None
         _say(f"cannot keep the log in the run directory: {exc.strerror or exc}")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grpolab import run_folder
 from grpolab.jobs.checkpoints import (
     Checkpoint,
     latest_complete,
@@ -160,7 +161,7 @@ class Keeper:
         """One line to the job's output and to logs/job.log (appended in one write, beside the wrapper's own)."""
         print(line, flush=True)
         try:
-            with open(self.run_dir / "logs" / "job.log", "a", encoding="utf-8") as fh:
+            with open(run_folder.job_log(self.run_dir), "a", encoding="utf-8") as fh:
                 fh.write(line + "\n")
         except OSError:
             pass

@@ -1,14 +1,8 @@
 """Run directories: `runs/<run_id>/` with the resolved recipe, the launch record, status, metrics and logs.
 
-Layout (the architecture's contract):
-    recipe.yaml     the fully resolved recipe
-    launch.json     entrypoint, env (secrets redacted), versions, git commit
-    status.json     the run's record: {"run_id", "state", "created", "updated", "recipe", "endpoint", "job_id",
-                    "submitted", "started", "ended", "message", ...}; its fields and how a state is decided:
-                    grpolab.jobs.state
-    job.json        written by the job itself (grpolab.jobs.job_entry): pid, host, start, and at its end the exit code
-    metrics.jsonl   verl's file-logger format, one line per step: {"step": N, "data": {...}}
-    logs/           job.log (the Ray job's output), executed stage notebooks, ...
+The layout (the architecture's contract) is declared in grpolab.run_folder. status.json is the run's record:
+{"run_id", "state", "created", "updated", "recipe", "endpoint", "job_id", "submitted", "started", "ended",
+"message", ...}; its fields and how a state is decided: grpolab.jobs.state.
 States are Ray's job states: PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED; and LOST: the run's Ray head went away
 and the job left no record of its end.
 
@@ -32,6 +26,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from grpolab import run_folder
 from grpolab.paths import runs_dir
 
 STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "LOST")
@@ -168,31 +163,31 @@ class Run:
 
     @property
     def recipe_file(self) -> Path:
-        return self.path / "recipe.yaml"
+        return run_folder.recipe_file(self.path)
 
     @property
     def launch_file(self) -> Path:
-        return self.path / "launch.json"
+        return run_folder.launch_file(self.path)
 
     @property
     def status_file(self) -> Path:
-        return self.path / "status.json"
+        return run_folder.status_file(self.path)
 
     @property
     def job_file(self) -> Path:
-        return self.path / "job.json"
+        return run_folder.job_file(self.path)
 
     @property
     def metrics_file(self) -> Path:
-        return self.path / "metrics.jsonl"
+        return run_folder.metrics_file(self.path)
 
     @property
     def logs_dir(self) -> Path:
-        return self.path / "logs"
+        return run_folder.logs_dir(self.path)
 
     @property
     def job_log(self) -> Path:
-        return self.logs_dir / "job.log"
+        return run_folder.job_log(self.path)
 
     def record(self) -> dict:
         """status.json, checked (StatusRecord): BadRecord naming why when it is missing, unreadable or ill-typed."""
@@ -243,7 +238,7 @@ class Run:
 def is_run_dir(path: Path) -> bool:
     """A run directory: it holds status.json, a JSON object whose run_id is the directory's name."""
     try:
-        data = read_json(Path(path) / "status.json")
+        data = read_json(run_folder.status_file(path))
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and data.get("run_id") == Path(path).name
@@ -389,7 +384,7 @@ def scan_runs(root: Path | None = None) -> list[Entry]:
     entries = []
     for path in root.iterdir():
         try:
-            if path.name.startswith(".") or not path.is_dir() or not os.path.lexists(path / "status.json"):
+            if path.name.startswith(".") or not path.is_dir() or not os.path.lexists(run_folder.status_file(path)):
                 continue
         except OSError:
             continue
@@ -460,7 +455,7 @@ def locate(ref: str | os.PathLike | Run, root: Path | None = None, files: bool =
             raise NotARun(f"{text} is a file, not a run: pass a run id (see `grpolab runs`) or a run directory")
         if path.is_dir():
             run = Run(path.resolve())
-            if (run.path / "status.json").exists() or os.path.lexists(run.path / "status.json"):
+            if run.status_file.exists() or os.path.lexists(run.status_file):
                 run.record()  # BadRecord: the record is there but unreadable
                 return Target(run)
             raise NotARun(
@@ -471,7 +466,7 @@ def locate(ref: str | os.PathLike | Run, root: Path | None = None, files: bool =
     except OSError as exc:  # a name too long, a permission refused on the way
         raise RunNotFound(f"no run {text!r}: {exc.strerror or exc}") from None
     root = runs_root(root)
-    if _RUN_ID.match(text) and os.path.lexists(root / text / "status.json"):
+    if _RUN_ID.match(text) and os.path.lexists(run_folder.status_file(root / text)):
         run = Run(root / text)
         run.record()
         return Target(run)

@@ -37,7 +37,7 @@ from typing import Any
 
 from grpolab.jobs import cluster, secrets
 from grpolab.jobs.cluster import ClusterError, Endpoint
-from grpolab.jobs.job_entry import ANSI, RECORD_FILE
+from grpolab.jobs.job_entry import ANSI
 from grpolab.jobs.runs import TERMINAL_STATES, NotARun, Run, read_json, read_tail
 
 LOG_TAIL_LINES = 40
@@ -76,7 +76,7 @@ def job_record(run: Run) -> dict:
     """What the job wrote about itself (job.json): pid, host, start, and at its end the exit code and end time;
     ill-typed values are dropped ({} when there is none)."""
     try:
-        data = read_json(run.path / RECORD_FILE)
+        data = read_json(run.job_file)
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):
@@ -164,7 +164,7 @@ def refresh(run: Run, clients: Clients | None = None) -> dict:
     fields = _reconcile(run, status, clients or Clients())
     if not fields:
         return status
-    if fields.get("state") in TERMINAL_STATES and not (run.path / RECORD_FILE).exists():
+    if fields.get("state") in TERMINAL_STATES and not run.job_file.exists():
         with contextlib.suppress(OSError):
             secrets.discard(run.path)  # the job never started: it never took its secrets
     return _keep(run, status, fields)
@@ -223,7 +223,7 @@ def _ask(clients: Clients, ep: Endpoint, job_id: str):
 def _last_seen(run: Run) -> float:
     """The last sign of life of a run's job: the newest of its log, metrics and job record."""
     times = []
-    for path in (run.job_log, run.metrics_file, run.path / RECORD_FILE):
+    for path in (run.job_log, run.metrics_file, run.job_file):
         with contextlib.suppress(OSError):
             times.append(path.stat().st_mtime)
     return max(times) if times else time.time()
@@ -291,7 +291,7 @@ def _from_ray(run: Run, job: dict, job_id: str, client, info) -> dict:
     if info.end_time:
         fields["ended"] = job.get("ended", info.end_time / 1000)
     tail: list[str] = []
-    if not (run.path / RECORD_FILE).exists():  # no wrapper keeps the log (a remote cluster, or it never started)
+    if not run.job_file.exists():  # no wrapper keeps the log (a remote cluster, or it never started)
         try:
             logs = ANSI.sub("", client.get_job_logs(job_id))  # Ray colours its lines; records want plain text
         except Exception:

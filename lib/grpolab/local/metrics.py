@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from grpolab import run_folder
+
 # TRL 1.16 GRPOTrainer log key -> verl metric name.
 TRL_TO_VERL = {
     "reward": "critic/score/mean",
@@ -70,7 +72,7 @@ def max_rss_gb() -> float:
 def metrics_path(run_dir: str | os.PathLike[str]) -> Path:
     """$VERL_FILE_LOGGER_PATH when set (as verl's file logger), else RUN_DIR/metrics.jsonl."""
     env = os.environ.get("VERL_FILE_LOGGER_PATH")
-    return Path(env) if env else Path(run_dir) / "metrics.jsonl"
+    return Path(env) if env else run_folder.metrics_file(run_dir)
 
 
 class JsonlWriter:

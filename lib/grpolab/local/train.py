@@ -38,6 +38,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from grpolab import run_folder
 from grpolab.local import checkpoint as C  # noqa: E402
 from grpolab.local import metrics as M  # noqa: E402
 from grpolab.local.mapping import (  # noqa: E402
@@ -76,7 +77,7 @@ def model_spec(settings: TinySettings) -> TinyModelSpec:
 
 def load_settings(run_dir: Path, recipe_path: Path | None = None, sets: Sequence[str] = ()) -> TinySettings:
     """Settings from the run's recipe.yaml (if any), then `key=value` overrides."""
-    path = recipe_path or run_dir / "recipe.yaml"
+    path = recipe_path or run_folder.recipe_file(run_dir)
     if not path.is_file():
         raise ValueError(f"no recipe at {path}: the run directory holds the resolved recipe.yaml")
     return apply_sets(settings_from_recipe(_read_recipe(path)), sets)
@@ -440,7 +441,7 @@ def prepare_resumed(
 
 def checkpoint_root(settings: TinySettings, run_dir: Path) -> Path:
     """Where checkpoints go: trainer.ckpt_dir, else RUN_DIR/checkpoint."""
-    return Path(settings.ckpt_dir).expanduser() if settings.ckpt_dir else Path(run_dir) / "checkpoint"
+    return Path(settings.ckpt_dir).expanduser() if settings.ckpt_dir else run_folder.checkpoint_dir(run_dir)
 
 
 def resume_from(settings: TinySettings, run_dir: Path) -> Path | None:

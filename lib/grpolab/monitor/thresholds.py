@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pydantic import PrivateAttr, ValidationError
 
+from grpolab import run_folder
 from grpolab.paths import params_dir
 from grpolab.problems import InputError
 from grpolab.recipe.monitor_schema import (  # noqa: F401  (re-exported: the monitor's callers import them from here)
@@ -133,7 +134,7 @@ def thresholds_for(run) -> Thresholds:
     """The thresholds a run was launched with: `monitor:` of its recipe.yaml (fully resolved at launch); a run
     recorded before the section existed gets its recipe's (by the name in status.json), anything else (a bare
     metrics file) params/base.yaml's."""
-    recipe_file = getattr(run, "path", None) and Path(run.path) / "recipe.yaml"
+    recipe_file = getattr(run, "path", None) and run_folder.recipe_file(run.path)
     if recipe_file and recipe_file.is_file():
         try:
             data = load_yaml(recipe_file, "run record")

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from pathlib import Path
+
+from grpolab import run_folder
 
 SLOW_FACTOR = 2.0  # a step taking more than twice its estimate runs below half the expected throughput
 SLOW_STEPS = 3  # that many slow steps in a row open the alert (one slow step is a checkpoint or a hiccup)
@@ -40,7 +41,7 @@ class Yardstick:
         if self._loaded:
             return
         self._loaded = True
-        path = Path(getattr(self.run, "path", "")) / "recipe.yaml"
+        path = run_folder.recipe_file(getattr(self.run, "path", ""))
         if not path.is_file():
             self.why_none = "no recipe.yaml beside the metrics: the run's recipe is unknown"
             return

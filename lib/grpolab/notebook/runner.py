@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+from grpolab import run_folder
 from grpolab.jobs.job_entry import ANSI
 from grpolab.notebook.display import (
     DRY_RUN_FAILS,
@@ -153,7 +154,7 @@ class Stages:
     def _target(self) -> Path:
         run_dir = self.run_dir
         if run_dir is not None and run_dir.is_dir():
-            target = run_dir / "notebooks"
+            target = run_folder.notebooks_dir(run_dir)
             target.mkdir(exist_ok=True)
             return target
         return self.scratch
@@ -254,7 +255,7 @@ class Stages:
             error += f" (the stage kernel's own log: {kernel_log(Path(entry['notebook']))})"
         later = ""
         if self.run_id and Path(entry["notebook"]).parent == self.scratch and not error:  # no run folder yet
-            later = f" (moves to {self.run_dir / 'notebooks'} if 03_launch creates the run)"
+            later = f" (moves to {run_folder.notebooks_dir(self.run_dir)} if 03_launch creates the run)"
         say(f"{stage}: {entry['result']} in {entry['seconds']:.1f} s; executed notebook: {entry['notebook']}{later}")
         _replay(Path(entry["notebook"]))
         if error:
@@ -282,7 +283,7 @@ class Stages:
             )
             return
         run = Run(self.run_dir)
-        print(f"run directory: {run.path}\nexecuted stage notebooks: {run.path / 'notebooks'}")
+        print(f"run directory: {run.path}\nexecuted stage notebooks: {run_folder.notebooks_dir(run.path)}")
         png = plot_val_accuracy(run)
         if png is not None:
             show_image(png)

@@ -20,6 +20,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from grpolab import run_folder
 from grpolab.problems import InputError, Problem
 from grpolab.recipe.dotted import has_dotted
 from grpolab.recipe.schema import ENV_REF, Recipe
@@ -141,7 +142,7 @@ def render(recipe: Recipe, run_dir: str | None = None, first_class: dict[str, An
             overrides.append(f"{key}={hydra_value(value)}")  # the user's own key: verl-schema reports it
         else:
             notes.append(_lacking(key, value))
-    env["VERL_FILE_LOGGER_PATH"] = f"{run_dir}/metrics.jsonl"
+    env["VERL_FILE_LOGGER_PATH"] = f"{run_dir}/{run_folder.METRICS}"
     entry = ["-m", recipe.trainer.entrypoint]
     if config_name != "ppo_trainer":
         entry.append(f"--config-name={config_name}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from grpolab import run_folder
 from grpolab.verl.rewards import DEFAULT_NAME, resolve, split_function
 
 
@@ -30,7 +31,7 @@ def _logger(value: Any, recipe: Any, run_dir: str) -> Any:
 
 
 def _ckpt_dir(value: Any, recipe: Any, run_dir: str) -> Any:
-    return value or f"{run_dir}/checkpoint"
+    return value or f"{run_dir}/{run_folder.CHECKPOINT}"
 
 
 def _device(value: Any, recipe: Any, run_dir: str) -> Any:

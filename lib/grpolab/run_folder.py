@@ -1,0 +1,69 @@
+"""The run folder's layout: the name of every file and folder a run holds, declared once.
+
+    runs/<run_id>/
+        status.json     the run's record (grpolab.jobs.runs, grpolab.jobs.state)
+        recipe.yaml     the fully resolved recipe
+        launch.json     entrypoint, env (secrets redacted), versions, git commit
+        job.json        written by the job itself (grpolab.jobs.job_entry)
+        metrics.jsonl   verl's file-logger format, one line per step
+        logs/job.log    the Ray job's output (logs/ also holds executed stage notebooks until notebooks/ exists)
+        notebooks/      the executed stage notebooks of a notebook run
+        checkpoint/     where checkpoints go when trainer.ckpt_dir is null
+
+Every reader and writer builds these paths from here (tests/test_one_home.py fails on the literals elsewhere). It
+sits in the lowest layer because the CPU trainer and the renderer (layer 1) need the names as much as jobs/ does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+STATUS = "status.json"
+RECIPE = "recipe.yaml"
+LAUNCH = "launch.json"
+JOB = "job.json"
+METRICS = "metrics.jsonl"
+LOGS = "logs"
+JOB_LOG = "job.log"  # inside LOGS
+NOTEBOOKS = "notebooks"
+CHECKPOINT = "checkpoint"  # the default checkpoint folder (trainer.ckpt_dir: null)
+
+FILES = (STATUS, RECIPE, LAUNCH, JOB, METRICS, JOB_LOG)
+FOLDERS = (LOGS, NOTEBOOKS, CHECKPOINT)
+
+
+def status_file(run_dir: str | Path) -> Path:
+    return Path(run_dir) / STATUS
+
+
+def recipe_file(run_dir: str | Path) -> Path:
+    return Path(run_dir) / RECIPE
+
+
+def launch_file(run_dir: str | Path) -> Path:
+    return Path(run_dir) / LAUNCH
+
+
+def job_file(run_dir: str | Path) -> Path:
+    return Path(run_dir) / JOB
+
+
+def metrics_file(run_dir: str | Path) -> Path:
+    return Path(run_dir) / METRICS
+
+
+def logs_dir(run_dir: str | Path) -> Path:
+    return Path(run_dir) / LOGS
+
+
+def job_log(run_dir: str | Path) -> Path:
+    return logs_dir(run_dir) / JOB_LOG
+
+
+def notebooks_dir(run_dir: str | Path) -> Path:
+    return Path(run_dir) / NOTEBOOKS
+
+
+def checkpoint_dir(run_dir: str | Path) -> Path:
+    """Where checkpoints go when trainer.ckpt_dir is null."""
+    return Path(run_dir) / CHECKPOINT
