@@ -69,7 +69,7 @@ def _children_cpu() -> float:
 
 
 def main() -> int:
-    from grpolab.verl import sandbox
+    from grpolab.importer import sandbox
 
     why = sandbox.available()
     flags = [] if why is None else ["--trusted"]  # timed without isolation where the machine has none (says so)

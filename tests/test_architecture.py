@@ -1,7 +1,7 @@
 """The layers of lib/grpolab point one way, with no import cycles (README, "Architecture").
 
 The folders are the layers: recipe (schema, loader, model cards, pipeline layouts, pins) -> local (the CPU
-trainer) and verl (renderer, verl's config as data, importer) -> rules (every check, the one gate) -> plan ->
+trainer), verl (renderer, verl's config as data) and importer (a launch script -> a recipe) -> rules (every check, the one gate) -> plan ->
 jobs (the head, Ray job control, run records) -> monitor and preflight -> front ends (cli, notebook). Every
 import counts, a function-level one included: a lazy import hides a loop, it does not remove it. A new module
 goes into one of these folders."""
@@ -27,7 +27,7 @@ LAYERS = {
         "grpolab.rules.registry",
         "grpolab.run_folder",
     ),
-    1: ("grpolab.local", "grpolab.verl"),
+    1: ("grpolab.importer", "grpolab.local", "grpolab.verl"),
     2: ("grpolab.rules",),
     3: ("grpolab.plan",),
     4: ("grpolab.jobs",),

@@ -2,7 +2,7 @@
 is what tests/data/corpus/MANIFEST.yaml says happens today.
 
 Each launch in tests/data/corpus/launches/ is written back as a bash script (its exports, then its launcher line,
-every argument quoted) and imported with the library's one path (grpolab.verl.importer), the recipe is written and
+every argument quoted) and imported with the library's one path (grpolab.importer.script), the recipe is written and
 checked (grpolab.rules.gate.check), rendered (grpolab.verl.render) and both launches are composed with the installed
 verl's own Hydra config (grpolab.verl.config.effective). The outcome, in pipeline order:
 
@@ -68,7 +68,7 @@ def outcome(entry: dict, tmp: Path) -> tuple[str, object]:
     from grpolab.rules.gate import check
     from grpolab.verl import config as verl_schema
     from grpolab.verl.fieldmap import field_of
-    from grpolab.verl.importer import import_script, recipe_yaml
+    from grpolab.importer.script import import_script, recipe_yaml
     from grpolab.verl.render import render
 
     script = tmp / f"{entry['id']}.sh"

@@ -22,8 +22,8 @@ from grpolab.recipe.cards import model_facts
 from grpolab.recipe.dotted import has_dotted
 from grpolab.recipe.loader import load_recipe
 from grpolab.verl import config as verl_schema
-from grpolab.verl import sandbox
-from grpolab.verl.importer import import_script, record
+from grpolab.importer import sandbox
+from grpolab.importer.script import import_script, record
 from grpolab.verl.render import render, to_sh
 
 DATA = Path(__file__).parent / "data"
@@ -138,7 +138,7 @@ def test_a_secret_becomes_a_reference_with_a_note(cli, tmp_path):
 
 
 def test_the_notebook_and_the_cli_import_a_script_through_one_path(cli, tmp_path, monkeypatch):
-    """01_setup's `script` and `grpolab import` call the one import (grpolab.verl.importer.import_script), whose
+    """01_setup's `script` and `grpolab import` call the one import (grpolab.importer.script.import_script), whose
     secret test is the recipe layer's: a token written in clear in the script becomes a reference in both, and a
     plain variable read from the caller's environment keeps its value in both (it is no secret)."""
     from grpolab.notebook import from_script

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from grpolab.verl import sandbox
+from grpolab.importer import sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 ISOLATION = sandbox.available()
@@ -207,7 +207,7 @@ def test_a_huge_environment_says_so_not_no_launch_line(cli, tmp_path):
 
 @needs_isolation
 def test_the_recorder_covers_interpreters_in_a_user_namespace_too(tmp_path, monkeypatch):
-    from grpolab.verl import record
+    from grpolab.importer import record
 
     monkeypatch.setattr(sandbox, "_WORKS", [])
     monkeypatch.setattr(sandbox, "_modes", lambda: [sandbox.USER])

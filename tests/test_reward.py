@@ -16,7 +16,7 @@ import yaml
 from grpolab.recipe.loader import load_recipe
 from grpolab.rules.gate import check, shadowing
 from grpolab.verl import fieldmap, rewards
-from grpolab.verl.importer import import_script
+from grpolab.importer.script import import_script
 from grpolab.verl.render import render
 
 DATA = Path(__file__).parent / "data"
@@ -96,7 +96,7 @@ def test_import_maps_a_scripts_reward_onto_the_recipe_and_back(tmp_path, keys, f
     )
     assert imported.data["reward"]["kwargs"] == {"scale": 2}
     out = tmp_path / "r.yaml"
-    from grpolab.verl.importer import recipe_yaml
+    from grpolab.importer.script import recipe_yaml
 
     out.write_text(recipe_yaml(imported, str(script)))
     argv = render(load_recipe(out), "/RUN").overrides

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+import site
+import sysconfig
 from pathlib import Path
 
 # lib/grpolab/paths.py -> the project root is three levels up (a source checkout, installed editable).
@@ -28,8 +30,6 @@ def params_dir() -> Path:
 
 def installed_params() -> Path | None:
     """The params/ a wheel install shipped (pyproject's data-files), in this environment's or the user's data folder."""
-    import site
-    import sysconfig
 
     for data in (sysconfig.get_path("data"), site.getuserbase()):
         folder = Path(data) / "share" / "grpolab" / "params"

@@ -21,6 +21,10 @@ import json
 import os
 import sys
 
+from grpolab.jobs.reach import ClusterError
+from grpolab.problems import InputError, RecipeError
+from grpolab.recipe.secrets import Redaction, is_secret
+
 # verb -> module under grpolab.cli; a module may register several verbs (runs, status, logs, stop).
 VERBS = {
     "ls": "ls",
@@ -126,7 +130,6 @@ class _Escaped:
 def _callers_secrets():
     """The redaction of the secret values of this shell's environment (by name: grpolab.recipe.secrets), long
     enough not to be ordinary words and not paths of this machine."""
-    from grpolab.recipe.secrets import Redaction, is_secret
 
     values = [
         v for k, v in os.environ.items() if is_secret(k) and len(v) >= 8 and not os.path.exists(v) and " " not in v
@@ -147,7 +150,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None = None) -> int:
     from grpolab.jobs.runs import RunNotFound
-    from grpolab.problems import InputError, RecipeError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv
@@ -177,8 +179,6 @@ def _main(argv: list[str] | None = None) -> int:
             return _fail(verb, f"cannot reach the Ray cluster: {exc}", 1, as_json)
         return _fail(verb, _os_message(exc), 2, as_json)
     except Exception as exc:  # an unreachable cluster (exit 1), else a bug: one line; GRPOLAB_DEBUG=1 shows where
-        from grpolab.jobs.reach import ClusterError
-
         if isinstance(exc, ClusterError):
             return _fail(verb, str(exc), 1, as_json)
         if os.environ.get("GRPOLAB_DEBUG"):

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from grpolab.cli import UsageError
+from grpolab.paths import is_system_folder, params_dir
 
 
 def register(sub) -> None:
@@ -42,7 +43,6 @@ def card_yaml(card) -> str:
 
 
 def main(args) -> int:
-    from grpolab.paths import is_system_folder, params_dir
     from grpolab.recipe.cards import resolve_model
     from grpolab.recipe.loader import load_card
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from grpolab.cli import UsageError
 from grpolab.cli.common import add_recipe_args, print_problems
+from grpolab.problems import InputError, errors
+from grpolab.recipe.secrets import redaction
 
 
 def register(sub) -> None:
@@ -18,7 +20,6 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.problems import InputError, errors
     from grpolab.rules.gate import check
 
     try:
@@ -27,7 +28,6 @@ def main(args) -> int:
         raise UsageError(str(exc)) from None
     if recipe is not None:
         from grpolab.plan.hints import with_layout_fixes  # a layout error's fix names the nearest whole valid layouts
-        from grpolab.recipe.secrets import redaction
 
         problems = redaction(recipe, overrides=args.overrides).problems(with_layout_fixes(recipe, problems))
     name = recipe.name if recipe else args.recipe

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import sys
 
+from grpolab.cli import UsageError
 from grpolab.cli.common import print_json
 
 _STEPS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
@@ -35,8 +36,6 @@ def register(sub) -> None:
 
 
 def parse_steps(text: str) -> tuple[int, int]:
-    from grpolab.cli import UsageError
-
     match = _STEPS.match(text or "")
     if not match:
         raise UsageError(f"--steps {text!r}: expected FIRST-LAST (e.g. --steps 5-14) or one step number")
@@ -48,7 +47,6 @@ def parse_steps(text: str) -> tuple[int, int]:
 
 
 def main(args) -> int:
-    from grpolab.cli import UsageError
     from grpolab.jobs.runs import RunNotFound
     from grpolab.monitor.compare import compare
     from grpolab.monitor.metrics import open_run

@@ -15,6 +15,8 @@ import sys
 
 from grpolab.cli import UsageError
 from grpolab.cli.common import add_set_arg, load, print_json, print_problems, whole_number
+from grpolab.problems import errors
+from grpolab.verl.prepare import prepare
 
 
 def register(sub) -> None:
@@ -46,7 +48,6 @@ def main(args) -> int:
         raise UsageError(f"unexpected {args.source!r}: `grpolab data RECIPE` takes one recipe")
     if args.rows == 0:
         raise UsageError("--rows 0 reads nothing: give 1 or more")
-    from grpolab.problems import errors
     from grpolab.rules.data import lines, report
 
     recipe = load(args)
@@ -60,8 +61,6 @@ def main(args) -> int:
 
 
 def _prepare(args) -> int:
-    from grpolab.verl.prepare import prepare
-
     if not args.source or not args.out:
         raise UsageError("`grpolab data prepare SOURCE --out DIR`: give the source and --out")
     done = prepare(

@@ -18,7 +18,9 @@ import textwrap
 from pathlib import Path
 
 from grpolab import run_folder
+from grpolab.cli import UsageError
 from grpolab.cli.common import print_json
+from grpolab.recipe.files import is_regular
 
 _WIDTH = 110
 
@@ -38,8 +40,6 @@ def register(sub) -> None:
 
 
 def _unreadable(target: str, why: str):
-    from grpolab.cli import UsageError
-
     return UsageError(f"{target}: {why}")
 
 
@@ -47,7 +47,6 @@ def diagnose_target(target: str, refresh: bool = True) -> tuple[str, object]:
     """(what was read, Failure | None) for a LOG, a folder of logs, `-` or a RUN; UsageError when unusable."""
     from grpolab.jobs.runs import BadRecord, RunNotFound, resolve_run
     from grpolab.monitor.diagnose import diagnose_files, diagnose_stream, log_files
-    from grpolab.recipe.files import is_regular
 
     if target == "-":
         return "stdin", diagnose_stream(sys.stdin.buffer)

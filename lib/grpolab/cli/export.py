@@ -15,6 +15,7 @@ import json
 import sys
 
 from grpolab.cli import UsageError
+from grpolab.jobs import cluster
 
 
 def register(sub) -> None:
@@ -34,7 +35,6 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.jobs import cluster
     from grpolab.jobs.export import ExportRefused, export, plan_export
     from grpolab.jobs.runs import RunNotFound, resolve_run
 

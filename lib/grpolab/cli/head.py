@@ -9,6 +9,7 @@ another Ray cluster of this machine. Exit status 0; 1 when the head cannot start
 from __future__ import annotations
 
 from grpolab.cli.common import print_json
+from grpolab.jobs import cluster
 
 
 def register(sub) -> None:
@@ -19,8 +20,6 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.jobs import cluster
-
     if args.action == "start":  # a ClusterError (a foreign server on the port, ...) goes to the CLI's boundary
         cluster.ensure_local_head(progress=(lambda *_: None) if args.json else print)
     elif args.action == "stop":

@@ -13,6 +13,7 @@ installed verl, no isolation, an existing output file), and nothing is written.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import tempfile
@@ -20,6 +21,9 @@ from pathlib import Path
 
 from grpolab.cli import UsageError
 from grpolab.cli.common import json_text
+from grpolab.paths import PathRefused, check_name, is_system_folder, params_dir
+from grpolab.problems import InputError, RecipeError, errors
+from grpolab.problems import report as problem_report
 
 
 def register(sub) -> None:
@@ -49,10 +53,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.paths import PathRefused, check_name, is_system_folder, params_dir
-    from grpolab.problems import InputError, errors
-    from grpolab.problems import report as problem_report
-    from grpolab.verl.importer import import_script, recipe_yaml
+    from grpolab.importer.script import import_script, recipe_yaml
 
     if args.devices < 1:
         raise UsageError(f"--devices {args.devices}: give a number of devices per node, 1 or more")
@@ -126,9 +127,7 @@ def main(args) -> int:
 
 def _check(path: Path, shown: str | None = None) -> list:
     """The gate's problems for the written recipe; `shown` replaces a scratch copy's path in their messages."""
-    import dataclasses
 
-    from grpolab.problems import RecipeError
     from grpolab.recipe.loader import load_recipe
     from grpolab.rules.gate import gate
 

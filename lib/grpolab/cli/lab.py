@@ -24,7 +24,8 @@ import sys
 from pathlib import Path
 
 from grpolab.cli.common import port_number
-from grpolab.paths import contained
+from grpolab.paths import PathRefused, contained, is_system_folder, runs_dir
+from grpolab.problems import InputError
 
 SETTINGS = {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
 SETTINGS_DIR = ".lab-settings"  # inside the working folder: JupyterLab's app settings (overrides.json) only
@@ -96,9 +97,6 @@ def command(folder: Path, port: int, browser: bool, extra: list[str] = ()) -> li
 
 
 def main(args) -> int:
-    from grpolab.paths import PathRefused, is_system_folder, runs_dir
-    from grpolab.problems import InputError
-
     given = Path(args.dir).expanduser() if args.dir else runs_dir() / "lab"
     flag = f"--dir {args.dir}" if args.dir else f"the working folder {given}"
     try:

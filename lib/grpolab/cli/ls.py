@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import sys
 
+from grpolab.paths import params_dir
+from grpolab.problems import InputError, RecipeError
+
 
 def register(sub) -> None:
     p = sub.add_parser("ls", help="list the recipes, one line each")
@@ -11,8 +14,6 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.paths import params_dir
-    from grpolab.problems import InputError, RecipeError
     from grpolab.recipe.loader import describe, load_recipe, recipe_names
 
     names = recipe_names()

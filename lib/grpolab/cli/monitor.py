@@ -10,7 +10,9 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
+from grpolab.cli import UsageError
 from grpolab.cli.common import print_json
+from grpolab.recipe.files import NotARegularFile, is_regular, kind
 
 
 def register(sub) -> None:
@@ -34,12 +36,10 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.cli import UsageError
     from grpolab.jobs.runs import RunNotFound
     from grpolab.monitor.plots import plot_curves
     from grpolab.monitor.summary import RunMonitor, format_summary
     from grpolab.monitor.thresholds import ThresholdsError
-    from grpolab.recipe.files import NotARegularFile, is_regular, kind
 
     if args.png and args.no_png:
         raise UsageError("--png and --no-png contradict each other: pass one of them")

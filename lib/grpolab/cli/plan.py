@@ -14,7 +14,9 @@ import statistics
 import sys
 
 from grpolab.cli import UsageError
-from grpolab.cli.common import add_set_arg, json_text
+from grpolab.cli.common import add_set_arg, json_text, print_problems
+from grpolab.paths import PathRefused, check_name
+from grpolab.problems import InputError, RecipeError
 
 
 def register(sub) -> None:
@@ -71,9 +73,7 @@ def mean_lengths(text: str) -> list[str]:
 
 
 def main(args) -> int:
-    from grpolab.cli.common import print_problems
     from grpolab.plan import io, search
-    from grpolab.problems import InputError, RecipeError
 
     if args.nodes is not None and args.nodes < 1:
         raise UsageError(f"--nodes must be a positive number of nodes, not {args.nodes}")
@@ -95,8 +95,6 @@ def main(args) -> int:
         p.smallest_nodes = search.smallest_cluster(args.target, args.hardware, overrides)
     written = None
     if args.write:  # a name flag: params/recipes/NAME.yaml, never a path
-        from grpolab.paths import PathRefused, check_name
-
         try:
             check_name(args.write, "--write")
         except PathRefused as exc:

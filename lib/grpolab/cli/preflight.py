@@ -10,10 +10,13 @@ without it, RAY_ADDRESS is used, else the embedded Ray head (started when needed
 
 from __future__ import annotations
 
+import shutil
 import sys
 
 from grpolab.cli import UsageError
 from grpolab.cli.common import add_recipe_args, print_json
+from grpolab.preflight import run_preflight
+from grpolab.problems import InputError
 
 
 def register(sub) -> None:
@@ -39,9 +42,6 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.preflight import run_preflight
-    from grpolab.problems import InputError
-
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError(f"--timeout {args.timeout}: give a positive number of seconds")
 
@@ -57,7 +57,5 @@ def main(args) -> int:
     if args.json:
         print_json(report.to_dict())
     else:
-        import shutil
-
         print(report.table(fold=not args.no_fold, width=max(shutil.get_terminal_size((110, 24)).columns, 90)))
     return 1 if report.failed else 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 
 from grpolab.cli.common import add_recipe_args, add_show_secrets, load, print_problems
+from grpolab.problems import errors
+from grpolab.recipe.secrets import redaction
 
 
 def register(sub) -> None:
@@ -16,7 +18,6 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.problems import errors
     from grpolab.rules.gate import gate
     from grpolab.verl.render import render, to_json, to_sh
 
@@ -26,7 +27,6 @@ def main(args) -> int:
     if problems:  # a launch that cannot work is not rendered: check before launch, never after
         print_problems(problems, header=f"recipe {recipe.name} has errors; not rendering (see `grpolab check`):")
         return 1
-    from grpolab.recipe.secrets import redaction
 
     launch = render(recipe)
     redact = redaction(recipe, env=launch.env, overrides=args.overrides)

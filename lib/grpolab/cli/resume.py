@@ -14,6 +14,8 @@ import sys
 
 from grpolab.cli import UsageError
 from grpolab.cli.common import add_set_arg, print_problems, whole_number
+from grpolab.cli.run import follow
+from grpolab.problems import InputError, RecipeError
 
 
 def register(sub) -> None:
@@ -36,10 +38,8 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.cli.run import follow
     from grpolab.jobs import cluster, launch, runs
     from grpolab.jobs.resume import ResumeRefused, plan_resume
-    from grpolab.problems import InputError, RecipeError
 
     if args.run_id is not None:
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from grpolab.cli import UsageError
 from grpolab.cli.common import add_recipe_args, load, print_json, print_problems
+from grpolab.problems import errors
 
 
 def register(sub) -> None:
@@ -53,7 +54,6 @@ def main(args) -> int:
 def data_ok(recipe, summary: bool) -> bool:
     """The data and the reward's dry run (grpolab.rules.data): False when they found an error. The summary and the
     problems are printed with `summary` (--wait, as `make run` does: a run followed here) or an error."""
-    from grpolab.problems import errors
     from grpolab.rules.data import lines, report
 
     rep = report(recipe)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 
 from grpolab.cli import UsageError
-from grpolab.cli.common import whole_number
+from grpolab.cli.common import print_json, whole_number
+from grpolab.jobs.reach import ClusterError
 
 
 def register(sub) -> None:
@@ -47,7 +48,6 @@ def _when(stamp) -> str:
 
 
 def list_main(args) -> int:
-    from grpolab.cli.common import print_json
     from grpolab.jobs import state
     from grpolab.jobs.runs import BadRecord, scan_runs
 
@@ -107,7 +107,6 @@ def _run(ref):
 
 
 def status_main(args) -> int:
-    from grpolab.cli.common import print_json
     from grpolab.jobs import control, state
     from grpolab.monitor.outcome import describe_outcome
 
@@ -143,9 +142,7 @@ def logs_main(args) -> int:
 
 
 def stop_main(args) -> int:
-    from grpolab.cli.common import print_json
     from grpolab.jobs import control
-    from grpolab.jobs.reach import ClusterError
     from grpolab.jobs.runs import TERMINAL_STATES
 
     run = _run(args.run)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from grpolab.cli.common import add_recipe_args, add_show_secrets, load
+from grpolab.recipe.secrets import redaction
 
 
 def register(sub) -> None:
@@ -14,7 +15,6 @@ def register(sub) -> None:
 
 def main(args) -> int:
     from grpolab.recipe.loader import to_yaml
-    from grpolab.recipe.secrets import redaction
 
     recipe = load(args)
     if args.show_secrets:

@@ -22,6 +22,7 @@ refused, so two trainers never save, rotate or prune in one folder.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -32,7 +33,10 @@ from typing import Any
 from grpolab import run_folder
 from grpolab.local import checkpoint as local_ckpt
 from grpolab.local.checkpoint import STEP_PREFIX, TRACKER, folder_size
+from grpolab.problems import InputError
+from grpolab.recipe import files
 from grpolab.recipe.checkpoint_size import human_bytes
+from grpolab.recipe.dotted import get_dotted
 
 _STEP_DIR = re.compile(rf"^{STEP_PREFIX}(\d+)$")
 OWNER = ".grpolab-owner.json"  # in a shared trainer.ckpt_dir: the run that saves there now
@@ -72,8 +76,6 @@ class Checkpoint:
 
 def layout_of(recipe: Any, run_dir: Path) -> Layout:
     """The checkpoint layout of a recipe (a Recipe or the plain dict of a run's recipe.yaml)."""
-    from grpolab.problems import InputError
-    from grpolab.recipe.dotted import get_dotted
 
     def typed(key: str, kinds: tuple, default):
         value = get_dotted(recipe, key) if isinstance(recipe, dict) or hasattr(recipe, "train") else None
@@ -117,7 +119,6 @@ RECORD_LIMIT = 16 << 20  # a checkpoint's JSON records (configs, manifests, inde
 def read_json(path: Path, limit: int = RECORD_LIMIT):
     """A JSON file of a checkpoint, bounded (regular files only: a FIFO is refused, never waited on); OSError or
     ValueError when it cannot be read as JSON."""
-    from grpolab.recipe import files
 
     try:
         return json.loads(files.read_text(path, limit))
@@ -126,8 +127,6 @@ def read_json(path: Path, limit: int = RECORD_LIMIT):
 
 
 def read_tracker(root: Path) -> int | None:
-    from grpolab.recipe import files
-
     try:
         return int(files.read_text(Path(root) / TRACKER, 4096).strip())
     except (OSError, ValueError):
@@ -227,7 +226,6 @@ def metric_by_step(run_dir: Path | None, metric: str) -> dict[int, float]:
     """A metric's value at each step the run's metrics.jsonl logged it (save times, validation scores). Streamed
     line by line (a metrics file may be GBs): only lines that name the metric are parsed; a line that is not UTF-8
     JSON, or longer than LINE_LIMIT, is skipped; a special file is refused (nothing read)."""
-    from grpolab.recipe import files
 
     path = run_folder.metrics_file(run_dir) if run_dir is not None else None
     if path is None or not path.is_file():
@@ -294,7 +292,6 @@ def latest_complete(checkpoints: list[Checkpoint]) -> Checkpoint | None:
 
 def listing(run_dir: Path) -> list[dict]:
     """The checkpoints of a run for the monitor: step, bytes, seconds the save took, complete or why not."""
-    from grpolab.problems import InputError
 
     try:
         layout = run_layout(run_dir)
@@ -334,7 +331,6 @@ def claim(root: Path | None, run_dir: Path, run_id: str, live):
     """Claim a shared checkpoint folder for one run while the body creates it; CheckpointsBusy when a live run
     holds it (`live(run_dir)`: its state while it is not over, else None: grpolab.jobs.state.live_state). `root`
     None (the run's own checkpoint/ folder) or a folder not on this machine: nothing to claim."""
-    import fcntl
 
     root = Path(root) if root is not None else None
     if root is None or not root.parent.is_dir() or Path(run_dir) in (root, *root.parents):

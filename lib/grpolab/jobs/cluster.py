@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from grpolab.jobs.jobs_api import JobsApi, needs_sdk
 from grpolab.jobs.reach import REACH_TIMEOUT_S, ClusterError, check_reachable, dashboard_of
 from grpolab.jobs.reach import probe as _probe
 
@@ -498,7 +499,6 @@ def jobs_api(ep: Endpoint):
     resolves that cluster's auth."""
     if not ep.embedded:
         return job_client(ep)
-    from grpolab.jobs.jobs_api import JobsApi
 
     return JobsApi(ep.dashboard, auth_headers())
 
@@ -508,7 +508,6 @@ def submit_client(ep: Endpoint, runtime_env: dict):
     API takes as it is (environment variables), grpolab.jobs.jobs_api without importing Ray (about 2 s of CPU less
     per `grpolab run`); else Ray's own client (job_client), which prepares the rest and resolves a remote cluster's
     auth."""
-    from grpolab.jobs.jobs_api import needs_sdk
 
     if ep.embedded and not needs_sdk(runtime_env):
         return jobs_api(ep)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shlex
 import shutil
 import sys
@@ -35,8 +36,18 @@ from typing import Any
 
 from grpolab import run_folder
 from grpolab.jobs import checkpoints as ck
+from grpolab.jobs import cluster
+from grpolab.jobs.cluster import Endpoint
 from grpolab.jobs.runs import Run
+from grpolab.jobs.weights_check import check
+from grpolab.local.mapping import settings_from_recipe
+from grpolab.local.metrics import VAL_ACC
+from grpolab.local.task import split_problems
+from grpolab.local.train import greedy_accuracy, quiet_transformers
+from grpolab.paths import is_system_folder
+from grpolab.problems import InputError, RecipeError
 from grpolab.recipe.dotted import get_dotted
+from grpolab.recipe.secrets import is_secret
 
 MERGER = ["-m", "verl.model_merger", "merge"]
 HF_FILES = (
@@ -81,7 +92,6 @@ class ExportPlan:
 
 def card_of(recipe: Any):
     """The model's facts for a recipe (a Recipe or recipe.yaml's data): config.json at model.path, else its card."""
-    from grpolab.problems import InputError, RecipeError
     from grpolab.recipe.cards import config_json, facts_from_config, read_config, resolve_model
 
     card = None
@@ -139,7 +149,6 @@ _CHECKPOINT_PART = re.compile(rf"^{ck.STEP_PREFIX}\d+$")
 
 def _target(run: Run, layout: ck.Layout, out: str | Path | None, default: Path, force: bool) -> tuple[Path, list]:
     """Where the export may go (see the module docstring), and what --force replaces there; ExportRefused else."""
-    from grpolab.paths import is_system_folder
 
     target = Path(os.path.realpath(Path(out).expanduser())) if out else default
     flag = f"--out {out}" if out else f"the default folder {target}"
@@ -197,7 +206,6 @@ def plan_export(run: Run, step: int | None = None, out: str | Path | None = None
         model = (manifest.get("contents") or {}).get("model") or {}
         if model.get("format") == "huggingface":  # mbridge saved Hugging Face weights itself
             return ExportPlan(run, recipe, checkpoint, target, "copy", actor / model["path"], None, staging, replaces)
-    from grpolab.jobs.cluster import Endpoint
 
     kept = Endpoint.from_record(run.status())
     python = sys.executable if kept is None or kept.embedded else "python3"  # a remote cluster has its own
@@ -217,10 +225,6 @@ def copy_weights(source: Path, target: Path) -> None:
 
 def run_merge(plan: ExportPlan, progress=print) -> None:
     """verl's merger as a Ray job on the run's cluster; its log goes to RUN/logs/export-<step>.log."""
-    import secrets
-
-    from grpolab.jobs import cluster
-    from grpolab.recipe.secrets import is_secret
 
     kept = cluster.Endpoint.from_record(plan.run.status())  # the run's own cluster
     if kept is None or kept.embedded:
@@ -261,10 +265,6 @@ def run_merge(plan: ExportPlan, progress=print) -> None:
 
 def score_tiny(plan: ExportPlan, folder: Path | None = None) -> dict:
     """Load the exported `tiny` weights with transformers and score them on the validation split, as the run did."""
-    from grpolab.local.mapping import settings_from_recipe
-    from grpolab.local.metrics import VAL_ACC
-    from grpolab.local.task import split_problems
-    from grpolab.local.train import greedy_accuracy, quiet_transformers
 
     quiet_transformers()
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
@@ -281,7 +281,6 @@ def score_tiny(plan: ExportPlan, folder: Path | None = None) -> dict:
 
 def export(plan: ExportPlan, progress=print) -> dict:
     """Make the Hugging Face weights, check them; the report (also written to OUT/grpolab_export.json)."""
-    from grpolab.jobs.weights_check import check
 
     final, stage = plan.out, plan.staging or plan.out
     if stage.exists():

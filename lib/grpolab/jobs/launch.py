@@ -36,6 +36,7 @@ from grpolab.recipe import stack
 from grpolab.recipe.loader import recipe_dict, to_yaml
 from grpolab.recipe.schema import Recipe
 from grpolab.recipe.secrets import Redaction, redaction
+from grpolab.rules.gate import gated_launch
 from grpolab.verl.render import Launch
 
 # passed from the launcher's environment into the job when the recipe logs there; never recorded
@@ -100,7 +101,6 @@ class Submission:
 
 def _gated(recipe: Recipe, run_dir: str | None) -> Launch:
     """The gate's verdict and the launch it rendered; LaunchBlocked when it finds an error."""
-    from grpolab.rules.gate import gated_launch
 
     problems, launch = gated_launch(recipe, run_dir=run_dir)
     if errors(problems):

@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from grpolab.local.task import split_problems
 from grpolab.recipe import stack
 from grpolab.recipe.dotted import get_dotted
 
@@ -59,7 +60,6 @@ def data_files(recipe: Any) -> list[tuple[str, str]]:
 
 def _generated(recipe: Any, name: str) -> dict:
     """The fingerprint of a task the local trainer generates: a hash of its train and validation problems."""
-    from grpolab.local.task import split_problems
 
     if name != "arith":
         return {"generated": name, "error": f"no generator named {name!r} (grpolab.local.task has `arith`)"}

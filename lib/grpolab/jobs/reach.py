@@ -11,6 +11,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from urllib.parse import urlsplit
 
 REACH_TIMEOUT_S = 5.0  # a cluster address that does not answer within this is reported, not waited on
 DRIVER_TIMEOUT_S = 15.0  # asking a cluster known by its GCS address for its dashboard (a short-lived driver)
@@ -35,8 +36,6 @@ def probe(url: str, headers: dict[str, str] | None = None, timeout: float = 2.0)
 def _host_port(address: str) -> tuple[str, int] | None:
     """(host, port) of HOST:PORT, ray://HOST:PORT or http(s)://HOST[:PORT]/..."""
     if address.startswith(("http://", "https://")):
-        from urllib.parse import urlsplit
-
         try:
             parts = urlsplit(address)
             return parts.hostname or "127.0.0.1", parts.port or (443 if address.startswith("https") else 80)

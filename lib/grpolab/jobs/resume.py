@@ -31,6 +31,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from grpolab.jobs import checkpoints as ck
 from grpolab.jobs import provenance
 from grpolab.jobs.runs import TERMINAL_STATES, Run
+from grpolab.jobs.state import live_state, refresh
+from grpolab.problems import InputError
 from grpolab.recipe.dotted import get_dotted
 from grpolab.recipe.schema import Recipe
 from grpolab.recipe.secrets import REDACTED, redact_override
@@ -141,8 +143,6 @@ def _child_recipe(run: Run, data: dict, launch: dict, overrides: Sequence[str]) 
 
 
 def _refuse_running(run: Run) -> None:
-    from grpolab.jobs.state import refresh
-
     state = refresh(run).get("state")
     if state not in TERMINAL_STATES and state is not None:
         raise ResumeRefused(
@@ -188,8 +188,6 @@ def _pick(found: list[ck.Checkpoint], layout: ck.Layout, run: Run, from_step: in
 
 
 def _plain_recipe(run: Run) -> dict:
-    from grpolab.problems import InputError
-
     try:
         return ck.run_recipe(run.path)
     except (OSError, InputError):
@@ -336,7 +334,6 @@ def plan_resume(run: Run, from_step: int | None = None, overrides: Sequence[str]
     if child.trainer.ckpt_dir:  # a shared folder: refused while another live run saves there (checkpoints.claim)
         shared = Path(os.path.expanduser(child.trainer.ckpt_dir))
         held = ck.owner(shared)
-        from grpolab.jobs.state import live_state
 
         state = live_state(str(held.get("run_dir") or ""))
         if state is not None:

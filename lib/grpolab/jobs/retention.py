@@ -29,6 +29,8 @@ from grpolab.jobs.checkpoints import (
     scan,
 )
 from grpolab.local.checkpoint import TRACKER
+from grpolab.problems import InputError
+from grpolab.recipe.dotted import get_dotted
 
 TRASH_PREFIX = ".removing-"
 
@@ -45,8 +47,6 @@ class Policy:
 
 
 def policy_of(recipe: Any) -> Policy:
-    from grpolab.recipe.dotted import get_dotted
-
     return Policy(
         get_dotted(recipe, "trainer.keep_ckpts"),
         get_dotted(recipe, "trainer.keep_best_metric"),
@@ -56,7 +56,6 @@ def policy_of(recipe: Any) -> Policy:
 
 def wrapper_prunes(recipe: Any) -> bool:
     """True when the job wrapper, not verl, applies the retention: keep-best (verl has none), or the TRL trainer."""
-    from grpolab.recipe.dotted import get_dotted
 
     policy = policy_of(recipe)
     return policy.best_metric is not None or (get_dotted(recipe, "train.engine") == "trl" and policy.active)
@@ -146,7 +145,6 @@ class Keeper:
     def for_run(cls, run_dir: Path, **kwargs) -> Keeper | None:
         """A started Keeper when the run's recipe asks the wrapper to prune, else None (also for a run without a
         readable recipe: the wrapper must never fail a job for its own bookkeeping)."""
-        from grpolab.problems import InputError
 
         try:
             keeper = cls(run_dir, **kwargs)

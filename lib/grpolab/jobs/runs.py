@@ -18,6 +18,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import stat
 import time
 from dataclasses import dataclass
@@ -350,8 +351,6 @@ def create_run(name: str, run_id: str | None = None, root: Path | None = None, *
             record = {**fields, "run_id": rid, "state": "PENDING", "created": now, "updated": now}
             atomic_write(run.status_file, json.dumps(record, indent=2, sort_keys=True) + "\n")
         except BaseException:  # a full or read-only disk: leave no half-made run behind
-            import shutil
-
             shutil.rmtree(path, ignore_errors=True)
             raise
         return run

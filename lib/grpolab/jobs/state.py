@@ -38,7 +38,7 @@ from typing import Any
 from grpolab.jobs import cluster, secrets
 from grpolab.jobs.cluster import ClusterError, Endpoint
 from grpolab.jobs.job_entry import ANSI
-from grpolab.jobs.runs import TERMINAL_STATES, NotARun, Run, read_json, read_tail
+from grpolab.jobs.runs import TERMINAL_STATES, NotARun, Run, RunNotFound, read_json, read_tail, resolve_run
 
 LOG_TAIL_LINES = 40
 SUBMIT_GRACE_S = 600.0  # a record that names no submitter (an older grpolab's) is PENDING this long at most
@@ -324,7 +324,6 @@ def find_job(run_id: str, address: str | None = None):
 
 def live_state(run_dir: str) -> str | None:
     """The state of the run at run_dir when it is not over (None: over, gone, or not a run)."""
-    from grpolab.jobs.runs import RunNotFound, resolve_run
 
     if not run_dir or not Path(run_dir).is_dir():
         return None

@@ -24,13 +24,18 @@ the GRPO loop, evaluation and checkpointing stay together so the trainer has no 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
+import shutil
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
+
+from grpolab.verl.rewards import locate, split_function
 
 # Never reach for the Hub: everything this trainer loads is built locally.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -128,7 +133,6 @@ def set_threads(settings: TinySettings) -> None:
 
 def quiet_transformers() -> None:
     """No progress bars or advisory warnings in the job log: the progress lines are ours."""
-    import warnings
 
     from transformers.utils import logging as hf_logging
 
@@ -350,9 +354,6 @@ def load_reward(function: str | None):
     """The recipe's reward.function (`path.py:name`), loaded from its file as verl loads it; None for None."""
     if not function:
         return None
-    import importlib.util
-
-    from grpolab.verl.rewards import locate, split_function
 
     written, name = split_function(function)
     path = locate(written)
@@ -417,7 +418,6 @@ def prepare_resumed(
     own checkpoints name a reference of their own), the policy loaded from there; the trainer then restores the
     checkpoint's weights, optimizer, scheduler, RNG and data position. No warm-up: the reference is the
     parent's."""
-    import shutil
 
     import torch
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast

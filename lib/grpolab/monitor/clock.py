@@ -4,6 +4,7 @@ grpolab.jobs.state.run_times / elapsed_s)."""
 from __future__ import annotations
 
 import math
+import time
 
 
 def clock_text(seconds: float | None) -> str:
@@ -18,7 +19,6 @@ def clock_text(seconds: float | None) -> str:
 def as_of(now: float | None = None) -> str:
     """`as of 21:05:03`: when a view read the run's state (local time), so that a saved or reopened view says how
     old it is instead of claiming to be current."""
-    import time
 
     return "as of " + time.strftime("%H:%M:%S", time.localtime(time.time() if now is None else now))
 

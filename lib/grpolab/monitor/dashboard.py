@@ -29,8 +29,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from grpolab.jobs import control
 from grpolab.jobs.runs import TERMINAL_STATES
 from grpolab.monitor.clock import RECONNECT, as_of
+from grpolab.monitor.plots import Curves
 from grpolab.monitor.progress import Progress
 from grpolab.monitor.summary import RunMonitor, format_html, format_summary
 
@@ -199,7 +201,6 @@ class Dashboard:
 
     def _analyse(self) -> None:
         """Alerts over the whole run, the summary and the picture (redrawn only when it changed)."""
-        from grpolab.monitor.plots import Curves
 
         self.data = self.monitor.update(refresh=False, png=None, analyse=True)
         if self.monitor.curves is None:
@@ -315,8 +316,6 @@ class Dashboard:
         self.stop_button.disabled = self.finished
 
     def _on_confirm(self, _button=None) -> None:
-        from grpolab.jobs import control
-
         self.confirm_row.layout.display = "none"
         self.message = "stopping ..."
         if self.data:

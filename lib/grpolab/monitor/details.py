@@ -12,7 +12,11 @@ import math
 import re
 from dataclasses import dataclass
 
+from grpolab.problems import closest
+from grpolab.recipe.dotted import get_dotted
 from grpolab.rules.maths import divisors, listed, multiples_near, nearest
+from grpolab.verl.config import base_config
+from grpolab.verl.fieldmap import KEYS, field_of
 
 FACTS = "facts"  # the prefilter's owner of FACT_WORDS
 FACT_WORDS = ("rollout.n=", "n_samples=", "train_batch_size=", "ppo_mini_batch_size=", "n_gpus_per_node=", "nnodes=")
@@ -117,9 +121,6 @@ _KEY = re.compile(
 def nearest_verl_key(key: str) -> str | None:
     """The installed verl's config key nearest to `key` (a dotted key under one of its top-level sections), or
     None (no verl, or nothing near)."""
-    from grpolab.problems import closest
-    from grpolab.recipe.dotted import get_dotted
-    from grpolab.verl.config import base_config
 
     parts = key.lstrip("+~").split(".")
     for engine in ("fsdp", "megatron"):
@@ -154,8 +155,6 @@ def _config_key(line: str, facts) -> Extra | None:
     near = nearest_verl_key(key)
     message = f"The rejected key: {key}"
     if near:
-        from grpolab.verl.fieldmap import field_of
-
         owner = field_of(near)
         message += f"; the nearest key of the installed verl's config: {near}" + (
             f" (the recipe field {owner})" if owner else ""
@@ -163,7 +162,6 @@ def _config_key(line: str, facts) -> Extra | None:
         fix = f"rename {key} to {near}" + (f" (in a recipe: {owner})" if owner else "")
     else:
         fix = f"remove or correct {key} (the installed version has no such argument or key)"
-    from grpolab.verl.config import base_config
 
     config = base_config("fsdp") or {}
     verl_key = "." in key and key.lstrip("+~").split(".")[0] in config
@@ -187,7 +185,6 @@ _AT_LEAST = re.compile(
 def _recipe_key(name: str) -> str | None:
     """The recipe field behind a verl name a message prints (ppo_mini_batch_size -> algorithm.ppo_mini_batch_size),
     from the one field map."""
-    from grpolab.verl.fieldmap import KEYS
 
     name = name.strip().split(".")[-1].replace(" ", "_")
     for row in KEYS:

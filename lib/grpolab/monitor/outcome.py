@@ -6,13 +6,16 @@ from __future__ import annotations
 import time
 
 from grpolab.jobs.runs import Run
+from grpolab.jobs.state import elapsed_s, run_times
+from grpolab.monitor.clock import clock_text
+from grpolab.monitor.figures import HEADLINE, first_and_last
+from grpolab.monitor.metrics import load_metrics
+from grpolab.monitor.summary import failure_of
 
 
 def figures(run: Run, view=None) -> dict:
     """First and last values of the headline figures (empty when the run wrote no metrics); `view`: the run's
     MetricsView when the caller has one (nothing is read again)."""
-    from grpolab.monitor.figures import first_and_last
-    from grpolab.monitor.metrics import load_metrics
 
     if view is None:
         if not run.metrics_file.exists():
@@ -24,8 +27,6 @@ def figures(run: Run, view=None) -> dict:
 def times_text(status: dict) -> str | None:
     """`ran 2:42 (14:46:14 -> 14:48:56)`, or `running for 1:05 (since 14:46:14)`: from the run's record
     (grpolab.jobs.state.run_times), the same in every view; None before its job started."""
-    from grpolab.jobs.state import elapsed_s, run_times
-    from grpolab.monitor.clock import clock_text
 
     started, ended = run_times(status)
     if started is None:
@@ -44,7 +45,6 @@ def describe_outcome(run: Run, status: dict, monitor=None) -> str:
     if took:
         lines.insert(1, took)
     fig = figures(run, monitor.view if monitor is not None else None)
-    from grpolab.monitor.figures import HEADLINE
 
     for label in HEADLINE:
         if label in fig:
@@ -54,7 +54,6 @@ def describe_outcome(run: Run, status: dict, monitor=None) -> str:
             )
     if status.get("message") and status.get("state") != "SUCCEEDED":  # Ray's or the submission's own words
         lines.append(f"message: {status['message']}")
-    from grpolab.monitor.summary import failure_of
 
     failure = monitor.failure if monitor is not None else failure_of(run, status)
     if failure is not None:

@@ -28,9 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from grpolab.jobs import state
+from grpolab.jobs.runs import TERMINAL_STATES
+from grpolab.jobs.state import refresh as refresh_status
 from grpolab.monitor.clock import clock_text
 from grpolab.monitor.figures import STEP_TIME, candidates, latest_headline
 from grpolab.monitor.metrics import MetricsView
+from grpolab.monitor.outcome import describe_outcome
+from grpolab.monitor.summary import RunMonitor
 
 STEP_TIME_WINDOW = 20  # the remaining time uses the mean of the last 20 logged step times
 # ... smoothed over about this many seconds of following (an exponential average in wall time): a run whose steps
@@ -265,8 +269,6 @@ def wait(
     reward, validation accuracy) at most one per `every_s` seconds. `view`: the MetricsView to follow with (a
     caller that goes on reading the run passes its own, so nothing is read twice); each poll reads only the
     bytes appended since the last one. Returns the status (see run_status)."""
-    from grpolab.jobs.runs import TERMINAL_STATES
-    from grpolab.jobs.state import refresh as refresh_status
 
     view = view if view is not None else MetricsView.for_run(run)
     start = time.time()
@@ -299,8 +301,6 @@ def follow_run(
 ) -> Outcome:
     """`grpolab run --wait`: follow the run to its end with one metrics view, then draw the curves into the run
     directory (alerts marked) when it logged any, classify a failure once and describe the outcome."""
-    from grpolab.monitor.outcome import describe_outcome
-    from grpolab.monitor.summary import RunMonitor
 
     monitor = RunMonitor(run)
     status = wait(run, progress, poll_s=poll_s, timeout=timeout, every_s=every_s, view=monitor.view)

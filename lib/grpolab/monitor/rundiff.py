@@ -19,6 +19,7 @@ from typing import Any
 from grpolab.jobs.runs import Run
 from grpolab.problems import InputError
 from grpolab.recipe.dotted import flatten
+from grpolab.recipe.secrets import REDACTED, is_secret, redact_override
 from grpolab.recipe.yamlio import read_yaml
 
 SECTIONS = ("recipe", "stack", "launch")
@@ -71,7 +72,6 @@ def record_of(run: Run) -> dict[str, Any]:
 def _shown(key: str, value: Any) -> Any:
     """A record's value as it may be printed: a secret env value (by its name) and a secret `--set` text (a resumed
     run's overrides, in records written before they were redacted) hidden."""
-    from grpolab.recipe.secrets import REDACTED, is_secret, redact_override
 
     name = key.rsplit(".", 1)[-1]
     if ".env." in f".{key}" and is_secret(name) and value not in (None, REDACTED):

@@ -15,6 +15,10 @@
 
 from __future__ import annotations
 
+import os
+import statistics
+import time
+
 from grpolab.monitor.alerts import alerts
 from grpolab.monitor.diagnose import Failure
 from grpolab.monitor.figures import KEY_METRICS
@@ -29,10 +33,6 @@ def _reward_names() -> tuple[str, ...]:
 
 
 def _stalled(status: dict, view, run, now: float | None) -> Failure | None:
-    import os
-    import statistics
-    import time
-
     if run is None or status.get("state") != "RUNNING":
         return None
     times = [t for t in view.column("timing_s/step") if t is not None and t > 0] if view.steps else []

@@ -16,6 +16,7 @@ JSON output writes NaN/inf as the strings "nan"/"inf"/"-inf" (they are not JSON 
 
 from __future__ import annotations
 
+import html as _html
 import os
 import textwrap
 import time
@@ -31,6 +32,7 @@ from grpolab.monitor.diagnosis import log_failure
 from grpolab.monitor.failures import Failure
 from grpolab.monitor.figures import KEY_METRICS
 from grpolab.monitor.metrics import MetricsView, open_run
+from grpolab.monitor.plots import Curves
 from grpolab.monitor.thresholds import Thresholds, load_thresholds, thresholds_for
 from grpolab.monitor.yardstick import Yardstick, summary_lines
 from grpolab.recipe.files import open_regular
@@ -164,8 +166,6 @@ class RunMonitor:
         notes += _view_notes(self.view, state)
         curves = None
         if png is not None:
-            from grpolab.monitor.plots import Curves
-
             if self.curves is None:
                 self.curves = Curves(title=self.run.run_id)
             self.curves.draw(self.view, self.alerts, png)
@@ -372,7 +372,6 @@ def format_html(data: dict, open_alerts: bool = False) -> str:
     """The summary for notebooks: the same text in monospace (columns line up in JupyterLab and in nbconvert's
     HTML), the alerts grouped by rule in collapsible <details> (the advice once per rule), and the thresholds
     that applied in a collapsed <details> of their own."""
-    import html as _html
 
     text = format_summary({**data, "alerts": [], "alert_groups": [], "thresholds": None})
     head = text.split("\nalerts    none", 1)

@@ -21,7 +21,8 @@ from pydantic import PrivateAttr, ValidationError
 
 from grpolab import run_folder
 from grpolab.paths import params_dir
-from grpolab.problems import InputError
+from grpolab.problems import InputError, RecipeError
+from grpolab.recipe.loader import load_recipe
 from grpolab.recipe.monitor_schema import (  # noqa: F401  (re-exported: the monitor's callers import them from here)
     AlertRules,
     EntropyCollapseRule,
@@ -118,8 +119,6 @@ def load_thresholds(path: str | Path | None = None) -> Thresholds:
 
 def from_recipe(ref) -> Thresholds:
     """The thresholds of a recipe (a name under params/recipes or a path), its layers merged."""
-    from grpolab.problems import RecipeError
-    from grpolab.recipe.loader import load_recipe
 
     try:
         recipe = load_recipe(ref)

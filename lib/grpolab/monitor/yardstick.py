@@ -16,6 +16,11 @@ import math
 import statistics
 
 from grpolab import run_folder
+from grpolab.plan.baselines import nearest_published_run
+from grpolab.problems import InputError, RecipeError
+from grpolab.recipe.cards import model_facts, resolve_model
+from grpolab.recipe.cost import step_estimate, workload
+from grpolab.recipe.loader import load_recipe
 
 SLOW_FACTOR = 2.0  # a step taking more than twice its estimate runs below half the expected throughput
 SLOW_STEPS = 3  # that many slow steps in a row open the alert (one slow step is a checkpoint or a hiccup)
@@ -45,10 +50,6 @@ class Yardstick:
         if not path.is_file():
             self.why_none = "no recipe.yaml beside the metrics: the run's recipe is unknown"
             return
-        from grpolab.plan.baselines import nearest_published_run
-        from grpolab.problems import InputError, RecipeError
-        from grpolab.recipe.cards import model_facts
-        from grpolab.recipe.loader import load_recipe
 
         try:
             recipe = load_recipe(path)
@@ -72,7 +73,6 @@ class Yardstick:
     def estimate(self, response: float | None, prompt: float | None) -> float | None:
         """Seconds per step the model expects at these mean lengths (cached by 2 % buckets of the maximum);
         None when the run has no estimate (`why_none` says why)."""
-        from grpolab.recipe.cost import step_estimate
 
         self._load()
         if self.why_none is not None:
@@ -110,7 +110,6 @@ class Yardstick:
 
     def _compare(self, view, steps: list[int], times: list[float], out: dict) -> None:
         """Fill in the estimate at the run's recent mean lengths and the slow-run alert."""
-        from grpolab.recipe.cost import workload
 
         response, prompt = _median_tail(view, RESPONSE), _median_tail(view, PROMPT)
         est = self.estimate(response, prompt)
@@ -176,7 +175,6 @@ def _median_tail(view, name: str) -> float | None:
 def _published(b) -> dict | None:
     if b is None:
         return None
-    from grpolab.recipe.cards import resolve_model
 
     return {
         "name": b.name,

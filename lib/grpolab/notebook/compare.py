@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import html
 
+from grpolab.jobs.runs import Run, RunNotFound, list_runs, resolve_run
 from grpolab.notebook.display import NotebookStop, show_html, table_html
+from grpolab.paths import runs_dir
 
 LOG_LINES = 40  # the tail of each run's log shown beside the chart
 X_CHOICES = ("step", "wall")
 
 
 def _resolve(runs) -> list:
-    from grpolab.jobs.runs import Run, RunNotFound, resolve_run
-
     if isinstance(runs, (str, Run)):
         runs = [runs]
     found, missing = [], []
@@ -44,8 +44,6 @@ def _resolve(runs) -> list:
 
 def latest_runs(runs: list[str], count: int = 2) -> list:
     """The runs named (checked), or, when none is named, the `count` latest runs under runs/."""
-    from grpolab.jobs.runs import list_runs
-    from grpolab.paths import runs_dir
 
     if runs:
         return _resolve(runs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import html
 import json
@@ -11,6 +12,8 @@ import shlex
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+
+from IPython.utils.capture import capture_output
 
 from grpolab.paths import PROJECT_ROOT
 from grpolab.problems import Problem, counts, ordered, report
@@ -111,9 +114,6 @@ def captured(fn) -> dict:
     """Run `fn()` and return what it showed (printed text, HTML, pictures) as ONE display bundle: HTML (pictures
     inlined) with a plain-text twin. For the results of a widget's callback: written into an ordinary output
     through a display handle, they stay in a saved notebook, where an ipywidgets Output's would be lost."""
-    import base64
-
-    from IPython.utils.capture import capture_output
 
     with capture_output() as got:
         try:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from grpolab.notebook.display import KERNEL, KERNEL_ARGS
+
 
 def kernel_log(notebook: Path) -> Path:
     """Where the stage kernel that executed `notebook` writes its own stderr: beside it, `<stage>.kernel.log`."""
@@ -22,8 +24,6 @@ def execute_stage(source: Path, output: Path, parameters: dict | None = None, cw
     """papermill's execute_notebook as run.ipynb runs a stage: our kernel and its arguments, no progress bar and no
     echo of the outputs, the kernel's own stderr to kernel_log(output). papermill's errors pass through."""
     import papermill
-
-    from grpolab.notebook.display import KERNEL, KERNEL_ARGS
 
     papermill.execute_notebook(
         str(source),

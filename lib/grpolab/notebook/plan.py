@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import html
+import io
 from collections.abc import Iterable
 from pathlib import Path
+
+from IPython.display import display
 
 from grpolab.notebook.display import (
     ROW_COLOURS,
@@ -155,7 +158,6 @@ def plot_plan(plan, path: str | Path | None = None) -> Path | None:
         fig.savefig(Path(path), dpi=90)
         show_image(path)
         return Path(path)
-    import io
 
     buffer = io.BytesIO()  # no file: the chart lives in the notebook's output only
     fig.savefig(buffer, format="png", dpi=90)
@@ -175,7 +177,6 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
     if not in_jupyterlab():
         return None
     import ipywidgets as widgets
-    from IPython.display import display
 
     from grpolab.monitor.dashboard import WIDGET_VIEW, offline_note
     from grpolab.plan import io

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -12,7 +13,9 @@ import time
 from pathlib import Path
 
 from grpolab import run_folder
+from grpolab.jobs import runs
 from grpolab.jobs.job_entry import ANSI
+from grpolab.jobs.runs import Run
 from grpolab.notebook.display import (
     DRY_RUN_FAILS,
     FOLLOW_EVERY_S,
@@ -115,8 +118,6 @@ class Stages:
     """
 
     def __init__(self, params: dict, notebooks: str | Path | None = None):
-        from grpolab.jobs import runs
-
         self.params = params
         self.dry_run = bool(params.get("dry_run"))
         self.recipe = load(params["model"], params.get("overrides") or [])
@@ -219,15 +220,12 @@ class Stages:
         os.environ[STAGE_KERNEL_VAR] = str(os.getpid())
         try:
             if real:  # the stage kernel inherits this process's environment
-                import json
-
                 os.environ[STAGE_SECRETS_VAR] = json.dumps(real)
             run_dir = self.run_dir
             if stage in NEEDS_RUN and run_dir is not None and run_dir.exists():
                 # the stage's own kernel follows the run; this one shows how far it is meanwhile (a line every
                 # FOLLOW_EVERY_S s, also on papermill's terminal) instead of "running ..." for minutes; plain lines
                 # in JupyterLab too: a saved notebook keeps them (a widget bar would be "model not found")
-                from grpolab.jobs.runs import Run
                 from grpolab.monitor.progress import follow_while
 
                 worker = threading.Thread(target=execute, daemon=True, name=f"grpolab-stage-{stage}")
@@ -268,7 +266,6 @@ class Stages:
     def finish(self) -> None:
         """The stage table, where the executed copies are, and for a real run the validation-accuracy curve
         and the final figures."""
-        from grpolab.jobs.runs import Run
 
         self._collect()
         show_stages(self.stages)

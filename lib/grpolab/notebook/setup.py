@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 
+from grpolab.jobs import cluster, runs
 from grpolab.notebook.display import (
     NotebookStop,
     in_jupyterlab,
@@ -16,6 +18,8 @@ from grpolab.notebook.display import (
 )
 from grpolab.paths import runs_dir
 from grpolab.problems import InputError, Problem, RecipeError
+from grpolab.recipe.dotted import get_dotted
+from grpolab.recipe.secrets import is_secret_override, redact_override, redaction
 
 # ------------------------------------------------------------------------------------------------ recipes
 
@@ -28,14 +32,11 @@ STAGE_SECRETS_VAR = "GRPOLAB_STAGE_SECRET_OVERRIDES"
 
 
 def _mask_one(text: str, marked: Iterable[str] = ()) -> str:
-    from grpolab.recipe.secrets import redact_override
-
     return redact_override(str(text), marked)
 
 
 def mask_overrides(overrides: Iterable[str], marked: Iterable[str] = ()) -> tuple[list[str], dict[str, str]]:
     """(overrides with secret values masked, {masked text: real text}) for the secret ones (by name or marked)."""
-    from grpolab.recipe.secrets import is_secret_override
 
     marked = list(marked)
     masked, real = [], {}
@@ -51,7 +52,6 @@ def mask_overrides(overrides: Iterable[str], marked: Iterable[str] = ()) -> tupl
 
 def unmask_overrides(overrides: Iterable[str]) -> list[str]:
     """The overrides with the masked secret ones of run.ipynb replaced by their real text (see STAGE_SECRETS_VAR)."""
-    import json
 
     try:
         real = json.loads(os.environ.get(STAGE_SECRETS_VAR) or "{}")
@@ -139,7 +139,6 @@ def stop_on_dropped(problems: list[Problem], recipe, overrides: Iterable[str] = 
     and launch is not the one the user asked for (it keeps the value from its files), so nothing below may run with
     it. The message names each override as typed, why it was rejected and the value it would have replaced, then
     every problem found (the recipe checked without the rejected overrides)."""
-    from grpolab.recipe.dotted import get_dotted
     from grpolab.recipe.loader import CLI
 
     dropped = [p for p in problems if p.rule == "schema" and p.severity == "error" and p.message.startswith(f"{CLI} ")]
@@ -162,14 +161,14 @@ def stop_on_dropped(problems: list[Problem], recipe, overrides: Iterable[str] = 
 
 
 def from_script(script: str | None, model: str) -> str:
-    """01_setup's `script`: import a verl launch script (grpolab.verl.importer) and show the recipe and what it could not
+    """01_setup's `script`: import a verl launch script (grpolab.importer.script) and show the recipe and what it could not
     reproduce. Returns the imported recipe's path, or `model` when no script is given: runs/.imports/NAME.yaml, in
     runs/ like everything the project writes (not a run: `grpolab ls` skips it; `grpolab import` saves the recipe in
     params/recipes/ for good). NotebookStop for a file that is not a launch script."""
     if not script:
         return model
-    from grpolab.verl.importer import import_script as run_import
-    from grpolab.verl.importer import recipe_yaml
+    from grpolab.importer.script import import_script as run_import
+    from grpolab.importer.script import recipe_yaml
 
     try:
         imported = run_import(script)
@@ -199,8 +198,6 @@ def from_script(script: str | None, model: str) -> str:
 def check_address(ray_address: str | None) -> None:
     """A malformed Ray address stops the notebook in its validation cell, not minutes later."""
     if ray_address:
-        from grpolab.jobs import cluster
-
         try:
             cluster.parse_address(ray_address)
         except cluster.ClusterError as exc:
@@ -211,7 +208,6 @@ def check_new_run_id(run_id: str | None) -> None:
     """A run id the user chose must be a plain folder name that is not taken yet (None: generated later)."""
     if run_id is None:
         return
-    from grpolab.jobs import runs
 
     try:
         runs.check_run_id(run_id)
@@ -224,7 +220,6 @@ def check_new_run_id(run_id: str | None) -> None:
 def show_recipe(recipe) -> None:
     """The fully resolved recipe as YAML, secrets redacted, with the files it was layered from."""
     from grpolab.recipe.loader import to_yaml
-    from grpolab.recipe.secrets import redaction
 
     if recipe is None:
         print("no resolved recipe: the recipe's own files do not fit the schema (the problems above)")
@@ -233,7 +228,6 @@ def show_recipe(recipe) -> None:
 
 
 def redacted_launch(recipe):
-    from grpolab.recipe.secrets import redaction
     from grpolab.verl.render import render
 
     launch = render(recipe)

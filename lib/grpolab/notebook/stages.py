@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import html
+import json
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from grpolab.jobs import cluster
+from grpolab.jobs.resume import ResumeRefused, plan_resume
+from grpolab.jobs.runs import TERMINAL_STATES, RunNotFound, list_runs, resolve_run
+from grpolab.jobs.state import refresh
 from grpolab.notebook.display import (
     DRY_RUN_FAILS,
     FOLLOW_EVERY_S,
@@ -26,6 +32,7 @@ from grpolab.notebook.setup import (
     redacted_launch,
 )
 from grpolab.paths import runs_dir
+from grpolab.preflight import run_preflight
 
 # ------------------------------------------------------------------------------------------------ preflight
 
@@ -33,7 +40,6 @@ from grpolab.paths import runs_dir
 def preflight(recipe, address: str | None = None, timeout_s: float | None = None):
     """Run preflight against the cluster (None: RAY_ADDRESS, else the embedded local head) and show the
     table, failures first. Returns the report."""
-    from grpolab.preflight import run_preflight
 
     report = run_preflight(recipe, address=address, progress=print, timeout_s=timeout_s)
     rows = sorted(report.rows, key=lambda r: ("fail", "warn", "ok", "skip").index(r.status))
@@ -48,7 +54,6 @@ def preflight(recipe, address: str | None = None, timeout_s: float | None = None
 
 def failed_summary(failed) -> str:
     """Which checks failed, each once with on how many nodes: `devices on 2 nodes, cann on 2 nodes, env`."""
-    from collections import Counter
 
     count = Counter(r.check for r in failed)
     return ", ".join(f"{check} on {n} nodes" if n > 1 else check for check, n in count.items())
@@ -77,8 +82,6 @@ def preflight_verdict(report, dry_run: bool = False) -> None:
 def resume_plan(resume: str, overrides: list[str]):
     """`grpolab resume`'s plan for the run `resume` names (grpolab.jobs.resume): its recipe with the overrides, from
     its latest complete checkpoint; NotebookStop with the reason and what to do when it would be wrong."""
-    from grpolab.jobs.resume import ResumeRefused, plan_resume
-    from grpolab.jobs.runs import RunNotFound, resolve_run
 
     try:
         plan = plan_resume(resolve_run(resume), None, overrides)
@@ -96,9 +99,7 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
     """Submit the recipe as a Ray job and return the Run; with dry_run, show what would be submitted and
     return None. Errors in the recipe, an unreachable cluster or a taken run id stop the notebook. `resume`: the
     resume_plan the recipe comes from (the new run is linked to its parent)."""
-    import json
 
-    from grpolab.jobs import cluster
     from grpolab.jobs import launch as launcher
     from grpolab.verl.render import to_sh
 
@@ -137,7 +138,6 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
 
 def token_hint(run) -> str:
     """Where Ray's dashboard is and, for the embedded head, where its token is: the dashboard asks for it."""
-    from grpolab.jobs import cluster
 
     ep = cluster.Endpoint.from_record(run.status())  # where the run's record says its Ray is
     address = (ep.dashboard or ep.gcs or "") if ep is not None else ""
@@ -163,7 +163,6 @@ class _LiveLine:
     def show(self, tracker, state: str, note: str = "") -> None:
         """The state as of now; while the run goes on, how to follow it again once nothing updates this line (the
         saved notebook keeps it: it never says it is refreshing)."""
-        from grpolab.jobs.runs import TERMINAL_STATES
         from grpolab.monitor.clock import as_of
         from grpolab.monitor.dashboard import state_html
 
@@ -190,7 +189,6 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
     remaining, reward, validation accuracy; grpolab.monitor.progress), printed and, headless, also written to
     the terminal that runs papermill; then the final state. Stops following (the run goes on) when Ray stops
     answering."""
-    from grpolab.jobs.runs import TERMINAL_STATES
     from grpolab.monitor.metrics import MetricsView
     from grpolab.monitor.progress import Progress, wait
 
@@ -235,7 +233,6 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
 
 def show_head(address: str | None = None) -> None:
     """Whether the embedded local Ray head runs and how to stop it (nothing to say for a remote cluster)."""
-    from grpolab.jobs import cluster
 
     if cluster.resolve(address) is not None:
         print(f"Ray: {cluster.resolve(address).label} (not the embedded head)")
@@ -248,7 +245,6 @@ def verdict(run, status: dict | None = None, strict: bool = True) -> None:
     NotebookStop when the run FAILED or was LOST and `strict`. A STOPPED run was stopped on purpose: in
     JupyterLab it is said plainly, not as an error; headless (papermill) it still ends the notebook with an error
     when `strict`, so that a pipeline notices the run did not finish. Nothing for no run (a dry run)."""
-    from grpolab.jobs.state import refresh
     from grpolab.monitor.outcome import describe_outcome
 
     if run is None:
@@ -268,7 +264,6 @@ def verdict(run, status: dict | None = None, strict: bool = True) -> None:
 
 def find_run(run_id: str | None = None):
     """The run named by `run_id` (run id, run directory or metrics file); None: the latest run."""
-    from grpolab.jobs.runs import RunNotFound, list_runs, resolve_run
 
     if run_id is None:
         found = list_runs()
@@ -289,8 +284,6 @@ def find_run(run_id: str | None = None):
 def watch(run, wait: bool = True, live: bool | None = None, interval: float = 5.0):
     """In JupyterLab (live None or True): show the live dashboard and return it (it refreshes itself).
     Headless: follow the run until it ends when `wait` (sparse lines), and return None."""
-    from grpolab.jobs.runs import TERMINAL_STATES
-    from grpolab.jobs.state import refresh
 
     if interval <= 0:
         raise NotebookStop(f"interval must be a positive number of seconds, got {interval}")
@@ -314,7 +307,6 @@ def show_run(run, picture: bool = True, dashboard=None) -> dict:
     """The monitor's view of a run: state, latest metrics, alerts grouped by rule (collapsible), failure cause,
     the thresholds that applied, and the curves (PNG). With a live `dashboard` above, one line only: the
     dashboard keeps its own picture and summary up to date (a snapshot here would go stale at once)."""
-    from grpolab.jobs.runs import TERMINAL_STATES
     from grpolab.monitor import format_summary
     from grpolab.monitor.clock import as_of
     from grpolab.monitor.summary import RunMonitor, format_html

@@ -11,7 +11,7 @@ from pydantic import Field, ValidationError
 from grpolab.paths import params_dir
 from grpolab.plan.io import load
 from grpolab.problems import InputError
-from grpolab.recipe.cards import model_facts
+from grpolab.recipe.cards import model_facts, resolve_model
 from grpolab.recipe.cost import StepEstimate, step_estimate
 from grpolab.recipe.loader import read_yaml
 from grpolab.recipe.schema import Recipe, Strict
@@ -122,6 +122,4 @@ def nearest_published_run(recipe: Recipe, model_name: str | None) -> Baseline | 
 
 @lru_cache(maxsize=32)
 def _card_name(card: str) -> str:
-    from grpolab.recipe.cards import resolve_model
-
     return resolve_model(card).card.name

@@ -9,6 +9,8 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+import yaml
+
 from grpolab.paths import params_dir
 from grpolab.problems import InputError, RecipeError, closest
 from grpolab.recipe.cards import ResolvedModel, is_card_file, resolve_model
@@ -107,7 +109,6 @@ def write_recipe(
     looks secret or one the recipe lists under `secrets:`) is written as a reference, `${NAME}`, which Ray expands
     from the environment the job runs in: the value itself never reaches the file. The file is
     loaded back through the same loader before it is kept; InputError when it does not load."""
-    import yaml
 
     if not NAME.match(name) or name.endswith((".yaml", ".yml")):
         raise InputError(f"recipe name {name!r}: use letters, digits, '_', '-' or '.', no path and no .yaml")

@@ -34,7 +34,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grpolab.preflight import remote
 from grpolab.preflight.report import CLUSTER, FAIL, OK, SKIP, STATUSES, WARN, PreflightReport, Row
+from grpolab.problems import RecipeError
+from grpolab.recipe.secrets import redaction
 
 if TYPE_CHECKING:  # the per-node task imports this package: pydantic's schema is loaded only on the driver
     from grpolab.recipe.schema import Recipe
@@ -62,7 +65,6 @@ def run_preflight(
     timeout_s  how long to wait for the per-node checks (default remote.NODE_TIMEOUT_S)
     """
     from grpolab.preflight.driver import driver_rows, problem_row
-    from grpolab.problems import RecipeError
     from grpolab.recipe.loader import load_recipe
     from grpolab.recipe.schema import Recipe
 
@@ -89,7 +91,6 @@ def run_preflight(
 
 def _cluster(report: PreflightReport, recipe: Recipe, address, say, timeout_s, t0: float) -> None:
     """The cluster rows and the per-node rows, into `report`."""
-    from grpolab.preflight import remote
     from grpolab.preflight.spec import node_spec
 
     t1 = time.perf_counter()
@@ -125,7 +126,6 @@ def _cluster(report: PreflightReport, recipe: Recipe, address, say, timeout_s, t
 def _redacted(report: PreflightReport, recipe: Recipe | None, overrides: list[str]) -> PreflightReport:
     """The report with every secret value the driver knows replaced in every row: the recipe's secret env
     values, and the values of secret `--set env.NAME=...` overrides (a recipe that did not load has no env)."""
-    from grpolab.recipe.secrets import redaction  # the one redaction (recipe, --set, values)
 
     hide = redaction(recipe, overrides=overrides)
     report.rows = [Row(r.check, r.node, r.status, hide.text(r.detail), hide.text(r.fix)) for r in report.rows]

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from grpolab.preflight.report import DRIVER, FAIL, OK, SKIP, WARN, Row
 from grpolab.problems import Problem
+from grpolab.recipe import stack
 from grpolab.recipe.schema import Recipe
+from grpolab.rules import registry
 
 
 def problem_row(check: str, p: Problem) -> Row:
@@ -18,7 +20,6 @@ def problem_row(check: str, p: Problem) -> Row:
 def data_rows(recipe: Recipe) -> list[Row]:
     """`grpolab data`'s own findings (the rules only it reports: prompt lengths, chat template, the reward's dry
     run); the sample checks are the gate's, in the `recipe` rows already."""
-    from grpolab.rules import registry
     from grpolab.rules.data import report
 
     rep = report(recipe)
@@ -32,7 +33,6 @@ def data_rows(recipe: Recipe) -> list[Row]:
 
 
 def driver_rows(recipe: Recipe) -> list[Row]:
-    from grpolab.recipe import stack
     from grpolab.rules.gate import gate
 
     rows: list[Row] = []

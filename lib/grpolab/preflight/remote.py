@@ -21,6 +21,9 @@ import socket
 import time
 from collections.abc import Callable
 
+from grpolab.jobs import cluster
+from grpolab.jobs import cluster as raycluster
+from grpolab.preflight.node import node_checks
 from grpolab.preflight.report import CLUSTER, FAIL, OK, SKIP, WARN, Row
 
 HEAD_RESOURCE = "node:__internal_head__"
@@ -71,14 +74,11 @@ class Connection:
 
     def close(self) -> None:
         if self.ray is not None and self.owned:
-            from grpolab.jobs import cluster
-
             cluster.disconnect_driver()
 
 
 def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Connection | None, list[Row]]:
     """(connection or None, rows `ray` and `auth`)."""
-    from grpolab.jobs import cluster as raycluster
 
     conn = Connection()
     try:
@@ -177,7 +177,6 @@ def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Conne
 
 def gcs_of_dashboard(ep, progress: Callable[[str], None]) -> tuple[str | None, str]:
     """(the cluster's GCS address, "") from its dashboard, or (None, why not). See the module docstring."""
-    from grpolab.jobs import cluster as raycluster
 
     if not raycluster.dashboard_alive(ep.dashboard, timeout=5.0):
         return None, f"no Ray dashboard answers at {ep.dashboard}"
@@ -292,8 +291,6 @@ def run_node_checks(spec: dict, nodes: list[dict], timeout_s: float, progress: C
     """Launch the per-node task on every node at once, gather with one wait; rows named by node."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    from grpolab.preflight.node import node_checks
 
     task = ray.remote(node_checks)
     refs = {}

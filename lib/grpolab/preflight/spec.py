@@ -11,8 +11,13 @@ sharded over the nodes: a node whose disk has less than the whole but at least i
 from __future__ import annotations
 
 from grpolab.paths import runs_dir
+from grpolab.problems import InputError, RecipeError
+from grpolab.recipe.cards import resolve_model
+from grpolab.recipe.checkpoint_size import estimate
 from grpolab.recipe.schema import Recipe
 from grpolab.rules.env import on_nodes  # the one table of required env
+from grpolab.verl.config import base_config
+from grpolab.verl.versions import verl_version
 
 CKPT_FLOOR_BYTES = 100 * 10**6
 NOFILE_MIN = 32768  # docs/facts.md section 4: `ulimit -n 32768` on every NPU node
@@ -51,8 +56,6 @@ def _verl_data_key(recipe: Recipe, key: str, default: str) -> str:
     if key in recipe.verl_overrides:
         return str(recipe.verl_overrides[key])
     try:
-        from grpolab.verl.config import base_config
-
         config = base_config(recipe.train.engine if recipe.train.engine in ("megatron", "fsdp") else "fsdp")
         value = (config or {}).get("data", {}).get(key.split(".", 1)[1])
         return str(value) if value else default
@@ -66,7 +69,6 @@ def _files(value) -> list[str]:
 
 def checkpoint_bytes(recipe: Recipe, card) -> tuple[int, str]:
     """The bytes of the checkpoints kept at once (grpolab.recipe.checkpoint_size: the layout, trainer.keep_ckpts)."""
-    from grpolab.recipe.checkpoint_size import estimate
 
     if card is None:
         return CKPT_FLOOR_BYTES, "no model card: 100 MB assumed"
@@ -80,15 +82,12 @@ def _rendered_verl(recipe: Recipe) -> str | None:
     """The verl version the launch is rendered for (the keys its workers read): every node must run that one."""
     if recipe.train.engine == "trl":
         return None
-    from grpolab.verl.versions import verl_version
 
     return verl_version()
 
 
 def node_spec(recipe: Recipe) -> dict:
     """The per-node task's input: everything it compares, as plain data."""
-    from grpolab.problems import InputError, RecipeError
-    from grpolab.recipe.cards import resolve_model
 
     card = None
     if recipe.model.card:

@@ -23,6 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from grpolab.paths import params_dir
 from grpolab.problems import InputError, Problem, RecipeError, closest
 from grpolab.recipe.loader import card_path, load_card
@@ -172,7 +174,6 @@ def _check_sizes(merged: dict, source: str) -> None:
 def facts_from_config(config: dict, card: ModelCard | None, source: str) -> ModelCard:
     """A ModelCard built from config.json values, falling back to the card for what config.json lacks; ConfigError
     (one line: the file, the key, the fix) when a size is missing or ill-typed."""
-    from pydantic import ValidationError
 
     merged = _merged(config)
     _check_sizes(merged, source)

@@ -11,17 +11,22 @@ prompt-length distribution with the model's tokenizer and the reward's dry run i
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from grpolab.problems import Problem, closest
+from grpolab.recipe.cards import model_facts
+from grpolab.recipe.cost import step_estimate
 from grpolab.recipe.dotted import MISSING, get_dotted
 from grpolab.recipe.schema import Recipe
 from grpolab.rules import registry
 from grpolab.rules.checks import Checks
 from grpolab.rules.reward import manager_of
+from grpolab.rules.reward import reward as reward_rules
 from grpolab.verl import dataset, rewards
 from grpolab.verl.config import verl_version
+from grpolab.verl.prompt_lengths import prompt_lengths
+from grpolab.verl.reward_run import ENOUGH_S, calls_for, dry_run
 
 SOURCE = "data_source"  # the row field verl's managers pick the built-in reward by (and pass as data_source=)
 TRUTH = "reward_model.ground_truth"
@@ -170,8 +175,6 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        from dataclasses import asdict
-
         out = asdict(self)
         out["problems"] = [p.to_dict() for p in self.problems]
         if out["dry_run"]:  # the rows' own values (bytes, nested structs) stay out: the calls say what was scored
@@ -201,7 +204,6 @@ def report(recipe: Recipe, rows: int | None = None, *, dry: bool = True, tokeniz
                 "run `grpolab data` where the file is, or `grpolab preflight` on the cluster",
                 "warning",
             )
-    from grpolab.rules.reward import reward as reward_rules
 
     reward_rules(c)
     data(c, samples)
@@ -218,8 +220,6 @@ def report(recipe: Recipe, rows: int | None = None, *, dry: bool = True, tokeniz
 
 
 def _lengths(c: Checks, out: Report, s: dataset.Sample) -> None:
-    from grpolab.verl.prompt_lengths import prompt_lengths
-
     key = c.r.data.prompt_key
     prompts = [r[key] for r in s.rows if prompt_kind(r.get(key)) == "messages"]
     if not prompts:
@@ -317,9 +317,6 @@ def _step_budget(c: Checks, out: Report) -> None:
     calls = r.data.train_batch_size * r.rollout.n
     step = None
     if r.verl_engine and r.cluster.device != "cpu":  # the cpu profile's cost constants are placeholders
-        from grpolab.recipe.cards import model_facts
-        from grpolab.recipe.cost import step_estimate
-
         facts, _ = model_facts(r)
         if facts is not None:
             try:
@@ -339,8 +336,6 @@ def _step_budget(c: Checks, out: Report) -> None:
 
 
 def _dry_run(c: Checks, out: Report, s: dataset.Sample) -> None:
-    from grpolab.verl.reward_run import ENOUGH_S, calls_for, dry_run
-
     r = c.r
     rows = [row for row in s.rows if get_dotted(row, TRUTH, MISSING) is not MISSING][:DRY_ROWS]
     if not rows:

@@ -5,6 +5,7 @@ agrees with the rollout's routing replay (learned from the field).
 
 from __future__ import annotations
 
+from grpolab.local.mapping import unsupported
 from grpolab.rules.checks import Checks
 from grpolab.verl.fieldmap import verl_key
 
@@ -63,7 +64,6 @@ def engines(c: Checks) -> None:
                 "add engines/trl to the recipe's defaults, e.g. `defaults: [base, hardware/cpu, engines/trl]`",
             )
             return
-        from grpolab.local.mapping import unsupported  # pure python: no torch import
 
         for key, value, reason in unsupported(r):
             c.add("engine-support", key, value, reason, f"change {key} or use a verl engine")

@@ -16,6 +16,11 @@ from typing import TYPE_CHECKING, Any
 from grpolab.problems import Problem, RecipeError
 from grpolab.recipe.loader import load_recipe
 from grpolab.recipe.schema import Recipe
+from grpolab.rules.validate import validate
+from grpolab.rules.verl_version import gradients_offloaded, version_problems
+from grpolab.verl.config import base_config, compose, static_problems, verl_version
+from grpolab.verl.fieldmap import match
+from grpolab.verl.render import RUN_DIR, first_class_keys, render
 
 if TYPE_CHECKING:
     from grpolab.verl.render import Launch
@@ -24,8 +29,6 @@ if TYPE_CHECKING:
 def shadowing(recipe: Recipe, rendered: dict[str, Any] | None = None) -> list[Problem]:
     """`verl_overrides` keys that would silently replace what a first-class field renders (or that verl reads for the
     same setting: an alias in grpolab.verl.fieldmap). `rendered`: the first-class keys when the gate has them."""
-    from grpolab.verl.fieldmap import match
-    from grpolab.verl.render import first_class_keys
 
     if recipe.train.engine == "trl" or not recipe.verl_overrides:
         return []
@@ -61,9 +64,6 @@ def verl_problems(
     """(problems, whether the installed verl can offload gradients, the launch rendered for run_dir or None) for a
     verl recipe: unknown keys in verl_overrides, keys the installed verl lacks, and the rendered launch composed
     with Hydra. `first_class`: the first-class keys for run_dir when the gate rendered them already."""
-    from grpolab.rules.verl_version import gradients_offloaded, version_problems
-    from grpolab.verl.config import base_config, compose, static_problems, verl_version
-    from grpolab.verl.render import render
 
     config = base_config(recipe.train.engine)
     if config is None:
@@ -109,17 +109,11 @@ def gated_launch(recipe: Recipe, run_dir: str | None = None) -> tuple[list[Probl
     """gate()'s problems and the launch it rendered for `run_dir`: what grpolab.jobs.launch submits (rendered once)."""
     problems, launch = _gate(recipe, True, run_dir)
     if launch is None:  # train.engine trl, or no verl installed: nothing was rendered on the way
-        from grpolab.verl.render import render
-
         launch = render(recipe, run_dir)
     return problems, launch
 
 
 def _gate(recipe: Recipe, verl: bool, run_dir: str | None) -> tuple[list[Problem], Launch | None]:
-    from grpolab.rules.validate import validate
-    from grpolab.rules.verl_version import gradients_offloaded
-    from grpolab.verl.render import RUN_DIR, first_class_keys
-
     problems: list[Problem] = []
     # by meaning, with or without composing: gradients are offloaded only where the checked verl's workers read the
     # key (none of 0.7.1 to main does); without verl, as no supported version does

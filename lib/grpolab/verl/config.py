@@ -8,6 +8,8 @@ first error. Nothing here imports verl itself.
 
 from __future__ import annotations
 
+import ast
+import copy
 import hashlib
 import json
 import re
@@ -22,7 +24,8 @@ from grpolab.paths import cache_root
 from grpolab.problems import Problem, closest
 from grpolab.recipe.dotted import MISSING, get_dotted
 from grpolab.recipe.schema import Recipe
-from grpolab.verl import versions
+from grpolab.verl import fieldmap, versions
+from grpolab.verl.fieldmap import REF, verl_key, verl_keys_of
 
 # verl config dicts whose keys are free-form: new keys need Hydra's `+` and are not checked by verl
 FREE_FORM = {
@@ -107,8 +110,6 @@ def _declared() -> dict[str, tuple[list[str], dict[str, str]]]:
 
 @lru_cache(maxsize=8)
 def _declared_in(folder: Path | None) -> dict[str, tuple[list[str], dict[str, str]]]:
-    import ast
-
     found: dict[str, tuple[list[str], dict[str, str]]] = {}
     if folder is None:
         return found
@@ -317,7 +318,6 @@ def _plain(value: Any) -> Any:
 def effective(overrides: list[str], config_name: str = "ppo_trainer") -> dict[str, Any]:
     """The config verl would run with: composed and interpolations resolved, flattened to dotted keys. Composing
     takes Hydra ~0.5 s: a launch composed before in this process is not composed again."""
-    import copy
 
     return copy.deepcopy(_effective(tuple(overrides), config_name, config_dir()))
 
@@ -433,7 +433,6 @@ def differences(
     the keys a worker reads. Left aside: keys the run owns (output paths, the logger, the seed of the data order, the
     device verl detects), the Ray runtime env's variables (the recipe's env carries them), keys this launch does not
     read (`unread`) and `skip`."""
-    from grpolab.verl import fieldmap
 
     name, overrides = split_argv(argv)
     ours = fieldmap.normalise(effective(overrides, name), engine)
@@ -450,7 +449,6 @@ def unread(config: dict[str, Any]) -> set[str]:
     """Keys a composed launch sets that no worker reads: micro-batch sizes under dynamic batching, the in-reward KL
     controller without KL in the reward, the reference model's settings without a reference policy (no KL loss, no
     KL in the reward: verl builds no reference worker)."""
-    from grpolab.verl.fieldmap import REF, verl_key, verl_keys_of
 
     keys: set[str] = set()
     actor_micro, ref_micro, rollout_micro = verl_keys_of("algorithm.micro_batch_size_per_device") + verl_keys_of(

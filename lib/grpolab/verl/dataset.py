@@ -15,6 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from grpolab.local.task import verl_rows
+
 # the suffixes verl 0.9.1's RLHFDataset reads (utils/dataset/rl_dataset.py: parquet, json, jsonl; else ValueError)
 FORMATS = {".parquet": "parquet", ".json": "json", ".jsonl": "jsonl"}
 _JSON_ARRAY_LIMIT = 256 * 2**20  # a .json holding one array must be parsed whole: only up to this size
@@ -59,7 +61,6 @@ def samples(recipe: Any, rows: int | None = None) -> list[Sample]:
 
 def generated(key: str, file: str, rows: int, recipe: Any) -> Sample:
     """The CPU trainer's task rows, in verl's layout (what `grpolab data prepare` writes from them)."""
-    from grpolab.local.task import verl_rows
 
     split = "train" if key == "data.train_files" else "val"
     data = verl_rows(recipe.local.digits, recipe.local.val_size, split)

@@ -15,6 +15,7 @@ control character (a newline could end the header comment) is refused.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from grpolab.problems import InputError, Problem
 from grpolab.recipe.dotted import has_dotted
 from grpolab.recipe.schema import ENV_REF, Recipe
 from grpolab.verl import config as verl_schema
-from grpolab.verl import fieldmap
+from grpolab.verl import fieldmap, versions
 
 LOCAL_ENTRY = ["-m", "grpolab.local.train"]
 RUN_DIR = "${RUN_DIR}"  # placeholder when rendering without a run directory
@@ -163,7 +164,6 @@ def render(recipe: Recipe, run_dir: str | None = None, first_class: dict[str, An
 def _lacking(key: str, value: Any) -> Problem:
     """A first-class key the checked verl lacks, left out of the launch: a warning where the value is null, what
     verl 0.9.1 defaults to, or the run owns the key; else an error: that version cannot do what the recipe asks."""
-    from grpolab.verl import versions
 
     field = fieldmap.field_of(key) or f"verl_overrides.{key}"
     version = verl_schema.verl_version()
@@ -200,7 +200,6 @@ def _env(recipe: Recipe) -> tuple[dict[str, str], dict[str, str], list[Problem]]
     """The recipe's env with each `${NAME}` read from this shell's environment; {name: variable}; notes. A variable
     this shell lacks stays `${NAME}`: Ray expands it on each node from the node's own environment (runtime_env
     env_vars do), which `grpolab preflight` checks."""
-    import os
 
     env, refs, notes = {}, {}, []
     for name, value in recipe.env.items():

@@ -24,6 +24,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from grpolab.paths import PROJECT_ROOT, params_dir
+
 # the function name verl uses when none is given (trainer/config/reward/reward.yaml: `name: compute_score`)
 DEFAULT_NAME = "compute_score"
 _SCORE_FILE = ("utils", "reward_score", "__init__.py")
@@ -318,7 +320,6 @@ def resolve(recipe: Any) -> Path:
     """The file reward.function names, as this machine sees it: `~` expanded; a relative path read from the folder
     of the recipe file that set it (the current folder when a --set or a notebook set it), else from the project's
     root (the folder that holds params/: how the shipped `tiny` names its reward, from any run directory too)."""
-    from grpolab.paths import params_dir
 
     origin = Path(recipe.origin("reward.function"))  # as rel_path shows it: relative to params/'s parent
     if not origin.is_absolute():
@@ -330,7 +331,6 @@ def resolve(recipe: Any) -> Path:
 def locate(written: str, base: Path | None = None) -> Path:
     """A reward file's path: absolute as is; relative from `base`, else the project's root; the first that exists
     (else the first candidate, for the message that it is missing)."""
-    from grpolab.paths import PROJECT_ROOT
 
     path = Path(os.path.expanduser(written))
     if path.is_absolute():

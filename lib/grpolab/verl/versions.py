@@ -24,6 +24,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from grpolab.recipe import stack
+from grpolab.recipe.dotted import MISSING, flatten, get_dotted
 from grpolab.recipe.yamlio import parse_yaml
 
 TABLE = Path(__file__).resolve().parents[1] / "data" / "verl_versions.json"
@@ -208,8 +210,6 @@ def _reward_reads(src: Source, layer: dict[str, tuple[str, ...]]) -> dict[str, d
 
 
 def _grad_offload(src: Source, megatron: dict, key: str) -> dict[str, Any]:
-    from grpolab.recipe.dotted import MISSING, get_dotted
-
     if get_dotted(megatron, key, MISSING) is MISSING:
         return {"key": None, "source": f"{GENERATED['megatron']}: no {key}"}
     leaf = key.rsplit(".", 1)[1]
@@ -233,7 +233,6 @@ def _grad_offload(src: Source, megatron: dict, key: str) -> dict[str, Any]:
 def _defaults(gen: dict[str, dict], keys: list[tuple[str, str]] | None) -> dict[str, Any]:
     """Each key's default in this version's generated config ('<absent>' when it has none); keys None: every
     leaf of both engines' configs (a version derived at run time)."""
-    from grpolab.recipe.dotted import MISSING, flatten, get_dotted
 
     if keys is None:
         return {**flatten(gen["fsdp"]), **flatten(gen["megatron"])}
@@ -299,7 +298,6 @@ def verl_version() -> str | None:
 def _installed_version(root: str) -> str | None:
     """The installed verl's version, looked up once per package folder (metadata lookups cost a millisecond, and
     the field map asks for every key it matches)."""
-    from grpolab.recipe import stack
 
     return stack.installed("verl")[0]
 

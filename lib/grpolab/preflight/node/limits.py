@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import resource
 import socket
 import time
 
@@ -94,7 +95,7 @@ def check_nofile(spec: dict) -> dict:
             "open-files", SKIP, f"the open-file limit matters on NPU (HCCL) nodes; cluster.device is {spec['device']}"
         )
     try:
-        import resource
+        pass
     except ImportError:  # pragma: no cover - not on Linux
         return row("open-files", SKIP, "no resource module on this platform")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

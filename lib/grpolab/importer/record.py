@@ -1,6 +1,6 @@
 """Record the verl launch a bash script makes, without launching anything: `record(script) -> Recorded`.
 
-The script runs with the caller's environment, with bash, and isolated by the operating system (grpolab.verl.sandbox:
+The script runs with the caller's environment, with bash, and isolated by the operating system (grpolab.importer.sandbox:
 every file outside a scratch folder stays as it was, no network); with `trusted=True` it runs without that
 isolation, HOME and the working directory moved into the scratch folder. Either way the launchers (python, python3,
 torchrun, uv, ray, conda/pixi/poetry/... run) and the device tool of the device asked (npu-smi or nvidia-smi) are a
@@ -31,10 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from grpolab.importer import sandbox
+from grpolab.importer.sandbox_cover import hidden_python, interpreters
 from grpolab.problems import InputError
-from grpolab.verl import sandbox
+from grpolab.recipe.yamlio import parse_yaml
 from grpolab.verl.config import verl_version
-from grpolab.verl.sandbox_cover import hidden_python, interpreters
 
 WRAPPERS = ("srun", "mpirun", "mpiexec")  # cluster launchers: `srun [options] python3 -m ...`
 RUNNERS = ("uv", "conda", "mamba", "micromamba", "pixi", "poetry", "pdm", "pipenv", "hatch")  # `X run ... CMD`
@@ -515,10 +518,6 @@ def _json_object(text: str, where: str) -> dict:
 
 
 def _yaml_object(text: str, where: str) -> dict:
-    import yaml
-
-    from grpolab.recipe.yamlio import parse_yaml
-
     try:
         value = parse_yaml(text, where)
     except (yaml.YAMLError, InputError) as exc:

@@ -1,4 +1,4 @@
-"""Runs as the first process of fresh namespaces (grpolab.verl.sandbox starts it with util-linux `unshare`): builds
+"""Runs as the first process of fresh namespaces (grpolab.importer.sandbox starts it with util-linux `unshare`): builds
 a root where every file outside one scratch folder is copy-on-write, then runs the command in it.
 
 Every mount of the machine is covered by an overlay whose upper layer is a tmpfs that vanishes with the namespace

@@ -1,6 +1,6 @@
 """`grpolab import`: an existing verl launch script -> a recipe whose render is the same effective launch.
 
-`grpolab.verl.record` runs the script (isolated) and gives its launch; `to_recipe()` composes that launch with the
+`grpolab.importer.record` runs the script (isolated) and gives its launch; `to_recipe()` composes that launch with the
 installed verl's own Hydra config (a launch that does not compose is refused, naming the override and verl's
 message) and maps it through the field map (grpolab.verl.fieldmap): each override onto its recipe field (a deprecated
 alias by its effect), the rest into `verl_overrides`. Then, for every first-class field the script leaves to verl's
@@ -18,18 +18,22 @@ import re
 import shutil
 import tempfile
 import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from grpolab.importer.record import MAIN, ImportFailed, Recorded, record
 from grpolab.paths import params_dir
+from grpolab.problems import RecipeError
 from grpolab.recipe.dotted import flatten, get_dotted, has_dotted, set_dotted
+from grpolab.recipe.loader import field_type, load_recipe, merge_layers
 from grpolab.recipe.secrets import REDACTED, is_secret, references
 from grpolab.verl import config as verl_schema
 from grpolab.verl import fieldmap
-from grpolab.verl.record import MAIN, ImportFailed, Recorded, record
+from grpolab.verl.render import engine_selection, render
 
 __all__ = ["ImportFailed", "Imported", "import_script", "record", "recipe_yaml", "to_recipe"]
 RUN = "/RUN"  # the run directory a verification render uses
@@ -111,7 +115,6 @@ def _selection(engine: str, config_name: str, overrides: list[str]) -> tuple[str
     """A script's engine selection in the form the checked verl takes: `model_engine=megatron` (0.8.0+) and
     `--config-name ppo_megatron_trainer` (0.7.1) both select Megatron; a form the version lacks (model_engine on
     0.7.1) is composed the way that version selects it."""
-    from grpolab.verl.render import engine_selection
 
     name, selecting = engine_selection(engine)
     if engine != "megatron" or selecting or config_name != "ppo_trainer":
@@ -141,7 +144,6 @@ def compose_script(config_name: str, overrides: list[str]) -> dict[str, Any]:
 
 def _baseline(hardware: str) -> dict:
     """base.yaml and the hardware profile, merged: what a field holds when the recipe does not set it."""
-    from grpolab.recipe.loader import merge_layers
 
     return merge_layers(params_dir() / "hardware" / f"{hardware}.yaml")[0]
 
@@ -154,7 +156,6 @@ def _as_object(data: Any) -> Any:
 
 def _string_fields(target: str, value: Any) -> Any:
     """A script's number for a text field (an experiment named 2024) is the text verl would use."""
-    from grpolab.recipe.loader import field_type
 
     if field_type(target) is str and not isinstance(value, str) and value is not None:
         return str(value)
@@ -350,7 +351,6 @@ def _cluster(build: _Builder, recorded: Recorded, device: str) -> None:
 def _reconcile(build: _Builder, upstream: dict[str, Any]) -> None:
     """Every first-class field the script leaves to verl's default: set it to what the script runs with wherever
     base.yaml (and the hardware profile) would render something else."""
-    from grpolab.recipe.loader import field_type
 
     baseline = _baseline(build.data["cluster"]["_hardware"])
     for key, value in flatten({k: v for k, v in build.data.items()}).items():
@@ -381,8 +381,6 @@ def _reconcile(build: _Builder, upstream: dict[str, Any]) -> None:
 
 
 def _args(annotation: Any) -> tuple:
-    import typing
-
     return typing.get_args(annotation)
 
 
@@ -422,9 +420,6 @@ def _verify(
     conflicts: dict[str, str],
 ) -> None:
     """Render the recipe and compare both launches key by key; what differs (run-owned keys aside) is reported."""
-    from grpolab.problems import RecipeError
-    from grpolab.recipe.loader import load_recipe
-    from grpolab.verl.render import render
 
     folder = Path(tempfile.mkdtemp(prefix="grpolab-import-"))
     try:

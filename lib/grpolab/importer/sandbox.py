@@ -2,7 +2,7 @@
 and there is no network.
 
 util-linux `unshare` (on every Debian and Ubuntu: util-linux is an essential package) makes new mount, pid, network,
-IPC and UTS namespaces; grpolab.verl.sandbox_init then covers each mount with a copy-on-write overlay whose changes
+IPC and UTS namespaces; grpolab.importer.sandbox_init then covers each mount with a copy-on-write overlay whose changes
 vanish with the namespace, so a script may truncate `/abs/train.log` or `rm /abs/keep.txt` and both stay. As root it
 runs in a plain mount namespace with capabilities dropped; as another user in a user namespace (the kernel must
 allow unprivileged user namespaces: `sysctl kernel.unprivileged_userns_clone`, AppArmor's

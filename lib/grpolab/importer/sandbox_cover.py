@@ -1,5 +1,5 @@
 """What the import's isolation covers with its recorder: every interpreter and launcher file of this machine, and
-where the recorder's own interpreter stays reachable (grpolab.verl.record runs scripts with them; grpolab.verl.sandbox
+where the recorder's own interpreter stays reachable (grpolab.importer.record runs scripts with them; grpolab.importer.sandbox
 and sandbox_init do the covering).
 
 A script reaches an interpreter by name (PATH, which it may change), by an absolute path, through `exec`, `env -i`,
@@ -14,7 +14,7 @@ import re
 import sys
 import time
 
-from grpolab.verl import sandbox
+from grpolab.importer import sandbox
 
 # the files the recorder covers inside the isolation, wherever they are: interpreters, launchers, device tools
 INTERPRETER = re.compile(
