@@ -63,12 +63,12 @@ def script_text(entry: dict) -> str:
 
 def outcome(entry: dict, tmp: Path) -> tuple[str, object]:
     """What import -> check -> render -> compose does with one corpus launch (see the module docstring)."""
+    from grpolab.importer.script import import_script, recipe_yaml
     from grpolab.problems import InputError, errors
     from grpolab.recipe.dotted import has_dotted
     from grpolab.rules.gate import check
     from grpolab.verl import config as verl_schema
     from grpolab.verl.fieldmap import field_of
-    from grpolab.importer.script import import_script, recipe_yaml
     from grpolab.verl.render import render
 
     script = tmp / f"{entry['id']}.sh"

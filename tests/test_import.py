@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from grpolab.importer import sandbox
+from grpolab.importer.script import import_script, record
 from grpolab.recipe.cards import model_facts
 from grpolab.recipe.dotted import has_dotted
 from grpolab.recipe.loader import load_recipe
 from grpolab.verl import config as verl_schema
-from grpolab.importer import sandbox
-from grpolab.importer.script import import_script, record
 from grpolab.verl.render import render, to_sh
 
 DATA = Path(__file__).parent / "data"

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from grpolab.importer.script import import_script
 from grpolab.recipe.loader import load_recipe
 from grpolab.rules.gate import check, shadowing
 from grpolab.verl import fieldmap, rewards
-from grpolab.importer.script import import_script
 from grpolab.verl.render import render
 
 DATA = Path(__file__).parent / "data"

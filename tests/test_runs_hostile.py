@@ -259,17 +259,17 @@ def test_a_submitter_that_died_unrecorded_leaves_the_run_failed_and_a_live_one_p
 def test_a_submit_renders_once_and_submits_what_the_gate_rendered(_isolated_runs, stub_ray, monkeypatch):
     """One render per submit, and the first-class keys built once: a recipe with verl_overrides (glm5_2) has them
     checked for shadowing from the keys its launch was rendered from, not from a second rendering."""
+    from grpolab.rules import gate
     from grpolab.verl import fieldmap
-    from grpolab.verl import render as render_module
 
     rendered, keys = [], []
-    real, real_keys = render_module.render, fieldmap.render_keys
+    real, real_keys = gate.render, fieldmap.render_keys
 
     def spy(recipe, run_dir=None, first_class=None):
         rendered.append(run_dir)
         return real(recipe, run_dir, first_class)
 
-    monkeypatch.setattr(render_module, "render", spy)
+    monkeypatch.setattr(gate, "render", spy)  # the one render a submit asks for is the gate's
     monkeypatch.setattr(
         fieldmap, "render_keys", lambda recipe, run_dir: keys.append(run_dir) or real_keys(recipe, run_dir)
     )

@@ -299,8 +299,8 @@ def test_a_raw_override_of_a_key_the_version_does_not_read_is_an_error(verl_at, 
 def test_import_reads_both_ways_of_selecting_megatron(verl_at, version):
     """`model_engine=megatron` (0.8.0+) and `--config-name ppo_megatron_trainer` (0.7.1) both import as a Megatron
     recipe, under a version that has only one of them too."""
-    from grpolab.importer.script import to_recipe
     from grpolab.importer.record import MAIN, Recorded
+    from grpolab.importer.script import to_recipe
 
     verl_at(version)
     common = [
