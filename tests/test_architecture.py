@@ -1,39 +1,74 @@
 """The layers of lib/grpolab point one way, with no import cycles (README, "Architecture").
 
-The folders are the layers: recipe (schema, loader, model cards, pipeline layouts, pins) -> local (the CPU
-trainer), verl (renderer, verl's config as data) and importer (a launch script -> a recipe) -> rules (every check, the one gate) -> plan ->
-jobs (the head, Ray job control, run records) -> monitor and preflight -> front ends (cli, notebook). Every
-import counts, a function-level one included: a lazy import hides a loop, it does not remove it. A new module
-goes into one of these folders."""
+The folders are the layers: recipe (schema, loader, model cards, pipeline layouts, pins; with the loose modules
+paths, problems and run_folder) -> local (the CPU trainer), verl (renderer, verl's config as data) and importer (a
+launch script -> a recipe) -> rules (every check, the one gate) -> plan -> jobs (the head, Ray job control, run
+records) -> monitor and preflight -> front ends (cli, notebook). The layers are import-linter's `layers` contract in
+pyproject.toml ([tool.importlinter]), exhaustive: a new folder or loose module has to be given a layer there. Every
+import counts, a function-level one included: a lazy import hides a loop, it does not remove it."""
 
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-LIB = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
+ROOT = Path(__file__).resolve().parents[1]
+LIB = ROOT / "lib" / "grpolab"
 
-# folder (or loose module) -> layer; a module may import only from its own layer or lower ones. The layers are
-# the folders of lib/grpolab: `ls` shows the architecture.
-LAYERS = {
-    # the rule registry is a table of plain data that grpolab.problems checks every rule id against
-    0: (
-        "grpolab",
-        "grpolab.paths",
-        "grpolab.problems",
-        "grpolab.recipe",
-        "grpolab.rules.registry",
-        "grpolab.run_folder",
-    ),
-    1: ("grpolab.importer", "grpolab.local", "grpolab.verl"),
-    2: ("grpolab.rules",),
-    3: ("grpolab.plan",),
-    4: ("grpolab.jobs",),
-    5: ("grpolab.monitor", "grpolab.preflight"),
-    6: ("grpolab.cli", "grpolab.notebook", "grpolab.__main__"),
-}
+
+def lint_imports(root: Path, lib: Path) -> subprocess.CompletedProcess:
+    """import-linter's verdict on the contracts in root/pyproject.toml, for the grpolab package under lib."""
+    env = {**os.environ, "PYTHONPATH": str(lib)}
+    run = "from importlinter.cli import lint_imports_command; lint_imports_command()"
+    return subprocess.run(
+        [sys.executable, "-c", run, "--config", str(root / "pyproject.toml"), "--no-cache", "--verbose"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_imports_point_down_the_layers():
+    """import-linter's layers contract holds: no import (top-level or inside a function) points up a layer."""
+    found = lint_imports(ROOT, ROOT / "lib")
+    assert found.returncode == 0, found.stdout + found.stderr
+
+
+@pytest.mark.parametrize(
+    "module, planted",
+    [
+        ("problems.py", "def _planted():\n    from grpolab.rules import registry\n\n    return registry\n"),
+        ("verl/render.py", "def _planted():\n    import grpolab.cli.check\n\n    return grpolab.cli.check\n"),
+    ],
+)
+def test_the_layers_contract_catches_an_upward_lazy_import(tmp_path, module, planted):
+    """Shown on a copy: an upward import inside a function breaks the contract and names the import."""
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(LIB, tmp_path / "lib" / "grpolab", ignore=shutil.ignore_patterns("__pycache__"))
+    target = tmp_path / "lib" / "grpolab" / module
+    target.write_text(target.read_text() + "\n\n" + planted)
+    found = lint_imports(tmp_path, tmp_path / "lib")
+    name = "grpolab." + module.removesuffix(".py").replace("/", ".")
+    assert found.returncode != 0 and "BROKEN" in found.stdout, found.stdout + found.stderr
+    assert f"- {name} -> " in found.stdout, found.stdout
+
+
+def test_a_new_folder_needs_a_layer(tmp_path):
+    """The contract is exhaustive: a package under lib/grpolab that no layer names breaks it."""
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(LIB, tmp_path / "lib" / "grpolab", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "lib" / "grpolab" / "extra").mkdir()
+    (tmp_path / "lib" / "grpolab" / "extra" / "__init__.py").write_text('"""A folder no layer names."""\n')
+    found = lint_imports(tmp_path, tmp_path / "lib")
+    assert found.returncode != 0 and "grpolab.extra" in found.stdout + found.stderr, found.stdout + found.stderr
 
 
 def module_name(path: Path) -> str:
@@ -42,16 +77,6 @@ def module_name(path: Path) -> str:
 
 
 MODULES = {module_name(p): p for p in sorted(LIB.rglob("*.py"))}
-
-
-def layer(name: str) -> int | None:
-    best = None
-    for level, prefixes in LAYERS.items():
-        for prefix in prefixes:
-            if name == prefix or (prefix != "grpolab" and name.startswith(prefix + ".")):
-                if best is None or len(prefix) > best[1]:
-                    best = (level, len(prefix))
-    return None if best is None else best[0]
 
 
 def imports(name: str) -> set[str]:
@@ -80,16 +105,6 @@ def imports(name: str) -> set[str]:
 
 
 GRAPH = {name: imports(name) for name in MODULES}
-
-
-def test_every_module_has_a_layer():
-    assert [name for name in MODULES if layer(name) is None] == []
-
-
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_imports_point_down_the_layers(name):
-    up = sorted(t for t in GRAPH[name] if layer(t) > layer(name))
-    assert up == [], f"{name} (layer {layer(name)}) imports from a higher layer: {up}"
 
 
 def test_no_import_cycles():
