@@ -65,7 +65,10 @@ def closest(word: str, candidates: Iterable[str]) -> str | None:
 
 
 class InputError(Exception):
-    """Unusable input (no such recipe, unreadable or invalid YAML, a malformed override): exit status 2."""
+    """This input cannot be used (no such recipe or run, unreadable or invalid YAML, a malformed override, a bad
+    argument): the message says what and how to fix it. The one such exception: its subclasses name the kind
+    (grpolab.jobs.runs.RunNotFound, grpolab.recipe.cards.ConfigError, ...), and the CLI maps every one to exit
+    status 2, once, in grpolab.cli.main."""
 
 
 class RecipeError(Exception):

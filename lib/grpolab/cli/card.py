@@ -15,8 +15,8 @@ import os
 import re
 from pathlib import Path
 
-from grpolab.cli import UsageError
 from grpolab.paths import is_system_folder, params_dir
+from grpolab.problems import InputError
 
 
 def register(sub) -> None:
@@ -53,11 +53,11 @@ def main(args) -> int:
         return 0
     out = Path(args.out).expanduser() if args.out else params_dir() / "models" / f"{card_name(card.name)}.yaml"
     if out.suffix not in (".yaml", ".yml"):
-        raise UsageError(f"--out {args.out}: a card is a .yaml file")
+        raise InputError(f"--out {args.out}: a card is a .yaml file")
     if os.path.lexists(out) and not args.force:  # a dangling link too
-        raise UsageError(f"{out} exists; pass --force to replace it, or --out another path")
+        raise InputError(f"{out} exists; pass --force to replace it, or --out another path")
     if args.out and is_system_folder(out.parent):
-        raise UsageError(f"--out {args.out}: {out.parent} is a system folder; write the card somewhere of yours")
+        raise InputError(f"--out {args.out}: {out.parent} is a system folder; write the card somewhere of yours")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     tmp.write_text(text)

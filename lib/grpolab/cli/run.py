@@ -8,9 +8,8 @@ cannot be reached is an error on stderr (exit 1), within seconds.
 
 from __future__ import annotations
 
-from grpolab.cli import UsageError
 from grpolab.cli.common import add_recipe_args, load, print_json, print_problems
-from grpolab.problems import errors
+from grpolab.problems import InputError, errors
 
 
 def register(sub) -> None:
@@ -34,7 +33,7 @@ def main(args) -> int:
         try:
             runs.check_run_id(args.run_id)
         except ValueError as exc:
-            raise UsageError(str(exc)) from None
+            raise InputError(str(exc)) from None
     recipe = load(args)
     try:
         if args.dry_run:
@@ -47,7 +46,7 @@ def main(args) -> int:
         print_problems(exc.problems, header=f"recipe {recipe.name} has errors; nothing was submitted:")
         return 1
     except (ValueError, FileExistsError) as exc:
-        raise UsageError(str(exc)) from None
+        raise InputError(str(exc)) from None
     return follow(run, args.wait)
 
 

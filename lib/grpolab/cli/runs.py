@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 
-from grpolab.cli import UsageError
 from grpolab.cli.common import print_json, whole_number
 from grpolab.jobs.reach import ClusterError
+from grpolab.problems import InputError
 
 
 def register(sub) -> None:
@@ -95,14 +95,14 @@ def _run(ref):
     try:
         return resolve_run(ref)
     except BadRecord as exc:
-        raise UsageError(f"run {ref!r} has an unreadable record: {exc}") from None
-    except RunNotFound as exc:
+        raise InputError(f"run {ref!r} has an unreadable record: {exc}") from None
+    except RunNotFound:
         try:
             orphan = control.find_orphan(check_run_id(str(ref)))
         except ValueError:
             orphan = None
         if orphan is None:
-            raise UsageError(str(exc)) from None
+            raise
         return (str(ref), *orphan)
 
 
@@ -134,7 +134,7 @@ def logs_main(args) -> int:
 
     run = _run(args.run)
     if isinstance(run, tuple):
-        raise UsageError(f"run {run[0]}: its folder was deleted, and its log with it")
+        raise InputError(f"run {run[0]}: its folder was deleted, and its log with it")
     state.refresh(run)  # a remote cluster's log is copied into the run directory (when the disk allows)
     if not control.write_log(run, args.tail):
         print(f"run {run.run_id} has no log yet")
