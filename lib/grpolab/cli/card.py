@@ -36,6 +36,7 @@ def card_name(name: str) -> str:
 
 
 def card_yaml(card) -> str:
+    # lazy: yaml (the parser imports every verb's module; a command loads only its own verb's)
     import yaml
 
     header = f"# {card.name}: written by `grpolab card` from {card.source}\n"
@@ -43,6 +44,7 @@ def card_yaml(card) -> str:
 
 
 def main(args) -> int:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.recipe.cards import resolve_model
     from grpolab.recipe.loader import load_card
 

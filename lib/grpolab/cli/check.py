@@ -19,10 +19,12 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.rules.gate import check
 
     recipe, problems = check(args.recipe, args.overrides, verl=not args.no_verl)
     if recipe is not None:
+        # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
         from grpolab.plan.hints import with_layout_fixes  # a layout error's fix names the nearest whole valid layouts
 
         problems = redaction(recipe, overrides=args.overrides).problems(with_layout_fixes(recipe, problems))

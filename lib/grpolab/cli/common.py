@@ -56,6 +56,7 @@ def add_set_arg(parser: argparse.ArgumentParser, example: str = "rollout.tp=16")
 
 def load(args: argparse.Namespace):
     """The validated recipe, or InputError (exit 2) for bad input; schema problems print and exit 1."""
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.recipe.loader import load_recipe
 
     try:

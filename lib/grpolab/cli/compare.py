@@ -47,6 +47,7 @@ def parse_steps(text: str) -> tuple[int, int]:
 
 
 def main(args) -> int:
+    # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.monitor.compare import compare
     from grpolab.monitor.metrics import open_run
     from grpolab.monitor.rundiff import differences, value_text

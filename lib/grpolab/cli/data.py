@@ -47,6 +47,7 @@ def main(args) -> int:
         raise InputError(f"unexpected {args.source!r}: `grpolab data RECIPE` takes one recipe")
     if args.rows == 0:
         raise InputError("--rows 0 reads nothing: give 1 or more")
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.rules.data import lines, report
 
     recipe = load(args)

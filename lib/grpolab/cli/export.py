@@ -34,6 +34,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
+    # lazy: pydantic (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs.export import ExportRefused, export, plan_export
     from grpolab.jobs.runs import resolve_run
 

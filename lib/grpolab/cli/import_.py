@@ -52,6 +52,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.importer.script import import_script, recipe_yaml
 
     if args.devices < 1:
@@ -121,6 +122,7 @@ def main(args) -> int:
 def _check(path: Path, shown: str | None = None) -> list:
     """The gate's problems for the written recipe; `shown` replaces a scratch copy's path in their messages."""
 
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.recipe.loader import load_recipe
     from grpolab.rules.gate import gate
 

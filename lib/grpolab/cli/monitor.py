@@ -36,6 +36,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
+    # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.monitor.plots import plot_curves
     from grpolab.monitor.summary import RunMonitor, format_summary
 

@@ -50,6 +50,7 @@ def mean_lengths(text: str) -> list[str]:
         if int(text) < 1:
             raise InputError(f"--mean-response must be a positive number of tokens, not {text}")
         return [f"data.mean_response_length={int(text)}"]
+    # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs.runs import RunNotFound
     from grpolab.monitor.metrics import load_metrics
 
@@ -72,6 +73,7 @@ def mean_lengths(text: str) -> list[str]:
 
 
 def main(args) -> int:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.plan import io, search
 
     if args.nodes is not None and args.nodes < 1:
@@ -112,6 +114,7 @@ def main(args) -> int:
 
 
 def _json(recipe, p, listed, best, own, written, model) -> None:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.plan import table
 
     c = recipe.cluster
@@ -141,6 +144,7 @@ def _json(recipe, p, listed, best, own, written, model) -> None:
 
 
 def _print(recipe, p, listed, best, own, written, model) -> None:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.plan import io, search, table
 
     c = recipe.cluster

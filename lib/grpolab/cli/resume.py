@@ -37,6 +37,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import cluster, launch, runs
     from grpolab.jobs.resume import ResumeRefused, plan_resume
 

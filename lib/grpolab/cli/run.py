@@ -27,6 +27,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import launch, runs
 
     if args.run_id is not None:  # a dry run too: the id a user would launch with must be usable
@@ -53,6 +54,7 @@ def main(args) -> int:
 def data_ok(recipe, summary: bool) -> bool:
     """The data and the reward's dry run (grpolab.rules.data): False when they found an error. The summary and the
     problems are printed with `summary` (--wait, as `make run` does: a run followed here) or an error."""
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.rules.data import lines, report
 
     rep = report(recipe)
@@ -72,6 +74,7 @@ def follow(run, wait: bool) -> int:
         print(f"follow it with: grpolab status {run.run_id}   |   grpolab monitor {run.run_id}")
         return 0
     try:
+        # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
         from grpolab.monitor.progress import follow_run
 
         outcome = follow_run(run)  # one metrics view; curves.png with alerts marked; the failure classified once

@@ -48,6 +48,7 @@ def _when(stamp) -> str:
 
 
 def list_main(args) -> int:
+    # lazy: pydantic (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import state
     from grpolab.jobs.runs import BadRecord, scan_runs
 
@@ -89,6 +90,7 @@ def list_main(args) -> int:
 
 def _run(ref):
     """The run RUN names; for a run id whose folder was deleted, (run id, endpoint, Ray's job) instead."""
+    # lazy: pydantic (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import control
     from grpolab.jobs.runs import BadRecord, RunNotFound, check_run_id, resolve_run
 
@@ -107,6 +109,7 @@ def _run(ref):
 
 
 def status_main(args) -> int:
+    # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import control, state
     from grpolab.monitor.outcome import describe_outcome
 
@@ -130,6 +133,7 @@ def status_main(args) -> int:
 
 
 def logs_main(args) -> int:
+    # lazy: pydantic (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import control, state
 
     run = _run(args.run)
@@ -142,6 +146,7 @@ def logs_main(args) -> int:
 
 
 def stop_main(args) -> int:
+    # lazy: pydantic (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import control
     from grpolab.jobs.runs import TERMINAL_STATES
 
