@@ -378,3 +378,50 @@ def test_the_lazy_import_check_catches_planted_cases(tmp_path):
     for module, (_, said) in LAZY_PLANTS.items():
         faults = loads.lazy_import_faults("grpolab." + module.removesuffix(".py").replace("/", "."))
         assert len(faults) == 1 and said in faults[0], (module, faults)
+
+
+def _unusable_input_names() -> set[str]:
+    """InputError and the names of its subclasses in lib/ (the one 'unusable input' exception and its kinds)."""
+    found = {"InputError"}
+    for _ in range(3):  # a subclass of a subclass (BadRecord of RunNotFound)
+        for tree in LOADS.trees.values():
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef) and any(
+                    isinstance(b, ast.Name) and b.id in found for b in node.bases
+                ):
+                    found.add(node.name)
+    return found
+
+
+def re_raises(tree: ast.AST, unusable: set[str]) -> list[int]:
+    """Lines of `except <unusable inputs> as exc: raise InputError(str(exc))`: one unusable input caught only to
+    become another, which the CLI would report the same way (exit 2, the same message)."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ExceptHandler) or node.name is None or node.type is None:
+            continue
+        caught = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type]
+        names = {c.id if isinstance(c, ast.Name) else getattr(c, "attr", "") for c in caught}
+        raised = node.body[0] if len(node.body) == 1 and isinstance(node.body[0], ast.Raise) else None
+        call = raised.exc if raised is not None and isinstance(raised.exc, ast.Call) else None
+        if (
+            names <= unusable
+            and call is not None
+            and isinstance(call.func, ast.Name)
+            and call.func.id == "InputError"
+            and ast.unparse(call.args[0] if call.args else call) == f"str({node.name})"
+        ):
+            found.append(node.lineno)
+    return found
+
+
+def test_no_unusable_input_is_caught_to_become_another():
+    """InputError (its kinds included: RunNotFound, ThresholdsError, PathRefused, ...) reaches the CLI's main as it
+    is, which maps it to exit 2 once; shown to catch a planted re-raise."""
+    unusable = _unusable_input_names()
+    assert {"RunNotFound", "BadRecord", "ThresholdsError", "PathRefused", "ConfigError"} <= unusable
+    assert {name: lines for name, tree in LOADS.trees.items() if (lines := re_raises(tree, unusable))} == {}
+    planted = "try:\n    f()\nexcept (RunNotFound, InputError) as exc:\n    raise InputError(str(exc)) from None\n"
+    assert re_raises(ast.parse(planted), unusable) == [3]
+    kept = "try:\n    f()\nexcept ValueError as exc:\n    raise InputError(str(exc)) from None\n"
+    assert re_raises(ast.parse(kept), unusable) == []
