@@ -228,8 +228,7 @@ class Stages:
                 # the stage's own kernel follows the run; this one shows how far it is meanwhile (a line every
                 # FOLLOW_EVERY_S s, also on papermill's terminal) instead of "running ..." for minutes; plain lines
                 # in JupyterLab too: a saved notebook keeps them (a widget bar would be "model not found")
-                # lazy: orjson, yaml: the monitor loads when a launch stage is followed, not with every `import
-                # grpolab.notebook`
+                # lazy: orjson, yaml (the monitor loads only while a launch stage is followed)
                 from grpolab.monitor.progress import follow_while
 
                 worker = threading.Thread(target=execute, daemon=True, name=f"grpolab-stage-{stage}")
@@ -299,8 +298,7 @@ class Stages:
         lines += [f"  {s['stage']:13} {s['result']} ({s['seconds']:.1f} s)" for s in self.stages]
         if run is not None:
             lines.append(f"  run folder: {run.path}")
-            # lazy: orjson, yaml: the monitor loads when the last summary is printed, not with every `import
-            # grpolab.notebook`
+            # lazy: orjson, yaml (the monitor loads only for the last summary)
             from grpolab.monitor.outcome import figures
 
             fig = figures(run)
