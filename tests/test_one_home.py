@@ -26,7 +26,12 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from grpolab import run_folder
+from grpolab.problems import Problem
+from grpolab.recipe.loader import load_recipe
+from grpolab.rules.checks import Checks, known
 from grpolab.rules.registry import RULE_IDS
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
@@ -356,3 +361,36 @@ def test_a_planted_duplicate_fails(tmp_path):
     for name in PLANTS:
         assert [f for f in new if f.startswith(f"monitor/planted_{name}.py: {EXPECTED[name]}")], (name, new)
     assert {f.split(":")[0] for f in new} == {f"monitor/planted_{name}.py" for name in PLANTS}
+
+
+def literal_problem_rules(tree: ast.AST) -> list[str]:
+    """The rule ids a module makes a Problem with, written as a literal (`Problem("schema", ...)`)."""
+    return [
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "Problem"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ]
+
+
+def test_every_problem_lib_makes_names_a_declared_rule():
+    """A Problem made anywhere in lib/ (the recipe and verl layers below the registry included) with a literal rule
+    id names a rule of grpolab.rules.registry; ids chosen at run time are checked where problems are collected."""
+    made = {rel: literal_problem_rules(ast.parse(text)) for rel, text in modules(LIB) if "Problem(" in text}
+    assert sum(map(len, made.values())) > 10 and "schema" in made["recipe/loader.py"]
+    assert {rel: [r for r in ids if r not in RULE_IDS] for rel, ids in made.items() if set(ids) - set(RULE_IDS)} == {}
+    planted = 'from grpolab.problems import Problem\n\nP = Problem("shcema", "error", "k", 1, "m", "f")\n'
+    assert literal_problem_rules(ast.parse(planted)) == ["shcema"]
+
+
+def test_an_undeclared_rule_id_fails_where_problems_are_collected():
+    typo = Problem("heads_tp", "error", "train.tp", 3, "m", "f")
+    with pytest.raises(ValueError, match="unknown rule id 'heads_tp'"):
+        known([typo])
+    with pytest.raises(ValueError, match="unknown rule id 'heads_tp'"):
+        Checks(load_recipe("tiny"), None).add("heads_tp", "train.tp", 3, "m", "f", severity="error")
+    assert known([Problem("heads-tp", "error", "train.tp", 3, "m", "f")])[0].rule == "heads-tp"

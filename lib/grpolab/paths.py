@@ -13,6 +13,8 @@ import site
 import sysconfig
 from pathlib import Path
 
+from grpolab.problems import InputError
+
 # lib/grpolab/paths.py -> the project root is three levels up (a source checkout, installed editable).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,8 +84,9 @@ SYSTEM_FOLDERS = (
 )
 
 
-class PathRefused(ValueError):
-    """A name or path a verb will not write to; the message names the flag, the value, the rule and the fix."""
+class PathRefused(InputError, ValueError):
+    """A name or path a verb will not write to; the message names the flag, the value, the rule and the fix (an
+    unusable input: the CLI's exit status 2)."""
 
 
 def check_name(name: str, flag: str, fix: str = "") -> str:

@@ -1,7 +1,9 @@
 """Problems found in a recipe, and the two errors the loader raises.
 
-A Problem is what every check reports: a stable rule id (one of grpolab.rules.registry's), the dotted key, the bad
-value, what is wrong and how to fix it. Checks collect every problem instead of stopping at the first one.
+A Problem is what every check reports: a stable rule id, the dotted key, the bad value, what is wrong and how to fix
+it. Checks collect every problem instead of stopping at the first one. The rule ids are declared in
+grpolab.rules.registry (a higher layer), which checks them where problems are collected: every problem a check
+adds (grpolab.rules.checks) and every problem the gate returns.
 """
 
 from __future__ import annotations
@@ -10,9 +12,9 @@ import difflib
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
-from grpolab.rules.registry import RULE_IDS, Severity
+Severity = Literal["error", "warning"]
 
 
 @dataclass(frozen=True)
@@ -23,10 +25,6 @@ class Problem:
     value: Any
     message: str
     fix: str
-
-    def __post_init__(self) -> None:
-        if self.rule not in RULE_IDS:  # a typo here would break every consumer that filters by rule id
-            raise ValueError(f"unknown rule id {self.rule!r} (rule ids are declared in grpolab.rules.registry)")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -67,7 +65,10 @@ def closest(word: str, candidates: Iterable[str]) -> str | None:
 
 
 class InputError(Exception):
-    """Unusable input (no such recipe, unreadable or invalid YAML, a malformed override): exit status 2."""
+    """This input cannot be used (no such recipe or run, unreadable or invalid YAML, a malformed override, a bad
+    argument): the message says what and how to fix it. The one such exception: its subclasses name the kind
+    (grpolab.jobs.runs.RunNotFound, grpolab.recipe.cards.ConfigError, ...), and the CLI maps every one to exit
+    status 2, once, in grpolab.cli.main."""
 
 
 class RecipeError(Exception):

@@ -7,10 +7,11 @@ sets `func`, a function `(args) -> int` returning the exit status. Exit status: 
 stdout went away (`grpolab monitor RUN | head`: nothing more is printed).
 
 `main` is the one error boundary, for every verb: every expected failure is one line on stderr (`grpolab VERB:
-message`) and, with --json, one JSON document on stdout: {"error": message, "exit": status}. Verbs raise (an
-unusable input, a run that is not found or has an unreadable record, an unreachable cluster) and print nothing
-of their own errors. An unexpected exception is one line too (`internal error`, exit 1); GRPOLAB_DEBUG=1 shows
-its traceback. Every --json document goes through grpolab.cli.common.print_json (strict JSON).
+message`) and, with --json, one JSON document on stdout: {"error": message, "exit": status}. Verbs raise and
+print nothing of their own errors: an unusable input is grpolab.problems.InputError whoever finds it (a bad
+argument, no such recipe or run, an unreadable record or thresholds file), exit 2; an unreachable cluster exits 1.
+An unexpected exception is one line too (`internal error`, exit 1); GRPOLAB_DEBUG=1 shows its traceback. Every
+--json document goes through grpolab.cli.common.print_json (strict JSON).
 """
 
 from __future__ import annotations
@@ -51,13 +52,9 @@ VERBS = {
 }
 
 
-class UsageError(Exception):
-    """Unusable input (no such recipe, unreadable file, bad arguments): exit status 2."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse prints usage + error and exits; here: one line, through main
-        raise UsageError(f"{message} (see `{self.prog} --help`)")
+        raise InputError(f"{message} (see `{self.prog} --help`)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -149,8 +146,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None = None) -> int:
-    from grpolab.jobs.runs import RunNotFound
-
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv
     verb = next((a for a in argv if a in VERBS), "")
@@ -163,7 +158,7 @@ def _main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) and verbs that print their own problems (1)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
         return code
-    except (UsageError, InputError, RunNotFound) as exc:
+    except InputError as exc:
         return _fail(verb, str(exc), 2, as_json)
     except RecipeError as exc:
         return _fail(verb, exc.problems[0].message if exc.problems else str(exc), 1, as_json)

@@ -15,8 +15,8 @@ import os
 import re
 from pathlib import Path
 
-from grpolab.cli import UsageError
 from grpolab.paths import is_system_folder, params_dir
+from grpolab.problems import InputError
 
 
 def register(sub) -> None:
@@ -36,6 +36,7 @@ def card_name(name: str) -> str:
 
 
 def card_yaml(card) -> str:
+    # lazy: yaml (the parser imports every verb's module; a command loads only its own verb's)
     import yaml
 
     header = f"# {card.name}: written by `grpolab card` from {card.source}\n"
@@ -43,6 +44,7 @@ def card_yaml(card) -> str:
 
 
 def main(args) -> int:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.recipe.cards import resolve_model
     from grpolab.recipe.loader import load_card
 
@@ -53,11 +55,11 @@ def main(args) -> int:
         return 0
     out = Path(args.out).expanduser() if args.out else params_dir() / "models" / f"{card_name(card.name)}.yaml"
     if out.suffix not in (".yaml", ".yml"):
-        raise UsageError(f"--out {args.out}: a card is a .yaml file")
+        raise InputError(f"--out {args.out}: a card is a .yaml file")
     if os.path.lexists(out) and not args.force:  # a dangling link too
-        raise UsageError(f"{out} exists; pass --force to replace it, or --out another path")
+        raise InputError(f"{out} exists; pass --force to replace it, or --out another path")
     if args.out and is_system_folder(out.parent):
-        raise UsageError(f"--out {args.out}: {out.parent} is a system folder; write the card somewhere of yours")
+        raise InputError(f"--out {args.out}: {out.parent} is a system folder; write the card somewhere of yours")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     tmp.write_text(text)

@@ -7,8 +7,7 @@ import json
 import math
 from typing import Any
 
-from grpolab.cli import UsageError
-from grpolab.problems import InputError, Problem, RecipeError, report
+from grpolab.problems import Problem, RecipeError, report
 
 
 def add_recipe_args(parser: argparse.ArgumentParser) -> None:
@@ -56,13 +55,12 @@ def add_set_arg(parser: argparse.ArgumentParser, example: str = "rollout.tp=16")
 
 
 def load(args: argparse.Namespace):
-    """The validated recipe, or UsageError (exit 2) for bad input; schema problems print and exit 1."""
+    """The validated recipe, or InputError (exit 2) for bad input; schema problems print and exit 1."""
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.recipe.loader import load_recipe
 
     try:
         return load_recipe(args.recipe, args.overrides)
-    except InputError as exc:
-        raise UsageError(str(exc)) from None
     except RecipeError as exc:
         print_problems(exc.problems, as_json=getattr(args, "json", False))
         raise SystemExit(1) from None

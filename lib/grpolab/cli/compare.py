@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 import sys
 
-from grpolab.cli import UsageError
 from grpolab.cli.common import print_json
+from grpolab.problems import InputError
 
 _STEPS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
@@ -38,28 +38,25 @@ def register(sub) -> None:
 def parse_steps(text: str) -> tuple[int, int]:
     match = _STEPS.match(text or "")
     if not match:
-        raise UsageError(f"--steps {text!r}: expected FIRST-LAST (e.g. --steps 5-14) or one step number")
+        raise InputError(f"--steps {text!r}: expected FIRST-LAST (e.g. --steps 5-14) or one step number")
     first = int(match.group(1))
     last = int(match.group(2)) if match.group(2) is not None else first
     if last < first:
-        raise UsageError(f"--steps {text!r}: the first step is after the last; write it as {last}-{first}")
+        raise InputError(f"--steps {text!r}: the first step is after the last; write it as {last}-{first}")
     return first, last
 
 
 def main(args) -> int:
-    from grpolab.jobs.runs import RunNotFound
+    # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.monitor.compare import compare
     from grpolab.monitor.metrics import open_run
     from grpolab.monitor.rundiff import differences, value_text
-    from grpolab.monitor.thresholds import ThresholdsError, load_thresholds
+    from grpolab.monitor.thresholds import load_thresholds
 
     steps = parse_steps(args.steps) if args.steps is not None else None
-    try:
-        thresholds = load_thresholds(args.thresholds)
-        run_record, run = open_run(args.run)
-        baseline_record, baseline = open_run(args.baseline)
-    except (RunNotFound, ThresholdsError) as exc:
-        raise UsageError(str(exc)) from None
+    thresholds = load_thresholds(args.thresholds)
+    run_record, run = open_run(args.run)
+    baseline_record, baseline = open_run(args.baseline)
     result = compare(run, baseline, steps=steps, thresholds=thresholds)
     # what differs in the recipe, the stack and the launch records, before the curves (grpolab.monitor.rundiff)
     both = run_record.is_run and baseline_record.is_run

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import sys
 
-from grpolab.cli import UsageError
 from grpolab.cli.common import add_set_arg, load, print_json, print_problems, whole_number
-from grpolab.problems import errors
+from grpolab.problems import InputError, errors
 from grpolab.verl.prepare import prepare
 
 
@@ -45,9 +44,10 @@ def main(args) -> int:
     if args.recipe == "prepare":
         return _prepare(args)
     if args.source:
-        raise UsageError(f"unexpected {args.source!r}: `grpolab data RECIPE` takes one recipe")
+        raise InputError(f"unexpected {args.source!r}: `grpolab data RECIPE` takes one recipe")
     if args.rows == 0:
-        raise UsageError("--rows 0 reads nothing: give 1 or more")
+        raise InputError("--rows 0 reads nothing: give 1 or more")
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.rules.data import lines, report
 
     recipe = load(args)
@@ -62,7 +62,7 @@ def main(args) -> int:
 
 def _prepare(args) -> int:
     if not args.source or not args.out:
-        raise UsageError("`grpolab data prepare SOURCE --out DIR`: give the source and --out")
+        raise InputError("`grpolab data prepare SOURCE --out DIR`: give the source and --out")
     done = prepare(
         args.source,
         args.out,

@@ -18,8 +18,8 @@ import textwrap
 from pathlib import Path
 
 from grpolab import run_folder
-from grpolab.cli import UsageError
 from grpolab.cli.common import print_json
+from grpolab.problems import InputError
 from grpolab.recipe.files import is_regular
 
 _WIDTH = 110
@@ -40,11 +40,12 @@ def register(sub) -> None:
 
 
 def _unreadable(target: str, why: str):
-    return UsageError(f"{target}: {why}")
+    return InputError(f"{target}: {why}")
 
 
 def diagnose_target(target: str, refresh: bool = True) -> tuple[str, object]:
-    """(what was read, Failure | None) for a LOG, a folder of logs, `-` or a RUN; UsageError when unusable."""
+    """(what was read, Failure | None) for a LOG, a folder of logs, `-` or a RUN; InputError when unusable."""
+    # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs.runs import BadRecord, RunNotFound, resolve_run
     from grpolab.monitor.diagnose import diagnose_files, diagnose_stream, log_files
 
@@ -70,6 +71,7 @@ def diagnose_target(target: str, refresh: bool = True) -> tuple[str, object]:
 
 
 def _run(run, refresh: bool):
+    # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import state as run_state
     from grpolab.monitor.diagnosis import run_failure
     from grpolab.monitor.metrics import MetricsView

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import sys
 
-from grpolab.cli import UsageError
 from grpolab.jobs import cluster
 
 
@@ -35,13 +34,11 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
+    # lazy: pydantic (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs.export import ExportRefused, export, plan_export
-    from grpolab.jobs.runs import RunNotFound, resolve_run
+    from grpolab.jobs.runs import resolve_run
 
-    try:
-        run = resolve_run(args.run)
-    except RunNotFound as exc:
-        raise UsageError(str(exc)) from None
+    run = resolve_run(args.run)
     progress = (lambda line: print(line, file=sys.stderr)) if args.json else print
     try:
         plan = plan_export(run, args.step, args.out, force=args.force)

@@ -19,9 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grpolab.cli import UsageError
 from grpolab.cli.common import json_text
-from grpolab.paths import PathRefused, check_name, is_system_folder, params_dir
+from grpolab.paths import check_name, is_system_folder, params_dir
 from grpolab.problems import InputError, RecipeError, errors
 from grpolab.problems import report as problem_report
 
@@ -53,25 +52,20 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.importer.script import import_script, recipe_yaml
 
     if args.devices < 1:
-        raise UsageError(f"--devices {args.devices}: give a number of devices per node, 1 or more")
+        raise InputError(f"--devices {args.devices}: give a number of devices per node, 1 or more")
     if args.name is not None:  # a name flag: a recipe name, never a path (the path flag is --out)
-        try:
-            check_name(args.name, "--name", "give a path with --out")
-        except PathRefused as exc:
-            raise UsageError(str(exc)) from None
-    try:
-        imported = import_script(
-            args.script,
-            name=args.name,
-            device=args.device,
-            trusted=args.trusted,
-            devices=args.devices,
-        )
-    except InputError as exc:
-        raise UsageError(str(exc)) from None
+        check_name(args.name, "--name", "give a path with --out")
+    imported = import_script(
+        args.script,
+        name=args.name,
+        device=args.device,
+        trusted=args.trusted,
+        devices=args.devices,
+    )
     text = recipe_yaml(imported, args.script)
     if args.out == "-":  # checked from a scratch copy, printed, nothing kept
         with tempfile.TemporaryDirectory(prefix="grpolab-import-") as tmp:
@@ -83,9 +77,9 @@ def main(args) -> int:
     else:
         out = Path(args.out).expanduser() if args.out else params_dir() / "recipes" / f"{imported.name}.yaml"
         if os.path.lexists(out):  # a dangling link too: nothing is written through it
-            raise UsageError(f"{out} exists already; pick another --name or --out (nothing was written)")
+            raise InputError(f"{out} exists already; pick another --name or --out (nothing was written)")
         if is_system_folder(out.parent) and args.out:
-            raise UsageError(f"--out {args.out}: {out.parent} is a system folder; write the recipe somewhere of yours")
+            raise InputError(f"--out {args.out}: {out.parent} is a system folder; write the recipe somewhere of yours")
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(out, "x") as fh:  # exclusive: never replaces a file that appeared meanwhile
             fh.write(text)
@@ -128,6 +122,7 @@ def main(args) -> int:
 def _check(path: Path, shown: str | None = None) -> list:
     """The gate's problems for the written recipe; `shown` replaces a scratch copy's path in their messages."""
 
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.recipe.loader import load_recipe
     from grpolab.rules.gate import gate
 

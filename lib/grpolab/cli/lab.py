@@ -46,6 +46,7 @@ def prepare(folder: Path) -> tuple[list[str], list[str]]:
     """Copy every template notebook that the folder does not hold yet; write the settings file. Returns (copied,
     kept). Nothing is written through a symlink that leads out of the folder (grpolab.paths.contained: PathRefused);
     a copy is made beside its name and renamed into place, so it never follows a link."""
+    # lazy: IPython, pydantic (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.notebook.display import NOTEBOOKS_DIR
 
     folder.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.recipe.loader import describe, load_recipe, recipe_names
 
     names = recipe_names()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-from grpolab.cli import UsageError
 from grpolab.cli.common import print_json
+from grpolab.problems import InputError
 from grpolab.recipe.files import NotARegularFile, is_regular, kind
 
 
@@ -36,17 +36,13 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from grpolab.jobs.runs import RunNotFound
+    # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.monitor.plots import plot_curves
     from grpolab.monitor.summary import RunMonitor, format_summary
-    from grpolab.monitor.thresholds import ThresholdsError
 
     if args.png and args.no_png:
-        raise UsageError("--png and --no-png contradict each other: pass one of them")
-    try:
-        monitor = RunMonitor(args.run, args.thresholds)
-    except (RunNotFound, ThresholdsError) as exc:
-        raise UsageError(str(exc)) from None
+        raise InputError("--png and --no-png contradict each other: pass one of them")
+    monitor = RunMonitor(args.run, args.thresholds)
     data = monitor.update(refresh=not args.no_refresh)
     if not args.no_png and not args.png and not monitor.run.is_run:  # nothing is written beside a bare file
         data["notes"].append(f"{args.run} is not inside a run directory: no curves drawn; pass --png PATH to draw them")

@@ -13,9 +13,8 @@ import shlex
 import statistics
 import sys
 
-from grpolab.cli import UsageError
 from grpolab.cli.common import add_set_arg, json_text, print_problems
-from grpolab.paths import PathRefused, check_name
+from grpolab.paths import check_name
 from grpolab.problems import InputError, RecipeError
 
 
@@ -49,15 +48,16 @@ def mean_lengths(text: str) -> list[str]:
     """`--mean-response` as overrides: a token count, or the median of a run's logged means."""
     if text.strip().isdigit():
         if int(text) < 1:
-            raise UsageError(f"--mean-response must be a positive number of tokens, not {text}")
+            raise InputError(f"--mean-response must be a positive number of tokens, not {text}")
         return [f"data.mean_response_length={int(text)}"]
+    # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs.runs import RunNotFound
     from grpolab.monitor.metrics import load_metrics
 
     try:
         view = load_metrics(text)
     except (RunNotFound, OSError, ValueError) as exc:
-        raise UsageError(f"--mean-response {text}: neither a number of tokens nor a run ({exc})") from None
+        raise InputError(f"--mean-response {text}: neither a number of tokens nor a run ({exc})") from None
     out = []
     for metric, key in (
         ("response_length/mean", "data.mean_response_length"),
@@ -68,23 +68,22 @@ def mean_lengths(text: str) -> list[str]:
         if values:
             out.append(f"{key}={max(round(statistics.median(values)), 1)}")
     if not out or not out[0].startswith("data.mean_response_length"):
-        raise UsageError(f"--mean-response {text}: the run logged no response_length/mean")
+        raise InputError(f"--mean-response {text}: the run logged no response_length/mean")
     return out
 
 
 def main(args) -> int:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.plan import io, search
 
     if args.nodes is not None and args.nodes < 1:
-        raise UsageError(f"--nodes must be a positive number of nodes, not {args.nodes}")
+        raise InputError(f"--nodes must be a positive number of nodes, not {args.nodes}")
     if args.top is not None and args.top < 1:
-        raise UsageError(f"--top must be at least 1, not {args.top}")
+        raise InputError(f"--top must be at least 1, not {args.top}")
     overrides = list(args.overrides) + (mean_lengths(args.mean_response) if args.mean_response else [])
     try:
         model = io.model_target(args.target)
         recipe = io.load(args.target, args.nodes, args.hardware, overrides)
-    except InputError as exc:
-        raise UsageError(str(exc)) from None
     except RecipeError as exc:
         print_problems(exc.problems, as_json=args.json)
         return 1
@@ -95,23 +94,17 @@ def main(args) -> int:
         p.smallest_nodes = search.smallest_cluster(args.target, args.hardware, overrides)
     written = None
     if args.write:  # a name flag: params/recipes/NAME.yaml, never a path
-        try:
-            check_name(args.write, "--write")
-        except PathRefused as exc:
-            raise UsageError(str(exc)) from None
+        check_name(args.write, "--write")
     if args.write and listed:
-        try:
-            written = io.write_recipe(
-                args.write,
-                args.target,
-                listed[0].train.layout,
-                listed[0].rollout.layout,
-                recipe,
-                args.hardware,
-                overrides,
-            )
-        except InputError as exc:
-            raise UsageError(str(exc)) from None
+        written = io.write_recipe(
+            args.write,
+            args.target,
+            listed[0].train.layout,
+            listed[0].rollout.layout,
+            recipe,
+            args.hardware,
+            overrides,
+        )
     best = listed[0] if listed else None
     if args.json:
         _json(recipe, p, listed, best, own, written, model)
@@ -121,6 +114,7 @@ def main(args) -> int:
 
 
 def _json(recipe, p, listed, best, own, written, model) -> None:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.plan import table
 
     c = recipe.cluster
@@ -150,6 +144,7 @@ def _json(recipe, p, listed, best, own, written, model) -> None:
 
 
 def _print(recipe, p, listed, best, own, written, model) -> None:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.plan import io, search, table
 
     c = recipe.cluster

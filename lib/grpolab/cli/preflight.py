@@ -13,7 +13,6 @@ from __future__ import annotations
 import shutil
 import sys
 
-from grpolab.cli import UsageError
 from grpolab.cli.common import add_recipe_args, print_json
 from grpolab.preflight import run_preflight
 from grpolab.problems import InputError
@@ -43,17 +42,14 @@ def register(sub) -> None:
 
 def main(args) -> int:
     if args.timeout is not None and args.timeout <= 0:
-        raise UsageError(f"--timeout {args.timeout}: give a positive number of seconds")
+        raise InputError(f"--timeout {args.timeout}: give a positive number of seconds")
 
     def progress(line: str) -> None:  # stdout is the report's (JSON stays parseable)
         print(line, file=sys.stderr, flush=True)
 
-    try:
-        report = run_preflight(
-            args.recipe, address=args.ray_address, progress=progress, overrides=args.overrides, timeout_s=args.timeout
-        )
-    except InputError as exc:
-        raise UsageError(str(exc)) from None
+    report = run_preflight(
+        args.recipe, address=args.ray_address, progress=progress, overrides=args.overrides, timeout_s=args.timeout
+    )
     if args.json:
         print_json(report.to_dict())
     else:

@@ -18,6 +18,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.rules.gate import gate
     from grpolab.verl.render import render, to_json, to_sh
 

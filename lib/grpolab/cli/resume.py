@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sys
 
-from grpolab.cli import UsageError
 from grpolab.cli.common import add_set_arg, print_problems, whole_number
 from grpolab.cli.run import follow
 from grpolab.problems import InputError, RecipeError
@@ -38,6 +37,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import cluster, launch, runs
     from grpolab.jobs.resume import ResumeRefused, plan_resume
 
@@ -45,18 +45,13 @@ def main(args) -> int:
         try:
             runs.check_run_id(args.run_id)
         except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    try:
-        parent = runs.resolve_run(args.run)
-    except runs.RunNotFound as exc:
-        raise UsageError(str(exc)) from None
+            raise InputError(str(exc)) from None
+    parent = runs.resolve_run(args.run)
     try:
         plan = plan_resume(parent, args.from_step, args.overrides)
     except ResumeRefused as exc:
         print(f"grpolab resume: {exc}; nothing was submitted", file=sys.stderr)
         return 1
-    except InputError as exc:
-        raise UsageError(str(exc)) from None
     except RecipeError as exc:
         print_problems(
             exc.problems, header=f"the resumed recipe of run {parent.run_id} has errors; nothing was submitted:"
@@ -75,7 +70,7 @@ def main(args) -> int:
         print_problems(exc.problems, header="the resumed recipe has errors; nothing was submitted:")
         return 1
     except (ValueError, FileExistsError) as exc:
-        raise UsageError(str(exc)) from None
+        raise InputError(str(exc)) from None
     except cluster.ClusterError as exc:
         print(f"error: {exc}")
         return 1

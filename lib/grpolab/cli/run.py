@@ -8,9 +8,8 @@ cannot be reached is an error on stderr (exit 1), within seconds.
 
 from __future__ import annotations
 
-from grpolab.cli import UsageError
 from grpolab.cli.common import add_recipe_args, load, print_json, print_problems
-from grpolab.problems import errors
+from grpolab.problems import InputError, errors
 
 
 def register(sub) -> None:
@@ -28,13 +27,14 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import launch, runs
 
     if args.run_id is not None:  # a dry run too: the id a user would launch with must be usable
         try:
             runs.check_run_id(args.run_id)
         except ValueError as exc:
-            raise UsageError(str(exc)) from None
+            raise InputError(str(exc)) from None
     recipe = load(args)
     try:
         if args.dry_run:
@@ -47,13 +47,14 @@ def main(args) -> int:
         print_problems(exc.problems, header=f"recipe {recipe.name} has errors; nothing was submitted:")
         return 1
     except (ValueError, FileExistsError) as exc:
-        raise UsageError(str(exc)) from None
+        raise InputError(str(exc)) from None
     return follow(run, args.wait)
 
 
 def data_ok(recipe, summary: bool) -> bool:
     """The data and the reward's dry run (grpolab.rules.data): False when they found an error. The summary and the
     problems are printed with `summary` (--wait, as `make run` does: a run followed here) or an error."""
+    # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.rules.data import lines, report
 
     rep = report(recipe)
@@ -73,6 +74,7 @@ def follow(run, wait: bool) -> int:
         print(f"follow it with: grpolab status {run.run_id}   |   grpolab monitor {run.run_id}")
         return 0
     try:
+        # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
         from grpolab.monitor.progress import follow_run
 
         outcome = follow_run(run)  # one metrics view; curves.png with alerts marked; the failure classified once

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 
-from grpolab.cli import UsageError
 from grpolab.cli.common import print_json, whole_number
 from grpolab.jobs.reach import ClusterError
+from grpolab.problems import InputError
 
 
 def register(sub) -> None:
@@ -48,6 +48,7 @@ def _when(stamp) -> str:
 
 
 def list_main(args) -> int:
+    # lazy: pydantic (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import state
     from grpolab.jobs.runs import BadRecord, scan_runs
 
@@ -89,24 +90,26 @@ def list_main(args) -> int:
 
 def _run(ref):
     """The run RUN names; for a run id whose folder was deleted, (run id, endpoint, Ray's job) instead."""
+    # lazy: pydantic (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import control
     from grpolab.jobs.runs import BadRecord, RunNotFound, check_run_id, resolve_run
 
     try:
         return resolve_run(ref)
     except BadRecord as exc:
-        raise UsageError(f"run {ref!r} has an unreadable record: {exc}") from None
-    except RunNotFound as exc:
+        raise InputError(f"run {ref!r} has an unreadable record: {exc}") from None
+    except RunNotFound:
         try:
             orphan = control.find_orphan(check_run_id(str(ref)))
         except ValueError:
             orphan = None
         if orphan is None:
-            raise UsageError(str(exc)) from None
+            raise
         return (str(ref), *orphan)
 
 
 def status_main(args) -> int:
+    # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import control, state
     from grpolab.monitor.outcome import describe_outcome
 
@@ -130,11 +133,12 @@ def status_main(args) -> int:
 
 
 def logs_main(args) -> int:
+    # lazy: pydantic (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import control, state
 
     run = _run(args.run)
     if isinstance(run, tuple):
-        raise UsageError(f"run {run[0]}: its folder was deleted, and its log with it")
+        raise InputError(f"run {run[0]}: its folder was deleted, and its log with it")
     state.refresh(run)  # a remote cluster's log is copied into the run directory (when the disk allows)
     if not control.write_log(run, args.tail):
         print(f"run {run.run_id} has no log yet")
@@ -142,6 +146,7 @@ def logs_main(args) -> int:
 
 
 def stop_main(args) -> int:
+    # lazy: pydantic (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import control
     from grpolab.jobs.runs import TERMINAL_STATES
 

@@ -99,6 +99,7 @@ def layout_of(recipe: Any, run_dir: Path) -> Layout:
 def run_recipe(run_dir: Path) -> dict:
     """A run directory's recipe.yaml as data (the run's record, whatever params/ say now), by the one YAML reader;
     InputError when it is unreadable, OSError when it is missing."""
+    # lazy: yaml (only reading a run's recipe.yaml needs it; the run views load without it)
     from grpolab.recipe.yamlio import read_yaml
 
     path = run_folder.recipe_file(run_dir)
@@ -178,6 +179,7 @@ def _dcp_missing(folder: Path, label: str, deep: bool = True) -> list[str]:
     if not deep:
         return []
     try:  # the metadata is a pickle of torch classes: read it with torch when torch is here
+        # lazy: torch (only a torch distributed checkpoint's deep check needs it; seconds to import)
         from torch.distributed.checkpoint import FileSystemReader
     except ImportError:
         return []

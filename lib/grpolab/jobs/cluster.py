@@ -337,6 +337,7 @@ def _start_head_once(ep: Endpoint) -> str | None:
 def head_processes():
     """Every process of the embedded head: its session (from head.json), anything whose command line names its
     temp dir, and all their children (job drivers run in sessions of their own)."""
+    # lazy: psutil (only listing the head's processes needs it; the run views load without it)
     import psutil
 
     record = head_record()
@@ -373,6 +374,7 @@ def _terminate(procs, timeout: float = 10.0, grace: float = 2.0) -> int:
     """SIGTERM every process; wait up to `timeout` for runs' jobs (they record their end), then `grace` for the
     rest, then SIGKILL what is left. Ray's GCS and raylet can take 10 s or more to act on SIGTERM, and a stopped
     head keeps nothing we need, so they are not waited for."""
+    # lazy: psutil (only stopping the head's processes needs it)
     import psutil
 
     jobs = [proc for proc in procs if _is_job(proc)]
@@ -402,6 +404,7 @@ def stop_local_head(timeout: float = 10.0) -> int:
 def _discard_secrets_of_unstarted_jobs() -> None:
     """A job the stopped head had accepted but not started never takes its secrets file: remove those of the
     runs on this head, so no secret stays on disk (the runs end FAILED or LOST when next looked at)."""
+    # lazy: pydantic (only stopping a head touches the run records and their secret files)
     from grpolab.jobs import runs, secrets
 
     ours = _embedded().dashboard
@@ -467,6 +470,7 @@ def job_client(ep: Endpoint):
     """Ray's JobSubmissionClient for an endpoint; for a GCS address, the dashboard is asked of Ray. Bounded: an
     address where nothing answers is a ClusterError within REACH_TIMEOUT_S (+ DRIVER_TIMEOUT_S for a GCS address),
     naming what was tried."""
+    # lazy: ray (only submitting to or asking a cluster needs it; seconds to import)
     from ray.job_submission import JobSubmissionClient
 
     address = ep.dashboard
@@ -516,6 +520,7 @@ def submit_client(ep: Endpoint, runtime_env: dict):
 
 def connect_driver(ep: Endpoint):
     """ray.init() against the endpoint's cluster (for preflight's per-node tasks); returns the ray module."""
+    # lazy: ray (only preflight's per-node tasks need a driver; seconds to import)
     import ray
 
     if ray.is_initialized():
@@ -543,6 +548,7 @@ _DRIVER_ENV_SAVED: dict[str, str | None] = {}
 def _reload_ray_auth() -> None:
     """Ray reads its auth settings once, when it is imported: have it read them again, as Ray itself does."""
     try:
+        # lazy: ray (only reloading a driver's auth settings needs it)
         from ray._raylet import AuthenticationTokenLoader, Config
 
         Config.initialize("")
@@ -553,6 +559,7 @@ def _reload_ray_auth() -> None:
 
 def disconnect_driver() -> None:
     """ray.shutdown(), and this process's Ray auth settings back as they were before connect_driver."""
+    # lazy: ray (only a connected driver is shut down)
     import ray
 
     if ray.is_initialized():

@@ -88,6 +88,7 @@ def stop_run(run: Run, timeout: float = 60.0) -> dict:
                 f"cannot reach the Ray cluster of run {run.run_id} ({why}) and its job does not run here; "
                 f"the run is {status.get('state')}"
             )
+        # lazy: psutil (only stopping a local job's processes needs it)
         import psutil
 
         with contextlib.suppress(psutil.NoSuchProcess):  # the head is gone: stop the orphaned job ourselves

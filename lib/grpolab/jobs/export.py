@@ -92,6 +92,7 @@ class ExportPlan:
 
 def card_of(recipe: Any):
     """The model's facts for a recipe (a Recipe or recipe.yaml's data): config.json at model.path, else its card."""
+    # lazy: yaml (only an export reads the model's card)
     from grpolab.recipe.cards import config_json, facts_from_config, read_config, resolve_model
 
     card = None
@@ -267,6 +268,7 @@ def score_tiny(plan: ExportPlan, folder: Path | None = None) -> dict:
     """Load the exported `tiny` weights with transformers and score them on the validation split, as the run did."""
 
     quiet_transformers()
+    # lazy: transformers (only scoring the exported tiny model needs it; seconds to import)
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
     settings = settings_from_recipe(plan.recipe)

@@ -14,6 +14,7 @@ import sys
 
 
 def main() -> int | None:
+    # lazy: ray (the head's start-up script, run as `python -m`; Ray loads only when it runs)
     from ray.scripts import scripts
 
     if hasattr(scripts, "get_ray_client_dependency_error"):

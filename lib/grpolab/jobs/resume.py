@@ -129,6 +129,7 @@ def _child_recipe(run: Run, data: dict, launch: dict, overrides: Sequence[str]) 
     """The parent's resolved recipe with the overrides. A secret the record redacted becomes the reference
     `${NAME}`: read from the launching shell at submission (or, missing there, from each node), as a recipe's own
     references are."""
+    # lazy: yaml (only planning a resume loads the recipe)
     from grpolab.recipe.loader import load_recipe
 
     set_keys = {o.split("=", 1)[0].strip() for o in overrides}
@@ -245,6 +246,7 @@ def dataset_rows(path: str) -> int | None:
     full = Path(os.path.expanduser(path))
     try:
         if full.suffix == ".parquet":
+            # lazy: pyarrow (only reading a parquet data file's row count needs it)
             import pyarrow.parquet as pq
 
             return int(pq.ParquetFile(full).metadata.num_rows)

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grpolab import run_folder
 from grpolab.paths import runs_dir
+from grpolab.problems import InputError
 
 STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "LOST")
 TERMINAL_STATES = ("SUCCEEDED", "FAILED", "STOPPED", "LOST")
@@ -37,8 +38,8 @@ RECORD_LIMIT = 4 << 20  # status.json and job.json hold a few KB (a 40-line log 
 CONSOLE_SUFFIXES = {".log", ".txt", ".out", ".err"}  # a file named as RUN with these is read as verl console output
 
 
-class RunNotFound(LookupError):
-    """RUN names no run id, run directory or metrics file."""
+class RunNotFound(InputError, LookupError):
+    """RUN names no run id, run directory or metrics file: an unusable input (the CLI's exit status 2)."""
 
 
 class NotARun(RunNotFound):

@@ -100,6 +100,7 @@ def driver_alive(record: dict) -> bool:
 
 
 def _alive(pid: Any, host: Any, since: float) -> bool:
+    # lazy: psutil (only a local job's liveness check needs it)
     import psutil
 
     if not isinstance(pid, int) or host != socket.gethostname():
@@ -113,6 +114,7 @@ def _alive(pid: Any, host: Any, since: float) -> bool:
 
 def submitter() -> dict:
     """This process, as the submitter a run's record names while its submission is under way."""
+    # lazy: psutil (only recording the submitter needs it)
     import psutil
 
     return {"pid": os.getpid(), "host": socket.gethostname(), "since": psutil.Process().create_time()}

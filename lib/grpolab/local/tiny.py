@@ -56,6 +56,7 @@ def spec_key(spec: TinyModelSpec) -> str:
 
 def build_tokenizer():
     """A fast character tokenizer: one token per character, no special tokens added when encoding."""
+    # lazy: tokenizers, transformers (only building or loading the tiny model needs them; seconds to import)
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -76,6 +77,7 @@ def build_tokenizer():
 
 def build_model(spec: TinyModelSpec):
     """A randomly initialised Qwen2ForCausalLM of the given shape (deterministic for spec.init_seed)."""
+    # lazy: torch, transformers (only building or loading the tiny model needs them; seconds to import)
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -132,6 +134,7 @@ def ensure_tiny(spec: TinyModelSpec = TinyModelSpec(), root: Path | None = None)
 
 def load_tiny(spec: TinyModelSpec = TinyModelSpec(), root: Path | None = None):
     """(model, tokenizer) for `spec`, loaded from the cache (built first if missing), offline."""
+    # lazy: transformers (only building or loading the tiny model needs them; seconds to import)
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
     path = ensure_tiny(spec, root)

@@ -103,6 +103,7 @@ def _fmt(value: float | None) -> str:
 
 def _finite_points(view: MetricsView, name: str) -> tuple[list[int], list[float]]:
     """(steps, values) where `name` was logged with a finite value (numpy: a 20,000-step run in milliseconds)."""
+    # lazy: numpy (only the windowed checks need it; importing the monitor stays light)
     import numpy as np
 
     if name not in view:  # never logged, or logged only as null
@@ -182,6 +183,7 @@ class _Baseline:
 def _previous_medians(values, window: int, need: int, warmup: int):
     """numpy arrays (median, sigma) of the previous `window` values at each index (NaN where fewer than
     `need` exist or before `warmup`): the baseline as it is until the first flag (nothing is excluded yet)."""
+    # lazy: numpy (only the windowed checks need it; importing the monitor stays light)
     import numpy as np
     from numpy.lib.stride_tricks import sliding_window_view
 
@@ -209,6 +211,7 @@ def _baseline_flags(values: list[float], rule, bad, bad_vec) -> tuple[list[bool]
     Until the first flag the baseline is a plain rolling window, so numpy finds that first flag over the whole
     series at once (`bad_vec(values, medians, sigmas)`); a healthy run stops there. From the first flag on, the
     exact step-by-step pass takes over, starting from the same baseline."""
+    # lazy: numpy (only the windowed checks need it; importing the monitor stays light)
     import numpy as np
 
     need = max(1, min(rule.window, rule.warmup))
@@ -263,6 +266,7 @@ def _nan(view: MetricsView, rule) -> list[Alert]:
     watched = [m for m in rule.metrics if m in view]
     if not watched:
         return []
+    # lazy: numpy (only the windowed checks need it; importing the monitor stays light)
     import numpy as np
 
     columns = [view.column(m) for m in watched]
@@ -311,6 +315,7 @@ def _reward_flat(view: MetricsView, rule) -> list[Alert]:
     window = rule.window
     flags = [False] * len(values)
     if len(values) >= window:
+        # lazy: numpy (only the windowed checks need it; importing the monitor stays light)
         import numpy as np
         from numpy.lib.stride_tricks import sliding_window_view
 

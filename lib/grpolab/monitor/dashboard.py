@@ -87,6 +87,7 @@ class Dashboard:
     def __init__(
         self, run, interval: float = 5.0, thresholds=None, root: Path | None = None, redraw_s: float | None = None
     ):
+        # lazy: ipywidgets (only in a notebook kernel: headless code never loads the widgets)
         import ipywidgets as widgets
 
         if interval <= 0:
@@ -159,6 +160,7 @@ class Dashboard:
     def show(self) -> Dashboard:
         """Display the controls, the state line, the picture and the summary (each its own output, updated in
         place). The controls' output has a plain-text twin for a reader without widgets."""
+        # lazy: IPython (only in a notebook kernel: headless code never loads IPython)
         from IPython.display import display
 
         controls = {

@@ -100,7 +100,8 @@ _DB: list = []  # the compiled Hyperscan database, built on first use
 
 def _database():
     if not _DB:
-        import hyperscan  # here, not at import: importing the monitor stays light (numpy, hyperscan on first use)
+        # lazy: hyperscan (only a diagnosis compiles the patterns; importing the monitor stays light)
+        import hyperscan
 
         db = hyperscan.Database()
         db.compile(
@@ -193,6 +194,7 @@ class Scan:
     def _feed(self, chunk: bytes, name: str, file_rank: int | None, first: int) -> int:
         """Scan one chunk of whole lines whose first line is line `first` of its file; the next chunk's first."""
         self.bytes += len(chunk)
+        # lazy: numpy (only a diagnosis scans lines; importing the monitor stays light)
         import numpy
 
         found = _find(chunk)

@@ -516,12 +516,14 @@ class MetricsView:
 
     def array(self, name: str):
         """The column as a numpy float array, NaN where not logged (numpy imported here, not at module load)."""
+        # lazy: numpy (only a column asked as an array needs it; reading metrics does not)
         import numpy as np
 
         return np.array([math.nan if v is None else v for v in self.column(name)], dtype=float)
 
     def to_pandas(self):
         """A DataFrame indexed by step, one column per metric (for notebooks; pandas imported here)."""
+        # lazy: pandas (only a notebook asking for a DataFrame needs it)
         import pandas as pd
 
         return pd.DataFrame({n: self.array(n) for n in self.names}, index=pd.Index(self.steps, name="step"))

@@ -138,6 +138,7 @@ class Overlay:
 
     def figure(self) -> dict:
         """The plotly figure as a dict (what the MIME bundle carries)."""
+        # lazy: plotly (only the interactive chart needs it)
         from plotly.subplots import make_subplots
 
         count = max(1, len(self.panels))
@@ -237,6 +238,7 @@ class Overlay:
 
     def png(self) -> bytes:
         """The same curves as a PNG (matplotlib's Agg canvas; nothing global is switched)."""
+        # lazy: matplotlib (only the PNG twin needs it)
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
 

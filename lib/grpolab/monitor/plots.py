@@ -46,6 +46,7 @@ _SEVERITY_COLOR = {"error": "#d62728", "warning": "#ff7f0e"}
 def downsample(steps, values, buckets: int = BUCKETS):
     """(steps, values) cut to at most 2 x `buckets` points: the minimum and the maximum of each bucket of
     consecutive points, in step order (numpy arrays). NaN/inf are left out (plot_curves marks them)."""
+    # lazy: numpy (only drawing curves needs it; importing the monitor stays light)
     import numpy as np
 
     x = np.asarray(steps, dtype=float)
@@ -67,6 +68,7 @@ def downsample(steps, values, buckets: int = BUCKETS):
 
 def smoothed(values, weight: float):
     """TensorBoard's smoothing: an exponential moving average, debiased at the start (weight 0 = none)."""
+    # lazy: numpy (only drawing curves needs it; importing the monitor stays light)
     import numpy as np
 
     y = np.asarray(values, dtype=float)
@@ -83,6 +85,7 @@ def smoothed(values, weight: float):
 
 def _nonfinite_runs(steps, values) -> list[tuple[int, int]]:
     """(first, last) step of each stretch of consecutive non-finite values."""
+    # lazy: numpy (only drawing curves needs it; importing the monitor stays light)
     import numpy as np
 
     if np.isfinite(np.asarray(values, dtype=float)).all():  # the usual case, without a Python loop
@@ -164,6 +167,7 @@ def single_point_limits(ax) -> None:
     if not values:
         return
     low, high = min(values), max(values)
+    # lazy: matplotlib (only drawing a PNG needs it)
     from matplotlib.ticker import MaxNLocator
 
     if high - low <= 1e-9 * max(1.0, abs(high)):
@@ -180,6 +184,7 @@ def single_point_limits(ax) -> None:
 def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: float) -> None:
     # A bare Figure on the Agg canvas, not pyplot: no global backend switch (a notebook keeps its inline
     # backend) and nothing left open in pyplot's registry by a dashboard that redraws every few seconds.
+    # lazy: matplotlib (only drawing a PNG needs it)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

@@ -198,6 +198,7 @@ class Progress:
 
     def _make_bar(self):
         try:
+            # lazy: IPython, ipywidgets (only in a notebook kernel: headless code never loads the widgets)
             import ipywidgets as widgets
             from IPython.display import display
         except ImportError:  # no widgets: plain lines

@@ -46,8 +46,9 @@ def default_path() -> Path:
     return params_dir() / "base.yaml"
 
 
-class ThresholdsError(ValueError):
-    """The thresholds are missing, unreadable or do not fit the schema (message: file, key, fix)."""
+class ThresholdsError(InputError, ValueError):
+    """The thresholds are missing, unreadable or do not fit the schema (message: file, key, fix): an unusable
+    input (the CLI's exit status 2)."""
 
 
 class Thresholds(Monitor):

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import html
 
+from IPython import get_ipython
+from IPython.display import display
+
 from grpolab.jobs.runs import Run, RunNotFound, list_runs, resolve_run
 from grpolab.notebook.display import NotebookStop, show_html, table_html
 from grpolab.paths import runs_dir
@@ -60,6 +63,7 @@ def latest_runs(runs: list[str], count: int = 2) -> list:
 def show_differences(runs) -> list:
     """The keys whose values differ between the runs' records (resolved recipe, stack, launch), as one table;
     returns the differences (grpolab.monitor.rundiff)."""
+    # lazy: orjson, yaml (the monitor loads when a comparison is shown, not with `import grpolab.notebook`)
     from grpolab.monitor.rundiff import ABSENT, differences, value_text
 
     if len(runs) < 2:
@@ -119,6 +123,7 @@ class Comparison:
     """The chart and the logs of a comparison, as display outputs that can be redrawn in place."""
 
     def __init__(self, runs, x: str, smoothing: float, log_lines: int):
+        # lazy: orjson, yaml (the monitor loads when a comparison is shown, not with `import grpolab.notebook`)
         from grpolab.monitor.metrics import MetricsView
 
         self.runs = runs
@@ -129,6 +134,7 @@ class Comparison:
         self.handles: dict = {}
 
     def bundles(self) -> tuple[dict, dict]:
+        # lazy: orjson, yaml (the monitor loads when a comparison is shown, not with `import grpolab.notebook`)
         from grpolab.monitor.overlay import Overlay
 
         for view in self.views.values():
@@ -138,14 +144,10 @@ class Comparison:
         return chart, {"text/html": logs_page, "text/plain": logs_text}
 
     def show(self) -> Comparison:
-        from IPython import get_ipython
-
         chart, logs = self.bundles()
         if get_ipython() is None:  # plain Python: the text twins
             print(chart["text/plain"], logs["text/plain"], sep="\n")
             return self
-        from IPython.display import display
-
         self.handles = {
             "chart": display(chart, raw=True, display_id=True),
             "logs": display(logs, raw=True, display_id=True),
@@ -194,6 +196,7 @@ def compare_runs(
 
         dashboard.on_analysis.append(redraw)
     elif running:
+        # lazy: orjson, yaml (the monitor loads when a comparison is shown, not with `import grpolab.notebook`)
         from grpolab.monitor.clock import as_of
 
         print(f"{', '.join(running)} still running: this is a snapshot {as_of()}; run the cell again to refresh it")

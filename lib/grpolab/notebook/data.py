@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import io
 
+from IPython import get_ipython
+from IPython.display import Image, display
+
 from grpolab.notebook.display import show_problems, show_text
 from grpolab.problems import Problem
 
 
 def show_data(recipe, problems: list[Problem]) -> list[Problem]:
     """The data sample, the prompt lengths and the reward's dry run; the problems new to this view."""
+    # lazy: yaml (the data checks load when 01_setup shows the data, not with `import grpolab.notebook`)
     from grpolab.rules.data import histogram, lines, report
 
     if recipe is None:
@@ -29,6 +33,7 @@ def show_data(recipe, problems: list[Problem]) -> list[Problem]:
 
 
 def _histogram(lengths: list[int], limit: int, bins, name: str) -> None:
+    # lazy: matplotlib (only drawing the histogram needs it)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -52,10 +57,5 @@ def _histogram(lengths: list[int], limit: int, bins, name: str) -> None:
     fig.subplots_adjust(left=0.1, right=0.97, bottom=0.16, top=0.88)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=90)
-    try:
-        from IPython import get_ipython
-        from IPython.display import Image, display
-    except ImportError:
-        return
     if get_ipython() is not None:
         display(Image(data=buffer.getvalue()))

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from IPython import get_ipython
+from IPython.display import Image, display
 from IPython.utils.capture import capture_output
 
 from grpolab.paths import PROJECT_ROOT
@@ -75,13 +77,7 @@ def say(line: str) -> None:
 
 def show_html(html_text: str, text: str) -> None:
     """Show HTML in Jupyter with a plain-text twin (what papermill logs, nbconvert --to markdown, terminals)."""
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:  # plain Python (a script importing these helpers)
-        print(text)
-        return
-    if get_ipython() is None:
+    if get_ipython() is None:  # plain Python (a script importing these helpers)
         print(text)
         return
     display({"text/html": html_text, "text/plain": text}, raw=True)
@@ -98,12 +94,6 @@ def show_text(text: str, title: str | None = None) -> None:
 
 def show_image(path: str | Path) -> None:
     """A PNG as an image output (embedded in the notebook, so papermill's output file shows it)."""
-    try:
-        from IPython import get_ipython
-        from IPython.display import Image, display
-    except ImportError:
-        print(f"picture: {path}")
-        return
     if get_ipython() is None:
         print(f"picture: {path}")
         return
@@ -161,6 +151,7 @@ _SET_RUN = re.compile(rf"{_SET}(?: {_SET})*")
 def in_notebook_words(problem: Problem) -> Problem:
     """A problem in the words of a notebook user, who passes overrides, not `--set`: in the message `--set a=1` is
     `override a=1`; in the fix, `--set a=1 --set b=2` is `overrides ["a=1", "b=2"]` (what the parameter takes)."""
+    # lazy: yaml (the loader loads only when a problem is reworded, not with `import grpolab.notebook`)
     from grpolab.recipe.loader import CLI
 
     fix = _SET_RUN.sub(lambda m: "overrides " + json.dumps(shlex.split(m.group(0))[1::2]), problem.fix)

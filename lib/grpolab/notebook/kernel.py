@@ -23,6 +23,7 @@ def kernel_log(notebook: Path) -> Path:
 def execute_stage(source: Path, output: Path, parameters: dict | None = None, cwd: Path | None = None) -> None:
     """papermill's execute_notebook as run.ipynb runs a stage: our kernel and its arguments, no progress bar and no
     echo of the outputs, the kernel's own stderr to kernel_log(output). papermill's errors pass through."""
+    # lazy: papermill (only run.ipynb's stage runner executes notebooks)
     import papermill
 
     papermill.execute_notebook(
@@ -41,6 +42,7 @@ def execute_stage(source: Path, output: Path, parameters: dict | None = None, cw
 def kernel_manager_for(log: Path):
     """A jupyter_client kernel manager class (papermill's `kernel_manager_class`) whose kernels write their
     stderr to `log` (appended)."""
+    # lazy: jupyter_client (only run.ipynb's stage runner starts kernels)
     from jupyter_client.manager import AsyncKernelManager
 
     class StageKernelManager(AsyncKernelManager):

@@ -21,6 +21,8 @@ import sys
 
 from papermill.engines import NBClientEngine
 
+from grpolab.notebook.display import KERNEL_ARGS
+
 
 class Engine(NBClientEngine):
     """papermill's nbclient engine under GRPO Lab's name (registering an engine is how papermill loads this)."""
@@ -55,8 +57,6 @@ def ours(nb) -> bool:
 
 def _quiet_engine() -> None:
     """papermill's engine, for GRPO Lab's notebooks: the kernel's start-up warnings off, no cell counter bar."""
-    from grpolab.notebook.display import KERNEL_ARGS
-
     engine = NBClientEngine
     if getattr(engine, "_grpolab_quiet", False):
         return

@@ -70,9 +70,11 @@ def _listish(annotation: Any, value: Any) -> bool:
 
 def _yaml_list(text: str) -> list | None:
     """A YAML flow list (what `-y` would have parsed), its items as strings for a list of strings; None if not."""
+    # lazy: yaml (only a list parameter is read as YAML, not every `import grpolab.notebook`)
     import yaml
 
-    from grpolab.recipe.yamlio import parse_yaml  # the one YAML reader
+    # lazy: yaml (the one YAML reader; only a list parameter is read as YAML)
+    from grpolab.recipe.yamlio import parse_yaml
 
     try:
         parsed = parse_yaml(text, "a list parameter")

@@ -7,7 +7,8 @@ import io
 from collections.abc import Iterable
 from pathlib import Path
 
-from IPython.display import display
+from IPython import get_ipython
+from IPython.display import Image, display
 
 from grpolab.notebook.display import (
     ROW_COLOURS,
@@ -30,6 +31,7 @@ ROWS_PER_LAYOUT = 8  # layouts asked of the planner per row shown: rollout varia
 
 def plan_layouts(model: str, nodes: int | None = None, hardware: str | None = None, overrides: Iterable[str] = ()):
     """grpolab.plan's plan for a recipe or a model card on `nodes` nodes of `hardware`; bad input stops."""
+    # lazy: yaml (the planner loads when 05_plan plans, not with `import grpolab.notebook`)
     from grpolab.plan import io, search
 
     if nodes is not None and nodes < 1:
@@ -49,6 +51,7 @@ def show_plan(plan, top: int = 10) -> list:
     """The ranked layouts as a table (every figure an estimate; layouts that differ only in their pipeline layout
     share a row, and a legend says what each layout string means), the recipe's own layout and the rejected
     counts; returns the layouts listed. With no valid layout: a sentence, no empty table."""
+    # lazy: yaml (the planner loads when 05_plan plans, not with `import grpolab.notebook`)
     from grpolab.plan import search, table
 
     if top < 1:
@@ -94,6 +97,7 @@ def show_plan(plan, top: int = 10) -> list:
 def plan_points(plan) -> list:
     """What the chart plots: each valid training layout that fits the estimated memory once, with its best rollout
     (the planner's choices are best first), best first."""
+    # lazy: yaml (the planner loads when 05_plan plans, not with `import grpolab.notebook`)
     from grpolab.plan import search
 
     every, seen = [], set()
@@ -107,9 +111,11 @@ def plan_points(plan) -> list:
 
 def plan_figure(plan):
     """The chart of plot_plan as a matplotlib Figure (None when no layout fits)."""
+    # lazy: matplotlib (only drawing the plan's chart needs it)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    # lazy: yaml (the planner loads when 05_plan plans, not with `import grpolab.notebook`)
     from grpolab.plan import search
 
     every = plan_points(plan)
@@ -161,11 +167,6 @@ def plot_plan(plan, path: str | Path | None = None) -> Path | None:
 
     buffer = io.BytesIO()  # no file: the chart lives in the notebook's output only
     fig.savefig(buffer, format="png", dpi=90)
-    try:
-        from IPython import get_ipython
-        from IPython.display import Image, display
-    except ImportError:
-        return None
     if get_ipython() is not None:
         display(Image(data=buffer.getvalue()))
     return None
@@ -176,8 +177,10 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
     Headless it returns None and shows nothing: the static cells above are the output."""
     if not in_jupyterlab():
         return None
+    # lazy: ipywidgets (only the explorer in JupyterLab needs the widgets)
     import ipywidgets as widgets
 
+    # lazy: orjson, yaml (the planner loads when 05_plan plans, not with `import grpolab.notebook`)
     from grpolab.monitor.dashboard import WIDGET_VIEW, offline_note
     from grpolab.plan import io
 
@@ -224,6 +227,7 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
 def plan_verdict(plan, strict: bool = True) -> list[str]:
     """The best layout as overrides (a YAML list for papermill -y); with no valid layout, the smallest cluster
     that fits and a NotebookStop when `strict`."""
+    # lazy: yaml (the planner loads when 05_plan plans, not with `import grpolab.notebook`)
     from grpolab.plan import search
 
     listed = search.choices(plan, 1)

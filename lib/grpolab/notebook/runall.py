@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 
+from IPython import get_ipython
+
 from grpolab.notebook.display import NotebookStop
 
 CHECK_CALL = "check_parameters("  # the cell after `parameters` calls it: it re-validates everything
@@ -80,10 +82,6 @@ class Guard:
 
 def install() -> None:
     """Install the guard in the running IPython kernel, once; nothing outside IPython."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
     shell = get_ipython()
     if shell is None or getattr(shell, "_grpolab_guard", None) is not None:
         return

@@ -12,6 +12,8 @@ import threading
 import time
 from pathlib import Path
 
+from IPython.display import publish_display_data
+
 from grpolab import run_folder
 from grpolab.jobs import runs
 from grpolab.jobs.job_entry import ANSI
@@ -49,6 +51,7 @@ from grpolab.paths import runs_dir
 
 def _error_of(nb_path: Path) -> str | None:
     """The message of the first error output in an executed notebook."""
+    # lazy: nbformat (only run.ipynb's stage runner needs it, not every `import grpolab.notebook`)
     import nbformat
 
     try:
@@ -68,6 +71,7 @@ def _error_of(nb_path: Path) -> str | None:
 def dry_run_failures(nb_path: Path) -> str | None:
     """`ok, N checks fail (dry run)` when a dry-run stage reported failed checks (so the stage table does not
     say a plain "ok" under a list of failures); None otherwise."""
+    # lazy: nbformat (only run.ipynb's stage runner needs it, not every `import grpolab.notebook`)
     import nbformat
 
     pattern = re.compile(re.escape(DRY_RUN_FAILS).replace(r"\{n\}", r"(\d+)") + r"(?: \(([^)]*)\))?")
@@ -86,12 +90,9 @@ def dry_run_failures(nb_path: Path) -> str | None:
 
 def _replay(nb_path: Path) -> None:
     """Show again the outputs of the cells tagged `report` of an executed stage notebook."""
+    # lazy: nbformat (only run.ipynb's stage runner needs it, not every `import grpolab.notebook`)
     import nbformat
 
-    try:
-        from IPython.display import publish_display_data
-    except ImportError:  # pragma: no cover
-        return
     try:
         nb = nbformat.read(str(nb_path), as_version=4)
     except Exception:
@@ -181,6 +182,7 @@ class Stages:
 
     def run(self, stage: str, **parameters) -> None:
         """Execute one stage notebook with these parameters; show its report; stop run.ipynb if it fails."""
+        # lazy: papermill (only run.ipynb's stage runner needs it, not every `import grpolab.notebook`)
         from papermill.exceptions import PapermillExecutionError
 
         if self.dry_run and stage in NEEDS_RUN:
@@ -226,6 +228,7 @@ class Stages:
                 # the stage's own kernel follows the run; this one shows how far it is meanwhile (a line every
                 # FOLLOW_EVERY_S s, also on papermill's terminal) instead of "running ..." for minutes; plain lines
                 # in JupyterLab too: a saved notebook keeps them (a widget bar would be "model not found")
+                # lazy: orjson, yaml (the monitor loads only while a launch stage is followed)
                 from grpolab.monitor.progress import follow_while
 
                 worker = threading.Thread(target=execute, daemon=True, name=f"grpolab-stage-{stage}")
@@ -295,6 +298,7 @@ class Stages:
         lines += [f"  {s['stage']:13} {s['result']} ({s['seconds']:.1f} s)" for s in self.stages]
         if run is not None:
             lines.append(f"  run folder: {run.path}")
+            # lazy: orjson, yaml (the monitor loads only for the last summary)
             from grpolab.monitor.outcome import figures
 
             fig = figures(run)

@@ -61,6 +61,7 @@ def unmask_overrides(overrides: Iterable[str]) -> list[str]:
 
 
 def _parse_overrides(overrides: list[str]) -> None:
+    # lazy: yaml (the recipe modules load when a cell uses them, not with `import grpolab.notebook`)
     from grpolab.recipe.loader import parse_override
 
     for text in overrides:
@@ -80,6 +81,7 @@ def _parse_overrides(overrides: list[str]) -> None:
 def load(model: str, overrides: Iterable[str] = ()):
     """The validated recipe `model` with `overrides` applied; NotebookStop for an unknown recipe, a malformed
     override or a recipe the schema rejects (the message lists every schema problem, once)."""
+    # lazy: yaml (the recipe modules load when a cell uses them, not with `import grpolab.notebook`)
     from grpolab.recipe.loader import load_recipe
 
     shown = list(overrides)  # what messages quote: secret overrides from run.ipynb stay masked there
@@ -107,6 +109,7 @@ def check_recipe(model: str, overrides: Iterable[str] = ()):
     A schema error in an override does not hide the recipe's other problems: the recipe is checked again without
     the overrides the schema rejected, and the problems of both passes are returned together (each once). The
     recipe is None when the schema rejects the recipe's own files (nothing to check the rules on)."""
+    # lazy: yaml (the recipe modules load when a cell uses them, not with `import grpolab.notebook`)
     from grpolab.plan.hints import with_layout_fixes
     from grpolab.recipe.loader import load_recipe
     from grpolab.rules.gate import gate
@@ -139,6 +142,7 @@ def stop_on_dropped(problems: list[Problem], recipe, overrides: Iterable[str] = 
     and launch is not the one the user asked for (it keeps the value from its files), so nothing below may run with
     it. The message names each override as typed, why it was rejected and the value it would have replaced, then
     every problem found (the recipe checked without the rejected overrides)."""
+    # lazy: yaml (the recipe modules load when a cell uses them, not with `import grpolab.notebook`)
     from grpolab.recipe.loader import CLI
 
     dropped = [p for p in problems if p.rule == "schema" and p.severity == "error" and p.message.startswith(f"{CLI} ")]
@@ -167,6 +171,7 @@ def from_script(script: str | None, model: str) -> str:
     params/recipes/ for good). NotebookStop for a file that is not a launch script."""
     if not script:
         return model
+    # lazy: yaml (the recipe modules load when a cell uses them, not with `import grpolab.notebook`)
     from grpolab.importer.script import import_script as run_import
     from grpolab.importer.script import recipe_yaml
 
@@ -219,6 +224,7 @@ def check_new_run_id(run_id: str | None) -> None:
 
 def show_recipe(recipe) -> None:
     """The fully resolved recipe as YAML, secrets redacted, with the files it was layered from."""
+    # lazy: yaml (the recipe modules load when a cell uses them, not with `import grpolab.notebook`)
     from grpolab.recipe.loader import to_yaml
 
     if recipe is None:
@@ -228,6 +234,7 @@ def show_recipe(recipe) -> None:
 
 
 def redacted_launch(recipe):
+    # lazy: yaml (the recipe modules load when a cell uses them, not with `import grpolab.notebook`)
     from grpolab.verl.render import render
 
     launch = render(recipe)
@@ -236,6 +243,7 @@ def redacted_launch(recipe):
 
 def show_launch(recipe) -> None:
     """The rendered launch: entrypoint and overrides, the env (secrets redacted) and the bash script."""
+    # lazy: yaml (the recipe modules load when a cell uses them, not with `import grpolab.notebook`)
     from grpolab.verl.render import to_sh
 
     if recipe is None:

@@ -10,6 +10,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from IPython.display import display
+
 from grpolab.jobs import cluster
 from grpolab.jobs.resume import ResumeRefused, plan_resume
 from grpolab.jobs.runs import TERMINAL_STATES, RunNotFound, list_runs, resolve_run
@@ -100,6 +102,7 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
     return None. Errors in the recipe, an unreachable cluster or a taken run id stop the notebook. `resume`: the
     resume_plan the recipe comes from (the new run is linked to its parent)."""
 
+    # lazy: yaml (the launcher loads when 03_launch launches, not with `import grpolab.notebook`)
     from grpolab.jobs import launch as launcher
     from grpolab.verl.render import to_sh
 
@@ -155,14 +158,13 @@ class _LiveLine:
     kernel or shown by nbviewer or GitHub, shows the last figures, never "model not found"."""
 
     def __init__(self, run_id: str):
-        from IPython.display import display
-
         self.run_id = run_id
         self.handle = display({"text/plain": f"following run {run_id} ..."}, raw=True, display_id=True)
 
     def show(self, tracker, state: str, note: str = "") -> None:
         """The state as of now; while the run goes on, how to follow it again once nothing updates this line (the
         saved notebook keeps it: it never says it is refreshing)."""
+        # lazy: orjson, yaml (the monitor loads when a run is followed or shown, not with `import grpolab.notebook`)
         from grpolab.monitor.clock import as_of
         from grpolab.monitor.dashboard import state_html
 
@@ -189,6 +191,7 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
     remaining, reward, validation accuracy; grpolab.monitor.progress), printed and, headless, also written to
     the terminal that runs papermill; then the final state. Stops following (the run goes on) when Ray stops
     answering."""
+    # lazy: orjson, yaml (the monitor loads when a run is followed or shown, not with `import grpolab.notebook`)
     from grpolab.monitor.metrics import MetricsView
     from grpolab.monitor.progress import Progress, wait
 
@@ -245,6 +248,7 @@ def verdict(run, status: dict | None = None, strict: bool = True) -> None:
     NotebookStop when the run FAILED or was LOST and `strict`. A STOPPED run was stopped on purpose: in
     JupyterLab it is said plainly, not as an error; headless (papermill) it still ends the notebook with an error
     when `strict`, so that a pipeline notices the run did not finish. Nothing for no run (a dry run)."""
+    # lazy: orjson, yaml (the monitor loads when a run is followed or shown, not with `import grpolab.notebook`)
     from grpolab.monitor.outcome import describe_outcome
 
     if run is None:
@@ -288,6 +292,7 @@ def watch(run, wait: bool = True, live: bool | None = None, interval: float = 5.
     if interval <= 0:
         raise NotebookStop(f"interval must be a positive number of seconds, got {interval}")
     if in_jupyterlab() if live is None else live:
+        # lazy: orjson, yaml (the monitor loads when a run is followed or shown, not with `import grpolab.notebook`)
         from grpolab.monitor.dashboard import live as dashboard
 
         return dashboard(run, interval=interval)
@@ -307,6 +312,7 @@ def show_run(run, picture: bool = True, dashboard=None) -> dict:
     """The monitor's view of a run: state, latest metrics, alerts grouped by rule (collapsible), failure cause,
     the thresholds that applied, and the curves (PNG). With a live `dashboard` above, one line only: the
     dashboard keeps its own picture and summary up to date (a snapshot here would go stale at once)."""
+    # lazy: orjson, yaml (the monitor loads when a run is followed or shown, not with `import grpolab.notebook`)
     from grpolab.monitor import format_summary
     from grpolab.monitor.clock import as_of
     from grpolab.monitor.summary import RunMonitor, format_html
@@ -330,9 +336,11 @@ def show_run(run, picture: bool = True, dashboard=None) -> dict:
 
 def plot_val_accuracy(run, path: str | Path | None = None) -> Path | None:
     """The validation-accuracy curve(s) alone, as a small PNG (None when the run logged none)."""
+    # lazy: matplotlib (only drawing the accuracy PNG needs it)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    # lazy: orjson, yaml (the monitor loads when a run is followed or shown, not with `import grpolab.notebook`)
     from grpolab.monitor import load_metrics
 
     if not run.metrics_file.exists():
@@ -360,6 +368,7 @@ def plot_val_accuracy(run, path: str | Path | None = None) -> Path | None:
 
 def show_figures(run) -> None:
     """The final figures of a run: first and last reward and validation accuracy, the last step."""
+    # lazy: orjson, yaml (the monitor loads when a run is followed or shown, not with `import grpolab.notebook`)
     from grpolab.monitor.outcome import figures
 
     fig = figures(run)

@@ -64,6 +64,7 @@ def run_preflight(
     progress   called with one line per stage (None = silent)
     timeout_s  how long to wait for the per-node checks (default remote.NODE_TIMEOUT_S)
     """
+    # lazy: pydantic, yaml (the recipe loads when preflight runs; the per-node task imports this package without it)
     from grpolab.preflight.driver import driver_rows, problem_row
     from grpolab.recipe.loader import load_recipe
     from grpolab.recipe.schema import Recipe
@@ -91,6 +92,7 @@ def run_preflight(
 
 def _cluster(report: PreflightReport, recipe: Recipe, address, say, timeout_s, t0: float) -> None:
     """The cluster rows and the per-node rows, into `report`."""
+    # lazy: pydantic, yaml (only the cluster half of preflight builds the node spec)
     from grpolab.preflight.spec import node_spec
 
     t1 = time.perf_counter()

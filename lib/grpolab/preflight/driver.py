@@ -20,6 +20,7 @@ def problem_row(check: str, p: Problem) -> Row:
 def data_rows(recipe: Recipe) -> list[Row]:
     """`grpolab data`'s own findings (the rules only it reports: prompt lengths, chat template, the reward's dry
     run); the sample checks are the gate's, in the `recipe` rows already."""
+    # lazy: yaml (only the driver rows load the data checks)
     from grpolab.rules.data import report
 
     rep = report(recipe)
@@ -33,6 +34,7 @@ def data_rows(recipe: Recipe) -> list[Row]:
 
 
 def driver_rows(recipe: Recipe) -> list[Row]:
+    # lazy: yaml (only the driver rows run the gate)
     from grpolab.rules.gate import gate
 
     rows: list[Row] = []

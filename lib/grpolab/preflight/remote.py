@@ -128,6 +128,7 @@ def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Conne
                 ),
                 Row("auth", CLUSTER, SKIP, "Ray is not reachable"),
             ]
+    # lazy: ray (only the cluster half of preflight talks to Ray; seconds to import)
     import ray
 
     conn.ray = ray
@@ -289,6 +290,7 @@ def device_rows(recipe, nodes: list[dict]) -> list[Row]:
 
 def run_node_checks(spec: dict, nodes: list[dict], timeout_s: float, progress: Callable[[str], None]) -> list[Row]:
     """Launch the per-node task on every node at once, gather with one wait; rows named by node."""
+    # lazy: ray (only the cluster half of preflight talks to Ray; seconds to import)
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 

@@ -142,6 +142,7 @@ def verl_requirements() -> dict[str, str]:
 def compare_versions(have: str, want: str) -> int | None:
     """-1 / 0 / 1, or None when the versions cannot be ordered (CANN writes 8.0.RC2: PEP 440 reads it)."""
     try:
+        # lazy: packaging (only ordering two versions needs it)
         from packaging.version import InvalidVersion, Version
     except ImportError:  # pragma: no cover - packaging ships with pip's environments
         return None
@@ -155,6 +156,7 @@ def compare_versions(have: str, want: str) -> int | None:
 def satisfies(version: str, specifier: str) -> bool | None:
     """True/False when packaging can tell, None when the version is not PEP 440."""
     try:
+        # lazy: packaging (only checking a pinned range needs it)
         from packaging.specifiers import SpecifierSet
         from packaging.version import InvalidVersion, Version
     except ImportError:  # pragma: no cover - packaging ships with pip's environments

@@ -2,7 +2,8 @@
 
 One `Checks` is made per recipe and handed to each family's functions (grpolab.rules.train_layout, batch, ...);
 they read `c.r` (the recipe) and `c.f` (the model facts, None when unknown) and call `c.add`, which names the file
-that set the key and takes the rule's default severity from grpolab.rules.registry. Collects, never raises.
+that set the key and takes the rule's default severity from grpolab.rules.registry. Collects, never raises (a rule
+id the registry does not declare is a bug in lib/, and raises ValueError).
 
 Blame goes to what the user set: a problem that several keys make together (`involves`) is said from the override
 (`--set`, a notebook's `overrides`) that set one of them when the reported key came from a file, so the message
@@ -16,6 +17,16 @@ from dataclasses import dataclass, field
 from grpolab.problems import Problem
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules import registry
+
+
+def known(problems: list[Problem]) -> list[Problem]:
+    """The problems, unchanged, once every rule id among them is declared in grpolab.rules.registry: a typo in a rule
+    id would break every consumer that filters by rule id, so it fails where problems are collected (here, for
+    every rule family, and in the gate, for the schema's and verl's problems too)."""
+    for problem in problems:
+        if problem.rule not in registry.RULE_IDS:
+            raise ValueError(f"unknown rule id {problem.rule!r} (rule ids are declared in grpolab.rules.registry)")
+    return problems
 
 
 @dataclass
@@ -42,7 +53,7 @@ class Checks:
         user = self.user_key(involves) if not self.user_set(key) else None
         if user is not None:
             origin = f"{self.r.origin(user)} (with {key} from {origin})"
-        self.problems.append(Problem(rule, severity, key, value, f"{origin}: {message}", fix))
+        self.problems += known([Problem(rule, severity, key, value, f"{origin}: {message}", fix)])
 
     def user_set(self, key: str) -> bool:
         """Whether an override (`--set`, a notebook's `overrides`) set this key."""

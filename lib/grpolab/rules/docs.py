@@ -13,6 +13,7 @@ CARD_WORDS = {"all": "yes", "part": "partly", "": ""}
 
 def markdown() -> str:
     """docs/rules.md."""
+    # lazy: pydantic (only writing docs/rules.md needs the stack rules)
     from grpolab.rules.pins import stack_rules
 
     lines = [

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from grpolab.problems import Problem, RecipeError
 from grpolab.recipe.loader import load_recipe
 from grpolab.recipe.schema import Recipe
+from grpolab.rules.checks import known
 from grpolab.rules.validate import validate
 from grpolab.rules.verl_version import gradients_offloaded, version_problems
 from grpolab.verl.config import base_config, compose, static_problems, verl_version
@@ -125,7 +126,7 @@ def _gate(recipe: Recipe, verl: bool, run_dir: str | None) -> tuple[list[Problem
     if verl and recipe.train.engine != "trl":
         found, _, launch = verl_problems(recipe, run_dir=run_dir, first_class=rendered)
         problems += found
-    return validate(recipe, grad_ok) + shadowing(recipe, rendered) + problems, launch
+    return known(validate(recipe, grad_ok) + shadowing(recipe, rendered) + problems), launch
 
 
 def check(ref: str | Path, overrides: Iterable[str] = (), verl: bool = True) -> tuple[Recipe | None, list[Problem]]:
@@ -137,5 +138,5 @@ def check(ref: str | Path, overrides: Iterable[str] = (), verl: bool = True) -> 
     try:
         recipe = load_recipe(ref, overrides)
     except RecipeError as exc:
-        return None, exc.problems
+        return None, known(exc.problems)
     return recipe, gate(recipe, verl=verl)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from grpolab.paths import params_dir
 from grpolab.recipe import stack
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules.checks import Checks
@@ -62,8 +63,8 @@ def pins(c: Checks) -> None:
 @lru_cache(maxsize=1)
 def stack_rules() -> tuple[dict, ...]:
     """params/stack_rules.yaml: known bad / required combinations, as data."""
-    from grpolab.recipe.loader import params_dir
-    from grpolab.recipe.yamlio import load_yaml  # the one YAML reader
+    # lazy: yaml (the one YAML reader; the table is read on first use and cached)
+    from grpolab.recipe.yamlio import load_yaml
 
     data = load_yaml(params_dir() / "stack_rules.yaml", "rules table")
     return tuple(data or ())

@@ -3,11 +3,10 @@
 Each rule has its id, default severity, family (the module of grpolab.rules that checks it, or the layer that
 reports it), the side of a launch it concerns, whether a whole parallel layout can fix it, whether it needs the
 model's facts (a card or config.json), what it checks and the public report it comes from. From this table come:
-the id check in `grpolab.problems.Problem`, check's whole-layout hints (`layout_fix_rules`), what the planner
-needs (`side`, `problem_side`, `is_layout`, `layout_bound`), the checks skipped without a model card
-(`needs_card`), the default severity of a rule's problem, and docs/rules.md (grpolab.rules.docs).
-
-Plain data, stdlib only: grpolab.problems (layer 0) reads it, so it imports nothing from grpolab.
+the id check of every problem collected (grpolab.rules.checks.known), check's whole-layout hints
+(`layout_fix_rules`), what the planner needs (`side`, `problem_side`, `is_layout`, `layout_bound`), the checks
+skipped without a model card (`needs_card`), the default severity of a rule's problem, and docs/rules.md. Plain
+data: it imports only grpolab.problems (a problem's severity).
 """
 
 from __future__ import annotations
@@ -15,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Severity = Literal["error", "warning"]
+from grpolab.problems import Severity
+
 Side = Literal["train", "rollout", "both", "none"]
 Card = Literal["", "part", "all"]
 

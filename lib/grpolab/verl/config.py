@@ -258,6 +258,7 @@ def compose(overrides: list[str], config_name: str = "ppo_trainer", folder: Path
 
 
 def _compose(overrides: list[str], config_name: str, folder: Path | None) -> str | None:
+    # lazy: hydra (only composing against the installed verl's config needs it; seconds to import)
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -301,6 +302,7 @@ def split_argv(argv: list[str]) -> tuple[str, list[str]]:
 
 def parse_overrides(overrides: list[str]) -> dict[str, Any]:
     """Hydra overrides -> {bare dotted key: value}, read with Hydra's own parser (as verl reads them)."""
+    # lazy: hydra (only reading overrides with Hydra's parser needs it; seconds to import)
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parsed = OverridesParser.create().parse_overrides(list(overrides))
@@ -324,6 +326,7 @@ def effective(overrides: list[str], config_name: str = "ppo_trainer") -> dict[st
 
 @lru_cache(maxsize=32)
 def _effective(overrides: tuple[str, ...], config_name: str, folder: Path | None) -> dict[str, Any]:
+    # lazy: hydra, omegaconf (only composing against the installed verl's config needs it; seconds to import)
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra

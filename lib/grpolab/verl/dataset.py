@@ -93,6 +93,7 @@ def _read(path: str, fmt: str, rows: int, mtime: int, size: int) -> tuple[list, 
 
 
 def _parquet(path: str, rows: int) -> tuple[list, list, int | None, str]:
+    # lazy: pyarrow (only a parquet data file needs it)
     import pyarrow.parquet as pq
 
     with pq.ParquetFile(path) as handle:

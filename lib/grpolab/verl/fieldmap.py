@@ -336,6 +336,7 @@ VERSIONED: dict[str, tuple[str, ...]] = {
 
 def checked_facts() -> dict | None:
     """The version table's facts of the verl being checked (grpolab.verl.versions), None without verl."""
+    # lazy: yaml (the version table is read only when the checked verl's facts are asked)
     from grpolab.verl import versions
 
     return versions.facts(VERSIONED)
@@ -347,6 +348,7 @@ def _facts(found: Any) -> dict | None:
 
 def row_key(row: Key, rollout: str, found: Any = _CHECKED) -> str | None:
     """The key the checked verl's workers read for a row (`found`: a version's facts); None: they read none."""
+    # lazy: yaml (the version table is read only when the checked verl's facts are asked)
     from grpolab.verl import versions
 
     return versions.read_key(key_name(row, rollout), _facts(found))
@@ -434,6 +436,7 @@ class Match:
 
 def match(verl_key: str, engine: str, rollout: str = "vllm") -> Match | None:
     """The recipe field a verl key (as a script writes it; `+` allowed) sets, for this engine; None when none does."""
+    # lazy: pydantic, yaml (the loader's schema loads only when an imported key is matched to a field)
     from grpolab.recipe.loader import field_type
 
     key = verl_key.lstrip("+")
@@ -478,6 +481,7 @@ def normalise(effective: dict[str, Any], engine: str) -> dict[str, Any]:
     overwrites at run time given the value it gets (COPIED): two launches that differ only in how they spell a
     setting become equal. Per the checked verl's version: a key its workers read nothing for is removed, and the
     key they read for a row stands under the row's name (its value is what counts, whatever the row's key says)."""
+    # lazy: yaml (the version table is read only when a composed config is normalised)
     from grpolab.verl import versions
 
     out = dict(effective)

@@ -33,6 +33,7 @@ _GSM8K = re.compile(r"#### (\-?[0-9\.\,]+)")  # verl's gsm8k.py extract_solution
 
 @lru_cache(maxsize=1)
 def presets() -> dict[str, dict]:
+    # lazy: yaml (only `grpolab data prepare` reads its presets)
     from grpolab.recipe.yamlio import load_yaml
 
     return load_yaml(params_dir() / "data_presets.yaml", "data presets")
@@ -84,6 +85,7 @@ def _extract(how: str) -> Callable[[Any], str | None]:
 
 def _batches(source: Path) -> Iterator[tuple[str, list[dict]]]:
     """(split, rows) batches of the source; a datasets folder may hold several splits."""
+    # lazy: pyarrow (only `grpolab data prepare` reads and writes parquet)
     import pyarrow as pa
 
     if source.is_dir():
@@ -104,12 +106,14 @@ def _batches(source: Path) -> Iterator[tuple[str, list[dict]]]:
         return
     suffix = source.suffix.lower()
     if suffix == ".parquet":
+        # lazy: pyarrow (only `grpolab data prepare` reads and writes parquet)
         import pyarrow.parquet as pq
 
         with pq.ParquetFile(source) as handle:
             for batch in handle.iter_batches(batch_size=BATCH):
                 yield "", batch.to_pylist()
     elif suffix == ".csv":
+        # lazy: pyarrow (only `grpolab data prepare` reads and writes parquet)
         from pyarrow import csv
 
         for batch in csv.open_csv(source):
@@ -142,6 +146,7 @@ def _batches(source: Path) -> Iterator[tuple[str, list[dict]]]:
 
 def _total(source: Path) -> int | None:
     if source.suffix.lower() == ".parquet":
+        # lazy: pyarrow (only `grpolab data prepare` reads and writes parquet)
         import pyarrow.parquet as pq
 
         return pq.ParquetFile(source).metadata.num_rows
@@ -163,6 +168,7 @@ def prepare(
     progress: Callable[[str], None] | None = None,
 ) -> Prepared:
     """Write <out_dir>/<split>.parquet (one per split of a datasets folder) in verl's layout."""
+    # lazy: pyarrow (only `grpolab data prepare` reads and writes parquet)
     import pyarrow as pa
     import pyarrow.parquet as pq
 

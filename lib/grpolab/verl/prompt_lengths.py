@@ -27,6 +27,7 @@ class Lengths:
 
 def tokenizer_dir(model_path: str) -> Path | None:
     """The folder with the model's tokenizer: model.path itself, or the hub id's snapshot in the HF cache."""
+    # lazy: pydantic, yaml (only `grpolab data` finds the tokenizer)
     from grpolab.recipe.cards import config_json
 
     candidates = [Path(model_path).expanduser()] if model_path else []
@@ -44,6 +45,7 @@ def prompt_lengths(recipe: Any, prompts: list[Any]) -> Lengths:
     folder = tokenizer_dir(recipe.model.path)
     if folder is None:
         return Lengths(why_none=f"no tokenizer on this machine for model.path {recipe.model.path!r}")
+    # lazy: transformers (only `grpolab data` tokenizes prompts; seconds to import)
     from transformers import AutoTokenizer
 
     try:

@@ -329,6 +329,7 @@ def read_key(key: str, found: dict[str, Any] | None) -> str | None:
 
 def supported(version: str | None) -> bool | None:
     """Is the version inside the declared range? None when it cannot be parsed (or there is none)."""
+    # lazy: packaging (only checking a version against the supported range needs it)
     from packaging.version import InvalidVersion, Version
 
     try:

@@ -68,6 +68,7 @@ def check_model(spec: dict) -> list[dict]:
 
 def _compare_card(config: Path, data: dict, card_data: dict, card_name: str) -> dict:
     """config.json's facts vs the card, over grpolab.recipe.cards.COMPARED (imported here: pydantic on demand)."""
+    # lazy: pydantic, yaml (the per-node task loads the schema only when it compares a card)
     from grpolab.recipe.cards import COMPARED, facts_from_config
     from grpolab.recipe.schema import ModelCard
 
@@ -159,6 +160,7 @@ def check_data(spec: dict) -> list[dict]:
             )
             continue
         try:
+            # lazy: pyarrow (the per-node task reads parquet only when the data is parquet)
             import pyarrow.parquet as pq
         except ImportError:
             rows.append(row(check, WARN, "pyarrow is not installed here: columns not checked", "pip install pyarrow"))
