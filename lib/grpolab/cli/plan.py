@@ -14,7 +14,7 @@ import statistics
 import sys
 
 from grpolab.cli import UsageError
-from grpolab.cli.common import add_set_arg, json_text, print_problems
+from grpolab.cli.common import add_set_arg, print_json, print_problems
 from grpolab.paths import PathRefused, check_name
 from grpolab.problems import InputError, RecipeError
 
@@ -146,7 +146,7 @@ def _json(recipe, p, listed, best, own, written, model) -> None:
         "smallest_nodes": p.smallest_nodes,
         "written": str(written) if written else None,
     }
-    print(json_text(doc, indent=2, default=str))
+    print_json(doc)
 
 
 def _print(recipe, p, listed, best, own, written, model) -> None:

@@ -78,7 +78,7 @@ class Endpoint:
         address = record.get("ray_address")  # a record from before the endpoint was kept whole
         if isinstance(address, str) and address:
             if record.get("embedded"):
-                return _embedded()
+                return embedded_endpoint()
             try:
                 return parse_address(address)
             except ClusterError:
@@ -121,13 +121,9 @@ def auth_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {_token()}"}
 
 
-def _embedded() -> Endpoint:
-    return Endpoint(f"http://127.0.0.1:{EMBEDDED_DASHBOARD_PORT}", f"127.0.0.1:{EMBEDDED_GCS_PORT}", True)
-
-
 def embedded_endpoint() -> Endpoint:
     """The embedded head's endpoint, whether or not it runs."""
-    return _embedded()
+    return Endpoint(f"http://127.0.0.1:{EMBEDDED_DASHBOARD_PORT}", f"127.0.0.1:{EMBEDDED_GCS_PORT}", True)
 
 
 def dashboard_alive(url: str, timeout: float = 2.0) -> bool:
@@ -137,7 +133,7 @@ def dashboard_alive(url: str, timeout: float = 2.0) -> bool:
 
 def head_alive(timeout: float = 2.0) -> bool:
     """True when the embedded head answers and accepts our token."""
-    return _probe(_embedded().dashboard, auth_headers(), timeout) == 200
+    return _probe(embedded_endpoint().dashboard, auth_headers(), timeout) == 200
 
 
 def parse_address(address: str) -> Endpoint:
@@ -220,7 +216,7 @@ def head_record() -> dict:
 def ensure_local_head(progress=print) -> Endpoint:
     """Start the embedded head unless it already runs; return its endpoint. Safe to call from several processes
     at once: they share one head."""
-    ep = _embedded()
+    ep = embedded_endpoint()
     if head_alive():
         return ep
     with _head_lock():
@@ -404,7 +400,7 @@ def _discard_secrets_of_unstarted_jobs() -> None:
     runs on this head, so no secret stays on disk (the runs end FAILED or LOST when next looked at)."""
     from grpolab.jobs import runs, secrets
 
-    ours = _embedded().dashboard
+    ours = embedded_endpoint().dashboard
     try:
         candidates = list(runs.runs_root().glob(f"*/{secrets.SECRETS_FILE}"))
     except OSError:
@@ -417,7 +413,7 @@ def _discard_secrets_of_unstarted_jobs() -> None:
 
 def head_status() -> dict:
     """Whether the embedded head runs, where, since when, and how to stop it (for `grpolab head status`)."""
-    ep = _embedded()
+    ep = embedded_endpoint()
     record = head_record()
     alive = head_alive()
     procs = head_processes() if (alive or record) else []
@@ -460,7 +456,7 @@ def endpoint(address: str | None = None, start: bool = True, progress=print) -> 
     ep = resolve(address)
     if ep is not None:
         return ep
-    return ensure_local_head(progress) if start else _embedded()
+    return ensure_local_head(progress) if start else embedded_endpoint()
 
 
 def job_client(ep: Endpoint):
