@@ -46,6 +46,7 @@ from pathlib import Path
 from grpolab.jobs.jobs_api import JobsApi, needs_sdk
 from grpolab.jobs.reach import REACH_TIMEOUT_S, ClusterError, check_reachable, dashboard_of
 from grpolab.jobs.reach import probe as _probe
+from grpolab.recipe.files import json_object
 
 EMBEDDED_GCS_PORT = int(os.environ.get("GRPOLAB_RAY_PORT", "6479"))
 EMBEDDED_DASHBOARD_PORT = int(os.environ.get("GRPOLAB_DASHBOARD_PORT", "8365"))
@@ -207,10 +208,7 @@ def _record_file() -> Path:
 
 def head_record() -> dict:
     """What was recorded when the embedded head started ({} when none was)."""
-    try:
-        return json.loads(_record_file().read_text())
-    except (OSError, ValueError):
-        return {}
+    return json_object(_record_file())
 
 
 def ensure_local_head(progress=print) -> Endpoint:

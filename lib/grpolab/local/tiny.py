@@ -128,4 +128,3 @@ def ensure_tiny(spec: TinyModelSpec = TinyModelSpec(), root: Path | None = None)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
-
