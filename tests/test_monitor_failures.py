@@ -1,4 +1,4 @@
-"""grpolab.monitor.failures: causes classified from log text as verl, Ray, torch, HCCL and NCCL print it."""
+"""grpolab.monitor.classify_failure: causes classified from log text as verl, Ray, torch, HCCL and NCCL print it."""
 
 from __future__ import annotations
 

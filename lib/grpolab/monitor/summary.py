@@ -28,8 +28,8 @@ from grpolab.jobs.checkpoints import listing as checkpoint_listing
 from grpolab.jobs.runs import TERMINAL_STATES, BadRecord, Run
 from grpolab.monitor.alerts import Alert, alerts, group, json_number
 from grpolab.monitor.clock import clock_text
+from grpolab.monitor.diagnose import Failure
 from grpolab.monitor.diagnosis import log_failure
-from grpolab.monitor.failures import Failure
 from grpolab.monitor.figures import KEY_METRICS
 from grpolab.monitor.metrics import MetricsView, open_run
 from grpolab.monitor.plots import Curves

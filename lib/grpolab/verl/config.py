@@ -45,7 +45,6 @@ FREE_FORM = {
 GENERATED = {"megatron": "_generated_ppo_megatron_trainer.yaml", "fsdp": "_generated_ppo_trainer.yaml"}
 
 
-ROOT_ENV = versions.ROOT_ENV
 verl_root = versions.verl_root  # the verl package folder checked for ($GRPOLAB_VERL_ROOT, else the installed one)
 verl_version = versions.verl_version  # its version
 
