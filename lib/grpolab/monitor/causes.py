@@ -5,7 +5,7 @@ before launch (where one can), the patterns that find it in a log, the lowercase
 matching line holds (the streaming prefilter's keywords: grpolab.monitor.diagnose), and the public reports it
 was learned from (repository + thread; the logs themselves are cases of tests/data/failures). From this table
 come the diagnosis (grpolab.monitor.diagnose), `classify_failure` (grpolab.monitor) and docs/causes.md
-(grpolab.monitor.causes_doc, written by scripts/make_causes_doc.py; a test fails when it is stale).
+(grpolab.monitor.causes_doc, written by scripts/make_docs.py; a test fails when it is stale).
 
 The order is the order of origin: a failed distributed job prints several causes at once (one rank runs out of
 memory, the others time out in the collective it never reached, then Ray reports dead workers), so the causes
