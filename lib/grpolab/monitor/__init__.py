@@ -16,8 +16,8 @@ Public API (the notebooks, `grpolab monitor` and `grpolab compare` call these):
 The live JupyterLab dashboard is `grpolab.monitor.dashboard.live(run, interval=5)`; it is not imported here
 because it needs ipywidgets, which headless code never imports. matplotlib is imported only when drawing.
 
-Modules: metrics (incremental reading), figures (the key figures, named once), record (the run's record typed, its
-time), alerts, causes (the cause registry: cause, causes_setup, causes_run, causes_doc), diagnose (the streaming
+Modules: metrics (incremental reading), figures (the key figures, named once), clock (how a run's time is written),
+alerts, causes (the cause registry: cause, causes_setup, causes_run, causes_doc), diagnose (the streaming
 diagnosis, with origin and details), diagnosis (a run's), silent (failures without an error line), compare, plots, summary, progress (following a run), outcome, thresholds, dashboard,
 synthetic (healthy or broken verl-format metrics for tests, benchmarks and demos).
 """
