@@ -1,5 +1,5 @@
-"""Write every generated doc (docs/causes.md, docs/rules.md, docs/fieldmap.md), or with --check say which is stale;
-the one way each scripts/make_*_doc.py writes its own (they call `main(OUT, markdown, __doc__)`).
+"""Write every generated doc (docs/causes.md, docs/rules.md, docs/fieldmap.md) from the code, or with --check say
+which is stale.
 
 .venv/bin/python scripts/make_docs.py            # (re)write every generated doc
 .venv/bin/python scripts/make_docs.py --check    # exit 1 if any of them differs from the code
@@ -9,22 +9,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
+from grpolab.monitor.causes_doc import markdown as causes
+from grpolab.rules.docs import markdown as rules
+from grpolab.verl.fieldmap import markdown as fieldmap
 
-def main(out: Path, markdown: Callable[[], str], doc: str) -> int:
-    """(Re)write `out` from `markdown()`, or with --check exit 1 when `out` differs from it."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help=f"exit 1 if {out.name} is stale")
-    args = parser.parse_args()
-    return write(out, markdown(), args.check, parser.prog)
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+WRITERS = {"causes.md": causes, "rules.md": rules, "fieldmap.md": fieldmap}
 
 
-def write(out: Path, text: str, check: bool, prog: str) -> int:
+def write(out: Path, text: str, check: bool) -> int:
+    """(Re)write `out`, or with `check` exit status 1 when `out` differs from `text`."""
     if check:
         if not out.is_file() or out.read_text() != text:
-            print(f"{out} is stale: run .venv/bin/python scripts/{prog}", file=sys.stderr)
+            print(f"{out} is stale: run .venv/bin/python scripts/make_docs.py", file=sys.stderr)
             return 1
         print(f"{out} is up to date")
         return 0
@@ -33,12 +32,12 @@ def write(out: Path, text: str, check: bool, prog: str) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    from grpolab.monitor.causes_doc import markdown as causes
-    from grpolab.rules.docs import markdown as rules
-    from grpolab.verl.fieldmap import markdown as fieldmap
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if a generated doc is stale")
+    check = parser.parse_args().check
+    return max(write(DOCS / name, make(), check) for name, make in WRITERS.items())
 
-    docs = Path(__file__).resolve().parents[1] / "docs"
-    check = "--check" in sys.argv[1:]
-    scripts = {"causes.md": causes, "rules.md": rules, "fieldmap.md": fieldmap}
-    sys.exit(max(write(docs / name, make(), check, f"make_{name[:-3]}_doc.py") for name, make in scripts.items()))
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -5,33 +5,19 @@ prepare turns jsonl, csv, parquet and a `datasets` folder into verl's layout. No
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-from grpolab.problems import errors
-from grpolab.recipe.loader import load_recipe
-from grpolab.rules.data import histogram, report
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))
+from verl_data import parquet, verl_row  # noqa: E402
+
+from grpolab.problems import errors  # noqa: E402
+from grpolab.recipe.loader import load_recipe  # noqa: E402
+from grpolab.rules.data import histogram, report  # noqa: E402
 
 FAST = "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
-
-
-def verl_row(i: int, source: str = "openai/gsm8k", prompt=None) -> dict:
-    return {
-        "data_source": source,
-        "prompt": prompt if prompt is not None else [{"role": "user", "content": f"What is {i} + 1?"}],
-        "ability": "math",
-        "reward_model": {"style": "rule", "ground_truth": str(i + 1)},
-        "extra_info": {"split": "train", "index": i},
-    }
-
-
-def parquet(path: Path, rows: list[dict]) -> str:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.Table.from_pylist(rows), path)
-    return str(path)
 
 
 @pytest.fixture

@@ -340,18 +340,11 @@ def test_config_head_dim_wins_and_mla_kv_cache_is_576_per_layer(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------- docs
-def test_docs_rules_md_is_generated_from_the_code():
-    import subprocess
-    import sys
-
+def test_docs_rules_md_documents_the_new_rules():
+    """The learned rules stand in docs/rules.md with their reports (tests/test_project.py: the file is current)."""
     from grpolab.rules.docs import markdown
     from grpolab.rules.registry import RULES
 
-    root = Path(__file__).resolve().parents[1]
-    run = subprocess.run(
-        [sys.executable, "scripts/make_rules_doc.py", "--check"], cwd=root, capture_output=True, text=True
-    )
-    assert run.returncode == 0, run.stderr + run.stdout
     documented = {r.id for r in RULES if r.doc and r.source}
     assert set(NEW_RULES) <= documented
     text = markdown()

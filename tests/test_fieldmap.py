@@ -9,8 +9,6 @@ installed verl really has, and the rows render what a recipe holds.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -134,10 +132,3 @@ def test_an_alias_in_verl_overrides_shadows_its_field():
     recipe = load_recipe("qwen3_8b", ["verl_overrides.actor_rollout_ref.actor.ulysses_sequence_parallel_size=4"])
     found = shadowing(recipe)
     assert [p.rule for p in found] == ["override-shadows"] and "train.ulysses_sp" in found[0].fix
-
-
-def test_the_docs_table_is_generated_from_the_map():
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "make_fieldmap_doc.py"), "--check"], capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr

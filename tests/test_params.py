@@ -32,10 +32,6 @@ def test_every_params_file_loads_and_validates(rel, tmp_path):
     elif folder == "models":
         card = load_card(path.stem)
         assert card.num_heads % card.num_kv_heads == 0
-    elif folder == "monitor":
-        from grpolab.monitor.thresholds import load_thresholds
-
-        load_thresholds(path)
     elif folder == "recipes":
         recipe, problems = check(path.stem)
         assert recipe is not None and not errors(problems), [p.format() for p in problems]

@@ -13,11 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpolab.importer.script import import_script
-from grpolab.recipe.loader import load_recipe
-from grpolab.rules.gate import check, shadowing
-from grpolab.verl import fieldmap, rewards
-from grpolab.verl.render import render
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))
+from verl_data import parquet, verl_row  # noqa: E402
+
+from grpolab.importer.script import import_script  # noqa: E402
+from grpolab.recipe.loader import load_recipe  # noqa: E402
+from grpolab.rules.gate import check, shadowing  # noqa: E402
+from grpolab.verl import fieldmap, rewards  # noqa: E402
+from grpolab.verl.render import render  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 SIGNATURES = yaml.safe_load((DATA / "rewards" / "signatures.yaml").read_text())
@@ -180,27 +183,9 @@ def test_an_unknown_manager_names_the_installed_ones():
     assert _problems(("qwen3_8b", ["reward.manager=dapp"]), "reward-manager")[0].fix == "set reward.manager to 'dapo'"
 
 
-def _parquet(path: Path, rows: list[dict]) -> str:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.Table.from_pylist(rows), path)
-    return str(path)
-
-
-def verl_row(i: int, source: str = "openai/gsm8k", prompt=None) -> dict:
-    return {
-        "data_source": source,
-        "prompt": prompt if prompt is not None else [{"role": "user", "content": f"What is {i} + 1?"}],
-        "ability": "math",
-        "reward_model": {"style": "rule", "ground_truth": str(i + 1)},
-        "extra_info": {"split": "train", "index": i},
-    }
-
-
 def test_check_finds_a_data_source_without_a_built_in_reward(tmp_path):
     rows = [verl_row(i) for i in range(6)] + [verl_row(i, "my_task") for i in range(3)]
-    file = _parquet(tmp_path / "train.parquet", rows)
+    file = parquet(tmp_path / "train.parquet", rows)
     started = time.perf_counter()
     found = _problems(("qwen3_8b", [f"data.train_files={file}"]), "data-source")
     assert time.perf_counter() - started < 5

@@ -112,15 +112,9 @@ def _strict(doc: Any) -> tuple[Any, Any]:
     return str(doc), None
 
 
-def json_text(doc: Any, indent: int | None = 2, default: Any = None) -> str:
-    """doc as strict JSON text (see strict_json); `default` is accepted for json.dumps's callers (anything json
-    cannot write becomes its str() here anyway)."""
-    return json.dumps(strict_json(doc), indent=indent, allow_nan=False)
-
-
 def print_json(doc: Any) -> None:
     """The one way a verb prints its --json document: strict JSON (see strict_json), one document on stdout."""
-    print(json_text(doc))
+    print(json.dumps(strict_json(doc), indent=2, allow_nan=False))
 
 
 def print_problems(problems: list[Problem], as_json: bool = False, header: str = "") -> None:

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grpolab.cli.common import json_text
+from grpolab.cli.common import print_json
 from grpolab.paths import check_name, is_system_folder, params_dir
 from grpolab.problems import InputError, RecipeError, errors
 from grpolab.problems import report as problem_report
@@ -86,20 +86,16 @@ def main(args) -> int:
         problems = _check(out)
         report = sys.stdout
     if args.json and args.out != "-":
-        print(
-            json_text(
-                {
-                    "recipe": str(out),
-                    "name": imported.name,
-                    "unmapped": imported.unmapped,
-                    "deprecated": imported.deprecated,
-                    "unset": imported.unset,
-                    "notes": imported.notes,
-                    "problems": [p.to_dict() for p in problems],
-                },
-                indent=2,
-                default=str,
-            )
+        print_json(
+            {
+                "recipe": str(out),
+                "name": imported.name,
+                "unmapped": imported.unmapped,
+                "deprecated": imported.deprecated,
+                "unset": imported.unset,
+                "notes": imported.notes,
+                "problems": [p.to_dict() for p in problems],
+            }
         )
     else:
         print(f"wrote {out}" if args.out != "-" else f"# imported from {args.script}", file=report)

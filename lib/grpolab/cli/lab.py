@@ -26,6 +26,7 @@ from pathlib import Path
 from grpolab.cli.common import port_number
 from grpolab.paths import PathRefused, contained, is_system_folder, runs_dir
 from grpolab.problems import InputError
+from grpolab.recipe.files import atomic_write, json_object
 
 SETTINGS = {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
 SETTINGS_DIR = ".lab-settings"  # inside the working folder: JupyterLab's app settings (overrides.json) only
@@ -71,17 +72,10 @@ def write_overrides(settings: Path) -> Path:
     from this environment also saves widget state."""
     settings.mkdir(parents=True, exist_ok=True)
     path = contained(settings, "overrides.json")
-    try:
-        current = json.loads(path.read_text()) if path.is_file() else {}
-    except (OSError, ValueError):
-        current = {}
-    if not isinstance(current, dict):
-        current = {}
+    current = json_object(path)
     for plugin, values in SETTINGS.items():
         current[plugin] = {**(current.get(plugin) if isinstance(current.get(plugin), dict) else {}), **values}
-    tmp = path.with_name(f".overrides.json.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(current, indent=2) + "\n")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(current, indent=2) + "\n")
     return path
 
 

@@ -13,7 +13,7 @@ import shlex
 import statistics
 import sys
 
-from grpolab.cli.common import add_set_arg, json_text, print_problems
+from grpolab.cli.common import add_set_arg, print_json, print_problems
 from grpolab.paths import check_name
 from grpolab.problems import InputError, RecipeError
 
@@ -140,7 +140,7 @@ def _json(recipe, p, listed, best, own, written, model) -> None:
         "smallest_nodes": p.smallest_nodes,
         "written": str(written) if written else None,
     }
-    print(json_text(doc, indent=2, default=str))
+    print_json(doc)
 
 
 def _print(recipe, p, listed, best, own, written, model) -> None:

@@ -320,12 +320,7 @@ class CheckpointsBusy(ValueError):
 
 def owner(root: Path) -> dict:
     """The claim on a checkpoint folder ({} when none, or unreadable)."""
-    try:
-        with open(Path(root) / OWNER, "rb") as fh:
-            value = json.loads(fh.read(1 << 16))
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
+    return files.json_object(Path(root) / OWNER, 1 << 16)
 
 
 @contextlib.contextmanager

@@ -46,6 +46,7 @@ from pathlib import Path
 from grpolab.jobs.jobs_api import JobsApi, needs_sdk
 from grpolab.jobs.reach import REACH_TIMEOUT_S, ClusterError, check_reachable, dashboard_of
 from grpolab.jobs.reach import probe as _probe
+from grpolab.recipe.files import json_object
 
 EMBEDDED_GCS_PORT = int(os.environ.get("GRPOLAB_RAY_PORT", "6479"))
 EMBEDDED_DASHBOARD_PORT = int(os.environ.get("GRPOLAB_DASHBOARD_PORT", "8365"))
@@ -78,7 +79,7 @@ class Endpoint:
         address = record.get("ray_address")  # a record from before the endpoint was kept whole
         if isinstance(address, str) and address:
             if record.get("embedded"):
-                return _embedded()
+                return embedded_endpoint()
             try:
                 return parse_address(address)
             except ClusterError:
@@ -121,13 +122,9 @@ def auth_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {_token()}"}
 
 
-def _embedded() -> Endpoint:
-    return Endpoint(f"http://127.0.0.1:{EMBEDDED_DASHBOARD_PORT}", f"127.0.0.1:{EMBEDDED_GCS_PORT}", True)
-
-
 def embedded_endpoint() -> Endpoint:
     """The embedded head's endpoint, whether or not it runs."""
-    return _embedded()
+    return Endpoint(f"http://127.0.0.1:{EMBEDDED_DASHBOARD_PORT}", f"127.0.0.1:{EMBEDDED_GCS_PORT}", True)
 
 
 def dashboard_alive(url: str, timeout: float = 2.0) -> bool:
@@ -137,7 +134,7 @@ def dashboard_alive(url: str, timeout: float = 2.0) -> bool:
 
 def head_alive(timeout: float = 2.0) -> bool:
     """True when the embedded head answers and accepts our token."""
-    return _probe(_embedded().dashboard, auth_headers(), timeout) == 200
+    return _probe(embedded_endpoint().dashboard, auth_headers(), timeout) == 200
 
 
 def parse_address(address: str) -> Endpoint:
@@ -211,16 +208,13 @@ def _record_file() -> Path:
 
 def head_record() -> dict:
     """What was recorded when the embedded head started ({} when none was)."""
-    try:
-        return json.loads(_record_file().read_text())
-    except (OSError, ValueError):
-        return {}
+    return json_object(_record_file())
 
 
 def ensure_local_head(progress=print) -> Endpoint:
     """Start the embedded head unless it already runs; return its endpoint. Safe to call from several processes
     at once: they share one head."""
-    ep = _embedded()
+    ep = embedded_endpoint()
     if head_alive():
         return ep
     with _head_lock():
@@ -407,7 +401,7 @@ def _discard_secrets_of_unstarted_jobs() -> None:
     # lazy: pydantic (only stopping a head touches the run records and their secret files)
     from grpolab.jobs import runs, secrets
 
-    ours = _embedded().dashboard
+    ours = embedded_endpoint().dashboard
     try:
         candidates = list(runs.runs_root().glob(f"*/{secrets.SECRETS_FILE}"))
     except OSError:
@@ -420,7 +414,7 @@ def _discard_secrets_of_unstarted_jobs() -> None:
 
 def head_status() -> dict:
     """Whether the embedded head runs, where, since when, and how to stop it (for `grpolab head status`)."""
-    ep = _embedded()
+    ep = embedded_endpoint()
     record = head_record()
     alive = head_alive()
     procs = head_processes() if (alive or record) else []
@@ -463,7 +457,7 @@ def endpoint(address: str | None = None, start: bool = True, progress=print) -> 
     ep = resolve(address)
     if ep is not None:
         return ep
-    return ensure_local_head(progress) if start else _embedded()
+    return ensure_local_head(progress) if start else embedded_endpoint()
 
 
 def job_client(ep: Endpoint):

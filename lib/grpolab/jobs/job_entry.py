@@ -32,6 +32,7 @@ from pathlib import Path
 from grpolab import run_folder
 from grpolab.jobs import secrets
 from grpolab.jobs.retention import Keeper
+from grpolab.recipe.files import atomic_write, json_object
 
 # Ray colours its log lines; records, monitors and notebooks want plain text (the one pattern, used by all of them)
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -53,18 +54,9 @@ def _write_record(run_dir: Path, **fields) -> None:
     """Merge fields into RUN_DIR/job.json (a temp file, then a rename); a full disk or a deleted run directory
     loses the record, never the run (Ray still knows the job's end)."""
     path = run_folder.job_file(run_dir)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):
-            record = {}
-        record.update(fields)
-        tmp.write_text(json.dumps(record, indent=2) + "\n")
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps({**json_object(path), **fields}, indent=2) + "\n")
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         _say(f"could not write {path}: {exc.strerror or exc}")
 
 

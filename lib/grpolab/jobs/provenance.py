@@ -24,6 +24,7 @@ from typing import Any
 from grpolab.local.task import split_problems
 from grpolab.recipe import stack
 from grpolab.recipe.dotted import get_dotted
+from grpolab.verl.dataset import data_files
 
 GENERATED = "generated:"
 CHUNK = 1 << 20
@@ -46,16 +47,6 @@ PACKAGES = (
     "sglang",
     "torch_npu",
 )
-
-
-def data_files(recipe: Any) -> list[tuple[str, str]]:
-    """(recipe key, file) for every train and validation file the recipe names."""
-    out = []
-    for key in ("data.train_files", "data.val_files"):
-        value = get_dotted(recipe, key)
-        for item in [value] if isinstance(value, str) else list(value or []):
-            out.append((key, str(item)))
-    return out
 
 
 def _generated(recipe: Any, name: str) -> dict:

@@ -33,7 +33,7 @@ def probe(url: str, headers: dict[str, str] | None = None, timeout: float = 2.0)
         return None
 
 
-def _host_port(address: str) -> tuple[str, int] | None:
+def host_port(address: str) -> tuple[str, int] | None:
     """(host, port) of HOST:PORT, ray://HOST:PORT or http(s)://HOST[:PORT]/..."""
     if address.startswith(("http://", "https://")):
         try:
@@ -51,7 +51,7 @@ def _host_port(address: str) -> tuple[str, int] | None:
 def check_reachable(address: str, timeout: float = REACH_TIMEOUT_S) -> None:
     """ClusterError unless something accepts a TCP connection at a HOST:PORT (or ray://HOST:PORT) address: an
     unreachable cluster is reported in seconds instead of Ray's minutes of retries."""
-    target = _host_port(address)
+    target = host_port(address)
     if target is None:
         raise ClusterError(f"cannot read Ray address {address!r}: use http://HOST:8265 (dashboard) or HOST:6379")
     try:

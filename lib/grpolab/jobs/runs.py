@@ -19,7 +19,6 @@ import os
 import re
 import secrets
 import shutil
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from grpolab import run_folder
 from grpolab.paths import runs_dir
 from grpolab.problems import InputError
+from grpolab.recipe import files
+from grpolab.recipe.files import atomic_write
 
 STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "LOST")
 TERMINAL_STATES = ("SUCCEEDED", "FAILED", "STOPPED", "LOST")
@@ -105,35 +106,10 @@ def _why(exc: ValidationError) -> str:
 
 
 def read_json(path: Path, limit: int = RECORD_LIMIT) -> Any:
-    """A small JSON file, read without blocking: a FIFO, a device or a file over `limit` bytes is refused
-    (ValueError naming why); OSError when it cannot be opened."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    """A small JSON file, read bounded (grpolab.recipe.files: a FIFO, a device or a file over `limit` bytes is
+    refused with an OSError naming why, never waited on); ValueError when it is not UTF-8 JSON."""
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = (
-                "a FIFO"
-                if stat.S_ISFIFO(info.st_mode)
-                else "a directory"
-                if stat.S_ISDIR(info.st_mode)
-                else "a special file"
-            )
-            raise ValueError(f"{Path(path).name} is {kind}, not a regular file")
-        if info.st_size > limit:
-            raise ValueError(f"{Path(path).name} holds {info.st_size} bytes, more than a record can ({limit})")
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    finally:
-        os.close(fd)
-    if size > limit:
-        raise ValueError(f"{Path(path).name} grew past {limit} bytes while it was read")
-    try:
-        return json.loads(b"".join(chunks).decode("utf-8"))
+        return json.loads(files.read_text(path, limit))
     except (UnicodeDecodeError, RecursionError) as exc:
         raise ValueError(f"{Path(path).name} is not UTF-8 JSON: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -225,12 +201,8 @@ class Run:
                 f"{self.path} is not a run directory (no status.json with run_id {self.run_id!r}); "
                 "nothing was written there"
             )
-        try:  # merged into what is there, checked or not: a writer never drops fields it does not know
-            status = read_json(self.status_file)
-        except (OSError, ValueError):
-            status = {}
-        status = status if isinstance(status, dict) else {}
-        status.update(fields)
+        # merged into what is there, checked or not: a writer never drops fields it does not know
+        status = {**files.json_object(self.status_file, RECORD_LIMIT), **fields}
         status.setdefault("run_id", self.run_id)
         status["updated"] = time.time()
         atomic_write(self.status_file, json.dumps(status, indent=2, sort_keys=True) + "\n")
@@ -244,24 +216,6 @@ def is_run_dir(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and data.get("run_id") == Path(path).name
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write a temp file beside path, then rename it: a reader never sees a torn file. When the disk is full or
-    read-only, the temp file is removed and the OSError goes on (path keeps its old content)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
 
 
 def read_tail(path: Path, lines: int, block: int = 1 << 16) -> list[str]:

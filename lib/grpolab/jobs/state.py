@@ -38,7 +38,8 @@ from typing import Any
 from grpolab.jobs import cluster, secrets
 from grpolab.jobs.cluster import ClusterError, Endpoint
 from grpolab.jobs.job_entry import ANSI
-from grpolab.jobs.runs import TERMINAL_STATES, NotARun, Run, RunNotFound, read_json, read_tail, resolve_run
+from grpolab.jobs.runs import TERMINAL_STATES, NotARun, Run, RunNotFound, read_tail, resolve_run
+from grpolab.recipe.files import json_object
 
 LOG_TAIL_LINES = 40
 SUBMIT_GRACE_S = 600.0  # a record that names no submitter (an older grpolab's) is PENDING this long at most
@@ -75,12 +76,7 @@ def _stamp(value: Any) -> bool:
 def job_record(run: Run) -> dict:
     """What the job wrote about itself (job.json): pid, host, start, and at its end the exit code and end time;
     ill-typed values are dropped ({} when there is none)."""
-    try:
-        data = read_json(run.job_file)
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
+    data = json_object(run.job_file)
     out = {}
     for key in ("pid", "child_pid", "exit_code", "signal"):
         if isinstance(data.get(key), int) and not isinstance(data.get(key), bool):

@@ -6,5 +6,7 @@
     mapping   recipe -> TinySettings -> GRPOConfig keyword arguments; what TRL cannot honour (pure Python)
     metrics   TRL's log names -> verl's, and a JSONL writer in verl's file-logger format
     train     supervised warm-up, then GRPOTrainer, metrics and progress lines, a final checkpoint
+    checkpoint  TRL's checkpoints published in verl's layout (global_step_N, the tracker file)
+    arith_reward  the task's reward with verl's reward signature (tiny's reward.function)
 Importing this package is cheap (no torch): `mapping` is used by the validator.
 """

@@ -17,6 +17,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from grpolab.recipe.files import atomic_write, json_object
+
 TRACKER = "latest_checkpointed_iteration.txt"  # verl's name for the step of the newest complete checkpoint
 STEP_PREFIX = "global_step_"  # verl's folder name: global_step_<N>
 MARKER = "grpolab_checkpoint.json"
@@ -40,16 +42,6 @@ def folder_size(path: Path) -> int:
     return total
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write a temp file beside path, then rename it over path: a reader sees the old or the new text, never half."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def publish(trl_dir: Path, step: int, seconds: float, reference: Path) -> Path:
     """Rename TRL's finished checkpoint folder to global_step_<step>, write its marker, then the tracker."""
     trl_dir = Path(trl_dir)
@@ -69,11 +61,7 @@ def publish(trl_dir: Path, step: int, seconds: float, reference: Path) -> Path:
 
 def read_marker(folder: Path) -> dict[str, Any]:
     """The folder's grpolab_checkpoint.json ({} when missing or unreadable)."""
-    try:
-        data = json.loads((Path(folder) / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return json_object(Path(folder) / MARKER)
 
 
 def missing_files(folder: Path) -> list[str]:

@@ -130,15 +130,3 @@ def ensure_tiny(spec: TinyModelSpec = TinyModelSpec(), root: Path | None = None)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
-
-
-def load_tiny(spec: TinyModelSpec = TinyModelSpec(), root: Path | None = None):
-    """(model, tokenizer) for `spec`, loaded from the cache (built first if missing), offline."""
-    # lazy: transformers (only building or loading the tiny model needs them; seconds to import)
-    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
-
-    path = ensure_tiny(spec, root)
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
-    # Not AutoTokenizer: it would pick Qwen2's tokenizer class from the model config; ours is plain.
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(path, local_files_only=True)
-    return model, tokenizer

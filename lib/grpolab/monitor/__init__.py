@@ -5,7 +5,7 @@ Public API (the notebooks, `grpolab monitor` and `grpolab compare` call these):
 
     load_metrics(ref) -> MetricsView              ref: run id, run directory, Run, metrics.jsonl or job log
     alerts(metrics, thresholds=None) -> list[Alert]
-    classify_failure(log_text) -> Failure | None  text in memory; any log file, folder or stream: monitor.diagnose
+    classify_failure(log_text) -> Failure | None  text in memory (diagnose_text); any log file, folder or stream: monitor.diagnose
     compare(run, baseline, steps=None, thresholds=None) -> Comparison      steps default 5-14 (base.yaml)
     plot_curves(metrics, alerts=(), path="curves.png", title=None) -> Path
     summary(ref, thresholds=None, png=None, refresh=True) -> dict        what `grpolab monitor --json` prints
@@ -16,15 +16,17 @@ Public API (the notebooks, `grpolab monitor` and `grpolab compare` call these):
 The live JupyterLab dashboard is `grpolab.monitor.dashboard.live(run, interval=5)`; it is not imported here
 because it needs ipywidgets, which headless code never imports. matplotlib is imported only when drawing.
 
-Modules: metrics (incremental reading), figures (the key figures, named once), record (the run's record typed, its
-time), alerts, causes (the cause registry: cause, causes_setup, causes_run, causes_doc), diagnose (the streaming
-diagnosis, with origin and details), diagnosis (a run's), silent (failures without an error line), failures, compare, plots, summary, progress (following a run), outcome, thresholds, dashboard,
+Modules: metrics (incremental reading), figures (the key figures, named once), clock (how a run's time is written),
+alerts, causes (the cause registry: cause, causes_setup, causes_run, causes_doc), diagnose (the streaming
+diagnosis, with origin and details), diagnosis (a run's), silent (failures without an error line), compare, plots, summary, progress (following a run), outcome, thresholds, dashboard,
 synthetic (healthy or broken verl-format metrics for tests, benchmarks and demos).
 """
 
 from grpolab.monitor.alerts import ALERT_RULES, Alert, alerts
+from grpolab.monitor.causes import CAUSES
 from grpolab.monitor.compare import Comparison, FigureResult, compare
-from grpolab.monitor.failures import CAUSES, Failure, classify_failure
+from grpolab.monitor.diagnose import Failure
+from grpolab.monitor.diagnose import diagnose_text as classify_failure
 from grpolab.monitor.figures import KEY_METRICS
 from grpolab.monitor.metrics import MetricsView, load_metrics
 from grpolab.monitor.plots import plot_curves

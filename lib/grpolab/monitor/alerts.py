@@ -97,7 +97,8 @@ def json_number(value: float | None):
     return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
-def _fmt(value: float | None) -> str:
+def fmt(value: float | None) -> str:
+    """A value as messages print it: 4 significant digits, "-" for none."""
     return "-" if value is None else f"{value:.4g}"
 
 
@@ -335,7 +336,7 @@ def _reward_flat(view: MetricsView, rule) -> list[Alert]:
                 steps,
                 values,
                 shifted,
-                f"{rule.metric} stayed within {_fmt(max(chunk) - min(chunk))} (around {_fmt(chunk[-1])}) "
+                f"{rule.metric} stayed within {fmt(max(chunk) - min(chunk))} (around {fmt(chunk[-1])}) "
                 f"for {window} steps from step {steps[start]} (limit {rule.min_range})",
                 (rule.metric,),
                 lambda c: c[-1],
@@ -351,7 +352,7 @@ def _entropy_collapse(view: MetricsView, rule) -> list[Alert]:
     flags = [v < limit for v in values]
     out = []
     for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
-        since = f", {_fmt(100 * values[ep.first] / start)} % of its start {_fmt(start)}" if start else ""
+        since = f", {fmt(100 * values[ep.first] / start)} % of its start {fmt(start)}" if start else ""
         out.append(
             _make(
                 "entropy-collapse",
@@ -359,8 +360,7 @@ def _entropy_collapse(view: MetricsView, rule) -> list[Alert]:
                 steps,
                 values,
                 ep,
-                f"{rule.metric} fell to {_fmt(values[ep.first])} at step {steps[ep.first]} "
-                f"(limit {_fmt(limit)}{since})",
+                f"{rule.metric} fell to {fmt(values[ep.first])} at step {steps[ep.first]} (limit {fmt(limit)}{since})",
                 (rule.metric,),
                 min,
             )
@@ -385,7 +385,7 @@ def _spikes(view: MetricsView, rule_id: str, rule) -> list[Alert]:
         flags, medians = _baseline_flags(values, rule, bad, bad_vec)
         for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
             median = _median_at(medians, ep.first)
-            ratio = _fmt(values[ep.first] / median) if median else "inf"
+            ratio = fmt(values[ep.first] / median) if median else "inf"
             out.append(
                 _make(
                     rule_id,
@@ -393,8 +393,8 @@ def _spikes(view: MetricsView, rule_id: str, rule) -> list[Alert]:
                     steps,
                     values,
                     ep,
-                    f"{name} jumped to {_fmt(values[ep.first])} at step {steps[ep.first]}, {ratio} x the "
-                    f"median {_fmt(median)} of the previous normal steps (limit {rule.factor} x and "
+                    f"{name} jumped to {fmt(values[ep.first])} at step {steps[ep.first]}, {ratio} x the "
+                    f"median {fmt(median)} of the previous normal steps (limit {rule.factor} x and "
                     f"{rule.robust_z} sigma, {rule.min_count} of {rule.of_last} steps)",
                     (name,),
                     max,
@@ -423,8 +423,8 @@ def _length_clipped(view: MetricsView, rule) -> list[Alert]:
                 steps,
                 values,
                 ep,
-                f"{_fmt(100 * values[ep.first])} % of responses hit max_response_length at step "
-                f"{steps[ep.first]} (limit {_fmt(100 * rule.max_ratio)} %, {rule.min_count} of "
+                f"{fmt(100 * values[ep.first])} % of responses hit max_response_length at step "
+                f"{steps[ep.first]} (limit {fmt(100 * rule.max_ratio)} %, {rule.min_count} of "
                 f"{rule.of_last} steps)",
                 (rule.metric,),
                 max,
@@ -452,9 +452,9 @@ def _throughput_drop(view: MetricsView, rule) -> list[Alert]:
                 steps,
                 values,
                 ep,
-                f"{rule.metric} dropped {_fmt(100 * drop)} % at step {steps[ep.first]} "
-                f"({_fmt(values[ep.first])} vs the median {_fmt(median)} of the previous normal steps; "
-                f"limit {_fmt(100 * rule.max_drop)} %, {rule.min_count} of {rule.of_last} steps)",
+                f"{rule.metric} dropped {fmt(100 * drop)} % at step {steps[ep.first]} "
+                f"({fmt(values[ep.first])} vs the median {fmt(median)} of the previous normal steps; "
+                f"limit {fmt(100 * rule.max_drop)} %, {rule.min_count} of {rule.of_last} steps)",
                 (rule.metric,),
                 min,
             )
@@ -481,9 +481,9 @@ def _slow_steps(view: MetricsView, rule) -> list[Alert]:
                 steps,
                 values,
                 ep,
-                f"{rule.metric} is {_fmt(ratio)} x its running median since step {steps[ep.first]} "
-                f"({_fmt(values[ep.first])} s vs {_fmt(median)} s over the previous normal steps; limit "
-                f"{_fmt(rule.factor)} x, {rule.min_count} of {rule.of_last} steps)",
+                f"{rule.metric} is {fmt(ratio)} x its running median since step {steps[ep.first]} "
+                f"({fmt(values[ep.first])} s vs {fmt(median)} s over the previous normal steps; limit "
+                f"{fmt(rule.factor)} x, {rule.min_count} of {rule.of_last} steps)",
                 (rule.metric,),
                 max,
             )

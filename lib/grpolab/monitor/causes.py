@@ -4,8 +4,8 @@ Each cause has its stable id, what it means, the fix, the `grpolab check` rules 
 before launch (where one can), the patterns that find it in a log, the lowercase words one of which every
 matching line holds (the streaming prefilter's keywords: grpolab.monitor.diagnose), and the public reports it
 was learned from (repository + thread; the logs themselves are cases of tests/data/failures). From this table
-come the diagnosis (grpolab.monitor.diagnose), `classify_failure` (grpolab.monitor.failures) and docs/causes.md
-(grpolab.monitor.causes_doc, written by scripts/make_causes_doc.py; a test fails when it is stale).
+come the diagnosis (grpolab.monitor.diagnose), `classify_failure` (grpolab.monitor) and docs/causes.md
+(grpolab.monitor.causes_doc, written by scripts/make_docs.py; a test fails when it is stale).
 
 The order is the order of origin: a failed distributed job prints several causes at once (one rank runs out of
 memory, the others time out in the collective it never reached, then Ray reports dead workers), so the causes
@@ -19,7 +19,7 @@ from grpolab.monitor.cause import PREFIX, Cause
 from grpolab.monitor.causes_run import CAUSES as _RUN
 from grpolab.monitor.causes_setup import CAUSES as _SETUP
 
-__all__ = ["CAUSES", "PREFIX", "Cause", "BY_ID", "NONE", "UNKNOWN", "SILENT", "cause", "words"]
+__all__ = ["CAUSES", "PREFIX", "Cause", "BY_ID", "NONE", "UNKNOWN", "SILENT"]
 
 CAUSES: tuple[Cause, ...] = _SETUP + _RUN
 
@@ -29,12 +29,3 @@ NONE = "none"  # the log shows no failure
 SILENT = ("no-training-step", "reward-constant", "throughput-collapse", "stalled")  # a run's metrics and status
 
 BY_ID = {cause.id: cause for cause in CAUSES}
-
-
-def cause(cause_id: str) -> Cause:
-    return BY_ID[cause_id]
-
-
-def words() -> tuple[str, ...]:
-    """Every prefilter keyword, lowercase, once."""
-    return tuple(dict.fromkeys(word for c in CAUSES for word in c.words))

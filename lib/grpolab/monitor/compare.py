@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from grpolab.monitor.alerts import json_number
+from grpolab.monitor.alerts import fmt, json_number
 from grpolab.monitor.metrics import MetricsView, load_metrics
 from grpolab.monitor.thresholds import GateFigure, Thresholds, load_thresholds
 
@@ -111,8 +111,8 @@ class Comparison:
                 (
                     f.label,
                     f.metric,
-                    _num(f.run),
-                    _num(f.baseline),
+                    fmt(f.run),
+                    fmt(f.baseline),
                     f.change_text(),
                     f.limit_text(),
                     f.status.upper() if f.status == "fail" else f.status,
@@ -139,12 +139,6 @@ class Comparison:
             f"{', ' + str(len(self.problems)) + ' problem(s)' if self.problems else ''})",
         ]
         return "\n".join(lines)
-
-
-def _num(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.4g}"
 
 
 def _label(view: MetricsView) -> str:

@@ -291,7 +291,7 @@ class Scan:
             if not self.errors:
                 return None
             first = [h for h in self.first_errors if h not in self.errors]
-            return self._failure(UNKNOWN, first + list(self.errors), [], {})
+            return self._failure(UNKNOWN, first + list(self.errors), [])
         cause = order[0]
         if cause in _NETWORK:  # the communicator's causes follow one another: the earliest in time is the origin
             timed = [
@@ -304,7 +304,7 @@ class Scan:
             if timed:
                 cause = min(timed)[2]
                 order = [cause] + [c for c in order if c != cause]
-        return self._failure(cause, hits[cause], [h for c in order[1:] for h in hits[c][:2]], hits)
+        return self._failure(cause, hits[cause], [h for c in order[1:] for h in hits[c][:2]])
 
     def _late(self, w: Where) -> None:
         """Fill a node or rank learned from a line read after the evidence (Ray names a pid's ip later)."""
@@ -312,7 +312,7 @@ class Scan:
             w.node = w.node or self.pid_node.get(w.pid)
             w.rank = w.rank if w.rank is not None else self.pid_rank.get(w.pid)
 
-    def _failure(self, cause: str, hits: list[_Hit], later: list[_Hit], all_hits: dict) -> Failure:
+    def _failure(self, cause: str, hits: list[_Hit], later: list[_Hit]) -> Failure:
         for h in hits + later:
             self._late(h.where)
         ordered = _origin_first(hits)

@@ -187,10 +187,6 @@ def _clean(value) -> float | None:
     return None
 
 
-def is_finite(value: float | None) -> bool:
-    return value is not None and math.isfinite(value)
-
-
 class MetricsView:
     """Columns of one run's metrics, aligned on `steps`; `refresh()` appends what the file gained since.
 

@@ -47,7 +47,6 @@ _OPTYPE = re.compile(r"OpType=(\w+)")
 _HCCL_TAG = re.compile(r"tag\[([A-Za-z]+?)_")
 _HCCL_OP = re.compile(r"\bHccl(Allreduce|AllGather|Allgather|ReduceScatter|Broadcast|AlltoAll\w*|Send|Recv|Reduce)\b")
 _HCCL_GROUP = re.compile(r"group:\[([^\]\s]+)\]")
-_TIMEOUT_MS = re.compile(r"Timeout\(ms\)=(\d+)")
 _TIMES = (
     # glog: [E804 23:05:54.816499929 ...] (month, day)
     (re.compile(r"\[[EWIF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2}(?:\.\d+)?)"), (0, 1, 2, 3, 4)),
@@ -72,7 +71,6 @@ class Where:
     seq: int | None = None
     op: str | None = None
     group: str | None = None
-    timeout_ms: int | None = None
 
 
 def where(
@@ -155,9 +153,6 @@ def where(
     m = _HCCL_GROUP.search(line)
     if m:
         w.group = m.group(1)
-    m = _TIMEOUT_MS.search(line)
-    if m:
-        w.timeout_ms = int(m.group(1))
     for pattern, _ in _TIMES:
         m = pattern.search(line)
         if m:

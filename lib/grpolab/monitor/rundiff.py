@@ -19,6 +19,7 @@ from typing import Any
 from grpolab.jobs.runs import Run
 from grpolab.problems import InputError
 from grpolab.recipe.dotted import flatten
+from grpolab.recipe.files import json_object
 from grpolab.recipe.secrets import REDACTED, is_secret, redact_override
 from grpolab.recipe.yamlio import read_yaml
 
@@ -47,18 +48,10 @@ def _read_yaml(path) -> dict:
         return {}
 
 
-def _read_json(path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def record_of(run: Run) -> dict[str, Any]:
     """The run's record as {dotted key: value} (see the module docstring); {} for a run with no record files."""
     out = {f"recipe.{k}": v for k, v in flatten(_read_yaml(run.recipe_file)).items()}
-    launch = _read_json(run.launch_file)
+    launch = json_object(run.launch_file)
     stack = {"versions": launch.pop("versions", None) or {}, "git_commit": launch.pop("git_commit", None)}
     out.update({f"stack.{k}": v for k, v in flatten(stack["versions"]).items()})
     if stack["git_commit"] is not None:

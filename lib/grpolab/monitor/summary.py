@@ -28,8 +28,8 @@ from grpolab.jobs.checkpoints import listing as checkpoint_listing
 from grpolab.jobs.runs import TERMINAL_STATES, BadRecord, Run
 from grpolab.monitor.alerts import Alert, alerts, group, json_number
 from grpolab.monitor.clock import clock_text
+from grpolab.monitor.diagnose import Failure
 from grpolab.monitor.diagnosis import log_failure
-from grpolab.monitor.failures import Failure
 from grpolab.monitor.figures import KEY_METRICS
 from grpolab.monitor.metrics import MetricsView, open_run
 from grpolab.monitor.plots import Curves
@@ -281,7 +281,7 @@ def _range(g: dict) -> str:
     return span + (" (ongoing)" if g.get("ongoing") else "")
 
 
-def alert_lines(data: dict, advice: bool = True) -> list[str]:
+def alert_lines(data: dict) -> list[str]:
     """The alerts grouped by rule: one head line per rule (severity, episodes, step range, worst value), each
     episode's message, the advice once per rule."""
     groups = data.get("alert_groups") or group(data.get("alerts") or [])
@@ -295,7 +295,7 @@ def alert_lines(data: dict, advice: bool = True) -> list[str]:
             lines.append(textwrap.fill(message, width=_WIDTH, initial_indent="      - ", subsequent_indent="        "))
         if len(g["messages"]) > 3:
             lines.append(f"      ... and {len(g['messages']) - 3} more")
-        if advice and g["advice"]:
+        if g["advice"]:
             lines.append(
                 textwrap.fill(g["advice"], width=_WIDTH, initial_indent="      try: ", subsequent_indent="           ")
             )

@@ -30,30 +30,16 @@ from grpolab.notebook import runall as _runall
 from grpolab.notebook.compare import (  # noqa: F401
     compare_runs,
     latest_runs,
-    show_differences,
 )
 from grpolab.notebook.data import show_data  # noqa: F401
 from grpolab.notebook.display import (  # noqa: F401
     DRY_RUN_FAILS,
     FOLLOW_EVERY_S,
-    KERNEL,
-    KERNEL_ARGS,
-    NEEDS_RUN,
-    NOTEBOOKS_DIR,
-    PAPERMILL_NAMES,
-    REPORT_TAG,
-    ROW_COLOURS,
     STAGES,
-    UNREACHABLE_CHUNKS,
     NotebookStop,
     in_jupyterlab,
-    problems_text,
-    say,
-    show_html,
-    show_image,
     show_problems,
     show_stages,
-    show_text,
     table_html,
     to_terminal,
 )
@@ -82,7 +68,6 @@ from grpolab.notebook.setup import (  # noqa: F401
     from_script,
     load,
     mask_overrides,
-    redacted_launch,
     show_launch,
     show_recipe,
     stop_on_dropped,

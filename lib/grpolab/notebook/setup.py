@@ -31,10 +31,6 @@ from grpolab.recipe.secrets import is_secret_override, redact_override, redactio
 STAGE_SECRETS_VAR = "GRPOLAB_STAGE_SECRET_OVERRIDES"
 
 
-def _mask_one(text: str, marked: Iterable[str] = ()) -> str:
-    return redact_override(str(text), marked)
-
-
 def mask_overrides(overrides: Iterable[str], marked: Iterable[str] = ()) -> tuple[list[str], dict[str, str]]:
     """(overrides with secret values masked, {masked text: real text}) for the secret ones (by name or marked)."""
 
@@ -43,7 +39,7 @@ def mask_overrides(overrides: Iterable[str], marked: Iterable[str] = ()) -> tupl
     for text in overrides:
         text = str(text)
         if is_secret_override(text, marked):
-            shown = _mask_one(text, marked)
+            shown = redact_override(text, marked)
             real[shown] = text
             text = shown
         masked.append(text)
@@ -74,7 +70,7 @@ def _parse_overrides(overrides: list[str]) -> None:
                 else 'papermill -y "overrides: [rollout.tp=16, trainer.total_steps=40]"'
             )
             raise NotebookStop(
-                f"bad override {_mask_one(text)!r}: {exc}\noverrides are a list of dotted key=value strings: {example}"
+                f"bad override {redact_override(str(text))!r}: {exc}\noverrides are a list of dotted key=value strings: {example}"
             ) from None
 
 

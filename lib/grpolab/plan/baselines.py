@@ -16,8 +16,6 @@ from grpolab.recipe.cost import StepEstimate, step_estimate
 from grpolab.recipe.loader import read_yaml
 from grpolab.recipe.schema import Recipe, Strict
 
-PHASES = ("rollout", "old_log_prob", "reference", "update", "weight_sync")
-
 
 class Source(Strict):
     repo: str = Field(description="owner/name of the public repository")

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from grpolab.jobs import cluster
 from grpolab.jobs import cluster as raycluster
+from grpolab.jobs.reach import host_port
 from grpolab.preflight.node import node_checks
 from grpolab.preflight.report import CLUSTER, FAIL, OK, SKIP, WARN, Row
 
@@ -39,14 +40,6 @@ def node_label(node: dict) -> str:
     return label + " (head)" if HEAD_RESOURCE in (node.get("Resources") or {}) else label
 
 
-def _host_port(address: str) -> tuple[str, int] | None:
-    text = address.split("://", 1)[-1].rstrip("/")
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        return None
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
 def _tcp_open(host: str, port: int, timeout: float = 3.0) -> str | None:
     """None when something listens at host:port, else why not."""
     try:
@@ -57,7 +50,7 @@ def _tcp_open(host: str, port: int, timeout: float = 3.0) -> str | None:
 
 
 def _same_cluster(current: str | None, wanted: str) -> bool:
-    a, b = _host_port(current or ""), _host_port(wanted)
+    a, b = host_port(current or ""), host_port(wanted)
     if not a or not b or a[1] != b[1]:
         return False
     loop = {"127.0.0.1", "localhost", "0.0.0.0"}
@@ -113,7 +106,7 @@ def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Conne
                 Row("auth", CLUSTER, SKIP, "Ray is not reachable"),
             ]
         ep = raycluster.Endpoint(ep.dashboard, gcs, ep.embedded)
-    where = _host_port(ep.gcs)
+    where = host_port(ep.gcs)
     if where is not None:
         why = _tcp_open(*where)
         if why is not None:

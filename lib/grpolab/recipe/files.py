@@ -1,4 +1,5 @@
-"""Reading a file someone named, bounded: regular files only, and never more than a stated number of bytes.
+"""Reading a file someone named, bounded: regular files only, and never more than a stated number of bytes;
+a record's JSON object (`json_object`); and writing a file atomically (`atomic_write`).
 
 A FIFO named as a file blocks the reader forever at open; /dev/zero never ends; a socket or a directory is
 not data. `open_regular` opens without blocking (O_NONBLOCK: a FIFO with no writer opens at once) and refuses
@@ -14,6 +15,7 @@ Standard library only: preflight's per-node task imports it on every node.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 from pathlib import Path
@@ -79,6 +81,32 @@ def read_bytes(path: str | os.PathLike, limit: int) -> bytes:
 def read_text(path: str | os.PathLike, limit: int, errors: str = "strict") -> str:
     """A regular file's text (UTF-8), at most `limit` bytes (see read_bytes)."""
     return read_bytes(path, limit).decode("utf-8", errors)
+
+
+def json_object(path: str | os.PathLike, limit: int = 16 << 20) -> dict:
+    """The JSON object a record file holds, read bounded (see read_bytes); {} when the file is missing,
+    unreadable, not JSON or not an object: for records a reader may find absent, torn or foreign."""
+    try:
+        data = json.loads(read_bytes(path, limit))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write a temp file beside path, then rename it over path: a reader sees the old or the new text, never a
+    torn file. When the disk is full or read-only, the temp file is removed and the OSError goes on (path keeps
+    its old content)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def is_regular(path: str | os.PathLike) -> bool:

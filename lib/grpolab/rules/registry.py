@@ -5,7 +5,7 @@ reports it), the side of a launch it concerns, whether a whole parallel layout c
 model's facts (a card or config.json), what it checks and the public report it comes from. From this table come:
 the id check of every problem collected (grpolab.rules.checks.known), check's whole-layout hints
 (`layout_fix_rules`), what the planner needs (`side`, `problem_side`, `is_layout`, `layout_bound`), the checks
-skipped without a model card (`needs_card`), the default severity of a rule's problem, and docs/rules.md. Plain
+skipped without a model card (`card_rules`), the default severity of a rule's problem, and docs/rules.md. Plain
 data: it imports only grpolab.problems (a problem's severity).
 """
 
@@ -579,10 +579,6 @@ def layout_bound(rule_id: str) -> bool:
     """Does the layout decide this rule whatever key its problem names (so the planner screens layouts with
     it even when the key is a batch or memory field)?"""
     return BY_ID[rule_id].layout_bound
-
-
-def needs_card(rule_id: str) -> Card:
-    return BY_ID[rule_id].card
 
 
 def layout_fix_rules() -> tuple[str, ...]:

@@ -13,18 +13,19 @@ from grpolab.rules.checks import Checks
 from grpolab.rules.maths import divisors, listed, nearest
 
 
+def _sizes(world: int, group: int, value: int, fits) -> list[int]:
+    """The sizes of the group's factor now `value` (the others kept) that make the group divide `world` and `fits`."""
+    others = group // value
+    return [d for d in divisors(world // others) if fits(d)] if world % others == 0 else []
+
+
 def megatron(c: Checks) -> None:
     r, t, f, world = c.r, c.r.train, c.f, c.r.world_size
     group = t.tp * t.pp * t.cp
     if world % group:
         name = c.culprit("train", ("tp", "pp", "cp"))
         value = getattr(t, name)
-        others = group // value
-        valid = (
-            [d for d in divisors(world // others) if name != "tp" or not f or f.num_heads % d == 0]
-            if (world % others == 0)
-            else []
-        )
+        valid = _sizes(world, group, value, lambda d: name != "tp" or not f or f.num_heads % d == 0)
         dpn = r.cluster.devices_per_node
         step = group // math.gcd(dpn, group)  # the smallest node count whose devices the group divides
         nodes = -(-r.cluster.nnodes // step) * step
@@ -40,15 +41,8 @@ def megatron(c: Checks) -> None:
     if world % egroup:
         name = c.culprit("train", ("ep", "etp", "pp"))
         value = getattr(t, name)
-        others = egroup // value
-        valid = (
-            [
-                d
-                for d in divisors(world // others)
-                if name != "ep" or not f or not f.num_experts or f.num_experts % d == 0
-            ]
-            if world % others == 0
-            else []
+        valid = _sizes(
+            world, egroup, value, lambda d: name != "ep" or not f or not f.num_experts or f.num_experts % d == 0
         )
         c.add(
             "expert-divisible",

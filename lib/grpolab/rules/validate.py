@@ -2,8 +2,7 @@
 (only the families a parallel layout can break, for the planner's screening).
 
 Pure Python (no torch, ray or verl import), milliseconds, collects every problem. The rules live in one module
-per family (card, train_layout, pipeline, rollout_layout, batch, lengths, engines, backends, overrides, env, pins,
-device_memory, checkpoint_space, linear_attention, reward, data) and report through one collector (grpolab.rules.checks); their ids, severities
+per family (those imported below) and report through one collector (grpolab.rules.checks); their ids, severities
 and docs are grpolab.rules.registry's. The one verdict that every front end asks is grpolab.rules.gate's.
 """
 

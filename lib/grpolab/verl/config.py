@@ -14,7 +14,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,6 @@ FREE_FORM = {
 GENERATED = {"megatron": "_generated_ppo_megatron_trainer.yaml", "fsdp": "_generated_ppo_trainer.yaml"}
 
 
-ROOT_ENV = versions.ROOT_ENV
 verl_root = versions.verl_root  # the verl package folder checked for ($GRPOLAB_VERL_ROOT, else the installed one)
 verl_version = versions.verl_version  # its version
 
@@ -161,6 +160,7 @@ def static_problems(recipe: Recipe, config: dict, keys: dict[str, Any]) -> list[
         if key.startswith("+"):
             continue
         recipe_key = f"verl_overrides.{key}" if key in recipe.verl_overrides else key
+        error = partial(Problem, "verl-schema", "error", recipe_key, value)  # then the message and the fix
         default = get_dotted(config, key, MISSING)
         if default is MISSING:
             if in_free_form(config, key):
@@ -173,11 +173,7 @@ def static_problems(recipe: Recipe, config: dict, keys: dict[str, Any]) -> list[
                 else f"valid keys under {parent or 'the root'}: {', '.join(valid[:12])}"
             )
             problems.append(
-                Problem(
-                    "verl-schema",
-                    "error",
-                    recipe_key,
-                    value,
+                error(
                     f"verl {version} does not know {key!r} (composition would fail: Could not override)",
                     fix + "; to add a free-form key on purpose, write it as '+" + key + "'",
                 )
@@ -188,11 +184,7 @@ def static_problems(recipe: Recipe, config: dict, keys: dict[str, Any]) -> list[
             expected = None  # verl's dataclass declares text as well (rollout_is_threshold: str | float, "0.5_4.0")
         if expected:
             problems.append(
-                Problem(
-                    "verl-schema",
-                    "error",
-                    recipe_key,
-                    value,
+                error(
                     f"verl {version} expects {expected} for {key!r} (Hydra would pass the string on unchecked)",
                     f"give {key} {expected}",
                 )

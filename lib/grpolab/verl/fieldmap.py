@@ -8,7 +8,7 @@ dict that reaches the same engine field (`override_transformer_config.sequence_p
 
 Everything that needs verl key names derives from this table: the renderer (`grpolab.verl.render`), the shadowing
 check of `verl_overrides` (grpolab.rules.gate), the importer (a script's key -> its field, and its defaults), the
-same-launch comparison (`normalise`) and docs/fieldmap.md (scripts/make_fieldmap_doc.py). No other module in lib/
+same-launch comparison (`normalise`) and docs/fieldmap.md (scripts/make_docs.py). No other module in lib/
 spells the verl key of a first-class field (tests/test_fieldmap.py).
 
 The rows spell the keys of verl 0.9.1. The per-version layer beside them (`row_key`, `alias_counts`) asks the version
@@ -515,14 +515,14 @@ def normalise(effective: dict[str, Any], engine: str) -> dict[str, Any]:
 
 
 def markdown() -> str:
-    """docs/fieldmap.md: the table as people read it (scripts/make_fieldmap_doc.py writes it)."""
+    """docs/fieldmap.md: the table as people read it (scripts/make_docs.py writes it)."""
     by_field: dict[str, list[Key]] = {}
     for row in KEYS:
         by_field.setdefault(row.field, []).append(row)
     lines = [
         "# Recipe fields and the verl keys they render to",
         "",
-        "Generated from `lib/grpolab/verl/fieldmap.py` by `scripts/make_fieldmap_doc.py`; do not edit. `grpolab render`",
+        "Generated from `lib/grpolab/verl/fieldmap.py` by `scripts/make_docs.py`; do not edit. `grpolab render`",
         "writes these keys, `grpolab import` reads them back into the field, and `verl_overrides` may not set them (nor",
         "an alias: a key the installed verl reads for the same setting). `{rollout}` is the recipe's rollout.engine.",
         "",

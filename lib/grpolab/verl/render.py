@@ -115,9 +115,6 @@ def first_class_keys(recipe: Recipe, run_dir: str = RUN_DIR) -> tuple[dict[str, 
     return fieldmap.render_keys(recipe, run_dir), []
 
 
-field_of = fieldmap.field_of  # the recipe field behind a verl key (the shadowing check names it)
-
-
 def render(recipe: Recipe, run_dir: str | None = None, first_class: dict[str, Any] | None = None) -> Launch:
     """The launch for the installed verl (or `python -m grpolab.local.train` for train.engine trl). `first_class`:
     first_class_keys(recipe, run_dir) when the caller (the gate) has them already: they are not rendered twice."""
