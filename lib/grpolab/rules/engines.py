@@ -6,20 +6,21 @@ agrees with the rollout's routing replay (learned from the field).
 from __future__ import annotations
 
 from grpolab.local.mapping import unsupported
+from grpolab.recipe.engines import engine_of
 from grpolab.rules.checks import Checks
 from grpolab.verl.fieldmap import verl_key
 
 
 def engines(c: Checks) -> None:
-    r, t, ro = c.r, c.r.train, c.r.rollout
-    if t.engine == "trl":
-        if ro.engine != "hf":
+    r, t, ro, engine = c.r, c.r.train, c.r.rollout, engine_of(c.r)
+    if not engine.verl:
+        if ro.engine not in engine.rollouts:
             c.add(
                 "engine-support",
                 "rollout.engine",
                 ro.engine,
                 "train.engine trl generates with the HF model in-process",
-                "set rollout.engine: hf",
+                f"set rollout.engine: {engine.rollouts[0]}",
             )
         if r.cluster.device == "npu":
             c.add(
@@ -77,11 +78,11 @@ def engines(c: Checks) -> None:
             "drop engines/trl from the recipe's defaults (and any `local:` keys)",
             severity="warning",
         )
-    if ro.engine == "hf":
+    if ro.engine not in engine.rollouts:
         c.add(
             "engine-support",
             "rollout.engine",
-            "hf",
+            ro.engine,
             "verl's rollouts are vllm, sglang or trtllm; hf generation is for train.engine trl only",
             "set rollout.engine: vllm (or sglang)",
         )

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from grpolab.recipe import stack
+from grpolab.recipe.engines import engine_of
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules.checks import Checks
 from grpolab.rules.registry import Severity
@@ -47,7 +48,7 @@ def aiv(r: Recipe, f: ModelCard | None) -> bool:
     cann = r.pinned_version("cann")
     return (
         r.cluster.device == "npu"
-        and r.train.engine == "megatron"
+        and engine_of(r).model_parallel
         and r.train.use_mbridge
         and cann is not None
         and stack.satisfies(cann, ">=8.5.0") is True

@@ -9,6 +9,7 @@ from functools import lru_cache
 from importlib import resources
 
 from grpolab.problems import closest
+from grpolab.recipe.engines import engine_of
 from grpolab.rules.checks import Checks
 from grpolab.verl.fieldmap import ROLL, field_of
 
@@ -21,7 +22,7 @@ def megatron_fields() -> dict:
 
 def unknown_keys(c: Checks) -> None:
     t = c.r.train
-    if t.engine != "megatron":
+    if not engine_of(c.r).model_parallel:
         for section in ("transformer", "optimizer"):
             if getattr(t, section):
                 c.add(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from grpolab.problems import Problem
 from grpolab.recipe.cards import model_facts
+from grpolab.recipe.engines import engine_of
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules import (
     backends,
@@ -70,13 +71,13 @@ def learned(c: Checks) -> None:
 
 def parallel_layout(c: Checks) -> None:
     """The trainer's layout (and its pipeline split), then the rollout's."""
-    engine = c.r.train.engine
-    if engine == "megatron":
+    engine = engine_of(c.r)
+    if engine.model_parallel:
         train_layout.megatron(c)
         pipeline.layers(c)
-    elif engine == "fsdp":
+    elif engine.shards_over_world:
         train_layout.fsdp(c)
-    if engine != "trl":
+    if engine.verl:
         rollout_layout.rollout(c)
 
 
