@@ -262,18 +262,6 @@ def run_merge(plan: ExportPlan, progress=print) -> None:
         )
 
 
-def score(plan: ExportPlan, folder: Path | None = None) -> dict | None:
-    """The exported weights scored by the engine's scorer, with what the run logged at that step; None when the
-    engine names none."""
-
-    scorer = engine_of(plan.recipe).export_score
-    if scorer is None:
-        return None
-    metric, accuracy = pkgutil.resolve_name(scorer)(plan.recipe, folder or plan.out)
-    logged = ck.metric_by_step(plan.run.path, metric).get(plan.checkpoint.step)
-    return {"metric": metric, "accuracy": accuracy, "logged": logged, "reproduced": logged == accuracy}
-
-
 def export(plan: ExportPlan, progress=print) -> dict:
     """Make the Hugging Face weights, check them; the report (also written to OUT/grpolab_export.json)."""
 
@@ -321,9 +309,12 @@ def _checked(plan: ExportPlan, folder: Path, check) -> dict:
             raise ExportRefused(f"the exported weights cannot be read: {exc}") from None
         report["weights"] = result.to_dict()
         report["problems"] += result.problems
-    scored = score(plan, folder)
-    if scored is not None:
-        report["validation"] = scored
+    scorer = engine_of(plan.recipe).export_score  # the engine's own scorer: the run's metric, computed again
+    if scorer is not None:
+        metric, accuracy = pkgutil.resolve_name(scorer)(plan.recipe, folder)
+        logged = ck.metric_by_step(plan.run.path, metric).get(plan.checkpoint.step)
+        report["validation"] = scored = {"metric": metric, "accuracy": accuracy, "logged": logged}
+        scored["reproduced"] = logged == accuracy
         if scored["logged"] is None:
             report["problems"].append(f"the run logged no {scored['metric']} at step {plan.checkpoint.step} to compare")
         elif not scored["reproduced"]:

@@ -34,7 +34,6 @@ from grpolab.jobs.runs import TERMINAL_STATES, Run
 from grpolab.jobs.state import live_state, refresh
 from grpolab.problems import InputError
 from grpolab.recipe.dotted import get_dotted
-from grpolab.recipe.engines import engine_of
 from grpolab.recipe.schema import Recipe
 from grpolab.recipe.secrets import REDACTED, redact_override
 
@@ -208,7 +207,7 @@ def incompatible(parent: dict, child: Recipe, checkpoint: ck.Checkpoint) -> list
             out.append(f"{key}: {before!r} -> {now!r} ({what}: the checkpoint holds the weights of {before!r})")
     if get_dotted(parent, "train.engine") != child.train.engine:
         return out
-    engine = engine_of(child)
+    engine = child.engine
     if engine.shards_over_world:
         saved = _saved_world(checkpoint) or int(get_dotted(parent, "cluster.nnodes")) * int(
             get_dotted(parent, "cluster.devices_per_node")
@@ -263,7 +262,7 @@ def training_budget(recipe: Recipe) -> tuple[int | None, str]:
     and for verl engines also total_epochs x (rows // train_batch_size) (its dataloader drops the last partial
     batch). None when neither can be known here."""
     total, how = recipe.trainer.total_steps, "trainer.total_steps"
-    if not recipe.verl_engine:
+    if not recipe.engine.verl:
         return total, how
     files = recipe.data.train_files
     counts = [dataset_rows(path) for path in ([files] if isinstance(files, str) else files)]

@@ -20,7 +20,6 @@ from grpolab.plan.baselines import nearest_published_run
 from grpolab.problems import InputError, RecipeError
 from grpolab.recipe.cards import model_facts, resolve_model
 from grpolab.recipe.cost import step_estimate, workload
-from grpolab.recipe.engines import engine_of
 from grpolab.recipe.loader import load_recipe
 
 SLOW_FACTOR = 2.0  # a step taking more than twice its estimate runs below half the expected throughput
@@ -63,7 +62,7 @@ class Yardstick:
             self.baseline = nearest_published_run(recipe, facts.name if facts else None)
         except InputError:
             self.baseline = None
-        if not engine_of(recipe).priced:
+        if not recipe.engine.priced:
             self.why_none = (
                 "train.engine trl (the CPU trainer): its step time is Python overhead around a tiny model, "
                 "not what the cost model counts; no estimate"

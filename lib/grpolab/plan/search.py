@@ -24,7 +24,6 @@ from grpolab.plan.space import OFFLOADS, rollout_space, train_space
 from grpolab.problems import InputError, Problem, RecipeError
 from grpolab.recipe import cost, memory
 from grpolab.recipe.cards import model_facts
-from grpolab.recipe.engines import engine_of
 from grpolab.recipe.layout import (
     ROLLOUT_KEYS,
     TRAIN_KEYS,
@@ -122,7 +121,7 @@ def _no_card(recipe: Recipe) -> list[Problem]:
 
 def score_train(recipe: Recipe, facts: ModelCard, t: TrainLayout, wl: cost.Workload) -> Scored:
     mem = memory.train_memory(recipe, facts, t)
-    return Scored(t, mem, cost.train_time(recipe, facts, t, wl) if engine_of(recipe).priced else None)
+    return Scored(t, mem, cost.train_time(recipe, facts, t, wl) if recipe.engine.priced else None)
 
 
 def score_rollout(recipe: Recipe, facts: ModelCard, r: RolloutLayout, wl: cost.Workload) -> Scored:
@@ -147,18 +146,17 @@ def plan(recipe: Recipe) -> Plan:
         )
     result.recipe_errors = [p for p in validate(recipe) if p.severity == "error" and not depends_on_layout(p)]
     wl = result.workload = cost.workload(recipe)
-    world, engine = recipe.world_size, engine_of(recipe)
-    megatron = engine.model_parallel
+    world, engine = recipe.world_size, recipe.engine
     n_train = 0
     memo: dict[tuple, dict] = {}  # memory does not depend on vpp or the pipeline layout
     for cand in train_space(recipe, facts):
         n_train += 1
         # cheap necessary conditions of two rules, to skip copying a recipe for layouts that cannot divide
         # the world (tests/test_plan.py checks on samples that the rule itself rejects what these skip)
-        if megatron and world % (cand.tp * cand.pp * cand.cp):
+        if engine.model_parallel and world % (cand.tp * cand.pp * cand.cp):
             result.rejected["world-divisible"] += 1
             continue
-        if megatron and world % (cand.ep * cand.etp * cand.pp):
+        if engine.model_parallel and world % (cand.ep * cand.etp * cand.pp):
             result.rejected["expert-divisible"] += 1
             continue
         layout, mem = cand, None
@@ -243,7 +241,7 @@ def own_choice(p: Plan) -> Choice | None:
     own_t, own_r = train_of(p.recipe), rollout_of(p.recipe)
     wl = p.workload or cost.workload(p.recipe)
     t = score_train(p.recipe, p.facts, own_t, wl)
-    if not engine_of(p.recipe).priced:
+    if not p.recipe.engine.priced:
         r = Scored(own_r, {"headroom": 0.0}, None)
     else:
         r = score_rollout(p.recipe, p.facts, own_r, wl)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 
 from grpolab.recipe import pplayout
-from grpolab.recipe.engines import engine_of
 from grpolab.recipe.layout import RolloutLayout, TrainLayout, train_of
 from grpolab.recipe.memory import max_sequence
 from grpolab.recipe.schema import ModelCard, Recipe
@@ -69,7 +68,7 @@ def stage_layouts(facts: ModelCard, stages: int, own: str | None) -> list[str | 
 def train_space(recipe: Recipe, facts: ModelCard) -> Iterable[TrainLayout]:
     """Every training layout the planner considers (before any rule), without offloads."""
     t, world, dpn = recipe.train, recipe.world_size, recipe.cluster.devices_per_node
-    engine = engine_of(recipe)
+    engine = recipe.engine
     if engine.shards_over_world:
         for sp in divisors(world):
             if sp <= dpn:

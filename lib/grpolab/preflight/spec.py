@@ -14,7 +14,7 @@ from grpolab.paths import runs_dir
 from grpolab.problems import InputError, RecipeError
 from grpolab.recipe.cards import resolve_model
 from grpolab.recipe.checkpoint_size import estimate
-from grpolab.recipe.engines import FSDP, engine_of
+from grpolab.recipe.engines import FSDP
 from grpolab.recipe.schema import Recipe
 from grpolab.rules.env import on_nodes  # the one table of required env
 from grpolab.verl.config import base_config
@@ -31,7 +31,7 @@ def required_env(recipe: Recipe) -> list[tuple[str, str, str]]:
 
 def required_packages(recipe: Recipe) -> list[tuple[str, str]]:
     """(distribution, why) that the job imports on every node, whether the recipe pins them or not."""
-    engine, r, c = engine_of(recipe), recipe.rollout, recipe.cluster
+    engine, r, c = recipe.engine, recipe.rollout, recipe.cluster
     out = list(engine.packages)
     if not engine.verl:
         return out
@@ -51,7 +51,7 @@ def _verl_data_key(recipe: Recipe, key: str, default: str) -> str:
     if key in recipe.verl_overrides:
         return str(recipe.verl_overrides[key])
     try:
-        config = base_config(recipe.train.engine if recipe.verl_engine else FSDP.name)
+        config = base_config(recipe.train.engine if recipe.engine.verl else FSDP.name)
         value = (config or {}).get("data", {}).get(key.split(".", 1)[1])
         return str(value) if value else default
     except Exception:  # verl not installed or its config unreadable: verl's documented defaults
@@ -75,7 +75,7 @@ def checkpoint_bytes(recipe: Recipe, card) -> tuple[int, str]:
 
 def _rendered_verl(recipe: Recipe) -> str | None:
     """The verl version the launch is rendered for (the keys its workers read): every node must run that one."""
-    if not recipe.verl_engine:
+    if not recipe.engine.verl:
         return None
 
     return verl_version()
@@ -90,7 +90,7 @@ def node_spec(recipe: Recipe) -> dict:
             card = resolve_model(recipe.model.card).card
         except (InputError, RecipeError):
             card = None  # the driver's `recipe` rows report the missing card
-    cpu_trainer = not recipe.verl_engine  # grpolab.local.train: a model and a task made in code
+    cpu_trainer = not recipe.engine.verl  # grpolab.local.train: a model and a task made in code
     model = (
         None
         if cpu_trainer

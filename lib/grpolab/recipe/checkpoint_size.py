@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from grpolab.recipe.engines import engine_of
 from grpolab.recipe.memory import ADAM_BYTES, DTYPE_BYTES  # the one home of bytes per parameter
 from grpolab.recipe.schema import ModelCard, Recipe
 
@@ -45,7 +44,7 @@ def parts(recipe: Recipe, facts: ModelCard) -> dict[str, int]:
     """Bytes of one checkpoint by content, as the recipe's engine writes them."""
     p = facts.params_b * 1e9
     contents = set(recipe.trainer.save_contents)
-    engine = engine_of(recipe)
+    engine = recipe.engine
     weights, fp32 = DTYPE_BYTES[recipe.model.dtype], DTYPE_BYTES["float32"]
     moments = ADAM_BYTES - fp32  # Adam's two fp32 moments, without the fp32 master copy
     out: dict[str, int] = {}
@@ -87,7 +86,7 @@ def kept_at_once(recipe: Recipe) -> tuple[int | None, str]:
     count = saves(recipe)
     if count == 0:
         return 0, "trainer.save_freq <= 0: no checkpoints"
-    wrapper = tr.keep_best_metric is not None or not engine_of(recipe).verl
+    wrapper = tr.keep_best_metric is not None or not recipe.engine.verl
     if tr.keep_ckpts is None and tr.keep_best_metric is None:
         if count is None:
             return None, "trainer.keep_ckpts is null: every checkpoint stays, and the number of saves is unknown"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grpolab.recipe.engines import engine_of
 from grpolab.recipe.schema import Recipe
 
 TRAIN_KEYS = ("tp", "pp", "cp", "ep", "etp", "vpp", "pp_layout", "param_offload", "optimizer_offload")
@@ -93,7 +92,7 @@ def train_fields(train: TrainLayout) -> dict:
 def train_of(recipe: Recipe) -> TrainLayout:
     """The recipe's own training layout."""
     t = recipe.train
-    fsdp = engine_of(recipe).shards_over_world
+    fsdp = recipe.engine.shards_over_world
     sp = t.ulysses_sp if fsdp else (t.tp if t.sp else 1)
     return TrainLayout(**{k: getattr(t, k) for k in TRAIN_KEYS}, sp=sp, fsdp=fsdp)
 

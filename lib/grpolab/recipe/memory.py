@@ -26,7 +26,6 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from grpolab.recipe.engines import engine_of
 from grpolab.recipe.layout import RolloutLayout, TrainLayout, data_parallel, rollout_of, train_of
 from grpolab.recipe.schema import ModelCard, Recipe
 
@@ -101,7 +100,7 @@ def train_state(recipe: Recipe, facts: ModelCard, t: TrainLayout, grad_offload_s
     """Per-device GB of weights, gradients and optimizer state of a training layout, offloads applied."""
     p, tr, world = params(facts), recipe.train, recipe.world_size
     nbytes = DTYPE_BYTES[recipe.model.dtype]
-    engine = engine_of(recipe)
+    engine = recipe.engine
     if engine.model_parallel:
         dense_dev, expert_dev = p.dense / (t.tp * t.pp), p.expert / (t.ep * t.etp * t.pp)
         dense_dp, expert_dp = data_parallel(t, world)

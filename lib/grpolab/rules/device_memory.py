@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from grpolab.recipe import memory as memory_model
-from grpolab.recipe.engines import engine_of
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules.checks import Checks
 from grpolab.verl.fieldmap import verl_key
@@ -16,7 +15,7 @@ DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 def memory(c: Checks, grad_offload_supported: bool) -> None:
     r, f = c.r, c.f
-    if f is None or not engine_of(r).priced:
+    if f is None or not r.engine.priced:
         return
     est = memory_model.estimate(r, f, grad_offload_supported)
     budget = est.device_gb * (1 - memory_model.HEADROOM)

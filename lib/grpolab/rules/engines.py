@@ -6,13 +6,12 @@ agrees with the rollout's routing replay (learned from the field).
 from __future__ import annotations
 
 from grpolab.local.mapping import unsupported
-from grpolab.recipe.engines import engine_of
 from grpolab.rules.checks import Checks
 from grpolab.verl.fieldmap import verl_key
 
 
 def engines(c: Checks) -> None:
-    r, t, ro, engine = c.r, c.r.train, c.r.rollout, engine_of(c.r)
+    r, t, ro, engine = c.r, c.r.train, c.r.rollout, c.r.engine
     if not engine.verl:
         if ro.engine not in engine.rollouts:
             c.add(

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from grpolab.recipe import stack
-from grpolab.recipe.engines import engine_of
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules.checks import Checks
 from grpolab.rules.registry import Severity
@@ -48,7 +47,7 @@ def aiv(r: Recipe, f: ModelCard | None) -> bool:
     cann = r.pinned_version("cann")
     return (
         r.cluster.device == "npu"
-        and engine_of(r).model_parallel
+        and r.engine.model_parallel
         and r.train.use_mbridge
         and cann is not None
         and stack.satisfies(cann, ">=8.5.0") is True
@@ -57,7 +56,7 @@ def aiv(r: Recipe, f: ModelCard | None) -> bool:
 
 def big_launch(r: Recipe, f: ModelCard | None) -> bool:
     """A model of 32B+ on 64+ devices, trained by verl: start-up outlasts the default timeouts."""
-    return f is not None and r.verl_engine and f.params_b >= BIG_MODEL_B and r.world_size >= BIG_WORLD
+    return f is not None and r.engine.verl and f.params_b >= BIG_MODEL_B and r.world_size >= BIG_WORLD
 
 
 def npu(r: Recipe, f: ModelCard | None) -> bool:

@@ -4,7 +4,6 @@ from the field) Megatron's context / sequence parallel split of a padded sequenc
 
 from __future__ import annotations
 
-from grpolab.recipe.engines import engine_of
 from grpolab.rules.checks import Checks
 from grpolab.rules.maths import listed, multiples_near, nearest
 
@@ -37,7 +36,7 @@ def seq_padding(c: Checks) -> None:
     """CP / sequence parallel need sequence lengths aligned to tp x cp x 2 (without packing)."""
     r = c.r
     t, d = r.train, r.data
-    if not engine_of(r).model_parallel:
+    if not r.engine.model_parallel:
         return
     sp = r.sequence_parallel
     if t.cp <= 1 and not sp:

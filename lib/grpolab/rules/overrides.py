@@ -9,7 +9,6 @@ from functools import lru_cache
 from importlib import resources
 
 from grpolab.problems import closest
-from grpolab.recipe.engines import engine_of
 from grpolab.rules.checks import Checks
 from grpolab.verl.fieldmap import ROLL, field_of
 
@@ -22,7 +21,7 @@ def megatron_fields() -> dict:
 
 def unknown_keys(c: Checks) -> None:
     t = c.r.train
-    if not engine_of(c.r).model_parallel:
+    if not c.r.engine.model_parallel:
         for section in ("transformer", "optimizer"):
             if getattr(t, section):
                 c.add(

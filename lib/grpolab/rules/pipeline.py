@@ -8,7 +8,6 @@ stage of training's split and of the rollout's pipeline split (vLLM's) starts on
 from __future__ import annotations
 
 from grpolab.recipe import pplayout
-from grpolab.recipe.engines import engine_of
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules.checks import Checks
 from grpolab.rules.maths import allowed_starts, bad_starts, divisors, listed, nearest
@@ -146,7 +145,7 @@ def dsa_stages(c: Checks) -> None:
     if f is None or not f.index_topk_freq:
         return
     t = r.train
-    if engine_of(r).model_parallel and t.pp_layout is None and t.pp * t.vpp > 1:
+    if r.engine.model_parallel and t.pp_layout is None and t.pp * t.vpp > 1:
         sizes = pplayout.first_last_sizes(f.num_layers, t.pp, t.vpp, t.transformer)
         if isinstance(sizes, list):
             bad = bad_starts(f, pplayout.starts_of(sizes))

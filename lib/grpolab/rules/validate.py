@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from grpolab.problems import Problem
 from grpolab.recipe.cards import model_facts
-from grpolab.recipe.engines import engine_of
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules import (
     backends,
@@ -65,13 +64,13 @@ LEARNED_CHECKS = (
 def learned(c: Checks) -> None:
     """The learned checks that apply to the recipe's engine."""
     for check, verl_only in LEARNED_CHECKS:
-        if c.r.verl_engine or not verl_only:
+        if c.r.engine.verl or not verl_only:
             check(c)
 
 
 def parallel_layout(c: Checks) -> None:
     """The trainer's layout (and its pipeline split), then the rollout's."""
-    engine = engine_of(c.r)
+    engine = c.r.engine
     if engine.model_parallel:
         train_layout.megatron(c)
         pipeline.layers(c)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from grpolab.problems import Problem
-from grpolab.recipe.engines import MEGATRON, engine_of
+from grpolab.recipe.engines import MEGATRON
 from grpolab.recipe.schema import Recipe
 from grpolab.verl import fieldmap, versions
 from grpolab.verl.config import verl_version
@@ -33,7 +33,7 @@ def gradients_offloaded() -> bool:
 
 def version_problems(recipe: Recipe) -> list[Problem]:
     """Every problem of the recipe on the checked verl's version (none for train.engine trl or without verl)."""
-    if not engine_of(recipe).verl:
+    if not recipe.engine.verl:
         return []
     found = fieldmap.checked_facts()
     if found is None:

@@ -24,7 +24,7 @@ from typing import Any
 from grpolab import run_folder
 from grpolab.problems import InputError, Problem
 from grpolab.recipe.dotted import has_dotted
-from grpolab.recipe.engines import FSDP, engine_of, named
+from grpolab.recipe.engines import FSDP, named
 from grpolab.recipe.schema import ENV_REF, Recipe
 from grpolab.verl import config as verl_schema
 from grpolab.verl import fieldmap, versions
@@ -126,7 +126,7 @@ def render(recipe: Recipe, run_dir: str | None = None, first_class: dict[str, An
     cluster = {
         k: v for k, v in (("ray_address", recipe.cluster.ray_address), ("runtime_env", recipe.cluster.runtime_env)) if v
     }
-    engine = engine_of(recipe)
+    engine = recipe.engine
     if not engine.verl:  # the engine's own trainer, in one process
         entry = [*engine.entry, "--run-dir", run_dir]
         return Launch(recipe.name, engine.name, entry, [], env, None, ref_notes, refs, cluster)
@@ -261,7 +261,7 @@ def to_sh(launch: Launch, recipe: Recipe) -> str:
         ),
         (
             "# Runs here, on this machine's CPU (grpolab.local.train); no cluster needed. Edit the recipe, not this file."
-            if not recipe.verl_engine
+            if not recipe.engine.verl
             else f"# Needs {c.nnodes} node(s) x {c.devices_per_node} {c.device} device(s) in a running Ray cluster; "
             + ("submitted with `ray job submit`." if submit else "run it on the head node.")
             + " Edit the recipe, not this file."
