@@ -1,15 +1,14 @@
 """The engine seam (issue 35): what differs between training engines is declared once, in grpolab/recipe/engines.py,
-and every other module asks the declaration (`engine_of(recipe).priced`, `.model_parallel`, `.merger`, ...) instead
-of comparing a name. This test fails on a literal engine name ("megatron", "fsdp", "trl"; the rollout engine "hf")
-or the CPU trainer's recipe name ("tiny") used as code anywhere in lib/ outside the engine declarations and
-grpolab/local/ (the CPU trainer itself); params/ is data, not lib. The scanner is shown to catch planted literals.
+and every other module asks the declaration (`recipe.engine.priced`, `.model_parallel`, `.merger`, or `engine_of`
+for a run's plain recipe record) instead of comparing a name. This test fails on a literal engine name ("megatron",
+"fsdp", "trl"; the rollout engine "hf") or the CPU trainer's recipe name ("tiny") used as code anywhere in lib/
+outside the engine declarations and grpolab/local/ (the CPU trainer itself); params/ is data, not lib. The scanner
+is shown to catch planted literals.
 
-What counts (a string constant whose whole value is one of the names):
-- compared (`==`, `!=`, `in`, a `match` case), alone or in a literal collection compared with something;
-- a dict literal's key or a subscript's index (`SIZES["fsdp"]`, a lookup keyed by engine);
-- a call's argument (`base_config("fsdp")`, `verl_key(key, "megatron")`), an assigned or returned value, or a
-  literal collection of such names (`VERL = ("megatron", "fsdp")`).
-What does not (the exceptions, each a string that is not an engine in its context):
+Code is any use of a string constant whose whole value is one of the names: compared (`==`, `in`, a `match` case),
+a dict literal's key or a subscript's index (`SIZES["fsdp"]`), a call's argument (`base_config("fsdp")`), an
+assigned or returned value, a literal collection of such names (`VERL = ("megatron", "fsdp")`).
+The exceptions, each a string that is not an engine in its context:
 - prose: docstrings, the text of f-strings, and any longer string (a message naming `tiny` in an example, a verl key
   such as `actor_rollout_ref.actor.megatron.tensor_model_parallel_size`): only a constant that IS a name counts;
 - a literal collection that also holds other values: a list of packages ("torch", "trl", ...), of shell commands
