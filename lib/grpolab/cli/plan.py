@@ -156,14 +156,14 @@ def _print(recipe, p, listed, best, own, written, model) -> None:
     if model is not None:
         print(io.base_note(model) + f" (its {' '.join('--set ' + shlex.quote(o) for o in model.overrides())})")
     print("all memory and time figures are ESTIMATES from a simple cost model (README: grpolab plan)")
-    if p.workload and recipe.train.engine != "trl":
+    if p.workload and recipe.engine.priced:
         w = p.workload
         print(
             f"workload: {w.prompts} prompts x {w.n} = {w.sequences} sequences, mean prompt {w.prompt_mean:.0f} and "
             f"response {w.response_mean:.0f} tokens (of {w.prompt_max} and {w.response_max}), {w.updates} optimizer "
             "step(s)" + ("" if recipe.data.mean_response_length else "; set --mean-response for a real estimate")
         )
-    if recipe.train.engine == "trl":
+    if not recipe.engine.priced:
         print("train.engine trl runs in one process: there is no parallel layout to choose")
     if own is not None:
         print(table.own_text(own))

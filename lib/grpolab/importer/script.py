@@ -29,6 +29,7 @@ from grpolab.importer.record import MAIN, ImportFailed, Recorded, record
 from grpolab.paths import params_dir
 from grpolab.problems import RecipeError
 from grpolab.recipe.dotted import flatten, get_dotted, has_dotted, set_dotted
+from grpolab.recipe.engines import FSDP, MEGATRON
 from grpolab.recipe.loader import field_type, load_recipe, merge_layers
 from grpolab.recipe.secrets import REDACTED, is_secret, references
 from grpolab.verl import config as verl_schema
@@ -98,17 +99,18 @@ def _parsed(overrides: list[str]) -> dict[str, Any]:
 
 
 def _engine(config_name: str, values: dict[str, Any]) -> str:
-    engine = values.get("model_engine") or ("megatron" if "megatron" in config_name else "dp")
+    megatron = MEGATRON.name  # verl's own word too: model_engine=megatron, actor.strategy=megatron
+    engine = values.get("model_engine") or (megatron if megatron in config_name else "dp")
     strategy = values.get(f"{fieldmap.ACTOR}.strategy")
-    if engine == "megatron" or strategy == "megatron":
-        return "megatron"
-    if engine != "dp" or strategy not in (None, "fsdp", "fsdp2"):
+    if megatron in (engine, strategy):
+        return megatron
+    if engine != "dp" or strategy not in (None, FSDP.name, "fsdp2"):
         raise ImportFailed(
             f"the launch trains with model_engine={engine}"
             + (f", actor.strategy={strategy}" if strategy else "")
             + ": GRPO Lab renders Megatron and FSDP (fsdp, fsdp2) launches only"
         )
-    return "fsdp"
+    return FSDP.name
 
 
 def _selection(engine: str, config_name: str, overrides: list[str]) -> tuple[str, list[str]]:
@@ -117,7 +119,7 @@ def _selection(engine: str, config_name: str, overrides: list[str]) -> tuple[str
     0.7.1) is composed the way that version selects it."""
 
     name, selecting = engine_selection(engine)
-    if engine != "megatron" or selecting or config_name != "ppo_trainer":
+    if name == FSDP.config_name or selecting or config_name != FSDP.config_name:
         return config_name, overrides  # the script's own form exists in this version: composed as it is
     rest = [o for o in overrides if o.split("=", 1)[0].lstrip("+") != "model_engine"]
     return name, [*selecting, *rest]
@@ -282,7 +284,7 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
         key = text.split("=", 1)[0].lstrip("+")
         value = values[key]
         if key in ("model_engine", f"{fieldmap.REF}.strategy") or (
-            key == f"{fieldmap.ACTOR}.strategy" and engine != "fsdp"
+            key == f"{fieldmap.ACTOR}.strategy" and engine != FSDP.name
         ):
             continue  # the engine itself (the ref's strategy follows the actor's)
         if key.startswith(fieldmap.RAY_ENV + "."):

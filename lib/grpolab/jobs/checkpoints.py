@@ -10,7 +10,8 @@ names N once all of that is written. What a complete actor/ holds (verl/utils/ch
               naming each content's folder: model/huggingface (mbridge's HF weights: every shard its index names),
               model/dist_ckpt, optimizer/dist_ckpt, extra/dist_ckpt (torch distributed checkpoints: a .metadata
               file naming every rank's .distcp files)
-    TRL       the local trainer's own folders (grpolab.local.checkpoint): a marker plus transformers' files
+    TRL       the local trainer's own folders (the module its engine declaration names, grpolab.local.checkpoint):
+              a marker plus transformers' files
 A folder newer than the tracker is a save that did not finish. verl's own rotation (max_actor_ckpt_to_keep) removes
 actor/ and leaves data.pt: such a folder is incomplete too.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib
 import json
 import os
 import re
@@ -31,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from grpolab import run_folder
-from grpolab.local import checkpoint as local_ckpt
 from grpolab.local.checkpoint import STEP_PREFIX, TRACKER, folder_size
 from grpolab.problems import InputError
 from grpolab.recipe import files
 from grpolab.recipe.checkpoint_size import human_bytes
 from grpolab.recipe.dotted import get_dotted
+from grpolab.recipe.engines import named
 
 _STEP_DIR = re.compile(rf"^{STEP_PREFIX}(\d+)$")
 OWNER = ".grpolab-owner.json"  # in a shared trainer.ckpt_dir: the run that saves there now
@@ -212,13 +214,13 @@ def _megatron_missing(actor: Path, deep: bool = True) -> list[str]:
 
 def missing_files(folder: Path, layout: Layout, deep: bool = True) -> list[str]:
     """What a complete checkpoint folder has and this one lacks ([]: complete)."""
-    folder = Path(folder)
-    if layout.engine == "trl":
-        return local_ckpt.missing_files(folder)
+    folder, engine = Path(folder), named(layout.engine)
+    if engine.checkpoints:
+        return importlib.import_module(engine.checkpoints).missing_files(folder)
     actor = folder / "actor"
     if not actor.is_dir():
         return ["actor/ (removed by verl's rotation, or never written)"]
-    missing = _megatron_missing(actor, deep) if layout.engine == "megatron" else _fsdp_missing(actor, layout)
+    missing = _megatron_missing(actor, deep) if engine.dist_checkpoint else _fsdp_missing(actor, layout)
     if not (folder / "data.pt").is_file():
         missing.append("data.pt (the data position, written after every rank's files)")
     return missing
@@ -260,7 +262,8 @@ def scan(layout: Layout, run_dir: Path | None = None, sizes: bool = True, deep: 
     root = layout.root
     if not root.is_dir():
         return []
-    tracker = read_tracker(root)
+    tracker, engine = read_tracker(root), named(layout.engine)
+    own = importlib.import_module(engine.checkpoints) if engine.checkpoints else None
     seconds = metric_by_step(run_dir, SAVE_TIME_METRIC)
     out = []
     for child in root.iterdir():
@@ -271,9 +274,9 @@ def scan(layout: Layout, run_dir: Path | None = None, sizes: bool = True, deep: 
         missing = missing_files(child, layout, deep)
         if tracker is not None and step > tracker:
             missing.append(f"{TRACKER} names step {tracker}: this save did not finish")
-        elif tracker is None and layout.engine != "megatron":  # verl writes it after every save but async ones
+        elif tracker is None and not engine.dist_checkpoint:  # verl writes it after every save but async ones
             missing.append(f"no {TRACKER}: no save finished")
-        marker = local_ckpt.read_marker(child) if layout.engine == "trl" else {}
+        marker = own.read_marker(child) if own else {}
         out.append(
             Checkpoint(
                 step=step,

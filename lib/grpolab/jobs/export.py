@@ -10,8 +10,9 @@ How the weights come out of the checkpoint (grpolab.jobs.checkpoints reads its l
     Megatron through mbridge verl already saved Hugging Face weights (actor/model/huggingface, ckpt_contents.json
                             says so); its merger reads model/dist_ckpt and would find nothing: they are copied
     TRL (`tiny`)            the checkpoint is a transformers model: its weights, config and tokenizer are copied
-Then the result is checked against the model's card (grpolab.jobs.weights_check), and for `tiny` loaded back with
-transformers and scored on the validation split: the accuracy the run logged at that step must come back exactly.
+Then the result is checked against the model's card (grpolab.jobs.weights_check), and where the engine names a
+scorer (`tiny`: loaded back with transformers and scored on the validation split, grpolab.local.score) the value the
+run logged at that step must come back exactly.
 OUT defaults to RUN/export/global_step_N; OUT/grpolab_export.json holds the report.
 
 Nothing a user owns is overwritten: OUT must be new or an empty folder, or (with --force, which names what it
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import pkgutil
 import re
 import secrets
 import shlex
@@ -40,13 +42,10 @@ from grpolab.jobs import cluster
 from grpolab.jobs.cluster import Endpoint
 from grpolab.jobs.runs import Run
 from grpolab.jobs.weights_check import check
-from grpolab.local.mapping import settings_from_recipe
-from grpolab.local.metrics import VAL_ACC
-from grpolab.local.task import split_problems
-from grpolab.local.train import greedy_accuracy, quiet_transformers
 from grpolab.paths import is_system_folder
 from grpolab.problems import InputError, RecipeError
 from grpolab.recipe.dotted import get_dotted
+from grpolab.recipe.engines import FSDP, engine_of, named
 from grpolab.recipe.secrets import is_secret
 
 MERGER = ["-m", "verl.model_merger", "merge"]
@@ -113,15 +112,15 @@ def card_of(recipe: Any):
 
 def merger_command(recipe: Any, local_dir: str | Path, target_dir: str | Path, python: str = "python3") -> list[str]:
     """verl's merger for a recipe's checkpoint folder (CKPT/global_step_N/actor) into target_dir."""
-    engine = get_dotted(recipe, "train.engine")
-    backend = "megatron" if engine == "megatron" else "fsdp"
+    engine = engine_of(recipe)
+    backend = engine.merger or FSDP.merger  # a trainer with no merger of its own: verl's default worker's
     argv = [python, *MERGER, "--backend", backend, "--local_dir", str(local_dir), "--target_dir", str(target_dir)]
     card = card_of(recipe)
-    if backend == "megatron" and card is not None and card.tie_word_embeddings:
+    if engine.dist_checkpoint and card is not None and card.tie_word_embeddings:
         argv.append("--tie-word-embedding")
     if get_dotted(recipe, "model.trust_remote_code"):
         argv.append("--trust-remote-code")
-    if backend == "megatron" and card is not None:
+    if engine.dist_checkpoint and card is not None:
         weights_gb = card.params_b * 2  # bf16
         if weights_gb > float(get_dotted(recipe, "cluster.device_memory_gb") or 0):
             argv.append("--use_cpu_initialization")  # the merger builds the whole model in one process
@@ -195,11 +194,11 @@ def plan_export(run: Run, step: int | None = None, out: str | Path | None = None
     checkpoint = _pick(run, layout, step)
     target, replaces = _target(run, layout, out, run.path / "export" / checkpoint.path.name, force)
     staging = target.with_name(f".{target.name}.partial-{os.getpid()}")
-    engine = layout.engine
-    if engine == "trl":
+    engine = named(layout.engine)
+    if not engine.merger:
         return ExportPlan(run, recipe, checkpoint, target, "copy", checkpoint.path, None, staging, replaces)
     actor = checkpoint.path / "actor"
-    if engine == "megatron":
+    if engine.dist_checkpoint:
         try:
             manifest = ck.read_json(actor / "ckpt_contents.json")
         except (OSError, ValueError):
@@ -264,23 +263,6 @@ def run_merge(plan: ExportPlan, progress=print) -> None:
         )
 
 
-def score_tiny(plan: ExportPlan, folder: Path | None = None) -> dict:
-    """Load the exported `tiny` weights with transformers and score them on the validation split, as the run did."""
-
-    quiet_transformers()
-    # lazy: transformers (only scoring the exported tiny model needs it; seconds to import)
-    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
-
-    settings = settings_from_recipe(plan.recipe)
-    folder = folder or plan.out
-    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(folder, local_files_only=True)
-    _, val = split_problems(settings.digits, settings.val_size)
-    accuracy = greedy_accuracy(model, tokenizer, val, settings.max_response_length)
-    logged = ck.metric_by_step(plan.run.path, VAL_ACC).get(plan.checkpoint.step)
-    return {"metric": VAL_ACC, "accuracy": accuracy, "logged": logged, "reproduced": logged == accuracy}
-
-
 def export(plan: ExportPlan, progress=print) -> dict:
     """Make the Hugging Face weights, check them; the report (also written to OUT/grpolab_export.json)."""
 
@@ -328,13 +310,17 @@ def _checked(plan: ExportPlan, folder: Path, check) -> dict:
             raise ExportRefused(f"the exported weights cannot be read: {exc}") from None
         report["weights"] = result.to_dict()
         report["problems"] += result.problems
-    if plan.recipe.get("train", {}).get("engine") == "trl":
-        report["validation"] = score = score_tiny(plan, folder)
-        if score["logged"] is None:
-            report["problems"].append(f"the run logged no {score['metric']} at step {plan.checkpoint.step} to compare")
-        elif not score["reproduced"]:
+    scorer = engine_of(plan.recipe).export_score  # the engine's own scorer: the run's metric, computed again
+    if scorer is not None:
+        metric, accuracy = pkgutil.resolve_name(scorer)(plan.recipe, folder)
+        logged = ck.metric_by_step(plan.run.path, metric).get(plan.checkpoint.step)
+        report["validation"] = scored = {"metric": metric, "accuracy": accuracy, "logged": logged}
+        scored["reproduced"] = logged == accuracy
+        if scored["logged"] is None:
+            report["problems"].append(f"the run logged no {scored['metric']} at step {plan.checkpoint.step} to compare")
+        elif not scored["reproduced"]:
             report["problems"].append(
-                f"the exported weights score {score['accuracy']:.4f} on validation, the run logged "
-                f"{score['logged']:.4f} at step {plan.checkpoint.step}"
+                f"the exported weights score {scored['accuracy']:.4f} on validation, the run logged "
+                f"{scored['logged']:.4f} at step {plan.checkpoint.step}"
             )
     return report

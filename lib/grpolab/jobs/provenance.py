@@ -18,12 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pkgutil
 from pathlib import Path
 from typing import Any
 
-from grpolab.local.task import split_problems
 from grpolab.recipe import stack
 from grpolab.recipe.dotted import get_dotted
+from grpolab.recipe.engines import engine_of
 from grpolab.verl.dataset import data_files
 
 GENERATED = "generated:"
@@ -49,24 +50,15 @@ PACKAGES = (
 )
 
 
-def _generated(recipe: Any, name: str) -> dict:
-    """The fingerprint of a task the local trainer generates: a hash of its train and validation problems."""
-
-    if name != "arith":
-        return {"generated": name, "error": f"no generator named {name!r} (grpolab.local.task has `arith`)"}
-    digits, val_size = get_dotted(recipe, "local.digits"), get_dotted(recipe, "local.val_size")
-    try:
-        train, val = split_problems(int(digits), int(val_size))
-    except (TypeError, ValueError) as exc:
-        return {"generated": name, "error": str(exc)}
-    text = "\n".join(["train", *(p.prompt + p.answer for p in train), "val", *(p.prompt + p.answer for p in val)])
-    return {"generated": name, "sha256": hashlib.sha256(text.encode()).hexdigest(), "problems": len(train) + len(val)}
 
 
 def fingerprint(path: str, recipe: Any = None) -> dict:
     """{bytes, sha256} of one data file, {error} when it cannot be read here, or a generated task's hash."""
-    if path.startswith(GENERATED):
-        return _generated(recipe, path[len(GENERATED) :])
+    if path.startswith(GENERATED):  # a task the trainer generates: its engine's declaration names the fingerprint
+        name, generator = path[len(GENERATED) :], engine_of(recipe).generated_task
+        if generator is None:
+            return {"generated": name, "error": f"train.engine {engine_of(recipe).name} generates no task"}
+        return pkgutil.resolve_name(generator)(recipe, name)
     full = Path(os.path.expanduser(path))
     try:
         stat = full.stat()

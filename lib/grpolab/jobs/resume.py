@@ -40,9 +40,6 @@ from grpolab.recipe.secrets import REDACTED, redact_override
 # keys whose change the checkpoint cannot take, per engine, and why
 MODEL_KEYS = {"model.path": "a different model", "model.card": "a different model card", "train.engine": "engine"}
 MEGATRON_LAYOUT = ("train.tp", "train.pp", "train.cp", "train.ep", "train.etp", "train.vpp", "train.pp_layout")
-TINY_MODEL = tuple(f"local.{k}" for k in ("digits", "hidden_size", "layers", "heads", "kv_heads", "intermediate_size"))
-BATCH_KEYS = ("data.train_batch_size",)
-TRL_BATCH_KEYS = ("data.train_batch_size", "algorithm.ppo_mini_batch_size")
 RESHARDABLE = "actor_rollout_ref.actor.megatron.dist_ckpt_optim_fully_reshardable"
 
 
@@ -209,10 +206,10 @@ def incompatible(parent: dict, child: Recipe, checkpoint: ck.Checkpoint) -> list
         before, now = get_dotted(parent, key), get_dotted(child, key)
         if before != now:
             out.append(f"{key}: {before!r} -> {now!r} ({what}: the checkpoint holds the weights of {before!r})")
-    engine = get_dotted(parent, "train.engine")
-    if engine != child.train.engine:
+    if get_dotted(parent, "train.engine") != child.train.engine:
         return out
-    if engine == "fsdp":
+    engine = child.engine
+    if engine.shards_over_world:
         saved = _saved_world(checkpoint) or int(get_dotted(parent, "cluster.nnodes")) * int(
             get_dotted(parent, "cluster.devices_per_node")
         )
@@ -222,7 +219,7 @@ def incompatible(parent: dict, child: Recipe, checkpoint: ck.Checkpoint) -> list
                 f"checkpoint holds model_world_size_{saved}_rank_*.pt shards and verl 0.9.1 loads them only at the "
                 "world size that saved them"
             )
-    if engine == "megatron" and "optimizer" in (get_dotted(parent, "trainer.save_contents") or []):
+    if engine.dist_checkpoint and "optimizer" in (get_dotted(parent, "trainer.save_contents") or []):
         reshardable = get_dotted(parent, "verl_overrides", {}).get(RESHARDABLE) is True
         changed = [k for k in MEGATRON_LAYOUT if get_dotted(parent, k) != get_dotted(child, k)]
         if changed and not reshardable:
@@ -232,8 +229,7 @@ def incompatible(parent: dict, child: Recipe, checkpoint: ck.Checkpoint) -> list
                 + ": verl saves the distributed optimizer dp_reshardable (only the data-parallel size may change); "
                 f"set verl_overrides {RESHARDABLE}: true on the run that saves"
             )
-    keys = TRL_BATCH_KEYS + TINY_MODEL if engine == "trl" else BATCH_KEYS
-    for key in keys:
+    for key in engine.resume_keys:
         before, now = get_dotted(parent, key), get_dotted(child, key)
         if before != now:
             why = "a different tiny model" if key.startswith("local.") else "the saved data position counts batches"
@@ -268,7 +264,7 @@ def training_budget(recipe: Recipe) -> tuple[int | None, str]:
     and for verl engines also total_epochs x (rows // train_batch_size) (its dataloader drops the last partial
     batch). None when neither can be known here."""
     total, how = recipe.trainer.total_steps, "trainer.total_steps"
-    if recipe.train.engine == "trl":
+    if not recipe.engine.verl:
         return total, how
     files = recipe.data.train_files
     counts = [dataset_rows(path) for path in ([files] if isinstance(files, str) else files)]

@@ -31,6 +31,7 @@ from grpolab.jobs.checkpoints import (
 from grpolab.local.checkpoint import TRACKER
 from grpolab.problems import InputError
 from grpolab.recipe.dotted import get_dotted
+from grpolab.recipe.engines import engine_of
 
 TRASH_PREFIX = ".removing-"
 
@@ -58,7 +59,7 @@ def wrapper_prunes(recipe: Any) -> bool:
     """True when the job wrapper, not verl, applies the retention: keep-best (verl has none), or the TRL trainer."""
 
     policy = policy_of(recipe)
-    return policy.best_metric is not None or (get_dotted(recipe, "train.engine") == "trl" and policy.active)
+    return policy.best_metric is not None or (not engine_of(recipe).verl and policy.active)
 
 
 def best(checkpoints: list[Checkpoint], policy: Policy, step_scores: dict[int, float]) -> Checkpoint | None:

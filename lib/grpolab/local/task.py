@@ -20,11 +20,14 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from grpolab.local.tiny import EOS
+from grpolab.recipe.dotted import get_dotted
 
 # The validation split does not move with the training seed: three seeds are measured on one split.
 SPLIT_SEED = 20260901
@@ -195,3 +198,18 @@ def verl_rows(digits: int, val_size: int, split: str) -> list[dict]:
         }
         for i, p in enumerate(train if split == "train" else val)
     ]
+
+
+def fingerprint(recipe: Any, name: str) -> dict:
+    """The provenance fingerprint of a generated task (`generated:arith`, grpolab.jobs.provenance): a hash of its
+    train and validation problems."""
+
+    if name != "arith":
+        return {"generated": name, "error": f"no generator named {name!r} (grpolab.local.task has `arith`)"}
+    digits, val_size = get_dotted(recipe, "local.digits"), get_dotted(recipe, "local.val_size")
+    try:
+        train, val = split_problems(int(digits), int(val_size))
+    except (TypeError, ValueError) as exc:
+        return {"generated": name, "error": str(exc)}
+    text = "\n".join(["train", *(p.prompt + p.answer for p in train), "val", *(p.prompt + p.answer for p in val)])
+    return {"generated": name, "sha256": hashlib.sha256(text.encode()).hexdigest(), "problems": len(train) + len(val)}

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from grpolab.problems import closest
 from grpolab.recipe.dotted import get_dotted
+from grpolab.recipe.engines import FSDP, MEGATRON
 from grpolab.rules.maths import divisors, listed, multiples_near, nearest
 from grpolab.verl.config import base_config
 from grpolab.verl.fieldmap import KEYS, field_of
@@ -123,7 +124,7 @@ def nearest_verl_key(key: str) -> str | None:
     None (no verl, or nothing near)."""
 
     parts = key.lstrip("+~").split(".")
-    for engine in ("fsdp", "megatron"):
+    for engine in (FSDP.name, MEGATRON.name):
         config = base_config(engine)
         if not config or parts[0] not in config:
             continue
@@ -163,7 +164,7 @@ def _config_key(line: str, facts) -> Extra | None:
     else:
         fix = f"remove or correct {key} (the installed version has no such argument or key)"
 
-    config = base_config("fsdp") or {}
+    config = base_config(FSDP.name) or {}
     verl_key = "." in key and key.lstrip("+~").split(".")[0] in config
     return Extra(message, fix, key, None if verl_key else "")
 

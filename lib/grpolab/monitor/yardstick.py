@@ -62,7 +62,7 @@ class Yardstick:
             self.baseline = nearest_published_run(recipe, facts.name if facts else None)
         except InputError:
             self.baseline = None
-        if recipe.train.engine == "trl":
+        if not recipe.engine.priced:
             self.why_none = (
                 "train.engine trl (the CPU trainer): its step time is Python overhead around a tiny model, "
                 "not what the cost model counts; no estimate"

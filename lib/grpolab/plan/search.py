@@ -121,7 +121,7 @@ def _no_card(recipe: Recipe) -> list[Problem]:
 
 def score_train(recipe: Recipe, facts: ModelCard, t: TrainLayout, wl: cost.Workload) -> Scored:
     mem = memory.train_memory(recipe, facts, t)
-    return Scored(t, mem, cost.train_time(recipe, facts, t, wl) if recipe.train.engine != "trl" else None)
+    return Scored(t, mem, cost.train_time(recipe, facts, t, wl) if recipe.engine.priced else None)
 
 
 def score_rollout(recipe: Recipe, facts: ModelCard, r: RolloutLayout, wl: cost.Workload) -> Scored:
@@ -146,17 +146,17 @@ def plan(recipe: Recipe) -> Plan:
         )
     result.recipe_errors = [p for p in validate(recipe) if p.severity == "error" and not depends_on_layout(p)]
     wl = result.workload = cost.workload(recipe)
-    world, megatron = recipe.world_size, recipe.train.engine == "megatron"
+    world, engine = recipe.world_size, recipe.engine
     n_train = 0
     memo: dict[tuple, dict] = {}  # memory does not depend on vpp or the pipeline layout
     for cand in train_space(recipe, facts):
         n_train += 1
         # cheap necessary conditions of two rules, to skip copying a recipe for layouts that cannot divide
         # the world (tests/test_plan.py checks on samples that the rule itself rejects what these skip)
-        if megatron and world % (cand.tp * cand.pp * cand.cp):
+        if engine.model_parallel and world % (cand.tp * cand.pp * cand.cp):
             result.rejected["world-divisible"] += 1
             continue
-        if megatron and world % (cand.ep * cand.etp * cand.pp):
+        if engine.model_parallel and world % (cand.ep * cand.etp * cand.pp):
             result.rejected["expert-divisible"] += 1
             continue
         layout, mem = cand, None
@@ -170,10 +170,10 @@ def plan(recipe: Recipe) -> Plan:
                 break
         if not _screen(with_layout(recipe, train=layout), facts, "train", result.rejected):
             continue
-        timing = cost.train_time(recipe, facts, layout, wl) if recipe.train.engine != "trl" else None
+        timing = cost.train_time(recipe, facts, layout, wl) if engine.priced else None
         result.train.append(Scored(layout, mem, timing))
     n_rollout = 0
-    if recipe.train.engine != "trl":
+    if engine.priced:
         for cand in rollout_space(recipe):
             n_rollout += 1
             if _screen(with_layout(recipe, rollout=cand), facts, "rollout", result.rejected):
@@ -241,7 +241,7 @@ def own_choice(p: Plan) -> Choice | None:
     own_t, own_r = train_of(p.recipe), rollout_of(p.recipe)
     wl = p.workload or cost.workload(p.recipe)
     t = score_train(p.recipe, p.facts, own_t, wl)
-    if p.recipe.train.engine == "trl":
+    if not p.recipe.engine.priced:
         r = Scored(own_r, {"headroom": 0.0}, None)
     else:
         r = score_rollout(p.recipe, p.facts, own_r, wl)

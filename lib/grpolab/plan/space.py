@@ -68,12 +68,13 @@ def stage_layouts(facts: ModelCard, stages: int, own: str | None) -> list[str | 
 def train_space(recipe: Recipe, facts: ModelCard) -> Iterable[TrainLayout]:
     """Every training layout the planner considers (before any rule), without offloads."""
     t, world, dpn = recipe.train, recipe.world_size, recipe.cluster.devices_per_node
-    if t.engine == "fsdp":
+    engine = recipe.engine
+    if engine.shards_over_world:
         for sp in divisors(world):
             if sp <= dpn:
                 yield TrainLayout(sp=sp, fsdp=True)
         return
-    if t.engine != "megatron":
+    if not engine.model_parallel:
         yield train_of(recipe)
         return
     eps = [d for d in divisors(world) if d <= max(facts.num_experts, 1)]

@@ -38,7 +38,7 @@ def driver_rows(recipe: Recipe) -> list[Row]:
     from grpolab.rules.gate import gate
 
     rows: list[Row] = []
-    uses_verl = recipe.train.engine != "trl"
+    uses_verl = recipe.engine.verl
     verdict = gate(recipe)  # the one gate: preflight refuses exactly what `grpolab check` refuses
     schema_problems = [p for p in verdict if p.rule == "verl-schema"]
     problems = [p for p in verdict if p.rule != "verl-schema" and p.key != "stack.verl"]  # the `verl` row says it

@@ -14,6 +14,7 @@ from grpolab.paths import runs_dir
 from grpolab.problems import InputError, RecipeError
 from grpolab.recipe.cards import resolve_model
 from grpolab.recipe.checkpoint_size import estimate
+from grpolab.recipe.engines import FSDP
 from grpolab.recipe.schema import Recipe
 from grpolab.rules.env import on_nodes  # the one table of required env
 from grpolab.verl.config import base_config
@@ -30,18 +31,12 @@ def required_env(recipe: Recipe) -> list[tuple[str, str, str]]:
 
 def required_packages(recipe: Recipe) -> list[tuple[str, str]]:
     """(distribution, why) that the job imports on every node, whether the recipe pins them or not."""
-    t, r, c = recipe.train, recipe.rollout, recipe.cluster
-    if t.engine == "trl":
-        return [
-            ("trl", "train.engine trl runs TRL's GRPOTrainer"),
-            ("transformers", "the CPU trainer builds its model with transformers"),
-            ("torch", "the CPU trainer runs on torch"),
-        ]
-    out = [("verl", f"train.engine {t.engine} runs verl on every node"), ("torch", "verl runs on torch")]
-    if t.engine == "megatron":
-        out.append(("megatron-core", "train.engine megatron"))
-        if c.device == "npu":
-            out.append(("mindspeed", "Megatron on Ascend runs through MindSpeed"))
+    engine, r, c = recipe.engine, recipe.rollout, recipe.cluster
+    out = list(engine.packages)
+    if not engine.verl:
+        return out
+    if engine.model_parallel and c.device == "npu":
+        out.append(("mindspeed", "Megatron on Ascend runs through MindSpeed"))
     if r.engine == "vllm":
         out.append(("vllm", "rollout.engine vllm"))
         if c.device == "npu":
@@ -56,7 +51,7 @@ def _verl_data_key(recipe: Recipe, key: str, default: str) -> str:
     if key in recipe.verl_overrides:
         return str(recipe.verl_overrides[key])
     try:
-        config = base_config(recipe.train.engine if recipe.train.engine in ("megatron", "fsdp") else "fsdp")
+        config = base_config(recipe.train.engine if recipe.engine.verl else FSDP.name)
         value = (config or {}).get("data", {}).get(key.split(".", 1)[1])
         return str(value) if value else default
     except Exception:  # verl not installed or its config unreadable: verl's documented defaults
@@ -80,7 +75,7 @@ def checkpoint_bytes(recipe: Recipe, card) -> tuple[int, str]:
 
 def _rendered_verl(recipe: Recipe) -> str | None:
     """The verl version the launch is rendered for (the keys its workers read): every node must run that one."""
-    if recipe.train.engine == "trl":
+    if not recipe.engine.verl:
         return None
 
     return verl_version()
@@ -95,7 +90,7 @@ def node_spec(recipe: Recipe) -> dict:
             card = resolve_model(recipe.model.card).card
         except (InputError, RecipeError):
             card = None  # the driver's `recipe` rows report the missing card
-    cpu_trainer = recipe.train.engine == "trl"  # grpolab.local.train: a model and a task made in code
+    cpu_trainer = not recipe.engine.verl  # grpolab.local.train: a model and a task made in code
     model = (
         None
         if cpu_trainer

@@ -8,7 +8,7 @@ One checkpoint, P = the model's parameters (its card's params_b), as verl 0.9.1 
               parameters and two moments (12 P)
     TRL       (the local trainer) fp32 weights (4 P), AdamW's moments (8 P), and trainer_state.json's log of every
               step (about 1 KB a step, measured on `tiny`)
-plus SMALL_FILES for the tokenizer, configs and data.pt. Sizes follow `trainer.save_contents`.
+plus the engine's small_files_bytes (grpolab.recipe.engines) for the tokenizer, configs and data.pt. Sizes follow `trainer.save_contents`.
 
 Kept at once: verl's rotation (max_actor_ckpt_to_keep = N) deletes down to N - 1 before it saves, so N are on disk
 (2 with N = 1: the old one goes once the new one is complete); the job wrapper prunes after a save (grpolab.jobs.
@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from grpolab.recipe.memory import ADAM_BYTES, DTYPE_BYTES  # the one home of bytes per parameter
 from grpolab.recipe.schema import ModelCard, Recipe
 
-SMALL_FILES = {"megatron": 20 * 10**6, "fsdp": 20 * 10**6, "trl": 40 * 10**3}  # tokenizer, configs, data.pt
 TRL_LOG_BYTES_PER_STEP = 1_100  # trainer_state.json's log_history: measured 122 KB after 120 tiny steps
 
 
@@ -45,18 +44,18 @@ def parts(recipe: Recipe, facts: ModelCard) -> dict[str, int]:
     """Bytes of one checkpoint by content, as the recipe's engine writes them."""
     p = facts.params_b * 1e9
     contents = set(recipe.trainer.save_contents)
-    engine = recipe.train.engine
+    engine = recipe.engine
     weights, fp32 = DTYPE_BYTES[recipe.model.dtype], DTYPE_BYTES["float32"]
     moments = ADAM_BYTES - fp32  # Adam's two fp32 moments, without the fp32 master copy
     out: dict[str, int] = {}
-    if engine == "megatron":
+    if engine.dist_checkpoint:
         if "model" in contents:
             out[f"model ({recipe.model.dtype})"] = int(weights * p)
         if "hf_model" in contents and ("model" not in contents or recipe.train.use_dist_checkpointing):
             out[f"hf_model ({recipe.model.dtype})"] = int(weights * p)
         if "optimizer" in contents:
             out["optimizer (fp32 main params + Adam moments)"] = int(ADAM_BYTES * p)
-    elif engine == "fsdp":
+    elif engine.verl:
         if "model" in contents:
             out["model shards (fp32)"] = int(fp32 * p)
         if "optimizer" in contents:
@@ -67,7 +66,7 @@ def parts(recipe: Recipe, facts: ModelCard) -> dict[str, int]:
         out["model (fp32)"] = int(fp32 * p)
         out["optimizer (fp32 Adam moments)"] = int(moments * p)
         out["trainer_state.json"] = TRL_LOG_BYTES_PER_STEP * (recipe.trainer.total_steps or 0)
-    out["tokenizer, configs, data position"] = SMALL_FILES.get(engine, SMALL_FILES["fsdp"])
+    out["tokenizer, configs, data position"] = engine.small_files_bytes
     return out
 
 
@@ -87,7 +86,7 @@ def kept_at_once(recipe: Recipe) -> tuple[int | None, str]:
     count = saves(recipe)
     if count == 0:
         return 0, "trainer.save_freq <= 0: no checkpoints"
-    wrapper = tr.keep_best_metric is not None or recipe.train.engine == "trl"
+    wrapper = tr.keep_best_metric is not None or not recipe.engine.verl
     if tr.keep_ckpts is None and tr.keep_best_metric is None:
         if count is None:
             return None, "trainer.keep_ckpts is null: every checkpoint stays, and the number of saves is unknown"

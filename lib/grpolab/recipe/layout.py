@@ -92,7 +92,7 @@ def train_fields(train: TrainLayout) -> dict:
 def train_of(recipe: Recipe) -> TrainLayout:
     """The recipe's own training layout."""
     t = recipe.train
-    fsdp = t.engine == "fsdp"
+    fsdp = recipe.engine.shards_over_world
     sp = t.ulysses_sp if fsdp else (t.tp if t.sp else 1)
     return TrainLayout(**{k: getattr(t, k) for k in TRAIN_KEYS}, sp=sp, fsdp=fsdp)
 

@@ -100,7 +100,8 @@ def train_state(recipe: Recipe, facts: ModelCard, t: TrainLayout, grad_offload_s
     """Per-device GB of weights, gradients and optimizer state of a training layout, offloads applied."""
     p, tr, world = params(facts), recipe.train, recipe.world_size
     nbytes = DTYPE_BYTES[recipe.model.dtype]
-    if tr.engine == "megatron":
+    engine = recipe.engine
+    if engine.model_parallel:
         dense_dev, expert_dev = p.dense / (t.tp * t.pp), p.expert / (t.ep * t.etp * t.pp)
         dense_dp, expert_dp = data_parallel(t, world)
         if not tr.distributed_optimizer:
@@ -108,7 +109,7 @@ def train_state(recipe: Recipe, facts: ModelCard, t: TrainLayout, grad_offload_s
         weights = grads = (dense_dev + expert_dev) * nbytes
         optimizer = (dense_dev / dense_dp + expert_dev / expert_dp) * ADAM_BYTES
     else:  # fsdp shards fp32 state over every device; trl holds it all in one process
-        shards = world if tr.engine == "fsdp" else 1
+        shards = world if engine.shards_over_world else 1
         weights = grads = p.total / shards * 4
         optimizer = p.total / shards * 8
     if t.param_offload:

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StringConstraints
 
 from grpolab.recipe.dotted import flatten
+from grpolab.recipe.engines import ENGINES, ROLLOUTS, Engine
 from grpolab.recipe.monitor_schema import Monitor
 from grpolab.recipe.stack import parse_pin
 
@@ -114,7 +115,7 @@ class Recompute(Strict):
 class Train(Strict):
     """The training engine and its parallel layout (Megatron terms; FSDP uses only sp)."""
 
-    engine: Literal["megatron", "fsdp", "trl"]
+    engine: Literal[tuple(ENGINES)]  # grpolab.recipe.engines declares each
     tp: int = Field(gt=0, description="tensor parallel size")
     pp: int = Field(gt=0, description="pipeline parallel size")
     cp: int = Field(gt=0, description="context parallel size")
@@ -169,7 +170,7 @@ class ValKwargs(Strict):
 
 
 class Rollout(Strict):
-    engine: Literal["vllm", "sglang", "trtllm", "hf"]
+    engine: Literal[ROLLOUTS]
     tp: int = Field(gt=0)
     dp: int = Field(gt=0)
     ep: int = Field(gt=0)
@@ -390,16 +391,16 @@ class Recipe(Strict):
     # What a recipe says beyond its fields, as the rules read it: asked of the recipe itself, like world_size.
 
     @property
-    def verl_engine(self) -> bool:
-        """Trained through verl (megatron or fsdp), not the in-process TRL engine."""
-        return self.train.engine in ("megatron", "fsdp")
+    def engine(self) -> Engine:
+        """train.engine's declaration (grpolab.recipe.engines): what this engine does differently."""
+        return ENGINES[self.train.engine]
 
     @property
     def sequence_parallel(self) -> bool:
         """Megatron sequence parallel in effect. Accepts `train.sp` as an int (1 = off, = tp on) or a bool."""
         t = self.train
         on = bool(t.sp) if isinstance(t.sp, bool) else t.sp > 1
-        return t.engine == "megatron" and on and t.tp > 1
+        return self.engine.model_parallel and on and t.tp > 1
 
     def flat_overrides(self) -> dict[str, Any]:
         """verl_overrides as {dotted key: value}: a recipe may nest them (`--set verl_overrides.a.b=1` does)."""

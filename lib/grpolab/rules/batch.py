@@ -32,7 +32,7 @@ def train_batch_step(c: Checks) -> int:
     if dp and micro > 0:
         step = math.lcm(step, (dp * micro) // math.gcd(n, dp * micro))
     groups = r.override(f"{ROLL}.agent.num_workers", AGENT_WORKERS)
-    if r.verl_engine and isinstance(groups, int) and not isinstance(groups, bool) and groups > 0:
+    if r.engine.verl and isinstance(groups, int) and not isinstance(groups, bool) and groups > 0:
         step = math.lcm(step, groups // math.gcd(n, groups))
     return step
 
@@ -167,7 +167,7 @@ def vpp_microbatches(c: Checks) -> None:
     """With vpp > 1, micro-batches per mini-batch must be >= pp and a multiple of pp (interleaved schedule)."""
     r = c.r
     t, a, n = r.train, r.algorithm, r.rollout.n
-    if t.engine != "megatron" or t.vpp <= 1 or t.pp <= 1 or t.dynamic_bsz:
+    if not r.engine.model_parallel or t.vpp <= 1 or t.pp <= 1 or t.dynamic_bsz:
         return
     dp, micro = train_dp(r.train, r.world_size), a.micro_batch_size_per_device
     per_dp = a.ppo_mini_batch_size * n
@@ -198,7 +198,7 @@ def dynamic_batch(c: Checks) -> None:
     t, d = r.train, r.data
     if not r.override(verl_key("train.dynamic_bsz"), t.dynamic_bsz):
         return
-    factor = t.cp if t.engine == "megatron" else t.ulysses_sp
+    factor = t.cp if r.engine.model_parallel else t.ulysses_sp
     longest = d.max_prompt_length + d.max_response_length
     if f is not None and longest > f.context_length:
         return  # rule lengths refuses the recipe already

@@ -14,7 +14,7 @@ from grpolab.rules.registry import card_rules
 def missing_card(c: Checks) -> None:
     """One warning when the model's facts are unknown (no card, no config.json at model.path)."""
     r = c.r
-    if c.f is not None or r.model.card or not r.verl_engine:  # trl builds its tiny model in code
+    if c.f is not None or r.model.card or not r.engine.verl:  # trl builds its tiny model in code
         return
     skipped, partly = card_rules("all"), card_rules("part")
     where = f"model.path {r.model.path!r}" if r.model.path else "model.path (empty)"

@@ -316,7 +316,7 @@ def _step_budget(c: Checks, out: Report) -> None:
     r = c.r
     calls = r.data.train_batch_size * r.rollout.n
     step = None
-    if r.verl_engine and r.cluster.device != "cpu":  # the cpu profile's cost constants are placeholders
+    if r.engine.verl and r.cluster.device != "cpu":  # the cpu profile's cost constants are placeholders
         facts, _ = model_facts(r)
         if facts is not None:
             try:

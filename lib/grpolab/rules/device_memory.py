@@ -15,7 +15,7 @@ DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 def memory(c: Checks, grad_offload_supported: bool) -> None:
     r, f = c.r, c.f
-    if f is None or r.train.engine == "trl":
+    if f is None or not r.engine.priced:
         return
     est = memory_model.estimate(r, f, grad_offload_supported)
     budget = est.device_gb * (1 - memory_model.HEADROOM)

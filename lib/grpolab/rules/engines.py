@@ -11,15 +11,15 @@ from grpolab.verl.fieldmap import verl_key
 
 
 def engines(c: Checks) -> None:
-    r, t, ro = c.r, c.r.train, c.r.rollout
-    if t.engine == "trl":
-        if ro.engine != "hf":
+    r, t, ro, engine = c.r, c.r.train, c.r.rollout, c.r.engine
+    if not engine.verl:
+        if ro.engine not in engine.rollouts:
             c.add(
                 "engine-support",
                 "rollout.engine",
                 ro.engine,
                 "train.engine trl generates with the HF model in-process",
-                "set rollout.engine: hf",
+                f"set rollout.engine: {engine.rollouts[0]}",
             )
         if r.cluster.device == "npu":
             c.add(
@@ -77,11 +77,11 @@ def engines(c: Checks) -> None:
             "drop engines/trl from the recipe's defaults (and any `local:` keys)",
             severity="warning",
         )
-    if ro.engine == "hf":
+    if ro.engine not in engine.rollouts:
         c.add(
             "engine-support",
             "rollout.engine",
-            "hf",
+            ro.engine,
             "verl's rollouts are vllm, sglang or trtllm; hf generation is for train.engine trl only",
             "set rollout.engine: vllm (or sglang)",
         )

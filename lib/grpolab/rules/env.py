@@ -47,7 +47,7 @@ def aiv(r: Recipe, f: ModelCard | None) -> bool:
     cann = r.pinned_version("cann")
     return (
         r.cluster.device == "npu"
-        and r.train.engine == "megatron"
+        and r.engine.model_parallel
         and r.train.use_mbridge
         and cann is not None
         and stack.satisfies(cann, ">=8.5.0") is True
@@ -56,7 +56,7 @@ def aiv(r: Recipe, f: ModelCard | None) -> bool:
 
 def big_launch(r: Recipe, f: ModelCard | None) -> bool:
     """A model of 32B+ on 64+ devices, trained by verl: start-up outlasts the default timeouts."""
-    return f is not None and r.verl_engine and f.params_b >= BIG_MODEL_B and r.world_size >= BIG_WORLD
+    return f is not None and r.engine.verl and f.params_b >= BIG_MODEL_B and r.world_size >= BIG_WORLD
 
 
 def npu(r: Recipe, f: ModelCard | None) -> bool:

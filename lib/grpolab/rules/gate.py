@@ -31,7 +31,7 @@ def shadowing(recipe: Recipe, rendered: dict[str, Any] | None = None) -> list[Pr
     """`verl_overrides` keys that would silently replace what a first-class field renders (or that verl reads for the
     same setting: an alias in grpolab.verl.fieldmap). `rendered`: the first-class keys when the gate has them."""
 
-    if recipe.train.engine == "trl" or not recipe.verl_overrides:
+    if not recipe.engine.verl or not recipe.verl_overrides:
         return []
     if rendered is None:
         rendered, _ = first_class_keys(recipe)
@@ -120,10 +120,10 @@ def _gate(recipe: Recipe, verl: bool, run_dir: str | None) -> tuple[list[Problem
     # key (none of 0.7.1 to main does); without verl, as no supported version does
     grad_ok = gradients_offloaded()
     launch, rendered = None, None
-    if recipe.train.engine != "trl" and recipe.verl_overrides:
+    if recipe.engine.verl and recipe.verl_overrides:
         # the shadowing check reads the keys the launch is rendered from: rendered once, for both
         rendered, _ = first_class_keys(recipe, run_dir or RUN_DIR)
-    if verl and recipe.train.engine != "trl":
+    if verl and recipe.engine.verl:
         found, _, launch = verl_problems(recipe, run_dir=run_dir, first_class=rendered)
         problems += found
     return known(validate(recipe, grad_ok) + shadowing(recipe, rendered) + problems), launch

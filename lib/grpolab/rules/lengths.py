@@ -36,7 +36,7 @@ def seq_padding(c: Checks) -> None:
     """CP / sequence parallel need sequence lengths aligned to tp x cp x 2 (without packing)."""
     r = c.r
     t, d = r.train, r.data
-    if t.engine != "megatron":
+    if not r.engine.model_parallel:
         return
     sp = r.sequence_parallel
     if t.cp <= 1 and not sp:

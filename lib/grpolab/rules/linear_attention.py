@@ -17,7 +17,7 @@ def linear_attention(c: Checks) -> None:
     kh, vh = f.linear_num_key_heads, f.linear_num_value_heads or f.linear_num_key_heads
     t, ro = r.train, r.rollout
     sizes = []
-    if t.engine == "megatron":
+    if r.engine.model_parallel:
         sizes.append(("train.tp", t.tp))
     if ro.engine in ("vllm", "sglang"):
         sizes.append(("rollout.tp", ro.tp))
@@ -31,7 +31,7 @@ def linear_attention(c: Checks) -> None:
                 f"{f.name}'s Gated DeltaNet layers have {kh} key and {vh} value heads: tp {tp} must divide both",
                 f"nearest valid {key}: {listed(nearest(tp, valid))}",
             )
-    if t.engine != "megatron" or t.cp <= 1:
+    if not r.engine.model_parallel or t.cp <= 1:
         return
     version = r.pinned_version("megatron-core")
     if version is None:

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable
 from functools import lru_cache
 
+from grpolab.recipe.engines import named
 from grpolab.recipe.schema import ModelCard, Train
 
 MAX_DIVISORS_OF = 10**12  # above this no "nearest valid" list is offered: finding it would take seconds
@@ -46,9 +47,10 @@ def train_dp(t: Train, world: int) -> int:
     """Data-parallel size of the trainer `t` over `world` devices: the world over Megatron's tp x pp x cp or FSDP's
     Ulysses group (1 for the in-process TRL engine); 0 when the layout does not divide the world. (The cost model's
     grpolab.recipe.layout.data_parallel prices a layout the planner already screened: it floors at 1 instead.)"""
-    if t.engine == "megatron":
+    engine = named(t.engine)
+    if engine.model_parallel:
         group = t.tp * t.pp * t.cp
-    elif t.engine == "fsdp":
+    elif engine.shards_over_world:
         group = t.ulysses_sp
     else:
         return 1

@@ -21,7 +21,7 @@ def megatron_fields() -> dict:
 
 def unknown_keys(c: Checks) -> None:
     t = c.r.train
-    if t.engine != "megatron":
+    if not c.r.engine.model_parallel:
         for section in ("transformer", "optimizer"):
             if getattr(t, section):
                 c.add(

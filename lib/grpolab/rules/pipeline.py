@@ -145,7 +145,7 @@ def dsa_stages(c: Checks) -> None:
     if f is None or not f.index_topk_freq:
         return
     t = r.train
-    if t.engine == "megatron" and t.pp_layout is None and t.pp * t.vpp > 1:
+    if r.engine.model_parallel and t.pp_layout is None and t.pp * t.vpp > 1:
         sizes = pplayout.first_last_sizes(f.num_layers, t.pp, t.vpp, t.transformer)
         if isinstance(sizes, list):
             bad = bad_starts(f, pplayout.starts_of(sizes))

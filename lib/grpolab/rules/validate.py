@@ -63,19 +63,19 @@ LEARNED_CHECKS = (
 def learned(c: Checks) -> None:
     """The learned checks that apply to the recipe's engine."""
     for check, verl_only in LEARNED_CHECKS:
-        if c.r.verl_engine or not verl_only:
+        if c.r.engine.verl or not verl_only:
             check(c)
 
 
 def parallel_layout(c: Checks) -> None:
     """The trainer's layout (and its pipeline split), then the rollout's."""
-    engine = c.r.train.engine
-    if engine == "megatron":
+    engine = c.r.engine
+    if engine.model_parallel:
         train_layout.megatron(c)
         pipeline.layers(c)
-    elif engine == "fsdp":
+    elif engine.shards_over_world:
         train_layout.fsdp(c)
-    if engine != "trl":
+    if engine.verl:
         rollout_layout.rollout(c)
 
 

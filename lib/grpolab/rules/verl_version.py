@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from grpolab.problems import Problem
+from grpolab.recipe.engines import MEGATRON
 from grpolab.recipe.schema import Recipe
 from grpolab.verl import fieldmap, versions
 from grpolab.verl.config import verl_version
@@ -26,13 +27,13 @@ def gradients_offloaded() -> bool:
     """Does the checked verl offload gradients when train.grad_offload asks? Only where its workers read the key
     (none of 0.7.1 to main does); without verl, as no supported version does. The memory estimate asks this."""
     found = fieldmap.checked_facts()
-    key = fieldmap.verl_key("train.grad_offload", "megatron")
+    key = fieldmap.verl_key("train.grad_offload", MEGATRON.name)
     return found is not None and versions.read_key(key, found) is not None
 
 
 def version_problems(recipe: Recipe) -> list[Problem]:
     """Every problem of the recipe on the checked verl's version (none for train.engine trl or without verl)."""
-    if recipe.train.engine == "trl":
+    if not recipe.engine.verl:
         return []
     found = fieldmap.checked_facts()
     if found is None:

@@ -23,6 +23,7 @@ import yaml
 from grpolab.paths import cache_root
 from grpolab.problems import Problem, closest
 from grpolab.recipe.dotted import MISSING, get_dotted
+from grpolab.recipe.engines import VERL_ENGINES
 from grpolab.recipe.schema import Recipe
 from grpolab.verl import fieldmap, versions
 from grpolab.verl.fieldmap import REF, verl_key, verl_keys_of
@@ -42,7 +43,7 @@ FREE_FORM = {
     "kw_args",
     "reward_kwargs",
 }
-GENERATED = {"megatron": "_generated_ppo_megatron_trainer.yaml", "fsdp": "_generated_ppo_trainer.yaml"}
+GENERATED = {e.name: f"_generated_{e.config_name}.yaml" for e in VERL_ENGINES}  # each verl engine's composed config
 
 
 verl_root = versions.verl_root  # the verl package folder checked for ($GRPOLAB_VERL_ROOT, else the installed one)

@@ -22,7 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from grpolab.recipe import engines
 from grpolab.recipe.dotted import flatten, get_dotted
+from grpolab.recipe.engines import VERL_ENGINES
 from grpolab.verl.transforms import IMPORTS, PARTS, TRANSFORMS  # noqa: F401 (the field map's, asked through it)
 
 ARR = "actor_rollout_ref"
@@ -33,8 +35,8 @@ OOC = f"{ACTOR}.optim.override_optimizer_config"
 ENGINE_KWARGS = f"{ROLL}.engine_kwargs"
 REWARD_FN = "reward.custom_reward_function"
 RAY_ENV = "ray_kwargs.ray_init.runtime_env.env_vars"  # verl passes these to Ray: the same as the recipe's `env`
-VERL = ("megatron", "fsdp")
-MEGATRON, FSDP = ("megatron",), ("fsdp",)
+VERL = tuple(e.name for e in VERL_ENGINES)  # the engines verl trains (grpolab.recipe.engines)
+MEGATRON, FSDP = (engines.MEGATRON.name,), (engines.FSDP.name,)
 ROLLOUT_WORD = "{rollout}"  # in a key: the recipe's rollout.engine (engine_kwargs.vllm, engine_kwargs.sglang)
 
 

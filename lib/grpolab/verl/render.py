@@ -24,11 +24,11 @@ from typing import Any
 from grpolab import run_folder
 from grpolab.problems import InputError, Problem
 from grpolab.recipe.dotted import has_dotted
+from grpolab.recipe.engines import FSDP, named
 from grpolab.recipe.schema import ENV_REF, Recipe
 from grpolab.verl import config as verl_schema
 from grpolab.verl import fieldmap, versions
 
-LOCAL_ENTRY = ["-m", "grpolab.local.train"]
 RUN_DIR = "${RUN_DIR}"  # placeholder when rendering without a run directory
 # a plain word is left unquoted; the run-directory placeholder counts as plain, so that the bash script, which
 # puts the real directory in its place, passes exactly what rendering with that directory would
@@ -123,11 +123,13 @@ def render(recipe: Recipe, run_dir: str | None = None, first_class: dict[str, An
     cluster = {
         k: v for k, v in (("ray_address", recipe.cluster.ray_address), ("runtime_env", recipe.cluster.runtime_env)) if v
     }
-    if recipe.train.engine == "trl":
-        return Launch(recipe.name, "trl", [*LOCAL_ENTRY, "--run-dir", run_dir], [], env, None, ref_notes, refs, cluster)
+    engine = recipe.engine
+    if not engine.verl:  # the engine's own trainer, in one process
+        entry = [*engine.entry, "--run-dir", run_dir]
+        return Launch(recipe.name, engine.name, entry, [], env, None, ref_notes, refs, cluster)
     keys, notes = verl_keys(recipe, run_dir, first_class)
     schema = verl_schema.base_config(recipe.train.engine)
-    config_name, overrides = engine_selection(recipe.train.engine)
+    config_name, overrides = engine_selection(engine.name)
     for key, value in keys.items():
         bare = key.lstrip("+")
         if key.startswith("+"):
@@ -185,12 +187,13 @@ def _lacking(key: str, value: Any) -> Problem:
 def engine_selection(engine: str) -> tuple[str, list[str]]:
     """(Hydra root config, overrides) that select a training engine in the checked verl: `model_engine=megatron`
     from 0.8.0, `--config-name ppo_megatron_trainer` in 0.7.1 (grpolab.verl.versions derives which)."""
-    if engine != "megatron":
-        return "ppo_trainer", []
+    root = FSDP.config_name  # verl's default root config: the default worker's
+    if named(engine).config_name in (None, root):
+        return root, []
     found = fieldmap.checked_facts()
     if found is None:
-        return "ppo_trainer", ["model_engine=megatron"]
-    return found["megatron"]["config_name"], list(found["megatron"]["overrides"])
+        return root, [f"model_engine={engine}"]
+    return found[engine]["config_name"], list(found[engine]["overrides"])
 
 
 def _env(recipe: Recipe) -> tuple[dict[str, str], dict[str, str], list[Problem]]:
@@ -250,12 +253,12 @@ def to_sh(launch: Launch, recipe: Recipe) -> str:
         f"{recipe.name} --format sh`.",
         *(
             [f"# Rendered for verl {launch.verl_version}: the keys that version's workers read."]
-            if launch.engine != "trl"
+            if named(launch.engine).verl
             else []
         ),
         (
             "# Runs here, on this machine's CPU (grpolab.local.train); no cluster needed. Edit the recipe, not this file."
-            if recipe.train.engine == "trl"
+            if not recipe.engine.verl
             else f"# Needs {c.nnodes} node(s) x {c.devices_per_node} {c.device} device(s) in a running Ray cluster; "
             + ("submitted with `ray job submit`." if submit else "run it on the head node.")
             + " Edit the recipe, not this file."

@@ -26,6 +26,7 @@ from typing import Any
 
 from grpolab.recipe import stack
 from grpolab.recipe.dotted import MISSING, flatten, get_dotted
+from grpolab.recipe.engines import FSDP, MEGATRON, VERL_ENGINES
 from grpolab.recipe.yamlio import parse_yaml
 
 TABLE = Path(__file__).resolve().parents[1] / "data" / "verl_versions.json"
@@ -35,8 +36,7 @@ SUPPORTED_MIN, SUPPORTED_BELOW = "0.7.1", "0.10.0"
 SUPPORTED = f"{SUPPORTED_MIN} to main (below {SUPPORTED_BELOW})"
 
 ROOT_ENV = "GRPOLAB_VERL_ROOT"  # a verl package folder to check and render for instead of the installed verl
-GEN = "verl/trainer/config/_generated_ppo_{}.yaml"
-GENERATED = {"fsdp": GEN.format("trainer"), "megatron": GEN.format("megatron_trainer")}
+GENERATED = {e.name: f"verl/trainer/config/_generated_{e.config_name}.yaml" for e in VERL_ENGINES}
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def derive(src: Source, layer: dict[str, tuple[str, ...]], keys: list[tuple[str,
     return {
         "version": version,
         "source": src.name,
-        "megatron": _megatron(src),
+        MEGATRON.name: _megatron(src),
         "legacy_workers": _legacy(src),
         "reads": _reads(src, gen, layer),
         "defaults": _defaults(gen, keys),
@@ -180,7 +180,7 @@ def _reads(src: Source, gen: dict[str, dict], layer: dict[str, tuple[str, ...]])
         path = "verl/workers/engine_workers.py"
         line = _line(src.text(path), r"initialize_global_process_group_ray\(", path)
         reads[timeout] = {"key": None, "source": line or f"{path}: no reader of nccl_timeout"}
-    reads[grad_offload] = _grad_offload(src, gen["megatron"], grad_offload)
+    reads[grad_offload] = _grad_offload(src, gen[MEGATRON.name], grad_offload)
     reads.update(_reward_reads(src, layer))
     return reads
 
@@ -211,7 +211,7 @@ def _reward_reads(src: Source, layer: dict[str, tuple[str, ...]]) -> dict[str, d
 
 def _grad_offload(src: Source, megatron: dict, key: str) -> dict[str, Any]:
     if get_dotted(megatron, key, MISSING) is MISSING:
-        return {"key": None, "source": f"{GENERATED['megatron']}: no {key}"}
+        return {"key": None, "source": f"{GENERATED[MEGATRON.name]}: no {key}"}
     leaf = key.rsplit(".", 1)[1]
     # the attribute is one of a worker's or an engine's own: read, if at all, in verl/workers
     files = {p: src.text(p) or "" for p in src.files("verl/workers/") if p.endswith(".py")}
@@ -235,7 +235,7 @@ def _defaults(gen: dict[str, dict], keys: list[tuple[str, str]] | None) -> dict[
     leaf of both engines' configs (a version derived at run time)."""
 
     if keys is None:
-        return {**flatten(gen["fsdp"]), **flatten(gen["megatron"])}
+        return {**flatten(gen[FSDP.name]), **flatten(gen[MEGATRON.name])}
     out: dict[str, Any] = {}
     for key, engine in keys:
         value = get_dotted(gen[engine], key, MISSING)

@@ -1,0 +1,85 @@
+"""The training engines, each declared once: verl with Megatron, verl with FSDP, and the CPU trainer (grpolab.local).
+
+What differs between engines is a field of its declaration; every other module asks `recipe.engine` (`engine_of` for
+a run's plain recipe record) and never compares an engine's name (tests/test_engine_seam.py).
+What the CPU trainer does in its own code (checking its checkpoints, scoring exported weights, fingerprinting its
+generated task) lives in grpolab.local, a layer above this one: the declaration names it `module:function`, and the
+caller (in jobs/, above local) resolves it with pkgutil.resolve_name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from grpolab.recipe.dotted import get_dotted
+
+VERL_ROLLOUTS = ("vllm", "sglang", "trtllm")
+BATCH_KEYS = ("data.train_batch_size",)
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str  # the value of train.engine
+    packages: tuple[tuple[str, str], ...]  # (distribution, why) the job imports on every node
+    rollouts: tuple[str, ...] = VERL_ROLLOUTS  # the rollout.engine values it generates with
+    verl: bool = True  # launched as verl's trainer: rendered to verl's keys, composed against its schema, pinned
+    priced: bool = True  # the cost model, the device memory estimate, the planner's layouts and the yardstick apply
+    model_parallel: bool = False  # Megatron's layout: the model split over tp x pp x cp (ep x etp), vpp, pp_layout
+    shards_over_world: bool = False  # FSDP: weights, gradients and optimizer state sharded over every device
+    config_name: str | None = None  # verl's Hydra root config for the engine (its _generated_<name>.yaml)
+    merger: str | None = None  # verl.model_merger's --backend; None: the checkpoint is a transformers model already
+    dist_checkpoint: bool = False  # saves torch distributed checkpoints that ckpt_contents.json names (Megatron)
+    small_files_bytes: int = 20 * 10**6  # a checkpoint's tokenizer, configs and data position
+    resume_keys: tuple[str, ...] = BATCH_KEYS  # a resume may not change them: the saved data position counts batches
+    entry: tuple[str, ...] = ()  # `python` argv of a trainer that is not verl's (`--run-dir RUN` follows)
+    checkpoints: str | None = None  # module checking the trainer's own checkpoint folders; None: verl's layout
+    export_score: str | None = None  # `module:function(recipe, folder) -> (metric, value)` re-scoring exported weights
+    generated_task: str | None = None  # `module:function(recipe, name) -> dict`: a generated task's fingerprint
+
+
+def _verl(name: str, *more: tuple[str, str]) -> tuple[tuple[str, str], ...]:
+    return (("verl", f"train.engine {name} runs verl on every node"), ("torch", "verl runs on torch"), *more)
+
+
+MEGATRON = Engine(
+    name="megatron",
+    packages=_verl("megatron", ("megatron-core", "train.engine megatron")),
+    model_parallel=True,
+    config_name="ppo_megatron_trainer",
+    merger="megatron",
+    dist_checkpoint=True,
+)
+FSDP = Engine(name="fsdp", packages=_verl("fsdp"), shards_over_world=True, config_name="ppo_trainer", merger="fsdp")
+TINY_MODEL = tuple(f"local.{k}" for k in ("digits", "hidden_size", "layers", "heads", "kv_heads", "intermediate_size"))
+CPU_TRAINER = Engine(
+    name="trl",
+    packages=(
+        ("trl", "train.engine trl runs TRL's GRPOTrainer"),
+        ("transformers", "the CPU trainer builds its model with transformers"),
+        ("torch", "the CPU trainer runs on torch"),
+    ),
+    rollouts=("hf",),
+    verl=False,
+    priced=False,  # its step time is Python overhead around a tiny model in one process: nothing to plan or price
+    small_files_bytes=40 * 10**3,
+    resume_keys=(*BATCH_KEYS, "algorithm.ppo_mini_batch_size", *TINY_MODEL),
+    entry=("-m", "grpolab.local.train"),
+    checkpoints="grpolab.local.checkpoint",
+    export_score="grpolab.local.score:score_export",
+    generated_task="grpolab.local.task:fingerprint",
+)
+ENGINES = {e.name: e for e in (MEGATRON, FSDP, CPU_TRAINER)}  # the order of the schema's train.engine values
+VERL_ENGINES = tuple(e for e in ENGINES.values() if e.verl)
+ROLLOUTS = tuple(dict.fromkeys(r for e in ENGINES.values() for r in e.rollouts))  # the schema's rollout.engine
+
+
+def named(name: Any) -> Engine:
+    """The engine a train.engine value names; a record without one (or with a name no engine has) reads as FSDP,
+    verl's default worker."""
+    return ENGINES.get(name, FSDP) if isinstance(name, str) else FSDP
+
+
+def engine_of(recipe: Any) -> Engine:
+    """The engine of a Recipe or of the plain dict of a run's recipe.yaml."""
+    return named(get_dotted(recipe, "train.engine"))
