@@ -16,7 +16,8 @@ def score_export(recipe: Any, folder: Path) -> tuple[str, float]:
     """(the run's metric, its value for the Hugging Face weights in `folder`)."""
 
     quiet_transformers()
-    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast  # heavy: loads torch and transformers
+    # lazy: transformers (only scoring exported weights needs it; seconds to import)
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
     settings = settings_from_recipe(recipe)
     model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
