@@ -42,7 +42,7 @@ from grpolab.jobs.runs import Run
 from grpolab.jobs.weights_check import check
 from grpolab.local.mapping import settings_from_recipe
 from grpolab.local.metrics import VAL_ACC
-from grpolab.local.task import split_problems
+from grpolab.local.task import load_data
 from grpolab.local.train import greedy_accuracy, quiet_transformers
 from grpolab.paths import is_system_folder
 from grpolab.problems import InputError, RecipeError
@@ -273,7 +273,7 @@ def score_tiny(plan: ExportPlan, folder: Path | None = None) -> dict:
     folder = folder or plan.out
     model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(folder, local_files_only=True)
-    _, val = split_problems(settings.digits, settings.val_size)
+    _, val = load_data(settings)
     accuracy = greedy_accuracy(model, tokenizer, val, settings.max_response_length)
     logged = ck.metric_by_step(plan.run.path, VAL_ACC).get(plan.checkpoint.step)
     return {"metric": VAL_ACC, "accuracy": accuracy, "logged": logged, "reproduced": logged == accuracy}

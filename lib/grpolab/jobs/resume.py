@@ -40,7 +40,7 @@ from grpolab.recipe.secrets import REDACTED, redact_override
 # keys whose change the checkpoint cannot take, per engine, and why
 MODEL_KEYS = {"model.path": "a different model", "model.card": "a different model card", "train.engine": "engine"}
 MEGATRON_LAYOUT = ("train.tp", "train.pp", "train.cp", "train.ep", "train.etp", "train.vpp", "train.pp_layout")
-TINY_MODEL = tuple(f"local.{k}" for k in ("digits", "hidden_size", "layers", "heads", "kv_heads", "intermediate_size"))
+TINY_MODEL = tuple(f"local.{k}" for k in ("hidden_size", "layers", "heads", "kv_heads", "intermediate_size"))
 BATCH_KEYS = ("data.train_batch_size",)
 TRL_BATCH_KEYS = ("data.train_batch_size", "algorithm.ppo_mini_batch_size")
 RESHARDABLE = "actor_rollout_ref.actor.megatron.dist_ckpt_optim_fully_reshardable"
