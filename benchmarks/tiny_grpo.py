@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT / "lib"))  # runnable from a checkout without instal
 
 from grpolab.local import metrics as M  # noqa: E402
 from grpolab.local.mapping import TinySettings, grpo_config_kwargs, settings_from_recipe  # noqa: E402
+from grpolab.local.task import load_data  # noqa: E402
 from grpolab.local.train import apply_sets, run, set_threads, train_dataset  # noqa: E402
 
 REWARD_WINDOW = 20  # steps averaged for the reward at the start and at the end
@@ -91,9 +92,7 @@ def one_seed(settings: TinySettings, work: Path, bare_steps: int | None) -> dict
     rows = M.read_jsonl(run_dir / "metrics.jsonl")
     rewards = [r["data"]["critic/score/mean"] for r in rows if "critic/score/mean" in r["data"]]
     window = min(REWARD_WINDOW, max(1, len(rewards) // 4))
-    from grpolab.local.task import split_problems
-
-    train, _ = split_problems(settings.digits, settings.val_size)
+    train, _ = load_data(settings)
     steps = bare_steps or summary["steps"]
     bare_s = bare_trl(settings, run_dir / "warmup", train, work / f"bare{settings.seed}", steps)
     return dict(

@@ -42,9 +42,9 @@ os.environ.setdefault("GRPOLAB_CACHE", str(ROOT / ".cache" / "tests"))
 PYTHON = sys.executable
 
 
-# tiny's overrides for a run of seconds (a 5-step warm-up, 4 GRPO steps, validation at 2 and 4 on 10 problems): what
+# tiny's overrides for a run of seconds (a 5-step warm-up, 4 GRPO steps, validation at 2 and 4): what
 # the tests submit when they test the way from a command to a finished run, not what tiny learns
-SHORT_TINY = ("trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5", "local.val_size=10")
+SHORT_TINY = ("trainer.total_steps=4", "trainer.test_freq=2", "local.warmup_steps=5")
 
 
 @pytest.fixture

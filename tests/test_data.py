@@ -17,6 +17,8 @@ from grpolab.problems import errors  # noqa: E402
 from grpolab.recipe.loader import load_recipe  # noqa: E402
 from grpolab.rules.data import histogram, report  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
+DATA = "params/data/tiny"
 FAST = "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
 
 
@@ -295,7 +297,7 @@ def test_01_setups_data_view_shows_the_sample_and_returns_what_check_did_not_fin
 
 
 def test_tiny_names_its_reward_and_data_and_run_dry_runs_them_before_submitting(cli, tmp_path):
-    """tiny's reward is a verl-signature function named in its recipe, its task rows are verl-format (the data
+    """tiny's reward is a verl-signature function named in its recipe, its data verl-format parquet (the data
     summary and the dry run cover them), and `grpolab run` refuses a reward that cannot tell right from wrong
     before anything starts (no Ray head is needed to refuse)."""
     recipe = load_recipe("tiny")
@@ -307,6 +309,30 @@ def test_tiny_names_its_reward_and_data_and_run_dry_runs_them_before_submitting(
     proc = cli("run", "tiny", "--set", f"reward.function={tmp_path / 'flat.py'}:compute_score")
     assert proc.returncode == 1 and "reward dry run" in proc.stdout and "[reward-constant]" in proc.stdout
     assert "nothing was submitted" in proc.stdout and "submitted run" not in proc.stdout
+
+
+def test_tinys_parquet_is_what_data_prepare_writes_from_its_jsonl(tmp_path):
+    """tiny's recipe names params/data/tiny/{train,val}.parquet: `grpolab data prepare --preset arith` of the jsonl
+    beside them; regenerated, the rows are the same (after editing a jsonl, run the command the failure names)."""
+    import pyarrow.parquet as pq
+
+    from grpolab.verl.prepare import prepare
+
+    recipe = load_recipe("tiny")
+    assert (recipe.data.train_files, recipe.data.val_files) == tuple(f"{DATA}/{s}.parquet" for s in ("train", "val"))
+    for split, rows in (("train", 70), ("val", 30)):
+        done = prepare(ROOT / DATA / f"{split}.jsonl", tmp_path, preset="arith", split=split)
+        written = pq.read_table(tmp_path / f"{split}.parquet").to_pylist()
+        assert done.rows == {split: rows} and written == pq.read_table(ROOT / DATA / f"{split}.parquet").to_pylist(), (
+            f"regenerate it: grpolab data prepare {DATA}/{split}.jsonl --preset arith --split {split} --out {DATA}"
+        )
+    assert written[0] == {
+        "data_source": "arith",
+        "prompt": [{"role": "user", "content": "0+4="}],
+        "ability": "arithmetic",
+        "reward_model": {"style": "rule", "ground_truth": "4"},
+        "extra_info": {"split": "val", "index": 0},
+    }
 
 
 def test_an_overlong_prompt_is_caught_without_the_tokenizer_too(setup):

@@ -220,7 +220,7 @@ def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head, w
     cells.insert(
         parameters + 1,
         "model = 'tiny'\nrun_id = 'interrupted'\noverrides = "
-        + repr(["trainer.total_steps=60", "trainer.test_freq=20", "local.warmup_steps=5", "local.val_size=10"]),
+        + repr(["trainer.total_steps=60", "trainer.test_freq=20", "local.warmup_steps=5"]),
     )
     follow = next(i for i, code in enumerate(cells) if "nb.follow(run)" in code)
     km = KernelManager(kernel_name="python3")
@@ -252,7 +252,7 @@ def test_interrupt_kernel_shutdown_and_a_killed_head_never_lose_a_run(no_head, w
         "tiny",
         "--run-id",
         "head-killed",
-        *sets(["trainer.total_steps=100", "trainer.test_freq=50", "local.warmup_steps=5", "local.val_size=10"]),
+        *sets(["trainer.total_steps=100", "trainer.test_freq=50", "local.warmup_steps=5"]),
     )
     assert out.returncode == 0, out.stdout + out.stderr
     metrics = runs_root / "head-killed" / "metrics.jsonl"

@@ -61,7 +61,7 @@ def test_tiny_job_writes_verl_format_metrics_a_clean_record_and_wandb_offline_wi
 
 
 def test_stop_keeps_every_finished_step(ray_head, wait_for):
-    recipe = load_recipe("tiny", ["trainer.total_steps=500", "local.warmup_steps=5", "local.val_size=10"])
+    recipe = load_recipe("tiny", ["trainer.total_steps=500", "local.warmup_steps=5"])
     run = launch.submit(recipe, progress=lambda *_: None)
     wait_for(lambda: run.metrics_file.exists() and len(run.metrics_file.read_text().splitlines()) >= 3)
     # `grpolab status` of a running job asks the embedded head's Jobs API over HTTP: it never imports Ray (which

@@ -54,7 +54,7 @@ def test_tiny_stopped_resumed_and_exported_from_no_head(no_head, cli, tmp_path):
     assert abs(straight[-1]["data"][VAL_ACC] - child_rows[-1]["data"][VAL_ACC]) <= 0.1
     record = json.loads((runs / "child" / "launch.json").read_text())
     assert record["resumed_from"]["run_id"] == "parent" and record["provenance"]["seed"] == 1
-    assert record["provenance"]["data"]["generated:arith"]["sha256"]
+    assert record["provenance"]["data"]["params/data/tiny/train.parquet"]["sha256"]
 
     out = cli("export", "child", env=env)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -67,16 +67,44 @@ def test_reward_reads_eos_from_token_ids() -> None:
     assert scores[3] <= 0.1 and scores[4] == 0.0
 
 
-def test_split_is_fixed_held_out_and_twins_are_trained() -> None:
-    train, val = task.split_problems(1, 30)
-    assert len(val) == 30 and len(train) == 70
-    assert not set(train) & set(val)
-    assert all(task.Problem(p.b, p.a) in set(train) for p in val)
-    assert task.split_problems(1, 30) == (train, val)  # same split for every training seed
+def tiny_data() -> tuple[list[task.Problem], list[task.Problem]]:
+    """tiny's train and validation problems, read by the trainer from the files its recipe names."""
+    from grpolab.local.task import load_data
+
+    return load_data(settings_from_recipe(load_recipe("tiny")))
+
+
+def test_tinys_validation_is_held_out_and_every_twin_is_trained() -> None:
+    train, val = tiny_data()
+    assert len(val) == 30 and len(train) == 70 and {p.data_source for p in train + val} == {"arith"}
+    assert not {p.prompt for p in train} & {p.prompt for p in val}
+    twin = lambda p: "+".join(reversed(p.prompt[:-1].split("+"))) + "="  # noqa: E731 - a+b= -> b+a=
+    assert all(twin(p) != p.prompt and twin(p) in {q.prompt for q in train} for p in val)
+    assert all(int(p.answer) == sum(map(int, p.prompt[:-1].split("+"))) for p in train + val)
+    assert [p.extra_info["index"] for p in val] == list(range(30))  # verl's extra_info, passed to the reward
+
+
+def test_the_trainer_refuses_rows_it_cannot_use(tmp_path: Path) -> None:
+    row = {
+        "data_source": "arith",
+        "prompt": [{"role": "user", "content": "1+2="}],
+        "reward_model": {"ground_truth": "3"},
+    }
+    for bad, words in [
+        ({**row, "prompt": "1+2="}, "column 'prompt' is '1+2='"),
+        ({**row, "prompt": [{"role": "system", "content": "x"}, *row["prompt"]]}, "one message"),
+        ({k: v for k, v in row.items() if k != "reward_model"}, "no reward_model.ground_truth"),
+    ]:
+        (tmp_path / "t.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(bad) + "\n")
+        with pytest.raises(ValueError, match="data.train_files .*t.jsonl: row 1: ") as caught:
+            task.load_problems([str(tmp_path / "t.jsonl")], "data.train_files", "prompt")
+        assert words in str(caught.value) and "grpolab data prepare" in str(caught.value)
+    with pytest.raises(ValueError, match="no such file"):
+        task.load_problems([str(tmp_path / "none.parquet")], "data.val_files", "prompt")
 
 
 def test_warmup_never_sees_validation_problems() -> None:
-    train, val = task.split_problems(1, 30)
+    train, val = tiny_data()
     pairs = task.warmup_pairs(train, 2000, seed=1)
     assert not {prompt for prompt, _ in pairs} & {p.prompt for p in val}
     assert all(target.isdigit() for _, target in pairs)
@@ -168,8 +196,6 @@ def test_unsupported_is_empty_for_the_tiny_recipe() -> None:
         ("algorithm.ppo_mini_batch_size", 3),
         ("algorithm.micro_batch_size_per_device", 48),
         ("rollout.n", 1),
-        ("data.max_response_length", 2),
-        ("local.val_size", 46),
     ],
 )
 def test_unsupported_catches_what_trl_cannot_honour(dotted: str, value: object) -> None:
@@ -177,6 +203,19 @@ def test_unsupported_catches_what_trl_cannot_honour(dotted: str, value: object) 
     found = {key: (val, reason) for key, val, reason in unsupported(recipe)}
     assert dotted in found
     assert found[dotted][0] == value and found[dotted][1]
+
+
+@pytest.mark.parametrize(
+    "dotted, value, words",
+    [("data.max_response_length", 2, "needs 3 tokens"), ("data.max_prompt_length", 3, "needs 4 tokens")],
+)
+def test_check_refuses_data_the_cpu_trainer_cannot_fit(dotted: str, value: int, words: str) -> None:
+    """TRL neither drops nor cuts a long prompt, and an answer needs room for its EOS: check reads it in the data."""
+    from grpolab.rules.validate import validate
+
+    found = [p for p in validate(load_recipe("tiny", [f"{dotted}={value}"])) if p.key == dotted]
+    assert {(p.rule, p.severity) for p in found} == {("engine-support", "error")}  # one per file (train, val)
+    assert "params/data/tiny/train.parquet" in found[0].message and words in found[0].message
 
 
 def test_unsupported_ignores_other_engines() -> None:
@@ -238,7 +277,8 @@ def test_metrics_path_follows_verl_env(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 SMALL_RUN = (
-    "defaults: [base, engines/trl]\nrollout: {n: 4}\ndata: {train_batch_size: 4}\n"
+    "defaults: [base, engines/trl]\nrollout: {n: 4}\n"
+    "data: {train_batch_size: 4, train_files: params/data/tiny/train.parquet, val_files: params/data/tiny/val.parquet}\n"
     "algorithm: {ppo_mini_batch_size: 4, micro_batch_size_per_device: 16}\n"
     "trainer: {total_steps: 4, test_freq: 2, save_freq: 2, seed: 7}\nlocal: {warmup_steps: 5}\n"
 )
@@ -330,10 +370,10 @@ def test_resume_path_must_be_a_complete_checkpoint(tmp_path: Path) -> None:
 
 
 def test_train_schedule_is_the_same_prefix_for_every_budget() -> None:
-    train, _ = task.split_problems(1, 30)
+    train, _ = tiny_data()
     long, short = task.train_schedule(train, 1000, seed=3), task.train_schedule(train, 300, seed=3)
     assert long[:300] == short and len(long) == 1000
-    assert sorted(long[:70], key=lambda p: (p.a, p.b)) == sorted(train, key=lambda p: (p.a, p.b))  # an epoch each
+    assert sorted(long[:70], key=lambda p: p.prompt) == sorted(train, key=lambda p: p.prompt)  # an epoch each
     assert task.train_schedule(train, 300, seed=4) != short
 
 
@@ -353,6 +393,7 @@ def test_tinys_reward_is_a_verl_signature_function_the_trainer_calls_with_the_sa
     eos = tok.eos_token_id
     completions = [ids("12") + [eos], ids("12+"), ids("12"), ids("13") + [eos], ids("=") + [eos], ids("1") + [eos]]
     kwargs = dict(prompts=["5+7="] * 6, completions=[""] * 6, completion_ids=completions, answer=["12"] * 6)
+    kwargs |= dict(data_source=["arith"] * 6, extra_info=['{"index": 0}'] * 6)
     assert (
         task.ArithReward(tok, function)(**kwargs) == task.ArithReward(tok)(**kwargs) == [1.0, 0.5, 0.5, 0.1, 0.0, 0.0]
     )

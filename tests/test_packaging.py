@@ -1,5 +1,6 @@
-"""A wheel install (`pip install .`, not editable) carries the recipes and params: `grpolab ls` lists them and
-`grpolab check` works from it; no recipe found is an error naming the place looked in (exit 2).
+"""A wheel install (`pip install .`, not editable) carries the recipes and params: `grpolab ls` lists them,
+`grpolab check` works from it and `grpolab data tiny` reads tiny's shipped data files; no recipe found is an error
+naming the place looked in (exit 2).
 
 The wheel is built from a copy of the sources (nothing is written into the checkout) and installed with --no-deps
 into a fresh venv that sees the shared venv's packages (verl, pydantic, ...) but not this checkout.
@@ -93,6 +94,8 @@ def test_a_wheel_install_lists_and_checks_the_shipped_recipes(installed):
     checked = _run(installed, "check", "qwen3_8b")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "verl is not installed" not in checked.stdout  # composed against verl, from the installed package
+    data = _run(installed, "data", "tiny", "--no-dry-run", "--no-tokenizer")  # tiny's data files travel too
+    assert "params/data/tiny/train.parquet: parquet, 70 rows read of 70" in data.stdout, data.stdout + data.stderr
 
 
 def test_no_recipes_is_an_error_naming_where_it_looked(installed, tmp_path):

@@ -168,10 +168,9 @@ def test_data_columns_from_parquet_schema(tmp_path):
         ("data.val_files", str(no_reward)),
         ("data.val_files", str(no_gt)),
         ("data.val_files", str(tmp_path / "none.parquet")),
-        ("data.train_files", "generated:arith"),
     ]
     rows = files.check_data(spec)
-    assert [r["status"] for r in rows] == [OK, FAIL, FAIL, FAIL, SKIP]
+    assert [r["status"] for r in rows] == [OK, FAIL, FAIL, FAIL]
     assert "'reward_model'" in rows[1]["detail"] and "ground_truth" in rows[2]["detail"]
     assert all(r["fix"] for r in rows[1:4])
 

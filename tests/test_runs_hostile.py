@@ -39,7 +39,7 @@ from grpolab.recipe.secrets import REDACTED
 
 ROOT = Path(__file__).resolve().parents[1]
 GRPOLAB = str(Path(sys.executable).with_name("grpolab"))
-LONG = ["trainer.total_steps=400", "trainer.test_freq=100", "local.warmup_steps=5", "local.val_size=10"]
+LONG = ["trainer.total_steps=400", "trainer.test_freq=100", "local.warmup_steps=5"]
 TOKEN = "hf-token-value-7q2"
 
 

@@ -117,3 +117,20 @@ def contained(folder: str | os.PathLike, target: str | os.PathLike) -> Path:
             f"nothing is written through it; remove the link or choose another folder"
         )
     return real
+
+
+def recipe_relative(written: str, origin: str) -> Path:
+    """A file a recipe names (a data file, a reward file), as this machine sees it: `~` expanded, an absolute path as
+    is; a relative one from the folder of the recipe file that set it (`origin`, as Recipe.origin gives it: relative
+    to params/'s parent; the current folder when a --set or a notebook set it), else from the project's root
+    (params/'s parent: the checkout, or <prefix>/share/grpolab of a wheel install; then the source tree's root, for
+    lib/: how the shipped `tiny` names its data and reward, read from a run folder's recipe.yaml too); the first that
+    exists, else the first (for the message that it is missing)."""
+    path = Path(os.path.expanduser(written))
+    if path.is_absolute():
+        return path
+    root = params_dir().resolve().parent
+    where = Path(origin) if Path(origin).is_absolute() else root / origin
+    base = where.parent if where.suffix in (".yaml", ".yml") and where.is_file() else Path.cwd()
+    candidates = list(dict.fromkeys((folder / path).resolve() for folder in (base, root, PROJECT_ROOT)))
+    return next((c for c in candidates if c.exists()), candidates[0])

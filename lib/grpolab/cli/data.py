@@ -2,7 +2,7 @@
 the recipe's train and val files (the columns verl reads, prompts as chat messages, data_source counts), the prompt
 lengths against data.max_prompt_length with the model's tokenizer when it is on disk, and the reward's dry run.
 
-`grpolab data prepare SOURCE --out DIR [--preset gsm8k|math|dapo] [--question COL] [--answer COL] [--data-source S]
+`grpolab data prepare SOURCE --out DIR [--preset gsm8k|math|dapo|arith] [--question COL] [--answer COL] [--data-source S]
 [--ability A] [--template T] [--extract as_is|gsm8k|boxed] [--split NAME] [--json]`: a local jsonl, json, csv,
 parquet or `datasets` folder -> verl's parquet layout.
 
@@ -29,7 +29,7 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="one JSON document")
     prep = p.add_argument_group("prepare")
     prep.add_argument("--out", help="prepare: the folder the parquet files go to")
-    prep.add_argument("--preset", help="prepare: gsm8k, math or dapo (params/data_presets.yaml)")
+    prep.add_argument("--preset", help="prepare: gsm8k, math, dapo or arith (params/data_presets.yaml)")
     prep.add_argument("--question", help="prepare: the question column")
     prep.add_argument("--answer", help="prepare: the answer column")
     prep.add_argument("--data-source", help="prepare: the data_source of every row")

@@ -5,8 +5,8 @@ At launch (grpolab.jobs.launch.submit) every run's launch.json gets a `provenanc
                     the local trainer's warm-up, data order and TRL's sampling use it
     recipe_sha256   a hash of the resolved recipe (secrets redacted): two runs with the same hash ran the same recipe
     data            a fingerprint of every data file: its size and the sha256 of its bytes; a file the launcher
-                    cannot read (it lives on the cluster) is recorded as such. The local trainer's generated task
-                    (`generated:arith`) is fingerprinted from the problems it generates.
+                    cannot read (it lives on the cluster) is recorded as such. A relative path is read where
+                    `grpolab data` reads it (grpolab.paths.recipe_relative).
 and its `versions` gain `packages()`: the installed versions of the stack that shapes a run and of every package
 the recipe pins. `grpolab resume` refuses a run whose data no longer match these fingerprints (the saved data
 position would index other samples); `grpolab compare` and 06_compare list what differs between runs' records
@@ -17,17 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import pkgutil
-from pathlib import Path
 from typing import Any
 
+from grpolab.paths import recipe_relative
 from grpolab.recipe import stack
 from grpolab.recipe.dotted import get_dotted
-from grpolab.recipe.engines import engine_of
 from grpolab.verl.dataset import data_files
 
-GENERATED = "generated:"
 CHUNK = 1 << 20
 # besides the launch record's own `versions`: what else changes a run's numbers or its checkpoints
 PACKAGES = (
@@ -50,16 +46,9 @@ PACKAGES = (
 )
 
 
-
-
-def fingerprint(path: str, recipe: Any = None) -> dict:
-    """{bytes, sha256} of one data file, {error} when it cannot be read here, or a generated task's hash."""
-    if path.startswith(GENERATED):  # a task the trainer generates: its engine's declaration names the fingerprint
-        name, generator = path[len(GENERATED) :], engine_of(recipe).generated_task
-        if generator is None:
-            return {"generated": name, "error": f"train.engine {engine_of(recipe).name} generates no task"}
-        return pkgutil.resolve_name(generator)(recipe, name)
-    full = Path(os.path.expanduser(path))
+def fingerprint(path: str, recipe: Any, key: str) -> dict:
+    """{bytes, sha256} of one data file (`key` names it in the recipe), {error} when it cannot be read here."""
+    full = recipe_relative(path, recipe.origin(key))
     try:
         stat = full.stat()
         digest = hashlib.sha256()
@@ -73,7 +62,7 @@ def fingerprint(path: str, recipe: Any = None) -> dict:
 
 def fingerprints(recipe: Any) -> dict[str, dict]:
     """file -> fingerprint, for every data file of the recipe."""
-    return {path: {"key": key, **fingerprint(path, recipe)} for key, path in data_files(recipe)}
+    return {path: {"key": key, **fingerprint(path, recipe, key)} for key, path in data_files(recipe)}
 
 
 def recipe_hash(recipe_data: dict) -> str:

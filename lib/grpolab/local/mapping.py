@@ -17,7 +17,8 @@ verl -> TRL 1.16 (docs/facts.md section 5):
     data.train_batch_size x rollout.n  -> generation_batch_size (completions generated per step)
     micro_batch_size_per_device        -> per_device_train_batch_size (completions per forward pass)
     ppo_mini_batch_size x n / micro    -> gradient_accumulation_steps (one optimizer update per mini-batch)
-    data.max_response_length           -> max_completion_length (TRL 1.16 has no max_prompt_length)
+    data.max_response_length           -> max_completion_length (TRL 1.16 has no max_prompt_length: the trainer
+                                          refuses data whose prompts are longer)
     train.gradient_checkpointing       -> gradient_checkpointing (TRL's default is on, as verl's)
     trainer.total_steps                -> max_steps x (optimizer updates per step)
 A verl step generates once and makes train_batch_size / ppo_mini_batch_size optimizer updates; TRL's
@@ -29,6 +30,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from grpolab.paths import recipe_relative
 from grpolab.recipe.dotted import get_dotted
 
 # verl's loss aggregation modes and the TRL loss type that aggregates the same way.
@@ -51,9 +53,7 @@ class TinySettings:
     local-only knobs (the recipe's `local` section).
     """
 
-    # task and model (local.*)
-    digits: int  # operand digits: 1 -> `a+b=` with a, b in 0..9
-    val_size: int  # validation problems held out of training (fixed split; at most 45 for one digit)
+    # the model (local.*)
     hidden_size: int
     layers: int
     heads: int
@@ -67,6 +67,10 @@ class TinySettings:
     # GRPO learning-rate schedule: constant (verl's default), linear or cosine (decay to 0 over total_steps).
     # Linear decay measured better than constant: the last validations stop swinging by +-0.15.
     lr_schedule: str
+    # the task's data (recipe fields): verl-format files, read where `grpolab data` reads them (recipe_relative)
+    train_files: list[str]  # data.train_files
+    val_files: list[str]  # data.val_files
+    prompt_key: str  # data.prompt_key: the column of chat messages
     # GRPO (recipe fields)
     n: int  # rollout.n
     train_batch_size: int  # data.train_batch_size: prompts per step
@@ -206,31 +210,6 @@ def settings_problems(settings: TinySettings) -> list[tuple[str, Any, str]]:
                 f"must divide ppo_mini_batch_size x rollout.n ({s.ppo_mini_batch_size * s.n})",
             )
         )
-    if 1 <= s.digits <= 3:
-        top = 10**s.digits
-        pairs = top * (top - 1) // 2
-        if not 0 < s.val_size <= pairs:
-            out.append(
-                (
-                    "local.val_size",
-                    s.val_size,
-                    f"validation holds out one of each pair a+b / b+a: 1..{pairs} for digits {s.digits}",
-                )
-            )
-        answer = len(str(2 * (top - 1)))
-        if s.max_response_length < answer + 1:
-            out.append(
-                (
-                    "data.max_response_length",
-                    s.max_response_length,
-                    f"the longest answer ({answer} digits) and EOS need {answer + 1} tokens",
-                )
-            )
-        prompt = 2 * s.digits + 2
-        if s.max_prompt_length < prompt:
-            out.append(("data.max_prompt_length", s.max_prompt_length, f"the longest prompt `a+b=` is {prompt} tokens"))
-    else:
-        out.append(("local.digits", s.digits, "the tiny task has 1 to 3 digit operands"))
     if s.lr_schedule not in LR_SCHEDULES:
         out.append(("local.lr_schedule", s.lr_schedule, f"one of {', '.join(LR_SCHEDULES)}"))
     if s.total_steps < 1:
@@ -287,7 +266,10 @@ def recipe_values(recipe: Any) -> tuple[dict[str, Any], list[str]]:
     missing: list[str] = []
     for field, dotted in [*RECIPE_FIELDS.items(), *((key, f"local.{key}") for key in LOCAL_FIELDS)]:
         value = get_dotted(recipe, dotted)
-        if value is None and field in NULLABLE:
+        if field in FILES and value is not None:  # a run folder's recipe.yaml too: where `grpolab data` read them
+            origin = recipe.origin(dotted) if hasattr(recipe, "origin") else ""
+            values[field] = [str(recipe_relative(f, origin)) for f in ([value] if isinstance(value, str) else value)]
+        elif value is None and field in NULLABLE:
             values[field] = None
         elif value is None:
             missing.append(dotted)
@@ -312,6 +294,9 @@ def settings_from_recipe(recipe: Any) -> TinySettings:
 # TinySettings field -> the recipe's dotted key.
 RECIPE_FIELDS = {
     "reward_function": "reward.function",
+    "train_files": "data.train_files",
+    "val_files": "data.val_files",
+    "prompt_key": "data.prompt_key",
     "n": "rollout.n",
     "temperature": "rollout.temperature",
     "top_p": "rollout.top_p",
@@ -341,10 +326,9 @@ RECIPE_FIELDS = {
 }
 # fields whose recipe value may be null (null has a meaning: no resume path, the default checkpoint folder)
 NULLABLE = ("resume_path", "ckpt_dir", "reward_function")
+FILES = ("train_files", "val_files")  # a file or a list in the recipe, a list of paths here
 # The recipe's `local` section: tiny-only knobs, same names as TinySettings.
 LOCAL_FIELDS = (
-    "digits",
-    "val_size",
     "hidden_size",
     "layers",
     "heads",

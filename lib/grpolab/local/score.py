@@ -8,7 +8,7 @@ from typing import Any
 
 from grpolab.local.mapping import settings_from_recipe
 from grpolab.local.metrics import VAL_ACC
-from grpolab.local.task import split_problems
+from grpolab.local.task import load_data
 from grpolab.local.train import greedy_accuracy, quiet_transformers
 
 
@@ -22,5 +22,5 @@ def score_export(recipe: Any, folder: Path) -> tuple[str, float]:
     settings = settings_from_recipe(recipe)
     model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(folder, local_files_only=True)
-    _, val = split_problems(settings.digits, settings.val_size)
+    _, val = load_data(settings)
     return VAL_ACC, greedy_accuracy(model, tokenizer, val, settings.max_response_length)

@@ -1,9 +1,12 @@
-"""The toy task of the `tiny` recipe: `a+b=` with `digits`-digit operands, answered by the sum then EOS.
+"""The toy task of the `tiny` recipe: `a+b=` answered by the sum then EOS, read from verl-format data files.
 
-Problems are generated in code. The validation split is a fixed held-out set of problems (the same for
-every training seed, chosen with SPLIT_SEED) that never appears in the train split; each one's commuted
-twin does, so validation accuracy measures whether the model learned to add, not whether it memorised
-prompts (see split_problems).
+The problems are data, as on a cluster: data.train_files / data.val_files in verl's layout (the prompt as chat
+messages, reward_model.ground_truth, data_source, extra_info), `tiny`'s being params/data/tiny/{train,val}.parquet,
+written by `grpolab data prepare --preset arith` from the jsonl beside them (params/data_presets.yaml says how
+they were drawn). The validation split holds out one of each of 30 commuted pairs a+b / b+a (a != b) and trains on
+its twin, so validation accuracy measures whether the model learned to add, not whether it memorised prompts:
+held out at random instead, 30 of the 100 one-digit problems leave too little of the table for a 2-layer model to
+interpolate (supervised training reaches 0.45-0.7 on them, GRPO less), so the figure would measure luck.
 
 The reward scores the answer AND the format: the exact sum followed by EOS scores 1; the right digits
 without EOS right after score less (completions would otherwise learn to skip EOS and run on); a
@@ -20,80 +23,100 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
-import hashlib
+import json
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from grpolab.local.mapping import TinySettings
 from grpolab.local.tiny import EOS
-from grpolab.recipe.dotted import get_dotted
-
-# The validation split does not move with the training seed: three seeds are measured on one split.
-SPLIT_SEED = 20260901
 
 SCORE_CORRECT = 1.0  # the exact sum, then EOS
 SCORE_CORRECT_NO_EOS = 0.5  # the sum's digits, but no EOS right after (runs on, or truncated)
 SCORE_FORMAT = 0.1  # as many digits as the sum has, then EOS, but the wrong number
 SCORE_NONE = 0.0  # anything else, a wrong number of digits included
+PREPARE = "write it with `grpolab data prepare` (verl's layout)"
 
 
 @dataclass(frozen=True)
 class Problem:
-    """One `a+b=` problem."""
+    """One row of the task's data: the text the tiny model reads and its ground truth."""
 
-    a: int
-    b: int
-
-    @property
-    def prompt(self) -> str:
-        return f"{self.a}+{self.b}="
-
-    @property
-    def answer(self) -> str:
-        return str(self.a + self.b)
+    prompt: str  # the user message: the tiny model has no chat template, its text is the prompt
+    answer: str  # reward_model.ground_truth
+    data_source: str
+    extra_info: dict[str, Any] = field(default_factory=dict, compare=False)  # passed to the reward as verl does
 
 
-def all_problems(digits: int = 1) -> list[Problem]:
-    """Every problem with operands of at most `digits` digits (0 .. 10**digits - 1), in a fixed order."""
-    if not 1 <= digits <= 3:
-        raise ValueError(f"digits must be 1..3, got {digits}")
-    top = 10**digits
-    return [Problem(a, b) for a in range(top) for b in range(top)]
+def load_problems(files: Sequence[str], key: str, prompt_key: str) -> list[Problem]:
+    """The rows of data files in verl's layout (parquet, or json lines), in file order; ValueError naming the file,
+    the row and the column for a row the trainer cannot use (`key`: the recipe key that names the files)."""
+    out: list[Problem] = []
+    for file in files:
+        rows = _rows(Path(file), key)
+        for i, row in enumerate(rows):
+            out.append(_problem(row, f"{key} {file}: row {i}", prompt_key))
+        if not rows:
+            raise ValueError(f"{key} {file} has no rows: the trainer needs problems; {PREPARE}")
+    return out
 
 
-def split_problems(
-    digits: int = 1, val_size: int = 30, split_seed: int = SPLIT_SEED
-) -> tuple[list[Problem], list[Problem]]:
-    """(train, validation): `val_size` problems held out (fixed by split_seed), the rest train.
-
-    Validation problems are drawn from a+b with a != b, at most one of each commuted pair, so that b+a is
-    always in train: a model that memorises train prompts scores nothing on them, one that has learned to
-    add (commutativity included) scores well. Held out at random instead, 30 of the 100 one-digit
-    problems leave too little of the table for a 2-layer model to interpolate (supervised training
-    reaches 0.45-0.7 on them, GRPO less), so the figure would measure luck, not learning.
-    """
-    problems = all_problems(digits)
-    pairs = [p for p in problems if p.a < p.b]
-    if not 0 < val_size <= len(pairs):
-        raise ValueError(f"val_size must be 1..{len(pairs)} for digits={digits}, got {val_size}")
-    rng = random.Random(split_seed)
-    rng.shuffle(pairs)
-    # Hold out one orientation of each chosen pair, picked at random too.
-    held = {(p.a, p.b) if rng.random() < 0.5 else (p.b, p.a) for p in pairs[:val_size]}
-    train = [p for p in problems if (p.a, p.b) not in held]
-    val = [p for p in problems if (p.a, p.b) in held]
-    return train, val
+def load_data(settings: TinySettings) -> tuple[list[Problem], list[Problem]]:
+    """(train, validation) problems from the recipe's data files."""
+    return (
+        load_problems(settings.train_files, "data.train_files", settings.prompt_key),
+        load_problems(settings.val_files, "data.val_files", settings.prompt_key),
+    )
 
 
-def max_answer_chars(digits: int = 1) -> int:
-    """The longest answer, in characters (the largest sum)."""
-    return len(str(2 * (10**digits - 1)))
+def check_lengths(settings: TinySettings, tokenizer, problems: Sequence[Problem]) -> None:
+    """TRL 1.16 neither drops nor cuts long prompts, and an answer must fit with its EOS: refuse such data."""
+    prompt = max(problems, key=lambda p: len(tokenizer(p.prompt, add_special_tokens=False).input_ids))
+    length = len(tokenizer(prompt.prompt, add_special_tokens=False).input_ids)
+    if length > settings.max_prompt_length:
+        raise ValueError(
+            f"data.max_prompt_length={settings.max_prompt_length} is shorter than the longest prompt "
+            f"({prompt.prompt!r}: {length} tokens)"
+        )
+    answer = max(problems, key=lambda p: len(tokenizer(p.answer, add_special_tokens=False).input_ids))
+    length = len(tokenizer(answer.answer, add_special_tokens=False).input_ids)
+    if length + 1 > settings.max_response_length:
+        raise ValueError(
+            f"data.max_response_length={settings.max_response_length} leaves no room for the longest answer "
+            f"({answer.answer!r}: {length} tokens) and EOS"
+        )
 
 
-def max_prompt_chars(digits: int = 1) -> int:
-    """The longest prompt, in characters (one token per character): `a+b=`."""
-    return 2 * digits + 2
+def _rows(path: Path, key: str) -> list[dict]:
+    if not path.is_file():
+        raise ValueError(f"{key} {path}: no such file; {PREPARE}, or point {key} at the task's files")
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq  # heavy: pyarrow, loaded only when the trainer reads its data
+
+        return pq.read_table(path).to_pylist()
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    raise ValueError(f"{key} {path}: the CPU trainer reads .parquet or .jsonl in verl's layout; {PREPARE}")
+
+
+def _problem(row: dict, where: str, prompt_key: str) -> Problem:
+    messages = row.get(prompt_key)
+    if not (isinstance(messages, list) and len(messages) == 1 and isinstance(messages[0], dict)) or (
+        messages[0].get("role") != "user" or not isinstance(messages[0].get("content"), str)
+    ):
+        raise ValueError(
+            f"{where}: column {prompt_key!r} is {str(messages)[:80]!r}; the tiny model has no chat template, so each "
+            f"prompt is one message [{{'role': 'user', 'content': text}}]; {PREPARE}"
+        )
+    truth = (row.get("reward_model") or {}).get("ground_truth")
+    if truth is None or "data_source" not in row:
+        raise ValueError(
+            f"{where}: no {'reward_model.ground_truth' if truth is None else 'data_source'} (the reward is called "
+            f"with data_source= and ground_truth=); its columns: {', '.join(row)}; {PREPARE}"
+        )
+    return Problem(messages[0]["content"], str(truth), str(row["data_source"]), dict(row.get("extra_info") or {}))
 
 
 def warmup_pairs(train: Sequence[Problem], count: int, seed: int) -> list[tuple[str, str]]:
@@ -158,7 +181,8 @@ class ArithReward:
     """TRL reward function: scores answer and format from the completion's token ids (EOS included).
 
     TRL hands reward functions the completions decoded WITHOUT special tokens, which hides whether EOS was
-    generated, so the score is taken from `completion_ids` (TRL keeps the first EOS in them).
+    generated, so the score is taken from `completion_ids` (TRL keeps the first EOS in them). The dataset's
+    other columns (answer, data_source, extra_info: grpolab.local.train.train_dataset) come as keywords.
     """
 
     __name__ = "arith"  # TRL names the reward's metrics after it: rewards/arith/mean
@@ -171,45 +195,15 @@ class ArithReward:
     def texts(self, completion_ids: Sequence[Sequence[int]]) -> list[str]:
         return self.tokenizer.batch_decode([list(ids) for ids in completion_ids], skip_special_tokens=False)
 
-    def __call__(self, prompts=None, completions=None, completion_ids=None, answer=None, **_: object) -> list[float]:
+    def __call__(
+        self, prompts=None, completions=None, completion_ids=None, answer=None, data_source=None, extra_info=None, **_
+    ) -> list[float]:
         texts = self.texts(completion_ids)
-        if self.function is not None:  # called as verl's reward managers call it
+        if self.function is not None:  # called as verl's reward managers call it, with the row's own fields
             return [
-                float(self.function(data_source=SOURCE, solution_str=text, ground_truth=ans, extra_info={}))
-                for text, ans in zip(texts, answer, strict=True)
+                float(
+                    self.function(data_source=source, solution_str=text, ground_truth=ans, extra_info=json.loads(info))
+                )
+                for text, ans, source, info in zip(texts, answer, data_source, extra_info, strict=True)
             ]
         return [score(*split_completion(text), ans) for text, ans in zip(texts, answer, strict=True)]
-
-
-SOURCE = "arith"  # the data_source of the task's rows (verl_rows) and of the trainer's reward calls
-
-
-def verl_rows(digits: int, val_size: int, split: str) -> list[dict]:
-    """The task's train or val problems as verl-format rows (what `grpolab data prepare` writes): the prompt as
-    chat messages, data_source, ability, reward_model.ground_truth, extra_info.index."""
-    train, val = split_problems(digits, val_size)
-    return [
-        {
-            "data_source": SOURCE,
-            "prompt": [{"role": "user", "content": p.prompt}],
-            "ability": "arithmetic",
-            "reward_model": {"style": "rule", "ground_truth": p.answer},
-            "extra_info": {"split": split, "index": i},
-        }
-        for i, p in enumerate(train if split == "train" else val)
-    ]
-
-
-def fingerprint(recipe: Any, name: str) -> dict:
-    """The provenance fingerprint of a generated task (`generated:arith`, grpolab.jobs.provenance): a hash of its
-    train and validation problems."""
-
-    if name != "arith":
-        return {"generated": name, "error": f"no generator named {name!r} (grpolab.local.task has `arith`)"}
-    digits, val_size = get_dotted(recipe, "local.digits"), get_dotted(recipe, "local.val_size")
-    try:
-        train, val = split_problems(int(digits), int(val_size))
-    except (TypeError, ValueError) as exc:
-        return {"generated": name, "error": str(exc)}
-    text = "\n".join(["train", *(p.prompt + p.answer for p in train), "val", *(p.prompt + p.answer for p in val)])
-    return {"generated": name, "sha256": hashlib.sha256(text.encode()).hexdigest(), "problems": len(train) + len(val)}

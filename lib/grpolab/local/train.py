@@ -1,7 +1,9 @@
 """The local CPU trainer of the `tiny` recipe: `python -m grpolab.local.train --run-dir DIR`.
 
 Reads DIR/recipe.yaml, builds (or loads from the cache) the tiny model, runs a short supervised warm-up
-that teaches the answer format (digits, then EOS) but not yet the answers, then TRL's GRPOTrainer on `a+b=`.
+that teaches the answer format (digits, then EOS) but not yet the answers, then TRL's GRPOTrainer on `a+b=`, the
+problems read from data.train_files / data.val_files (verl's layout: grpolab.local.task.load_problems) and scored by
+reward.function, called as verl's reward managers call it.
 Writes, as it goes:
     DIR/metrics.jsonl (or $VERL_FILE_LOGGER_PATH)  verl file-logger lines, one per step; step 0 holds the
                                                     validation accuracy before GRPO
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import shutil
 import sys
@@ -56,11 +59,10 @@ from grpolab.local.mapping import (  # noqa: E402
 from grpolab.local.task import (  # noqa: E402
     ArithReward,
     Problem,
+    check_lengths,
     is_correct,
-    max_answer_chars,
-    max_prompt_chars,
+    load_data,
     split_completion,
-    split_problems,
     train_schedule,
     warmup_pairs,
 )
@@ -75,7 +77,7 @@ def model_spec(settings: TinySettings) -> TinyModelSpec:
         heads=settings.heads,
         kv_heads=settings.kv_heads,
         intermediate_size=settings.intermediate_size,
-        max_positions=max(32, max_prompt_chars(settings.digits) + settings.max_response_length + 4),
+        max_positions=max(32, settings.max_prompt_length + settings.max_response_length + 4),
         init_seed=settings.seed,
     )
 
@@ -121,6 +123,8 @@ def apply_sets(settings: TinySettings, sets: Sequence[str]) -> TinySettings:
             changes[key] = None if raw.strip().lower() in ("", "null", "none") else raw.strip()
         elif kind is bool:
             changes[key] = raw.strip().lower() in ("1", "true", "yes", "on")
+        elif kind is list:  # data files: comma-separated paths
+            changes[key] = [part.strip() for part in raw.split(",") if part.strip()]
         else:
             changes[key] = kind(float(raw)) if kind is int else kind(raw)
     return settings.replace(**changes)
@@ -206,7 +210,14 @@ def train_dataset(train: Sequence[Problem]):
     # lazy: datasets (grpolab.jobs.export imports this module on the driver; only the job loads them)
     from datasets import Dataset
 
-    return Dataset.from_dict({"prompt": [p.prompt for p in train], "answer": [p.answer for p in train]})
+    return Dataset.from_dict(
+        {
+            "prompt": [p.prompt for p in train],
+            "answer": [p.answer for p in train],
+            "data_source": [p.data_source for p in train],
+            "extra_info": [json.dumps(p.extra_info) for p in train],  # JSON: rows' extra_info need not share keys
+        }
+    )
 
 
 def make_callback(
@@ -378,16 +389,6 @@ def _check_settings(settings: TinySettings) -> None:
     problems = settings_problems(settings)
     if problems:
         raise ValueError("; ".join(f"{k}={v!r}: {why}" for k, v, why in problems))
-    if max_prompt_chars(settings.digits) > settings.max_prompt_length:
-        raise ValueError(
-            f"data.max_prompt_length={settings.max_prompt_length} is shorter than the longest "
-            f"prompt ({max_prompt_chars(settings.digits)} tokens)"
-        )
-    if max_answer_chars(settings.digits) + 1 > settings.max_response_length:
-        raise ValueError(
-            f"data.max_response_length={settings.max_response_length} leaves no room for the "
-            f"answer ({max_answer_chars(settings.digits)} tokens) and EOS"
-        )
 
 
 def prepare(settings: TinySettings, run_dir: Path, echo: Callable[[str], None] = print) -> dict[str, Any]:
@@ -400,12 +401,13 @@ def prepare(settings: TinySettings, run_dir: Path, echo: Callable[[str], None] =
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, set_seed
 
     _check_settings(settings)
+    train, val = load_data(settings)
     set_threads(settings)
     set_seed(settings.seed)
     base = ensure_tiny(model_spec(settings))
     model = AutoModelForCausalLM.from_pretrained(base, local_files_only=True)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(base, local_files_only=True)
-    train, val = split_problems(settings.digits, settings.val_size)
+    check_lengths(settings, tokenizer, [*train, *val])
     t0 = time.perf_counter()
     loss = warmup(model, tokenizer, settings, train)
     warmup_s = time.perf_counter() - t0
@@ -434,6 +436,7 @@ def prepare_resumed(
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
     _check_settings(settings)
+    train, val = load_data(settings)
     set_threads(settings)
     source = C.reference_dir(checkpoint)
     if not (source / "config.json").is_file():
@@ -443,7 +446,7 @@ def prepare_resumed(
         shutil.copytree(source, warm_dir, dirs_exist_ok=True)
     model = AutoModelForCausalLM.from_pretrained(warm_dir, local_files_only=True, dtype=torch.float32)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(warm_dir, local_files_only=True)
-    train, val = split_problems(settings.digits, settings.val_size)
+    check_lengths(settings, tokenizer, [*train, *val])
     echo(f"resuming from {checkpoint} (step {C.read_marker(checkpoint).get('step')}); KL reference {source}")
     return dict(
         model=model, tokenizer=tokenizer, train=train, val=val, warmup_dir=warm_dir, warmup_loss=None, warmup_s=0.0

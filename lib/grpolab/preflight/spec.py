@@ -90,7 +90,7 @@ def node_spec(recipe: Recipe) -> dict:
             card = resolve_model(recipe.model.card).card
         except (InputError, RecipeError):
             card = None  # the driver's `recipe` rows report the missing card
-    cpu_trainer = not recipe.engine.verl  # grpolab.local.train: a model and a task made in code
+    cpu_trainer = not recipe.engine.verl  # grpolab.local.train: a model made in code, the data read by the driver
     model = (
         None
         if cpu_trainer
@@ -130,7 +130,7 @@ def node_spec(recipe: Recipe) -> dict:
         "model": model,
         "model_skip": "train.engine trl builds its tiny model in code (grpolab.local.tiny): no weights to check",
         "data": data,
-        "data_skip": "train.engine trl generates its arithmetic task in code (grpolab.local.task): no files to check",
+        "data_skip": "train.engine trl trains beside the driver: its data files are the driver's `data` row (grpolab data)",
         "checkpoint": {
             "path": ckpt,
             "bytes": size,

@@ -35,7 +35,6 @@ class Engine:
     entry: tuple[str, ...] = ()  # `python` argv of a trainer that is not verl's (`--run-dir RUN` follows)
     checkpoints: str | None = None  # module checking the trainer's own checkpoint folders; None: verl's layout
     export_score: str | None = None  # `module:function(recipe, folder) -> (metric, value)` re-scoring exported weights
-    generated_task: str | None = None  # `module:function(recipe, name) -> dict`: a generated task's fingerprint
 
 
 def _verl(name: str, *more: tuple[str, str]) -> tuple[tuple[str, str], ...]:
@@ -51,7 +50,7 @@ MEGATRON = Engine(
     dist_checkpoint=True,
 )
 FSDP = Engine(name="fsdp", packages=_verl("fsdp"), shards_over_world=True, config_name="ppo_trainer", merger="fsdp")
-TINY_MODEL = tuple(f"local.{k}" for k in ("digits", "hidden_size", "layers", "heads", "kv_heads", "intermediate_size"))
+TINY_MODEL = tuple(f"local.{k}" for k in ("hidden_size", "layers", "heads", "kv_heads", "intermediate_size"))
 CPU_TRAINER = Engine(
     name="trl",
     packages=(
@@ -67,7 +66,6 @@ CPU_TRAINER = Engine(
     entry=("-m", "grpolab.local.train"),
     checkpoints="grpolab.local.checkpoint",
     export_score="grpolab.local.score:score_export",
-    generated_task="grpolab.local.task:fingerprint",
 )
 ENGINES = {e.name: e for e in (MEGATRON, FSDP, CPU_TRAINER)}  # the order of the schema's train.engine values
 VERL_ENGINES = tuple(e for e in ENGINES.values() if e.verl)

@@ -298,10 +298,9 @@ class Trainer(Strict):
 
 
 class Local(Strict):
-    """Knobs of the CPU embedded default (train.engine: trl) only: the tiny model and the arithmetic task."""
+    """Knobs of the CPU embedded default (train.engine: trl) only: the tiny model and its warm-up (the task is data:
+    data.train_files / data.val_files)."""
 
-    digits: int = Field(gt=0, le=3, description="operand digits: 1 -> `a+b=` with a, b in 0..9")
-    val_size: int = Field(gt=0, description="validation problems held out of training")
     hidden_size: int = Field(gt=0)
     layers: int = Field(gt=0)
     heads: int = Field(gt=0)

@@ -122,6 +122,8 @@ def sample_problems(c: Checks, s: dataset.Sample) -> None:
             "wrap each prompt as [{'role': 'user', 'content': text}] (as verl's examples/data_preprocess do); "
             + PREPARE,
         )
+    if not c.r.verl_engine:
+        _fits_the_cpu_trainer(c, s)
     if c.r.reward.function is None:
         builtin = rewards.builtin()
         sources = Counter(row.get(SOURCE) for row in s.rows if SOURCE in row)
@@ -140,6 +142,27 @@ def sample_problems(c: Checks, s: dataset.Sample) -> None:
                 f"default_compute_score raises NotImplementedError at the first reward); it scores: {builtin.listed()}",
                 f"set reward.function to a reward of your own (`path.py:name`), or write a data_source verl "
                 f"scores in the data{hint}",
+            )
+
+
+def _fits_the_cpu_trainer(c: Checks, s: dataset.Sample) -> None:
+    """TRL 1.16 neither drops nor cuts a long prompt, and the tiny model's answers must fit data.max_response_length
+    with their EOS (one token a character: grpolab.local.tiny): the sample's longest of each against the limits."""
+    d = c.r.data
+    prompts = [str(m.get("content", "")) for r in s.rows for m in (r.get(d.prompt_key) or []) if isinstance(m, dict)]
+    truths = [str(t) for r in s.rows if (t := get_dotted(r, TRUTH, MISSING)) is not MISSING]
+    for key, limit, longest, need, what in (
+        ("data.max_prompt_length", d.max_prompt_length, max(prompts, key=len, default=""), 0, "prompt"),
+        ("data.max_response_length", d.max_response_length, max(truths, key=len, default=""), 1, "answer and its EOS"),
+    ):
+        if longest and len(longest) + need > limit:
+            c.add(
+                "engine-support",
+                key,
+                limit,
+                f"{s.file}: the longest {what} in the sample ({longest[:40]!r}) needs {len(longest) + need} tokens, "
+                f"over {key} {limit} (the CPU trainer refuses such data: TRL neither drops nor cuts it)",
+                f"set {key} to at least {len(longest) + need}",
             )
 
 

@@ -60,7 +60,7 @@ def engines(c: Checks) -> None:
                 "engine-support",
                 "local",
                 None,
-                "train.engine trl needs the CPU trainer's settings (the `local:` section: tiny model and task)",
+                "train.engine trl needs the CPU trainer's settings (the `local:` section: the tiny model and its warm-up)",
                 "add engines/trl to the recipe's defaults, e.g. `defaults: [base, hardware/cpu, engines/trl]`",
             )
             return

@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from grpolab.local.task import verl_rows
+from grpolab.paths import recipe_relative
 
 # the suffixes verl 0.9.1's RLHFDataset reads (utils/dataset/rl_dataset.py: parquet, json, jsonl; else ValueError)
 FORMATS = {".parquet": "parquet", ".json": "json", ".jsonl": "jsonl"}
@@ -47,29 +47,16 @@ def data_files(recipe: Any) -> list[tuple[str, str]]:
     return out
 
 
-GENERATED = "generated:arith"  # the CPU trainer's task, made in code (grpolab.local.task): `tiny`'s data files
-
-
 def samples(recipe: Any, rows: int | None = None) -> list[Sample]:
     """A sample of every data file of the recipe (the files not on this machine: `here` False, no rows)."""
     n = rows or recipe.data.sample_rows
-    return [
-        generated(key, f, n, recipe) if f == GENERATED and recipe.local is not None else sample(key, f, n)
-        for key, f in data_files(recipe)
-    ]
+    return [sample(key, f, n, str(recipe_relative(f, recipe.origin(key)))) for key, f in data_files(recipe)]
 
 
-def generated(key: str, file: str, rows: int, recipe: Any) -> Sample:
-    """The CPU trainer's task rows, in verl's layout (what `grpolab data prepare` writes from them)."""
-
-    split = "train" if key == "data.train_files" else "val"
-    data = verl_rows(recipe.local.digits, recipe.local.val_size, split)
-    names = list(data[0]) if data else []
-    return Sample(key, file, file, "generated", True, data[:rows], names, len(data))
-
-
-def sample(key: str, file: str, rows: int) -> Sample:
-    path = os.path.expanduser(file)
+def sample(key: str, file: str, rows: int, path: str | None = None) -> Sample:
+    """The first `rows` rows of `file` as the recipe writes it, read at `path` (grpolab.paths.recipe_relative; None:
+    the file as written)."""
+    path = path or os.path.expanduser(file)
     fmt = FORMATS.get(Path(path).suffix.lower(), "")
     try:
         stat = os.stat(path)

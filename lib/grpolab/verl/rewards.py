@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from grpolab.paths import PROJECT_ROOT, params_dir
+from grpolab.paths import PROJECT_ROOT, recipe_relative
 
 # the function name verl uses when none is given (trainer/config/reward/reward.yaml: `name: compute_score`)
 DEFAULT_NAME = "compute_score"
@@ -321,11 +321,7 @@ def resolve(recipe: Any) -> Path:
     of the recipe file that set it (the current folder when a --set or a notebook set it), else from the project's
     root (the folder that holds params/: how the shipped `tiny` names its reward, from any run directory too)."""
 
-    origin = Path(recipe.origin("reward.function"))  # as rel_path shows it: relative to params/'s parent
-    if not origin.is_absolute():
-        origin = params_dir().resolve().parent / origin
-    base = origin.parent if origin.suffix in (".yaml", ".yml") and origin.is_file() else Path.cwd()
-    return locate(split_function(recipe.reward.function)[0], base)
+    return recipe_relative(split_function(recipe.reward.function)[0], recipe.origin("reward.function"))
 
 
 def locate(written: str, base: Path | None = None) -> Path:
