@@ -93,7 +93,7 @@ def _rows(path: Path, key: str) -> list[dict]:
     if not path.is_file():
         raise ValueError(f"{key} {path}: no such file; {PREPARE}, or point {key} at the task's files")
     if path.suffix == ".parquet":
-        import pyarrow.parquet as pq  # heavy: pyarrow, loaded only when the trainer reads its data
+        import pyarrow.parquet as pq  # lazy: pyarrow (only reading a parquet task needs it)
 
         return pq.read_table(path).to_pylist()
     if path.suffix == ".jsonl":

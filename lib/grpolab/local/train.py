@@ -103,8 +103,7 @@ def _read_recipe(path: Path) -> Any:
         return load_recipe(str(path))
     except ImportError:
         pass
-    # lazy: yaml (the plain-YAML fallback: the job reads its recipe.yaml once, at the start)
-    from grpolab.recipe.yamlio import load_yaml  # the one YAML reader
+    from grpolab.recipe.yamlio import load_yaml  # lazy: yaml (the plain-YAML fallback, read once at the start)
 
     return load_yaml(path, "run record") or {}
 
@@ -131,7 +130,7 @@ def apply_sets(settings: TinySettings, sets: Sequence[str]) -> TinySettings:
 
 
 def set_threads(settings: TinySettings) -> None:
-    # lazy: torch (grpolab.jobs.export imports this module on the driver; only the job loads them)
+    # lazy: torch (grpolab.local.score imports this module on the driver; only the job loads them)
     import torch
 
     if settings.threads > 0:
@@ -141,7 +140,7 @@ def set_threads(settings: TinySettings) -> None:
 def quiet_transformers() -> None:
     """No progress bars or advisory warnings in the job log: the progress lines are ours."""
 
-    # lazy: transformers (grpolab.jobs.export imports this module on the driver; only the job loads them)
+    # lazy: transformers (grpolab.local.score imports this module on the driver; only the job loads them)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -152,7 +151,7 @@ def quiet_transformers() -> None:
 
 def warmup(model, tokenizer, settings: TinySettings, train: Sequence[Problem]) -> float:
     """A short supervised warm-up on train problems (the format, not yet the answers); returns the last loss."""
-    # lazy: torch (grpolab.jobs.export imports this module on the driver; only the job loads them)
+    # lazy: torch (grpolab.local.score imports this module on the driver; only the job loads them)
     import torch
 
     if settings.warmup_steps <= 0:
@@ -183,7 +182,7 @@ def warmup(model, tokenizer, settings: TinySettings, train: Sequence[Problem]) -
 
 def greedy_accuracy(model, tokenizer, problems: Sequence[Problem], max_new_tokens: int) -> float:
     """Share of problems answered exactly (the sum, then EOS) by greedy decoding, in one batch."""
-    # lazy: torch (grpolab.jobs.export imports this module on the driver; only the job loads them)
+    # lazy: torch (grpolab.local.score imports this module on the driver; only the job loads them)
     import torch
 
     enc = tokenizer(
@@ -207,7 +206,7 @@ def greedy_accuracy(model, tokenizer, problems: Sequence[Problem], max_new_token
 
 
 def train_dataset(train: Sequence[Problem]):
-    # lazy: datasets (grpolab.jobs.export imports this module on the driver; only the job loads them)
+    # lazy: datasets (grpolab.local.score imports this module on the driver; only the job loads them)
     from datasets import Dataset
 
     return Dataset.from_dict(
@@ -231,7 +230,7 @@ def make_callback(
 ):
     """A TRL callback: one verl-named metrics line and one progress line per GRPO step, validation on schedule,
     and each checkpoint TRL saves published in verl's layout (grpolab.local.checkpoint) against `reference`."""
-    # lazy: transformers (grpolab.jobs.export imports this module on the driver; only the job loads them)
+    # lazy: transformers (grpolab.local.score imports this module on the driver; only the job loads them)
     from transformers import TrainerCallback
 
     ups = settings.updates_per_step
@@ -336,7 +335,7 @@ def make_callback(
 
 def _drop_printer(trainer) -> None:
     """Remove transformers' log printer: it would dump every TRL log dict; our progress line replaces it."""
-    # lazy: transformers (grpolab.jobs.export imports this module on the driver; only the job loads them)
+    # lazy: transformers (grpolab.local.score imports this module on the driver; only the job loads them)
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     trainer.remove_callback(PrinterCallback)
@@ -396,7 +395,7 @@ def prepare(settings: TinySettings, run_dir: Path, echo: Callable[[str], None] =
 
     Returns {"model", "tokenizer", "train", "val", "warmup_dir", "warmup_loss", "warmup_s"}.
     """
-    # lazy: torch, transformers (grpolab.jobs.export imports this module on the driver; only the job loads them)
+    # lazy: torch, transformers (grpolab.local.score imports this module on the driver; only the job loads them)
     import torch
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, set_seed
 
@@ -431,7 +430,7 @@ def prepare_resumed(
     checkpoint's weights, optimizer, scheduler, RNG and data position. No warm-up: the reference is the
     parent's."""
 
-    # lazy: torch, transformers (grpolab.jobs.export imports this module on the driver; only the job loads them)
+    # lazy: torch, transformers (grpolab.local.score imports this module on the driver; only the job loads them)
     import torch
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
@@ -493,7 +492,7 @@ def run(
     run_dir = Path(run_dir)
     resume = resume_from(settings, run_dir)  # before the heavy imports: a bad resume_path fails in a blink
 
-    # lazy: transformers, trl (grpolab.jobs.export imports this module on the driver; only the job loads them)
+    # lazy: transformers, trl (grpolab.local.score imports this module on the driver; only the job loads them)
     from transformers import set_seed
     from trl import GRPOConfig, GRPOTrainer
 

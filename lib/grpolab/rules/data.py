@@ -122,7 +122,7 @@ def sample_problems(c: Checks, s: dataset.Sample) -> None:
             "wrap each prompt as [{'role': 'user', 'content': text}] (as verl's examples/data_preprocess do); "
             + PREPARE,
         )
-    if not c.r.verl_engine:
+    if not c.r.engine.verl:
         _fits_the_cpu_trainer(c, s)
     if c.r.reward.function is None:
         builtin = rewards.builtin()
