@@ -225,13 +225,16 @@ class Stages:
             if stage in NEEDS_RUN and run_dir is not None and run_dir.exists():
                 # the stage's own kernel follows the run; this one shows how far it is meanwhile (a line every
                 # FOLLOW_EVERY_S s, also on papermill's terminal) instead of "running ..." for minutes; plain lines
-                # in JupyterLab too: a saved notebook keeps them (a widget bar would be "model not found")
-                from grpolab.monitor.progress import follow_while
+                # in JupyterLab too: a saved notebook keeps them (a widget bar would be "model not found"). From the
+                # run's files alone, nothing asks Ray: the stage's kernel does, and stops on a bad record itself
+                from grpolab.monitor.progress import Progress, follow
 
                 worker = threading.Thread(target=execute, daemon=True, name=f"grpolab-stage-{stage}")
                 worker.start()
-                follow_while(Run(run_dir), worker.is_alive, bar=False, every_s=FOLLOW_EVERY_S, out=say)
+                tracker = Progress(self.run_id, every_s=FOLLOW_EVERY_S, out=say)
+                status = follow(Run(run_dir), tracker.update, ask_ray=False, busy=worker.is_alive)
                 worker.join()
+                tracker.close(status)
             else:
                 execute()
         finally:

@@ -6,6 +6,7 @@ import html
 import json
 import os
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -184,51 +185,51 @@ class _LiveLine:
 
 
 def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None] = say) -> dict | None:
-    """Follow a run until it ends: in JupyterLab a progress bar and line rewritten in place (an HTML output that
-    a saved notebook keeps), else at most one progress line per `every_s` seconds (step / total, elapsed,
-    remaining, reward, validation accuracy; grpolab.monitor.progress), printed and, headless, also written to
-    the terminal that runs papermill; then the final state. Stops following (the run goes on) when Ray stops
-    answering."""
-    from grpolab.monitor.metrics import MetricsView
-    from grpolab.monitor.progress import Progress, wait
+    """Follow a run until it ends (grpolab.monitor.progress.follow): in JupyterLab a progress bar and line
+    rewritten in place (an HTML output that a saved notebook keeps), else at most one progress line per `every_s`
+    seconds (step / total, elapsed, remaining, reward, validation accuracy), printed and, headless, also written to
+    the terminal that runs papermill; then the final state. Stops following (the run goes on) once Ray has not
+    answered for UNREACHABLE_CHUNKS x `every_s` seconds in a row."""
+    from grpolab.monitor.progress import POLL_S, Progress
+    from grpolab.monitor.progress import follow as follow_run
 
     if run is None:  # a dry run: nothing was submitted
         return None
     live = _LiveLine(run.run_id) if in_jupyterlab() else None
     if live is None:
         progress(f"following run {run.run_id}: a line every {every_s:g} s")
-    quiet = live is not None
-    tracker = Progress(run.run_id, every_s=every_s, out=(lambda _line: None) if quiet else progress)
-    view, silent, status = MetricsView.for_run(run), 0, {}  # one view: each poll reads only what was appended
-    try:
-        while True:
-            status = wait(run, progress=lambda _line: None, timeout=every_s / 6 if quiet else every_s, view=view)
-            tracker.update(view, status)  # `wait` refreshed the view at its every poll
-            state = str(status.get("state") or "PENDING")
-            if state in TERMINAL_STATES:
-                tracker.state = state
-                if live is not None:
-                    live.show(tracker, state)
-                else:
-                    tracker.close(status)
-                return status
-            note = str(status.get("note") or "")
-            if live is not None:
-                live.show(tracker, state)
-            silent = silent + 1 if ("unreachable" in note or "does not know" in note) else 0
-            if silent >= UNREACHABLE_CHUNKS * (6 if quiet else 1):
+    tracker = Progress(run.run_id, every_s=every_s, out=(lambda _line: None) if live is not None else progress)
+    silent_since: float | None = None  # since when Ray has not answered
+    why, state = "", "RUNNING"
+
+    def report(view, status: dict) -> bool:
+        nonlocal silent_since, why, state
+        tracker.update(view, status)
+        state, note = str(status.get("state") or "PENDING"), str(status.get("note") or "")
+        if "unreachable" in note or "does not know" in note:
+            silent_since = time.monotonic() if silent_since is None else silent_since
+            if time.monotonic() - silent_since >= UNREACHABLE_CHUNKS * every_s:
                 why = f"stopped following: {note}"
-                if live is not None:
-                    live.show(tracker, state, why)
-                else:
-                    tracker.close({"state": why})
-                return status
+        else:
+            silent_since = None
+        if state in TERMINAL_STATES:
+            tracker.state = state
+        if live is not None:
+            live.show(tracker, state, why)
+        return bool(why)
+
+    status: dict = {}
+    try:  # one view: each poll reads only what was appended
+        status = follow_run(run, report, poll_s=min(POLL_S, every_s))
     except KeyboardInterrupt:  # Jupyter's Interrupt: the run is a Ray job of its own and goes on
         why = f"stopped following; the run goes on (grpolab status {run.run_id} / grpolab stop {run.run_id})"
         if live is not None:
-            live.show(tracker, str(status.get("state") or "RUNNING"), why)
+            live.show(tracker, state, why)
         progress(why)
         return None
+    if live is None:
+        tracker.close(status if not why else {"state": why})
+    return status
 
 
 def show_head(address: str | None = None) -> None:
