@@ -34,7 +34,6 @@ from grpolab.notebook.compare import (  # noqa: F401
 )
 from grpolab.notebook.data import show_data  # noqa: F401
 from grpolab.notebook.display import (  # noqa: F401
-    DRY_RUN_FAILS,
     FOLLOW_EVERY_S,
     KERNEL,
     KERNEL_ARGS,

@@ -16,11 +16,11 @@ from grpolab.jobs.resume import ResumeRefused, plan_resume
 from grpolab.jobs.runs import TERMINAL_STATES, RunNotFound, list_runs, resolve_run
 from grpolab.jobs.state import refresh
 from grpolab.notebook.display import (
-    DRY_RUN_FAILS,
     FOLLOW_EVERY_S,
     ROW_COLOURS,
     UNREACHABLE_CHUNKS,
     NotebookStop,
+    hand_over,
     in_jupyterlab,
     say,
     show_html,
@@ -36,6 +36,8 @@ from grpolab.paths import runs_dir
 from grpolab.preflight import run_preflight
 
 # ------------------------------------------------------------------------------------------------ preflight
+
+DRY_RUN_FAILED = "dry_run_failed_checks"  # the stage result (grpolab.notebook.display.hand_over) run.ipynb reads
 
 
 def preflight(recipe, address: str | None = None, timeout_s: float | None = None):
@@ -69,9 +71,10 @@ def preflight_verdict(report, dry_run: bool = False) -> None:
     failed = [r for r in report.rows if r.status == "fail"]
     if dry_run:  # the table above lists them with their fixes: say what they mean and which, not the list again
         print(
-            f"{DRY_RUN_FAILS.format(n=len(failed))} ({failed_summary(failed)}): listed in the table above with "
-            "their fixes; nothing will be launched, so they do not stop this dry run"
+            f"dry run: {len(failed)} preflight check(s) fail ({failed_summary(failed)}): listed in the table above "
+            "with their fixes; nothing will be launched, so they do not stop this dry run"
         )
+        hand_over(DRY_RUN_FAILED, {"count": len(failed), "checks": failed_summary(failed)})  # run.ipynb's table
         return
     lines = [f"{r.check} ({r.node}): {r.detail}" + (f"\n    fix: {r.fix}" if r.fix else "") for r in failed]
     raise NotebookStop(f"{report.summary()}\nwhat is missing:\n" + "\n".join(lines))
