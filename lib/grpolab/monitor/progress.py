@@ -207,9 +207,9 @@ def follow(
     view = view if view is not None else MetricsView.for_run(run)
     start = time.monotonic()
     while True:
+        done = busy is not None and not busy()  # read once more after it turned false: what it left
         status = run_status(run, state.refresh(run) if ask_ray else run.status())
         view.refresh()
-        done = busy is not None and not busy()
         if report(view, status) or done or status.get("state") in TERMINAL_STATES:
             return status
         if timeout is not None and time.monotonic() - start > timeout:

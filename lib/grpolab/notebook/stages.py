@@ -194,7 +194,7 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
     the terminal that runs papermill; then the final state. Stops following (the run goes on) once Ray has not
     answered for UNREACHABLE_CHUNKS x `every_s` seconds in a row."""
     from grpolab.monitor.progress import POLL_S, Progress
-    from grpolab.monitor.progress import follow as follow_run
+    from grpolab.monitor.progress import follow as monitor_follow
 
     if run is None:  # a dry run: nothing was submitted
         return None
@@ -221,9 +221,8 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
             live.show(tracker, state, why)
         return bool(why)
 
-    status: dict = {}
     try:  # one view: each poll reads only what was appended
-        status = follow_run(run, report, poll_s=min(POLL_S, every_s))
+        status = monitor_follow(run, report, poll_s=min(POLL_S, every_s))
     except KeyboardInterrupt:  # Jupyter's Interrupt: the run is a Ray job of its own and goes on
         why = f"stopped following; the run goes on (grpolab status {run.run_id} / grpolab stop {run.run_id})"
         if live is not None:
