@@ -61,8 +61,8 @@ MONITOR_PARAMS = {
     ),
     "interval": ("float", "5.0", "seconds between refreshes of the live dashboard"),
     "strict": ("bool", "True", "end with an error when the run FAILED or was STOPPED (papermill exits non-zero)"),
-    "compare_with": ("list[str]", "[]", "other runs (ids) to overlay on this run's interactive chart"),
-    "smoothing": ("float", "0.6", "TensorBoard-style smoothing of the interactive chart, 0 (none) to 0.95"),
+    "compare_with": ("list[str]", "[]", "other runs (ids) to overlay on this run's comparison chart"),
+    "smoothing": ("float", "0.6", "TensorBoard-style smoothing of the comparison chart, 0 (none) to 0.95"),
 }
 
 
@@ -313,11 +313,9 @@ JupyterLab, widgets below re-plan for other node counts and lengths; headless th
     "06_compare": (
         """# 06 · Compare: several runs overlaid, with what differs between them
 
-Overlays the curves of `runs` (by default the two latest runs) in one interactive chart: hover shows every run's
-value at that step, drag zooms (all panels together), double-click resets, a click on a run in the legend hides
-it, the buttons switch the x axis between the step and wall-clock time. Above it: the keys whose values differ
-between the runs' records (the resolved recipe, the versions of the stack, the launch); below it: the tail of
-each run's log. GitHub and nbviewer show the chart as a picture.
+Overlays the curves of `runs` (by default the two latest runs) in one chart: a panel per curve, a colour per run,
+the x axis the step or wall-clock time (`x`). Above it: the keys whose values differ between the runs' records
+(the resolved recipe, the versions of the stack, the launch); below it: the tail of each run's log.
 
 ```bash
 .venv/bin/papermill notebooks/06_compare.ipynb out.ipynb -p runs '[tiny-a, tiny-b]'

@@ -2,7 +2,7 @@
 playwright (tests/browser/drive_lab.py, in its own venv .venv-browser; `scripts/setup.sh --tools` installs both).
 
 A run that a trainer is writing (its record RUNNING, metrics.jsonl growing; no Ray: the views read the run's files)
-is opened with JupyterLab's own Run All. The interactive chart and the dashboard's state line follow the new steps
+is opened with JupyterLab's own Run All. The comparison chart and the dashboard's state line follow the new steps
 within a refresh; the page says "live" while the kernel refreshes it. Saved mid-run, its kernel shut down and the
 page reloaded, the notebook says "as of" and how to reconnect, and claims nothing is refreshing it. Then 01_setup's
 Run All with model 'tinyy' after a good run in the same kernel shows nothing of the earlier recipe below the check

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from grpolab.jobs import control, launch, runs
-from grpolab.monitor.progress import wait
+from grpolab.monitor.progress import follow
 from grpolab.monitor.summary import failure_of
 from grpolab.recipe.loader import load_recipe
 from grpolab.recipe.secrets import REDACTED
@@ -32,7 +32,7 @@ def test_tiny_job_writes_verl_format_metrics_a_clean_record_and_wandb_offline_wi
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     recipe = load_recipe("tiny", [*short_tiny, f"env.MY_API_KEY={SECRET}", "trainer.logger=[console,file,wandb]"])
     run = launch.submit(recipe, progress=lambda *_: None)
-    status = wait(run, progress=lambda *_: None, poll_s=1.0, timeout=240)
+    status = follow(run, lambda _view, _status: None, poll_s=1.0, timeout=240)
     assert status["state"] == "SUCCEEDED", status.get("log_tail")
     lines = [json.loads(line) for line in run.metrics_file.read_text().splitlines()]
     assert [line["step"] for line in lines if "critic/score/mean" in line["data"]][-1] == 4

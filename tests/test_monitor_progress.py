@@ -94,34 +94,57 @@ def test_nothing_logged_yet_prints_nothing_until_the_end(tmp_path):
 
 
 def test_follow_prints_progress_lines_then_the_state(tmp_path, monkeypatch):
-    """notebook.follow headless: the monitor's wait is the only thing replaced (no Ray here)."""
+    """notebook.follow headless: only Ray's answer is replaced (10 more steps per poll, then the job ends)."""
     from grpolab import notebook as nb
-    from grpolab.jobs.runs import Run
-    from grpolab.monitor import progress as progress_module
+    from grpolab.jobs import state
+    from grpolab.jobs.runs import create_run
 
-    run = Run(tmp_path / "run-a")
-    run.path.mkdir()
-    calls = []
+    run = create_run("tiny", run_id="run-a", root=tmp_path)
+    run.write_status(state="RUNNING", job_id="run-a", total_steps=30)
+    polls = []
 
-    def fake_wait(r, progress=print, timeout=None, view=None, **_):
-        calls.append(timeout)
-        _grow(
-            r.metrics_file,
-            load_metrics(r.metrics_file) if r.metrics_file.exists() else _Empty(),
-            10 * len(calls) - 9,
-            10,
-        )
-        view.refresh()  # as the real wait does with the view it is given
-        return {"state": "SUCCEEDED" if len(calls) == 3 else "RUNNING", "total_steps": 30}
+    def refresh_status(r):
+        polls.append(1)
+        _grow(r.metrics_file, _Empty(), 10 * len(polls) - 9, 10)
+        return r.write_status(state="SUCCEEDED") if len(polls) == 3 else r.record()
 
-    monkeypatch.setattr(progress_module, "wait", fake_wait)  # follow() asks the monitor to wait
+    monkeypatch.setattr(state, "refresh", refresh_status)
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     lines = []
     status = nb.follow(run, every_s=0.0, progress=lines.append)
-    assert status["state"] == "SUCCEEDED" and calls == [0.0, 0.0, 0.0]
+    assert status["state"] == "SUCCEEDED" and len(polls) == 3
     assert lines[0] == "following run run-a: a line every 0 s"
     assert lines[1].startswith("step 10/30") and lines[2].startswith("step 20/30")
     assert lines[-1].startswith("run run-a: step 30/30 (100 %)") and lines[-1].endswith("SUCCEEDED")
+
+
+def test_follow_stops_once_ray_has_not_answered_for_a_while(tmp_path, monkeypatch):
+    """notebook.follow: a run whose Ray stopped answering is left to go on, with why, after UNREACHABLE_CHUNKS x
+    every_s seconds in a row without an answer (an answer in between starts the count again)."""
+    import time
+
+    from grpolab import notebook as nb
+    from grpolab.jobs import state
+    from grpolab.jobs.runs import create_run
+
+    run = create_run("tiny", run_id="run-u", root=tmp_path)
+    run.write_status(state="RUNNING", job_id="run-u", total_steps=30)
+    polls, clock = [], {"now": 0.0}
+    monkeypatch.setattr(time, "monotonic", lambda: clock["now"])  # the polls' sleeps pass at once
+    monkeypatch.setattr(time, "sleep", lambda s: clock.update(now=round(clock["now"] + s, 6)))
+
+    def refresh_status(r):
+        polls.append(1)
+        note = "" if len(polls) == 3 else "Ray is unreachable at 127.0.0.1:6379"
+        return {**r.record(), "note": note}
+
+    monkeypatch.setattr(state, "refresh", refresh_status)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    lines = []
+    status = nb.follow(run, every_s=1.0, progress=lines.append)
+    assert status["state"] == "RUNNING"
+    assert len(polls) == 3 + nb.UNREACHABLE_CHUNKS + 1  # the count started again after the answer at poll 3
+    assert lines[-1] == "run run-u: step -/30  stopped following: Ray is unreachable at 127.0.0.1:6379"
 
 
 class _Empty:
@@ -166,10 +189,10 @@ def test_the_notebooks_follow_keeps_one_view_and_reads_each_poll_once(tmp_path, 
     assert lines[1].startswith("step 10/30") and lines[-1].startswith("run run-f: step 30/30 (100 %)")
 
 
-def test_follow_while_reads_the_run_files_until_the_other_kernel_is_done(tmp_path):
+def test_follow_from_the_run_files_until_the_other_kernel_is_done(tmp_path):
     """run.ipynb's monitor stage: progress from status.json and metrics.jsonl while 04_monitor runs elsewhere."""
     from grpolab.jobs.runs import create_run
-    from grpolab.monitor.progress import follow_while
+    from grpolab.monitor.progress import follow
 
     run = create_run("tiny", run_id="run-b", root=tmp_path)
     run.write_status(state="RUNNING", total_steps=20)
@@ -182,10 +205,15 @@ def test_follow_while_reads_the_run_files_until_the_other_kernel_is_done(tmp_pat
             run.write_status(state="SUCCEEDED")
         return len(polls) < 6
 
-    status = follow_while(run, busy, every_s=0.0, poll_s=0.0, out=lines.append)
-    assert status["state"] == "SUCCEEDED"
+    progress = Progress("run-b", every_s=0.0, out=lines.append)
+    status = follow(run, progress.update, ask_ray=False, busy=busy, poll_s=0.0)
+    progress.close(status)
+    assert status["state"] == "SUCCEEDED" and len(polls) < 6  # the run's end, read from its files
     assert lines[0].startswith("step 20/20 (100 %)") and lines[-1].startswith("run run-b: step 20/20")
     assert lines[-1].endswith("SUCCEEDED")
+    other = create_run("tiny", run_id="run-c", root=tmp_path)
+    other.write_status(state="RUNNING", total_steps=20)  # a kernel done before its run: following stops with it
+    assert follow(other, progress.update, ask_ray=False, busy=lambda: False)["state"] == "RUNNING"
 
 
 class _CountingHandle:

@@ -50,7 +50,7 @@ def test_differences_come_from_the_records_and_take_fields_the_differ_never_hear
     assert list(found)[0].startswith("recipe.") and differences([a]) == []
 
 
-def test_overlay_figure_switches_the_x_axis_for_every_trace_and_keeps_the_smoothing(tmp_path):
+def test_overlay_draws_every_run_on_the_chosen_x_axis_and_keeps_the_smoothing(tmp_path):
     from grpolab.monitor.overlay import Overlay, wall_clock
 
     a = MetricsView.for_run(_run(tmp_path, "a", 30, 1, {}))
@@ -60,21 +60,20 @@ def test_overlay_figure_switches_the_x_axis_for_every_trace_and_keeps_the_smooth
     steps, times = a.series("timing_s/step")
     assert clock[steps[2]] == pytest.approx(sum(times[:3]), abs=1e-3)  # summed step times, from the first step
     chart = Overlay({"a": a, "b": b}, smooth=0.6)
-    figure = chart.figure()
-    traces = figure["data"]
-    step_x, wall_x = (btn["args"][0]["x"] for btn in figure["layout"]["updatemenus"][0]["buttons"])
-    assert len(step_x) == len(wall_x) == len(traces)  # one x array per trace for each axis
-    assert [list(t["x"]) for t in traces] == [list(x) for x in step_x]
-    legend = [t["name"] for t in traces if t.get("showlegend")]
-    assert legend == ["a (30 steps)", "b (20 steps)"]  # one entry per run: a click hides that run everywhere
-    assert figure["layout"]["title"]["text"] == "2 runs, smoothing 0.6"
-    assert {t["legendgroup"] for t in traces} == {"a", "b"}
+    assert chart.heading() == "2 runs, smoothing 0.6"
+    assert [chart.legend_name(label) for label in chart.views] == ["a (30 steps)", "b (20 steps)"]
     bundle = chart.bundle()
-    assert set(bundle) == {"application/vnd.plotly.v1+json", "text/html", "text/plain"}
+    assert set(bundle) == {"text/html", "text/plain"}
+    assert bundle["text/html"].startswith("<img src='data:image/png;base64,iVBOR")
+    assert "alt='2 runs, smoothing 0.6; x: step; a (30 steps); b (20 steps)'" in bundle["text/html"]
     assert "a (30 steps): reward" in bundle["text/plain"]
     assert len(json.dumps(bundle)) < 400_000  # two runs stay small enough to save in a notebook
+    wall = Overlay({"a": a, "b": b}, x="wall").png()
+    assert wall.startswith(b"\x89PNG") and wall != Overlay({"a": a, "b": b}).png()  # another x axis, drawn
     with pytest.raises(ValueError, match="smoothing"):
         Overlay({"a": a}, smooth=1.0)
+    with pytest.raises(ValueError, match="x must be one of step, wall"):
+        Overlay({"a": a}, x="time")
 
 
 def test_a_single_point_chart_keeps_readable_y_labels(tmp_path):

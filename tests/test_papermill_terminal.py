@@ -5,6 +5,7 @@ named. No Ray: the failing run stops in 01_setup."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -62,7 +63,11 @@ def test_a_failed_stage_ends_with_a_summary_and_announces_no_run_folder(tmp_path
     assert "moves to" not in shown.split("01_setup: failed")[1]
 
 
-def test_a_dry_runs_failed_checks_are_named_in_the_stage_table(tmp_path, capsys):
+def test_a_dry_runs_failed_checks_are_named_in_the_stage_table(tmp_path, capsys, monkeypatch):
+    """02_preflight hands its failed checks to run.ipynb in the stage results file (no printed text read back)."""
+    from grpolab import run_folder
+    from grpolab.notebook.display import STAGE_RESULTS_VAR, stage_results
+
     report = PreflightReport(
         "glm5_2",
         [
@@ -72,12 +77,15 @@ def test_a_dry_runs_failed_checks_are_named_in_the_stage_table(tmp_path, capsys)
             Row("env", "node-a", "ok", "fine"),
         ],
     )
+    results = run_folder.stage_results(tmp_path)
+    nb.preflight_verdict(report, dry_run=True)  # on its own: nothing handed over
+    assert not results.exists()
+    # as run.ipynb runs the stage: its kernel's environment names the file and the stage
+    monkeypatch.setenv(STAGE_RESULTS_VAR, json.dumps({"file": str(results), "stage": "02_preflight"}))
     nb.preflight_verdict(report, dry_run=True)
     printed = capsys.readouterr().out
     assert "3 preflight check(s) fail (devices on 2 nodes, torch_npu)" in printed
-    book = nbformat.v4.new_notebook(
-        cells=[nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output("stream", name="stdout", text=printed)])]
-    )
-    path = tmp_path / "02_preflight.ipynb"
-    nbformat.write(book, str(path))
-    assert nb.dry_run_failures(path) == "ok, 3 checks fail (dry run: devices on 2 nodes, torch_npu)"
+    handed = stage_results(results)
+    assert list(handed) == ["02_preflight"]
+    assert nb.dry_run_failures(handed["02_preflight"]) == "ok, 3 checks fail (dry run: devices on 2 nodes, torch_npu)"
+    assert nb.dry_run_failures({}) is None  # a stage that handed nothing over: a plain "ok"

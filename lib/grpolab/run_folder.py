@@ -8,6 +8,7 @@
         metrics.jsonl   verl's file-logger format, one line per step
         logs/job.log    the Ray job's output (logs/ also holds executed stage notebooks until notebooks/ exists)
         notebooks/      the executed stage notebooks of a notebook run
+        notebooks/stages.json   what the stage notebooks hand to run.ipynb (a dry run's failed checks, ...)
         checkpoint/     where checkpoints go when trainer.ckpt_dir is null
 
 Every reader and writer builds these paths from here (tests/test_one_home.py fails on the literals elsewhere). It
@@ -26,9 +27,10 @@ METRICS = "metrics.jsonl"
 LOGS = "logs"
 JOB_LOG = "job.log"  # inside LOGS
 NOTEBOOKS = "notebooks"
+STAGE_RESULTS = "stages.json"  # inside NOTEBOOKS (or beside a dry run's stage notebooks, which have no run folder)
 CHECKPOINT = "checkpoint"  # the default checkpoint folder (trainer.ckpt_dir: null)
 
-FILES = (STATUS, RECIPE, LAUNCH, JOB, METRICS, JOB_LOG)
+FILES = (STATUS, RECIPE, LAUNCH, JOB, METRICS, JOB_LOG, STAGE_RESULTS)
 FOLDERS = (LOGS, NOTEBOOKS, CHECKPOINT)
 
 
@@ -62,6 +64,12 @@ def job_log(run_dir: str | Path) -> Path:
 
 def notebooks_dir(run_dir: str | Path) -> Path:
     return Path(run_dir) / NOTEBOOKS
+
+
+def stage_results(notebooks: str | Path) -> Path:
+    """The stage results beside the executed stage notebooks in `notebooks` (notebooks_dir(run), or the folder a
+    dry run's stage notebooks are written to)."""
+    return Path(notebooks) / STAGE_RESULTS
 
 
 def checkpoint_dir(run_dir: str | Path) -> Path:

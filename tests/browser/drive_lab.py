@@ -4,7 +4,7 @@
 
 Opens 04_monitor.ipynb at URL, runs all its cells (JupyterLab's own Run All), then appends the lines of PENDING to
 METRICS (the run's metrics.jsonl, as a trainer would) in chunks and reads, after each, the last step of the
-interactive chart in the page (plotly's own data on its element) and of the dashboard's state line. Then it saves
+comparison chart in the page (its picture's alt text) and of the dashboard's state line. Then it saves
 the notebook, shuts its kernel down, reloads the page and reads the state line again. Last, in 01_setup, Run All
 with the default model, then with model 'tinyy' in the same kernel, and what each cell shows then. Prints one JSON document;
 screenshots go to OUT_DIR. Imports nothing from grpolab: this venv has only playwright.
@@ -25,13 +25,14 @@ TIMEOUT_MS = 60_000
 
 
 def chart_last_step(page) -> float | None:
-    """The largest x of the interactive chart's traces, as plotly holds them on its element (None: no chart)."""
+    """The last step the comparison chart shows: its picture's alt text names each run with its last step (None:
+    no chart)."""
     return page.evaluate(
         """() => {
-        const plots = Array.from(document.querySelectorAll('.js-plotly-plot'));
+        const charts = Array.from(document.querySelectorAll("img[alt*=' steps)']"));
         let best = null;
-        for (const p of plots) for (const t of (p.data || [])) for (const x of (t.x || []))
-            if (typeof x === 'number' && (best === null || x > best)) best = x;
+        for (const img of charts) for (const m of img.alt.matchAll(/\\((\\d+) steps\\)/g))
+            if (best === null || Number(m[1]) > best) best = Number(m[1]);
         return best;
     }"""
     )
@@ -133,7 +134,7 @@ def main(url: str, metrics: str, pending: str, out_dir: str) -> int:
                 timeout=TIMEOUT_MS,
             )
             run_all(page)
-            page.wait_for_selector(".js-plotly-plot", timeout=TIMEOUT_MS)
+            page.wait_for_selector("img[alt*=' steps)']", timeout=TIMEOUT_MS)
             page.wait_for_function("() => /step \\d+\\/\\d+/.test(document.body.innerText)", timeout=TIMEOUT_MS)
             result["first_chart"] = chart_last_step(page)
             chunk = max(1, len(lines) // 3)

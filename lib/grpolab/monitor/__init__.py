@@ -18,7 +18,7 @@ because it needs ipywidgets, which headless code never imports. matplotlib is im
 
 Modules: metrics (incremental reading), figures (the key figures, named once), clock (how a run's time is written),
 alerts, causes (the cause registry: cause, causes_setup, causes_run, causes_doc), diagnose (the streaming
-diagnosis, with origin and details), diagnosis (a run's), silent (failures without an error line), compare, plots, summary, progress (following a run), outcome, thresholds, dashboard,
+diagnosis, with origin and details), diagnosis (a run's), silent (failures without an error line), compare, plots and overlay (every chart: matplotlib), summary, progress (the one loop that follows a run), outcome, thresholds, dashboard,
 synthetic (healthy or broken verl-format metrics for tests, benchmarks and demos).
 """
 

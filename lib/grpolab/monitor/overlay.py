@@ -1,25 +1,15 @@
-"""Several runs' curves overlaid in one interactive chart (plotly) with a static PNG twin (matplotlib).
+"""Several runs' curves overlaid in one chart (matplotlib, as every other figure of GRPO Lab).
 
     chart = Overlay({"run-a": view_a, "run-b": view_b}, x="step", smooth=0.6)
-    chart.figure()      -> plotly figure dict: one panel per GRPO curve, one colour per run, hover shows every
-                           run's value at that x, drag to zoom (the panels' x axes move together), double-click
-                           resets, a click on a legend entry hides that run everywhere, buttons switch the x axis
-                           between step and wall-clock
-    chart.png()         -> PNG bytes of the same curves (what GitHub, nbviewer and a terminal see)
-    chart.bundle()      -> {"application/vnd.plotly.v1+json", "text/html", "text/plain"}: one display output
+    chart.png()         -> PNG bytes: one panel per GRPO curve, one colour per run, the x axis step or wall-clock
+    chart.bundle()      -> {"text/html", "text/plain"}: one display output, a picture with a plain-text twin
 
-Why plotly: JupyterLab renders plotly's MIME type natively (the renderer ships with the plotly package), with the
-hover, zoom and legend that wandb and TensorBoard users expect, and the figure is plain JSON kept in the output,
-so a saved notebook reopened without a kernel still shows it; ipympl and bqplot are widgets, which a saved notebook
-shows as "model not found". GitHub and nbviewer do not run plotly: they show the bundle's HTML twin, a PNG drawn
-here with matplotlib (no browser needed to make it, as plotly's own image export would). The twin is an <img> in
-HTML, not an image/png entry: JupyterLab's plotly renderer shows a bundle's image/png instead of the live figure
-(it keeps a snapshot of its own there once it has drawn the figure, which a notebook saved in JupyterLab then
-reopens as).
+The picture is an <img> in HTML whose alt text names the x axis, the runs and their steps (what a reader without images, and
+tests/test_browser.py, can read), so a saved notebook shows it without a kernel, in nbviewer and on GitHub.
 
 Wall-clock is the sum of the run's `timing_s/step` up to each step (verl's file logger writes no timestamps), so
 runs started at different times line up at their start. Smoothing is TensorBoard's debiased EMA
-(grpolab.monitor.plots.smoothed), drawn over the faint raw curve; the chosen weight is part of the figure, so it
+(grpolab.monitor.plots.smoothed), drawn over the faint raw curve; the chosen weight is in the chart's title, so it
 stays with the saved output. Each curve is cut to OVERLAY_BUCKETS min/max buckets (plots.downsample).
 """
 
@@ -33,7 +23,7 @@ import math
 from grpolab.monitor.metrics import MetricsView
 from grpolab.monitor.plots import PANELS, downsample, single_point_limits, smoothed
 
-OVERLAY_BUCKETS = 150  # per curve and run: at most 300 points, a few kB of JSON each
+OVERLAY_BUCKETS = 150  # per curve and run: at most 300 points
 # the panels of grpolab.monitor.plots.PANELS a comparison shows (the rest stay in each run's own curves.png)
 OVERLAY_PANELS = (
     "reward",
@@ -49,8 +39,6 @@ STEP_TIME = "timing_s/step"
 X_AXES = {"step": "step", "wall": "wall-clock (s, summed timing_s/step)"}
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 _COLUMNS = 2
-_SIG = 5  # significant digits kept in the figure's JSON
-_TOP, _BOTTOM = 130, 40  # the chart's margins in pixels: the title, the legend and the x-axis buttons sit on top
 
 
 def wall_clock(view: MetricsView) -> dict[int, float]:
@@ -63,10 +51,6 @@ def wall_clock(view: MetricsView) -> dict[int, float]:
             total += value
         out[step] = round(total, 3)
     return out
-
-
-def _round(values) -> list:
-    return [None if not math.isfinite(v) else float(f"{v:.{_SIG}g}") for v in values]
 
 
 def _panels(views: dict[str, MetricsView]) -> list[tuple[str, str, list[str]]]:
@@ -117,7 +101,7 @@ class Overlay:
 
     def _traces(self, metrics: list[str]):
         """(colour, run label, metric, curves) for each run that logged each of a panel's metrics, in legend order:
-        what the interactive chart and its PNG twin both draw."""
+        what the chart draws."""
         for run_index, (label, view) in enumerate(self.views.items()):
             colour = COLOURS[run_index % len(COLOURS)]
             for metric in metrics:
@@ -134,111 +118,9 @@ class Overlay:
         view = self.views[label]
         return f"{label} ({view.last_step if view.steps else 'no'} steps)"
 
-    # -- the interactive chart --------------------------------------------------------------------------------
-
-    def figure(self) -> dict:
-        """The plotly figure as a dict (what the MIME bundle carries)."""
-        # lazy: plotly (only the interactive chart needs it)
-        from plotly.subplots import make_subplots
-
-        count = max(1, len(self.panels))
-        rows = math.ceil(count / _COLUMNS)
-        fig = make_subplots(
-            rows=rows,
-            cols=min(_COLUMNS, count),
-            subplot_titles=[p[0] for p in self.panels] or ["no metrics logged yet"],
-            vertical_spacing=min(0.12, 0.5 / rows),
-            horizontal_spacing=0.08,
-        )
-        step_x, wall_x = [], []
-        for index, (_title, ylabel, metrics) in enumerate(self.panels):
-            row, col = index // _COLUMNS + 1, index % _COLUMNS + 1
-            for colour, label, metric, (steps, walls, ys, smooth, sparse) in self._traces(metrics):
-                name = self.legend_name(label)
-                if len(metrics) > 1:
-                    name += f" {metric.rsplit('/', 2)[-2]}"
-                common = {"legendgroup": label, "hovertemplate": f"{name}: %{{y:.4g}}<extra></extra>"}
-                first = index == 0 and metric == metrics[0]
-                xs = steps if self.x == "step" else walls
-                if smooth is not None:
-                    fig.add_scatter(
-                        x=xs, y=_round(ys), mode="lines", line={"color": colour, "width": 1}, opacity=0.3,
-                        showlegend=False, hoverinfo="skip", legendgroup=label, row=row, col=col,
-                    )  # fmt: skip
-                    step_x.append(steps), wall_x.append(walls)
-                    fig.add_scatter(
-                        x=xs, y=_round(smooth), mode="lines", name=name, line={"color": colour, "width": 2},
-                        showlegend=first, row=row, col=col, **common,
-                    )  # fmt: skip
-                else:
-                    fig.add_scatter(
-                        x=xs, y=_round(ys), mode="lines+markers" if sparse else "lines", name=name,
-                        line={"color": colour, "width": 1.5}, marker={"size": 5}, showlegend=first,
-                        row=row, col=col, **common,
-                    )  # fmt: skip
-                step_x.append(steps), wall_x.append(walls)
-            fig.update_yaxes(title_text=ylabel, title_font={"size": 11}, row=row, col=col)
-        fig.update_xaxes(matches="x", showticklabels=True, title_font={"size": 10})
-        names = list(X_AXES)
-        height = 260 * rows + 150
-        buttons = [
-            {
-                "label": f"x: {key}",
-                "method": "update",
-                "args": [{"x": step_x if key == "step" else wall_x}, self._axis_titles(X_AXES[key], count)],
-            }
-            for key in names
-        ]
-        fig.update_layout(
-            title={
-                "text": self.heading(),
-                "font": {"size": 14},
-                "x": 0,
-                "xanchor": "left",
-                "y": 1,
-                "yanchor": "top",
-                "pad": {"t": 8, "l": 8},
-            },
-            height=height,
-            hovermode="x unified",
-            template="plotly_white",
-            margin={"l": 60, "r": 20, "t": _TOP, "b": _BOTTOM},
-            legend={
-                "orientation": "h",
-                "x": 0,
-                "xanchor": "left",
-                "y": 1 - 44 / height,
-                "yanchor": "top",
-                "yref": "container",
-                "entrywidth": 0,
-                "font": {"size": 11},
-            },
-            updatemenus=[
-                {
-                    "type": "buttons",
-                    "direction": "right",
-                    "active": names.index(self.x),
-                    "buttons": buttons,
-                    "x": 1,
-                    "xanchor": "right",
-                    "y": 1 + (_TOP - 8) / (height - _TOP - _BOTTOM),  # the figure's top edge (paper coordinates)
-                    "yanchor": "top",
-                    "font": {"size": 11},
-                }
-            ],
-            **self._axis_titles(X_AXES[self.x], count),
-        )
-        return fig.to_plotly_json()
-
-    @staticmethod
-    def _axis_titles(text: str, count: int) -> dict:
-        return {f"xaxis{'' if i == 1 else i}.title.text": text for i in range(1, count + 1)}
-
-    # -- the static twin ----------------------------------------------------------------------------------------
-
     def png(self) -> bytes:
-        """The same curves as a PNG (matplotlib's Agg canvas; nothing global is switched)."""
-        # lazy: matplotlib (only the PNG twin needs it)
+        """The curves as a PNG (matplotlib's Agg canvas; nothing global is switched)."""
+        # lazy: matplotlib (only drawing the chart needs it)
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
 
@@ -289,12 +171,14 @@ class Overlay:
             lines.append(f"  {self.legend_name(label)}: " + (", ".join(shown) or "no metrics yet"))
         return "\n".join(lines)
 
+    def alt(self) -> str:
+        """The picture's alt text: the heading, the x axis and each run with its steps."""
+        return "; ".join([self.heading(), f"x: {X_AXES[self.x]}", *(self.legend_name(label) for label in self.views)])
+
     def bundle(self) -> dict:
-        """One display output: interactive in JupyterLab, a picture on GitHub and nbviewer, text in a terminal."""
+        """One display output: the picture (JupyterLab, GitHub, nbviewer), its text twin (a terminal)."""
         png = base64.b64encode(self.png()).decode("ascii")
         return {
-            "application/vnd.plotly.v1+json": self.figure(),
-            # HTML, not image/png: JupyterLab's plotly renderer shows a bundle's image/png instead of the figure
-            "text/html": f"<img src='data:image/png;base64,{png}' alt='{html.escape(self.heading(), quote=True)}'/>",
+            "text/html": f"<img src='data:image/png;base64,{png}' alt='{html.escape(self.alt(), quote=True)}'/>",
             "text/plain": self.text(),
         }

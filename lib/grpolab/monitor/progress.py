@@ -1,16 +1,17 @@
 """How far a run is, while it is followed: step / total, the run's time and the time left, latest reward and
-validation accuracy; and following a run to its end (`grpolab run --wait`).
+validation accuracy; and the one loop that follows a run, for the CLI, the notebooks and run.ipynb.
 
-    progress = Progress(run_id, total=1200, bar=False, every_s=30)   # bar: an ipywidgets bar (JupyterLab)
+    status = follow(run, report)     # poll until the run ends: report(view, status) after each poll
+    progress = Progress(run_id, total=1200, every_s=30)
     progress.update(view, status)    # after each poll; prints a line at most every `every_s` seconds
-    progress.close(status)           # the final line (always printed), the bar replaced by that line
-    outcome = follow_run(run)        # wait, then the curves and the outcome: one metrics view, one classification
+    progress.close(status)           # the final line (always printed)
+    outcome = follow_run(run)        # `grpolab run --wait`: follow, then the curves and the outcome
 
-Headless (papermill, the terminal, `bar=False`) it prints plain text lines, rate-limited by time, not by steps:
-the first step seen, then at most one line per `every_s` seconds, then the final state. With `bar=True` (a
-JupyterLab kernel; the caller decides, this module never guesses) it shows a progress bar that updates in place,
-and leaves one plain line in the saved notebook when it closes (a widget cannot be shown without a kernel).
-`line(...)` formats one line; the clock is injectable so tests check the rate limit without sleeping.
+`follow` reads the run's status (from Ray, or from its files alone) and the lines metrics.jsonl gained, and gives
+both to a callback: the CLI's prints progress lines, 03_launch's rewrites one display line in place, run.ipynb's
+prints lines while another kernel runs the stage. Progress lines are plain text, rate-limited by time, not by steps:
+the first step seen, then at most one line per `every_s` seconds, then the final state. `line(...)` formats one
+line; the clock is injectable so tests check the rate limit without sleeping.
 
 "elapsed" is the run's own time, from its record (`started`, `ended` in the status given: see
 grpolab.jobs.state.run_times), never the time since a view opened; a status without a start shows no elapsed time.
@@ -21,7 +22,6 @@ the run's time per step so far.
 
 from __future__ import annotations
 
-import html
 import math
 import time
 from collections.abc import Callable
@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 from grpolab.jobs import state
 from grpolab.jobs.runs import TERMINAL_STATES
-from grpolab.jobs.state import refresh as refresh_status
 from grpolab.monitor.clock import clock_text
 from grpolab.monitor.figures import STEP_TIME, candidates, latest_headline
 from grpolab.monitor.metrics import MetricsView
@@ -70,7 +69,6 @@ class Progress:
         self,
         run_id: str,
         total: int | None = None,
-        bar: bool = False,
         every_s: float = 30.0,
         out: Callable[[str], None] = print,
         clock: Callable[[], float] = time.time,
@@ -92,7 +90,6 @@ class Progress:
         self.state = ""
         self._last_print: float | None = None
         self._printed_step: int | None = None
-        self._bar = self._make_bar() if bar else None
 
     # -- what is shown ------------------------------------------------------------------------------------
 
@@ -140,7 +137,7 @@ class Progress:
     def update(self, view=None, status: dict | None = None) -> None:
         """Take in the latest step and figures, and the run's total, start and end from `status` (a status.json
         or a summary dict); print a line if `every_s` passed since the last one (the first step seen is printed
-        at once), or update the bar."""
+        at once)."""
         self._take(status)
         step = view.last_step if view is not None else None
         if step is not None and step != self.step:
@@ -150,9 +147,6 @@ class Progress:
             self.figures = latest_headline(view)
             self.step_time = step_time(view)
             self._smooth_pace()
-        if self._bar is not None:
-            self._show_bar()
-            return
         now = self.clock()
         due = self._last_print is None or now - self._last_print >= self.every_s
         if self.step is not None and self.step != self._printed_step and due:
@@ -177,11 +171,7 @@ class Progress:
             self.update(view, status)
         self._take(status)
         self.state = str((status or {}).get("state") or "")
-        text = f"run {self.run_id}: " + self.line()
-        if self._bar is not None:
-            self._close_bar(text)
-        else:
-            self.out(text)
+        self.out(f"run {self.run_id}: " + self.line())
 
     def _take(self, status: dict | None) -> None:
         status = status or {}  # a checked record (grpolab.jobs.runs.StatusRecord) or a summary made of one
@@ -194,96 +184,39 @@ class Progress:
         self._last_print, self._printed_step = now, self.step
         self.out(self.line())
 
-    # -- the JupyterLab bar ---------------------------------------------------------------------------------
 
-    def _make_bar(self):
-        try:
-            # lazy: IPython, ipywidgets (only in a notebook kernel: headless code never loads the widgets)
-            import ipywidgets as widgets
-            from IPython.display import display
-        except ImportError:  # no widgets: plain lines
-            return None
-        bar = widgets.IntProgress(
-            value=0, min=0, max=max(1, self.total or 1), bar_style="info", layout=widgets.Layout(width="40%")
-        )
-        label = widgets.HTML(value=f"following run <b>{html.escape(self.run_id)}</b> ...")
-        box = widgets.HBox([bar, label])
-        handle = display(box, display_id=True)
-        return {"bar": bar, "label": label, "box": box, "handle": handle}
-
-    def _show_bar(self) -> None:
-        bar, label = self._bar["bar"], self._bar["label"]
-        if self.total:
-            bar.max = self.total
-        bar.value = min(self.step or 0, bar.max)
-        label.value = f"<code>{html.escape(self.line())}</code>"
-
-    def _close_bar(self, text: str) -> None:
-        # Replace the widget by a plain output: the saved notebook shows the last line, not "model not found".
-        self._bar["box"].close()
-        handle = self._bar["handle"]
-        data = {"text/plain": text, "text/html": f"<pre style='font-family:monospace'>{html.escape(text)}</pre>"}
-        if handle is not None:
-            handle.update(data, raw=True)
-        else:
-            self.out(text)
+POLL_S = 2.0  # how often a followed run's status and metrics are read
 
 
-def follow_while(
+def follow(
     run,
-    busy: Callable[[], bool],
-    bar: bool = False,
-    every_s: float = 30.0,
-    poll_s: float = 2.0,
-    out: Callable[[str], None] = print,
-) -> dict:
-    """Show the progress of `run` from its files alone (status.json, job.json, metrics.jsonl; nothing asks Ray)
-    while `busy()` is true, e.g. while another kernel executes 04_monitor for run.ipynb; then the final line.
-    Returns the last status read. A bad record reads as no status here (Run.status): this is a side view, and the
-    notebook it runs beside stops on that record with its problem (grpolab.notebook.stages.find_run)."""
-    tracker = Progress(run.run_id, bar=bar, every_s=every_s, out=out)
-    view = MetricsView.for_run(run)
-    status: dict = {}
-    while busy():
-        view.refresh()
-        status = run_status(run, run.status())
-        tracker.update(view, status)
-        waited = 0.0
-        while waited < poll_s and busy():
-            time.sleep(min(0.2, poll_s))
-            waited += 0.2
-    view.refresh()
-    status = run_status(run, run.status())
-    tracker.close(status, view)
-    return status
-
-
-def wait(
-    run,
-    progress=print,
-    poll_s: float = 2.0,
+    report: Callable[[MetricsView, dict], bool | None],
+    ask_ray: bool = True,
+    poll_s: float = POLL_S,
     timeout: float | None = None,
-    every_s: float = 10.0,
+    busy: Callable[[], bool] | None = None,
     view: MetricsView | None = None,
 ) -> dict:
-    """Follow a run until it ends (or `timeout`), printing progress lines (step / total, elapsed, remaining,
-    reward, validation accuracy) at most one per `every_s` seconds. `view`: the MetricsView to follow with (a
-    caller that goes on reading the run passes its own, so nothing is read twice); each poll reads only the
-    bytes appended since the last one. Returns the status (see run_status)."""
-
+    """Follow `run`: at each poll read its status (`ask_ray`: reconciled with Ray, grpolab.jobs.state.refresh; else
+    from its files alone, where a bad record reads as no status) and the lines its metrics.jsonl gained, and call
+    `report(view, status)`. Returns the last status (see run_status) once the run ended, `report` returned True,
+    `timeout` seconds passed or `busy()` turned false (e.g. while another kernel executes 04_monitor for
+    run.ipynb; the status read after it turned false is reported too). `view`: the MetricsView to follow with (a
+    caller that goes on reading the run passes its own, so nothing is read twice); each poll reads only the bytes
+    appended since the last one."""
     view = view if view is not None else MetricsView.for_run(run)
-    start = time.time()
-    status = run_status(run, refresh_status(run))
-    tracker = Progress(run.run_id, status.get("total_steps"), every_s=every_s, out=progress)
+    start = time.monotonic()
     while True:
+        done = busy is not None and not busy()  # read once more after it turned false: what it left
+        status = run_status(run, state.refresh(run) if ask_ray else run.status())
         view.refresh()
-        tracker.update(view, status)
-        if status.get("state") in TERMINAL_STATES:
+        if report(view, status) or done or status.get("state") in TERMINAL_STATES:
             return status
-        if timeout is not None and time.time() - start > timeout:
+        if timeout is not None and time.monotonic() - start > timeout:
             return status
-        time.sleep(poll_s)
-        status = run_status(run, refresh_status(run))
+        deadline = time.monotonic() + poll_s
+        while time.monotonic() < deadline and (busy is None or busy()):
+            time.sleep(min(0.2, poll_s))
 
 
 @dataclass
@@ -298,13 +231,16 @@ class Outcome:
 
 
 def follow_run(
-    run, progress=print, poll_s: float = 2.0, timeout: float | None = None, every_s: float = 10.0
+    run, progress=print, poll_s: float = POLL_S, timeout: float | None = None, every_s: float = 10.0
 ) -> Outcome:
-    """`grpolab run --wait`: follow the run to its end with one metrics view, then draw the curves into the run
-    directory (alerts marked) when it logged any, classify a failure once and describe the outcome."""
+    """`grpolab run --wait`: follow the run to its end (or `timeout`) with one metrics view, printing progress
+    lines (step / total, elapsed, remaining, reward, validation accuracy) at most one per `every_s` seconds; then
+    draw the curves into the run directory (alerts marked) when it logged any, classify a failure once and
+    describe the outcome."""
 
     monitor = RunMonitor(run)
-    status = wait(run, progress, poll_s=poll_s, timeout=timeout, every_s=every_s, view=monitor.view)
+    tracker = Progress(run.run_id, every_s=every_s, out=progress)
+    status = follow(run, tracker.update, poll_s=poll_s, timeout=timeout, view=monitor.view)
     png = run.path / "curves.png" if monitor.view.steps else None
     data = monitor.update(refresh=False, png=png)
     return Outcome(status, monitor.view, data, describe_outcome(run, status, monitor=monitor))

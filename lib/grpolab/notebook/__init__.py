@@ -33,7 +33,6 @@ from grpolab.notebook.compare import (  # noqa: F401
 )
 from grpolab.notebook.data import show_data  # noqa: F401
 from grpolab.notebook.display import (  # noqa: F401
-    DRY_RUN_FAILS,
     FOLLOW_EVERY_S,
     STAGES,
     NotebookStop,

@@ -1,11 +1,11 @@
-"""06_compare and 04_monitor's comparison: runs overlaid in one interactive chart, their recipe and stack
-differences above it, their logs beside it.
+"""06_compare and 04_monitor's comparison: runs overlaid in one chart, their recipe and stack differences above
+it, their logs beside it.
 
     compare_runs(["run-a", "run-b"], x="step", smoothing=0.6)       # 06_compare
     compare_runs([run, *compare_with], dashboard=dashboard)          # 04_monitor: drawn anew with the live dashboard
 
-Every part is an ordinary display output (HTML with a plain-text twin; the chart is plotly's MIME type with a PNG
-twin, grpolab.monitor.overlay), so the saved notebook shows them without a kernel, in nbviewer and on GitHub.
+Every part is an ordinary display output (HTML with a plain-text twin; the chart is a PNG, grpolab.monitor.overlay),
+so the saved notebook shows them without a kernel, in nbviewer and on GitHub.
 """
 
 from __future__ import annotations
@@ -155,12 +155,9 @@ class Comparison:
         return self
 
     def redraw(self) -> None:
-        """Draw the chart anew. JupyterLab's plotly renderer ignores an in-place update of its output (the chart
-        would stay at the steps it first drew); JupyterLab makes a new renderer when an output's preferred MIME type
-        changes, so the chart's output becomes a line of text for a moment, then the new chart."""
+        """Draw the chart and the logs anew, in place."""
         chart, logs = self.bundles()
         if self.handles:
-            self.handles["chart"].update({"text/plain": "(redrawing the chart ...)"}, raw=True)
             self.handles["chart"].update(chart, raw=True)
             self.handles["logs"].update(logs, raw=True)
 
@@ -172,9 +169,8 @@ def compare_runs(
     log_lines: int = LOG_LINES,
     dashboard=None,
 ) -> Comparison:
-    """Show the runs' recipe and stack differences, their curves overlaid in one interactive chart (hover for
-    every run's value, drag to zoom, the x axis as step or wall-clock, `smoothing` kept with the output) and the
-    tail of their logs. With a live `dashboard` (04_monitor), the chart and the logs are redrawn whenever the
+    """Show the runs' recipe and stack differences, their curves overlaid in one chart (the x axis as step or
+    wall-clock, `smoothing` kept with the output) and the tail of their logs. With a live `dashboard` (04_monitor), the chart and the logs are redrawn whenever the
     dashboard redraws its own picture, with the dashboard's smoothing slider."""
     if x not in X_CHOICES:
         raise NotebookStop(f"x must be one of {', '.join(X_CHOICES)} (wall: wall-clock seconds), got {x!r}")

@@ -27,11 +27,13 @@ STAGES = ("01_setup", "02_preflight", "03_launch", "04_monitor")
 NEEDS_RUN = ("04_monitor",)  # stages that only make sense once a run was submitted
 REPORT_TAG = "report"  # cells of the stage notebooks whose outputs run.ipynb shows again
 PAPERMILL_NAMES = ("PAPERMILL_INPUT_PATH", "PAPERMILL_OUTPUT_PATH")  # papermill --inject-paths
-DRY_RUN_FAILS = "dry run: {n} preflight check(s) fail"  # run.ipynb's stage table reads this line back
 FOLLOW_EVERY_S = 30.0  # one progress line per this many seconds while a run is followed
 UNREACHABLE_CHUNKS = 4  # stop following after this many periods in a row without an answer from Ray
 # run.ipynb's process id, in its stage kernels' environment: run.ipynb itself reports their progress on the terminal
 STAGE_KERNEL_VAR = "GRPOLAB_STAGE_KERNEL"
+# in a stage kernel's environment: {"file": grpolab.run_folder.stage_results(...), "stage": its name}, where the
+# stage hands its results to run.ipynb (hand_over)
+STAGE_RESULTS_VAR = "GRPOLAB_STAGE_RESULTS"
 
 
 class NotebookStop(Exception):
@@ -39,6 +41,34 @@ class NotebookStop(Exception):
 
     def _render_traceback_(self) -> list[str]:  # IPython shows these lines instead of the traceback
         return [f"NotebookStop: {line}" if i == 0 else line for i, line in enumerate(str(self).splitlines())]
+
+
+# ------------------------------------------------------------------------------------------------ stage results
+
+
+def stage_results(path: str | Path) -> dict:
+    """The results stage kernels handed to run.ipynb in `path` (grpolab.run_folder.stage_results); {} when none."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def hand_over(name: str, value) -> None:
+    """In a stage kernel of run.ipynb: keep `value` (JSON) under the stage's name and `name` in the stage results
+    file, for run.ipynb to read once the stage ended (STAGE_RESULTS_VAR says which file and which stage). Nothing
+    when the notebook runs on its own."""
+    where = json.loads(os.environ.get(STAGE_RESULTS_VAR) or "{}")
+    if not where:
+        return
+    path = Path(where["file"])
+    results = stage_results(path)
+    results[where["stage"]] = {**(results.get(where["stage"]) or {}), name: value}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(results, indent=1) + "\n")
+    tmp.replace(path)  # run.ipynb never reads half a file
 
 
 # ------------------------------------------------------------------------------------------------ display

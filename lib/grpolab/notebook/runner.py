@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -19,17 +18,18 @@ from grpolab.jobs import runs
 from grpolab.jobs.job_entry import ANSI
 from grpolab.jobs.runs import Run
 from grpolab.notebook.display import (
-    DRY_RUN_FAILS,
     FOLLOW_EVERY_S,
     NEEDS_RUN,
     NOTEBOOKS_DIR,
     REPORT_TAG,
     STAGE_KERNEL_VAR,
+    STAGE_RESULTS_VAR,
     STAGES,
     NotebookStop,
     say,
     show_image,
     show_stages,
+    stage_results,
     to_terminal,
 )
 from grpolab.notebook.kernel import execute_stage, kept_log, kernel_log
@@ -41,6 +41,7 @@ from grpolab.notebook.setup import (
     mask_overrides,
 )
 from grpolab.notebook.stages import (
+    DRY_RUN_FAILED,
     plot_val_accuracy,
     show_figures,
 )
@@ -68,24 +69,14 @@ def _error_of(nb_path: Path) -> str | None:
     return None
 
 
-def dry_run_failures(nb_path: Path) -> str | None:
-    """`ok, N checks fail (dry run)` when a dry-run stage reported failed checks (so the stage table does not
-    say a plain "ok" under a list of failures); None otherwise."""
-    # lazy: nbformat (only run.ipynb's stage runner needs it, not every `import grpolab.notebook`)
-    import nbformat
-
-    pattern = re.compile(re.escape(DRY_RUN_FAILS).replace(r"\{n\}", r"(\d+)") + r"(?: \(([^)]*)\))?")
-    try:
-        book = nbformat.read(str(nb_path), as_version=4)
-    except Exception:
+def dry_run_failures(results: dict) -> str | None:
+    """`ok, N checks fail (dry run: which)` when a dry-run stage handed over failed checks (so the stage table does
+    not say a plain "ok" under a list of failures); None otherwise. `results`: what the stage handed over."""
+    failed = results.get(DRY_RUN_FAILED)
+    if not isinstance(failed, dict) or not failed.get("count"):
         return None
-    for cell in book.cells:
-        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            found = pattern.search(out.get("text", "") if out.get("output_type") == "stream" else "")
-            if found:
-                which = f": {found.group(2)}" if found.group(2) else ""
-                return f"ok, {found.group(1)} checks fail (dry run{which})"
-    return None
+    which = f": {failed['checks']}" if failed.get("checks") else ""
+    return f"ok, {failed['count']} checks fail (dry run{which})"
 
 
 def _replay(nb_path: Path) -> None:
@@ -175,6 +166,11 @@ class Stages:
                 log = kernel_log(path)  # a stage kernel's own log, when it said something
                 if log.exists():
                     shutil.move(str(log), target / log.name)
+        handed = run_folder.stage_results(self.scratch)
+        if handed.exists():  # merged into what the stages after 03_launch hand over there
+            kept = run_folder.stage_results(target)
+            kept.write_text(json.dumps({**stage_results(handed), **stage_results(kept)}, indent=1) + "\n")
+            handed.unlink()
         try:
             self.scratch.rmdir()
         except OSError:
@@ -220,6 +216,8 @@ class Stages:
         nested = os.environ.get(STAGE_KERNEL_VAR)
         # the stage kernel inherits it (this process's id: here it means nothing) and leaves the terminal to us
         os.environ[STAGE_KERNEL_VAR] = str(os.getpid())
+        results, handing = run_folder.stage_results(output.parent), os.environ.get(STAGE_RESULTS_VAR)
+        os.environ[STAGE_RESULTS_VAR] = json.dumps({"file": str(results), "stage": stage})
         try:
             if real:  # the stage kernel inherits this process's environment
                 os.environ[STAGE_SECRETS_VAR] = json.dumps(real)
@@ -227,17 +225,24 @@ class Stages:
             if stage in NEEDS_RUN and run_dir is not None and run_dir.exists():
                 # the stage's own kernel follows the run; this one shows how far it is meanwhile (a line every
                 # FOLLOW_EVERY_S s, also on papermill's terminal) instead of "running ..." for minutes; plain lines
-                # in JupyterLab too: a saved notebook keeps them (a widget bar would be "model not found")
+                # in JupyterLab too: a saved notebook keeps them (a widget bar would be "model not found"). From the
+                # run's files alone, nothing asks Ray: the stage's kernel does, and stops on a bad record itself
                 # lazy: orjson, yaml (the monitor loads only while a launch stage is followed)
-                from grpolab.monitor.progress import follow_while
+                from grpolab.monitor.progress import Progress, follow
 
                 worker = threading.Thread(target=execute, daemon=True, name=f"grpolab-stage-{stage}")
                 worker.start()
-                follow_while(Run(run_dir), worker.is_alive, bar=False, every_s=FOLLOW_EVERY_S, out=say)
+                tracker = Progress(self.run_id, every_s=FOLLOW_EVERY_S, out=say)
+                status = follow(Run(run_dir), tracker.update, ask_ray=False, busy=worker.is_alive)
                 worker.join()
+                tracker.close(status)
             else:
                 execute()
         finally:
+            if handing is None:
+                os.environ.pop(STAGE_RESULTS_VAR, None)
+            else:
+                os.environ[STAGE_RESULTS_VAR] = handing
             if nested is None:
                 os.environ.pop(STAGE_KERNEL_VAR, None)
             else:
@@ -250,7 +255,7 @@ class Stages:
         entry["seconds"] = time.perf_counter() - start
         # an empty log is removed; _collect moves a kept one with the notebook
         kept = kept_log(kernel_log(output)) is not None
-        entry["result"] = "failed" if error else (dry_run_failures(output) or "ok")
+        entry["result"] = "failed" if error else (dry_run_failures(stage_results(results).get(stage) or {}) or "ok")
         self._collect()
         if error and kept:
             error += f" (the stage kernel's own log: {kernel_log(Path(entry['notebook']))})"

@@ -6,6 +6,7 @@ import html
 import json
 import os
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -17,11 +18,11 @@ from grpolab.jobs.resume import ResumeRefused, plan_resume
 from grpolab.jobs.runs import TERMINAL_STATES, RunNotFound, list_runs, resolve_run
 from grpolab.jobs.state import refresh
 from grpolab.notebook.display import (
-    DRY_RUN_FAILS,
     FOLLOW_EVERY_S,
     ROW_COLOURS,
     UNREACHABLE_CHUNKS,
     NotebookStop,
+    hand_over,
     in_jupyterlab,
     say,
     show_html,
@@ -37,6 +38,8 @@ from grpolab.paths import runs_dir
 from grpolab.preflight import run_preflight
 
 # ------------------------------------------------------------------------------------------------ preflight
+
+DRY_RUN_FAILED = "dry_run_failed_checks"  # the stage result (grpolab.notebook.display.hand_over) run.ipynb reads
 
 
 def preflight(recipe, address: str | None = None, timeout_s: float | None = None):
@@ -70,9 +73,10 @@ def preflight_verdict(report, dry_run: bool = False) -> None:
     failed = [r for r in report.rows if r.status == "fail"]
     if dry_run:  # the table above lists them with their fixes: say what they mean and which, not the list again
         print(
-            f"{DRY_RUN_FAILS.format(n=len(failed))} ({failed_summary(failed)}): listed in the table above with "
-            "their fixes; nothing will be launched, so they do not stop this dry run"
+            f"dry run: {len(failed)} preflight check(s) fail ({failed_summary(failed)}): listed in the table above "
+            "with their fixes; nothing will be launched, so they do not stop this dry run"
         )
+        hand_over(DRY_RUN_FAILED, {"count": len(failed), "checks": failed_summary(failed)})  # run.ipynb's table
         return
     lines = [f"{r.check} ({r.node}): {r.detail}" + (f"\n    fix: {r.fix}" if r.fix else "") for r in failed]
     raise NotebookStop(f"{report.summary()}\nwhat is missing:\n" + "\n".join(lines))
@@ -186,52 +190,51 @@ class _LiveLine:
 
 
 def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None] = say) -> dict | None:
-    """Follow a run until it ends: in JupyterLab a progress bar and line rewritten in place (an HTML output that
-    a saved notebook keeps), else at most one progress line per `every_s` seconds (step / total, elapsed,
-    remaining, reward, validation accuracy; grpolab.monitor.progress), printed and, headless, also written to
-    the terminal that runs papermill; then the final state. Stops following (the run goes on) when Ray stops
-    answering."""
+    """Follow a run until it ends (grpolab.monitor.progress.follow): in JupyterLab a progress bar and line
+    rewritten in place (an HTML output that a saved notebook keeps), else at most one progress line per `every_s`
+    seconds (step / total, elapsed, remaining, reward, validation accuracy), printed and, headless, also written to
+    the terminal that runs papermill; then the final state. Stops following (the run goes on) once Ray has not
+    answered for UNREACHABLE_CHUNKS x `every_s` seconds in a row."""
     # lazy: orjson, yaml (the monitor loads when a run is followed or shown, not with `import grpolab.notebook`)
-    from grpolab.monitor.metrics import MetricsView
-    from grpolab.monitor.progress import Progress, wait
+    from grpolab.monitor.progress import POLL_S, Progress
+    from grpolab.monitor.progress import follow as monitor_follow
 
     if run is None:  # a dry run: nothing was submitted
         return None
     live = _LiveLine(run.run_id) if in_jupyterlab() else None
     if live is None:
         progress(f"following run {run.run_id}: a line every {every_s:g} s")
-    quiet = live is not None
-    tracker = Progress(run.run_id, every_s=every_s, out=(lambda _line: None) if quiet else progress)
-    view, silent, status = MetricsView.for_run(run), 0, {}  # one view: each poll reads only what was appended
-    try:
-        while True:
-            status = wait(run, progress=lambda _line: None, timeout=every_s / 6 if quiet else every_s, view=view)
-            tracker.update(view, status)  # `wait` refreshed the view at its every poll
-            state = str(status.get("state") or "PENDING")
-            if state in TERMINAL_STATES:
-                tracker.state = state
-                if live is not None:
-                    live.show(tracker, state)
-                else:
-                    tracker.close(status)
-                return status
-            note = str(status.get("note") or "")
-            if live is not None:
-                live.show(tracker, state)
-            silent = silent + 1 if ("unreachable" in note or "does not know" in note) else 0
-            if silent >= UNREACHABLE_CHUNKS * (6 if quiet else 1):
+    tracker = Progress(run.run_id, every_s=every_s, out=(lambda _line: None) if live is not None else progress)
+    silent_since: float | None = None  # since when Ray has not answered
+    why, state = "", "RUNNING"
+
+    def report(view, status: dict) -> bool:
+        nonlocal silent_since, why, state
+        tracker.update(view, status)
+        state, note = str(status.get("state") or "PENDING"), str(status.get("note") or "")
+        if "unreachable" in note or "does not know" in note:
+            silent_since = time.monotonic() if silent_since is None else silent_since
+            if time.monotonic() - silent_since >= UNREACHABLE_CHUNKS * every_s:
                 why = f"stopped following: {note}"
-                if live is not None:
-                    live.show(tracker, state, why)
-                else:
-                    tracker.close({"state": why})
-                return status
+        else:
+            silent_since = None
+        if state in TERMINAL_STATES:
+            tracker.state = state
+        if live is not None:
+            live.show(tracker, state, why)
+        return bool(why)
+
+    try:  # one view: each poll reads only what was appended
+        status = monitor_follow(run, report, poll_s=min(POLL_S, every_s))
     except KeyboardInterrupt:  # Jupyter's Interrupt: the run is a Ray job of its own and goes on
         why = f"stopped following; the run goes on (grpolab status {run.run_id} / grpolab stop {run.run_id})"
         if live is not None:
-            live.show(tracker, str(status.get("state") or "RUNNING"), why)
+            live.show(tracker, state, why)
         progress(why)
         return None
+    if live is None:
+        tracker.close(status if not why else {"state": why})
+    return status
 
 
 def show_head(address: str | None = None) -> None:
