@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from grpolab.monitor import load_metrics, synthetic
 from grpolab.monitor.progress import Progress
+from grpolab.notebook.display import UNREACHABLE_CHUNKS
 
 
 class Clock:
@@ -143,7 +144,7 @@ def test_follow_stops_once_ray_has_not_answered_for_a_while(tmp_path, monkeypatc
     lines = []
     status = nb.follow(run, every_s=1.0, progress=lines.append)
     assert status["state"] == "RUNNING"
-    assert len(polls) == 3 + nb.UNREACHABLE_CHUNKS + 1  # the count started again after the answer at poll 3
+    assert len(polls) == 3 + UNREACHABLE_CHUNKS + 1  # the count started again after the answer at poll 3
     assert lines[-1] == "run run-u: step -/30  stopped following: Ray is unreachable at 127.0.0.1:6379"
 
 
