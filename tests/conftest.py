@@ -153,6 +153,23 @@ def cli():
     return grpolab
 
 
+def readme_command(prefix: str) -> list[str]:
+    """The README's command line that starts with `prefix`, as argv: a command tests/test_readme.py leaves to the
+    test that runs it as written, with more checks than an exit status (its RUN_ELSEWHERE)."""
+    import re
+    import shlex
+
+    found = re.search(rf"^({re.escape(prefix)}.*?)(  #.*)?$", (ROOT / "README.md").read_text(), flags=re.M)
+    assert found, prefix
+    return shlex.split(found.group(1))
+
+
+@pytest.fixture(name="readme_command")
+def readme_command_fixture():
+    """readme_command itself: `readme_command(prefix)` -> the README's command line that starts with it, as argv."""
+    return readme_command
+
+
 def poll(predicate, timeout: float = 240.0, every: float = 1.0):
     """predicate()'s first true value, asked every `every` seconds; AssertionError after `timeout` seconds."""
     deadline = time.time() + timeout
