@@ -128,8 +128,9 @@ def ray_head():
 
 
 def pytest_sessionfinish(session):
-    """The controlling process (or the only one, without xdist) stops the test head once every worker is done."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    """The controlling process (or the only one, without xdist) stops the test head once every worker is done. A
+    `--collect-only` ran no test: the head on these ports, if any, is another session's (a suite running beside it)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or session.config.option.collectonly:
         return
     env = dict(os.environ)  # the test head's ports, set above
     if _head_may_run(env):
