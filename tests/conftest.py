@@ -128,8 +128,9 @@ def ray_head():
 
 
 def pytest_sessionfinish(session):
-    """The controlling process (or the only one, without xdist) stops the test head once every worker is done."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    """The controlling process (or the only one, without xdist) stops the test head once every worker is done. A
+    `--collect-only` ran no test: the head on these ports, if any, is another session's (a suite running beside it)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or session.config.option.collectonly:
         return
     env = dict(os.environ)  # the test head's ports, set above
     if _head_may_run(env):
@@ -151,6 +152,23 @@ def grpolab(*args: str, timeout: float = 300, env: dict | None = None) -> subpro
 @pytest.fixture
 def cli():
     return grpolab
+
+
+def readme_command(prefix: str) -> list[str]:
+    """The README's command line that starts with `prefix`, as argv: a command tests/test_readme.py leaves to the
+    test that runs it as written, with more checks than an exit status (its RUN_ELSEWHERE)."""
+    import re
+    import shlex
+
+    found = re.search(rf"^({re.escape(prefix)}.*?)(  #.*)?$", (ROOT / "README.md").read_text(), flags=re.M)
+    assert found, prefix
+    return shlex.split(found.group(1))
+
+
+@pytest.fixture(name="readme_command")
+def readme_command_fixture():
+    """readme_command itself: `readme_command(prefix)` -> the README's command line that starts with it, as argv."""
+    return readme_command
 
 
 def poll(predicate, timeout: float = 240.0, every: float = 1.0):

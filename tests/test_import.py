@@ -251,28 +251,26 @@ def test_seed_upstream_launches_import_to_the_same_launch(cli, tmp_path, args_fi
 
 
 @pytest.mark.skipif(TRUSTED, reason="01_setup imports isolated; this machine cannot isolate a script")
-def test_01_setup_imports_a_script(tmp_path):
-    """`-p script run.sh`: 01_setup shows the imported recipe, what it could not reproduce, and the check."""
+def test_01_setup_imports_a_script(tmp_path, readme_command):
+    """`-p script run.sh`: 01_setup shows the imported recipe, what it could not reproduce, and the check. The
+    README's command as written (tests/test_readme.py leaves it to this test)."""
     import subprocess
     import sys
 
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "out.ipynb"
+    argv = readme_command(".venv/bin/papermill notebooks/01_setup.ipynb out.ipynb -p script")
+    assert argv[1:3] == ["notebooks/01_setup.ipynb", "out.ipynb"] and argv[3:] == [
+        "-p",
+        "script",
+        str(SCRIPT.relative_to(root)),
+    ]
     proc = subprocess.run(
-        [
-            str(Path(sys.executable).with_name("papermill")),
-            str(root / "notebooks" / "01_setup.ipynb"),
-            str(out),
-            "-p",
-            "script",
-            str(SCRIPT),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=root,
+        [argv[0], argv[1], str(out), *argv[3:]], capture_output=True, text=True, timeout=300, cwd=root
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+    said = proc.stdout + proc.stderr
+    assert "Traceback" not in said, said[max(0, said.find("Traceback") - 2000) :][:6000]
     text = out.read_text()
     assert (
         "# Imported from" in text and "not reproduced" in text and "every setting of the script is reproduced" in text

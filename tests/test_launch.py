@@ -22,44 +22,6 @@ from grpolab.recipe.secrets import REDACTED
 SECRET = "sekrit-value-123"
 
 
-def test_tiny_job_writes_verl_format_metrics_a_clean_record_and_wandb_offline_without_a_key(
-    ray_head, _isolated_runs, monkeypatch, cli, short_tiny
-):
-    """One 4-step job (each costs about 12 s of CPU here) for three things a user sees: the metrics in verl's
-    format, a record without the secret, and wandb, asked for without a key, logging offline into the run
-    directory, where the monitor points."""
-    monkeypatch.delenv("WANDB_MODE", raising=False)
-    monkeypatch.delenv("WANDB_API_KEY", raising=False)
-    recipe = load_recipe("tiny", [*short_tiny, f"env.MY_API_KEY={SECRET}", "trainer.logger=[console,file,wandb]"])
-    run = launch.submit(recipe, progress=lambda *_: None)
-    status = follow(run, lambda _view, _status: None, poll_s=1.0, timeout=240)
-    assert status["state"] == "SUCCEEDED", status.get("log_tail")
-    lines = [json.loads(line) for line in run.metrics_file.read_text().splitlines()]
-    assert [line["step"] for line in lines if "critic/score/mean" in line["data"]][-1] == 4
-    names = set().union(*(line["data"] for line in lines))
-    assert {
-        "critic/score/mean",
-        "response_length/mean",
-        "actor/kl_loss",
-        "actor/entropy",
-        "timing_s/step",
-        "perf/throughput",
-        "val-core/arith/acc/mean@1",
-    } <= names
-    assert (run.path / "checkpoint").is_dir()
-    record = json.loads(run.launch_file.read_text())
-    assert record["env"]["MY_API_KEY"] == REDACTED and record["versions"]["ray"]
-    for path in run.path.rglob("*"):
-        if path.is_file() and path.suffix in (".json", ".yaml", ".jsonl", ".log"):
-            assert SECRET not in path.read_text(errors="replace"), path
-    assert "tiny" in run.recipe_file.read_text()
-
-    assert status["wandb"]["mode"] == "offline"
-    assert list((run.path / "wandb").glob("offline-run-*")), "the wandb run's files are in the run directory"
-    out = cli("monitor", run.run_id)
-    assert "wandb" in out.stdout and "offline" in out.stdout and "wandb sync" in out.stdout
-
-
 def test_stop_keeps_every_finished_step(ray_head, wait_for):
     recipe = load_recipe("tiny", ["trainer.total_steps=500", "local.warmup_steps=5"])
     run = launch.submit(recipe, progress=lambda *_: None)
@@ -112,8 +74,17 @@ def test_the_jobs_api_submits_without_ray_and_answers_like_rays_client(ray_head,
         cluster.jobs_api(cluster.Endpoint(ray_head.dashboard, ray_head.gcs, True)).get_job_logs("no-such-job")
 
 
-def test_killed_launcher_loses_nothing(ray_head, cli, _isolated_runs, wait_for, short_tiny):
-    args = ["run", "tiny", "--wait", "--run-id", "killed-launcher"] + [a for s in short_tiny for a in ("--set", s)]
+def test_a_tiny_job_whose_launcher_is_killed_finishes_with_verl_metrics_a_clean_record_and_offline_wandb(
+    ray_head, cli, _isolated_runs, monkeypatch, wait_for, short_tiny
+):
+    """One 4-step job (each costs about 12 s of CPU here) for four things a user sees: `grpolab run --wait` killed
+    right after the submission loses nothing (the job goes on to SUCCEEDED), the metrics in verl's format, a record
+    without the secret, and wandb, asked for without a key, logging offline into the run directory, where the
+    monitor points."""
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    sets = [*short_tiny, f"env.MY_API_KEY={SECRET}", "trainer.logger=[console,file,wandb]"]
+    args = ["run", "tiny", "--wait", "--run-id", "killed-launcher"] + [a for s in sets for a in ("--set", s)]
     proc = subprocess.Popen(
         [str(Path(os.sys.executable).with_name("grpolab")), *args],
         stdout=subprocess.PIPE,
@@ -133,6 +104,34 @@ def test_killed_launcher_loses_nothing(ray_head, cli, _isolated_runs, wait_for, 
     out = wait_for(finished, timeout=240, every=3.0)
     assert "reward" in out.stdout
     assert len((run_dir / "metrics.jsonl").read_text().splitlines()) >= 4
+
+    run = runs.resolve_run("killed-launcher")
+    status = follow(run, lambda _view, _status: None, poll_s=1.0, timeout=240)
+    assert status["state"] == "SUCCEEDED", status.get("log_tail")
+    lines = [json.loads(line) for line in run.metrics_file.read_text().splitlines()]
+    assert [line["step"] for line in lines if "critic/score/mean" in line["data"]][-1] == 4
+    names = set().union(*(line["data"] for line in lines))
+    assert {
+        "critic/score/mean",
+        "response_length/mean",
+        "actor/kl_loss",
+        "actor/entropy",
+        "timing_s/step",
+        "perf/throughput",
+        "val-core/arith/acc/mean@1",
+    } <= names
+    assert (run.path / "checkpoint").is_dir()
+    record = json.loads(run.launch_file.read_text())
+    assert record["env"]["MY_API_KEY"] == REDACTED and record["versions"]["ray"]
+    for path in run.path.rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".yaml", ".jsonl", ".log"):
+            assert SECRET not in path.read_text(errors="replace"), path
+    assert "tiny" in run.recipe_file.read_text()
+
+    assert status["wandb"]["mode"] == "offline"
+    assert list((run.path / "wandb").glob("offline-run-*")), "the wandb run's files are in the run directory"
+    out = cli("monitor", run.run_id)
+    assert "wandb" in out.stdout and "offline" in out.stdout and "wandb sync" in out.stdout
 
 
 @pytest.mark.slow(25)

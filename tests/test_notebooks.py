@@ -325,7 +325,7 @@ def test_a_dry_run_preflight_verdict_does_not_list_the_failures_again(tmp_path, 
 
 
 @pytest.mark.parametrize("recipe", DRY_RUN_RECIPES)
-def test_dry_run_of_each_kind_of_recipe(ray_head, tmp_path, recipe):
+def test_dry_run_of_each_kind_of_recipe(ray_head, tmp_path, recipe, readme_command):
     """run.ipynb -p dry_run True: validates, reports preflight (failures do not stop it), shows the rendered launch,
     submits nothing, exits 0; a secret in the recipe's env reaches no output. glm5_2's is the README's command as
     written (tests/test_readme.py leaves it to this test)."""
@@ -403,17 +403,8 @@ def test_saved_04_monitor_of_a_finished_run_shows_grouped_alerts_and_the_curves(
     assert "recipe.yaml (monitor:)" in page  # tiny's own thresholds, from the run's recipe
 
 
-def readme_command(prefix: str) -> list[str]:
-    """The README's command line that starts with `prefix`, as argv (tests/test_readme.py leaves it to a test here)."""
-    import shlex
-
-    found = re.search(rf"^({re.escape(prefix)}.*?)(  #.*)?$", (ROOT / "README.md").read_text(), flags=re.M)
-    assert found, prefix
-    return shlex.split(found.group(1))
-
-
 @pytest.mark.slow(45)
-def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path):
+def test_tiny_end_to_end_through_run_ipynb(ray_head, tmp_path, readme_command):
     """The README's `papermill notebooks/run.ipynb out.ipynb -p model tiny -y "overrides: [...40 steps]"` as
     written: every stage, progress as it goes, the stage notebooks kept in the run, the final figures."""
     out = tmp_path / "out.ipynb"

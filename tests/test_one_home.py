@@ -22,6 +22,7 @@ What counts as a second definition (usages stay free):
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import shutil
 from pathlib import Path
@@ -265,11 +266,15 @@ def second_homes(root: Path) -> set[str]:
     return found
 
 
-FOUND = second_homes(LIB)
+@functools.cache
+def found_in_lib() -> frozenset[str]:
+    """second_homes(LIB), scanned once per process by the first test that asks (not at collection, where each
+    xdist worker would scan lib/ whether it runs these tests or not)."""
+    return frozenset(second_homes(LIB))
 
 
 def test_every_fact_has_one_home_in_lib():
-    found = FOUND
+    found = found_in_lib()
     assert found - PENDING == set(), (
         "a second home: use grpolab.rules.registry / rules.maths / recipe.dotted / recipe.stack / run_folder"
     )
@@ -357,7 +362,7 @@ def test_a_planted_duplicate_fails(tmp_path):
     (copy / "monitor" / "harmless.py").write_text(HARMLESS)
     for name, code in PLANTS.items():
         (copy / "monitor" / f"planted_{name}.py").write_text(code)
-    new = second_homes(copy) - FOUND
+    new = second_homes(copy) - found_in_lib()
     for name in PLANTS:
         assert [f for f in new if f.startswith(f"monitor/planted_{name}.py: {EXPECTED[name]}")], (name, new)
     assert {f.split(":")[0] for f in new} == {f"monitor/planted_{name}.py" for name in PLANTS}

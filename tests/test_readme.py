@@ -17,13 +17,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOT_RUN_HERE = {"make test"}  # CI's own command (.ci/run); running it inside the suite would recurse
 # commands another test runs as written, with more checks than an exit status (tiny through every stage of run.ipynb,
-# glm5_2's dry run)
+# glm5_2's dry run, 01_setup importing the README's script)
 RUN_ELSEWHERE = {
     '.venv/bin/papermill notebooks/run.ipynb out.ipynb -p model tiny -y "overrides: [trainer.total_steps=40]"': (
         "tests/test_notebooks.py::test_tiny_end_to_end_through_run_ipynb"
     ),
     ".venv/bin/papermill notebooks/run.ipynb out.ipynb -p model glm5_2 -p dry_run True": (
         "tests/test_notebooks.py::test_dry_run_of_each_kind_of_recipe"
+    ),
+    ".venv/bin/papermill notebooks/01_setup.ipynb out.ipynb -p script tests/data/import/run_qwen3_8b_grpo_npu.sh": (
+        "tests/test_import.py::test_01_setup_imports_a_script"
     ),
 }
 # commands that stay up until stopped: run them with a time limit and look for what they print when ready

@@ -58,18 +58,22 @@ def test_the_committed_table_is_what_the_wheels_say(verl_packages):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_ulysses_sp_reaches_the_key_the_version_reads(verl_at, version):
     """0.7.1's (and main's) default FSDP worker builds its mesh from actor.ulysses_sequence_parallel_size; 0.8.0+ from
-    fsdp_config: SP 2 renders to the one that version reads, and its composed config carries 2 there."""
+    fsdp_config: SP 2 renders to the one that version reads, and check passes it. That its composed config carries 2
+    there is checked on the one composition of this launch (Hydra, ~1 s of CPU a version), in
+    test_matrix_every_first_class_value_reaches_the_key_the_version_reads."""
     verl_at(version)
     legacy = version in ("0.7.1", "main")
-    read = ULYSSES[1] if legacy else ULYSSES[0]
+    read = _ulysses_read(version)
     keys = _keys("qwen3_8b", ["train.ulysses_sp=2"])
     assert keys[read] == "2"
     assert (ULYSSES[0] in keys) is not legacy  # the key that version does not read is not written
-    recipe, problems = check("qwen3_8b", ["train.ulysses_sp=2"])
+    _, problems = check("qwen3_8b", ["train.ulysses_sp=2"])
     assert not errors(problems), [p.format() for p in errors(problems)]
-    launch = render(recipe, "/RUN")
-    composed = verl_schema.effective(launch.overrides, launch.config_name)
-    assert composed[read] == 2
+
+
+def _ulysses_read(version: str) -> str:
+    """The SP key that version's FSDP worker reads (0.7.1 and main: the actor's own; 0.8.0+: fsdp_config's)."""
+    return ULYSSES[1] if version in ("0.7.1", "main") else ULYSSES[0]
 
 
 def test_setting_the_key_0_7_1_reads_through_verl_overrides_names_the_field(verl_at):
@@ -317,7 +321,8 @@ def test_import_reads_both_ways_of_selecting_megatron(verl_at, version):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_matrix_every_first_class_value_reaches_the_key_the_version_reads(verl_at, version):
     """Composed with that version's own config (Hydra), each value a plain row renders is what the version's
-    config holds at the key its workers read: FSDP (qwen3_8b, SP 2) and Megatron (glm5_2)."""
+    config holds at the key its workers read: FSDP (qwen3_8b, SP 2: 2 at the SP key that version reads) and
+    Megatron (glm5_2)."""
     from grpolab.verl.config import same
 
     verl_at(version)
@@ -327,6 +332,8 @@ def test_matrix_every_first_class_value_reaches_the_key_the_version_reads(verl_a
         recipe = load_recipe(seed, overrides)
         launch = render(recipe, "/RUN")
         composed = verl_schema.effective(launch.overrides, launch.config_name)
+        if seed == "qwen3_8b":  # test_ulysses_sp_reaches_the_key_the_version_reads renders this launch too
+            assert composed[_ulysses_read(version)] == 2
         checked = 0
         for row in fieldmap.KEYS:
             if row.kind != "value" or not fieldmap.applies(row, recipe.train.engine, recipe.rollout.engine):
