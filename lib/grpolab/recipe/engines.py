@@ -2,9 +2,9 @@
 
 What differs between engines is a field of its declaration; every other module asks `recipe.engine` (`engine_of` for
 a run's plain recipe record) and never compares an engine's name (tests/test_engine_seam.py).
-What the CPU trainer does in its own code (checking its checkpoints, scoring exported weights, fingerprinting its
-generated task) lives in grpolab.local, a layer above this one: the declaration names it `module:function`, and the
-caller (in jobs/, above local) resolves it with pkgutil.resolve_name.
+What the CPU trainer does in its own code (checking its checkpoints, scoring exported weights) lives in
+grpolab.local, a layer above this one: the declaration names it `module:function`, and the caller (in jobs/, above
+local) resolves it with pkgutil.resolve_name.
 """
 
 from __future__ import annotations
