@@ -50,7 +50,10 @@ def data_files(recipe: Any) -> list[tuple[str, str]]:
 def samples(recipe: Any, rows: int | None = None) -> list[Sample]:
     """A sample of every data file of the recipe (the files not on this machine: `here` False, no rows)."""
     n = rows or recipe.data.sample_rows
-    return [sample(key, f, n, str(recipe_relative(f, recipe.origin(key)))) for key, f in data_files(recipe)]
+    # an empty name (verl's examples pass `data.val_files=['']`) names no file: it is not resolved to a folder
+    return [
+        sample(key, f, n, str(recipe_relative(f, recipe.origin(key))) if f else None) for key, f in data_files(recipe)
+    ]
 
 
 def sample(key: str, file: str, rows: int, path: str | None = None) -> Sample:
