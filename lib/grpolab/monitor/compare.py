@@ -179,10 +179,8 @@ def _figure(name: str, spec: GateFigure, run: MetricsView, base: MetricsView, fi
         result.note = "logged by neither run in the window: skipped"
         return result
     if len(run_vals) < len(run_all):
-        result.status, result.note = (
-            "fail",
-            f"the run has {len(run_all) - len(run_vals)} NaN/inf value(s) in the window",
-        )
+        result.status = "fail"
+        result.note = f"the run has {len(run_all) - len(run_vals)} NaN/inf value(s) in the window"
         return result
     if base_all and not base_vals:  # logged, but only as NaN/inf: say so, not "not logged by the baseline"
         result.status = "fail"
@@ -216,10 +214,7 @@ def compare(
     first, last = steps if steps is not None else gate.steps
     if first > last:
         raise ValueError(f"steps {first}-{last}: the first step must not be after the last")
-    run_view, base_view = (
-        load_metrics(run),
-        load_metrics(baseline),
-    )  # a MetricsView is refreshed: it may have grown since
+    run_view, base_view = load_metrics(run), load_metrics(baseline)  # a MetricsView is refreshed: it may have grown
     result = Comparison(
         _label(run_view),
         _label(base_view),
