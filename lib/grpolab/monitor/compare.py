@@ -124,11 +124,8 @@ class Comparison:
             f"({self.run_steps} and {self.baseline_steps} steps in the window)",
             "",
         ]
-        for row in rows:
-            lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
-        for f in self.figures:
-            if f.note:
-                lines.append(f"  {f.label}: {f.note}")
+        lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+        lines += [f"  {f.label}: {f.note}" for f in self.figures if f.note]
         lines += [f"problem: {p}" for p in self.problems] + [f"note: {n}" for n in self.notes]
         failed = len(self.failed_figures)
         skipped = sum(f.status == "skipped" for f in self.figures)
@@ -232,8 +229,7 @@ def compare(
             )
         elif count < expected:
             result.notes.append(f"the {who} has {count} of the {expected} steps {first}-{last}")
-    for name, spec in gate.figures.items():
-        result.figures.append(_figure(name, spec, run_view, base_view, first, last))
+    result.figures = [_figure(name, spec, run_view, base_view, first, last) for name, spec in gate.figures.items()]
     if result.nothing_to_compare:
         result.problems.insert(0, _nothing_message(gate, run_view, base_view, first, last))
     return result
