@@ -142,8 +142,7 @@ def _main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         return status
     except SystemExit as exc:  # --help (0) and verbs that print their own problems (1)
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-        return code
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     except InputError as exc:
         return _fail(verb, str(exc), 2, as_json)
     except RecipeError as exc:
