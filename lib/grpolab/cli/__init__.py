@@ -26,29 +26,15 @@ from grpolab.jobs.reach import ClusterError
 from grpolab.problems import InputError, RecipeError
 from grpolab.recipe.secrets import Redaction, is_secret
 
-# verb -> module under grpolab.cli; a module may register several verbs (runs, status, logs, stop).
+# verb -> module under grpolab.cli, in --help's order: the verb's own name, but for the verbs runs.py registers
+# beside `runs` (status, logs, stop) and `import` (a Python keyword)
+_MODULES = {"status": "runs", "logs": "runs", "stop": "runs", "import": "import_"}
 VERBS = {
-    "ls": "ls",
-    "show": "show",
-    "check": "check",
-    "data": "data",
-    "render": "render",
-    "preflight": "preflight",
-    "run": "run",
-    "runs": "runs",
-    "status": "runs",
-    "logs": "runs",
-    "stop": "runs",
-    "monitor": "monitor",
-    "compare": "compare",
-    "diagnose": "diagnose",
-    "head": "head",
-    "import": "import_",
-    "plan": "plan",
-    "card": "card",
-    "lab": "lab",
-    "resume": "resume",
-    "export": "export",
+    verb: _MODULES.get(verb, verb)
+    for verb in (
+        "ls show check data render preflight run runs status logs stop monitor compare diagnose head import plan card "
+        "lab resume export"
+    ).split()
 }
 
 
@@ -156,8 +142,7 @@ def _main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         return status
     except SystemExit as exc:  # --help (0) and verbs that print their own problems (1)
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-        return code
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     except InputError as exc:
         return _fail(verb, str(exc), 2, as_json)
     except RecipeError as exc:

@@ -40,6 +40,10 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
+# the `prepare` group's options, passed to grpolab.verl.prepare.prepare under the same names
+_PREPARE_OPTIONS = ("preset", "question", "answer", "data_source", "ability", "template", "extract", "split")
+
+
 def main(args) -> int:
     if args.recipe == "prepare":
         return _prepare(args)
@@ -63,19 +67,8 @@ def main(args) -> int:
 def _prepare(args) -> int:
     if not args.source or not args.out:
         raise InputError("`grpolab data prepare SOURCE --out DIR`: give the source and --out")
-    done = prepare(
-        args.source,
-        args.out,
-        preset=args.preset,
-        question=args.question,
-        answer=args.answer,
-        data_source=args.data_source,
-        ability=args.ability,
-        template=args.template,
-        extract=args.extract,
-        split=args.split,
-        progress=lambda line: print(line, file=sys.stderr, flush=True),
-    )
+    options = {name: getattr(args, name) for name in _PREPARE_OPTIONS}
+    done = prepare(args.source, args.out, **options, progress=lambda line: print(line, file=sys.stderr, flush=True))
     if args.json:
         print_json(done.to_dict())
         return 0

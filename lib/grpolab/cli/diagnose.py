@@ -39,10 +39,6 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
-def _unreadable(target: str, why: str):
-    return InputError(f"{target}: {why}")
-
-
 def diagnose_target(target: str, refresh: bool = True) -> tuple[str, object]:
     """(what was read, Failure | None) for a LOG, a folder of logs, `-` or a RUN; InputError when unusable."""
     # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
@@ -54,20 +50,20 @@ def diagnose_target(target: str, refresh: bool = True) -> tuple[str, object]:
     path = Path(target).expanduser()
     if path.is_file() or (path.exists() and not path.is_dir()):
         if not is_regular(path):  # a FIFO would block the reader until someone writes
-            raise _unreadable(target, "not a regular file")
+            raise InputError(f"{target}: not a regular file")
         if not os.access(path, os.R_OK):
-            raise _unreadable(target, "cannot be read (permission denied)")
+            raise InputError(f"{target}: cannot be read (permission denied)")
         return str(path), diagnose_files([(path, None)])
     if path.is_dir() and not run_folder.status_file(path).exists():
         files = [(p, rank) for p, rank in log_files(path) if is_regular(p) and os.access(p, os.R_OK)]
         if not files:
-            raise _unreadable(target, "a folder with no readable log files")
+            raise InputError(f"{target}: a folder with no readable log files")
         return f"{path} ({len(files)} files)", diagnose_files(files)
     try:
         run = resolve_run(target)
         return f"run {run.run_id}", _run(run, refresh)
     except (RunNotFound, BadRecord) as exc:
-        raise _unreadable(target, f"no such log file, folder or run ({exc})") from None
+        raise InputError(f"{target}: no such log file, folder or run ({exc})") from None
 
 
 def _run(run, refresh: bool):

@@ -59,13 +59,7 @@ def main(args) -> int:
         raise InputError(f"--devices {args.devices}: give a number of devices per node, 1 or more")
     if args.name is not None:  # a name flag: a recipe name, never a path (the path flag is --out)
         check_name(args.name, "--name", "give a path with --out")
-    imported = import_script(
-        args.script,
-        name=args.name,
-        device=args.device,
-        trusted=args.trusted,
-        devices=args.devices,
-    )
+    imported = import_script(args.script, args.name, args.device, trusted=args.trusted, devices=args.devices)
     text = recipe_yaml(imported, args.script)
     if args.out == "-":  # checked from a scratch copy, printed, nothing kept
         with tempfile.TemporaryDirectory(prefix="grpolab-import-") as tmp:

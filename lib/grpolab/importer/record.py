@@ -44,41 +44,17 @@ RUNNERS = ("uv", "conda", "mamba", "micromamba", "pixi", "poetry", "pdm", "pipen
 LAUNCHERS = (
     "python",
     "python3",
-    "python3.9",
-    "python3.10",
-    "python3.11",
-    "python3.12",
-    "python3.13",
-    "torchrun",
-    "ray",
-    "accelerate",
-    "deepspeed",
+    *(f"python3.{minor}" for minor in range(9, 14)),
+    *"torchrun ray accelerate deepspeed".split(),
     *RUNNERS,
     *WRAPPERS,
 )
 COW_MB = 256  # what a script may write outside the scratch folder, in MiB (sandbox_init's cap)
 DEVICE_TOOLS = {"npu": "npu-smi", "cuda": "nvidia-smi"}
-QUIET = (  # no-ops everywhere: they download, install, wait, or act on processes and services
-    "sleep",
-    "wget",
-    "curl",
-    "git",
-    "ssh",
-    "scp",
-    "rsync",
-    "pip",
-    "pip3",
-    "huggingface-cli",
-    "hf",
-    "modelscope",
-    "sudo",
-    "docker",
-    "systemctl",
-    "ulimit",
-    "module",
-    "kill",
-    "pkill",
-    "killall",
+# no-ops everywhere: they download, install, wait, or act on processes and services
+QUIET = tuple(
+    "sleep wget curl git ssh scp rsync pip pip3 huggingface-cli hf modelscope sudo docker systemctl ulimit module "
+    "kill pkill killall".split()
 )
 TRUSTED_QUIET = ("rm", "cp", "mv", "ln", "touch", "chmod", "chown", "tar")  # without isolation: files stay as they are
 TIMEOUT_S = 60

@@ -25,7 +25,9 @@ import ctypes
 import json
 import os
 import platform
+import re
 import sys
+from contextlib import suppress
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
@@ -53,15 +55,7 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
 
 def _unescape(text: str) -> str:
     """mountinfo writes space, tab, newline and backslash as octal escapes."""
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "\\" and text[i + 1 : i + 4].isdigit():
-            out.append(chr(int(text[i + 1 : i + 4], 8)))
-            i += 4
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
 
 
 def mount_points(scratch: str) -> list[str]:
@@ -195,15 +189,11 @@ def build(config: dict) -> list[int]:
         mount("tmpfs", folder, "tmpfs", 0, f"mode=0755,size={size}m")  # the new root and the overlays' upper layers
     layers = [os.open(folder, os.O_RDONLY) for folder in (root, cow)]  # kept past pivot_root: how full they got
     Root(root, cow, points).cover("/", root)
-    try:
+    with suppress(OSError):  # a container that masks parts of /proc: left empty
         mount("proc", f"{root}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY)
-    except OSError:
-        pass  # a container that masks parts of /proc: left empty
     build_dev(root)
-    try:
+    with suppress(OSError):  # left empty: nothing a launch script needs
         bind_read_only("/sys", f"{root}/sys")
-    except OSError:
-        pass  # left empty: nothing a launch script needs
     os.makedirs(root + scratch, exist_ok=True)
     mount(scratch, root + scratch, None, MS_BIND)  # the shared scratch folder stays the real, writable one
     for folder in config.get("read_only") or []:
@@ -213,10 +203,9 @@ def build(config: dict) -> list[int]:
         mount(root + config["keep"], root + KEEP, None, MS_BIND | MS_REC)
     for source, target in config.get("hide") or []:
         if os.path.isfile(root + target) and not os.path.islink(root + target):
-            try:
+            # left uncovered rather than no import at all (a file the namespace may not mount over)
+            with suppress(OSError):
                 bind_read_only(source, root + target)
-            except OSError:
-                pass  # left uncovered rather than no import at all (a file the namespace may not mount over)
     old = f"{root}/.grpolab-old-root"
     os.mkdir(old)
     number = PIVOT_ROOT.get(platform.machine())

@@ -27,7 +27,6 @@ import yaml
 
 from grpolab.importer.record import MAIN, ImportFailed, Recorded, record
 from grpolab.paths import params_dir
-from grpolab.problems import RecipeError
 from grpolab.recipe.dotted import flatten, get_dotted, has_dotted, set_dotted
 from grpolab.recipe.engines import FSDP, MEGATRON
 from grpolab.recipe.loader import field_type, load_recipe, merge_layers
@@ -355,7 +354,7 @@ def _reconcile(build: _Builder, upstream: dict[str, Any]) -> None:
     base.yaml (and the hardware profile) would render something else."""
 
     baseline = _baseline(build.data["cluster"]["_hardware"])
-    for key, value in flatten({k: v for k, v in build.data.items()}).items():
+    for key, value in flatten(build.data).items():
         if not key.endswith("_hardware"):
             set_dotted(baseline, key, value)
     current = _as_object(baseline)
@@ -371,7 +370,7 @@ def _reconcile(build: _Builder, upstream: dict[str, Any]) -> None:
         have = fieldmap.TRANSFORMS[row.transform][0](get_dotted(baseline, row.field), current, RUN)
         if verl_schema.same(have, want) or (want is None and have is None):
             continue
-        if want == "???" or (want is None and type(None) not in _args(field_type(row.field))):
+        if want == "???" or (want is None and type(None) not in typing.get_args(field_type(row.field))):
             continue  # verl's mandatory marker, or null where the schema needs a value: the comparison reports it
         transform = fieldmap.IMPORTS.get(row.transform)
         value = _string_fields(row.field, transform(want) if transform else want)
@@ -380,10 +379,6 @@ def _reconcile(build: _Builder, upstream: dict[str, Any]) -> None:
         current = _as_object(baseline)
         build.explicit.add(row.field)
         build.sources.setdefault(row.field, f"verl's default, which the script keeps ({key}={want!r})")
-
-
-def _args(annotation: Any) -> tuple:
-    return typing.get_args(annotation)
 
 
 def _env(build: _Builder, recorded: Recorded) -> None:
@@ -428,7 +423,7 @@ def _verify(
         path = folder / f"{imported.name}.yaml"
         path.write_text(yaml.safe_dump(imported.data, sort_keys=False))
         recipe = load_recipe(path)
-    except (RecipeError, Exception) as exc:  # the check that follows names each schema problem
+    except Exception as exc:  # a RecipeError or a file error: the check that follows names each schema problem
         imported.notes.append(f"the recipe does not load ({type(exc).__name__}); the launches were not compared")
         return
     finally:

@@ -24,6 +24,7 @@ import math
 from bisect import bisect_left, insort
 from collections import deque
 from dataclasses import asdict, dataclass
+from functools import partial
 
 from grpolab.monitor.metrics import MetricsView, load_metrics
 from grpolab.monitor.thresholds import Thresholds, load_thresholds
@@ -170,15 +171,17 @@ class _Baseline:
             del self.sorted[bisect_left(self.sorted, self.order.popleft())]
 
     def median(self) -> float:
-        s, n = self.sorted, len(self.sorted)
-        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+        return _middle(self.sorted)
 
     def sigma(self, median: float) -> float:
         """1.4826 x MAD: the standard deviation of normal noise, unmoved by a few outliers."""
-        deviations = sorted(abs(v - median) for v in self.sorted)
-        n = len(deviations)
-        mad = deviations[n // 2] if n % 2 else (deviations[n // 2 - 1] + deviations[n // 2]) / 2
-        return 1.4826 * mad
+        return 1.4826 * _middle(sorted(abs(v - median) for v in self.sorted))
+
+
+def _middle(s: list[float]) -> float:
+    """The median of a sorted list (statistics.median would sort it again)."""
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
 def _previous_medians(values, window: int, need: int, warmup: int):
@@ -243,21 +246,28 @@ def _median_at(medians: list, index: int) -> float | None:
     return None if value is None or value != value else value  # NaN: still in warm-up
 
 
-def _make(rule_id: str, rule, steps, values, episode: _Episode, message: str, metrics, worst) -> Alert:
-    chunk = values[episode.first : episode.last + 1]
-    return Alert(
-        rule_id,
-        steps[episode.first],
-        message,
-        tuple(metrics),
-        values[episode.first],
-        confirmed=steps[episode.confirmed],
-        end=steps[episode.last],
-        ongoing=not episode.closed,
-        count=episode.count,
-        worst=worst(chunk),
-        severity=rule.severity,
-    )
+def _make(rule_id: str, rule, steps, values, episodes: list[_Episode], message, metric: str, worst) -> list[Alert]:
+    """One Alert per episode of a series; `message(episode)` says what happened, `worst(chunk)` its worst value."""
+    return [
+        Alert(
+            rule_id,
+            steps[ep.first],
+            message(ep),
+            (metric,),
+            values[ep.first],
+            confirmed=steps[ep.confirmed],
+            end=steps[ep.last],
+            ongoing=not ep.closed,
+            count=ep.count,
+            worst=worst(values[ep.first : ep.last + 1]),
+            severity=rule.severity,
+        )
+        for ep in episodes
+    ]
+
+
+def _persistent(flags: list[bool], rule) -> list[_Episode]:
+    return _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps)
 
 
 # --- the rules ---------------------------------------------------------------------------------------------
@@ -324,51 +334,35 @@ def _reward_flat(view: MetricsView, rule) -> list[Alert]:
         flat = np.flatnonzero(windows.max(axis=1) - windows.min(axis=1) < rule.min_range)
         for index in flat:
             flags[int(index) + window - 1] = True
-    out = []
+    episodes = []
     for ep in _episodes(flags, 1, 1, rule.rearm_steps):
         start = max(0, ep.first - window + 1)  # the flat stretch begins where the first flat window begins
-        chunk = values[start : ep.first + 1]
-        shifted = _Episode(start, ep.first, ep.last, ep.last - start + 1, ep.closed)
-        out.append(
-            _make(
-                "reward-flat",
-                rule,
-                steps,
-                values,
-                shifted,
-                f"{rule.metric} stayed within {fmt(max(chunk) - min(chunk))} (around {fmt(chunk[-1])}) "
-                f"for {window} steps from step {steps[start]} (limit {rule.min_range})",
-                (rule.metric,),
-                lambda c: c[-1],
-            )
+        episodes.append(_Episode(start, ep.first, ep.last, ep.last - start + 1, ep.closed))
+
+    def message(ep):
+        chunk = values[ep.first : ep.confirmed + 1]
+        return (
+            f"{rule.metric} stayed within {fmt(max(chunk) - min(chunk))} (around {fmt(chunk[-1])}) "
+            f"for {window} steps from step {steps[ep.first]} (limit {rule.min_range})"
         )
-    return out
+
+    return _make("reward-flat", rule, steps, values, episodes, message, rule.metric, lambda c: c[-1])
 
 
 def _entropy_collapse(view: MetricsView, rule) -> list[Alert]:
     steps, values = _finite_points(view, rule.metric)
     start = sorted(values[: rule.start_steps])[rule.start_steps // 2] if len(values) >= rule.start_steps else None
     limit = rule.floor if start is None else max(rule.floor, rule.fraction_of_start * start)
-    flags = [v < limit for v in values]
-    out = []
-    for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
+
+    def message(ep):
         since = f", {fmt(100 * values[ep.first] / start)} % of its start {fmt(start)}" if start else ""
-        out.append(
-            _make(
-                "entropy-collapse",
-                rule,
-                steps,
-                values,
-                ep,
-                f"{rule.metric} fell to {fmt(values[ep.first])} at step {steps[ep.first]} (limit {fmt(limit)}{since})",
-                (rule.metric,),
-                min,
-            )
-        )
-    return out
+        return f"{rule.metric} fell to {fmt(values[ep.first])} at step {steps[ep.first]} (limit {fmt(limit)}{since})"
+
+    episodes = _persistent([v < limit for v in values], rule)
+    return _make("entropy-collapse", rule, steps, values, episodes, message, rule.metric, min)
 
 
-def _spikes(view: MetricsView, rule_id: str, rule) -> list[Alert]:
+def _spikes(rule_id: str, view: MetricsView, rule) -> list[Alert]:
     out = []
     for name in rule.metrics:
         steps, values = _finite_points(view, name)
@@ -383,54 +377,32 @@ def _spikes(view: MetricsView, rule_id: str, rule) -> list[Alert]:
             return (v > rule.min_value) & (v > rule.factor * med) & (v - med > rule.robust_z * sig)
 
         flags, medians = _baseline_flags(values, rule, bad, bad_vec)
-        for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
+
+        def message(ep, name=name, steps=steps, values=values, medians=medians):
             median = _median_at(medians, ep.first)
             ratio = fmt(values[ep.first] / median) if median else "inf"
-            out.append(
-                _make(
-                    rule_id,
-                    rule,
-                    steps,
-                    values,
-                    ep,
-                    f"{name} jumped to {fmt(values[ep.first])} at step {steps[ep.first]}, {ratio} x the "
-                    f"median {fmt(median)} of the previous normal steps (limit {rule.factor} x and "
-                    f"{rule.robust_z} sigma, {rule.min_count} of {rule.of_last} steps)",
-                    (name,),
-                    max,
-                )
+            return (
+                f"{name} jumped to {fmt(values[ep.first])} at step {steps[ep.first]}, {ratio} x the "
+                f"median {fmt(median)} of the previous normal steps (limit {rule.factor} x and "
+                f"{rule.robust_z} sigma, {rule.min_count} of {rule.of_last} steps)"
             )
+
+        out += _make(rule_id, rule, steps, values, _persistent(flags, rule), message, name, max)
     return out
-
-
-def _kl_spike(view: MetricsView, rule) -> list[Alert]:
-    return _spikes(view, "kl-spike", rule)
-
-
-def _grad_spike(view: MetricsView, rule) -> list[Alert]:
-    return _spikes(view, "grad-spike", rule)
 
 
 def _length_clipped(view: MetricsView, rule) -> list[Alert]:
     steps, values = _finite_points(view, rule.metric)
-    flags = [i >= rule.warmup and v > rule.max_ratio for i, v in enumerate(values)]
-    out = []
-    for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
-        out.append(
-            _make(
-                "length-clipped",
-                rule,
-                steps,
-                values,
-                ep,
-                f"{fmt(100 * values[ep.first])} % of responses hit max_response_length at step "
-                f"{steps[ep.first]} (limit {fmt(100 * rule.max_ratio)} %, {rule.min_count} of "
-                f"{rule.of_last} steps)",
-                (rule.metric,),
-                max,
-            )
+
+    def message(ep):
+        return (
+            f"{fmt(100 * values[ep.first])} % of responses hit max_response_length at step "
+            f"{steps[ep.first]} (limit {fmt(100 * rule.max_ratio)} %, {rule.min_count} of "
+            f"{rule.of_last} steps)"
         )
-    return out
+
+    episodes = _persistent([i >= rule.warmup and v > rule.max_ratio for i, v in enumerate(values)], rule)
+    return _make("length-clipped", rule, steps, values, episodes, message, rule.metric, max)
 
 
 def _throughput_drop(view: MetricsView, rule) -> list[Alert]:
@@ -441,25 +413,17 @@ def _throughput_drop(view: MetricsView, rule) -> list[Alert]:
         lambda v, base: v < (1 - rule.max_drop) * base.median(),
         lambda v, med, sig: v < (1 - rule.max_drop) * med,
     )
-    out = []
-    for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
+
+    def message(ep):
         median = _median_at(medians, ep.first)
         drop = 1 - values[ep.first] / median if median else 0.0
-        out.append(
-            _make(
-                "throughput-drop",
-                rule,
-                steps,
-                values,
-                ep,
-                f"{rule.metric} dropped {fmt(100 * drop)} % at step {steps[ep.first]} "
-                f"({fmt(values[ep.first])} vs the median {fmt(median)} of the previous normal steps; "
-                f"limit {fmt(100 * rule.max_drop)} %, {rule.min_count} of {rule.of_last} steps)",
-                (rule.metric,),
-                min,
-            )
+        return (
+            f"{rule.metric} dropped {fmt(100 * drop)} % at step {steps[ep.first]} "
+            f"({fmt(values[ep.first])} vs the median {fmt(median)} of the previous normal steps; "
+            f"limit {fmt(100 * rule.max_drop)} %, {rule.min_count} of {rule.of_last} steps)"
         )
-    return out
+
+    return _make("throughput-drop", rule, steps, values, _persistent(flags, rule), message, rule.metric, min)
 
 
 def _slow_steps(view: MetricsView, rule) -> list[Alert]:
@@ -470,36 +434,29 @@ def _slow_steps(view: MetricsView, rule) -> list[Alert]:
         lambda v, base: v > rule.factor * base.median(),
         lambda v, med, sig: v > rule.factor * med,
     )
-    out = []
-    for ep in _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps):
+
+    def message(ep):
         median = _median_at(medians, ep.first)
         ratio = values[ep.first] / median if median else 0.0
-        out.append(
-            _make(
-                "slow-steps",
-                rule,
-                steps,
-                values,
-                ep,
-                f"{rule.metric} is {fmt(ratio)} x its running median since step {steps[ep.first]} "
-                f"({fmt(values[ep.first])} s vs {fmt(median)} s over the previous normal steps; limit "
-                f"{fmt(rule.factor)} x, {rule.min_count} of {rule.of_last} steps)",
-                (rule.metric,),
-                max,
-            )
+        return (
+            f"{rule.metric} is {fmt(ratio)} x its running median since step {steps[ep.first]} "
+            f"({fmt(values[ep.first])} s vs {fmt(median)} s over the previous normal steps; limit "
+            f"{fmt(rule.factor)} x, {rule.min_count} of {rule.of_last} steps)"
         )
-    return out
+
+    return _make("slow-steps", rule, steps, values, _persistent(flags, rule), message, rule.metric, max)
 
 
+# rule id -> its check; its thresholds are the field of the same name with `_` for `-` (Thresholds.alerts)
 _CHECKS = {
-    "nan": ("nan", _nan),
-    "reward-flat": ("reward_flat", _reward_flat),
-    "entropy-collapse": ("entropy_collapse", _entropy_collapse),
-    "kl-spike": ("kl_spike", _kl_spike),
-    "length-clipped": ("length_clipped", _length_clipped),
-    "grad-spike": ("grad_spike", _grad_spike),
-    "throughput-drop": ("throughput_drop", _throughput_drop),
-    "slow-steps": ("slow_steps", _slow_steps),
+    "nan": _nan,
+    "reward-flat": _reward_flat,
+    "entropy-collapse": _entropy_collapse,
+    "kl-spike": partial(_spikes, "kl-spike"),
+    "length-clipped": _length_clipped,
+    "grad-spike": partial(_spikes, "grad-spike"),
+    "throughput-drop": _throughput_drop,
+    "slow-steps": _slow_steps,
 }
 
 
@@ -513,8 +470,8 @@ def alerts(metrics, thresholds: Thresholds | str | None = None) -> list[Alert]:
     if not isinstance(thresholds, Thresholds):
         thresholds = load_thresholds(thresholds)
     found: list[Alert] = []
-    for field, check in _CHECKS.values():
-        rule = getattr(thresholds.alerts, field)
+    for rule_id, check in _CHECKS.items():
+        rule = getattr(thresholds.alerts, rule_id.replace("-", "_"))
         if rule.enabled:
             found += check(view, rule)
     return sorted(found, key=lambda a: (a.step, ALERT_RULES.index(a.rule)))

@@ -24,35 +24,26 @@ class Cause:
     ignorecase: bool = False
 
     def compiled(self) -> re.Pattern:
-        return _compiled(self)
+        return self._patterns()[0]
 
     def excluded(self) -> re.Pattern | None:
-        return _excluded(self)
+        return self._patterns()[1]
 
     def weakened(self) -> re.Pattern | None:
-        if not self.weak:
-            return None
-        if self.id not in _WEAK:
-            _WEAK[self.id] = re.compile("|".join(f"(?:{p})" for p in self.weak), re.IGNORECASE)
-        return _WEAK[self.id]
+        return self._patterns()[2]
+
+    def _patterns(self) -> tuple[re.Pattern, re.Pattern | None, re.Pattern | None]:
+        """(patterns, unless, weak), compiled once per cause (a diagnosis asks for them on every matched line)."""
+        if self.id not in _CACHE:
+            flags = re.IGNORECASE if self.ignorecase else 0
+            pattern = re.compile("|".join(f"(?:{p.replace('{P}', PREFIX)})" for p in self.patterns), flags)
+            _CACHE[self.id] = (pattern, _any(self.unless), _any(self.weak))
+        return _CACHE[self.id]
 
 
-_CACHE: dict[str, tuple[re.Pattern, re.Pattern | None]] = {}
-_WEAK: dict[str, re.Pattern] = {}
+_CACHE: dict[str, tuple[re.Pattern, re.Pattern | None, re.Pattern | None]] = {}
 
 
-def _build(cause: Cause) -> tuple[re.Pattern, re.Pattern | None]:
-    if cause.id not in _CACHE:
-        flags = re.IGNORECASE if cause.ignorecase else 0
-        pattern = re.compile("|".join(f"(?:{p.replace('{P}', PREFIX)})" for p in cause.patterns), flags)
-        unless = re.compile("|".join(f"(?:{p})" for p in cause.unless), re.IGNORECASE) if cause.unless else None
-        _CACHE[cause.id] = (pattern, unless)
-    return _CACHE[cause.id]
-
-
-def _compiled(cause: Cause) -> re.Pattern:
-    return _build(cause)[0]
-
-
-def _excluded(cause: Cause) -> re.Pattern | None:
-    return _build(cause)[1]
+def _any(patterns: tuple[str, ...]) -> re.Pattern | None:
+    """One caseless pattern matching any of `patterns`; None for none."""
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE) if patterns else None

@@ -124,11 +124,8 @@ class Comparison:
             f"({self.run_steps} and {self.baseline_steps} steps in the window)",
             "",
         ]
-        for row in rows:
-            lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
-        for f in self.figures:
-            if f.note:
-                lines.append(f"  {f.label}: {f.note}")
+        lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+        lines += [f"  {f.label}: {f.note}" for f in self.figures if f.note]
         lines += [f"problem: {p}" for p in self.problems] + [f"note: {n}" for n in self.notes]
         failed = len(self.failed_figures)
         skipped = sum(f.status == "skipped" for f in self.figures)
@@ -179,10 +176,8 @@ def _figure(name: str, spec: GateFigure, run: MetricsView, base: MetricsView, fi
         result.note = "logged by neither run in the window: skipped"
         return result
     if len(run_vals) < len(run_all):
-        result.status, result.note = (
-            "fail",
-            f"the run has {len(run_all) - len(run_vals)} NaN/inf value(s) in the window",
-        )
+        result.status = "fail"
+        result.note = f"the run has {len(run_all) - len(run_vals)} NaN/inf value(s) in the window"
         return result
     if base_all and not base_vals:  # logged, but only as NaN/inf: say so, not "not logged by the baseline"
         result.status = "fail"
@@ -216,10 +211,7 @@ def compare(
     first, last = steps if steps is not None else gate.steps
     if first > last:
         raise ValueError(f"steps {first}-{last}: the first step must not be after the last")
-    run_view, base_view = (
-        load_metrics(run),
-        load_metrics(baseline),
-    )  # a MetricsView is refreshed: it may have grown since
+    run_view, base_view = load_metrics(run), load_metrics(baseline)  # a MetricsView is refreshed: it may have grown
     result = Comparison(
         _label(run_view),
         _label(base_view),
@@ -237,8 +229,7 @@ def compare(
             )
         elif count < expected:
             result.notes.append(f"the {who} has {count} of the {expected} steps {first}-{last}")
-    for name, spec in gate.figures.items():
-        result.figures.append(_figure(name, spec, run_view, base_view, first, last))
+    result.figures = [_figure(name, spec, run_view, base_view, first, last) for name, spec in gate.figures.items()]
     if result.nothing_to_compare:
         result.problems.insert(0, _nothing_message(gate, run_view, base_view, first, last))
     return result

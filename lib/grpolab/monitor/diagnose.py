@@ -145,10 +145,8 @@ class Scan:
 
     def __init__(self) -> None:
         self.hits: dict[str, list[_Hit]] = {}
-        self.weak: dict[str, list[_Hit]] = {}
-        self.timed_out: set[int] = (
-            set()
-        )  # the ranks a collective timeout was reported on  # warnings that name a cause: the answer only when nothing else is
+        self.weak: dict[str, list[_Hit]] = {}  # warnings that name a cause: the answer only when nothing else is
+        self.timed_out: set[int] = set()  # the ranks a collective timeout was reported on
         self.counts: dict[str, int] = {}
         self.errors: deque[_Hit] = deque(maxlen=_EVIDENCE)  # the last error lines (a traceback ends with its error)
         self.first_errors: list[_Hit] = []  # and the first ones (the root of a chain: "see root cause above")

@@ -222,16 +222,13 @@ class MetricsView:
     @classmethod
     def for_run(cls, run: Run) -> MetricsView:
         """metrics.jsonl when the run has one, else the console lines of logs/job.log (re-decided until data)."""
-        path, kind = cls._pick(run)
-        return cls(path, kind, run=run)
-
-    _pick = staticmethod(run_metrics)  # metrics.jsonl, else logs/job.log's console lines (grpolab.jobs.runs)
+        return cls(*run_metrics(run), run=run)
 
     def refresh(self) -> int:
         """Read what was appended since the last refresh; returns the number of steps added or updated."""
         if self.run is not None and not self.steps:
             # Until the first step arrives, follow the run: the metrics file may appear after the job log.
-            path, kind = self._pick(self.run)
+            path, kind = run_metrics(self.run)
             if (path, kind) != (self.path, self.kind):
                 self.path, self.kind, self._tail = path, kind, _Tail(path, self._note_unread)
         changed = 0

@@ -49,11 +49,11 @@ _HCCL_OP = re.compile(r"\bHccl(Allreduce|AllGather|Allgather|ReduceScatter|Broad
 _HCCL_GROUP = re.compile(r"group:\[([^\]\s]+)\]")
 _TIMES = (
     # glog: [E804 23:05:54.816499929 ...] (month, day)
-    (re.compile(r"\[[EWIF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2}(?:\.\d+)?)"), (0, 1, 2, 3, 4)),
+    re.compile(r"\[[EWIF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2}(?:\.\d+)?)"),
     # CANN: 2025-10-11-15:09:34.713.335; ISO: 2026-01-23 17:02:54[,.]206
-    (re.compile(r"\d{4}-(\d{2})-(\d{2})[- T](\d{2}):(\d{2}):(\d{2}(?:[.,]\d+)?)"), (0, 1, 2, 3, 4)),
+    re.compile(r"\d{4}-(\d{2})-(\d{2})[- T](\d{2}):(\d{2}):(\d{2}(?:[.,]\d+)?)"),
     # vLLM: ERROR 06-09 17:58:55
-    (re.compile(r"\b(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) (\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})"), (0, 1, 2, 3, 4)),
+    re.compile(r"\b(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) (\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})"),
 )
 
 
@@ -79,19 +79,16 @@ def where(
     """Where `line` came from; `after` / `before`: the lines around it (Ray prints an actor's pid and ip in a block
     near its error, and `ray::Actor.method() (pid=.., ip=..)` above or below the traceback it relays)."""
     w = Where()
-    m = _TORCHRUN.search(line)
-    if m:
+    if m := _TORCHRUN.search(line):
         w.rank = int(m.group(1) or m.group(2))
     pg = _PG_RANK.search(line)
     if w.rank is None:
-        m = _RANK_ID.search(line)
-        if m and m.group(1) != "-1":
+        if (m := _RANK_ID.search(line)) and m.group(1) != "-1":
             w.rank = int(m.group(1))
     if w.rank is None and pg and pg.group(1) == "0":  # the default group's rank is the global rank
         w.rank = int(pg.group(3))
     if w.rank is None and not pg:
-        m = _RANK.search(line)
-        if m:
+        if m := _RANK.search(line):
             w.rank = int(m.group(1) or m.group(2))
     if w.rank is None and (m := _RANK_OTHER.search(line)):
         w.rank = int(next(g for g in m.groups() if g is not None))
@@ -108,14 +105,12 @@ def where(
         name = re.search(r"\(([^()]+)\)", guid)  # "0(default_pg)": the group's name
         label = name.group(1) if name else guid if len(guid) < 24 else ""
         w.group = f"PG {pg.group(1)}" + (f" ({label})" if label else "")
-    m = _REMOTE.search(line)
-    if m:
+    if m := _REMOTE.search(line):
         w.remote = int(m.group("a") or m.group("b") or m.group("c") or m.group("d"))
         w.signalled = bool(m.group("signal"))
         if node := _REMOTE_IP.search(line):
             w.remote_node = node.group(1)
-    m = _LINK_ROW.search(line)
-    if m and w.remote is None:
+    if (m := _LINK_ROW.search(line)) and w.remote is None:
         w.remote, w.remote_node = int(m.group(2)), m.group(1)
     dead = _WORKER_PID.search(line)
     m = _RAY_PID_IP.search(line)
@@ -125,8 +120,7 @@ def where(
         w.pid = int(m.group(1))
         w.node = m.group(2)
     if w.node is None:
-        m = _NODE.search(line)
-        if m:
+        if m := _NODE.search(line):
             w.node = m.group(1)
     near = list(after or ())[:8] + list(reversed(list(before or ())[-8:]))
     for text in near:  # Ray's block (class_name, actor_id, pid, ip) below or above the error
@@ -144,18 +138,14 @@ def where(
             if b := _NODE.search(text):
                 w.node = b.group(1)
                 break
-    m = _SEQ.search(line)
-    if m:
+    if m := _SEQ.search(line):
         w.seq = int(m.group(1) or m.group(2))
-    m = _OPTYPE.search(line) or _HCCL_TAG.search(line) or _HCCL_OP.search(line)
-    if m:
+    if m := _OPTYPE.search(line) or _HCCL_TAG.search(line) or _HCCL_OP.search(line):
         w.op = m.group(1)
-    m = _HCCL_GROUP.search(line)
-    if m:
+    if m := _HCCL_GROUP.search(line):
         w.group = m.group(1)
-    for pattern, _ in _TIMES:
-        m = pattern.search(line)
-        if m:
+    for pattern in _TIMES:
+        if m := pattern.search(line):
             w.time = tuple(float(g.replace(",", ".")) for g in m.groups())
             break
     return w

@@ -63,13 +63,9 @@ class Thresholds(Monitor):
         """One line per enabled alert rule with its limits, e.g. `kl-spike  > 5 x median and 6 sigma, 2 of 3`."""
         lines = []
         for field, rule in self.alerts:
-            rule_id = field.replace("_", "-")
-            if not rule.enabled:
-                lines.append(f"{rule_id:17} off")
-                continue
             data = rule.model_dump(exclude={"enabled", "metrics", "metric"})
-            text = ", ".join(f"{k}={v}" for k, v in data.items())
-            lines.append(f"{rule_id:17} {text}")
+            text = ", ".join(f"{k}={v}" for k, v in data.items()) if rule.enabled else "off"
+            lines.append(f"{field.replace('_', '-'):17} {text}")
         return lines
 
 

@@ -45,10 +45,6 @@ if TYPE_CHECKING:  # the per-node task imports this package: pydantic's schema i
 __all__ = ["run_preflight", "PreflightReport", "Row", "OK", "WARN", "FAIL", "SKIP", "STATUSES"]
 
 
-def _quiet(_: str) -> None:
-    return None
-
-
 def run_preflight(
     recipe: Recipe | str | Path,
     address: str | None = None,
@@ -83,10 +79,11 @@ def run_preflight(
     elif overrides:
         raise ValueError("overrides apply to a recipe name or path, not to a loaded Recipe")
     report = PreflightReport(recipe.name)
-    (progress or _quiet)(f"preflight {recipe.name}: checks on this machine (the driver) ...")
+    say = progress or (lambda _line: None)
+    say(f"preflight {recipe.name}: checks on this machine (the driver) ...")
     report.rows += driver_rows(recipe)
     report.timings["driver"] = time.perf_counter() - t0
-    _cluster(report, recipe, address, progress or _quiet, timeout_s, t0)
+    _cluster(report, recipe, address, say, timeout_s, t0)
     return _redacted(report, recipe, overrides)
 
 

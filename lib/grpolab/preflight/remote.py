@@ -70,6 +70,11 @@ class Connection:
             cluster.disconnect_driver()
 
 
+def _unreachable(detail: str, fix: str, auth: str = "Ray is not reachable") -> tuple[None, list[Row]]:
+    """No connection: row `ray` failed (what and the fix), row `auth` skipped (why)."""
+    return None, [Row("ray", CLUSTER, FAIL, detail, fix), Row("auth", CLUSTER, SKIP, auth)]
+
+
 def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Connection | None, list[Row]]:
     """(connection or None, rows `ray` and `auth`)."""
 
@@ -79,48 +84,30 @@ def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Conne
     except raycluster.ClusterError as exc:
         given = address or os.environ.get("RAY_ADDRESS")
         what = f"the Ray address {given!r} cannot be used" if given else "the embedded Ray head cannot be used"
-        return None, [
-            Row(
-                "ray",
-                CLUSTER,
-                FAIL,
-                f"{what}: {exc}",
-                "pass --ray-address http://HEAD:8265 (the dashboard) or HEAD:6379 of a running cluster (or set "
-                "RAY_ADDRESS)" + ("" if given else ", or free the embedded head's ports"),
-            ),
-            Row("auth", CLUSTER, SKIP, "Ray is not reachable"),
-        ]
+        return _unreachable(
+            f"{what}: {exc}",
+            "pass --ray-address http://HEAD:8265 (the dashboard) or HEAD:6379 of a running cluster (or set "
+            "RAY_ADDRESS)" + ("" if given else ", or free the embedded head's ports"),
+        )
     if ep.gcs is None:
         gcs, why = gcs_of_dashboard(ep, progress)
         if gcs is None:
-            return None, [
-                Row(
-                    "ray",
-                    CLUSTER,
-                    FAIL,
-                    f"{ep.label}: {why}",
-                    "pass --ray-address http://HEAD:8265 (the dashboard `ray start --head` printed) of a running "
-                    "cluster, with its token (RAY_AUTH_MODE=token and RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH); or "
-                    "its cluster address HEAD:6379",
-                ),
-                Row("auth", CLUSTER, SKIP, "Ray is not reachable"),
-            ]
+            return _unreachable(
+                f"{ep.label}: {why}",
+                "pass --ray-address http://HEAD:8265 (the dashboard `ray start --head` printed) of a running "
+                "cluster, with its token (RAY_AUTH_MODE=token and RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH); or "
+                "its cluster address HEAD:6379",
+            )
         ep = raycluster.Endpoint(ep.dashboard, gcs, ep.embedded)
     where = host_port(ep.gcs)
     if where is not None:
         why = _tcp_open(*where)
         if why is not None:
-            return None, [
-                Row(
-                    "ray",
-                    CLUSTER,
-                    FAIL,
-                    f"nothing answers at {ep.gcs} ({why})",
-                    "start the cluster (`ray start --head` on the head node, `ray start --address=HEAD:6379` "
-                    "on the others) or pass the right --ray-address / RAY_ADDRESS",
-                ),
-                Row("auth", CLUSTER, SKIP, "Ray is not reachable"),
-            ]
+            return _unreachable(
+                f"nothing answers at {ep.gcs} ({why})",
+                "start the cluster (`ray start --head` on the head node, `ray start --address=HEAD:6379` "
+                "on the others) or pass the right --ray-address / RAY_ADDRESS",
+            )
     # lazy: ray (only the cluster half of preflight talks to Ray; seconds to import)
     import ray
 
@@ -150,16 +137,11 @@ def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Conne
                         "RAY_AUTH_MODE=token), as `ray start --head` printed it",
                     ),
                 ]
-            return None, [
-                Row(
-                    "ray",
-                    CLUSTER,
-                    FAIL,
-                    text[:400],
-                    "check the address and that the driver's Ray and Python versions match the cluster's",
-                ),
-                Row("auth", CLUSTER, SKIP, "no driver connection"),
-            ]
+            return _unreachable(
+                text[:400],
+                "check the address and that the driver's Ray and Python versions match the cluster's",
+                "no driver connection",
+            )
         conn.owned = True
         conn.address = ray.get_runtime_context().gcs_address
     mode = os.environ.get("RAY_AUTH_MODE", "default")

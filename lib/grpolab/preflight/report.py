@@ -59,16 +59,13 @@ class PreflightReport:
 
     def select(self, check: str | None = None, node: str | None = None, status: str | None = None) -> list[Row]:
         """Rows matching every given field (check matches exactly or as a prefix ending in '.')."""
-        out = []
-        for r in self.rows:
-            if check is not None and r.check != check and not r.check.startswith(check.rstrip(".") + "."):
-                continue
-            if node is not None and r.node != node:
-                continue
-            if status is not None and r.status != status:
-                continue
-            out.append(r)
-        return out
+        return [
+            r
+            for r in self.rows
+            if (check is None or r.check == check or r.check.startswith(check.rstrip(".") + "."))
+            and node in (None, r.node)
+            and status in (None, r.status)
+        ]
 
     # ------------------------------------------------------------------ output
     def to_dict(self) -> dict[str, Any]:

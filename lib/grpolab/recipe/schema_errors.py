@@ -26,36 +26,29 @@ def _model(annotation: Any) -> Any:
     return members[0] if typing.get_origin(annotation) is typing.Union and len(members) == 1 else annotation
 
 
-def field_type(root: type[BaseModel], dotted: str) -> Any:
-    """The schema annotation at a dotted key (None when the key is not in the schema)."""
+def _walk(root: type[BaseModel], parts: typing.Iterable[str]) -> Any:
+    """The annotation at `parts` below root, through nested models, `dict[str, X]` values (regression.figures.<name>:
+    the key names a value of the dict) and Optional models; None when the key is not in the schema."""
     model: Any = root
-    annotation: Any = None
-    for part in dotted.split("."):
+    for part in parts:
         model = _model(model)
-        if isinstance(model, type) and issubclass(model, BaseModel):
-            field = model.model_fields.get(part)
-            if field is None:
-                return None
-            annotation = model = field.annotation
+        if isinstance(model, type) and issubclass(model, BaseModel) and part in model.model_fields:
+            model = model.model_fields[part].annotation
         elif typing.get_origin(model) is dict:
-            annotation = model = typing.get_args(model)[1]
+            model = typing.get_args(model)[1]
         else:
             return None
-    return annotation
+    return model
+
+
+def field_type(root: type[BaseModel], dotted: str) -> Any:
+    """The schema annotation at a dotted key (None when the key is not in the schema)."""
+    return _walk(root, dotted.split("."))
 
 
 def model_at(root: type[BaseModel], loc: tuple[str, ...]) -> type[BaseModel] | None:
     """The pydantic model whose fields hold the key at `loc + (name,)`: the owner of a misspelled key."""
-    model: Any = root
-    for part in loc:
-        model = _model(model)
-        if isinstance(model, type) and issubclass(model, BaseModel) and part in model.model_fields:
-            model = model.model_fields[part].annotation
-        elif typing.get_origin(model) is dict:  # regression.figures.<name>: the key names a value of the dict
-            model = typing.get_args(model)[1]
-        else:
-            return None
-    model = _model(model)
+    model = _model(_walk(root, loc))
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 

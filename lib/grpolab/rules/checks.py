@@ -65,11 +65,8 @@ class Checks:
 
     def culprit(self, section: str, names: tuple[str, ...]) -> str:
         """Of several keys that together break a rule, the one the user set last (the command line first)."""
-        for name in names:
-            if self.r.origin(f"{section}.{name}").startswith("--set"):
-                return name
+        user = next((name for name in names if self.user_set(f"{section}.{name}")), None)
+        if user is not None:
+            return user
         recipe_file = self.r.files[-1]
-        for name in names:
-            if self.r.origin(f"{section}.{name}") == recipe_file:
-                return name
-        return names[0]
+        return next((name for name in names if self.r.origin(f"{section}.{name}") == recipe_file), names[0])

@@ -368,12 +368,13 @@ def _dry_run(c: Checks, out: Report, s: dataset.Sample) -> None:
     calls = calls_for(rows, SOURCE, lambda row: get_dotted(row, TRUTH))
     run = out.dry_run = dry_run(file, name, dict(r.reward.kwargs), rows, calls, r.reward.dry_run_timeout_s)
     _step_budget(c, out)
-    key, value = "reward.function", r.reward.function
+
+    def add(rule: str, message: str, fix: str, severity: str | None = None) -> None:
+        c.add(rule, "reward.function", r.reward.function, message, fix, severity)
+
     if run.load_error:
-        c.add(
+        add(
             "reward-dry-run",
-            key,
-            value,
             f"{run.function} does not load: {run.load_error}",
             "fix the file until `python -c 'import importlib.util ...'` loads it; it runs on every reward worker",
         )
@@ -382,30 +383,24 @@ def _dry_run(c: Checks, out: Report, s: dataset.Sample) -> None:
     if raised:
         rows_hit = sorted({x.row for x in raised})
         first = raised[0]
-        c.add(
+        add(
             "reward-dry-run",
-            key,
-            value,
             f"{run.function} raised on {len(rows_hit)} of {len(rows)} sample rows of {s.file} (row {first.row}, "
             f"data_source {rows[first.row].get(SOURCE)!r}, {first.kind} answer): {first.error}",
             _raised_fix(c, first.error),
         )
     bad = [x for x in run.calls if x.bad]
     if bad:
-        c.add(
+        add(
             "reward-value",
-            key,
-            value,
             f"{run.function} returned {bad[0].bad} on row {bad[0].row} ({bad[0].kind} answer), {len(bad)} such call(s): "
             "verl's managers need a finite number (or a dict with a finite 'score')",
             "return a float (or {'score': float, ...}); never NaN or inf",
         )
     if run.timed_out:
         done = len(run.calls)
-        c.add(
+        add(
             "reward-slow",
-            key,
-            value,
             f"{run.function} did not finish {len(calls)} dry-run calls in reward.dry_run_timeout_s {run.timeout_s:g} s "
             f"(finished {done}); a step calls it {r.data.train_batch_size * r.rollout.n} times",
             "make the reward fast (no network or model call per answer), or raise reward.dry_run_timeout_s to see "
@@ -423,10 +418,8 @@ def _dry_run(c: Checks, out: Report, s: dataset.Sample) -> None:
             if same
             else "it never scores the ground truth above a wrong or empty answer"
         )
-        c.add(
+        add(
             "reward-constant",
-            key,
-            value,
             f"{run.function} cannot tell right from wrong on {len(rows)} sample rows of {s.file}: {what} (the ground "
             "truth as the answer, also written as '#### x', '\\boxed{x}', 'Answer: x', '<answer>x</answer>'); "
             "GRPO's advantages are then all zero and nothing is learned",
@@ -436,10 +429,8 @@ def _dry_run(c: Checks, out: Report, s: dataset.Sample) -> None:
         )
     per_call = run.per_call_s()
     if run.stopped_early and not (per_call and out.budget_s and per_call > out.budget_s):
-        c.add(
+        add(
             "reward-slow",
-            key,
-            value,
             f"{run.function}: the dry run stopped after {ENOUGH_S:g} s, at {len(run.calls)} of {len(calls)} calls "
             f"({(per_call or 0) * 1000:.0f} ms per call): too slow to tell right from wrong here",
             "make the reward faster, then run `grpolab data` again",
@@ -447,10 +438,8 @@ def _dry_run(c: Checks, out: Report, s: dataset.Sample) -> None:
         )
     if per_call is not None and out.budget_s and per_call > out.budget_s:
         step_calls = r.data.train_batch_size * r.rollout.n
-        c.add(
+        add(
             "reward-slow",
-            key,
-            value,
             f"{run.function} takes {per_call * 1000:.0f} ms per call (median of {len(run.calls)}"
             + (f", stopped after {ENOUGH_S:g} s" if run.stopped_early else "")
             + "): "

@@ -33,8 +33,7 @@ def nearest(value: int, candidates: Iterable[int], k: int = 3) -> list[int]:
 
 def listed(values: Iterable[int]) -> str:
     """Values as a fix names them: `4, 8, 16`, or `none`."""
-    values = list(values)
-    return ", ".join(str(v) for v in values) if values else "none"
+    return ", ".join(map(str, values)) or "none"
 
 
 def multiples_near(value: int, step: int, k: int = 3) -> list[int]:

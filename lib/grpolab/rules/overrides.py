@@ -34,30 +34,27 @@ def unknown_keys(c: Checks) -> None:
                 )
         return
     fields = megatron_fields()
-    known_t = set(fields["transformer"]) | set(fields["ascend_extras"])
-    for key, value in t.transformer.items():
-        if key not in known_t:
-            near = closest(key, known_t)
-            c.add(
-                "unknown-override",
-                f"train.transformer.{key}",
-                value,
-                f"{key!r} is not a megatron-core {fields['megatron_core']} TransformerConfig field nor a "
-                "known Ascend (MindSpeed) extra; verl passes it on unchecked, so a typo is silent",
-                f"did you mean {near!r}?" if near else "check the key's spelling",
-                severity="warning",
-            )
-    for key, value in t.optimizer.items():
-        if key not in fields["optimizer"]:
-            near = closest(key, fields["optimizer"])
-            c.add(
-                "unknown-override",
-                f"train.optimizer.{key}",
-                value,
-                f"{key!r} is not a megatron-core OptimizerConfig field",
-                f"did you mean {near!r}?" if near else "check the key's spelling",
-                severity="warning",
-            )
+    # section -> (the names megatron-core knows there, what an unknown key is not)
+    known = {
+        "transformer": (
+            set(fields["transformer"]) | set(fields["ascend_extras"]),
+            f"a megatron-core {fields['megatron_core']} TransformerConfig field nor a known Ascend (MindSpeed) extra; "
+            "verl passes it on unchecked, so a typo is silent",
+        ),
+        "optimizer": (fields["optimizer"], "a megatron-core OptimizerConfig field"),
+    }
+    for section, (names, what) in known.items():
+        for key, value in getattr(t, section).items():
+            if key not in names:
+                near = closest(key, names)
+                c.add(
+                    "unknown-override",
+                    f"train.{section}.{key}",
+                    value,
+                    f"{key!r} is not {what}",
+                    f"did you mean {near!r}?" if near else "check the key's spelling",
+                    severity="warning",
+                )
 
 
 # deprecated verl key -> its replacement (verl's `_per_gpu` twin); `rendered` = grpolab always renders the replacement

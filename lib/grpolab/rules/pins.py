@@ -4,6 +4,7 @@ known-bad version / environment combinations of params/stack_rules.yaml (data, n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -70,53 +71,39 @@ def stack_rules() -> tuple[dict, ...]:
     return tuple(data or ())
 
 
+def _stack_holds(r: Recipe, want: dict) -> bool:
+    for package, spec in want.items():
+        version = r.pinned_version(package)
+        if version is None or stack.satisfies(version, spec) is not True:
+            return False
+    return True
+
+
+# condition name in params/stack_rules.yaml -> whether it holds for (recipe, model facts, the entry's value)
+CONDITIONS: dict[str, Callable[[Recipe, ModelCard | None, Any], bool]] = {
+    "device": lambda r, f, want: r.cluster.device == want,
+    "hardware": lambda r, f, want: r.cluster.hardware == want,
+    "rollout_engine": lambda r, f, want: r.rollout.engine == want,
+    "train_engine": lambda r, f, want: r.train.engine == want,
+    "moe": lambda r, f, want: bool(f and f.num_experts) == bool(want),
+    "linear_attention": lambda r, f, want: bool(f and f.linear_num_key_heads) == bool(want),
+    "rollout_ep_gt": lambda r, f, want: r.rollout.ep > want,
+    "cp_gt": lambda r, f, want: r.train.cp > want,
+    "enforce_eager": lambda r, f, want: r.rollout.enforce_eager == want,
+    "routing_replay": lambda r, f, want: (
+        bool(r.override(verl_key("rollout.routing_replay"), r.rollout.routing_replay)) == want
+    ),
+    "env": lambda r, f, want: all(r.env.get(k) == str(v) for k, v in want.items()),
+    "stack": lambda r, f, want: _stack_holds(r, want),
+}
+
+
 def condition(r: Recipe, f: ModelCard | None, name: str, want: Any) -> bool:
-    ro, t = r.rollout, r.train
-    if name == "device":
-        return r.cluster.device == want
-    if name == "hardware":
-        return r.cluster.hardware == want
-    if name == "rollout_engine":
-        return ro.engine == want
-    if name == "train_engine":
-        return t.engine == want
-    if name == "moe":
-        return bool(f and f.num_experts) == bool(want)
-    if name == "linear_attention":
-        return bool(f and f.linear_num_key_heads) == bool(want)
-    if name == "rollout_ep_gt":
-        return ro.ep > want
-    if name == "cp_gt":
-        return t.cp > want
-    if name == "enforce_eager":
-        return ro.enforce_eager == want
-    if name == "routing_replay":
-        return bool(r.override(verl_key("rollout.routing_replay"), ro.routing_replay)) == want
-    if name == "env":
-        return all(r.env.get(k) == str(v) for k, v in want.items())
-    if name == "stack":
-        for package, spec in want.items():
-            version = r.pinned_version(package)
-            if version is None or stack.satisfies(version, spec) is not True:
-                return False
-        return True
-    raise ValueError(f"params/stack_rules.yaml: unknown condition {name!r}")
+    if name not in CONDITIONS:
+        raise ValueError(f"params/stack_rules.yaml: unknown condition {name!r}")
+    return CONDITIONS[name](r, f, want)
 
 
-CONDITIONS = (
-    "device",
-    "hardware",
-    "rollout_engine",
-    "train_engine",
-    "moe",
-    "linear_attention",
-    "rollout_ep_gt",
-    "cp_gt",
-    "enforce_eager",
-    "routing_replay",
-    "env",
-    "stack",
-)
 ENTRY_KEYS = {"id", "when", "severity", "key", "message", "fix", "source"}
 
 

@@ -11,7 +11,7 @@ data: it imports only grpolab.problems (a problem's severity).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Literal
 
 from grpolab.problems import Severity
@@ -23,40 +23,24 @@ Card = Literal["", "part", "all"]
 @dataclass(frozen=True)
 class Rule:
     id: str
-    severity: Severity  # the default; a check may report a problem of the rule at the other severity
     family: str  # the module of grpolab.rules that checks it (or the layer that reports it: recipe, verl, gate)
     side: Side  # the part of the launch it concerns; "both": the problem's key says which
-    layout: bool  # a whole valid layout fixes it: check's fix names the nearest whole layouts (grpolab plan)
-    layout_bound: bool  # the layout decides it whatever key it names (per-device memory, the data-parallel split)
-    card: Card  # needs the model's facts: "all" (skipped without them), "part" (checked partly), "" (not at all)
     doc: str  # what it checks
     source: str  # the public report it comes from
+    _: KW_ONLY
+    severity: Severity = "error"  # the default; a check may report a problem of the rule at the other severity
     severity_doc: str = ""  # the severities as docs/rules.md states them, when a rule has more than its default
+    layout: bool = False  # a whole valid layout fixes it: check's fix names the nearest whole layouts (grpolab plan)
+    layout_bound: bool = False  # the layout decides it whatever key it names (per-device memory, the DP split)
+    card: Card = ""  # needs the model's facts: "all" (skipped without them), "part" (checked partly), "" (not at all)
     stage: Literal["check", "data"] = "check"  # data: only `grpolab data` reports it (it runs reward, tokenizer)
-
-
-def _rule(
-    id: str,
-    family: str,
-    side: Side,
-    doc: str,
-    source: str,
-    *,
-    severity: Severity = "error",
-    severity_doc: str = "",
-    layout: bool = False,
-    layout_bound: bool = False,
-    card: Card = "",
-    stage: Literal["check", "data"] = "check",
-) -> Rule:
-    return Rule(id, severity, family, side, layout, layout_bound, card, doc, source, severity_doc, stage)
 
 
 SEEDED = "grpolab's seeded list"
 EITHER = "error or warning"
 
 RULES: tuple[Rule, ...] = (
-    _rule(
+    Rule(
         "schema",
         "recipe",
         "none",
@@ -65,7 +49,7 @@ RULES: tuple[Rule, ...] = (
         "grpolab's own contract",
         severity_doc=EITHER,
     ),
-    _rule(
+    Rule(
         "model-card",
         "card",
         "none",
@@ -74,7 +58,7 @@ RULES: tuple[Rule, ...] = (
         "GRPO Lab issue 21 (check refused every model without a hand-written card)",
         severity="warning",
     ),
-    _rule(
+    Rule(
         "world-divisible",
         "train_layout",
         "train",
@@ -82,7 +66,7 @@ RULES: tuple[Rule, ...] = (
         f"{SEEDED} (Megatron's parallel_state asserts it at start-up)",
         layout=True,
     ),
-    _rule(
+    Rule(
         "expert-divisible",
         "train_layout",
         "train",
@@ -90,7 +74,7 @@ RULES: tuple[Rule, ...] = (
         f"{SEEDED} (Megatron's parallel_state)",
         layout=True,
     ),
-    _rule(
+    Rule(
         "heads-tp",
         "train_layout",
         "train",
@@ -99,7 +83,7 @@ RULES: tuple[Rule, ...] = (
         layout=True,
         card="all",
     ),
-    _rule(
+    Rule(
         "kv-heads-tp",
         "train_layout",
         "train",
@@ -108,7 +92,7 @@ RULES: tuple[Rule, ...] = (
         layout=True,
         card="all",
     ),
-    _rule(
+    Rule(
         "experts-ep",
         "train_layout",
         "train",
@@ -117,7 +101,7 @@ RULES: tuple[Rule, ...] = (
         layout=True,
         card="all",
     ),
-    _rule(
+    Rule(
         "pp-layers",
         "pipeline",
         "train",
@@ -129,7 +113,7 @@ RULES: tuple[Rule, ...] = (
         layout=True,
         card="all",
     ),
-    _rule(
+    Rule(
         "pp-layout",
         "pipeline",
         "train",
@@ -141,7 +125,7 @@ RULES: tuple[Rule, ...] = (
         layout=True,
         card="all",
     ),
-    _rule(
+    Rule(
         "rollout-world",
         "rollout_layout",
         "rollout",
@@ -149,7 +133,7 @@ RULES: tuple[Rule, ...] = (
         SEEDED,
         layout=True,
     ),
-    _rule(
+    Rule(
         "rollout-ep",
         "rollout_layout",
         "rollout",
@@ -159,7 +143,7 @@ RULES: tuple[Rule, ...] = (
         layout=True,
         card="part",
     ),
-    _rule(
+    Rule(
         "rollout-heads",
         "rollout_layout",
         "rollout",
@@ -168,7 +152,7 @@ RULES: tuple[Rule, ...] = (
         layout=True,
         card="all",
     ),
-    _rule(
+    Rule(
         "batch-divisible",
         "batch",
         "train",
@@ -177,14 +161,14 @@ RULES: tuple[Rule, ...] = (
         "verl issue 1004 (`assert self.batch.batch_size[0] % mini_batch_size == 0`), verl issue 1524",
         layout_bound=True,
     ),
-    _rule(
+    Rule(
         "mini-batch",
         "batch",
         "train",
         "The mini-batch is no larger than, and divides, the train batch.",
         SEEDED,
     ),
-    _rule(
+    Rule(
         "lengths",
         "lengths",
         "both",
@@ -192,7 +176,7 @@ RULES: tuple[Rule, ...] = (
         "verl issue 673 (prompt longer than max_model_len)",
         card="part",
     ),
-    _rule(
+    Rule(
         "env-required",
         "env",
         "none",
@@ -202,7 +186,7 @@ RULES: tuple[Rule, ...] = (
         severity_doc=EITHER,
         card="part",
     ),
-    _rule(
+    Rule(
         "stack",
         "pins",
         "none",
@@ -213,7 +197,7 @@ RULES: tuple[Rule, ...] = (
         "guidance for the vLLM path (verl PR 6807, PR 7788)",
         severity_doc=EITHER,
     ),
-    _rule(
+    Rule(
         "engine-support",
         "engines",
         "both",
@@ -223,7 +207,7 @@ RULES: tuple[Rule, ...] = (
         severity_doc=EITHER,
         card="part",
     ),
-    _rule(
+    Rule(
         "verl-schema",
         "verl",
         "none",
@@ -231,7 +215,7 @@ RULES: tuple[Rule, ...] = (
         SEEDED,
         severity_doc=EITHER,
     ),
-    _rule(
+    Rule(
         "verl-version",
         "verl_version",
         "none",
@@ -242,7 +226,7 @@ RULES: tuple[Rule, ...] = (
         "each version's own source, derived into lib/grpolab/data/verl_versions.json by scripts/verl_versions.py",
         severity_doc=EITHER,
     ),
-    _rule(
+    Rule(
         "unknown-override",
         "overrides",
         "train",
@@ -250,7 +234,7 @@ RULES: tuple[Rule, ...] = (
         SEEDED,
         severity="warning",
     ),
-    _rule(
+    Rule(
         "override-shadows",
         "gate",
         "none",
@@ -258,7 +242,7 @@ RULES: tuple[Rule, ...] = (
         "Hydra would take the override unchecked).",
         "grpolab's own contract (the escape hatch is checked like the fields it would shadow)",
     ),
-    _rule(
+    Rule(
         "memory",
         "device_memory",
         "both",
@@ -269,7 +253,7 @@ RULES: tuple[Rule, ...] = (
         card="all",
     ),
     # ------------------------------------------------------------------ learned from real failures (issue 13)
-    _rule(
+    Rule(
         "rollout-node",
         "rollout_layout",
         "rollout",
@@ -279,7 +263,7 @@ RULES: tuple[Rule, ...] = (
         "vllm_async_server.py asserts `gpus_per_node % tensor_model_parallel_size == 0`; verl PR 5339",
         severity_doc="error (vLLM), warning (SGLang, TP over nodes)",
     ),
-    _rule(
+    Rule(
         "dispatch-chunk",
         "batch",
         "rollout",
@@ -288,7 +272,7 @@ RULES: tuple[Rule, ...] = (
         "DP groups is batch-divisible.",
         "verl issue 473 and issue 1004 (`only support equal chunk`); verl PR 115",
     ),
-    _rule(
+    Rule(
         "vpp-microbatches",
         "batch",
         "train",
@@ -296,7 +280,7 @@ RULES: tuple[Rule, ...] = (
         "verl issue 1004 (`The number of contiguous micro-batches in a virtual pipeline "
         "stage should range in [PP=2 , M=1]`); NVIDIA-NeMo/Speech issue 14288",
     ),
-    _rule(
+    Rule(
         "dynamic-batch",
         "batch",
         "train",
@@ -305,7 +289,7 @@ RULES: tuple[Rule, ...] = (
         "verl issue 3415 (budget x cp); agentscope-ai/Trinity-RFT issue 398 and "
         "Weiyun1025/verl-internvl issue 15 (`max_token_len must be greater than the sequence length`)",
     ),
-    _rule(
+    Rule(
         "seq-padding",
         "lengths",
         "train",
@@ -316,7 +300,7 @@ RULES: tuple[Rule, ...] = (
         "verl issue 5981, PR 4656, PR 6001, PR 7593 (short samples under CP)",
         severity_doc="error; warning (packing)",
     ),
-    _rule(
+    Rule(
         "linear-attention",
         "linear_attention",
         "both",
@@ -327,7 +311,7 @@ RULES: tuple[Rule, ...] = (
         "Megatron-LM PR 2614 / PR 2642; verl PR 7604 (Ascend stack on core_r0.18.0)",
         card="all",
     ),
-    _rule(
+    Rule(
         "weight-bucket",
         "device_memory",
         "both",
@@ -338,7 +322,7 @@ RULES: tuple[Rule, ...] = (
         severity_doc="error (NPU), warning (CUDA)",
         card="all",
     ),
-    _rule(
+    Rule(
         "router-replay",
         "engines",
         "both",
@@ -348,7 +332,7 @@ RULES: tuple[Rule, ...] = (
         severity_doc=EITHER,
         card="part",
     ),
-    _rule(
+    Rule(
         "rollout-backend",
         "backends",
         "rollout",
@@ -363,7 +347,7 @@ RULES: tuple[Rule, ...] = (
         "platform.py, cited in params/attention_backends.yaml",
         severity_doc=EITHER,
     ),
-    _rule(
+    Rule(
         "deprecated-key",
         "overrides",
         "none",
@@ -374,7 +358,7 @@ RULES: tuple[Rule, ...] = (
         "public issue number found",
         severity_doc=EITHER,
     ),
-    _rule(
+    Rule(
         "startup-timeout",
         "env",
         "none",
@@ -385,7 +369,7 @@ RULES: tuple[Rule, ...] = (
         severity="warning",
         card="all",
     ),
-    _rule(
+    Rule(
         "known-bad",
         "pins",
         "none",
@@ -394,7 +378,7 @@ RULES: tuple[Rule, ...] = (
         severity_doc="per entry",
         card="part",
     ),
-    _rule(
+    Rule(
         "checkpoint-space",
         "checkpoint_space",
         "none",
@@ -407,7 +391,7 @@ RULES: tuple[Rule, ...] = (
         severity_doc="error (a warning when only each node's 1/nnodes share fits)",
         card="all",
     ),
-    _rule(
+    Rule(
         "checkpoint-keep",
         "checkpoint_space",
         "none",
@@ -416,7 +400,7 @@ RULES: tuple[Rule, ...] = (
         "verl #3792, slime PR 1798 (keep the best checkpoint by validation score)",
         severity_doc=EITHER,
     ),
-    _rule(
+    Rule(
         "reward-manager",
         "reward",
         "none",
@@ -425,7 +409,7 @@ RULES: tuple[Rule, ...] = (
         "rate_limited, remote; its older batch and prime are not among them).",
         "verl 0.9.1 trainer/ppo/reward.py and experimental/reward_loop/reward_manager (`Unknown reward manager`)",
     ),
-    _rule(
+    Rule(
         "reward-function",
         "reward",
         "none",
@@ -435,7 +419,7 @@ RULES: tuple[Rule, ...] = (
         "started)",
         severity_doc=EITHER,
     ),
-    _rule(
+    Rule(
         "reward-signature",
         "reward",
         "none",
@@ -444,7 +428,7 @@ RULES: tuple[Rule, ...] = (
         "no other argument.",
         "verl PR 2954 (a reward with a `prompt_str` parameter); verl 0.9.1 reward_loop managers' compute_score call",
     ),
-    _rule(
+    Rule(
         "data-source",
         "data",
         "none",
@@ -454,7 +438,7 @@ RULES: tuple[Rule, ...] = (
         "verl issue 3450 (`Reward function is not implemented for data_source=`, following the quick start); "
         "inclusionAI/AReaL issue 105",
     ),
-    _rule(
+    Rule(
         "data-file",
         "data",
         "none",
@@ -463,7 +447,7 @@ RULES: tuple[Rule, ...] = (
         "verl 0.9.1 utils/dataset/rl_dataset.py (`Unsupported file format`)",
         severity_doc=EITHER,
     ),
-    _rule(
+    Rule(
         "data-columns",
         "data",
         "none",
@@ -473,7 +457,7 @@ RULES: tuple[Rule, ...] = (
         "NVIDIA-NeMo/RL issue 2783 (data validation after a validation epoch: 30+ minutes lost); verl 0.9.1 "
         "reward_loop managers",
     ),
-    _rule(
+    Rule(
         "data-prompt",
         "data",
         "none",
@@ -481,7 +465,7 @@ RULES: tuple[Rule, ...] = (
         "expect; a plain string is an error.",
         "verl 0.9.1 utils/dataset/rl_dataset.py (_build_messages iterates the messages)",
     ),
-    _rule(
+    Rule(
         "prompt-length",
         "data",
         "none",
@@ -493,7 +477,7 @@ RULES: tuple[Rule, ...] = (
         severity_doc=EITHER,
         stage="data",
     ),
-    _rule(
+    Rule(
         "chat-template",
         "data",
         "none",
@@ -501,7 +485,7 @@ RULES: tuple[Rule, ...] = (
         "verl 0.9.1 utils/dataset/rl_dataset.py (apply_chat_template on every prompt)",
         stage="data",
     ),
-    _rule(
+    Rule(
         "reward-dry-run",
         "data",
         "none",
@@ -510,7 +494,7 @@ RULES: tuple[Rule, ...] = (
         "GRPO Lab issue 32 (reward faults met only after the first rollout)",
         stage="data",
     ),
-    _rule(
+    Rule(
         "reward-value",
         "data",
         "none",
@@ -519,7 +503,7 @@ RULES: tuple[Rule, ...] = (
         'verl 0.9.1 reward_loop managers (`score = result["score"]` or the result itself)',
         stage="data",
     ),
-    _rule(
+    Rule(
         "reward-constant",
         "data",
         "none",
@@ -528,7 +512,7 @@ RULES: tuple[Rule, ...] = (
         "GRPO Lab issue 32; the monitor's reward-flat alert is the same fault seen during a run",
         stage="data",
     ),
-    _rule(
+    Rule(
         "reward-slow",
         "data",
         "none",
