@@ -301,10 +301,10 @@ def test_tiny_names_its_reward_and_data_and_run_dry_runs_them_before_submitting(
     summary and the dry run cover them), and `grpolab run` refuses a reward that cannot tell right from wrong
     before anything starts (no Ray head is needed to refuse)."""
     recipe = load_recipe("tiny")
-    assert recipe.reward.function.endswith("arith_reward.py:compute_score")
+    assert recipe.reward.function.endswith("rewards/arith.py:compute_score")
     rep = report(recipe)
     assert errors(rep.problems) == [] and rep.files[0].sources == {"arith": 70}
-    assert rep.dry_run.function.endswith("lib/grpolab/local/arith_reward.py:compute_score")
+    assert rep.dry_run.function.endswith("params/rewards/arith.py:compute_score")
     (tmp_path / "flat.py").write_text(FAST + "    return 1.0\n")
     proc = cli("run", "tiny", "--set", f"reward.function={tmp_path / 'flat.py'}:compute_score")
     assert proc.returncode == 1 and "reward dry run" in proc.stdout and "[reward-constant]" in proc.stdout

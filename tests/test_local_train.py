@@ -378,7 +378,7 @@ def test_train_schedule_is_the_same_prefix_for_every_budget() -> None:
 
 
 def test_tinys_reward_is_a_verl_signature_function_the_trainer_calls_with_the_same_scores() -> None:
-    """tiny's recipe names grpolab/local/arith_reward.py (verl's signature); the trainer loads it as verl does and
+    """tiny's recipe names params/rewards/arith.py (verl's signature); the trainer loads it as verl does and
     calls it with verl's keywords: the scores are the task's own, EOS included (issue 32)."""
     from grpolab.local.mapping import settings_from_recipe
     from grpolab.local.tiny import build_tokenizer
@@ -387,7 +387,7 @@ def test_tinys_reward_is_a_verl_signature_function_the_trainer_calls_with_the_sa
 
     settings = settings_from_recipe(load_recipe("tiny"))
     function = load_reward(settings.reward_function)
-    assert function.__name__ == "compute_score" and settings.reward_function.endswith("arith_reward.py:compute_score")
+    assert function.__name__ == "compute_score" and settings.reward_function.endswith("rewards/arith.py:compute_score")
     tok = build_tokenizer()
     ids = lambda text: tok(text, add_special_tokens=False).input_ids  # noqa: E731
     eos = tok.eos_token_id

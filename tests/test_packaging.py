@@ -96,6 +96,8 @@ def test_a_wheel_install_lists_and_checks_the_shipped_recipes(installed):
     assert "verl is not installed" not in checked.stdout  # composed against verl, from the installed package
     data = _run(installed, "data", "tiny", "--no-dry-run", "--no-tokenizer")  # tiny's data files travel too
     assert "params/data/tiny/train.parquet: parquet, 70 rows read of 70" in data.stdout, data.stdout + data.stderr
+    checked = _run(installed, "check", "tiny")  # its reward file travels beside its data, and dry-runs there
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_no_recipes_is_an_error_naming_where_it_looked(installed, tmp_path):

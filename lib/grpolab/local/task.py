@@ -189,7 +189,7 @@ class ArithReward:
 
     def __init__(self, tokenizer, function=None) -> None:
         self.tokenizer = tokenizer
-        # the recipe's reward.function (verl's signature: grpolab.local.arith_reward for tiny); None: `score`
+        # the recipe's reward.function (verl's signature: params/rewards/arith.py for tiny); None: `score`
         self.function = function
 
     def texts(self, completion_ids: Sequence[Sequence[int]]) -> list[str]:

@@ -1,4 +1,5 @@
-"""The `tiny` recipe's reward, as a function with verl's reward signature (reward.function in params/recipes/tiny.yaml).
+"""The `tiny` recipe's reward, a function with verl's reward signature (reward.function in params/recipes/tiny.yaml):
+shipped beside tiny's data, as a user's reward file sits beside their recipe (verl loads it by path).
 
 verl's reward managers call `compute_score(data_source=, solution_str=, ground_truth=, extra_info=)`; the CPU
 trainer (grpolab.local.train) calls this same function with the same keywords, and `grpolab data` dry-runs it.
