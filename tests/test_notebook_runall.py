@@ -91,4 +91,4 @@ def test_run_all_after_a_bad_model_runs_nothing_with_the_previous_recipe(kernel)
         assert abort or all("not run: cell In [" in t and "tinyy" in t for t in said), said
 
     again = _run_all(kernel, cells, abort_on_error=False)  # fixed: Run All works again in the same kernel
-    assert all(status == "ok" for status, _ in again) and "ready to launch" in again[-1][1]
+    assert all(status == "ok" for status, _ in again) and "ready to launch" in again[-1][1], again
