@@ -22,10 +22,13 @@ The exceptions, each a string that is not an engine in its context:
 from __future__ import annotations
 
 import ast
-import shutil
+import sys
 from pathlib import Path
 
-from grpolab.recipe import engines
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))
+from planted import planted_lib  # noqa: E402
+
+from grpolab.recipe import engines  # noqa: E402
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
 HOMES = ("recipe/engines.py",)  # the declarations
@@ -132,12 +135,7 @@ HARMLESS = (
 def test_a_planted_engine_name_fails(tmp_path):
     """A copy of lib/ with each kind of literal planted in a module of its own (and one harmless module) shows
     exactly the planted names as new findings."""
-    copy = tmp_path / "grpolab"
-    shutil.copytree(LIB, copy, ignore=shutil.ignore_patterns("__pycache__", "*.json", "*.csv"))
-    (copy / "jobs" / "harmless.py").write_text(HARMLESS)
-    for name, code in PLANTS.items():
-        (copy / "jobs" / f"planted_{name}.py").write_text(code)
-    new = engine_literals(copy)
+    new = engine_literals(planted_lib(LIB, tmp_path, "jobs", HARMLESS, PLANTS))
     for name, values in EXPECTED.items():
         got = {f.split("'")[1] for f in new if f.startswith(f"jobs/planted_{name}.py: ")}
         assert got == values, (name, new)

@@ -24,16 +24,19 @@ from __future__ import annotations
 import ast
 import functools
 import re
-import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
-from grpolab import run_folder
-from grpolab.problems import Problem
-from grpolab.recipe.loader import load_recipe
-from grpolab.rules.checks import Checks, known
-from grpolab.rules.registry import RULE_IDS
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))
+from planted import planted_lib  # noqa: E402
+
+from grpolab import run_folder  # noqa: E402
+from grpolab.problems import Problem  # noqa: E402
+from grpolab.recipe.loader import load_recipe  # noqa: E402
+from grpolab.rules.checks import Checks, known  # noqa: E402
+from grpolab.rules.registry import RULE_IDS  # noqa: E402
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
 REGISTRY = "rules/registry.py"
@@ -357,12 +360,7 @@ HARMLESS = (
 def test_a_planted_duplicate_fails(tmp_path):
     """A copy of lib/ with each duplicate planted in a module of its own (and one harmless module) shows exactly
     the planted ones as new second homes."""
-    copy = tmp_path / "grpolab"
-    shutil.copytree(LIB, copy, ignore=shutil.ignore_patterns("__pycache__", "*.json", "*.csv"))
-    (copy / "monitor" / "harmless.py").write_text(HARMLESS)
-    for name, code in PLANTS.items():
-        (copy / "monitor" / f"planted_{name}.py").write_text(code)
-    new = second_homes(copy) - found_in_lib()
+    new = second_homes(planted_lib(LIB, tmp_path, "monitor", HARMLESS, PLANTS)) - found_in_lib()
     for name in PLANTS:
         assert [f for f in new if f.startswith(f"monitor/planted_{name}.py: {EXPECTED[name]}")], (name, new)
     assert {f.split(":")[0] for f in new} == {f"monitor/planted_{name}.py" for name in PLANTS}
