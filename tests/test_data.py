@@ -38,9 +38,7 @@ def setup(tmp_path):
         if reward is not None:
             (tmp_path / "rw.py").write_text(reward)
             sets.append(f"reward.function={tmp_path / 'rw.py'}:compute_score")
-        return load_recipe("tiny", [*sets, *extra]) if False else load_recipe(_base(tmp_path), [*sets, *extra]), str(
-            data
-        )
+        return load_recipe(_base(tmp_path), [*sets, *extra]), str(data)
 
     return make
 
