@@ -130,12 +130,7 @@ def rollout_pp_starts(r: Recipe, f: ModelCard) -> tuple[int, list[int]]:
         sizes = [base] * pp
         for i in range(2, extra + 2):
             sizes[-i] += 1
-    starts, layer = [], 1
-    for size in sizes:
-        if size:
-            starts.append(layer)
-        layer += size
-    return pp, starts
+    return pp, pplayout.starts_of(sizes)
 
 
 def dsa_stages(c: Checks) -> None:
