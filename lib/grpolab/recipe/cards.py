@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
@@ -217,18 +217,9 @@ def _facts(merged: dict, config: dict, card: ModelCard | None, source: str) -> M
         values["params_b"], values["expert_params_b"] = (round(x, 3) for x in param_counts(config))
     values["index_topk_freq"] = merged.get("index_topk_freq", values.get("index_topk_freq"))
     values["index_skip_topk_offset"] = merged.get("index_skip_topk_offset", values.get("index_skip_topk_offset"))
-    for field in (
-        "linear_num_key_heads",
-        "linear_num_value_heads",
-        "linear_key_head_dim",
-        "linear_value_head_dim",
-        "kv_lora_rank",
-        "qk_nope_head_dim",
-        "qk_rope_head_dim",
-        "v_head_dim",
-        "largest_tensor_mb",
-    ):
-        values.setdefault(field, None)
+    for field, info in ModelCard.model_fields.items():  # an optional fact neither source gives is unknown: null
+        if type(None) in get_args(info.annotation):
+            values.setdefault(field, None)
     values.setdefault("mtp_layers", 0)
     values.setdefault("tie_word_embeddings", False)
     values["source"] = source
