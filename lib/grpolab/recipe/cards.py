@@ -364,16 +364,6 @@ def is_card_file(path: Path) -> bool:
     return isinstance(data, dict) and all(k in data for k in CARD_FILE_KEYS) and "defaults" not in data
 
 
-def _config_kind(ref: str, cfg: Path) -> tuple[str, str]:
-    """(kind, model.path) for a config.json that config_json found for `ref`."""
-    local = Path(ref).expanduser()
-    if local.is_dir():
-        return "model directory", ref
-    if local.is_file():
-        return "config.json", str(local.parent)
-    return "Hugging Face cache", ref.strip().rstrip("/")
-
-
 def resolve_model(ref: str) -> ResolvedModel:
     """The one model resolver of every verb that takes a model (`plan`, `card`, `check` and `preflight` through
     `model.card`), first found wins: a card name in params/models/, a card file, a model directory or its
@@ -389,7 +379,12 @@ def resolve_model(ref: str) -> ResolvedModel:
         return ResolvedModel(load_card(path), "card file", str(path), "", str(path.resolve()))
     cfg = config_json(text)
     if cfg is not None:
-        kind, model_path = _config_kind(text, cfg)
+        if path.is_dir():
+            kind, model_path = "model directory", text
+        elif path.is_file():
+            kind, model_path = "config.json", str(path.parent)
+        else:
+            kind, model_path = "Hugging Face cache", text.rstrip("/")
         return ResolvedModel(facts_from_config(read_config(cfg), None, str(cfg)), kind, str(cfg), model_path, None)
     entry = table_match(text)
     if entry is not None:
