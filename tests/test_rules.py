@@ -378,7 +378,7 @@ def test_the_shared_maths_is_guarded_against_huge_inputs():
 
 def test_registry_answers_what_the_planner_asks():
     """The planner screens with the registry's own helpers (plan/search.py and plan/hints.py call
-    registry.problem_side, layout_bound and is_layout; the old planner.py's `_side` and layout test are gone): on
+    registry.problem_side, layout_bound and a rule's layout; the old planner.py's `_side` and layout test are gone): on
     every problem the test cases raise, those helpers answer what the planner's rule, written out here as it was,
     answered."""
     from grpolab.recipe.cards import model_facts

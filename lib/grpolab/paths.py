@@ -59,28 +59,9 @@ def cache_root() -> Path:
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
 # folders no verb writes into or replaces: the machine's own, and the user's home itself (a folder below it is fine)
-SYSTEM_FOLDERS = (
-    "/",
-    "/bin",
-    "/boot",
-    "/dev",
-    "/etc",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/opt",
-    "/proc",
-    "/root",
-    "/run",
-    "/sbin",
-    "/srv",
-    "/sys",
-    "/tmp",
-    "/usr",
-    "/var",
-    "/home",
-    "/mnt",
-    "/media",
+SYSTEM_FOLDERS = tuple(
+    "/ /bin /boot /dev /etc /lib /lib32 /lib64 /opt /proc /root /run /sbin /srv /sys /tmp /usr /var".split()
+    + ["/home", "/mnt", "/media"]
 )
 
 

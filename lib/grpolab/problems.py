@@ -54,8 +54,7 @@ def report(problems: Iterable[Problem]) -> str:
     """The problems as `grpolab check` prints them (and notebooks show as text, in their own words): ordered
     blocks, then the counts."""
     problems = ordered(problems)
-    blocks = [p.format() for p in problems]
-    return "\n".join([*blocks, counts(problems)])
+    return "\n".join([*(p.format() for p in problems), counts(problems)])
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:

@@ -78,17 +78,13 @@ class Baselines(Strict):
 
 
 @lru_cache(maxsize=1)
-def _load(path: str) -> tuple[Baseline, ...]:
-    try:
-        return tuple(Baselines.model_validate(read_yaml(params_dir() / path)).runs)
-    except ValidationError as exc:
-        lines = [f"params/{path}: {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
-        raise InputError("\n".join(lines)) from None
-
-
 def baselines() -> tuple[Baseline, ...]:
     """Every published run in params/baselines.yaml (InputError naming the key when the file is wrong)."""
-    return _load("baselines.yaml")
+    try:
+        return tuple(Baselines.model_validate(read_yaml(params_dir() / "baselines.yaml")).runs)
+    except ValidationError as exc:
+        lines = [f"params/baselines.yaml: {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+        raise InputError("\n".join(lines)) from None
 
 
 def recipe_of(b: Baseline, extra: tuple[str, ...] = ()) -> Recipe:
@@ -113,8 +109,7 @@ def nearest_published_run(recipe: Recipe, model_name: str | None) -> Baseline | 
     if not same:
         return None
     return min(
-        same,
-        key=lambda b: (b.hardware != recipe.cluster.hardware, abs(b.world_size - recipe.world_size), b.name),
+        same, key=lambda b: (b.hardware != recipe.cluster.hardware, abs(b.world_size - recipe.world_size), b.name)
     )
 
 

@@ -10,7 +10,7 @@ from grpolab.plan.search import Plan, plan
 from grpolab.problems import Problem
 from grpolab.recipe.layout import RolloutLayout, TrainLayout, overrides_of, rollout_of, train_of
 from grpolab.recipe.schema import Recipe
-from grpolab.rules.registry import is_layout, problem_side
+from grpolab.rules.registry import problem_side, rule
 
 MAX_HINT_WORLD = 65536  # `check` proposes whole layouts up to this many devices
 
@@ -41,7 +41,7 @@ def nearest_layouts(p: Plan, k: int = 2) -> tuple[list[TrainLayout], list[Rollou
 
 def with_layout_fixes(recipe: Recipe, problems: list[Problem]) -> list[Problem]:
     """The problems, with each layout error's fix extended by the nearest whole valid layouts (from a plan)."""
-    if not any(q.severity == "error" and is_layout(q.rule) for q in problems):
+    if not any(q.severity == "error" and rule(q.rule).layout for q in problems):
         return problems  # nothing to plan for (planning costs tens of milliseconds)
     if recipe.world_size > MAX_HINT_WORLD:  # no cluster of this size exists: the rule's own fix stands
         return problems
@@ -52,7 +52,7 @@ def with_layout_fixes(recipe: Recipe, problems: list[Problem]) -> list[Problem]:
     trains, rollouts = nearest_layouts(p)
     out = []
     for q in problems:
-        if q.severity == "error" and is_layout(q.rule):
+        if q.severity == "error" and rule(q.rule).layout:
             half = problem_side(q.rule, q.key)
             sets = []
             for lay in trains if half == "train" else rollouts:

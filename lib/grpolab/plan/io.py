@@ -50,11 +50,6 @@ def model_target(ref: str) -> ResolvedModel | None:
         raise InputError(f"not a recipe in params/recipes/{hint} or a recipe file, and {exc}") from None
 
 
-def is_model(ref: str) -> bool:
-    """REF names a model (planned on the base recipe), not a recipe."""
-    return model_target(ref) is not None
-
-
 def base_note(model: ResolvedModel) -> str:
     """The sentence that says what a bare model is planned on."""
     return f"model {model.describe()} on the base recipe params/base.yaml"
@@ -82,7 +77,7 @@ def load(ref: str, nodes: int | None = None, hardware: str | None = None, overri
 
 
 def _parents(ref: str, recipe: Recipe, hardware: str | None) -> list[str]:
-    if is_model(ref):
+    if model_target(ref) is not None:  # a model, planned on the base recipe
         return ["base", f"hardware/{hardware or 'ascend-a3'}"]
     src = Path(recipe.files[-1])
     inside = params_dir() / "recipes" / f"{src.stem}.yaml"

@@ -241,10 +241,8 @@ def own_choice(p: Plan) -> Choice | None:
     own_t, own_r = train_of(p.recipe), rollout_of(p.recipe)
     wl = p.workload or cost.workload(p.recipe)
     t = score_train(p.recipe, p.facts, own_t, wl)
-    if not p.recipe.engine.priced:
-        r = Scored(own_r, {"headroom": 0.0}, None)
-    else:
-        r = score_rollout(p.recipe, p.facts, own_r, wl)
+    priced = p.recipe.engine.priced
+    r = score_rollout(p.recipe, p.facts, own_r, wl) if priced else Scored(own_r, {"headroom": 0.0}, None)
     bad = [q for q in verdict(p.recipe, p.facts) if q.severity == "error" and depends_on_layout(q)]
     return Choice(t, r, own=True, valid=not bad, broken=tuple(dict.fromkeys(q.rule for q in bad)))
 

@@ -8,6 +8,7 @@ a node, any dp, ep 1 or tp x dp. Each training layout is priced with each offloa
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Collection, Iterable
 
 from grpolab.recipe import pplayout
@@ -56,12 +57,9 @@ def stage_layouts(facts: ModelCard, stages: int, own: str | None) -> list[str | 
         generated = _balanced(layers, stages, frozenset(allowed_starts(facts)))
         if generated:
             out.append(generated)
-    if own:
-        try:
-            if len(pplayout.parse(own)) == stages and own not in out:
-                out.append(own)
-        except pplayout.LayoutError:
-            pass
+    with contextlib.suppress(pplayout.LayoutError):
+        if own and len(pplayout.parse(own)) == stages and own not in out:
+            out.append(own)
     return out
 
 

@@ -159,13 +159,10 @@ def describe_layout(layout: str) -> str:
         return f"unreadable ({exc})"
     sizes = ", ".join(str(s.layers) for s in stages)
     where = []
-    for what, flag in (("the embedding", "embedding"), ("the loss", "loss")):
+    for what, flag in (("the embedding", "embedding"), ("the loss", "loss"), ("MTP layers", "mtp")):
         at = [str(i + 1) for i, s in enumerate(stages) if getattr(s, flag)]
         if at:
             where.append(f"{what} on stage {', '.join(at)}")
-    mtp = [str(i + 1) for i, s in enumerate(stages) if s.mtp]
-    if mtp:
-        where.append(f"MTP layers on stage {', '.join(mtp)}")
     return f"{len(stages)} pipeline stages of {sizes} transformer layers" + (f"; {'; '.join(where)}" if where else "")
 
 

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
@@ -217,18 +217,9 @@ def _facts(merged: dict, config: dict, card: ModelCard | None, source: str) -> M
         values["params_b"], values["expert_params_b"] = (round(x, 3) for x in param_counts(config))
     values["index_topk_freq"] = merged.get("index_topk_freq", values.get("index_topk_freq"))
     values["index_skip_topk_offset"] = merged.get("index_skip_topk_offset", values.get("index_skip_topk_offset"))
-    for field in (
-        "linear_num_key_heads",
-        "linear_num_value_heads",
-        "linear_key_head_dim",
-        "linear_value_head_dim",
-        "kv_lora_rank",
-        "qk_nope_head_dim",
-        "qk_rope_head_dim",
-        "v_head_dim",
-        "largest_tensor_mb",
-    ):
-        values.setdefault(field, None)
+    for field, info in ModelCard.model_fields.items():  # an optional fact neither source gives is unknown: null
+        if type(None) in get_args(info.annotation):
+            values.setdefault(field, None)
     values.setdefault("mtp_layers", 0)
     values.setdefault("tie_word_embeddings", False)
     values["source"] = source
@@ -373,16 +364,6 @@ def is_card_file(path: Path) -> bool:
     return isinstance(data, dict) and all(k in data for k in CARD_FILE_KEYS) and "defaults" not in data
 
 
-def _config_kind(ref: str, cfg: Path) -> tuple[str, str]:
-    """(kind, model.path) for a config.json that config_json found for `ref`."""
-    local = Path(ref).expanduser()
-    if local.is_dir():
-        return "model directory", ref
-    if local.is_file():
-        return "config.json", str(local.parent)
-    return "Hugging Face cache", ref.strip().rstrip("/")
-
-
 def resolve_model(ref: str) -> ResolvedModel:
     """The one model resolver of every verb that takes a model (`plan`, `card`, `check` and `preflight` through
     `model.card`), first found wins: a card name in params/models/, a card file, a model directory or its
@@ -398,7 +379,12 @@ def resolve_model(ref: str) -> ResolvedModel:
         return ResolvedModel(load_card(path), "card file", str(path), "", str(path.resolve()))
     cfg = config_json(text)
     if cfg is not None:
-        kind, model_path = _config_kind(text, cfg)
+        if path.is_dir():
+            kind, model_path = "model directory", text
+        elif path.is_file():
+            kind, model_path = "config.json", str(path.parent)
+        else:
+            kind, model_path = "Hugging Face cache", text.rstrip("/")
         return ResolvedModel(facts_from_config(read_config(cfg), None, str(cfg)), kind, str(cfg), model_path, None)
     entry = table_match(text)
     if entry is not None:

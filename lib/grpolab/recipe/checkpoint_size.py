@@ -116,9 +116,8 @@ def estimate(recipe: Recipe, facts: ModelCard) -> CheckpointEstimate:
     sizes = parts(recipe, facts)
     one = sum(sizes.values())
     kept, why = kept_at_once(recipe)
-    params = f"{facts.params_b * 1e9:.3g} parameters"
-    how = f"{recipe.train.engine}: " + " + ".join(f"{k} {human_bytes(v)}" for k, v in sizes.items()) + f" for {params}"
-    how += f"; {why}"
+    listed = " + ".join(f"{k} {human_bytes(v)}" for k, v in sizes.items())
+    how = f"{recipe.train.engine}: {listed} for {facts.params_b * 1e9:.3g} parameters; {why}"
     return CheckpointEstimate(one, sizes, kept, saves(recipe), how)
 
 

@@ -143,21 +143,20 @@ def _flops(recipe: Recipe) -> float:
     return c.peak_bf16_tflops * 1e12 * c.compute_efficiency
 
 
+def _rate(recipe: Recipe, gbps: float) -> float:
+    """Bytes/s reached of a bandwidth the profile quotes in GB/s (memory, host, a link)."""
+    return gbps * GBPS * recipe.cluster.bandwidth_efficiency
+
+
 def _bw(recipe: Recipe, span: int) -> float:
     """Bytes/s of a collective whose group spans `span` consecutive ranks: intra-node when it fits a node."""
     c = recipe.cluster
-    gbps = c.intra_node_gbps if span <= c.devices_per_node else c.inter_node_gbps
-    return gbps * GBPS * c.bandwidth_efficiency
+    return _rate(recipe, c.intra_node_gbps if span <= c.devices_per_node else c.inter_node_gbps)
 
 
 def _lat(recipe: Recipe, group: int) -> float:
     """Seconds of one collective's fixed cost in a group of `group` ranks (a tree or ring of log2 hops)."""
     return recipe.cluster.collective_latency_us * 1e-6 * (1 + math.log2(max(group, 1)))
-
-
-def _hbm(recipe: Recipe) -> float:
-    c = recipe.cluster
-    return c.hbm_gbps * GBPS * c.bandwidth_efficiency
 
 
 def _attention_flops(facts: ModelCard, square: float) -> float:
@@ -235,11 +234,6 @@ def _dp_sync(recipe: Recipe, facts: ModelCard, t: TrainLayout, wl: Workload) -> 
     return wl.updates * sync
 
 
-def _host(recipe: Recipe) -> float:
-    c = recipe.cluster
-    return c.host_gbps * GBPS * c.bandwidth_efficiency
-
-
 def _finish(parts: dict) -> dict:
     parts["total"] = sum(v for k, v in parts.items() if k != "total")
     return parts
@@ -262,7 +256,7 @@ def train_time(
     update["dp_sync"] = _dp_sync(recipe, facts, t, wl)
     if t.optimizer_offload:  # optimizer state to the device and back, each optimizer step
         plain = train_state(recipe, facts, replace(t, optimizer_offload=False, param_offload=False))
-        update["offload"] = wl.updates * 2 * plain["optimizer"] * GB / _host(recipe)
+        update["offload"] = wl.updates * 2 * plain["optimizer"] * GB / _rate(recipe, recipe.cluster.host_gbps)
     phases["update"] = _finish(update)
     phases["weight_sync"] = _finish(_weight_sync(recipe, facts, t))
     phases["total"] = sum(ph["total"] for name, ph in phases.items() if name != "total")
@@ -277,7 +271,7 @@ def _weight_sync(recipe: Recipe, facts: ModelCard, t: TrainLayout) -> dict:
     parts = {"transfer": params(facts).total * nbytes / _bw(recipe, group)}
     if t.param_offload:
         plain = train_state(recipe, facts, replace(t, optimizer_offload=False, param_offload=False))
-        parts["offload"] = 2 * plain["weights"] * GB / _host(recipe)
+        parts["offload"] = 2 * plain["weights"] * GB / _rate(recipe, recipe.cluster.host_gbps)
     return parts
 
 
@@ -306,7 +300,8 @@ def rollout_time(
     weights = (p.dense / r.tp + p.expert / ep * touched) * nbytes
     context = wl.prompt_mean + wl.response_mean / 2  # what a sequence in flight has written, on average
     kv = batch * (context * kv_bytes_per_token(facts, nbytes, r.tp) + linear_state_bytes(facts, nbytes, r.tp))
-    memory_s = (weights + kv) / _hbm(recipe)
+    hbm = _rate(recipe, recipe.cluster.hbm_gbps)
+    memory_s = (weights + kv) / hbm
     flops = (2 * p.active * batch + batch * 2 * _attention_flops(facts, 1) * context) / r.tp
     compute_s = flops / _flops(recipe)
     comm = 0.0
@@ -319,8 +314,8 @@ def rollout_time(
         comm += moe * 2 * (_lat(recipe, ep) + volume / _bw(recipe, ep))
     host = decode_step + (EAGER_LAYER_S * facts.num_layers if ro.enforce_eager else 0.0)
     decode = {
-        "weights": steps * weights / _hbm(recipe),
-        "kv_cache": steps * kv / _hbm(recipe),
+        "weights": steps * weights / hbm,
+        "kv_cache": steps * kv / hbm,
         "compute": steps * max(compute_s - memory_s, 0.0),
         "comm": steps * comm,
         "host": steps * host,

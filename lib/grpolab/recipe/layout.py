@@ -90,7 +90,6 @@ def train_fields(train: TrainLayout) -> dict:
 
 
 def train_of(recipe: Recipe) -> TrainLayout:
-    """The recipe's own training layout."""
     t = recipe.train
     fsdp = recipe.engine.shards_over_world
     sp = t.ulysses_sp if fsdp else (t.tp if t.sp else 1)
@@ -98,7 +97,6 @@ def train_of(recipe: Recipe) -> TrainLayout:
 
 
 def rollout_of(recipe: Recipe) -> RolloutLayout:
-    """The recipe's own rollout layout."""
     return RolloutLayout(**{k: getattr(recipe.rollout, k) for k in ROLLOUT_KEYS})
 
 

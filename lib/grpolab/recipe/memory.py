@@ -148,12 +148,9 @@ def activations(recipe: Recipe, facts: ModelCard, t: TrainLayout) -> dict:
     # verl's FSDP workers checkpoint activations by default (model.enable_gradient_checkpointing: true)
     granularity = "full" if t.fsdp else tr.recompute.granularity
     per_layer = tokens * h / shard
-    if granularity == "full":
-        acts = ACT_RECOMPUTED * per_layer * layers * in_flight + ACT_FULL * per_layer
-    elif granularity == "selective":
-        acts = ACT_SELECTIVE * per_layer * layers * in_flight
-    else:
-        acts = ACT_FULL * per_layer * layers * in_flight
+    rate = {"full": ACT_RECOMPUTED, "selective": ACT_SELECTIVE}.get(granularity, ACT_FULL)
+    # full recompute keeps each layer's input, plus one layer's full activations while it is recomputed
+    acts = rate * per_layer * layers * in_flight + (ACT_FULL * per_layer if granularity == "full" else 0)
     logits = 4 * tokens * facts.vocab_size / t.tp
     return {"activations": acts / GB, "logits": logits / GB}
 

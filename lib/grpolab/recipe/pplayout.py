@@ -58,12 +58,7 @@ def parse(layout: str) -> list[Stage]:
 
 def stage_starts(stages: list[Stage]) -> list[int]:
     """The 1-based transformer layer each stage starts on (stages with no layer are skipped)."""
-    starts, layer = [], 1
-    for stage in stages:
-        if stage.layers:
-            starts.append(layer)
-        layer += stage.layers
-    return starts
+    return starts_of([stage.layers for stage in stages])
 
 
 @lru_cache(maxsize=1024)

@@ -60,9 +60,7 @@ PARTS = {
     "DSN": "a connection string that holds a password (SENTRY_DSN, DATABASE_DSN)",
     "JWT": "a signed token",
 }
-_WORDS = tuple(WORDS)
-_PARTS = tuple(PARTS)
-SECRET = re.compile("|".join(_WORDS), re.IGNORECASE)
+SECRET = re.compile("|".join(WORDS), re.IGNORECASE)
 _SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])")
 # names that contain a word above but are known not to hold secrets (a path, a mode, a switch, a name)
 PLAIN = {
@@ -80,7 +78,6 @@ PLAIN = {
     "JPY_SESSION_NAME": "the notebook's file name, set by Jupyter",
     "KEY_LAYOUT": "a keyboard layout",
 }
-_PLAIN = set(PLAIN)
 MIN_VALUE_LEN = 4  # shorter values are not replaced in free text: "1" or "on" would blank out half a log
 
 
@@ -89,10 +86,10 @@ def why_secret(name: str, marked: Iterable[str] = ()) -> str | None:
     if name in set(marked):
         return "listed under the recipe's secrets:"
     upper = str(name).upper()
-    if upper in _PLAIN:
+    if upper in PLAIN:
         return None
     parts = [p.upper() for p in _SPLIT.split(str(name)) if p]
-    part = next((p for p in parts if p in _PARTS), None)
+    part = next((p for p in parts if p in PARTS), None)
     if part is not None:
         return f"{part}: {PARTS[part]}"
     found = SECRET.search(upper)
@@ -104,14 +101,10 @@ def is_secret(name: str, marked: Iterable[str] = ()) -> bool:
     return why_secret(name, marked) is not None
 
 
-def secret_names(env: Mapping[str, str], marked: Iterable[str] = ()) -> list[str]:
-    marked = list(marked)
-    return [k for k in env if is_secret(str(k), marked)]
-
-
 def secret_values(env: Mapping[str, str], marked: Iterable[str] = ()) -> list[str]:
     """The values of the secret entries of env (the ones long enough to be found in free text)."""
-    return [str(env[k]) for k in secret_names(env, marked) if len(str(env[k])) >= MIN_VALUE_LEN]
+    marked = list(marked)
+    return [str(v) for k, v in env.items() if is_secret(str(k), marked) and len(str(v)) >= MIN_VALUE_LEN]
 
 
 def redact_env(env: Mapping[str, str], marked: Iterable[str] = ()) -> dict[str, str]:

@@ -103,8 +103,10 @@ def _expanded_size(data: Any) -> int | None:
     return sizes.get(id(data), 1)
 
 
-def _check_size(data: Any, where: str) -> None:
-    """Refuse data that expands (through YAML aliases) to more than MAX_NODES values, before anything walks it."""
+def parse_yaml(text: str, where: str = "<text>") -> Any:
+    """YAML text -> Python data with the loader's rules (duplicate keys refused, aliases bounded: data that expands
+    to more than MAX_NODES values is refused before anything walks it)."""
+    data = yaml.load(text, Loader=_Loader)
     size = _expanded_size(data)
     if size is None:
         raise InputError(f"{where}: a YAML alias refers to the mapping or list that contains it; write the values out")
@@ -113,12 +115,6 @@ def _check_size(data: Any, where: str) -> None:
             f"{where}: the YAML expands to more than {MAX_NODES:,} values (aliases `*name` "
             "repeated inside each other?); a recipe needs no such size: write the values out"
         )
-
-
-def parse_yaml(text: str, where: str = "<text>") -> Any:
-    """YAML text -> Python data with the loader's rules (duplicate keys refused, aliases bounded)."""
-    data = yaml.load(text, Loader=_Loader)
-    _check_size(data, where)
     return data
 
 

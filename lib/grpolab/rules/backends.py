@@ -29,7 +29,6 @@ CUDA_LIKE = {"cuda", "rocm"}  # torch names an AMD GPU `cuda` too
 
 @lru_cache(maxsize=1)
 def table() -> dict[str, Any]:
-    """params/attention_backends.yaml."""
     return read_yaml(params_dir() / "attention_backends.yaml")
 
 
@@ -96,10 +95,6 @@ def settings(c: Checks) -> list[Setting]:
     return [s for s in found if s.value]
 
 
-def devices_of(s: Setting) -> list[str] | None:
-    return table()[s.table]["backends"].get(s.value)
-
-
 def rollout_backend(c: Checks) -> None:
     """Each backend the recipe names runs on its device; SGLang on NPU names `ascend` (verl would pick a CUDA one)."""
     r = c.r
@@ -125,7 +120,7 @@ def rollout_backend(c: Checks) -> None:
             "set rollout.attention_backend: ascend",
         )
     for s in named:
-        devices = devices_of(s)
+        devices = table()[s.table]["backends"].get(s.value)
         runs_on = ", ".join(devices) if devices else f"no device {TABLE} knows"
         npu = table()[s.table]["npu"]
         if device == "npu" and s.value not in npu["backends"]:

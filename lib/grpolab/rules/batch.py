@@ -14,12 +14,8 @@ from grpolab.verl.fieldmap import ROLL, verl_key
 AGENT_WORKERS = 8  # verl 0.9.1 rollout.agent.num_workers default
 
 
-TRAIN_BATCH, MINI, MICRO, N = (
-    "data.train_batch_size",
-    "algorithm.ppo_mini_batch_size",
-    "algorithm.micro_batch_size_per_device",
-    "rollout.n",
-)
+TRAIN_BATCH, MINI = "data.train_batch_size", "algorithm.ppo_mini_batch_size"
+MICRO, N = "algorithm.micro_batch_size_per_device", "rollout.n"
 
 
 def train_batch_step(c: Checks) -> int:
@@ -77,23 +73,16 @@ def batches(c: Checks) -> None:
                 f"dp {dp or '?'}); or also set {MINI} to one of "
                 f"{listed(nearest(a.ppo_mini_batch_size, _minis(c)))}",
             )
-        elif larger:
-            c.add(
-                "mini-batch",
-                MINI,
-                a.ppo_mini_batch_size,
-                f"mini batch {a.ppo_mini_batch_size} is larger than the train batch {d.train_batch_size}",
-                f"use a mini batch that divides {d.train_batch_size}: "
-                f"{listed(nearest(a.ppo_mini_batch_size, divisors(d.train_batch_size)))}",
-                involves=(TRAIN_BATCH,),
-            )
         else:
+            near = listed(nearest(a.ppo_mini_batch_size, divisors(d.train_batch_size)))
             c.add(
                 "mini-batch",
                 MINI,
                 a.ppo_mini_batch_size,
-                f"mini batch {a.ppo_mini_batch_size} does not divide the train batch {d.train_batch_size}",
-                f"nearest valid: {listed(nearest(a.ppo_mini_batch_size, divisors(d.train_batch_size)))}",
+                f"mini batch {a.ppo_mini_batch_size} "
+                + ("is larger than" if larger else "does not divide")
+                + f" the train batch {d.train_batch_size}",
+                f"use a mini batch that divides {d.train_batch_size}: {near}" if larger else f"nearest valid: {near}",
                 involves=(TRAIN_BATCH,),
             )
     if not dp:
@@ -115,14 +104,13 @@ def batches(c: Checks) -> None:
         )
     per_dp = a.ppo_mini_batch_size * n
     if per_dp % dp or (per_dp // dp) % micro:
-        sizes = [b for b in divisors(d.train_batch_size) if (b * n) % dp == 0 and ((b * n) // dp) % micro == 0]
         c.add(
             "batch-divisible",
             MINI,
             a.ppo_mini_batch_size,
             f"mini batch x n = {a.ppo_mini_batch_size} x {n} = {per_dp} does not split evenly over "
             f"train dp {dp} in micro batches of {micro} (verl fails at the first update)",
-            f"nearest valid algorithm.ppo_mini_batch_size: {listed(nearest(a.ppo_mini_batch_size, sizes))}",
+            f"nearest valid algorithm.ppo_mini_batch_size: {listed(nearest(a.ppo_mini_batch_size, _minis(c)))}",
             involves=(N, MICRO, TRAIN_BATCH, *layout),
         )
 

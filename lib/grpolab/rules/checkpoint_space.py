@@ -29,9 +29,7 @@ def target(recipe: Recipe) -> Path | None:
         path = Path(os.path.expanduser(recipe.trainer.ckpt_dir))
         # it, or the folder it would be made in, is here; a path whose parents are missing is a cluster's own
         return path if path.exists() or path.parent.is_dir() else None
-    if recipe.cluster.device == "cpu":
-        return runs_dir()
-    return None
+    return runs_dir() if recipe.cluster.device == "cpu" else None
 
 
 def free_space(path: Path) -> tuple[Path, int] | None:
@@ -39,9 +37,7 @@ def free_space(path: Path) -> tuple[Path, int] | None:
     anchor = path
     while not anchor.exists() and anchor != anchor.parent:
         anchor = anchor.parent
-    if not anchor.is_dir():
-        return None
-    return anchor, shutil.disk_usage(anchor).free
+    return (anchor, shutil.disk_usage(anchor).free) if anchor.is_dir() else None
 
 
 def space(c: Checks, est: CheckpointEstimate) -> None:

@@ -48,9 +48,9 @@ class Checks:
         """Collect a problem; its severity is the rule's default (grpolab.rules.registry) unless given. `involves`:
         the other keys that make the problem; when `key` came from a file and one of them from an override, the
         message names that override first."""
-        severity = severity or registry.default_severity(rule)
+        severity = severity or registry.rule(rule).severity
         origin = self.r.origin(key)
-        user = self.user_key(involves) if not self.user_set(key) else None
+        user = None if self.user_set(key) else next((k for k in involves if self.user_set(k)), None)
         if user is not None:
             origin = f"{self.r.origin(user)} (with {key} from {origin})"
         self.problems += known([Problem(rule, severity, key, value, f"{origin}: {message}", fix)])
@@ -59,14 +59,8 @@ class Checks:
         """Whether an override (`--set`, a notebook's `overrides`) set this key."""
         return self.r.origin(key).startswith("--set")
 
-    def user_key(self, keys: tuple[str, ...]) -> str | None:
-        """The first of `keys` that an override set (None: the files set them all)."""
-        return next((k for k in keys if self.user_set(k)), None)
-
     def culprit(self, section: str, names: tuple[str, ...]) -> str:
         """Of several keys that together break a rule, the one the user set last (the command line first)."""
         user = next((name for name in names if self.user_set(f"{section}.{name}")), None)
-        if user is not None:
-            return user
         recipe_file = self.r.files[-1]
-        return next((name for name in names if self.r.origin(f"{section}.{name}") == recipe_file), names[0])
+        return user or next((name for name in names if self.r.origin(f"{section}.{name}") == recipe_file), names[0])

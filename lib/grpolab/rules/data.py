@@ -59,11 +59,6 @@ def data(c: Checks, samples: list[dataset.Sample] | None = None) -> None:
         sample_problems(c, s)
 
 
-def columns_needed(c: Checks) -> list[str]:
-    manager = manager_of(c)
-    return [c.r.data.prompt_key, *(manager.columns if manager else (SOURCE, TRUTH))]
-
-
 def sample_problems(c: Checks, s: dataset.Sample) -> None:
     if not s.here:
         return  # preflight reads it on the nodes; `grpolab data` names it
@@ -86,7 +81,7 @@ def sample_problems(c: Checks, s: dataset.Sample) -> None:
         return
     n = len(s.rows)
     manager = manager_of(c)
-    for column in columns_needed(c):
+    for column in [c.r.data.prompt_key, *(manager.columns if manager else (SOURCE, TRUTH))]:
         lacking = [i for i, row in enumerate(s.rows) if get_dotted(row, column, MISSING) is MISSING]
         if not lacking:
             continue
@@ -398,11 +393,10 @@ def _dry_run(c: Checks, out: Report, s: dataset.Sample) -> None:
             "return a float (or {'score': float, ...}); never NaN or inf",
         )
     if run.timed_out:
-        done = len(run.calls)
         add(
             "reward-slow",
             f"{run.function} did not finish {len(calls)} dry-run calls in reward.dry_run_timeout_s {run.timeout_s:g} s "
-            f"(finished {done}); a step calls it {r.data.train_batch_size * r.rollout.n} times",
+            f"(finished {len(run.calls)}); a step calls it {r.data.train_batch_size * r.rollout.n} times",
             "make the reward fast (no network or model call per answer), or raise reward.dry_run_timeout_s to see "
             "how slow it is",
         )

@@ -10,7 +10,6 @@ from grpolab.rules.checks import Checks
 from grpolab.verl.fieldmap import verl_key
 
 MIB = 1 << 20
-DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
 def memory(c: Checks, grad_offload_supported: bool) -> None:
@@ -42,7 +41,7 @@ def memory(c: Checks, grad_offload_supported: bool) -> None:
 
 
 def largest_tensor_mib(r: Recipe, f: ModelCard) -> tuple[float, str]:
-    nbytes = DTYPE_BYTES[r.model.dtype]
+    nbytes = memory_model.DTYPE_BYTES[r.model.dtype]
     embedding = f.vocab_size * f.hidden_size * nbytes / MIB
     if f.largest_tensor_mb and f.largest_tensor_mb > embedding:
         return f.largest_tensor_mb, "its largest tensor (card: largest_tensor_mb)"

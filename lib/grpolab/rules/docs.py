@@ -12,7 +12,6 @@ CARD_WORDS = {"all": "yes", "part": "partly", "": ""}
 
 
 def markdown() -> str:
-    """docs/rules.md."""
     # lazy: pydantic (only writing docs/rules.md needs the stack rules)
     from grpolab.rules.pins import stack_rules
 

@@ -146,11 +146,6 @@ def on_nodes(recipe: Recipe) -> list[tuple[str, str, str]]:
     ]
 
 
-def minimum(var: str, rule: str) -> EnvNeed:
-    """The table's minimum for a variable, as one rule checks it."""
-    return next(n for n in ENV_NEEDS if n.var == var and n.rule == rule and n.minimum is not None)
-
-
 def env(c: Checks) -> None:
     r, f, env = c.r, c.f, c.r.env
     for need in ENV_NEEDS:
@@ -198,12 +193,8 @@ def startup_timeout(c: Checks) -> None:
     timeout = r.override(verl_key("trainer.timeout_s"), r.trainer.timeout_s)
     # by meaning: only where the checked verl's workers read the timeout key does raising it help
     read = versions.read_key(verl_key("trainer.timeout_s"), checked_facts())
-    if (
-        read is not None
-        and isinstance(timeout, (int, float))
-        and not isinstance(timeout, bool)
-        and timeout < MIN_TIMEOUT_S
-    ):
+    number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+    if read is not None and number and timeout < MIN_TIMEOUT_S:
         c.add(
             "startup-timeout",
             "trainer.timeout_s",
@@ -213,7 +204,7 @@ def startup_timeout(c: Checks) -> None:
             f"set trainer.timeout_s to {MIN_TIMEOUT_S} or more",
             severity="warning",
         )
-    need = minimum("HCCL_CONNECT_TIMEOUT", "startup-timeout")
+    need = next(n for n in ENV_NEEDS if n.var == "HCCL_CONNECT_TIMEOUT" and n.rule == "startup-timeout")
     if need.when(r, f):
         have = r.env.get(need.var)
         try:

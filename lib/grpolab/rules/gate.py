@@ -62,9 +62,9 @@ def shadowing(recipe: Recipe, rendered: dict[str, Any] | None = None) -> list[Pr
 def verl_problems(
     recipe: Recipe, run_compose: bool = True, run_dir: str | None = None, first_class: dict[str, Any] | None = None
 ):
-    """(problems, whether the installed verl can offload gradients, the launch rendered for run_dir or None) for a
-    verl recipe: unknown keys in verl_overrides, keys the installed verl lacks, and the rendered launch composed
-    with Hydra. `first_class`: the first-class keys for run_dir when the gate rendered them already."""
+    """(problems, the launch rendered for run_dir or None) for a verl recipe: unknown keys in verl_overrides, keys
+    the installed verl lacks, and the rendered launch composed with Hydra. `first_class`: the first-class keys for
+    run_dir when the gate rendered them already."""
 
     config = base_config(recipe.train.engine)
     if config is None:
@@ -76,9 +76,7 @@ def verl_problems(
             "verl is not installed here: the rendered overrides were not checked against its config",
             "pip install verl (see README) to check before launch",
         )
-        return [missing], True, None
-    # by meaning: gradients are offloaded only where the version's workers read the key (never only "it exists")
-    grad_ok = gradients_offloaded()
+        return [missing], None
     # the renderer applies verl_overrides last and unchanged, so they are the user's own keys to check
     problems = static_problems(recipe, config, dict(recipe.verl_overrides)) + version_problems(recipe)
     launch = render(recipe, run_dir, first_class)
@@ -98,7 +96,7 @@ def verl_problems(
                     "fix the key Hydra names (see `grpolab render` for the overrides)",
                 )
             )
-    return problems, grad_ok, launch
+    return problems, launch
 
 
 def gate(recipe: Recipe, *, verl: bool = True) -> list[Problem]:
@@ -124,7 +122,7 @@ def _gate(recipe: Recipe, verl: bool, run_dir: str | None) -> tuple[list[Problem
         # the shadowing check reads the keys the launch is rendered from: rendered once, for both
         rendered, _ = first_class_keys(recipe, run_dir or RUN_DIR)
     if verl and recipe.engine.verl:
-        found, _, launch = verl_problems(recipe, run_dir=run_dir, first_class=rendered)
+        found, launch = verl_problems(recipe, run_dir=run_dir, first_class=rendered)
         problems += found
     return known(validate(recipe, grad_ok) + shadowing(recipe, rendered) + problems), launch
 

@@ -72,11 +72,8 @@ def stack_rules() -> tuple[dict, ...]:
 
 
 def _stack_holds(r: Recipe, want: dict) -> bool:
-    for package, spec in want.items():
-        version = r.pinned_version(package)
-        if version is None or stack.satisfies(version, spec) is not True:
-            return False
-    return True
+    pinned = {package: r.pinned_version(package) for package in want}
+    return all(v is not None and stack.satisfies(v, want[package]) is True for package, v in pinned.items())
 
 
 # condition name in params/stack_rules.yaml -> whether it holds for (recipe, model facts, the entry's value)
@@ -135,13 +132,8 @@ def known_bad(c: Checks) -> None:
         requires = entry.get("requires")
         if not requires:
             key = entry["key"]
-            value = (
-                r.env.get(key[4:])
-                if key.startswith("env.")
-                else r.stack.get(key[6:])
-                if key.startswith("stack.")
-                else None
-            )
+            section, _, name = key.partition(".")  # an env or stack key shows the recipe's value
+            value = {"env": r.env, "stack": r.stack}.get(section, {}).get(name)
             c.add(rule, key, value, entry["message"] + where, entry["fix"], severity=entry["severity"])
             continue
         for package, version in requires.items():

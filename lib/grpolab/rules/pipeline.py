@@ -101,8 +101,7 @@ def explicit_layout(c: Checks) -> None:
         freq, offset = f.index_topk_freq, f.index_skip_topk_offset or 0
         bad = bad_starts(f, pplayout.stage_starts(parsed))
         if bad:
-            allowed = allowed_starts(f)
-            near = sorted({nearest(b, allowed, 1)[0] for b in bad})
+            near = sorted({nearest(b, allowed_starts(f), 1)[0] for b in bad})
             c.add(
                 "pp-layout",
                 key,
@@ -130,12 +129,7 @@ def rollout_pp_starts(r: Recipe, f: ModelCard) -> tuple[int, list[int]]:
         sizes = [base] * pp
         for i in range(2, extra + 2):
             sizes[-i] += 1
-    starts, layer = [], 1
-    for size in sizes:
-        if size:
-            starts.append(layer)
-        layer += size
-    return pp, starts
+    return pp, pplayout.starts_of(sizes)
 
 
 def dsa_stages(c: Checks) -> None:
@@ -163,8 +157,7 @@ def dsa_stages(c: Checks) -> None:
     pp, starts = rollout_pp_starts(r, f)
     bad = bad_starts(f, starts)
     if bad:
-        allowed = allowed_starts(f)
-        near = sorted({nearest(b, allowed, 1)[0] for b in bad})
+        near = sorted({nearest(b, allowed_starts(f), 1)[0] for b in bad})
         c.add(
             "pp-layout",
             f"verl_overrides.{ROLL}.pipeline_model_parallel_size",

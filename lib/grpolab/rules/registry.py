@@ -4,7 +4,7 @@ Each rule has its id, default severity, family (the module of grpolab.rules that
 reports it), the side of a launch it concerns, whether a whole parallel layout can fix it, whether it needs the
 model's facts (a card or config.json), what it checks and the public report it comes from. From this table come:
 the id check of every problem collected (grpolab.rules.checks.known), check's whole-layout hints
-(`layout_fix_rules`), what the planner needs (`side`, `problem_side`, `is_layout`, `layout_bound`), the checks
+(`layout_fix_rules`), what the planner needs (`problem_side`, `layout`, `layout_bound`), the checks
 skipped without a model card (`card_rules`), the default severity of a rule's problem, and docs/rules.md. Plain
 data: it imports only grpolab.problems (a problem's severity).
 """
@@ -536,15 +536,6 @@ def rule(rule_id: str) -> Rule:
     return BY_ID[rule_id]
 
 
-def default_severity(rule_id: str) -> Severity:
-    return BY_ID[rule_id].severity
-
-
-def side(rule_id: str) -> Side:
-    """The side of a launch a rule concerns: train, rollout, both (the problem's key decides) or none."""
-    return BY_ID[rule_id].side
-
-
 def problem_side(rule_id: str, key: str) -> Literal["train", "rollout"]:
     """Which side's layout a problem of this rule asks to change: the rule's own side, or for a rule of both
     sides (or none) the side its key names (rollout.* is the rollout's, everything else the trainer's)."""
@@ -552,11 +543,6 @@ def problem_side(rule_id: str, key: str) -> Literal["train", "rollout"]:
     if own in ("train", "rollout"):
         return own
     return "rollout" if key.startswith("rollout.") else "train"
-
-
-def is_layout(rule_id: str) -> bool:
-    """Can a whole valid parallel layout fix this rule's errors (check's fix then names the nearest ones)?"""
-    return BY_ID[rule_id].layout
 
 
 def layout_bound(rule_id: str) -> bool:

@@ -91,15 +91,12 @@ def function(c: Checks, manager: rewards.Manager | None) -> None:
     unknown, missing = found.signature.refused(passed)
     if not unknown and not missing:
         return
-    why = []
+    why, fixes = [], []
     if unknown:
         why.append(f"it takes no {', '.join(unknown)}")
-    if missing:
-        why.append(f"nothing passes its {', '.join(missing)}")
-    fixes = []
-    if unknown:
         fixes.append(f"add {', '.join(unknown)} (or **kwargs) to its parameters")
     if missing:
+        why.append(f"nothing passes its {', '.join(missing)}")
         fixes.append(f"give {', '.join(missing)} a default, or pass them in reward.kwargs")
     batched = " (a batch manager's call)" if manager.batched else ""
     c.add(
