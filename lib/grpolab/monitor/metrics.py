@@ -201,21 +201,10 @@ class MetricsView:
         self.path = Path(path)
         self.kind = kind
         self.run = run
-        self.steps: list[int] = []
-        self.bad_lines = 0
-        self.problems: list[str] = []
-        self._raw: dict[str, list] = {}  # name -> raw values; shorter than steps until padded
-        self._row_of: dict[int, int] = {}
         self._tail = _Tail(self.path, self._note_unread)
         self._max_seen: tuple | None = None  # (steps list, how many of it were looked at, their highest step)
-        self._lines_read = 0
-        self.huge_values = 0  # numbers beyond a float's range (1e400, a 400-digit integer), read as +-inf
         self.unreadable: str | None = None  # why the file cannot be read at all (a FIFO in its place), or None
-        self.skipped: list[str] = []  # what the reader left out on purpose (the head of a huge file, a huge line)
-        self._clean_cache: dict[str, list[float | None]] = {}
-        self.duplicate_steps = 0  # steps that logged a metric they had already logged (merged, later wins)
-        self._dropped: dict[str, int] = {}  # name -> values that are not numbers (strings, lists) in its column
-        self._rewritten: set[str] = set()  # names whose earlier rows a refresh changed (cleaned again)
+        self._reset()
 
     # -- reading --------------------------------------------------------------------------------------------
 
@@ -276,10 +265,17 @@ class MetricsView:
             self._dropped[name] = self._dropped.get(name, 0) + clean.count(None) - new.count(None)
 
     def _reset(self) -> None:
-        self.steps, self._raw, self._row_of = [], {}, {}
-        self.bad_lines, self.problems, self._lines_read, self.huge_values, self.skipped = 0, [], 0, 0, []
-        self._clean_cache.clear()
-        self.duplicate_steps, self._dropped, self._rewritten = 0, {}, set()
+        """Everything read from the file, empty (at the start, and when the file was truncated or replaced)."""
+        self.steps: list[int] = []
+        self._raw: dict[str, list] = {}  # name -> raw values; shorter than steps until padded
+        self._row_of: dict[int, int] = {}
+        self.bad_lines, self.problems, self._lines_read = 0, [], 0
+        self.huge_values = 0  # numbers beyond a float's range (1e400, a 400-digit integer), read as +-inf
+        self.skipped: list[str] = []  # what the reader left out on purpose (the head of a huge file, a huge line)
+        self._clean_cache: dict[str, list[float | None]] = {}
+        self.duplicate_steps = 0  # steps that logged a metric they had already logged (merged, later wins)
+        self._dropped: dict[str, int] = {}  # name -> values that are not numbers (strings, lists) in its column
+        self._rewritten: set[str] = set()  # names whose earlier rows a refresh changed (cleaned again)
 
     def _note(self, message: str) -> None:
         self.bad_lines += 1
@@ -312,17 +308,15 @@ class MetricsView:
         huge = self.huge_values  # counted again only for a record that is kept
         try:
             record = json.loads(raw, parse_int=self._huge_int, parse_float=self._huge_float)
+            if isinstance(record, dict) and type(record.get("step")) is int and isinstance(record.get("data"), dict):
+                return record
+            why = 'not a {"step": N, "data": {...}} record'
         except (ValueError, RecursionError):  # RecursionError: `[[[[...` nested deeper than Python recurses
-            self.huge_values = huge
-            if not final:
-                self._note(f"{self.path}: line {self._lines_read}: not JSON: {raw[:80]!r}")
-            return None
-        if not (isinstance(record, dict) and type(record.get("step")) is int and isinstance(record.get("data"), dict)):
-            self.huge_values = huge
-            if not final:
-                self._note(f'{self.path}: line {self._lines_read}: not a {{"step": N, "data": {{...}}}} record')
-            return None
-        return record
+            why = f"not JSON: {raw[:80]!r}"
+        self.huge_values = huge
+        if not final:
+            self._note(f"{self.path}: line {self._lines_read}: {why}")
+        return None
 
     def _ingest_json(self, lines: list[bytes]) -> int:
         fast, records = _fast_loads, []
