@@ -140,10 +140,8 @@ def nearest_verl_key(key: str) -> str | None:
         near = closest(rest[0], node)
         if near and near != rest[0]:
             return ".".join(prefix + [near])
-        if near and len(rest) > 1 and isinstance(get_dotted(config, ".".join(prefix + [near])), dict):
-            sub = get_dotted(config, ".".join(prefix + [near]))
-            inner = closest(rest[1], sub)
-            if inner:
+        if near and len(rest) > 1 and isinstance(sub := get_dotted(config, ".".join(prefix + [near])), dict):
+            if inner := closest(rest[1], sub):
                 return ".".join(prefix + [near, inner])
     return None
 
@@ -220,10 +218,9 @@ def _batch(line: str, facts) -> Extra | None:
     if m:
         small, a, large, b = m.group(1), int(m.group(2)), m.group(3), int(m.group(4))
         key_a, key_b = _recipe_key(small) or small, _recipe_key(large) or large
-        valid = [d for d in divisors(a)]
         return Extra(
             f"{small} = {a} is smaller than {large} = {b}",
-            f"lower {key_b} to a divisor of {a} ({listed(nearest(b, valid))}) or raise {key_a} to {b} or more",
+            f"lower {key_b} to a divisor of {a} ({listed(nearest(b, divisors(a)))}) or raise {key_a} to {b} or more",
             key_b,
             "mini-batch",
         )
@@ -246,15 +243,13 @@ def _batch(line: str, facts) -> Extra | None:
 
 
 # ---------------------------------------------------------------------------------------------- layouts
-_PARALLEL = (
-    ("tensor", "tp"),
-    ("tp", "tp"),
-    ("pipeline", "pp"),
-    ("pp", "pp"),
-    ("expert", "ep"),
-    ("ep", "ep"),
-    ("context", "cp"),
-)
+_PARALLEL = {"tensor": "tp", "tp": "tp", "pipeline": "pp", "pp": "pp", "expert": "ep", "ep": "ep", "context": "cp"}
+# the `grpolab check` rule of a layout that does not divide, (train, rollout); any other size: world-divisible
+_LAYOUT_RULES = {
+    "tp": ("heads-tp", "rollout-heads"),
+    "pp": ("pp-layers", "pp-layers"),
+    "ep": ("experts-ep", "rollout-ep"),
+}
 
 
 def _layout(line: str, facts) -> Extra | None:
@@ -269,7 +264,7 @@ def _layout(line: str, facts) -> Extra | None:
     # Megatron writes tensor_model_parallel_size; vLLM and SGLang "tensor parallel size" in words
     words = re.search(r"vllm|sglang|engine|rollout|(?:tensor|pipeline|expert) parallel size", line, re.IGNORECASE)
     side = "rollout" if words else "train"
-    short = next((s for word, s in _PARALLEL if word in by_name.split() or by_name.startswith(word)), None)
+    short = next((s for word, s in _PARALLEL.items() if word in by_name.split() or by_name.startswith(word)), None)
     if short is None or total <= 0:
         if re.search(r"(?:Error|Exception)$", what) or not by_name:  # ensure_divisibility: bare numbers
             return Extra(
@@ -280,19 +275,11 @@ def _layout(line: str, facts) -> Extra | None:
         return Extra(f"{what} = {total} does not fit {by_name or 'the layout'} = {size}")
     key = f"{side}.{short}"
     valid = [d for d in divisors(total) if d != size]
-    if short == "tp":
-        check = "rollout-heads" if side == "rollout" else "heads-tp"
-    elif short == "pp":
-        check = "pp-layers"
-    elif short == "ep":
-        check = "rollout-ep" if side == "rollout" else "experts-ep"
-    else:
-        check = "world-divisible"
     return Extra(
         f"{what} = {total} is not divisible by {by_name} = {size} ({key})",
         f"set {key} to a divisor of {total}: {listed(nearest(size, valid))}",
         key,
-        check,
+        _LAYOUT_RULES.get(short, ("world-divisible",) * 2)[side == "rollout"],
     )
 
 
