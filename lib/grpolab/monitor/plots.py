@@ -15,6 +15,7 @@ policy clip fraction of `tiny`) are dropped. matplotlib is imported only when dr
 from __future__ import annotations
 
 import math
+from itertools import groupby
 from pathlib import Path
 
 from grpolab.monitor.metrics import MetricsView, load_metrics
@@ -90,16 +91,12 @@ def _nonfinite_runs(steps, values) -> list[tuple[int, int]]:
 
     if np.isfinite(np.asarray(values, dtype=float)).all():  # the usual case, without a Python loop
         return []
-    runs: list[list[int]] = []
-    previous_bad = False
-    for step, value in zip(steps, values):
-        bad = not math.isfinite(value)
-        if bad and previous_bad:
-            runs[-1][1] = step
-        elif bad:
-            runs.append([step, step])
-        previous_bad = bad
-    return [(a, b) for a, b in runs]
+    runs = []
+    for bad, stretch in groupby(zip(steps, values), key=lambda point: not math.isfinite(point[1])):
+        if bad:
+            stretch = list(stretch)
+            runs.append((stretch[0][0], stretch[-1][0]))
+    return runs
 
 
 def _lines_for(view: MetricsView, entries) -> list[tuple[str, str]]:
@@ -114,20 +111,13 @@ def _lines_for(view: MetricsView, entries) -> list[tuple[str, str]]:
 
 def _has_something(view: MetricsView, lines) -> bool:
     """A panel is worth drawing when one of its curves is not a flat zero (e.g. pg_clipfrac on tiny)."""
-    for metric, _ in lines:
-        if any(v is not None and v != 0 for v in view.column(metric)):
-            return True
-    return False
+    return any(v is not None and v != 0 for metric, _ in lines for v in view.column(metric))
 
 
 def panels_for(view: MetricsView) -> list[tuple[str, str, list[tuple[str, str]]]]:
     """The PANELS this run has something to show in, with their lines."""
-    out = []
-    for title, ylabel, entries in PANELS:
-        lines = _lines_for(view, entries)
-        if lines and _has_something(view, lines):
-            out.append((title, ylabel, lines))
-    return out
+    panels = [(title, ylabel, _lines_for(view, entries)) for title, ylabel, entries in PANELS]
+    return [(title, ylabel, lines) for title, ylabel, lines in panels if lines and _has_something(view, lines)]
 
 
 class Curves:
