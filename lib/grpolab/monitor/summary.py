@@ -130,14 +130,10 @@ class RunMonitor:
         view: MetricsView | None = None,
     ):
         self.run, self.view = open_run(ref, root)
-        if view is not None:
-            self.view = view
-        if isinstance(thresholds, Thresholds):
-            self.thresholds = thresholds
-        elif thresholds is not None:
-            self.thresholds = load_thresholds(thresholds)
-        else:  # the `monitor:` section of the recipe the run was launched with (tiny's are wider than a cluster's)
-            self.thresholds = thresholds_for(self.run)
+        self.view = view if view is not None else self.view
+        if thresholds is None:  # the run's own recipe's `monitor:` section (tiny's are wider than a cluster's)
+            thresholds = thresholds_for(self.run)
+        self.thresholds = thresholds if isinstance(thresholds, Thresholds) else load_thresholds(thresholds)
         self.alerts: list[Alert] = []
         self.failure: Failure | None = None  # the cause, when the last update found the run FAILED or LOST
         self._classified: tuple | None = None  # the record the failure was classified from
@@ -291,8 +287,10 @@ def alert_lines(data: dict) -> list[str]:
     for g in groups:
         worst = "" if g["worst"] is None else f", worst {_value(g['worst'])}"
         lines.append(f"  {g['severity'].upper():7} {g['rule']:17} {g['count']} episode(s), {_range(g)}{worst}")
-        for message in g["messages"][:3]:
-            lines.append(textwrap.fill(message, width=_WIDTH, initial_indent="      - ", subsequent_indent="        "))
+        lines += [
+            textwrap.fill(message, width=_WIDTH, initial_indent="      - ", subsequent_indent="        ")
+            for message in g["messages"][:3]
+        ]
         if len(g["messages"]) > 3:
             lines.append(f"      ... and {len(g['messages']) - 3} more")
         if g["advice"]:
@@ -332,11 +330,10 @@ def format_summary(data: dict) -> str:
         lines += ["", "latest"]
         width = max(len(m["label"]) for m in data["latest"])
         metric_width = max(len(m["metric"]) for m in data["latest"])
-        for m in data["latest"]:
-            lines.append(
-                f"  {m['label'].ljust(width)}  {m['metric'].ljust(metric_width)}  "
-                f"{_value(m['value']):>10}  (step {m['step']})"
-            )
+        lines += [
+            f"  {m['label'].ljust(width)}  {m['metric'].ljust(metric_width)}  {_value(m['value']):>10}  (step {m['step']})"
+            for m in data["latest"]
+        ]
     lines += summary_lines(data.get("yardstick"))
     lines.append("")
     lines += alert_lines(data)
@@ -350,16 +347,14 @@ def format_summary(data: dict) -> str:
         if failure["lines"]:
             lines.append("  evidence:")
             numbers = failure.get("line_numbers") or [None] * len(failure["lines"])
-            for number, text in zip(numbers, failure["lines"]):
-                lines.append(f"    {'L' + str(number) if number else '':>7} | {text}")
+            lines += [f"    {'L' + str(n) if n else '':>7} | {text}" for n, text in zip(numbers, failure["lines"])]
     if data.get("checkpoints"):  # step, size, seconds the save took (grpolab.jobs.checkpoints)
         lines += ["", "checkpoints"] + ["  " + line for line in describe_checkpoints(data["checkpoints"]).splitlines()]
     if data.get("curves"):
         lines += ["", f"curves    {data['curves']}"]
     if data.get("thresholds"):
         lines.append(f"limits    {data['thresholds']}")
-    for note in data.get("notes", []):
-        lines.append(f"note      {note}")
+    lines += [f"note      {note}" for note in data.get("notes", [])]
     return "\n".join(lines)
 
 
