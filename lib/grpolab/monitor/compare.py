@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field
 
 from grpolab.monitor.alerts import fmt, json_number
 from grpolab.monitor.metrics import MetricsView, load_metrics
-from grpolab.monitor.thresholds import GateFigure, Thresholds, load_thresholds
+from grpolab.monitor.thresholds import Thresholds, load_thresholds
+from grpolab.recipe.monitor_schema import GateFigure
 
 _REDUCE = {"mean": lambda v: sum(v) / len(v), "max": max, "min": min}
 
