@@ -163,11 +163,9 @@ class Overlay:
     def text(self) -> str:
         lines = [f"{self.title}: {self.heading()}"]
         for label, view in self.views.items():
-            shown = []
-            for title, _ylabel, metrics in self.panels:
-                found = view.latest(metrics[0]) if metrics[0] in view else None
-                if found is not None:
-                    shown.append(f"{title} {found[1]:.4g}")
+            shown = [
+                f"{title} {view.latest(metrics[0])[1]:.4g}" for title, _, metrics in self.panels if metrics[0] in view
+            ]
             lines.append(f"  {self.legend_name(label)}: " + (", ".join(shown) or "no metrics yet"))
         return "\n".join(lines)
 
