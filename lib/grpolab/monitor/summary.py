@@ -57,19 +57,18 @@ def _refresh_status(run: Run) -> tuple[dict, str | None]:
         return _record(run), f"could not ask Ray for the job's state ({type(exc).__name__}: {exc}); showing status.json"
 
 
-def _log_tail(run: Run) -> tuple[str, bool]:
-    """(the last _LOG_TAIL_BYTES of logs/job.log, whether earlier bytes were skipped)."""
+def _log_tail(run: Run) -> str:
+    """The last _LOG_TAIL_BYTES of logs/job.log, from its first whole line."""
     try:
         with open_regular(run.job_log) as handle:  # a FIFO in the log's place is refused, never waited on
             size = os.fstat(handle.fileno()).st_size
-            skipped = size > _LOG_TAIL_BYTES
-            handle.seek(size - _LOG_TAIL_BYTES if skipped else 0)
+            handle.seek(max(0, size - _LOG_TAIL_BYTES))
             data = handle.read()
     except OSError:
-        return "", False
-    if skipped:
+        return ""
+    if size > _LOG_TAIL_BYTES:
         data = data[data.find(b"\n") + 1 :]  # start on a whole line
-    return data.decode("utf-8", "replace"), skipped
+    return data.decode("utf-8", "replace")
 
 
 def failure_of(run: Run, status: dict) -> Failure | None:
@@ -86,16 +85,11 @@ def failure_of(run: Run, status: dict) -> Failure | None:
         )
     if status.get("state") != "FAILED":
         return None
-    return _failure(run, status)
-
-
-def _failure(run: Run, status: dict) -> Failure:
     found = log_failure(run, status)  # the whole log, streamed: the same answer as `grpolab diagnose LOG`
     if found is not None:
         return found
-    tail, _ = _log_tail(run)
     message = status.get("message") or ""
-    last = [line for line in tail.splitlines() if line.strip()][-5:]
+    last = [line for line in _log_tail(run).splitlines() if line.strip()][-5:]
     return Failure(
         "unknown",
         "the job failed, but its log shows no error",
