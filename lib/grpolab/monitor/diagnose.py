@@ -84,13 +84,10 @@ class _Hit:
 
 def _words() -> tuple[list[str], list[tuple[str, ...]]]:
     owners: dict[str, list[str]] = {}
-    for c in CAUSES:
-        for word in c.words:
-            owners.setdefault(word, []).append(c.id)
-    for word in ("error", "exception", "exit"):
-        owners.setdefault(word, []).append(UNKNOWN)
-    for word in FACT_WORDS:
-        owners.setdefault(word, []).append(FACTS)
+    sources = [(c.id, c.words) for c in CAUSES] + [(UNKNOWN, ("error", "exception", "exit")), (FACTS, FACT_WORDS)]
+    for owner, words in sources:
+        for word in words:
+            owners.setdefault(word, []).append(owner)
     return list(owners), [tuple(v) for v in owners.values()]
 
 
