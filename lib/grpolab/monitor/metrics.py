@@ -377,11 +377,8 @@ class MetricsView:
                         append(NAN if value is None else value)
                     continue
                 for name, value in data.items():
-                    column = raw.get(name)
-                    if column is None:
-                        column = raw[name] = [None] * row
-                    elif len(column) != row:
-                        column.extend([None] * (row - len(column)))
+                    column = raw.setdefault(name, [])
+                    column.extend([None] * (row - len(column)))  # never longer than the rows before this one
                     column.append(NAN if value is None else value)
                 last_names, appenders = names, [raw[name].append for name in names]
             else:
@@ -392,15 +389,9 @@ class MetricsView:
                     self.duplicate_steps += 1  # the same metric at the same step again (a resumed run)
                 self._rewritten.update(data)  # their cleaned columns are stale above the new rows
                 for name, value in data.items():
-                    column = raw.get(name)
-                    if column is None:
-                        column = raw[name] = []
-                    value = NAN if value is None else value
-                    if len(column) > row:
-                        column[row] = value
-                    else:
-                        column.extend([None] * (row - len(column)))
-                        column.append(value)
+                    column = raw.setdefault(name, [])
+                    column.extend([None] * (row + 1 - len(column)))
+                    column[row] = NAN if value is None else value
         return changed
 
     def _pad(self) -> None:
