@@ -122,15 +122,12 @@ def panels_for(view: MetricsView) -> list[tuple[str, str, list[tuple[str, str]]]
 
 class Curves:
     """A figure kept between refreshes: `draw` redraws only when the run logged new steps or the alerts changed
-    (a dashboard refresh with nothing new costs nothing), and only rebuilds the layout when the set of panels
-    changed."""
+    (a dashboard refresh with nothing new costs nothing)."""
 
     def __init__(self, smooth: float = 0.0, title: str | None = None):
         self.smooth = smooth
         self.title = title
         self._key = None
-        self._layout = None
-        self._fig = None
 
     def draw(self, metrics, alerts=(), path: str | Path = "curves.png") -> bool:
         """Draw into `path` (PNG) if anything changed since the last draw; True when it drew."""
