@@ -60,15 +60,8 @@ def _panels(views: dict[str, MetricsView]) -> list[tuple[str, str, list[str]]]:
     for title, ylabel, entries in PANELS:
         if title not in OVERLAY_PANELS:
             continue
-        metrics: list[str] = []
-        for metric, _label in entries:
-            if metric.endswith("/"):
-                names = sorted({n for v in views.values() for n in v.first_present([metric])})
-            else:
-                names = [metric] if any(metric in v for v in views.values()) else []
-            if names:
-                metrics = names
-                break
+        found = (sorted({n for v in views.values() for n in v.first_present([metric])}) for metric, _ in entries)
+        metrics = next((names for names in found if names), [])
         has = any(v is not None and v != 0 for view in views.values() for m in metrics for v in view.column(m))
         if metrics and has:
             out.append((title, ylabel, metrics))

@@ -100,13 +100,11 @@ def _nonfinite_runs(steps, values) -> list[tuple[int, int]]:
 
 
 def _lines_for(view: MetricsView, entries) -> list[tuple[str, str]]:
-    found = []
-    for metric, label in entries:
-        if metric.endswith("/"):
-            found += [(name, name[len(metric) :]) for name in view.first_present([metric])]
-        elif metric in view:
-            found.append((metric, label))
-    return found
+    return [  # a prefix's lines are the names under it, each labelled by the rest of its name
+        (name, name[len(metric) :] if metric.endswith("/") else label)
+        for metric, label in entries
+        for name in view.first_present([metric])
+    ]
 
 
 def _has_something(view: MetricsView, lines) -> bool:
