@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from contextlib import suppress
 
 from grpolab import run_folder
 from grpolab.plan.baselines import nearest_published_run
@@ -58,10 +59,8 @@ class Yardstick:
             return
         facts, _ = model_facts(recipe)
         self.recipe, self.facts = recipe, facts
-        try:
+        with suppress(InputError):
             self.baseline = nearest_published_run(recipe, facts.name if facts else None)
-        except InputError:
-            self.baseline = None
         if not recipe.engine.priced:
             self.why_none = (
                 "train.engine trl (the CPU trainer): its step time is Python overhead around a tiny model, "
