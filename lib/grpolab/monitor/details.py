@@ -193,8 +193,7 @@ def _recipe_key(name: str) -> str | None:
 
 
 def _batch(line: str, facts) -> Extra | None:
-    m = _CHUNK.search(line)
-    if m:
+    if m := _CHUNK.search(line):
         size, chunks = int(m.group(1)), int(m.group(2))
         n = int(facts.get("rollout.n") or facts.get("n_samples") or 0)
         message = (
@@ -214,8 +213,7 @@ def _batch(line: str, facts) -> Extra | None:
                 f", or the chunks a divisor of {size}: {listed(nearest(chunks, divisors(size)))}"
             )
         return Extra(message, fix, "data.train_batch_size", "dispatch-chunk")
-    m = _AT_LEAST.search(line)
-    if m:
+    if m := _AT_LEAST.search(line):
         small, a, large, b = m.group(1), int(m.group(2)), m.group(3), int(m.group(4))
         key_a, key_b = _recipe_key(small) or small, _recipe_key(large) or large
         return Extra(
@@ -224,16 +222,14 @@ def _batch(line: str, facts) -> Extra | None:
             key_b,
             "mini-batch",
         )
-    m = _TWO.search(line)
-    if m:
+    if m := _TWO.search(line):
         name, value, by_name, by = m.group(1), int(m.group(2)), (m.group(3) or "").strip(), int(m.group(4))
         if by <= 0:
             return None
         key = _recipe_key(name)
         valid = nearest(value, multiples_near(value, by))
         message = f"{name.strip()} = {value} is not a multiple of {by_name + ' = ' if by_name else ''}{by}"
-        n = facts.get("rollout.n")
-        if n:
+        if n := facts.get("rollout.n"):
             message += f" (rollout.n, the group size, is {n})"
         rule = "mini-batch" if "mini" in name and "micro" not in line.lower() else "batch-divisible"
         if key is None:
@@ -294,15 +290,12 @@ _NCCL_CODE = re.compile(
 
 
 def _comm(line: str, facts) -> Extra | None:
-    m = _HCCL_CODE.search(line)
-    if m:
+    if m := _HCCL_CODE.search(line):
         code = int(m.group(2) or m.group(3))
         call = m.group(1) or "HCCL"
-        meaning = HCCL_CODES.get(code)
-        if meaning:
+        if meaning := HCCL_CODES.get(code):
             return Extra(f"{call} returned HCCL error code {code}: {meaning}")
-    m = _NCCL_CODE.search(line)
-    if m:
+    if m := _NCCL_CODE.search(line):
         return Extra(f"NCCL returned {m.group(1)}: {NCCL_CODES[m.group(1)]}")
     return None
 

@@ -239,8 +239,7 @@ class Scan:
             weak = (wk := c.weakened()) is not None and wk.search(line) is not None
             self._hit(c.id, chunk, start, end, line, m.start(), number, name, rank, weak)
         if not matched and UNKNOWN in owners:
-            m = _ERROR_LINE.search(line)
-            if m:
+            if m := _ERROR_LINE.search(line):
                 hit = self._make(UNKNOWN, chunk, start, end, line, m.end(), number, name, rank)
                 if len(self.first_errors) < 2:
                     self.first_errors.append(hit)

@@ -139,8 +139,7 @@ _NUMPY_WRAP = re.compile(r"^(?:np|numpy)\.[a-z_]+\d*\((.*)\)$")
 def parse_console_value(text: str) -> float | None:
     """`0.15`, `np.float64(0.15)`, `np.int64(3)`, `nan`, `inf`, `True` -> float; anything else -> None."""
     text = text.strip()
-    wrapped = _NUMPY_WRAP.match(text)
-    if wrapped:
+    if wrapped := _NUMPY_WRAP.match(text):
         text = wrapped.group(1).strip()
     if text in ("True", "False"):
         return float(text == "True")

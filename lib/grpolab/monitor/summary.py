@@ -217,8 +217,7 @@ def _view_notes(view: MetricsView, state: str) -> list[str]:
             f"{view.huge_values} value(s) beyond a float's range (such as 1e400) were read as inf "
             "(`huge_values` in the JSON); the alerts treat them as inf"
         )
-    dropped = view.dropped()
-    if dropped:
+    if dropped := view.dropped():
         names = ", ".join(f"{name} ({count})" for name, count in list(dropped.items())[:5])
         notes.append(f"values that are not numbers were dropped: {names}")
     if view.duplicate_steps:
@@ -317,8 +316,7 @@ def format_summary(data: dict) -> str:
             last += f" of {data['total_steps']}"
         logged = f"{data['steps']} logged" if data["steps"] else "none logged yet"
         lines.append(f"steps     {logged}{last}  ({where})")
-    wandb = wandb_text(data.get("wandb"))
-    if wandb:
+    if wandb := wandb_text(data.get("wandb")):
         lines.append(f"wandb     {wandb}")
     if data["latest"]:
         lines += ["", "latest"]
@@ -331,8 +329,7 @@ def format_summary(data: dict) -> str:
     lines += summary_lines(data.get("yardstick"))
     lines.append("")
     lines += alert_lines(data)
-    failure = data.get("failure")
-    if failure:
+    if failure := data.get("failure"):
         lines += [
             "",
             f"failure   {failure['cause']}: {failure['message']}",
@@ -365,8 +362,7 @@ def format_html(data: dict, open_alerts: bool = False) -> str:
     text = format_summary({**data, "alerts": [], "alert_groups": [], "thresholds": None})
     head = text.split("\nalerts    none", 1)
     parts = [_PRE + _html.escape(head[0].rstrip()) + "</pre>"]
-    groups = data.get("alert_groups") or group(data.get("alerts") or [])
-    if groups:
+    if groups := data.get("alert_groups") or group(data.get("alerts") or []):
         total = sum(g["count"] for g in groups)
         parts.append(f"<p style='margin:6px 0 2px'><b>alerts</b>: {total} in {len(groups)} rule(s)</p>")
         for g in groups:

@@ -193,16 +193,13 @@ def summary_lines(data: dict | None) -> list[str]:
     text = f"speed     step {data['step_s']:.3g} s"
     if data.get("tokens_per_device_s"):
         text += f", {data['tokens_per_device_s']:.4g} tokens/s per device"
-    est = data.get("estimate")
-    if est:
+    if est := data.get("estimate"):
         text += f"; estimate {est['step_s']:.3g} s ({est['ratio']:.2f}x)"
     else:
         text += f"; no estimate: {data.get('why_no_estimate')}"
-    pub = data.get("published")
-    if pub:
+    if pub := data.get("published"):
         text += f"; published: {pub['model']} on {pub['devices']} x {pub['hardware']}, {pub['step_s']:.0f} s"
     out = [text]
-    alert = data.get("alert")
-    if alert:
+    if alert := data.get("alert"):
         out.append(f"  {alert['severity'].upper()} {alert['rule']}: {alert['message']}")
     return out
