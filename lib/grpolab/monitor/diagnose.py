@@ -323,17 +323,10 @@ class Scan:
         with_op = next((h.where for h in ordered if h.where.op), None)  # the collective named, and its group
         collective = with_op.op if with_op else None
         group = (with_op and with_op.group) or next((h.where.group for h in ordered if h.where.group), None)
-        seen, lines, numbers, files = set(), [], [], []
+        first_of: dict[str, _Hit] = {}  # one line of each shape (its numbers aside), in order
         for h in ordered + later:
-            shape = re.sub(r"\d+", "#", h.line)
-            if shape in seen:
-                continue
-            seen.add(shape)
-            lines.append(_excerpt(h.line, h.at))
-            numbers.append(h.number)
-            files.append(h.file)
-            if len(lines) == _EVIDENCE:
-                break
+            first_of.setdefault(re.sub(r"\d+", "#", h.line), h)
+        evidence = list(first_of.values())[:_EVIDENCE]
         spec = BY_ID.get(cause, _UNKNOWN)
         extra = explain(cause, [h.line for h in ordered], self.facts, [(h.before or [""])[-1] for h in ordered])
         parts = [spec.meaning[0].upper() + spec.meaning[1:]]
@@ -371,8 +364,8 @@ class Scan:
             cause=cause,
             message=message,
             fix=(extra.fix + "; " if extra.fix else "") + spec.fix,
-            lines=lines,
-            line_numbers=numbers,
+            lines=[_excerpt(h.line, h.at) for h in evidence],
+            line_numbers=[h.number for h in evidence],
             rank=rank,
             node=node,
             pid=w.pid if w.remote is None else None,
@@ -381,7 +374,7 @@ class Scan:
             key=extra.key,
             rule=rule,
             then=then,
-            files=files if len(self.files) > 1 else [],
+            files=[h.file for h in evidence] if len(self.files) > 1 else [],
         )
 
 
