@@ -273,8 +273,7 @@ def _nan(view: MetricsView, rule) -> list[Alert]:
     present = np.zeros(len(view.steps), dtype=bool)
     bad_any = np.zeros(len(view.steps), dtype=bool)
     for column in columns:
-        objects = np.array(column, dtype=object)
-        logged = np.not_equal(objects, None)
+        logged = np.not_equal(np.array(column, dtype=object), None)
         present |= logged
         with np.errstate(invalid="ignore"):
             bad_any |= logged & ~np.isfinite(np.array(column, dtype=float))

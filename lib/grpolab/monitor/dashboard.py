@@ -222,8 +222,7 @@ class Dashboard:
     def _show_state(self) -> None:
         data = self.data
         self.progress.update(self.monitor.view, data)
-        groups = data.get("alert_groups") or []
-        alerts = sum(g["count"] for g in groups)
+        alerts = sum(g["count"] for g in data.get("alert_groups") or [])
         stamp = as_of()
         extra = [f"{alerts} alert(s)", stamp]
         live = not self.finished and not self._closed and self._thread is not None and self._thread.is_alive()
