@@ -240,12 +240,6 @@ def _batch(line: str, facts) -> Extra | None:
 
 # ---------------------------------------------------------------------------------------------- layouts
 _PARALLEL = {"tensor": "tp", "tp": "tp", "pipeline": "pp", "pp": "pp", "expert": "ep", "ep": "ep", "context": "cp"}
-# the `grpolab check` rule of a layout that does not divide, (train, rollout); any other size: world-divisible
-_LAYOUT_RULES = {
-    "tp": ("heads-tp", "rollout-heads"),
-    "pp": ("pp-layers", "pp-layers"),
-    "ep": ("experts-ep", "rollout-ep"),
-}
 
 
 def _layout(line: str, facts) -> Extra | None:
@@ -271,11 +265,19 @@ def _layout(line: str, facts) -> Extra | None:
         return Extra(f"{what} = {total} does not fit {by_name or 'the layout'} = {size}")
     key = f"{side}.{short}"
     valid = [d for d in divisors(total) if d != size]
+    if short == "tp":
+        check = "rollout-heads" if side == "rollout" else "heads-tp"
+    elif short == "pp":
+        check = "pp-layers"
+    elif short == "ep":
+        check = "rollout-ep" if side == "rollout" else "experts-ep"
+    else:
+        check = "world-divisible"
     return Extra(
         f"{what} = {total} is not divisible by {by_name} = {size} ({key})",
         f"set {key} to a divisor of {total}: {listed(nearest(size, valid))}",
         key,
-        _LAYOUT_RULES.get(short, ("world-divisible",) * 2)[side == "rollout"],
+        check,
     )
 
 
