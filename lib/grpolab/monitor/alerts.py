@@ -29,17 +29,6 @@ from functools import partial
 from grpolab.monitor.metrics import MetricsView, load_metrics
 from grpolab.monitor.thresholds import Thresholds, load_thresholds
 
-ALERT_RULES = (
-    "nan",
-    "reward-flat",
-    "entropy-collapse",
-    "kl-spike",
-    "length-clipped",
-    "grad-spike",
-    "throughput-drop",
-    "slow-steps",
-)
-
 ADVICE = {
     "nan": "The update diverged or the reward returned NaN; later steps train on garbage. Try a lower lr, check "
     "the reward function for NaN/inf, and rerun from the last checkpoint before this step.",
@@ -66,7 +55,7 @@ ADVICE = {
 
 @dataclass(frozen=True)
 class Alert:
-    rule: str  # one of ALERT_RULES
+    rule: str  # one of ALERT_RULES (below)
     step: int  # where the episode started
     message: str
     metrics: tuple[str, ...]  # the metric(s) concerned, for marking the right plot panels
@@ -284,8 +273,7 @@ def _nan(view: MetricsView, rule) -> list[Alert]:
     present = np.zeros(len(view.steps), dtype=bool)
     bad_any = np.zeros(len(view.steps), dtype=bool)
     for column in columns:
-        objects = np.array(column, dtype=object)
-        logged = np.not_equal(objects, None)
+        logged = np.not_equal(np.array(column, dtype=object), None)
         present |= logged
         with np.errstate(invalid="ignore"):
             bad_any |= logged & ~np.isfinite(np.array(column, dtype=float))
@@ -458,6 +446,7 @@ _CHECKS = {
     "throughput-drop": _throughput_drop,
     "slow-steps": _slow_steps,
 }
+ALERT_RULES = tuple(_CHECKS)  # the rule ids, in the order alerts of the same step are listed
 
 
 def alerts(metrics, thresholds: Thresholds | str | None = None) -> list[Alert]:
@@ -512,10 +501,8 @@ _LOW_IS_WORSE = {"entropy-collapse", "throughput-drop", "reward-flat"}
 
 
 def _worse(rule: str, old, new):
-    if old is None:
+    if old is None or isinstance(new, str):
         return new
-    if new is None or isinstance(new, str):
-        return new if isinstance(new, str) else old
-    if isinstance(old, str):
+    if new is None or isinstance(old, str):
         return old
     return min(old, new) if rule in _LOW_IS_WORSE else max(old, new)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 # A line prefix that Ray, torchrun and loggers put before the text: "(TaskRunner pid=12, ip=10.0.0.1) ",
 # "(vLLMHttpServer pid=6840) (Worker pid=7181) ", "[rank3]: ". Patterns anchored on a line start write "^{P}".
@@ -24,24 +25,20 @@ class Cause:
     ignorecase: bool = False
 
     def compiled(self) -> re.Pattern:
-        return self._patterns()[0]
+        return self._patterns[0]
 
     def excluded(self) -> re.Pattern | None:
-        return self._patterns()[1]
+        return self._patterns[1]
 
     def weakened(self) -> re.Pattern | None:
-        return self._patterns()[2]
+        return self._patterns[2]
 
+    @cached_property
     def _patterns(self) -> tuple[re.Pattern, re.Pattern | None, re.Pattern | None]:
         """(patterns, unless, weak), compiled once per cause (a diagnosis asks for them on every matched line)."""
-        if self.id not in _CACHE:
-            flags = re.IGNORECASE if self.ignorecase else 0
-            pattern = re.compile("|".join(f"(?:{p.replace('{P}', PREFIX)})" for p in self.patterns), flags)
-            _CACHE[self.id] = (pattern, _any(self.unless), _any(self.weak))
-        return _CACHE[self.id]
-
-
-_CACHE: dict[str, tuple[re.Pattern, re.Pattern | None, re.Pattern | None]] = {}
+        flags = re.IGNORECASE if self.ignorecase else 0
+        pattern = re.compile("|".join(f"(?:{p.replace('{P}', PREFIX)})" for p in self.patterns), flags)
+        return pattern, _any(self.unless), _any(self.weak)
 
 
 def _any(patterns: tuple[str, ...]) -> re.Pattern | None:

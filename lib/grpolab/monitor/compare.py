@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field
 
 from grpolab.monitor.alerts import fmt, json_number
 from grpolab.monitor.metrics import MetricsView, load_metrics
-from grpolab.monitor.thresholds import GateFigure, Thresholds, load_thresholds
+from grpolab.monitor.thresholds import Thresholds, load_thresholds
+from grpolab.recipe.monitor_schema import GateFigure
 
 _REDUCE = {"mean": lambda v: sum(v) / len(v), "max": max, "min": min}
 
@@ -47,19 +48,16 @@ class FigureResult:
     def change_text(self) -> str:
         if self.change is None:
             return "-"
-        if self.relative:
-            return f"{100 * self.change:+.2f} %"
-        return f"{self.change:+.4g}{(' ' + self.unit) if self.unit else ''}"
+        return f"{100 * self.change:+.2f} %" if self.relative else f"{self.change:+.4g}{self._unit()}"
 
     def limit_text(self) -> str:
-        amount = (
-            f"{100 * self.limit:.4g} %"
-            if self.relative
-            else f"{self.limit:.4g}{(' ' + self.unit) if self.unit else ''}"
-        )
+        amount = f"{100 * self.limit:.4g} %" if self.relative else f"{self.limit:.4g}{self._unit()}"
         return {"increase": f"<= +{amount}", "decrease": f">= -{amount}", "change": f"within +/-{amount}"}[
             self.fails_on
         ]
+
+    def _unit(self) -> str:
+        return f" {self.unit}" if self.unit else ""
 
 
 @dataclass
@@ -104,21 +102,20 @@ class Comparison:
     def table(self) -> str:
         """A plain-text table of every compared figure and the verdict."""
         first, last = self.steps
-        header = ("figure", "metric", "run", "baseline", "change", "limit", "result")
-        rows = [header]
-        for f in self.figures:
-            rows.append(
-                (
-                    f.label,
-                    f.metric,
-                    fmt(f.run),
-                    fmt(f.baseline),
-                    f.change_text(),
-                    f.limit_text(),
-                    f.status.upper() if f.status == "fail" else f.status,
-                )
+        rows = [("figure", "metric", "run", "baseline", "change", "limit", "result")]
+        rows += [
+            (
+                f.label,
+                f.metric,
+                fmt(f.run),
+                fmt(f.baseline),
+                f.change_text(),
+                f.limit_text(),
+                f.status.upper() if f.status == "fail" else f.status,
             )
-        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+            for f in self.figures
+        ]
+        widths = [max(map(len, column)) for column in zip(*rows)]
         lines = [
             f"compare {self.run}  vs baseline {self.baseline}, steps {first}-{last} "
             f"({self.run_steps} and {self.baseline_steps} steps in the window)",
@@ -144,20 +141,12 @@ def _label(view: MetricsView) -> str:
 
 def _judge(spec: GateFigure, run_value: float, base_value: float) -> tuple[float, bool]:
     """(change, failed) for one figure."""
-    delta = run_value - base_value
+    change = delta = run_value - base_value
     if spec.relative:
         change = delta / abs(base_value) if base_value else (0.0 if delta == 0 else math.copysign(math.inf, delta))
-    else:
-        change = delta
+    moved = {"increase": change, "decrease": -change, "change": abs(change)}[spec.fails_on]
     # A tiny tolerance so that a run compared with itself, or a change of exactly the limit, passes.
-    eps = 1e-12
-    if spec.fails_on == "increase":
-        failed = change > spec.limit + eps
-    elif spec.fails_on == "decrease":
-        failed = -change > spec.limit + eps
-    else:
-        failed = abs(change) > spec.limit + eps
-    return change, failed
+    return change, moved > spec.limit + 1e-12
 
 
 def _figure(name: str, spec: GateFigure, run: MetricsView, base: MetricsView, first: int, last: int) -> FigureResult:
@@ -176,8 +165,10 @@ def _figure(name: str, spec: GateFigure, run: MetricsView, base: MetricsView, fi
         result.note = "logged by neither run in the window: skipped"
         return result
     if len(run_vals) < len(run_all):
-        result.status = "fail"
-        result.note = f"the run has {len(run_all) - len(run_vals)} NaN/inf value(s) in the window"
+        result.status, result.note = (
+            "fail",
+            f"the run has {len(run_all) - len(run_vals)} NaN/inf value(s) in the window",
+        )
         return result
     if base_all and not base_vals:  # logged, but only as NaN/inf: say so, not "not logged by the baseline"
         result.status = "fail"

@@ -97,10 +97,8 @@ class Dashboard:
         self.redraw_s = interval if redraw_s is None else redraw_s
         self.data: dict | None = None
         self.picture: bytes = b""
-        self.summary_html = ""
-        self.summary_text = ""
-        self.state_html = ""  # the state line as shown (HTML) and its plain-text twin
-        self.state_text = ""
+        self.summary_html = self.summary_text = ""
+        self.state_html = self.state_text = ""  # the state line as shown (HTML) and its plain-text twin
         self.message = ""  # the last thing the controls said (a stop asked for, a stop that failed)
         self.progress = Progress(self.monitor.run.run_id, out=lambda _line: None)
         self.stop_button = widgets.Button(
@@ -224,8 +222,7 @@ class Dashboard:
     def _show_state(self) -> None:
         data = self.data
         self.progress.update(self.monitor.view, data)
-        groups = data.get("alert_groups") or []
-        alerts = sum(g["count"] for g in groups)
+        alerts = sum(g["count"] for g in data.get("alert_groups") or [])
         stamp = as_of()
         extra = [f"{alerts} alert(s)", stamp]
         live = not self.finished and not self._closed and self._thread is not None and self._thread.is_alive()

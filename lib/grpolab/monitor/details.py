@@ -140,10 +140,8 @@ def nearest_verl_key(key: str) -> str | None:
         near = closest(rest[0], node)
         if near and near != rest[0]:
             return ".".join(prefix + [near])
-        if near and len(rest) > 1 and isinstance(get_dotted(config, ".".join(prefix + [near])), dict):
-            sub = get_dotted(config, ".".join(prefix + [near]))
-            inner = closest(rest[1], sub)
-            if inner:
+        if near and len(rest) > 1 and isinstance(sub := get_dotted(config, ".".join(prefix + [near])), dict):
+            if inner := closest(rest[1], sub):
                 return ".".join(prefix + [near, inner])
     return None
 
@@ -195,8 +193,7 @@ def _recipe_key(name: str) -> str | None:
 
 
 def _batch(line: str, facts) -> Extra | None:
-    m = _CHUNK.search(line)
-    if m:
+    if m := _CHUNK.search(line):
         size, chunks = int(m.group(1)), int(m.group(2))
         n = int(facts.get("rollout.n") or facts.get("n_samples") or 0)
         message = (
@@ -216,27 +213,23 @@ def _batch(line: str, facts) -> Extra | None:
                 f", or the chunks a divisor of {size}: {listed(nearest(chunks, divisors(size)))}"
             )
         return Extra(message, fix, "data.train_batch_size", "dispatch-chunk")
-    m = _AT_LEAST.search(line)
-    if m:
+    if m := _AT_LEAST.search(line):
         small, a, large, b = m.group(1), int(m.group(2)), m.group(3), int(m.group(4))
         key_a, key_b = _recipe_key(small) or small, _recipe_key(large) or large
-        valid = [d for d in divisors(a)]
         return Extra(
             f"{small} = {a} is smaller than {large} = {b}",
-            f"lower {key_b} to a divisor of {a} ({listed(nearest(b, valid))}) or raise {key_a} to {b} or more",
+            f"lower {key_b} to a divisor of {a} ({listed(nearest(b, divisors(a)))}) or raise {key_a} to {b} or more",
             key_b,
             "mini-batch",
         )
-    m = _TWO.search(line)
-    if m:
+    if m := _TWO.search(line):
         name, value, by_name, by = m.group(1), int(m.group(2)), (m.group(3) or "").strip(), int(m.group(4))
         if by <= 0:
             return None
         key = _recipe_key(name)
         valid = nearest(value, multiples_near(value, by))
         message = f"{name.strip()} = {value} is not a multiple of {by_name + ' = ' if by_name else ''}{by}"
-        n = facts.get("rollout.n")
-        if n:
+        if n := facts.get("rollout.n"):
             message += f" (rollout.n, the group size, is {n})"
         rule = "mini-batch" if "mini" in name and "micro" not in line.lower() else "batch-divisible"
         if key is None:
@@ -246,15 +239,7 @@ def _batch(line: str, facts) -> Extra | None:
 
 
 # ---------------------------------------------------------------------------------------------- layouts
-_PARALLEL = (
-    ("tensor", "tp"),
-    ("tp", "tp"),
-    ("pipeline", "pp"),
-    ("pp", "pp"),
-    ("expert", "ep"),
-    ("ep", "ep"),
-    ("context", "cp"),
-)
+_PARALLEL = {"tensor": "tp", "tp": "tp", "pipeline": "pp", "pp": "pp", "expert": "ep", "ep": "ep", "context": "cp"}
 
 
 def _layout(line: str, facts) -> Extra | None:
@@ -269,7 +254,7 @@ def _layout(line: str, facts) -> Extra | None:
     # Megatron writes tensor_model_parallel_size; vLLM and SGLang "tensor parallel size" in words
     words = re.search(r"vllm|sglang|engine|rollout|(?:tensor|pipeline|expert) parallel size", line, re.IGNORECASE)
     side = "rollout" if words else "train"
-    short = next((s for word, s in _PARALLEL if word in by_name.split() or by_name.startswith(word)), None)
+    short = next((s for word, s in _PARALLEL.items() if word in by_name.split() or by_name.startswith(word)), None)
     if short is None or total <= 0:
         if re.search(r"(?:Error|Exception)$", what) or not by_name:  # ensure_divisibility: bare numbers
             return Extra(
@@ -307,15 +292,12 @@ _NCCL_CODE = re.compile(
 
 
 def _comm(line: str, facts) -> Extra | None:
-    m = _HCCL_CODE.search(line)
-    if m:
+    if m := _HCCL_CODE.search(line):
         code = int(m.group(2) or m.group(3))
         call = m.group(1) or "HCCL"
-        meaning = HCCL_CODES.get(code)
-        if meaning:
+        if meaning := HCCL_CODES.get(code):
             return Extra(f"{call} returned HCCL error code {code}: {meaning}")
-    m = _NCCL_CODE.search(line)
-    if m:
+    if m := _NCCL_CODE.search(line):
         return Extra(f"NCCL returned {m.group(1)}: {NCCL_CODES[m.group(1)]}")
     return None
 

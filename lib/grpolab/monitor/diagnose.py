@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grpolab.jobs.job_entry import ANSI
-from grpolab.monitor.causes import BY_ID, CAUSES, PREFIX, UNKNOWN
+from grpolab.monitor.causes import BY_ID, CAUSES, PREFIX, UNKNOWN, Cause
 from grpolab.monitor.details import FACT_WORDS, FACTS, explain, read_facts
 from grpolab.monitor.origin import Where, ray_pids, where
 
@@ -84,13 +84,10 @@ class _Hit:
 
 def _words() -> tuple[list[str], list[tuple[str, ...]]]:
     owners: dict[str, list[str]] = {}
-    for c in CAUSES:
-        for word in c.words:
-            owners.setdefault(word, []).append(c.id)
-    for word in ("error", "exception", "exit"):
-        owners.setdefault(word, []).append(UNKNOWN)
-    for word in FACT_WORDS:
-        owners.setdefault(word, []).append(FACTS)
+    sources = [(c.id, c.words) for c in CAUSES] + [(UNKNOWN, ("error", "exception", "exit")), (FACTS, FACT_WORDS)]
+    for owner, words in sources:
+        for word in words:
+            owners.setdefault(word, []).append(owner)
     return list(owners), [tuple(v) for v in owners.values()]
 
 
@@ -242,8 +239,7 @@ class Scan:
             weak = (wk := c.weakened()) is not None and wk.search(line) is not None
             self._hit(c.id, chunk, start, end, line, m.start(), number, name, rank, weak)
         if not matched and UNKNOWN in owners:
-            m = _ERROR_LINE.search(line)
-            if m:
+            if m := _ERROR_LINE.search(line):
                 hit = self._make(UNKNOWN, chunk, start, end, line, m.end(), number, name, rank)
                 if len(self.first_errors) < 2:
                     self.first_errors.append(hit)
@@ -324,35 +320,17 @@ class Scan:
             rank = next((h.where.rank for h in ordered if h.where.rank is not None), None)
         if node is None and w.remote is None:  # nor a node: the first line of the same rank (or of no rank) that does
             node = next((h.where.node for h in ordered + later if h.where.node and h.where.rank in (rank, None)), None)
-        collective = next((h.where.op for h in ordered if h.where.op), None)
-        with_op = next((h for h in ordered if h.where.op), None)  # the group of the collective named
-        group = with_op.where.group if with_op and with_op.where.group else None
-        group = group or next((h.where.group for h in ordered if h.where.group), None)
-        seen, lines, numbers, files = set(), [], [], []
+        with_op = next((h.where for h in ordered if h.where.op), None)  # the collective named, and its group
+        collective = with_op.op if with_op else None
+        group = (with_op and with_op.group) or next((h.where.group for h in ordered if h.where.group), None)
+        first_of: dict[str, _Hit] = {}  # one line of each shape (its numbers aside), in order
         for h in ordered + later:
-            shape = re.sub(r"\d+", "#", h.line)
-            if shape in seen:
-                continue
-            seen.add(shape)
-            lines.append(_excerpt(h.line, h.at))
-            numbers.append(h.number)
-            files.append(h.file)
-            if len(lines) == _EVIDENCE:
-                break
-        spec = BY_ID.get(cause)
-        meaning = spec.meaning if spec else "the job failed with an error that matches no known cause"
-        fix = (
-            spec.fix
-            if spec
-            else (
-                "read the lines below and the log around them; if it is a recurring cause, add it to the cause registry "
-                "(grpolab.monitor.causes)"
-            )
-        )
+            first_of.setdefault(re.sub(r"\d+", "#", h.line), h)
+        evidence = list(first_of.values())[:_EVIDENCE]
+        spec = BY_ID.get(cause, _UNKNOWN)
         extra = explain(cause, [h.line for h in ordered], self.facts, [(h.before or [""])[-1] for h in ordered])
-        parts = [meaning[0].upper() + meaning[1:]]
-        first_out = rank
-        parts += _origin_sentence(cause, first_out, node if not silent else w.node, w, hits, collective, group)
+        parts = [spec.meaning[0].upper() + spec.meaning[1:]]
+        parts += _origin_sentence(cause, rank, node if not silent else w.node, w, hits, collective, group)
         if silent:  # the ranks that did not time out never reached the collective: they are the stalled ones
             rank = silent[0]
             node = next((h.where.node for h in hits + later if h.where.rank == rank and h.where.node), None)
@@ -378,16 +356,16 @@ class Scan:
         then = list(dict.fromkeys(h.cause for h in later))
         if then:
             parts.append(f"Followed by: {', '.join(then)} (consequences, shown after the origin's lines)")
-        rule = (extra.rule if extra.rule is not None else (spec.rule if spec else "")) or None
+        rule = (extra.rule if extra.rule is not None else spec.rule) or None
         if rule:
             parts.append(f"`grpolab check` checks this before launch (rule {rule}): run it on the recipe")
         message = ". ".join(p.rstrip(".") for p in parts) + "."
         return Failure(
             cause=cause,
             message=message,
-            fix=(extra.fix + "; " if extra.fix else "") + fix,
-            lines=lines,
-            line_numbers=numbers,
+            fix=(extra.fix + "; " if extra.fix else "") + spec.fix,
+            lines=[_excerpt(h.line, h.at) for h in evidence],
+            line_numbers=[h.number for h in evidence],
             rank=rank,
             node=node,
             pid=w.pid if w.remote is None else None,
@@ -396,27 +374,35 @@ class Scan:
             key=extra.key,
             rule=rule,
             then=then,
-            files=files if len(self.files) > 1 else [],
+            files=[h.file for h in evidence] if len(self.files) > 1 else [],
         )
 
 
 _NETWORK = ("port-in-use", "comm-init", "comm-timeout")
+_UNKNOWN = Cause(  # what a diagnosis says of an error line that no cause of the registry explains
+    UNKNOWN,
+    "the job failed with an error that matches no known cause",
+    "read the lines below and the log around them; if it is a recurring cause, add it to the cause registry "
+    "(grpolab.monitor.causes)",
+    (),
+    (),
+    (),
+)
 
 
 def _origin_first(hits: list[_Hit]) -> list[_Hit]:
     """The hits, the one that shows the origin first: a line naming the rank others waited for, then the lowest
     collective sequence number (the rank furthest behind; compared only when every numbered line waits in the same
     kind of collective: each process group counts its own), then the earliest time, then the first read."""
-    ops = {h.where.op for h in hits if h.where.seq is not None}
-    by_seq = len(ops) == 1
+    by_seq = len({h.where.op for h in hits if h.where.seq is not None}) == 1
 
     def seq(h: _Hit) -> float:
         return h.where.seq if by_seq and h.where.seq is not None else float("inf")
 
-    timed = [h for h in hits if h.where.time is not None]
-    if len(timed) < 2:  # one time stamp says nothing across ranks: keep the reading order
-        return sorted(hits, key=lambda h: (h.where.remote is None, seq(h), h.order))
-    return sorted(hits, key=lambda h: (h.where.remote is None, seq(h), h.where.time or (99,), h.order))
+    by_time = sum(h.where.time is not None for h in hits) > 1  # one time stamp says nothing across ranks
+    return sorted(
+        hits, key=lambda h: (h.where.remote is None, seq(h), (h.where.time or (99,)) if by_time else (), h.order)
+    )
 
 
 def _silent_ranks(timed_out: set[int]) -> list[int]:
@@ -491,11 +477,7 @@ _FILE_RANK = (re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE), re.compile(r"(?:^|
 
 def file_rank(path: Path) -> int | None:
     """The rank a per-rank log's name says (rank3.log, worker_rank_3.txt, node0-3.log), or None."""
-    for pattern in _FILE_RANK:
-        m = pattern.search(path.name)
-        if m:
-            return int(m.group(1))
-    return None
+    return next((int(m.group(1)) for pattern in _FILE_RANK if (m := pattern.search(path.name))), None)
 
 
 def log_files(path: Path) -> list[tuple[Path, int | None]]:

@@ -139,8 +139,7 @@ _NUMPY_WRAP = re.compile(r"^(?:np|numpy)\.[a-z_]+\d*\((.*)\)$")
 def parse_console_value(text: str) -> float | None:
     """`0.15`, `np.float64(0.15)`, `np.int64(3)`, `nan`, `inf`, `True` -> float; anything else -> None."""
     text = text.strip()
-    wrapped = _NUMPY_WRAP.match(text)
-    if wrapped:
+    if wrapped := _NUMPY_WRAP.match(text):
         text = wrapped.group(1).strip()
     if text in ("True", "False"):
         return float(text == "True")
@@ -201,21 +200,10 @@ class MetricsView:
         self.path = Path(path)
         self.kind = kind
         self.run = run
-        self.steps: list[int] = []
-        self.bad_lines = 0
-        self.problems: list[str] = []
-        self._raw: dict[str, list] = {}  # name -> raw values; shorter than steps until padded
-        self._row_of: dict[int, int] = {}
         self._tail = _Tail(self.path, self._note_unread)
         self._max_seen: tuple | None = None  # (steps list, how many of it were looked at, their highest step)
-        self._lines_read = 0
-        self.huge_values = 0  # numbers beyond a float's range (1e400, a 400-digit integer), read as +-inf
         self.unreadable: str | None = None  # why the file cannot be read at all (a FIFO in its place), or None
-        self.skipped: list[str] = []  # what the reader left out on purpose (the head of a huge file, a huge line)
-        self._clean_cache: dict[str, list[float | None]] = {}
-        self.duplicate_steps = 0  # steps that logged a metric they had already logged (merged, later wins)
-        self._dropped: dict[str, int] = {}  # name -> values that are not numbers (strings, lists) in its column
-        self._rewritten: set[str] = set()  # names whose earlier rows a refresh changed (cleaned again)
+        self._reset()
 
     # -- reading --------------------------------------------------------------------------------------------
 
@@ -276,10 +264,17 @@ class MetricsView:
             self._dropped[name] = self._dropped.get(name, 0) + clean.count(None) - new.count(None)
 
     def _reset(self) -> None:
-        self.steps, self._raw, self._row_of = [], {}, {}
-        self.bad_lines, self.problems, self._lines_read, self.huge_values, self.skipped = 0, [], 0, 0, []
-        self._clean_cache.clear()
-        self.duplicate_steps, self._dropped, self._rewritten = 0, {}, set()
+        """Everything read from the file, empty (at the start, and when the file was truncated or replaced)."""
+        self.steps: list[int] = []
+        self._raw: dict[str, list] = {}  # name -> raw values; shorter than steps until padded
+        self._row_of: dict[int, int] = {}
+        self.bad_lines, self.problems, self._lines_read = 0, [], 0
+        self.huge_values = 0  # numbers beyond a float's range (1e400, a 400-digit integer), read as +-inf
+        self.skipped: list[str] = []  # what the reader left out on purpose (the head of a huge file, a huge line)
+        self._clean_cache: dict[str, list[float | None]] = {}
+        self.duplicate_steps = 0  # steps that logged a metric they had already logged (merged, later wins)
+        self._dropped: dict[str, int] = {}  # name -> values that are not numbers (strings, lists) in its column
+        self._rewritten: set[str] = set()  # names whose earlier rows a refresh changed (cleaned again)
 
     def _note(self, message: str) -> None:
         self.bad_lines += 1
@@ -312,17 +307,15 @@ class MetricsView:
         huge = self.huge_values  # counted again only for a record that is kept
         try:
             record = json.loads(raw, parse_int=self._huge_int, parse_float=self._huge_float)
+            if isinstance(record, dict) and type(record.get("step")) is int and isinstance(record.get("data"), dict):
+                return record
+            why = 'not a {"step": N, "data": {...}} record'
         except (ValueError, RecursionError):  # RecursionError: `[[[[...` nested deeper than Python recurses
-            self.huge_values = huge
-            if not final:
-                self._note(f"{self.path}: line {self._lines_read}: not JSON: {raw[:80]!r}")
-            return None
-        if not (isinstance(record, dict) and type(record.get("step")) is int and isinstance(record.get("data"), dict)):
-            self.huge_values = huge
-            if not final:
-                self._note(f'{self.path}: line {self._lines_read}: not a {{"step": N, "data": {{...}}}} record')
-            return None
-        return record
+            why = f"not JSON: {raw[:80]!r}"
+        self.huge_values = huge
+        if not final:
+            self._note(f"{self.path}: line {self._lines_read}: {why}")
+        return None
 
     def _ingest_json(self, lines: list[bytes]) -> int:
         fast, records = _fast_loads, []
@@ -383,11 +376,8 @@ class MetricsView:
                         append(NAN if value is None else value)
                     continue
                 for name, value in data.items():
-                    column = raw.get(name)
-                    if column is None:
-                        column = raw[name] = [None] * row
-                    elif len(column) != row:
-                        column.extend([None] * (row - len(column)))
+                    column = raw.setdefault(name, [])
+                    column.extend([None] * (row - len(column)))  # never longer than the rows before this one
                     column.append(NAN if value is None else value)
                 last_names, appenders = names, [raw[name].append for name in names]
             else:
@@ -398,15 +388,9 @@ class MetricsView:
                     self.duplicate_steps += 1  # the same metric at the same step again (a resumed run)
                 self._rewritten.update(data)  # their cleaned columns are stale above the new rows
                 for name, value in data.items():
-                    column = raw.get(name)
-                    if column is None:
-                        column = raw[name] = []
-                    value = NAN if value is None else value
-                    if len(column) > row:
-                        column[row] = value
-                    else:
-                        column.extend([None] * (row - len(column)))
-                        column.append(value)
+                    column = raw.setdefault(name, [])
+                    column.extend([None] * (row + 1 - len(column)))
+                    column[row] = NAN if value is None else value
         return changed
 
     def _pad(self) -> None:

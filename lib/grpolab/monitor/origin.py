@@ -82,14 +82,12 @@ def where(
     if m := _TORCHRUN.search(line):
         w.rank = int(m.group(1) or m.group(2))
     pg = _PG_RANK.search(line)
-    if w.rank is None:
-        if (m := _RANK_ID.search(line)) and m.group(1) != "-1":
-            w.rank = int(m.group(1))
+    if w.rank is None and (m := _RANK_ID.search(line)) and m.group(1) != "-1":
+        w.rank = int(m.group(1))
     if w.rank is None and pg and pg.group(1) == "0":  # the default group's rank is the global rank
         w.rank = int(pg.group(3))
-    if w.rank is None and not pg:
-        if m := _RANK.search(line):
-            w.rank = int(m.group(1) or m.group(2))
+    if w.rank is None and not pg and (m := _RANK.search(line)):
+        w.rank = int(m.group(1) or m.group(2))
     if w.rank is None and (m := _RANK_OTHER.search(line)):
         w.rank = int(next(g for g in m.groups() if g is not None))
     if w.rank is None:
@@ -112,16 +110,12 @@ def where(
             w.remote_node = node.group(1)
     if (m := _LINK_ROW.search(line)) and w.remote is None:
         w.remote, w.remote_node = int(m.group(2)), m.group(1)
-    dead = _WORKER_PID.search(line)
-    m = _RAY_PID_IP.search(line)
-    if dead:
+    if dead := _WORKER_PID.search(line):
         w.pid = int(dead.group(1))
-    elif m:
-        w.pid = int(m.group(1))
-        w.node = m.group(2)
-    if w.node is None:
-        if m := _NODE.search(line):
-            w.node = m.group(1)
+    elif m := _RAY_PID_IP.search(line):
+        w.pid, w.node = int(m.group(1)), m.group(2)
+    if w.node is None and (m := _NODE.search(line)):
+        w.node = m.group(1)
     near = list(after or ())[:8] + list(reversed(list(before or ())[-8:]))
     for text in near:  # Ray's block (class_name, actor_id, pid, ip) below or above the error
         if w.pid is None and (b := _BLOCK_PID.match(text)):
@@ -129,25 +123,17 @@ def where(
         if w.node is None and (b := _BLOCK_IP.match(text)):
             w.node = b.group(1)
     if w.node is None:  # the actor a relayed error came from: `ray::WorkerDict.f() (pid=P, ip=A)` nearby
-        for text in near:
-            if b := _RAY_TASK.search(text):
-                w.node = b.group(2)
-                break
+        w.node = next((b.group(2) for text in near if (b := _RAY_TASK.search(text))), None)
     if w.node is None:  # a hard-wrapped line continues on the next ones
-        for text in list(after or ())[:2]:
-            if b := _NODE.search(text):
-                w.node = b.group(1)
-                break
+        w.node = next((b.group(1) for text in list(after or ())[:2] if (b := _NODE.search(text))), None)
     if m := _SEQ.search(line):
         w.seq = int(m.group(1) or m.group(2))
     if m := _OPTYPE.search(line) or _HCCL_TAG.search(line) or _HCCL_OP.search(line):
         w.op = m.group(1)
     if m := _HCCL_GROUP.search(line):
         w.group = m.group(1)
-    for pattern in _TIMES:
-        if m := pattern.search(line):
-            w.time = tuple(float(g.replace(",", ".")) for g in m.groups())
-            break
+    if m := next(filter(None, (pattern.search(line) for pattern in _TIMES)), None):
+        w.time = tuple(float(g.replace(",", ".")) for g in m.groups())
     return w
 
 

@@ -46,12 +46,11 @@ def describe_outcome(run: Run, status: dict, monitor=None) -> str:
         lines.insert(1, took)
     fig = figures(run, monitor.view if monitor is not None else None)
 
-    for label in HEADLINE:
-        if label in fig:
-            f = fig[label]
-            lines.append(
-                f"{label:8} {f['first']:.3f} (step {f['first_step']}) -> {f['last']:.3f} (step {f['last_step']})"
-            )
+    lines += [
+        f"{label:8} {f['first']:.3f} (step {f['first_step']}) -> {f['last']:.3f} (step {f['last_step']})"
+        for label, f in fig.items()
+        if label in HEADLINE
+    ]
     if status.get("message") and status.get("state") != "SUCCEEDED":  # Ray's or the submission's own words
         lines.append(f"message: {status['message']}")
 

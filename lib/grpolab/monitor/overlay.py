@@ -60,15 +60,8 @@ def _panels(views: dict[str, MetricsView]) -> list[tuple[str, str, list[str]]]:
     for title, ylabel, entries in PANELS:
         if title not in OVERLAY_PANELS:
             continue
-        metrics: list[str] = []
-        for metric, _label in entries:
-            if metric.endswith("/"):
-                names = sorted({n for v in views.values() for n in v.first_present([metric])})
-            else:
-                names = [metric] if any(metric in v for v in views.values()) else []
-            if names:
-                metrics = names
-                break
+        found = (sorted({n for v in views.values() for n in v.first_present([metric])}) for metric, _ in entries)
+        metrics = next((names for names in found if names), [])
         has = any(v is not None and v != 0 for view in views.values() for m in metrics for v in view.column(m))
         if metrics and has:
             out.append((title, ylabel, metrics))
@@ -163,11 +156,9 @@ class Overlay:
     def text(self) -> str:
         lines = [f"{self.title}: {self.heading()}"]
         for label, view in self.views.items():
-            shown = []
-            for title, _ylabel, metrics in self.panels:
-                found = view.latest(metrics[0]) if metrics[0] in view else None
-                if found is not None:
-                    shown.append(f"{title} {found[1]:.4g}")
+            shown = [
+                f"{title} {view.latest(metrics[0])[1]:.4g}" for title, _, metrics in self.panels if metrics[0] in view
+            ]
             lines.append(f"  {self.legend_name(label)}: " + (", ".join(shown) or "no metrics yet"))
         return "\n".join(lines)
 

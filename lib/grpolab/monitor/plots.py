@@ -15,6 +15,7 @@ policy clip fraction of `tiny`) are dropped. matplotlib is imported only when dr
 from __future__ import annotations
 
 import math
+from itertools import groupby
 from pathlib import Path
 
 from grpolab.monitor.metrics import MetricsView, load_metrics
@@ -90,57 +91,41 @@ def _nonfinite_runs(steps, values) -> list[tuple[int, int]]:
 
     if np.isfinite(np.asarray(values, dtype=float)).all():  # the usual case, without a Python loop
         return []
-    runs: list[list[int]] = []
-    previous_bad = False
-    for step, value in zip(steps, values):
-        bad = not math.isfinite(value)
-        if bad and previous_bad:
-            runs[-1][1] = step
-        elif bad:
-            runs.append([step, step])
-        previous_bad = bad
-    return [(a, b) for a, b in runs]
+    runs = []
+    for bad, stretch in groupby(zip(steps, values), key=lambda point: not math.isfinite(point[1])):
+        if bad:
+            stretch = list(stretch)
+            runs.append((stretch[0][0], stretch[-1][0]))
+    return runs
 
 
 def _lines_for(view: MetricsView, entries) -> list[tuple[str, str]]:
-    found = []
-    for metric, label in entries:
-        if metric.endswith("/"):
-            found += [(name, name[len(metric) :]) for name in view.first_present([metric])]
-        elif metric in view:
-            found.append((metric, label))
-    return found
+    return [  # a prefix's lines are the names under it, each labelled by the rest of its name
+        (name, name[len(metric) :] if metric.endswith("/") else label)
+        for metric, label in entries
+        for name in view.first_present([metric])
+    ]
 
 
 def _has_something(view: MetricsView, lines) -> bool:
     """A panel is worth drawing when one of its curves is not a flat zero (e.g. pg_clipfrac on tiny)."""
-    for metric, _ in lines:
-        if any(v is not None and v != 0 for v in view.column(metric)):
-            return True
-    return False
+    return any(v is not None and v != 0 for metric, _ in lines for v in view.column(metric))
 
 
 def panels_for(view: MetricsView) -> list[tuple[str, str, list[tuple[str, str]]]]:
     """The PANELS this run has something to show in, with their lines."""
-    out = []
-    for title, ylabel, entries in PANELS:
-        lines = _lines_for(view, entries)
-        if lines and _has_something(view, lines):
-            out.append((title, ylabel, lines))
-    return out
+    panels = [(title, ylabel, _lines_for(view, entries)) for title, ylabel, entries in PANELS]
+    return [(title, ylabel, lines) for title, ylabel, lines in panels if lines and _has_something(view, lines)]
 
 
 class Curves:
     """A figure kept between refreshes: `draw` redraws only when the run logged new steps or the alerts changed
-    (a dashboard refresh with nothing new costs nothing), and only rebuilds the layout when the set of panels
-    changed."""
+    (a dashboard refresh with nothing new costs nothing)."""
 
     def __init__(self, smooth: float = 0.0, title: str | None = None):
         self.smooth = smooth
         self.title = title
         self._key = None
-        self._layout = None
-        self._fig = None
 
     def draw(self, metrics, alerts=(), path: str | Path = "curves.png") -> bool:
         """Draw into `path` (PNG) if anything changed since the last draw; True when it drew."""

@@ -52,10 +52,10 @@ def record_of(run: Run) -> dict[str, Any]:
     """The run's record as {dotted key: value} (see the module docstring); {} for a run with no record files."""
     out = {f"recipe.{k}": v for k, v in flatten(_read_yaml(run.recipe_file)).items()}
     launch = json_object(run.launch_file)
-    stack = {"versions": launch.pop("versions", None) or {}, "git_commit": launch.pop("git_commit", None)}
-    out.update({f"stack.{k}": v for k, v in flatten(stack["versions"]).items()})
-    if stack["git_commit"] is not None:
-        out["stack.git_commit"] = stack["git_commit"]
+    commit = launch.pop("git_commit", None)
+    out.update({f"stack.{k}": v for k, v in flatten(launch.pop("versions", None) or {}).items()})
+    if commit is not None:
+        out["stack.git_commit"] = commit
     for name in PER_RUN:
         launch.pop(name, None)
     out.update({f"launch.{k}": v for k, v in flatten(launch).items()})
@@ -76,7 +76,7 @@ def _shown(key: str, value: Any) -> Any:
     return value
 
 
-def _same(values: list[Any]) -> bool:
+def _same(values: tuple[Any, ...]) -> bool:
     first = json.dumps(values[0], sort_keys=True, default=str)
     return all(json.dumps(v, sort_keys=True, default=str) == first for v in values[1:])
 
@@ -84,13 +84,11 @@ def _same(values: list[Any]) -> bool:
 def differences(runs: list[Run]) -> list[Difference]:
     """Keys whose values are not the same in every run, recipe first, then stack, then the rest of the launch."""
     records = [record_of(run) for run in runs]
+    if len(records) < 2:
+        return []
     keys = sorted({k for r in records for k in r}, key=lambda k: (_section_rank(k), k))
-    found = []
-    for key in keys:
-        values = [r.get(key, ABSENT) for r in records]
-        if len(records) > 1 and not _same(values):
-            found.append(Difference(key, tuple(values)))
-    return found
+    found = [Difference(key, tuple(r.get(key, ABSENT) for r in records)) for key in keys]
+    return [d for d in found if not _same(d.values)]
 
 
 def _section_rank(key: str) -> int:

@@ -21,15 +21,11 @@ import time
 
 from grpolab.monitor.alerts import alerts
 from grpolab.monitor.diagnose import Failure
-from grpolab.monitor.figures import KEY_METRICS
+from grpolab.monitor.figures import candidates
 
 FIRST_STEPS = 5  # "from the first steps on": the reward is flat from the first logged step over at least this many
 STALL_STEPS = 5  # a run that logged nothing for this many of its median step times is stalled
 STALL_MIN_S = 900.0  # and never before this long (a checkpoint save or a validation pass takes minutes)
-
-
-def _reward_names() -> tuple[str, ...]:
-    return dict(KEY_METRICS)["reward"]
 
 
 def _stalled(status: dict, view, run, now: float | None) -> Failure | None:
@@ -77,7 +73,7 @@ def silent_failure(status: dict, view, thresholds=None, run=None, now: float | N
         return None
     found = alerts(view, thresholds)
     first = steps[0]
-    for name in view.first_present(_reward_names()):
+    for name in view.first_present(candidates("reward")):
         low, high = view.column(name.replace("/mean", "/min")), view.column(name.replace("/mean", "/max"))
         values = [v for v in view.column(name) if v is not None]
         if len(values) < FIRST_STEPS:

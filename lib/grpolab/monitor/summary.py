@@ -57,19 +57,18 @@ def _refresh_status(run: Run) -> tuple[dict, str | None]:
         return _record(run), f"could not ask Ray for the job's state ({type(exc).__name__}: {exc}); showing status.json"
 
 
-def _log_tail(run: Run) -> tuple[str, bool]:
-    """(the last _LOG_TAIL_BYTES of logs/job.log, whether earlier bytes were skipped)."""
+def _log_tail(run: Run) -> str:
+    """The last _LOG_TAIL_BYTES of logs/job.log, from its first whole line."""
     try:
         with open_regular(run.job_log) as handle:  # a FIFO in the log's place is refused, never waited on
             size = os.fstat(handle.fileno()).st_size
-            skipped = size > _LOG_TAIL_BYTES
-            handle.seek(size - _LOG_TAIL_BYTES if skipped else 0)
+            handle.seek(max(0, size - _LOG_TAIL_BYTES))
             data = handle.read()
     except OSError:
-        return "", False
-    if skipped:
+        return ""
+    if size > _LOG_TAIL_BYTES:
         data = data[data.find(b"\n") + 1 :]  # start on a whole line
-    return data.decode("utf-8", "replace"), skipped
+    return data.decode("utf-8", "replace")
 
 
 def failure_of(run: Run, status: dict) -> Failure | None:
@@ -86,16 +85,11 @@ def failure_of(run: Run, status: dict) -> Failure | None:
         )
     if status.get("state") != "FAILED":
         return None
-    return _failure(run, status)
-
-
-def _failure(run: Run, status: dict) -> Failure:
     found = log_failure(run, status)  # the whole log, streamed: the same answer as `grpolab diagnose LOG`
     if found is not None:
         return found
-    tail, _ = _log_tail(run)
     message = status.get("message") or ""
-    last = [line for line in tail.splitlines() if line.strip()][-5:]
+    last = [line for line in _log_tail(run).splitlines() if line.strip()][-5:]
     return Failure(
         "unknown",
         "the job failed, but its log shows no error",
@@ -130,14 +124,10 @@ class RunMonitor:
         view: MetricsView | None = None,
     ):
         self.run, self.view = open_run(ref, root)
-        if view is not None:
-            self.view = view
-        if isinstance(thresholds, Thresholds):
-            self.thresholds = thresholds
-        elif thresholds is not None:
-            self.thresholds = load_thresholds(thresholds)
-        else:  # the `monitor:` section of the recipe the run was launched with (tiny's are wider than a cluster's)
-            self.thresholds = thresholds_for(self.run)
+        self.view = view if view is not None else self.view
+        if thresholds is None:  # the run's own recipe's `monitor:` section (tiny's are wider than a cluster's)
+            thresholds = thresholds_for(self.run)
+        self.thresholds = thresholds if isinstance(thresholds, Thresholds) else load_thresholds(thresholds)
         self.alerts: list[Alert] = []
         self.failure: Failure | None = None  # the cause, when the last update found the run FAILED or LOST
         self._classified: tuple | None = None  # the record the failure was classified from
@@ -227,8 +217,7 @@ def _view_notes(view: MetricsView, state: str) -> list[str]:
             f"{view.huge_values} value(s) beyond a float's range (such as 1e400) were read as inf "
             "(`huge_values` in the JSON); the alerts treat them as inf"
         )
-    dropped = view.dropped()
-    if dropped:
+    if dropped := view.dropped():
         names = ", ".join(f"{name} ({count})" for name, count in list(dropped.items())[:5])
         notes.append(f"values that are not numbers were dropped: {names}")
     if view.duplicate_steps:
@@ -291,8 +280,10 @@ def alert_lines(data: dict) -> list[str]:
     for g in groups:
         worst = "" if g["worst"] is None else f", worst {_value(g['worst'])}"
         lines.append(f"  {g['severity'].upper():7} {g['rule']:17} {g['count']} episode(s), {_range(g)}{worst}")
-        for message in g["messages"][:3]:
-            lines.append(textwrap.fill(message, width=_WIDTH, initial_indent="      - ", subsequent_indent="        "))
+        lines += [
+            textwrap.fill(message, width=_WIDTH, initial_indent="      - ", subsequent_indent="        ")
+            for message in g["messages"][:3]
+        ]
         if len(g["messages"]) > 3:
             lines.append(f"      ... and {len(g['messages']) - 3} more")
         if g["advice"]:
@@ -325,23 +316,20 @@ def format_summary(data: dict) -> str:
             last += f" of {data['total_steps']}"
         logged = f"{data['steps']} logged" if data["steps"] else "none logged yet"
         lines.append(f"steps     {logged}{last}  ({where})")
-    wandb = wandb_text(data.get("wandb"))
-    if wandb:
+    if wandb := wandb_text(data.get("wandb")):
         lines.append(f"wandb     {wandb}")
     if data["latest"]:
         lines += ["", "latest"]
         width = max(len(m["label"]) for m in data["latest"])
         metric_width = max(len(m["metric"]) for m in data["latest"])
-        for m in data["latest"]:
-            lines.append(
-                f"  {m['label'].ljust(width)}  {m['metric'].ljust(metric_width)}  "
-                f"{_value(m['value']):>10}  (step {m['step']})"
-            )
+        lines += [
+            f"  {m['label'].ljust(width)}  {m['metric'].ljust(metric_width)}  {_value(m['value']):>10}  (step {m['step']})"
+            for m in data["latest"]
+        ]
     lines += summary_lines(data.get("yardstick"))
     lines.append("")
     lines += alert_lines(data)
-    failure = data.get("failure")
-    if failure:
+    if failure := data.get("failure"):
         lines += [
             "",
             f"failure   {failure['cause']}: {failure['message']}",
@@ -350,16 +338,14 @@ def format_summary(data: dict) -> str:
         if failure["lines"]:
             lines.append("  evidence:")
             numbers = failure.get("line_numbers") or [None] * len(failure["lines"])
-            for number, text in zip(numbers, failure["lines"]):
-                lines.append(f"    {'L' + str(number) if number else '':>7} | {text}")
+            lines += [f"    {'L' + str(n) if n else '':>7} | {text}" for n, text in zip(numbers, failure["lines"])]
     if data.get("checkpoints"):  # step, size, seconds the save took (grpolab.jobs.checkpoints)
         lines += ["", "checkpoints"] + ["  " + line for line in describe_checkpoints(data["checkpoints"]).splitlines()]
     if data.get("curves"):
         lines += ["", f"curves    {data['curves']}"]
     if data.get("thresholds"):
         lines.append(f"limits    {data['thresholds']}")
-    for note in data.get("notes", []):
-        lines.append(f"note      {note}")
+    lines += [f"note      {note}" for note in data.get("notes", [])]
     return "\n".join(lines)
 
 
@@ -376,8 +362,7 @@ def format_html(data: dict, open_alerts: bool = False) -> str:
     text = format_summary({**data, "alerts": [], "alert_groups": [], "thresholds": None})
     head = text.split("\nalerts    none", 1)
     parts = [_PRE + _html.escape(head[0].rstrip()) + "</pre>"]
-    groups = data.get("alert_groups") or group(data.get("alerts") or [])
-    if groups:
+    if groups := data.get("alert_groups") or group(data.get("alerts") or []):
         total = sum(g["count"] for g in groups)
         parts.append(f"<p style='margin:6px 0 2px'><b>alerts</b>: {total} in {len(groups)} rule(s)</p>")
         for g in groups:

@@ -123,8 +123,7 @@ def write_jsonl(path: str | Path, records: list[dict], append: bool = False) -> 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a" if append else "w") as handle:
-        for record in records:
-            handle.write(json.dumps(record) + "\n")
+        handle.writelines(json.dumps(record) + "\n" for record in records)
     return path
 
 

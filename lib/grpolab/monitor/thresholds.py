@@ -23,18 +23,7 @@ from grpolab import run_folder
 from grpolab.paths import params_dir
 from grpolab.problems import InputError, RecipeError
 from grpolab.recipe.loader import load_recipe
-from grpolab.recipe.monitor_schema import (  # noqa: F401  (re-exported: the monitor's callers import them from here)
-    AlertRules,
-    EntropyCollapseRule,
-    GateFigure,
-    LengthClippedRule,
-    Monitor,
-    NanRule,
-    Regression,
-    RewardFlatRule,
-    SpikeRule,
-    ThroughputDropRule,
-)
+from grpolab.recipe.monitor_schema import Monitor
 from grpolab.recipe.schema_errors import translate
 from grpolab.recipe.yamlio import load_yaml
 

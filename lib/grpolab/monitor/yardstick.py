@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from contextlib import suppress
 
 from grpolab import run_folder
 from grpolab.plan.baselines import nearest_published_run
@@ -58,10 +59,8 @@ class Yardstick:
             return
         facts, _ = model_facts(recipe)
         self.recipe, self.facts = recipe, facts
-        try:
+        with suppress(InputError):
             self.baseline = nearest_published_run(recipe, facts.name if facts else None)
-        except InputError:
-            self.baseline = None
         if not recipe.engine.priced:
             self.why_none = (
                 "train.engine trl (the CPU trainer): its step time is Python overhead around a tiny model, "
@@ -194,16 +193,13 @@ def summary_lines(data: dict | None) -> list[str]:
     text = f"speed     step {data['step_s']:.3g} s"
     if data.get("tokens_per_device_s"):
         text += f", {data['tokens_per_device_s']:.4g} tokens/s per device"
-    est = data.get("estimate")
-    if est:
+    if est := data.get("estimate"):
         text += f"; estimate {est['step_s']:.3g} s ({est['ratio']:.2f}x)"
     else:
         text += f"; no estimate: {data.get('why_no_estimate')}"
-    pub = data.get("published")
-    if pub:
+    if pub := data.get("published"):
         text += f"; published: {pub['model']} on {pub['devices']} x {pub['hardware']}, {pub['step_s']:.0f} s"
     out = [text]
-    alert = data.get("alert")
-    if alert:
+    if alert := data.get("alert"):
         out.append(f"  {alert['severity'].upper()} {alert['rule']}: {alert['message']}")
     return out
