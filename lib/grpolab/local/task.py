@@ -191,6 +191,7 @@ class ArithReward:
         self.tokenizer = tokenizer
         # the recipe's reward.function (verl's signature: params/rewards/arith.py for tiny); None: `score`
         self.function = function
+        self.last_scores: list[float] = []  # the last batch's (for critic/score/max and min)
 
     def texts(self, completion_ids: Sequence[Sequence[int]]) -> list[str]:
         return self.tokenizer.batch_decode([list(ids) for ids in completion_ids], skip_special_tokens=False)
@@ -200,10 +201,12 @@ class ArithReward:
     ) -> list[float]:
         texts = self.texts(completion_ids)
         if self.function is not None:  # called as verl's reward managers call it, with the row's own fields
-            return [
+            self.last_scores = [
                 float(
                     self.function(data_source=source, solution_str=text, ground_truth=ans, extra_info=json.loads(info))
                 )
                 for text, ans, source, info in zip(texts, answer, data_source, extra_info, strict=True)
             ]
-        return [score(*split_completion(text), ans) for text, ans in zip(texts, answer, strict=True)]
+        else:
+            self.last_scores = [score(*split_completion(text), ans) for text, ans in zip(texts, answer, strict=True)]
+        return self.last_scores
