@@ -466,13 +466,13 @@ def _ray_entry(argv: list[str], files: dict) -> tuple[str, list[str], dict] | No
         if name == "--address":
             settings["address"] = value
         elif name == "--runtime-env-json":
-            runtime.update(_json_object(value, "--runtime-env-json"))
+            runtime.update(_object(value, "--runtime-env-json", yaml_text=False))
         elif name == "--runtime-env":
             text = files.get(value)
             if text is None:  # a file of the script's own checkout, not on this machine
                 settings.setdefault("unread", []).append(value)
             else:
-                runtime.update(_yaml_object(text, f"--runtime-env {value}"))
+                runtime.update(_object(text, f"--runtime-env {value}", yaml_text=True))
         elif name == "--working-dir":
             runtime["working_dir"] = value
         i += 1
@@ -483,23 +483,15 @@ def _ray_entry(argv: list[str], files: dict) -> tuple[str, list[str], dict] | No
     return found[0], found[1], settings
 
 
-def _json_object(text: str, where: str) -> dict:
+def _object(text: str, where: str, yaml_text: bool) -> dict:
+    """A `--runtime-env-json` value (JSON) or a `--runtime-env` file's text (YAML) that must hold a mapping."""
+    errors = (yaml.YAMLError, InputError) if yaml_text else (ValueError,)
     try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise ImportFailed(f"ray job submit {where}: not JSON ({exc})") from None
+        value = parse_yaml(text, where) if yaml_text else json.loads(text)
+    except errors as exc:
+        raise ImportFailed(f"ray job submit {where}: not {'YAML' if yaml_text else 'JSON'} ({exc})") from None
     if not isinstance(value, dict):
-        raise ImportFailed(f"ray job submit {where}: not a JSON object")
-    return value
-
-
-def _yaml_object(text: str, where: str) -> dict:
-    try:
-        value = parse_yaml(text, where)
-    except (yaml.YAMLError, InputError) as exc:
-        raise ImportFailed(f"ray job submit {where}: not YAML ({exc})") from None
-    if not isinstance(value, dict):
-        raise ImportFailed(f"ray job submit {where}: not a mapping")
+        raise ImportFailed(f"ray job submit {where}: not {'a mapping' if yaml_text else 'a JSON object'}")
     return value
 
 
@@ -542,12 +534,7 @@ _REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)(?:\}|(:?[-=?+])((?:[^{}]|\{[^{
 
 def _code(text: str) -> str:
     """The script without comments and single-quoted strings (where `$NAME` is not expanded)."""
-    out = []
-    for line in text.splitlines():
-        line = re.sub(r"'[^']*'", "''", line)
-        line = re.sub(r"(^|\s)#.*$", "", line)
-        out.append(line)
-    return "\n".join(out)
+    return "\n".join(re.sub(r"(^|\s)#.*$", "", re.sub(r"'[^']*'", "''", line)) for line in text.splitlines())
 
 
 def unset_reads(text: str, caller: dict[str, str], at_launch: set[str] | None) -> list[dict]:
