@@ -313,7 +313,9 @@ def record(
         )
     launches = []
     for rec in records:
-        found = find_launch(rec["tool"], [unscratch(a) for a in rec["argv"]], rec.get("files", {}))
+        called = [unscratch(a) for a in rec["argv"]]
+        probe = re.fullmatch(r"python[\d.]*", rec["tool"]) and called[:1] in (["-c"], ["-"])  # not a launch
+        found = None if probe else launch_in(rec["tool"], called, rec.get("files", {}))
         if found:
             launches.append((rec, found))
     if not launches:
@@ -330,7 +332,11 @@ def record(
             needs = sorted(set(re.findall(r"([A-Za-z_]\w*): unbound variable", stderr)))
             hint = f"; it needs ${', $'.join(needs)}: set it in your environment and import again" if needs else ""
             raise ImportFailed(f"{path}: the script exited with status {code} before launching verl{hint}:\n{tail}")
-        ran = [_describe(r) for r in records if r["tool"] in LAUNCHERS and r["argv"][:1] not in (["-c"], ["-"])]
+        ran = [
+            " ".join([r["tool"], *r["argv"]])[:120]
+            for r in records
+            if r["tool"] in LAUNCHERS and r["argv"][:1] not in (["-c"], ["-"])
+        ]
         raise ImportFailed(
             f"{path}: no launch line: the script never ran `python3 -m {MAIN}` or a recipe's entry point "
             "(`python3 -m recipe.NAME.main_NAME`), directly or through torchrun, uv run or ray job submit"
@@ -338,17 +344,9 @@ def record(
             + (f"\n{tail}" if tail else "")
         )
     rec, (module, args, ray) = launches[0]
-    exported = _exported(rec["env"], caller, text, root)
-    recorded = Recorded(
-        rec["tool"],
-        module,
-        args,
-        {k: unscratch(v) for k, v in exported.items()},
-        stderr,
-        ray,
-        unset_reads(text, caller, next((names for t, names in reversed(dumps) if t <= rec.get("t", 0)), None)),
-    )
-    recorded.notes += notes
+    exported = {k: unscratch(v) for k, v in _exported(rec["env"], caller, text, root).items()}
+    at_launch = next((names for t, names in reversed(dumps) if t <= rec.get("t", 0)), None)
+    recorded = Recorded(rec["tool"], module, args, exported, stderr, ray, unset_reads(text, caller, at_launch), notes)
     if len(launches) > 1:
         recorded.notes.append(f"the script launches verl {len(launches)} times; the first launch is imported")
     return recorded
@@ -358,10 +356,6 @@ def _stamp(name: str) -> int:
     """vars-<microseconds>000-<pid>: when the shell dumped its variables, in ns (0 when bash lacks EPOCHREALTIME)."""
     part = name.split("-")[1]
     return int(part) if part.isdigit() else 0
-
-
-def _describe(rec: dict) -> str:
-    return " ".join([rec["tool"], *rec["argv"]])[:120]
 
 
 def _exported(env: dict[str, str], caller: dict[str, str], text: str, root: Path) -> dict[str, str]:
@@ -519,12 +513,6 @@ def launch_in(tool: str, argv: list[str], files: dict) -> tuple[str, list[str], 
     if not found or not ENTRY.match(found[0]):
         return None
     return found[0], found[1], ray
-
-
-def find_launch(tool: str, argv: list[str], files: dict) -> tuple[str, list[str], dict] | None:
-    if re.fullmatch(r"python[\d.]*", tool) and argv[:1] in (["-c"], ["-"]):
-        return None  # a probe, not a launch
-    return launch_in(tool, argv, files)
 
 
 # ---------------------------------------------------------------------------------------------- variables

@@ -136,12 +136,6 @@ def compose_script(config_name: str, overrides: list[str]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- mapping
 
 
-def _baseline(hardware: str) -> dict:
-    """base.yaml and the hardware profile, merged: what a field holds when the recipe does not set it."""
-
-    return merge_layers(params_dir() / "hardware" / f"{hardware}.yaml")[0]
-
-
 def _as_object(data: Any) -> Any:
     if isinstance(data, dict):
         return types.SimpleNamespace(**{k: _as_object(v) for k, v in data.items()})
@@ -339,7 +333,8 @@ def _reconcile(build: _Builder, upstream: dict[str, Any]) -> None:
     """Every first-class field the script leaves to verl's default: set it to what the script runs with wherever
     base.yaml (and the hardware profile) would render something else."""
 
-    baseline = _baseline(build.data["cluster"]["_hardware"])
+    # base.yaml and the hardware profile, merged: what a field holds when the recipe does not set it
+    baseline = merge_layers(params_dir() / "hardware" / f"{build.data['cluster']['_hardware']}.yaml")[0]
     for key, value in flatten(build.data).items():
         if not key.endswith("_hardware"):
             set_dotted(baseline, key, value)
@@ -389,9 +384,8 @@ def _deprecations(imported: Imported, config_name: str, overrides: list[str]) ->
         note = verl_schema.deprecation(key)
         if note:
             value = arg.split("=", 1)[1] if "=" in arg else None
-            imported.deprecated.append(
-                {"key": key, "value": value, "why": f"verl {verl_schema.verl_version()}: {note}"}
-            )
+            why = f"verl {verl_schema.verl_version()}: {note}"
+            imported.deprecated.append({"key": key, "value": value, "why": why})
 
 
 def _verify(
