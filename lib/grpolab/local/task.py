@@ -27,6 +27,7 @@ import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -154,12 +155,7 @@ def train_schedule(train: Sequence[Problem], count: int, seed: int) -> list[Prob
 
 def split_completion(text: str) -> tuple[str, bool]:
     """A decoded completion (special tokens kept) -> (the leading run of digits, whether EOS follows it)."""
-
-    digits = ""
-    for ch in text:
-        if not ch.isdigit():
-            break
-        digits += ch
+    digits = "".join(takewhile(str.isdigit, text))
     return digits, text[len(digits) :].startswith(EOS)
 
 
