@@ -313,7 +313,9 @@ def record(
         )
     launches = []
     for rec in records:
-        found = find_launch(rec["tool"], [unscratch(a) for a in rec["argv"]], rec.get("files", {}))
+        called = [unscratch(a) for a in rec["argv"]]
+        probe = re.fullmatch(r"python[\d.]*", rec["tool"]) and called[:1] in (["-c"], ["-"])  # not a launch
+        found = None if probe else launch_in(rec["tool"], called, rec.get("files", {}))
         if found:
             launches.append((rec, found))
     if not launches:
@@ -330,7 +332,11 @@ def record(
             needs = sorted(set(re.findall(r"([A-Za-z_]\w*): unbound variable", stderr)))
             hint = f"; it needs ${', $'.join(needs)}: set it in your environment and import again" if needs else ""
             raise ImportFailed(f"{path}: the script exited with status {code} before launching verl{hint}:\n{tail}")
-        ran = [_describe(r) for r in records if r["tool"] in LAUNCHERS and r["argv"][:1] not in (["-c"], ["-"])]
+        ran = [
+            " ".join([r["tool"], *r["argv"]])[:120]
+            for r in records
+            if r["tool"] in LAUNCHERS and r["argv"][:1] not in (["-c"], ["-"])
+        ]
         raise ImportFailed(
             f"{path}: no launch line: the script never ran `python3 -m {MAIN}` or a recipe's entry point "
             "(`python3 -m recipe.NAME.main_NAME`), directly or through torchrun, uv run or ray job submit"
@@ -338,17 +344,9 @@ def record(
             + (f"\n{tail}" if tail else "")
         )
     rec, (module, args, ray) = launches[0]
-    exported = _exported(rec["env"], caller, text, root)
-    recorded = Recorded(
-        rec["tool"],
-        module,
-        args,
-        {k: unscratch(v) for k, v in exported.items()},
-        stderr,
-        ray,
-        unset_reads(text, caller, next((names for t, names in reversed(dumps) if t <= rec.get("t", 0)), None)),
-    )
-    recorded.notes += notes
+    exported = {k: unscratch(v) for k, v in _exported(rec["env"], caller, text, root).items()}
+    at_launch = next((names for t, names in reversed(dumps) if t <= rec.get("t", 0)), None)
+    recorded = Recorded(rec["tool"], module, args, exported, stderr, ray, unset_reads(text, caller, at_launch), notes)
     if len(launches) > 1:
         recorded.notes.append(f"the script launches verl {len(launches)} times; the first launch is imported")
     return recorded
@@ -358,10 +356,6 @@ def _stamp(name: str) -> int:
     """vars-<microseconds>000-<pid>: when the shell dumped its variables, in ns (0 when bash lacks EPOCHREALTIME)."""
     part = name.split("-")[1]
     return int(part) if part.isdigit() else 0
-
-
-def _describe(rec: dict) -> str:
-    return " ".join([rec["tool"], *rec["argv"]])[:120]
 
 
 def _exported(env: dict[str, str], caller: dict[str, str], text: str, root: Path) -> dict[str, str]:
@@ -466,13 +460,13 @@ def _ray_entry(argv: list[str], files: dict) -> tuple[str, list[str], dict] | No
         if name == "--address":
             settings["address"] = value
         elif name == "--runtime-env-json":
-            runtime.update(_json_object(value, "--runtime-env-json"))
+            runtime.update(_object(value, "--runtime-env-json", yaml_text=False))
         elif name == "--runtime-env":
             text = files.get(value)
             if text is None:  # a file of the script's own checkout, not on this machine
                 settings.setdefault("unread", []).append(value)
             else:
-                runtime.update(_yaml_object(text, f"--runtime-env {value}"))
+                runtime.update(_object(text, f"--runtime-env {value}", yaml_text=True))
         elif name == "--working-dir":
             runtime["working_dir"] = value
         i += 1
@@ -483,23 +477,15 @@ def _ray_entry(argv: list[str], files: dict) -> tuple[str, list[str], dict] | No
     return found[0], found[1], settings
 
 
-def _json_object(text: str, where: str) -> dict:
+def _object(text: str, where: str, yaml_text: bool) -> dict:
+    """A `--runtime-env-json` value (JSON) or a `--runtime-env` file's text (YAML) that must hold a mapping."""
+    errors = (yaml.YAMLError, InputError) if yaml_text else (ValueError,)
     try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise ImportFailed(f"ray job submit {where}: not JSON ({exc})") from None
+        value = parse_yaml(text, where) if yaml_text else json.loads(text)
+    except errors as exc:
+        raise ImportFailed(f"ray job submit {where}: not {'YAML' if yaml_text else 'JSON'} ({exc})") from None
     if not isinstance(value, dict):
-        raise ImportFailed(f"ray job submit {where}: not a JSON object")
-    return value
-
-
-def _yaml_object(text: str, where: str) -> dict:
-    try:
-        value = parse_yaml(text, where)
-    except (yaml.YAMLError, InputError) as exc:
-        raise ImportFailed(f"ray job submit {where}: not YAML ({exc})") from None
-    if not isinstance(value, dict):
-        raise ImportFailed(f"ray job submit {where}: not a mapping")
+        raise ImportFailed(f"ray job submit {where}: not {'a mapping' if yaml_text else 'a JSON object'}")
     return value
 
 
@@ -529,12 +515,6 @@ def launch_in(tool: str, argv: list[str], files: dict) -> tuple[str, list[str], 
     return found[0], found[1], ray
 
 
-def find_launch(tool: str, argv: list[str], files: dict) -> tuple[str, list[str], dict] | None:
-    if re.fullmatch(r"python[\d.]*", tool) and argv[:1] in (["-c"], ["-"]):
-        return None  # a probe, not a launch
-    return launch_in(tool, argv, files)
-
-
 # ---------------------------------------------------------------------------------------------- variables
 
 _REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)(?:\}|(:?[-=?+])((?:[^{}]|\{[^{}]*\})*)\})?")
@@ -542,12 +522,7 @@ _REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)(?:\}|(:?[-=?+])((?:[^{}]|\{[^{
 
 def _code(text: str) -> str:
     """The script without comments and single-quoted strings (where `$NAME` is not expanded)."""
-    out = []
-    for line in text.splitlines():
-        line = re.sub(r"'[^']*'", "''", line)
-        line = re.sub(r"(^|\s)#.*$", "", line)
-        out.append(line)
-    return "\n".join(out)
+    return "\n".join(re.sub(r"(^|\s)#.*$", "", re.sub(r"'[^']*'", "''", line)) for line in text.splitlines())
 
 
 def unset_reads(text: str, caller: dict[str, str], at_launch: set[str] | None) -> list[dict]:

@@ -53,15 +53,8 @@ class Imported:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "recipe": self.data,
-            "sources": self.sources,
-            "unmapped": self.unmapped,
-            "deprecated": self.deprecated,
-            "unset": self.unset,
-            "notes": self.notes,
-        }
+        shown = ("sources", "unmapped", "deprecated", "unset", "notes")
+        return {"name": self.name, "recipe": self.data, **{name: getattr(self, name) for name in shown}}
 
 
 # ---------------------------------------------------------------------------------------------- composing
@@ -143,12 +136,6 @@ def compose_script(config_name: str, overrides: list[str]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- mapping
 
 
-def _baseline(hardware: str) -> dict:
-    """base.yaml and the hardware profile, merged: what a field holds when the recipe does not set it."""
-
-    return merge_layers(params_dir() / "hardware" / f"{hardware}.yaml")[0]
-
-
 def _as_object(data: Any) -> Any:
     if isinstance(data, dict):
         return types.SimpleNamespace(**{k: _as_object(v) for k, v in data.items()})
@@ -166,9 +153,7 @@ def _string_fields(target: str, value: Any) -> Any:
 def _hardware(device: str, per_node: int) -> str:
     if device == "npu":
         return "ascend-a3" if per_node >= 16 else "ascend-a2"
-    if device == "cuda":
-        return "gpu-h100"
-    return "cpu"
+    return "gpu-h100" if device == "cuda" else "cpu"
 
 
 class _Builder:
@@ -242,8 +227,7 @@ class _Builder:
                 self.notes.append(f"{text}: the run owns {key} (it renders {row.field}, which also sets other keys)")
                 return
             if row.kind == "value" and fieldmap.row_key(row, self.rollout) is None:  # this version reads nothing
-                found_facts = fieldmap.checked_facts() or {}
-                where = found_facts.get("reads", {}).get(key, {}).get("source", "its workers")
+                where = (fieldmap.checked_facts() or {}).get("reads", {}).get(key, {}).get("source", "its workers")
                 self.notes.append(
                     f"{text}: no effect in verl {verl_schema.verl_version()} (its workers read nothing for it: "
                     f"{where}); left out"
@@ -332,15 +316,11 @@ def _cluster(build: _Builder, recorded: Recorded, device: str) -> None:
         build.env[str(k)] = str(v)
         build.sources[f"env.{k}"] = "ray job submit --runtime-env(-json) env_vars"
     for path in recorded.ray.get("unread", []):
-        build.unmapped.append(
-            {
-                "key": "cluster.runtime_env",
-                "value": path,
-                "why": f"ray job submit --runtime-env {path}: the file is not on this machine (a file of the script's "
-                "checkout); its settings (env_vars, pip, ...) are not in the recipe: add them to cluster.runtime_env "
-                "and env",
-            }
+        why = (
+            f"ray job submit --runtime-env {path}: the file is not on this machine (a file of the script's checkout); "
+            "its settings (env_vars, pip, ...) are not in the recipe: add them to cluster.runtime_env and env"
         )
+        build.unmapped.append({"key": "cluster.runtime_env", "value": path, "why": why})
     if runtime:
         set_dotted(build.data, "cluster.runtime_env", runtime)
         build.sources["cluster.runtime_env"] = "ray job submit --runtime-env(-json) / --working-dir"
@@ -353,7 +333,8 @@ def _reconcile(build: _Builder, upstream: dict[str, Any]) -> None:
     """Every first-class field the script leaves to verl's default: set it to what the script runs with wherever
     base.yaml (and the hardware profile) would render something else."""
 
-    baseline = _baseline(build.data["cluster"]["_hardware"])
+    # base.yaml and the hardware profile, merged: what a field holds when the recipe does not set it
+    baseline = merge_layers(params_dir() / "hardware" / f"{build.data['cluster']['_hardware']}.yaml")[0]
     for key, value in flatten(build.data).items():
         if not key.endswith("_hardware"):
             set_dotted(baseline, key, value)
@@ -403,9 +384,8 @@ def _deprecations(imported: Imported, config_name: str, overrides: list[str]) ->
         note = verl_schema.deprecation(key)
         if note:
             value = arg.split("=", 1)[1] if "=" in arg else None
-            imported.deprecated.append(
-                {"key": key, "value": value, "why": f"verl {verl_schema.verl_version()}: {note}"}
-            )
+            why = f"verl {verl_schema.verl_version()}: {note}"
+            imported.deprecated.append({"key": key, "value": value, "why": why})
 
 
 def _verify(
@@ -432,13 +412,8 @@ def _verify(
     try:
         diff = verl_schema.differences(upstream, argv, engine, skip=lacking)
     except Exception as exc:  # the render does not compose: `grpolab check` names the key
-        imported.unmapped.append(
-            {
-                "key": "verl_overrides",
-                "value": None,
-                "why": f"the recipe's launch does not compose: {str(exc).splitlines()[0]}",
-            }
-        )
+        why = f"the recipe's launch does not compose: {str(exc).splitlines()[0]}"
+        imported.unmapped.append({"key": "verl_overrides", "value": None, "why": why})
         return
     for key, (want, have) in sorted(diff.items()):
         if any(u["key"] == key for u in imported.unmapped):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +36,8 @@ def folder_size(path: Path) -> int:
     total = 0
     for dirpath, _, files in os.walk(path):
         for name in files:
-            try:
+            with suppress(OSError):
                 total += os.lstat(os.path.join(dirpath, name)).st_size
-            except OSError:
-                pass
     return total
 
 

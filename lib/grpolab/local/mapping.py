@@ -114,19 +114,9 @@ class TinySettings:
         return TinySettings(**{**asdict(self), **changes})
 
 
-def loss_type(settings: TinySettings) -> str:
-    """TRL's loss_type for the recipe's loss_agg_mode (ValueError if TRL has none)."""
-    try:
-        return LOSS_AGG_TO_TRL[settings.loss_agg_mode]
-    except KeyError:
-        raise ValueError(f"loss_agg_mode {settings.loss_agg_mode!r} has no TRL equivalent") from None
-
-
 def grpo_config_kwargs(settings: TinySettings, output_dir: str) -> dict[str, Any]:
     """Keyword arguments for trl.GRPOConfig that reproduce the settings (checked by `settings_problems`)."""
-    problems = settings_problems(settings)
-    if problems:
-        raise ValueError("; ".join(f"{key}={value!r}: {reason}" for key, value, reason in problems))
+    check_settings(settings)
     s = settings
     completions_per_step = s.train_batch_size * s.n
     micro = min(s.micro_batch_size_per_device, s.ppo_mini_batch_size * s.n)
@@ -147,7 +137,7 @@ def grpo_config_kwargs(settings: TinySettings, output_dir: str) -> dict[str, Any
         epsilon_high=s.clip_ratio_high,
         delta=s.clip_ratio_c,
         entropy_coef=s.entropy_coeff,
-        loss_type=loss_type(s),
+        loss_type=LOSS_AGG_TO_TRL[s.loss_agg_mode],  # check_settings: TRL has one
         scale_rewards="group",  # GRPO's advantage: (r - group mean) / group std, as verl's grpo estimator
         lr_scheduler_type=s.lr_schedule,
         warmup_steps=0,
@@ -217,6 +207,13 @@ def settings_problems(settings: TinySettings) -> list[tuple[str, Any, str]]:
     if s.resume_mode == "resume_path" and not s.resume_path:
         out.append(("trainer.resume_path", s.resume_path, "resume_mode resume_path needs a checkpoint folder"))
     return out
+
+
+def check_settings(settings: TinySettings) -> None:
+    """ValueError naming every problem of `settings_problems`."""
+    problems = settings_problems(settings)
+    if problems:
+        raise ValueError("; ".join(f"{key}={value!r}: {reason}" for key, value, reason in problems))
 
 
 def unsupported(recipe: Any) -> list[tuple[str, Any, str]]:
@@ -328,16 +325,7 @@ RECIPE_FIELDS = {
 NULLABLE = ("resume_path", "ckpt_dir", "reward_function")
 FILES = ("train_files", "val_files")  # a file or a list in the recipe, a list of paths here
 # The recipe's `local` section: tiny-only knobs, same names as TinySettings.
-LOCAL_FIELDS = (
-    "hidden_size",
-    "layers",
-    "heads",
-    "kv_heads",
-    "intermediate_size",
-    "warmup_steps",
-    "warmup_batch_size",
-    "warmup_lr",
-    "threads",
-    "max_train_seconds",
-    "lr_schedule",
+LOCAL_FIELDS = tuple(
+    "hidden_size layers heads kv_heads intermediate_size warmup_steps warmup_batch_size warmup_lr threads "
+    "max_train_seconds lr_schedule".split()
 )

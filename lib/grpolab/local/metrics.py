@@ -48,14 +48,14 @@ TESTING_TIME = "timing_s/testing"
 
 def to_verl(logs: Mapping[str, Any]) -> dict[str, float]:
     """The TRL log entries that have a verl name, renamed; non-numbers and NaN dropped (JSON has no NaN)."""
-    out: dict[str, float] = {}
-    for key, value in logs.items():
-        name = TRL_TO_VERL.get(key)
-        if name is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        if math.isfinite(value):
-            out[name] = float(value)
-    return out
+    return {
+        TRL_TO_VERL[key]: float(value)
+        for key, value in logs.items()
+        if key in TRL_TO_VERL
+        and not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+    }
 
 
 def max_rss_gb() -> float:

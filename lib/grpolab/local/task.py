@@ -27,6 +27,7 @@ import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -154,12 +155,7 @@ def train_schedule(train: Sequence[Problem], count: int, seed: int) -> list[Prob
 
 def split_completion(text: str) -> tuple[str, bool]:
     """A decoded completion (special tokens kept) -> (the leading run of digits, whether EOS follows it)."""
-
-    digits = ""
-    for ch in text:
-        if not ch.isdigit():
-            break
-        digits += ch
+    digits = "".join(takewhile(str.isdigit, text))
     return digits, text[len(digits) :].startswith(EOS)
 
 
@@ -191,6 +187,7 @@ class ArithReward:
         self.tokenizer = tokenizer
         # the recipe's reward.function (verl's signature: params/rewards/arith.py for tiny); None: `score`
         self.function = function
+        self.last_scores: list[float] = []  # the last batch's (for critic/score/max and min)
 
     def texts(self, completion_ids: Sequence[Sequence[int]]) -> list[str]:
         return self.tokenizer.batch_decode([list(ids) for ids in completion_ids], skip_special_tokens=False)
@@ -200,10 +197,12 @@ class ArithReward:
     ) -> list[float]:
         texts = self.texts(completion_ids)
         if self.function is not None:  # called as verl's reward managers call it, with the row's own fields
-            return [
+            self.last_scores = [
                 float(
                     self.function(data_source=source, solution_str=text, ground_truth=ans, extra_info=json.loads(info))
                 )
                 for text, ans, source, info in zip(texts, answer, data_source, extra_info, strict=True)
             ]
-        return [score(*split_completion(text), ans) for text, ans in zip(texts, answer, strict=True)]
+        else:
+            self.last_scores = [score(*split_completion(text), ans) for text, ans in zip(texts, answer, strict=True)]
+        return self.last_scores

@@ -52,9 +52,9 @@ from grpolab.local import metrics as M  # noqa: E402
 from grpolab.local.mapping import (  # noqa: E402
     NULLABLE,
     TinySettings,
+    check_settings,
     grpo_config_kwargs,
     settings_from_recipe,
-    settings_problems,
 )
 from grpolab.local.task import (  # noqa: E402
     ArithReward,
@@ -333,40 +333,10 @@ def make_callback(
     return VerlMetrics()
 
 
-def _drop_printer(trainer) -> None:
-    """Remove transformers' log printer: it would dump every TRL log dict; our progress line replaces it."""
-    # lazy: transformers (grpolab.local.score imports this module on the driver; only the job loads them)
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
-    trainer.remove_callback(PrinterCallback)
-    trainer.remove_callback(ProgressCallback)
-
-
 def _mean_logs(entries: list[dict[str, float]]) -> dict[str, float]:
     """Average the entries of several TRL log lines (several optimizer updates in one GRPO step)."""
-    if len(entries) == 1:
-        return entries[0]
-    keys = {k for e in entries for k in e}
-    out = {}
-    for key in keys:
-        values = [e[key] for e in entries if key in e]
-        out[key] = sum(values) if key == "timing_s/step" else sum(values) / len(values)
-    return out
-
-
-class _RecordingReward(ArithReward):
-    """ArithReward that remembers the last batch's scores (for critic/score/max and min)."""
-
-    __name__ = "arith"
-
-    def __init__(self, tokenizer, function=None) -> None:
-        super().__init__(tokenizer, function)
-        self.last_scores: list[float] = []
-
-    def __call__(self, *args, **kwargs):
-        scores = super().__call__(*args, **kwargs)
-        self.last_scores = scores
-        return scores
+    values = {k: [e[k] for e in entries if k in e] for k in dict.fromkeys(k for e in entries for k in e)}
+    return {k: sum(v) if k == "timing_s/step" else sum(v) / len(v) for k, v in values.items()}
 
 
 def load_reward(function: str | None):
@@ -384,24 +354,15 @@ def load_reward(function: str | None):
     return getattr(module, name)
 
 
-def _check_settings(settings: TinySettings) -> None:
-    problems = settings_problems(settings)
-    if problems:
-        raise ValueError("; ".join(f"{k}={v!r}: {why}" for k, v, why in problems))
-
-
-def prepare(settings: TinySettings, run_dir: Path, echo: Callable[[str], None] = print) -> dict[str, Any]:
-    """Build/load the tiny model, warm it up, save it to RUN_DIR/warmup; the pieces GRPO needs.
-
-    Returns {"model", "tokenizer", "train", "val", "warmup_dir", "warmup_loss", "warmup_s"}.
-    """
+def prepare(
+    settings: TinySettings, run_dir: Path, train: list[Problem], val: list[Problem], echo: Callable[[str], None] = print
+) -> tuple[Any, Any, Path, float]:
+    """Build/load the tiny model, warm it up, save it to RUN_DIR/warmup; the pieces GRPO needs: (model, tokenizer,
+    RUN_DIR/warmup, the warm-up's seconds)."""
     # lazy: torch, transformers (grpolab.local.score imports this module on the driver; only the job loads them)
     import torch
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, set_seed
 
-    _check_settings(settings)
-    train, val = load_data(settings)
-    set_threads(settings)
     set_seed(settings.seed)
     base = ensure_tiny(model_spec(settings))
     model = AutoModelForCausalLM.from_pretrained(base, local_files_only=True)
@@ -417,26 +378,20 @@ def prepare(settings: TinySettings, run_dir: Path, echo: Callable[[str], None] =
     tokenizer.save_pretrained(warm_dir)
     model = AutoModelForCausalLM.from_pretrained(warm_dir, local_files_only=True, dtype=torch.float32)
     echo(f"warm-up: {settings.warmup_steps} steps in {warmup_s:.1f}s, loss {loss:.3f}")
-    return dict(
-        model=model, tokenizer=tokenizer, train=train, val=val, warmup_dir=warm_dir, warmup_loss=loss, warmup_s=warmup_s
-    )
+    return model, tokenizer, warm_dir, warmup_s
 
 
 def prepare_resumed(
-    settings: TinySettings, run_dir: Path, checkpoint: Path, echo: Callable[[str], None] = print
-) -> dict[str, Any]:
+    settings: TinySettings, run_dir: Path, checkpoint: Path, rows: list[Problem], echo: Callable[[str], None] = print
+) -> tuple[Any, Any, Path, float]:
     """The pieces GRPO needs to continue `checkpoint`: its KL reference copied to RUN_DIR/warmup (so this run's
     own checkpoints name a reference of their own), the policy loaded from there; the trainer then restores the
-    checkpoint's weights, optimizer, scheduler, RNG and data position. No warm-up: the reference is the
-    parent's."""
-
+    checkpoint's weights, optimizer, scheduler, RNG and data position (`rows`: every train and val problem, whose
+    lengths are checked). No warm-up: the reference is the parent's."""
     # lazy: torch, transformers (grpolab.local.score imports this module on the driver; only the job loads them)
     import torch
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
-    _check_settings(settings)
-    train, val = load_data(settings)
-    set_threads(settings)
     source = C.reference_dir(checkpoint)
     if not (source / "config.json").is_file():
         raise ValueError(f"the reference model of {checkpoint} is gone ({source}): the run cannot be continued")
@@ -445,11 +400,9 @@ def prepare_resumed(
         shutil.copytree(source, warm_dir, dirs_exist_ok=True)
     model = AutoModelForCausalLM.from_pretrained(warm_dir, local_files_only=True, dtype=torch.float32)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(warm_dir, local_files_only=True)
-    check_lengths(settings, tokenizer, [*train, *val])
+    check_lengths(settings, tokenizer, rows)
     echo(f"resuming from {checkpoint} (step {C.read_marker(checkpoint).get('step')}); KL reference {source}")
-    return dict(
-        model=model, tokenizer=tokenizer, train=train, val=val, warmup_dir=warm_dir, warmup_loss=None, warmup_s=0.0
-    )
+    return model, tokenizer, warm_dir, 0.0
 
 
 def checkpoint_root(settings: TinySettings, run_dir: Path) -> Path:
@@ -494,12 +447,19 @@ def run(
 
     # lazy: transformers, trl (grpolab.local.score imports this module on the driver; only the job loads them)
     from transformers import set_seed
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
     from trl import GRPOConfig, GRPOTrainer
 
     quiet_transformers()
     run_dir.mkdir(parents=True, exist_ok=True)
-    parts = prepare(settings, run_dir, echo) if resume is None else prepare_resumed(settings, run_dir, resume, echo)
-    model, tokenizer, val = parts["model"], parts["tokenizer"], parts["val"]
+    check_settings(settings)
+    train, val = load_data(settings)
+    set_threads(settings)
+    model, tokenizer, warm_dir, warmup_s = (
+        prepare(settings, run_dir, train, val, echo)
+        if resume is None
+        else prepare_resumed(settings, run_dir, resume, [*train, *val], echo)
+    )
     max_new = settings.max_response_length
     ckpt_root = checkpoint_root(settings, run_dir)
 
@@ -515,9 +475,9 @@ def run(
             if writer is not None:
                 writer.write(0, {M.VAL_ACC: val_start, M.TESTING_TIME: time.perf_counter() - t0})
             echo(f"step 0/{settings.total_steps} val_acc={val_start:.3f}")
-        reward = _RecordingReward(tokenizer, load_reward(settings.reward_function))
+        reward = ArithReward(tokenizer, load_reward(settings.reward_function))
         callback = make_callback(
-            writer, settings, evaluate, reward, echo, reference=parts["warmup_dir"], resumed=resume is not None
+            writer, settings, evaluate, reward, echo, reference=warm_dir, resumed=resume is not None
         )
         set_seed(settings.seed)
         config = GRPOConfig(**grpo_config_kwargs(settings, str(ckpt_root)))
@@ -526,12 +486,14 @@ def run(
             reward_funcs=[reward],
             args=config,
             train_dataset=train_dataset(
-                train_schedule(parts["train"], settings.total_steps * settings.train_batch_size, settings.seed)
+                train_schedule(train, settings.total_steps * settings.train_batch_size, settings.seed)
             ),
             processing_class=tokenizer,
             callbacks=[callback],
         )
-        _drop_printer(trainer)
+        # transformers' log printer would dump every TRL log dict: our progress line replaces it
+        trainer.remove_callback(PrinterCallback)
+        trainer.remove_callback(ProgressCallback)
         callback.started = time.perf_counter()
         start = time.perf_counter()
         # the checkpoint restores weights, optimizer, scheduler, RNG and the data position (transformers' Trainer)
@@ -553,7 +515,7 @@ def run(
         resumed_from=first if resume is not None else None,
         grpo_s=grpo_s,
         s_per_step=grpo_s / max(1, steps - first),
-        warmup_s=parts["warmup_s"],
+        warmup_s=warmup_s,
         stopped_early=callback.stopped_early,
         callback_s=callback.own_s,  # metrics, progress lines, publishing checkpoints: our overhead on top of TRL
         validation_s=callback.val_total_s,

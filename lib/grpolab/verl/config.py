@@ -13,7 +13,8 @@ import copy
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
@@ -201,12 +202,7 @@ def _config_stamp(folder: Path | None = None) -> str | None:
     if folder is None:
         return None
     files = sorted(folder.rglob("*.yaml"))
-    return _content_hash(folder, tuple((path, *_size_mtime(path)) for path in files))
-
-
-def _size_mtime(path: Path) -> tuple[int, int]:
-    st = path.stat()
-    return st.st_size, st.st_mtime_ns
+    return _content_hash(folder, tuple((path, (st := path.stat()).st_size, st.st_mtime_ns) for path in files))
 
 
 @lru_cache(maxsize=16)
@@ -250,20 +246,27 @@ def compose(overrides: list[str], config_name: str = "ppo_trainer", folder: Path
     return error
 
 
-def _compose(overrides: list[str], config_name: str, folder: Path | None) -> str | None:
+@contextmanager
+def _hydra(folder: Path | None) -> Iterator[Callable[..., Any]]:
+    """Hydra's compose, initialised on a verl config folder (Hydra's global state cleared before and after)."""
     # lazy: hydra (only composing against the installed verl's config needs it; seconds to import)
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
+    from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(folder), version_base=None):
+            yield compose
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def _compose(overrides: list[str], config_name: str, folder: Path | None) -> str | None:
+    try:
+        with _hydra(folder) as hydra_compose:
             hydra_compose(config_name=config_name, overrides=overrides)
     except Exception as exc:  # hydra raises several exception types; the message is what users need
         return str(exc).strip()
-    finally:
-        GlobalHydra.instance().clear()
     return None
 
 
@@ -313,25 +316,17 @@ def _plain(value: Any) -> Any:
 def effective(overrides: list[str], config_name: str = "ppo_trainer") -> dict[str, Any]:
     """The config verl would run with: composed and interpolations resolved, flattened to dotted keys. Composing
     takes Hydra ~0.5 s: a launch composed before in this process is not composed again."""
-
     return copy.deepcopy(_effective(tuple(overrides), config_name, config_dir()))
 
 
 @lru_cache(maxsize=32)
 def _effective(overrides: tuple[str, ...], config_name: str, folder: Path | None) -> dict[str, Any]:
-    # lazy: hydra, omegaconf (only composing against the installed verl's config needs it; seconds to import)
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    # lazy: omegaconf (only composing against the installed verl's config needs it; seconds to import)
     from omegaconf import OmegaConf
 
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(folder), version_base=None):
-            cfg = hydra_compose(config_name=config_name, overrides=list(overrides))
-            data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
-    finally:
-        GlobalHydra.instance().clear()
+    with _hydra(folder) as hydra_compose:
+        cfg = hydra_compose(config_name=config_name, overrides=list(overrides))
+        data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
     flat: dict[str, Any] = {}
 
     def walk(prefix: str, node: Any) -> None:
@@ -368,10 +363,8 @@ def _deprecated_in(folder: Path | None) -> dict[str, str]:
             found[f"--config-name={path.stem}"] = lines[0].lstrip("# ").strip()
             start = 1  # the file's own mark, not a key's
         for i, line in enumerate(lines[:-1]):
-            if i < start:
-                continue
             text = line.strip()
-            if text.startswith("#") and text.lower().lstrip("# ").startswith(mark):
+            if i >= start and text.startswith("#") and text.lower().lstrip("# ").startswith(mark):
                 nxt = next((n for n in lines[i + 1 :] if n.strip() and not n.strip().startswith("#")), "")
                 key = nxt.split(":", 1)[0].strip()
                 if key and ":" in nxt:
@@ -397,16 +390,12 @@ def deprecation(key: str) -> str | None:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
-    if isinstance(value, (int, float)):
+    try:
         return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+    except ValueError:
+        return None
 
 
 def same(a: Any, b: Any) -> bool:

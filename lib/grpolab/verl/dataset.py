@@ -39,12 +39,8 @@ class Sample:
 
 def data_files(recipe: Any) -> list[tuple[str, str]]:
     """(recipe key, file) of every train and val file the recipe names."""
-    out = []
-    for key in ("data.train_files", "data.val_files"):
-        value = getattr(recipe.data, key.split(".")[1])
-        for f in [value] if isinstance(value, str) else list(value):
-            out.append((key, f))
-    return out
+    values = {key: getattr(recipe.data, key.split(".")[1]) for key in ("data.train_files", "data.val_files")}
+    return [(key, f) for key, value in values.items() for f in ([value] if isinstance(value, str) else list(value))]
 
 
 def samples(recipe: Any, rows: int | None = None) -> list[Sample]:
@@ -108,12 +104,8 @@ def _json(path: str, fmt: str, rows: int, size: int) -> tuple[list, list, int | 
             first = handle.read(1)
         if first == "[":  # one JSON array (datasets reads it too)
             if size > _JSON_ARRAY_LIMIT:
-                return (
-                    [],
-                    [],
-                    None,
-                    f"a JSON array of {size / 2**20:.0f} MiB: write it as JSON lines (.jsonl) to sample it",
-                )
+                why = f"a JSON array of {size / 2**20:.0f} MiB: write it as JSON lines (.jsonl) to sample it"
+                return [], [], None, why
             handle.seek(0)
             whole = json.load(handle)
             data, total = whole[:rows], len(whole)

@@ -105,8 +105,7 @@ def verl_keys(
     """The recipe as {verl dotted key: value}, and notes about what the installed verl cannot take. `first_class`:
     the first-class keys when the caller rendered them already (for `run_dir`; not changed here)."""
     keys, notes = (dict(first_class), []) if first_class is not None else first_class_keys(recipe, run_dir)
-    for k, v in recipe.verl_overrides.items():  # the escape hatch goes last; the gate forbids shadowing
-        keys[k] = v
+    keys.update(recipe.verl_overrides)  # the escape hatch goes last; the gate forbids shadowing
     return keys, notes
 
 
@@ -132,9 +131,7 @@ def render(recipe: Recipe, run_dir: str | None = None, first_class: dict[str, An
     config_name, overrides = engine_selection(engine.name)
     for key, value in keys.items():
         bare = key.lstrip("+")
-        if key.startswith("+"):
-            overrides.append(f"{key}={hydra_value(value)}")
-        elif schema is None or has_dotted(schema, bare):
+        if key.startswith("+") or schema is None or has_dotted(schema, bare):
             overrides.append(f"{key}={hydra_value(value)}")
         elif verl_schema.in_free_form(schema, bare):
             overrides.append(f"+{key}={hydra_value(value)}")

@@ -132,19 +132,16 @@ def wrong_answer(truth: Any) -> str:
 
 def calls_for(rows: list[dict[str, Any]], source_key: str, truth_of) -> list[dict]:
     """The calls of the dry run: every row with its right answer and a wrong one in every format, and empty."""
-    calls = []
-    bases = []
-    for row in rows:
-        extra = row.get("extra_info")
-        bases.append(
-            {
-                "data_source": row.get(source_key),
-                "ground_truth": truth_of(row),
-                "extra_info": dict(extra) if isinstance(extra, dict) else {},
-            }
-        )
-    for i, base in enumerate(bases):  # the empty answer first: a stopped run has all three kinds
-        calls.append({"row": i, "kind": "empty", "kwargs": {**base, "solution_str": ""}})
+    bases = [
+        {
+            "data_source": row.get(source_key),
+            "ground_truth": truth_of(row),
+            "extra_info": dict(row["extra_info"]) if isinstance(row.get("extra_info"), dict) else {},
+        }
+        for row in rows
+    ]
+    # the empty answer first: a stopped run has all three kinds
+    calls = [{"row": i, "kind": "empty", "kwargs": {**base, "solution_str": ""}} for i, base in enumerate(bases)]
     for fmt in FORMATS:  # then each format over every row
         for i, base in enumerate(bases):
             truth = base["ground_truth"]
@@ -190,11 +187,9 @@ def dry_run(
             continue
         if "stopped" in item:
             out.stopped_early = True
-            continue
-        if "load_error" in item:
+        elif "load_error" in item:
             out.load_error = item["load_error"]
-            continue
-        if "row" in item:
+        elif "row" in item:
             out.calls.append(
                 Call(
                     item["row"],

@@ -236,11 +236,8 @@ def _defaults(gen: dict[str, dict], keys: list[tuple[str, str]] | None) -> dict[
 
     if keys is None:
         return {**flatten(gen[FSDP.name]), **flatten(gen[MEGATRON.name])}
-    out: dict[str, Any] = {}
-    for key, engine in keys:
-        value = get_dotted(gen[engine], key, MISSING)
-        out[key] = "<absent>" if value is MISSING else value
-    return out
+    values = {key: get_dotted(gen[engine], key, MISSING) for key, engine in keys}
+    return {key: "<absent>" if value is MISSING else value for key, value in values.items()}
 
 
 def _loss_agg_modes(src: Source) -> dict[str, Any]:
