@@ -45,6 +45,23 @@ def test_verl_facts_come_from_the_installed_verl():
     assert set(naive.columns) == {"data_source", "reward_model.ground_truth"}
 
 
+def test_verl_facts_come_from_the_checked_verl_when_grpolab_verl_root_names_one(tmp_path, monkeypatch):
+    """Checked against another verl ($GRPOLAB_VERL_ROOT, as the version table and the schema check are), the reward
+    facts are that verl's, not the installed one's; unset, the installed verl's again."""
+    score = tmp_path / "verl" / "utils" / "reward_score"
+    score.mkdir(parents=True)
+    (score / "__init__.py").write_text(
+        "def default_compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
+        "    if data_source == 'my_task':\n        return 1.0\n    raise NotImplementedError(data_source)\n"
+    )
+    monkeypatch.setenv("GRPOLAB_VERL_ROOT", str(tmp_path / "verl"))
+    other = rewards.builtin()
+    assert other.scores("my_task") and not other.scores("openai/gsm8k") and str(tmp_path) in other.file
+    assert rewards.managers() is not None and rewards.managers().managers == {}  # that verl has no reward loop
+    monkeypatch.delenv("GRPOLAB_VERL_ROOT")
+    assert rewards.builtin().scores("openai/gsm8k") and not rewards.builtin().scores("my_task")
+
+
 def test_the_reward_renders_to_verls_keys():
     recipe = load_recipe(
         "qwen3_8b", ["reward.function=/srv/rw.py:score", "reward.kwargs.scale=2", "reward.manager=dapo"]

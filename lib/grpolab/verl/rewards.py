@@ -1,7 +1,8 @@
-"""What the installed verl does with a reward, read from its source files as data (ast), never imported.
+"""What the checked verl does with a reward, read from its source files as data (ast), never imported.
 
 `grpolab check` must stay fast and torch-free, and verl's reward modules import torch, so the facts come from
-parsing the files of the installed verl (located with importlib's find_spec, which runs nothing):
+parsing the files of the verl being checked (grpolab.verl.versions.verl_root: $GRPOLAB_VERL_ROOT, else the installed
+one, located with importlib's find_spec, which runs nothing), as the version table and the verl schema check do:
 
 - `builtin()`: the data sources verl's own `default_compute_score` (verl/utils/reward_score/__init__.py) scores:
   every `data_source == "x"`, `data_source in [...]` and `data_source.startswith("x")` of its dispatch;
@@ -17,7 +18,6 @@ Another verl version gives other sets: nothing here is a copied list.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from grpolab.paths import PROJECT_ROOT, recipe_relative
+from grpolab.verl.versions import verl_root
 
 # the function name verl uses when none is given (trainer/config/reward/reward.yaml: `name: compute_score`)
 DEFAULT_NAME = "compute_score"
@@ -32,13 +33,6 @@ _SCORE_FILE = ("utils", "reward_score", "__init__.py")
 _DISPATCH = "default_compute_score"
 _RESOLVER = ("trainer", "ppo", "reward.py")
 _LEGACY_REGISTRY = "verl.workers.reward_manager"  # verl before the reward loop (<= 0.6): the managers' package
-
-
-def verl_root() -> Path | None:
-    spec = importlib.util.find_spec("verl")  # finds the package without running its __init__
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(list(spec.submodule_search_locations)[0])
 
 
 def _parse(path: Path) -> ast.Module | None:
@@ -63,10 +57,13 @@ class Builtin:
         return ", ".join(sorted(self.names) + [f"{p}*" for p in self.prefixes])
 
 
-@lru_cache(maxsize=1)
 def builtin() -> Builtin | None:
     """verl's built-in reward dispatch as data; None without verl (or a dispatch this reader cannot find)."""
-    root = verl_root()
+    return _builtin(verl_root())
+
+
+@lru_cache(maxsize=8)  # per verl folder: $GRPOLAB_VERL_ROOT may name another one
+def _builtin(root: Path | None) -> Builtin | None:
     if root is None:
         return None
     path = root.joinpath(*_SCORE_FILE)
@@ -137,10 +134,13 @@ def _registry_module(root: Path) -> str:
     return _LEGACY_REGISTRY
 
 
-@lru_cache(maxsize=1)
 def managers() -> Registry | None:
-    """Every reward manager the installed verl's trainer can resolve by name; None without verl."""
-    root = verl_root()
+    """Every reward manager the checked verl's trainer can resolve by name; None without verl."""
+    return _managers(verl_root())
+
+
+@lru_cache(maxsize=8)
+def _managers(root: Path | None) -> Registry | None:
     if root is None:
         return None
     module = _registry_module(root)
