@@ -57,7 +57,7 @@ def test_verl_facts_come_from_the_checked_verl_when_grpolab_verl_root_names_one(
     monkeypatch.setenv("GRPOLAB_VERL_ROOT", str(tmp_path / "verl"))
     other = rewards.builtin()
     assert other.scores("my_task") and not other.scores("openai/gsm8k") and str(tmp_path) in other.file
-    assert rewards.managers() is not None and rewards.managers().managers == {}  # that verl has no reward loop
+    assert rewards.managers() is None  # that verl's reward managers are not there to read: nothing is claimed
     monkeypatch.delenv("GRPOLAB_VERL_ROOT")
     assert rewards.builtin().scores("openai/gsm8k") and not rewards.builtin().scores("my_task")
 
