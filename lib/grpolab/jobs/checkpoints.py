@@ -28,7 +28,7 @@ import importlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,14 +66,7 @@ class Checkpoint:
     seconds: float | None = None  # how long the save took (verl's timing_s/save_checkpoint, or tiny's marker)
 
     def to_dict(self) -> dict:
-        return {
-            "step": self.step,
-            "path": str(self.path),
-            "complete": self.complete,
-            "missing": self.missing,
-            "bytes": self.bytes,
-            "seconds": self.seconds,
-        }
+        return {**asdict(self), "path": str(self.path)}
 
 
 def layout_of(recipe: Any, run_dir: Path) -> Layout:
@@ -198,8 +191,7 @@ def _megatron_missing(actor: Path, deep: bool = True) -> list[str]:
         manifest = read_json(actor / "ckpt_contents.json")
     except (OSError, ValueError):
         return ["actor/ckpt_contents.json (rank 0 writes it last)"]
-    missing = []
-    seen = set()
+    missing, seen = [], set()
     for entry in (manifest.get("contents") or {}).values():
         rel, kind = entry.get("path"), entry.get("format")
         if not rel or (rel, kind) in seen:
@@ -291,8 +283,7 @@ def scan(layout: Layout, run_dir: Path | None = None, sizes: bool = True, deep: 
 
 
 def latest_complete(checkpoints: list[Checkpoint]) -> Checkpoint | None:
-    done = [c for c in checkpoints if c.complete]
-    return done[-1] if done else None
+    return next((c for c in reversed(checkpoints) if c.complete), None)
 
 
 def listing(run_dir: Path) -> list[dict]:

@@ -113,13 +113,9 @@ def token_file() -> Path:
     return path
 
 
-def _token() -> str:
-    return token_file().read_text().strip()
-
-
 def auth_headers() -> dict[str, str]:
     """The header that authenticates a client to the embedded head."""
-    return {"Authorization": f"Bearer {_token()}"}
+    return {"Authorization": f"Bearer {token_file().read_text().strip()}"}
 
 
 def embedded_endpoint() -> Endpoint:
@@ -334,23 +330,16 @@ def head_processes():
     # lazy: psutil (only listing the head's processes needs it; the run views load without it)
     import psutil
 
-    record = head_record()
-    sid = record.get("sid")
-    marks = [str(head_dir() / "ray")]  # every Ray process of the head names its temp dir
+    sid = head_record().get("sid")
+    mark = str(head_dir() / "ray")  # every Ray process of the head names its temp dir
     me = os.getpid()
     found: dict[int, psutil.Process] = {}
     for proc in psutil.process_iter():
         try:
             if proc.pid == me:
                 continue
-            ours = sid is not None and os.getsid(proc.pid) == sid
-            if not ours:
-                line = " ".join(proc.cmdline()) + " "
-                ours = any(mark in line for mark in marks)
-            if ours:
-                for p in [proc, *proc.children(recursive=True)]:
-                    if p.pid != me:
-                        found[p.pid] = p
+            if (sid is not None and os.getsid(proc.pid) == sid) or mark in " ".join(proc.cmdline()):
+                found.update({p.pid: p for p in [proc, *proc.children(recursive=True)] if p.pid != me})
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, ProcessLookupError, OSError):
             continue
     return list(found.values())
@@ -479,9 +468,7 @@ def job_client(ep: Endpoint):
             "machine can reach it"
         )
     try:
-        if ep.embedded:
-            return JobSubmissionClient(address, headers=headers)
-        return JobSubmissionClient(address)
+        return JobSubmissionClient(address, headers=headers)
     except Exception as exc:  # Ray raises ConnectionError/RuntimeError/ValueError variants
         raise ClusterError(
             f"cannot reach the Ray Jobs API at {address}: {exc}\n"
@@ -497,7 +484,6 @@ def jobs_api(ep: Endpoint):
     resolves that cluster's auth."""
     if not ep.embedded:
         return job_client(ep)
-
     return JobsApi(ep.dashboard, auth_headers())
 
 
@@ -506,7 +492,6 @@ def submit_client(ep: Endpoint, runtime_env: dict):
     API takes as it is (environment variables), grpolab.jobs.jobs_api without importing Ray (about 2 s of CPU less
     per `grpolab run`); else Ray's own client (job_client), which prepares the rest and resolves a remote cluster's
     auth."""
-
     if ep.embedded and not needs_sdk(runtime_env):
         return jobs_api(ep)
     return job_client(ep)

@@ -23,6 +23,7 @@ and renamed to OUT at the end: an export that fails half way leaves OUT as it wa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pkgutil
@@ -95,18 +96,13 @@ def card_of(recipe: Any):
     from grpolab.recipe.cards import config_json, facts_from_config, read_config, resolve_model
 
     card = None
-    name = get_dotted(recipe, "model.card")
-    if name:
-        try:
+    if name := get_dotted(recipe, "model.card"):
+        with contextlib.suppress(InputError, RecipeError):
             card = resolve_model(name).card
-        except (InputError, RecipeError):
-            card = None
     cfg = config_json(str(get_dotted(recipe, "model.path") or ""))
     if cfg is not None:
-        try:
+        with contextlib.suppress(OSError, ValueError, InputError):
             return facts_from_config(read_config(cfg), card, str(cfg))
-        except (OSError, ValueError, InputError):
-            return card
     return card
 
 
@@ -149,7 +145,6 @@ _CHECKPOINT_PART = re.compile(rf"^{ck.STEP_PREFIX}\d+$")
 
 def _target(run: Run, layout: ck.Layout, out: str | Path | None, default: Path, force: bool) -> tuple[Path, list]:
     """Where the export may go (see the module docstring), and what --force replaces there; ExportRefused else."""
-
     target = Path(os.path.realpath(Path(out).expanduser())) if out else default
     flag = f"--out {out}" if out else f"the default folder {target}"
     fix = "name a new or empty folder with --out"
@@ -225,33 +220,27 @@ def copy_weights(source: Path, target: Path) -> None:
 
 def run_merge(plan: ExportPlan, progress=print) -> None:
     """verl's merger as a Ray job on the run's cluster; its log goes to RUN/logs/export-<step>.log."""
-
-    kept = cluster.Endpoint.from_record(plan.run.status())  # the run's own cluster
-    if kept is None or kept.embedded:
-        ep = cluster.endpoint(None, progress=progress) if kept is None else cluster.ensure_local_head(progress)
-    else:
-        ep = kept
+    ep = Endpoint.from_record(plan.run.status())  # the run's own cluster
+    if ep is None:
+        ep = cluster.endpoint(None, progress=progress)
+    elif ep.embedded:
+        ep = cluster.ensure_local_head(progress)
     client = cluster.job_client(ep)
     env = {k: str(v) for k, v in (plan.recipe.get("env") or {}).items() if not is_secret(k, plan.recipe.get("secrets"))}
     if ep.embedded:
         env.update({k: v for k, v in cluster.embedded_env().items() if k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")})
+    resources = {"npu": {"entrypoint_resources": {"NPU": 1}}, "cuda": {"entrypoint_num_gpus": 1}}
     device = get_dotted(plan.recipe, "cluster.device")
-    resources = {"entrypoint_resources": {"NPU": 1}} if device == "npu" else {}
-    if device == "cuda":
-        resources = {"entrypoint_num_gpus": 1}
     job_id = f"{plan.run.run_id}-export-{plan.checkpoint.step}-{secrets.token_hex(3)}"
     client.submit_job(
         entrypoint=shlex.join(plan.command or []),
         submission_id=job_id,
         runtime_env={"env_vars": env},
         metadata={"grpolab_run_dir": str(plan.run.path), "grpolab_export": str(plan.out)},
-        **resources,
+        **resources.get(device, {}),
     )
     progress(f"merging with verl's model_merger as Ray job {job_id} on the {ep.label}")
-    while True:
-        state = str(client.get_job_status(job_id).value)
-        if state in ("SUCCEEDED", "FAILED", "STOPPED"):
-            break
+    while (state := str(client.get_job_status(job_id).value)) not in ("SUCCEEDED", "FAILED", "STOPPED"):
         time.sleep(JOB_POLL_S)
     log = client.get_job_logs(job_id)
     plan.run.logs_dir.mkdir(exist_ok=True)
@@ -265,7 +254,6 @@ def run_merge(plan: ExportPlan, progress=print) -> None:
 
 def export(plan: ExportPlan, progress=print) -> dict:
     """Make the Hugging Face weights, check them; the report (also written to OUT/grpolab_export.json)."""
-
     final, stage = plan.out, plan.staging or plan.out
     if stage.exists():
         shutil.rmtree(stage)  # a staging folder of an export that died: ours by its name

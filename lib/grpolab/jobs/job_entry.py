@@ -43,11 +43,9 @@ KILL_AFTER_S = 15.0  # a command that ignores SIGTERM this long after its run di
 
 def _say(text: str) -> None:
     """A line of the wrapper's own in Ray's job log."""
-    try:
+    with contextlib.suppress(OSError):
         sys.stdout.buffer.write(f"grpolab.jobs.job_entry: {text}\n".encode())
         sys.stdout.buffer.flush()
-    except (BrokenPipeError, OSError):
-        pass
 
 
 def _write_record(run_dir: Path, **fields) -> None:
@@ -114,8 +112,7 @@ def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
         print("usage: python -m grpolab.jobs.job_entry RUN_DIR -- COMMAND [ARGS ...]", file=sys.stderr)
         return 2
-    run_dir = Path(argv[0])
-    command = argv[2:]
+    run_dir, command = Path(argv[0]), argv[2:]
     # a secret the recipe reads from the environment (`${NAME}`) that the launching shell lacked: from this node's,
     # as Ray expands its runtime_env (`${NAME}` only: a `$` inside a password stays)
     handed = {
@@ -137,10 +134,8 @@ def main(argv: list[str]) -> int:
     def on_signal(signum, _frame):  # `grpolab stop` / Ray's stop_job: record it, pass it on, keep copying output
         stopped["signal"] = signum
         _write_record(run_dir, stopped=True, signal=signum)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signum)
-        except ProcessLookupError:
-            pass
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -151,11 +146,10 @@ def main(argv: list[str]) -> int:
         log = None
         _say(f"cannot keep the log in the run directory: {exc.strerror or exc}")
     for line in iter(proc.stdout.readline, b""):
-        try:
+        # Ray's side of the log may be gone (its head died): the run directory's copy goes on
+        with contextlib.suppress(OSError):
             sys.stdout.buffer.write(line)
             sys.stdout.buffer.flush()
-        except (BrokenPipeError, OSError):
-            pass  # Ray's side of the log is gone (its head died): the run directory's copy goes on
         if log is not None:
             try:
                 log.write(ANSI.sub("", line.decode("utf-8", errors="replace")).encode())

@@ -12,6 +12,7 @@ run's in a shared trainer.ckpt_dir) are kept, and nothing is pruned in a folder 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 from dataclasses import dataclass
@@ -19,15 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from grpolab import run_folder
-from grpolab.jobs.checkpoints import (
-    Checkpoint,
-    latest_complete,
-    layout_of,
-    metric_by_step,
-    owner,
-    run_recipe,
-    scan,
-)
+from grpolab.jobs.checkpoints import Checkpoint, latest_complete, layout_of, metric_by_step, owner, run_recipe, scan
 from grpolab.local.checkpoint import TRACKER
 from grpolab.problems import InputError
 from grpolab.recipe.dotted import get_dotted
@@ -110,9 +103,8 @@ def prune(run_dir: Path, recipe: Any | None = None, keep: frozenset[str] | None 
     if claimed and Path(claimed) != Path(run_dir):
         return []  # another run saves here now: its checkpoints are not ours to prune
     found = scan(layout, run_dir, sizes=False)
-    foreign = keep or frozenset()
     step_scores = metric_by_step(run_dir, policy.best_metric) if policy.best_metric else {}
-    gone = [c for c in to_remove(found, policy, step_scores) if c.path.name not in foreign]
+    gone = [c for c in to_remove(found, policy, step_scores) if c.path.name not in (keep or ())]
     for checkpoint in gone:
         remove(checkpoint)
     return gone
@@ -159,11 +151,8 @@ class Keeper:
     def _log(self, line: str) -> None:
         """One line to the job's output and to logs/job.log (appended in one write, beside the wrapper's own)."""
         print(line, flush=True)
-        try:
-            with open(run_folder.job_log(self.run_dir), "a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
-        except OSError:
-            pass
+        with contextlib.suppress(OSError), open(run_folder.job_log(self.run_dir), "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
 
     def poll(self) -> None:
         try:

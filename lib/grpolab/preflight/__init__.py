@@ -93,7 +93,6 @@ def _cluster(report: PreflightReport, recipe: Recipe, address, say, timeout_s, t
     from grpolab.preflight.spec import node_spec
 
     t1 = time.perf_counter()
-
     conn, rows = remote.connect(address, say)
     report.rows += rows
     report.timings["cluster"] = time.perf_counter() - t1

@@ -37,25 +37,31 @@ def driver_rows(recipe: Recipe) -> list[Row]:
     # lazy: yaml (only the driver rows run the gate)
     from grpolab.rules.gate import gate
 
-    rows: list[Row] = []
-    uses_verl = recipe.engine.verl
     verdict = gate(recipe)  # the one gate: preflight refuses exactly what `grpolab check` refuses
     schema_problems = [p for p in verdict if p.rule == "verl-schema"]
     problems = [p for p in verdict if p.rule != "verl-schema" and p.key != "stack.verl"]  # the `verl` row says it
-    if problems:
-        rows += [problem_row("recipe", p) for p in problems]
-    else:
-        rows.append(
-            Row("recipe", DRIVER, OK, f"{recipe.name} validates: no errors, no warnings ({', '.join(recipe.files)})")
-        )
-
+    validates = f"{recipe.name} validates: no errors, no warnings ({', '.join(recipe.files)})"
+    rows = [problem_row("recipe", p) for p in problems] or [Row("recipe", DRIVER, OK, validates)]
     rows += data_rows(recipe)
     installed, commit = stack.installed("verl")
-    pin_text = recipe.stack.get("verl")
-    if not uses_verl:
+    if not recipe.engine.verl:
         rows.append(Row("verl", DRIVER, SKIP, "train.engine trl runs the CPU trainer (grpolab.local.train), not verl"))
         rows.append(Row("verl-schema", DRIVER, SKIP, "train.engine trl: no verl overrides to compose"))
         return rows
+    rows.append(_verl_row(recipe.stack.get("verl"), installed, commit))
+    if installed is None:
+        rows.append(Row("verl-schema", DRIVER, SKIP, "verl is not installed: the overrides were not composed"))
+        return rows
+    rows += [problem_row("verl-schema", p) for p in schema_problems]
+    if not any(p.severity == "error" for p in schema_problems):
+        warned = f" ({len(schema_problems)} warning(s) above)" if schema_problems else ""
+        composed = f"the rendered overrides compose against verl {installed}'s config{warned}"
+        rows.append(Row("verl-schema", DRIVER, OK, composed))
+    return rows
+
+
+def _verl_row(pin_text: str | None, installed: str | None, commit: str | None) -> Row:
+    """The installed verl against the recipe's `stack.verl` (pin_text) and the renderer's target."""
     pin, unreadable = None, ""
     if pin_text:
         try:
@@ -63,55 +69,15 @@ def driver_rows(recipe: Recipe) -> list[Row]:
         except ValueError as exc:
             unreadable = f"cannot read the pin stack.verl={pin_text!r}: {exc}"
     if installed is None:
-        rows.append(
-            Row(
-                "verl",
-                DRIVER,
-                FAIL,
-                "verl is not installed here: the launch cannot be rendered for it",
-                f"{stack.install_hint('verl', pin)} (see README)",
-            )
-        )
-    else:
-        target = f"the launch is rendered for the installed verl {installed} (its own config files)"
-        if not pin_text:
-            rows.append(
-                Row(
-                    "verl",
-                    DRIVER,
-                    WARN,
-                    f"verl {installed} installed; the recipe pins no verl version; {target}",
-                    f'add `verl: "{installed}"` under stack: once the recipe is tuned on it',
-                )
-            )
-        else:
-            ok, why = stack.matches(pin, installed, commit) if pin is not None else (False, unreadable)
-            if ok:
-                rows.append(Row("verl", DRIVER, OK, f"verl {installed} matches stack.verl {pin_text}; {target}"))
-            else:
-                install = stack.install_hint("verl", pin) if pin is not None else "write stack.verl as 0.9.1[@commit]"
-                rows.append(
-                    Row(
-                        "verl",
-                        DRIVER,
-                        WARN,
-                        f"the recipe was tuned for verl {pin_text} but {why}; {target}",
-                        f"{install}, or re-tune and pin stack.verl: {installed}",
-                    )
-                )
-    if installed is None:
-        rows.append(Row("verl-schema", DRIVER, SKIP, "verl is not installed: the overrides were not composed"))
-    else:
-        real = [p for p in schema_problems if p.rule == "verl-schema"]
-        rows += [problem_row("verl-schema", p) for p in real]
-        if not any(p.severity == "error" for p in real):
-            rows.append(
-                Row(
-                    "verl-schema",
-                    DRIVER,
-                    OK,
-                    f"the rendered overrides compose against verl {installed}'s config"
-                    + (f" ({len(real)} warning(s) above)" if real else ""),
-                )
-            )
-    return rows
+        fix = f"{stack.install_hint('verl', pin)} (see README)"
+        return Row("verl", DRIVER, FAIL, "verl is not installed here: the launch cannot be rendered for it", fix)
+    target = f"the launch is rendered for the installed verl {installed} (its own config files)"
+    if not pin_text:
+        fix = f'add `verl: "{installed}"` under stack: once the recipe is tuned on it'
+        return Row("verl", DRIVER, WARN, f"verl {installed} installed; the recipe pins no verl version; {target}", fix)
+    ok, why = stack.matches(pin, installed, commit) if pin is not None else (False, unreadable)
+    if ok:
+        return Row("verl", DRIVER, OK, f"verl {installed} matches stack.verl {pin_text}; {target}")
+    install = stack.install_hint("verl", pin) if pin is not None else "write stack.verl as 0.9.1[@commit]"
+    fix = f"{install}, or re-tune and pin stack.verl: {installed}"
+    return Row("verl", DRIVER, WARN, f"the recipe was tuned for verl {pin_text} but {why}; {target}", fix)

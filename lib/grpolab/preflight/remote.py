@@ -14,6 +14,7 @@ itself is asked first (a few seconds at most), so an unreachable address fails f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -21,7 +22,6 @@ import socket
 import time
 from collections.abc import Callable
 
-from grpolab.jobs import cluster
 from grpolab.jobs import cluster as raycluster
 from grpolab.jobs.reach import host_port
 from grpolab.preflight.node import node_checks
@@ -67,7 +67,7 @@ class Connection:
 
     def close(self) -> None:
         if self.ray is not None and self.owned:
-            cluster.disconnect_driver()
+            raycluster.disconnect_driver()
 
 
 def _unreachable(detail: str, fix: str, auth: str = "Ray is not reachable") -> tuple[None, list[Row]]:
@@ -124,19 +124,13 @@ def connect(address: str | None, progress: Callable[[str], None]) -> tuple[Conne
             raycluster.connect_driver(ep)
         except raycluster.ClusterError as exc:
             text = str(exc)
-            auth = any(w in text.lower() for w in ("auth", "token", "unauthenticated", "permission denied"))
-            if auth:
-                return None, [
-                    Row("ray", CLUSTER, OK, f"{ep.label} answers at {ep.gcs}"),
-                    Row(
-                        "auth",
-                        CLUSTER,
-                        FAIL,
-                        f"the cluster refused the driver: {text[:300]}",
-                        "give the cluster's token: RAY_AUTH_TOKEN=... or ~/.ray/auth_token (with "
-                        "RAY_AUTH_MODE=token), as `ray start --head` printed it",
-                    ),
-                ]
+            if any(w in text.lower() for w in ("auth", "token", "unauthenticated", "permission denied")):
+                fix = (
+                    "give the cluster's token: RAY_AUTH_TOKEN=... or ~/.ray/auth_token (with RAY_AUTH_MODE=token), "
+                    "as `ray start --head` printed it"
+                )
+                refused = Row("auth", CLUSTER, FAIL, f"the cluster refused the driver: {text[:300]}", fix)
+                return None, [Row("ray", CLUSTER, OK, f"{ep.label} answers at {ep.gcs}"), refused]
             return _unreachable(
                 text[:400],
                 "check the address and that the driver's Ray and Python versions match the cluster's",
@@ -179,10 +173,8 @@ def gcs_of_dashboard(ep, progress: Callable[[str], None]) -> tuple[str | None, s
     except Exception as exc:  # the Jobs API raises RuntimeError/ConnectionError variants (401 without a token)
         return None, f"the Jobs API at {ep.dashboard} refused the job that reads the cluster address: {exc}"[:400]
     finally:
-        try:
+        with contextlib.suppress(Exception):  # already gone, or never submitted: nothing is left behind either way
             client.delete_job(job)
-        except Exception:  # already gone, or never submitted: nothing is left behind either way
-            pass
     if not found:
         return None, "the cluster did not say its address (the job printed no RAY_ADDRESS)"
     return found[-1], ""
@@ -192,24 +184,15 @@ def device_rows(recipe, nodes: list[dict]) -> list[Row]:
     """Alive nodes vs cluster.nnodes, and each node's device resource vs cluster.devices_per_node."""
     c = recipe.cluster
     res = RESOURCE.get(c.device)
-    rows: list[Row] = []
     need = f"cluster.nnodes={c.nnodes} x devices_per_node={c.devices_per_node} {c.device}"
     if res is None:
         enough = len(nodes) >= c.nnodes
-        rows.append(
-            Row(
-                "nodes",
-                CLUSTER,
-                OK if enough else FAIL,
-                f"{len(nodes)} alive node(s); the recipe needs {c.nnodes} (cluster.device cpu)",
-                "" if enough else "add nodes to the Ray cluster, or lower cluster.nnodes",
-            )
-        )
-        rows += [
-            Row("devices", node_label(n), SKIP, "cluster.device is cpu: no accelerator resources to count")
-            for n in nodes
+        said = f"{len(nodes)} alive node(s); the recipe needs {c.nnodes} (cluster.device cpu)"
+        fix = "" if enough else "add nodes to the Ray cluster, or lower cluster.nnodes"
+        skip = "cluster.device is cpu: no accelerator resources to count"
+        return [Row("nodes", CLUSTER, OK if enough else FAIL, said, fix)] + [
+            Row("devices", node_label(n), SKIP, skip) for n in nodes
         ]
-        return rows
     have = {node_label(n): int((n.get("Resources") or {}).get(res, 0)) for n in nodes}
     full = [label for label, count in have.items() if count >= c.devices_per_node]
     total = sum(have.values())
@@ -218,48 +201,32 @@ def device_rows(recipe, nodes: list[dict]) -> list[Row]:
         f"the recipe needs {need} = {c.nnodes * c.devices_per_node} {res}"
     )
     flag = f"--resources='{{\"NPU\": {c.devices_per_node}}}'" if res == "NPU" else f"--num-gpus={c.devices_per_node}"
-    if len(full) >= c.nnodes:
-        rows.append(Row("nodes", CLUSTER, OK, detail))
+    spare = len(full) >= c.nnodes  # enough full nodes: one without devices (a CPU head) is merely unused
+    if spare:
+        rows = [Row("nodes", CLUSTER, OK, detail)]
     else:
         fix = f"start Ray on {c.nnodes - len(full)} more node(s) with `ray start --address=HEAD:6379 {flag}`" + (
             " (Ray schedules NPUs as the custom resource NPU)" if res == "NPU" else ""
         )
         if full:
             fix += f", or lower cluster.nnodes to {len(full)}"
-        rows.append(Row("nodes", CLUSTER, FAIL, detail, fix))
-    spare = len(full) >= c.nnodes  # enough full nodes: one without devices (a CPU head) is merely unused
+        rows = [Row("nodes", CLUSTER, FAIL, detail, fix)]
     for label, count in have.items():
         if count >= c.devices_per_node:
             extra = f" (uses {c.devices_per_node})" if count > c.devices_per_node else ""
             rows.append(Row("devices", label, OK, f"{count} {res}{extra}"))
         elif count == 0 and spare:
-            rows.append(
-                Row(
-                    "devices",
-                    label,
-                    WARN,
-                    f"0 {res}: the run will not place workers here",
-                    f"fine for a CPU-only head; otherwise restart Ray here with {flag}",
-                )
-            )
+            fix = f"fine for a CPU-only head; otherwise restart Ray here with {flag}"
+            rows.append(Row("devices", label, WARN, f"0 {res}: the run will not place workers here", fix))
         else:
-            hint = f"restart Ray on this node with {flag}" + (
-                " (check `npu-smi info`)" if res == "NPU" else " (check `nvidia-smi`)"
-            )
+            fix = f"restart Ray on this node with {flag} (check `{'npu-smi info' if res == 'NPU' else 'nvidia-smi'}`)"
             if count:
-                hint += (
+                fix += (
                     f" if it has them (A3: 16 dies, A2: 8); else use other nodes or set "
                     f"cluster.devices_per_node={count}"
                 )
-            rows.append(
-                Row(
-                    "devices",
-                    label,
-                    FAIL,
-                    f"{count} {res} on this node; the recipe uses {c.devices_per_node} per node",
-                    hint,
-                )
-            )
+            said = f"{count} {res} on this node; the recipe uses {c.devices_per_node} per node"
+            rows.append(Row("devices", label, FAIL, said, fix))
     return rows
 
 
@@ -273,49 +240,32 @@ def run_node_checks(spec: dict, nodes: list[dict], timeout_s: float, progress: C
     refs = {}
     for n in nodes:
         strategy = NodeAffinitySchedulingStrategy(node_id=n["NodeID"], soft=False)
-        refs[
-            task.options(
-                num_cpus=0,
-                max_retries=0,
-                scheduling_strategy=strategy,
-                name=f"grpolab-preflight-{str(n['NodeID'])[:8]}",
-            ).remote(spec)
-        ] = node_label(n)
+        name = f"grpolab-preflight-{str(n['NodeID'])[:8]}"
+        ref = task.options(num_cpus=0, max_retries=0, scheduling_strategy=strategy, name=name).remote(spec)
+        refs[ref] = node_label(n)
     progress(f"running per-node checks on {len(refs)} node(s) in parallel ...")
     ready, pending = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
     rows: list[Row] = []
-    for ref in refs:  # keep the node order
-        label = refs[ref]
+    for ref, label in refs.items():  # keep the node order
         if ref in pending:
             ray.cancel(ref, force=True)
-            rows.append(
-                Row(
-                    "node",
-                    label,
-                    FAIL,
-                    f"the per-node checks did not answer in {timeout_s:.0f} s",
-                    "check the node (`ray status`, its raylet log); a hung mount under the model, data or "
-                    "checkpoint path blocks them",
-                )
+            fix = (
+                "check the node (`ray status`, its raylet log); a hung mount under the model, data or checkpoint "
+                "path blocks them"
             )
+            rows.append(Row("node", label, FAIL, f"the per-node checks did not answer in {timeout_s:.0f} s", fix))
             continue
         try:
             result = ray.get(ref)
         except Exception as exc:  # RayTaskError, WorkerCrashedError, ...: report, never raise
             text = str(exc).strip().splitlines()
             last = text[-1] if text else type(exc).__name__
-            missing = "No module named 'grpolab" in str(exc)
-            rows.append(
-                Row(
-                    "node",
-                    label,
-                    FAIL,
-                    f"the per-node checks failed: {last[:300]}",
-                    "install grpolab (pip install -e .) in the Python environment Ray runs on every node"
-                    if missing
-                    else "see the node's worker log (ray logs) for the traceback",
-                )
+            fix = (
+                "install grpolab (pip install -e .) in the Python environment Ray runs on every node"
+                if "No module named 'grpolab" in str(exc)
+                else "see the node's worker log (ray logs) for the traceback"
             )
+            rows.append(Row("node", label, FAIL, f"the per-node checks failed: {last[:300]}", fix))
             continue
         rows += [Row(r["check"], label, r["status"], r["detail"], r.get("fix", "")) for r in result["rows"]]
     return rows

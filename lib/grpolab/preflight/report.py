@@ -109,8 +109,7 @@ class PreflightReport:
             lines.append(f"{r.status.upper():6}  {r.check:{wc}}  {r.node:{wn}}  {detail[0]}")
             lines += [" " * indent + more for more in detail[1:]]
             if r.fix and r.status in (FAIL, WARN):
-                fix = textwrap.wrap("fix: " + r.fix, room)
-                lines += [" " * indent + f for f in fix]
+                lines += [" " * indent + f for f in textwrap.wrap("fix: " + r.fix, room)]
         lines.append(self.summary())
         return "\n".join(lines)
 
@@ -128,11 +127,10 @@ def _folded(rows: list[Row], n_nodes: int) -> list[Row]:
             out.append(r)
             continue
         key = (r.check, r.status, r.detail, r.fix)
-        if key not in groups:
-            groups[key] = []
+        if key not in first:
             first[key] = len(out)
             out.append(r)
-        groups[key].append(r.node)
+        groups.setdefault(key, []).append(r.node)
     for key, nodes in groups.items():
         if len(nodes) > 1:
             label = f"all {len(nodes)} nodes" if len(nodes) == n_nodes else f"{len(nodes)} nodes"

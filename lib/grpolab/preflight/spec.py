@@ -10,6 +10,8 @@ sharded over the nodes: a node whose disk has less than the whole but at least i
 
 from __future__ import annotations
 
+import contextlib
+
 from grpolab.paths import runs_dir
 from grpolab.problems import InputError, RecipeError
 from grpolab.recipe.cards import resolve_model
@@ -64,7 +66,6 @@ def _files(value) -> list[str]:
 
 def checkpoint_bytes(recipe: Recipe, card) -> tuple[int, str]:
     """The bytes of the checkpoints kept at once (grpolab.recipe.checkpoint_size: the layout, trainer.keep_ckpts)."""
-
     if card is None:
         return CKPT_FLOOR_BYTES, "no model card: 100 MB assumed"
     est = estimate(recipe, card)
@@ -75,29 +76,19 @@ def checkpoint_bytes(recipe: Recipe, card) -> tuple[int, str]:
 
 def _rendered_verl(recipe: Recipe) -> str | None:
     """The verl version the launch is rendered for (the keys its workers read): every node must run that one."""
-    if not recipe.engine.verl:
-        return None
-
-    return verl_version()
+    return verl_version() if recipe.engine.verl else None
 
 
 def node_spec(recipe: Recipe) -> dict:
     """The per-node task's input: everything it compares, as plain data."""
-
     card = None
     if recipe.model.card:
-        try:
+        with contextlib.suppress(InputError, RecipeError):  # the driver's `recipe` rows report the missing card
             card = resolve_model(recipe.model.card).card
-        except (InputError, RecipeError):
-            card = None  # the driver's `recipe` rows report the missing card
     cpu_trainer = not recipe.engine.verl  # grpolab.local.train: a model made in code, the data read by the driver
-    model = (
-        None
-        if cpu_trainer
-        else {"path": recipe.model.path, "card": recipe.model.card, "card_data": card.model_dump() if card else None}
-    )
-    data = None
+    model = data = None
     if not cpu_trainer:
+        model = {"path": recipe.model.path, "card": recipe.model.card, "card_data": card.model_dump() if card else None}
         prompt_key = _verl_data_key(recipe, "data.prompt_key", "prompt")
         reward_key = _verl_data_key(recipe, "data.reward_fn_key", "data_source")
         files = [("data.train_files", f) for f in _files(recipe.data.train_files)]

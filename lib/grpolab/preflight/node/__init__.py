@@ -38,14 +38,8 @@ def _guard(name: str, fn: Callable[[], Any]) -> list[dict]:
     try:
         out = fn()
     except Exception as exc:  # one broken check must not hide the others
-        return [
-            row(
-                name,
-                FAIL,
-                f"the check itself failed: {type(exc).__name__}: {exc}"[:400],
-                "report this as a grpolab bug, with the recipe",
-            )
-        ]
+        said = f"the check itself failed: {type(exc).__name__}: {exc}"[:400]
+        return [row(name, FAIL, said, "report this as a grpolab bug, with the recipe")]
     return out if isinstance(out, list) else [out]
 
 

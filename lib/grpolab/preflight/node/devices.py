@@ -5,6 +5,7 @@ child process with a timeout, so a broken driver stack can neither crash nor han
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -36,10 +37,8 @@ def _probe(code: str, env: dict[str, str]) -> tuple[dict | None, str]:
         return None, str(exc)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode == 0 and lines:
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             return json.loads(lines[-1]), ""
-        except json.JSONDecodeError:
-            pass
     err = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
     return None, (err[-1] if err else f"exit status {proc.returncode}")[:300]
 
@@ -67,22 +66,17 @@ def check_torch_npu(spec: dict, env: dict[str, str]) -> dict:
         install = ""
     install = install or "pip install torch_npu (the release that matches torch)"
     if not importable("torch_npu", env):
-        return row(
-            "torch_npu",
-            FAIL,
-            "torch_npu is not installed for this node's Python: no NPU can be used",
-            f"{install} in the environment Ray runs on this node, with CANN installed first; "
-            "never into a CPU-only environment",
+        fix = (
+            f"{install} in the environment Ray runs on this node, with CANN installed first; never into a CPU-only "
+            "environment"
         )
+        return row("torch_npu", FAIL, "torch_npu is not installed for this node's Python: no NPU can be used", fix)
     result, error = _probe(NPU_PROBE, env)
     if result is None:
-        return row(
-            "torch_npu",
-            FAIL,
-            f"`import torch_npu` fails: {error}",
-            "source the CANN toolkit's set_env.sh before `ray start`, and install matching torch and "
-            "torch_npu versions",
+        fix = (
+            "source the CANN toolkit's set_env.sh before `ray start`, and install matching torch and torch_npu versions"
         )
+        return row("torch_npu", FAIL, f"`import torch_npu` fails: {error}", fix)
     count = result["count"]
     detail = f"torch {result['torch']}, torch_npu {result['torch_npu']}: {count} NPU(s) visible"
     if count < dpn:
@@ -100,12 +94,8 @@ def check_torch_npu(spec: dict, env: dict[str, str]) -> dict:
 def check_cuda(spec: dict, env: dict[str, str]) -> dict:
     dpn = spec["devices_per_node"]
     if not importable("torch", env):
-        return row(
-            "cuda",
-            FAIL,
-            "torch is not installed for this node's Python",
-            "pip install torch (a CUDA build) in the environment Ray runs on this node",
-        )
+        fix = "pip install torch (a CUDA build) in the environment Ray runs on this node"
+        return row("cuda", FAIL, "torch is not installed for this node's Python", fix)
     result, error = _probe(CUDA_PROBE, env)
     if result is None:
         return row("cuda", FAIL, f"`import torch` fails: {error}", "repair the torch install on this node")
@@ -131,12 +121,8 @@ def toolkit_roots(env: dict[str, str]) -> list[str]:
 def cann_version(env: dict[str, str]) -> tuple[str | None, str]:
     """(version, the install-info file) from `<toolkit>/latest/*/ascend_toolkit_install.info` or near it."""
     for root in toolkit_roots(env):
-        for pattern in (
-            "latest/*/ascend_toolkit_install.info",
-            "*/ascend_toolkit_install.info",
-            "ascend_toolkit_install.info",
-        ):
-            for path in sorted(glob.glob(os.path.join(root, pattern))):
+        for pattern in ("latest/*/", "*/", ""):
+            for path in sorted(glob.glob(os.path.join(root, pattern + "ascend_toolkit_install.info"))):
                 version = read_install_info(path).get("version")
                 if version:
                     return version, path
@@ -145,16 +131,12 @@ def cann_version(env: dict[str, str]) -> tuple[str | None, str]:
 
 def read_install_info(path: str) -> dict[str, str]:
     """`key=value` lines of a toolkit's install-info file ({} when it is not a readable regular file)."""
-    out = {}
     try:
         text = read_text(path, INFO_BYTES, errors="replace")
     except OSError:
-        return out
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            out[key.strip()] = value.strip()
-    return out
+        return {}
+    pairs = (line.partition("=") for line in text.splitlines())
+    return {key.strip(): value.strip() for key, sep, value in pairs if sep}
 
 
 def check_cann(spec: dict, env: dict[str, str]) -> dict:
@@ -166,37 +148,25 @@ def check_cann(spec: dict, env: dict[str, str]) -> dict:
     version, path = cann_version(env)
     if version is None:
         where = ", ".join(toolkit_roots(env))
-        return row(
-            "cann",
-            FAIL,
-            f"no CANN toolkit found (no ascend_toolkit_install.info under {where})",
-            f"install the CANN toolkit{' ' + pin if pin else ''} and `source <toolkit>/set_env.sh` "
-            "before `ray start` on this node (or set ASCEND_TOOLKIT_HOME)",
+        fix = (
+            f"install the CANN toolkit{' ' + pin if pin else ''} and `source <toolkit>/set_env.sh` before `ray start` "
+            "on this node (or set ASCEND_TOOLKIT_HOME)"
         )
+        return row("cann", FAIL, f"no CANN toolkit found (no ascend_toolkit_install.info under {where})", fix)
     if not pin:
         return row("cann", OK, f"CANN {version} ({path}); the recipe pins no version (stack.cann)")
     pin_version = parsed.version or parsed.ref
     order = stack.compare_versions(version, pin_version)
     if order is None and version != pin_version:
-        return row(
-            "cann",
-            WARN,
-            f"CANN {version} ({path}); the recipe pins {pin}: cannot order the two",
-            f"install CANN {pin_version}, or pin stack.cann to {version} after testing",
-        )
+        fix = f"install CANN {pin_version}, or pin stack.cann to {version} after testing"
+        return row("cann", WARN, f"CANN {version} ({path}); the recipe pins {pin}: cannot order the two", fix)
     if order is not None and order < 0:
-        return row(
-            "cann",
-            FAIL,
-            f"CANN {version} is older than the recipe's {pin_version} ({path})",
-            f"install CANN {pin_version} or newer on this node and source its set_env.sh before `ray start`",
-        )
+        fix = f"install CANN {pin_version} or newer on this node and source its set_env.sh before `ray start`"
+        return row("cann", FAIL, f"CANN {version} is older than the recipe's {pin_version} ({path})", fix)
     if order is not None and order > 0:
+        fix = f"test the recipe on {version} and update stack.cann, or install {pin_version}"
         return row(
-            "cann",
-            WARN,
-            f"CANN {version} is newer than the {pin_version} the recipe was tuned for ({path})",
-            f"test the recipe on {version} and update stack.cann, or install {pin_version}",
+            "cann", WARN, f"CANN {version} is newer than the {pin_version} the recipe was tuned for ({path})", fix
         )
     return row("cann", OK, f"CANN {version} matches stack.cann ({path})")
 
@@ -215,45 +185,28 @@ def parse_npu_smi(text: str) -> tuple[str | None, int]:
 def check_npu_smi(spec: dict, env: dict[str, str]) -> dict:
     exe = shutil.which("npu-smi", path=env.get("PATH"))
     if exe is None:
-        return row(
-            "npu-smi",
-            SKIP,
-            "npu-smi is not on PATH: the chip is not identified",
-            "install the Ascend driver (it ships npu-smi) and put it on PATH",
-        )
+        fix = "install the Ascend driver (it ships npu-smi) and put it on PATH"
+        return row("npu-smi", SKIP, "npu-smi is not on PATH: the chip is not identified", fix)
     try:
         proc = subprocess.run([exe, "info"], env=env, capture_output=True, text=True, timeout=NPU_SMI_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return row(
-            "npu-smi",
-            FAIL,
-            f"`npu-smi info` did not answer in {NPU_SMI_TIMEOUT_S} s",
-            "check the Ascend driver on this node (dmesg, `npu-smi info`)",
-        )
+        fix = "check the Ascend driver on this node (dmesg, `npu-smi info`)"
+        return row("npu-smi", FAIL, f"`npu-smi info` did not answer in {NPU_SMI_TIMEOUT_S} s", fix)
     except OSError as exc:
         return row("npu-smi", FAIL, f"`npu-smi info` cannot run: {exc}", "reinstall the Ascend driver")
     chip, count = parse_npu_smi(proc.stdout)
     if proc.returncode != 0 or chip is None:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-        return row(
-            "npu-smi",
-            FAIL,
-            f"`npu-smi info` lists no NPU: {tail[0][:200]}",
-            "check the Ascend driver and firmware on this node",
-        )
+        fix = "check the Ascend driver and firmware on this node"
+        return row("npu-smi", FAIL, f"`npu-smi info` lists no NPU: {tail[0][:200]}", fix)
     return row("npu-smi", OK, f"chip {chip}: {count} NPU(s) in `npu-smi info` (A3 cards hold 2 dies each)")
 
 
 def check_devices(spec: dict, env: dict[str, str]) -> list[dict]:
     device = spec["device"]
     if device == "cpu":
-        return [
-            row(
-                "device",
-                SKIP,
-                f"cluster.device is cpu (train.engine {spec['engine']}): no accelerator runtime to check",
-            )
-        ]
+        said = f"cluster.device is cpu (train.engine {spec['engine']}): no accelerator runtime to check"
+        return [row("device", SKIP, said)]
     if device == "npu":
         return [
             check_torch_npu(spec, env),

@@ -37,70 +37,49 @@ def check_env(spec: dict, node_env: dict[str, str], env: dict[str, str]) -> list
     recipe_env, marked = spec["env"], spec.get("secrets", [])
     for var, severity, why in spec["required_env"]:
         if not env.get(var):
-            rows.append(
-                row(
-                    f"env.{var}",
-                    severity,
-                    f"{var} is not set on this node nor in the recipe's env: {why}",
-                    f"export {var}=... in the shell that runs `ray start` on this node (then restart Ray there), "
-                    f"or add it under the recipe's env:",
-                )
+            said = f"{var} is not set on this node nor in the recipe's env: {why}"
+            fix = (
+                f"export {var}=... in the shell that runs `ray start` on this node (then restart Ray there), or add "
+                "it under the recipe's env:"
             )
+            rows.append(row(f"env.{var}", severity, said, fix))
     for var, value in recipe_env.items():
         mine = node_env.get(var)
         if mine is not None and mine != env[var] and "${" not in str(value):
-            rows.append(
-                row(
-                    f"env.{var}",
-                    WARN,
-                    f"this node sets {shown(var, mine, marked)} but the recipe sets {shown(var, env[var], marked)}: the "
-                    "values differ; the job sees the recipe's value, processes started outside the job (the raylet, "
-                    "other jobs) see the node's",
-                    f"make them agree: change env.{var} in the recipe, or the node's environment before `ray start`",
-                )
+            said = (
+                f"this node sets {shown(var, mine, marked)} but the recipe sets {shown(var, env[var], marked)}: the "
+                "values differ; the job sees the recipe's value, processes started outside the job (the raylet, "
+                "other jobs) see the node's"
             )
+            fix = f"make them agree: change env.{var} in the recipe, or the node's environment before `ray start`"
+            rows.append(row(f"env.{var}", WARN, said, fix))
     dpn = spec["devices_per_node"]
     visible_var = {"npu": "ASCEND_RT_VISIBLE_DEVICES", "cuda": "CUDA_VISIBLE_DEVICES"}.get(spec["device"])
     if visible_var and env.get(visible_var) is not None:
         ids = listed(env[visible_var])
         if len(ids) < dpn:
             where = "the recipe's env" if visible_var in recipe_env else "this node's environment"
-            rows.append(
-                row(
-                    f"env.{visible_var}",
-                    FAIL,
-                    f"{shown(visible_var, env[visible_var], marked)} (from {where}) lists {len(ids)} device(s) but the recipe uses "
-                    f"{dpn} per node",
-                    f"list {dpn} devices ({','.join(str(i) for i in range(dpn))}) in {visible_var}, or unset it",
-                )
+            said = (
+                f"{shown(visible_var, env[visible_var], marked)} (from {where}) lists {len(ids)} device(s) but the "
+                f"recipe uses {dpn} per node"
             )
+            fix = f"list {dpn} devices ({','.join(str(i) for i in range(dpn))}) in {visible_var}, or unset it"
+            rows.append(row(f"env.{visible_var}", FAIL, said, fix))
     for var in ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
         value = env.get(var)
         if spec["device"] == "npu" and value:
-            missing = _missing_interfaces(value)
-            if missing:
-                rows.append(
-                    row(
-                        f"env.{var}",
-                        WARN,
-                        f"{shown(var, value, marked)} names no network interface of this node ({', '.join(missing)}); "
-                        f"interfaces here: {', '.join(_interfaces())}",
-                        f"set {var} to the interface that carries this node's IP (see `ip addr`)",
-                    )
-                )
+            if missing := _missing_interfaces(value):
+                said = f"{shown(var, value, marked)} names no network interface of this node ({', '.join(missing)})"
+                fix = f"set {var} to the interface that carries this node's IP (see `ip addr`)"
+                rows.append(row(f"env.{var}", WARN, f"{said}; interfaces here: {', '.join(_interfaces())}", fix))
     if not rows:
         noset = env.get("RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES")
         extra = (
             f"; RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES={noset}" if noset and spec["device"] == "npu" else ""
         )
         required = ", ".join(v for v, _, _ in spec["required_env"]) or "none for this recipe"
-        rows.append(
-            row(
-                "env",
-                OK,
-                f"{len(recipe_env)} recipe variable(s) applied; required variables present ({required}){extra}",
-            )
-        )
+        said = f"{len(recipe_env)} recipe variable(s) applied; required variables present ({required}){extra}"
+        rows.append(row("env", OK, said))
     return rows
 
 
@@ -120,8 +99,7 @@ def _missing_interfaces(value: str) -> list[str]:
     for item in listed(value):
         if item.startswith("^"):
             continue  # an exclusion list cannot be wrong in a way we can see
-        exact = item.startswith("=")
-        name = item.lstrip("=")
+        exact, name = item.startswith("="), item.lstrip("=")
         if not any((n == name) if exact else n.startswith(name) for n in names):
             missing.append(name)
     return missing

@@ -15,8 +15,6 @@ from grpolab.preflight.node.rows import FAIL, OK, SKIP, WARN, row
 from grpolab.recipe.files import read_bytes
 
 JSON_BYTES = 64 << 20  # config.json is a few KB, a shard index a few MB
-
-
 WEIGHT_GLOBS = ("*.safetensors", "*.bin", "*.pt", "*.gguf")
 
 
@@ -30,27 +28,16 @@ def check_model(spec: dict) -> list[dict]:
     path = Path(os.path.expanduser(raw))
     if not path.exists():
         if not raw.startswith(("/", "~", ".")) and raw.count("/") == 1:
-            return [
-                row(
-                    "model",
-                    WARN,
-                    f"{raw!r} is not a directory on this node: verl would fetch it from the "
-                    "Hugging Face Hub at start-up on every node",
-                    "download it once to shared storage and set model.path to that directory",
-                )
-            ]
-        return [
-            row(
-                "model",
-                FAIL,
-                f"model directory {raw} does not exist on this node",
-                "copy the weights to the same path on every node (or shared storage), or set model.path",
+            said = (
+                f"{raw!r} is not a directory on this node: verl would fetch it from the Hugging Face Hub at start-up "
+                "on every node"
             )
-        ]
+            return [row("model", WARN, said, "download it once to shared storage and set model.path to that directory")]
+        fix = "copy the weights to the same path on every node (or shared storage), or set model.path"
+        return [row("model", FAIL, f"model directory {raw} does not exist on this node", fix)]
     config = path / "config.json"
     if not config.is_file():
         return [row("model", FAIL, f"{raw} has no config.json", "point model.path at a Hugging Face model directory")]
-    rows = []
     try:
         data = json.loads(read_bytes(config, JSON_BYTES))
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: not JSON, not UTF-8
@@ -58,12 +45,8 @@ def check_model(spec: dict) -> list[dict]:
     if not isinstance(data, dict):
         return [row("model", FAIL, f"{config} is not a JSON object", "fix or replace the model's config.json")]
     card = model.get("card_data")
-    if card:
-        rows.append(_compare_card(config, data, card, model["card"]))
-    else:
-        rows.append(row("model.config", OK, f"{config} readable (no card to compare)"))
-    rows.append(_weights(path, raw))
-    return rows
+    compared = _compare_card(config, data, card, model["card"]) if card else None
+    return [compared or row("model.config", OK, f"{config} readable (no card to compare)"), _weights(path, raw)]
 
 
 def _compare_card(config: Path, data: dict, card_data: dict, card_name: str) -> dict:
@@ -76,22 +59,14 @@ def _compare_card(config: Path, data: dict, card_data: dict, card_name: str) -> 
     try:
         facts = facts_from_config(data, card, str(config))
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        return row(
-            "model.config",
-            FAIL,
-            f"{config} has values grpolab cannot read: {str(exc)[:200]}",
-            "fix or replace the model's config.json",
-        )
+        said = f"{config} has values grpolab cannot read: {str(exc)[:200]}"
+        return row("model.config", FAIL, said, "fix or replace the model's config.json")
     wrong = [
         f"{f} {getattr(facts, f)} (card {getattr(card, f)})" for f in COMPARED if getattr(facts, f) != getattr(card, f)
     ]
     if wrong:
-        return row(
-            "model.config",
-            FAIL,
-            f"{config} does not match card {card_name!r}: {', '.join(wrong)}",
-            "point model.path at the model the card describes, or set model.card to this model's card",
-        )
+        fix = "point model.path at the model the card describes, or set model.card to this model's card"
+        return row("model.config", FAIL, f"{config} does not match card {card_name!r}: {', '.join(wrong)}", fix)
     shown = ", ".join(f"{f} {getattr(card, f)}" for f in COMPARED)
     return row("model.config", OK, f"{config} matches card {card_name!r} ({shown})")
 
@@ -108,22 +83,14 @@ def _weights(path: Path, raw: str) -> dict:
                 return row("model.weights", FAIL, f"cannot read {index}: {exc}", "re-download the model")
             missing = [s for s in shards if not (path / s).is_file()]
             if missing:
-                return row(
-                    "model.weights",
-                    FAIL,
-                    f"{len(missing)} of {len(shards)} weight shards listed in {index_name} are missing "
-                    f"(e.g. {', '.join(missing[:3])})",
-                    "finish copying the weights to this node (same path on every node)",
-                )
+                said = f"{len(missing)} of {len(shards)} weight shards listed in {index_name} are missing"
+                fix = "finish copying the weights to this node (same path on every node)"
+                return row("model.weights", FAIL, f"{said} (e.g. {', '.join(missing[:3])})", fix)
             return row("model.weights", OK, f"{len(shards)} weight shard(s) present ({index_name})")
     found = [p.name for g in WEIGHT_GLOBS for p in path.glob(g)]
     if not found:
-        return row(
-            "model.weights",
-            FAIL,
-            f"{raw} holds no weight files ({', '.join(WEIGHT_GLOBS)})",
-            "copy the weights next to config.json (the trainer loads them even with rollout load_format dummy)",
-        )
+        fix = "copy the weights next to config.json (the trainer loads them even with rollout load_format dummy)"
+        return row("model.weights", FAIL, f"{raw} holds no weight files ({', '.join(WEIGHT_GLOBS)})", fix)
     return row("model.weights", OK, f"{len(found)} weight file(s) present")
 
 
@@ -133,64 +100,40 @@ def check_data(spec: dict) -> list[dict]:
         return [row("data", SKIP, spec["data_skip"])]
     rows = []
     for key, raw in data["files"]:
-        check = key
         path = Path(os.path.expanduser(raw))
         if not path.is_file():
-            rows.append(
-                row(
-                    check,
-                    FAIL,
-                    f"{raw} does not exist on this node",
-                    "prepare the dataset (verl's examples/data_preprocess/*.py write parquet) and copy it "
-                    f"to the same path on every node, or set {key}",
-                )
+            fix = (
+                "prepare the dataset (verl's examples/data_preprocess/*.py write parquet) and copy it to the same "
+                f"path on every node, or set {key}"
             )
+            rows.append(row(key, FAIL, f"{raw} does not exist on this node", fix))
             continue
         if path.suffix != ".parquet":
-            rows.append(
-                row(
-                    check,
-                    WARN,
-                    f"{raw} is not parquet: its columns were not checked",
-                    "verl's RLHFDataset reads parquet; convert the file",
-                )
-            )
+            fix = "verl's RLHFDataset reads parquet; convert the file"
+            rows.append(row(key, WARN, f"{raw} is not parquet: its columns were not checked", fix))
             continue
         try:
             # lazy: pyarrow (the per-node task reads parquet only when the data is parquet)
             import pyarrow.parquet as pq
         except ImportError:
-            rows.append(row(check, WARN, "pyarrow is not installed here: columns not checked", "pip install pyarrow"))
+            rows.append(row(key, WARN, "pyarrow is not installed here: columns not checked", "pip install pyarrow"))
             continue
         try:
             schema = pq.read_schema(str(path))
         except Exception as exc:  # pyarrow raises ArrowInvalid / OSError variants
-            rows.append(
-                row(
-                    check,
-                    FAIL,
-                    f"{raw} is not a readable parquet file: {str(exc)[:200]}",
-                    "rewrite the file with pandas.DataFrame.to_parquet or pyarrow",
-                )
-            )
+            fix = "rewrite the file with pandas.DataFrame.to_parquet or pyarrow"
+            rows.append(row(key, FAIL, f"{raw} is not a readable parquet file: {str(exc)[:200]}", fix))
             continue
-        rows.append(_columns(check, raw, schema, data))
+        rows.append(_columns(key, raw, schema, data))
     return rows
 
 
 def _columns(check: str, raw: str, schema, data: dict) -> dict:
     names = list(schema.names)
-    missing = []
-    for column, why in data["columns"]:
-        if column not in names:
-            missing.append(f"{column!r} ({why})")
+    missing = [f"{column!r} ({why})" for column, why in data["columns"] if column not in names]
     if "reward_model" in names and data.get("needs_ground_truth"):
-        field = schema.field("reward_model")
-        sub = (
-            [field.type.field(i).name for i in range(field.type.num_fields)]
-            if hasattr(field.type, "num_fields")
-            else []
-        )
+        kind = schema.field("reward_model").type
+        sub = [kind.field(i).name for i in range(getattr(kind, "num_fields", 0))]
         if sub and "ground_truth" not in sub:
             missing.append("'reward_model.ground_truth' (the rule reward compares the answer with it)")
     if missing:
@@ -214,8 +157,7 @@ def _gb(n: float) -> str:
 def check_checkpoint(spec: dict) -> dict:
     ck = spec["checkpoint"]
     raw = ck["path"]
-    target = Path(os.path.expanduser(raw))
-    anchor = target
+    target = anchor = Path(os.path.expanduser(raw))
     while not anchor.exists() and anchor != anchor.parent:
         anchor = anchor.parent
     if not anchor.is_dir():
@@ -227,39 +169,25 @@ def check_checkpoint(spec: dict) -> dict:
             with tempfile.NamedTemporaryFile(dir=target, prefix=".grpolab-preflight-"):
                 pass
         except OSError as exc:
-            return row(
-                "checkpoint",
-                FAIL,
-                f"{raw} is not writable on this node: {exc.strerror or exc}",
-                "make it writable by the user that runs Ray, or set trainer.ckpt_dir",
-            )
-        where = raw
-    else:
-        if not os.access(anchor, os.W_OK | os.X_OK):
-            return row(
-                "checkpoint",
-                FAIL,
-                f"{raw} does not exist and {anchor} is not writable: it cannot be created",
-                "create the directory (writable by the Ray user) on every node, or set trainer.ckpt_dir",
-            )
-        where = f"{raw} (created at launch under {anchor})"
+            fix = "make it writable by the user that runs Ray, or set trainer.ckpt_dir"
+            return row("checkpoint", FAIL, f"{raw} is not writable on this node: {exc.strerror or exc}", fix)
+    elif not os.access(anchor, os.W_OK | os.X_OK):
+        fix = "create the directory (writable by the Ray user) on every node, or set trainer.ckpt_dir"
+        return row("checkpoint", FAIL, f"{raw} does not exist and {anchor} is not writable: it cannot be created", fix)
+    where = raw if anchor == target else f"{raw} (created at launch under {anchor})"
     free = shutil.disk_usage(anchor).free
     need, share = ck["bytes"], ck["bytes"] / max(spec["nnodes"], 1)
     size = f"a checkpoint needs about {_gb(need)} ({ck['estimate']})"
     if free < share:
         part = f", this node's 1/{spec['nnodes']} share {_gb(share)}" if spec["nnodes"] > 1 else ""
-        return row(
-            "checkpoint",
-            FAIL,
-            f"{where}: {_gb(free)} free; {size}{part}",
-            "free space, or set trainer.ckpt_dir to a larger (shared) filesystem",
-        )
+        fix = "free space, or set trainer.ckpt_dir to a larger (shared) filesystem"
+        return row("checkpoint", FAIL, f"{where}: {_gb(free)} free; {size}{part}", fix)
     if free < need:
+        said = (
+            f"{where}: {_gb(free)} free; {size}: enough only if this disk holds just this node's shard (a disk of "
+            "its own, not shared storage)"
+        )
         return row(
-            "checkpoint",
-            WARN,
-            f"{where}: {_gb(free)} free; {size}: enough only if this disk holds "
-            "just this node's shard (a disk of its own, not shared storage)",
-            "use a filesystem with room for a whole checkpoint if it is shared between nodes",
+            "checkpoint", WARN, said, "use a filesystem with room for a whole checkpoint if it is shared between nodes"
         )
     return row("checkpoint", OK, f"{where}: writable, {_gb(free)} free; {size}")

@@ -54,14 +54,8 @@ def check_ports(spec: dict, env: dict[str, str]) -> list[dict]:
         try:
             ports = parse_port_ranges(value)
         except ValueError as exc:
-            rows.append(
-                row(
-                    check,
-                    FAIL,
-                    f"{var}={value!r} is not a port range: {exc}",
-                    f"write it as FIRST-LAST, e.g. {var}=60000-60050",
-                )
-            )
+            fix = f"write it as FIRST-LAST, e.g. {var}=60000-60050"
+            rows.append(row(check, FAIL, f"{var}={value!r} is not a port range: {exc}", fix))
             continue
         if not ports:
             rows.append(row(check, SKIP, f"{var}={value}: HCCL chooses its own ports"))
@@ -76,12 +70,10 @@ def check_ports(spec: dict, env: dict[str, str]) -> list[dict]:
         partial = f" (first {MAX_PORTS} of {len(ports)})" if len(ports) > len(tried) else ""
         if taken:
             shown = ", ".join(str(p) for p in taken[:10]) + (" ..." if len(taken) > 10 else "")
+            fix = f"stop what holds them (`ss -ltnp | grep <port>`), or move {var} to a free range"
             rows.append(
                 row(
-                    check,
-                    FAIL,
-                    f"{len(taken)} of {len(tried)} port(s) in {var}={value} are in use: {shown}{note}",
-                    f"stop what holds them (`ss -ltnp | grep <port>`), or move {var} to a free range",
+                    check, FAIL, f"{len(taken)} of {len(tried)} port(s) in {var}={value} are in use: {shown}{note}", fix
                 )
             )
         else:
@@ -94,19 +86,13 @@ def check_nofile(spec: dict) -> dict:
         return row(
             "open-files", SKIP, f"the open-file limit matters on NPU (HCCL) nodes; cluster.device is {spec['device']}"
         )
-    try:
-        pass
-    except ImportError:  # pragma: no cover - not on Linux
-        return row("open-files", SKIP, "no resource module on this platform")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = spec["nofile_min"]
     shown = "unlimited" if soft == resource.RLIM_INFINITY else str(soft)
     if soft != resource.RLIM_INFINITY and soft < need:
-        return row(
-            "open-files",
-            FAIL,
-            f"open-file limit {shown} (hard {hard}) is below {need}",
-            f"run `ulimit -n {need}` in the shell that starts Ray on this node, then restart Ray there "
-            "(raise the hard limit in /etc/security/limits.conf if needed)",
+        fix = (
+            f"run `ulimit -n {need}` in the shell that starts Ray on this node, then restart Ray there (raise the "
+            "hard limit in /etc/security/limits.conf if needed)"
         )
+        return row("open-files", FAIL, f"open-file limit {shown} (hard {hard}) is below {need}", fix)
     return row("open-files", OK, f"open-file limit {shown} (>= {need})")

@@ -45,35 +45,17 @@ def check_stack(spec: dict, env: dict[str, str]) -> list[dict]:
         try:
             pin = stack.parse_pin(package, text)
         except ValueError as exc:
-            rows.append(
-                row(
-                    check,
-                    FAIL,
-                    f"cannot read the pin {text!r}: {exc}",
-                    "write a version (0.23.0), version@commit or branch@commit",
-                )
-            )
+            fix = "write a version (0.23.0), version@commit or branch@commit"
+            rows.append(row(check, FAIL, f"cannot read the pin {text!r}: {exc}", fix))
             continue
         version, commit = installed(package, env)
         ok, explanation = stack.matches(pin, version, commit)
         if version is None:
-            rows.append(
-                row(
-                    check,
-                    FAIL,
-                    f"{package} is not installed (the recipe pins {text})",
-                    stack.install_hint(package, pin) + " on every node",
-                )
-            )
+            fix = stack.install_hint(package, pin) + " on every node"
+            rows.append(row(check, FAIL, f"{package} is not installed (the recipe pins {text})", fix))
         elif not ok:
-            rows.append(
-                row(
-                    check,
-                    FAIL,
-                    f"{package}: {explanation}; the recipe pins {text}",
-                    stack.install_hint(package, pin) + f" on every node, or re-tune and update stack.{package}",
-                )
-            )
+            fix = stack.install_hint(package, pin) + f" on every node, or re-tune and update stack.{package}"
+            rows.append(row(check, FAIL, f"{package}: {explanation}; the recipe pins {text}", fix))
         else:
             rows.append(row(check, OK, f"{package}: {explanation or 'installed ' + version} (pin {text})"))
     pinned = {stack.normal_name(p) for p in spec["stack"]}
@@ -82,14 +64,8 @@ def check_stack(spec: dict, env: dict[str, str]) -> list[dict]:
             continue
         version, _ = installed(package, env)
         if version is None:
-            rows.append(
-                row(
-                    f"stack.{package}",
-                    FAIL,
-                    f"{package} is not installed; {why}",
-                    f"pip install {package} on every node (and pin it under stack: to record the version)",
-                )
-            )
+            fix = f"pip install {package} on every node (and pin it under stack: to record the version)"
+            rows.append(row(f"stack.{package}", FAIL, f"{package} is not installed; {why}", fix))
         else:
             rows.append(row(f"stack.{package}", OK, f"{package} {version} installed ({why}; not pinned)"))
     rows += _rendered_for(spec, env)
@@ -131,23 +107,14 @@ def _compat(spec: dict, env: dict[str, str]) -> list[dict]:
     torch_v, _ = installed("torch", env)
     npu_v, _ = installed("torch_npu", env)
     if torch_v and npu_v and _base(torch_v) != _base(npu_v):
-        rows.append(
-            row(
-                "compat.torch_npu",
-                FAIL,
-                f"torch_npu {npu_v} is built for torch {_base(npu_v)}, but torch {torch_v} is installed",
-                f"install torch=={_base(npu_v)} (or the torch_npu release for torch {_base(torch_v)})",
-            )
-        )
+        said = f"torch_npu {npu_v} is built for torch {_base(npu_v)}, but torch {torch_v} is installed"
+        fix = f"install torch=={_base(npu_v)} (or the torch_npu release for torch {_base(torch_v)})"
+        rows.append(row("compat.torch_npu", FAIL, said, fix))
     vllm_v, _ = installed("vllm", env)
     asc_v, _ = installed("vllm-ascend", env)
     if vllm_v and asc_v and _base(vllm_v).split(".")[:2] != _base(asc_v).split(".")[:2]:
+        fix = "install vllm and vllm-ascend of the same release (e.g. both 0.23.x)"
         rows.append(
-            row(
-                "compat.vllm-ascend",
-                FAIL,
-                f"vllm-ascend {asc_v} and vllm {vllm_v} are different release lines",
-                "install vllm and vllm-ascend of the same release (e.g. both 0.23.x)",
-            )
+            row("compat.vllm-ascend", FAIL, f"vllm-ascend {asc_v} and vllm {vllm_v} are different release lines", fix)
         )
     return rows
