@@ -26,7 +26,6 @@ is exact (a variable the user defines in a later cell is never mistaken for a pa
 an executed notebook is re-run in JupyterLab.
 """
 
-from grpolab.notebook import runall as _runall
 from grpolab.notebook.compare import (  # noqa: F401
     compare_runs,
     latest_runs,
@@ -88,5 +87,3 @@ from grpolab.notebook.stages import (  # noqa: F401
     verdict,
     watch,
 )
-
-_runall.install()  # in a kernel: a failed check stops the rest of the notebook (grpolab.notebook.runall)
