@@ -7,11 +7,7 @@ import types
 import typing
 from typing import Any
 
-from grpolab.notebook.display import (
-    PAPERMILL_NAMES,
-    NotebookStop,
-    in_jupyterlab,
-)
+from grpolab.notebook.display import PAPERMILL_NAMES, NotebookStop, in_jupyterlab
 from grpolab.notebook.runall import install as arm_runall_guard
 from grpolab.problems import InputError, closest
 

@@ -52,8 +52,7 @@ def _harmless(source: str) -> bool:
 class Guard:
     """The kernel's record of the NotebookStop that stopped the notebook (None: nothing stopped it)."""
 
-    def __init__(self) -> None:
-        self.stopped: str | None = None
+    stopped: str | None = None
 
     def transform(self, lines: list[str]) -> list[str]:
         """IPython input transformer: a cell after a stop becomes a CellSkipped error, unless harmless."""
