@@ -17,6 +17,7 @@ An unexpected exception is one line too (`internal error`, exit 1); GRPOLAB_DEBU
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -58,28 +59,18 @@ def _one_line(text: str) -> str:
 
 def _fail(verb: str, message: str, status: int, as_json: bool) -> int:
     message = _one_line(message)
-    try:
+    with contextlib.suppress(OSError):  # BrokenPipeError too
         sys.stdout.flush()
         if as_json:
             print(json.dumps({"error": message, "exit": status}))
         print(f"grpolab{' ' + verb if verb else ''}: {message}", file=sys.stderr)
-    except (BrokenPipeError, OSError):
-        pass
     return status
 
 
 def _quiet_closed_stdout() -> None:
     """stdout's reader went away: send what is left to /dev/null so that Python's exit flush stays silent."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # pytest's captured stdout has no file descriptor
-        pass
-
-
-def _os_message(exc: OSError) -> str:
-    where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-    return f"{where}{exc.strerror or exc}"
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # pytest's captured stdout has no file descriptor
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 # bytes from outside (a run folder's name, a log line, a recipe value) reach the terminal through every print: the
@@ -113,7 +104,6 @@ class _Escaped:
 def _callers_secrets():
     """The redaction of the secret values of this shell's environment (by name: grpolab.recipe.secrets), long
     enough not to be ordinary words and not paths of this machine."""
-
     values = [
         v for k, v in os.environ.items() if is_secret(k) and len(v) >= 8 and not os.path.exists(v) and " " not in v
     ]
@@ -157,7 +147,8 @@ def _main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a read-only or full disk, a missing or unreadable file, a refused connection
         if isinstance(exc, ConnectionError) or type(exc).__module__.split(".")[0] in ("requests", "urllib3", "ray"):
             return _fail(verb, f"cannot reach the Ray cluster: {exc}", 1, as_json)
-        return _fail(verb, _os_message(exc), 2, as_json)
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        return _fail(verb, f"{where}{exc.strerror or exc}", 2, as_json)
     except Exception as exc:  # an unreachable cluster (exit 1), else a bug: one line; GRPOLAB_DEBUG=1 shows where
         if isinstance(exc, ClusterError):
             return _fail(verb, str(exc), 1, as_json)

@@ -85,28 +85,18 @@ def _strict(doc: Any) -> tuple[Any, Any]:
         return (None, _spell(doc)) if not math.isfinite(doc) else (doc, None)
     if doc is None or isinstance(doc, (bool, int, str)):
         return doc, None
-    if isinstance(doc, dict):
+    if isinstance(doc, (dict, list, tuple)):
+        mapping = isinstance(doc, dict)
         out: dict = {}
         found: dict = {}
-        for key, item in doc.items():
-            value, bad = _strict(item)
+        for key, item in doc.items() if mapping else enumerate(doc):
             key = key if isinstance(key, str) else str(key)
-            out[key] = value
+            out[key], bad = _strict(item)
             if bad is not None:
                 found.update({f"{key}.{k}": v for k, v in bad.items()} if isinstance(bad, dict) else {key: bad})
-                if not isinstance(item, dict):  # a mapping carries its own flags beside its values
+                if mapping and not isinstance(item, dict):  # a mapping carries its own flags beside its values
                     out[f"{key}_nonfinite"] = bad
-        return out, (found or None)
-    if isinstance(doc, (list, tuple)):
-        items, found = [], {}
-        for index, item in enumerate(doc):
-            value, bad = _strict(item)
-            items.append(value)
-            if bad is not None:
-                found.update(
-                    {f"{index}.{k}": v for k, v in bad.items()} if isinstance(bad, dict) else {str(index): bad}
-                )
-        return items, (found or None)
+        return (out if mapping else list(out.values())), (found or None)
     if hasattr(doc, "to_dict"):
         return _strict(doc.to_dict())
     return str(doc), None

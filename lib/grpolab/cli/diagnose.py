@@ -12,6 +12,7 @@ Exit status: 1 a failure was found (its cause printed), 0 none, 2 unusable input
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import textwrap
@@ -75,10 +76,8 @@ def _run(run, refresh: bool):
 
     status = run.record()
     if refresh:
-        try:
+        with contextlib.suppress(Exception):  # Ray down or unreachable: the record on disk is still worth diagnosing
             status = run_state.refresh(run)
-        except Exception:  # Ray down or unreachable: the record on disk is still worth diagnosing
-            pass
     try:
         thresholds = thresholds_for(run)
     except Exception:  # a run without its recipe: the defaults of params/base.yaml

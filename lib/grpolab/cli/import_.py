@@ -103,15 +103,13 @@ def main(args) -> int:
         for note in imported.notes:
             print(f"  note: {note}", file=report)
         print(
-            problem_report(problems) + (f"; check it with: grpolab check {out}" if args.out != "-" else ""),
-            file=report,
+            problem_report(problems) + (f"; check it with: grpolab check {out}" if args.out != "-" else ""), file=report
         )
     return 1 if errors(problems) else 0
 
 
 def _check(path: Path, shown: str | None = None) -> list:
     """The gate's problems for the written recipe; `shown` replaces a scratch copy's path in their messages."""
-
     # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.recipe.loader import load_recipe
     from grpolab.rules.gate import gate

@@ -97,13 +97,7 @@ def main(args) -> int:
         check_name(args.write, "--write")
     if args.write and listed:
         written = io.write_recipe(
-            args.write,
-            args.target,
-            listed[0].train.layout,
-            listed[0].rollout.layout,
-            recipe,
-            args.hardware,
-            overrides,
+            args.write, args.target, listed[0].train.layout, listed[0].rollout.layout, recipe, args.hardware, overrides
         )
     best = listed[0] if listed else None
     if args.json:

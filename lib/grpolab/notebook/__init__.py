@@ -26,11 +26,7 @@ is exact (a variable the user defines in a later cell is never mistaken for a pa
 an executed notebook is re-run in JupyterLab.
 """
 
-from grpolab.notebook import runall as _runall
-from grpolab.notebook.compare import (  # noqa: F401
-    compare_runs,
-    latest_runs,
-)
+from grpolab.notebook.compare import compare_runs, latest_runs  # noqa: F401
 from grpolab.notebook.data import show_data  # noqa: F401
 from grpolab.notebook.display import (  # noqa: F401
     FOLLOW_EVERY_S,
@@ -38,13 +34,10 @@ from grpolab.notebook.display import (  # noqa: F401
     NotebookStop,
     in_jupyterlab,
     show_problems,
-    show_stages,
     table_html,
     to_terminal,
 )
-from grpolab.notebook.parameters import (  # noqa: F401
-    check_parameters,
-)
+from grpolab.notebook.parameters import check_parameters  # noqa: F401
 from grpolab.notebook.plan import (  # noqa: F401
     plan_explorer,
     plan_figure,
@@ -55,10 +48,7 @@ from grpolab.notebook.plan import (  # noqa: F401
     plot_plan,
     show_plan,
 )
-from grpolab.notebook.runner import (  # noqa: F401
-    Stages,
-    dry_run_failures,
-)
+from grpolab.notebook.runner import Stages, dry_run_failures  # noqa: F401
 from grpolab.notebook.setup import (  # noqa: F401
     STAGE_SECRETS_VAR,
     check_address,
@@ -77,16 +67,11 @@ from grpolab.notebook.stages import (  # noqa: F401
     find_run,
     follow,
     launch,
-    plot_val_accuracy,
     preflight,
     preflight_verdict,
     resume_plan,
-    show_figures,
     show_head,
     show_run,
-    token_hint,
     verdict,
     watch,
 )
-
-_runall.install()  # in a kernel: a failed check stops the rest of the notebook (grpolab.notebook.runall)

@@ -47,7 +47,6 @@ def _resolve(runs) -> list:
 
 def latest_runs(runs: list[str], count: int = 2) -> list:
     """The runs named (checked), or, when none is named, the `count` latest runs under runs/."""
-
     if runs:
         return _resolve(runs)
     found = list_runs()[-count:]
@@ -126,10 +125,7 @@ class Comparison:
         # lazy: orjson, yaml (the monitor loads when a comparison is shown, not with `import grpolab.notebook`)
         from grpolab.monitor.metrics import MetricsView
 
-        self.runs = runs
-        self.x = x
-        self.smoothing = smoothing
-        self.log_lines = log_lines
+        self.runs, self.x, self.smoothing, self.log_lines = runs, x, smoothing, log_lines
         self.views = {r.run_id: MetricsView.for_run(r) for r in runs}
         self.handles: dict = {}
 
@@ -163,11 +159,7 @@ class Comparison:
 
 
 def compare_runs(
-    runs,
-    x: str = "step",
-    smoothing: float = 0.6,
-    log_lines: int = LOG_LINES,
-    dashboard=None,
+    runs, x: str = "step", smoothing: float = 0.6, log_lines: int = LOG_LINES, dashboard=None
 ) -> Comparison:
     """Show the runs' recipe and stack differences, their curves overlaid in one chart (the x axis as step or
     wall-clock, `smoothing` kept with the output) and the tail of their logs. With a live `dashboard` (04_monitor), the chart and the logs are redrawn whenever the

@@ -4,12 +4,7 @@ check had not (the prompt lengths, the chat template, the reward's dry run), for
 
 from __future__ import annotations
 
-import io
-
-from IPython import get_ipython
-from IPython.display import Image, display
-
-from grpolab.notebook.display import show_problems, show_text
+from grpolab.notebook.display import show_figure, show_problems, show_text
 from grpolab.problems import Problem
 
 
@@ -55,7 +50,4 @@ def _histogram(lengths: list[int], limit: int, bins, name: str) -> None:
     ax.set_ylabel("rows")
     ax.legend(fontsize=8)
     fig.subplots_adjust(left=0.1, right=0.97, bottom=0.16, top=0.88)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90)
-    if get_ipython() is not None:
-        display(Image(data=buffer.getvalue()))
+    show_figure(fig)

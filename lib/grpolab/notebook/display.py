@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import html
+import io
 import json
 import os
 import re
@@ -93,10 +95,8 @@ def to_terminal(line: str) -> None:
         if not type(sys.stderr).__module__.startswith("ipykernel"):
             return  # not in a kernel: print reached the terminal already
         fd = 2  # a kernel that left the process's stderr alone (ipykernel does under pytest): it is the terminal
-    try:
+    with contextlib.suppress(OSError):  # the terminal went away: the notebook keeps the line
         os.write(fd, (line.rstrip("\n") + "\n").encode("utf-8", "replace"))
-    except OSError:  # the terminal went away: the notebook keeps the line
-        pass
 
 
 def say(line: str) -> None:
@@ -130,11 +130,18 @@ def show_image(path: str | Path) -> None:
     display(Image(filename=str(path)))
 
 
+def show_figure(fig) -> None:
+    """A matplotlib figure as a PNG output, written to no file: the chart lives in the notebook's output only."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    if get_ipython() is not None:
+        display(Image(data=buffer.getvalue()))
+
+
 def captured(fn) -> dict:
     """Run `fn()` and return what it showed (printed text, HTML, pictures) as ONE display bundle: HTML (pictures
     inlined) with a plain-text twin. For the results of a widget's callback: written into an ordinary output
     through a display handle, they stay in a saved notebook, where an ipywidgets Output's would be lost."""
-
     with capture_output() as got:
         try:
             fn()
@@ -213,15 +220,8 @@ def show_problems(problems: Iterable[Problem], title: str = "problems") -> None:
 def show_stages(stages: list[dict]) -> None:
     """The stage table of run.ipynb: stage, result, seconds, executed copy."""
     rows = [[s["stage"], s["result"], f"{s['seconds']:.1f}", s.get("notebook") or ""] for s in stages]
-    colours = [
-        ROW_COLOURS["fail"]
-        if s["result"] == "failed"
-        else ROW_COLOURS["skip"]
-        if s["result"] == "skipped"
-        else ROW_COLOURS["warn"]
-        if "fail" in s["result"]
-        else None
-        for s in stages
-    ]
+    # a result that says some checks fail (`ok, 2 checks fail (dry run...)`: runner.dry_run_failures) is a warning
+    by_result = {"failed": ROW_COLOURS["fail"], "skipped": ROW_COLOURS["skip"]}
+    colours = [by_result.get(s["result"]) or (ROW_COLOURS["warn"] if "fail" in s["result"] else None) for s in stages]
     text = "\n".join(f"{r[0]:14} {r[1]:8} {r[2]:>7} s  {r[3]}" for r in rows)
     show_html(table_html(["stage", "result", "seconds", "executed notebook"], rows, colours), text)

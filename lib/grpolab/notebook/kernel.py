@@ -10,6 +10,7 @@ is kept when it says something (named in the stage's error when the stage fails)
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from grpolab.notebook.display import KERNEL, KERNEL_ARGS
@@ -56,10 +57,8 @@ def kernel_manager_for(log: Path):
 
 def kept_log(log: Path) -> Path | None:
     """The log when it says something; an empty one is removed."""
-    try:
+    with contextlib.suppress(OSError):
         if log.stat().st_size:
             return log
         log.unlink()
-    except OSError:
-        pass
     return None

@@ -7,11 +7,8 @@ import types
 import typing
 from typing import Any
 
-from grpolab.notebook.display import (
-    PAPERMILL_NAMES,
-    NotebookStop,
-    in_jupyterlab,
-)
+from grpolab.notebook.display import PAPERMILL_NAMES, NotebookStop, in_jupyterlab
+from grpolab.notebook.runall import install as arm_runall_guard
 from grpolab.problems import InputError, closest
 
 # ------------------------------------------------------------------------------------------------ parameters
@@ -125,7 +122,9 @@ def _signature(name: str, annotation: Any) -> str:
 def check_parameters(ns: dict) -> dict:
     """Validate the parameters of a notebook: call it as `check_parameters(globals())` in the cell after the
     `parameters` cell. Returns {name: value} of the declared parameters; raises NotebookStop listing every
-    unknown parameter name (with the closest declared one) and every value of the wrong type."""
+    unknown parameter name (with the closest declared one) and every value of the wrong type. In a kernel it first
+    arms the Run All guard (grpolab.notebook.runall), so that a stop here stops the cells after it."""
+    arm_runall_guard()
     declared: dict[str, Any] = dict(ns.get("__annotations__") or {})
     if not declared:
         raise NotebookStop("this notebook has no typed parameters: run the cell tagged `parameters` first")

@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import html
-import io
 from collections.abc import Iterable
 from pathlib import Path
 
-from IPython import get_ipython
-from IPython.display import Image, display
+from IPython.display import display
 
 from grpolab.notebook.display import (
     ROW_COLOURS,
     NotebookStop,
     captured,
+    in_jupyterlab,
     problems_text,
+    show_figure,
     show_html,
     show_image,
     table_html,
-)
-from grpolab.notebook.stages import (
-    in_jupyterlab,
 )
 from grpolab.problems import InputError, RecipeError
 
@@ -164,11 +161,7 @@ def plot_plan(plan, path: str | Path | None = None) -> Path | None:
         fig.savefig(Path(path), dpi=90)
         show_image(path)
         return Path(path)
-
-    buffer = io.BytesIO()  # no file: the chart lives in the notebook's output only
-    fig.savefig(buffer, format="png", dpi=90)
-    if get_ipython() is not None:
-        display(Image(data=buffer.getvalue()))
+    show_figure(fig)
     return None
 
 

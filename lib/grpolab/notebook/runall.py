@@ -8,8 +8,8 @@ cell anyway. So the kernel keeps a flag: once a cell stops with NotebookStop, ev
 import and set parameters is replaced by a one-line CellSkipped error that says which cell stopped the notebook and
 how to go on, until the cell that checks the parameters (it calls `check_parameters`) runs through again.
 
-Installed by `grpolab.notebook` when it is imported in an IPython kernel (the notebooks' import cell); a plain
-Python import changes nothing.
+Armed by `check_parameters` (its first step, once, only in an IPython kernel): every notebook calls it in the cell
+after `parameters`, before anything else can stop; importing this module, or `grpolab.notebook`, installs nothing.
 """
 
 from __future__ import annotations
@@ -52,8 +52,7 @@ def _harmless(source: str) -> bool:
 class Guard:
     """The kernel's record of the NotebookStop that stopped the notebook (None: nothing stopped it)."""
 
-    def __init__(self) -> None:
-        self.stopped: str | None = None
+    stopped: str | None = None
 
     def transform(self, lines: list[str]) -> list[str]:
         """IPython input transformer: a cell after a stop becomes a CellSkipped error, unless harmless."""

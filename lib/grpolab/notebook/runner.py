@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -33,33 +34,28 @@ from grpolab.notebook.display import (
     to_terminal,
 )
 from grpolab.notebook.kernel import execute_stage, kept_log, kernel_log
-from grpolab.notebook.setup import (
-    STAGE_SECRETS_VAR,
-    check_address,
-    check_new_run_id,
-    load,
-    mask_overrides,
-)
-from grpolab.notebook.stages import (
-    DRY_RUN_FAILED,
-    plot_val_accuracy,
-    show_figures,
-)
+from grpolab.notebook.setup import STAGE_SECRETS_VAR, check_address, check_new_run_id, load, mask_overrides
+from grpolab.notebook.stages import DRY_RUN_FAILED, plot_val_accuracy, show_figures
 from grpolab.paths import runs_dir
 
 # ------------------------------------------------------------------------------------------------ run.ipynb
 
 
-def _error_of(nb_path: Path) -> str | None:
-    """The message of the first error output in an executed notebook."""
+def _cells(nb_path: Path) -> list:
+    """The cells of an executed notebook; none when it cannot be read (half-written: papermill's own error is all
+    there is)."""
     # lazy: nbformat (only run.ipynb's stage runner needs it, not every `import grpolab.notebook`)
     import nbformat
 
     try:
-        nb = nbformat.read(str(nb_path), as_version=4)
-    except Exception:  # a half-written notebook: papermill's own error is all there is
-        return None
-    for cell in nb.cells:
+        return nbformat.read(str(nb_path), as_version=4).cells
+    except Exception:
+        return []
+
+
+def _error_of(nb_path: Path) -> str | None:
+    """The message of the first error output in an executed notebook."""
+    for cell in _cells(nb_path):
         for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
             if out.get("output_type") == "error":
                 if out.get("ename") == "NotebookStop":
@@ -81,14 +77,7 @@ def dry_run_failures(results: dict) -> str | None:
 
 def _replay(nb_path: Path) -> None:
     """Show again the outputs of the cells tagged `report` of an executed stage notebook."""
-    # lazy: nbformat (only run.ipynb's stage runner needs it, not every `import grpolab.notebook`)
-    import nbformat
-
-    try:
-        nb = nbformat.read(str(nb_path), as_version=4)
-    except Exception:
-        return
-    for cell in nb.cells:
+    for cell in _cells(nb_path):
         if cell.cell_type != "code" or REPORT_TAG not in cell.get("metadata", {}).get("tags", []):
             continue
         for out in cell.get("outputs", []):
@@ -171,10 +160,8 @@ class Stages:
             kept = run_folder.stage_results(target)
             kept.write_text(json.dumps({**stage_results(handed), **stage_results(kept)}, indent=1) + "\n")
             handed.unlink()
-        try:
+        with contextlib.suppress(OSError):
             self.scratch.rmdir()
-        except OSError:
-            pass
 
     def run(self, stage: str, **parameters) -> None:
         """Execute one stage notebook with these parameters; show its report; stop run.ipynb if it fails."""
@@ -212,11 +199,10 @@ class Stages:
             except Exception as exc:  # the kernel died, papermill could not start it, ...
                 error = f"{type(exc).__name__}: {exc}"
 
-        before = os.environ.get(STAGE_SECRETS_VAR)
-        nested = os.environ.get(STAGE_KERNEL_VAR)
+        saved = {name: os.environ.get(name) for name in (STAGE_SECRETS_VAR, STAGE_KERNEL_VAR, STAGE_RESULTS_VAR)}
         # the stage kernel inherits it (this process's id: here it means nothing) and leaves the terminal to us
         os.environ[STAGE_KERNEL_VAR] = str(os.getpid())
-        results, handing = run_folder.stage_results(output.parent), os.environ.get(STAGE_RESULTS_VAR)
+        results = run_folder.stage_results(output.parent)
         os.environ[STAGE_RESULTS_VAR] = json.dumps({"file": str(results), "stage": stage})
         try:
             if real:  # the stage kernel inherits this process's environment
@@ -239,19 +225,11 @@ class Stages:
             else:
                 execute()
         finally:
-            if handing is None:
-                os.environ.pop(STAGE_RESULTS_VAR, None)
-            else:
-                os.environ[STAGE_RESULTS_VAR] = handing
-            if nested is None:
-                os.environ.pop(STAGE_KERNEL_VAR, None)
-            else:
-                os.environ[STAGE_KERNEL_VAR] = nested
-            if real:
-                if before is None:
-                    os.environ.pop(STAGE_SECRETS_VAR, None)
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
                 else:
-                    os.environ[STAGE_SECRETS_VAR] = before
+                    os.environ[name] = value
         entry["seconds"] = time.perf_counter() - start
         # an empty log is removed; _collect moves a kept one with the notebook
         kept = kept_log(kernel_log(output)) is not None
@@ -274,7 +252,6 @@ class Stages:
     def finish(self) -> None:
         """The stage table, where the executed copies are, and for a real run the validation-accuracy curve
         and the final figures."""
-
         self._collect()
         show_stages(self.stages)
         if self.dry_run:

@@ -33,7 +33,6 @@ STAGE_SECRETS_VAR = "GRPOLAB_STAGE_SECRET_OVERRIDES"
 
 def mask_overrides(overrides: Iterable[str], marked: Iterable[str] = ()) -> tuple[list[str], dict[str, str]]:
     """(overrides with secret values masked, {masked text: real text}) for the secret ones (by name or marked)."""
-
     marked = list(marked)
     masked, real = [], {}
     for text in overrides:
@@ -48,7 +47,6 @@ def mask_overrides(overrides: Iterable[str], marked: Iterable[str] = ()) -> tupl
 
 def unmask_overrides(overrides: Iterable[str]) -> list[str]:
     """The overrides with the masked secret ones of run.ipynb replaced by their real text (see STAGE_SECRETS_VAR)."""
-
     try:
         real = json.loads(os.environ.get(STAGE_SECRETS_VAR) or "{}")
     except json.JSONDecodeError:
@@ -209,7 +207,6 @@ def check_new_run_id(run_id: str | None) -> None:
     """A run id the user chose must be a plain folder name that is not taken yet (None: generated later)."""
     if run_id is None:
         return
-
     try:
         runs.check_run_id(run_id)
     except ValueError as exc:

@@ -31,9 +31,7 @@ from grpolab.notebook.display import (
     show_text,
     table_html,
 )
-from grpolab.notebook.setup import (
-    redacted_launch,
-)
+from grpolab.notebook.setup import redacted_launch
 from grpolab.paths import runs_dir
 from grpolab.preflight import run_preflight
 
@@ -45,7 +43,6 @@ DRY_RUN_FAILED = "dry_run_failed_checks"  # the stage result (grpolab.notebook.d
 def preflight(recipe, address: str | None = None, timeout_s: float | None = None):
     """Run preflight against the cluster (None: RAY_ADDRESS, else the embedded local head) and show the
     table, failures first. Returns the report."""
-
     report = run_preflight(recipe, address=address, progress=print, timeout_s=timeout_s)
     rows = sorted(report.rows, key=lambda r: ("fail", "warn", "ok", "skip").index(r.status))
     table = table_html(
@@ -59,7 +56,6 @@ def preflight(recipe, address: str | None = None, timeout_s: float | None = None
 
 def failed_summary(failed) -> str:
     """Which checks failed, each once with on how many nodes: `devices on 2 nodes, cann on 2 nodes, env`."""
-
     count = Counter(r.check for r in failed)
     return ", ".join(f"{check} on {n} nodes" if n > 1 else check for check, n in count.items())
 
@@ -88,7 +84,6 @@ def preflight_verdict(report, dry_run: bool = False) -> None:
 def resume_plan(resume: str, overrides: list[str]):
     """`grpolab resume`'s plan for the run `resume` names (grpolab.jobs.resume): its recipe with the overrides, from
     its latest complete checkpoint; NotebookStop with the reason and what to do when it would be wrong."""
-
     try:
         plan = plan_resume(resolve_run(resume), None, overrides)
     except (RunNotFound, ResumeRefused) as exc:
@@ -105,7 +100,6 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
     """Submit the recipe as a Ray job and return the Run; with dry_run, show what would be submitted and
     return None. Errors in the recipe, an unreachable cluster or a taken run id stop the notebook. `resume`: the
     resume_plan the recipe comes from (the new run is linked to its parent)."""
-
     # lazy: yaml (the launcher loads when 03_launch launches, not with `import grpolab.notebook`)
     from grpolab.jobs import launch as launcher
     from grpolab.verl.render import to_sh
@@ -134,9 +128,7 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
             f"recipe {recipe.name} has errors: {keys}; nothing was submitted. The table above says why and how to "
             "fix each."
         ) from None
-    except cluster.ClusterError as exc:
-        raise NotebookStop(str(exc)) from None
-    except (ValueError, FileExistsError) as exc:
+    except (cluster.ClusterError, ValueError, FileExistsError) as exc:
         raise NotebookStop(str(exc)) from None
     print(f"follow it here (the next cell), in 04_monitor.ipynb, or with `grpolab monitor {run.run_id}`")
     print(token_hint(run))
@@ -145,7 +137,6 @@ def launch(recipe, address: str | None = None, run_id: str | None = None, dry_ru
 
 def token_hint(run) -> str:
     """Where Ray's dashboard is and, for the embedded head, where its token is: the dashboard asks for it."""
-
     ep = cluster.Endpoint.from_record(run.status())  # where the run's record says its Ray is
     address = (ep.dashboard or ep.gcs or "") if ep is not None else ""
     if ep is None or not ep.embedded:
@@ -239,7 +230,6 @@ def follow(run, every_s: float = FOLLOW_EVERY_S, progress: Callable[[str], None]
 
 def show_head(address: str | None = None) -> None:
     """Whether the embedded local Ray head runs and how to stop it (nothing to say for a remote cluster)."""
-
     if cluster.resolve(address) is not None:
         print(f"Ray: {cluster.resolve(address).label} (not the embedded head)")
         return
@@ -271,7 +261,6 @@ def verdict(run, status: dict | None = None, strict: bool = True) -> None:
 
 def find_run(run_id: str | None = None):
     """The run named by `run_id` (run id, run directory or metrics file); None: the latest run."""
-
     if run_id is None:
         found = list_runs()
         if not found:
@@ -291,7 +280,6 @@ def find_run(run_id: str | None = None):
 def watch(run, wait: bool = True, live: bool | None = None, interval: float = 5.0):
     """In JupyterLab (live None or True): show the live dashboard and return it (it refreshes itself).
     Headless: follow the run until it ends when `wait` (sparse lines), and return None."""
-
     if interval <= 0:
         raise NotebookStop(f"interval must be a positive number of seconds, got {interval}")
     if in_jupyterlab() if live is None else live:
@@ -375,11 +363,11 @@ def show_figures(run) -> None:
     from grpolab.monitor.outcome import figures
 
     fig = figures(run)
-    rows = []
-    for label in ("reward", "val_acc"):
-        if label in fig:
-            f = fig[label]
-            rows.append([label, f"{f['first']:.3f}", str(f["first_step"]), f"{f['last']:.3f}", str(f["last_step"])])
+    rows = [
+        [label, f"{f['first']:.3f}", str(f["first_step"]), f"{f['last']:.3f}", str(f["last_step"])]
+        for label in ("reward", "val_acc")
+        if (f := fig.get(label)) is not None
+    ]
     if not rows:
         print(f"run {run.run_id} logged no metrics")
         return
