@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from grpolab.paths import PROJECT_ROOT, recipe_relative
-from grpolab.verl.versions import verl_root
 
 # the function name verl uses when none is given (trainer/config/reward/reward.yaml: `name: compute_score`)
 DEFAULT_NAME = "compute_score"
@@ -59,6 +58,9 @@ class Builtin:
 
 def builtin() -> Builtin | None:
     """verl's built-in reward dispatch as data; None without verl (or a dispatch this reader cannot find)."""
+    # lazy: yaml (the version table's module; the renderer and the CPU trainer import this module without it)
+    from grpolab.verl.versions import verl_root
+
     return _builtin(verl_root())
 
 
@@ -136,6 +138,9 @@ def _registry_module(root: Path) -> str:
 
 def managers() -> Registry | None:
     """Every reward manager the checked verl's trainer can resolve by name; None without verl."""
+    # lazy: yaml (the version table's module; the renderer and the CPU trainer import this module without it)
+    from grpolab.verl.versions import verl_root
+
     return _managers(verl_root())
 
 
