@@ -30,9 +30,11 @@ def kernel(tmp_path):
 def _settled(kc) -> None:
     """Wait until the kernel has left the aborting state an error with stop_on_error puts it in (ipykernel aborts
     what arrives meanwhile), as a person is slower than that: a trivial request that is answered, not aborted,
-    says so (after a stop the kernel's guard answers it with CellSkipped, which is an answer)."""
+    says so (after a stop the kernel's guard answers it with CellSkipped, which is an answer). Sent without
+    stop_on_error: with it (jupyter_client's default) that CellSkipped put the kernel back into the aborting state,
+    and the next Run All's first cell was aborted whenever ipykernel's end-of-abort message came late (under load)."""
     for _ in range(200):
-        reply = kc.execute("pass", reply=True, store_history=False, timeout=60)
+        reply = kc.execute("pass", reply=True, store_history=False, stop_on_error=False, timeout=60)
         if reply["content"]["status"] != "aborted":
             return
     raise AssertionError("the kernel kept aborting requests")
