@@ -221,3 +221,25 @@ def test_03_launchs_line_says_as_of_and_a_stopped_run_is_not_running(runs_root, 
     line.show(tracker, "STOPPED")
     stopped = published[-1]["text/plain"]
     assert re.search(r"STOPPED as of \d\d:\d\d:\d\d", stopped) and "RUNNING" not in stopped
+
+
+def test_the_dashboard_refreshes_through_the_one_follow_loop(runs_root, monkeypatch):
+    """The live view polls with grpolab.monitor.progress.follow (the loop `grpolab run --wait` and the notebooks
+    follow with): each poll is one refresh, and it stops after `max_updates` or once the run ended."""
+    from grpolab.jobs import state
+    from grpolab.monitor import dashboard, progress
+
+    run = create_run("tiny", run_id="loop")
+    synthetic.write_jsonl(run.metrics_file, synthetic.healthy(5))
+    run.write_status(state="RUNNING", total_steps=10)
+    monkeypatch.setattr(state, "refresh", lambda r: r.status())
+    polls, refreshes = [], []
+    monkeypatch.setattr(dashboard, "follow", lambda *a, **k: polls.append(k["poll_s"]) or progress.follow(*a, **k))
+    dash = dashboard.Dashboard("loop", interval=0.01)
+    real = dash.refresh
+    monkeypatch.setattr(dash, "refresh", lambda **k: refreshes.append(1) or real(**k))
+    dash.start(background=False, max_updates=3)
+    assert polls == [0.01] and len(refreshes) == 3 and "step 5/10" in dash.state_text
+    run.write_status(state="SUCCEEDED")
+    dash.start(background=False)  # an ended run: one more poll, then the loop ends by itself
+    assert len(polls) == 2 and len(refreshes) == 4 and dash.finished

@@ -33,7 +33,7 @@ from grpolab.jobs import control
 from grpolab.jobs.runs import TERMINAL_STATES
 from grpolab.monitor.clock import RECONNECT, as_of
 from grpolab.monitor.plots import Curves
-from grpolab.monitor.progress import Progress
+from grpolab.monitor.progress import Progress, follow
 from grpolab.monitor.summary import RunMonitor, format_html, format_summary
 
 # ipywidgets marks the view of a widget whose kernel is gone (a notebook reopened from its saved widget state, a
@@ -267,14 +267,20 @@ class Dashboard:
         self._close_controls(f"run {self.data['run_id']} ended {self.data['state']}: nothing left to control")
 
     def _loop(self, max_updates: int | None) -> None:
-        done = 0
+        """Refresh at each poll of the one follow loop (grpolab.monitor.progress.follow) until the run ends, the view
+        is stopped (nothing is refreshed after stop()) or `max_updates` refreshes were made."""
+        refreshes = 0
+
+        def read() -> dict:
+            return (self.data or {}) if self._halt.is_set() else self.refresh()
+
+        def report(_view, _status) -> bool:
+            nonlocal refreshes
+            refreshes += 1
+            return self.finished or (max_updates is not None and refreshes >= max_updates)
+
         try:
-            while not self._halt.is_set():
-                self.refresh()
-                done += 1
-                if self.finished or (max_updates is not None and done >= max_updates):
-                    break
-                self._halt.wait(self.interval)
+            follow(self.monitor.run, report, poll_s=self.interval, busy=lambda: not self._halt.is_set(), read=read)
         finally:  # nothing refreshes the view any more: it no longer says "live"
             self.live_label.value = ""
 

@@ -190,12 +190,13 @@ POLL_S = 2.0  # how often a followed run's status and metrics are read
 
 def follow(
     run,
-    report: Callable[[MetricsView, dict], bool | None],
+    report: Callable[[MetricsView | None, dict], bool | None],
     ask_ray: bool = True,
     poll_s: float = POLL_S,
     timeout: float | None = None,
     busy: Callable[[], bool] | None = None,
     view: MetricsView | None = None,
+    read: Callable[[], dict] | None = None,
 ) -> dict:
     """Follow `run`: at each poll read its status (`ask_ray`: reconciled with Ray, grpolab.jobs.state.refresh; else
     from its files alone, where a bad record reads as no status) and the lines its metrics.jsonl gained, and call
@@ -203,13 +204,20 @@ def follow(
     `timeout` seconds passed or `busy()` turned false (e.g. while another kernel executes 04_monitor for
     run.ipynb; the status read after it turned false is reported too). `view`: the MetricsView to follow with (a
     caller that goes on reading the run passes its own, so nothing is read twice); each poll reads only the bytes
-    appended since the last one."""
-    view = view if view is not None else MetricsView.for_run(run)
+    appended since the last one. `read`: what one poll reads instead, returning the status (the dashboard's
+    refresh, which reads the run under its own lock, since its buttons refresh it from the kernel's thread)."""
+    if read is None:
+        view = view if view is not None else MetricsView.for_run(run)
+
+        def read() -> dict:
+            status = run_status(run, state.refresh(run) if ask_ray else run.status())
+            view.refresh()
+            return status
+
     start = time.monotonic()
     while True:
         done = busy is not None and not busy()  # read once more after it turned false: what it left
-        status = run_status(run, state.refresh(run) if ask_ray else run.status())
-        view.refresh()
+        status = read()
         if report(view, status) or done or status.get("state") in TERMINAL_STATES:
             return status
         if timeout is not None and time.monotonic() - start > timeout:
