@@ -55,6 +55,11 @@ def _ours(marker: str) -> list[str]:
     return found
 
 
+def _listing(folder: Path) -> dict[str, int]:
+    """The files of a folder with their modification times (nothing if it does not exist)."""
+    return {p.name: p.stat().st_mtime_ns for p in folder.glob("*")} if folder.is_dir() else {}
+
+
 def _wait_for_lab(proc) -> None:
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -85,6 +90,8 @@ def test_live_chart_follows_a_run_in_jupyterlab_and_a_reopened_notebook_says_as_
     cell.source = cell.source.replace("interval: float = 5.0", "interval: float = 1.0")  # a quicker refresh
     nbformat.write(book, str(path))
 
+    home_workspaces = Path.home() / ".jupyter" / "lab" / "workspaces"
+    before = _listing(home_workspaces)
     env = {**os.environ, "GRPOLAB_RUNS": str(runs)}
     grpolab = Path(sys.executable).with_name("grpolab")
     cmd = [str(grpolab), "lab", "--dir", str(lab), "--port", str(PORT), "--no-browser", "--"]
@@ -128,3 +135,6 @@ def test_live_chart_follows_a_run_in_jupyterlab_and_a_reopened_notebook_says_as_
     assert all("ready to launch" not in text and "resolved recipe tiny" not in text for text in bad[check + 1 :]), bad
     time.sleep(1)
     assert _ours(str(tmp_path)) == [] and _ours(f"port={PORT}") == []  # nothing left running
+    # JupyterLab's layout was kept in the working folder (a lab folder reopens its own tabs), never in ~/.jupyter,
+    # whose layout from another folder once opened 01_setup over the 04_monitor this test asked for
+    assert list((lab / ".lab-workspaces").glob("*.jupyterlab-workspace")) and _listing(home_workspaces) == before

@@ -111,6 +111,7 @@ def test_grpolab_lab_works_on_copies_and_keeps_the_users(tmp_path, capsys):
     command = said.strip().splitlines()[-1]
     assert "--ServerApp.ip=127.0.0.1" in command and "--port=9999" in command and command.endswith("--ServerApp.X=1")
     assert f"--ServerApp.root_dir={folder}" in command and "token" not in command  # Jupyter's own token stays on
+    assert f"--LabApp.workspaces_dir={folder / '.lab-workspaces'}" in command  # its tabs are the folder's, not ~'s
 
 
 def test_progress_lines_reach_the_kernels_own_stderr(monkeypatch):

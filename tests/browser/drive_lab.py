@@ -89,16 +89,22 @@ def wait_for_kernel(page) -> None:
     )
 
 
-def run_all_after_a_bad_model(page, out: Path) -> dict:
-    """01_setup: Run All with the default model (tiny), then the parameters cell changed to model 'tinyy' and Run
-    All again in the same kernel: what each cell shows afterwards."""
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:open', {path: '01_setup.ipynb'})")
+def open_notebook(page, path: str) -> None:
+    """Open `path` (or bring its tab to the front) and wait until it is the current notebook with an idle kernel:
+    Run All acts on the current one, whatever else JupyterLab restored."""
+    page.evaluate(f"() => window.jupyterapp.commands.execute('docmanager:open', {{path: {path!r}}})")
     page.wait_for_function(
         "() => { const w = window.jupyterapp.shell.currentWidget; return w && w.context && "
-        "w.context.path === '01_setup.ipynb'; }",
+        f"w.context.path === {path!r}; }}",
         timeout=TIMEOUT_MS,
     )
     wait_for_kernel(page)
+
+
+def run_all_after_a_bad_model(page, out: Path) -> dict:
+    """01_setup: Run All with the default model (tiny), then the parameters cell changed to model 'tinyy' and Run
+    All again in the same kernel: what each cell shows afterwards."""
+    open_notebook(page, "01_setup.ipynb")
     run_all(page)
     page.wait_for_function("() => /ready to launch/.test(document.body.innerText)", timeout=TIMEOUT_MS)
     good = cell_outputs(page)
@@ -130,11 +136,7 @@ def main(url: str, metrics: str, pending: str, out_dir: str) -> int:
             page.wait_for_function(
                 "() => window.jupyterapp && window.jupyterapp.shell.currentWidget", timeout=TIMEOUT_MS
             )
-            page.wait_for_function(
-                "() => { const w = window.jupyterapp.shell.currentWidget; const k = w.sessionContext && "
-                "w.sessionContext.session && w.sessionContext.session.kernel; return k && k.status === 'idle'; }",
-                timeout=TIMEOUT_MS,
-            )
+            open_notebook(page, "04_monitor.ipynb")
             run_all(page)
             page.wait_for_selector("img[alt*=' steps)']", timeout=TIMEOUT_MS)
             page.wait_for_function("() => /step \\d+\\/\\d+/.test(document.body.innerText)", timeout=TIMEOUT_MS)

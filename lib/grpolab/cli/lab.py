@@ -11,7 +11,8 @@ JupyterLab saves outputs into the notebooks it opens (autosave too): on copies, 
 the templates in notebooks/, read only). JupyterLab is told to save the state of the notebooks' widgets with them
 (ipywidgets' `saveState`, through a settings file in the working folder), so that the few controls (Stop run,
 smoothing, the plan explorer's inputs) reopen as what they were, not as "model not found"; every figure and
-table beside them is an ordinary output anyway.
+table beside them is an ordinary output anyway. The layout JupyterLab restores (its workspace) is kept in the
+working folder as well, never in ~/.jupyter.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from grpolab.recipe.files import atomic_write, json_object
 
 SETTINGS = {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
 SETTINGS_DIR = ".lab-settings"  # inside the working folder: JupyterLab's app settings (overrides.json) only
+# inside the working folder too: JupyterLab's saved layout (which notebooks were open, which was current), so that a
+# folder reopens its own tabs, and nothing is written to ~/.jupyter (where every folder restored the last one's tabs,
+# and a notebook opened by its URL could come up behind another)
+WORKSPACES_DIR = ".lab-workspaces"
 DEFAULT_PORT = 8888
 
 
@@ -84,6 +89,7 @@ def command(folder: Path, port: int, browser: bool, extra: list[str] = ()) -> li
     jupyter = Path(sys.executable).with_name("jupyter")
     cmd = [str(jupyter) if jupyter.exists() else "jupyter", "lab", "--ServerApp.ip=127.0.0.1", f"--port={port}"]
     cmd += [f"--ServerApp.root_dir={folder}", f"--LabApp.app_settings_dir={folder / SETTINGS_DIR}"]
+    cmd.append(f"--LabApp.workspaces_dir={folder / WORKSPACES_DIR}")
     if not browser:
         cmd.append("--no-browser")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
