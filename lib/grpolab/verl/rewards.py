@@ -56,12 +56,17 @@ class Builtin:
         return ", ".join(sorted(self.names) + [f"{p}*" for p in self.prefixes])
 
 
-def builtin() -> Builtin | None:
-    """verl's built-in reward dispatch as data; None without verl (or a dispatch this reader cannot find)."""
+def _checked_root() -> Path | None:
+    """The verl folder `check` reads (grpolab.verl.versions.verl_root: $GRPOLAB_VERL_ROOT, else the installed one)."""
     # lazy: yaml (the version table's module; the renderer and the CPU trainer import this module without it)
     from grpolab.verl.versions import verl_root
 
-    return _builtin(verl_root())
+    return verl_root()
+
+
+def builtin() -> Builtin | None:
+    """verl's built-in reward dispatch as data; None without verl (or a dispatch this reader cannot find)."""
+    return _builtin(_checked_root())
 
 
 @lru_cache(maxsize=8)  # per verl folder: $GRPOLAB_VERL_ROOT may name another one
@@ -138,10 +143,7 @@ def _registry_module(root: Path) -> str:
 
 def managers() -> Registry | None:
     """Every reward manager the checked verl's trainer can resolve by name; None without verl."""
-    # lazy: yaml (the version table's module; the renderer and the CPU trainer import this module without it)
-    from grpolab.verl.versions import verl_root
-
-    return _managers(verl_root())
+    return _managers(_checked_root())
 
 
 @lru_cache(maxsize=8)
