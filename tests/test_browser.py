@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grpolab.cli.lab import prepare
+from grpolab.cli.lab import WORKSPACES_DIR, prepare
 from grpolab.jobs.runs import create_run
 from grpolab.monitor import synthetic
 
@@ -137,4 +137,4 @@ def test_live_chart_follows_a_run_in_jupyterlab_and_a_reopened_notebook_says_as_
     assert _ours(str(tmp_path)) == [] and _ours(f"port={PORT}") == []  # nothing left running
     # JupyterLab's layout was kept in the working folder (a lab folder reopens its own tabs), never in ~/.jupyter,
     # whose layout from another folder once opened 01_setup over the 04_monitor this test asked for
-    assert list((lab / ".lab-workspaces").glob("*.jupyterlab-workspace")) and _listing(home_workspaces) == before
+    assert list((lab / WORKSPACES_DIR).glob("*.jupyterlab-workspace")) and _listing(home_workspaces) == before
