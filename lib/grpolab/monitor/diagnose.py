@@ -27,9 +27,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grpolab.jobs.job_entry import ANSI
-from grpolab.monitor.causes import BY_ID, CAUSES, PREFIX, UNKNOWN, Cause
-from grpolab.monitor.details import FACT_WORDS, FACTS, explain, read_facts
-from grpolab.monitor.origin import Where, ray_pids, where
+from grpolab.monitor import firsterror as fe
+from grpolab.monitor.causes import BY_ID, CAUSES, UNKNOWN, Cause
+from grpolab.monitor.details import FACT_WORDS, FACTS, Extra, explain, read_facts
+from grpolab.monitor.families import Verdict, family_of
+from grpolab.monitor.firsterror import FirstError
+from grpolab.monitor.origin import RAY_TASK, Where, ray_pids, where
 
 CHUNK = 8 << 20  # bytes read at a time: large enough for C to do the work, small enough to bound memory
 _KEEP = 48  # lines kept per cause
@@ -41,9 +44,11 @@ _MAX_TAIL = 1 << 20  # a line is read whole up to this length past a chunk's end
 _LONG = 16 << 10  # a longer line is matched only around its keywords, _WINDOW bytes either side
 _WINDOW = 2048
 
-_ERROR_LINE = re.compile(
-    "^" + PREFIX + r"(?:[\w.]+\.)?\w*(?:Error|Exception|Exit)(?:\([\w.]+\))?: |^" + PREFIX + r"\[ERROR\] "
-)
+_FIRST = 64  # error lines of a log kept for its first real error (those that report another's failure: 16)
+_TRACE = 64 << 10  # bytes above an exception line read for its traceback's frames
+_TRACE_LINES = 300
+FIRST = "first-error"  # the prefilter's owner of grpolab.monitor.firsterror.WORDS
+_OWNER = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?")  # Ray's and torchrun's prefixes
 _FRAME = re.compile(r'^\s*(?:\[rank\d+\]:)?\s*File "([^"]+)", line \d+')
 _LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 _CONFIG_CLASS = re.compile(r"\w*Config\.__init__\(\) got an unexpected keyword")
@@ -65,6 +70,9 @@ class Failure:
     rule: str | None = None  # the `grpolab check` rule that finds it before launch
     then: list[str] = field(default_factory=list)  # causes that followed from it (consequences), in order
     files: list[str] = field(default_factory=list)  # the file of each evidence line (when more than one was read)
+    first_error: str = ""  # the first real error: `Type: message` (or the first error line), "" when none shows
+    library: str | None = None  # the library whose frame raised it (vllm, verl, torch, user code, ...)
+    frame: str | None = None  # that frame: `path:line in function`
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -80,11 +88,15 @@ class _Hit:
     order: int
     where: Where
     before: list[str]
+    exception: tuple | None = None  # (type, inner, message) of an exception line
+    frames: list = field(default_factory=list)  # its traceback's frames (grpolab.monitor.firsterror.Frame)
+    consequence: bool = False  # it reports another's failure (a dead actor, a timeout)
+    after: list[str] = field(default_factory=list)
 
 
 def _words() -> tuple[list[str], list[tuple[str, ...]]]:
     owners: dict[str, list[str]] = {}
-    sources = [(c.id, c.words) for c in CAUSES] + [(UNKNOWN, ("error", "exception", "exit")), (FACTS, FACT_WORDS)]
+    sources = [(c.id, c.words) for c in CAUSES] + [(FIRST, fe.WORDS), (FACTS, FACT_WORDS)]
     for owner, words in sources:
         for word in words:
             owners.setdefault(word, []).append(owner)
@@ -145,8 +157,11 @@ class Scan:
         self.weak: dict[str, list[_Hit]] = {}  # warnings that name a cause: the answer only when nothing else is
         self.timed_out: set[int] = set()  # the ranks a collective timeout was reported on
         self.counts: dict[str, int] = {}
-        self.errors: deque[_Hit] = deque(maxlen=_EVIDENCE)  # the last error lines (a traceback ends with its error)
-        self.first_errors: list[_Hit] = []  # and the first ones (the root of a chain: "see root cause above")
+        self.errors: list[_Hit] = []  # the first error lines (exceptions, error-level records), in order
+        self.echoes: list[_Hit] = []  # and the first of those that report another's failure
+        self.last: deque[_Hit] = deque(maxlen=4)  # the last error lines (a log's end names what stopped it)
+        self.exits: list[_Hit] = []  # a process that ended with a non-zero status
+        self.success = False  # a mark of a run that finished well (Ray's "succeeded", verl's final metrics)
         self.pid_node: dict[int, str] = {}
         self.pid_rank: dict[int, int] = {}
         self.facts: dict[str, str] = {}
@@ -226,7 +241,7 @@ class Scan:
             for pid, ip in ray_pids(line):
                 if ip:
                     self.pid_node.setdefault(pid, ip)
-        matched = False
+
         for c in CAUSES:
             if c.id not in owners:
                 continue
@@ -235,15 +250,61 @@ class Scan:
                 pass
             if m is None or ((ex := c.excluded()) is not None and ex.search(line)):
                 continue
-            matched = True
+
             weak = (wk := c.weakened()) is not None and wk.search(line) is not None
             self._hit(c.id, chunk, start, end, line, m.start(), number, name, rank, weak)
-        if not matched and UNKNOWN in owners:
-            if m := _ERROR_LINE.search(line):
-                hit = self._make(UNKNOWN, chunk, start, end, line, m.end(), number, name, rank)
-                if len(self.first_errors) < 2:
-                    self.first_errors.append(hit)
-                self.errors.append(hit)
+        if FIRST in owners:
+            self._error(chunk, start, end, line, number, name, rank)
+
+    def _error(self, chunk, start, end, line, number, name, rank) -> None:
+        """Keep an error line for the first-error layer: an exception line with its traceback's frames, an
+        error-level record, a non-zero exit; note a mark of success."""
+        if fe.is_success(line):
+            self.success = True
+            return
+        exc = fe.exception_in(line)
+        if exc is not None and exc[0].endswith("Warning"):
+            exc = None
+        if exc is None and not fe.error_level(line):
+            if fe.is_exit(line) and len(self.exits) < 4:
+                self.exits.append(self._make(UNKNOWN, chunk, start, end, line, 0, number, name, rank))
+            return
+        if exc is not None and fe.level_of(line) in ("WARNING", "INFO", "DEBUG"):
+            return  # a warning that quotes an exception (a retry, a fallback): not an error of the run
+        message = exc[2] if exc else fe.strip_prefix(line)
+        echo = fe.is_consequence(exc[0] if exc else "", message)
+        kept = self.echoes if echo else self.errors
+        if len(kept) >= (_FIRST // 4 if echo else _FIRST):
+            if not echo:
+                self.last.append(self._make(UNKNOWN, chunk, start, end, line, exc[3] if exc else 0, number, name, rank))
+            return
+        hit = self._make(UNKNOWN, chunk, start, end, line, exc[3] if exc else 0, number, name, rank)
+        hit.consequence = echo
+        if exc is not None:
+            hit.exception = exc[:3]
+            trace = self._trace(chunk, start, line)
+            hit.frames = fe.frames_of(trace)
+            if hit.where.node is None or hit.where.pid is None:  # the actor a relayed traceback names above it
+                for text in reversed(trace):
+                    if (m := RAY_TASK.search(text)) and hit.where.node is None:
+                        hit.where.pid = hit.where.pid or int(m.group(1))
+                        hit.where.node = m.group(2)
+                        break
+                    if fe.TRACEBACK.search(text):
+                        break
+            hit.after = [_decode(b) for b in bytes(chunk[end + 1 : end + 1 + 2048]).split(b"\n")[:6]]
+        kept.append(hit)
+
+    def _trace(self, chunk, start: int, line: str) -> list[str]:
+        """The lines above an exception line that can hold its traceback (of the same Ray actor and rank, when
+        the line names them: ranks interleave their output)."""
+        raw = bytes(chunk[max(0, start - _TRACE) : start]).split(b"\n")[1:-1][-_TRACE_LINES:]
+        lines = [_decode(b) for b in raw]
+        prefix = _OWNER.match(line)
+        if prefix and prefix.group(0).strip():
+            own = prefix.group(0).strip()
+            lines = [text for text in lines if text.lstrip().startswith(own)]
+        return lines
 
     def _make(self, cause, chunk, start, end, line, at, number, name, rank) -> _Hit:
         before = [_decode(b) for b in bytes(chunk[max(0, start - _CONTEXT) : start]).split(b"\n")[1:-1][-12:]]
@@ -275,30 +336,75 @@ class Scan:
 
     # ------------------------------------------------------------------------------------------ deciding
     def result(self) -> Failure | None:
+        first_hit = self._first_hit()
+        first = self._first_error(first_hit) if first_hit is not None else None
+        verdict = family_of(first) if first is not None and first.type else None
         hits = {cause: list(kept) for cause, kept in self.hits.items()}
         _refine(hits)
         order = [c.id for c in CAUSES if hits.get(c.id)]
         if not order:  # only warnings name a cause: the first of them
             hits = {cause: list(kept) for cause, kept in self.weak.items()}
             order = [c.id for c in CAUSES if hits.get(c.id)]
-        if not order:
-            if not self.errors:
-                return None
-            first = [h for h in self.first_errors if h not in self.errors]
-            return self._failure(UNKNOWN, first + list(self.errors), [])
-        cause = order[0]
-        if cause in _NETWORK:  # the communicator's causes follow one another: the earliest in time is the origin
-            timed = [
-                (h.where.time, CAUSES.index(BY_ID[c]), c)
-                for c in order
-                if c in _NETWORK
-                for h in hits[c]
-                if h.where.time is not None
-            ]
-            if timed:
-                cause = min(timed)[2]
-                order = [cause] + [c for c in order if c != cause]
-        return self._failure(cause, hits[cause], [h for c in order[1:] for h in hits[c][:2]])
+        if order:
+            cause = order[0]
+            if cause in _NETWORK:  # the communicator's causes follow one another: the earliest in time is the origin
+                timed = [
+                    (h.where.time, CAUSES.index(BY_ID[c]), c)
+                    for c in order
+                    if c in _NETWORK
+                    for h in hits[c]
+                    if h.where.time is not None
+                ]
+                if timed:
+                    cause = min(timed)[2]
+                    order = [cause] + [c for c in order if c != cause]
+            later = [h for c in order[1:] for h in hits[c][:2]]
+            if verdict is not None and verdict.cause != cause and cause in _FOLLOW and verdict.cause not in _FOLLOW:
+                # the registry names only what followed (a dead worker, a timeout): the first error says why
+                consequences = [h for c in order for h in hits[c][:2]]
+                return self._failure(verdict.cause, [first_hit], consequences, first, verdict)
+            if verdict is not None and verdict.cause != cause:
+                verdict = None
+            return self._failure(cause, hits[cause], later, first, verdict)
+        if verdict is not None:
+            return self._failure(verdict.cause, [first_hit], [], first, verdict)
+        if first_hit is not None:
+            return self._failure(UNKNOWN, [first_hit], [h for h in self.errors if h is not first_hit][:3], first)
+        if self.exits and not self.success:
+            return self._failure(UNKNOWN, self.exits[:1], [], None)
+        return None
+
+    def _first_hit(self) -> _Hit | None:
+        """The first real error: the first exception line that reports no other failure; else the first
+        error-level record that is not part of a traceback; else the first that reports another's failure."""
+        if self.success and not any(h.exception for h in self.errors):
+            return None  # error-level records in a run that ended well (a retried request, a logged warning)
+        errors = self.errors
+        if len(self.files) > 1 and all(h.where.time for h in errors):
+            errors = sorted(errors, key=lambda h: h.where.time)  # one log per rank: the earliest across them
+        found = next((h for h in errors if h.exception), None)
+        if found is None:
+            found = next((h for h in errors if not fe.FRAME.search(h.line) and not fe.TRACEBACK.search(h.line)), None)
+        if found is None:
+            found = next((h for h in self.echoes if h.exception), None) or next(iter(self.echoes), None)
+        return found
+
+    def _first_error(self, hit: _Hit) -> FirstError:
+        self._late(hit.where)
+        kind, inner, message = hit.exception or ("", None, fe.strip_prefix(hit.line).strip())
+        return FirstError(
+            kind,
+            message,
+            hit.line,
+            hit.number,
+            hit.file,
+            list(hit.frames),
+            hit.where.rank,
+            hit.where.node,
+            hit.where.pid,
+            inner,
+            list(hit.after),
+        )
 
     def _late(self, w: Where) -> None:
         """Fill a node or rank learned from a line read after the evidence (Ray names a pid's ip later)."""
@@ -306,7 +412,14 @@ class Scan:
             w.node = w.node or self.pid_node.get(w.pid)
             w.rank = w.rank if w.rank is not None else self.pid_rank.get(w.pid)
 
-    def _failure(self, cause: str, hits: list[_Hit], later: list[_Hit]) -> Failure:
+    def _failure(
+        self,
+        cause: str,
+        hits: list[_Hit],
+        later: list[_Hit],
+        first: FirstError | None = None,
+        verdict: Verdict | None = None,
+    ) -> Failure:
         for h in hits + later:
             self._late(h.where)
         ordered = _origin_first(hits)
@@ -329,6 +442,10 @@ class Scan:
         evidence = list(first_of.values())[:_EVIDENCE]
         spec = BY_ID.get(cause, _UNKNOWN)
         extra = explain(cause, [h.line for h in ordered], self.facts, [(h.before or [""])[-1] for h in ordered])
+        if verdict is not None and (verdict.message or verdict.key):  # what the first error's structure says
+            extra = Extra(verdict.message, verdict.fix or extra.fix, verdict.key or extra.key, verdict.rule)
+        if first is None and cause != UNKNOWN:  # no exception line: the cause's origin line is the first error
+            first = FirstError("", fe.strip_prefix(origin.line).strip(), origin.line, origin.number, origin.file)
         parts = [spec.meaning[0].upper() + spec.meaning[1:]]
         parts += _origin_sentence(cause, rank, node if not silent else w.node, w, hits, collective, group)
         if silent:  # the ranks that did not time out never reached the collective: they are the stalled ones
@@ -344,7 +461,9 @@ class Scan:
             )
         if extra.message:
             parts.append(extra.message)
-        if cause == UNKNOWN:  # say what the first error was, not only that there was one
+        if first is not None and first.type:  # what the first error was and where it was raised
+            parts.append(_first_sentence(first, full=cause == UNKNOWN))
+        elif cause == UNKNOWN:
             parts.append(f"The first error: {_excerpt(origin.line, origin.at)[:240].strip()}")
         if cause == "worker-died" and (w.pid or node):  # where its own log is: the driver's log has no cause
             parts.append(
@@ -375,15 +494,32 @@ class Scan:
             rule=rule,
             then=then,
             files=[h.file for h in evidence] if len(self.files) > 1 else [],
+            first_error=_excerpt(first.text, 0)[:_MAX_LINE] if first is not None else "",
+            library=first.library if first is not None else None,
+            frame=str(first.raising) if first is not None and first.raising else None,
         )
 
 
+def _first_sentence(first: FirstError, full: bool) -> str:
+    text = first.text if full else first.text[:200]
+    out = f"The first error: {text}"
+    frame = first.raising
+    if frame is not None:
+        out += f" (raised in {frame.library}: {frame}"
+        caller = first.caller
+        out += f"; called from {caller})" if caller and caller != fe.STDLIB else ")"
+    return out
+
+
 _NETWORK = ("port-in-use", "comm-init", "comm-timeout")
+# causes that follow from another failure: the first error, where its structure names a family, says why
+_FOLLOW = ("worker-died", "killed", "comm-timeout", "startup-timeout")
 _UNKNOWN = Cause(  # what a diagnosis says of an error line that no cause of the registry explains
     UNKNOWN,
     "the job failed with an error that matches no known cause",
-    "read the lines below and the log around them; if it is a recurring cause, add it to the cause registry "
-    "(grpolab.monitor.causes)",
+    "read the first error and the traceback above it in the log: the library that raised it says which part of the "
+    "stack to look at (its settings in the recipe, or its version: `grpolab preflight RECIPE` compares the installed "
+    "stack with the recipe's pins)",
     (),
     (),
     (),

@@ -39,7 +39,7 @@ _NODE = re.compile(
 _REMOTE_IP = re.compile(r"remote_ip(?:_addr)?\[(\d{1,3}(?:\.\d{1,3}){3})\]", re.IGNORECASE)
 _LINK_ROW = re.compile(r"\|[ \t]*(\d{1,3}(?:\.\d{1,3}){3})\((\d+)\)[ \t]*\|")  # HCCL LINK_ERROR_INFO: dest(rank)
 _WORKER_PID = re.compile(r"\bWorker PID: (\d+)")  # Ray's "A worker died ..." names the dead worker
-_RAY_TASK = re.compile(r"ray::[\w.]+\(\) \(pid=(\d+), ip=([\w.\-]+)")
+RAY_TASK = re.compile(r"ray::[\w.]+\(\) \(pid=(\d+), ip=([\w.\-]+)")  # a relayed error's actor: its pid, node
 _BLOCK_PID = re.compile(r"^\s+pid: (\d+)\s*$")
 _BLOCK_IP = re.compile(r"^\s+ip: (\S+)\s*$")
 _SEQ = re.compile(r"SeqNum=(\d+)|work sequence id: (\d+)")
@@ -123,7 +123,7 @@ def where(
         if w.node is None and (b := _BLOCK_IP.match(text)):
             w.node = b.group(1)
     if w.node is None:  # the actor a relayed error came from: `ray::WorkerDict.f() (pid=P, ip=A)` nearby
-        w.node = next((b.group(2) for text in near if (b := _RAY_TASK.search(text))), None)
+        w.node = next((b.group(2) for text in near if (b := RAY_TASK.search(text))), None)
     if w.node is None:  # a hard-wrapped line continues on the next ones
         w.node = next((b.group(1) for text in list(after or ())[:2] if (b := _NODE.search(text))), None)
     if m := _SEQ.search(line):
