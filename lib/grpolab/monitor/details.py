@@ -192,6 +192,34 @@ def _recipe_key(name: str) -> str | None:
     return None
 
 
+# Engine arguments spelled otherwise than the verl key that sets them: the engine's name -> verl's key leaf (verl
+# 0.9.1's vllm_rollout passes tensor_parallel_size=config.tensor_model_parallel_size; its SGLang server passes
+# mem_fraction_static=config.gpu_memory_utilization and max_running_requests=config.max_num_seqs)
+_ENGINE_SPELLING = {
+    "tensor_parallel_size": "tensor_model_parallel_size",
+    "mem_fraction_static": "gpu_memory_utilization",
+    "max_running_requests": "max_num_seqs",
+    "tp_size": "tensor_model_parallel_size",
+    "max_tokens": "max_response_length",
+}
+_ARGUMENT = re.compile(r"(?<![\w.])(?:--)?([a-z][a-z0-9]*(?:[_-][a-z0-9]+)+)\b`?\)?(?:[ :=]+\(?(-?[\d.]+)\)?)?")
+
+
+def engine_arguments(message: str) -> list[tuple[str, str, str | None]]:
+    """The arguments an engine's error message names: (name, the value it gives or "", the recipe field through the
+    field map or None), the ones with a recipe field first."""
+    found: dict[str, tuple[str, str, str | None]] = {}
+    for m in _ARGUMENT.finditer(message):
+        name = m.group(1).replace("-", "_")
+        if name in found or len(found) >= 6:
+            continue
+        field = _recipe_key(_ENGINE_SPELLING.get(name, name))
+        if field is None and "_" not in name:
+            continue
+        found[name] = (name, m.group(2) or "", field)
+    return sorted(found.values(), key=lambda t: t[2] is None)
+
+
 def _batch(line: str, facts) -> Extra | None:
     if m := _CHUNK.search(line):
         size, chunks = int(m.group(1)), int(m.group(2))

@@ -30,7 +30,7 @@ from grpolab.jobs.job_entry import ANSI
 from grpolab.monitor import firsterror as fe
 from grpolab.monitor.causes import BY_ID, CAUSES, UNKNOWN, Cause
 from grpolab.monitor.details import FACT_WORDS, FACTS, Extra, explain, read_facts
-from grpolab.monitor.families import Verdict, family_of
+from grpolab.monitor.families import Context, Verdict, family_for, family_of
 from grpolab.monitor.firsterror import FirstError
 from grpolab.monitor.origin import RAY_TASK, Where, ray_pids, where
 
@@ -48,6 +48,9 @@ _FIRST = 64  # error lines of a log kept for its first real error (those that re
 _TRACE = 64 << 10  # bytes above an exception line read for its traceback's frames
 _TRACE_LINES = 300
 FIRST = "first-error"  # the prefilter's owner of grpolab.monitor.firsterror.WORDS
+_WAKEUP = re.compile(r"resume_memory_occupation|\bwake_up\b|waking up", re.IGNORECASE)
+_STEP = re.compile(rb"(?:^|[\s)])step:\d+ - ", re.MULTILINE)  # verl's step metrics line
+_ENGINE = re.compile(rb"vllm|vLLM|VLLM|sglang|SGLang|SGLANG")
 _OWNER = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?")  # Ray's and torchrun's prefixes
 _FRAME = re.compile(r'^\s*(?:\[rank\d+\]:)?\s*File "([^"]+)", line \d+')
 _LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
@@ -70,6 +73,7 @@ class Failure:
     rule: str | None = None  # the `grpolab check` rule that finds it before launch
     then: list[str] = field(default_factory=list)  # causes that followed from it (consequences), in order
     files: list[str] = field(default_factory=list)  # the file of each evidence line (when more than one was read)
+    family: str = ""  # the kind of failure (grpolab.monitor.families.FAMILIES): finer than the cause where it can be
     first_error: str = ""  # the first real error: `Type: message` (or the first error line), "" when none shows
     library: str | None = None  # the library whose frame raised it (vllm, verl, torch, user code, ...)
     frame: str | None = None  # that frame: `path:line in function`
@@ -92,6 +96,7 @@ class _Hit:
     frames: list = field(default_factory=list)  # its traceback's frames (grpolab.monitor.firsterror.Frame)
     consequence: bool = False  # it reports another's failure (a dead actor, a timeout)
     after: list[str] = field(default_factory=list)
+    offset: int = 0  # where the line starts in everything read (bytes): what came before it
 
 
 def _words() -> tuple[list[str], list[tuple[str, ...]]]:
@@ -149,6 +154,78 @@ def _decode(raw: bytes) -> str:
     return _SYSLOG_ANSI.sub("", text) if "#033[" in text else text
 
 
+class NotALog(ValueError):
+    """The input is not a text log (binary data, or compressed in a format read here only by name)."""
+
+
+_GZIP, _BZIP2, _XZ, _ZSTD = b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd"
+_SNIFF = 64 << 10  # bytes of the input looked at to tell a text log from binary data
+
+
+class _Prefixed:
+    """A binary stream whose first bytes were already read: they come first (for a decompressor, or the reader)."""
+
+    def __init__(self, head: bytes, rest) -> None:
+        self.head, self.rest = head, rest
+
+    def read(self, size: int = -1) -> bytes:
+        if not self.head:
+            return self.rest.read(size)
+        if size is None or size < 0:
+            out, self.head = self.head + self.rest.read(), b""
+            return out
+        out, self.head = self.head[:size], self.head[size:]
+        return out + (self.rest.read(size - len(out)) if len(out) < size else b"")
+
+    def readline(self, size: int = -1) -> bytes:
+        if not self.head:
+            return self.rest.readline(size)
+        cut = self.head.find(b"\n") + 1
+        if cut and (size < 0 or cut <= size):
+            out, self.head = self.head[:cut], self.head[cut:]
+            return out
+        out, self.head = self.head, b""
+        return out + self.rest.readline(size - len(out) if size >= 0 else -1)
+
+
+def readable(handle, name: str = "<input>"):
+    """The text of a log stream: gzip, bzip2 and xz read as they stream; NotALog for zstd (named, not read: no
+    decompressor in the standard library) and for binary data (random bytes are not a log, never a device fault)."""
+    head = handle.read(_SNIFF)
+    stream = _Prefixed(head, handle)
+    if head.startswith((_GZIP, _BZIP2, _XZ)):
+        # lazy: the decompressors (a plain log never needs one)
+        import bz2
+        import gzip
+        import lzma
+
+        opener = {_GZIP: gzip.GzipFile, _BZIP2: bz2.BZ2File, _XZ: lzma.LZMAFile}
+        kind = next(magic for magic in opener if head.startswith(magic))
+        decompressed = opener[kind](fileobj=stream) if kind == _GZIP else opener[kind](stream)
+        try:
+            head = decompressed.read(_SNIFF)
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            raise NotALog(f"{name}: a compressed file that cannot be read ({exc})") from None
+        stream = _Prefixed(head, decompressed)
+    elif head.startswith(_ZSTD):
+        raise NotALog(f"{name}: compressed with zstd; decompress it first (`zstd -dc {name} | grpolab diagnose -`)")
+    if _binary(head):
+        raise NotALog(f"{name}: not a text log (binary data)")
+    return stream
+
+
+def _binary(head: bytes) -> bool:
+    """NUL bytes, or many control characters or undecodable bytes: not text a program logged."""
+    if not head:
+        return False
+    if b"\x00" in head:
+        return True
+    sample = head[:_SNIFF]
+    control = sum(sample.count(bytes([c])) for c in (*range(1, 9), 11, 12, *range(14, 27), *range(28, 32)))
+    bad = len(sample) - len(sample.decode("utf-8", "ignore").encode("utf-8"))
+    return (control + bad) > len(sample) // 10
+
+
 class Scan:
     """A streaming reader of one or more logs: feed it chunks (whole lines), then `result()`."""
 
@@ -162,6 +239,10 @@ class Scan:
         self.last: deque[_Hit] = deque(maxlen=4)  # the last error lines (a log's end names what stopped it)
         self.exits: list[_Hit] = []  # a process that ended with a non-zero status
         self.success = False  # a mark of a run that finished well (Ray's "succeeded", verl's final metrics)
+        self.warnings = 0  # warning-level records
+        self.step_at: int | None = None  # where the first training step line starts (bytes read before it)
+        self.engine_at: int | None = None  # where an inference engine (vLLM, SGLang) first shows
+        self.base = 0  # bytes read before the chunk being scanned
         self.pid_node: dict[int, str] = {}
         self.pid_rank: dict[int, int] = {}
         self.facts: dict[str, str] = {}
@@ -178,8 +259,9 @@ class Scan:
         handle = open(path, "rb") if own else handle  # noqa: SIM115 (closed below)
         try:
             first = 1
+            stream = readable(handle, name)
             while True:
-                block = handle.read(CHUNK)
+                block = stream.read(CHUNK)
                 if not block:
                     break
                 cut = block.rfind(b"\n") + 1
@@ -188,7 +270,7 @@ class Scan:
                     continue
                 if cut:  # the whole lines, without a copy; then the last one, completed from the file
                     first = self._feed(memoryview(block)[:cut], name, rank, first)
-                tail = block[cut:] + (handle.readline(_MAX_TAIL) or b"")
+                tail = block[cut:] + (stream.readline(_MAX_TAIL) or b"")
                 first = self._feed(tail if tail.endswith(b"\n") else tail + b"\n", name, rank, first)
         finally:
             if own:
@@ -203,10 +285,15 @@ class Scan:
 
     def _feed(self, chunk: bytes, name: str, file_rank: int | None, first: int) -> int:
         """Scan one chunk of whole lines whose first line is line `first` of its file; the next chunk's first."""
+        self.base = self.bytes
         self.bytes += len(chunk)
         # lazy: numpy (only a diagnosis scans lines; importing the monitor stays light)
         import numpy
 
+        if self.step_at is None and (m := _STEP.search(chunk)):  # a scan in C, once per chunk until found
+            self.step_at = self.base + m.start()
+        if self.engine_at is None and (m := _ENGINE.search(chunk)):
+            self.engine_at = self.base + m.start()
         found = _find(chunk)
         array = numpy.frombuffer(chunk, numpy.uint8)
         if not found:
@@ -264,7 +351,10 @@ class Scan:
             return
         exc = fe.exception_in(line)
         if exc is not None and exc[0].endswith("Warning"):
+            self.warnings += 1
             exc = None
+        if fe.level_of(line) == "WARNING":
+            self.warnings += 1
         if exc is None and not fe.error_level(line):
             if fe.is_exit(line) and len(self.exits) < 4:
                 self.exits.append(self._make(UNKNOWN, chunk, start, end, line, 0, number, name, rank))
@@ -292,7 +382,6 @@ class Scan:
                         break
                     if fe.TRACEBACK.search(text):
                         break
-            hit.after = [_decode(b) for b in bytes(chunk[end + 1 : end + 1 + 2048]).split(b"\n")[:6]]
         kept.append(hit)
 
     def _trace(self, chunk, start: int, line: str) -> list[str]:
@@ -320,7 +409,7 @@ class Scan:
             elif len(self.pid_rank) < _PIDS:
                 self.pid_rank.setdefault(w.pid, w.rank)
         self.order += 1
-        return _Hit(cause, line, number, name, at, self.order, w, before)
+        return _Hit(cause, line, number, name, at, self.order, w, before, after=after[:6], offset=self.base + start)
 
     def _hit(self, cause, chunk, start, end, line, at, number, name, rank, weak=False) -> None:
         self.counts[cause] = self.counts.get(cause, 0) + 1
@@ -338,7 +427,8 @@ class Scan:
     def result(self) -> Failure | None:
         first_hit = self._first_hit()
         first = self._first_error(first_hit) if first_hit is not None else None
-        verdict = family_of(first) if first is not None and first.type else None
+        context = self._context(first_hit)
+        verdict = family_of(first, context) if first is not None and first.type else None
         hits = {cause: list(kept) for cause, kept in self.hits.items()}
         _refine(hits)
         order = [c.id for c in CAUSES if hits.get(c.id)]
@@ -365,14 +455,32 @@ class Scan:
                 return self._failure(verdict.cause, [first_hit], consequences, first, verdict)
             if verdict is not None and verdict.cause != cause:
                 verdict = None
-            return self._failure(cause, hits[cause], later, first, verdict)
+            return self._failure(cause, hits[cause], later, first, verdict, self._context(hits[cause][0]))
         if verdict is not None:
-            return self._failure(verdict.cause, [first_hit], [], first, verdict)
+            return self._failure(verdict.cause, [first_hit], self._after(first_hit), first, verdict)
         if first_hit is not None:
-            return self._failure(UNKNOWN, [first_hit], [h for h in self.errors if h is not first_hit][:3], first)
+            return self._failure(UNKNOWN, [first_hit], self._after(first_hit), first)
         if self.exits and not self.success:
             return self._failure(UNKNOWN, self.exits[:1], [], None)
         return None
+
+    def _after(self, first: _Hit) -> list[_Hit]:
+        """The error lines after the first one (a chained exception, the next rank's): shown after it."""
+        return [h for h in self.errors if h is not first][:3]
+
+    def family(self) -> str:
+        """The family of a log that shows no failure: `warning-only` when it holds warnings, else `none`."""
+        return "warning-only" if self.warnings else "none"
+
+    def _context(self, hit: _Hit | None) -> Context:
+        if hit is None:
+            return Context()
+        near = " ".join(hit.before[-4:] + [hit.line] + hit.after[:4])
+        return Context(
+            stepped=self.step_at is not None and self.step_at < hit.offset,
+            engine=self.engine_at is not None and self.engine_at <= hit.offset,
+            wakeup=bool(_WAKEUP.search(near)),
+        )
 
     def _first_hit(self) -> _Hit | None:
         """The first real error: the first exception line that reports no other failure; else the first
@@ -419,6 +527,7 @@ class Scan:
         later: list[_Hit],
         first: FirstError | None = None,
         verdict: Verdict | None = None,
+        context: Context | None = None,
     ) -> Failure:
         for h in hits + later:
             self._late(h.where)
@@ -494,6 +603,7 @@ class Scan:
             rule=rule,
             then=then,
             files=[h.file for h in evidence] if len(self.files) > 1 else [],
+            family=verdict.family if verdict is not None else family_for(cause, first, context),
             first_error=_excerpt(first.text, 0)[:_MAX_LINE] if first is not None else "",
             library=first.library if first is not None else None,
             frame=str(first.raising) if first is not None and first.raising else None,
@@ -627,8 +737,9 @@ def log_files(path: Path) -> list[tuple[Path, int | None]]:
     return [(path, None)]
 
 
-def diagnose_files(files: list[tuple[Path, int | None]], extra: str = "") -> Failure | None:
-    scan = Scan()
+def diagnose_files(files: list[tuple[Path, int | None]], extra: str = "", scan: Scan | None = None) -> Failure | None:
+    """`scan`: the Scan to read with (a caller that asks it more afterwards: `family()`)."""
+    scan = scan if scan is not None else Scan()
     for path, rank in files:
         scan.feed_file(path, rank)
     if extra:
@@ -636,7 +747,7 @@ def diagnose_files(files: list[tuple[Path, int | None]], extra: str = "") -> Fai
     return scan.result()
 
 
-def diagnose_stream(handle=None, name: str = "<stdin>") -> Failure | None:
-    scan = Scan()
+def diagnose_stream(handle=None, name: str = "<stdin>", scan: Scan | None = None) -> Failure | None:
+    scan = scan if scan is not None else Scan()
     scan.feed_file(name, None, handle or sys.stdin.buffer)
     return scan.result()

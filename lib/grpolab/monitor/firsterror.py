@@ -71,6 +71,9 @@ KNOWN = (
     "tensordict",
     "xformers",
     "wandb",
+    "chatlearn",
+    "skyrl",
+    "torchdata",
 )
 _NAMES = {name: name for name in KNOWN} | {"vllm-ascend": "vllm_ascend", "megatron_core": "megatron"}
 _SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
@@ -87,11 +90,15 @@ def library_of(path: str) -> str:
         name = re.sub(r"\.py$|-[\d.]+.*$", "", m.group(1))
         return _canonical(name)
     parts = re.split(r"[/\\]", path)
-    for part in reversed(parts[:-1]):
+    folders = parts[:-1]
+    for part in reversed(folders):
         if (name := _canonical(part)) in KNOWN:
             return name
     if _STDLIB.search(path):
         return STDLIB
+    for above, part in zip(folders, folders[1:]):  # a source checkout: ChatLearn/chatlearn/..., repo/src/package/...
+        if above.lower().replace("-", "_") == part.lower() or (above == "src" and part != parts[-1]):
+            return _canonical(part)
     return USER
 
 
@@ -250,9 +257,8 @@ WORDS = (
     "exception",
     "exit",
     "interrupt",
-    "fault",
+    "segmentation fault",
     "failure",
-    "abort",
     "stopiteration",
     "fatal",
     "killed",
@@ -268,7 +274,7 @@ WORDS = (
 # CANN's `[ERROR] 2025-06-09-06:57:54`, a shell's `error: ` / `Error: `, a native crash.
 _LEVEL_ERROR = re.compile(
     r"^[ \t]*\[?[EF]\d{4} \d\d:\d\d:\d\d|^[ \t]*(?:error|Error|ERROR|fatal|Fatal|FATAL): "
-    r"|\bSegmentation fault\b|\bcore dumped\b|\bBus error\b|^[ \t]*(?:Killed|Aborted)\s*$"
+    r"|\bSegmentation fault\b|\bcore dumped\b|\bBus error\b|^[ \t]*Killed\s*$"
 )
 # The level a log record names first, within its first characters (after Ray's and torchrun's prefixes)
 _LEVEL = re.compile(r"\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b|^[ \t]*\[?([EFWI])\d{4} \d\d:")
