@@ -169,15 +169,16 @@ def _config_key(line: str, facts) -> Extra | None:
 
 # ---------------------------------------------------------------------------------------------- batches
 _CHUNK = re.compile(r"size of DataProto (\d+) and chunk (\d+)", re.IGNORECASE)
-_TWO = re.compile(
-    r"([A-Za-z_][\w.]*(?: [a-z_]+){0,5}?)\W{0,3}?[ (=:]+(\d+)\)?[^\n\d]{0,80}?(?:divisible by|multiple of|divide"
-    r"|%)\W*([A-Za-z_][\w.]*(?: [a-z_]+){0,5}?)?\W{0,3}?[ (=:]*(\d+)"
+_TWO = re.compile(  # (a name is matched from its first character only, and every repeat is bounded: linear)
+    r"(?<![\w.])([A-Za-z_][\w.]{0,80}(?: [a-z_]{1,40}){0,5}?)\W{0,3}?[ (=:]{1,4}(\d+)\)?[^\n\d]{0,80}?(?:divisible "
+    r"by|multiple of|divide|%)\W{0,4}(?:(?<![\w.])([A-Za-z_][\w.]{0,80}(?: [a-z_]{1,40}){0,5}?))?\W{0,3}?[ (=:]{0,4}"
+    r"(\d+)"
 )
 
 
 _AT_LEAST = re.compile(
-    r"([A-Za-z_][\w.]*) \(?(\d+)\)? (?:must|should) be (?:>=|at least|larger than or equal to|no smaller than) "
-    r"([A-Za-z_][\w.]*) \(?(\d+)"
+    r"(?<![\w.])([A-Za-z_][\w.]{0,80}) \(?(\d+)\)? (?:must|should) be (?:>=|at least|larger than or equal to|no "
+    r"smaller than) ([A-Za-z_][\w.]{0,80}) \(?(\d+)"
 )
 
 
@@ -311,7 +312,9 @@ def _layout(line: str, facts) -> Extra | None:
 
 # ---------------------------------------------------------------------------------------------- communicators
 _HCCL_CODE = re.compile(
-    r"(hccl\w+)(?:\([^\n]*?\))?, error code is (\d+)|HCCL error[^\n]{0,40}?\b(?:code|ret)[ :=]+(\d+)", re.IGNORECASE
+    r"(?<!\w)(hccl\w{1,60})(?:\([^\n]{0,300}?\))?, error code is (\d+)|HCCL error[^\n]{0,40}?\b(?:code|ret)[ :=]{1,4}"
+    r"(\d+)",
+    re.IGNORECASE,
 )
 _NCCL_CODE = re.compile(
     r"\b(nccl(?:UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|"

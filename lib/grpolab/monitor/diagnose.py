@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grpolab.jobs.job_entry import ANSI
 from grpolab.monitor import firsterror as fe
-from grpolab.monitor.causes import BY_ID, CAUSES, UNKNOWN, Cause
+from grpolab.monitor.causes import BY_ID, CAUSES, PREFIX, UNKNOWN, Cause
 from grpolab.monitor.details import FACT_WORDS, FACTS, Extra, explain, read_facts
-from grpolab.monitor.families import Context, Verdict, family_for, family_of
+from grpolab.monitor.families import FAMILIES, RECAUSED, Context, Verdict, classify, family_for
 from grpolab.monitor.firsterror import FirstError
 from grpolab.monitor.origin import RAY_TASK, Where, ray_pids, where
 
@@ -41,20 +42,22 @@ _MAX_LINE = 400  # an evidence line is cut here: a log line can hold a whole ten
 _CONTEXT = 4096  # bytes around a matched line searched for its traceback and Ray's pid/ip block
 _PIDS = 50_000  # pids remembered (their nodes and ranks)
 _MAX_TAIL = 1 << 20  # a line is read whole up to this length past a chunk's end
-_LONG = 16 << 10  # a longer line is matched only around its keywords, _WINDOW bytes either side
-_WINDOW = 2048
+_LONG = 4 << 10  # a longer line is matched only around its keywords, _WINDOW bytes either side
+_WINDOW = 1024
+_BUDGET = 0.5  # seconds of pattern matching after which every line is first checked by Hyperscan (crafted input)
 
 _FIRST = 64  # error lines of a log kept for its first real error (those that report another's failure: 16)
 _TRACE = 64 << 10  # bytes above an exception line read for its traceback's frames
 _TRACE_LINES = 300
 FIRST = "first-error"  # the prefilter's owner of grpolab.monitor.firsterror.WORDS
-_WAKEUP = re.compile(r"resume_memory_occupation|\bwake_up\b|waking up", re.IGNORECASE)
+_PROGRESS = re.compile(rb"step:\d+ - |throughput|it/s\]|s/it\]|Decode batch|Prefill batch|Training Progress")
+_NPU = re.compile(rb"torch_npu|torch-npu|\bNPU\b|\bnpu\b|Ascend|CANN|HCCL")
 _STEP = re.compile(rb"(?:^|[\s)])step:\d+ - ", re.MULTILINE)  # verl's step metrics line
-_ENGINE = re.compile(rb"vllm|vLLM|VLLM|sglang|SGLang|SGLANG")
+_ENGINE = re.compile(rb"vllm|vLLM|VLLM|sglang|SGLang|SGLANG|WorkerWrapper|EngineCore|LLMRayActor|Worker_TP|worker_base")
 _OWNER = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?")  # Ray's and torchrun's prefixes
-_FRAME = re.compile(r'^\s*(?:\[rank\d+\]:)?\s*File "([^"]+)", line \d+')
+_FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "([^"]+)", line \d+')
 _LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
-_CONFIG_CLASS = re.compile(r"\w*Config\.__init__\(\) got an unexpected keyword")
+_CONFIG_CLASS = re.compile(r"(?<!\w)\w{0,80}Config\.__init__\(\) got an unexpected keyword")
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ class _Hit:
     consequence: bool = False  # it reports another's failure (a dead actor, a timeout)
     after: list[str] = field(default_factory=list)
     offset: int = 0  # where the line starts in everything read (bytes): what came before it
+    text: str = ""  # an error line as printed (trailing spaces kept) with the lines its message continues on
 
 
 def _words() -> tuple[list[str], list[tuple[str, ...]]]:
@@ -126,6 +130,43 @@ def _database():
         )
         _DB.append(db)
     return _DB[0]
+
+
+_GATE: list = []  # the Hyperscan database of every cause's patterns, built when a scan turns linear
+
+
+def _gate():
+    """Every cause's patterns in one Hyperscan database, in prefilter mode: a superset of each pattern's matches
+    (its look-aheads dropped), never fewer; ids are indexes into CAUSES. Linear in the text's length, whatever
+    it holds; built once (about half a second), only for a log whose lines made `re` crawl."""
+    if not _GATE:
+        # lazy: hyperscan (see _database)
+        import hyperscan
+
+        expressions, ids, flags = [], [], []
+        base = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_MULTILINE
+        for index, cause in enumerate(CAUSES):
+            for pattern in cause.patterns:
+                expressions.append(pattern.replace("{P}", PREFIX).encode())
+                ids.append(index)
+                flags.append(
+                    base | hyperscan.HS_FLAG_ALLOWEMPTY | (hyperscan.HS_FLAG_CASELESS if cause.ignorecase else 0)
+                )
+        db = hyperscan.Database()
+        db.compile(expressions=expressions, ids=ids, elements=len(expressions), flags=flags)
+        _GATE.append(db)
+    return _GATE[0]
+
+
+def _gated(line: bytes) -> set[str]:
+    """The ids of the causes whose patterns may match `line` (Hyperscan, linear)."""
+    found: set[str] = set()
+
+    def on(index, _start, _end, _flags, _context):
+        found.add(CAUSES[index].id)
+
+    _gate().scan(line, match_event_handler=on)
+    return found
 
 
 def _find(chunk: bytes) -> list[tuple[int, int]]:
@@ -242,7 +283,11 @@ class Scan:
         self.warnings = 0  # warning-level records
         self.step_at: int | None = None  # where the first training step line starts (bytes read before it)
         self.engine_at: int | None = None  # where an inference engine (vLLM, SGLang) first shows
+        self.progress_at: int | None = None  # where work done first shows (a step, a progress bar, throughput)
+        self.npu_at: int | None = None  # where an Ascend NPU stack first shows
         self.base = 0  # bytes read before the chunk being scanned
+        self.spent = 0.0  # seconds spent matching patterns
+        self.linear = False  # every line is first checked by Hyperscan (after _BUDGET seconds of matching)
         self.pid_node: dict[int, str] = {}
         self.pid_rank: dict[int, int] = {}
         self.facts: dict[str, str] = {}
@@ -294,6 +339,10 @@ class Scan:
             self.step_at = self.base + m.start()
         if self.engine_at is None and (m := _ENGINE.search(chunk)):
             self.engine_at = self.base + m.start()
+        if self.progress_at is None and (m := _PROGRESS.search(chunk)):
+            self.progress_at = self.base + m.start()
+        if self.npu_at is None and (m := _NPU.search(chunk)):
+            self.npu_at = self.base + m.start()
         found = _find(chunk)
         array = numpy.frombuffer(chunk, numpy.uint8)
         if not found:
@@ -329,19 +378,27 @@ class Scan:
                 if ip:
                     self.pid_node.setdefault(pid, ip)
 
+        began = time.perf_counter()
+        if self.linear:  # only the causes Hyperscan says may match
+            owners = (owners & _gated(line.encode("utf-8", "replace"))) | (owners & {FIRST, FACTS})
         for c in CAUSES:
             if c.id not in owners:
+                continue
+            if self.linear and len(self.hits.get(c.id, ())) >= _KEEP:  # enough of its lines kept: count the rest
+                self.counts[c.id] = self.counts.get(c.id, 0) + 1
                 continue
             m = None
             for m in c.compiled().finditer(line):  # noqa: B007 (the last match: a long line's telling detail)
                 pass
             if m is None or ((ex := c.excluded()) is not None and ex.search(line)):
                 continue
-
             weak = (wk := c.weakened()) is not None and wk.search(line) is not None
             self._hit(c.id, chunk, start, end, line, m.start(), number, name, rank, weak)
         if FIRST in owners:
             self._error(chunk, start, end, line, number, name, rank)
+        self.spent += time.perf_counter() - began
+        if self.spent > _BUDGET:  # crafted lines that make backtracking crawl: Hyperscan (linear) says first
+            self.linear = True
 
     def _error(self, chunk, start, end, line, number, name, rank) -> None:
         """Keep an error line for the first-error layer: an exception line with its traceback's frames, an
@@ -356,7 +413,9 @@ class Scan:
         if fe.level_of(line) == "WARNING":
             self.warnings += 1
         if exc is None and not fe.error_level(line):
-            if fe.is_exit(line) and len(self.exits) < 4:
+            if (fe.is_exit(line) or fe.TRACEBACK.search(line) or fe.SOURCE.match(line)) and len(self.exits) < 4:
+                # a non-zero exit, a traceback's header or a `raise` / `assert` line of one: error evidence of the
+                # last resort (a log cut before its error line)
                 self.exits.append(self._make(UNKNOWN, chunk, start, end, line, 0, number, name, rank))
             return
         if exc is not None and fe.level_of(line) in ("WARNING", "INFO", "DEBUG"):
@@ -374,6 +433,7 @@ class Scan:
             hit.exception = exc[:3]
             trace = self._trace(chunk, start, line)
             hit.frames = fe.frames_of(trace)
+            hit.text = _raw(chunk, start, end, exc[2], line)
             if hit.where.node is None or hit.where.pid is None:  # the actor a relayed traceback names above it
                 for text in reversed(trace):
                     if (m := RAY_TASK.search(text)) and hit.where.node is None:
@@ -382,12 +442,14 @@ class Scan:
                         break
                     if fe.TRACEBACK.search(text):
                         break
+        if not hit.text:
+            hit.text = _raw(chunk, start, end, "x", line)
         kept.append(hit)
 
     def _trace(self, chunk, start: int, line: str) -> list[str]:
         """The lines above an exception line that can hold its traceback (of the same Ray actor and rank, when
         the line names them: ranks interleave their output)."""
-        raw = bytes(chunk[max(0, start - _TRACE) : start]).split(b"\n")[1:-1][-_TRACE_LINES:]
+        raw = _lines_before(chunk, start, _TRACE)[-_TRACE_LINES:]
         lines = [_decode(b) for b in raw]
         prefix = _OWNER.match(line)
         if prefix and prefix.group(0).strip():
@@ -396,7 +458,7 @@ class Scan:
         return lines
 
     def _make(self, cause, chunk, start, end, line, at, number, name, rank) -> _Hit:
-        before = [_decode(b) for b in bytes(chunk[max(0, start - _CONTEXT) : start]).split(b"\n")[1:-1][-12:]]
+        before = [_decode(b) for b in _lines_before(chunk, start, _CONTEXT)[-12:]]
         after = [_decode(b) for b in bytes(chunk[end + 1 : end + 1 + _CONTEXT]).split(b"\n")[:8]]
         w = where(line, rank, after, before)
         if w.pid is not None:
@@ -427,59 +489,75 @@ class Scan:
     def result(self) -> Failure | None:
         first_hit = self._first_hit()
         first = self._first_error(first_hit) if first_hit is not None else None
-        context = self._context(first_hit)
-        verdict = family_of(first, context) if first is not None and first.type else None
         hits = {cause: list(kept) for cause, kept in self.hits.items()}
         _refine(hits)
         order = [c.id for c in CAUSES if hits.get(c.id)]
         if not order:  # only warnings name a cause: the first of them
             hits = {cause: list(kept) for cause, kept in self.weak.items()}
             order = [c.id for c in CAUSES if hits.get(c.id)]
-        if order:
-            cause = order[0]
-            if cause in _NETWORK:  # the communicator's causes follow one another: the earliest in time is the origin
-                timed = [
-                    (h.where.time, CAUSES.index(BY_ID[c]), c)
-                    for c in order
-                    if c in _NETWORK
-                    for h in hits[c]
-                    if h.where.time is not None
-                ]
-                if timed:
-                    cause = min(timed)[2]
-                    order = [cause] + [c for c in order if c != cause]
-            later = [h for c in order[1:] for h in hits[c][:2]]
-            if verdict is not None and verdict.cause != cause and cause in _FOLLOW and verdict.cause not in _FOLLOW:
-                # the registry names only what followed (a dead worker, a timeout): the first error says why
-                consequences = [h for c in order for h in hits[c][:2]]
-                return self._failure(verdict.cause, [first_hit], consequences, first, verdict)
-            if verdict is not None and verdict.cause != cause:
-                verdict = None
-            return self._failure(cause, hits[cause], later, first, verdict, self._context(hits[cause][0]))
-        if verdict is not None:
-            return self._failure(verdict.cause, [first_hit], self._after(first_hit), first, verdict)
-        if first_hit is not None:
-            return self._failure(UNKNOWN, [first_hit], self._after(first_hit), first)
-        if self.exits and not self.success:
-            return self._failure(UNKNOWN, self.exits[:1], [], None)
-        return None
+        if not order:  # no cause of the registry: what the first error's structure says, or unknown
+            if first_hit is None and self.exits and not self.success:
+                first_hit, first = self.exits[0], self._first_error(self.exits[0])
+            if first_hit is None:
+                return None
+            context = self._context(first_hit)
+            verdict = classify(first, context)
+            family = verdict.family if verdict else family_for(UNKNOWN, first, context)
+            cause = verdict.cause if verdict else UNKNOWN
+            return self._failure(cause, family, [first_hit], self._after(first_hit), first, verdict, context)
+        cause = order[0]
+        if cause in _NETWORK:  # the communicator's causes follow one another: the earliest in time is the origin
+            timed = [
+                (h.where.time, CAUSES.index(BY_ID[c]), c)
+                for c in order
+                if c in _NETWORK
+                for h in hits[c]
+                if h.where.time is not None
+            ]
+            if timed:
+                cause = min(timed)[2]
+                order = [cause] + [c for c in order if c != cause]
+        context = self._context(first_hit or hits[cause][0])
+        verdict = classify(first, context) if first is not None and first.type else None
+        if verdict is not None and verdict.cause != cause and cause in _FOLLOW and not first_hit.consequence:
+            # the registry names only what followed (a dead worker, a timeout): the first error says why
+            consequences = [h for c in order for h in hits[c][:2]]
+            return self._failure(verdict.cause, verdict.family, [first_hit], consequences, first, verdict, context)
+        later = [h for c in order[1:] for h in hits[c][:2]]
+        if first is None or not first.type or first_hit.consequence:  # no exception of its own: the cause's line
+            first = self._first_error(_origin_first(hits[cause])[0], origin_rank=True, hits=hits[cause])
+            context = self._context(hits[cause][0])
+        family = family_for(cause, first, context)
+        if verdict is not None and FAMILIES[verdict.family][0] == cause:  # the same cause, said more finely
+            family = verdict.family
+        else:
+            verdict = None
+        if family in RECAUSED:  # the family says the registry's words were another failure's (its cause, not theirs)
+            cause = FAMILIES[family][0]
+        return self._failure(
+            cause, family, hits[cause] if cause in hits else hits[order[0]], later, first, verdict, context
+        )
 
     def _after(self, first: _Hit) -> list[_Hit]:
         """The error lines after the first one (a chained exception, the next rank's): shown after it."""
         return [h for h in self.errors if h is not first][:3]
 
     def family(self) -> str:
-        """The family of a log that shows no failure: `warning-only` when it holds warnings, else `none`."""
-        return "warning-only" if self.warnings else "none"
+        """The family of a log that shows no failure: `warning-only` when it holds warnings and no sign of work
+        done (a step, a progress bar, an engine's throughput), else `healthy-run`."""
+        return "warning-only" if self.warnings and self.progress_at is None else "healthy-run"
 
     def _context(self, hit: _Hit | None) -> Context:
         if hit is None:
             return Context()
-        near = " ".join(hit.before[-4:] + [hit.line] + hit.after[:4])
+        following = [h.line for h in self.errors + self.echoes if h.offset > hit.offset][:4]
+        near = " ".join(hit.before[-6:] + [hit.text or hit.line] + hit.after[:4] + following)
         return Context(
             stepped=self.step_at is not None and self.step_at < hit.offset,
             engine=self.engine_at is not None and self.engine_at <= hit.offset,
-            wakeup=bool(_WAKEUP.search(near)),
+            npu=self.npu_at is not None,
+            near=near,
+            signal=" ".join(h.line for h in self.exits[:2]),
         )
 
     def _first_hit(self) -> _Hit | None:
@@ -497,9 +575,15 @@ class Scan:
             found = next((h for h in self.echoes if h.exception), None) or next(iter(self.echoes), None)
         return found
 
-    def _first_error(self, hit: _Hit) -> FirstError:
+    def _first_error(self, hit: _Hit, origin_rank: bool = False, hits: list[_Hit] | None = None) -> FirstError:
+        """The first error of `hit`; `origin_rank`: a registry cause's origin, whose first line read of the same
+        rank is said (a rank's first report of a timeout, not its later echo)."""
+        if origin_rank and hits:
+            same = [h for h in hits if h.where.rank == hit.where.rank]
+            hit = min(same, key=lambda h: h.order) if same else hit
         self._late(hit.where)
         kind, inner, message = hit.exception or ("", None, fe.strip_prefix(hit.line).strip())
+        lines = (hit.text or hit.line).split("\n")
         return FirstError(
             kind,
             message,
@@ -511,7 +595,8 @@ class Scan:
             hit.where.node,
             hit.where.pid,
             inner,
-            list(hit.after),
+            lines[1:],
+            hit.text or hit.line,
         )
 
     def _late(self, w: Where) -> None:
@@ -523,6 +608,7 @@ class Scan:
     def _failure(
         self,
         cause: str,
+        family: str,
         hits: list[_Hit],
         later: list[_Hit],
         first: FirstError | None = None,
@@ -551,10 +637,9 @@ class Scan:
         evidence = list(first_of.values())[:_EVIDENCE]
         spec = BY_ID.get(cause, _UNKNOWN)
         extra = explain(cause, [h.line for h in ordered], self.facts, [(h.before or [""])[-1] for h in ordered])
-        if verdict is not None and (verdict.message or verdict.key):  # what the first error's structure says
+        if verdict is not None and (verdict.message or verdict.key) and not extra.key:
+            # what the first error's structure says (the rules' maths, where they name a key, say more)
             extra = Extra(verdict.message, verdict.fix or extra.fix, verdict.key or extra.key, verdict.rule)
-        if first is None and cause != UNKNOWN:  # no exception line: the cause's origin line is the first error
-            first = FirstError("", fe.strip_prefix(origin.line).strip(), origin.line, origin.number, origin.file)
         parts = [spec.meaning[0].upper() + spec.meaning[1:]]
         parts += _origin_sentence(cause, rank, node if not silent else w.node, w, hits, collective, group)
         if silent:  # the ranks that did not time out never reached the collective: they are the stalled ones
@@ -603,11 +688,44 @@ class Scan:
             rule=rule,
             then=then,
             files=[h.file for h in evidence] if len(self.files) > 1 else [],
-            family=verdict.family if verdict is not None else family_for(cause, first, context),
-            first_error=_excerpt(first.text, 0)[:_MAX_LINE] if first is not None else "",
+            family=family,
+            first_error=first.said[:_FIRST_ERROR] if first is not None else "",
             library=first.library if first is not None else None,
             frame=str(first.raising) if first is not None and first.raising else None,
         )
+
+
+_FIRST_ERROR = 1200  # characters of the first error said (its line and the lines its message continues on)
+
+
+def _lines_before(chunk, start: int, size: int) -> list[bytes]:
+    """The whole lines of the `size` bytes before `start` (the first one only if it starts there: a chunk's start
+    is a line's)."""
+    begin = max(0, start - size)
+    pieces = bytes(chunk[begin:start]).split(b"\n")[:-1]
+    return pieces if begin == 0 else pieces[1:]
+
+
+def _raw(chunk, start: int, end: int, message: str, line: str) -> str:
+    """An error line as printed (ANSI colours removed, trailing spaces kept: `ValueError: ` before a message that
+    starts on the next line) and the lines its message continues on: after an empty message, or lines that do not
+    start a record of their own (a lower-case or indented line, a path in parentheses), up to 4, without the
+    Ray / torchrun prefix the error line has."""
+    raw = ANSI.sub("", bytes(chunk[start:end]).decode("utf-8", "replace")).rstrip("\r\n")
+    prefix = _OWNER.match(line).group(0).strip() if line else ""
+    out = [raw]
+    for piece in bytes(chunk[end + 1 : end + 1 + _CONTEXT]).split(b"\n")[:6]:
+        text = ANSI.sub("", piece.decode("utf-8", "replace")).rstrip("\r")
+        if prefix:
+            if not text.lstrip().startswith(prefix):
+                break
+            text = text.lstrip()[len(prefix) :].lstrip(" ")
+        body = text.strip()
+        wrapped = not re.search(r"[.!?)\]:;]\s*$", out[-1])  # the line before ends mid-sentence
+        if not body or len(out) > 4 or not fe.continues(text, len(out) == 1 and not message.strip(), wrapped):
+            break
+        out.append(text)
+    return "\n".join(out)
 
 
 def _first_sentence(first: FirstError, full: bool) -> str:
@@ -622,6 +740,7 @@ def _first_sentence(first: FirstError, full: bool) -> str:
 
 
 _NETWORK = ("port-in-use", "comm-init", "comm-timeout")
+_WAITED = re.compile(r"Synchroni[sz]e\w{0,20}WithTimeout|npuSynchronize|SynchronizeStream|SynchronizeDevice")
 # causes that follow from another failure: the first error, where its structure names a family, says why
 _FOLLOW = ("worker-died", "killed", "comm-timeout", "startup-timeout")
 _UNKNOWN = Cause(  # what a diagnosis says of an error line that no cause of the registry explains
@@ -698,6 +817,12 @@ def _refine(hits: dict[str, list[_Hit]]) -> None:
     """A library passing an argument that another library's installed version does not take
     (`EngineArgs.__init__() got an unexpected keyword argument`, called from site-packages) is a version mismatch
     (import-error), not a rejected config key; a *Config class's rejection stays a config key."""
+    if (
+        hits.get("comm-timeout")
+        and hits.get("device-fault")
+        and all(_WAITED.search(h.line) for h in hits["device-fault"])
+    ):  # a device's wait (a stream or device synchronisation) that failed while a collective timed out: the timeout
+        hits.pop("device-fault")
     moved = []
     for h in hits.get("config-key", []):
         if "unexpected keyword" in h.line and not _CONFIG_CLASS.search(h.line):

@@ -139,7 +139,7 @@ def frames_of(lines: list[str]) -> list[Frame]:
 def exception_in(line: str) -> tuple[str, str | None, str, int] | None:
     """(type, inner type, message, where the type starts) of a Python exception line, or None. `inner`: the type a
     wrapper names (`RayTaskError(ValueError)`)."""
-    for m in _EXCEPTION.finditer(line):
+    for m in _EXCEPTION.finditer(line[:_HEAD]):
         name = m.group(1)
         if _NOT_AN_ERROR.match(name):
             continue
@@ -188,16 +188,16 @@ _CONSEQUENCE_TYPES = {
 _CONSEQUENCE_MESSAGE = re.compile(
     r"see (?:the )?root cause above|Engine core initialization failed|EngineCore encountered an issue|"
     r"check the stack trace above|died unexpectedly|worker (?:process )?(?:has )?died|is dead|"
-    r"Watchdog caught collective operation timeout|\bNCCL communicator was aborted|ProcessGroup\w* is aborted|"
-    r"terminate called|^ray::|^\s*$|Failed to run the task|one or more workers? (?:died|failed)|"
+    r"Watchdog caught collective operation timeout|\bNCCL communicator was aborted|ProcessGroup\w{0,40} is aborted|"
+    r"terminate called|^ray::|Failed to run the task|one or more workers? (?:died|failed)|"
     r"(?:Ray|worker) (?:task|actor) failed|exitcode ?: ?-?\d+|(?:non-zero|nonzero) exit|"
-    r"Job '[^'\n]*' failed|Fatal Python error|Traceback \(most recent",
+    r"Job '[^'\n]*' failed|Fatal Python error|Traceback \(most recent|Error executing job with overrides",
     re.IGNORECASE,
 )
 
 
 def is_consequence(type_name: str, message: str) -> bool:
-    return short_type(type_name) in _CONSEQUENCE_TYPES or bool(_CONSEQUENCE_MESSAGE.search(message))
+    return short_type(type_name) in _CONSEQUENCE_TYPES or bool(_CONSEQUENCE_MESSAGE.search(message[:_HEAD]))
 
 
 @dataclass
@@ -214,7 +214,8 @@ class FirstError:
     node: str | None = None
     pid: int | None = None
     inner: str | None = None  # the type a wrapper names (RayTaskError(ValueError))
-    context: list[str] = field(default_factory=list)  # the lines below it (a message's continuation, a row)
+    context: list[str] = field(default_factory=list)  # the lines its message continues on
+    said: str = ""  # the error as printed: its line (prefixes kept) and the lines its message continues on
 
     @property
     def short(self) -> str:
@@ -263,6 +264,9 @@ WORDS = (
     "fatal",
     "killed",
     "core dumped",
+    "assert",
+    "raise ",
+    "unhandled error",
     "succeeded",
     "training completed",
     "final validation metrics",
@@ -273,11 +277,15 @@ WORDS = (
 # logging's `... - ERROR - ` / `ERROR:root:` / `| ERROR    |` / `[ERROR]`, glog's `E1206 18:44:12.7` / `[E1206 ...`,
 # CANN's `[ERROR] 2025-06-09-06:57:54`, a shell's `error: ` / `Error: `, a native crash.
 _LEVEL_ERROR = re.compile(
-    r"^[ \t]*\[?[EF]\d{4} \d\d:\d\d:\d\d|^[ \t]*(?:error|Error|ERROR|fatal|Fatal|FATAL): "
+    r"^[ \t]*\[?[EF]\d{4} \d\d:\d\d:\d\d|^[ \t]*(?:error|Error|ERROR|fatal|Fatal|FATAL): |^Error executing job with"
     r"|\bSegmentation fault\b|\bcore dumped\b|\bBus error\b|^[ \t]*Killed\s*$"
+    r"|Unhandled error \(suppress with"  # Ray: a task raised and nobody asked for its result
 )
 # The level a log record names first, within its first characters (after Ray's and torchrun's prefixes)
-_LEVEL = re.compile(r"\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b|^[ \t]*\[?([EFWI])\d{4} \d\d:")
+_LEVEL = re.compile(
+    r"\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b|^[ \t]*\[?([EFWI])\d{4} \d\d:"
+    r"|\d\d:\d\d:\d\d[,.]\d+ ([EFWI]) \d+ \d+\]"  # Ray's C++ log: [2025-06-13 01:49:41,730 E 1 1]
+)
 _RAY_PREFIX = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
 # A process that ended with a non-zero status
 _EXIT = re.compile(
@@ -293,9 +301,12 @@ _SUCCESS = re.compile(
 )
 
 
+_HEAD = 600  # characters of a line these patterns read: an error's type, level or exit status comes first
+
+
 def strip_prefix(line: str) -> str:
     """The line without Ray's `(Actor pid=N, ip=A)` and torchrun's `[rankN]:` prefixes."""
-    return line[_RAY_PREFIX.match(line).end() :]
+    return line[_RAY_PREFIX.match(line[:_HEAD]).end() :]
 
 
 def level_of(line: str) -> str | None:
@@ -304,9 +315,30 @@ def level_of(line: str) -> str | None:
     m = _LEVEL.search(strip_prefix(line)[:80])
     if m is None:
         return None
-    if m.group(2):
-        return {"E": "ERROR", "F": "FATAL", "W": "WARNING", "I": "INFO"}[m.group(2)]
+    if letter := m.group(2) or m.group(3):
+        return {"E": "ERROR", "F": "FATAL", "W": "WARNING", "I": "INFO"}[letter]
     return {"WARN": "WARNING"}.get(m.group(1), m.group(1))
+
+
+# a traceback's source line that raises or asserts: `    raise ValueError(`, `    assert camem_available, "..."`
+SOURCE = re.compile(r"[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?[ \t]+(?:raise [A-Za-z_]|assert [\w(])")
+_RECORD = re.compile(
+    r"\s*(?:\[?\d{4}-\d\d-\d\d|\[?[EFWI]\d{4} |(?:ERROR|WARNING|INFO|DEBUG)\b|\[repeated|During handling"
+    r"|The above exception|Traceback \(|File \")"
+)
+
+
+def continues(text: str, empty: bool, wrapped: bool = False) -> bool:
+    """Whether `text` (the line after an error line, its prefix removed) continues the error's message: after an
+    empty message or a line cut mid-sentence (`wrapped`) any line that starts no record of its own; else an
+    indented or lower-case line, or one in parentheses or quotes (a wrapped path, a pydantic field and its error)."""
+    if _RECORD.match(text) or exception_in(text):
+        return False
+    if empty or wrapped:
+        return True
+    head = text[:1]
+    body = text.lstrip()[:1]
+    return head in " \t" or body.islower() or body in "(['\"`" or not body.isascii()
 
 
 def error_level(line: str) -> bool:
@@ -314,12 +346,12 @@ def error_level(line: str) -> bool:
     level = level_of(line)
     if level is not None:
         return level in ("ERROR", "CRITICAL", "FATAL")
-    return bool(_LEVEL_ERROR.search(strip_prefix(line)))
+    return bool(_LEVEL_ERROR.search(strip_prefix(line)[:_HEAD]))
 
 
 def is_exit(line: str) -> bool:
-    return bool(_EXIT.search(line))
+    return bool(_EXIT.search(line[:_HEAD]))
 
 
 def is_success(line: str) -> bool:
-    return bool(_SUCCESS.search(line))
+    return bool(_SUCCESS.search(line[:_HEAD]))

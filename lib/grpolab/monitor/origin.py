@@ -23,7 +23,7 @@ _PG_RANK = re.compile(r"\[PG (?:ID )?(\d+)(?: PG GUID ([^\s\]]+))?(?:\([^)\]]*\)
 _RANK = re.compile(r"\[Rank (\d+)\]|\bRank (\d+): ")
 # torchrun's failure summary (`rank: 3 (local_rank: 3)`), HCCL's `rank[0]` / `userRank[3]`: the reporting rank
 _RANK_OTHER = re.compile(
-    r"\brank: ?(\d+)\b|\b(?:user_?|local_?user)?rank\[(\d+)\]|\(\w+ rank=(\d+) pid=", re.IGNORECASE
+    r"\b(?:local_)?rank: ?(\d+)\b|\b(?:user_?|local_?user)?rank\[(\d+)\]|\(\w+ rank=(\d+) pid=", re.IGNORECASE
 )  # also vLLM's `(VllmWorker rank=0 pid=234357)` prefix and HCCL's `rank:1, rankSize:4`
 _REMOTE = re.compile(
     r"(?P<signal>dump signal due to a collective timeout from +rank ?)(?P<a>\d+)|remote rank ?(?:id)?:? ?\[?(?P<b>\d+)"
@@ -31,7 +31,7 @@ _REMOTE = re.compile(
     r"|\bdst_rank\[(?P<d>\d+)\]",  # HCCL's createLink para: ... dst_rank[0]-...-remote_ip_addr[A]
     re.IGNORECASE,
 )
-_RAY_PID_IP = re.compile(r"\bpid=(\d+)(?:[^()\n]*?\bip=(\d{1,3}(?:\.\d{1,3}){3}|[\w\-]+))?")
+_RAY_PID_IP = re.compile(r"\bpid=(\d+)(?:[^()\n]{0,200}?\bip=(\d{1,3}(?:\.\d{1,3}){3}|[\w\-]+))?")
 _NODE = re.compile(
     r"\b(?:ip[:=] ?|IP: |IP address: \[?|node IP:? |node(?:_ip)?: |host(?:name)?: |ip\[)"
     r"(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w\-]*\d[\w\-.]*)",
@@ -45,7 +45,9 @@ _BLOCK_IP = re.compile(r"^\s+ip: (\S+)\s*$")
 _SEQ = re.compile(r"SeqNum=(\d+)|work sequence id: (\d+)")
 _OPTYPE = re.compile(r"OpType=(\w+)")
 _HCCL_TAG = re.compile(r"tag\[([A-Za-z]+?)_")
-_HCCL_OP = re.compile(r"\bHccl(Allreduce|AllGather|Allgather|ReduceScatter|Broadcast|AlltoAll\w*|Send|Recv|Reduce)\b")
+_HCCL_OP = re.compile(
+    r"\bHccl(Allreduce|AllGather|Allgather|ReduceScatter|Broadcast|AlltoAll\w{0,40}|Send|Recv|Reduce)\b"
+)
 _HCCL_GROUP = re.compile(r"group:\[([^\]\s]+)\]")
 _TIMES = (
     # glog: [E804 23:05:54.816499929 ...] (month, day)
