@@ -330,3 +330,26 @@ def test_an_hccl_link_that_could_not_be_made_names_both_ends_and_the_code():
         "numRanks, &rootInfo, rank, config, &(comm->hcclComm_)), error code is 1"
     )
     assert code.cause == "comm-init" and code.rank == 1 and "HCCL_E_PARA" in code.message
+
+
+# ray-project/ray issue 22349 (2022-02-15), as posted: node 10.128.0.103 was shut down; the survivor on 10.128.0.32
+# (BackendExecutor) reports the dead actor, whose own block names its node. The node that died must be named.
+NODE_DIED = """\
+(BaseWorkerMixin pid=5137, ip=10.128.0.103) loss: 2.019226  [ 6400/30000]
+(BaseWorkerMixin pid=5172, ip=10.128.0.32) loss: 1.813242  [ 6400/30000]
+2022-02-15 16:53:52,096\tWARNING worker.py:1462 -- The node with node id: 8f205b12643d25d8c1ce57c45527a6c912f3479765096718ad2bf0d3 and ip: 10.128.0.103 has been marked dead because the detector has missed too many heartbeats from it. This can happen when a raylet crashes unexpectedly or has lagging heartbeats.
+(BackendExecutor pid=5126, ip=10.128.0.32) 2022-02-15 16:53:52,097\tERROR utils.py:42 -- The actor died unexpectedly before finishing this task.
+(BackendExecutor pid=5126, ip=10.128.0.32) \tclass_name: BaseWorkerMixin
+(BackendExecutor pid=5126, ip=10.128.0.32) \tactor_id: ad32ee6f9964d162b63e02c601000000
+(BackendExecutor pid=5126, ip=10.128.0.32) \tpid: 5137
+(BackendExecutor pid=5126, ip=10.128.0.32) \tnamespace: eab8b056-4b60-4176-8070-5f404f6de75c
+(BackendExecutor pid=5126, ip=10.128.0.32) \tip: 10.128.0.103
+"""
+
+
+@pytest.mark.parametrize("order", ["as posted", "the actor's report alone"])
+def test_a_dead_node_is_named_never_the_survivor_that_reports_it(order):
+    text = NODE_DIED if order == "as posted" else "\n".join(l for l in NODE_DIED.splitlines() if "marked dead" not in l)
+    failure = diagnose_text(text)
+    assert failure.cause == "worker-died" and failure.node == "10.128.0.103", failure
+    assert "10.128.0.103" in failure.message and "10.128.0.32" not in failure.message

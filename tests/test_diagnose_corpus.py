@@ -93,7 +93,9 @@ def test_a_log_without_a_failure_has_the_family_the_thread_names(tmp_path):
         expect = _case(path)["expect"]
         if expect["cause"] != "none" or "family" not in expect:
             continue
-        proc = subprocess.run([grpolab, "diagnose", "-", "--json"], input=_case(path)["log"].encode(), capture_output=True)
+        proc = subprocess.run(
+            [grpolab, "diagnose", "-", "--json"], input=_case(path)["log"].encode(), capture_output=True
+        )
         document = json.loads(proc.stdout)
         assert proc.returncode == 0 and document["failure"] is None, path.name
         assert document["family"] == expect["family"], path.name

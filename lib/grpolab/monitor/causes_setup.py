@@ -66,7 +66,7 @@ CAUSES: tuple[Cause, ...] = (
             r"Primary config (?:directory|module) not found",
         ),
         ("could not load", "cannot find primary config", "missingconfigexception", "primary config"),
-        ("volcengine/verl issue 2735",),
+        ("verl-project/verl issue 2735",),
         rule="verl-schema",
     ),
     Cause(
@@ -302,7 +302,7 @@ CAUSES: tuple[Cause, ...] = (
             r"\d+ validation errors? for \w{0,40}Config\b",
         ),
         ("max_num_batched_tokens", "max_num_seqs", "validation error"),
-        ("volcengine/verl issue 259", "volcengine/verl PR 7632"),
+        ("verl-project/verl PR 259", "verl-project/verl PR 7632"),
     ),
     Cause(
         "data-error",
@@ -317,7 +317,7 @@ CAUSES: tuple[Cause, ...] = (
             r"Input prompt \(\d+ tokens\) is too long and exceeds limit",
         ),
         ("longer than the maximum model length", "is larger than max_length", "too long and exceeds limit"),
-        ("volcengine/verl issue 1015", "volcengine/verl issue 544"),
+        ("verl-project/verl issue 1015", "verl-project/verl issue 544"),
         rule="data-prompt",
         ignorecase=True,
     ),
@@ -373,7 +373,7 @@ CAUSES: tuple[Cause, ...] = (
         "disk-full)",
         (r"(?:Failed|Unable) to save (?:the )?checkpoint", r"save_checkpoint[^\n]{0,80}(?:failed|error)"),
         ("save checkpoint", "save the checkpoint", "save_checkpoint"),
-        ("inclusionAI/AReaL issue 1468",),
+        ("areal-project/AReaL PR 1468",),
         ignorecase=True,
     ),
 )

@@ -40,6 +40,8 @@ _REMOTE_IP = re.compile(r"remote_ip(?:_addr)?\[(\d{1,3}(?:\.\d{1,3}){3})\]", re.
 _LINK_ROW = re.compile(r"\|[ \t]*(\d{1,3}(?:\.\d{1,3}){3})\((\d+)\)[ \t]*\|")  # HCCL LINK_ERROR_INFO: dest(rank)
 _WORKER_PID = re.compile(r"\bWorker PID: (\d+)")  # Ray's "A worker died ..." names the dead worker
 RAY_TASK = re.compile(r"ray::[\w.]+\(\) \(pid=(\d+), ip=([\w.\-]+)")  # a relayed error's actor: its pid, node
+_DIED = re.compile(r"actor died|died unexpectedly|ActorDiedError|RayActorError|is dead because", re.IGNORECASE)
+_PREFIXES = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\) ?)+")  # Ray's `(Actor pid=N, ip=A)` before a relayed line
 _BLOCK_PID = re.compile(r"^\s+pid: (\d+)\s*$")
 _BLOCK_IP = re.compile(r"^\s+ip: (\S+)\s*$")
 _SEQ = re.compile(r"SeqNum=(\d+)|work sequence id: (\d+)")
@@ -119,11 +121,16 @@ def where(
     if w.node is None and (m := _NODE.search(line)):
         w.node = m.group(1)
     near = list(after or ())[:8] + list(reversed(list(before or ())[-8:]))
-    for text in near:  # Ray's block (class_name, actor_id, pid, ip) below or above the error
-        if w.pid is None and (b := _BLOCK_PID.match(text)):
+    # Ray's block (class_name, actor_id, pid, ip) below or above the error, behind the reporting actor's own prefix
+    # when another actor relays it: the block names the actor that died, the prefix only the one that saw it
+    died = _DIED.search(line) is not None
+    block = [_PREFIXES.sub("", text, count=1) for text in list(after or ())[:8]]
+    for text in block + [_PREFIXES.sub("", t, count=1) for t in reversed(list(before or ())[-8:])]:
+        if (w.pid is None or died) and (b := _BLOCK_PID.match(text)):
             w.pid = int(b.group(1))
-        if w.node is None and (b := _BLOCK_IP.match(text)):
+        if (w.node is None or died) and (b := _BLOCK_IP.match(text)):
             w.node = b.group(1)
+            died = False  # the nearest block only
     if w.node is None:  # the actor a relayed error came from: `ray::WorkerDict.f() (pid=P, ip=A)` nearby
         w.node = next((b.group(2) for text in near if (b := RAY_TASK.search(text))), None)
     if w.node is None:  # a hard-wrapped line continues on the next ones
