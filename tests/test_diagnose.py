@@ -349,7 +349,7 @@ NODE_DIED = """\
 
 @pytest.mark.parametrize("order", ["as posted", "the actor's report alone"])
 def test_a_dead_node_is_named_never_the_survivor_that_reports_it(order):
-    text = NODE_DIED if order == "as posted" else "\n".join(l for l in NODE_DIED.splitlines() if "marked dead" not in l)
+    text = NODE_DIED if order == "as posted" else "\n".join(x for x in NODE_DIED.splitlines() if "marked dead" not in x)
     failure = diagnose_text(text)
     assert failure.cause == "worker-died" and failure.node == "10.128.0.103", failure
     assert "10.128.0.103" in failure.message and "10.128.0.32" not in failure.message
