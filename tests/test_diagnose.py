@@ -353,3 +353,34 @@ def test_a_dead_node_is_named_never_the_survivor_that_reports_it(order):
     failure = diagnose_text(text)
     assert failure.cause == "worker-died" and failure.node == "10.128.0.103", failure
     assert "10.128.0.103" in failure.message and "10.128.0.32" not in failure.message
+
+
+@pytest.mark.parametrize(
+    "line, secret",
+    [
+        (
+            "wandb.errors.errors.AuthenticationError: WANDB_API_KEY=8f6b2a9c0d1e4f5a6b7c8d9e0f1a2b3c4d5e6f7a is invalid",
+            "8f6b2a9c0d1e",
+        ),
+        ("RuntimeError: push failed for https://alice:s3cretPassw0rd@hub.example.com/repo", "s3cretPassw0rd"),
+        ('ValueError: bad request {"hf_token": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123"}', "hf_AbCdEfGh"),
+        ("OSError: cannot read key -----BEGIN OPENSSH PRIVATE KEY-----b3BlbnNzaC1rZXktdjEAAAAA", "b3BlbnNzaC1rZXkt"),
+        ("Error: login refused: --password correct-horse-battery", "correct-horse-battery"),
+    ],
+)
+def test_a_secret_in_a_log_line_is_never_echoed(line, secret, monkeypatch, cli, capsys):
+    # not in the caller's environment: found by the name it is given or by its own shape (grpolab.recipe.secrets)
+    for name in [n for n in __import__("os").environ if "KEY" in n or "TOKEN" in n]:
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((line + "\n").encode())))
+    assert cli(["diagnose", "-", "--json"]) == 1
+    out = capsys.readouterr().out
+    assert secret not in out and "***redacted***" in out
+    failure = diagnose_text(line)
+    assert all(secret not in text for text in [failure.message, failure.first_error, failure.fix, *failure.lines])
+
+
+def test_numbers_named_like_a_secret_word_are_shown():
+    # `max_num_batched_tokens` holds the word TOKEN: its value is a number, said as the engine gave it
+    failure = diagnose_text("ValueError: max_num_batched_tokens (8192) is smaller than max_model_len (9216).")
+    assert "8192" in failure.first_error and "9216" in failure.message

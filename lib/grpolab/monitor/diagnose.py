@@ -34,6 +34,7 @@ from grpolab.monitor.details import FACT_WORDS, FACTS, Extra, explain, read_fact
 from grpolab.monitor.families import FAMILIES, RECAUSED, Context, Verdict, classify, family_for
 from grpolab.monitor.firsterror import FirstError
 from grpolab.monitor.origin import RAY_TASK, Where, ray_pids, where
+from grpolab.recipe.secrets import redact_free_text
 
 CHUNK = 8 << 20  # bytes read at a time: large enough for C to do the work, small enough to bound memory
 _KEEP = 48  # lines kept per cause
@@ -675,9 +676,11 @@ class Scan:
         message = ". ".join(p.rstrip(".") for p in parts) + "."
         return Failure(
             cause=cause,
-            message=message,
-            fix=(extra.fix + "; " if extra.fix else "") + spec.fix,
-            lines=[_excerpt(h.line, h.at) for h in evidence],
+            # a log's lines are shown as read, secrets aside: a value a secret's name or shape gives away is
+            # replaced (the caller's environment need not hold it: grpolab.recipe.secrets)
+            message=redact_free_text(message),
+            fix=redact_free_text((extra.fix + "; " if extra.fix else "") + spec.fix),
+            lines=[redact_free_text(_excerpt(h.line, h.at)) for h in evidence],
             line_numbers=[h.number for h in evidence],
             rank=rank,
             node=node,
@@ -689,7 +692,7 @@ class Scan:
             then=then,
             files=[h.file for h in evidence] if len(self.files) > 1 else [],
             family=family,
-            first_error=first.said[:_FIRST_ERROR] if first is not None else "",
+            first_error=redact_free_text(first.said[:_FIRST_ERROR]) if first is not None else "",
             library=first.library if first is not None else None,
             frame=str(first.raising) if first is not None and first.raising else None,
         )
