@@ -287,7 +287,7 @@ CAUSES: tuple[Cause, ...] = (
             r"\baicore (?:error|exception|timeout)|\bAICORE_(?:EXCEPTION|TIMEOUT)|\bAIC(?:PU)? error|aivec error",
             r"\bMTE error|\bmte (?:out of range|error)",
             r"ACL_ERROR_RT_(?:AICORE|AIVEC|VECTOR_CORE|AICPU|DEVICE|FEATURE|HBM|MTE)\w{0,40}",
-            r"error code is 5070\d\d\b|error code is 507899\b",
+            r"error code(?: is|:) ?5070\d\d\b|error code(?: is|:) ?507899\b",
             r"illegal memory access|an illegal instruction was encountered|misaligned address",
             r"device-side assert(?:ion)? triggered",
             r"\bAcceleratorError\b",

@@ -57,7 +57,6 @@ _STEP = re.compile(rb"(?:^|[\s)])step:\d+ - ", re.MULTILINE)  # verl's step metr
 _ENGINE = re.compile(rb"vllm|vLLM|VLLM|sglang|SGLang|SGLANG|WorkerWrapper|EngineCore|LLMRayActor|Worker_TP|worker_base")
 _OWNER = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?")  # Ray's and torchrun's prefixes
 _FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "([^"]+)", line \d+')
-_LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 _CONFIG_CLASS = re.compile(r"(?<!\w)\w{0,80}Config\.__init__\(\) got an unexpected keyword")
 
 
@@ -627,6 +626,15 @@ class Scan:
             node = next((h.where.node for h in hits if h.where.rank == rank and h.where.node), None)
         if rank is None and w.remote is None:  # the origin line names no rank: the first of the cause's that does
             rank = next((h.where.rank for h in ordered if h.where.rank is not None), None)
+        if rank is None and w.remote is None and w.pid is None:  # nor does any: the same failure's next lines
+            rank = next(
+                (
+                    h.where.rank
+                    for h in sorted(later + self.errors + self.echoes, key=lambda h: h.number)
+                    if h.where.rank is not None and h.file == origin.file and 0 < h.number - origin.number <= _NEAR
+                ),
+                None,
+            )
         if node is None and w.remote is None:  # nor a node: the first line of the same rank (or of no rank) that does
             node = next((h.where.node for h in ordered + later if h.where.node and h.where.rank in (rank, None)), None)
         with_op = next((h.where for h in ordered if h.where.op), None)  # the collective named, and its group
@@ -698,6 +706,7 @@ class Scan:
         )
 
 
+_NEAR = 12  # lines after a rank-less origin in which the same failure's rank is looked for (one process's report)
 _FIRST_ERROR = 1200  # characters of the first error said (its line and the lines its message continues on)
 
 
@@ -830,7 +839,7 @@ def _refine(hits: dict[str, list[_Hit]]) -> None:
     for h in hits.get("config-key", []):
         if "unexpected keyword" in h.line and not _CONFIG_CLASS.search(h.line):
             frames = [m.group(1) for b in h.before if (m := _FRAME.match(b))]
-            if frames and _LIBRARY.search(frames[-1]):
+            if frames and fe.library_of(frames[-1]) not in (fe.USER, fe.STDLIB):  # a library passed it
                 moved.append(h)
     if moved:
         hits["config-key"] = [h for h in hits["config-key"] if h not in moved]

@@ -231,9 +231,14 @@ _RESOURCES = re.compile(
     re.IGNORECASE,
 )
 _INVISIBLE = re.compile(
-    r"visible devices? \(0\)|no visible (?:device|gpu|npu)|VISIBLE_DEVICES[^\n]{0,40}(?:empty|"
-    r"unset|invalid)|Error setting \w{0,40}VISIBLE_DEVICES",
+    r"visible devices? \(0\)|no visible (?:device|gpu|npu)|VISIBLE_DEVICES[^\n]{0,40}(?:empty|unset|invalid)|Error "
+    r"setting \w{0,40}VISIBLE_DEVICES|Expects tensor to be on the compute device",  # FSDP: a worker's device not its own
     re.IGNORECASE,
+)
+# a row's field a KeyError names: verl's data columns and the common data sets' ones (a row without it: the data)
+_DATA_FIELD = re.compile(
+    r"KeyError: '(?:reward_model|ground_truth|data_source|extra_info|ability|prompt|problem|question|answer|solution|"
+    r"messages|images|videos|response|raw_prompt|input|output|label|target)'?",
 )
 _RAY_CONNECT = re.compile(
     r"Failed to connect to GCS|Unable to connect to (?:the )?GCS|could not connect to (?:the )?"
@@ -302,6 +307,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if _OOM.search(f"{first.type}: {message}"):
         family = _memory(first, context)
         return Verdict(FAMILIES[family][0], family)
+    if _DATA_FIELD.match(f"{kind}: {message}"):  # a row without the column the code (a reward too) reads: the data's
+        return _data(first)
     if _SIGNAL_THREAD.search(message) or (first.frames and _REWARD.search(_user_frames(first))):
         return _reward(first)
     if _PROMPT_TOO_LONG.search(message) or (first.frames and _DATA.search(stack) and kind != "ImportError"):

@@ -265,9 +265,10 @@ _SHAPED = re.compile(
     r"|\b(?:Bearer|Basic|token) [A-Za-z0-9._~+/=\-]{16,}",
     re.MULTILINE,
 )
-# names that are also words of prose ("key", "token"): their value must look opaque (long, letters and digits, no
-# path or dotted name) to be taken for a secret
-_WORDY = {"KEY", "TOKEN", "AUTH", "ACCESS", "CERT", "SALT", "SIGNATURE", "COOKIE", "PASS", "PRIVATE"}
+# a name whose every value is a secret (a password); under the other secret names (KEY, TOKEN: also words of prose,
+# `KeyError`, "the rejected key") a value is taken for a secret only when it looks opaque (long, letters and digits,
+# no path or dotted name)
+_STRONG = re.compile(r"pass(?:word|wd|phrase)?(?![a-z])|secret|credential|(?:^|[_\-])pwd?(?:$|[_\-])", re.IGNORECASE)
 _OPAQUE = re.compile(r"(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[A-Za-z0-9+=_\-]{16,400}")
 _PLAIN_VALUE = re.compile(r"[\d.eE+\-]+|true|false|none|null|yes|no|on|off|\$\{\w+\}|\*+\w*\*+", re.IGNORECASE)
 
@@ -281,8 +282,8 @@ def redact_free_text(text: str) -> str:
         flag, name, sep, value = m.group(1) or "", m.group(2), m.group(3), m.group(4)
         if _PLAIN_VALUE.fullmatch(value) or value == REDACTED or not is_secret(name.replace("-", "_")):
             return m.group(0)
-        if name.upper().rstrip("S") in _WORDY and not _OPAQUE.fullmatch(value):
-            return m.group(0)  # "the rejected key: a.b.c", "keys: //worker/...": a word of prose, not a secret
+        if not _STRONG.search(name) and not _OPAQUE.fullmatch(value):
+            return m.group(0)  # "the rejected key: a.b.c", "KeyError: 'reward_model'": prose, not a secret
         if not sep.strip(" '\"") and not flag:  # `NAME value` without `=` or `:` only for a --flag
             return m.group(0)
         return f"{flag}{name}{sep}{REDACTED}"
