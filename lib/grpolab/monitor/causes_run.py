@@ -38,6 +38,8 @@ CAUSES: tuple[Cause, ...] = (
             r"\bEJ0003\b|Failed to bind the IP port|(?:been|is) bound already",
             r"bind(?:ing)? (?:to )?(?:port|address)[^\n]{0,60}failed|bind failed|failed to bind",
             r"listen on ip\[[^\]\n]*\][^\n]{0,40}port\[\d+\] fail|port[^\n]{0,40}(?:is )?been using by other process",
+            # SGLang's own check of its ports (gpustack issue 5842): "metrics_port at 40290 is not available in 30 s"
+            r"\w{0,40}port\b[^\n]{0,40}(?:is not available in|is used by (?:a|another) process|used by a process already)",
         ),
         (
             "already in use",
@@ -52,12 +54,15 @@ CAUSES: tuple[Cause, ...] = (
             "listen on ip",
             "bound already",
             "other process",
+            "used by a process",
+            "is not available in",
         ),
         (
             "volcengine/verl issue 6677",
             "vllm-project/vllm-ascend issue 1955",
             "vllm-project/vllm-ascend issue 405",
             "om-ai-lab/VLM-R1 issue 289",
+            "gpustack/gpustack issue 5842",
         ),
         ignorecase=True,
     ),

@@ -380,15 +380,15 @@ def _memory(first: FirstError | None, context: Context) -> str:
     text = _story(first, context) + " " + _stack(first)
     if _WAKEUP.search(text):
         return "rollout-wakeup-oom"
+    # the KV cache cannot hold one sequence of the model's length (not: no memory left for it at all, a start-up's)
     if _KV.search(text) and re.search(
-        r"max(?:imum)? (?:seq|model) len|max_model_len|stored in KV cache|cache blocks"
-        r"|initialize_cache",
-        text,
-        re.IGNORECASE,
+        r"max(?:imum)? (?:seq|model) len|max_model_len|stored in KV cache|initialize_cache", text, re.IGNORECASE
     ):
         return "kv-cache-too-small"
     engine = context.engine or (first is not None and _in_engine(first))
-    if not context.stepped and (engine or re.search(r"on startup|Free memory on device", text)):
+    if not context.stepped and (
+        engine or re.search(r"on startup|Free memory on device|cache blocks|gpu_memory_utilization", text)
+    ):
         return "rollout-startup-oom"
     return "device-oom"
 

@@ -322,9 +322,9 @@ def level_of(line: str) -> str | None:
 
 # a traceback's source line that raises or asserts: `    raise ValueError(`, `    assert camem_available, "..."`
 SOURCE = re.compile(r"[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?[ \t]+(?:raise [A-Za-z_]|assert [\w(])")
-_RECORD = re.compile(
-    r"\s*(?:\[?\d{4}-\d\d-\d\d|\[?[EFWI]\d{4} |(?:ERROR|WARNING|INFO|DEBUG)\b|\[repeated|During handling"
-    r"|The above exception|Traceback \(|File \")"
+_RECORD = re.compile(  # a line that starts a record of its own (a rank's prefix before it too)
+    r"\s*(?:\[rank\d+\]:\s*)?(?:\[?\d{4}-\d\d-\d\d|\[?[EFWI]\d{4} |(?:ERROR|WARNING|INFO|DEBUG)\b|\[repeated|During "
+    r"handling|The above exception|Traceback \(|File \")"
 )
 
 
@@ -338,7 +338,7 @@ def continues(text: str, empty: bool, wrapped: bool = False) -> bool:
         return True
     head = text[:1]
     body = text.lstrip()[:1]
-    return head in " \t" or body.islower() or body in "(['\"`" or not body.isascii()
+    return head in " \t" or body.islower() or body in "('\"`" or not body.isascii()
 
 
 def error_level(line: str) -> bool:
