@@ -145,14 +145,14 @@ def measure(args: list[str], stdin: str = "-") -> tuple[float, int, int, dict | 
 def prefilter_hits(log: Path) -> int:
     """How many lines of the log hold a prefilter word (they are decoded and matched; every other line is not)."""
     # lazy: the diagnosis' own prefilter (the benchmark's writer needs none of it)
-    from grpolab.monitor.diagnose import _find
+    from grpolab.monitor.logread import find_words
 
     files = sorted(log.iterdir()) if log.is_dir() else [log]
     hits = 0
     for path in files:
         with open(path, "rb") as handle:
             for line in handle:
-                hits += bool(_find(line))
+                hits += bool(find_words(line))
     return hits
 
 

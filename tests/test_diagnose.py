@@ -395,10 +395,10 @@ def test_no_prefilter_word_holds_a_real_healthy_line():
     # verl's step line (perf/max_memory_allocated_gb, response/aborted_ratio), vLLM's sleep/KV-cache/prefix-cache
     # lines, SGLang's batches, tqdm bars, as posted in public threads: none of them reaches the patterns, so a log of
     # healthy steps is read at disk speed (benchmarks/diagnose_speed.py)
-    from grpolab.monitor.diagnose import _WORDS, _find
+    from grpolab.monitor.logread import WORDS, find_words
 
     for line in _healthy("console.txt"):
-        assert not _find(line.encode()), (sorted({_WORDS[i] for i, _ in _find(line.encode())}), line)
+        assert not find_words(line.encode()), (sorted({WORDS[i] for i, _ in find_words(line.encode())}), line)
     assert diagnose_text("\n".join(_healthy("console.txt") + _healthy("startup.txt"))) is None
 
 

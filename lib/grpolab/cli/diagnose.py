@@ -46,7 +46,8 @@ def diagnose_target(target: str, refresh: bool = True, scan=None) -> tuple[str, 
     grpolab.monitor.diagnose.Scan a log is read with (asked for its family afterwards)."""
     # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs.runs import BadRecord, RunNotFound, resolve_run
-    from grpolab.monitor.diagnose import NotALog, diagnose_files, diagnose_stream, log_files
+    from grpolab.monitor.diagnose import diagnose_files, diagnose_stream
+    from grpolab.monitor.logread import NotALog, log_files
 
     try:
         if target == "-":
@@ -114,7 +115,8 @@ def format_failure(source: str, failure, family: str = "none") -> str:
 
 
 def main(args) -> int:
-    # lazy: the diagnosis (the parser imports every verb's module; a command loads only its own verb's)
+    # lazy: orjson, pydantic, yaml (the diagnosis; the parser imports every verb's module, a command loads only its
+    # own verb's)
     from grpolab.monitor.diagnose import Scan
 
     scan = Scan()

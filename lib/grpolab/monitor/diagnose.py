@@ -3,8 +3,10 @@ stalled, what to change, and the lines that prove it, origin first.
 
     diagnose_text(text) -> Failure | None                 a log, its tail, a status message
     diagnose_files([(path, rank), ...]) -> Failure | None  log files (one per rank, or one for all), streamed
-    log_files(path) -> [(path, rank)]                      a file, or a folder of one log per rank
     Scan                                                   the streaming reader behind both, fed chunk by chunk
+
+(Reading the bytes, compressed or not, and the Hyperscan keyword pass: grpolab.monitor.logread; the first real
+error: grpolab.monitor.firsterror; its family: grpolab.monitor.families; ranks and nodes: grpolab.monitor.origin.)
 
 A log is read in large binary chunks; one caseless Hyperscan pass (SIMD multi-literal search) over each chunk
 finds the lines that hold a cause's keyword, and only those lines are decoded and matched against the patterns
@@ -27,19 +29,18 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from grpolab.jobs.job_entry import ANSI
-from grpolab.monitor import firsterror as fe
-from grpolab.monitor.causes import BY_ID, CAUSES, PREFIX, UNKNOWN, Cause
-from grpolab.monitor.details import FACT_WORDS, FACTS, Extra, explain, read_facts
+import grpolab.monitor.firsterror as fe
+from grpolab.monitor.causes import BY_ID, CAUSES, UNKNOWN, Cause
+from grpolab.monitor.details import FACTS, Extra, explain, read_facts
 from grpolab.monitor.families import FAMILIES, RECAUSED, Context, Verdict, classify, family_for
 from grpolab.monitor.firsterror import FirstError
-from grpolab.monitor.origin import RAY_TASK, Where, ray_pids, where
+from grpolab.monitor.logread import FIRST, MARKS, OWNERS, decode, excerpt, find_words, gated, marks, readable
+from grpolab.monitor.origin import RAY_TASK, Where, origin_first, origin_sentence, ray_pids, silent_ranks, where
 from grpolab.recipe.secrets import redact_free_text
 
 CHUNK = 8 << 20  # bytes read at a time: large enough for C to do the work, small enough to bound memory
 _KEEP = 48  # lines kept per cause
 _EVIDENCE = 6  # lines shown
-_MAX_LINE = 400  # an evidence line is cut here: a log line can hold a whole tensor dump
 _CONTEXT = 4096  # bytes around a matched line searched for its traceback and Ray's pid/ip block
 _PIDS = 50_000  # pids remembered (their nodes and ranks)
 _MAX_TAIL = 1 << 20  # a line is read whole up to this length past a chunk's end
@@ -50,12 +51,6 @@ _BUDGET = 0.5  # seconds of pattern matching after which every line is first che
 _FIRST = 64  # error lines of a log kept for its first real error (those that report another's failure: 16)
 _TRACE = 64 << 10  # bytes above an exception line read for its traceback's frames
 _TRACE_LINES = 300
-FIRST = "first-error"  # the prefilter's owner of grpolab.monitor.firsterror.WORDS
-_PROGRESS = re.compile(rb"step:\d+ - |throughput|it/s\]|s/it\]|Decode batch|Prefill batch|Training Progress")
-_NPU = re.compile(rb"torch_npu|torch-npu|\bNPU\b|\bnpu\b|Ascend|CANN|HCCL")
-_STEP = re.compile(rb"(?:^|[\s)])step:\d+ - ", re.MULTILINE)  # verl's step metrics line
-_ENGINE = re.compile(rb"vllm|vLLM|VLLM|sglang|SGLang|SGLANG|WorkerWrapper|EngineCore|LLMRayActor|Worker_TP|worker_base")
-_OWNER = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?")  # Ray's and torchrun's prefixes
 _FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "([^"]+)", line \d+')
 _CONFIG_CLASS = re.compile(r"(?<!\w)\w{0,80}Config\.__init__\(\) got an unexpected keyword")
 
@@ -101,170 +96,6 @@ class _Hit:
     after: list[str] = field(default_factory=list)
     offset: int = 0  # where the line starts in everything read (bytes): what came before it
     text: str = ""  # an error line as printed (trailing spaces kept) with the lines its message continues on
-
-
-def _words() -> tuple[list[str], list[tuple[str, ...]]]:
-    owners: dict[str, list[str]] = {}
-    sources = [(c.id, c.words) for c in CAUSES] + [(FIRST, fe.WORDS), (FACTS, FACT_WORDS)]
-    for owner, words in sources:
-        for word in words:
-            owners.setdefault(word, []).append(owner)
-    return list(owners), [tuple(v) for v in owners.values()]
-
-
-_WORDS, _OWNERS = _words()
-_DB: list = []  # the compiled Hyperscan database, built on first use
-
-
-def _database():
-    if not _DB:
-        # lazy: hyperscan (only a diagnosis compiles the patterns; importing the monitor stays light)
-        import hyperscan
-
-        db = hyperscan.Database()
-        db.compile(
-            expressions=[re.escape(w).encode() for w in _WORDS],
-            ids=list(range(len(_WORDS))),
-            elements=len(_WORDS),
-            flags=[hyperscan.HS_FLAG_CASELESS] * len(_WORDS),
-        )
-        _DB.append(db)
-    return _DB[0]
-
-
-_GATE: list = []  # the Hyperscan database of every cause's patterns, built when a scan turns linear
-
-
-def _gate():
-    """Every cause's patterns in one Hyperscan database, in prefilter mode: a superset of each pattern's matches
-    (its look-aheads dropped), never fewer; ids are indexes into CAUSES. Linear in the text's length, whatever
-    it holds; built once (about half a second), only for a log whose lines made `re` crawl."""
-    if not _GATE:
-        # lazy: hyperscan (see _database)
-        import hyperscan
-
-        expressions, ids, flags = [], [], []
-        base = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_MULTILINE
-        for index, cause in enumerate(CAUSES):
-            for pattern in cause.patterns:
-                expressions.append(pattern.replace("{P}", PREFIX).encode())
-                ids.append(index)
-                flags.append(
-                    base | hyperscan.HS_FLAG_ALLOWEMPTY | (hyperscan.HS_FLAG_CASELESS if cause.ignorecase else 0)
-                )
-        db = hyperscan.Database()
-        db.compile(expressions=expressions, ids=ids, elements=len(expressions), flags=flags)
-        _GATE.append(db)
-    return _GATE[0]
-
-
-def _gated(line: bytes) -> set[str]:
-    """The ids of the causes whose patterns may match `line` (Hyperscan, linear)."""
-    found: set[str] = set()
-
-    def on(index, _start, _end, _flags, _context):
-        found.add(CAUSES[index].id)
-
-    _gate().scan(line, match_event_handler=on)
-    return found
-
-
-def _find(chunk: bytes) -> list[tuple[int, int]]:
-    """(word index, start) of every keyword in the chunk, caseless."""
-    found: list[tuple[int, int]] = []
-
-    def on(index, _start, end, _flags, _context):
-        found.append((index, end - len(_WORDS[index])))
-
-    _database().scan(chunk, match_event_handler=on)
-    return found
-
-
-def _excerpt(line: str, at: int) -> str:
-    if len(line) <= _MAX_LINE:
-        return line
-    start = max(0, min(at - _MAX_LINE // 3, len(line) - _MAX_LINE))
-    return ("..." if start else "") + line[start : start + _MAX_LINE] + ("..." if start + _MAX_LINE < len(line) else "")
-
-
-_SYSLOG_ANSI = re.compile(r"#033\[[0-9;]*[A-Za-z]")  # colours as syslog writes them
-
-
-def _decode(raw: bytes) -> str:
-    text = ANSI.sub("", raw.decode("utf-8", "replace")).rstrip()
-    return _SYSLOG_ANSI.sub("", text) if "#033[" in text else text
-
-
-class NotALog(ValueError):
-    """The input is not a text log (binary data, or compressed in a format read here only by name)."""
-
-
-_GZIP, _BZIP2, _XZ, _ZSTD = b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd"
-_SNIFF = 64 << 10  # bytes of the input looked at to tell a text log from binary data
-
-
-class _Prefixed:
-    """A binary stream whose first bytes were already read: they come first (for a decompressor, or the reader)."""
-
-    def __init__(self, head: bytes, rest) -> None:
-        self.head, self.rest = head, rest
-
-    def read(self, size: int = -1) -> bytes:
-        if not self.head:
-            return self.rest.read(size)
-        if size is None or size < 0:
-            out, self.head = self.head + self.rest.read(), b""
-            return out
-        out, self.head = self.head[:size], self.head[size:]
-        return out + (self.rest.read(size - len(out)) if len(out) < size else b"")
-
-    def readline(self, size: int = -1) -> bytes:
-        if not self.head:
-            return self.rest.readline(size)
-        cut = self.head.find(b"\n") + 1
-        if cut and (size < 0 or cut <= size):
-            out, self.head = self.head[:cut], self.head[cut:]
-            return out
-        out, self.head = self.head, b""
-        return out + self.rest.readline(size - len(out) if size >= 0 else -1)
-
-
-def readable(handle, name: str = "<input>"):
-    """The text of a log stream: gzip, bzip2 and xz read as they stream; NotALog for zstd (named, not read: no
-    decompressor in the standard library) and for binary data (random bytes are not a log, never a device fault)."""
-    head = handle.read(_SNIFF)
-    stream = _Prefixed(head, handle)
-    if head.startswith((_GZIP, _BZIP2, _XZ)):
-        # lazy: the decompressors (a plain log never needs one)
-        import bz2
-        import gzip
-        import lzma
-
-        opener = {_GZIP: gzip.GzipFile, _BZIP2: bz2.BZ2File, _XZ: lzma.LZMAFile}
-        kind = next(magic for magic in opener if head.startswith(magic))
-        decompressed = opener[kind](fileobj=stream) if kind == _GZIP else opener[kind](stream)
-        try:
-            head = decompressed.read(_SNIFF)
-        except (OSError, EOFError, lzma.LZMAError) as exc:
-            raise NotALog(f"{name}: a compressed file that cannot be read ({exc})") from None
-        stream = _Prefixed(head, decompressed)
-    elif head.startswith(_ZSTD):
-        raise NotALog(f"{name}: compressed with zstd; decompress it first (`zstd -dc {name} | grpolab diagnose -`)")
-    if _binary(head):
-        raise NotALog(f"{name}: not a text log (binary data)")
-    return stream
-
-
-def _binary(head: bytes) -> bool:
-    """NUL bytes, or many control characters or undecodable bytes: not text a program logged."""
-    if not head:
-        return False
-    if b"\x00" in head:
-        return True
-    sample = head[:_SNIFF]
-    control = sum(sample.count(bytes([c])) for c in (*range(1, 9), 11, 12, *range(14, 27), *range(28, 32)))
-    bad = len(sample) - len(sample.decode("utf-8", "ignore").encode("utf-8"))
-    return (control + bad) > len(sample) // 10
 
 
 class Scan:
@@ -335,15 +166,11 @@ class Scan:
         # lazy: numpy (only a diagnosis scans lines; importing the monitor stays light)
         import numpy
 
-        if self.step_at is None and (m := _STEP.search(chunk)):  # a scan in C, once per chunk until found
-            self.step_at = self.base + m.start()
-        if self.engine_at is None and (m := _ENGINE.search(chunk)):
-            self.engine_at = self.base + m.start()
-        if self.progress_at is None and (m := _PROGRESS.search(chunk)):
-            self.progress_at = self.base + m.start()
-        if self.npu_at is None and (m := _NPU.search(chunk)):
-            self.npu_at = self.base + m.start()
-        found = _find(chunk)
+        missing = tuple(k for k in MARKS if getattr(self, k + "_at") is None)
+        if missing:
+            for key, at in marks(chunk, missing).items():
+                setattr(self, key + "_at", self.base + at)
+        found = find_words(chunk)
         array = numpy.frombuffer(chunk, numpy.uint8)
         if not found:
             return first + int(numpy.count_nonzero(array == 10))
@@ -354,7 +181,7 @@ class Scan:
         owners: set[str] = set()
         for index, start in found:
             if start < line_end:
-                owners.update(_OWNERS[index])
+                owners.update(OWNERS[index])
                 continue
             if owners:
                 self._line(chunk, line_start, line_end, number, name, file_rank, owners)
@@ -364,13 +191,13 @@ class Scan:
             if line_end - line_start > _LONG:  # a line of megabytes (a tensor dump): the text around the word
                 line_start, line_end = max(line_start, start - _WINDOW), min(line_end, start + _WINDOW)
             number = first + at
-            owners = set(_OWNERS[index])
+            owners = set(OWNERS[index])
         if owners:
             self._line(chunk, line_start, line_end, number, name, file_rank, owners)
         return first + len(newlines)
 
     def _line(self, chunk: bytes, start: int, end: int, number: int, name: str, rank, owners: set[str]) -> None:
-        line = _decode(bytes(chunk[start:end]))
+        line = decode(bytes(chunk[start:end]))
         if FACTS in owners:
             read_facts(line, self.facts)
         if len(self.pid_node) < _PIDS and "ray::" in line:  # `ray::Actor.method() (pid=P, ip=A)`: P's node
@@ -380,7 +207,7 @@ class Scan:
 
         began = time.perf_counter()
         if self.linear:  # only the causes Hyperscan says may match
-            owners = (owners & _gated(line.encode("utf-8", "replace"))) | (owners & {FIRST, FACTS})
+            owners = (owners & gated(line.encode("utf-8", "replace"))) | (owners & {FIRST, FACTS})
         for c in CAUSES:
             if c.id not in owners:
                 continue
@@ -433,7 +260,7 @@ class Scan:
             hit.exception = exc[:3]
             trace = self._trace(chunk, start, line)
             hit.frames = fe.frames_of(trace)
-            hit.text = _raw(chunk, start, end, exc[2], line)
+            hit.text = fe.as_printed(chunk, start, end, exc[2], line)
             if hit.where.node is None or hit.where.pid is None:  # the actor a relayed traceback names above it
                 for text in reversed(trace):
                     if (m := RAY_TASK.search(text)) and hit.where.node is None:
@@ -443,23 +270,23 @@ class Scan:
                     if fe.TRACEBACK.search(text):
                         break
         if not hit.text:
-            hit.text = _raw(chunk, start, end, "x", line)
+            hit.text = fe.as_printed(chunk, start, end, "x", line)
         kept.append(hit)
 
     def _trace(self, chunk, start: int, line: str) -> list[str]:
         """The lines above an exception line that can hold its traceback (of the same Ray actor and rank, when
         the line names them: ranks interleave their output)."""
-        raw = _lines_before(chunk, start, _TRACE)[-_TRACE_LINES:]
-        lines = [_decode(b) for b in raw]
-        prefix = _OWNER.match(line)
+        raw = fe.lines_before(chunk, start, _TRACE)[-_TRACE_LINES:]
+        lines = [decode(b) for b in raw]
+        prefix = fe.OWNER.match(line)
         if prefix and prefix.group(0).strip():
             own = prefix.group(0).strip()
             lines = [text for text in lines if text.lstrip().startswith(own)]
         return lines
 
     def _make(self, cause, chunk, start, end, line, at, number, name, rank) -> _Hit:
-        before = [_decode(b) for b in _lines_before(chunk, start, _CONTEXT)[-12:]]
-        after = [_decode(b) for b in bytes(chunk[end + 1 : end + 1 + _CONTEXT]).split(b"\n")[:8]]
+        before = [decode(b) for b in fe.lines_before(chunk, start, _CONTEXT)[-12:]]
+        after = [decode(b) for b in bytes(chunk[end + 1 : end + 1 + _CONTEXT]).split(b"\n")[:8]]
         w = where(line, rank, after, before)
         if w.pid is not None:
             if w.node is None:
@@ -525,7 +352,7 @@ class Scan:
             return self._failure(verdict.cause, verdict.family, [first_hit], consequences, first, verdict, context)
         later = [h for c in order[1:] for h in hits[c][:2]]
         if first is None or not first.type or first_hit.consequence:  # no exception of its own: the cause's line
-            first = self._first_error(_origin_first(hits[cause])[0], origin_rank=True, hits=hits[cause])
+            first = self._first_error(origin_first(hits[cause])[0], origin_rank=True, hits=hits[cause])
             context = self._context(hits[cause][0])
         family = family_for(cause, first, context)
         if verdict is not None and FAMILIES[verdict.family][0] == cause:  # the same cause, said more finely
@@ -617,11 +444,11 @@ class Scan:
     ) -> Failure:
         for h in hits + later:
             self._late(h.where)
-        ordered = _origin_first(hits)
+        ordered = origin_first(hits)
         origin = ordered[0]
         w = origin.where
         rank, node = (w.remote, w.remote_node) if w.remote is not None else (w.rank, w.node)
-        silent = _silent_ranks(self.timed_out) if cause == "comm-timeout" and w.remote is None else []
+        silent = silent_ranks(self.timed_out) if cause == "comm-timeout" and w.remote is None else []
         if w.remote is not None and node is None:  # the rank another rank named: its node, if its own lines say
             node = next((h.where.node for h in hits if h.where.rank == rank and h.where.node), None)
         if rank is None and w.remote is None:  # the origin line names no rank: the first of the cause's that does
@@ -650,7 +477,7 @@ class Scan:
             # what the first error's structure says (the rules' maths, where they name a key, say more)
             extra = Extra(verdict.message, verdict.fix or extra.fix, verdict.key or extra.key, verdict.rule)
         parts = [spec.meaning[0].upper() + spec.meaning[1:]]
-        parts += _origin_sentence(cause, rank, node if not silent else w.node, w, hits, collective, group)
+        parts += origin_sentence(cause, rank, node if not silent else w.node, w, hits, collective, group)
         if silent:  # the ranks that did not time out never reached the collective: they are the stalled ones
             rank = silent[0]
             node = next((h.where.node for h in hits + later if h.where.rank == rank and h.where.node), None)
@@ -665,9 +492,9 @@ class Scan:
         if extra.message:
             parts.append(extra.message)
         if first is not None and first.type:  # what the first error was and where it was raised
-            parts.append(_first_sentence(first, full=cause == UNKNOWN))
+            parts.append(fe.sentence(first, full=cause == UNKNOWN))
         elif cause == UNKNOWN:
-            parts.append(f"The first error: {_excerpt(origin.line, origin.at)[:240].strip()}")
+            parts.append(f"The first error: {excerpt(origin.line, origin.at)[:240].strip()}")
         if cause == "worker-died" and (w.pid or node):  # where its own log is: the driver's log has no cause
             parts.append(
                 "Its own log: `ray logs worker"
@@ -688,7 +515,7 @@ class Scan:
             # replaced (the caller's environment need not hold it: grpolab.recipe.secrets)
             message=redact_free_text(message),
             fix=redact_free_text((extra.fix + "; " if extra.fix else "") + spec.fix),
-            lines=[redact_free_text(_excerpt(h.line, h.at)) for h in evidence],
+            lines=[redact_free_text(excerpt(h.line, h.at)) for h in evidence],
             line_numbers=[h.number for h in evidence],
             rank=rank,
             node=node,
@@ -710,47 +537,6 @@ _NEAR = 12  # lines after a rank-less origin in which the same failure's rank is
 _FIRST_ERROR = 1200  # characters of the first error said (its line and the lines its message continues on)
 
 
-def _lines_before(chunk, start: int, size: int) -> list[bytes]:
-    """The whole lines of the `size` bytes before `start` (the first one only if it starts there: a chunk's start
-    is a line's)."""
-    begin = max(0, start - size)
-    pieces = bytes(chunk[begin:start]).split(b"\n")[:-1]
-    return pieces if begin == 0 else pieces[1:]
-
-
-def _raw(chunk, start: int, end: int, message: str, line: str) -> str:
-    """An error line as printed (ANSI colours removed, trailing spaces kept: `ValueError: ` before a message that
-    starts on the next line) and the lines its message continues on: after an empty message, or lines that do not
-    start a record of their own (a lower-case or indented line, a path in parentheses), up to 4, without the
-    Ray / torchrun prefix the error line has."""
-    raw = ANSI.sub("", bytes(chunk[start:end]).decode("utf-8", "replace")).rstrip("\r\n")
-    prefix = _OWNER.match(line).group(0).strip() if line else ""
-    out = [raw]
-    for piece in bytes(chunk[end + 1 : end + 1 + _CONTEXT]).split(b"\n")[:6]:
-        text = ANSI.sub("", piece.decode("utf-8", "replace")).rstrip("\r")
-        if prefix:
-            if not text.lstrip().startswith(prefix):
-                break
-            text = text.lstrip()[len(prefix) :].lstrip(" ")
-        body = text.strip()
-        wrapped = not re.search(r"[.!?)\]:;]\s*$", out[-1])  # the line before ends mid-sentence
-        if not body or len(out) > 4 or not fe.continues(text, len(out) == 1 and not message.strip(), wrapped):
-            break
-        out.append(text)
-    return "\n".join(out)
-
-
-def _first_sentence(first: FirstError, full: bool) -> str:
-    text = first.text if full else first.text[:200]
-    out = f"The first error: {text}"
-    frame = first.raising
-    if frame is not None:
-        out += f" (raised in {frame.library}: {frame}"
-        caller = first.caller
-        out += f"; called from {caller})" if caller and caller != fe.STDLIB else ")"
-    return out
-
-
 _NETWORK = ("port-in-use", "comm-init", "comm-timeout")
 _WAITED = re.compile(r"Synchroni[sz]e\w{0,20}WithTimeout|npuSynchronize|SynchronizeStream|SynchronizeDevice")
 # causes that follow from another failure: the first error, where its structure names a family, says why
@@ -765,64 +551,6 @@ _UNKNOWN = Cause(  # what a diagnosis says of an error line that no cause of the
     (),
     (),
 )
-
-
-def _origin_first(hits: list[_Hit]) -> list[_Hit]:
-    """The hits, the one that shows the origin first: a line naming the rank others waited for, then the lowest
-    collective sequence number (the rank furthest behind; compared only when every numbered line waits in the same
-    kind of collective: each process group counts its own), then the earliest time, then the first read."""
-    by_seq = len({h.where.op for h in hits if h.where.seq is not None}) == 1
-
-    def seq(h: _Hit) -> float:
-        return h.where.seq if by_seq and h.where.seq is not None else float("inf")
-
-    by_time = sum(h.where.time is not None for h in hits) > 1  # one time stamp says nothing across ranks
-    return sorted(
-        hits, key=lambda h: (h.where.remote is None, seq(h), (h.where.time or (99,)) if by_time else (), h.order)
-    )
-
-
-def _silent_ranks(timed_out: set[int]) -> list[int]:
-    """The ranks below the highest that timed out which did not time out, when they are few (a stuck rank never
-    enters the collective its peers wait in, so it reports no timeout); [] when the log cannot say."""
-    if len(timed_out) < 3:
-        return []
-    missing = sorted(set(range(max(timed_out) + 1)) - timed_out)
-    return missing if 0 < len(missing) <= max(1, len(timed_out) // 4) else []
-
-
-def _ranks(hits: list[_Hit], skip: int | None) -> list[int]:
-    return sorted({h.where.rank for h in hits if h.where.rank is not None and h.where.rank != skip})
-
-
-def _origin_sentence(cause, rank, node, w: Where, hits, collective, group) -> list[str]:
-    if rank is None and node is None:
-        return []
-    at = f"rank {rank}" if rank is not None else "a worker"
-    if node:
-        at += f" on node {node}"
-    if w.pid is not None and w.remote is None:
-        at += f" (pid {w.pid})"
-    if cause != "comm-timeout":
-        if w.remote is not None:  # a link that could not be made: to this rank, from the one reporting it
-            return [f"Rank {w.rank} could not reach {at}" if w.rank is not None else f"The rank not reached: {at}"]
-        return [f"First on {at}"]
-    waited = _ranks(hits, rank)
-    op = f" in {collective}" if collective else " in a collective"
-    if group:
-        op += f" of group {group}"
-    if w.seq is not None and w.remote is None:
-        op += f" (SeqNum {w.seq})"
-    if w.remote is not None and not w.signalled:
-        out = [f"The rank that stalled: {at}; the others waited for it{op}"]
-    elif w.remote is not None:
-        out = [f"First to time out: {at}, which signalled the others{op}"]
-    else:
-        out = [f"First to time out: {at}{op}"]
-    if waited:
-        shown = ", ".join(map(str, waited[:8])) + (f" and {len(waited) - 8} more" if len(waited) > 8 else "")
-        out.append(f"Waiting and timed out: rank{'s' if len(waited) > 1 else ''} {shown}")
-    return out
 
 
 def _refine(hits: dict[str, list[_Hit]]) -> None:
@@ -853,25 +581,6 @@ def diagnose_text(text: str, name: str = "<text>") -> Failure | None:
     scan = Scan()
     scan.feed_text(text or "", name)
     return scan.result()
-
-
-_FILE_RANK = (re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE), re.compile(r"(?:^|[_\-.])(\d+)\.(?:log|txt|out|err)$"))
-
-
-def file_rank(path: Path) -> int | None:
-    """The rank a per-rank log's name says (rank3.log, worker_rank_3.txt, node0-3.log), or None."""
-    return next((int(m.group(1)) for pattern in _FILE_RANK if (m := pattern.search(path.name))), None)
-
-
-def log_files(path: Path) -> list[tuple[Path, int | None]]:
-    """A file, or every regular file of a folder (one log per rank: each file's rank from its name)."""
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
-        ranks = [file_rank(p) for p in files]
-        if len(set(ranks)) < len(files):  # names that do not tell ranks apart tell none
-            ranks = [None] * len(files)
-        return list(zip(files, ranks))
-    return [(path, None)]
 
 
 def diagnose_files(files: list[tuple[Path, int | None]], extra: str = "", scan: Scan | None = None) -> Failure | None:

@@ -10,7 +10,8 @@ show (grpolab.monitor.silent).
 from __future__ import annotations
 
 from grpolab.jobs.runs import Run
-from grpolab.monitor.diagnose import Failure, NotALog, diagnose_files, diagnose_text
+from grpolab.monitor.diagnose import Failure, diagnose_files, diagnose_text
+from grpolab.monitor.logread import NotALog
 from grpolab.monitor.silent import silent_failure
 from grpolab.recipe.files import is_regular
 

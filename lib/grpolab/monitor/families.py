@@ -17,7 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from grpolab.monitor.details import engine_arguments
 from grpolab.monitor.firsterror import ENGINES, STDLIB, USER, FirstError
+from grpolab.rules.pins import stack_rules
 
 # family -> (cause id, what it means). A cause whose family no rule refines has the family of its own name.
 FAMILIES: dict[str, tuple[str, str]] = {
@@ -416,8 +418,6 @@ def _config_check(first: FirstError) -> bool:
 
 def _names_engine_arguments(message: str) -> bool:
     """The message names an engine argument of the field map with a value ("max_num_batched_tokens (8192)")."""
-    # lazy: the field map (a diagnosis that names no engine argument never loads it)
-    from grpolab.monitor.details import engine_arguments
 
     return any(field and value for _, value, field in engine_arguments(message))
 
@@ -536,8 +536,6 @@ def _version(first: FirstError, family: str) -> Verdict:
 
 def _stack_rows(libraries: list[str]) -> list[str]:
     """The rows of params/stack_rules.yaml that pin or require one of `libraries` (the table that would catch it)."""
-    # lazy: the rules' table (a diagnosis that names no version mismatch never reads it)
-    from grpolab.rules.pins import stack_rules
 
     names = {name.replace("_", "-") for name in libraries} | set(libraries)
     out = []
@@ -549,9 +547,6 @@ def _stack_rows(libraries: list[str]) -> list[str]:
 
 
 def _engine_config(first: FirstError) -> Verdict:
-    # lazy: the field map (a diagnosis that names no engine argument never loads it)
-    from grpolab.monitor.details import engine_arguments
-
     frame = first.raising
     engine = frame.library if frame else "The engine"
     text = f"{first.message} {' '.join(first.context[:3])}"

@@ -6,6 +6,8 @@ what a diagnosis says of any failed log, also when no cause's pattern knows the 
     frames_of(lines) -> [Frame]          the traceback frames (`File "...", line N, in f`) in lines above an error
     library_of(path) -> str              the library a frame's file lives in (vllm, verl, torch, the user's code, ...)
     is_consequence(type, message) -> bool    an error that reports another's failure (a dead actor, a timeout, ...)
+    as_printed(chunk, start, end, ...) -> str   an error line as printed, with the lines its message continues on
+    sentence(first, full) -> str         the first error said for a person, with its raising frame and library
 
 "The first real error" is the last line of the first traceback that is not a consequence of another failure (a
 dead Ray actor, a collective timeout, vLLM's "Engine core initialization failed. See root cause above"): the
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from grpolab.jobs.job_entry import ANSI
 
 # An exception line: `ValueError: ...`, `torch.OutOfMemoryError: ...`, `ray.exceptions.RayTaskError(ValueError): ...`,
 # `AssertionError` alone, behind any prefix (Ray's `(pid=..)`, `[rank3]:`, vLLM's `ERROR 06-09 ... [core.py:1]`).
@@ -355,3 +359,49 @@ def is_exit(line: str) -> bool:
 
 def is_success(line: str) -> bool:
     return bool(_SUCCESS.search(line[:_HEAD]))
+
+
+# ---------------------------------------------------------------------------------------------- as said
+OWNER = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?")  # Ray's and torchrun's prefixes
+_AFTER = 4096  # bytes after an error line read for the lines its message continues on
+
+
+def lines_before(chunk, start: int, size: int) -> list[bytes]:
+    """The whole lines of the `size` bytes before `start` (the first one only if it starts there: a chunk's start
+    is a line's)."""
+    begin = max(0, start - size)
+    pieces = bytes(chunk[begin:start]).split(b"\n")[:-1]
+    return pieces if begin == 0 else pieces[1:]
+
+
+def as_printed(chunk, start: int, end: int, message: str, line: str) -> str:
+    """An error line as printed (ANSI colours removed, trailing spaces kept: `ValueError: ` before a message that
+    starts on the next line) and the lines its message continues on: after an empty message, or lines that do not
+    start a record of their own (a lower-case or indented line, a path in parentheses), up to 4, without the
+    Ray / torchrun prefix the error line has."""
+    raw = ANSI.sub("", bytes(chunk[start:end]).decode("utf-8", "replace")).rstrip("\r\n")
+    prefix = OWNER.match(line).group(0).strip() if line else ""
+    out = [raw]
+    for piece in bytes(chunk[end + 1 : end + 1 + _AFTER]).split(b"\n")[:6]:
+        text = ANSI.sub("", piece.decode("utf-8", "replace")).rstrip("\r")
+        if prefix:
+            if not text.lstrip().startswith(prefix):
+                break
+            text = text.lstrip()[len(prefix) :].lstrip(" ")
+        body = text.strip()
+        wrapped = not re.search(r"[.!?)\]:;]\s*$", out[-1])  # the line before ends mid-sentence
+        if not body or len(out) > 4 or not continues(text, len(out) == 1 and not message.strip(), wrapped):
+            break
+        out.append(text)
+    return "\n".join(out)
+
+
+def sentence(first: FirstError, full: bool) -> str:
+    text = first.text if full else first.text[:200]
+    out = f"The first error: {text}"
+    frame = first.raising
+    if frame is not None:
+        out += f" (raised in {frame.library}: {frame}"
+        caller = first.caller
+        out += f"; called from {caller})" if caller and caller != STDLIB else ")"
+    return out

@@ -149,3 +149,63 @@ def where(
 def ray_pids(line: str) -> list[tuple[int, str | None]]:
     """Every (pid, ip) a line names in Ray's form (`pid=N, ip=A`), for mapping a pid to its node."""
     return [(int(m.group(1)), m.group(2)) for m in _RAY_PID_IP.finditer(line)]
+
+
+# ---------------------------------------------------------------------------------------------- the origin said
+# (`hits`: the diagnosis's matched lines, each with its `where`, a Where, and `order`, the order read)
+def origin_first(hits: list) -> list:
+    """The hits, the one that shows the origin first: a line naming the rank others waited for, then the lowest
+    collective sequence number (the rank furthest behind; compared only when every numbered line waits in the same
+    kind of collective: each process group counts its own), then the earliest time, then the first read."""
+    by_seq = len({h.where.op for h in hits if h.where.seq is not None}) == 1
+
+    def seq(h) -> float:
+        return h.where.seq if by_seq and h.where.seq is not None else float("inf")
+
+    by_time = sum(h.where.time is not None for h in hits) > 1  # one time stamp says nothing across ranks
+    return sorted(
+        hits, key=lambda h: (h.where.remote is None, seq(h), (h.where.time or (99,)) if by_time else (), h.order)
+    )
+
+
+def silent_ranks(timed_out: set[int]) -> list[int]:
+    """The ranks below the highest that timed out which did not time out, when they are few (a stuck rank never
+    enters the collective its peers wait in, so it reports no timeout); [] when the log cannot say."""
+    if len(timed_out) < 3:
+        return []
+    missing = sorted(set(range(max(timed_out) + 1)) - timed_out)
+    return missing if 0 < len(missing) <= max(1, len(timed_out) // 4) else []
+
+
+def ranks_of(hits: list, skip: int | None) -> list[int]:
+    return sorted({h.where.rank for h in hits if h.where.rank is not None and h.where.rank != skip})
+
+
+def origin_sentence(cause, rank, node, w: Where, hits, collective, group) -> list[str]:
+    if rank is None and node is None:
+        return []
+    at = f"rank {rank}" if rank is not None else "a worker"
+    if node:
+        at += f" on node {node}"
+    if w.pid is not None and w.remote is None:
+        at += f" (pid {w.pid})"
+    if cause != "comm-timeout":
+        if w.remote is not None:  # a link that could not be made: to this rank, from the one reporting it
+            return [f"Rank {w.rank} could not reach {at}" if w.rank is not None else f"The rank not reached: {at}"]
+        return [f"First on {at}"]
+    waited = ranks_of(hits, rank)
+    op = f" in {collective}" if collective else " in a collective"
+    if group:
+        op += f" of group {group}"
+    if w.seq is not None and w.remote is None:
+        op += f" (SeqNum {w.seq})"
+    if w.remote is not None and not w.signalled:
+        out = [f"The rank that stalled: {at}; the others waited for it{op}"]
+    elif w.remote is not None:
+        out = [f"First to time out: {at}, which signalled the others{op}"]
+    else:
+        out = [f"First to time out: {at}{op}"]
+    if waited:
+        shown = ", ".join(map(str, waited[:8])) + (f" and {len(waited) - 8} more" if len(waited) > 8 else "")
+        out.append(f"Waiting and timed out: rank{'s' if len(waited) > 1 else ''} {shown}")
+    return out
