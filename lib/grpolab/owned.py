@@ -391,6 +391,11 @@ def move(source: str | os.PathLike, target: str | os.PathLike) -> None:
             raise Refused(errno.EBUSY, f"{target} is a mount point: nothing is moved over it")
         if any(os.scandir(target)):
             raise FileExistsError(errno.ENOTEMPTY, f"{target} is not empty: nothing moved over it", str(target))
-        os.rename(source, target)  # an empty folder only: the kernel refuses a non-empty one (ENOTEMPTY)
+        try:
+            os.rename(source, target)  # an empty folder only: the kernel refuses a non-empty one
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise FileExistsError(exc.errno, f"{target} is not empty: nothing moved over it", str(target)) from None
+            raise
         return
     _rename_noreplace(source, target)

@@ -24,6 +24,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from grpolab import owned
 from grpolab.cli.common import port_number
 from grpolab.paths import PathRefused, contained, is_system_folder, runs_dir
 from grpolab.problems import InputError
@@ -65,7 +66,7 @@ def prepare(folder: Path) -> tuple[list[str], list[str]]:
             continue
         tmp = folder / f".{template.name}.{os.getpid()}.tmp"
         shutil.copyfile(template, tmp)
-        os.replace(tmp, target)
+        owned.move(tmp, target)  # never over a file that appeared meanwhile
         copied.append(template.name)
     write_overrides(contained(folder, SETTINGS_DIR))
     return copied, kept

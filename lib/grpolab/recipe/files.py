@@ -21,6 +21,8 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from grpolab import owned
+
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
     (stat.S_ISCHR, "a character device"),
@@ -103,9 +105,9 @@ def atomic_write(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        owned.replace_file(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        owned.remove_file(tmp)
         raise
 
 
