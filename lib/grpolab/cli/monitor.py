@@ -8,6 +8,7 @@ its evidence are printed); 2 when RUN or the thresholds file is unusable.
 from __future__ import annotations
 
 import errno
+import shlex
 from pathlib import Path
 
 from grpolab.cli.common import print_json
@@ -44,6 +45,12 @@ def main(args) -> int:
         raise InputError("--png and --no-png contradict each other: pass one of them")
     monitor = RunMonitor(args.run, args.thresholds)
     data = monitor.update(refresh=not args.no_refresh)
+    if not monitor.run.is_run and not monitor.view.steps and _size(monitor.view.path):
+        raise InputError(  # a file named as RUN that holds no step: not "none logged yet"
+            f'{args.run}: no training step in it: neither verl\'s metrics JSON lines ({{"step": N, "data": '
+            "{...}}) nor its console lines (step:N - name:value ...); pass a run id, a run directory or a metrics "
+            f"file (why a job failed, from its log: `grpolab diagnose {shlex.quote(args.run)}`)"
+        )
     if not args.no_png and not args.png and not monitor.run.is_run:  # nothing is written beside a bare file
         data["notes"].append(f"{args.run} is not inside a run directory: no curves drawn; pass --png PATH to draw them")
     elif not args.no_png:
@@ -62,3 +69,10 @@ def main(args) -> int:
     else:
         print(format_summary(data))
     return 1 if data["state"] in ("FAILED", "LOST") else 0
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
