@@ -39,18 +39,12 @@ def _mount(*argv: str) -> bool:
 
 
 @pytest.fixture
-def mounts():
-    """mount(argv...) -> bool; every mount made is unmounted at the end, whatever the test did."""
-    made: list[str] = []
-
-    def mount(*argv: str) -> bool:
-        ok = _mount(*argv)
-        if ok:
-            made.append(argv[-1])
-        return ok
-
-    yield mount
-    for target in reversed(made):
+def mounts(tmp_path):
+    """mount(argv...) -> bool; every mount below tmp_path is undone at the end, wherever a rename moved it."""
+    yield _mount
+    below = str(tmp_path.resolve()) + "/"
+    points = [p for p in owned.mount_points() if p.startswith(below)]
+    for target in sorted(points, key=len, reverse=True):
         subprocess.run(["umount", "-l", target], capture_output=True, timeout=30)
 
 
@@ -135,13 +129,18 @@ def test_bind_mounts_and_other_file_systems_inside_are_never_crossed(tmp_path, m
     _same(user)
 
 
-def test_aside_moves_the_folder_out_of_its_name_first(tmp_path):
+def test_aside_moves_the_folder_out_of_its_name_first(tmp_path, mounts):
+    user = _user_files(tmp_path)
     ours = owned.make_folder(tmp_path / "global_step_3")
     (ours / "data.pt").write_text("x")
+    (ours / "bound").mkdir()
+    mounted = mounts("--bind", str(user), str(ours / "bound"))  # found by its mount, not its path (moved)
     stale = owned.make_folder(tmp_path / ".removing-global_step_3")  # left by a removal that died
     (stale / "keep").write_text("x")
-    assert owned.remove_tree(ours, aside=".removing-") == []
+    kept = owned.remove_tree(ours, aside=".removing-")
+    assert len(kept) == mounted and all("mount point" in k for k in kept)
     assert not ours.exists() and (stale / "keep").exists()
+    _same(user)
 
 
 def test_remove_file_removes_a_link_never_its_target(tmp_path, mounts):
