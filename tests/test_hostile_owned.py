@@ -24,6 +24,7 @@ import ctypes
 import errno
 import json
 import os
+import shlex
 import shutil
 import socket
 import struct
@@ -583,3 +584,89 @@ def test_no_socket_fifo_or_device_of_the_machine_is_reachable(tmp_path, listener
     for what in ("SOCKET", "FIFO", "DEVICE"):
         assert what not in proc.stdout, proc.stdout
     assert heard == [], heard
+
+
+def test_export_into_a_mount_point_is_refused_with_a_folder_inside_it(hf_run, tmp_path, capsys, mounting):
+    if not mounting:
+        pytest.skip("needs root to mount")
+    out = tmp_path / "volume"
+    out.mkdir()
+    assert subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "none", str(out)]).returncode == 0
+    try:
+        code, _, err = call(capsys, "export", "parent", "--out", str(out))
+        assert code == 1 and "is a mount point" in err and str(out / "weights") in err, err
+        assert os.listdir(out) == []
+    finally:
+        subprocess.run(["umount", "-l", str(out)])
+
+
+@pytest.mark.parametrize(
+    "png, why",
+    [("notes.txt", "exists and is not a PNG"), ("folder", "a folder"), ("/etc/curves.png", "system folder")],
+)
+def test_monitor_png_never_replaces_a_users_file_or_writes_in_a_system_folder(finished_run, tmp_path, capsys, png, why):
+    from grpolab.monitor import synthetic
+
+    finished_run("drawn", synthetic.healthy(5))
+    (tmp_path / "notes.txt").write_text("the user's notes\n")
+    (tmp_path / "folder").mkdir()
+    target = png if png.startswith("/") else str(tmp_path / png)
+    code, _, err = call(capsys, "monitor", "drawn", "--png", target)
+    assert code == 2 and why in err, err
+    assert (tmp_path / "notes.txt").read_text() == "the user's notes\n" and os.listdir(tmp_path / "folder") == []
+    assert not os.path.exists("/etc/curves.png")
+
+
+def test_a_link_planted_at_a_temporary_name_is_never_written_through(_isolated_runs, tmp_path, capsys, user):
+    """Every file GRPO Lab replaces is written under a temporary name beside it first (a PID in it): a link put
+    there in advance is removed, never followed."""
+    from grpolab.monitor import synthetic
+
+    pid = os.getpid()
+    run = runs.create_run("tiny", run_id="tmpnames", root=_isolated_runs)
+    synthetic.write_jsonl(run.metrics_file, synthetic.healthy(5))
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    card = tmp_path / "card.yaml"
+    planted = [
+        run.path / f".status.json.{pid}.tmp",
+        run.path / ".curves.png.tmp.png",
+        lab / f".01_setup.ipynb.{pid}.tmp",
+        lab / ".lab-settings" / f".overrides.json.{pid}.tmp",
+        tmp_path / f".card.yaml.{pid}.tmp",
+    ]
+    for link in planted:
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(user.home / "precious.txt")
+    run.write_status(state="SUCCEEDED")
+    assert call(capsys, "monitor", "tmpnames")[0] == 0
+    assert call(capsys, "lab", "--dir", str(lab), "--no-browser", "--dry-run")[0] == 0
+    assert call(capsys, "card", "qwen3_8b", "--out", str(card))[0] == 0
+    assert user.intact()
+    assert not [p for p in planted if os.path.lexists(p)]
+
+
+TTY = """
+import os, sys
+from pathlib import Path
+from grpolab.importer import sandbox
+code = "import os\\ntry:\\n    os.close(os.open('/dev/tty', os.O_RDWR))\\n    print('TTY')\\nexcept OSError as exc:\\n    print('no tty', exc)"
+proc = sandbox.run([sys.executable, "-c", code], {"PATH": "/usr/bin:/bin"}, Path(sys.argv[1]), "/", 60, sys.argv[2] == "1")
+print(proc.stdout.strip())
+"""
+
+
+@needs_isolation
+@pytest.mark.parametrize("user_namespace", [False, True], ids=["mount-namespace", "user-namespace"])
+def test_the_isolated_command_has_no_terminal_to_type_into(tmp_path, user_namespace):
+    """Run from a terminal (util-linux `script` gives the caller one), the command inside cannot open /dev/tty: no
+    TIOCSTI keystrokes pushed into the user's shell, no escape sequences written past the captured output."""
+    if shutil.which("script") is None:
+        pytest.skip("util-linux `script` is not installed")
+    if not user_namespace and os.geteuid() != 0:
+        pytest.skip("a plain mount namespace needs root")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    inner = f"{sys.executable} -c {shlex.quote(TTY)} {scratch} {int(user_namespace)}"
+    proc = subprocess.run(["script", "-qec", inner, "/dev/null"], capture_output=True, text=True, timeout=120)
+    assert "no tty" in proc.stdout and "TTY" not in proc.stdout, proc.stdout + proc.stderr

@@ -185,6 +185,18 @@ def test_replace_file_replaces_a_link_itself_never_a_folder_or_mount(tmp_path, m
     _same(user)
 
 
+def test_fresh_file_removes_a_link_at_its_name_and_never_writes_through_it(tmp_path):
+    user = _user_files(tmp_path)
+    tmp = tmp_path / ".status.json.123.tmp"
+    tmp.symlink_to(user / "precious.txt")
+    assert owned.fresh_file(tmp) == tmp and not tmp.is_symlink() and tmp.read_bytes() == b""
+    tmp.write_text("left by a writer that died")
+    assert owned.fresh_file(tmp).read_bytes() == b""
+    with pytest.raises(owned.Refused):
+        owned.fresh_file(user)
+    _same(user)
+
+
 def test_move_never_replaces_what_is_there(tmp_path):
     user = _user_files(tmp_path)
     src = tmp_path / "src.txt"

@@ -339,6 +339,16 @@ def _holds(fd: int, name: str) -> bool:
 # ------------------------------------------------------------------------------------------------ files
 
 
+def fresh_file(path: str | os.PathLike) -> Path:
+    """A new, empty file of GRPO Lab's at `path` (the temporary name a file is written under before `replace_file`
+    puts it in place): what was at that name (a link, a file a writer that died left) is removed first, itself and
+    never what a link points at, and the file is created exclusively, never through a link."""
+    path = Path(path)
+    remove_file(path)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666))
+    return path
+
+
 def remove_file(path: str | os.PathLike, missing_ok: bool = True) -> bool:
     """Remove the file (or link: never its target) at `path`, one GRPO Lab names as its own; True when one was
     there. Refused for a folder or a mount point (a file mounted over the name)."""

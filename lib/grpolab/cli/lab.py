@@ -67,7 +67,7 @@ def prepare(folder: Path) -> tuple[list[str], list[str]]:
         if os.path.lexists(target):
             kept.append(template.name)
             continue
-        tmp = folder / f".{template.name}.{os.getpid()}.tmp"
+        tmp = owned.fresh_file(folder / f".{template.name}.{os.getpid()}.tmp")
         shutil.copyfile(template, tmp)
         owned.move(tmp, target)  # never over a file that appeared meanwhile
         copied.append(template.name)

@@ -12,6 +12,7 @@ import shlex
 from pathlib import Path
 
 from grpolab.cli.common import print_json
+from grpolab.paths import is_system_folder
 from grpolab.problems import InputError
 from grpolab.recipe.files import NotARegularFile, is_regular, kind
 
@@ -43,6 +44,8 @@ def main(args) -> int:
 
     if args.png and args.no_png:
         raise InputError("--png and --no-png contradict each other: pass one of them")
+    if args.png:
+        _check_png(Path(args.png).expanduser(), args.png)
     monitor = RunMonitor(args.run, args.thresholds)
     data = monitor.update(refresh=not args.no_refresh)
     if not monitor.run.is_run and not monitor.view.steps and _size(monitor.view.path):
@@ -76,3 +79,24 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
+
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _check_png(target: Path, given: str) -> None:
+    """--png names a new file or a PNG to draw over (an earlier curves file); never a file of another kind, a
+    folder, or a file in a system folder: InputError naming it and the fix."""
+    flag = f"--png {given}"
+    if is_system_folder(target.parent if target.parent != Path() else Path.cwd()):
+        raise InputError(f"{flag}: {target.parent} is a system folder; write the curves somewhere of yours")
+    if target.is_dir():
+        raise InputError(f"{flag}: a folder; name the PNG file to write (e.g. {target / 'curves.png'})")
+    if is_regular(target):
+        try:
+            with open(target, "rb") as fh:
+                head = fh.read(len(PNG))
+        except OSError as exc:
+            raise InputError(f"{flag}: {exc.strerror or exc}") from None
+        if head and head != PNG:
+            raise InputError(f"{flag}: {target} exists and is not a PNG: it is never replaced; name a new file")

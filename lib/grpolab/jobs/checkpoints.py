@@ -339,6 +339,6 @@ def claim(root: Path | None, run_dir: Path, run_id: str, live):
                 f"{held.get('run_id')}`), or set trainer.ckpt_dir to a folder of this run's own"
             )
         yield
-        tmp = root / f".{OWNER}.{os.getpid()}.tmp"
+        tmp = owned.fresh_file(root / f".{OWNER}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"run_id": run_id, "run_dir": str(run_dir)}))
         owned.replace_file(tmp, root / OWNER)

@@ -170,6 +170,8 @@ def _target(run: Run, layout: ck.Layout, out: str | Path | None, default: Path, 
         raise ExportRefused(f"{flag}: {target} is the run's own folder; {fix}")
     if os.path.lexists(target) and not target.is_dir():  # an unusable input (exit 2): a folder was asked for
         raise InputError(f"{flag}: {target} exists and is not a folder; {fix}")
+    if target.is_dir() and owned.is_mount_point(target):  # renamed into place: a mount point cannot be
+        raise ExportRefused(f"{flag}: {target} is a mount point; name a new folder inside it ({target / 'weights'})")
     held = sorted(p.name for p in target.iterdir()) if target.is_dir() else []
     if not held:
         return target, []

@@ -258,7 +258,7 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
         hspace=0.62,
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
+    tmp = owned.fresh_file(path.with_name(f".{path.name}.tmp.png"))
     try:
         fig.savefig(tmp, dpi=80, format="png")
         owned.replace_file(tmp, path)  # a dashboard or notebook reading the PNG never sees half a file

@@ -69,7 +69,7 @@ def hand_over(name: str, value) -> None:
     results = stage_results(path)
     results[where["stage"]] = {**(results.get(where["stage"]) or {}), name: value}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = owned.fresh_file(path.with_name(f".{path.name}.tmp"))
     tmp.write_text(json.dumps(results, indent=1) + "\n")
     owned.replace_file(tmp, path)  # run.ipynb never reads half a file
 

@@ -99,7 +99,7 @@ def atomic_write(path: Path, text: str) -> None:
     """Write a temp file beside path, then rename it over path: a reader sees the old or the new text, never a
     torn file. When the disk is full or read-only, the temp file is removed and the OSError goes on (path keeps
     its old content)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = owned.fresh_file(path.with_name(f".{path.name}.{os.getpid()}.tmp"))
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
