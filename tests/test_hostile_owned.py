@@ -27,6 +27,7 @@ import os
 import shlex
 import shutil
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -670,3 +671,22 @@ def test_the_isolated_command_has_no_terminal_to_type_into(tmp_path, user_namesp
     inner = f"{sys.executable} -c {shlex.quote(TTY)} {scratch} {int(user_namespace)}"
     proc = subprocess.run(["script", "-qec", inner, "/dev/null"], capture_output=True, text=True, timeout=120)
     assert "no tty" in proc.stdout and "TTY" not in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_export_out_through_a_link_into_the_machines_folders_or_empty_is_refused(hf_run, tmp_path, capsys):
+    link = tmp_path / "weights"
+    link.symlink_to("/usr/share/grpolab-hostile-empty")  # a new folder there would be made through the link
+    code, _, err = call(capsys, "export", "parent", "--out", str(link))
+    assert code == 1 and "is a system folder" in err, err
+    assert not os.path.exists("/usr/share/grpolab-hostile-empty")
+    code, _, err = call(capsys, "export", "parent", "--out", "")
+    assert code == 2 and "an empty path" in err, err
+    code, _, err = call(capsys, "monitor", "parent", "--png", str(link / "curves.png"))
+    assert code == 2 and "system folder" in err, err
+
+
+def test_an_export_folder_gets_the_mode_a_new_folder_gets(hf_run, tmp_path, capsys):
+    out = tmp_path / "weights"
+    call(capsys, "export", "parent", "--out", str(out))
+    (tmp_path / "plain").mkdir()
+    assert stat.S_IMODE(out.stat().st_mode) == stat.S_IMODE((tmp_path / "plain").stat().st_mode)  # not 0700

@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 
 from grpolab.cli.common import print_json
-from grpolab.paths import is_system_folder
+from grpolab.paths import in_system_tree, is_system_folder
 from grpolab.problems import InputError
 from grpolab.recipe.files import NotARegularFile, is_regular, kind
 
@@ -88,7 +88,7 @@ def _check_png(target: Path, given: str) -> None:
     """--png names a new file or a PNG to draw over (an earlier curves file); never a file of another kind, a
     folder, or a file in a system folder: InputError naming it and the fix."""
     flag = f"--png {given}"
-    if is_system_folder(target.parent if target.parent != Path() else Path.cwd()):
+    if is_system_folder(target.parent if target.parent != Path() else Path.cwd()) or in_system_tree(target):
         raise InputError(f"{flag}: {target.parent} is a system folder; write the curves somewhere of yours")
     if target.is_dir():
         raise InputError(f"{flag}: a folder; name the PNG file to write (e.g. {target / 'curves.png'})")

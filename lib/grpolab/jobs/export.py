@@ -47,7 +47,7 @@ from grpolab.jobs.cluster import Endpoint
 from grpolab.jobs.runs import Run
 from grpolab.jobs.weights_check import check
 from grpolab.local.checkpoint import SAVED
-from grpolab.paths import is_system_folder
+from grpolab.paths import in_system_tree, is_system_folder
 from grpolab.problems import InputError, RecipeError
 from grpolab.recipe.dotted import get_dotted
 from grpolab.recipe.engines import FSDP, engine_of, named
@@ -150,10 +150,12 @@ _CHECKPOINT_PART = re.compile(rf"^{ck.STEP_PREFIX}\d+$")
 
 def _target(run: Run, layout: ck.Layout, out: str | Path | None, default: Path, force: bool) -> tuple[Path, list]:
     """Where the export may go (see the module docstring), and what --force replaces there; ExportRefused else."""
+    if out is not None and not str(out).strip():
+        raise InputError("--out '': an empty path; name a new or empty folder, or leave --out out for the default")
     target = Path(os.path.realpath(Path(out).expanduser())) if out else default
     flag = f"--out {out}" if out else f"the default folder {target}"
     fix = "name a new or empty folder with --out"
-    if is_system_folder(target):
+    if is_system_folder(target) or in_system_tree(target):
         raise ExportRefused(f"{flag}: {target} is a system folder; nothing is exported into it; {fix}")
     roots = {Path(os.path.realpath(layout.root)), Path(os.path.realpath(run_folder.checkpoint_dir(run.path)))}
     for folder in (target, *target.parents):
@@ -293,7 +295,7 @@ def _staging(stage: Path, final: Path):
     """The staging folder beside OUT, made and held (its marker locked) by this export for as long as it runs: a
     second export into the same OUT is refused while the first runs; one left by an export that died is removed."""
     for _ in range(2):
-        made = owned.temp_folder(f"{stage.name}-", stage.parent)
+        made = owned.make_folder(stage.with_name(f"{stage.name}-{os.getpid()}-{secrets.token_hex(4)}"))  # umask's mode
         lock = os.open(made / owned.MARKER, os.O_RDONLY | os.O_NOFOLLOW)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX)  # locked before it takes the name other exports look at
