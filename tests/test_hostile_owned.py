@@ -603,7 +603,7 @@ def test_export_into_a_mount_point_is_refused_with_a_folder_inside_it(hf_run, tm
 
 @pytest.mark.parametrize(
     "png, why",
-    [("notes.txt", "exists and is not a PNG"), ("folder", "a folder"), ("/etc/curves.png", "system folder")],
+    [("notes.txt", "exists and is not a PNG"), ("/etc/curves.png", "system folder")],
 )
 def test_monitor_png_never_replaces_a_users_file_or_writes_in_a_system_folder(finished_run, tmp_path, capsys, png, why):
     from grpolab.monitor import synthetic

@@ -85,13 +85,11 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def _check_png(target: Path, given: str) -> None:
-    """--png names a new file or a PNG to draw over (an earlier curves file); never a file of another kind, a
-    folder, or a file in a system folder: InputError naming it and the fix."""
+    """--png names a new file or a PNG to draw over (an earlier curves file); never a file of another kind or a
+    file in a system folder: InputError naming it and the fix (a folder is a note: the report still shows)."""
     flag = f"--png {given}"
     if is_system_folder(target.parent if target.parent != Path() else Path.cwd()) or in_system_tree(target):
         raise InputError(f"{flag}: {target.parent} is a system folder; write the curves somewhere of yours")
-    if target.is_dir():
-        raise InputError(f"{flag}: a folder; name the PNG file to write (e.g. {target / 'curves.png'})")
     if is_regular(target):
         try:
             with open(target, "rb") as fh:
