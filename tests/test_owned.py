@@ -7,6 +7,7 @@ there afterwards. Bind mounts need root (this project's CI runs as root); elsewh
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 from pathlib import Path
@@ -38,18 +39,12 @@ def _mount(*argv: str) -> bool:
 
 
 @pytest.fixture
-def mounts():
-    """mount(argv...) -> bool; every mount made is unmounted at the end, whatever the test did."""
-    made: list[str] = []
-
-    def mount(*argv: str) -> bool:
-        ok = _mount(*argv)
-        if ok:
-            made.append(argv[-1])
-        return ok
-
-    yield mount
-    for target in reversed(made):
+def mounts(tmp_path):
+    """mount(argv...) -> bool; every mount below tmp_path is undone at the end, wherever a rename moved it."""
+    yield _mount
+    below = str(tmp_path.resolve()) + "/"
+    points = [p for p in owned.mount_points() if p.startswith(below)]
+    for target in sorted(points, key=len, reverse=True):
         subprocess.run(["umount", "-l", target], capture_output=True, timeout=30)
 
 
@@ -134,13 +129,18 @@ def test_bind_mounts_and_other_file_systems_inside_are_never_crossed(tmp_path, m
     _same(user)
 
 
-def test_aside_moves_the_folder_out_of_its_name_first(tmp_path):
+def test_aside_moves_the_folder_out_of_its_name_first(tmp_path, mounts):
+    user = _user_files(tmp_path)
     ours = owned.make_folder(tmp_path / "global_step_3")
     (ours / "data.pt").write_text("x")
+    (ours / "bound").mkdir()
+    mounted = mounts("--bind", str(user), str(ours / "bound"))  # found by its mount, not its path (moved)
     stale = owned.make_folder(tmp_path / ".removing-global_step_3")  # left by a removal that died
     (stale / "keep").write_text("x")
-    assert owned.remove_tree(ours, aside=".removing-") == []
+    kept = owned.remove_tree(ours, aside=".removing-")
+    assert len(kept) == mounted and all("mount point" in k for k in kept)
     assert not ours.exists() and (stale / "keep").exists()
+    _same(user)
 
 
 def test_remove_file_removes_a_link_never_its_target(tmp_path, mounts):
@@ -185,6 +185,18 @@ def test_replace_file_replaces_a_link_itself_never_a_folder_or_mount(tmp_path, m
     _same(user)
 
 
+def test_fresh_file_removes_a_link_at_its_name_and_never_writes_through_it(tmp_path):
+    user = _user_files(tmp_path)
+    tmp = tmp_path / ".status.json.123.tmp"
+    tmp.symlink_to(user / "precious.txt")
+    assert owned.fresh_file(tmp) == tmp and not tmp.is_symlink() and tmp.read_bytes() == b""
+    tmp.write_text("left by a writer that died")
+    assert owned.fresh_file(tmp).read_bytes() == b""
+    with pytest.raises(owned.Refused):
+        owned.fresh_file(user)
+    _same(user)
+
+
 def test_move_never_replaces_what_is_there(tmp_path):
     user = _user_files(tmp_path)
     src = tmp_path / "src.txt"
@@ -213,3 +225,56 @@ def test_scratch_is_removed_at_the_end_and_keeps_a_bind_mount(tmp_path, mounts):
         mounted = mounts("--bind", str(user), str(bound))
     _same(user)
     assert os.path.exists(folder) == mounted
+
+
+# ------------------------------------------------------------------------------------------------ one home
+
+LIB = Path(__file__).resolve().parents[1] / "lib" / "grpolab"
+# inside the import's isolation, on its own tmpfs, before anything else and with the standard library only
+OUTSIDE_REACH = {"importer/sandbox_init.py": "builds the isolation's root on a tmpfs of its own namespace"}
+MODULES = {"os": {"remove", "unlink", "replace", "rename", "renames", "removedirs"}, "shutil": {"rmtree", "move"}}
+
+
+def deletions(source: str) -> list[tuple[int, str]]:
+    """(line, call) of every deletion or replacement in `source`: os.remove/unlink/replace/rename, shutil.rmtree/move,
+    tempfile.TemporaryDirectory (its end is an rmtree), and a path's .unlink(), .rmtree(), or .rename(X) /
+    .replace(X) with one argument (str.replace takes two; dataclasses.replace and pandas' rename take keywords)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else ""
+        if owner in MODULES and name in MODULES[owner] or name in ("rmtree", "TemporaryDirectory"):
+            found.append((node.lineno, f"{owner + '.' if owner else ''}{name}"))
+        elif owner not in (*MODULES, "owned") and isinstance(func, ast.Attribute):
+            one_path = len(node.args) == 1 and not node.keywords
+            if name == "unlink" or name in ("rename", "replace") and one_path:
+                found.append((node.lineno, f".{name}"))
+    return found
+
+
+def test_every_deletion_and_replacement_in_lib_goes_through_owned():
+    found = {
+        f"{path.relative_to(LIB)}:{line}: {call}"
+        for path in sorted(LIB.rglob("*.py"))
+        if path.name != "owned.py" and str(path.relative_to(LIB)) not in OUTSIDE_REACH
+        for line, call in deletions(path.read_text())
+    }
+    assert not found, "use grpolab.owned instead:\n" + "\n".join(sorted(found))
+
+
+def test_the_scan_finds_what_it_forbids():
+    planted = """
+import os, shutil, tempfile
+from pathlib import Path
+os.remove("a"); os.unlink("a"); os.replace("a", "b"); os.rename("a", "b"); shutil.rmtree("a"); shutil.move("a", "b")
+Path("a").unlink(missing_ok=True); Path("a").rename("b"); Path("a").replace("b")
+with tempfile.TemporaryDirectory() as tmp: pass
+"""
+    harmless = """
+import dataclasses
+"a-b".replace("-", "_"); dataclasses.replace(object(), x=1); frame.rename(columns={"a": "b"}); owned.move("a", "b")
+"""
+    assert len(deletions(planted)) == 10 and deletions(harmless) == []

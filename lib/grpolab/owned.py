@@ -92,6 +92,20 @@ def mount_points() -> frozenset[str]:
         return frozenset()
 
 
+def mount_id(fd: int) -> int | None:
+    """The id of the mount an open descriptor is on (/proc/self/fdinfo's mnt_id; None where there is none): a
+    folder on another mount than its parent's is a mount point, whatever its path or st_dev say (a bind mount of
+    the same file system, a folder renamed since mountinfo was read)."""
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("mnt_id:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def is_mount_point(path: str | os.PathLike, points: frozenset[str] | None = None) -> bool:
     """True when `path` (not followed when it is a link) is where something is mounted."""
     path = Path(path)
@@ -122,6 +136,7 @@ class _Frame:
 class _Walk:
     top_dev: int
     points: frozenset[str]
+    top_mount: int | None
     kept: list[str] = field(default_factory=list)
 
     def keep(self, path: str, why: str) -> None:
@@ -202,11 +217,17 @@ def _remove_entry(walk: _Walk, frame: _Frame, name: str) -> _Frame | None:
         if not stat.S_ISDIR(st.st_mode):
             os.unlink(name, dir_fd=frame.fd)
             return None
+        if st.st_uid == os.geteuid() and st.st_mode & 0o700 != 0o700:  # ours, made unlistable (a script's chmod 0)
+            os.chmod(name, stat.S_IMODE(st.st_mode) | 0o700, dir_fd=frame.fd)
         fd = _open_dir(name, frame.fd)
         seen = os.fstat(fd)
         if (seen.st_dev, seen.st_ino) != (st.st_dev, st.st_ino):
             os.close(fd)
             walk.keep(path, "changed while it was being removed")
+            return None
+        if mount_id(fd) != walk.top_mount:  # a mount point by its mount, not its path (renamed since, bound)
+            os.close(fd)
+            walk.keep(path, "a mount point: never crossed")
             return None
         try:
             names = os.listdir(fd)
@@ -258,6 +279,8 @@ def remove_tree(
         seen = os.fstat(fd)
         if (seen.st_dev, seen.st_ino) != (st.st_dev, st.st_ino):
             return [f"{shown} (changed while it was being removed)"]
+        if mount_id(fd) != _parent_mount(path):
+            return [f"{shown} (a mount point: never crossed)"]
         names = os.listdir(fd)
         if names and not any(_holds(fd, name) for name in (MARKER, *proofs)):
             return [f"{shown} (not made by GRPO Lab: it holds no {' or '.join(dict.fromkeys((MARKER, *proofs)))})"]
@@ -269,7 +292,7 @@ def remove_tree(
                     break
             else:
                 return [f"{shown} (no free name beside it to move it out of its name)"]
-        walk = _Walk(st.st_dev, points)
+        walk = _Walk(st.st_dev, mount_points(), mount_id(fd))  # read again: `aside` moved the folder
         real = os.path.realpath(path)
         # the marker goes last, once nothing else is left: a folder that kept something is still known as ours
         top = _Frame(real, st.st_dev, st.st_ino, [n for n in names if n != MARKER], os.dup(fd))
@@ -294,6 +317,17 @@ def remove_tree(
             os.close(fd)
 
 
+def _parent_mount(path: Path) -> int | None:
+    try:
+        fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        return mount_id(fd)
+    finally:
+        os.close(fd)
+
+
 def _holds(fd: int, name: str) -> bool:
     """True when the folder open at `fd` holds `name` as a file or folder of its own (not a link)."""
     try:
@@ -303,6 +337,16 @@ def _holds(fd: int, name: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ files
+
+
+def fresh_file(path: str | os.PathLike) -> Path:
+    """A new, empty file of GRPO Lab's at `path` (the temporary name a file is written under before `replace_file`
+    puts it in place): what was at that name (a link, a file a writer that died left) is removed first, itself and
+    never what a link points at, and the file is created exclusively, never through a link."""
+    path = Path(path)
+    remove_file(path)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666))
+    return path
 
 
 def remove_file(path: str | os.PathLike, missing_ok: bool = True) -> bool:
@@ -391,6 +435,11 @@ def move(source: str | os.PathLike, target: str | os.PathLike) -> None:
             raise Refused(errno.EBUSY, f"{target} is a mount point: nothing is moved over it")
         if any(os.scandir(target)):
             raise FileExistsError(errno.ENOTEMPTY, f"{target} is not empty: nothing moved over it", str(target))
-        os.rename(source, target)  # an empty folder only: the kernel refuses a non-empty one (ENOTEMPTY)
+        try:
+            os.rename(source, target)  # an empty folder only: the kernel refuses a non-empty one
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise FileExistsError(exc.errno, f"{target} is not empty: nothing moved over it", str(target)) from None
+            raise
         return
     _rename_noreplace(source, target)

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 import types
 import typing
 from dataclasses import dataclass, field
@@ -25,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from grpolab import owned
 from grpolab.importer.record import MAIN, ImportFailed, Recorded, record
 from grpolab.paths import params_dir
 from grpolab.recipe.dotted import flatten, get_dotted, has_dotted, set_dotted
@@ -398,7 +397,7 @@ def _verify(
 ) -> None:
     """Render the recipe and compare both launches key by key; what differs (run-owned keys aside) is reported."""
 
-    folder = Path(tempfile.mkdtemp(prefix="grpolab-import-"))
+    folder = owned.temp_folder("grpolab-import-")
     try:
         path = folder / f"{imported.name}.yaml"
         path.write_text(yaml.safe_dump(imported.data, sort_keys=False))
@@ -407,7 +406,7 @@ def _verify(
         imported.notes.append(f"the recipe does not load ({type(exc).__name__}); the launches were not compared")
         return
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        owned.remove_tree(folder)
     argv = render(recipe, RUN).argv()
     try:
         diff = verl_schema.differences(upstream, argv, engine, skip=lacking)

@@ -18,6 +18,7 @@ import math
 from itertools import groupby
 from pathlib import Path
 
+from grpolab import owned
 from grpolab.monitor.metrics import MetricsView, load_metrics
 
 # (title, y label, [(metric or prefix, line label)]): prefixes (ending in "/") match the run's val-core names.
@@ -257,12 +258,12 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
         hspace=0.62,
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
+    tmp = owned.fresh_file(path.with_name(f".{path.name}.tmp.png"))
     try:
         fig.savefig(tmp, dpi=80, format="png")
-        tmp.replace(path)  # a dashboard or notebook reading the PNG never sees half a file
+        owned.replace_file(tmp, path)  # a dashboard or notebook reading the PNG never sees half a file
     except BaseException:  # a target that is a directory, a full disk: leave no temporary file behind
-        tmp.unlink(missing_ok=True)
+        owned.remove_file(tmp)
         raise
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StringConstraints, field_validator
 
 from grpolab.recipe.dotted import flatten
 from grpolab.recipe.engines import ENGINES, ROLLOUTS, Engine
@@ -471,3 +471,11 @@ class ModelCard(Strict):
         "null = the embedding (vocab x hidden) is the largest",
     )
     source: str = Field(description="where these facts come from")
+
+    @field_validator("active_experts")
+    @classmethod
+    def _at_most_every_expert(cls, value: int, info):
+        experts = info.data.get("num_experts")  # declared above: validated first
+        if experts is not None and value > experts:
+            raise ValueError(f"more experts per token than the model has (num_experts: {experts}): at most {experts}")
+        return value
