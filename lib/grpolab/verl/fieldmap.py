@@ -364,8 +364,8 @@ VERSIONED: dict[str, tuple[str, ...]] = {
     # (the key the rows render, the top-level key older trees read instead)
     "reward_function": (REWARD_FN, "custom_reward_function"),
     "reward_manager": ("reward.reward_manager", "reward_manager"),
-    # the V1 trainer's keys (a version without them reads none) and the hybrid-replica switch of separate_async
-    "v1": tuple(row.verl for row in KEYS if row.verl.startswith(V1 + ".")),
+    # the schedule's keys (a version whose config lacks one reads none) and separate_async's hybrid-replica switch
+    "schedule": tuple(r.verl for r in KEYS if r.field.startswith("schedule.") and r.verl != f"{ARR}.hybrid_engine"),
     "hybrid_engine": (f"{ARR}.hybrid_engine",),
 }
 

@@ -183,8 +183,8 @@ def _reads(src: Source, gen: dict[str, dict], layer: dict[str, tuple[str, ...]])
         reads[timeout] = {"key": None, "source": line or f"{path}: no reader of nccl_timeout"}
     reads[grad_offload] = _grad_offload(src, gen[MEGATRON.name], grad_offload)
     reads.update(_reward_reads(src, layer))
-    if "v1" in layer:
-        reads.update(_v1_reads(src, gen[FSDP.name], layer["v1"], layer["hybrid_engine"][0]))
+    if "schedule" in layer:
+        reads.update(_schedule_reads(src, gen[FSDP.name], layer["schedule"], layer["hybrid_engine"][0]))
     return reads
 
 
@@ -265,9 +265,9 @@ def _v1(src: Source, config: dict) -> dict[str, Any]:
     }
 
 
-def _v1_reads(src: Source, config: dict, keys: tuple[str, ...], hybrid_engine: str) -> dict[str, dict[str, Any]]:
-    """Which V1 keys this version's trainers read: a key its config lacks, none (there is no V1 trainer, or no such
-    setting in it); hybrid_engine, as itself where no V1 trainer runs (the legacy trainers read it) or where
+def _schedule_reads(src: Source, config: dict, keys: tuple[str, ...], hybrid_engine: str) -> dict[str, dict[str, Any]]:
+    """Which of the schedule's keys this version reads: a key its config lacks, none (no V1 trainer, no such setting
+    in it, no rollout-only pool); hybrid_engine, as itself where no V1 trainer runs (the legacy trainers read it) or where
     separate_async reads it, else none (0.9.0's V1 trainers always place rollout replicas on the trainer)."""
     reads: dict[str, dict[str, Any]] = {}
     where = src.files(V1_DIR)[:1]
@@ -347,6 +347,12 @@ def verl_root() -> Path | None:
     verl/, a checkout's verl/), else the installed verl's, else None."""
     if os.environ.get(ROOT_ENV):
         return Path(os.environ[ROOT_ENV])
+    return _installed_root()
+
+
+@lru_cache(maxsize=1)
+def _installed_root() -> Path | None:
+    """The installed verl's package folder, looked up once (the planner asks for every layout it screens)."""
     spec = importlib.util.find_spec("verl")  # finds the package without running its __init__
     if spec is None or not spec.submodule_search_locations:
         return None
