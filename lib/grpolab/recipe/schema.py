@@ -317,6 +317,12 @@ class Local(Strict):
 Mode = Literal["sync", "colocate_async", "separate_async"]
 
 
+def sync_step(value: Optional[int], train_batch_size: int, ppo_mini_batch_size: int) -> int:
+    """schedule.parameter_sync_step as verl runs it: the value, else train_batch_size / ppo_mini_batch_size (what
+    separate_async asserts it equals)."""
+    return value or max(train_batch_size // ppo_mini_batch_size, 1)
+
+
 class Switch(Strict):
     """separate_async only: lend the trainer's idle devices to rollout between steps, and take them back once the
     replay buffer holds enough for the next step (verl 0.9.1+: trainer.v1.separate_async.hybrid_rollout.*)."""
@@ -457,8 +463,9 @@ class Recipe(Strict):
     @property
     def parameter_sync_step(self) -> int:
         """The mini-batches between weight syncs verl runs with: the field, else what verl's assertion asks."""
-        s, a = self.schedule, self.algorithm
-        return s.parameter_sync_step or max(self.data.train_batch_size // a.ppo_mini_batch_size, 1)
+        return sync_step(
+            self.schedule.parameter_sync_step, self.data.train_batch_size, self.algorithm.ppo_mini_batch_size
+        )
 
     # What a recipe says beyond its fields, as the rules read it: asked of the recipe itself, like world_size.
 

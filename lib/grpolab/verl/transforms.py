@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from grpolab import run_folder
+from grpolab.recipe.schema import sync_step
 from grpolab.verl.rewards import DEFAULT_NAME, resolve, split_function
 
 
@@ -60,7 +61,8 @@ def _warmup(value: Any, recipe: Any, run_dir: str) -> Any:
 
 
 def _sync_step(value: Any, recipe: Any, run_dir: str) -> Any:
-    return recipe.parameter_sync_step  # the field, else train_batch_size / ppo_mini_batch_size (verl's assertion)
+    # a recipe, or the importer's plain namespace of one: the fields, not the Recipe's property
+    return sync_step(value, recipe.data.train_batch_size, recipe.algorithm.ppo_mini_batch_size)
 
 
 def _pool_devices(value: Any, recipe: Any, run_dir: str) -> Any:
