@@ -252,6 +252,14 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
                 [],
             ),
             (
+                "## Asynchronous training\nFor a run in an asynchronous mode (`schedule.mode` colocate_async or "
+                "separate_async): how old the trained samples were, the ones dropped as stale, the importance ratio "
+                "and mismatch KL between the training and the rollout policy, the trainer's wait, their alerts and "
+                "curves (docs/async.md).",
+                "offpolicy = nb.show_offpolicy(run)",
+                ["report"],
+            ),
+            (
                 "## The embedded Ray head\nWhether it runs, and how to stop it when you are done "
                 "(`grpolab head stop`).",
                 "nb.show_head()",

@@ -26,6 +26,7 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from functools import partial
 
+from grpolab.monitor.alerts_async import ASYNC_ADVICE, ASYNC_CHECKS
 from grpolab.monitor.metrics import MetricsView, load_metrics
 from grpolab.monitor.thresholds import Thresholds, load_thresholds
 
@@ -50,6 +51,7 @@ ADVICE = {
     "slow-steps": "Steps take several times as long as they did: look for other processes on the host (CPU "
     "trainer: shared cores), memory swapping, longer responses (response_length/mean), or a straggler "
     "node; the remaining-time estimate follows the new pace.",
+    **ASYNC_ADVICE,
 }
 
 
@@ -445,6 +447,7 @@ _CHECKS = {
     "grad-spike": partial(_spikes, "grad-spike"),
     "throughput-drop": _throughput_drop,
     "slow-steps": _slow_steps,
+    **ASYNC_CHECKS,  # an asynchronous run's (issue 42): grpolab.monitor.alerts_async
 }
 ALERT_RULES = tuple(_CHECKS)  # the rule ids, in the order alerts of the same step are listed
 

@@ -37,6 +37,7 @@ from grpolab.notebook.display import (  # noqa: F401
     table_html,
     to_terminal,
 )
+from grpolab.notebook.offpolicy import show_offpolicy  # noqa: F401
 from grpolab.notebook.parameters import check_parameters  # noqa: F401
 from grpolab.notebook.plan import (  # noqa: F401
     plan_explorer,
