@@ -91,7 +91,10 @@ def _assert_async_view(outputs: list[dict], alert: str | None) -> None:
     text = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in outputs)
     assert "asynchronous training" in text and "off-policy staleness:" in text, text[-2000:]
     assert "importance ratio (rollout IS weight, mean):" in text
-    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2  # the run's curves and its off-policy ones
+    assert any("image/png" in o.get("data", {}) for o in outputs)  # the run's curves
+    page = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
+    curves = page.split("alt='off-policy curves: ", 1)[1].split("'", 1)[0]  # the off-policy picture, inline
+    assert "off-policy staleness" in curves and "importance ratio" in curves and "base64," in page
     if alert:
         assert f"ALERT {alert}: " in text
 
