@@ -263,7 +263,9 @@ def run_async(
                 "timing_s/update_actor": update_s,
                 "timing_s/update_weights": sync_s,
             }
-            last = step == s.total_steps or (s.max_train_seconds and time.perf_counter() - started > s.max_train_seconds)
+            last = step == s.total_steps or (
+                s.max_train_seconds and time.perf_counter() - started > s.max_train_seconds
+            )
             if last or (s.test_freq > 0 and step % s.test_freq == 0):
                 t0 = time.perf_counter()
                 last_val = data[M.VAL_ACC] = evaluate()

@@ -76,7 +76,9 @@ def format_offpolicy(summary: dict | None, alerts=()) -> list[str]:
         lines.append(f"dropped stale samples: {num(summary['dropped'], 6)} in all")
     if summary["is_ratio"] is not None:
         low, high = summary["is_ratio_range"]
-        lines.append(f"importance ratio (rollout IS weight, mean): {num(summary['is_ratio'])} now, {num(low)} to {num(high)}")
+        lines.append(
+            f"importance ratio (rollout IS weight, mean): {num(summary['is_ratio'])} now, {num(low)} to {num(high)}"
+        )
     if summary["mismatch_kl"] is not None:
         lines.append(f"rollout mismatch KL: {num(summary['mismatch_kl'])} now")
     if summary["wait_share"] is not None:

@@ -47,6 +47,7 @@ from grpolab.notebook.plan import (  # noqa: F401
     plan_points,
     plan_verdict,
     plot_plan,
+    show_modes,
     show_plan,
 )
 from grpolab.notebook.runner import Stages, dry_run_failures  # noqa: F401

@@ -223,7 +223,10 @@ def show_recipe(recipe) -> None:
     if recipe is None:
         print("no resolved recipe: the recipe's own files do not fit the schema (the problems above)")
         return
-    show_text(to_yaml(recipe, env=redaction(recipe).env(recipe.env)), title=f"resolved recipe {recipe.name}")
+    from grpolab.recipe.modes import describe  # lazy: as above
+
+    title = f"resolved recipe {recipe.name}; schedule {describe(recipe)}"
+    show_text(to_yaml(recipe, env=redaction(recipe).env(recipe.env)), title=title)
 
 
 def redacted_launch(recipe):
