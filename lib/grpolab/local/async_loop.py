@@ -20,6 +20,8 @@ colocate_async's rollout and training share their devices. Checkpoints and resum
 
 from __future__ import annotations
 
+import copy
+import json
 import math
 import queue
 import random
@@ -57,9 +59,6 @@ class Generator:
     """The rollout side: a thread with its own copy of the policy, `ahead` batches of groups in its queue."""
 
     def __init__(self, policy, tokenizer, settings: TinySettings, prompts: Sequence[Problem], reward: ArithReward):
-        # lazy: torch (only the job loads it)
-        import copy
-
         self.model = copy.deepcopy(policy).eval()
         self.tokenizer, self.s, self.prompts, self.reward = tokenizer, settings, list(prompts), reward
         # the warm-up batches wait here while a step trains: samples about warmup_batches versions old
@@ -142,8 +141,6 @@ class Generator:
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value)
 
 
@@ -350,13 +347,12 @@ def run_asynchronously(
     evaluate: Callable[[], float],
     echo: Callable[[str], None],
     write_metrics: bool,
+    reward: ArithReward,
 ) -> dict[str, Any]:
     """schedule.mode colocate_async: validation at step 0, then grpolab.local.async_loop; its summary."""
     # lazy: torch, transformers (grpolab.local.score imports this module on the driver; only the job loads them)
     import torch
     from transformers import AutoModelForCausalLM
-
-    from grpolab.local.train import load_reward
 
     reference = AutoModelForCausalLM.from_pretrained(warm_dir, local_files_only=True, dtype=torch.float32).eval()
     writer = M.JsonlWriter(M.metrics_path(run_dir)) if write_metrics else None
@@ -366,7 +362,6 @@ def run_asynchronously(
         if writer is not None:
             writer.write(0, {M.VAL_ACC: val_start, M.TESTING_TIME: time.perf_counter() - t0})
         echo(f"step 0/{settings.total_steps} val_acc={val_start:.3f} (asynchronous: {settings.mode})")
-        reward = ArithReward(tokenizer, load_reward(settings.reward_function))
         start = time.perf_counter()
         out = run_async(settings, model, reference, tokenizer, train, reward, writer, evaluate, echo)
         grpo_s = time.perf_counter() - start

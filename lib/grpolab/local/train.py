@@ -49,6 +49,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from grpolab import run_folder
 from grpolab.local import checkpoint as C  # noqa: E402
 from grpolab.local import metrics as M  # noqa: E402
+from grpolab.local.async_loop import run_asynchronously  # noqa: E402
 from grpolab.local.mapping import (  # noqa: E402
     NULLABLE,
     TinySettings,
@@ -468,10 +469,10 @@ def run(
         return greedy_accuracy(model, tokenizer, val, max_new)
 
     if settings.mode != "sync":  # colocate_async: grpolab.local.async_loop (TRL's async trainer needs CUDA)
-        # lazy: the asynchronous loop (only that mode needs it)
-        from grpolab.local.async_loop import run_asynchronously
-
-        return run_asynchronously(settings, run_dir, model, tokenizer, warm_dir, train, evaluate, echo, write_metrics)
+        reward = ArithReward(tokenizer, load_reward(settings.reward_function))
+        return run_asynchronously(
+            settings, run_dir, model, tokenizer, warm_dir, train, evaluate, echo, write_metrics, reward
+        )
     writer = M.JsonlWriter(M.metrics_path(run_dir)) if write_metrics else None
     try:
         val_start = None

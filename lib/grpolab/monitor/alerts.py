@@ -25,6 +25,7 @@ from bisect import bisect_left, insort
 from collections import deque
 from dataclasses import asdict, dataclass
 from functools import partial
+from types import SimpleNamespace
 
 from grpolab.monitor.alerts_async import ASYNC_ADVICE, ASYNC_CHECKS
 from grpolab.monitor.metrics import MetricsView, load_metrics
@@ -447,8 +448,10 @@ _CHECKS = {
     "grad-spike": partial(_spikes, "grad-spike"),
     "throughput-drop": _throughput_drop,
     "slow-steps": _slow_steps,
-    **ASYNC_CHECKS,  # an asynchronous run's (issue 42): grpolab.monitor.alerts_async
 }
+# an asynchronous run's rules (issue 42, grpolab.monitor.alerts_async), handed this module's episode machinery
+_KIT = SimpleNamespace(finite_points=_finite_points, persistent=_persistent, make=_make, fmt=fmt)
+_CHECKS.update({rule_id: partial(check, kit=_KIT) for rule_id, check in ASYNC_CHECKS.items()})
 ALERT_RULES = tuple(_CHECKS)  # the rule ids, in the order alerts of the same step are listed
 
 

@@ -12,8 +12,9 @@ verl's V1 trainer logs (trainer_base._compute_metrics, rollout_corr_helper; the 
                       (training/off_policy/evicted_samples) while the trainer never waits: rollout devices idle
                       or waste their work
 A step counts as asynchronous when it logs a positive mean staleness (a synchronous V1 step logs 0).
-Registered in grpolab.monitor.alerts (ALERT_RULES, ADVICE) with the other rules, whose episode machinery they use;
-their thresholds are params/base.yaml's `monitor.alerts` blocks of the same names.
+Registered in grpolab.monitor.alerts (ALERT_RULES, ADVICE) with the other rules, which hands each check its episode
+machinery (`kit`: finite_points, persistent, make, fmt); their thresholds are params/base.yaml's `monitor.alerts`
+blocks of the same names.
 """
 
 from __future__ import annotations
@@ -58,79 +59,67 @@ def _warm(view, steps: list[int], warmup: int) -> list[bool]:
     return [ordinal[step] >= warmup for step in steps]
 
 
-def _staleness(view, rule) -> list:
-    # lazy: grpolab.monitor.alerts (which registers these rules) holds the episode machinery
-    from grpolab.monitor.alerts import _finite_points, _make, _persistent, fmt
-
-    steps, values = _finite_points(view, rule.metric)
+def _staleness(view, rule, kit) -> list:
+    steps, values = kit.finite_points(view, rule.metric)
 
     def message(ep):
         return (
-            f"trained samples lag their policy by {fmt(values[ep.first])} model versions at step {steps[ep.first]} "
+            f"trained samples lag their policy by {kit.fmt(values[ep.first])} model versions at step {steps[ep.first]} "
             f"({rule.metric}; limit {rule.max_versions}, {rule.min_count} of {rule.of_last} steps)"
         )
 
     warm = _warm(view, steps, rule.warmup)
-    episodes = _persistent([warm[i] and v > rule.max_versions for i, v in enumerate(values)], rule)
-    return _make("staleness", rule, steps, values, episodes, message, rule.metric, max)
+    episodes = kit.persistent([warm[i] and v > rule.max_versions for i, v in enumerate(values)], rule)
+    return kit.make("staleness", rule, steps, values, episodes, message, rule.metric, max)
 
 
-def _trainer_starved(view, rule) -> list:
-    # lazy: grpolab.monitor.alerts (which registers these rules) holds the episode machinery
-    from grpolab.monitor.alerts import _make, _persistent, fmt
-
+def _trainer_starved(view, rule, kit) -> list:
     steps, (wait, step, lag) = _series(view, rule.metric, rule.step_metric, STALENESS_MEAN)
     share = [w / s if s > 0 else 0.0 for w, s in zip(wait, step)]
 
     def message(ep):
         return (
-            f"the trainer waited for samples {fmt(100 * share[ep.first])} % of step {steps[ep.first]} "
-            f"({rule.metric} {fmt(wait[ep.first])} s of {fmt(step[ep.first])} s, an asynchronous step; limit "
-            f"{fmt(100 * rule.max_share)} %, {rule.min_count} of {rule.of_last} steps)"
+            f"the trainer waited for samples {kit.fmt(100 * share[ep.first])} % of step {steps[ep.first]} "
+            f"({rule.metric} {kit.fmt(wait[ep.first])} s of {kit.fmt(step[ep.first])} s, an asynchronous step; limit "
+            f"{kit.fmt(100 * rule.max_share)} %, {rule.min_count} of {rule.of_last} steps)"
         )
 
     warm = _warm(view, steps, rule.warmup)
     flags = [warm[i] and lag[i] > 0 and share[i] > rule.max_share for i in range(len(share))]
-    return _make("trainer-starved", rule, steps, share, _persistent(flags, rule), message, rule.metric, max)
+    return kit.make("trainer-starved", rule, steps, share, kit.persistent(flags, rule), message, rule.metric, max)
 
 
-def _is_ratio_drift(view, rule) -> list:
-    # lazy: grpolab.monitor.alerts (which registers these rules) holds the episode machinery
-    from grpolab.monitor.alerts import _finite_points, _make, _persistent, fmt
-
-    steps, values = _finite_points(view, rule.metric)
+def _is_ratio_drift(view, rule, kit) -> list:
+    steps, values = kit.finite_points(view, rule.metric)
 
     def message(ep):
         return (
-            f"the mean importance-sampling weight is {fmt(values[ep.first])} at step {steps[ep.first]} "
-            f"({rule.metric}; 1 means the rollout and the training policy agree; limit 1 +/- {fmt(rule.max_drift)}, "
+            f"the mean importance-sampling weight is {kit.fmt(values[ep.first])} at step {steps[ep.first]} "
+            f"({rule.metric}; 1 means the rollout and the training policy agree; limit 1 +/- {kit.fmt(rule.max_drift)}, "
             f"{rule.min_count} of {rule.of_last} steps)"
         )
 
     warm = _warm(view, steps, rule.warmup)
     flags = [warm[i] and abs(v - 1) > rule.max_drift for i, v in enumerate(values)]
     worst = lambda chunk: max(chunk, key=lambda v: abs(v - 1))  # noqa: E731 (the furthest from 1)
-    return _make("is-ratio-drift", rule, steps, values, _persistent(flags, rule), message, rule.metric, worst)
+    return kit.make("is-ratio-drift", rule, steps, values, kit.persistent(flags, rule), message, rule.metric, worst)
 
 
-def _rollout_idle(view, rule) -> list:
-    # lazy: grpolab.monitor.alerts (which registers these rules) holds the episode machinery
-    from grpolab.monitor.alerts import _make, _persistent, fmt
-
+def _rollout_idle(view, rule, kit) -> list:
     steps, (dropped, wait, step) = _series(view, rule.metric, rule.wait_metric, rule.step_metric)
     share = [w / s if s > 0 else 0.0 for w, s in zip(wait, step)]
 
     def message(ep):
         return (
-            f"{fmt(dropped[ep.first])} stale samples dropped at step {steps[ep.first]} ({rule.metric}) while the "
-            f"trainer waited only {fmt(100 * share[ep.first])} % of the step ({rule.wait_metric}; limit "
-            f"{fmt(100 * rule.min_wait_share)} %, {rule.min_count} of {rule.of_last} steps): the rollout side "
+            f"{kit.fmt(dropped[ep.first])} stale samples dropped at step {steps[ep.first]} ({rule.metric}) while the "
+            f"trainer waited only {kit.fmt(100 * share[ep.first])} % of the step ({rule.wait_metric}; limit "
+            f"{kit.fmt(100 * rule.min_wait_share)} %, {rule.min_count} of {rule.of_last} steps): the rollout side "
             "outruns the trainer"
         )
 
     warm = _warm(view, steps, rule.warmup)
     flags = [warm[i] and d > 0 and share[i] < rule.min_wait_share for i, d in enumerate(dropped)]
-    return _make("rollout-idle", rule, steps, dropped, _persistent(flags, rule), message, rule.metric, max)
+    return kit.make("rollout-idle", rule, steps, dropped, kit.persistent(flags, rule), message, rule.metric, max)
 
 
 # rule id -> its check (grpolab.monitor.alerts adds them to its own, in this order)

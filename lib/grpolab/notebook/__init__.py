@@ -37,7 +37,6 @@ from grpolab.notebook.display import (  # noqa: F401
     table_html,
     to_terminal,
 )
-from grpolab.notebook.offpolicy import show_offpolicy  # noqa: F401
 from grpolab.notebook.parameters import check_parameters  # noqa: F401
 from grpolab.notebook.plan import (  # noqa: F401
     plan_explorer,
@@ -73,6 +72,7 @@ from grpolab.notebook.stages import (  # noqa: F401
     preflight_verdict,
     resume_plan,
     show_head,
+    show_offpolicy,
     show_run,
     verdict,
     watch,

@@ -20,6 +20,7 @@ from grpolab.notebook.display import (
     table_html,
 )
 from grpolab.problems import InputError, RecipeError
+from grpolab.recipe.modes import describe
 
 ROWS_PER_LAYOUT = 8  # layouts asked of the planner per row shown: rollout variants with the same estimates share one
 
@@ -255,7 +256,6 @@ def show_modes(plan) -> list:
     the recipe's own schedule, the table best first, and whether asynchronous training pays off here."""
     # lazy: yaml (the planner loads when 05_plan plans, not with `import grpolab.notebook`)
     from grpolab.plan import modes, table
-    from grpolab.recipe.modes import describe
 
     if plan.facts is None or not plan.recipe.engine.priced:
         print(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from grpolab.plan.modes import verdict
 from grpolab.plan.search import Choice
 from grpolab.recipe import pplayout
 from grpolab.recipe.cost import ESTIMATE
@@ -270,9 +271,6 @@ def legend(letters: dict[str, str]) -> list[str]:
 def modes_text(ranked: list) -> list[str]:
     """The schedule modes and node splits (grpolab.plan.modes rows, best first) as the table `grpolab plan` prints
     under the layouts, then the verdict: does asynchronous training pay off here?"""
-    # lazy: the modes' search (grpolab.plan.modes imports the planner, which imports this module's callers)
-    from grpolab.plan.modes import verdict
-
     sync = next((r.total for r in ranked if r.mode == "sync" and r.best), None)
     cells = [("mode and nodes (estimates)", "step s", "vs sync", "own s", "lag", "best layout (train | rollout)")]
     for r in ranked:
