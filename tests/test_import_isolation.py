@@ -238,10 +238,10 @@ def test_a_fifo_as_a_runtime_env_file_is_not_waited_on(cli, tmp_path):
 def test_a_folder_thousands_deep_on_the_machine_does_not_break_the_interpreter_search(tmp_path):
     """The search for interpreters to cover walks the whole machine: one very deep folder anywhere (a user's, another
     test's) must not end every import in a RecursionError (Python 3.11's os.walk recursed)."""
+    from grpolab import owned
     from grpolab.importer import sandbox_cover
 
-    deep = tmp_path / "deep"
-    deep.mkdir()
+    deep = owned.make_folder(tmp_path / "deep")  # removed at the end: pytest's own clean-up recurses too
     fd = os.open(deep, os.O_RDONLY)
     try:
         for _ in range(sys.getrecursionlimit() + 200):
@@ -254,5 +254,8 @@ def test_a_folder_thousands_deep_on_the_machine_does_not_break_the_interpreter_s
         os.close(python)
     finally:
         os.close(fd)
-    found = sandbox_cover.interpreters({"PATH": ""}, "", str(tmp_path))
+    try:
+        found = sandbox_cover.interpreters({"PATH": ""}, "", str(tmp_path))
+    finally:
+        assert owned.remove_tree(deep) == []
     assert os.path.realpath(sys.executable) in found  # the machine's own interpreter is still found by the walk
