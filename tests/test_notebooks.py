@@ -219,6 +219,28 @@ def test_check_parameters_catches_a_misspelled_name_and_wrong_types():
     nb.check_parameters(namespace(recipe=object(), report=1))
 
 
+def test_a_misspelled_name_typed_into_the_parameters_cell_stops_the_notebook():
+    """In JupyterLab nothing is injected: the user edits the parameters cell itself, and a plain assignment there
+    is a parameter given (the cell's text promises a misspelled name stops the notebook)."""
+
+    def edited(cell: str, **values) -> dict:
+        ns = namespace(**values)
+        ns["In"] = ns["In"][:2] + [cell, ns["In"][-1]]
+        return ns
+
+    typo = PARAMS_CELL + '\noveride = ["rollout.tp=3"]'
+    with pytest.raises(nb.NotebookStop, match=r"unknown parameter 'overide': did you mean 'overrides'\?"):
+        nb.check_parameters(edited(typo, overide=["rollout.tp=3"]))
+    # `model: str = "tiny"` retyped as `modle = "glm5_2"`: model keeps an earlier run's value, which is said too
+    cell = PARAMS_CELL.replace('model: str = "tiny"', 'modle = "glm5_2"')
+    with pytest.raises(nb.NotebookStop) as stop:
+        nb.check_parameters(edited(cell, modle="glm5_2"))
+    assert "unknown parameter 'modle': did you mean 'model'?" in str(stop.value)
+    assert "parameter 'model' is missing from the parameters cell: it still holds 'tiny'" in str(stop.value)
+    # a plain assignment of a declared name is fine, and a private helper name is not a parameter
+    nb.check_parameters(edited(PARAMS_CELL + '\nmodel = "tiny"\n_scratch = 1'))
+
+
 def test_bool_and_float_parameters_are_strict():
     ns = {"__annotations__": {"dry_run": bool, "interval": float}, "dry_run": "true", "interval": 2, "In": ["x"]}
     with pytest.raises(nb.NotebookStop, match=r"dry_run must be True or False, got 'true'.*-p dry_run True"):

@@ -32,6 +32,7 @@ from pathlib import Path
 from grpolab.jobs import control
 from grpolab.jobs.runs import TERMINAL_STATES
 from grpolab.monitor.clock import RECONNECT, as_of
+from grpolab.monitor.collapse import state_text
 from grpolab.monitor.plots import Curves
 from grpolab.monitor.progress import Progress, follow
 from grpolab.monitor.summary import RunMonitor, format_html, format_summary
@@ -57,10 +58,14 @@ STATE_COLOURS = {"FAILED": "#d62728", "LOST": "#d62728", "SUCCEEDED": "#2ca02c",
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
-def state_html(run_id: str, state: str, line: str, step: int | None, total: int | None, extra: str = "") -> str:
+def state_html(
+    run_id: str, state: str, line: str, step: int | None, total: int | None, extra: str = "", collapse=None
+) -> str:
     """A run's state as HTML that wraps between words only (never "SUCCE / EDED"): the run id, the state as a
-    coloured badge, a progress bar (plain <div>s: no widget, so it survives a save) and the progress line."""
-    colour = STATE_COLOURS.get(state, "#1f77b4")
+    coloured badge, a progress bar (plain <div>s: no widget, so it survives a save) and the progress line. A run
+    whose training collapsed (grpolab.monitor.collapse) says so in its badge, in red, whatever the job's state."""
+    colour = STATE_COLOURS["FAILED"] if collapse else STATE_COLOURS.get(state, "#1f77b4")
+    state = state_text(state, collapse)
     share = 100.0 * min(1.0, (step or 0) / total) if total else 0.0
     bar = (
         "<div style='flex:0 0 220px;height:10px;background:#e6e6e6;border-radius:3px;align-self:center'>"
@@ -209,7 +214,7 @@ class Dashboard:
             self.picture = self._png.read_bytes()
             self._update("picture", {"image/png": self.picture, "text/plain": f"curves: {self._png}"})
         self.data["curves"] = str(self._png)
-        self.summary_text = format_summary(self.data)
+        self.summary_text = format_summary(self.data, saved=True)
         self.summary_html = format_html(self.data)
         self._update("summary", {"text/html": self.summary_html, "text/plain": self.summary_text})
         self._analysed_at, self._analysed_steps = time.monotonic(), len(self.monitor.view.steps)
@@ -239,11 +244,18 @@ class Dashboard:
         line = self.progress.line()
         if self.finished:  # nothing remains of an ended run
             line = re.sub(r"\s+remaining ~\S+", "", line)
+        collapse = data.get("collapse")
         self.state_html = state_html(
-            data["run_id"], data["state"], line, self.progress.step, self.progress.total, " &nbsp; ".join(extra)
+            data["run_id"],
+            data["state"],
+            line,
+            self.progress.step,
+            self.progress.total,
+            " &nbsp; ".join(extra),
+            collapse,
         )
         self.state_text = (
-            f"run {data['run_id']}: {data['state']} {stamp}  {line}  {alerts} alert(s)"
+            f"run {data['run_id']}: {state_text(data['state'], collapse)} {stamp}  {line}  {alerts} alert(s)"
             + ("" if self.finished else f"  ({RECONNECT})")
             + (f"  {self.message}" if self.message else "")
         )
@@ -264,7 +276,8 @@ class Dashboard:
 
     def _finish(self) -> None:
         """The run ended: the state line keeps the final state, the controls go."""
-        self._close_controls(f"run {self.data['run_id']} ended {self.data['state']}: nothing left to control")
+        ended = state_text(self.data["state"], self.data.get("collapse"))
+        self._close_controls(f"run {self.data['run_id']} ended {ended}: nothing left to control")
 
     def _loop(self, max_updates: int | None) -> None:
         """Refresh at each poll of the one follow loop (grpolab.monitor.progress.follow) until the run ends, the view

@@ -238,18 +238,21 @@ def show_head(address: str | None = None) -> None:
 
 def verdict(run, status: dict | None = None, strict: bool = True) -> None:
     """The run's outcome in a few lines (state, reward and accuracy first -> last, cause of a failure);
-    NotebookStop when the run FAILED or was LOST and `strict`. A STOPPED run was stopped on purpose: in
-    JupyterLab it is said plainly, not as an error; headless (papermill) it still ends the notebook with an error
-    when `strict`, so that a pipeline notices the run did not finish. Nothing for no run (a dry run)."""
+    NotebookStop when the run FAILED or was LOST, or its training collapsed (SUCCEEDED with a ruined policy:
+    grpolab.monitor.collapse), and `strict`. A STOPPED run was stopped on purpose: in JupyterLab it is said
+    plainly, not as an error; headless (papermill) it still ends the notebook with an error when `strict`, so that
+    a pipeline notices the run did not finish. Nothing for no run (a dry run)."""
     # lazy: orjson, yaml (the monitor loads when a run is followed or shown, not with `import grpolab.notebook`)
+    from grpolab.monitor.collapse import run_collapse
     from grpolab.monitor.outcome import describe_outcome
 
     if run is None:
         return
     status = status or refresh(run)
-    text = describe_outcome(run, status)
+    collapse = run_collapse(run)
+    text = describe_outcome(run, status, collapse=collapse)
     state = status.get("state")
-    if strict and (state in ("FAILED", "LOST") or (state == "STOPPED" and not in_jupyterlab())):
+    if strict and (state in ("FAILED", "LOST") or collapse is not None or (state == "STOPPED" and not in_jupyterlab())):
         raise NotebookStop(text)
     if state == "STOPPED":
         text += "\nthe run was stopped (Stop run, `grpolab stop` or Ray): the steps it finished are kept"
@@ -319,7 +322,7 @@ def show_run(run, picture: bool = True, dashboard=None) -> dict:
     title = f"run {data['run_id']}: {data['state']} {as_of()}"
     if data["state"] not in TERMINAL_STATES:
         title += " (a snapshot: run this cell again for the state now)"
-    show_html(f"<b>{html.escape(title)}</b>" + format_html(data), f"{title}\n{format_summary(data)}")
+    show_html(f"<b>{html.escape(title)}</b>" + format_html(data), f"{title}\n{format_summary(data, saved=True)}")
     if picture and data.get("curves"):
         show_image(data["curves"])
     return data

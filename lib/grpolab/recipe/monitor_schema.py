@@ -97,6 +97,33 @@ class SlowStepsRule(_Persistent):
     warmup: Count
 
 
+class ScoreCollapseRule(_Persistent):
+    metrics: list[MetricName] = Field(min_length=1, description="a name, or a prefix ending in '/' (val-core/)")
+    start_steps: Steps = Field(description="the start: the mean of this many first logged values")
+    min_start: NonNegativeFloat = Field(description="a start below this has nothing to fall from")
+    fraction_of_start: Fraction
+
+
+class GradVanishRule(_Persistent):
+    metric: MetricName
+    max_norm: NonNegativeFloat = Field(description="a norm at most this is zero: no update reaches the weights")
+
+
+class EntropyPinnedRule(_Strict):
+    enabled: bool
+    severity: Severity
+    metric: MetricName
+    window: Annotated[int, Field(ge=2)]
+    max_range: NonNegativeFloat = Field(description="max - min over `window` steps at most this = pinned")
+    rearm_steps: Steps
+
+
+class KlExplodeRule(_Persistent):
+    metrics: list[MetricName] = Field(min_length=1)
+    max_value: NonNegativeFloat
+    warmup: Count
+
+
 class AlertRules(_Strict):
     nan: NanRule
     reward_flat: RewardFlatRule
@@ -106,6 +133,11 @@ class AlertRules(_Strict):
     grad_spike: SpikeRule
     throughput_drop: ThroughputDropRule
     slow_steps: SlowStepsRule
+    reward_collapse: ScoreCollapseRule
+    accuracy_collapse: ScoreCollapseRule
+    grad_vanish: GradVanishRule
+    entropy_pinned: EntropyPinnedRule
+    kl_explode: KlExplodeRule
 
 
 class GateFigure(_Strict):

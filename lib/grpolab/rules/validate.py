@@ -20,6 +20,7 @@ from grpolab.rules import (
     device_memory,
     engines,
     env,
+    learning_rate,
     lengths,
     linear_attention,
     overrides,
@@ -88,6 +89,7 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     parallel_layout(c)
     batch.batches(c)
     lengths.lengths(c)
+    learning_rate.learning_rate(c)
     engines.engines(c)
     overrides.unknown_keys(c)
     env.env(c)
