@@ -97,21 +97,33 @@ def test_a_single_point_chart_keeps_readable_y_labels(tmp_path):
 
 def test_grpolab_lab_works_on_copies_and_keeps_the_users(tmp_path, capsys):
     from grpolab.cli import main
+    from grpolab.cli.lab import command, prepare
+    from grpolab.paths import runs_dir
 
     folder = tmp_path / "work"
     folder.mkdir()
     (folder / "03_launch.ipynb").write_text("{}")  # the user's own copy
+    # --dry-run starts nothing and writes nothing (issue 44: it used to copy the notebooks): it says what it would do
     assert main(["lab", "--dir", str(folder), "--dry-run", "--port", "9999", "--", "--ServerApp.X=1"]) == 0
     said = capsys.readouterr().out
-    templates = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-    assert sorted(p.name for p in folder.glob("*.ipynb")) == templates
-    assert (folder / "03_launch.ipynb").read_text() == "{}" and "kept your copies of 03_launch.ipynb" in said
+    assert os.listdir(folder) == ["03_launch.ipynb"] and "would copy 01_setup.ipynb" in said
+    assert "kept your copies of 03_launch.ipynb" in said and "nothing is written or started" in said
+    command_line = said.strip().splitlines()[-1]
+    assert "--ServerApp.ip=127.0.0.1" in command_line and "--port=9999" in command_line
+    assert command_line.endswith("--ServerApp.X=1") and "token" not in command_line  # Jupyter's own token stays on
+    assert f"--ServerApp.root_dir={folder}" in command_line
+    assert f"--LabApp.workspaces_dir={folder / '.lab-workspaces'}" in command_line  # its tabs are the folder's
+    assert main(["lab", "--dry-run", "--port", "9999"]) == 0 and not (runs_dir() / "lab").exists()  # nor runs/lab
+    # what `grpolab lab` does before it starts JupyterLab: the copies, the user's kept, the settings file
+    assert prepare(folder) == (sorted(set(TEMPLATES) - {"03_launch.ipynb"}), ["03_launch.ipynb"])
+    assert sorted(p.name for p in folder.glob("*.ipynb")) == TEMPLATES
+    assert (folder / "03_launch.ipynb").read_text() == "{}"
     settings = json.loads((folder / ".lab-settings" / "overrides.json").read_text())
     assert settings == {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
-    command = said.strip().splitlines()[-1]
-    assert "--ServerApp.ip=127.0.0.1" in command and "--port=9999" in command and command.endswith("--ServerApp.X=1")
-    assert f"--ServerApp.root_dir={folder}" in command and "token" not in command  # Jupyter's own token stays on
-    assert f"--LabApp.workspaces_dir={folder / '.lab-workspaces'}" in command  # its tabs are the folder's, not ~'s
+    assert command(folder, 9999, True) == command_line.split()[:-1]
+
+
+TEMPLATES = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 
 
 def test_progress_lines_reach_the_kernels_own_stderr(monkeypatch):
