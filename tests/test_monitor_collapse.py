@@ -98,9 +98,9 @@ def test_04_monitors_verdict_fails_a_collapsed_run(capsys):
 
 
 def test_the_regression_gate_fails_a_collapsed_run_whatever_its_figures(finished_run):
-    baseline = finished_run("baseline", synthetic.healthy(150, seed=1))
+    finished_run("baseline", synthetic.healthy(150, seed=1))
     # the same healthy run, its gradient gone from step 100: the gate's window (steps 5-14) sees nothing wrong
-    ruined = finished_run("ruined", synthetic.plant(synthetic.healthy(150, seed=1), "grad-vanish", 100))
+    finished_run("ruined", synthetic.plant(synthetic.healthy(150, seed=1), "grad-vanish", 100))
     result = compare("ruined", "baseline")
     assert all(f.status != "fail" for f in result.figures)
     assert not result.passed and "the run ruined: training collapsed at step 100 (grad-vanish)" in result.problems[0]
