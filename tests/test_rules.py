@@ -90,7 +90,11 @@ CASES = {
         ("qwen3_30b_a3b", ["algorithm.ppo_mini_batch_size=12"]),
     ],
     "lengths": [("glm5_2", ["data.max_response_length=8192"]), ("qwen3_8b", ["data.max_response_length=40000"])],
-    "learning-rate": [("tiny", ["algorithm.lr=1000"]), ("qwen3_8b", ["algorithm.lr=1e-3"]), ("glm5_2", ["algorithm.lr=1e-9"])],
+    "learning-rate": [
+        ("tiny", ["algorithm.lr=1000"]),
+        ("qwen3_8b", ["algorithm.lr=1e-3"]),
+        ("glm5_2", ["algorithm.lr=1e-9"]),
+    ],
     "env-required": [
         ("glm5_2", ["env.VERL_VLLM_ASCEND_GLM52_PATCH=0"]),
         ("qwen3_30b_a3b", ["env.ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"]),
