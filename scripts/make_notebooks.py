@@ -120,8 +120,8 @@ nothing is launched) and shows the imported recipe and what it could not reprodu
             ),
             (
                 "## The rendered launch\nWhat would run on the cluster: entrypoint, verl overrides, env, and the same "
-                "as a standalone bash script.",
-                "nb.show_launch(recipe)",
+                "as a standalone bash script (marked NOT LAUNCHABLE while the recipe has errors).",
+                "nb.show_launch(recipe, problems)",
                 [],
             ),
             (

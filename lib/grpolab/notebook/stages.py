@@ -49,6 +49,7 @@ def preflight(recipe, address: str | None = None, timeout_s: float | None = None
         ["status", "check", "node", "detail", "fix"],
         [[r.status.upper(), r.check, r.node, r.detail, r.fix if r.status in ("fail", "warn") else ""] for r in rows],
         [ROW_COLOURS.get(r.status) for r in rows],
+        widths=[6, 12, 14, 38, 30],
     )
     show_html(f"<b>{html.escape(report.summary())}</b>{table}", report.table())
     return report
