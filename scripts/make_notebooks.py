@@ -300,7 +300,7 @@ JupyterLab, widgets below re-plan for other node counts and lengths; headless th
             ),
             (
                 "## Explore (JupyterLab only)\nChange the node count and the lengths, then press *plan*.",
-                "explorer = nb.plan_explorer(model, hardware, overrides, top=top)",
+                "explorer = nb.plan_explorer(model, hardware, overrides, top=top, nodes=nodes)",
                 [],
             ),
             (
