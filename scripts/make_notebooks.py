@@ -245,9 +245,10 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
                 ["report"],
             ),
             (
-                "## Interactive chart and comparison\nThe run's curves (and those of `compare_with`) in one chart: hover "
-                "for the values, drag to zoom, double-click to reset, buttons for a step or wall-clock x axis; the "
-                "recipe and stack differences above it, the logs below. Drawn anew at each refresh of the live dashboard, while its kernel runs.",
+                "## Comparison chart\nThe run's curves (and those of `compare_with`) in one picture (a PNG, kept with the "
+                "notebook): a panel per curve, a colour per run, smoothed by `smoothing`; the recipe and stack "
+                "differences above it, the logs below. Drawn anew at each refresh of the live dashboard, while its "
+                "kernel runs. For a wall-clock x axis or other runs, use 06_compare.",
                 "comparison = nb.compare_runs([run, *compare_with], smoothing=smoothing, dashboard=dashboard)",
                 [],
             ),

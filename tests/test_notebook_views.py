@@ -200,3 +200,54 @@ def test_setup_makes_a_plain_jupyter_lab_save_widget_state_keeping_the_users_ove
         "grpolab.cli.lab .venv/share/jupyter/lab/settings"
         in (Path(__file__).parents[1] / "scripts/setup.sh").read_text()
     )
+
+
+def _inside(fig) -> bool:
+    """Every tick label and title of a figure lies inside it (none cut at the picture's edge)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.canvas.get_width_height()
+    texts = [t for ax in fig.axes if ax.get_visible() for t in (*ax.get_yticklabels(), ax.title, ax.yaxis.label)]
+    boxes = [t.get_window_extent(renderer) for t in texts if t.get_text()]
+    return bool(boxes) and all(b.x0 >= 0 and b.x1 <= width and b.y1 <= height for b in boxes)
+
+
+def test_a_runs_first_refresh_draws_whole_labels_and_every_chart_counts_its_steps_alike(tmp_path):
+    """Issue 44, 04_monitor's first refreshes: a real run's first line is the validation before training (step 0);
+    the dashboard drew that one panel with its y labels cut ("0.110" read "110") and said "1 steps" where the
+    comparison chart said "0 steps"; two steps were ticked 1.0, 1.2 ... 2.0."""
+    from grpolab.monitor.overlay import Overlay
+    from grpolab.monitor.plots import curves_figure
+
+    lines = (ROOT / "tests" / "data" / "monitor" / "tiny_seed1.jsonl").read_text().splitlines(keepends=True)
+    path = tmp_path / "metrics.jsonl"
+    for count, said in ((1, "0 steps"), (3, "2 steps")):
+        path.write_text("".join(lines[:count]))
+        view = MetricsView(path)
+        view.refresh()
+        picture = curves_figure(view, title="live")
+        assert picture._suptitle.get_text() == f"live: {said}" and _inside(picture)
+        chart = Overlay({"live": view})
+        assert chart.legend_name("live") == f"live ({said})" and _inside(chart.figure())
+        for ax in (ax for ax in picture.axes if ax.get_visible()):
+            ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+            assert all(float(t).is_integer() for t in ticks), ticks  # whole steps only
+            assert not ax.yaxis.get_major_formatter().get_offset()  # no "1e-7+1e-3"
+
+
+def test_the_dashboards_summary_never_lags_its_state_line_and_a_saved_one_claims_nothing_current(tmp_path):
+    """Issue 44: the summary was rewritten only when the alerts were analysed ("1 logged" under a state line at step
+    80), and the notebook kept "updated 1 s ago", "running for 0:48" for a run that had ended long since."""
+    from grpolab.monitor.dashboard import Dashboard
+
+    run = _run(tmp_path, "live-summary", 1, 1, {})
+    run.write_status(state="RUNNING", total_steps=200)
+    records = synthetic.healthy(80, seed=1)
+    dash = Dashboard(run.path, interval=1.0, redraw_s=3600.0)  # no analysis due after the first
+    dash.refresh()
+    synthetic.write_jsonl(run.metrics_file, records[1:80], append=True)
+    dash.refresh()
+    assert "step 80/" in dash.state_text and "80 logged, last step 80" in dash.summary_text
+    saved = dash.summary_text + dash.summary_html
+    assert "running for" not in saved and " s ago" not in saved and "as of " in saved
+    dash.stop()

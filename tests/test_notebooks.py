@@ -693,3 +693,12 @@ def test_every_notebook_run_in_place_and_saved_leaves_the_checks_green(tmp_path)
     )
     assert check.returncode == 1 and "notebooks/01_setup.ipynb" in check.stderr
     shutil.rmtree(project)
+
+
+def test_no_notebook_promises_interaction_its_pictures_do_not_have():
+    """Issue 44: 04_monitor's text promised hover, zoom and axis buttons on a chart that is a static PNG (every chart
+    is: grpolab.monitor.overlay, plots). The notebooks' words describe the pictures they draw."""
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        book = nbformat.read(str(path), as_version=4)
+        words = " ".join(c.source.lower() for c in book.cells if c.cell_type == "markdown")
+        assert not re.search(r"\bhover\b|\bzoom\b|double-click|buttons? for", words), path.name

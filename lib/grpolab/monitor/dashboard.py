@@ -194,6 +194,7 @@ class Dashboard:
                 grew = len(self.monitor.view.steps) != self._analysed_steps
                 if force_analysis or self.finished or self._analysed_at is None or (due and grew):
                     self._analyse()
+                self._show_summary()  # every refresh: its steps and latest metrics never lag the state line
             except Exception as exc:  # keep the dashboard alive; the next refresh may succeed (file mid-rotation)
                 self.message = f"refresh failed: {type(exc).__name__}: {exc}"
                 if self.data:
@@ -213,16 +214,22 @@ class Dashboard:
         if self.monitor.curves.draw(self.monitor.view, self.monitor.alerts, self._png) or not self.picture:
             self.picture = self._png.read_bytes()
             self._update("picture", {"image/png": self.picture, "text/plain": f"curves: {self._png}"})
-        self.data["curves"] = str(self._png)
-        self.summary_text = format_summary(self.data, saved=True)
-        self.summary_html = format_html(self.data)
-        self._update("summary", {"text/html": self.summary_html, "text/plain": self.summary_text})
         self._analysed_at, self._analysed_steps = time.monotonic(), len(self.monitor.view.steps)
         for redraw in list(self.on_analysis):
             try:
                 redraw()
             except Exception as exc:  # another view's trouble must not stop this one
                 self.message = f"a linked view failed to redraw: {type(exc).__name__}: {exc}"
+
+    def _show_summary(self) -> None:
+        """The summary (state, steps, latest metrics; the alerts of the last analysis), rewritten at every refresh
+        with what the state line says: written once per analysis, it said "1 logged" below a state line at step 80.
+        Clock times and "as of", never "1 s ago": the saved notebook keeps it (format_summary's `saved`)."""
+        data = {**self.data, "curves": str(self._png) if self.picture else None}
+        summary_text, summary_html = format_summary(data, saved=True), format_html(data)
+        if (summary_text, summary_html) != (self.summary_text, self.summary_html):
+            self.summary_text, self.summary_html = summary_text, summary_html
+            self._update("summary", {"text/html": summary_html, "text/plain": summary_text})
 
     def _show_state(self) -> None:
         data = self.data

@@ -312,11 +312,13 @@ def format_summary(data: dict, saved: bool = False) -> str:
         if data.get("ended"):
             state += f"  ran {took}" + (f" ({_clock(data.get('started'))} -> {_clock(data['ended'])})" if saved else "")
         elif saved:
-            state += f"  started {_clock(data.get('started'))}, {took} in {as_of()}"
+            state += f"  started {_clock(data.get('started'))}, {took} in"
         else:
             state += f"  running for {took}"
     if data.get("updated"):
         state += f"  record updated {_clock(data['updated'])}" if saved else f"  updated {_age(data['updated'])}"
+    if saved:  # when this was read: the saved notebook keeps it, long after
+        state += f"  ({as_of()})"
     lines.append(state)
     if data.get("message"):
         lines.append(f"message   {data['message']}")
