@@ -240,9 +240,10 @@ def show_head(address: str | None = None) -> None:
 def verdict(run, status: dict | None = None, strict: bool = True) -> None:
     """The run's outcome in a few lines (state, reward and accuracy first -> last, cause of a failure);
     NotebookStop when the run FAILED or was LOST, or its training collapsed (SUCCEEDED with a ruined policy:
-    grpolab.monitor.collapse), and `strict`. A STOPPED run was stopped on purpose: in JupyterLab it is said
-    plainly, not as an error; headless (papermill) it still ends the notebook with an error when `strict`, so that
-    a pipeline notices the run did not finish. Nothing for no run (a dry run)."""
+    grpolab.monitor.collapse), and `strict`. A run STOPPED on request (Stop run, `grpolab stop`) was stopped on
+    purpose: in JupyterLab it is said plainly, not as an error; headless (papermill) it still ends the notebook with
+    an error when `strict`, so that a pipeline notices the run did not finish. One whose head went away (nobody asked:
+    grpolab.jobs.state says so) is an error everywhere. Nothing for no run (a dry run)."""
     # lazy: orjson, yaml (the monitor loads when a run is followed or shown, not with `import grpolab.notebook`)
     from grpolab.monitor.collapse import run_collapse
     from grpolab.monitor.outcome import describe_outcome
@@ -253,10 +254,13 @@ def verdict(run, status: dict | None = None, strict: bool = True) -> None:
     collapse = run_collapse(run)
     text = describe_outcome(run, status, collapse=collapse)
     state = status.get("state")
-    if strict and (state in ("FAILED", "LOST") or collapse is not None or (state == "STOPPED" and not in_jupyterlab())):
+    asked = bool(status.get("stop_requested"))  # a stop nobody asked for (its head went away) is no choice of yours
+    stopped = state == "STOPPED" and (not in_jupyterlab() or not asked)
+    if strict and (state in ("FAILED", "LOST") or collapse is not None or stopped):
         raise NotebookStop(text)
     if state == "STOPPED":
-        text += "\nthe run was stopped (Stop run, `grpolab stop` or Ray): the steps it finished are kept"
+        on_request = " on request (Stop run, `grpolab stop`)" if asked else ""
+        text += f"\nthe run was stopped{on_request}: the steps it finished are kept"
     print(text)
 
 
