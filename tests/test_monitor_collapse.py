@@ -27,7 +27,7 @@ HEALTHY = sorted(DATA.glob("tiny_seed*.jsonl"))
 
 
 @pytest.fixture
-def cli(monkeypatch):
+def views(monkeypatch):
     """grpolab's command line in-process, with the verbs a user asks about a run."""
     verbs = {"monitor": "monitor", "runs": "runs", "status": "runs", "diagnose": "diagnose", "compare": "compare"}
     monkeypatch.setattr(grpolab.cli, "VERBS", verbs)
@@ -55,38 +55,38 @@ def test_the_lr1000_run_collapsed_at_step_2_and_healthy_tiny_runs_did_not():
         assert [a for a in alerts(load_metrics(path), tiny) if a.severity == "error"] == [], path.name
 
 
-def test_every_view_of_a_collapsed_run_says_so(cli, capsys):
+def test_every_view_of_a_collapsed_run_says_so(views, capsys):
     _run("tiny-lr1000", LR1000)
     _run("tiny-healthy", HEALTHY[0])
     said = "SUCCEEDED, but training collapsed at step 2"
 
-    assert cli(["monitor", "tiny-lr1000", "--no-refresh", "--no-png"]) == 1
+    assert views(["monitor", "tiny-lr1000", "--no-refresh", "--no-png"]) == 1
     out = capsys.readouterr().out
     assert f"state     {said}" in out and "ERROR   grad-vanish" in out and "ERROR   accuracy-collapse" in out
-    assert cli(["monitor", "tiny-lr1000", "--no-refresh", "--no-png", "--json"]) == 1
+    assert views(["monitor", "tiny-lr1000", "--no-refresh", "--no-png", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["state"] == "SUCCEEDED" and data["collapse"]["step"] == 2  # the job's state stays the job's
 
-    assert cli(["runs"]) == 0
+    assert views(["runs"]) == 0
     rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
     assert "but training collapsed at step 2 (reward-collapse, grad-vanish" in rows["tiny-lr1000"]
     assert "training collapsed" not in rows["tiny-healthy"]
-    assert cli(["runs", "--json"]) == 0
+    assert views(["runs", "--json"]) == 0
     listed = {r["run_id"]: r for r in json.loads(capsys.readouterr().out)}
     assert listed["tiny-lr1000"]["collapse"]["step"] == 2 and listed["tiny-healthy"]["collapse"] is None
 
-    assert cli(["status", "tiny-lr1000"]) == 1
+    assert views(["status", "tiny-lr1000"]) == 1
     out = capsys.readouterr().out
     assert out.startswith(f"run tiny-lr1000: {said}") and "lower algorithm.lr" in out
 
-    assert cli(["diagnose", "tiny-lr1000", "--no-refresh"]) == 1
+    assert views(["diagnose", "tiny-lr1000", "--no-refresh"]) == 1
     out = capsys.readouterr().out
     assert out.startswith("run tiny-lr1000: training-collapse") and "Training collapsed at step 2" in out
 
     for argv in (["monitor", "tiny-healthy", "--no-refresh", "--no-png"], ["status", "tiny-healthy"]):
-        assert cli(argv) == 0, argv
+        assert views(argv) == 0, argv
         assert "training collapsed" not in capsys.readouterr().out
-    assert cli(["diagnose", "tiny-healthy", "--no-refresh"]) == 0
+    assert views(["diagnose", "tiny-healthy", "--no-refresh"]) == 0
 
 
 def test_04_monitors_verdict_fails_a_collapsed_run(capsys):
@@ -147,3 +147,23 @@ def test_a_run_recorded_before_the_collapse_rules_gets_them_from_its_recipe():
     limits = thresholds_for(run)
     assert limits.alerts.grad_vanish.enabled and limits.alerts.slow_steps.min_count == 17
     assert run_collapse(run).step == 2
+
+
+@pytest.mark.slow(40)
+def test_a_real_tiny_run_at_lr_1000_ends_collapsed_in_every_view(no_head, cli):
+    """The issue's run itself, from no head: `grpolab check` warns on the lr first; the run ends SUCCEEDED, and
+    `run --wait`, `monitor`, `runs` and `diagnose` all say its training collapsed (the healthy full run of tiny is
+    `make run`'s test: tests/test_readme.py asserts it raises none of this)."""
+    sets = ["--set", "algorithm.lr=1000", "--set", "trainer.total_steps=30", "--set", "trainer.test_freq=10"]
+    checked = cli("check", "tiny", *sets, env=no_head)
+    assert checked.returncode == 0 and "WARNING [learning-rate] algorithm.lr = 1000" in checked.stdout
+    ran = cli("run", "tiny", *sets, "--run-id", "lr1000", "--wait", env=no_head, timeout=420)
+    assert ran.returncode == 1, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert "run lr1000: SUCCEEDED, but training collapsed at step" in ran.stdout
+    monitor = cli("monitor", "lr1000", "--no-png", env=no_head)
+    assert monitor.returncode == 1 and "SUCCEEDED, but training collapsed at step" in monitor.stdout
+    assert "ERROR   grad-vanish" in monitor.stdout
+    listed = cli("runs", env=no_head)
+    assert "but training collapsed at step" in next(line for line in listed.stdout.splitlines() if "lr1000" in line)
+    diagnosed = cli("diagnose", "lr1000", env=no_head)
+    assert diagnosed.returncode == 1 and diagnosed.stdout.startswith("run lr1000: training-collapse")
