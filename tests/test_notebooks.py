@@ -429,7 +429,8 @@ def test_saved_04_monitor_of_a_finished_run_shows_grouped_alerts_and_the_curves(
     run = create_run("tiny", run_id="tiny-done", root=runs)
     (run.path / "recipe.yaml").write_text(to_yaml(load_recipe("tiny")))
     recorded = [json.loads(line) for line in (ROOT / "tests/data/monitor/tiny_seed1.jsonl").read_text().splitlines()]
-    synthetic.write_jsonl(run.metrics_file, synthetic.plant(recorded, "entropy-collapse", 900))
+    # a warning that lasts to the end (an error alert that does would be a training collapse: the verdict fails it)
+    synthetic.write_jsonl(run.metrics_file, synthetic.plant(recorded, "length-clipped", 900))
     run.write_status(state="SUCCEEDED", recipe="tiny", total_steps=1200)
     out = tmp_path / "out.ipynb"
     result = papermill("04_monitor", out, "-p", "run_id", "tiny-done", GRPOLAB_RUNS=str(runs))
@@ -437,7 +438,7 @@ def test_saved_04_monitor_of_a_finished_run_shows_grouped_alerts_and_the_curves(
     shown = [o for _, o in outputs(out)]
     assert any("image/png" in o.get("data", {}) for o in shown)
     page = "".join(o.get("data", {}).get("text/html", "") for o in shown)
-    assert page.count("<code>entropy-collapse</code>: 1 episode(s), steps 900-1200 (ongoing)") == 1
+    assert page.count("<code>length-clipped</code>: 1 episode(s), steps 900-1200 (ongoing)") == 1
     assert page.count("<i>try:</i>") == 1 and "limits applied: <code>" in page and "font-family:monospace" in page
     assert "recipe.yaml (monitor:)" in page  # tiny's own thresholds, from the run's recipe
 
