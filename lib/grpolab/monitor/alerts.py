@@ -348,8 +348,9 @@ def _grad_vanish(view: MetricsView, rule) -> list[Alert]:
 
 
 def _entropy_pinned(view: MetricsView, rule) -> list[Alert]:
-    """The entropy stays within `max_range` for `window` steps: a sampled policy's entropy moves from batch to batch
-    unless every token is equally likely (its maximum) or one token is certain (zero)."""
+    """The entropy stays within `max_relative_range` of its mean for `window` steps: a sampled policy's mean entropy
+    moves from batch to batch (by a few per cent), unless every token is equally likely (its maximum, ln of the
+    vocabulary) or certain (zero)."""
     steps, values = finite_points(view, rule.metric)
     flags = [False] * len(values)
     if len(values) >= rule.window:
@@ -358,7 +359,8 @@ def _entropy_pinned(view: MetricsView, rule) -> list[Alert]:
         from numpy.lib.stride_tricks import sliding_window_view
 
         windows = sliding_window_view(np.asarray(values, dtype=float), rule.window)
-        for index in np.flatnonzero(windows.max(axis=1) - windows.min(axis=1) <= rule.max_range):
+        spread = windows.max(axis=1) - windows.min(axis=1)
+        for index in np.flatnonzero(spread <= rule.max_relative_range * np.abs(windows.mean(axis=1))):
             flags[int(index) + rule.window - 1] = True
     episodes = []
     for ep in find_episodes(flags, 1, 1, rule.rearm_steps):
@@ -374,8 +376,8 @@ def _entropy_pinned(view: MetricsView, rule) -> list[Alert]:
             else "the policy's distribution no longer changes"
         )
         return (
-            f"{rule.metric} stayed at {fmt(value)} (within {rule.max_range:g}) for {rule.window} steps from step "
-            f"{steps[ep.first]}, {where}"
+            f"{rule.metric} stayed at {fmt(value)} (within {rule.max_relative_range:g} of it) for {rule.window} steps "
+            f"from step {steps[ep.first]}, {where}"
         )
 
     return _make("entropy-pinned", rule, steps, values, episodes, message, rule.metric, lambda c: c[-1])

@@ -114,7 +114,9 @@ class EntropyPinnedRule(_Strict):
     severity: Severity
     metric: MetricName
     window: Annotated[int, Field(ge=2)]
-    max_range: NonNegativeFloat = Field(description="max - min over `window` steps at most this = pinned")
+    max_relative_range: NonNegativeFloat = Field(
+        description="max - min over `window` steps at most this share of their mean = pinned"
+    )
     rearm_steps: Steps
 
 
