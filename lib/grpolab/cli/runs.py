@@ -5,6 +5,7 @@ ended on its own says how it ended, with nobody having watched it. A run whose r
 ("unreadable record: why") while the others list; `status` of it is an error (exit 2). Nothing here needs to
 write: on a full disk or a read-only runs folder the state is shown (and not recorded), logs print, stop stops.
 A run id whose folder was deleted mid-run is reported as such, and its Ray job can still be stopped by that id.
+A run whose training collapsed (grpolab.monitor.collapse) says so after its row, and in `status` (exit 1).
 """
 
 from __future__ import annotations
