@@ -23,7 +23,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from functools import partial
+from types import SimpleNamespace
 
+from grpolab.monitor.alerts_async import ASYNC_ADVICE, ASYNC_CHECKS
 from grpolab.monitor.episodes import Episode, baseline_flags, find_episodes, finite_points, median_at, persistent
 from grpolab.monitor.metrics import MetricsView, load_metrics
 from grpolab.monitor.thresholds import Thresholds, load_thresholds
@@ -64,6 +66,7 @@ ADVICE = {
     "Lower algorithm.lr and rerun; the samples of these steps are noise.",
     "kl-explode": "The policy is far from the reference and stays there: the update diverged. Lower algorithm.lr, "
     "raise kl_loss_coef or tighten clip_ratio_low/high, and rerun from a checkpoint before this step.",
+    **ASYNC_ADVICE,
 }
 
 
@@ -417,6 +420,9 @@ _CHECKS = {
     "entropy-pinned": _entropy_pinned,
     "kl-explode": _kl_explode,
 }
+# an asynchronous run's rules (issue 42, grpolab.monitor.alerts_async), handed this module's episode machinery
+_KIT = SimpleNamespace(finite_points=finite_points, persistent=persistent, make=_make, fmt=fmt)
+_CHECKS.update({rule_id: partial(check, kit=_KIT) for rule_id, check in ASYNC_CHECKS.items()})
 ALERT_RULES = tuple(_CHECKS)  # the rule ids, in the order alerts of the same step are listed
 
 

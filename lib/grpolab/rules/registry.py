@@ -15,6 +15,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Literal
 
 from grpolab.problems import Severity
+from grpolab.rules.registry_schedule import SCHEDULE_RULES
 
 Side = Literal["train", "rollout", "both", "none"]
 Card = Literal["", "part", "all"]
@@ -533,7 +534,7 @@ RULES: tuple[Rule, ...] = (
         "GRPO Lab issue 32 (512 x 16 calls a step)",
         stage="data",
     ),
-)
+) + tuple(Rule(*fields, **options) for fields, options in SCHEDULE_RULES)
 
 BY_ID: dict[str, Rule] = {}
 for _r in RULES:

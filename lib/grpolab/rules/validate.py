@@ -29,6 +29,7 @@ from grpolab.rules import (
     registry,
     reward,
     rollout_layout,
+    schedule,
     train_layout,
 )
 from grpolab.rules.checks import Checks
@@ -91,6 +92,7 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     lengths.lengths(c)
     learning_rate.learning_rate(c)
     engines.engines(c)
+    schedule.schedule(c)
     overrides.unknown_keys(c)
     env.env(c)
     pins.pins(c)
