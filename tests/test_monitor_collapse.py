@@ -158,7 +158,7 @@ def test_a_real_tiny_run_at_lr_1000_ends_collapsed_in_every_view(no_head, cli):
     checked = cli("check", "tiny", *sets, env=no_head)
     assert checked.returncode == 0 and "WARNING [learning-rate] algorithm.lr = 1000" in checked.stdout
     ran = cli("run", "tiny", *sets, "--run-id", "lr1000", "--wait", env=no_head, timeout=420)
-    assert ran.returncode == 1, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert ran.returncode == 1 and "internal error" not in ran.stdout + ran.stderr, ran.stdout[-3000:] + ran.stderr
     assert "run lr1000: SUCCEEDED, but training collapsed at step" in ran.stdout
     monitor = cli("monitor", "lr1000", "--no-png", env=no_head)
     assert monitor.returncode == 1 and "SUCCEEDED, but training collapsed at step" in monitor.stdout
