@@ -120,8 +120,8 @@ nothing is launched) and shows the imported recipe and what it could not reprodu
             ),
             (
                 "## The rendered launch\nWhat would run on the cluster: entrypoint, verl overrides, env, and the same "
-                "as a standalone bash script.",
-                "nb.show_launch(recipe)",
+                "as a standalone bash script (marked NOT LAUNCHABLE while the recipe has errors).",
+                "nb.show_launch(recipe, problems)",
                 [],
             ),
             (
@@ -245,9 +245,10 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
                 ["report"],
             ),
             (
-                "## Interactive chart and comparison\nThe run's curves (and those of `compare_with`) in one chart: hover "
-                "for the values, drag to zoom, double-click to reset, buttons for a step or wall-clock x axis; the "
-                "recipe and stack differences above it, the logs below. Drawn anew at each refresh of the live dashboard, while its kernel runs.",
+                "## Comparison chart\nThe run's curves (and those of `compare_with`) in one picture (a PNG, kept with the "
+                "notebook): a panel per curve, a colour per run, smoothed by `smoothing`; the recipe and stack "
+                "differences above it, the logs below. Drawn anew at each refresh of the live dashboard, while its "
+                "kernel runs. For a wall-clock x axis or other runs, use 06_compare.",
                 "comparison = nb.compare_runs([run, *compare_with], smoothing=smoothing, dashboard=dashboard)",
                 [],
             ),
@@ -316,7 +317,7 @@ JupyterLab, widgets below re-plan for other node counts and lengths; headless th
             ),
             (
                 "## Explore (JupyterLab only)\nChange the node count and the lengths, then press *plan*.",
-                "explorer = nb.plan_explorer(model, hardware, overrides, top=top)",
+                "explorer = nb.plan_explorer(model, hardware, overrides, top=top, nodes=nodes)",
                 [],
             ),
             (

@@ -15,7 +15,7 @@ from verl_data import parquet, verl_row  # noqa: E402
 
 from grpolab.problems import errors  # noqa: E402
 from grpolab.recipe.loader import load_recipe  # noqa: E402
-from grpolab.rules.data import histogram, report  # noqa: E402
+from grpolab.rules.data import histogram, lines, report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = "params/data/tiny"
@@ -374,3 +374,29 @@ def test_a_reward_bound_by_assignment_is_judged_by_its_call(setup):
     recipe, _ = setup(reward="compute_score = lambda solution_str, ground_truth: 1.0\n")
     found = by_rule(report(recipe, tokenize=False), "reward-dry-run")
     assert found and "unexpected keyword argument" in found[0].message and "data_source" in found[0].fix
+
+
+def test_01_setups_data_view_shows_a_row_tinys_prompt_lengths_and_why_a_right_answer_scores_half(capsys):
+    """Issue 44: the data view showed no row; tiny said it had no tokenizer (it is built in code), so no shipped
+    recipe drew the histogram; glm5_2 blamed "no prompts as chat messages" for files that are simply not here; and
+    tiny's dry run said "right answer: mean 0.5" with no word on why."""
+    from grpolab import notebook as nb
+    from grpolab.notebook.data import right_answer_note
+
+    rep = report(load_recipe("tiny"))
+    assert rep.lengths.lengths and set(rep.lengths.lengths) == {4}  # `a+b=`: four characters, four tokens
+    assert rep.lengths.tokenizer == "grpolab.local.tiny's tokenizer, built in code" and not rep.lengths.template
+    assert "no chat template): min 4, median 4, max 4; 0 of 70 over data.max_prompt_length 8" in "\n".join(lines(rep))
+    note = right_answer_note(rep)
+    assert note.startswith("about the dry run: a right answer scored 0.5 here, not 1.")
+    assert "the right digits without EOS 0.5" in note  # the reward's own words on its scores
+    recipe, problems = nb.check_recipe("tiny", [])
+    nb.show_data(recipe, problems)
+    out = capsys.readouterr().out
+    assert "a sample row: row 0 of data.train_files (params/data/tiny/train.parquet)" in out
+    assert "  prompt: [{'role': 'user', 'content': '0+0='}]" in out and "ground_truth" in out
+    rep = report(load_recipe("glm5_2"))
+    assert "  prompt lengths: not measured (the data files are not on this machine)" in lines(rep)
+    recipe, problems = nb.check_recipe("glm5_2", [])
+    nb.show_data(recipe, problems)
+    assert "sample row" not in capsys.readouterr().out  # no row to show from a file that is not here

@@ -100,6 +100,11 @@ CASES = {
         ("qwen3_30b_a3b", ["algorithm.ppo_mini_batch_size=12"]),
     ],
     "lengths": [("glm5_2", ["data.max_response_length=8192"]), ("qwen3_8b", ["data.max_response_length=40000"])],
+    "learning-rate": [
+        ("tiny", ["algorithm.lr=1000"]),
+        ("qwen3_8b", ["algorithm.lr=1e-3"]),
+        ("glm5_2", ["algorithm.lr=1e-9"]),
+    ],
     "env-required": [
         ("glm5_2", ["env.VERL_VLLM_ASCEND_GLM52_PATCH=0"]),
         ("qwen3_30b_a3b", ["env.ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"]),
@@ -444,3 +449,28 @@ def test_registry_answers_what_the_planner_asks():
                 assert (registry.layout_bound(p.rule) or p.key in layout_keys) == planner_layout, p
     assert seen > 20
     assert set(LAYOUT_FIX_RULES) == {r.id for r in registry.RULES if r.layout}
+
+
+def test_the_learning_rate_rule_names_the_published_range_and_holds_for_every_recorded_public_launch():
+    """lr 1000 on tiny (issue 44: a run that ended SUCCEEDED with its policy ruined) is a warning naming the highest
+    published lr for the CPU trainer and its source; the shipped recipes and the lr of every one of the 62 recorded
+    public verl launches (tests/data/corpus, inputs nobody here wrote) are within the range verl's engines take."""
+    import re
+
+    from grpolab.rules.learning_rate import FAR, published
+
+    _, problems = check("tiny", ["algorithm.lr=1000"])
+    (found,) = [p for p in problems if p.rule == "learning-rate"]
+    assert found.severity == "warning" and found.key == "algorithm.lr" and found.value == 1000
+    assert "1e+06 x above the highest learning rate published for train.engine trl" in found.message
+    assert "docs/facts.md section 5" in found.message and "within 1e-06 - 0.001" in found.fix
+    verl = [p.lr for p in published(True)]
+    launches = sorted((Path(__file__).parent / "data" / "corpus" / "launches").glob("*.yaml"))
+    lrs = [
+        float(m)
+        for path in launches
+        for m in re.findall(r"actor_rollout_ref\.actor\.optim\.lr=([0-9.e+-]+)", path.read_text())
+    ]
+    assert len(lrs) >= 60  # nearly every launch sets it
+    assert all(min(verl) / FAR <= lr <= max(verl) * FAR for lr in lrs), lrs
+    assert min(lrs) >= min(verl) and max(lrs) <= max(verl)  # the table covers what was published

@@ -3,7 +3,7 @@
     grpolab lab                      copies notebooks/*.ipynb into runs/lab/ (a copy already there is kept: it is
                                      your work) and starts JupyterLab there, bound to 127.0.0.1 with Jupyter's token
     grpolab lab --dir PATH           the working folder is PATH instead
-    grpolab lab --dry-run            make the folder and the copies, print the command, start nothing
+    grpolab lab --dry-run            say what it would copy and print the command; write and start nothing
     grpolab lab -- --ServerApp.X=Y   anything after `--` goes to `jupyter lab` as it is
 
 JupyterLab saves outputs into the notebooks it opens (autosave too): on copies, `git status` stays clean and
@@ -47,19 +47,21 @@ def register(sub) -> None:
     p.add_argument("--dir", help="working folder for the copies (default: runs/lab/ under the runs folder)")
     p.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser (print the URL with its token)")
-    p.add_argument("--dry-run", action="store_true", help="make the copies and print the command; start nothing")
+    p.add_argument("--dry-run", action="store_true", help="say what it would copy, print the command; write nothing")
     p.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="after --: arguments for `jupyter lab` as they are")
     p.set_defaults(func=main)
 
 
-def prepare(folder: Path) -> tuple[list[str], list[str]]:
+def prepare(folder: Path, write: bool = True) -> tuple[list[str], list[str]]:
     """Copy every template notebook that the folder does not hold yet; write the settings file. Returns (copied,
     kept). Nothing is written through a symlink that leads out of the folder (grpolab.paths.contained: PathRefused);
-    a copy is made beside its name and renamed into place, so it never follows a link."""
+    a copy is made beside its name and renamed into place, so it never follows a link. `write` False (--dry-run):
+    the same checks and answer, and nothing written, not even the folder."""
     # lazy: IPython, pydantic (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.notebook.display import NOTEBOOKS_DIR
 
-    folder.mkdir(parents=True, exist_ok=True)
+    if write:
+        folder.mkdir(parents=True, exist_ok=True)
     copied, kept = [], []
     for template in sorted(NOTEBOOKS_DIR.glob("*.ipynb")):
         target = folder / template.name
@@ -67,11 +69,16 @@ def prepare(folder: Path) -> tuple[list[str], list[str]]:
         if os.path.lexists(target):
             kept.append(template.name)
             continue
-        tmp = owned.fresh_file(folder / f".{template.name}.{os.getpid()}.tmp")
-        shutil.copyfile(template, tmp)
-        owned.move(tmp, target)  # never over a file that appeared meanwhile
+        if write:
+            tmp = owned.fresh_file(folder / f".{template.name}.{os.getpid()}.tmp")
+            shutil.copyfile(template, tmp)
+            owned.move(tmp, target)  # never over a file that appeared meanwhile
         copied.append(template.name)
-    write_overrides(contained(folder, SETTINGS_DIR))
+    settings = contained(folder, SETTINGS_DIR)
+    if write:
+        write_overrides(settings)
+    else:
+        contained(settings, "overrides.json")  # a link out of the folder is refused in a dry run too
     return copied, kept
 
 
@@ -136,13 +143,15 @@ def main(args) -> int:
     if is_system_folder(folder):
         raise InputError(f"{flag}: {folder} is a system folder (or your home itself); name a folder of its own")
     try:
-        copied, kept = prepare(folder)
+        copied, kept = prepare(folder, write=not args.dry_run)
     except PathRefused as exc:
         raise InputError(f"{flag}: {exc}") from None
     except OSError as exc:
         raise InputError(f"cannot make working copies in {folder}: {exc.strerror or exc}") from None
+    if args.dry_run:
+        print(f"dry run: nothing is written or started; `grpolab lab` would work in {folder}")
     if copied:
-        print(f"copied {', '.join(copied)} into {folder}")
+        print(f"{'would copy' if args.dry_run else 'copied'} {', '.join(copied)} into {folder}")
     if kept:
         print(f"kept your copies of {', '.join(kept)} in {folder} (delete one to get the template again)")
     cmd = command(folder, args.port, browser=not args.no_browser, extra=args.jupyter_args)

@@ -2,7 +2,8 @@
 location; draws the key curves into the run directory (curves.png).
 
 RUN is a run id, a run directory or a metrics file. Exit status: 0, or 1 when the job FAILED (the cause and
-its evidence are printed); 2 when RUN or the thresholds file is unusable.
+its evidence are printed) or its training collapsed (an error alert still firing at the last step: the state says
+"SUCCEEDED, but training collapsed at step N"); 2 when RUN or the thresholds file is unusable.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def main(args) -> int:
         print_json(data)
     else:
         print(format_summary(data))
-    return 1 if data["state"] in ("FAILED", "LOST") else 0
+    return 1 if data["state"] in ("FAILED", "LOST") or data.get("collapse") else 0
 
 
 def _size(path: Path) -> int:

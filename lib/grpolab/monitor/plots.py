@@ -19,6 +19,7 @@ from itertools import groupby
 from pathlib import Path
 
 from grpolab import owned
+from grpolab.monitor.figures import steps_text
 from grpolab.monitor.metrics import MetricsView, load_metrics
 
 # (title, y label, [(metric or prefix, line label)]): prefixes (ending in "/") match the run's val-core names.
@@ -172,6 +173,7 @@ def single_point_limits(ax) -> None:
         pad = abs(high) * 0.1 or 0.05
         ax.set_ylim(low - pad, high + pad)
         ax.ticklabel_format(axis="y", useOffset=False, style="sci" if abs(high) < 1e-2 else "plain", scilimits=(-2, 4))
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=4, steps=[1, 2, 5, 10]))  # 0.09, 0.1, 0.11: round labels
     xs = {float(x) for line in ax.get_lines() for x in line.get_xdata()}
     if len(xs) == 1:  # one step: whole steps around it, not 0.96 ... 1.04
         (only,) = xs
@@ -179,7 +181,31 @@ def single_point_limits(ax) -> None:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=3))
 
 
+def whole_steps(ax) -> None:
+    """Steps are whole numbers: ticks at whole steps (two steps logged drew 1.0, 1.2, ... 2.0), and no offset on the
+    y axis (a learning rate decaying from 1e-3 was labelled "1e-7+1e-3")."""
+    # lazy: matplotlib (only drawing a PNG needs it)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=6))
+    ax.ticklabel_format(axis="y", useOffset=False)
+
+
 def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: float, only=None) -> None:
+    fig = curves_figure(view, alerts, title, smooth, only)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = owned.fresh_file(path.with_name(f".{path.name}.tmp.png"))
+    try:
+        fig.savefig(tmp, dpi=80, format="png")
+        owned.replace_file(tmp, path)  # a dashboard or notebook reading the PNG never sees half a file
+    except BaseException:  # a target that is a directory, a full disk: leave no temporary file behind
+        owned.remove_file(tmp)
+        raise
+
+
+def curves_figure(view: MetricsView, alerts=(), title: str | None = None, smooth: float = 0.0, only=None):
+    """The curves as a matplotlib Figure on the Agg canvas (what every curves.png and the dashboard's picture is);
+    `only`: the titles of the panels to draw (None: every panel the run has data for)."""
     # A bare Figure on the Agg canvas, not pyplot: no global backend switch (a notebook keeps its inline
     # backend) and nothing left open in pyplot's registry by a dashboard that redraws every few seconds.
     # lazy: matplotlib (only drawing a PNG needs it)
@@ -244,6 +270,7 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
             half = max(0.5, 0.0025 * (last - first))
             ax.axvspan(alert.step - half, end + half, color=colour, alpha=0.18, linewidth=0)
         single_point_limits(ax)  # one point (or a flat line): a y range with labels that fit
+        whole_steps(ax)
         if len(lines) > 1:
             ax.legend(fontsize=7, loc="best")
         if marked:
@@ -254,29 +281,24 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
         ax.set_visible(False)
     heading = title or (view.run.run_id if view.run is not None else view.path.name)
     fig.suptitle(
-        f"{heading}: {len(view.steps)} steps"
-        + (f", last step {view.last_step}" if view.steps else "")
+        f"{heading}: {steps_text(view)}"
         + (f", {len(alerts)} alert(s), shaded" if alerts else "")
         + (f", smoothing {smooth:g}" if smooth else ""),
         fontsize=13,
     )
-    # Fixed margins rather than tight_layout: it measures every tick label of 12 panels and doubles the time.
+    # Fixed margins rather than tight_layout: it measures every tick label of 12 panels and doubles the time. In
+    # inches, not shares of the width: the first refresh of a run draws one panel, whose tick labels a share sized
+    # for three columns cut ("0.110" read "110")
+    width = 5.2 * columns
     fig.subplots_adjust(
-        left=0.06,
-        right=0.985,
+        left=0.9 / width,
+        right=1 - 0.23 / width,
         bottom=0.5 / (3.0 * rows + 0.6) + 0.03,
         top=1 - 0.75 / (3.0 * rows + 0.6),
         wspace=0.3,
         hspace=0.62,
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = owned.fresh_file(path.with_name(f".{path.name}.tmp.png"))
-    try:
-        fig.savefig(tmp, dpi=80, format="png")
-        owned.replace_file(tmp, path)  # a dashboard or notebook reading the PNG never sees half a file
-    except BaseException:  # a target that is a directory, a full disk: leave no temporary file behind
-        owned.remove_file(tmp)
-        raise
+    return fig
 
 
 def plot_curves(

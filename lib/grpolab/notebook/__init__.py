@@ -39,6 +39,7 @@ from grpolab.notebook.display import (  # noqa: F401
 )
 from grpolab.notebook.parameters import check_parameters  # noqa: F401
 from grpolab.notebook.plan import (  # noqa: F401
+    own_layout,
     plan_explorer,
     plan_figure,
     plan_layouts,

@@ -50,6 +50,7 @@ def preflight(recipe, address: str | None = None, timeout_s: float | None = None
         ["status", "check", "node", "detail", "fix"],
         [[r.status.upper(), r.check, r.node, r.detail, r.fix if r.status in ("fail", "warn") else ""] for r in rows],
         [ROW_COLOURS.get(r.status) for r in rows],
+        widths=[6, 12, 14, 38, 30],
     )
     show_html(f"<b>{html.escape(report.summary())}</b>{table}", report.table())
     return report
@@ -239,21 +240,28 @@ def show_head(address: str | None = None) -> None:
 
 def verdict(run, status: dict | None = None, strict: bool = True) -> None:
     """The run's outcome in a few lines (state, reward and accuracy first -> last, cause of a failure);
-    NotebookStop when the run FAILED or was LOST and `strict`. A STOPPED run was stopped on purpose: in
-    JupyterLab it is said plainly, not as an error; headless (papermill) it still ends the notebook with an error
-    when `strict`, so that a pipeline notices the run did not finish. Nothing for no run (a dry run)."""
+    NotebookStop when the run FAILED or was LOST, or its training collapsed (SUCCEEDED with a ruined policy:
+    grpolab.monitor.collapse), and `strict`. A run STOPPED on request (Stop run, `grpolab stop`) was stopped on
+    purpose: in JupyterLab it is said plainly, not as an error; headless (papermill) it still ends the notebook with
+    an error when `strict`, so that a pipeline notices the run did not finish. One whose head went away (nobody asked:
+    grpolab.jobs.state says so) is an error everywhere. Nothing for no run (a dry run)."""
     # lazy: orjson, yaml (the monitor loads when a run is followed or shown, not with `import grpolab.notebook`)
+    from grpolab.monitor.collapse import run_collapse
     from grpolab.monitor.outcome import describe_outcome
 
     if run is None:
         return
     status = status or refresh(run)
-    text = describe_outcome(run, status)
+    collapse = run_collapse(run)
+    text = describe_outcome(run, status, collapse=collapse)
     state = status.get("state")
-    if strict and (state in ("FAILED", "LOST") or (state == "STOPPED" and not in_jupyterlab())):
+    asked = bool(status.get("stop_requested"))  # a stop nobody asked for (its head went away) is no choice of yours
+    stopped = state == "STOPPED" and (not in_jupyterlab() or not asked)
+    if strict and (state in ("FAILED", "LOST") or collapse is not None or stopped):
         raise NotebookStop(text)
     if state == "STOPPED":
-        text += "\nthe run was stopped (Stop run, `grpolab stop` or Ray): the steps it finished are kept"
+        on_request = " on request (Stop run, `grpolab stop`)" if asked else ""
+        text += f"\nthe run was stopped{on_request}: the steps it finished are kept"
     print(text)
 
 
@@ -320,7 +328,7 @@ def show_run(run, picture: bool = True, dashboard=None) -> dict:
     title = f"run {data['run_id']}: {data['state']} {as_of()}"
     if data["state"] not in TERMINAL_STATES:
         title += " (a snapshot: run this cell again for the state now)"
-    show_html(f"<b>{html.escape(title)}</b>" + format_html(data), f"{title}\n{format_summary(data)}")
+    show_html(f"<b>{html.escape(title)}</b>" + format_html(data), f"{title}\n{format_summary(data, saved=True)}")
     if picture and data.get("curves"):
         show_image(data["curves"])
     return data

@@ -97,6 +97,35 @@ class SlowStepsRule(_Persistent):
     warmup: Count
 
 
+class ScoreCollapseRule(_Persistent):
+    metrics: list[MetricName] = Field(min_length=1, description="a name, or a prefix ending in '/' (val-core/)")
+    start_steps: Steps = Field(description="the start: the mean of this many first logged values")
+    min_start: NonNegativeFloat = Field(description="a start below this has nothing to fall from")
+    fraction_of_start: Fraction
+
+
+class GradVanishRule(_Persistent):
+    metric: MetricName
+    max_norm: NonNegativeFloat = Field(description="a norm at most this is zero: no update reaches the weights")
+
+
+class EntropyPinnedRule(_Strict):
+    enabled: bool
+    severity: Severity
+    metric: MetricName
+    window: Annotated[int, Field(ge=2)]
+    max_relative_range: NonNegativeFloat = Field(
+        description="max - min over `window` steps at most this share of their mean = pinned"
+    )
+    rearm_steps: Steps
+
+
+class KlExplodeRule(_Persistent):
+    metrics: list[MetricName] = Field(min_length=1)
+    max_value: NonNegativeFloat
+    warmup: Count
+
+
 class StalenessRule(_Persistent):
     metric: MetricName
     max_versions: NonNegativeFloat = Field(description="a trained sample lags its policy by more: an alert")
@@ -133,6 +162,11 @@ class AlertRules(_Strict):
     grad_spike: SpikeRule
     throughput_drop: ThroughputDropRule
     slow_steps: SlowStepsRule
+    reward_collapse: ScoreCollapseRule
+    accuracy_collapse: ScoreCollapseRule
+    grad_vanish: GradVanishRule
+    entropy_pinned: EntropyPinnedRule
+    kl_explode: KlExplodeRule
     # an asynchronous run's (issue 42, grpolab.monitor.alerts_async)
     staleness: StalenessRule
     trainer_starved: TrainerStarvedRule

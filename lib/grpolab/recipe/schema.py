@@ -436,6 +436,11 @@ class Recipe(Strict):
         """The files that made this recipe, first layer first."""
         return list(self._files)
 
+    @property
+    def origins(self) -> dict[str, str]:
+        """{dotted key: the file or `--set KEY=VALUE` that set it} (a copy; grpolab.recipe.loader.overrides_of)."""
+        return dict(self._origins)
+
     def origin(self, dotted_key: str) -> str:
         """The file that last set this key (or one of its parents), for error messages."""
         parts = dotted_key.split(".")

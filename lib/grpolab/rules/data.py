@@ -468,7 +468,9 @@ def lines(rep: Report) -> list[str]:
         out.append(f"    prompts: {', '.join(f'{v} {k}' for k, v in f.prompt_kinds.items()) or 'none'}")
         out.append(f"    data_source: {', '.join(f'{k} ({v})' for k, v in f.sources.items()) or 'none'}")
     lg = rep.lengths
-    if lg is None:
+    if lg is None and rep.files and not any(f.here for f in rep.files):
+        out.append("  prompt lengths: not measured (the data files are not on this machine)")
+    elif lg is None:
         out.append("  prompt lengths: not measured (no prompts as chat messages)")
     elif lg.why_none:
         out.append(f"  prompt lengths: not measured ({lg.why_none})")
@@ -476,7 +478,9 @@ def lines(rep: Report) -> list[str]:
         ls = sorted(lg.lengths)
         over = sum(n > rep.max_prompt_length for n in ls)
         out.append(
-            f"  prompt tokens ({lg.tokenizer}, chat template applied): min {ls[0]}, median {ls[len(ls) // 2]}, "
+            f"  prompt tokens ({lg.tokenizer}, {'chat template applied' if lg.template else 'no chat template'}): "
+            f"min {ls[0]}, "
+            f"median {ls[len(ls) // 2]}, "
             f"max {ls[-1]}; {over} of {len(ls)} over data.max_prompt_length {rep.max_prompt_length}"
         )
         peak = max(c for _, _, c in histogram(ls, rep.max_prompt_length)) or 1

@@ -178,6 +178,17 @@ RULES: tuple[Rule, ...] = (
         card="part",
     ),
     Rule(
+        "learning-rate",
+        "learning_rate",
+        "train",
+        "algorithm.lr is within 10 x of the learning rates GRPO / PPO runs were published with for the engine "
+        "(verl: 5e-8 to 3e-5; the CPU trainer: 1e-6 to 1e-3, tiny's built-in model included); the table with "
+        "each source is below.",
+        "verl 0.9.1's and TRL 1.16's default lr, 62 recorded public verl launches (tests/data/corpus), NeMo RL's "
+        "GRPO docs; GRPO Lab issue 44 (tiny at lr 1000 ended SUCCEEDED with its policy ruined)",
+        severity="warning",
+    ),
+    Rule(
         "env-required",
         "env",
         "none",

@@ -45,6 +45,7 @@ def rollout(c: Checks) -> None:
             "(verl asserts it inside the workers, after the model has loaded)",
             f"set rollout.ep to {replica} (or 1)"
             + (f", or rollout.dp to {ro.ep // ro.tp}" if ro.ep % ro.tp == 0 else ""),
+            involves=("rollout.tp", "rollout.dp"),  # an override of either breaks it: the message says so first
         )
     if f is None:
         return

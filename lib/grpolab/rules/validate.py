@@ -20,6 +20,7 @@ from grpolab.rules import (
     device_memory,
     engines,
     env,
+    learning_rate,
     lengths,
     linear_attention,
     overrides,
@@ -89,6 +90,7 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     parallel_layout(c)
     batch.batches(c)
     lengths.lengths(c)
+    learning_rate.learning_rate(c)
     engines.engines(c)
     schedule.schedule(c)
     overrides.unknown_keys(c)
