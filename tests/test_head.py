@@ -156,7 +156,7 @@ def test_two_launches_share_one_head_that_outlives_their_process_groups_and_stop
         gcs = [
             p
             for p in psutil.process_iter(["name", "cmdline"])
-            if p.info["name"] == "gcs_server" and f"--gcs_server_port={gcs_port}" in " ".join(p.info["cmdline"])
+            if p.info["name"] == "gcs_server" and f"--gcs_server_port={gcs_port}" in " ".join(p.info["cmdline"] or ())
         ]
         assert len(gcs) == 1, gcs  # one head, shared
         for proc in starters:  # Jupyter signals a kernel's whole process group on interrupt, restart and shutdown
