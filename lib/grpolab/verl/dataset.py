@@ -2,14 +2,24 @@
 
 verl's RLHFDataset loads whole files with `datasets`; before a launch only the first `data.sample_rows` rows are
 read (pyarrow's batch reader for parquet: the row groups after the first batch are never touched; the first lines
-of a jsonl), so a 1 GB file costs what its first rows cost (benchmarks/data_sample.py). The checks over a sample
-are grpolab.rules.data's; `grpolab data` shows it.
+of a jsonl), so a 1 GB file costs what its first rows cost (benchmarks/data_sample.py). `grpolab data` also reads
+rows from across each file (`spread`): evenly spaced rows and the last ones of a parquet (the columns verl's
+dataset and reward manager read, from at most SPREAD_GROUPS row groups), of a json array, and of a jsonl, whose
+every line is parsed on the way (for at most SCAN_S), so a line verl's loader stops at is found wherever it is.
+The checks over a sample are grpolab.rules.data's; `grpolab data` shows it.
+
+Only regular files are opened (a FIFO or a link to /dev/zero is named, never read), a jsonl line is read up to
+MAX_LINE bytes, a UTF-8 byte-order mark is read as `datasets` reads it (skipped), and JSON nested past what
+Python's reader takes is named by its line.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
+import time
+from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +30,12 @@ from grpolab.paths import recipe_relative
 # the suffixes verl 0.9.1's RLHFDataset reads (utils/dataset/rl_dataset.py: parquet, json, jsonl; else ValueError)
 FORMATS = {".parquet": "parquet", ".json": "json", ".jsonl": "jsonl"}
 _JSON_ARRAY_LIMIT = 256 * 2**20  # a .json holding one array must be parsed whole: only up to this size
+MAX_LINE = 64 * 2**20  # a jsonl line longer than this is named, not read
+SPREAD_ROWS = 96  # rows `spread` keeps from across a file
+SPREAD_GROUPS = 6  # parquet row groups `spread` opens at most
+SCAN_S = 6.0  # a jsonl's lines are parsed for at most this long
+# the columns `spread` reads from a parquet: what verl's dataset and reward managers read (and the prompt key)
+SPREAD_COLUMNS = ("data_source", "reward_model", "extra_info", "images", "videos", "agent_name")
 
 
 @dataclass
@@ -37,6 +53,16 @@ class Sample:
     error: str = ""  # unreadable: why
 
 
+@dataclass
+class Spread:
+    """Rows from across a file: (where, row) pairs; how much of it was looked at; the first line verl stops at."""
+
+    rows: list[tuple[str, dict]] = field(default_factory=list)
+    total: int | None = None  # rows (or lines) in the file, when all of it was seen
+    looked: str = ""  # what was read, in words
+    error: str = ""  # a line or row verl's loader fails on
+
+
 def data_files(recipe: Any) -> list[tuple[str, str]]:
     """(recipe key, file) of every train and val file the recipe names."""
     values = {key: getattr(recipe.data, key.split(".")[1]) for key in ("data.train_files", "data.val_files")}
@@ -52,19 +78,45 @@ def samples(recipe: Any, rows: int | None = None) -> list[Sample]:
     ]
 
 
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):  # fmt: skip
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
 def sample(key: str, file: str, rows: int, path: str | None = None) -> Sample:
     """The first `rows` rows of `file` as the recipe writes it, read at `path` (grpolab.paths.recipe_relative; None:
     the file as written)."""
     path = path or os.path.expanduser(file)
     fmt = FORMATS.get(Path(path).suffix.lower(), "")
     try:
-        stat = os.stat(path)
+        st = os.stat(path)
     except OSError:
         return Sample(key, file, path, fmt)
     if not fmt:
         return Sample(key, file, path, fmt, here=True)
-    got = _read(path, fmt, rows, stat.st_mtime_ns, stat.st_size)
+    if not stat.S_ISREG(st.st_mode):
+        shown = f" (it links to {os.path.realpath(path)})" if os.path.islink(path) else ""
+        why = f"{_kind(st.st_mode)}{shown}, not a file of rows: verl's loader would read it forever or fail"
+        return Sample(key, file, path, fmt, True, error=why)
+    got = _read(path, fmt, rows, st.st_mtime_ns, st.st_size)
     return Sample(key, file, path, fmt, True, *got)
+
+
+def open_regular(path: str, binary: bool = True):
+    """The file opened for reading only when it is a regular file (a FIFO is never waited on); OSError else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(f"{path} is {_kind(mode)}, not a file of rows")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 @lru_cache(maxsize=32)
@@ -74,6 +126,8 @@ def _read(path: str, fmt: str, rows: int, mtime: int, size: int) -> tuple[list, 
         if fmt == "parquet":
             return _parquet(path, rows)
         return _json(path, fmt, rows, size)
+    except MemoryError:
+        return [], [], None, "too large to read here (MemoryError)"
     except Exception as exc:  # a corrupt file, bad JSON, a permission error: the check names it
         return [], [], None, f"{type(exc).__name__}: {str(exc)[:300]}"
 
@@ -91,34 +145,66 @@ def _parquet(path: str, rows: int) -> tuple[list, list, int | None, str]:
                 break
             groups.append(i)
             covered += handle.metadata.row_group(i).num_rows
-        batch = next(handle.iter_batches(batch_size=rows, row_groups=groups, use_threads=False), None)
+        # a file of very many columns: only those verl's dataset and reward read (the names are all listed)
+        columns = None if len(names) <= 1000 else [c for c in names if c in SPREAD_COLUMNS or c == "prompt"]
+        batch = next(handle.iter_batches(batch_size=rows, row_groups=groups, columns=columns, use_threads=False), None)
         data = batch.to_pylist()[:rows] if batch is not None else []
     return data, names, total, ""
 
 
+def parse_line(line: bytes, number: int) -> tuple[Any, str]:
+    """(the JSON value of one jsonl line, "") or (None, why it is not one), naming the line."""
+    if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+        line = line[3:]  # a byte-order mark: `datasets` reads past it
+    try:
+        return json.loads(line), ""
+    except RecursionError:
+        return None, f"line {number:,} nests deeper than JSON readers go (Python's stops near 1,000 levels)"
+    except (ValueError, UnicodeDecodeError) as exc:
+        return None, f"line {number:,} is not JSON: {getattr(exc, 'msg', str(exc))[:120]}"
+
+
+def lines(handle, limit: int = MAX_LINE):
+    """(line number, the line's bytes or None when it is longer than `limit`) of a binary file; a long line is
+    skipped in pieces, never held whole."""
+    number = 0
+    while True:
+        line = handle.readline(limit + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > limit and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = handle.readline(1 << 20)
+            yield number, None
+            continue
+        yield number, line
+
+
 def _json(path: str, fmt: str, rows: int, size: int) -> tuple[list, list, int | None, str]:
     data: list = []
-    with open(path, encoding="utf-8") as handle:
-        first = handle.read(1)
-        while first.isspace():
-            first = handle.read(1)
-        if first == "[":  # one JSON array (datasets reads it too)
+    with open_regular(path) as handle:
+        head = handle.read(4096).lstrip(b"\xef\xbb\xbf").lstrip()
+        handle.seek(0)
+        if head.startswith(b"["):  # one JSON array (datasets reads it too)
             if size > _JSON_ARRAY_LIMIT:
                 why = f"a JSON array of {size / 2**20:.0f} MiB: write it as JSON lines (.jsonl) to sample it"
                 return [], [], None, why
-            handle.seek(0)
-            whole = json.load(handle)
+            whole, why = _array(handle)
+            if why:
+                return [], [], None, why
             data, total = whole[:rows], len(whole)
         else:
-            handle.seek(0)
             total = None
-            for number, line in enumerate(handle, 1):
+            for number, line in lines(handle):
+                if line is None:
+                    return data, _columns(data), None, f"line {number:,} is over {MAX_LINE >> 20} MiB: not read"
                 if not line.strip():
                     continue
-                try:
-                    data.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    return data, _columns(data), None, f"line {number} is not JSON: {exc.msg}"
+                value, why = parse_line(line, number)
+                if why:
+                    return data, _columns(data), None, why
+                data.append(value)
                 if len(data) >= rows:
                     break
     bad = next((i for i, row in enumerate(data) if not isinstance(row, dict)), None)
@@ -127,5 +213,123 @@ def _json(path: str, fmt: str, rows: int, size: int) -> tuple[list, list, int | 
     return data, _columns(data), total, ""
 
 
+def _array(handle) -> tuple[list, str]:
+    text = handle.read()
+    try:
+        value = json.loads(text.decode("utf-8-sig"))
+    except RecursionError:
+        return [], "it nests deeper than JSON readers go (Python's stops near 1,000 levels)"
+    except (ValueError, UnicodeDecodeError) as exc:
+        return [], f"not JSON: {getattr(exc, 'msg', str(exc))[:120]}"
+    if not isinstance(value, list):
+        return [], f"a JSON {type(value).__name__}, not an array of rows"
+    return value, ""
+
+
 def _columns(rows: list) -> list[str]:
     return list(dict.fromkeys(k for row in rows if isinstance(row, dict) for k in row))
+
+
+# ------------------------------------------------------------------------------------------------- across the file
+
+
+def spread(s: Sample, prompt_key: str, want: int = SPREAD_ROWS) -> Spread:
+    """Rows from across the file of a readable sample (`grpolab data`, not check: it may read the whole file)."""
+    if not s.here or s.error or not s.format:
+        return Spread()
+    try:
+        st = os.stat(s.path)
+        return _spread(s.path, s.format, prompt_key, want, st.st_mtime_ns, st.st_size)
+    except (OSError, MemoryError) as exc:
+        return Spread(error=f"{type(exc).__name__}: {str(exc)[:200]}")
+
+
+@lru_cache(maxsize=8)
+def _spread(path: str, fmt: str, prompt_key: str, want: int, mtime: int, size: int) -> Spread:
+    try:
+        if fmt == "parquet":
+            return _spread_parquet(path, prompt_key, want)
+        with open_regular(path) as handle:
+            head = handle.read(4096).lstrip(b"\xef\xbb\xbf").lstrip()
+            handle.seek(0)
+            if head.startswith(b"["):
+                if size > _JSON_ARRAY_LIMIT:
+                    return Spread(looked="the first rows (a JSON array too large to parse whole)")
+                whole, why = _array(handle)
+                picked = _even(len(whole), want)
+                rows = [(f"row {i:,}", whole[i]) for i in picked if isinstance(whole[i], dict)]
+                return Spread(rows, len(whole), f"all {len(whole):,} rows", why)
+            return _scan_jsonl(handle)
+    except Exception as exc:  # a file that changed or broke under us: named, not raised
+        return Spread(error=f"{type(exc).__name__}: {str(exc)[:200]}")
+
+
+def _even(total: int, want: int) -> list[int]:
+    """`want` row numbers spread evenly over `total`, the last ones included."""
+    if total <= want:
+        return list(range(total))
+    step = total / (want - 8)
+    picked = {int(i * step) for i in range(want - 8)} | set(range(total - 8, total))
+    return sorted(picked)
+
+
+def _spread_parquet(path: str, prompt_key: str, want: int) -> Spread:
+    # lazy: pyarrow (only a parquet data file needs it)
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as handle:
+        meta = handle.metadata
+        names = set(handle.schema_arrow.names)
+        columns = [c for c in (prompt_key, *SPREAD_COLUMNS) if c in names]
+        starts, start = [], 0
+        for g in range(meta.num_row_groups):
+            starts.append(start)
+            start += meta.row_group(g).num_rows
+        total = start
+        groups = (
+            sorted({starts.index(max(s for s in starts if s <= i)) for i in _even(total, SPREAD_GROUPS)})
+            if total
+            else []
+        )
+        per = max(1, want // max(1, len(groups)))
+        rows: list[tuple[str, dict]] = []
+        for g in groups:
+            table = handle.read_row_group(g, columns=columns, use_threads=False)
+            for j in _even(table.num_rows, per):
+                rows.append((f"row {starts[g] + j:,}", table.slice(j, 1).to_pylist()[0]))
+        looked = f"{len(groups)} of {meta.num_row_groups} row groups, {len(rows)} rows of {total:,}"
+    return Spread(rows, total, looked)
+
+
+def _scan_jsonl(handle) -> Spread:
+    """Every line parsed (for at most SCAN_S), keeping rows at evenly spaced lines (the stride doubles as the
+    file goes on) and the last ones."""
+    kept: dict[int, dict] = {}
+    last: deque = deque(maxlen=8)
+    stride, deadline = 1, time.monotonic() + SCAN_S
+    count, error = 0, ""
+    for number, line in lines(handle):
+        count = number
+        if line is None:
+            error = error or f"line {number:,} is over {MAX_LINE >> 20} MiB: not read"
+            continue
+        if not line.strip():
+            continue
+        value, why = parse_line(line, number)
+        if why:
+            error = error or why
+            continue
+        if not isinstance(value, dict):
+            error = error or f"line {number:,} is a {type(value).__name__}, not an object of columns"
+            continue
+        if number % stride == 0:
+            kept[number] = value
+            if len(kept) > SPREAD_ROWS:
+                stride *= 2
+                kept = {n: v for n, v in kept.items() if n % stride == 0}
+        last.append((number, value))
+        if number % 1024 == 0 and time.monotonic() > deadline:
+            rows = [(f"line {n:,}", v) for n, v in sorted({**kept, **dict(last)}.items())]
+            return Spread(rows, None, f"the first {number:,} lines ({SCAN_S:g} s)", error)
+    rows = [(f"line {n:,}", v) for n, v in sorted({**kept, **dict(last)}.items())]
+    return Spread(rows, count, f"all {count:,} lines", error)

@@ -495,7 +495,7 @@ CASES: list[Case] = [
         "ground-truth-mixed-types",
         "fault",
         "ground_truth a string in some rows and a number in others (the reward compares strings: 0 forever there)",
-        GSM8K + SIG + GSM8K_SCORE,
+        GSM8K + SIG + "    return 1.0 if _answer(solution_str) == ground_truth else 0.0\n",
         [dict(gsm8k_row(i), reward_model={"style": "rule", "ground_truth": int(gsm8k_row(i)["reward_model"]["ground_truth"]) if i % 2 else gsm8k_row(i)["reward_model"]["ground_truth"]}) for i in range(30)],
         fmt="jsonl",
         expect=("data-values", "data-columns", "reward-constant", "data-ground-truth"),
