@@ -145,9 +145,11 @@ def judge(c: Checks, run: DryRun, budget_s: float | None, budget_why: str, step_
             "see the message; `grpolab data --no-dry-run` skips it", "warning")  # fmt: skip
         return
     if run.load_crash:
+        last = (run.output_tail or run.output_head).strip().splitlines()[-1:]
+        said = f"; its last output line: {last[0][:160]!r}" if last else ""
         add(
             "reward-dry-run",
-            f"{run.function} ends its process when it is loaded ({run.load_crash}): verl's reward worker dies "
+            f"{run.function} ends its process when it is loaded ({run.load_crash}{said}): verl's reward worker dies "
             "importing it",
             "remove the os._exit / sys.exit / crashing call at the top of the reward file",
         )
@@ -174,7 +176,8 @@ def judge(c: Checks, run: DryRun, budget_s: float | None, budget_why: str, step_
         add(
             "reward-slow",
             f"{run.function} did not finish the dry run's calls in reward.dry_run_timeout_s {run.timeout_s:g} s "
-            f"(finished {len(run.calls)} of {run.planned or len(run.calls)}); a step calls it {step_calls} times",
+            f"(finished {len(run.calls)} calls{f' of {run.planned}' if run.planned else ''}); a step calls it "
+            f"{step_calls} times",
             "make the reward fast (no network or model call per answer), or raise reward.dry_run_timeout_s to see "
             "how slow it is",
         )
@@ -410,14 +413,17 @@ def _slow(run: DryRun, add, where, budget_s, budget_why, step_calls) -> None:
         )
     long_calls = [x for x in run.calls if x.kind == "long" and not x.crash and x.seconds]
     if long_calls and budget_s:
-        worst = max(long_calls, key=lambda x: (x.length, x.seconds))
-        shorter = [x for x in long_calls if x.length < worst.length]
-        growth = worst.seconds / max(max(x.seconds for x in shorter), 1e-6) if shorter else 0.0
-        ratio = worst.length / max(1, max(x.length for x in shorter)) if shorter else 1.0
+        # the fastest call at each length (two rows each): a busy machine slows some calls, never speeds one up
+        longest = max(x.length for x in long_calls)
+        worst = min((x for x in long_calls if x.length == longest), key=lambda x: x.seconds)
+        shorter = [x for x in long_calls if x.length < longest]
+        growth = worst.seconds / max(min(x.seconds for x in shorter), 1e-6) if shorter else 0.0
+        ratio = longest / max(1, max(x.length for x in shorter)) if shorter else 1.0
         # time growing as the square of the length (8x the characters, over 3 x 8 the time) is a fault even where
         # it fits today's limit only on short answers; any answer over SLOW_ERROR x the limit is one too
         superlinear = growth > 3 * ratio
-        if worst.seconds > budget_s and (worst.seconds > budget_s * SLOW_ERROR or superlinear):
+        over = worst.seconds > budget_s and (worst.seconds > budget_s * SLOW_ERROR or superlinear)
+        if over or (superlinear and worst.seconds > budget_s / 4):
             grows = f", {growth:.0f}x the time of a {ratio:.0f}x shorter one" if shorter else ""
             add(
                 "reward-slow",
@@ -425,6 +431,7 @@ def _slow(run: DryRun, add, where, budget_s, budget_why, step_calls) -> None:
                 f"({where.get(worst.row, worst.row)}; data.max_response_length allows about that){grows}; "
                 f"the limit is {budget_s * 1000:.1f} ms per call ({budget_why})",
                 "make the reward linear in the answer's length (no loop over every prefix or pair of characters)",
+                None if over else "warning",
             )
 
 

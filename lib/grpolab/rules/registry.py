@@ -473,8 +473,7 @@ RULES: tuple[Rule, ...] = (
         "not null (a null scores nothing forever), extra_info a mapping (a JSON string breaks RLHFDataset's "
         "extra_info.get), ground truths of one type across rows (a warning); `grpolab data` also reads rows from "
         "across each file.",
-        "verl 0.9.1 utils/dataset/rl_dataset.py (__getitem__: row_dict['extra_info'].get('index')); GRPO Lab "
-        "issue 45",
+        "verl 0.9.1 utils/dataset/rl_dataset.py (__getitem__: row_dict['extra_info'].get('index')); GRPO Lab issue 45",
         severity_doc=EITHER,
     ),
     Rule(

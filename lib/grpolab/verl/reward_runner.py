@@ -426,7 +426,7 @@ class Supervisor:
                 readable = []
                 time.sleep(0.02)
             for fd in readable:
-                data = os.read(fd, 1 << 16)
+                data = os.read(fd, 1 << 20)
                 if not data:
                     open_fds.discard(fd)
                 elif fd == output_r:

@@ -78,8 +78,14 @@ CASES: list[Case] = [
         _rows(math_row),
         held=True,
     ),
-    Case("dapo-builtin", "good", "DAPO-Math-17k layout, built-in math_dapo (dict score)", None, _rows(dapo_row),
-         sets=["reward.manager=dapo"]),
+    Case(
+        "dapo-builtin",
+        "good",
+        "DAPO-Math-17k layout, built-in math_dapo (dict score)",
+        None,
+        _rows(dapo_row),
+        sets=["reward.manager=dapo"],
+    ),
     Case(
         "dapo-custom-dict",
         "good",
@@ -90,8 +96,14 @@ CASES: list[Case] = [
         sets=["reward.manager=dapo"],
     ),
     Case("geo3k-builtin", "good", "geo3k layout with images, built-in geo3k reward", None, _rows(geo3k_row, 12)),
-    Case("search-r1-builtin", "good", "Search-R1 layout, ground truth {target: [...]}, built-in EM reward", None,
-         _rows(search_row), held=True),
+    Case(
+        "search-r1-builtin",
+        "good",
+        "Search-R1 layout, ground truth {target: [...]}, built-in EM reward",
+        None,
+        _rows(search_row),
+        held=True,
+    ),
     Case(
         "search-r1-custom",
         "good",
@@ -114,7 +126,9 @@ CASES: list[Case] = [
         "interaction-scores",
         "good",
         "gsm8k with an interaction; the reward reads extra_info['rollout_reward_scores'] and tool_rewards",
-        GSM8K + SIG + "    bonus = sum(extra_info['rollout_reward_scores'].values()) + sum(extra_info['tool_rewards'])\n"
+        GSM8K
+        + SIG
+        + "    bonus = sum(extra_info['rollout_reward_scores'].values()) + sum(extra_info['tool_rewards'])\n"
         "    return (1.0 if _answer(solution_str) == ground_truth else 0.0) + 0.0 * bonus\n",
         _rows(interaction_row),
         held=True,
@@ -132,7 +146,10 @@ CASES: list[Case] = [
         "torch-0d",
         "good",
         "a reward returning a 0-d torch tensor, which verl's torch.tensor(scores) takes",
-        "import torch\n" + GSM8K + SIG + "    return torch.tensor(1.0 if _answer(solution_str) == ground_truth else 0.0)\n",
+        "import torch\n"
+        + GSM8K
+        + SIG
+        + "    return torch.tensor(1.0 if _answer(solution_str) == ground_truth else 0.0)\n",
         _rows(gsm8k_row, 16),
     ),
     Case(
@@ -147,14 +164,18 @@ CASES: list[Case] = [
         "bool-and-int",
         "good",
         "a reward returning True/False or 0/1",
-        GSM8K + SIG + "    return _answer(solution_str) == ground_truth if len(solution_str) % 2 else int(_answer(solution_str) == ground_truth)\n",
+        GSM8K
+        + SIG
+        + "    return _answer(solution_str) == ground_truth if len(solution_str) % 2 else int(_answer(solution_str) == ground_truth)\n",
         _rows(gsm8k_row),
     ),
     Case(
         "async-reward",
         "good",
         "an async def reward (the naive manager awaits it)",
-        "import asyncio\n" + GSM8K + "async def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
+        "import asyncio\n"
+        + GSM8K
+        + "async def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
         "    await asyncio.sleep(0)\n" + GSM8K_SCORE,
         _rows(gsm8k_row),
     ),
@@ -196,19 +217,32 @@ CASES: list[Case] = [
         "thread-timeout",
         "good",
         "a reward with a thread-safe timeout (concurrent.futures), which works in verl's executor threads",
-        "import concurrent.futures as cf\n" + GSM8K + "_POOL = cf.ThreadPoolExecutor(2)\n" + SIG
+        "import concurrent.futures as cf\n"
+        + GSM8K
+        + "_POOL = cf.ThreadPoolExecutor(2)\n"
+        + SIG
         + "    fut = _POOL.submit(_answer, solution_str)\n"
         "    return 1.0 if fut.result(timeout=5) == ground_truth else 0.0\n",
         _rows(gsm8k_row),
         held=True,
     ),
-    Case("code-builtin", "good", "codecontests layout (test cases as ground truth), built-in prime_code", None,
-         _rows(code_row, 6)),
+    Case(
+        "code-builtin",
+        "good",
+        "codecontests layout (test cases as ground truth), built-in prime_code",
+        None,
+        _rows(code_row, 6),
+    ),
     Case(
         "mixed-sources-custom",
         "good",
         "train gsm8k, val MATH, one reward dispatching on data_source",
-        GSM8K + BOXED + SIG + "    if data_source == 'openai/gsm8k':\n" + "    " + GSM8K_SCORE
+        GSM8K
+        + BOXED
+        + SIG
+        + "    if data_source == 'openai/gsm8k':\n"
+        + "    "
+        + GSM8K_SCORE
         + "    return 1.0 if _boxed(solution_str) == ground_truth else 0.0\n",
         _rows(gsm8k_row),
         val_rows=_rows(math_row, 20, split="test"),
@@ -217,7 +251,9 @@ CASES: list[Case] = [
         "subprocess-cleaned",
         "good",
         "a code reward that runs the answer in a subprocess with a timeout and waits for it",
-        "import subprocess, sys\n" + SIG + "    out = subprocess.run([sys.executable, '-c', 'print(2+3)'], capture_output=True, text=True, timeout=10)\n"
+        "import subprocess, sys\n"
+        + SIG
+        + "    out = subprocess.run([sys.executable, '-c', 'print(2+3)'], capture_output=True, text=True, timeout=10)\n"
         "    return 1.0 if out.stdout.strip() == '5' and ground_truth in solution_str else 0.0\n",
         _rows(gsm8k_row, 4),
         held=True,
@@ -226,7 +262,9 @@ CASES: list[Case] = [
         "long-linear",
         "good",
         "a reward linear in the answer length (a regex over the whole answer)",
-        GSM8K + SIG + "    words = len(solution_str.split())\n    return (1.0 if _answer(solution_str) == ground_truth else 0.0) - 0.0 * words\n",
+        GSM8K
+        + SIG
+        + "    words = len(solution_str.split())\n    return (1.0 if _answer(solution_str) == ground_truth else 0.0) - 0.0 * words\n",
         _rows(gsm8k_row),
     ),
     Case(
@@ -237,8 +275,15 @@ CASES: list[Case] = [
         _rows(gsm8k_row),
         sets=["reward.manager=rate_limited"],
     ),
-    Case("json-array", "good", "verl-layout .json (one array)", GSM8K + SIG + GSM8K_SCORE, _rows(gsm8k_row), fmt="json",
-         held=True),
+    Case(
+        "json-array",
+        "good",
+        "verl-layout .json (one array)",
+        GSM8K + SIG + GSM8K_SCORE,
+        _rows(gsm8k_row),
+        fmt="json",
+        held=True,
+    ),
     # ------------------------------------------------------------------------------------------------ faults
     Case(
         "raises-1-in-40",
@@ -260,8 +305,13 @@ CASES: list[Case] = [
     Case(
         "quadratic",
         "fault",
-        "a reward quadratic in the answer length (fast on short answers, seconds on a long one)",
-        GSM8K + SIG + "    n = 0\n    for i in range(len(solution_str)):\n        n += solution_str[:i].count('#')\n" + GSM8K_SCORE,
+        "a reward quadratic in the answer length (a repetition count over every pair of words: fast on short "
+        "answers, a quarter second on a 4,096-token one)",
+        GSM8K
+        + SIG
+        + "    words, rep = solution_str.split(), 0\n    for i in range(len(words)):\n"
+        + "        for j in range(i):\n            rep += words[i] == words[j]\n"
+        + GSM8K_SCORE,
         _rows(gsm8k_row),
         sets=["data.max_response_length=4096"],
         expect=("reward-slow",),
@@ -271,7 +321,10 @@ CASES: list[Case] = [
         "fault",
         "ground_truth null in some rows (they score 0 forever)",
         GSM8K + SIG + GSM8K_SCORE,
-        [dict(gsm8k_row(i), reward_model={"style": "rule", "ground_truth": None if i % 7 == 3 else str(i)}) for i in range(40)],
+        [
+            dict(gsm8k_row(i), reward_model={"style": "rule", "ground_truth": None if i % 7 == 3 else str(i)})
+            for i in range(40)
+        ],
         fmt="jsonl",
         expect=("data-columns", "data-ground-truth", "data-values"),
     ),
@@ -288,7 +341,11 @@ CASES: list[Case] = [
         "native-crash",
         "fault",
         "a reward that crashes natively on some answers (a segfault in a C call)",
-        "import ctypes\n" + GSM8K + SIG + "    if _answer(solution_str) is None and solution_str:\n        ctypes.string_at(0)\n" + GSM8K_SCORE,
+        "import ctypes\n"
+        + GSM8K
+        + SIG
+        + "    if _answer(solution_str) is None and solution_str:\n        ctypes.string_at(0)\n"
+        + GSM8K_SCORE,
         _rows(gsm8k_row),
         expect=("reward-dry-run",),
     ),
@@ -322,7 +379,9 @@ CASES: list[Case] = [
         "returns-none",
         "fault",
         "returns None when no answer is found",
-        GSM8K + SIG + "    a = _answer(solution_str)\n    if a is None:\n        return None\n    return float(a == ground_truth)\n",
+        GSM8K
+        + SIG
+        + "    a = _answer(solution_str)\n    if a is None:\n        return None\n    return float(a == ground_truth)\n",
         _rows(gsm8k_row),
         expect=("reward-value",),
     ),
@@ -360,8 +419,14 @@ CASES: list[Case] = [
         expect=("reward-value",),
         held=True,
     ),
-    Case("constant", "fault", "a reward that always returns 0", SIG + "    return 0.0\n", _rows(gsm8k_row),
-         expect=("reward-constant",)),
+    Case(
+        "constant",
+        "fault",
+        "a reward that always returns 0",
+        SIG + "    return 0.0\n",
+        _rows(gsm8k_row),
+        expect=("reward-constant",),
+    ),
     Case(
         "wrong-signature",
         "fault",
@@ -431,12 +496,31 @@ CASES: list[Case] = [
         expect=("reward-dry-run",),
         held=True,
     ),
-    Case("string-prompt", "fault", "prompt as a plain string", GSM8K + SIG + GSM8K_SCORE,
-         [dict(gsm8k_row(i), prompt=gsm8k_row(i)["prompt"][0]["content"]) for i in range(20)], expect=("data-prompt",)),
-    Case("no-reward-model", "fault", "rows without reward_model", GSM8K + SIG + GSM8K_SCORE,
-         [{k: v for k, v in gsm8k_row(i).items() if k != "reward_model"} for i in range(20)], expect=("data-columns",)),
-    Case("unknown-source", "fault", "a data_source verl's built-in reward does not score", None,
-         [dict(gsm8k_row(i), data_source="my_gsm8k") for i in range(20)], expect=("data-source",), held=True),
+    Case(
+        "string-prompt",
+        "fault",
+        "prompt as a plain string",
+        GSM8K + SIG + GSM8K_SCORE,
+        [dict(gsm8k_row(i), prompt=gsm8k_row(i)["prompt"][0]["content"]) for i in range(20)],
+        expect=("data-prompt",),
+    ),
+    Case(
+        "no-reward-model",
+        "fault",
+        "rows without reward_model",
+        GSM8K + SIG + GSM8K_SCORE,
+        [{k: v for k, v in gsm8k_row(i).items() if k != "reward_model"} for i in range(20)],
+        expect=("data-columns",),
+    ),
+    Case(
+        "unknown-source",
+        "fault",
+        "a data_source verl's built-in reward does not score",
+        None,
+        [dict(gsm8k_row(i), data_source="my_gsm8k") for i in range(20)],
+        expect=("data-source",),
+        held=True,
+    ),
     Case("csv-data", "fault", "a .csv data file", None, _rows(gsm8k_row, 5), fmt="csv", expect=("data-file",)),
     Case(
         "broken-line-late",
@@ -444,7 +528,7 @@ CASES: list[Case] = [
         "a jsonl whose line 5,001 is broken (verl's loader fails on it)",
         GSM8K + SIG + GSM8K_SCORE,
         fmt="text",
-        text="\n".join(json.dumps(gsm8k_row(i)) for i in range(5000)) + "\n{\"data_source\": \"openai/gsm8k\", \"prompt\n",
+        text="\n".join(json.dumps(gsm8k_row(i)) for i in range(5000)) + '\n{"data_source": "openai/gsm8k", "prompt\n',
         expect=("data-file",),
     ),
     Case(
@@ -484,8 +568,11 @@ CASES: list[Case] = [
         "raises-on-long",
         "fault",
         "a reward that recurses once per character (RecursionError on a long answer)",
-        GSM8K + "def _walk(s, i=0):\n    return 0 if i >= len(s) else 1 + _walk(s, i + 1)\n" + SIG
-        + "    _walk(solution_str)\n" + GSM8K_SCORE,
+        GSM8K
+        + "def _walk(s, i=0):\n    return 0 if i >= len(s) else 1 + _walk(s, i + 1)\n"
+        + SIG
+        + "    _walk(solution_str)\n"
+        + GSM8K_SCORE,
         _rows(gsm8k_row),
         sets=["data.max_response_length=2048"],
         expect=("reward-dry-run", "reward-slow"),
@@ -496,7 +583,18 @@ CASES: list[Case] = [
         "fault",
         "ground_truth a string in some rows and a number in others (the reward compares strings: 0 forever there)",
         GSM8K + SIG + "    return 1.0 if _answer(solution_str) == ground_truth else 0.0\n",
-        [dict(gsm8k_row(i), reward_model={"style": "rule", "ground_truth": int(gsm8k_row(i)["reward_model"]["ground_truth"]) if i % 2 else gsm8k_row(i)["reward_model"]["ground_truth"]}) for i in range(30)],
+        [
+            dict(
+                gsm8k_row(i),
+                reward_model={
+                    "style": "rule",
+                    "ground_truth": int(gsm8k_row(i)["reward_model"]["ground_truth"])
+                    if i % 2
+                    else gsm8k_row(i)["reward_model"]["ground_truth"],
+                },
+            )
+            for i in range(30)
+        ],
         fmt="jsonl",
         expect=("data-values", "data-columns", "reward-constant", "data-ground-truth"),
     ),
@@ -505,7 +603,10 @@ CASES: list[Case] = [
         "writes-outside",
         "good",
         "a working reward that also appends to a file two folders above its own (must not land there)",
-        "import os\n" + GSM8K + SIG + "    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'OUTSIDE.txt'), 'a') as f:\n"
+        "import os\n"
+        + GSM8K
+        + SIG
+        + "    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'OUTSIDE.txt'), 'a') as f:\n"
         "        f.write('x')\n" + GSM8K_SCORE,
         _rows(gsm8k_row, 8),
         outside=True,

@@ -65,12 +65,30 @@ def c_out_over_existing(d):
 
 def c_split_dotdot(d):
     (d / "src.jsonl").write_text(json.dumps({"question": "q", "answer": "#### 1"}) + "\n")
-    return ["data", "prepare", str(d / "src.jsonl"), "--out", str(d / "out"), "--preset", "gsm8k", "--split", "../x"], {2}, ["out"]
+    return (
+        ["data", "prepare", str(d / "src.jsonl"), "--out", str(d / "out"), "--preset", "gsm8k", "--split", "../x"],
+        {2},
+        ["out"],
+    )
 
 
 def c_split_absolute(d):
     (d / "src.jsonl").write_text(json.dumps({"question": "q", "answer": "#### 1"}) + "\n")
-    return ["data", "prepare", str(d / "src.jsonl"), "--out", str(d / "out"), "--preset", "gsm8k", "--split", str(d / "abs")], {2}, ["out"]
+    return (
+        [
+            "data",
+            "prepare",
+            str(d / "src.jsonl"),
+            "--out",
+            str(d / "out"),
+            "--preset",
+            "gsm8k",
+            "--split",
+            str(d / "abs"),
+        ],
+        {2},
+        ["out"],
+    )
 
 
 def c_dataset_dict_split(d):
@@ -81,7 +99,10 @@ def c_dataset_dict_split(d):
     (src / "dataset_dict.json").write_text(json.dumps({"splits": ["../../escaped"]}))
     table = pa.Table.from_pylist([{"question": "q", "answer": "#### 1"}])
     (d / "escaped").mkdir()
-    with pa.OSFile(str(d / "escaped" / "data-00000-of-00001.arrow"), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
+    with (
+        pa.OSFile(str(d / "escaped" / "data-00000-of-00001.arrow"), "wb") as sink,
+        pa.ipc.new_stream(sink, table.schema) as w,
+    ):
         w.write_table(table)
     (d / "escaped" / "state.json").write_text(json.dumps({"_data_files": [{"filename": "data-00000-of-00001.arrow"}]}))
     return ["data", "prepare", str(src), "--out", str(d / "out"), "--preset", "gsm8k"], {2}, ["out"]
@@ -92,6 +113,12 @@ def c_out_symlink(d):
     (d / "system").mkdir()  # stands for /etc
     (d / "link").symlink_to(d / "system")
     return ["data", "prepare", str(d / "src.jsonl"), "--out", str(d / "link"), "--preset", "gsm8k"], {2}, []
+
+
+def c_out_symlink_etc(d):
+    (d / "src.jsonl").write_text(json.dumps({"question": "q", "answer": "#### 1"}) + "\n")
+    (d / "etc").symlink_to("/etc")
+    return ["data", "prepare", str(d / "src.jsonl"), "--out", str(d / "etc"), "--preset", "gsm8k"], {2}, []
 
 
 def c_half_written(d):
@@ -160,7 +187,7 @@ def c_prepare_long_row(d):
 
 def c_prints_1gb(d):
     _parquet(d / "train.parquet", [gsm8k_row(i) for i in range(4)])
-    reward = "import sys\n" + SIG + "    sys.stdout.write('y' * (2**30)); sys.stdout.flush()\n    return 0.0\n"
+    reward = "import sys\n" + SIG + "    for _ in range(1024):\n        sys.stdout.write('y' * 2**20)\n    return 0.0\n"
     return _recipe(d, d / "train.parquet", reward), {1}, []
 
 
@@ -171,7 +198,9 @@ def c_allocates_20gb(d):
 
 
 def c_bom_jsonl_data(d):
-    (d / "train.jsonl").write_text("\ufeff" + "".join(json.dumps(gsm8k_row(i)) + "\n" for i in range(10)), encoding="utf-8")
+    (d / "train.jsonl").write_text(
+        "\ufeff" + "".join(json.dumps(gsm8k_row(i)) + "\n" for i in range(10)), encoding="utf-8"
+    )
     return _recipe(d, d / "train.jsonl", GOOD), {0}, []
 
 
@@ -181,7 +210,9 @@ def c_bom_json_data(d):
 
 
 def c_bom_prepare(d):
-    (d / "src.jsonl").write_text("\ufeff" + "".join(json.dumps({"question": "q", "answer": "#### 3"}) + "\n" for _ in range(5)), encoding="utf-8")
+    (d / "src.jsonl").write_text(
+        "\ufeff" + "".join(json.dumps({"question": "q", "answer": "#### 3"}) + "\n" for _ in range(5)), encoding="utf-8"
+    )
     return ["data", "prepare", str(d / "src.jsonl"), "--out", str(d / "out"), "--preset", "gsm8k"], {0}, ["out"]
 
 
@@ -240,7 +271,7 @@ def c_secret_stderr(d):
     (d / "id_rsa").write_text(PEM)
     reward = (
         f"import sys\nsys.stderr.write('token loaded: ' + open({str(d / 'id_rsa')!r}).read().splitlines()[1] + '\\n')\n"
-        "import os\nos._exit(3)\n"
+        "import os\nos._exit(3)\n" + SIG + "    return 0.0\n"
     )
     return _recipe(d, d / "train.parquet", reward), {1}, []
 
@@ -321,7 +352,9 @@ def _snapshot(folder: Path) -> dict[str, str]:
             out[str(p)] = "link" if p.is_symlink() else "other"
             continue
         try:
-            out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest() if p.stat().st_size < 2**28 else str(p.stat().st_mtime_ns)
+            out[str(p)] = (
+                hashlib.sha256(p.read_bytes()).hexdigest() if p.stat().st_size < 2**28 else str(p.stat().st_mtime_ns)
+            )
         except OSError:
             out[str(p)] = "?"
     return out
@@ -348,6 +381,8 @@ def run_case(name: str, grpolab: str, top: Path, limit_gb: float = 6) -> dict:
     time.sleep(0.2)
     peak.close()
     after = _snapshot(d)
+    if name == "out_symlink_etc" and os.path.lexists("/etc/train.parquet"):
+        after["/etc/train.parquet"] = "written"
     allowed = [str(d / w) for w in writable]
     changed = sorted(
         p.removeprefix(str(d) + "/")
@@ -373,8 +408,15 @@ def run_case(name: str, grpolab: str, top: Path, limit_gb: float = 6) -> dict:
     if rc not in exits and isinstance(rc, int) and rc < 0:
         problems.append(f"killed by signal {-rc} (memory limit {limit_gb} GB?)")
     last = text.strip().splitlines()[-1][:200] if text.strip() else ""
-    return {"name": name, "ok": not problems, "problems": problems, "rc": rc, "s": round(seconds, 1),
-            "peak_mb": peak.peak // 2**20 if peak.path else None, "last": last}
+    return {
+        "name": name,
+        "ok": not problems,
+        "problems": problems,
+        "rc": rc,
+        "s": round(seconds, 1),
+        "peak_mb": peak.peak // 2**20 if peak.path else None,
+        "last": last,
+    }
 
 
 def main() -> int:
@@ -388,8 +430,11 @@ def main() -> int:
         for name in names:
             r = run_case(name, args.grpolab, Path(tmp))
             results.append(r)
-            print(f"{'ok  ' if r['ok'] else 'FAIL'} {name:24} rc={r['rc']} {r['s']:5.1f}s peak={r['peak_mb']} MB "
-                  f"{'; '.join(r['problems'])}\n      {r['last']}", flush=True)
+            print(
+                f"{'ok  ' if r['ok'] else 'FAIL'} {name:24} rc={r['rc']} {r['s']:5.1f}s peak={r['peak_mb']} MB "
+                f"{'; '.join(r['problems'])}\n      {r['last']}",
+                flush=True,
+            )
     print(f"clean {sum(r['ok'] for r in results)}/{len(results)}")
     return 0
 

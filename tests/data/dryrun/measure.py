@@ -71,7 +71,9 @@ def run_case(case, grpolab: str, top: Path, timeout: float = 180) -> dict:
     time.sleep(0.3)
     left = _leftovers(root, before)
     written = sorted(
-        str(p.relative_to(root)) for p in root.rglob("*") if p not in before_files and work not in p.parents and p != work
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p not in before_files and work not in p.parents and p != work
     )
     try:
         doc = json.loads(out)
@@ -157,7 +159,9 @@ def main() -> int:
             extra += " INTERNAL" if r["internal"] else ""
             extra += f" LEFT={len(r['left'])}" if r["left"] else ""
             extra += f" WROTE={r['written']}" if r["written"] else ""
-            print(f"{mark} {case.kind:5} {'H' if case.held else ' '} {case.name:28} rc={r['rc']} {r['seconds']:6.2f}s{extra}")
+            print(
+                f"{mark} {case.kind:5} {'H' if case.held else ' '} {case.name:28} rc={r['rc']} {r['seconds']:6.2f}s{extra}"
+            )
             if args.verbose and (not r["ok"] or r["internal"]):
                 for m in r["messages"] + r["stderr"]:
                     print("      ", m[:300])

@@ -27,7 +27,7 @@ import struct
 import uuid
 import zlib
 
-GSM8K_INSTRUCTION = "Let's think step by step and output the final answer after \"####\"."
+GSM8K_INSTRUCTION = 'Let\'s think step by step and output the final answer after "####".'
 MATH_INSTRUCTION = "Let's think step by step and output the final answer within \\boxed{}."
 DAPO_PREFIX = (
     "Solve the following math problem step by step. The last line of your response should be of the form "
@@ -68,7 +68,12 @@ def math_row(i: int, split: str = "train") -> dict:
 def dapo_row(i: int) -> dict:
     return {
         "data_source": "math_dapo",
-        "prompt": [{"role": "user", "content": f"{DAPO_PREFIX}Find the number of integers n with {i} < n^2 < 100.{DAPO_SUFFIX}"}],
+        "prompt": [
+            {
+                "role": "user",
+                "content": f"{DAPO_PREFIX}Find the number of integers n with {i} < n^2 < 100.{DAPO_SUFFIX}",
+            }
+        ],
         "ability": "MATH",
         "reward_model": {"ground_truth": str(10 + i % 17), "style": "rule-lighteval/MATH_v2"},
         "extra_info": {"index": str(uuid.UUID(int=i + 1))},
@@ -104,7 +109,10 @@ def tool_row(i: int, split: str = "train") -> dict:
     truth = row["reward_model"]["ground_truth"]
     q = row["extra_info"]["question"]
     row["prompt"] = [
-        {"role": "system", "content": "You are a math expert. Use the `calc_gsm8k_reward` tool, then answer as `#### <answer>`."},
+        {
+            "role": "system",
+            "content": "You are a math expert. Use the `calc_gsm8k_reward` tool, then answer as `#### <answer>`.",
+        },
         {"role": "user", "content": f"{q} Let's think step by step and output the final answer after `####`."},
     ]
     row["extra_info"].update(
@@ -118,7 +126,11 @@ def tool_row(i: int, split: str = "train") -> dict:
 def interaction_row(i: int, split: str = "train") -> dict:
     row = gsm8k_row(i, split)
     truth = row["reward_model"]["ground_truth"]
-    row["extra_info"]["interaction_kwargs"] = {"name": "gsm8k", "query": row["extra_info"]["question"], "ground_truth": truth}
+    row["extra_info"]["interaction_kwargs"] = {
+        "name": "gsm8k",
+        "query": row["extra_info"]["question"],
+        "ground_truth": truth,
+    }
     return row
 
 
@@ -129,7 +141,10 @@ def search_row(i: int, split: str = "train") -> dict:
         "data_source": "searchR1_nq",
         "prompt": [
             {"role": "system", "content": "You are a helpful and harmless assistant."},
-            {"role": "user", "content": f"Answer the given question. Put the answer in <answer> </answer>. Question: {question}"},
+            {
+                "role": "user",
+                "content": f"Answer the given question. Put the answer in <answer> </answer>. Question: {question}",
+            },
         ],
         "ability": "fact-reasoning",
         "reward_model": {"style": "rule", "ground_truth": {"target": targets}},
@@ -138,7 +153,15 @@ def search_row(i: int, split: str = "train") -> dict:
             "need_tools_kwargs": True,
             "question": question,
             "split": split,
-            "tools_kwargs": {"search": {"create_kwargs": {"ground_truth": {"target": targets}, "question": question, "data_source": "searchR1_nq"}}},
+            "tools_kwargs": {
+                "search": {
+                    "create_kwargs": {
+                        "ground_truth": {"target": targets},
+                        "question": question,
+                        "data_source": "searchR1_nq",
+                    }
+                }
+            },
         },
     }
 
@@ -147,7 +170,9 @@ def code_row(i: int) -> dict:
     tests = {"inputs": [f"{i} {i + 1}\n", "2 3\n"], "outputs": [f"{2 * i + 1}\n", "5\n"]}
     return {
         "data_source": "codecontests",
-        "prompt": [{"role": "user", "content": "Read two integers and print their sum. Write Python in ```python``` fences."}],
+        "prompt": [
+            {"role": "user", "content": "Read two integers and print their sum. Write Python in ```python``` fences."}
+        ],
         "ability": "code",
         "reward_model": {"style": "rule", "ground_truth": json.dumps(tests)},
         "extra_info": {"split": "train", "index": i},
