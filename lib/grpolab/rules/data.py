@@ -94,7 +94,7 @@ def sample_problems(c: Checks, s: dataset.Sample, spread: dataset.Spread | None 
         c.add("data-file", key, s.file, f"{s.file} has no rows", "point the recipe at a file with data", "warning")
         return
     n = len(s.rows)
-    _values(c, s, [(f"row {i:,}", r) for i, r in enumerate(s.rows)] + list(spread.rows if spread else []))
+    _values(c, s, [(f"row {i:,}", r) for i, r in enumerate(s.rows)] + list(spread.rows if spread else []), spread)
     manager = manager_of(c)
     for column in [c.r.data.prompt_key, *(manager.columns if manager else (SOURCE, TRUTH))]:
         lacking = [i for i, row in enumerate(s.rows) if get_dotted(row, column, MISSING) is MISSING]
@@ -160,18 +160,29 @@ def _where(found: list[str], total: int) -> str:
     return f"{len(found)} of {total} sample rows ({shown})"
 
 
-def _values(c: Checks, s: dataset.Sample, rows: list[tuple[str, Any]]) -> None:
+def _found(sampled: list[str], n: int, whole: tuple[int, list[str]], spread: dataset.Spread | None) -> str:
+    """Where a fault is: over the whole file when the scan counted it, else in the sample."""
+    count, where = whole
+    if count and spread is not None:
+        of = f"{spread.total:,}" if spread.total is not None else "the"
+        shown = ", ".join(where) + (", ..." if count > len(where) else "")
+        return f"{count:,} of {of} rows of the file ({shown})"
+    return _where(sampled, n)
+
+
+def _values(c: Checks, s: dataset.Sample, rows: list[tuple[str, Any]], spread: dataset.Spread | None = None) -> None:
     """What verl's dataset and managers need of every row's values (rule data-values) and images (data-images)."""
     key, n = s.key, len(rows)
     rows = [(w, r) for w, r in rows if isinstance(r, dict)]
     null = [w for w, r in rows if TRUTH.split(".")[0] in r and get_dotted(r, TRUTH, MISSING) is None]
-    if null:
+    whole_null = spread.null_truth if spread is not None else (0, [])
+    if null or whole_null[0]:
         c.add(
             "data-values",
             key,
             s.file,
-            f"{s.file}: reward_model.ground_truth is null in {_where(null, n)}: the reward gets None as the "
-            "answer to compare with, and those rows score nothing forever",
+            f"{s.file}: reward_model.ground_truth is null in {_found(null, n, whole_null, spread)}: the reward gets "
+            "None as the answer to compare with, and those rows score nothing forever",
             f"drop those rows or give them their answer; {PREPARE}",
         )
     text = [w for w, r in rows if isinstance(r.get("extra_info"), (str, bytes))]
@@ -180,14 +191,20 @@ def _values(c: Checks, s: dataset.Sample, rows: list[tuple[str, Any]]) -> None:
         for w, r in rows
         if r.get("extra_info") is not None and not isinstance(r.get("extra_info"), (dict, str, bytes))
     ]
-    if text or other:
-        kind = "a JSON string" if text else type(next(r["extra_info"] for w, r in rows if w == other[0])).__name__
+    whole_text = spread.text_extra if spread is not None else (0, [])
+    if text or other or whole_text[0]:
+        kind = (
+            type(next(r["extra_info"] for w, r in rows if w == other[0])).__name__
+            if other and not text
+            else "a JSON string"
+        )
         c.add(
             "data-values",
             key,
             s.file,
-            f"{s.file}: extra_info is {kind}, not a mapping, in {_where(text or other, n)}: verl's RLHFDataset calls "
-            "extra_info.get('index') on every row (AttributeError) and its reward managers add keys to it",
+            f"{s.file}: extra_info is {kind}, not a mapping, in {_found(text or other, n, whole_text, spread)}: "
+            "verl's RLHFDataset calls extra_info.get('index') on every row (AttributeError) and its reward "
+            "managers add keys to it",
             "store extra_info as a struct / JSON object (json.loads it before writing the file)",
         )
     kinds: dict[str, list[str]] = {}

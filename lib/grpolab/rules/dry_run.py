@@ -31,7 +31,7 @@ from grpolab.verl import dataset, rewards
 from grpolab.verl.reward_run import CHARS_PER_TOKEN, DryRun, answer_of, call_kwargs, dry_run, wrong_answer
 
 SOURCE, TRUTH = "data_source", "reward_model.ground_truth"
-DRY_ROWS = 160  # rows the dry run may score, over the train and val files
+DRY_ROWS = 400  # rows the dry run may score, over the train and val files (3 calls each: cheap for a fast reward)
 PROBE = 8
 SLOW_ERROR = 10  # a reward this many times over its step budget is an error (it takes the whole step), else a warning
 OUTPUT_WARN = 16 << 10  # bytes a call may print before it is named
@@ -72,14 +72,21 @@ def pick_rows(files: list[tuple[dataset.Sample, dataset.Spread]]) -> list[tuple[
         for where, row in pools[0][:PROBE]:
             take(where, row)
     share = max(1, (DRY_ROWS - len(picked)) // max(1, len(pools)))
-    for pool in pools:
-        for i in _evenly(len(pool), share):
-            take(*pool[i])
+    rest = [pool[i] for pool in pools for i in _evenly(len(pool), share)]
+    # spread first: a slow reward whose calls stop after ENOUGH_S has still seen the whole range of rows
+    for i in _spread_order(len(rest)):
+        take(*rest[i])
     return picked
 
 
 def _evenly(n: int, want: int) -> list[int]:
     return list(range(n)) if n <= want else sorted({round(i * (n - 1) / (want - 1)) for i in range(want)})
+
+
+def _spread_order(n: int) -> list[int]:
+    """0..n-1 in an order that halves the gaps as it goes (0, n/2, n/4, 3n/4, ...)."""
+    bits = max(1, (n - 1).bit_length())
+    return sorted(range(n), key=lambda i: int(format(i, f"0{bits}b")[::-1], 2))
 
 
 def run(c: Checks, files, budget_s: float | None, isolate) -> DryRun | None:
@@ -275,7 +282,7 @@ def _raised(c: Checks, run: DryRun, add, where, rows_n) -> None:
             "used: time it out another way (concurrent.futures with a timeout, or a subprocess)"
         )
     elif first.error_type == "MemoryError":
-        fix = "the dry run gives a reward 2 GiB of data; a reward needing more will crowd the trainer's node too"
+        fix = "allocate less per answer: a reward needing gigabytes crowds the trainer's node too"
     elif first.error_type == "TypeError" and "argument" in first.error:
         manager = manager_of(c)
         names = ", ".join(manager.keywords) if manager else "data_source, solution_str, ground_truth, extra_info"
@@ -289,7 +296,12 @@ def _raised(c: Checks, run: DryRun, add, where, rows_n) -> None:
         "reward-dry-run",
         f"{run.function} raised on {len(rows_hit)} of {rows_n} sample rows ({', '.join(f'{v} {k}' for k, v in kinds.items())} "
         f"answer calls; first: {where.get(first.row, first.row)}, data_source {run.rows[first.row]['data_source']!r}, "
-        f"{_answer(first)}): {first.error}",
+        f"{_answer(first)}): {first.error}"
+        + (
+            f" (the dry run lets a reward allocate {run.memory_mb >> 10} GiB)"
+            if first.error_type == "MemoryError"
+            else ""
+        ),
         fix,
     )
 

@@ -61,6 +61,9 @@ class Spread:
     total: int | None = None  # rows (or lines) in the file, when all of it was seen
     looked: str = ""  # what was read, in words
     error: str = ""  # a line or row verl's loader fails on
+    # over every row looked at (a parquet's whole column, a jsonl's scanned lines): (how many, the first few)
+    null_truth: tuple[int, list[str]] = (0, [])  # reward_model.ground_truth null
+    text_extra: tuple[int, list[str]] = (0, [])  # extra_info a string, not a mapping
 
 
 def data_files(recipe: Any) -> list[tuple[str, str]]:
@@ -298,16 +301,61 @@ def _spread_parquet(path: str, prompt_key: str, want: int) -> Spread:
             for j in _even(table.num_rows, per):
                 rows.append((f"row {starts[g] + j:,}", table.slice(j, 1).to_pylist()[0]))
         looked = f"{len(groups)} of {meta.num_row_groups} row groups, {len(rows)} rows of {total:,}"
-    return Spread(rows, total, looked)
+        null, text = _Count(), _Count()
+        schema = handle.schema_arrow
+        if "reward_model" in names:
+            _null_truths(handle, null)
+        if "extra_info" in names and str(schema.field("extra_info").type) in ("string", "large_string"):
+            text.n, text.where = total, ["every row (the column is text)"]
+    return Spread(rows, total, looked, "", null.pair(), text.pair())
+
+
+def _null_truths(handle, null: _Count) -> None:
+    """Rows whose reward_model.ground_truth is null, over the whole file (that one column, a row group at a time)."""
+    # lazy: pyarrow (only a parquet data file needs it)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = handle.schema_arrow.field("reward_model").type
+    if not pa.types.is_struct(kind) or kind.get_field_index("ground_truth") < 0:
+        return
+    start = 0
+    for g in range(handle.metadata.num_row_groups):
+        column = handle.read_row_group(g, columns=["reward_model"], use_threads=False).column(0)
+        truth = pc.struct_field(column, "ground_truth")
+        for i in pc.indices_nonzero(pc.is_null(truth)).to_pylist():
+            null.add(f"row {start + i:,}")
+        start += column.length()
+
+
+class _Count:
+    """How many rows have a fault, and where the first few are."""
+
+    def __init__(self) -> None:
+        self.n, self.where = 0, []
+
+    def add(self, where: str) -> None:
+        self.n += 1
+        if len(self.where) < 3:
+            self.where.append(where)
+
+    def pair(self) -> tuple[int, list[str]]:
+        return self.n, self.where
 
 
 def _scan_jsonl(handle) -> Spread:
-    """Every line parsed (for at most SCAN_S), keeping rows at evenly spaced lines (the stride doubles as the
-    file goes on) and the last ones."""
-    kept: dict[int, dict] = {}
+    """Every line parsed (for at most SCAN_S): rows kept by reservoir sampling (seeded: the same rows each time;
+    random, so a fault every k-th row is not missed by a stride that divides k), the last ones, and the rows with a
+    null ground truth or a text extra_info counted."""
+    # lazy: random (only a jsonl's scan samples rows)
+    import random
+
+    pick = random.Random(0)
+    kept: list[tuple[int, dict]] = []
     last: deque = deque(maxlen=8)
-    stride, deadline = 1, time.monotonic() + SCAN_S
-    count, error = 0, ""
+    null, text = _Count(), _Count()
+    deadline = time.monotonic() + SCAN_S
+    count, seen, error = 0, 0, ""
     for number, line in lines(handle):
         count = number
         if line is None:
@@ -322,14 +370,22 @@ def _scan_jsonl(handle) -> Spread:
         if not isinstance(value, dict):
             error = error or f"line {number:,} is a {type(value).__name__}, not an object of columns"
             continue
-        if number % stride == 0:
-            kept[number] = value
-            if len(kept) > SPREAD_ROWS:
-                stride *= 2
-                kept = {n: v for n, v in kept.items() if n % stride == 0}
+        reward_model = value.get("reward_model")
+        if isinstance(reward_model, dict) and "ground_truth" in reward_model and reward_model["ground_truth"] is None:
+            null.add(f"line {number:,}")
+        if isinstance(value.get("extra_info"), str):
+            text.add(f"line {number:,}")
+        seen += 1
+        if len(kept) < SPREAD_ROWS:
+            kept.append((number, value))
+        elif (j := pick.randrange(seen)) < SPREAD_ROWS:
+            kept[j] = (number, value)
         last.append((number, value))
         if number % 1024 == 0 and time.monotonic() > deadline:
-            rows = [(f"line {n:,}", v) for n, v in sorted({**kept, **dict(last)}.items())]
-            return Spread(rows, None, f"the first {number:,} lines ({SCAN_S:g} s)", error)
-    rows = [(f"line {n:,}", v) for n, v in sorted({**kept, **dict(last)}.items())]
-    return Spread(rows, count, f"all {count:,} lines", error)
+            return _scanned(kept, last, None, f"the first {number:,} lines ({SCAN_S:g} s)", error, null, text)
+    return _scanned(kept, last, count, f"all {count:,} lines", error, null, text)
+
+
+def _scanned(kept, last, total, looked, error, null, text) -> Spread:
+    rows = [(f"line {n:,}", v) for n, v in sorted({**dict(kept), **dict(last)}.items())]
+    return Spread(rows, total, looked, error, null.pair(), text.pair())

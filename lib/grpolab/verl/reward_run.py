@@ -101,6 +101,7 @@ class DryRun:
     output_file: str = ""
     formats: list[int] | None = None
     internal: str = ""  # the runner itself failed (it says why)
+    memory_mb: int = MEMORY_MB
 
     def by_row(self, kind: str) -> dict[int, float]:
         """{row: the best score of that kind} over the calls that returned a number."""
@@ -176,7 +177,8 @@ _PEM = re.compile(r"-----BEGIN [A-Z0-9 ]+-----.*?(?:-----END [A-Z0-9 ]+-----|\Z)
 _OPAQUE = re.compile(
     r"(?<![A-Za-z0-9+=_])(?=[A-Za-z0-9+=_]*[0-9])(?=[A-Za-z0-9+=_]*[a-z])(?=[A-Za-z0-9+=_]*[A-Z])[A-Za-z0-9+=_]{24,}"
 )
-_NAMED = re.compile(rf"((?:{secrets.SECRET.pattern})[A-Za-z_]*\s*[:=]\s*)(\S+)", re.IGNORECASE)
+_NAMED = re.compile(r"([A-Za-z][A-Za-z0-9_.-]*)(\s*[:=]\s*)([^\s,;]+)")
+_NOT_A_NAME = ("Error", "Exception", "Warning")  # `KeyError: 'x'`: an exception's name, not a secret's
 
 
 def redact_shown(text: str, values: tuple[str, ...] = ()) -> str:
@@ -185,7 +187,12 @@ def redact_shown(text: str, values: tuple[str, ...] = ()) -> str:
     tokens (24+ characters mixing digits, lower and upper case: keys, not words or paths) replaced."""
     text = secrets.redact_text(str(text), values)
     text = _PEM.sub(f"-----BEGIN ... {secrets.REDACTED}", text)
-    text = _NAMED.sub(lambda m: m.group(1) + secrets.REDACTED, text)
+    text = _NAMED.sub(
+        lambda m: m.group(1) + m.group(2) + secrets.REDACTED
+        if secrets.is_secret(m.group(1)) and not m.group(1).endswith(_NOT_A_NAME)
+        else m.group(0),
+        text,
+    )
     return _OPAQUE.sub(secrets.REDACTED, text)
 
 
@@ -234,7 +241,9 @@ def dry_run(
     isolation; None: a plain subprocess, and `isolation` says why). The reward's output is kept in
     `output_dir` (its first MiB), when given."""
     shown = f"{file}:{name}" if file else "verl's default_compute_score (reward.function null)"
-    out = DryRun(shown, [r["info"] for r in rows], timeout_s=timeout_s, mode=mode, isolation=isolation)
+    out = DryRun(
+        shown, [r["info"] for r in rows], timeout_s=timeout_s, mode=mode, isolation=isolation, memory_mb=memory_mb
+    )
     hide = callers_secrets()
     scratch = Path(tempfile.mkdtemp(prefix="grpolab-reward-"))
     try:
