@@ -94,7 +94,7 @@ def sample_problems(c: Checks, s: dataset.Sample, spread: dataset.Spread | None 
         c.add("data-file", key, s.file, f"{s.file} has no rows", "point the recipe at a file with data", "warning")
         return
     n = len(s.rows)
-    _values(c, s, [(f"row {i:,}", r) for i, r in enumerate(s.rows)] + list(spread.rows if spread else []), spread)
+    _values(c, s, _distinct(s, spread), spread)
     manager = manager_of(c)
     for column in [c.r.data.prompt_key, *(manager.columns if manager else (SOURCE, TRUTH))]:
         lacking = [i for i, row in enumerate(s.rows) if get_dotted(row, column, MISSING) is MISSING]
@@ -158,6 +158,20 @@ def sample_problems(c: Checks, s: dataset.Sample, spread: dataset.Spread | None 
 def _where(found: list[str], total: int) -> str:
     shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
     return f"{len(found)} of {total} sample rows ({shown})"
+
+
+def _distinct(s: dataset.Sample, spread: dataset.Spread | None) -> list[tuple[str, Any]]:
+    """The first rows and those from across the file, each row once (a short file's are the same rows)."""
+    # lazy: json (only the sample's rows are compared)
+    import json
+
+    out, seen = [], set()
+    for where, row in [(f"row {i:,}", r) for i, r in enumerate(s.rows)] + list(spread.rows if spread else []):
+        key = json.dumps(row, sort_keys=True, default=str)[:20000]
+        if key not in seen:
+            seen.add(key)
+            out.append((where, row))
+    return out
 
 
 def _found(sampled: list[str], n: int, whole: tuple[int, list[str]], spread: dataset.Spread | None) -> str:

@@ -167,9 +167,10 @@ def parse_line(line: bytes, number: int) -> tuple[Any, str]:
         return None, f"line {number:,} is not JSON: {getattr(exc, 'msg', str(exc))[:120]}"
 
 
-def lines(handle, limit: int = MAX_LINE):
-    """(line number, the line's bytes or None when it is longer than `limit`) of a binary file; a long line is
-    skipped in pieces, never held whole."""
+def lines(handle, limit: int | None = None):
+    """(line number, the line's bytes or None when it is longer than `limit`, MAX_LINE by default) of a binary
+    file; a long line is skipped in pieces, never held whole."""
+    limit = limit or MAX_LINE
     number = 0
     while True:
         line = handle.readline(limit + 1)
@@ -201,7 +202,7 @@ def _json(path: str, fmt: str, rows: int, size: int) -> tuple[list, list, int | 
             total = None
             for number, line in lines(handle):
                 if line is None:
-                    return data, _columns(data), None, f"line {number:,} is over {MAX_LINE >> 20} MiB: not read"
+                    return data, _columns(data), None, f"line {number:,} is over {_size(MAX_LINE)}: not read"
                 if not line.strip():
                     continue
                 value, why = parse_line(line, number)
@@ -227,6 +228,10 @@ def _array(handle) -> tuple[list, str]:
     if not isinstance(value, list):
         return [], f"a JSON {type(value).__name__}, not an array of rows"
     return value, ""
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n:,} bytes"
 
 
 def _columns(rows: list) -> list[str]:
@@ -359,7 +364,7 @@ def _scan_jsonl(handle) -> Spread:
     for number, line in lines(handle):
         count = number
         if line is None:
-            error = error or f"line {number:,} is over {MAX_LINE >> 20} MiB: not read"
+            error = error or f"line {number:,} is over {_size(MAX_LINE)}: not read"
             continue
         if not line.strip():
             continue
