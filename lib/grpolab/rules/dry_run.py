@@ -21,16 +21,23 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from importlib import metadata
 from typing import Any
 
 from grpolab.recipe.dotted import MISSING, get_dotted
 from grpolab.rules.checks import Checks
+from grpolab.rules.data_values import SOURCE, TRUTH
 from grpolab.rules.reward import manager_of
 from grpolab.verl import dataset, rewards
-from grpolab.verl.reward_run import CHARS_PER_TOKEN, DryRun, answer_of, call_kwargs, dry_run, wrong_answer
+from grpolab.verl.reward_run import (
+    CHARS_PER_TOKEN,
+    DryRun,
+    answer_of,
+    call_kwargs,
+    dry_run,
+    output_folder,
+    wrong_answer,
+)
 
-SOURCE, TRUTH = "data_source", "reward_model.ground_truth"
 DRY_ROWS = 400  # rows the dry run may score, over the train and val files (3 calls each: cheap for a fast reward)
 PROBE = 8
 SLOW_ERROR = 10  # a reward this many times over its step budget is an error (it takes the whole step), else a warning
@@ -112,9 +119,6 @@ def run(c: Checks, files, budget_s: float | None, isolate) -> DryRun | None:
     name = rewards.split_function(r.reward.function)[1] if r.reward.function else ""
     longest = r.data.max_response_length * CHARS_PER_TOKEN
     runner, why = isolate()
-    # lazy: the dry run's own output folder (only a dry run that printed keeps it)
-    from grpolab.verl.reward_run import output_folder
-
     return dry_run(
         file,
         name,
@@ -194,25 +198,20 @@ def _answer(call) -> str:
     return f"the {call.kind} answer" + (f" ({call.length:,} characters)" if call.kind == "long" else "")
 
 
-def _verl_dependency(error: str) -> tuple[str, str] | None:
-    """(the package, the verl requirement that declares it) for `No module named 'x'` of a package verl declares."""
-    missing = _MODULE.search(error)
-    if not missing:
-        return None
-    package = missing.group(1).split(".")[0]
-    declared = _verl_requires().get(_norm(package))
-    return (package, declared) if declared else None
+def _absent_here(run: DryRun, error: str, error_type: str) -> str | None:
+    """The package verl's own reward needs and this machine lacks (`No module named 'x'` from verl's built-in
+    reward: verl's install on the nodes brings it); None for a reward of one's own (its imports are its own)."""
+    missing = _MODULE.search(error) if error_type == "ModuleNotFoundError" else None
+    return missing.group(1).split(".")[0] if missing and run.function.startswith("verl's") else None
 
 
 def _load_error(c: Checks, run: DryRun, add) -> None:
-    dependency = _verl_dependency(run.load_error) if run.load_error_type == "ModuleNotFoundError" else None
-    if dependency:
-        package, declared = dependency
+    package = _absent_here(run, run.load_error, run.load_error_type)
+    if package:
         add(
             "reward-dry-run",
-            f"{run.function} needs {package!r}, a dependency verl declares ({declared}) that is not "
-            "installed on this machine: the reward is not judged here",
-            f"pip install {package} here to dry-run it (verl's install on the nodes has it)",
+            f"{run.function} needs {package!r}, which verl's install brings and this machine lacks: not judged here",
+            f"pip install {package} here to dry-run it",
             "warning",
         )
         return
@@ -228,24 +227,6 @@ def _load_error(c: Checks, run: DryRun, add) -> None:
     )
 
 
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
-def _verl_requires() -> dict[str, str]:
-    """{the import name of each package the installed verl declares (any extra): the requirement}."""
-    try:
-        requires = metadata.requires("verl") or []
-    except metadata.PackageNotFoundError:
-        return {}
-    found = {}
-    for req in requires:
-        name = re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0]
-        extra = re.search(r"extra == \"([^\"]+)\"", req)
-        found[_norm(name)] = f"verl[{extra.group(1)}]" if extra else "verl"
-    return found
-
-
 def _raised(c: Checks, run: DryRun, add, where, rows_n) -> None:
     raised = [x for x in run.calls if x.error]
     if not raised:
@@ -255,20 +236,14 @@ def _raised(c: Checks, run: DryRun, add, where, rows_n) -> None:
         add("reward-dry-run", f"{run.function} needs the network ({offline[0].error}); the dry run gives it none: "
             "not judged here", "check it where its service is reachable", "warning")  # fmt: skip
         return
-    absent = {_verl_dependency(x.error) for x in raised if x.error_type == "ModuleNotFoundError"}
-    if (
-        absent
-        and None not in absent
-        and len(absent) == 1
-        and all(x.error_type == "ModuleNotFoundError" for x in raised)
-    ):
-        package, extra = next(iter(absent))
+    absent = {_absent_here(run, x.error, x.error_type) for x in raised}
+    if None not in absent and len(absent) == 1:
+        package = next(iter(absent))
         add(
             "reward-dry-run",
-            f"{run.function} needs {package!r} on {len({x.row for x in raised})} of {rows_n} sample rows, a "
-            f"dependency verl declares ({extra}) that is not installed on this machine: those rows are not judged "
-            "here",
-            f"pip install {package} here to dry-run them (verl's install on the nodes has it)",
+            f"{run.function} needs {package!r} on {len({x.row for x in raised})} of {rows_n} sample rows, which "
+            "verl's install brings and this machine lacks: those rows are not judged here",
+            f"pip install {package} here to dry-run them",
             "warning",
         )
         return

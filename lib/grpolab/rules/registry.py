@@ -469,22 +469,17 @@ RULES: tuple[Rule, ...] = (
         "data-values",
         "data",
         "none",
-        "Every sampled row has what verl's dataset and reward manager need of its values: reward_model.ground_truth "
-        "not null (a null scores nothing forever), extra_info a mapping (a JSON string breaks RLHFDataset's "
-        "extra_info.get), ground truths of one type across rows (a warning); `grpolab data` also reads rows from "
-        "across each file.",
-        "verl 0.9.1 utils/dataset/rl_dataset.py (__getitem__: row_dict['extra_info'].get('index')); GRPO Lab issue 45",
+        "Sampled rows (`grpolab data`: every ground truth) have a ground truth, extra_info a mapping, one type.",
+        "verl 0.9.1 utils/dataset/rl_dataset.py (__getitem__: extra_info.get('index')); GRPO Lab issue 45",
         severity_doc=EITHER,
     ),
     Rule(
         "data-images",
         "data",
         "none",
-        "Rows with images have one `<image>` in the prompt per image (verl asserts it), images verl can open "
-        "({bytes, path} or a path), and a model whose config.json has a vision tower; a prompt with `<image>` and "
-        "no image is named (the model never sees the figure).",
-        "verl 0.9.1 utils/dataset/rl_dataset.py (_build_messages: `image_offset != len(images)`, `processor is "
-        "needed to process multimodal data`); examples/data_preprocess/geo3k.py",
+        "Rows with images have one `<image>` in the prompt per image, images verl opens ({bytes, path} or a path) "
+        "and a model with a vision tower; `<image>` without an image is named.",
+        "verl 0.9.1 utils/dataset/rl_dataset.py (_build_messages' asserts); examples/data_preprocess/geo3k.py",
     ),
     Rule(
         "prompt-length",

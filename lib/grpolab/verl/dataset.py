@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import stat
 import time
 from collections import deque
@@ -29,7 +30,7 @@ from grpolab.paths import recipe_relative
 
 # the suffixes verl 0.9.1's RLHFDataset reads (utils/dataset/rl_dataset.py: parquet, json, jsonl; else ValueError)
 FORMATS = {".parquet": "parquet", ".json": "json", ".jsonl": "jsonl"}
-_JSON_ARRAY_LIMIT = 256 * 2**20  # a .json holding one array must be parsed whole: only up to this size
+JSON_ARRAY_LIMIT = 256 * 2**20  # a .json holding one array must be parsed whole: only up to this size
 MAX_LINE = 64 * 2**20  # a jsonl line longer than this is named, not read
 SPREAD_ROWS = 96  # rows `spread` keeps from across a file
 SPREAD_GROUPS = 6  # parquet row groups `spread` opens at most
@@ -191,7 +192,7 @@ def _json(path: str, fmt: str, rows: int, size: int) -> tuple[list, list, int | 
         head = handle.read(4096).lstrip(b"\xef\xbb\xbf").lstrip()
         handle.seek(0)
         if head.startswith(b"["):  # one JSON array (datasets reads it too)
-            if size > _JSON_ARRAY_LIMIT:
+            if size > JSON_ARRAY_LIMIT:
                 why = f"a JSON array of {size / 2**20:.0f} MiB: write it as JSON lines (.jsonl) to sample it"
                 return [], [], None, why
             whole, why = _array(handle)
@@ -261,7 +262,7 @@ def _spread(path: str, fmt: str, prompt_key: str, want: int, mtime: int, size: i
             head = handle.read(4096).lstrip(b"\xef\xbb\xbf").lstrip()
             handle.seek(0)
             if head.startswith(b"["):
-                if size > _JSON_ARRAY_LIMIT:
+                if size > JSON_ARRAY_LIMIT:
                     return Spread(looked="the first rows (a JSON array too large to parse whole)")
                 whole, why = _array(handle)
                 picked = _even(len(whole), want)
@@ -352,9 +353,6 @@ def _scan_jsonl(handle) -> Spread:
     """Every line parsed (for at most SCAN_S): rows kept by reservoir sampling (seeded: the same rows each time;
     random, so a fault every k-th row is not missed by a stride that divides k), the last ones, and the rows with a
     null ground truth or a text extra_info counted."""
-    # lazy: random (only a jsonl's scan samples rows)
-    import random
-
     pick = random.Random(0)
     kept: list[tuple[int, dict]] = []
     last: deque = deque(maxlen=8)

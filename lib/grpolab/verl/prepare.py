@@ -26,6 +26,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -35,7 +37,7 @@ from typing import Any
 
 from grpolab.paths import PathRefused, check_name, is_system_folder, params_dir
 from grpolab.problems import InputError
-from grpolab.verl.dataset import _JSON_ARRAY_LIMIT, MAX_LINE, lines, open_regular, parse_line
+from grpolab.verl.dataset import JSON_ARRAY_LIMIT, MAX_LINE, lines, open_regular, parse_line
 
 BATCH = 4096
 _GSM8K = re.compile(r"#### (\-?[0-9\.\,]+)")  # verl's gsm8k.py extract_solution
@@ -202,7 +204,7 @@ def _json_batches(source: Path) -> Iterator[list[dict]]:
         handle.seek(0)
         if head.startswith(b"["):
             size = os.fstat(handle.fileno()).st_size
-            if size > _JSON_ARRAY_LIMIT:
+            if size > JSON_ARRAY_LIMIT:
                 raise InputError(f"{source}: a JSON array of {size / 2**20:.0f} MiB; write it as JSON lines (.jsonl)")
             try:
                 rows = json.loads(handle.read().decode("utf-8-sig"))
@@ -304,9 +306,6 @@ def _put(staged: Path, target: Path, replace: bool) -> None:
 
 def _remove_staging(folder: Path) -> None:
     """The one deletion of prepare: its own staging folder (made by tempfile.mkdtemp inside --out)."""
-    # lazy: shutil (only this removal needs it)
-    import shutil
-
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -357,9 +356,6 @@ def prepare(
             f"--force {', '.join(unused)}: prepare writes no such file ({', '.join(f'{n}.parquet' for n, _ in splits)})"
         )
     out.mkdir(parents=True, exist_ok=True)
-    # lazy: tempfile (only prepare stages its files)
-    import tempfile
-
     staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=out))
     try:
         done = _write(

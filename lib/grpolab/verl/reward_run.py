@@ -23,10 +23,12 @@ summarised, and every process it started killed at the end.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -268,9 +270,9 @@ def dry_run(
             "cwd": os.getcwd(),
             "verl_root": _installed_verl() if file is None else None,
         }
-        (scratch / "job.json").write_text(json.dumps(job, default=str))
+        (scratch / "dry-run-job.json").write_text(json.dumps(job, default=str))
         (scratch / "runner.py").write_text(RUNNER.read_text())
-        argv = [sys.executable, str(scratch / "runner.py"), str(scratch / "job.json")]
+        argv = [sys.executable, str(scratch / "runner.py"), str(scratch / "dry-run-job.json")]
         env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONDONTWRITEBYTECODE": "1"}
         try:
             proc = (run or plain_run)(argv, env, scratch, job["cwd"], timeout_s + MARGIN_S)
@@ -290,9 +292,6 @@ def dry_run(
 
 def _installed_verl() -> str | None:
     """The installed verl's package folder (found, not imported: verl/__init__ imports torch)."""
-    # lazy: importlib.util (only the built-in reward's dry run looks for verl)
-    import importlib.util
-
     spec = importlib.util.find_spec("verl")
     return list(spec.submodule_search_locations)[0] if spec and spec.submodule_search_locations else None
 
@@ -367,7 +366,4 @@ def _keep_output(source: Path, folder: Path) -> str:
 
 def _remove_scratch(folder: Path) -> None:
     """The one deletion of the dry run: its own scratch folder (made by tempfile.mkdtemp above)."""
-    # lazy: shutil (only this removal needs it)
-    import shutil
-
     shutil.rmtree(folder, ignore_errors=True)

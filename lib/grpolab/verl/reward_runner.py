@@ -32,6 +32,8 @@ import sys
 del sys.path[0]  # this file's folder: nothing beside it may shadow a module of the standard library
 
 import asyncio  # noqa: E402
+import concurrent.futures  # noqa: E402
+import ctypes  # noqa: E402
 import decimal  # noqa: E402
 import fractions  # noqa: E402
 import importlib.util  # noqa: E402
@@ -78,6 +80,7 @@ def _load(job):
         stub = types.ModuleType(package)
         stub.__path__ = [folder]
         sys.modules[package] = stub
+    # lazy: verl (its reward dispatch, loaded only when the recipe uses verl's built-in reward)
     from verl.utils.reward_score import default_compute_score
 
     return default_compute_score
@@ -141,8 +144,6 @@ class Worker:
         self.job, self.fd = job, results_fd
         self.pool = None
         if job["mode"] == "thread":
-            import concurrent.futures
-
             self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="reward")
 
     def send(self, record):
@@ -368,7 +369,7 @@ class Supervisor:
 
     def run(self):
         try:
-            libc = __import__("ctypes").CDLL(None, use_errno=True)
+            libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of the reward come back here
         except OSError:
             pass
