@@ -506,7 +506,10 @@ def test_odd_data_files_are_named_in_one_line_never_hung_on_or_read_whole(tmp_pa
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    wide = {**{k: [v] for k, v in verl_row(0).items()}, **{f"c{i}": pa.array([i % 100], pa.int8()) for i in range(3000)}}
+    wide = {
+        **{k: [v] for k, v in verl_row(0).items()},
+        **{f"c{i}": pa.array([i % 100], pa.int8()) for i in range(3000)},
+    }
     pq.write_table(pa.table(wide), tmp_path / "wide.parquet")
     assert problems(tmp_path / "wide.parquet") == []
     recipe = load_recipe(str(base), [f"data.train_files={tmp_path / 'wide.parquet'}", "train.engine=fsdp"])
