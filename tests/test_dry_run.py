@@ -245,18 +245,20 @@ def test_a_reward_that_ends_its_process_when_loaded_is_an_error_not_zero_calls(d
     assert "'loading'" in message(rep, "reward-dry-run")
 
 
-def test_a_verl_dependency_missing_here_is_a_warning_a_missing_package_an_error(dry):
+def test_a_package_verls_own_reward_needs_is_a_warning_a_rewards_own_an_error(dry):
+    """verl's built-in geo3k reward imports mathruler (a verl-core dependency): missing here, its rows are not
+    judged (a warning); a reward of one's own that imports a missing package fails where verl runs it (an error)."""
     rep = dry("import no_such_grader_pkg\n" + SIG + SCORE)
     assert "reward-dry-run" in rules(rep) and "does not load" in message(rep, "reward-dry-run")
-    pytest.importorskip("grpolab")  # always there; mathruler (a verl-core dependency) must not be, for the warning
     try:
         import mathruler  # noqa: F401
 
-        pytest.skip("mathruler is installed here")
+        pytest.skip("mathruler is installed here: verl's geo3k reward runs")
     except ImportError:
         pass
-    rep = dry("import mathruler.grader\n" + SIG + SCORE)
-    assert "reward-dry-run" in rules(rep, "warning") and "verl[verl-core]" in message(rep, "reward-dry-run")
+    geo = [dict(verl_row(i, "hiyouga/geometry3k"), prompt=[{"role": "user", "content": "Find x."}]) for i in range(4)]
+    rep = dry(None, rows=geo)
+    assert "reward-dry-run" in rules(rep, "warning") and "'mathruler'" in message(rep, "reward-dry-run")
     assert errors(rep.problems) == []
 
 
