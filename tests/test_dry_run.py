@@ -364,3 +364,12 @@ def test_redaction_keeps_paths_and_words(dry):
     text = "FileNotFoundError: /tmp/grpolab-dryrun-vf4n5x3g/forks-and-daemon/a/b/reward.py: no such file"
     assert reward_run.redact_shown(text) == text
     assert reward_run.redact_shown(f"token: {KEY}") == "token: ***redacted***"
+
+
+def test_an_isolation_that_fails_to_start_falls_back_and_says_so(dry):
+    def broken(*args, **kwargs):
+        raise RuntimeError("unshare: cannot open /proc/self/uid_map")
+
+    rep = dry(SIG + SCORE, isolate=lambda: (broken, ""))
+    assert "could not isolate" in message(rep, "reward-dry-run") and "uid_map" in message(rep, "reward-dry-run")
+    assert rep.dry_run.by_row("right") and errors(rep.problems) == []

@@ -15,6 +15,7 @@ Python's reader takes is named by its line.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import random
@@ -34,7 +35,9 @@ JSON_ARRAY_LIMIT = 256 * 2**20  # a .json holding one array must be parsed whole
 MAX_LINE = 64 * 2**20  # a jsonl line longer than this is named, not read
 SPREAD_ROWS = 96  # rows `spread` keeps from across a file
 SPREAD_GROUPS = 6  # parquet row groups `spread` opens at most
-SCAN_S = 6.0  # a jsonl's lines are parsed for at most this long
+SCAN_S = 6.0  # a jsonl's lines are parsed (a parquet's ground truths read) for at most this long
+GROUP_COLUMN_BYTES = 64 * 2**20  # `spread` reads a column of a row group only up to this size (uncompressed)
+SCAN_COLUMN_BYTES = 256 * 2**20  # a row group's reward_model column read for its null ground truths up to this
 # the columns `spread` reads from a parquet: what verl's dataset and reward managers read (and the prompt key)
 SPREAD_COLUMNS = ("data_source", "reward_model", "extra_info", "images", "videos", "agent_name")
 
@@ -274,12 +277,12 @@ def _spread(path: str, fmt: str, prompt_key: str, want: int, mtime: int, size: i
 
 
 def _even(total: int, want: int) -> list[int]:
-    """`want` row numbers spread evenly over `total`, the last ones included."""
+    """`want` row numbers spread evenly over `total`, the last few included."""
     if total <= want:
         return list(range(total))
-    step = total / (want - 8)
-    picked = {int(i * step) for i in range(want - 8)} | set(range(total - 8, total))
-    return sorted(picked)
+    last = min(8, want // 4)
+    step = total / (want - last)
+    return sorted({int(i * step) for i in range(want - last)} | set(range(total - last, total)))
 
 
 def _spread_parquet(path: str, prompt_key: str, want: int) -> Spread:
@@ -289,49 +292,80 @@ def _spread_parquet(path: str, prompt_key: str, want: int) -> Spread:
     with pq.ParquetFile(path) as handle:
         meta = handle.metadata
         names = set(handle.schema_arrow.names)
+        # the prompt (the big column) only where its `<image>` placeholders are checked against the row's images
         columns = [c for c in (prompt_key, *SPREAD_COLUMNS) if c in names]
+        if not names & {"images", "videos"}:
+            columns = [c for c in columns if c != prompt_key]
         starts, start = [], 0
         for g in range(meta.num_row_groups):
             starts.append(start)
             start += meta.row_group(g).num_rows
         total = start
-        groups = (
-            sorted({starts.index(max(s for s in starts if s <= i)) for i in _even(total, SPREAD_GROUPS)})
-            if total
-            else []
-        )
+        groups = sorted({bisect.bisect_right(starts, i) - 1 for i in _even(total, SPREAD_GROUPS)}) if total else []
         per = max(1, want // max(1, len(groups)))
         rows: list[tuple[str, dict]] = []
         for g in groups:
-            table = handle.read_row_group(g, columns=columns, use_threads=False)
+            # a column chunk over GROUP_COLUMN_BYTES (one row group of a 1 GB file's prompts) is left out here
+            sizes = _chunk_sizes(meta.row_group(g))
+            read = [c for c in columns if sizes.get(c, 0) <= GROUP_COLUMN_BYTES]
+            table = handle.read_row_group(g, columns=read, use_threads=False)
             for j in _even(table.num_rows, per):
                 rows.append((f"row {starts[g] + j:,}", table.slice(j, 1).to_pylist()[0]))
         looked = f"{len(groups)} of {meta.num_row_groups} row groups, {len(rows)} rows of {total:,}"
         null, text = _Count(), _Count()
         schema = handle.schema_arrow
-        if "reward_model" in names:
-            _null_truths(handle, null)
+        if "reward_model" in names and not _null_truths(handle, null):
+            looked += "; ground truths not all read (too large or too slow)"
         if "extra_info" in names and str(schema.field("extra_info").type) in ("string", "large_string"):
             text.n, text.where = total, ["every row (the column is text)"]
     return Spread(rows, total, looked, "", null.pair(), text.pair())
 
 
-def _null_truths(handle, null: _Count) -> None:
-    """Rows whose reward_model.ground_truth is null, over the whole file (that one column, a row group at a time)."""
+def _chunk_sizes(group) -> dict[str, int]:
+    """{top-level column: its uncompressed bytes in this row group} (a nested column sums its leaves)."""
+    sizes: dict[str, int] = {}
+    for k in range(group.num_columns):
+        chunk = group.column(k)
+        top = chunk.path_in_schema.split(".")[0]
+        sizes[top] = sizes.get(top, 0) + chunk.total_uncompressed_size
+    return sizes
+
+
+def _null_truths(handle, null: _Count) -> bool:
+    """Rows whose reward_model.ground_truth is null, over the whole file (that one column, a row group at a time,
+    for at most SCAN_S); False when it stopped before the end."""
     # lazy: pyarrow (only a parquet data file needs it)
     import pyarrow as pa
     import pyarrow.compute as pc
 
     kind = handle.schema_arrow.field("reward_model").type
     if not pa.types.is_struct(kind) or kind.get_field_index("ground_truth") < 0:
-        return
-    start = 0
+        return True
+    start, deadline = 0, time.monotonic() + SCAN_S
     for g in range(handle.metadata.num_row_groups):
+        group = handle.metadata.row_group(g)
+        nulls = _leaf_nulls(group, "reward_model.ground_truth")
+        if nulls == 0:  # the writer's statistics say so: nothing to read
+            start += group.num_rows
+            continue
+        if _chunk_sizes(group).get("reward_model", 0) > SCAN_COLUMN_BYTES or time.monotonic() > deadline:
+            return False
         column = handle.read_row_group(g, columns=["reward_model"], use_threads=False).column(0)
         truth = pc.struct_field(column, "ground_truth")
         for i in pc.indices_nonzero(pc.is_null(truth)).to_pylist():
             null.add(f"row {start + i:,}")
         start += column.length()
+    return True
+
+
+def _leaf_nulls(group, path: str) -> int | None:
+    """The null count of one leaf column in a row group from its statistics; None when the writer kept none."""
+    for k in range(group.num_columns):
+        chunk = group.column(k)
+        if chunk.path_in_schema == path:
+            stats = chunk.statistics
+            return stats.null_count if stats is not None and stats.has_null_count else None
+    return None
 
 
 class _Count:

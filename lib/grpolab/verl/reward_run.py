@@ -275,7 +275,11 @@ def dry_run(
         argv = [sys.executable, str(scratch / "runner.py"), str(scratch / "dry-run-job.json")]
         env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONDONTWRITEBYTECODE": "1"}
         try:
-            proc = (run or plain_run)(argv, env, scratch, job["cwd"], timeout_s + MARGIN_S)
+            try:
+                proc = (run or plain_run)(argv, env, scratch, job["cwd"], timeout_s + MARGIN_S)
+            except RuntimeError as exc:  # the isolation said it could, then could not: run it plainly, and say so
+                out.isolation = str(exc) or "the isolation failed to start"
+                proc = plain_run(argv, env, scratch, job["cwd"], timeout_s + MARGIN_S)
         except subprocess.TimeoutExpired:
             out.timed_out = True
             proc = None
