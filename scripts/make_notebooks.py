@@ -252,6 +252,14 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
                 [],
             ),
             (
+                "## Asynchronous training\nFor a run in an asynchronous mode (`schedule.mode` colocate_async or "
+                "separate_async): how old the trained samples were, the ones dropped as stale, the importance ratio "
+                "and mismatch KL between the training and the rollout policy, the trainer's wait, their alerts and "
+                "curves (docs/async.md).",
+                "offpolicy = nb.show_offpolicy(run)",
+                ["report"],
+            ),
+            (
                 "## The embedded Ray head\nWhether it runs, and how to stop it when you are done "
                 "(`grpolab head stop`).",
                 "nb.show_head()",
@@ -266,7 +274,8 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
 Enumerates the training layouts (tp, pp, cp, ep, etp, vpp, a pipeline layout where the model needs one) and the
 rollout layouts (tp, dp, ep) of a recipe's model (or of any model `grpolab card` knows, on `params/base.yaml`) on
 `nodes` nodes of `hardware`, keeps those that pass every rule of `grpolab check`, and ranks them by an ESTIMATED
-step time. The cost model is simple, held within 2x of 20 published runs: see the README section on
+step time, and compares verl's trainer modes (sync and asynchronous) on the same nodes. The cost model is
+simple, held within 2x of 34 published runs (12 asynchronous): see the README section on
 `grpolab plan` for its calibration table and what it leaves out. In
 JupyterLab, widgets below re-plan for other node counts and lengths; headless the output is static.
 
@@ -297,6 +306,13 @@ JupyterLab, widgets below re-plan for other node counts and lengths; headless th
                 "memory (with its best rollout); the dashed line is the device memory.",
                 "chart = nb.plot_plan(plan)",
                 [],
+            ),
+            (
+                "## Modes: sync or asynchronous\nverl's trainer modes (sync, colocate_async, separate_async on each "
+                "split of the nodes into trainer and rollout-only nodes, with and without step switching), each at its "
+                "best layout; estimates, and whether asynchronous training pays off here (docs/async.md).",
+                "ranked = nb.show_modes(plan)",
+                ["report"],
             ),
             (
                 "## Explore (JupyterLab only)\nChange the node count and the lengths, then press *plan*.",

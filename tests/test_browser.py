@@ -2,7 +2,8 @@
 playwright (tests/browser/drive_lab.py, in its own venv .venv-browser; `scripts/setup.sh --tools` installs both).
 
 A run that a trainer is writing (its record RUNNING, metrics.jsonl growing; no Ray: the views read the run's files)
-is opened with JupyterLab's own Run All. The comparison chart and the dashboard's state line follow the new steps
+is opened with JupyterLab's own Run All. The run is asynchronous (verl's off-policy metrics): its cell shows the
+staleness and importance-ratio figures and their curves. The comparison chart and the dashboard's state line follow the new steps
 within a refresh; the page says "live" while the kernel refreshes it. Saved mid-run, its kernel shut down and the
 page reloaded, the notebook says "as of" and how to reconnect, and claims nothing is refreshing it. Then 01_setup's
 Run All with model 'tinyy' after a good run in the same kernel shows nothing of the earlier recipe below the check
@@ -78,6 +79,11 @@ def test_live_chart_follows_a_run_in_jupyterlab_and_a_reopened_notebook_says_as_
     runs = tmp_path / "runs"
     run = create_run("tiny", run_id="browser-live", root=runs)
     records = synthetic.healthy(90)
+    for record in records:  # an asynchronous run (issue 42): the off-policy metrics verl's V1 trainer logs
+        step = record["step"]
+        record["data"]["training/off_policy/trajectory_staleness/mean"] = 1.0 if step > 1 else 0.0
+        record["data"]["training/off_policy/trajectory_staleness/max"] = 2.0 if step > 1 else 0.0
+        record["data"]["rollout_corr/rollout_is_mean"] = 1.0 + 0.02 * ((step % 5) - 2)
     synthetic.write_jsonl(run.metrics_file, records[:30])
     run.write_status(state="RUNNING", total_steps=90)
     pending = tmp_path / "pending.jsonl"
@@ -120,6 +126,10 @@ def test_live_chart_follows_a_run_in_jupyterlab_and_a_reopened_notebook_says_as_
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=10)
     assert seen["first_chart"] == 30
+    # the asynchronous run's cell: its off-policy figures and, inline, the staleness and importance-ratio curves
+    assert "off-policy staleness" in seen["offpolicy"]["alt"] and "importance ratio" in seen["offpolicy"]["alt"]
+    assert "off-policy staleness: 1 model versions now" in seen["offpolicy"]["text"]
+    assert "importance ratio (rollout IS weight, mean):" in seen["offpolicy"]["text"]
     for point in seen["follow"]:  # each chunk of new steps: the chart and the state line caught up, live
         assert point["chart"] == point["wanted"] and point["state"] == point["wanted"], seen["follow"]
         assert point["live"]

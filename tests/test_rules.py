@@ -27,6 +27,16 @@ def _data(name: str) -> list[str]:
     return [f"data.train_files={REWARDS / name}", f"data.val_files={REWARDS / name}"]
 
 
+# a clean separate_async launch (issue 42): the rollout-only pool, a network weight sync, rollout importance sampling
+SEP = [
+    "schedule.mode=separate_async",
+    "schedule.rollout_nnodes=1",
+    "schedule.sync_backend=nccl",
+    "verl_overrides.algorithm.rollout_correction.rollout_is=token",
+]
+REWARD_MODEL = ["verl_overrides.reward.reward_model.enable=true"]
+PD = ["schedule.switch.enable=true", "verl_overrides.actor_rollout_ref.rollout.disaggregation.enabled=true"]
+
 CASES = {
     "world-divisible": [("glm5_2", ["train.cp=3", "model.use_remove_padding=true"]), ("qwen3_30b_a3b", ["train.cp=3"])],
     "expert-divisible": [("glm5_2", ["train.etp=2"]), ("qwen3_30b_a3b", ["train.etp=8"])],
@@ -210,6 +220,30 @@ CASES = {
     "data-images": [
         ("qwen3_8b", _data("image_without_placeholder.jsonl")),
         ("qwen3_30b_a3b", _data("image_without_placeholder.jsonl")),
+    ],
+    # each of verl's separate_async start-up assertions, and the mode's own checks (grpolab.rules.schedule)
+    "async-mode": [
+        ("qwen3_8b", [*SEP, "verl_overrides.trainer.use_v1=false"]),
+        ("qwen3_30b_a3b", [*SEP, "schedule.mode=sync"]),  # the rollout-only nodes would idle: a warning
+    ],
+    "async-sync-step": [
+        ("qwen3_8b", [*SEP, "schedule.parameter_sync_step=3"]),
+        ("qwen3_30b_a3b", [*SEP, "schedule.parameter_sync_step=2"]),
+    ],
+    "async-rollout-pool": [
+        ("qwen3_8b", [*SEP, "schedule.rollout_nnodes=0"]),
+        ("qwen3_30b_a3b", [*SEP, "schedule.rollout_devices_per_node=0"]),
+        ("qwen3_8b", [*SEP, "schedule.rollout_devices_per_node=6", "rollout.tp=4"]),  # 6 devices, replicas of 4
+    ],
+    "async-sync-backend": [
+        ("qwen3_8b", [*SEP, "schedule.sync_backend=naive"]),
+        ("qwen3_30b_a3b", [*SEP, "schedule.sync_backend=gloo"]),
+    ],
+    "async-reward-pool": [("qwen3_8b", [*SEP, *REWARD_MODEL]), ("qwen3_30b_a3b", [*SEP, *REWARD_MODEL])],
+    "async-switch": [("qwen3_8b", [*SEP, *PD]), ("qwen3_30b_a3b", [*SEP, *PD])],
+    "async-correction": [
+        ("qwen3_8b", [*SEP, "verl_overrides.algorithm.rollout_correction.rollout_is=null"]),
+        ("qwen3_30b_a3b", ["schedule.mode=colocate_async"]),
     ],
 }
 PARAMS = [

@@ -2,7 +2,8 @@
 
     .venv-browser/bin/python tests/browser/drive_lab.py URL METRICS PENDING OUT_DIR
 
-Opens 04_monitor.ipynb at URL, runs all its cells (JupyterLab's own Run All), then appends the lines of PENDING to
+Opens 04_monitor.ipynb at URL, runs all its cells (JupyterLab's own Run All), reads the asynchronous-training
+cell (its figures and the alt text of its off-policy curves), then appends the lines of PENDING to
 METRICS (the run's metrics.jsonl, as a trainer would) in chunks and reads, after each, the last step of the
 comparison chart in the page (its picture's alt text) and of the dashboard's state line. Then it saves
 the notebook, shuts its kernel down, reloads the page and reads the state line again. Last, in 01_setup, Run All
@@ -141,6 +142,13 @@ def main(url: str, metrics: str, pending: str, out_dir: str) -> int:
             page.wait_for_selector("img[alt*=' steps)']", timeout=TIMEOUT_MS)
             page.wait_for_function("() => /step \\d+\\/\\d+/.test(document.body.innerText)", timeout=TIMEOUT_MS)
             result["first_chart"] = chart_last_step(page)
+            # the asynchronous-training cell: its figures and its inline off-policy curves (their alt text)
+            page.wait_for_selector("img[alt^='off-policy curves']", timeout=TIMEOUT_MS)
+            result["offpolicy"] = page.evaluate(
+                """() => ({alt: document.querySelector("img[alt^='off-policy curves']").alt,
+                    text: Array.from(document.querySelectorAll('.jp-OutputArea-output')).map(o => o.innerText)
+                        .filter(t => t.includes('off-policy staleness:')).join('\\n')})"""
+            )
             chunk = max(1, len(lines) // 3)
             for start in range(0, len(lines), chunk):
                 with open(metrics, "a") as f:

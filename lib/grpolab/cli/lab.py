@@ -24,10 +24,11 @@ import shutil
 import sys
 from pathlib import Path
 
+from grpolab import owned
 from grpolab.cli.common import port_number
 from grpolab.paths import PathRefused, contained, is_system_folder, runs_dir
 from grpolab.problems import InputError
-from grpolab.recipe.files import atomic_write, json_object
+from grpolab.recipe.files import atomic_write, read_bytes
 
 SETTINGS = {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
 SETTINGS_DIR = ".lab-settings"  # inside the working folder: JupyterLab's app settings (overrides.json) only
@@ -35,6 +36,9 @@ SETTINGS_DIR = ".lab-settings"  # inside the working folder: JupyterLab's app se
 # folder reopens its own tabs, and nothing is written to ~/.jupyter (where every folder restored the last one's tabs,
 # and a notebook opened by its URL could come up behind another)
 WORKSPACES_DIR = ".lab-workspaces"
+BACKUP = "overrides.json.bak"  # inside SETTINGS_DIR: what overrides.json held before `grpolab lab` added SETTINGS
+SETTINGS_LIMIT = 1 << 20  # a settings file is a few KB
+_FIX = "fix it (or delete it: `grpolab lab` writes a new one) and run grpolab lab again"
 DEFAULT_PORT = 8888
 
 
@@ -63,9 +67,9 @@ def prepare(folder: Path) -> tuple[list[str], list[str]]:
         if os.path.lexists(target):
             kept.append(template.name)
             continue
-        tmp = folder / f".{template.name}.{os.getpid()}.tmp"
+        tmp = owned.fresh_file(folder / f".{template.name}.{os.getpid()}.tmp")
         shutil.copyfile(template, tmp)
-        os.replace(tmp, target)
+        owned.move(tmp, target)  # never over a file that appeared meanwhile
         copied.append(template.name)
     write_overrides(contained(folder, SETTINGS_DIR))
     return copied, kept
@@ -74,13 +78,35 @@ def prepare(folder: Path) -> tuple[list[str], list[str]]:
 def write_overrides(settings: Path) -> Path:
     """JupyterLab's overrides.json in `settings` with SETTINGS merged into what is there (a user's own overrides
     stay). scripts/setup.sh writes it into the environment's own app settings too, so that a plain `jupyter lab`
-    from this environment also saves widget state."""
+    from this environment also saves widget state.
+
+    The file is the user's: it is rewritten only when it reads as a JSON object (JupyterLab's own reading of it)
+    and lacks SETTINGS, and what it held is kept beside it first (BACKUP); one that does not read (a typo, a FIFO,
+    a folder) is never replaced: InputError names it, where it does not read, and the fix."""
     settings.mkdir(parents=True, exist_ok=True)
     path = contained(settings, "overrides.json")
-    current = json_object(path)
+    try:
+        raw = read_bytes(path, SETTINGS_LIMIT)
+    except FileNotFoundError:
+        raw = None
+    except OSError as exc:
+        raise InputError(
+            f"{path}: {exc.strerror or exc}: JupyterLab's settings file is left as it is; {_FIX}"
+        ) from None
+    try:
+        current = {} if raw is None else json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # a typo in the user's file: never replaced by ours
+        raise InputError(f"{path}: not JSON ({exc}); it is left as it is: {_FIX}") from None
+    if not isinstance(current, dict):
+        raise InputError(f"{path}: a JSON {type(current).__name__}, not an object; it is left as it is: {_FIX}")
+    merged = {**current}
     for plugin, values in SETTINGS.items():
-        current[plugin] = {**(current.get(plugin) if isinstance(current.get(plugin), dict) else {}), **values}
-    atomic_write(path, json.dumps(current, indent=2) + "\n")
+        merged[plugin] = {**(current.get(plugin) if isinstance(current.get(plugin), dict) else {}), **values}
+    if raw is not None and merged == current:
+        return path  # nothing to add: the file stays byte for byte
+    if raw is not None:
+        atomic_write(contained(settings, BACKUP), raw.decode("utf-8", "replace"))
+    atomic_write(path, json.dumps(merged, indent=2) + "\n")
     return path
 
 
@@ -130,4 +156,7 @@ def main(args) -> int:
 
 
 if __name__ == "__main__":  # scripts/setup.sh: python -m grpolab.cli.lab APP_SETTINGS_DIR
-    print(f"setup: JupyterLab saves widget state ({write_overrides(Path(sys.argv[1]))})")
+    try:
+        print(f"setup: JupyterLab saves widget state ({write_overrides(Path(sys.argv[1]))})")
+    except InputError as exc:  # the environment's settings file is the user's: left alone, set-up goes on
+        print(f"setup: {exc}", file=sys.stderr)

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from grpolab import owned
 from grpolab.paths import cache_root
 
 # The characters of the task (digits, `+`, `=`) plus `-` and `*` kept for other arithmetic tasks; the
@@ -116,17 +114,17 @@ def ensure_tiny(spec: TinyModelSpec = TinyModelSpec(), root: Path | None = None)
     if (target / "config.json").is_file() and (target / "tokenizer.json").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
+    tmp = owned.temp_folder(".build-", target.parent)
     try:
         build_model(spec).save_pretrained(tmp)
         build_tokenizer().save_pretrained(tmp)
         (tmp / "grpolab_spec.json").write_text(json.dumps(asdict(spec), indent=2) + "\n")
         try:
-            os.rename(tmp, target)
+            owned.move(tmp, target)
         except OSError:
             # Another process won the race; its copy is identical.
             if not (target / "config.json").is_file():
                 raise
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        owned.remove_tree(tmp)
     return target

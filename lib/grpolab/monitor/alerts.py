@@ -25,7 +25,9 @@ from bisect import bisect_left, insort
 from collections import deque
 from dataclasses import asdict, dataclass
 from functools import partial
+from types import SimpleNamespace
 
+from grpolab.monitor.alerts_async import ASYNC_ADVICE, ASYNC_CHECKS
 from grpolab.monitor.metrics import MetricsView, load_metrics
 from grpolab.monitor.thresholds import Thresholds, load_thresholds
 
@@ -50,6 +52,7 @@ ADVICE = {
     "slow-steps": "Steps take several times as long as they did: look for other processes on the host (CPU "
     "trainer: shared cores), memory swapping, longer responses (response_length/mean), or a straggler "
     "node; the remaining-time estimate follows the new pace.",
+    **ASYNC_ADVICE,
 }
 
 
@@ -446,6 +449,9 @@ _CHECKS = {
     "throughput-drop": _throughput_drop,
     "slow-steps": _slow_steps,
 }
+# an asynchronous run's rules (issue 42, grpolab.monitor.alerts_async), handed this module's episode machinery
+_KIT = SimpleNamespace(finite_points=_finite_points, persistent=_persistent, make=_make, fmt=fmt)
+_CHECKS.update({rule_id: partial(check, kit=_KIT) for rule_id, check in ASYNC_CHECKS.items()})
 ALERT_RULES = tuple(_CHECKS)  # the rule ids, in the order alerts of the same step are listed
 
 

@@ -24,6 +24,9 @@ KEY_METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("throughput (tok/s/dev)", ("perf/throughput",)),
     ("step time (s)", ("timing_s/step",)),
     ("device memory (GB)", ("actor/perf/max_memory_allocated_gb",)),
+    # an asynchronous run's (issue 42; verl's V1 trainer logs them, a synchronous run has none but staleness 0)
+    ("staleness (versions)", ("training/off_policy/trajectory_staleness/mean",)),
+    ("importance ratio", ("rollout_corr/rollout_is_mean",)),
 )
 
 # The headline figures: short name (progress lines, outcomes, JSON) -> the KEY_METRICS label they come from.

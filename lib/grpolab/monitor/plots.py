@@ -18,6 +18,7 @@ import math
 from itertools import groupby
 from pathlib import Path
 
+from grpolab import owned
 from grpolab.monitor.metrics import MetricsView, load_metrics
 
 # (title, y label, [(metric or prefix, line label)]): prefixes (ending in "/") match the run's val-core names.
@@ -38,6 +39,18 @@ PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     ),
     ("device memory", "GB", (("actor/perf/max_memory_allocated_gb", "max allocated"),)),
     ("learning rate", "lr", (("actor/lr", "lr"),)),
+    # an asynchronous run's (issue 42): verl's V1 trainer logs these (the CPU trainer maps TRL's async ones to them)
+    (
+        "off-policy staleness",
+        "model versions",
+        (
+            ("training/off_policy/trajectory_staleness/mean", "mean"),
+            ("training/off_policy/trajectory_staleness/max", "max"),
+        ),
+    ),
+    ("importance ratio", "rollout IS weight", (("rollout_corr/rollout_is_mean", "mean"),)),
+    ("rollout mismatch KL", "KL", (("rollout_corr/kl", "kl"), ("rollout_corr/k3_kl", "k3_kl"))),
+    ("dropped stale samples", "samples", (("training/off_policy/evicted_samples", "evicted"),)),
 )
 _COLUMNS = 3
 BUCKETS = 400  # per curve: about the pixel width of a panel at dpi 80
@@ -166,14 +179,14 @@ def single_point_limits(ax) -> None:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=3))
 
 
-def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: float) -> None:
+def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: float, only=None) -> None:
     # A bare Figure on the Agg canvas, not pyplot: no global backend switch (a notebook keeps its inline
     # backend) and nothing left open in pyplot's registry by a dashboard that redraws every few seconds.
     # lazy: matplotlib (only drawing a PNG needs it)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    panels = panels_for(view)
+    panels = [p for p in panels_for(view) if only is None or p[0] in only]
     count = max(1, len(panels))
     columns = min(_COLUMNS, count)
     rows = math.ceil(count / columns)
@@ -257,21 +270,27 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
         hspace=0.62,
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
+    tmp = owned.fresh_file(path.with_name(f".{path.name}.tmp.png"))
     try:
         fig.savefig(tmp, dpi=80, format="png")
-        tmp.replace(path)  # a dashboard or notebook reading the PNG never sees half a file
+        owned.replace_file(tmp, path)  # a dashboard or notebook reading the PNG never sees half a file
     except BaseException:  # a target that is a directory, a full disk: leave no temporary file behind
-        tmp.unlink(missing_ok=True)
+        owned.remove_file(tmp)
         raise
 
 
 def plot_curves(
-    metrics, alerts=(), path: str | Path = "curves.png", title: str | None = None, smooth: float = 0.0
+    metrics,
+    alerts=(),
+    path: str | Path = "curves.png",
+    title: str | None = None,
+    smooth: float = 0.0,
+    panels: tuple[str, ...] | None = None,
 ) -> Path:
     """Draw the panels this run has data for (a MetricsView or anything `load_metrics` takes), shade the step ranges of
-    `alerts` in the panels of their metrics, and save a PNG at `path`. `smooth`: 0 (none) to 0.99."""
+    `alerts` in the panels of their metrics, and save a PNG at `path`. `smooth`: 0 (none) to 0.99. `panels`: only
+    the panels of these titles (e.g. an asynchronous run's: grpolab.monitor.offpolicy.PANELS)."""
     view = metrics if isinstance(metrics, MetricsView) else load_metrics(metrics)
     path = Path(path)
-    _draw(view, alerts, path, title, smooth)
+    _draw(view, alerts, path, title, smooth, panels)
     return path

@@ -115,6 +115,17 @@ def plant(records: list[dict], rule: str, at: int) -> list[dict]:
             data["perf/throughput"] *= 0.1
         elif rule == "slow-steps" and "timing_s/step" in data:  # steps take 3 x as long from `at` on
             data["timing_s/step"] *= 3.0
+        # an asynchronous run's (issue 42): the metrics verl's V1 trainer logs, from `at` on
+        elif rule == "staleness":  # samples 12 versions old (the bound: 8)
+            data["training/off_policy/trajectory_staleness/max"] = 12.0
+        elif rule == "trainer-starved" and "timing_s/step" in data:  # waits 80 % of an asynchronous step
+            data["training/off_policy/trajectory_staleness/mean"] = 1.0
+            data["timing_s/gen"] = 0.8 * data["timing_s/step"]
+        elif rule == "is-ratio-drift":  # the rollout and the training policy part ways
+            data["rollout_corr/rollout_is_mean"] = 1.6
+        elif rule == "rollout-idle" and "timing_s/step" in data:  # stale samples dropped, the trainer never waits
+            data["training/off_policy/evicted_samples"] = 32.0
+            data["timing_s/gen"] = 0.01 * data["timing_s/step"]
     return out
 
 

@@ -19,6 +19,7 @@ from IPython import get_ipython
 from IPython.display import Image, display
 from IPython.utils.capture import capture_output
 
+from grpolab import owned
 from grpolab.paths import PROJECT_ROOT
 from grpolab.problems import Problem, counts, ordered, report
 
@@ -68,9 +69,9 @@ def hand_over(name: str, value) -> None:
     results = stage_results(path)
     results[where["stage"]] = {**(results.get(where["stage"]) or {}), name: value}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = owned.fresh_file(path.with_name(f".{path.name}.tmp"))
     tmp.write_text(json.dumps(results, indent=1) + "\n")
-    tmp.replace(path)  # run.ipynb never reads half a file
+    owned.replace_file(tmp, path)  # run.ipynb never reads half a file
 
 
 # ------------------------------------------------------------------------------------------------ display

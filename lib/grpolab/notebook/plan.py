@@ -20,6 +20,7 @@ from grpolab.notebook.display import (
     table_html,
 )
 from grpolab.problems import InputError, RecipeError
+from grpolab.recipe.modes import describe
 
 ROWS_PER_LAYOUT = 8  # layouts asked of the planner per row shown: rollout variants with the same estimates share one
 
@@ -248,3 +249,23 @@ def plan_overrides(model: str, overrides: Iterable[str] = ()) -> list[str]:
     """run.ipynb with `plan`: the overrides with the top layout of the plan added last (it then wins)."""
     sets = plan_verdict(plan_layouts(model, None, None, overrides))
     return [*overrides, *sets]
+
+
+def show_modes(plan) -> list:
+    """The schedule modes and node splits on the plan's nodes (grpolab.plan.modes, as `grpolab plan` prints them):
+    the recipe's own schedule, the table best first, and whether asynchronous training pays off here."""
+    # lazy: yaml (the planner loads when 05_plan plans, not with `import grpolab.notebook`)
+    from grpolab.plan import modes, table
+
+    if plan.facts is None or not plan.recipe.engine.priced:
+        print(
+            "no modes to compare: "
+            + ("no model facts" if plan.facts is None else "the CPU trainer has no rollout engine")
+        )
+        return []
+    ranked = modes.compare(plan.recipe, plan.facts)
+    lines = [f"the recipe's schedule: {describe(plan.recipe)}", *table.modes_text(ranked)]
+    show_html(
+        f"<pre style='font-family:monospace;font-size:85%'>{html.escape(chr(10).join(lines))}</pre>", "\n".join(lines)
+    )
+    return ranked

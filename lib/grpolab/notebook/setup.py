@@ -19,6 +19,7 @@ from grpolab.notebook.display import (
 from grpolab.paths import runs_dir
 from grpolab.problems import InputError, Problem, RecipeError
 from grpolab.recipe.dotted import get_dotted
+from grpolab.recipe.modes import describe
 from grpolab.recipe.secrets import is_secret_override, redact_override, redaction
 
 # ------------------------------------------------------------------------------------------------ recipes
@@ -223,7 +224,8 @@ def show_recipe(recipe) -> None:
     if recipe is None:
         print("no resolved recipe: the recipe's own files do not fit the schema (the problems above)")
         return
-    show_text(to_yaml(recipe, env=redaction(recipe).env(recipe.env)), title=f"resolved recipe {recipe.name}")
+    title = f"resolved recipe {recipe.name}; schedule {describe(recipe)}"
+    show_text(to_yaml(recipe, env=redaction(recipe).env(recipe.env)), title=title)
 
 
 def redacted_launch(recipe):

@@ -97,6 +97,33 @@ class SlowStepsRule(_Persistent):
     warmup: Count
 
 
+class StalenessRule(_Persistent):
+    metric: MetricName
+    max_versions: NonNegativeFloat = Field(description="a trained sample lags its policy by more: an alert")
+    warmup: Count
+
+
+class TrainerStarvedRule(_Persistent):
+    metric: MetricName = Field(description="the trainer's wait for samples")
+    step_metric: MetricName
+    max_share: Fraction = Field(description="of an asynchronous step spent waiting: above it, an alert")
+    warmup: Count
+
+
+class IsRatioDriftRule(_Persistent):
+    metric: MetricName = Field(description="the mean importance-sampling weight (1: the policies agree)")
+    max_drift: NonNegativeFloat
+    warmup: Count
+
+
+class RolloutIdleRule(_Persistent):
+    metric: MetricName = Field(description="samples dropped as stale in a step")
+    wait_metric: MetricName
+    step_metric: MetricName
+    min_wait_share: Fraction = Field(description="the trainer waits less than this share of the step")
+    warmup: Count
+
+
 class AlertRules(_Strict):
     nan: NanRule
     reward_flat: RewardFlatRule
@@ -106,6 +133,11 @@ class AlertRules(_Strict):
     grad_spike: SpikeRule
     throughput_drop: ThroughputDropRule
     slow_steps: SlowStepsRule
+    # an asynchronous run's (issue 42, grpolab.monitor.alerts_async)
+    staleness: StalenessRule
+    trainer_starved: TrainerStarvedRule
+    is_ratio_drift: IsRatioDriftRule
+    rollout_idle: RolloutIdleRule
 
 
 class GateFigure(_Strict):

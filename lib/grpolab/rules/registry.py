@@ -15,6 +15,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Literal
 
 from grpolab.problems import Severity
+from grpolab.rules.registry_schedule import SCHEDULE_RULES
 
 Side = Literal["train", "rollout", "both", "none"]
 Card = Literal["", "part", "all"]
@@ -549,14 +550,13 @@ RULES: tuple[Rule, ...] = (
         "reward-output",
         "data",
         "none",
-        "`grpolab data`: what the reward prints per call (16 KiB a call: a warning; 1 MiB: an error), since verl "
-        "writes it to the reward worker's log on every call of every step; the dry run keeps the first MiB in a "
-        "file and holds no more of it.",
+        "`grpolab data`: what the reward prints per call (16 KiB: a warning; 1 MiB: an error), which verl writes "
+        "to the reward worker's log on every call of every step (the dry run keeps its first MiB in a file).",
         "GRPO Lab issue 45 (a reward printing 6 MB a call)",
         severity_doc=EITHER,
         stage="data",
     ),
-)
+) + tuple(Rule(*fields, **options) for fields, options in SCHEDULE_RULES)
 
 BY_ID: dict[str, Rule] = {}
 for _r in RULES:

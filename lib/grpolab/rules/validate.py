@@ -28,6 +28,7 @@ from grpolab.rules import (
     registry,
     reward,
     rollout_layout,
+    schedule,
     train_layout,
 )
 from grpolab.rules.checks import Checks
@@ -89,6 +90,7 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     batch.batches(c)
     lengths.lengths(c)
     engines.engines(c)
+    schedule.schedule(c)
     overrides.unknown_keys(c)
     env.env(c)
     pins.pins(c)
