@@ -221,6 +221,11 @@ CASES = {
     "data-file": [("qwen3_8b", _data("not_verl_format.csv")), ("glm5_2", _data("not_verl_format.csv"))],
     "data-columns": [("qwen3_8b", _data("raw_columns.jsonl")), ("qwen3_30b_a3b", _data("raw_columns.jsonl"))],
     "data-prompt": [("qwen3_8b", _data("string_prompt.jsonl")), ("glm5_2", _data("string_prompt.jsonl"))],
+    "data-values": [("qwen3_8b", _data("null_ground_truth.jsonl")), ("glm5_2", _data("null_ground_truth.jsonl"))],
+    "data-images": [
+        ("qwen3_8b", _data("image_without_placeholder.jsonl")),
+        ("qwen3_30b_a3b", _data("image_without_placeholder.jsonl")),
+    ],
     # each of verl's separate_async start-up assertions, and the mode's own checks (grpolab.rules.schedule)
     "async-mode": [
         ("qwen3_8b", [*SEP, "verl_overrides.trainer.use_v1=false"]),
