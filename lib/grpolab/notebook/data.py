@@ -44,11 +44,10 @@ def _sample_row(recipe, rep) -> None:
     here = [f for f in rep.files if f.here and not f.error]
     if not here:
         return  # the data summary above says where the files are not
-    rows = list(rep.dry_run.rows) if rep.dry_run is not None and rep.dry_run.rows else []
     key, file = here[0].key, here[0].file
-    if not rows:
-        found = next((s for s in samples(recipe, 1) if s.key == key and s.rows), None)
-        rows = found.rows if found else []
+    # read again (one row, cached by the file's mtime): the dry run's rows are what it judged, not the file's row
+    found = next((s for s in samples(recipe, 1) if s.key == key and s.rows), None)
+    rows = found.rows if found else []
     if not rows:
         return
     cells = [[column, _short(value)] for column, value in rows[0].items()]

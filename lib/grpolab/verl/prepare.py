@@ -26,8 +26,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -35,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from grpolab import owned
 from grpolab.paths import PathRefused, check_name, is_system_folder, params_dir
 from grpolab.problems import InputError
 from grpolab.verl.dataset import JSON_ARRAY_LIMIT, MAX_LINE, lines, open_regular, parse_line
@@ -289,24 +288,14 @@ def _targets(out: Path, src: Path, names: list[str], force: tuple[str, ...]) -> 
 
 
 def _put(staged: Path, target: Path, replace: bool) -> None:
-    """The one rename of prepare: a staged file into place; over an existing file only when --force named it.
-    (grpolab.owned's move / replace_file once it lands on main.)"""
+    """A staged file into place; over an existing file only when --force named it."""
     if replace:
-        os.replace(staged, target)
+        owned.replace_file(staged, target)
         return
     try:
-        os.link(staged, target)  # fails when something is at `target`: nothing is replaced
+        owned.move(staged, target)  # never over what is there: nothing is replaced
     except FileExistsError:
         raise InputError(f"{target} appeared while preparing; nothing was replaced (run it again)") from None
-    except OSError:
-        if os.path.lexists(target):
-            raise InputError(f"{target} appeared while preparing; nothing was replaced") from None
-        os.rename(staged, target)
-
-
-def _remove_staging(folder: Path) -> None:
-    """The one deletion of prepare: its own staging folder (made by tempfile.mkdtemp inside --out)."""
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------------------------- prepare
@@ -356,7 +345,7 @@ def prepare(
             f"--force {', '.join(unused)}: prepare writes no such file ({', '.join(f'{n}.parquet' for n, _ in splits)})"
         )
     out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=out))
+    staging = owned.temp_folder(STAGING, dir=out)
     try:
         done = _write(
             src, splits, staging, q, a, ds, tpl, get_answer, ability or base.get("ability") or "general", progress
@@ -373,7 +362,7 @@ def prepare(
             done.files[name] = str(target)
         done.replaced = [str(out / n) for n in replacing if n[: -len(".parquet")] in done.files]
     finally:
-        _remove_staging(staging)
+        owned.remove_tree(staging)
     return done
 
 

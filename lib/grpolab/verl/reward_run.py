@@ -28,7 +28,6 @@ import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grpolab import owned
 from grpolab.recipe import secrets
 
 RUNNER = Path(__file__).with_name("reward_runner.py")
@@ -247,7 +247,7 @@ def dry_run(
         shown, [r["info"] for r in rows], timeout_s=timeout_s, mode=mode, isolation=isolation, memory_mb=memory_mb
     )
     hide = callers_secrets()
-    scratch = Path(tempfile.mkdtemp(prefix="grpolab-reward-"))
+    scratch = owned.temp_folder("grpolab-reward-")
     try:
         job = {
             "file": file,
@@ -290,7 +290,7 @@ def dry_run(
         if output_dir is not None and (scratch / "output.log").is_file() and out.output_bytes:
             out.output_file = _keep_output(scratch / "output.log", output_dir)
     finally:
-        _remove_scratch(scratch)
+        owned.remove_tree(scratch)
     return out
 
 
@@ -366,8 +366,3 @@ def _keep_output(source: Path, folder: Path) -> str:
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
     return str(target)
-
-
-def _remove_scratch(folder: Path) -> None:
-    """The one deletion of the dry run: its own scratch folder (made by tempfile.mkdtemp above)."""
-    shutil.rmtree(folder, ignore_errors=True)
