@@ -121,7 +121,7 @@ def main(args) -> int:
 
     scan = Scan()
     source, failure = diagnose_target(args.target, refresh=not args.no_refresh, scan=scan)
-    family = failure.family if failure is not None else scan.family()
+    family = (failure.family or failure.cause) if failure is not None else scan.family()  # a silent one: its cause
     if args.json:
         print_json({"input": source, "family": family, "failure": failure.to_dict() if failure else None})
     else:
