@@ -248,7 +248,7 @@ CASES: list[tuple[str, list[str], int]] = [
     ("diagnose-no-such", ["diagnose", "no-such-run"], 2),
     ("diagnose-json-no-such", ["diagnose", "--json", "no-such-run"], 2),
     ("diagnose-corrupt-record", ["diagnose", "{tmp}/runs/corrupt"], 2),
-    ("diagnose-binary-file", ["diagnose", "{bad}/binary.yaml"], 0),
+    ("diagnose-binary-file", ["diagnose", "{bad}/binary.yaml"], 2),  # an ELF binary: not a text log
     ("diagnose-empty", ["diagnose", ""], 2),
     # `done` ended SUCCEEDED, but its metrics.jsonl holds no step in verl's format ({"step", "data"}): a silent failure
     ("diagnose-done", ["diagnose", "done", "--no-refresh"], 1),

@@ -31,6 +31,7 @@ PY = str(Path(sys.executable))
         (["benchmarks/import_speed.py"], "grpolab import SCRIPT --out -` whole process"),
         (["benchmarks/data_sample.py", "--mb", "16"], "--no-dry-run --no-tokenizer` whole process"),
         (["benchmarks/diagnose_speed.py", "--size-mb", "64"], "right answer (device-oom, rank 11, node 10.0.0.6): yes"),
+        (["benchmarks/diagnose_crafted.py", "--size-mb", "2"], "twice the size took"),
         # "no": pyproject pins jsonschema below 4.25; a head that does not start exits 1, which fails here too
         pytest.param(
             ["benchmarks/head_start.py"], "rfc3987-syntax's parser built by that import: no", marks=pytest.mark.slow(12)

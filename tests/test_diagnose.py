@@ -330,3 +330,160 @@ def test_an_hccl_link_that_could_not_be_made_names_both_ends_and_the_code():
         "numRanks, &rootInfo, rank, config, &(comm->hcclComm_)), error code is 1"
     )
     assert code.cause == "comm-init" and code.rank == 1 and "HCCL_E_PARA" in code.message
+
+
+# ray-project/ray issue 22349 (2022-02-15), as posted: node 10.128.0.103 was shut down; the survivor on 10.128.0.32
+# (BackendExecutor) reports the dead actor, whose own block names its node. The node that died must be named.
+NODE_DIED = """\
+(BaseWorkerMixin pid=5137, ip=10.128.0.103) loss: 2.019226  [ 6400/30000]
+(BaseWorkerMixin pid=5172, ip=10.128.0.32) loss: 1.813242  [ 6400/30000]
+2022-02-15 16:53:52,096\tWARNING worker.py:1462 -- The node with node id: 8f205b12643d25d8c1ce57c45527a6c912f3479765096718ad2bf0d3 and ip: 10.128.0.103 has been marked dead because the detector has missed too many heartbeats from it. This can happen when a raylet crashes unexpectedly or has lagging heartbeats.
+(BackendExecutor pid=5126, ip=10.128.0.32) 2022-02-15 16:53:52,097\tERROR utils.py:42 -- The actor died unexpectedly before finishing this task.
+(BackendExecutor pid=5126, ip=10.128.0.32) \tclass_name: BaseWorkerMixin
+(BackendExecutor pid=5126, ip=10.128.0.32) \tactor_id: ad32ee6f9964d162b63e02c601000000
+(BackendExecutor pid=5126, ip=10.128.0.32) \tpid: 5137
+(BackendExecutor pid=5126, ip=10.128.0.32) \tnamespace: eab8b056-4b60-4176-8070-5f404f6de75c
+(BackendExecutor pid=5126, ip=10.128.0.32) \tip: 10.128.0.103
+"""
+
+
+@pytest.mark.parametrize("order", ["as posted", "the actor's report alone"])
+def test_a_dead_node_is_named_never_the_survivor_that_reports_it(order):
+    text = NODE_DIED if order == "as posted" else "\n".join(x for x in NODE_DIED.splitlines() if "marked dead" not in x)
+    failure = diagnose_text(text)
+    assert failure.cause == "worker-died" and failure.node == "10.128.0.103", failure
+    assert "10.128.0.103" in failure.message and "10.128.0.32" not in failure.message
+
+
+@pytest.mark.parametrize(
+    "line, secret",
+    [
+        (
+            "wandb.errors.errors.AuthenticationError: WANDB_API_KEY=8f6b2a9c0d1e4f5a6b7c8d9e0f1a2b3c4d5e6f7a is invalid",
+            "8f6b2a9c0d1e",
+        ),
+        ("RuntimeError: push failed for https://alice:s3cretPassw0rd@hub.example.com/repo", "s3cretPassw0rd"),
+        ('ValueError: bad request {"hf_token": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123"}', "hf_AbCdEfGh"),
+        ("OSError: cannot read key -----BEGIN OPENSSH PRIVATE KEY-----b3BlbnNzaC1rZXktdjEAAAAA", "b3BlbnNzaC1rZXkt"),
+        ("Error: login refused: --password correct-horse-battery", "correct-horse-battery"),
+    ],
+)
+def test_a_secret_in_a_log_line_is_never_echoed(line, secret, monkeypatch, cli, capsys):
+    # not in the caller's environment: found by the name it is given or by its own shape (grpolab.recipe.secrets)
+    for name in [n for n in __import__("os").environ if "KEY" in n or "TOKEN" in n]:
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((line + "\n").encode())))
+    assert cli(["diagnose", "-", "--json"]) == 1
+    out = capsys.readouterr().out
+    assert secret not in out and "***redacted***" in out
+    failure = diagnose_text(line)
+    assert all(secret not in text for text in [failure.message, failure.first_error, failure.fix, *failure.lines])
+
+
+def test_numbers_named_like_a_secret_word_are_shown():
+    # `max_num_batched_tokens` holds the word TOKEN: its value is a number, said as the engine gave it
+    failure = diagnose_text("ValueError: max_num_batched_tokens (8192) is smaller than max_model_len (9216).")
+    assert "8192" in failure.first_error and "9216" in failure.message
+
+
+def _healthy(name: str) -> list[str]:
+    path = CORPUS.parent / "healthy" / name
+    return [line for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_no_prefilter_word_holds_a_real_healthy_line():
+    # verl's step line (perf/max_memory_allocated_gb, response/aborted_ratio), vLLM's sleep/KV-cache/prefix-cache
+    # lines, SGLang's batches, tqdm bars, as posted in public threads: none of them reaches the patterns, so a log of
+    # healthy steps is read at disk speed (benchmarks/diagnose_speed.py)
+    from grpolab.monitor.logread import WORDS, find_words
+
+    for line in _healthy("console.txt"):
+        assert not find_words(line.encode()), (sorted({WORDS[i] for i, _ in find_words(line.encode())}), line)
+    assert diagnose_text("\n".join(_healthy("console.txt") + _healthy("startup.txt"))) is None
+
+
+def test_a_failed_log_never_exits_0(cli, capsys, monkeypatch):
+    # an error line, a traceback or a non-zero exit, and no mark of success: a failure, its first error said
+    for text in (
+        'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    main()\n',
+        "INFO start\nERROR 06-09 17:58:55 [core.py:400] EngineCore failed to start.\n",
+        "step:1 - actor/pg_loss:0.1\nProcess exited with code 3\n",
+    ):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+        assert cli(["diagnose", "-", "--json"]) == 1, text
+        failure = json.loads(capsys.readouterr().out)["failure"]
+        assert failure["first_error"].strip(), text
+    # the same error lines in a run that ended well (Ray's job status) are not its failure
+    ended = "ERROR 06-09 17:58:55 [serving.py:1] request 12 aborted by the client\nJob 'raysubmit_x' succeeded\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(ended.encode())))
+    assert cli(["diagnose", "-"]) == 0
+
+
+@pytest.mark.parametrize("kind", ["gzip", "bz2", "lzma"])
+def test_a_compressed_log_is_read(kind, tmp_path, cli, capsys):
+    import importlib
+
+    module = importlib.import_module(kind)
+    log = tmp_path / "job.log.z"
+    log.write_bytes(module.compress(_log("vllm-ascend-3413").encode()))
+    assert cli(["diagnose", str(log), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["failure"]["cause"] == "comm-timeout"
+
+
+def test_zstd_and_binary_input_are_not_logs(tmp_path, cli, capsys):
+    zstd = tmp_path / "job.log.zst"
+    zstd.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(range(256)) * 4)
+    assert cli(["diagnose", str(zstd)]) == 2
+    assert "zstd" in capsys.readouterr().err
+    noise = tmp_path / "random.bin"
+    noise.write_bytes(__import__("random").Random(46).randbytes(200_000))
+    assert cli(["diagnose", str(noise)]) == 2  # not a device fault, nor any cause: not a log
+    assert "not a text log" in capsys.readouterr().err
+
+
+def test_the_first_error_names_the_raising_library_and_its_caller():
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/conda/lib/python3.11/site-packages/verl/workers/rollout/vllm_rollout/vllm_async_server.py", '
+        "line 210, in launch_server\n"
+        "    engine = AsyncLLM.from_vllm_config(vllm_config, disable_log_stats=True)\n"
+        '  File "/opt/conda/lib/python3.11/site-packages/vllm/v1/engine/async_llm.py", line 180, in from_vllm_config\n'
+        "    return cls(vllm_config=vllm_config, **kwargs)\n"
+        "TypeError: AsyncLLM.__init__() got an unexpected keyword argument 'disable_log_stats'\n"
+    )
+    failure = diagnose_text(text)
+    assert failure.cause == "import-error" and failure.family == "version-mismatch"
+    assert failure.library == "vllm" and failure.frame.endswith("async_llm.py:180 in from_vllm_config")
+    assert "vllm and verl" in failure.message and failure.first_error.startswith("TypeError: AsyncLLM.__init__()")
+
+
+def test_an_engines_argument_check_names_the_recipe_field_and_its_values():
+    # verl issue 259's line (vLLM's SchedulerConfig check): the arguments through the one field map
+    failure = diagnose_text(_log("verl-259"))
+    assert failure.cause == "engine-config" and failure.key == "rollout.max_num_batched_tokens"
+    assert "max_num_batched_tokens = 8192" in failure.message and "max_model_len = 9216" in failure.message
+    assert "rollout.max_model_len" in failure.message
+
+
+def test_a_reward_that_raises_in_the_trainer_is_a_reward_error_with_the_dry_run():
+    # the CPU trainer calls the recipe's reward.function through TRL (grpolab.local.task); a function that raises
+    # on some rows shows its own file and line
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/work/.venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1121, in _calculate_rewards\n'
+        "    output_reward_func = reward_func(prompts=prompts, completions=completions, **reward_kwargs)\n"
+        '  File "/work/lib/grpolab/local/task.py", line 200, in __call__\n'
+        "    self.function(data_source=source, solution_str=text, ground_truth=ans, extra_info=json.loads(info))\n"
+        '  File "/home/me/project/rewards/my_reward.py", line 12, in compute_score\n'
+        "    return float(solution_str.split()[3] == ground_truth)\n"
+        "IndexError: list index out of range\n"
+    )
+    failure = diagnose_text(text)
+    assert failure.cause == "reward-error" and failure.family == "reward-error"
+    assert "compute_score" in failure.message and "my_reward.py:12" in failure.message
+    assert "grpolab data" in failure.fix and "GRPO Lab" not in failure.fix and "registry" not in failure.fix
+
+
+def test_a_reward_called_in_a_thread_with_a_signal_timeout():
+    failure = diagnose_text(_log("math-verify-55"))
+    assert failure.cause == "reward-error" and "parsing_timeout=None" in failure.fix

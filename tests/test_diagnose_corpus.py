@@ -1,6 +1,6 @@
 """Every case of the public corpus of real failure logs (tests/data/failures, one YAML file each: the log as
-posted, its source and the cause its thread names) diagnosed: the cause id, and where the case names them, the
-rank and node in the message a person reads, and the rejected key for config-key."""
+posted, its source and the cause its thread names) diagnosed: the cause id, the family, the first error, and where
+the case names them the rank and node in the message a person reads and the rejected key for config-key."""
 
 from __future__ import annotations
 
@@ -16,11 +16,25 @@ CORPUS = Path(__file__).parent / "data" / "failures"
 CASES = sorted(CORPUS.glob("*.yaml"))
 
 # Cases beyond what a log can show, each with its reason (strict: a case that starts passing fails here).
+CUT = "the log as posted stops before its error line (the thread's title names it)"
 BEYOND = {
     "slime-1487": "a hang: the log as posted ends at `Timer actor_train start` with no error line, which reads the "
     "same as a log still being written; only a run's state and its quiet files can tell (`stalled`, grpolab.monitor.silent, on a run)",
     "open-r1-85": "the log as posted stops inside the traceback, before its error line: only a frame's source line "
     "names apply_chat_template, and a frame a traceback passes through is not its error",
+    "easyr1-44": f"{CUT}: a traceback whose last frame is ray.get, no exception line",
+    "ttrl-43": f"{CUT}: only Ray's RayTaskError(ActorDiedError) from the driver, the worker's AssertionError is not in it",
+    "verl-1191": f"{CUT}: only Hydra's `Error executing job with overrides: [...]`",
+    "roll-330": f"{CUT}: a traceback of ROLL's frames without its AssertionError",
+    "ray-54739": f"{CUT}: only the ActorDiedError that reports the engine's creation task failed; its AttributeError is "
+    "in the thread, not in the log",
+    "verl-302": f"{CUT}: the driver's traceback through wake_up, without the worker's `cuda error: out of memory`",
+    "areal-1468": "the log is the CheckpointingException alone: whether a save or a load raised it is in the thread "
+    "(the stack is not posted); a load is what it says more often",
+    "megatron-bridge-2100": "the log is the AttributeError alone; that a checkpoint conversion raised it is in the "
+    "thread (the stack is not posted), and read alone it is a version mismatch",
+    "vime-41": "the log is `IndexError: list index out of range` alone; the thread names a bug of vime's resource "
+    "allocation (its family), which no log line shows",
 }
 
 
@@ -38,6 +52,10 @@ def _each():
         yield pytest.param(path, id=path.stem, marks=marks)
 
 
+def _shown(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
 @pytest.mark.parametrize("path", _params())
 def test_case(path):
     case = _case(path)
@@ -45,8 +63,16 @@ def test_case(path):
     failure = diagnose_text(case["log"], path.name)
     found = failure.cause if failure else "none"
     assert found == expect["cause"], (found, failure and failure.message, failure and failure.lines)
+    if "family" in expect:
+        family = failure.family if failure else None
+        assert family == expect["family"] or (failure is None and expect["family"] in ("healthy-run", "warning-only"))
     if failure is None:
         return
+    if expect.get("first_error"):  # where the log shows the thread's first error, the answer names it
+        want = _shown(expect["first_error"])
+        assert failure.first_error.strip(), failure.message
+        if want in _shown(case["log"]):
+            assert want in _shown(failure.first_error), (want, failure.first_error)
     if "rank" in expect:
         assert re.search(rf"\brank {expect['rank']}\b", failure.message), failure.message
         assert failure.rank == expect["rank"]
@@ -56,12 +82,42 @@ def test_case(path):
         assert expect["key"] in failure.message and failure.key == expect["key"], failure.message
 
 
+def test_a_log_without_a_failure_has_the_family_the_thread_names(tmp_path):
+    # healthy-run and warning-only are said by `grpolab diagnose --json` at the top, beside a null failure
+    import json
+    import subprocess
+    import sys
+
+    grpolab = str(Path(sys.executable).with_name("grpolab"))
+    for path in CASES:
+        expect = _case(path)["expect"]
+        if expect["cause"] != "none" or "family" not in expect:
+            continue
+        proc = subprocess.run(
+            [grpolab, "diagnose", "-", "--json"], input=_case(path)["log"].encode(), capture_output=True
+        )
+        document = json.loads(proc.stdout)
+        assert proc.returncode == 0 and document["failure"] is None, path.name
+        assert document["family"] == expect["family"], path.name
+
+
 def test_every_case_is_sourced_and_uses_the_vocabulary():
     from grpolab.monitor.causes import BY_ID, NONE, UNKNOWN
+    from grpolab.monitor.families import FAMILIES
 
     ids = set(BY_ID) | {UNKNOWN, NONE}
-    assert len(CASES) >= 40
+    assert len(CASES) >= 180
     for path in CASES:
         case = _case(path)
         assert case["source"]["repo"] and case["source"]["url"] and case["thread_cause"], path.name
         assert case["expect"]["cause"] in ids, path.name
+        family = case["expect"].get("family")
+        assert family is None or family in FAMILIES or path.stem in BEYOND, (path.name, family)
+
+
+def test_the_readme_lists_every_family_with_its_cause():
+    from grpolab.monitor.families import FAMILIES
+
+    readme = (CORPUS / "README.md").read_text()
+    rows = dict(re.findall(r"^\| ([a-z][a-z\-]+) \| `([a-z\-]+)` \|", readme, re.MULTILINE))
+    assert rows == {name: cause for name, (cause, _) in FAMILIES.items()}

@@ -205,14 +205,18 @@ def test_ansi_colours_are_removed():
     ]
 
 
-def test_unknown_error_shows_the_last_exception_line():
+def test_unknown_error_says_its_first_error_and_shows_the_chain():
     text = (
         'INFO starting\nTraceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
-        "KeyError: 'prompt'\nDuring handling...\nValueError: dataset column 'prompt' not found\n"
+        "KeyError: 'colour'\nDuring handling...\nValueError: no palette for this plot\n"
     )
     failure = classify_failure(text)
-    assert failure.cause == "unknown"
-    assert failure.lines[-1] == "ValueError: dataset column 'prompt' not found"
+    assert failure.cause == "unknown" and failure.first_error == "KeyError: 'colour'"
+    assert "The first error: KeyError: 'colour'" in failure.message
+    assert failure.lines[-1] == "ValueError: no palette for this plot"
+    # the same chain over a data set's column is the data's failure (a row without the column the code reads)
+    data = classify_failure(text.replace("'colour'", "'prompt'"))
+    assert data.cause == "data-error" and "grpolab data" in data.fix
 
 
 def test_no_failure_in_a_healthy_log():

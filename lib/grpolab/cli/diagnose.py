@@ -40,26 +40,32 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
-def diagnose_target(target: str, refresh: bool = True) -> tuple[str, object]:
-    """(what was read, Failure | None) for a LOG, a folder of logs, `-` or a RUN; InputError when unusable."""
+def diagnose_target(target: str, refresh: bool = True, scan=None) -> tuple[str, object]:
+    """(what was read, Failure | None) for a LOG, a folder of logs, `-` or a RUN; InputError when unusable (also a
+    file that is not a text log: binary data, or compressed in a format not read here). `scan`: the
+    grpolab.monitor.diagnose.Scan a log is read with (asked for its family afterwards)."""
     # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs.runs import BadRecord, RunNotFound, resolve_run
-    from grpolab.monitor.diagnose import diagnose_files, diagnose_stream, log_files
+    from grpolab.monitor.diagnose import diagnose_files, diagnose_stream
+    from grpolab.monitor.logread import NotALog, log_files
 
-    if target == "-":
-        return "stdin", diagnose_stream(sys.stdin.buffer)
-    path = Path(target).expanduser()
-    if path.is_file() or (path.exists() and not path.is_dir()):
-        if not is_regular(path):  # a FIFO would block the reader until someone writes
-            raise InputError(f"{target}: not a regular file")
-        if not os.access(path, os.R_OK):
-            raise InputError(f"{target}: cannot be read (permission denied)")
-        return str(path), diagnose_files([(path, None)])
-    if path.is_dir() and not run_folder.status_file(path).exists():
-        files = [(p, rank) for p, rank in log_files(path) if is_regular(p) and os.access(p, os.R_OK)]
-        if not files:
-            raise InputError(f"{target}: a folder with no readable log files")
-        return f"{path} ({len(files)} files)", diagnose_files(files)
+    try:
+        if target == "-":
+            return "stdin", diagnose_stream(sys.stdin.buffer, scan=scan)
+        path = Path(target).expanduser()
+        if path.is_file() or (path.exists() and not path.is_dir()):
+            if not is_regular(path):  # a FIFO would block the reader until someone writes
+                raise InputError(f"{target}: not a regular file")
+            if not os.access(path, os.R_OK):
+                raise InputError(f"{target}: cannot be read (permission denied)")
+            return str(path), diagnose_files([(path, None)], scan=scan)
+        if path.is_dir() and not run_folder.status_file(path).exists():
+            files = [(p, rank) for p, rank in log_files(path) if is_regular(p) and os.access(p, os.R_OK)]
+            if not files:
+                raise InputError(f"{target}: a folder with no readable log files")
+            return f"{path} ({len(files)} files)", diagnose_files(files, scan=scan)
+    except NotALog as exc:
+        raise InputError(str(exc)) from None
     try:
         run = resolve_run(target)
         return f"run {run.run_id}", _run(run, refresh)
@@ -85,12 +91,18 @@ def _run(run, refresh: bool):
     return run_failure(run, status, MetricsView.for_run(run), thresholds)
 
 
-def format_failure(source: str, failure) -> str:
+def format_failure(source: str, failure, family: str = "none") -> str:
     if failure is None:
-        return f"{source}: no failure found"
-    out = [f"{source}: {failure.cause}"]
+        return f"{source}: no failure found" + (" (warnings only)" if family == "warning-only" else "")
+    out = [f"{source}: {failure.cause}" + (f" ({failure.family})" if failure.family not in ("", failure.cause) else "")]
     out.append(textwrap.fill(failure.message, _WIDTH, initial_indent="  ", subsequent_indent="  "))
     out.append(textwrap.fill(failure.fix, _WIDTH, initial_indent="  fix: ", subsequent_indent="       "))
+    if failure.first_error:
+        out.append(
+            textwrap.fill(failure.first_error, _WIDTH, initial_indent="  first error: ", subsequent_indent="    ")
+        )
+        if failure.frame:
+            out.append(f"    raised in {failure.library}: {failure.frame}")
     if failure.lines:
         out.append("  evidence (origin first):")
         numbers = failure.line_numbers or [None] * len(failure.lines)
@@ -103,9 +115,15 @@ def format_failure(source: str, failure) -> str:
 
 
 def main(args) -> int:
-    source, failure = diagnose_target(args.target, refresh=not args.no_refresh)
+    # lazy: orjson, pydantic, yaml (the diagnosis; the parser imports every verb's module, a command loads only its
+    # own verb's)
+    from grpolab.monitor.diagnose import Scan
+
+    scan = Scan()
+    source, failure = diagnose_target(args.target, refresh=not args.no_refresh, scan=scan)
+    family = (failure.family or failure.cause) if failure is not None else scan.family()  # a silent one: its cause
     if args.json:
-        print_json({"input": source, "failure": failure.to_dict() if failure else None})
+        print_json({"input": source, "family": family, "failure": failure.to_dict() if failure else None})
     else:
-        print(format_failure(source, failure))
+        print(format_failure(source, failure, family))
     return 1 if failure is not None else 0

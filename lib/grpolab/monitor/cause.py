@@ -16,7 +16,8 @@ class Cause:
     id: str
     meaning: str  # what it means, for a person
     fix: str  # what to do
-    patterns: tuple[str, ...]  # regexes, one line each (no \s: it crosses lines); "{P}" is PREFIX
+    patterns: tuple[str, ...]  # regexes, one line each (no \s: it crosses lines); "{P}" is PREFIX. Hyperscan also
+    # compiles them (in prefilter mode, grpolab.monitor.diagnose): Python's syntax that Hyperscan reads too
     words: tuple[str, ...]  # lowercase; every line a pattern matches holds one of them (the prefilter)
     sources: tuple[str, ...]  # the public reports: "owner/repo issue N" (their logs: tests/data/failures)
     rule: str = ""  # the `grpolab check` rule that finds it before launch (grpolab.rules.registry), if one does

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from grpolab.monitor.causes import CAUSES, NONE, SILENT, UNKNOWN
 from grpolab.monitor.details import HCCL_CODES, NCCL_CODES
+from grpolab.monitor.families import FAMILIES
 
 _SILENT = {
     "no-training-step": "the run ended SUCCEEDED without one training step (verl issue 7401)",
@@ -48,6 +49,18 @@ def markdown() -> str:
         "|---|---|",
     ]
     lines += [f"| `{s}` | {_SILENT[s]} |" for s in SILENT]
+    lines += [
+        "",
+        "## Families (`family` beside the cause: the kind of failure the log's structure tells)",
+        "",
+        "Read from the first real error: its type, the library whose frame raised it, the functions on its stack, "
+        "the phase the log was in (a training step before it, an inference engine at work, the rollout waking up). "
+        "A log without a failure is `healthy-run`, or `warning-only` when it shows warnings and no work done.",
+        "",
+        "| family | cause | what it means |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {name} | `{cause}` | {_cell(meaning)} |" for name, (cause, meaning) in FAMILIES.items()]
     lines += [
         "",
         "## HCCL error codes (`HCCL function error: ..., error code is N`)",

@@ -8,6 +8,23 @@ from grpolab.monitor.cause import Cause
 
 CAUSES: tuple[Cause, ...] = (
     Cause(
+        "weight-sync",
+        "the weights could not be sent from the trainer to the rollout engine: a shard sent without its gather, "
+        "tensors on a device the engine does not expect, a layout the engine transformed after its first load, "
+        "or the sync's own state",
+        "check that the trainer and the rollout use layouts the weight sync supports (expert/tensor-parallel shards "
+        "gathered before they are sent), and run the trainer and engine versions the sync was written for; "
+        "rollout.update_weights_bucket_mb must hold the largest tensor (`grpolab check`, rule weight-sync-bucket)",
+        (
+            r"Failed to update (?:parameter|weights?) online",
+            r"weight update is already active",
+        ),
+        # (not "update_weights": SGLang logs every weight update's request at INFO)
+        ("update parameter online", "update weights online", "update weight online", "weight update is already"),
+        ("THUDM/slime issue 2280", "sgl-project/sglang issue 26032", "NovaSky-AI/SkyRL issue 1605"),
+        ignorecase=True,
+    ),
+    Cause(
         "port-in-use",
         "a port was already bound: another process (often a previous run's leftover worker) holds it",
         "stop the leftover process (`ss -ltnp | grep PORT`), or let the job pick free ports (unset MASTER_PORT, "
@@ -21,6 +38,8 @@ CAUSES: tuple[Cause, ...] = (
             r"\bEJ0003\b|Failed to bind the IP port|(?:been|is) bound already",
             r"bind(?:ing)? (?:to )?(?:port|address)[^\n]{0,60}failed|bind failed|failed to bind",
             r"listen on ip\[[^\]\n]*\][^\n]{0,40}port\[\d+\] fail|port[^\n]{0,40}(?:is )?been using by other process",
+            # SGLang's own check of its ports (gpustack issue 5842): "metrics_port at 40290 is not available in 30 s"
+            r"\w{0,40}port\b[^\n]{0,40}(?:is not available in|is used by (?:a|another) process|used by a process already)",
         ),
         (
             "already in use",
@@ -35,12 +54,15 @@ CAUSES: tuple[Cause, ...] = (
             "listen on ip",
             "bound already",
             "other process",
+            "used by a process",
+            "is not available in",
         ),
         (
             "volcengine/verl issue 6677",
             "vllm-project/vllm-ascend issue 1955",
             "vllm-project/vllm-ascend issue 405",
             "om-ai-lab/VLM-R1 issue 289",
+            "gpustack/gpustack issue 5842",
         ),
         ignorecase=True,
     ),
@@ -52,22 +74,22 @@ CAUSES: tuple[Cause, ...] = (
         "an interface all nodes reach, that the rank table and device ids match the visible devices, and raise "
         "HCCL_CONNECT_TIMEOUT for large clusters; `grpolab preflight` checks the HCCL ports",
         (
-            r"Hccl\w*(?:CommInit|GetRootInfo|InitCluster|RootInfo)\w*[^\n]{0,160}(?:error code|failed|error)",
-            r"\b(?:rdma|nic|rdev|hccp)\w*[^\n]{0,40}init\w*[^\n]{0,20}fail|\binit\w*[^\n]{0,20}(?:rdma|nic)\w* fail"
+            r"Hccl\w{0,40}(?:CommInit|GetRootInfo|InitCluster|RootInfo)\w{0,40}[^\n]{0,160}(?:error code|failed|error)",
+            r"\b(?:rdma|nic|rdev|hccp)\w{0,40}[^\n]{0,40}init\w{0,40}[^\n]{0,20}fail|\binit\w{0,40}[^\n]{0,20}(?:rdma|nic)\w{0,40} fail"
             r"|network port is down",
             r"(?:client|server) socket has timed out[^\n]{0,120}connect|\[c10d\][^\n]{0,120}(?:timed out|failed to"
             r" connect|refused)",
             r"\bEI000[13459]\b|\bEI9999\b|\bEJ000[12]\b|Transport init error",
             r"(?:rank ?table|ranktable)[^\n]{0,80}(?:invalid|error|failed|not found|mismatch)",
-            r"ncclCommInit\w*[^\n]{0,40}failed",
+            r"ncclCommInit\w{0,40}[^\n]{0,40}failed",
             r"\bnccl(?:SystemError|InternalError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)\b",
-            r"NCCL error in: [^\n]+|NCCL error: (?![^\n]*(?:timed out|timeout))[^\n]+",
+            r"NCCL error in: [^\n]+|NCCL error: [^\n]+",
             r"DistStoreError|waiting for clients\. \d+/\d+ clients joined|connectFullMesh failed",
             r"is setting up NCCL communicator[^\n]+(?:error|Timeout)",
             r"(?:init_process_group|rendezvous|TCPStore)[^\n]{0,120}(?:failed|error|timed out|refused)",
             r"Connection refused[^\n]{0,80}(?:store|rendezvous|master)",
-            r"\bHCCL\b[^\n]{0,80}\binit\w*[^\n]{0,40}(?:fail|error)",
-            r"DistNetworkError: (?!The server socket has failed)[^\n]+",
+            r"\bHCCL\b[^\n]{0,80}\binit\w{0,40}[^\n]{0,40}(?:fail|error)",
+            r"DistNetworkError: [^\n]+",
             r"DIST call hccl api failed",
         ),
         (
@@ -103,7 +125,12 @@ CAUSES: tuple[Cause, ...] = (
             "vllm-project/vllm-ascend issue 1815",
             "vllm-project/vllm-ascend issue 672",
         ),
-        unless=(r"\bwarn(?:ing)?\b",),
+        # a warning; NCCL's error that is a timeout (comm-timeout); the server socket's failure (a port, port-in-use)
+        unless=(
+            r"\bwarn(?:ing)?\b",
+            r"NCCL error: [^\n]*(?:timed out|timeout)",
+            r"DistNetworkError: The server socket has failed",
+        ),
         # torch_npu's wrapper line for any HCCL call that failed: set-up is the likely one, when nothing else says
         weak=(r"DIST call hccl api failed",),
         ignorecase=True,
@@ -128,6 +155,8 @@ CAUSES: tuple[Cause, ...] = (
             r"KV cache[^\n]{0,80}(?:insufficient|not enough|exceeds)",
             r"larger than the maximum number of tokens that can be stored in KV cache",
             r"Free memory on device[^\n]{0,80}is less than desired (?:GPU|NPU)? ?memory utilization",
+            # the allocators of vLLM's and SGLang's sleep mode (their own words for a device out of memory)
+            r"CUresult error: 2 \(out of memory\)|error: out of memory at [^\n]{0,80}cumem_allocator",
         ),
         (
             "out of memory",
@@ -143,6 +172,7 @@ CAUSES: tuple[Cause, ...] = (
             "insufficient",
             "not enough",
             "cublas_status_alloc",
+            "curesult error",
         ),
         ("RLinf/RLinf issue 272", "THUDM/slime issue 1951", "volcengine/verl issue 2828"),
         rule="memory",
@@ -165,7 +195,23 @@ CAUSES: tuple[Cause, ...] = (
             r"(?:ActorDiedError|actor died|worker died)[^\n]{0,200}memory",
             r"\bMemoryError\b|std::bad_alloc|Cannot allocate memory|\[Errno 12\]",
         ),
-        ("memory", "oom", "bad_alloc", "errno 12"),
+        (  # words that name the host's memory (not "memory" alone: verl's step line and vLLM's INFO lines hold it)
+            "low on memory",
+            "memory pressure",
+            "memory usage threshold",
+            "outofmemoryerror",
+            "out_of_memory",
+            "out of memory",
+            "oom-kill",
+            "oom_reaper",
+            "actordiederror",
+            "actor died",
+            "worker died",
+            "memoryerror",
+            "bad_alloc",
+            "cannot allocate memory",
+            "errno 12",
+        ),
         (
             "ray-project/ray issue 28778",
             "ray-project/ray issue 32730",
@@ -214,7 +260,7 @@ CAUSES: tuple[Cause, ...] = (
             r"found NaN in local grad norm",
             r"grad_norm is not finite",
             r"\bloss (?:is|=|:) ?(?:nan|inf)\b",
-            r"returned nan values in its \d+\w* output",
+            r"returned nan values in its \d+\w{0,40} output",
             r"is non-finite, so it cannot be clipped",
             r"Unexpected result nan",
             r"\bactor/(?:pg_loss|kl_loss|grad_norm|entropy):(?:np\.float\d+\()?-?(?:nan|inf)\b",
@@ -245,8 +291,8 @@ CAUSES: tuple[Cause, ...] = (
         (
             r"\baicore (?:error|exception|timeout)|\bAICORE_(?:EXCEPTION|TIMEOUT)|\bAIC(?:PU)? error|aivec error",
             r"\bMTE error|\bmte (?:out of range|error)",
-            r"ACL_ERROR_RT_(?:AICORE|AIVEC|VECTOR_CORE|AICPU|DEVICE|FEATURE|HBM|MTE)\w*",
-            r"error code is 5070\d\d\b|error code is 507899\b",
+            r"ACL_ERROR_RT_(?:AICORE|AIVEC|VECTOR_CORE|AICPU|DEVICE|FEATURE|HBM|MTE)\w{0,40}",
+            r"error code(?: is|:) ?5070\d\d\b|error code(?: is|:) ?507899\b",
             r"illegal memory access|an illegal instruction was encountered|misaligned address",
             r"device-side assert(?:ion)? triggered",
             r"\bAcceleratorError\b",
@@ -272,8 +318,11 @@ CAUSES: tuple[Cause, ...] = (
             "hbm",
             "launch failure",
             "cuda error",
-            "abort",
-            "lost",
+            "device abort",
+            "device task abort",
+            "device_task_abort",
+            "device lost",
+            "device is lost",
             "fell off",
         ),
         (
@@ -282,6 +331,8 @@ CAUSES: tuple[Cause, ...] = (
             "vllm-project/vllm-ascend issue 2918",
             "vllm-project/vllm-ascend issue 3263",
         ),
+        # a line that says the device call timed out ("the internal task times out") is a wait, not a fault
+        unless=(r"times out|timed out",),
         ignorecase=True,
     ),
     Cause(
@@ -294,7 +345,7 @@ CAUSES: tuple[Cause, ...] = (
             r"Watchdog caught collective operation timeout",
             r"\bEI0002\b|The wait execution of the Notify register times out",
             r"\bEI0006\b|Getting socket times out",
-            r"hccl \w* ?task timeout",
+            r"hccl \w{0,40} ?task timeout",
             r"HCCL watchdog thread terminated",
             r"dump signal due to a collective timeout",
             r"failure detected by watchdog at work sequence id",
@@ -344,9 +395,11 @@ CAUSES: tuple[Cause, ...] = (
             r"[^\n]{0,40}(?:within|in time|timeout|after)",
             r"(?:startup|initiali[sz]ation|health check)[^\n]{0,40}(?:timed out|timeout)",
             r"Timeout (?:while )?waiting for (?:the )?(?:server|engine|worker|actor)",
+            # a Ray node or driver that could not reach the head's GCS in time
+            r"Failed to connect to GCS at address",
         ),
         ("timed out", "timeout", "did not", "failed to"),
-        ("vllm-project/vllm PR 35616", "vllm-project/vllm-ascend issue 3977"),
+        ("vllm-project/vllm PR 35616", "vllm-project/vllm-ascend issue 3977", "vllm-project/vllm issue 19543"),
         rule="startup-timeout",
         ignorecase=True,
     ),
@@ -359,9 +412,11 @@ CAUSES: tuple[Cause, ...] = (
         (
             r"^{P}Killed$",
             r"\bSIGKILL\b|\bsignal 9\b|\bsignal: killed\b",
+            # torchrun's agent stopped from outside (a launcher that saw another process of the job end)
+            r"Received \d+ death signal, shutting down workers",
             r"exit(?:ed)? (?:with )?(?:code|status)[ :=]*137\b|\breturn ?code[ :=]*-9\b|exitcode ?: ?-9\b",
         ),
-        ("killed", "sigkill", "signal", "exit", "returncode", "return code"),
+        ("killed", "sigkill", "signal", "exit", "returncode", "return code", "death signal"),
         ("grpolab's seeded list (shell and torchrun messages)",),
         unless=(r"potential root causes", r"ray stop --force"),
     ),
@@ -378,7 +433,7 @@ CAUSES: tuple[Cause, ...] = (
             r"ActorDiedError|RayActorError|ActorUnavailableError|OwnerDiedError|NodeDiedError|ObjectLostError",
             r"worker process has died|Worker exit type: (?:SYSTEM_ERROR|NODE_DIED|UNEXPECTED)",
             r"Segmentation fault|SIGSEGV|core dumped|Fatal Python error",
-            r"(?:node|raylet)[^\n]{0,60}(?:has been marked dead|died|is dead)",
+            r"(?:node|raylet)[^\n]{0,160}(?:has been marked dead|died|is dead)",
             r"ChildFailedError",
         ),
         (

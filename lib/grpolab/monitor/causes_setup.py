@@ -19,7 +19,7 @@ CAUSES: tuple[Cause, ...] = (
             r"Error merging override [^\n]+",
             r"Could not delete from config\. '[^'\n]+'",
             r"ConfigKeyError: [^\n]+",
-            r"(?:Config|Arguments|Args|Params)\w*\.__init__\(\) got an unexpected keyword argument '[^'\n]+'",
+            r"(?:Config|Arguments|Args|Params)\w{0,40}\.__init__\(\) got an unexpected keyword argument '[^'\n]+'",
             r"\bunrecognized arguments: [^\n]+",
             r"\b(?:Unknown|Unrecognized|Unsupported|Invalid) (?:config(?:uration)? )?(?:key|option|field|argument)s?"
             r"[: ]+'?[\w.\-]+",
@@ -54,6 +54,22 @@ CAUSES: tuple[Cause, ...] = (
         unless=(r"is deprecated", r"\bwarn(?:ing)?\b.*unknown"),
     ),
     Cause(
+        "config-missing",
+        "Hydra found no config on its search path: a defaults entry, --config-name or a `+group=` names a config "
+        "that is not in any folder Hydra searches",
+        "give the config's folder with --config-path (or hydra.searchpath), or correct the name in `defaults:`; a "
+        "recipe of GRPO Lab renders verl's own config and needs neither",
+        (
+            r"Could not load '[\w/.\-]+'\.?$",
+            r"Cannot find primary config",
+            r"MissingConfigException",
+            r"Primary config (?:directory|module) not found",
+        ),
+        ("could not load", "cannot find primary config", "missingconfigexception", "primary config"),
+        ("verl-project/verl issue 2735",),
+        rule="verl-schema",
+    ),
+    Cause(
         "no-device",
         "no usable accelerator: the job found no CUDA/NPU device, or Ray could not place the GPU/NPU workers",
         "check the nodes have devices and drivers (`npu-smi info` / `nvidia-smi`), that torch_npu is installed on "
@@ -75,6 +91,9 @@ CAUSES: tuple[Cause, ...] = (
             r"no CUDA-capable device is detected",
             r"does not allocate any (?:GPUs|NPUs)|no (?:GPUs|NPUs) (?:are |were )?(?:allocated|assigned)",
             r"exceeds the total number of available (?:GPUs|NPUs|devices)",
+            # more devices asked of Ray (or the cluster) than it has (issue 41: NeMo RL issue 89)
+            r"requested (?:more|\d+) (?:GPUs|NPUs|devices)[^\n]{0,60}(?:only|available)|Not enough (?:GPUs|NPUs|"
+            r"devices) available",
         ),
         (
             "no cuda gpus",
@@ -94,11 +113,15 @@ CAUSES: tuple[Cause, ...] = (
             "driver version is insufficient",
             "cuda-capable",
             "does not allocate any",
+            "requested",
+            "not enough gpus",
+            "not enough npus",
+            "not enough devices",
             "no gpus",
             "no npus",
             "number of available",
         ),
-        ("vllm-project/vllm issue 6956",),
+        ("vllm-project/vllm issue 6956", "NVIDIA-NeMo/RL issue 89"),
         # Ray's autoscaler warns while a placement group waits, also in runs that start fine a minute later
         weak=(r"cannot be scheduled right now",),
     ),
@@ -164,7 +187,7 @@ CAUSES: tuple[Cause, ...] = (
         "RECIPE` dry-runs the reward on the data before launch",
         (
             r"Reward function is not implemented",
-            r"(?:reward|compute_score)\w* (?:function )?.{0,40}(?:not found|not implemented|is not defined)",
+            r"(?:reward|compute_score)\w{0,40} (?:function )?.{0,40}(?:not found|not implemented|is not defined)",
             r"custom_reward_function.{0,80}(?:Error|not found|does not exist)",
             r"Reward function '[^'\n]+' not found",
             r"compute_score\(\) (?:got an unexpected|missing \d+ required)",
@@ -205,7 +228,7 @@ CAUSES: tuple[Cause, ...] = (
             r"^(?=[^\n]*(?:batch|chunk|n_samples|rollout\.n|micro|mini|samples))[^\n]*\b(?:is not|isn't|not|must be|"
             r"should be|has to be|needs to be|cannot be|can't be) (?:evenly )?(?:divisible|a multiple|multiple|split"
             r"|divided)",
-            r"\b(?:batch|chunk)\w*[^\n]{0,60}%[^\n]{0,60}(?:== ?0|!= ?0)",
+            r"\b(?:batch|chunk)\w{0,40}[^\n]{0,60}%[^\n]{0,60}(?:== ?0|!= ?0)",
         ),
         ("chunk", "divisible", "multiple", "split", "divided", " % ", "must be", "should be"),
         ("NVIDIA-NeMo/RL issue 648", "volcengine/verl issue 473"),
@@ -220,10 +243,10 @@ CAUSES: tuple[Cause, ...] = (
         "`grpolab check` finds it before launch",
         (
             r"\b(?:attention heads|num_attention_heads|num_heads|num_key_value_heads|kv heads|query groups|"
-            r"num_query_groups|vocab\w*|hidden_size|num_layers|num_hidden_layers|layers|experts?|num_experts|"
+            r"num_query_groups|vocab\w{0,40}|hidden_size|num_layers|num_hidden_layers|layers|experts?|num_experts|"
             r"num_moe_experts|world[_ ]size|intermediate_size)\b[^\n]{0,120}\b(?:must|should|has to|needs to)? ?"
             r"(?:be )?(?:not )?(?:evenly )?(?:divisible|a multiple|multiple of)",
-            r"\b(?:tensor|pipeline|expert|context|data)[_ ](?:model[_ ])?parallel\w*[^\n]{0,120}(?:must|should|"
+            r"\b(?:tensor|pipeline|expert|context|data)[_ ](?:model[_ ])?parallel\w{0,40}[^\n]{0,120}(?:must|should|"
             r"is not|not|cannot|can't) (?:be )?(?:evenly )?(?:divisible|a multiple|divide|greater|larger|exceed|equal)",
             r"\b(?:devices|gpus|npus|world[_ ]size)\b[^\n]{0,40}(?:is |are )?(?:less than|smaller than|fewer than|not "
             r"enough for) [^\n]{0,40}(?:tp|pp|ep|tensor|pipeline|parallel)",
@@ -237,11 +260,10 @@ CAUSES: tuple[Cause, ...] = (
             r"(?:AssertionError|ValueError): \d+ is not divisible by \d+\b",
             r"local[_ ]world[_ ]size[^\n]{0,120}(?:visible|device|exceed|greater|larger)",
             r"(?:ASCEND_RT|ASCEND|CUDA)_VISIBLE_DEVICES[^\n]{0,120}(?:less than|fewer|does not match|mismatch|exceed|"
-            r"range)|Error setting \w*VISIBLE_DEVICES",
+            r"range)|Error setting \w{0,40}VISIBLE_DEVICES",
             r"\b(?:tp|pp|ep|cp|tp_size|pp_size|ep_size)\b ?\(?\d*\)? ?[^\n]{0,40}(?:must|should) (?:be )?"
             r"(?:divisible|a multiple|divide)",
             r"Invalid device (?:id|ordinal)|invalid device ordinal",
-            r"requested (?:more|\d+) (?:GPUs|NPUs|devices)[^\n]{0,60}(?:only|available)",
         ),
         (
             "divisib",
@@ -259,7 +281,6 @@ CAUSES: tuple[Cause, ...] = (
             "not enough for",
             "cannot be",
             "fewer",
-            "requested",
             "must be",
             "should be",
         ),
@@ -267,6 +288,50 @@ CAUSES: tuple[Cause, ...] = (
         rule="world-divisible",
         unless=(r"batch", r"chunk"),
         ignorecase=True,
+    ),
+    Cause(
+        "engine-config",
+        "an engine's own argument check refused a value (vLLM, SGLang, Megatron, verl's config classes): the argument "
+        "and its value are named above, with the recipe field that sets it",
+        "change the named recipe field as the message asks (rollout.max_num_batched_tokens >= rollout.max_model_len "
+        "without chunked prefill, rollout.max_num_seqs within the cache the memory allows, ...); `grpolab check` "
+        "holds the rollout's settings to the engine's rules before launch",
+        (
+            r"max_num_batched_tokens \(\d+\) is smaller than max_model_len",
+            r"max_num_seqs \(\d+\) (?:exceeds|is larger than|must be)",
+            r"\d+ validation errors? for \w{0,40}Config\b",
+        ),
+        ("max_num_batched_tokens", "max_num_seqs", "validation error"),
+        ("verl-project/verl PR 259", "verl-project/verl PR 7632"),
+    ),
+    Cause(
+        "data-error",
+        "a data row the trainer cannot use: a prompt longer than the limit, a missing column, a row that does not "
+        "parse",
+        "`grpolab data RECIPE` reads the first rows of each data file and measures the prompts before launch: run it "
+        "to find the row; drop overlong prompts (data.filter_overlong_prompts: true) or raise data.max_prompt_length",
+        (
+            r"Prompt length of \d+ is longer than the maximum model length",
+            r"prompt \(length \d+\) is longer than the maximum model length",
+            r"sequence_length=\d+ is larger than max_length=\d+",
+            r"Input prompt \(\d+ tokens\) is too long and exceeds limit",
+        ),
+        ("longer than the maximum model length", "is larger than max_length", "too long and exceeds limit"),
+        ("verl-project/verl issue 1015", "verl-project/verl issue 544"),
+        rule="data-prompt",
+        ignorecase=True,
+    ),
+    Cause(
+        "reward-error",
+        "the reward function raised or timed out on a sample (also a signal-based timeout, which works only in a "
+        "process's main thread, called in a thread)",
+        "`grpolab data RECIPE` dry-runs the reward on the data before launch: run it and fix the function; a "
+        "signal-based timeout (math_verify's default) must be turned off in threads (parsing_timeout=None, "
+        "timeout_seconds=None) and the time bounded otherwise",
+        (r"signal only works in main thread",),
+        ("signal only works in main thread",),
+        ("huggingface/Math-Verify issue 55", "huggingface/Math-Verify issue 50"),
+        rule="reward-dry-run",
     ),
     Cause(
         "checkpoint-mismatch",
@@ -282,9 +347,33 @@ CAUSES: tuple[Cause, ...] = (
             r"(?:checkpoint|state_dict|ckpt)[^\n]{0,80}(?:shape mismatch|do(?:es)? not match|mismatch)",
             r"shape mismatch[^\n]{0,80}(?:checkpoint|loading|load)",
             r"(?:missing|unexpected) keys?[^\n]{0,40}(?:checkpoint|when loading|state[_ ]dict)",
+            # Megatron's distributed checkpoint: its own exception, and the merge of a checkpoint's shards
+            r"CheckpointingException|Different dict keys encountered in `?apply_factory_merges",
         ),
-        ("mismatch", "state_dict", "missing key", "unexpected key", "do not match", "does not match"),
+        (
+            "mismatch",
+            "state_dict",
+            "missing key",
+            "unexpected key",
+            "do not match",
+            "does not match",
+            "checkpointingexception",
+            "apply_factory_merges",
+        ),
         ("NVIDIA/Megatron-LM issue 924", "OpenRLHF/OpenRLHF issue 839"),
+        ignorecase=True,
+    ),
+    Cause(
+        "checkpoint-save",
+        "a checkpoint could not be written: the layout's tensors are not ones the checkpoint format can save, or "
+        "the format of the installed library changed",
+        "save with the checkpoint format the training layout supports (Megatron's distributed checkpoint: a fully "
+        "reshardable format, or without the distributed optimizer's flattened ranges), or the library version the "
+        "saver was written for; `grpolab check` sizes the checkpoints against the free disk (a full disk is "
+        "disk-full)",
+        (r"(?:Failed|Unable) to save (?:the )?checkpoint", r"save_checkpoint[^\n]{0,80}(?:failed|error)"),
+        ("save checkpoint", "save the checkpoint", "save_checkpoint"),
+        ("areal-project/AReaL PR 1468",),
         ignorecase=True,
     ),
 )

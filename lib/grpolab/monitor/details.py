@@ -169,15 +169,16 @@ def _config_key(line: str, facts) -> Extra | None:
 
 # ---------------------------------------------------------------------------------------------- batches
 _CHUNK = re.compile(r"size of DataProto (\d+) and chunk (\d+)", re.IGNORECASE)
-_TWO = re.compile(
-    r"([A-Za-z_][\w.]*(?: [a-z_]+){0,5}?)\W{0,3}?[ (=:]+(\d+)\)?[^\n\d]{0,80}?(?:divisible by|multiple of|divide"
-    r"|%)\W*([A-Za-z_][\w.]*(?: [a-z_]+){0,5}?)?\W{0,3}?[ (=:]*(\d+)"
+_TWO = re.compile(  # (a name is matched from its first character only, and every repeat is bounded: linear)
+    r"(?<![\w.])([A-Za-z_][\w.]{0,80}(?: [a-z_]{1,40}){0,5}?)\W{0,3}?[ (=:]{1,4}(\d+)\)?[^\n\d]{0,80}?(?:divisible "
+    r"by|multiple of|divide|%)\W{0,4}(?:(?<![\w.])([A-Za-z_][\w.]{0,80}(?: [a-z_]{1,40}){0,5}?))?\W{0,3}?[ (=:]{0,4}"
+    r"(\d+)"
 )
 
 
 _AT_LEAST = re.compile(
-    r"([A-Za-z_][\w.]*) \(?(\d+)\)? (?:must|should) be (?:>=|at least|larger than or equal to|no smaller than) "
-    r"([A-Za-z_][\w.]*) \(?(\d+)"
+    r"(?<![\w.])([A-Za-z_][\w.]{0,80}) \(?(\d+)\)? (?:must|should) be (?:>=|at least|larger than or equal to|no "
+    r"smaller than) ([A-Za-z_][\w.]{0,80}) \(?(\d+)"
 )
 
 
@@ -190,6 +191,34 @@ def _recipe_key(name: str) -> str | None:
         if row.verl.split(".")[-1] == name or row.field.split(".")[-1] == name:
             return row.field
     return None
+
+
+# Engine arguments spelled otherwise than the verl key that sets them: the engine's name -> verl's key leaf (verl
+# 0.9.1's vllm_rollout passes tensor_parallel_size=config.tensor_model_parallel_size; its SGLang server passes
+# mem_fraction_static=config.gpu_memory_utilization and max_running_requests=config.max_num_seqs)
+_ENGINE_SPELLING = {
+    "tensor_parallel_size": "tensor_model_parallel_size",
+    "mem_fraction_static": "gpu_memory_utilization",
+    "max_running_requests": "max_num_seqs",
+    "tp_size": "tensor_model_parallel_size",
+    "max_tokens": "max_response_length",
+}
+_ARGUMENT = re.compile(r"(?<![\w.])(?:--)?([a-z][a-z0-9]*(?:[_-][a-z0-9]+)+)\b`?\)?(?:[ :=]+\(?(-?[\d.]+)\)?)?")
+
+
+def engine_arguments(message: str) -> list[tuple[str, str, str | None]]:
+    """The arguments an engine's error message names: (name, the value it gives or "", the recipe field through the
+    field map or None), the ones with a recipe field first."""
+    found: dict[str, tuple[str, str, str | None]] = {}
+    for m in _ARGUMENT.finditer(message):
+        name = m.group(1).replace("-", "_")
+        if name in found or len(found) >= 6:
+            continue
+        field = _recipe_key(_ENGINE_SPELLING.get(name, name))
+        if field is None and "_" not in name:
+            continue
+        found[name] = (name, m.group(2) or "", field)
+    return sorted(found.values(), key=lambda t: t[2] is None)
 
 
 def _batch(line: str, facts) -> Extra | None:
@@ -283,7 +312,9 @@ def _layout(line: str, facts) -> Extra | None:
 
 # ---------------------------------------------------------------------------------------------- communicators
 _HCCL_CODE = re.compile(
-    r"(hccl\w+)(?:\([^\n]*?\))?, error code is (\d+)|HCCL error[^\n]{0,40}?\b(?:code|ret)[ :=]+(\d+)", re.IGNORECASE
+    r"(?<!\w)(hccl\w{1,60})(?:\([^\n]{0,300}?\))?, error code is (\d+)|HCCL error[^\n]{0,40}?\b(?:code|ret)[ :=]{1,4}"
+    r"(\d+)",
+    re.IGNORECASE,
 )
 _NCCL_CODE = re.compile(
     r"\b(nccl(?:UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|"

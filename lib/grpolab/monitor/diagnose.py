@@ -3,8 +3,10 @@ stalled, what to change, and the lines that prove it, origin first.
 
     diagnose_text(text) -> Failure | None                 a log, its tail, a status message
     diagnose_files([(path, rank), ...]) -> Failure | None  log files (one per rank, or one for all), streamed
-    log_files(path) -> [(path, rank)]                      a file, or a folder of one log per rank
     Scan                                                   the streaming reader behind both, fed chunk by chunk
+
+(Reading the bytes, compressed or not, and the Hyperscan keyword pass: grpolab.monitor.logread; the first real
+error: grpolab.monitor.firsterror; its family: grpolab.monitor.families; ranks and nodes: grpolab.monitor.origin.)
 
 A log is read in large binary chunks; one caseless Hyperscan pass (SIMD multi-literal search) over each chunk
 finds the lines that hold a cause's keyword, and only those lines are decoded and matched against the patterns
@@ -22,31 +24,35 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from grpolab.jobs.job_entry import ANSI
-from grpolab.monitor.causes import BY_ID, CAUSES, PREFIX, UNKNOWN, Cause
-from grpolab.monitor.details import FACT_WORDS, FACTS, explain, read_facts
-from grpolab.monitor.origin import Where, ray_pids, where
+import grpolab.monitor.firsterror as fe
+from grpolab.monitor.causes import BY_ID, CAUSES, UNKNOWN, Cause
+from grpolab.monitor.details import FACTS, Extra, explain, read_facts
+from grpolab.monitor.families import FAMILIES, RECAUSED, Context, Verdict, classify, family_for
+from grpolab.monitor.firsterror import FirstError
+from grpolab.monitor.logread import FIRST, MARKS, OWNERS, decode, excerpt, find_words, gated, marks, readable
+from grpolab.monitor.origin import RAY_TASK, Where, origin_first, origin_sentence, ray_pids, silent_ranks, where
+from grpolab.recipe.secrets import redact_free_text
 
 CHUNK = 8 << 20  # bytes read at a time: large enough for C to do the work, small enough to bound memory
 _KEEP = 48  # lines kept per cause
 _EVIDENCE = 6  # lines shown
-_MAX_LINE = 400  # an evidence line is cut here: a log line can hold a whole tensor dump
 _CONTEXT = 4096  # bytes around a matched line searched for its traceback and Ray's pid/ip block
 _PIDS = 50_000  # pids remembered (their nodes and ranks)
 _MAX_TAIL = 1 << 20  # a line is read whole up to this length past a chunk's end
-_LONG = 16 << 10  # a longer line is matched only around its keywords, _WINDOW bytes either side
-_WINDOW = 2048
+_LONG = 4 << 10  # a longer line is matched only around its keywords, _WINDOW bytes either side
+_WINDOW = 1024
+_BUDGET = 0.5  # seconds of pattern matching after which every line is first checked by Hyperscan (crafted input)
 
-_ERROR_LINE = re.compile(
-    "^" + PREFIX + r"(?:[\w.]+\.)?\w*(?:Error|Exception|Exit)(?:\([\w.]+\))?: |^" + PREFIX + r"\[ERROR\] "
-)
-_FRAME = re.compile(r'^\s*(?:\[rank\d+\]:)?\s*File "([^"]+)", line \d+')
-_LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
-_CONFIG_CLASS = re.compile(r"\w*Config\.__init__\(\) got an unexpected keyword")
+_FIRST = 64  # error lines of a log kept for its first real error (those that report another's failure: 16)
+_TRACE = 64 << 10  # bytes above an exception line read for its traceback's frames
+_TRACE_LINES = 300
+_FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "([^"]+)", line \d+')
+_CONFIG_CLASS = re.compile(r"(?<!\w)\w{0,80}Config\.__init__\(\) got an unexpected keyword")
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,10 @@ class Failure:
     rule: str | None = None  # the `grpolab check` rule that finds it before launch
     then: list[str] = field(default_factory=list)  # causes that followed from it (consequences), in order
     files: list[str] = field(default_factory=list)  # the file of each evidence line (when more than one was read)
+    family: str = ""  # the kind of failure (grpolab.monitor.families.FAMILIES): finer than the cause where it can be
+    first_error: str = ""  # the first real error: `Type: message` (or the first error line), "" when none shows
+    library: str | None = None  # the library whose frame raised it (vllm, verl, torch, user code, ...)
+    frame: str | None = None  # that frame: `path:line in function`
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -80,61 +90,12 @@ class _Hit:
     order: int
     where: Where
     before: list[str]
-
-
-def _words() -> tuple[list[str], list[tuple[str, ...]]]:
-    owners: dict[str, list[str]] = {}
-    sources = [(c.id, c.words) for c in CAUSES] + [(UNKNOWN, ("error", "exception", "exit")), (FACTS, FACT_WORDS)]
-    for owner, words in sources:
-        for word in words:
-            owners.setdefault(word, []).append(owner)
-    return list(owners), [tuple(v) for v in owners.values()]
-
-
-_WORDS, _OWNERS = _words()
-_DB: list = []  # the compiled Hyperscan database, built on first use
-
-
-def _database():
-    if not _DB:
-        # lazy: hyperscan (only a diagnosis compiles the patterns; importing the monitor stays light)
-        import hyperscan
-
-        db = hyperscan.Database()
-        db.compile(
-            expressions=[re.escape(w).encode() for w in _WORDS],
-            ids=list(range(len(_WORDS))),
-            elements=len(_WORDS),
-            flags=[hyperscan.HS_FLAG_CASELESS] * len(_WORDS),
-        )
-        _DB.append(db)
-    return _DB[0]
-
-
-def _find(chunk: bytes) -> list[tuple[int, int]]:
-    """(word index, start) of every keyword in the chunk, caseless."""
-    found: list[tuple[int, int]] = []
-
-    def on(index, _start, end, _flags, _context):
-        found.append((index, end - len(_WORDS[index])))
-
-    _database().scan(chunk, match_event_handler=on)
-    return found
-
-
-def _excerpt(line: str, at: int) -> str:
-    if len(line) <= _MAX_LINE:
-        return line
-    start = max(0, min(at - _MAX_LINE // 3, len(line) - _MAX_LINE))
-    return ("..." if start else "") + line[start : start + _MAX_LINE] + ("..." if start + _MAX_LINE < len(line) else "")
-
-
-_SYSLOG_ANSI = re.compile(r"#033\[[0-9;]*[A-Za-z]")  # colours as syslog writes them
-
-
-def _decode(raw: bytes) -> str:
-    text = ANSI.sub("", raw.decode("utf-8", "replace")).rstrip()
-    return _SYSLOG_ANSI.sub("", text) if "#033[" in text else text
+    exception: tuple | None = None  # (type, inner, message) of an exception line
+    frames: list = field(default_factory=list)  # its traceback's frames (grpolab.monitor.firsterror.Frame)
+    consequence: bool = False  # it reports another's failure (a dead actor, a timeout)
+    after: list[str] = field(default_factory=list)
+    offset: int = 0  # where the line starts in everything read (bytes): what came before it
+    text: str = ""  # an error line as printed (trailing spaces kept) with the lines its message continues on
 
 
 class Scan:
@@ -145,8 +106,19 @@ class Scan:
         self.weak: dict[str, list[_Hit]] = {}  # warnings that name a cause: the answer only when nothing else is
         self.timed_out: set[int] = set()  # the ranks a collective timeout was reported on
         self.counts: dict[str, int] = {}
-        self.errors: deque[_Hit] = deque(maxlen=_EVIDENCE)  # the last error lines (a traceback ends with its error)
-        self.first_errors: list[_Hit] = []  # and the first ones (the root of a chain: "see root cause above")
+        self.errors: list[_Hit] = []  # the first error lines (exceptions, error-level records), in order
+        self.echoes: list[_Hit] = []  # and the first of those that report another's failure
+        self.last: deque[_Hit] = deque(maxlen=4)  # the last error lines (a log's end names what stopped it)
+        self.exits: list[_Hit] = []  # a process that ended with a non-zero status
+        self.success = False  # a mark of a run that finished well (Ray's "succeeded", verl's final metrics)
+        self.warnings = 0  # warning-level records
+        self.step_at: int | None = None  # where the first training step line starts (bytes read before it)
+        self.engine_at: int | None = None  # where an inference engine (vLLM, SGLang) first shows
+        self.progress_at: int | None = None  # where work done first shows (a step, a progress bar, throughput)
+        self.npu_at: int | None = None  # where an Ascend NPU stack first shows
+        self.base = 0  # bytes read before the chunk being scanned
+        self.spent = 0.0  # seconds spent matching patterns
+        self.linear = False  # every line is first checked by Hyperscan (after _BUDGET seconds of matching)
         self.pid_node: dict[int, str] = {}
         self.pid_rank: dict[int, int] = {}
         self.facts: dict[str, str] = {}
@@ -163,8 +135,9 @@ class Scan:
         handle = open(path, "rb") if own else handle  # noqa: SIM115 (closed below)
         try:
             first = 1
+            stream = readable(handle, name)
             while True:
-                block = handle.read(CHUNK)
+                block = stream.read(CHUNK)
                 if not block:
                     break
                 cut = block.rfind(b"\n") + 1
@@ -173,7 +146,7 @@ class Scan:
                     continue
                 if cut:  # the whole lines, without a copy; then the last one, completed from the file
                     first = self._feed(memoryview(block)[:cut], name, rank, first)
-                tail = block[cut:] + (handle.readline(_MAX_TAIL) or b"")
+                tail = block[cut:] + (stream.readline(_MAX_TAIL) or b"")
                 first = self._feed(tail if tail.endswith(b"\n") else tail + b"\n", name, rank, first)
         finally:
             if own:
@@ -188,11 +161,16 @@ class Scan:
 
     def _feed(self, chunk: bytes, name: str, file_rank: int | None, first: int) -> int:
         """Scan one chunk of whole lines whose first line is line `first` of its file; the next chunk's first."""
+        self.base = self.bytes
         self.bytes += len(chunk)
         # lazy: numpy (only a diagnosis scans lines; importing the monitor stays light)
         import numpy
 
-        found = _find(chunk)
+        missing = tuple(k for k in MARKS if getattr(self, k + "_at") is None)
+        if missing:
+            for key, at in marks(chunk, missing).items():
+                setattr(self, key + "_at", self.base + at)
+        found = find_words(chunk)
         array = numpy.frombuffer(chunk, numpy.uint8)
         if not found:
             return first + int(numpy.count_nonzero(array == 10))
@@ -203,7 +181,7 @@ class Scan:
         owners: set[str] = set()
         for index, start in found:
             if start < line_end:
-                owners.update(_OWNERS[index])
+                owners.update(OWNERS[index])
                 continue
             if owners:
                 self._line(chunk, line_start, line_end, number, name, file_rank, owners)
@@ -213,41 +191,102 @@ class Scan:
             if line_end - line_start > _LONG:  # a line of megabytes (a tensor dump): the text around the word
                 line_start, line_end = max(line_start, start - _WINDOW), min(line_end, start + _WINDOW)
             number = first + at
-            owners = set(_OWNERS[index])
+            owners = set(OWNERS[index])
         if owners:
             self._line(chunk, line_start, line_end, number, name, file_rank, owners)
         return first + len(newlines)
 
     def _line(self, chunk: bytes, start: int, end: int, number: int, name: str, rank, owners: set[str]) -> None:
-        line = _decode(bytes(chunk[start:end]))
+        line = decode(bytes(chunk[start:end]))
         if FACTS in owners:
             read_facts(line, self.facts)
         if len(self.pid_node) < _PIDS and "ray::" in line:  # `ray::Actor.method() (pid=P, ip=A)`: P's node
             for pid, ip in ray_pids(line):
                 if ip:
                     self.pid_node.setdefault(pid, ip)
-        matched = False
+
+        began = time.perf_counter()
+        if self.linear:  # only the causes Hyperscan says may match
+            owners = (owners & gated(line.encode("utf-8", "replace"))) | (owners & {FIRST, FACTS})
         for c in CAUSES:
             if c.id not in owners:
+                continue
+            if self.linear and len(self.hits.get(c.id, ())) >= _KEEP:  # enough of its lines kept: count the rest
+                self.counts[c.id] = self.counts.get(c.id, 0) + 1
                 continue
             m = None
             for m in c.compiled().finditer(line):  # noqa: B007 (the last match: a long line's telling detail)
                 pass
             if m is None or ((ex := c.excluded()) is not None and ex.search(line)):
                 continue
-            matched = True
             weak = (wk := c.weakened()) is not None and wk.search(line) is not None
             self._hit(c.id, chunk, start, end, line, m.start(), number, name, rank, weak)
-        if not matched and UNKNOWN in owners:
-            if m := _ERROR_LINE.search(line):
-                hit = self._make(UNKNOWN, chunk, start, end, line, m.end(), number, name, rank)
-                if len(self.first_errors) < 2:
-                    self.first_errors.append(hit)
-                self.errors.append(hit)
+        if FIRST in owners:
+            self._error(chunk, start, end, line, number, name, rank)
+        self.spent += time.perf_counter() - began
+        if self.spent > _BUDGET:  # crafted lines that make backtracking crawl: Hyperscan (linear) says first
+            self.linear = True
+
+    def _error(self, chunk, start, end, line, number, name, rank) -> None:
+        """Keep an error line for the first-error layer: an exception line with its traceback's frames, an
+        error-level record, a non-zero exit; note a mark of success."""
+        if fe.is_success(line):
+            self.success = True
+            return
+        exc = fe.exception_in(line)
+        if exc is not None and exc[0].endswith("Warning"):
+            self.warnings += 1
+            exc = None
+        if fe.level_of(line) == "WARNING":
+            self.warnings += 1
+        if exc is None and not fe.error_level(line):
+            if (fe.is_exit(line) or fe.TRACEBACK.search(line) or fe.SOURCE.match(line)) and len(self.exits) < 4:
+                # a non-zero exit, a traceback's header or a `raise` / `assert` line of one: error evidence of the
+                # last resort (a log cut before its error line)
+                self.exits.append(self._make(UNKNOWN, chunk, start, end, line, 0, number, name, rank))
+            return
+        if exc is not None and fe.level_of(line) in ("WARNING", "INFO", "DEBUG"):
+            return  # a warning that quotes an exception (a retry, a fallback): not an error of the run
+        message = exc[2] if exc else fe.strip_prefix(line)
+        echo = fe.is_consequence(exc[0] if exc else "", message)
+        kept = self.echoes if echo else self.errors
+        if len(kept) >= (_FIRST // 4 if echo else _FIRST):
+            if not echo:
+                self.last.append(self._make(UNKNOWN, chunk, start, end, line, exc[3] if exc else 0, number, name, rank))
+            return
+        hit = self._make(UNKNOWN, chunk, start, end, line, exc[3] if exc else 0, number, name, rank)
+        hit.consequence = echo
+        if exc is not None:
+            hit.exception = exc[:3]
+            trace = self._trace(chunk, start, line)
+            hit.frames = fe.frames_of(trace)
+            hit.text = fe.as_printed(chunk, start, end, exc[2], line)
+            if hit.where.node is None or hit.where.pid is None:  # the actor a relayed traceback names above it
+                for text in reversed(trace):
+                    if (m := RAY_TASK.search(text)) and hit.where.node is None:
+                        hit.where.pid = hit.where.pid or int(m.group(1))
+                        hit.where.node = m.group(2)
+                        break
+                    if fe.TRACEBACK.search(text):
+                        break
+        if not hit.text:
+            hit.text = fe.as_printed(chunk, start, end, "x", line)
+        kept.append(hit)
+
+    def _trace(self, chunk, start: int, line: str) -> list[str]:
+        """The lines above an exception line that can hold its traceback (of the same Ray actor and rank, when
+        the line names them: ranks interleave their output)."""
+        raw = fe.lines_before(chunk, start, _TRACE)[-_TRACE_LINES:]
+        lines = [decode(b) for b in raw]
+        prefix = fe.OWNER.match(line)
+        if prefix and prefix.group(0).strip():
+            own = prefix.group(0).strip()
+            lines = [text for text in lines if text.lstrip().startswith(own)]
+        return lines
 
     def _make(self, cause, chunk, start, end, line, at, number, name, rank) -> _Hit:
-        before = [_decode(b) for b in bytes(chunk[max(0, start - _CONTEXT) : start]).split(b"\n")[1:-1][-12:]]
-        after = [_decode(b) for b in bytes(chunk[end + 1 : end + 1 + _CONTEXT]).split(b"\n")[:8]]
+        before = [decode(b) for b in fe.lines_before(chunk, start, _CONTEXT)[-12:]]
+        after = [decode(b) for b in bytes(chunk[end + 1 : end + 1 + _CONTEXT]).split(b"\n")[:8]]
         w = where(line, rank, after, before)
         if w.pid is not None:
             if w.node is None:
@@ -259,7 +298,7 @@ class Scan:
             elif len(self.pid_rank) < _PIDS:
                 self.pid_rank.setdefault(w.pid, w.rank)
         self.order += 1
-        return _Hit(cause, line, number, name, at, self.order, w, before)
+        return _Hit(cause, line, number, name, at, self.order, w, before, after=after[:6], offset=self.base + start)
 
     def _hit(self, cause, chunk, start, end, line, at, number, name, rank, weak=False) -> None:
         self.counts[cause] = self.counts.get(cause, 0) + 1
@@ -275,17 +314,24 @@ class Scan:
 
     # ------------------------------------------------------------------------------------------ deciding
     def result(self) -> Failure | None:
+        first_hit = self._first_hit()
+        first = self._first_error(first_hit) if first_hit is not None else None
         hits = {cause: list(kept) for cause, kept in self.hits.items()}
         _refine(hits)
         order = [c.id for c in CAUSES if hits.get(c.id)]
         if not order:  # only warnings name a cause: the first of them
             hits = {cause: list(kept) for cause, kept in self.weak.items()}
             order = [c.id for c in CAUSES if hits.get(c.id)]
-        if not order:
-            if not self.errors:
+        if not order:  # no cause of the registry: what the first error's structure says, or unknown
+            if first_hit is None and self.exits and not self.success:
+                first_hit, first = self.exits[0], self._first_error(self.exits[0])
+            if first_hit is None:
                 return None
-            first = [h for h in self.first_errors if h not in self.errors]
-            return self._failure(UNKNOWN, first + list(self.errors), [])
+            context = self._context(first_hit)
+            verdict = classify(first, context)
+            family = verdict.family if verdict else family_for(UNKNOWN, first, context)
+            cause = verdict.cause if verdict else UNKNOWN
+            return self._failure(cause, family, [first_hit], self._after(first_hit), first, verdict, context)
         cause = order[0]
         if cause in _NETWORK:  # the communicator's causes follow one another: the earliest in time is the origin
             timed = [
@@ -298,7 +344,87 @@ class Scan:
             if timed:
                 cause = min(timed)[2]
                 order = [cause] + [c for c in order if c != cause]
-        return self._failure(cause, hits[cause], [h for c in order[1:] for h in hits[c][:2]])
+        context = self._context(first_hit or hits[cause][0])
+        verdict = classify(first, context) if first is not None and first.type else None
+        if verdict is not None and verdict.cause != cause and cause in _FOLLOW and not first_hit.consequence:
+            # the registry names only what followed (a dead worker, a timeout): the first error says why
+            consequences = [h for c in order for h in hits[c][:2]]
+            return self._failure(verdict.cause, verdict.family, [first_hit], consequences, first, verdict, context)
+        later = [h for c in order[1:] for h in hits[c][:2]]
+        if first is None or not first.type or first_hit.consequence:  # no exception of its own: the cause's line
+            first = self._first_error(origin_first(hits[cause])[0], origin_rank=True, hits=hits[cause])
+            context = self._context(hits[cause][0])
+        family = family_for(cause, first, context)
+        if verdict is not None and FAMILIES[verdict.family][0] == cause:  # the same cause, said more finely
+            family = verdict.family
+        else:
+            verdict = None
+        if family in RECAUSED:  # the family says the registry's words were another failure's (its cause, not theirs)
+            cause = FAMILIES[family][0]
+        return self._failure(
+            cause, family, hits[cause] if cause in hits else hits[order[0]], later, first, verdict, context
+        )
+
+    def _after(self, first: _Hit) -> list[_Hit]:
+        """The error lines after the first one (a chained exception, the next rank's): shown after it."""
+        return [h for h in self.errors if h is not first][:3]
+
+    def family(self) -> str:
+        """The family of a log that shows no failure: `warning-only` when it holds warnings and no sign of work
+        done (a step, a progress bar, an engine's throughput), else `healthy-run`."""
+        return "warning-only" if self.warnings and self.progress_at is None else "healthy-run"
+
+    def _context(self, hit: _Hit | None) -> Context:
+        if hit is None:
+            return Context()
+        following = [h.line for h in self.errors + self.echoes if h.offset > hit.offset][:4]
+        near = " ".join(hit.before[-6:] + [hit.text or hit.line] + hit.after[:4] + following)
+        return Context(
+            stepped=self.step_at is not None and self.step_at < hit.offset,
+            engine=self.engine_at is not None and self.engine_at <= hit.offset,
+            npu=self.npu_at is not None,
+            near=near,
+            signal=" ".join(h.line for h in self.exits[:2]),
+        )
+
+    def _first_hit(self) -> _Hit | None:
+        """The first real error: the first exception line that reports no other failure; else the first
+        error-level record that is not part of a traceback; else the first that reports another's failure."""
+        if self.success and not any(h.exception for h in self.errors):
+            return None  # error-level records in a run that ended well (a retried request, a logged warning)
+        errors = self.errors
+        if len(self.files) > 1 and all(h.where.time for h in errors):
+            errors = sorted(errors, key=lambda h: h.where.time)  # one log per rank: the earliest across them
+        found = next((h for h in errors if h.exception), None)
+        if found is None:
+            found = next((h for h in errors if not fe.FRAME.search(h.line) and not fe.TRACEBACK.search(h.line)), None)
+        if found is None:
+            found = next((h for h in self.echoes if h.exception), None) or next(iter(self.echoes), None)
+        return found
+
+    def _first_error(self, hit: _Hit, origin_rank: bool = False, hits: list[_Hit] | None = None) -> FirstError:
+        """The first error of `hit`; `origin_rank`: a registry cause's origin, whose first line read of the same
+        rank is said (a rank's first report of a timeout, not its later echo)."""
+        if origin_rank and hits:
+            same = [h for h in hits if h.where.rank == hit.where.rank]
+            hit = min(same, key=lambda h: h.order) if same else hit
+        self._late(hit.where)
+        kind, inner, message = hit.exception or ("", None, fe.strip_prefix(hit.line).strip())
+        lines = (hit.text or hit.line).split("\n")
+        return FirstError(
+            kind,
+            message,
+            hit.line,
+            hit.number,
+            hit.file,
+            list(hit.frames),
+            hit.where.rank,
+            hit.where.node,
+            hit.where.pid,
+            inner,
+            lines[1:],
+            hit.text or hit.line,
+        )
 
     def _late(self, w: Where) -> None:
         """Fill a node or rank learned from a line read after the evidence (Ray names a pid's ip later)."""
@@ -306,18 +432,36 @@ class Scan:
             w.node = w.node or self.pid_node.get(w.pid)
             w.rank = w.rank if w.rank is not None else self.pid_rank.get(w.pid)
 
-    def _failure(self, cause: str, hits: list[_Hit], later: list[_Hit]) -> Failure:
+    def _failure(
+        self,
+        cause: str,
+        family: str,
+        hits: list[_Hit],
+        later: list[_Hit],
+        first: FirstError | None = None,
+        verdict: Verdict | None = None,
+        context: Context | None = None,
+    ) -> Failure:
         for h in hits + later:
             self._late(h.where)
-        ordered = _origin_first(hits)
+        ordered = origin_first(hits)
         origin = ordered[0]
         w = origin.where
         rank, node = (w.remote, w.remote_node) if w.remote is not None else (w.rank, w.node)
-        silent = _silent_ranks(self.timed_out) if cause == "comm-timeout" and w.remote is None else []
+        silent = silent_ranks(self.timed_out) if cause == "comm-timeout" and w.remote is None else []
         if w.remote is not None and node is None:  # the rank another rank named: its node, if its own lines say
             node = next((h.where.node for h in hits if h.where.rank == rank and h.where.node), None)
         if rank is None and w.remote is None:  # the origin line names no rank: the first of the cause's that does
             rank = next((h.where.rank for h in ordered if h.where.rank is not None), None)
+        if rank is None and w.remote is None and w.pid is None:  # nor does any: the same failure's next lines
+            rank = next(
+                (
+                    h.where.rank
+                    for h in sorted(later + self.errors + self.echoes, key=lambda h: h.number)
+                    if h.where.rank is not None and h.file == origin.file and 0 < h.number - origin.number <= _NEAR
+                ),
+                None,
+            )
         if node is None and w.remote is None:  # nor a node: the first line of the same rank (or of no rank) that does
             node = next((h.where.node for h in ordered + later if h.where.node and h.where.rank in (rank, None)), None)
         with_op = next((h.where for h in ordered if h.where.op), None)  # the collective named, and its group
@@ -329,8 +473,11 @@ class Scan:
         evidence = list(first_of.values())[:_EVIDENCE]
         spec = BY_ID.get(cause, _UNKNOWN)
         extra = explain(cause, [h.line for h in ordered], self.facts, [(h.before or [""])[-1] for h in ordered])
+        if verdict is not None and (verdict.message or verdict.key) and not extra.key:
+            # what the first error's structure says (the rules' maths, where they name a key, say more)
+            extra = Extra(verdict.message, verdict.fix or extra.fix, verdict.key or extra.key, verdict.rule)
         parts = [spec.meaning[0].upper() + spec.meaning[1:]]
-        parts += _origin_sentence(cause, rank, node if not silent else w.node, w, hits, collective, group)
+        parts += origin_sentence(cause, rank, node if not silent else w.node, w, hits, collective, group)
         if silent:  # the ranks that did not time out never reached the collective: they are the stalled ones
             rank = silent[0]
             node = next((h.where.node for h in hits + later if h.where.rank == rank and h.where.node), None)
@@ -344,8 +491,10 @@ class Scan:
             )
         if extra.message:
             parts.append(extra.message)
-        if cause == UNKNOWN:  # say what the first error was, not only that there was one
-            parts.append(f"The first error: {_excerpt(origin.line, origin.at)[:240].strip()}")
+        if first is not None and first.type:  # what the first error was and where it was raised
+            parts.append(fe.sentence(first, full=cause == UNKNOWN))
+        elif cause == UNKNOWN:
+            parts.append(f"The first error: {excerpt(origin.line, origin.at)[:240].strip()}")
         if cause == "worker-died" and (w.pid or node):  # where its own log is: the driver's log has no cause
             parts.append(
                 "Its own log: `ray logs worker"
@@ -362,9 +511,11 @@ class Scan:
         message = ". ".join(p.rstrip(".") for p in parts) + "."
         return Failure(
             cause=cause,
-            message=message,
-            fix=(extra.fix + "; " if extra.fix else "") + spec.fix,
-            lines=[_excerpt(h.line, h.at) for h in evidence],
+            # a log's lines are shown as read, secrets aside: a value a secret's name or shape gives away is
+            # replaced (the caller's environment need not hold it: grpolab.recipe.secrets)
+            message=redact_free_text(message),
+            fix=redact_free_text((extra.fix + "; " if extra.fix else "") + spec.fix),
+            lines=[redact_free_text(excerpt(h.line, h.at)) for h in evidence],
             line_numbers=[h.number for h in evidence],
             rank=rank,
             node=node,
@@ -375,88 +526,48 @@ class Scan:
             rule=rule,
             then=then,
             files=[h.file for h in evidence] if len(self.files) > 1 else [],
+            family=family,
+            first_error=redact_free_text(first.said[:_FIRST_ERROR]) if first is not None else "",
+            library=first.library if first is not None else None,
+            frame=str(first.raising) if first is not None and first.raising else None,
         )
 
 
+_NEAR = 12  # lines after a rank-less origin in which the same failure's rank is looked for (one process's report)
+_FIRST_ERROR = 1200  # characters of the first error said (its line and the lines its message continues on)
+
+
 _NETWORK = ("port-in-use", "comm-init", "comm-timeout")
+_WAITED = re.compile(r"Synchroni[sz]e\w{0,20}WithTimeout|npuSynchronize|SynchronizeStream|SynchronizeDevice")
+# causes that follow from another failure: the first error, where its structure names a family, says why
+_FOLLOW = ("worker-died", "killed", "comm-timeout", "startup-timeout")
 _UNKNOWN = Cause(  # what a diagnosis says of an error line that no cause of the registry explains
     UNKNOWN,
     "the job failed with an error that matches no known cause",
-    "read the lines below and the log around them; if it is a recurring cause, add it to the cause registry "
-    "(grpolab.monitor.causes)",
+    "read the first error and the traceback above it in the log: the library that raised it says which part of the "
+    "stack to look at (its settings in the recipe, or its version: `grpolab preflight RECIPE` compares the installed "
+    "stack with the recipe's pins)",
     (),
     (),
     (),
 )
 
 
-def _origin_first(hits: list[_Hit]) -> list[_Hit]:
-    """The hits, the one that shows the origin first: a line naming the rank others waited for, then the lowest
-    collective sequence number (the rank furthest behind; compared only when every numbered line waits in the same
-    kind of collective: each process group counts its own), then the earliest time, then the first read."""
-    by_seq = len({h.where.op for h in hits if h.where.seq is not None}) == 1
-
-    def seq(h: _Hit) -> float:
-        return h.where.seq if by_seq and h.where.seq is not None else float("inf")
-
-    by_time = sum(h.where.time is not None for h in hits) > 1  # one time stamp says nothing across ranks
-    return sorted(
-        hits, key=lambda h: (h.where.remote is None, seq(h), (h.where.time or (99,)) if by_time else (), h.order)
-    )
-
-
-def _silent_ranks(timed_out: set[int]) -> list[int]:
-    """The ranks below the highest that timed out which did not time out, when they are few (a stuck rank never
-    enters the collective its peers wait in, so it reports no timeout); [] when the log cannot say."""
-    if len(timed_out) < 3:
-        return []
-    missing = sorted(set(range(max(timed_out) + 1)) - timed_out)
-    return missing if 0 < len(missing) <= max(1, len(timed_out) // 4) else []
-
-
-def _ranks(hits: list[_Hit], skip: int | None) -> list[int]:
-    return sorted({h.where.rank for h in hits if h.where.rank is not None and h.where.rank != skip})
-
-
-def _origin_sentence(cause, rank, node, w: Where, hits, collective, group) -> list[str]:
-    if rank is None and node is None:
-        return []
-    at = f"rank {rank}" if rank is not None else "a worker"
-    if node:
-        at += f" on node {node}"
-    if w.pid is not None and w.remote is None:
-        at += f" (pid {w.pid})"
-    if cause != "comm-timeout":
-        if w.remote is not None:  # a link that could not be made: to this rank, from the one reporting it
-            return [f"Rank {w.rank} could not reach {at}" if w.rank is not None else f"The rank not reached: {at}"]
-        return [f"First on {at}"]
-    waited = _ranks(hits, rank)
-    op = f" in {collective}" if collective else " in a collective"
-    if group:
-        op += f" of group {group}"
-    if w.seq is not None and w.remote is None:
-        op += f" (SeqNum {w.seq})"
-    if w.remote is not None and not w.signalled:
-        out = [f"The rank that stalled: {at}; the others waited for it{op}"]
-    elif w.remote is not None:
-        out = [f"First to time out: {at}, which signalled the others{op}"]
-    else:
-        out = [f"First to time out: {at}{op}"]
-    if waited:
-        shown = ", ".join(map(str, waited[:8])) + (f" and {len(waited) - 8} more" if len(waited) > 8 else "")
-        out.append(f"Waiting and timed out: rank{'s' if len(waited) > 1 else ''} {shown}")
-    return out
-
-
 def _refine(hits: dict[str, list[_Hit]]) -> None:
     """A library passing an argument that another library's installed version does not take
     (`EngineArgs.__init__() got an unexpected keyword argument`, called from site-packages) is a version mismatch
     (import-error), not a rejected config key; a *Config class's rejection stays a config key."""
+    if (
+        hits.get("comm-timeout")
+        and hits.get("device-fault")
+        and all(_WAITED.search(h.line) for h in hits["device-fault"])
+    ):  # a device's wait (a stream or device synchronisation) that failed while a collective timed out: the timeout
+        hits.pop("device-fault")
     moved = []
     for h in hits.get("config-key", []):
         if "unexpected keyword" in h.line and not _CONFIG_CLASS.search(h.line):
             frames = [m.group(1) for b in h.before if (m := _FRAME.match(b))]
-            if frames and _LIBRARY.search(frames[-1]):
+            if frames and fe.library_of(frames[-1]) not in (fe.USER, fe.STDLIB):  # a library passed it
                 moved.append(h)
     if moved:
         hits["config-key"] = [h for h in hits["config-key"] if h not in moved]
@@ -472,27 +583,9 @@ def diagnose_text(text: str, name: str = "<text>") -> Failure | None:
     return scan.result()
 
 
-_FILE_RANK = (re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE), re.compile(r"(?:^|[_\-.])(\d+)\.(?:log|txt|out|err)$"))
-
-
-def file_rank(path: Path) -> int | None:
-    """The rank a per-rank log's name says (rank3.log, worker_rank_3.txt, node0-3.log), or None."""
-    return next((int(m.group(1)) for pattern in _FILE_RANK if (m := pattern.search(path.name))), None)
-
-
-def log_files(path: Path) -> list[tuple[Path, int | None]]:
-    """A file, or every regular file of a folder (one log per rank: each file's rank from its name)."""
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
-        ranks = [file_rank(p) for p in files]
-        if len(set(ranks)) < len(files):  # names that do not tell ranks apart tell none
-            ranks = [None] * len(files)
-        return list(zip(files, ranks))
-    return [(path, None)]
-
-
-def diagnose_files(files: list[tuple[Path, int | None]], extra: str = "") -> Failure | None:
-    scan = Scan()
+def diagnose_files(files: list[tuple[Path, int | None]], extra: str = "", scan: Scan | None = None) -> Failure | None:
+    """`scan`: the Scan to read with (a caller that asks it more afterwards: `family()`)."""
+    scan = scan if scan is not None else Scan()
     for path, rank in files:
         scan.feed_file(path, rank)
     if extra:
@@ -500,7 +593,7 @@ def diagnose_files(files: list[tuple[Path, int | None]], extra: str = "") -> Fai
     return scan.result()
 
 
-def diagnose_stream(handle=None, name: str = "<stdin>") -> Failure | None:
-    scan = Scan()
+def diagnose_stream(handle=None, name: str = "<stdin>", scan: Scan | None = None) -> Failure | None:
+    scan = scan if scan is not None else Scan()
     scan.feed_file(name, None, handle or sys.stdin.buffer)
     return scan.result()

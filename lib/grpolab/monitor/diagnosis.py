@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from grpolab.jobs.runs import Run
 from grpolab.monitor.diagnose import Failure, diagnose_files, diagnose_text
+from grpolab.monitor.logread import NotALog
 from grpolab.monitor.silent import silent_failure
 from grpolab.recipe.files import is_regular
 
@@ -20,7 +21,10 @@ def log_failure(run: Run, status: dict) -> Failure | None:
     then the status message."""
     message = status.get("message") or ""
     if run.job_log.exists() and is_regular(run.job_log):
-        return diagnose_files([(run.job_log, None)], extra=message)
+        try:
+            return diagnose_files([(run.job_log, None)], extra=message)
+        except NotALog:  # a log that is not text (binary, zstd): what the status says
+            return diagnose_text(message)
     tail = "\n".join(status.get("log_tail") or [])
     return diagnose_text(tail + "\n" + message)
 

@@ -23,7 +23,7 @@ _PG_RANK = re.compile(r"\[PG (?:ID )?(\d+)(?: PG GUID ([^\s\]]+))?(?:\([^)\]]*\)
 _RANK = re.compile(r"\[Rank (\d+)\]|\bRank (\d+): ")
 # torchrun's failure summary (`rank: 3 (local_rank: 3)`), HCCL's `rank[0]` / `userRank[3]`: the reporting rank
 _RANK_OTHER = re.compile(
-    r"\brank: ?(\d+)\b|\b(?:user_?|local_?user)?rank\[(\d+)\]|\(\w+ rank=(\d+) pid=", re.IGNORECASE
+    r"\b(?:local_)?rank: ?(\d+)\b|\b(?:user_?|local_?user)?rank\[(\d+)\]|\(\w+ rank=(\d+) pid=", re.IGNORECASE
 )  # also vLLM's `(VllmWorker rank=0 pid=234357)` prefix and HCCL's `rank:1, rankSize:4`
 _REMOTE = re.compile(
     r"(?P<signal>dump signal due to a collective timeout from +rank ?)(?P<a>\d+)|remote rank ?(?:id)?:? ?\[?(?P<b>\d+)"
@@ -31,7 +31,7 @@ _REMOTE = re.compile(
     r"|\bdst_rank\[(?P<d>\d+)\]",  # HCCL's createLink para: ... dst_rank[0]-...-remote_ip_addr[A]
     re.IGNORECASE,
 )
-_RAY_PID_IP = re.compile(r"\bpid=(\d+)(?:[^()\n]*?\bip=(\d{1,3}(?:\.\d{1,3}){3}|[\w\-]+))?")
+_RAY_PID_IP = re.compile(r"\bpid=(\d+)(?:[^()\n]{0,200}?\bip=(\d{1,3}(?:\.\d{1,3}){3}|[\w\-]+))?")
 _NODE = re.compile(
     r"\b(?:ip[:=] ?|IP: |IP address: \[?|node IP:? |node(?:_ip)?: |host(?:name)?: |ip\[)"
     r"(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w\-]*\d[\w\-.]*)",
@@ -39,13 +39,17 @@ _NODE = re.compile(
 _REMOTE_IP = re.compile(r"remote_ip(?:_addr)?\[(\d{1,3}(?:\.\d{1,3}){3})\]", re.IGNORECASE)
 _LINK_ROW = re.compile(r"\|[ \t]*(\d{1,3}(?:\.\d{1,3}){3})\((\d+)\)[ \t]*\|")  # HCCL LINK_ERROR_INFO: dest(rank)
 _WORKER_PID = re.compile(r"\bWorker PID: (\d+)")  # Ray's "A worker died ..." names the dead worker
-_RAY_TASK = re.compile(r"ray::[\w.]+\(\) \(pid=(\d+), ip=([\w.\-]+)")
+RAY_TASK = re.compile(r"ray::[\w.]+\(\) \(pid=(\d+), ip=([\w.\-]+)")  # a relayed error's actor: its pid, node
+_DIED = re.compile(r"actor died|died unexpectedly|ActorDiedError|RayActorError|is dead because", re.IGNORECASE)
+_PREFIXES = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\) ?)+")  # Ray's `(Actor pid=N, ip=A)` before a relayed line
 _BLOCK_PID = re.compile(r"^\s+pid: (\d+)\s*$")
 _BLOCK_IP = re.compile(r"^\s+ip: (\S+)\s*$")
 _SEQ = re.compile(r"SeqNum=(\d+)|work sequence id: (\d+)")
 _OPTYPE = re.compile(r"OpType=(\w+)")
 _HCCL_TAG = re.compile(r"tag\[([A-Za-z]+?)_")
-_HCCL_OP = re.compile(r"\bHccl(Allreduce|AllGather|Allgather|ReduceScatter|Broadcast|AlltoAll\w*|Send|Recv|Reduce)\b")
+_HCCL_OP = re.compile(
+    r"\bHccl(Allreduce|AllGather|Allgather|ReduceScatter|Broadcast|AlltoAll\w{0,40}|Send|Recv|Reduce)\b"
+)
 _HCCL_GROUP = re.compile(r"group:\[([^\]\s]+)\]")
 _TIMES = (
     # glog: [E804 23:05:54.816499929 ...] (month, day)
@@ -117,13 +121,18 @@ def where(
     if w.node is None and (m := _NODE.search(line)):
         w.node = m.group(1)
     near = list(after or ())[:8] + list(reversed(list(before or ())[-8:]))
-    for text in near:  # Ray's block (class_name, actor_id, pid, ip) below or above the error
-        if w.pid is None and (b := _BLOCK_PID.match(text)):
+    # Ray's block (class_name, actor_id, pid, ip) below or above the error, behind the reporting actor's own prefix
+    # when another actor relays it: the block names the actor that died, the prefix only the one that saw it
+    died = _DIED.search(line) is not None
+    block = [_PREFIXES.sub("", text, count=1) for text in list(after or ())[:8]]
+    for text in block + [_PREFIXES.sub("", t, count=1) for t in reversed(list(before or ())[-8:])]:
+        if (w.pid is None or died) and (b := _BLOCK_PID.match(text)):
             w.pid = int(b.group(1))
-        if w.node is None and (b := _BLOCK_IP.match(text)):
+        if (w.node is None or died) and (b := _BLOCK_IP.match(text)):
             w.node = b.group(1)
+            died = False  # the nearest block only
     if w.node is None:  # the actor a relayed error came from: `ray::WorkerDict.f() (pid=P, ip=A)` nearby
-        w.node = next((b.group(2) for text in near if (b := _RAY_TASK.search(text))), None)
+        w.node = next((b.group(2) for text in near if (b := RAY_TASK.search(text))), None)
     if w.node is None:  # a hard-wrapped line continues on the next ones
         w.node = next((b.group(1) for text in list(after or ())[:2] if (b := _NODE.search(text))), None)
     if m := _SEQ.search(line):
@@ -140,3 +149,63 @@ def where(
 def ray_pids(line: str) -> list[tuple[int, str | None]]:
     """Every (pid, ip) a line names in Ray's form (`pid=N, ip=A`), for mapping a pid to its node."""
     return [(int(m.group(1)), m.group(2)) for m in _RAY_PID_IP.finditer(line)]
+
+
+# ---------------------------------------------------------------------------------------------- the origin said
+# (`hits`: the diagnosis's matched lines, each with its `where`, a Where, and `order`, the order read)
+def origin_first(hits: list) -> list:
+    """The hits, the one that shows the origin first: a line naming the rank others waited for, then the lowest
+    collective sequence number (the rank furthest behind; compared only when every numbered line waits in the same
+    kind of collective: each process group counts its own), then the earliest time, then the first read."""
+    by_seq = len({h.where.op for h in hits if h.where.seq is not None}) == 1
+
+    def seq(h) -> float:
+        return h.where.seq if by_seq and h.where.seq is not None else float("inf")
+
+    by_time = sum(h.where.time is not None for h in hits) > 1  # one time stamp says nothing across ranks
+    return sorted(
+        hits, key=lambda h: (h.where.remote is None, seq(h), (h.where.time or (99,)) if by_time else (), h.order)
+    )
+
+
+def silent_ranks(timed_out: set[int]) -> list[int]:
+    """The ranks below the highest that timed out which did not time out, when they are few (a stuck rank never
+    enters the collective its peers wait in, so it reports no timeout); [] when the log cannot say."""
+    if len(timed_out) < 3:
+        return []
+    missing = sorted(set(range(max(timed_out) + 1)) - timed_out)
+    return missing if 0 < len(missing) <= max(1, len(timed_out) // 4) else []
+
+
+def ranks_of(hits: list, skip: int | None) -> list[int]:
+    return sorted({h.where.rank for h in hits if h.where.rank is not None and h.where.rank != skip})
+
+
+def origin_sentence(cause, rank, node, w: Where, hits, collective, group) -> list[str]:
+    if rank is None and node is None:
+        return []
+    at = f"rank {rank}" if rank is not None else "a worker"
+    if node:
+        at += f" on node {node}"
+    if w.pid is not None and w.remote is None:
+        at += f" (pid {w.pid})"
+    if cause != "comm-timeout":
+        if w.remote is not None:  # a link that could not be made: to this rank, from the one reporting it
+            return [f"Rank {w.rank} could not reach {at}" if w.rank is not None else f"The rank not reached: {at}"]
+        return [f"First on {at}"]
+    waited = ranks_of(hits, rank)
+    op = f" in {collective}" if collective else " in a collective"
+    if group:
+        op += f" of group {group}"
+    if w.seq is not None and w.remote is None:
+        op += f" (SeqNum {w.seq})"
+    if w.remote is not None and not w.signalled:
+        out = [f"The rank that stalled: {at}; the others waited for it{op}"]
+    elif w.remote is not None:
+        out = [f"First to time out: {at}, which signalled the others{op}"]
+    else:
+        out = [f"First to time out: {at}{op}"]
+    if waited:
+        shown = ", ".join(map(str, waited[:8])) + (f" and {len(waited) - 8} more" if len(waited) > 8 else "")
+        out.append(f"Waiting and timed out: rank{'s' if len(waited) > 1 else ''} {shown}")
+    return out

@@ -247,3 +247,45 @@ def redaction(recipe=None, env: Mapping[str, str] | None = None, overrides: Iter
     texts = [str(o) for o in overrides if is_secret_override(str(o), names)]
     values += [t.partition("=")[2] for t in texts if len(t.partition("=")[2]) >= MIN_VALUE_LEN]
     return Redaction(tuple(dict.fromkeys(names)), tuple(dict.fromkeys(values)), tuple(dict.fromkeys(texts)))
+
+
+# Free text that was never in an env (a log line a program printed): values shaped like secrets, found by the name
+# they are given (`WANDB_API_KEY=...`, `"hf_token": "..."`, `--api-key ...`, a URL's password) or by a shape of their
+# own (a private key, a Hugging Face / OpenAI / GitHub / Slack / AWS token, a JWT, a bearer token). Numbers, booleans
+# and references (${NAME}) are left: `max_num_batched_tokens=8192` says no secret.
+_ASSIGNED = re.compile(
+    r"(?<![\w.])(--)?([A-Za-z_][\w.\-]{0,60}?)(['\"]?\s{0,3}[=:]\s{0,3}['\"]?|['\"]?\s{1,3}(?=['\"]?\S{8}))"
+    r"(?!--)([^\s'\",;)\]}]{4,400})"
+)
+_SHAPED = re.compile(
+    r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[^\n]*?(?:-----END [A-Z ]{0,40}PRIVATE KEY-----|$)"
+    r"|\b(?:hf_[A-Za-z0-9]{20,}|sk-(?:proj-)?[A-Za-z0-9_\-]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}"
+    r"|xox[abprs]-[\w\-]{10,}|AKIA[0-9A-Z]{16}|eyJ[\w\-]{8,}\.[\w\-]{8,}\.[\w\-]{8,})"
+    r"|(?<=://)[^\s/:@]{1,80}:[^\s/@]{1,200}(?=@)"
+    r"|\b(?:Bearer|Basic|token) [A-Za-z0-9._~+/=\-]{16,}",
+    re.MULTILINE,
+)
+# a name whose every value is a secret (a password); under the other secret names (KEY, TOKEN: also words of prose,
+# `KeyError`, "the rejected key") a value is taken for a secret only when it looks opaque (long, letters and digits,
+# no path or dotted name)
+_STRONG = re.compile(r"pass(?:word|wd|phrase)?(?![a-z])|secret|credential|(?:^|[_\-])pwd?(?:$|[_\-])", re.IGNORECASE)
+_OPAQUE = re.compile(r"(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[A-Za-z0-9+=_\-]{16,400}")
+_PLAIN_VALUE = re.compile(r"[\d.eE+\-]+|true|false|none|null|yes|no|on|off|\$\{\w+\}|\*+\w*\*+", re.IGNORECASE)
+
+
+def redact_free_text(text: str) -> str:
+    """`text` (a log line, an error's message) with every secret-looking value replaced by REDACTED: values given a
+    secret name (the names of WORDS / PARTS, as for env names) and values with a secret's own shape."""
+    text = _SHAPED.sub(REDACTED, str(text))
+
+    def hide(m: re.Match) -> str:
+        flag, name, sep, value = m.group(1) or "", m.group(2), m.group(3), m.group(4)
+        if _PLAIN_VALUE.fullmatch(value) or value == REDACTED or not is_secret(name.replace("-", "_")):
+            return m.group(0)
+        if not _STRONG.search(name) and not _OPAQUE.fullmatch(value):
+            return m.group(0)  # "the rejected key: a.b.c", "KeyError: 'reward_model'": prose, not a secret
+        if not sep.strip(" '\"") and not flag:  # `NAME value` without `=` or `:` only for a --flag
+            return m.group(0)
+        return f"{flag}{name}{sep}{REDACTED}"
+
+    return _ASSIGNED.sub(hide, text)

@@ -1,0 +1,570 @@
+"""The family of a failure, from the structure of its first real error (grpolab.monitor.firsterror): the exception
+type, the library whose frame raised it, the functions on its stack, the phase the log was in (a training step
+logged before it, an inference engine at work, the rollout waking up), and only then words.
+
+    classify(first, context) -> Verdict | None       a cause and family from the first error alone
+    family_for(cause, first, context) -> str         the family of a failure whose cause the registry named
+    FAMILIES                                          every family, what it means and its cause id
+
+A family is the kind of failure a person names ("the rollout engine ran out of memory while it woke up", "two
+packages at versions that do not fit"): finer than a cause id where the structure tells more. Cause ids stay stable
+for whoever decides by them (a restart supervisor); the family is said beside the cause. The families' names are
+those of the corpus (tests/data/failures/README.md lists them with their cause).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from grpolab.monitor.details import engine_arguments
+from grpolab.monitor.firsterror import ENGINES, STDLIB, USER, FirstError
+from grpolab.rules.pins import stack_rules
+
+# family -> (cause id, what it means). A cause whose family no rule refines has the family of its own name.
+FAMILIES: dict[str, tuple[str, str]] = {
+    "hydra-config": (
+        "config-key",
+        "a config key or override was rejected by Hydra / OmegaConf, or Hydra found no config on its search path",
+    ),
+    "config-version-mismatch": (
+        "config-key",
+        "the code reads a config key the config does not have: the config "
+        "file and the code come from different versions",
+    ),
+    "engine-config": (
+        "engine-config",
+        "an engine's own argument check refused a value (vLLM, SGLang, Megatron, "
+        "verl's config classes): the argument, its value and the recipe field are named",
+    ),
+    "layout-mismatch": ("layout-mismatch", "the parallel layout does not fit the model or the devices"),
+    "batch-divisible": ("batch-divisible", "a batch does not split evenly over the data-parallel groups or workers"),
+    "version-mismatch": (
+        "import-error",
+        "two installed packages do not fit together: a function, attribute, name or "
+        "symbol one of them uses is not there in the other's installed version",
+    ),
+    "api-mismatch": (
+        "import-error",
+        "code calls a library whose interface changed (a call returns or takes other "
+        "values than the caller was written for)",
+    ),
+    "missing-dependency": ("import-error", "a package is not installed where the job runs"),
+    "build-missing-extension": (
+        "import-error",
+        "a package's compiled extension was not built or not found (its native library, a custom allocator or kernel)",
+    ),
+    "data-error": (
+        "data-error",
+        "a data row the trainer cannot use: a prompt longer than the limit, a missing "
+        "column, a row that does not parse",
+    ),
+    "reward-error": (
+        "reward-error",
+        "the reward function raised or timed out on a sample (signal-based timeouts in threads too)",
+    ),
+    "reward-missing": (
+        "reward-missing",
+        "no reward for the data's data_source, or the reward function cannot be loaded",
+    ),
+    "weight-sync": (
+        "weight-sync",
+        "the weights could not be sent from the trainer to the rollout engine (a layout, a "
+        "device, a shard that was not gathered, the sync's own state)",
+    ),
+    "checkpoint-load": (
+        "checkpoint-mismatch",
+        "a checkpoint could not be loaded: shapes, keys or its format do not fit the model",
+    ),
+    "checkpoint-save": ("checkpoint-save", "a checkpoint could not be written (the layout's tensors, the format)"),
+    "checkpoint-conversion": (
+        "checkpoint-mismatch",
+        "a checkpoint conversion (Hugging Face <-> Megatron, a model "
+        "merger) failed: the model or its config is not one the converter supports",
+    ),
+    "chat-template": ("chat-template", "the tokenizer has no chat template, or applying it failed"),
+    "rollout-startup-oom": (
+        "device-oom",
+        "the rollout engine ran out of device memory while it started (weights, KV cache, graph capture)",
+    ),
+    "rollout-wakeup-oom": (
+        "device-oom",
+        "the rollout engine ran out of device memory when it woke up after a "
+        "training step (wake_up / resume_memory_occupation)",
+    ),
+    "kv-cache-too-small": (
+        "device-oom",
+        "the KV cache the memory leaves cannot hold one sequence of the model's length",
+    ),
+    "device-oom": ("device-oom", "the accelerator ran out of memory while training"),
+    "host-oom": ("host-oom", "the host's RAM ran out"),
+    "disk-full": ("disk-full", "a disk filled up"),
+    "nan-loss": ("nan-loss", "the loss or the gradients became NaN/inf"),
+    "device-fault": ("device-fault", "the device itself failed"),
+    "cuda-graph-capture": ("unknown", "the inference engine failed while it captured its CUDA/NPU graphs"),
+    "no-device": ("no-device", "no usable accelerator"),
+    "ray-resources": ("no-device", "the job asks Ray for more devices (or other resources) than the cluster has"),
+    "device-visibility": ("no-device", "the process sees no devices: the visible-devices setting hides them"),
+    "comm-init": ("comm-init", "the communicator could not be set up"),
+    "comm-timeout": ("comm-timeout", "a collective timed out: a rank stalled or died and the others waited"),
+    "port-in-use": ("port-in-use", "a port was already bound"),
+    "startup-timeout": ("startup-timeout", "something did not come up in time"),
+    "ray-cluster-connect": ("startup-timeout", "a process could not reach the Ray cluster (its GCS / head node)"),
+    "wandb-auth": ("wandb-auth", "Weights & Biases refused the login"),
+    "killed": ("killed", "the process was killed from outside (SIGKILL)"),
+    "sibling-crash": (
+        "killed",
+        "the launcher stopped this process (SIGTERM) because another process of the job "
+        "ended: the real error is in that one's log",
+    ),
+    "worker-died": ("worker-died", "a Ray worker or actor died without a cause of its own in the log"),
+    "trainer-bug": (
+        "unknown",
+        "the training framework's own code failed (a None where an object was expected, an "
+        "index out of range, a group not set up) on a path the user did not configure wrongly",
+    ),
+    "unknown": ("unknown", "an error no family above explains (the first error is said in full)"),
+    "warning-only": ("none", "the log shows warnings and no failure, and no sign of work done either"),
+    "healthy-run": ("none", "the log shows no failure"),
+}
+# a cause's family when nothing refines it: the family named after it, else:
+_CAUSE_FAMILY = {
+    "config-key": "hydra-config",
+    "config-missing": "hydra-config",
+    "import-error": "version-mismatch",
+    "checkpoint-mismatch": "checkpoint-load",
+    "reward-missing": "reward-missing",
+}
+# families that tell the registry's words belong to another failure: the failure takes the family's cause ("Torch not
+# compiled with CUDA enabled" on an Ascend stack is a library at a version that takes the CUDA path, not a lost device)
+RECAUSED = ("version-mismatch",)
+# the RL training frameworks: a plain Python error raised in their own code is a bug of theirs (trainer-bug)
+TRAINERS = ("verl", "prime_rl", "slime", "openrlhf", "areal", "realhf", "trl", "nemo_rl", "roll", "chatlearn", "skyrl")
+
+
+@dataclass
+class Verdict:
+    cause: str
+    family: str
+    message: str = ""  # what the structure says, for a person (the argument and values, the two libraries)
+    fix: str = ""  # what to change (put before the cause's own fix)
+    key: str | None = None  # the recipe field to change, where one applies
+    rule: str | None = None  # the `grpolab check` rule that finds it before launch; "" none
+
+
+@dataclass
+class Context:
+    """What the log shows around the first error, beyond its traceback."""
+
+    stepped: bool = False  # a training step was logged before the error
+    engine: bool = False  # the log shows an inference engine (vLLM, SGLang) at work before the error
+    npu: bool = False  # the log shows an Ascend NPU stack (torch_npu, CANN, NPU devices)
+    near: str = ""  # the lines around the error and the errors that followed it (the failure's own story)
+    signal: str = ""  # a signal the process got from outside (SIGTERM, SIGKILL), where the log says
+
+
+# ---------------------------------------------------------------------------------------------- what a stack shows
+_REWARD = re.compile(r"reward|compute_score|score_fn|\bgrader\b|math_verify|verif(?:y|ier)|_judge", re.IGNORECASE)
+_DATA = re.compile(
+    r"__getitem__|_worker_loop|collate|rl_dataset|[/\\]dataset|datasets?[/\\]|_read_files|load_dataset|tokenize_and_"
+    r"postprocess|_build_messages",
+    re.IGNORECASE,
+)
+_SYNC = re.compile(
+    r"update_?weights?|weights?_?update|sync_?weights?|weights?_?sync|update_parameter|sync_model_weights|"
+    r"sharding_manager|broadcast_weights|send_weights|receive_weights|checkpoint_engine|param_sync|weight_loader|"
+    r"UpdateWeight|load_weights\b",
+    re.IGNORECASE,
+)
+_WAKEUP = re.compile(r"resume_memory_occupation|\bwake_?up\b|waking up|cumem_allocator|torch_memory_saver", re.I)
+_KV = re.compile(r"KV cache|cache blocks|initialize_cache|_initialize_kv_caches|determine_num_available_blocks", re.I)
+_CONVERSION = re.compile(
+    r"[/\\]conversion[/\\]|convert\w{0,40}\.py|model_merger|merge_\w{0,20}checkpoint|to_hf|hf_to_\w{1,20}|"
+    r"export_\w{0,20}checkpoint|AutoBridge",
+    re.IGNORECASE,
+)
+_SAVE = re.compile(r"save_checkpoint|\bsave\w{0,20}\b|dist_checkpointing[/.]save|async_save", re.IGNORECASE)
+_LOAD_CKPT = re.compile(
+    r"load_checkpoint|_load_base_checkpoint|load_state_dict|dist_checkpointing|CheckpointingException|"
+    r"apply_factory_merges|\bcheckpoint\b",
+    re.IGNORECASE,
+)
+_CAPTURE = re.compile(r"captur\w{0,10} (?:cuda|npu|acl)? ?graph|graph captur|capture_model|cuda_graph_runner", re.I)
+_CONFIG_CHECK = re.compile(
+    r"(?:^|[/\\])(?:config|configs|arg_utils|server_args|arguments|transformer_config|\w{0,40}_config|\w{0,40}config)"
+    r"(?:\.py$|[/\\])",
+    re.IGNORECASE,
+)
+_CHECK_FUNCTION = re.compile(r"__post_init__|verify|validate|_check|check_|from_engine_args|create_\w{0,40}config")
+_STARTUP = re.compile(
+    r"determine_num_available_blocks|profile_run|_initialize_kv_caches|initialize_cache|init_device|load_model|"
+    r"capture_model|_dummy_run|init_memory_pool|_init_cache_engine|initialize_from_config|init_worker|_init_executor|"
+    r"determine_available_memory|get_kv_cache_spec|initialize_kv_cache|compile_or_warm_up_model"
+)
+
+# ---------------------------------------------------------------------------------------------- what a message names
+_PROMPT_TOO_LONG = re.compile(
+    r"prompt (?:length|\(length) ?(?:of )?\(?\d+\)? (?:tokens )?is (?:too )?long(?:er)?|sequence_length=\d+ is larger "
+    r"than max_length|prompt \(\d+ tokens\) is too long|is longer than the maximum model length|"
+    r"exceeds (?:the )?max(?:imum)?_?(?:prompt|model)_?len",
+    re.IGNORECASE,
+)
+_SIGNAL_THREAD = re.compile(r"signal only works in main thread", re.IGNORECASE)
+_OOM = re.compile(
+    r"out of memory|OutOfMemoryError|CUresult error: 2\b|ACL_ERROR_RT_MEMORY|207001|Free memory on device|"
+    r"less than desired (?:GPU|NPU) memory|No available memory for the cache blocks|stored in KV cache",
+    re.IGNORECASE,
+)
+_MISSING = re.compile(r"No module named|is not installed|not installed\b|ModuleNotFoundError")
+_EXTENSION = re.compile(
+    r"\b\w{1,40}\._C\b|_C'|camem|allocator is not available|not compiled with|custom (?:ops?|kernels?) (?:is |are )?"
+    r"not (?:available|found|built)|extension (?:is |was )?not (?:available|found|built)|cannot open shared object",
+    re.IGNORECASE,
+)
+_ACROSS = re.compile(
+    r"unexpected keyword argument|takes \d+ positional arguments? but|missing \d+ required (?:positional|keyword)|"
+    r"got multiple values for argument|has no attribute|cannot import name|undefined symbol|"
+    r"(?:too many|not enough) values to unpack"
+)
+_UNPACK = re.compile(r"(?:too many|not enough) values to unpack")
+_RESOURCES = re.compile(
+    r"Not enough (?:GPUs|NPUs|devices)|Requested \d+ (?:GPUs|NPUs|devices)[^\n]{0,60}(?:only|available)|"
+    r"cannot be scheduled|Total available (?:GPUs|NPUs)|exceeds the total number of available|infeasible",
+    re.IGNORECASE,
+)
+_INVISIBLE = re.compile(
+    r"visible devices? \(0\)|no visible (?:device|gpu|npu)|VISIBLE_DEVICES[^\n]{0,40}(?:empty|unset|invalid)|Error "
+    r"setting \w{0,40}VISIBLE_DEVICES|Expects tensor to be on the compute device",  # FSDP: a worker's device not its own
+    re.IGNORECASE,
+)
+# a row's field a KeyError names: verl's data columns and the common data sets' ones (a row without it: the data)
+_DATA_FIELD = re.compile(
+    r"KeyError: '(?:reward_model|ground_truth|data_source|extra_info|ability|prompt|problem|question|answer|solution|"
+    r"messages|images|videos|response|raw_prompt|input|output|label|target)'?",
+)
+_RAY_CONNECT = re.compile(
+    r"Failed to connect to GCS|Unable to connect to (?:the )?GCS|could not connect to (?:the )?"
+    r"ray|Failed to (?:connect|register) (?:to )?(?:the )?raylet|ConnectionError: Could not",
+    re.IGNORECASE,
+)
+_HYDRA_PATH = re.compile(
+    r"Could not load '[^'\n]+'|Cannot find primary config|MissingConfigException|Primary config "
+    r"(?:directory|module) not found|Config search path:"
+)
+_LAYOUT_WORDS = re.compile(
+    r"tensor[_ ]parallel|pipeline[_ ]parallel|expert[_ ]parallel|world[_ ]size|\btp\b|\bpp\b|\bep\b|attention heads|"
+    r"num_heads|num_layers|hidden layers|experts|infer_tp",
+    re.IGNORECASE,
+)
+_BATCH_WORDS = re.compile(r"batch_size|batch size|mini_batch|micro_batch|chunk", re.IGNORECASE)
+_SIGKILL = re.compile(r"SIGKILL|exitcode: ?-9\b|signal 9\b|\bKilled\b")
+_SIGTERM = re.compile(r"SIGTERM|death signal|signal 15\b|exitcode: ?-15\b|\b15 death", re.IGNORECASE)
+
+
+def family_for(cause: str, first: FirstError | None, context: Context | None = None) -> str:
+    """The family of a failure the registry named `cause`, refined by its first error and what the log shows."""
+    context = context or Context()
+    text = _story(first, context)
+    stack = _stack(first)
+    if cause == "device-oom":
+        return _memory(first, context)
+    if cause == "no-device":
+        if _INVISIBLE.search(text):
+            return "device-visibility"
+        if _RESOURCES.search(text):
+            return "ray-resources"
+    if cause == "killed":  # stopped by its launcher (SIGTERM) after another process ended, not killed itself
+        told = f"{text} {context.signal}"
+        return "sibling-crash" if _SIGTERM.search(told) and not _SIGKILL.search(told) else "killed"
+    if cause == "no-device" and context.npu and re.search(r"not compiled with CUDA", text):
+        return "version-mismatch"  # on an Ascend stack: a library took the CUDA path where it should take the NPU's
+    if cause == "startup-timeout" and _RAY_CONNECT.search(text):
+        return "ray-cluster-connect"
+    if cause == "config-key" and first is not None and _reads_config(first):
+        return "config-version-mismatch"
+    if cause == "checkpoint-mismatch":
+        if _CONVERSION.search(stack):
+            return "checkpoint-conversion"
+        if _SAVE.search(stack) and not re.search(r"load", stack, re.IGNORECASE):
+            return "checkpoint-save"
+    if cause == "import-error":
+        own = f"{first.type}: {first.message} " + " ".join(first.context) if first is not None else ""
+        return _dependency(first, own) or "version-mismatch"
+    if cause == "comm-init" and re.search(
+        r"collective_rpc|pynccl|StatelessProcessGroup|init_communicator|"
+        r"update_named_param|weight",
+        text,
+    ):
+        return "weight-sync"  # the communicator between trainer and rollout: the weight-sync channel
+    return _CAUSE_FAMILY.get(cause, cause if cause in FAMILIES else "unknown")
+
+
+def classify(first: FirstError, context: Context | None = None) -> Verdict | None:
+    """A cause and family from the first error's structure, or None when it says nothing beyond its type."""
+    context = context or Context()
+    kind = first.short
+    text = _story(first, context)
+    message = first.message
+    stack = _stack(first)
+    if _OOM.search(f"{first.type}: {message}"):
+        family = _memory(first, context)
+        return Verdict(FAMILIES[family][0], family)
+    if _DATA_FIELD.match(f"{kind}: {message}"):  # a row without the column the code (a reward too) reads: the data's
+        return _data(first)
+    if _SIGNAL_THREAD.search(message) or (first.frames and _REWARD.search(_user_frames(first))):
+        return _reward(first)
+    if _PROMPT_TOO_LONG.search(message) or (first.frames and _DATA.search(stack) and kind != "ImportError"):
+        return _data(first)
+    if _SYNC.search(stack) or _SYNC.search(message) or (not first.frames and _SYNC.search(context.near)):
+        return _sync(first)
+    if _UNPACK.search(message):  # a call returned other values than its caller unpacks: an interface changed
+        return _version(first, "api-mismatch")
+    if re.search(r"initialize_cache|_initialize_kv_caches|determine_num_available_blocks", text):
+        return Verdict("device-oom", "kv-cache-too-small")  # the engine failed while it sized its KV cache
+    if _CONVERSION.search(stack) or _CONVERSION.search(message):
+        cause = "import-error" if kind in ("AttributeError", "ImportError", "TypeError") else "checkpoint-mismatch"
+        return Verdict(cause, "checkpoint-conversion")
+    if first.frames and _LOAD_CKPT.search(stack) or "Checkpoint" in kind or _LOAD_CKPT.search(message):
+        if kind not in ("ImportError", "ModuleNotFoundError"):
+            save = _SAVE.search(stack) and not re.search(r"\bload", stack, re.IGNORECASE)
+            return Verdict(
+                "checkpoint-save" if save else "checkpoint-mismatch", "checkpoint-save" if save else "checkpoint-load"
+            )
+    if _CAPTURE.search(stack) or _CAPTURE.search(text):
+        return Verdict("unknown", "cuda-graph-capture")
+    if _reads_config(first):
+        return Verdict("config-key", "config-version-mismatch")
+    if _HYDRA_PATH.search(text):
+        return Verdict("config-missing", "hydra-config")
+    if family := _dependency(first, f"{first.type}: {message} " + " ".join(first.context)):
+        return _version(first, family)
+    if not first.type:  # an error line without an exception type: nothing more from its structure
+        return None
+    if kind == "AttributeError" and "'NoneType' object" in message:
+        return Verdict("unknown", "trainer-bug")
+    if _ACROSS.search(message) and kind in ("AttributeError", "ImportError", "TypeError", "OSError", "ValueError"):
+        return _version(first, "api-mismatch" if _UNPACK.search(message) else "version-mismatch")
+    if _INVISIBLE.search(text):
+        return Verdict("no-device", "device-visibility")
+    if _RESOURCES.search(message):
+        return Verdict("no-device", "ray-resources")
+    if _RAY_CONNECT.search(text):
+        return Verdict("startup-timeout", "ray-cluster-connect")
+    if kind in ("ValueError", "AssertionError", "ValidationError", "NotImplementedError", "TypeError"):
+        if _config_check(first) or _names_engine_arguments(message):
+            return _engine_config(first)
+    if (
+        kind
+        in ("AttributeError", "TypeError", "KeyError", "IndexError", "UnboundLocalError", "NameError", "AssertionError")
+        and first.library in TRAINERS
+    ):
+        return Verdict("unknown", "trainer-bug")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def _story(first: FirstError | None, context: Context) -> str:
+    """The first error's own text (with the lines it continues on) and what the log shows around it."""
+    own = f"{first.type}: {first.message} " + " ".join(first.context[:3]) if first is not None else ""
+    return own + " " + context.near
+
+
+def _stack(first: FirstError | None) -> str:
+    return " ".join(f"{f.function} {f.path}" for f in first.frames) if first is not None else ""
+
+
+def _user_frames(first: FirstError) -> str:
+    """The functions and files of the frames outside the training stack's engines (where a reward lives)."""
+    return " ".join(f"{f.function} {f.path}" for f in first.frames if f.library not in ENGINES or "reward" in f.path)
+
+
+def _memory(first: FirstError | None, context: Context) -> str:
+    text = _story(first, context) + " " + _stack(first)
+    if _WAKEUP.search(text):
+        return "rollout-wakeup-oom"
+    # the KV cache cannot hold one sequence of the model's length (not: no memory left for it at all, a start-up's)
+    if _KV.search(text) and re.search(
+        r"max(?:imum)? (?:seq|model) len|max_model_len|stored in KV cache|initialize_cache", text, re.IGNORECASE
+    ):
+        return "kv-cache-too-small"
+    engine = context.engine or (first is not None and _in_engine(first))
+    if not context.stepped and (
+        engine or re.search(r"on startup|Free memory on device|cache blocks|gpu_memory_utilization", text)
+    ):
+        return "rollout-startup-oom"
+    return "device-oom"
+
+
+def _in_engine(first: FirstError) -> bool:
+    return any(f.library in ("vllm", "vllm_ascend", "sglang") for f in first.frames) or any(
+        _STARTUP.search(f.function) for f in first.frames
+    )
+
+
+def _reads_config(first: FirstError) -> bool:
+    """OmegaConf's error raised where code reads a key of a loaded config (not Hydra applying an override)."""
+    if first.short not in ("ConfigAttributeError", "ConfigKeyError", "MissingMandatoryValue"):
+        return False
+    callers = [f for f in first.frames if f.library not in ("omegaconf", "hydra", STDLIB)]
+    return bool(callers) and not any(f.library == "hydra" for f in first.frames)
+
+
+def _config_check(first: FirstError) -> bool:
+    frame = first.raising
+    if frame is None or frame.library not in ENGINES + ("pydantic", "transformers"):
+        return False
+    return bool(_CONFIG_CHECK.search(frame.path) or _CHECK_FUNCTION.search(frame.function))
+
+
+def _names_engine_arguments(message: str) -> bool:
+    """The message names an engine argument of the field map with a value ("max_num_batched_tokens (8192)")."""
+
+    return any(field and value for _, value, field in engine_arguments(message))
+
+
+def _dependency(first: FirstError | None, text: str) -> str | None:
+    """missing-dependency / build-missing-extension where the error says so."""
+    if first is None:
+        return None
+    if _EXTENSION.search(text) and (
+        first.short
+        in ("ImportError", "ModuleNotFoundError", "OSError", "AssertionError", "RuntimeError", "AttributeError")
+        or not first.type
+    ):
+        return "build-missing-extension"
+    if first.short in ("ModuleNotFoundError", "ImportError") and _MISSING.search(first.message):
+        return "missing-dependency"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- the families
+def _reward(first: FirstError) -> Verdict:
+    frame = next((f for f in reversed(first.frames) if _REWARD.search(f"{f.function} {f.path}")), first.raising)
+    where = f" in {frame.function} ({frame.path}:{frame.line})" if frame else ""
+    row = _row(first)
+    message = f"The reward function raised{where}: {first.text[:200]}" + (f"; on {row}" if row else "")
+    fix = "`grpolab data RECIPE` dry-runs the reward on the data before launch: run it and fix the function"
+    if _SIGNAL_THREAD.search(first.message) or "timeout" in first.text.lower():
+        fix = (
+            "the reward uses a signal-based timeout (signal.alarm, math_verify's default), which works only in a "
+            "process's main thread, and trainers call rewards in threads: pass parsing_timeout=None / "
+            "timeout_seconds=None to math_verify's parse/verify (and bound the time yourself), or score in a "
+            "subprocess; " + fix
+        )
+    return Verdict("reward-error", "reward-error", message, fix, "reward.function", "reward-dry-run")
+
+
+def _data(first: FirstError) -> Verdict:
+    row = _row(first)
+    if _PROMPT_TOO_LONG.search(first.message):
+        return Verdict(
+            "data-error",
+            "data-error",
+            f"A prompt is longer than the limit: {first.text[:200]}" + (f"; on {row}" if row else ""),
+            "set data.filter_overlong_prompts: true (verl drops the prompts longer than data.max_prompt_length), or "
+            "raise data.max_prompt_length (and rollout.max_model_len with it); `grpolab data RECIPE` measures the "
+            "prompts against the limit before launch",
+            "data.max_prompt_length",
+            "data-prompt",
+        )
+    return Verdict(
+        "data-error",
+        "data-error",
+        f"A data row could not be read: {first.text[:200]}" + (f"; on {row}" if row else ""),
+        "`grpolab data RECIPE` reads the first rows of each file (columns, prompts, data sources) before launch: run "
+        "it to find the row, and fix the data (or its preparation, `grpolab data prepare`)",
+        None,
+        "data-columns",
+    )
+
+
+_ROW = re.compile(r"\b(?:row|index|idx|sample|example)[ #:=]{1,3}(\d+)", re.IGNORECASE)
+
+
+def _row(first: FirstError) -> str:
+    for text in [first.message] + first.context:
+        if m := _ROW.search(text):
+            return f"row {m.group(1)}"
+    return ""
+
+
+def _sync(first: FirstError) -> Verdict:
+    return Verdict(
+        "weight-sync",
+        "weight-sync",
+        f"The weights could not be sent from the trainer to the rollout engine: {first.text[:200]}",
+        "check that the trainer and the rollout use layouts the weight sync supports (expert/tensor-parallel shards "
+        "gathered before they are sent, tensors on the device the engine expects, a layout the engine does not "
+        "transform after its first load), and the versions of trainer and engine the sync was written for",
+    )
+
+
+def _version(first: FirstError, family: str) -> Verdict:
+    raising, caller = first.library, first.caller
+    named = re.search(
+        r"from '([\w.]+)'|module '([\w.]+)'|No module named '([\w.]+)'|([\w-]+) is not installed", first.message
+    )
+    other = next((g.split(".")[0] for g in named.groups() if g), None) if named else None
+    libraries = [x for x in dict.fromkeys([raising, other, caller]) if x and x not in (STDLIB, USER)]
+    if family == "missing-dependency":
+        module = other or "a package"
+        return Verdict(
+            "import-error",
+            family,
+            f"{module} is not installed where the job runs",
+            f"install {module} on every node (in the image the Ray workers use) and restart Ray",
+        )
+    if family == "build-missing-extension":
+        return Verdict(
+            "import-error",
+            family,
+            f"A compiled extension is missing: {first.text[:200]}",
+            "reinstall the package so that its extension is built (its build flags, e.g. vllm-ascend's "
+            "COMPILE_CUSTOM_KERNELS=1) against the installed torch / CANN / CUDA",
+        )
+    pair = " and ".join(libraries[:2]) if libraries else "two packages"
+    message = f"A version mismatch between {pair}: {first.text[:200]}"
+    if rows := _stack_rows(libraries):
+        message += f"; params/stack_rules.yaml names this stack: {', '.join(rows)}"
+    fix = (
+        f"install versions of {pair} that fit together (the version the calling code was written for), and pin "
+        "them in the recipe's stack: so `grpolab preflight` compares them with what each node has"
+    )
+    key = f"stack.{libraries[0].replace('_', '-')}" if libraries else None
+    return Verdict("import-error", family, message, fix, key, "stack")
+
+
+def _stack_rows(libraries: list[str]) -> list[str]:
+    """The rows of params/stack_rules.yaml that pin or require one of `libraries` (the table that would catch it)."""
+
+    names = {name.replace("_", "-") for name in libraries} | set(libraries)
+    out = []
+    for row in stack_rules():
+        pinned = set((row.get("when") or {}).get("stack") or {}) | set(row.get("requires") or {})
+        if pinned & names:
+            out.append(str(row["id"]))
+    return out[:3]
+
+
+def _engine_config(first: FirstError) -> Verdict:
+    frame = first.raising
+    engine = frame.library if frame else "The engine"
+    text = f"{first.message} {' '.join(first.context[:3])}"
+    if _LAYOUT_WORDS.search(text) and not _BATCH_WORDS.search(text):
+        cause = "layout-mismatch"
+    elif _BATCH_WORDS.search(text):
+        cause = "batch-divisible"
+    else:
+        cause = "engine-config"
+    named = engine_arguments(text)
+    message = f"{engine}'s configuration check refused a value: {first.text[:240]}"
+    fix, key = "", None
+    if named:
+        shown = ", ".join(f"{arg} = {value}" if value else arg for arg, value, _ in named)
+        message += f". The argument{'s' if len(named) > 1 else ''}: {shown}"
+        fields = [(arg, f) for arg, _, f in named if f]
+        if fields:
+            key = fields[0][1]
+            message += " (" + ", ".join(f"{arg}: the recipe field {f}" for arg, f in fields) + ")"
+            fix = "change " + " or ".join(dict.fromkeys(f for _, f in fields)) + " as the message asks"
+    return Verdict(cause, cause, message, fix, key, "")

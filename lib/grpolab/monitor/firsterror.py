@@ -1,0 +1,407 @@
+"""The first real error of a failed log: the exception type and message that started it, the frame that raised it
+and the library that frame lives in, its rank and node. The layer under the cause registry (grpolab.monitor.causes):
+what a diagnosis says of any failed log, also when no cause's pattern knows the error.
+
+    exception_in(line) -> (type, inner, message, start) | None   a Python exception line, whatever its prefix
+    frames_of(lines) -> [Frame]          the traceback frames (`File "...", line N, in f`) in lines above an error
+    library_of(path) -> str              the library a frame's file lives in (vllm, verl, torch, the user's code, ...)
+    is_consequence(type, message) -> bool    an error that reports another's failure (a dead actor, a timeout, ...)
+    as_printed(chunk, start, end, ...) -> str   an error line as printed, with the lines its message continues on
+    sentence(first, full) -> str         the first error said for a person, with its raising frame and library
+
+"The first real error" is the last line of the first traceback that is not a consequence of another failure (a
+dead Ray actor, a collective timeout, vLLM's "Engine core initialization failed. See root cause above"): the
+diagnosis (grpolab.monitor.diagnose) collects every error line in order and picks it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from grpolab.jobs.job_entry import ANSI
+
+# An exception line: `ValueError: ...`, `torch.OutOfMemoryError: ...`, `ray.exceptions.RayTaskError(ValueError): ...`,
+# `AssertionError` alone, behind any prefix (Ray's `(pid=..)`, `[rank3]:`, vLLM's `ERROR 06-09 ... [core.py:1]`).
+# The look-behind starts a match only at a name's first character, so the scan is linear in the line's length.
+_EXCEPTION = re.compile(
+    r"(?<![\w.'\"/<-])((?:[A-Za-z_]\w*\.)*[A-Z]\w*?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Abort)|"
+    r"KeyboardInterrupt|StopIteration)(?:\(([\w.]+)\))?(?:: ?(.*)|:?$)"
+)
+_NOT_AN_ERROR = re.compile(r"^(?:ERROR|WARNING|INFO)$")
+# A frame: `File "/x/site-packages/vllm/config.py", line 123, in _verify_args`
+FRAME = re.compile(r'\bFile "([^"\n]+)", line (\d+)(?:, in ([^\s,]+))?')
+TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
+
+# The library a file path lives in: the folder after site-packages / dist-packages, else the nearest folder of a
+# known library (a source checkout: /workspace/verl/verl/workers/...), else the standard library or the user's code.
+KNOWN = (
+    "vllm_ascend",
+    "vllm",
+    "sglang",
+    "sgl_kernel",
+    "mindspeed_rl",
+    "mindspeed_llm",
+    "mindspeed",
+    "megatron",
+    "verl",
+    "ray",
+    "torch_npu",
+    "torch",
+    "transformers",
+    "hydra",
+    "omegaconf",
+    "trl",
+    "deepspeed",
+    "accelerate",
+    "peft",
+    "flash_attn",
+    "openrlhf",
+    "nemo_rl",
+    "nemo",
+    "slime",
+    "areal",
+    "realhf",
+    "roll",
+    "prime_rl",
+    "math_verify",
+    "datasets",
+    "pyarrow",
+    "pandas",
+    "numpy",
+    "pydantic",
+    "triton",
+    "safetensors",
+    "tensordict",
+    "xformers",
+    "wandb",
+    "chatlearn",
+    "skyrl",
+    "torchdata",
+)
+_NAMES = {name: name for name in KNOWN} | {"vllm-ascend": "vllm_ascend", "megatron_core": "megatron"}
+_SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
+_STDLIB = re.compile(r"[/\\]lib[/\\]python\d(?:\.\d+)?[/\\]|^<frozen |^<string>|^<stdin>")
+STDLIB = "python"  # the standard library
+USER = "user code"  # the user's own code (a reward function, a data loader, a launch script)
+ENGINES = ("vllm", "vllm_ascend", "sglang", "megatron", "mindspeed", "verl")
+
+
+def library_of(path: str) -> str:
+    """The library `path` (a traceback frame's file) lives in: one of KNOWN (vllm, verl, torch, ...), another
+    installed package's name, STDLIB or USER."""
+    if m := _SITE.search(path):
+        name = re.sub(r"\.py$|-[\d.]+.*$", "", m.group(1))
+        return _canonical(name)
+    parts = re.split(r"[/\\]", path)
+    folders = parts[:-1]
+    for part in reversed(folders):
+        if (name := _canonical(part)) in KNOWN:
+            return name
+    if _STDLIB.search(path):
+        return STDLIB
+    for above, part in zip(folders, folders[1:]):  # a source checkout: ChatLearn/chatlearn/..., repo/src/package/...
+        if above.lower().replace("-", "_") == part.lower() or (above == "src" and part != parts[-1]):
+            return _canonical(part)
+    return USER
+
+
+def _canonical(name: str) -> str:
+    low = name.lower()
+    if low.startswith("mindspeed"):
+        return low.replace("-", "_") if low.replace("-", "_") in KNOWN else "mindspeed"
+    if low.startswith("megatron"):
+        return "megatron"
+    return _NAMES.get(low, _NAMES.get(low.replace("-", "_"), low))
+
+
+@dataclass(frozen=True)
+class Frame:
+    path: str
+    line: int
+    function: str
+    library: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}" + (f" in {self.function}" if self.function else "")
+
+
+def frames_of(lines: list[str]) -> list[Frame]:
+    """The frames of the traceback that `lines` (the lines above an error line, oldest first) end with: from its
+    `Traceback (most recent call last):` header (or the first frame shown) down; the innermost frame last."""
+    out: list[Frame] = []
+    for text in reversed(lines):
+        if TRACEBACK.search(text):
+            break
+        if m := FRAME.search(text):
+            out.append(Frame(m.group(1), int(m.group(2)), m.group(3) or "", library_of(m.group(1))))
+        elif out and exception_in(text) and not text.lstrip().startswith(("raise", "File")):
+            break  # the error line of the traceback above (a chained exception): not this traceback's frames
+    return list(reversed(out))
+
+
+def exception_in(line: str) -> tuple[str, str | None, str, int] | None:
+    """(type, inner type, message, where the type starts) of a Python exception line, or None. `inner`: the type a
+    wrapper names (`RayTaskError(ValueError)`)."""
+    for m in _EXCEPTION.finditer(line[:_HEAD]):
+        name = m.group(1)
+        if _NOT_AN_ERROR.match(name):
+            continue
+        message = (m.group(3) or "").strip()
+        if (
+            m.group(3) is None
+            and m.start() > 0
+            and line[: m.start()].strip(" :]")
+            and not line[: m.start()].endswith((": ", "]:", "] ", ") "))
+        ):
+            continue  # a bare name mid-sentence ("... raised a ValueError") is not an error line
+        return name, m.group(2), message, m.start()
+    return None
+
+
+def short_type(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+# Errors that report another failure, not their own: Ray's dead actors and lost objects, a collective that timed
+# out waiting for a rank that had failed, a process killed or interrupted from outside, vLLM's "see root cause above".
+_CONSEQUENCE_TYPES = {
+    "ActorDiedError",
+    "RayActorError",
+    "ActorUnavailableError",
+    "OwnerDiedError",
+    "NodeDiedError",
+    "WorkerCrashedError",
+    "ObjectLostError",
+    "ObjectFetchTimedOutError",
+    "RaySystemError",
+    "ChildFailedError",
+    "KeyboardInterrupt",
+    "SystemExit",
+    "CancelledError",
+    "EngineDeadError",
+    "EngineGenerateError",
+    "BrokenPipeError",
+    "ConnectionResetError",
+    "DistBackendError",
+    "HydraException",
+    "RayTaskError",
+    "RayChannelError",
+    "TaskCancelledError",
+}
+_CONSEQUENCE_MESSAGE = re.compile(
+    r"see (?:the )?root cause above|Engine core initialization failed|EngineCore encountered an issue|"
+    r"check the stack trace above|died unexpectedly|worker (?:process )?(?:has )?died|is dead|"
+    r"Watchdog caught collective operation timeout|\bNCCL communicator was aborted|ProcessGroup\w{0,40} is aborted|"
+    r"terminate called|^ray::|Failed to run the task|one or more workers? (?:died|failed)|"
+    r"(?:Ray|worker) (?:task|actor) failed|exitcode ?: ?-?\d+|(?:non-zero|nonzero) exit|"
+    r"Job '[^'\n]*' failed|Fatal Python error|Traceback \(most recent|Error executing job with overrides",
+    re.IGNORECASE,
+)
+
+
+def is_consequence(type_name: str, message: str) -> bool:
+    return short_type(type_name) in _CONSEQUENCE_TYPES or bool(_CONSEQUENCE_MESSAGE.search(message[:_HEAD]))
+
+
+@dataclass
+class FirstError:
+    """The first real error of a log."""
+
+    type: str  # the exception type as printed (`torch.OutOfMemoryError`), or "" for a non-Python error line
+    message: str  # its message
+    line: str  # the line as read (prefixes removed where known)
+    number: int  # 1-based line number in its file
+    file: str
+    frames: list[Frame] = field(default_factory=list)  # the traceback's frames, innermost last
+    rank: int | None = None
+    node: str | None = None
+    pid: int | None = None
+    inner: str | None = None  # the type a wrapper names (RayTaskError(ValueError))
+    context: list[str] = field(default_factory=list)  # the lines its message continues on
+    said: str = ""  # the error as printed: its line (prefixes kept) and the lines its message continues on
+
+    @property
+    def short(self) -> str:
+        """The exception's own type name, without its module (`OutOfMemoryError`); a wrapper's inner type."""
+        return short_type(self.inner or self.type) if (self.inner or self.type) else ""
+
+    @property
+    def text(self) -> str:
+        """`Type: message`, as a person reads it."""
+        if not self.type:
+            return self.message
+        return f"{self.type}: {self.message}" if self.message else self.type
+
+    @property
+    def raising(self) -> Frame | None:
+        """The frame that raised it: the innermost one outside the standard library (a `raise` in functools or
+        concurrent.futures re-raises another's error), else the innermost."""
+        inner = [f for f in self.frames if f.library != STDLIB]
+        return inner[-1] if inner else (self.frames[-1] if self.frames else None)
+
+    @property
+    def library(self) -> str | None:
+        frame = self.raising
+        return frame.library if frame else None
+
+    @property
+    def caller(self) -> str | None:
+        """The library that called into the raising one (the nearest frame above it in another library)."""
+        raising = self.library
+        for f in reversed(self.frames):
+            if f.library not in (raising, STDLIB):
+                return f.library
+        return None
+
+
+# The prefilter's words for this layer (grpolab.monitor.diagnose): every line the patterns below read holds one.
+WORDS = (
+    "traceback",
+    "error",
+    "exception",
+    "exit",
+    "interrupt",
+    "segmentation fault",
+    "failure",
+    "stopiteration",
+    "fatal",
+    "killed",
+    "core dumped",
+    "assert",
+    "raise ",
+    "unhandled error",
+    "succeeded",
+    "training completed",
+    "final validation metrics",
+    "train_runtime",
+)
+
+# A log record at error level, in the formats of the corpus' logs: vLLM's `ERROR 06-09 17:58:55 [core.py:1]`,
+# logging's `... - ERROR - ` / `ERROR:root:` / `| ERROR    |` / `[ERROR]`, glog's `E1206 18:44:12.7` / `[E1206 ...`,
+# CANN's `[ERROR] 2025-06-09-06:57:54`, a shell's `error: ` / `Error: `, a native crash.
+_LEVEL_ERROR = re.compile(
+    r"^[ \t]*\[?[EF]\d{4} \d\d:\d\d:\d\d|^[ \t]*(?:error|Error|ERROR|fatal|Fatal|FATAL): |^Error executing job with"
+    r"|\bSegmentation fault\b|\bcore dumped\b|\bBus error\b|^[ \t]*Killed\s*$"
+    r"|Unhandled error \(suppress with"  # Ray: a task raised and nobody asked for its result
+)
+# The level a log record names first, within its first characters (after Ray's and torchrun's prefixes)
+_LEVEL = re.compile(
+    r"\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b|^[ \t]*\[?([EFWI])\d{4} \d\d:"
+    r"|\d\d:\d\d:\d\d[,.]\d+ ([EFWI]) \d+ \d+\]"  # Ray's C++ log: [2025-06-13 01:49:41,730 E 1 1]
+)
+_RAY_PREFIX = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
+# A process that ended with a non-zero status
+_EXIT = re.compile(
+    r"\bexit(?:ed)?(?: with)? (?:code|status)[ :=]*(?:-?[1-9]\d*)\b|\bexitcode ?: ?-?[1-9]\d*\b|"
+    r"returned non-zero exit status|failed with exit code -?[1-9]|\bexit code -?[1-9]\d*\b",
+    re.IGNORECASE,
+)
+# The marks of a run that finished well (Ray's job status, verl's last line, HF Trainer's)
+_SUCCESS = re.compile(
+    r"\bJob '?[\w\-]+'? succeeded\b|\bjob \w+ succeeded\b|Final validation metrics:|Training completed\b|"
+    r"'train_runtime': ",
+    re.IGNORECASE,
+)
+
+
+_HEAD = 600  # characters of a line these patterns read: an error's type, level or exit status comes first
+
+
+def strip_prefix(line: str) -> str:
+    """The line without Ray's `(Actor pid=N, ip=A)` and torchrun's `[rankN]:` prefixes."""
+    return line[_RAY_PREFIX.match(line[:_HEAD]).end() :]
+
+
+def level_of(line: str) -> str | None:
+    """The level a log record names first (ERROR, WARNING, INFO, ...; glog's E/W/I letters as ERROR, WARNING,
+    INFO), read in its first 80 characters after the prefixes; None when it names none."""
+    m = _LEVEL.search(strip_prefix(line)[:80])
+    if m is None:
+        return None
+    if letter := m.group(2) or m.group(3):
+        return {"E": "ERROR", "F": "FATAL", "W": "WARNING", "I": "INFO"}[letter]
+    return {"WARN": "WARNING"}.get(m.group(1), m.group(1))
+
+
+# a traceback's source line that raises or asserts: `    raise ValueError(`, `    assert camem_available, "..."`
+SOURCE = re.compile(r"[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?[ \t]+(?:raise [A-Za-z_]|assert [\w(])")
+_RECORD = re.compile(  # a line that starts a record of its own (a rank's prefix before it too)
+    r"\s*(?:\[rank\d+\]:\s*)?(?:\[?\d{4}-\d\d-\d\d|\[?[EFWI]\d{4} |(?:ERROR|WARNING|INFO|DEBUG)\b|\[repeated|During "
+    r"handling|The above exception|Traceback \(|File \")"
+)
+
+
+def continues(text: str, empty: bool, wrapped: bool = False) -> bool:
+    """Whether `text` (the line after an error line, its prefix removed) continues the error's message: after an
+    empty message or a line cut mid-sentence (`wrapped`) any line that starts no record of its own; else an
+    indented or lower-case line, or one in parentheses or quotes (a wrapped path, a pydantic field and its error)."""
+    if _RECORD.match(text) or exception_in(text):
+        return False
+    if empty or wrapped:
+        return True
+    head = text[:1]
+    body = text.lstrip()[:1]
+    return head in " \t" or body.islower() or body in "('\"`" or not body.isascii()
+
+
+def error_level(line: str) -> bool:
+    """A log record at error level (not a warning that mentions an error), or a native crash's line."""
+    level = level_of(line)
+    if level is not None:
+        return level in ("ERROR", "CRITICAL", "FATAL")
+    return bool(_LEVEL_ERROR.search(strip_prefix(line)[:_HEAD]))
+
+
+def is_exit(line: str) -> bool:
+    return bool(_EXIT.search(line[:_HEAD]))
+
+
+def is_success(line: str) -> bool:
+    return bool(_SUCCESS.search(line[:_HEAD]))
+
+
+# ---------------------------------------------------------------------------------------------- as said
+OWNER = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?")  # Ray's and torchrun's prefixes
+_AFTER = 4096  # bytes after an error line read for the lines its message continues on
+
+
+def lines_before(chunk, start: int, size: int) -> list[bytes]:
+    """The whole lines of the `size` bytes before `start` (the first one only if it starts there: a chunk's start
+    is a line's)."""
+    begin = max(0, start - size)
+    pieces = bytes(chunk[begin:start]).split(b"\n")[:-1]
+    return pieces if begin == 0 else pieces[1:]
+
+
+def as_printed(chunk, start: int, end: int, message: str, line: str) -> str:
+    """An error line as printed (ANSI colours removed, trailing spaces kept: `ValueError: ` before a message that
+    starts on the next line) and the lines its message continues on: after an empty message, or lines that do not
+    start a record of their own (a lower-case or indented line, a path in parentheses), up to 4, without the
+    Ray / torchrun prefix the error line has."""
+    raw = ANSI.sub("", bytes(chunk[start:end]).decode("utf-8", "replace")).rstrip("\r\n")
+    prefix = OWNER.match(line).group(0).strip() if line else ""
+    out = [raw]
+    for piece in bytes(chunk[end + 1 : end + 1 + _AFTER]).split(b"\n")[:6]:
+        text = ANSI.sub("", piece.decode("utf-8", "replace")).rstrip("\r")
+        if prefix:
+            if not text.lstrip().startswith(prefix):
+                break
+            text = text.lstrip()[len(prefix) :].lstrip(" ")
+        body = text.strip()
+        wrapped = not re.search(r"[.!?)\]:;]\s*$", out[-1])  # the line before ends mid-sentence
+        if not body or len(out) > 4 or not continues(text, len(out) == 1 and not message.strip(), wrapped):
+            break
+        out.append(text)
+    return "\n".join(out)
+
+
+def sentence(first: FirstError, full: bool) -> str:
+    text = first.text if full else first.text[:200]
+    out = f"The first error: {text}"
+    frame = first.raising
+    if frame is not None:
+        out += f" (raised in {frame.library}: {frame}"
+        caller = first.caller
+        out += f"; called from {caller})" if caller and caller != STDLIB else ")"
+    return out

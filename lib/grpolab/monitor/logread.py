@@ -1,0 +1,239 @@
+"""Reading a log fast: its bytes as text (gzip, bzip2 and xz read as they stream; binary data and zstd refused
+with NotALog) and the Hyperscan databases that find, in one linear pass over a chunk, the lines worth decoding.
+
+    readable(handle, name) -> stream          the text of a log stream, or NotALog
+    find_words(chunk) -> [(word index, start)] every keyword (WORDS; their owners: OWNERS) in a chunk, caseless
+    gated(line) -> {cause id}                 the causes whose patterns may match a line (linear, for crafted lines)
+    marks(chunk, keys) -> {key: offset}       where a run first shows a step, an engine, progress, an NPU stack
+    decode(raw) -> str                        a line's text without colours
+    log_files(path) -> [(path, rank)]         a file, or a folder of one log per rank
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import re
+from pathlib import Path
+
+import grpolab.monitor.firsterror as fe
+from grpolab.jobs.job_entry import ANSI
+from grpolab.monitor.causes import CAUSES, PREFIX
+from grpolab.monitor.details import FACT_WORDS, FACTS
+
+MAX_LINE = 400  # an evidence line is cut here
+FIRST = "first-error"  # the owner of grpolab.monitor.firsterror.WORDS among the keywords' owners
+
+
+def _words() -> tuple[list[str], list[tuple[str, ...]]]:
+    owners: dict[str, list[str]] = {}
+    sources = [(c.id, c.words) for c in CAUSES] + [(FIRST, fe.WORDS), (FACTS, FACT_WORDS)]
+    for owner, words in sources:
+        for word in words:
+            owners.setdefault(word, []).append(owner)
+    return list(owners), [tuple(v) for v in owners.values()]
+
+
+WORDS, OWNERS = _words()
+_DB: list = []  # the compiled Hyperscan database, built on first use
+
+
+def _database():
+    if not _DB:
+        # lazy: hyperscan (only a diagnosis compiles the patterns; importing the monitor stays light)
+        import hyperscan
+
+        db = hyperscan.Database()
+        db.compile(
+            expressions=[re.escape(w).encode() for w in WORDS],
+            ids=list(range(len(WORDS))),
+            elements=len(WORDS),
+            flags=[hyperscan.HS_FLAG_CASELESS] * len(WORDS),
+        )
+        _DB.append(db)
+    return _DB[0]
+
+
+_GATE: list = []  # the Hyperscan database of every cause's patterns, built when a scan turns linear
+
+
+def _gate():
+    """Every cause's patterns in one Hyperscan database, in prefilter mode: a superset of each pattern's matches
+    (its look-aheads dropped), never fewer; ids are indexes into CAUSES. Linear in the text's length, whatever
+    it holds; built once (about half a second), only for a log whose lines made `re` crawl."""
+    if not _GATE:
+        # lazy: hyperscan (see _database)
+        import hyperscan
+
+        expressions, ids, flags = [], [], []
+        base = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_MULTILINE
+        for index, cause in enumerate(CAUSES):
+            for pattern in cause.patterns:
+                expressions.append(pattern.replace("{P}", PREFIX).encode())
+                ids.append(index)
+                flags.append(
+                    base | hyperscan.HS_FLAG_ALLOWEMPTY | (hyperscan.HS_FLAG_CASELESS if cause.ignorecase else 0)
+                )
+        db = hyperscan.Database()
+        db.compile(expressions=expressions, ids=ids, elements=len(expressions), flags=flags)
+        _GATE.append(db)
+    return _GATE[0]
+
+
+def gated(line: bytes) -> set[str]:
+    """The ids of the causes whose patterns may match `line` (Hyperscan, linear)."""
+    found: set[str] = set()
+
+    def on(index, _start, _end, _flags, _context):
+        found.add(CAUSES[index].id)
+
+    _gate().scan(line, match_event_handler=on)
+    return found
+
+
+def find_words(chunk: bytes) -> list[tuple[int, int]]:
+    """(word index, start) of every keyword in the chunk, caseless."""
+    found: list[tuple[int, int]] = []
+
+    def on(index, _start, end, _flags, _context):
+        found.append((index, end - len(WORDS[index])))
+
+    _database().scan(chunk, match_event_handler=on)
+    return found
+
+
+# where a run first shows work done, an inference engine, an Ascend stack, a training step: found by one Hyperscan
+# scan per chunk of only the marks not yet seen (linear; `re` over every chunk of a healthy gigabyte costs seconds)
+MARKS = {
+    "step": rb"(?:^|[\s)])step:\d+ - ",  # verl's step metrics line
+    "engine": rb"vllm|vLLM|VLLM|sglang|SGLang|SGLANG|WorkerWrapper|EngineCore|LLMRayActor|Worker_TP|worker_base",
+    "progress": rb"step:\d+ - |throughput|it/s\]|s/it\]|Decode batch|Prefill batch|Training Progress",
+    "npu": rb"torch_npu|torch-npu|\bNPU\b|\bnpu\b|Ascend|CANN|HCCL",
+}
+_MARK_DB: dict[tuple[str, ...], object] = {}
+
+
+def marks(chunk, keys: tuple[str, ...]) -> dict[str, int]:
+    """Where each of the marks `keys` (of MARKS) first ends in the chunk (about where it starts: a line apart)."""
+    if keys not in _MARK_DB:
+        # lazy: hyperscan (see _database)
+        import hyperscan
+
+        db = hyperscan.Database()
+        db.compile(
+            expressions=[MARKS[k] for k in keys],
+            ids=list(range(len(keys))),
+            elements=len(keys),
+            flags=[hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_MULTILINE] * len(keys),
+        )
+        _MARK_DB[keys] = db
+    found: dict[str, int] = {}
+
+    def on(index, _start, end, _flags, _context):
+        found.setdefault(keys[index], end - 1)
+
+    _MARK_DB[keys].scan(chunk, match_event_handler=on)
+    return found
+
+
+_SYSLOG_ANSI = re.compile(r"#033\[[0-9;]*[A-Za-z]")  # colours as syslog writes them
+
+
+def decode(raw: bytes) -> str:
+    text = ANSI.sub("", raw.decode("utf-8", "replace")).rstrip()
+    return _SYSLOG_ANSI.sub("", text) if "#033[" in text else text
+
+
+class NotALog(ValueError):
+    """The input is not a text log (binary data, or compressed in a format read here only by name)."""
+
+
+_GZIP, _BZIP2, _XZ, _ZSTD = b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd"
+_SNIFF = 64 << 10  # bytes of the input looked at to tell a text log from binary data
+
+
+class _Prefixed:
+    """A binary stream whose first bytes were already read: they come first (for a decompressor, or the reader)."""
+
+    def __init__(self, head: bytes, rest) -> None:
+        self.head, self.rest = head, rest
+
+    def read(self, size: int = -1) -> bytes:
+        if not self.head:
+            return self.rest.read(size)
+        if size is None or size < 0:
+            out, self.head = self.head + self.rest.read(), b""
+            return out
+        out, self.head = self.head[:size], self.head[size:]
+        return out + (self.rest.read(size - len(out)) if len(out) < size else b"")
+
+    def readline(self, size: int = -1) -> bytes:
+        if not self.head:
+            return self.rest.readline(size)
+        cut = self.head.find(b"\n") + 1
+        if cut and (size < 0 or cut <= size):
+            out, self.head = self.head[:cut], self.head[cut:]
+            return out
+        out, self.head = self.head, b""
+        return out + self.rest.readline(size - len(out) if size >= 0 else -1)
+
+
+def readable(handle, name: str = "<input>"):
+    """The text of a log stream: gzip, bzip2 and xz read as they stream; NotALog for zstd (named, not read: no
+    decompressor in the standard library) and for binary data (random bytes are not a log, never a device fault)."""
+    head = handle.read(_SNIFF)
+    stream = _Prefixed(head, handle)
+    if head.startswith((_GZIP, _BZIP2, _XZ)):
+        opener = {_GZIP: gzip.GzipFile, _BZIP2: bz2.BZ2File, _XZ: lzma.LZMAFile}
+        kind = next(magic for magic in opener if head.startswith(magic))
+        decompressed = opener[kind](fileobj=stream) if kind == _GZIP else opener[kind](stream)
+        try:
+            head = decompressed.read(_SNIFF)
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            raise NotALog(f"{name}: a compressed file that cannot be read ({exc})") from None
+        stream = _Prefixed(head, decompressed)
+    elif head.startswith(_ZSTD):
+        raise NotALog(f"{name}: compressed with zstd; decompress it first (`zstd -dc {name} | grpolab diagnose -`)")
+    if _binary(head):
+        raise NotALog(f"{name}: not a text log (binary data)")
+    return stream
+
+
+def _binary(head: bytes) -> bool:
+    """NUL bytes, or many control characters or undecodable bytes: not text a program logged."""
+    if not head:
+        return False
+    if b"\x00" in head:
+        return True
+    sample = head[:_SNIFF]
+    control = sum(sample.count(bytes([c])) for c in (*range(1, 9), 11, 12, *range(14, 27), *range(28, 32)))
+    bad = len(sample) - len(sample.decode("utf-8", "ignore").encode("utf-8"))
+    return (control + bad) > len(sample) // 10
+
+
+def excerpt(line: str, at: int) -> str:
+    """An evidence line cut to MAX_LINE characters around `at` (a log line can hold a whole tensor dump)."""
+    if len(line) <= MAX_LINE:
+        return line
+    start = max(0, min(at - MAX_LINE // 3, len(line) - MAX_LINE))
+    return ("..." if start else "") + line[start : start + MAX_LINE] + ("..." if start + MAX_LINE < len(line) else "")
+
+
+_FILE_RANK = (re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE), re.compile(r"(?:^|[_\-.])(\d+)\.(?:log|txt|out|err)$"))
+
+
+def file_rank(path: Path) -> int | None:
+    """The rank a per-rank log's name says (rank3.log, worker_rank_3.txt, node0-3.log), or None."""
+    return next((int(m.group(1)) for pattern in _FILE_RANK if (m := pattern.search(path.name))), None)
+
+
+def log_files(path: Path) -> list[tuple[Path, int | None]]:
+    """A file, or every regular file of a folder (one log per rank: each file's rank from its name)."""
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+        ranks = [file_rank(p) for p in files]
+        if len(set(ranks)) < len(files):  # names that do not tell ranks apart tell none
+            ranks = [None] * len(files)
+        return list(zip(files, ranks))
+    return [(path, None)]
