@@ -346,9 +346,11 @@ def head_processes():
 
 
 def _is_job(proc) -> bool:
-    """A run's job wrapper (grpolab.jobs.job_entry) or what it started: given time to write the run's end record."""
+    """A run's job (its driver grpolab.heal.supervise, or the wrapper grpolab.jobs.job_entry) or what it started:
+    given time to write the run's end record."""
+    marks = ("grpolab.heal.supervise", "grpolab.jobs.job_entry")
     try:
-        return any("grpolab.jobs.job_entry" in " ".join(p.cmdline()) for p in [proc, *proc.parents()])
+        return any(m in " ".join(p.cmdline()) for p in [proc, *proc.parents()] for m in marks)
     except Exception:  # psutil's NoSuchProcess/AccessDenied/ZombieProcess: it is gone or not ours to wait for
         return False
 
