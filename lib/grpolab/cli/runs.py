@@ -49,7 +49,7 @@ def _when(stamp) -> str:
 
 def list_main(args) -> int:
     # lazy: pydantic (the parser imports every verb's module; a command loads only its own verb's)
-    from grpolab.jobs import state
+    from grpolab.jobs import lineage, state
     from grpolab.jobs.runs import BadRecord, scan_runs
 
     entries = scan_runs()
@@ -68,7 +68,7 @@ def list_main(args) -> int:
             [
                 {"run_id": e.run.run_id, "path": str(e.run.path), "error": f"unreadable record: {p}"}
                 if p
-                else {**s, "elapsed_s": state.elapsed_s(s)}
+                else {**s, "elapsed_s": state.elapsed_s(s), "restarts": lineage.headline(lineage.read(e.run.path))}
                 for e, s, p in rows
             ]
         )
@@ -84,6 +84,8 @@ def list_main(args) -> int:
             recipe = status.get("recipe") or "?"
             parent = status.get("resumed_from") or {}  # grpolab resume: the run and step it continues
             link = f"  resumed from {parent.get('run_id')} at step {parent.get('step')}" if parent else ""
+            healed = lineage.headline(lineage.read(entry.run.path))  # its driver's restarts (grpolab.heal)
+            link += f"  {healed if len(healed) <= 100 else healed[:97] + '...'}" if healed else ""
             print(f"{entry.run.run_id:44} {status['state']:10} {recipe:22} {_when(status.get('created'))}{link}")
     return 0
 
@@ -110,7 +112,7 @@ def _run(ref):
 
 def status_main(args) -> int:
     # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
-    from grpolab.jobs import control, state
+    from grpolab.jobs import control, lineage, state
     from grpolab.monitor.outcome import describe_outcome
 
     run = _run(args.run)
@@ -124,7 +126,17 @@ def status_main(args) -> int:
         return 1
     status = state.refresh(run)
     if args.json:
-        print_json({**status, "elapsed_s": state.elapsed_s(status)})
+        attempts = lineage.read(run.path).get(
+            "attempts"
+        )  # every attempt of the run (grpolab.heal), if its driver kept them
+        print_json(
+            {
+                **status,
+                "elapsed_s": state.elapsed_s(status),
+                "attempts": attempts,
+                "restarts": lineage.headline({"attempts": attempts}),
+            }
+        )
     else:
         print(describe_outcome(run, status))
         if status.get("note"):

@@ -46,8 +46,8 @@ def decide(policy, failed: Failed, earlier: list[dict], known: set[str] | frozen
             False, "the log shows no cause of the failure: only a cause in trainer.restarts.on_causes restarts"
         )
     if cause not in policy.on_causes:
-        what = "is not one of trainer.restarts.on_causes" if not known or cause in known else "is not a cause id"
-        return Decision(False, f"{cause} {what}: not transient, a restart would fail the same way")
+        what = "is not one of trainer.restarts.on_causes" if not known or cause in known else "is no cause id"
+        return Decision(False, f"{cause} {what} (the transient causes a restart can cure)")
     if policy.max == 0:
         return Decision(False, "restarts are off (trainer.restarts.max 0)")
     failures = [a for a in earlier if a.get("decision") == RESTART]

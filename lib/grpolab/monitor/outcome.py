@@ -10,7 +10,7 @@ from grpolab.jobs.state import elapsed_s, run_times
 from grpolab.monitor.clock import clock_text
 from grpolab.monitor.figures import HEADLINE, first_and_last
 from grpolab.monitor.metrics import load_metrics
-from grpolab.monitor.summary import failure_of
+from grpolab.monitor.summary import failure_of, restarts
 
 
 def figures(run: Run, view=None) -> dict:
@@ -53,6 +53,9 @@ def describe_outcome(run: Run, status: dict, monitor=None) -> str:
     ]
     if status.get("message") and status.get("state") != "SUCCEEDED":  # Ray's or the submission's own words
         lines.append(f"message: {status['message']}")
+    if again := restarts(run):  # the run's driver restarted it, or said why not (grpolab.heal)
+        lines.append(f"restarts: {again['headline']}")
+        lines += [f"  {line}" for line in again["attempts"]]
 
     failure = monitor.failure if monitor is not None else failure_of(run, status)
     if failure is not None:
