@@ -45,9 +45,11 @@ from grpolab.jobs import placement
 from grpolab.jobs.job_entry import Wrapper
 from grpolab.jobs.resume import ResumeRefused, plan_restart
 from grpolab.jobs.runs import Run, read_tail
+from grpolab.jobs.telemetry import Samplers
 from grpolab.problems import errors
 from grpolab.recipe.loader import load_recipe, to_yaml
 from grpolab.recipe.secrets import redaction
+from grpolab.rules.gate import gated_launch
 
 WAIT_POLL_S = 5.0  # how often `too_small: wait` looks at the cluster again
 JOIN_EVERY_S = 0.5  # how often a restart's metrics are appended to metrics.jsonl
@@ -69,7 +71,7 @@ def last_step(run: Run) -> int | None:
 
 def diagnose_from(log: Path, offset: int, extra: str = ""):
     """The diagnosis of the log from `offset` on (one attempt's part of it), and of `extra` (Ray's words)."""
-    # lazy: the diagnosis (hyperscan, numpy) loads only when an attempt failed
+    # lazy: orjson and the diagnosis (hyperscan and numpy, later) load only when an attempt failed
     from grpolab.monitor.diagnose import Scan
 
     scan = Scan()
@@ -82,7 +84,7 @@ def diagnose_from(log: Path, offset: int, extra: str = ""):
 
 
 def known_causes() -> set[str]:
-    # lazy: the cause registry (only a failed attempt's decision names it)
+    # lazy: orjson, with the cause registry (only a failed attempt's decision names it)
     from grpolab.monitor.causes import BY_ID, SILENT, UNKNOWN
 
     return {*BY_ID, UNKNOWN, *SILENT}
@@ -137,9 +139,6 @@ class Supervisor:
         self._connect()
         samplers = None
         if self.ray is not None and self.recipe.trainer.telemetry_s > 0:
-            # lazy: the samplers are Ray actors (only a job with a cluster samples its nodes)
-            from grpolab.jobs.telemetry import Samplers
-
             samplers = Samplers(self.run.path, self.recipe.trainer.telemetry_s).start()
         try:
             return self._attempts()
@@ -233,8 +232,14 @@ class Supervisor:
         if failure is None and error:
             failure = diagnose_from(Path("/dev/null"), 0, error)
         node = failure.node if failure is not None else None
-        if not node and error and attempt.get("trainer"):  # Ray's words name the worker; its node is where it ran
-            node = attempt["trainer"].get("address")
+        trainer = attempt.get("trainer") or {}
+        placed = self.ray is not None and not self.recipe.engine.verl  # our own trainer, one process on one node
+        if placed and trainer.get("node_id") and node in (None, trainer.get("address")):
+            # the trainer's own output (or Ray's words about its worker): the origin is the node it ran on, by id
+            # (the nodes of a simulated cluster share one address)
+            node, origin = trainer.get("address"), trainer["node_id"]
+        else:
+            origin = node
         attempt.update(step=last_step(self.run), node=node)
         if failure is not None:
             attempt.update(
@@ -252,7 +257,7 @@ class Supervisor:
             return Decision(False, f"{decision.why}, but the run cannot resume: {exc}"), None, None
         if self.ray is not None:
             if decision.exclude:
-                self._exclude(node, f"{attempt['cause']} on node {node}")
+                self._exclude(origin, f"{attempt['cause']} on node {node}")
             gone = self._gone(attempt)
             if gone:
                 attempt["gone"] = gone
@@ -315,9 +320,6 @@ class Supervisor:
         """Whether the recipe's layout passes the checks on `nodes` nodes (the one gate), in a few words."""
         if nodes < 1:
             return "no node to run on"
-        # lazy: the gate (the rules, verl's config) is asked only when the cluster shrank
-        from grpolab.rules.gate import gated_launch
-
         try:
             smaller = load_recipe(self.run.recipe_file, [f"cluster.nnodes={nodes}"])
             found = errors(gated_launch(smaller, run_dir=None)[0])
@@ -344,9 +346,6 @@ class Supervisor:
     def _restart_command(self, plan, number: int) -> tuple[list[str], dict[str, str]]:
         """The next attempt's command, rendered by the one gate from the resume plan's recipe for this run
         directory, and its env: its metrics go to RUN/attempts/N/metrics.jsonl (joined to metrics.jsonl)."""
-        # lazy: the gate (the rules, verl's config) is asked only for a restart
-        from grpolab.rules.gate import gated_launch
-
         folder = run_folder.attempt_dir(self.run.path, number)
         folder.mkdir(parents=True, exist_ok=True)
         recipe = plan.recipe
@@ -364,7 +363,8 @@ class Supervisor:
 
     def _start(self, command: list[str], env: dict[str, str]):
         if self.ray is not None and not self.recipe.engine.verl:
-            return placement.RayProcess(command, env, str(self.run.path), list(self.excluded))
+            say = lambda text: _say(self.wrapper, text)  # noqa: E731
+            return placement.RayProcess(command, env, str(self.run.path), list(self.excluded), say)
         return self.wrapper.spawn(command, env)
 
     def _where(self, proc) -> dict:
@@ -372,7 +372,12 @@ class Supervisor:
         if node_id is None and self.ray is not None:
             node_id = placement.this_node()
         address = next((n.address for n in placement.alive_nodes() if n.node_id == node_id), None) if node_id else None
-        return {"node_id": node_id, "address": address, "pid": proc.pid}
+        return {
+            "node_id": node_id,
+            "address": address,
+            "pid": proc.pid,
+            "worker_pid": getattr(proc, "worker_pid", None),
+        }
 
     def _log_size(self) -> int:
         try:

@@ -275,7 +275,8 @@ def _start_head_once(ep: Endpoint) -> str | None:
         "--include-dashboard=true",
         f"--object-store-memory={OBJECT_STORE_BYTES}",
         "--disable-usage-stats",
-        f"--num-cpus={os.cpu_count() or 2}",
+        # GRPOLAB_RAY_NUM_CPUS: a head that places no trainer (0), for tests of a cluster whose workers do
+        f"--num-cpus={os.environ.get('GRPOLAB_RAY_NUM_CPUS') or os.cpu_count() or 2}",
         f"--temp-dir={temp}",
         # the agents' ports follow the dashboard's, so that two heads on one machine (a user's and the tests')
         # do not collide on Ray's fixed defaults

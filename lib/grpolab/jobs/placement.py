@@ -19,6 +19,7 @@ here lives as long as the job's driver: Ray ends them with it.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import queue
 import signal
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 NODE_ID = "ray.io/node-id"  # the label Ray gives every node
 NOT_PLACED = ("memory", "object_store_memory")  # what a node holds that no placement asks for by name
 FENCE_WAIT_S = 60.0
+PLACE_SAY_S = 30.0  # a trainer not placed within this says so in the job's log (and goes on waiting)
 
 
 @dataclass(frozen=True)
@@ -54,16 +56,21 @@ class Node:
 
 
 def connect():
-    """ray.init() of the cluster this job runs on (Ray gives a job's driver its RAY_ADDRESS); the ray module."""
+    """ray.init() of the cluster this job runs on: Ray gives a job's driver its RAY_ADDRESS (never "auto", which
+    would join whatever cluster this machine last started); the ray module. RuntimeError without one."""
+    address = os.environ.get("RAY_ADDRESS")
+    if not address:
+        raise RuntimeError("RAY_ADDRESS is not set: this process is not a Ray job")
     # lazy: ray (only the job's driver is a Ray driver; seconds to import)
     import ray
 
     if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS") or "auto", logging_level="ERROR", log_to_driver=False)
+        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
     return ray
 
 
 def alive_nodes() -> list[Node]:
+    # lazy: ray (only the job's driver is a Ray driver; seconds to import)
     import ray
 
     return [
@@ -75,6 +82,7 @@ def alive_nodes() -> list[Node]:
 
 def this_node() -> str:
     """The node id of this process (the job's driver)."""
+    # lazy: ray (only the job's driver is a Ray driver; seconds to import)
     import ray
 
     return ray.get_runtime_context().get_node_id()
@@ -102,8 +110,9 @@ class Fence:
     resources the failed attempt still holds frees them when its workers end)."""
 
     def __init__(self, node: Node) -> None:
+        # lazy: ray (only the job's driver is a Ray driver; seconds to import)
         import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # lazy: ray (as above)
 
         self.node = node
         held = node.placeable()
@@ -125,6 +134,7 @@ class Fence:
             self.ready = False
 
     def release(self) -> None:
+        # lazy: ray (only the job's driver is a Ray driver; seconds to import)
         import ray
 
         with contextlib.suppress(Exception):
@@ -141,6 +151,7 @@ class _Worker:
     its signals passed on, and the command killed with the worker (PR_SET_PDEATHSIG) when the worker dies."""
 
     def start(self, command: list[str], env: dict[str, str], cwd: str) -> dict:
+        # lazy: ray (only the job's driver is a Ray driver; seconds to import)
         import ray
 
         self.proc = subprocess.Popen(
@@ -168,9 +179,6 @@ class _Worker:
 
 def _die_with_parent() -> None:
     """In the command's process, before it runs: die (SIGKILL) when the Ray worker that started it dies."""
-    # lazy: ctypes (only a command started by the Ray worker needs it)
-    import ctypes
-
     PR_SET_PDEATHSIG = 1
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -182,16 +190,22 @@ class RayProcess:
     its node gone), its output ends, `returncode` is 1, and `error` holds Ray's own words (which name the worker's
     pid and its node's address: the diagnosis reads them from the log)."""
 
-    def __init__(self, command: list[str], env: dict[str, str], cwd: str, exclude: list[str] = ()) -> None:
+    def __init__(self, command: list[str], env: dict[str, str], cwd: str, exclude: list[str] = (), say=None) -> None:
+        # lazy: ray (only the job's driver is a Ray driver; seconds to import)
         import ray
 
-        options: dict = {"num_cpus": 0, "max_concurrency": 4, "max_restarts": 0}
+        # one CPU: a CPU trainer takes a node's CPU as verl's workers take its devices (Ray places it where one is free)
+        options: dict = {"num_cpus": 1, "max_concurrency": 4, "max_restarts": 0}
         if exclude:
             options["label_selector"] = {NODE_ID: f"!in({','.join(exclude)})"}
         self.actor = ray.remote(_Worker).options(**options).remote()
         self.error: str | None = None
         self.returncode: int | None = None
-        started = ray.get(self.actor.start.remote(list(command), dict(env), cwd))
+        ref = self.actor.start.remote(list(command), dict(env), cwd)
+        ready, _ = ray.wait([ref], timeout=PLACE_SAY_S)
+        if not ready and say is not None:  # every CPU of the nodes it may use is taken: it waits for one
+            say("the trainer waits for a free CPU on a node of the cluster (`ray status` shows what holds them)")
+        started = ray.get(ref)
         self.pid, self.worker_pid, self.node_id = started["pid"], started["worker_pid"], started["node_id"]
         self._lines: queue.Queue = queue.Queue(maxsize=1000)
         self._done = threading.Event()
@@ -199,6 +213,7 @@ class RayProcess:
         threading.Thread(target=self._pump, daemon=True, name="grpolab-attempt-output").start()
 
     def _pump(self) -> None:
+        # lazy: ray (only the job's driver is a Ray driver; seconds to import)
         import ray
 
         code = 1
@@ -230,6 +245,7 @@ class RayProcess:
         return self.returncode
 
     def send_signal(self, signum: int) -> None:
+        # lazy: ray (only the job's driver is a Ray driver; seconds to import)
         import ray
 
         with contextlib.suppress(Exception):
@@ -239,6 +255,7 @@ class RayProcess:
         self.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
+        # lazy: ray (only the job's driver is a Ray driver; seconds to import)
         import ray
 
         with contextlib.suppress(Exception):

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from grpolab import run_folder
+from grpolab.jobs.placement import alive_nodes
 
 TOOL_TIMEOUT_S = 10.0
 GIB = 1024**3
@@ -196,10 +197,9 @@ class Samplers:
 
     def round(self) -> int:
         """One sample of every live node; the number of nodes that answered."""
+        # lazy: ray (the samplers are Ray actors: only the job's driver asks them)
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        from grpolab.jobs.placement import alive_nodes
 
         nodes = {n.node_id: n for n in alive_nodes()}
         for node_id in set(self._actors) - set(nodes):

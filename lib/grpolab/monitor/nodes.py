@@ -21,6 +21,7 @@ from pathlib import Path
 
 from grpolab import run_folder
 from grpolab.jobs.runs import read_tail
+from grpolab.monitor.thresholds import load_thresholds
 
 MAX_SAMPLES = 5000  # per node, the newest: a day at telemetry_s 20; the picture and the alerts need no more
 MAX_PANELS = 32  # nodes drawn (the alerted ones first); the rest are counted under the picture
@@ -108,18 +109,19 @@ def _held(values: list, limit: float, rules) -> bool:
     return sum(1 for v in _recent(values, rules.of_last) if v >= limit) >= rules.min_count
 
 
-def _slope(t: list[float], y: list[float | None]) -> tuple[float, float] | None:
-    """(least-squares slope per second, the fitted value at the last sample) of the finite points; None for <3."""
+def _trend(t: list[float], y: list[float | None]) -> tuple[float, float, float] | None:
+    """(rise per second, the level now, the rise) from the medians of the first and the last third of the finite
+    points: a steady rise, which one sample at a limit does not make; None for fewer than 6 points."""
     points = [(a, b) for a, b in zip(t, y) if isinstance(b, (int, float)) and math.isfinite(b)]
-    if len(points) < 3:
+    if len(points) < 6:
         return None
-    xs, ys = zip(*points)
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    var = sum((x - mx) ** 2 for x in xs)
-    if var == 0:
+    third = len(points) // 3
+    head, tail = points[:third], points[-third:]
+    t0, t1 = statistics.median(p[0] for p in head), statistics.median(p[0] for p in tail)
+    y0, y1 = statistics.median(p[1] for p in head), statistics.median(p[1] for p in tail)
+    if t1 <= t0:
         return None
-    slope = sum((x - mx) * (yv - my) for x, yv in zip(xs, ys)) / var
-    return slope, my + slope * (xs[-1] - mx)
+    return (y1 - y0) / (t1 - t0), y1, y1 - y0
 
 
 def node_alerts(nodes: list[NodeSeries], rules) -> list[NodeAlert]:
@@ -165,12 +167,11 @@ def node_alerts(nodes: list[NodeSeries], rules) -> list[NodeAlert]:
                     )
                 )
                 continue
-            fit = _slope(t, recent)
-            seen = _recent(recent, rules.window)
-            if fit is None or fit[0] <= 0 or not seen:
+            trend = _trend(t, recent)
+            if trend is None or trend[0] <= 0:
                 continue
-            slope, now = fit
-            rise = max(seen) - min(seen)
+            slope, now, rise = trend
+            seen = _recent(recent, rules.window)
             reach_s = (rules.device_memory_fraction - now) / slope
             if rise >= rules.creep_min_rise and 0 < reach_s <= rules.creep_horizon_s:
                 out.append(
@@ -207,7 +208,7 @@ def plot_nodes(nodes: list[NodeSeries], alerts: list[NodeAlert], path: str | Pat
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib (as above)
 
     flagged = {a.node for a in alerts}
     shown = sorted(nodes, key=lambda n: (n.label not in flagged, n.label))[:MAX_PANELS]
@@ -243,9 +244,6 @@ def nodes_summary(run, rules=None, png: str | Path | None = None) -> dict | None
     if not nodes:
         return None
     if rules is None:
-        # lazy: the thresholds loader (yaml) only when the run's own section lacks `nodes:`
-        from grpolab.monitor.thresholds import load_thresholds
-
         rules = load_thresholds().nodes
     found = node_alerts(nodes, rules)
     picture = str(plot_nodes(nodes, found, png, run.run_id)) if png is not None else None
