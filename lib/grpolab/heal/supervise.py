@@ -256,12 +256,15 @@ class Supervisor:
         except ResumeRefused as exc:
             return Decision(False, f"{decision.why}, but the run cannot resume: {exc}"), None, None
         if self.ray is not None:
-            if decision.exclude:
-                self._exclude(origin, f"{attempt['cause']} on node {node}")
-            gone = self._gone(attempt)
-            if gone:
-                attempt["gone"] = gone
-            short = self._wait_for_nodes()
+            try:
+                if decision.exclude:
+                    self._exclude(origin, f"{attempt['cause']} on node {node}")
+                gone = self._gone(attempt)
+                if gone:
+                    attempt["gone"] = gone
+                short = self._wait_for_nodes()
+            except placement.ClusterGone as exc:
+                short = str(exc)
             if short:
                 return Decision(False, f"{decision.why}, but {short}"), None, None
         return decision, plan, following
@@ -371,7 +374,11 @@ class Supervisor:
         node_id = getattr(proc, "node_id", None)
         if node_id is None and self.ray is not None:
             node_id = placement.this_node()
-        address = next((n.address for n in placement.alive_nodes() if n.node_id == node_id), None) if node_id else None
+        try:
+            nodes = placement.alive_nodes() if node_id else []
+        except placement.ClusterGone:
+            nodes = []
+        address = next((n.address for n in nodes if n.node_id == node_id), None)
         return {
             "node_id": node_id,
             "address": address,

@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 NODE_ID = "ray.io/node-id"  # the label Ray gives every node
 NOT_PLACED = ("memory", "object_store_memory")  # what a node holds that no placement asks for by name
 FENCE_WAIT_S = 60.0
-PLACE_SAY_S = 30.0  # a trainer not placed within this says so in the job's log (and goes on waiting)
+PLACE_SAY_S = 30.0  # a trainer not placed within this says so in the job's log (and goes on waiting) ...
+PLACE_WAIT_S = 900.0  # ... this long at most: then the attempt could not start
+ASK_TIMEOUT_S = 30.0  # a question to the cluster (its nodes) not answered in this is a cluster gone
 
 
 @dataclass(frozen=True)
@@ -69,13 +71,30 @@ def connect():
     return ray
 
 
-def alive_nodes() -> list[Node]:
+class ClusterGone(RuntimeError):
+    """The Ray cluster did not answer in time (its head gone): nothing can be placed on it."""
+
+
+def alive_nodes(timeout: float = ASK_TIMEOUT_S) -> list[Node]:
+    """The live nodes; ClusterGone when the cluster does not answer within `timeout` (a call to a dead head would
+    wait for as long as Ray retries it)."""
     # lazy: ray (only the job's driver is a Ray driver; seconds to import)
     import ray
 
+    box: dict = {}
+
+    def ask() -> None:
+        with contextlib.suppress(Exception):
+            box["nodes"] = ray.nodes()
+
+    asking = threading.Thread(target=ask, daemon=True, name="grpolab-ask-nodes")
+    asking.start()
+    asking.join(timeout)
+    if "nodes" not in box:
+        raise ClusterGone(f"the Ray cluster did not answer within {timeout:g} s (its head is gone?)")
     return [
         Node(n["NodeID"], n.get("NodeManagerAddress", ""), n.get("NodeManagerHostname", ""), dict(n["Resources"]))
-        for n in ray.nodes()
+        for n in box["nodes"]
         if n.get("Alive")
     ]
 
@@ -205,7 +224,11 @@ class RayProcess:
         ready, _ = ray.wait([ref], timeout=PLACE_SAY_S)
         if not ready and say is not None:  # every CPU of the nodes it may use is taken: it waits for one
             say("the trainer waits for a free CPU on a node of the cluster (`ray status` shows what holds them)")
-        started = ray.get(ref)
+        try:
+            started = ray.get(ref, timeout=PLACE_WAIT_S - PLACE_SAY_S)
+        except Exception:
+            self.kill()
+            raise
         self.pid, self.worker_pid, self.node_id = started["pid"], started["worker_pid"], started["node_id"]
         self._lines: queue.Queue = queue.Queue(maxsize=1000)
         self._done = threading.Event()
