@@ -289,20 +289,21 @@ class Supervisor:
         return None
 
     def _usable(self) -> list[placement.Node]:
+        """The live nodes not left out that hold what a node of the recipe needs."""
         nodes = [n for n in placement.alive_nodes() if n.node_id not in self.excluded]
         cluster = self.recipe.cluster
-        return placement.fits(nodes, cluster.nnodes, cluster.device, cluster.devices_per_node)
+        return placement.usable(nodes, cluster.device, cluster.devices_per_node)
 
     def _wait_for_nodes(self) -> str | None:
-        """None when the nodes left hold cluster.nnodes; else, after waiting (too_small: wait) in vain or at once
-        (stop), why not."""
+        """None when the usable nodes left are cluster.nnodes or more; else, after waiting (too_small: wait) in vain
+        or at once (stop), why not."""
         cluster = self.recipe.cluster
         deadline = time.time() + (self.policy.wait_s if self.policy.too_small == "wait" else 0)
         said = False
         while True:
-            if self._usable():
+            left = len(self._usable())
+            if left >= cluster.nnodes:
                 return None
-            left = len([n for n in placement.alive_nodes() if n.node_id not in self.excluded])
             if not said:
                 waiting = (
                     f"; waiting up to {self.policy.wait_s:g} s for nodes (trainer.restarts.too_small: wait)"

@@ -114,13 +114,12 @@ def nodes_at(where: str | None, nodes: list[Node]) -> list[Node]:
     return [n for n in nodes if where in (n.address, n.hostname) or (len(where) >= 8 and n.node_id.startswith(where))]
 
 
-def fits(nodes: list[Node], needed: int, device: str, per_node: int) -> list[Node]:
-    """The nodes that hold what one node of the recipe needs (cluster.devices_per_node of its device; a CPU node:
-    a CPU), when there are at least `needed` of them; [] otherwise."""
+def usable(nodes: list[Node], device: str, per_node: int) -> list[Node]:
+    """The nodes that hold what one node of the recipe needs: cluster.devices_per_node of its device (a CPU
+    recipe: a CPU)."""
     key = {"npu": "NPU", "cuda": "GPU"}.get(device, "CPU")
     want = per_node if key != "CPU" else 1
-    good = [n for n in nodes if n.resources.get(key, 0) >= want]
-    return good if len(good) >= needed else []
+    return [n for n in nodes if n.resources.get(key, 0) >= want]
 
 
 class Fence:
