@@ -3,7 +3,7 @@ outside as they happen on a cluster (a Ray worker killed, the trainer's process 
 launching terminal and the notebook kernel gone before the fault. The run's own driver (grpolab.heal.supervise) on
 the head must restart a transient failure by itself, from its last complete checkpoint, into one continuous
 curve, and stop a deterministic one after its first attempt with the diagnosis; `grpolab runs` and `status` say
-which. Short runs (24 steps, a checkpoint every 4); no timing is asserted."""
+which. Short runs (40 steps of 32 prompts, a checkpoint every 4); no timing is asserted."""
 
 from __future__ import annotations
 
@@ -23,11 +23,12 @@ from grpolab.monitor.thresholds import load_thresholds
 from grpolab.recipe.loader import load_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
-STEPS = 24
+STEPS = 40
 HEALING = [
     f"trainer.total_steps={STEPS}",
     "trainer.test_freq=8",
     "trainer.save_freq=4",
+    "data.train_batch_size=32",  # 256 completions a step: steps slow enough to be killed mid-run
     "local.warmup_steps=5",
     "trainer.restarts.backoff_s=0",
     "trainer.telemetry_s=2",
@@ -46,7 +47,7 @@ def _trainer_after_a_save(run: Path) -> dict | None:
     saved = sorted(run.glob("checkpoint/global_step_*"))
     metrics = run / "metrics.jsonl"
     steps = [json.loads(line)["step"] for line in metrics.read_text().splitlines()] if metrics.exists() else []
-    if not saved or not steps or max(steps) < 6 or max(steps) >= STEPS - 2:
+    if not saved or not steps or max(steps) < 6 or max(steps) >= STEPS - 8:
         return None
     return attempts[-1]["trainer"]
 
@@ -92,7 +93,7 @@ def test_a_killed_worker_restarts_by_itself_after_the_terminal_that_launched_it_
     )
     run = runs_root / "healed"
     try:
-        trainer = wait_for(lambda: _trainer_after_a_save(run), timeout=300, every=0.5)
+        trainer = wait_for(lambda: _trainer_after_a_save(run), timeout=300, every=0.2)
     finally:
         os.killpg(terminal.pid, signal.SIGHUP)  # the terminal closes: its shell's process group is hung up
         try:
@@ -135,7 +136,7 @@ def test_a_killed_trainer_restarts_by_itself_after_the_notebook_kernel_that_laun
         kc.stop_channels()
         km.shutdown_kernel(now=False)
     run = runs_root / "from-kernel"
-    trainer = wait_for(lambda: _trainer_after_a_save(run), timeout=300, every=0.5)
+    trainer = wait_for(lambda: _trainer_after_a_save(run), timeout=300, every=0.2)
     os.kill(trainer["pid"], signal.SIGKILL)
     assert wait_for(lambda: _ended(cli, "from-kernel"), timeout=400, every=2)["state"] == "SUCCEEDED"
     _assert_healed(cli, run, {"killed"})

@@ -130,6 +130,7 @@ class Supervisor:
         self.policy = self.recipe.trainer.restarts
         self.ray = None
         self.excluded: dict[str, placement.Node] = {}  # node id -> node, left out for the rest of the run
+        self.gone: set[str] = set()  # node ids of nodes that vanished: kept off, they are not there
         self.fences: dict[str, placement.Fence] = {}
         self.lineage: dict = {"run_id": self.run.run_id, "policy": self.policy.model_dump(), "attempts": []}
 
@@ -259,7 +260,7 @@ class Supervisor:
             try:
                 if decision.exclude:
                     self._exclude(origin, f"{attempt['cause']} on node {node}")
-                gone = self._gone(attempt)
+                gone = self._gone(attempt, error)
                 if gone:
                     attempt["gone"] = gone
                 short = self._wait_for_nodes()
@@ -279,14 +280,20 @@ class Supervisor:
             held = "its resources held" if fence.ready else "its resources held as they are freed"
             _say(self.wrapper, f"node {node.label} is left out of the next attempts ({why}; {held})")
 
-    def _gone(self, attempt: dict) -> str | None:
-        """The node the attempt's trainer ran on, when it is no longer alive (it vanished)."""
+    def _gone(self, attempt: dict, error: str | None) -> str | None:
+        """The node the attempt's trainer ran on, when it is gone: no longer alive in Ray's table, or, when Ray's
+        words ended the attempt, running no task (Ray marks a vanished node dead only once its health checks
+        fail). The next attempts keep off it (it is not left out by the policy: it is not there)."""
         where = attempt.get("trainer") or {}
         node_id = where.get("node_id")
-        if node_id and node_id not in {n.node_id for n in placement.alive_nodes()}:
-            _say(self.wrapper, f"the node the trainer ran on ({where.get('address')}) is gone from the cluster")
-            return where.get("address") or node_id
-        return None
+        if not node_id or node_id == placement.this_node():
+            return None
+        alive = node_id in {n.node_id for n in placement.alive_nodes()}
+        if alive and (not error or placement.answers(node_id)):
+            return None
+        self.gone.add(node_id)
+        _say(self.wrapper, f"the node the trainer ran on ({where.get('address')}, {node_id[:8]}) is gone")
+        return f"{where.get('address')} ({node_id[:8]})"
 
     def _usable(self) -> list[placement.Node]:
         """The live nodes not left out that hold what a node of the recipe needs."""
@@ -368,7 +375,7 @@ class Supervisor:
     def _start(self, command: list[str], env: dict[str, str]):
         if self.ray is not None and not self.recipe.engine.verl:
             say = lambda text: _say(self.wrapper, text)  # noqa: E731
-            return placement.RayProcess(command, env, str(self.run.path), list(self.excluded), say)
+            return placement.RayProcess(command, env, str(self.run.path), [*self.excluded, *self.gone], say)
         return self.wrapper.spawn(command, env)
 
     def _where(self, proc) -> dict:

@@ -33,6 +33,7 @@ FENCE_WAIT_S = 60.0
 PLACE_SAY_S = 30.0  # a trainer not placed within this says so in the job's log (and goes on waiting) ...
 PLACE_WAIT_S = 900.0  # ... this long at most: then the attempt could not start
 ASK_TIMEOUT_S = 30.0  # a question to the cluster (its nodes) not answered in this is a cluster gone
+ANSWER_TIMEOUT_S = 20.0  # a node that runs no task in this is gone
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,29 @@ class _Holder:
         return True
 
 
+def _here() -> str:
+    # lazy: ray (only the job's driver is a Ray driver; seconds to import)
+    import ray
+
+    return ray.get_runtime_context().get_node_id()
+
+
+def answers(node_id: str, timeout: float = ANSWER_TIMEOUT_S) -> bool:
+    """Whether a node runs a task now (a node whose raylet is gone still counts as alive in Ray's table for a while:
+    its health checks take that long to fail)."""
+    # lazy: ray (only the job's driver is a Ray driver; seconds to import)
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    task = ray.remote(_here).options(
+        num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False), max_retries=0
+    )
+    try:
+        return ray.get(task.remote(), timeout=timeout) == node_id
+    except Exception:  # GetTimeoutError, the node died under it, it cannot be scheduled: no answer
+        return False
+
+
 class _Worker:
     """The Ray actor that runs one attempt's command on its node: the command's output back as a stream of lines,
     its signals passed on, and the command killed with the worker (PR_SET_PDEATHSIG) when the worker dies."""
@@ -248,6 +272,7 @@ class RayProcess:
                     self._lines.put(item)
         except Exception as exc:  # ActorDiedError (the worker killed, its node gone) and its kin
             self.error = f"{type(exc).__name__}: {exc}"
+            self.kill()  # "unavailable" may be a worker still running: it must not train beside the next attempt
             text = "".join(f"{line}\n" for line in self.error.splitlines())
             self._lines.put(text.encode("utf-8", "replace"))
             code = 1
