@@ -239,3 +239,29 @@ def test_a_healthy_cluster_raises_no_node_alert_and_one_noisy_sample_none_either
     spike[-1] = _devices(90, 65000) | {"host_mem_used_gb": 990}  # one sample at the limit: noise
     _plant(run.path, "node0004", spike)
     assert node_alerts(read_nodes(run), RULES) == []
+
+
+def test_the_driver_run_by_hand_without_ray_runs_the_attempt_here_and_records_why_it_stopped(runs_root):
+    """`python -m grpolab.heal.supervise RUN -- COMMAND` outside a Ray job (no RAY_ADDRESS: it never joins another
+    cluster of this machine): the attempt runs on this node, its end and the decision go to lineage.json and
+    job.json, and its log says why nothing was placed."""
+    import os
+    import subprocess
+    import sys
+
+    from grpolab.jobs.runs import create_run
+
+    run = create_run("tiny", run_id="by-hand")
+    run.recipe_file.write_text(to_yaml(load_recipe("tiny")))
+    code = "print('ValueError: the data has no column answer', flush=True); raise SystemExit(3)"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "grpolab.heal.supervise", str(run.path), "--", sys.executable, "-c", code],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    (only,) = lineage.read(run.path)["attempts"]
+    assert only["decision"] == "stop" and only["exit_code"] == 3 and only["cause"] == "unknown", only
+    assert json.loads(run.job_file.read_text())["exit_code"] == 3
+    log = run.job_log.read_text()
+    assert "no Ray cluster to place attempts on" in log and "attempt 1 failed (unknown)" in log

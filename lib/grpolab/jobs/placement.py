@@ -292,11 +292,9 @@ class RayProcess:
         return self.returncode
 
     def send_signal(self, signum: int) -> None:
-        # lazy: ray (only the job's driver is a Ray driver; seconds to import)
-        import ray
-
+        """Passed on without waiting (it is called from a signal handler: `grpolab stop`)."""
         with contextlib.suppress(Exception):
-            ray.get(self.actor.send_signal.remote(signum), timeout=10)
+            self.actor.send_signal.remote(signum)
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)

@@ -147,6 +147,7 @@ class RunMonitor:
         self._classified: tuple | None = None  # the record the failure was classified from
         self.curves = None  # grpolab.monitor.plots.Curves, made on the first drawing update
         self.yardstick = Yardstick(self.run)  # measured speed against the cost model's estimate
+        self.nodes: dict | None = None  # per-node telemetry and its alerts, read with the alerts (`analyse`)
 
     def update(self, refresh: bool = True, png: str | Path | None = None, analyse: bool = True) -> dict:
         """The summary dict; `png`: also draw the curves there (only if something changed since the last draw).
@@ -163,6 +164,9 @@ class RunMonitor:
         self.view.refresh()
         if analyse:
             self.alerts = alerts(self.view, self.thresholds)
+        if (analyse or png is not None) and self.run.is_run:  # every node's samples: read with the analysis
+            nodes_png = Path(png).with_name(NODES_PNG) if png is not None else None
+            self.nodes = nodes_summary(self.run, self.thresholds.nodes, nodes_png)
         state = status.get("state") or "UNKNOWN"
         record = (state, status.get("updated"), status.get("message"))
         if record != self._classified:  # a failure is classified once per record, however often it is shown
@@ -209,11 +213,7 @@ class RunMonitor:
             "checkpoints": checkpoint_listing(self.run.path) if self.run.is_run else [],
             "restarts": restarts(self.run),
             # per-node telemetry and its alerts; the small multiples beside the curves when they are drawn
-            "nodes": nodes_summary(
-                self.run, self.thresholds.nodes, Path(png).with_name(NODES_PNG) if png is not None else None
-            )
-            if self.run.is_run
-            else None,
+            "nodes": self.nodes,
         }
 
 
