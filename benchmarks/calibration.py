@@ -88,14 +88,15 @@ def table(runs: list[Baseline]) -> float:
 
 FORWARD_ONLY = (0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0)  # the model-wide constants, fitted with the profiles
 DECODE_STEP = (0.0, 0.002, 0.005, 0.01, 0.02)
+ASYNC_TAIL = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)  # fitted last, on the async `fit` runs alone
 
 
-def _loss(prepared: list, constants: dict, model_wide: tuple[float, float]) -> float:
+def _loss(prepared: list, constants: dict, model_wide: tuple[float, float], async_tail: float = 0.0) -> float:
     forward_only, decode_step = model_wide
     total = 0.0
     for b, recipe, facts in prepared:
         r2 = recipe.model_copy(update={"cluster": recipe.cluster.model_copy(update=constants)})
-        e = step_estimate(r2, facts, forward_only=forward_only, decode_step=decode_step)
+        e = step_estimate(r2, facts, forward_only=forward_only, decode_step=decode_step, async_tail=async_tail)
         for value in ratios(b, e).values():
             if value > 0:
                 total += math.log(value) ** 2
@@ -125,9 +126,11 @@ def fit(runs: list[Baseline]) -> None:
     """The model-wide FORWARD_ONLY_EFFICIENCY and DECODE_STEP_S and, per hardware profile, the constants of GRID
     that minimise the loss on the `fit` runs; a held-out run is dropped before anything of it is read."""
     profiles: dict[str, list] = {}
+    asynchronous: list = []  # fit ASYNC_TAIL alone, with everything else as fitted on the synchronous runs
     for b in (b for b in runs if b.use == "fit"):
         recipe = recipe_of(b)
-        profiles.setdefault(b.hardware, []).append((b, recipe, model_facts(recipe)[0]))
+        into = asynchronous if recipe.schedule.mode != "sync" else profiles.setdefault(b.hardware, [])
+        into.append((b, recipe, model_facts(recipe)[0]))
     results = {}
     for model_wide in ((f, d) for f in FORWARD_ONLY for d in DECODE_STEP):
         fits = {name: _fit_profile(prepared, model_wide) for name, prepared in sorted(profiles.items())}
@@ -140,6 +143,16 @@ def fit(runs: list[Baseline]) -> None:
         print(
             f"{name}: fitted on {used}: " + ", ".join(f"{k} {v}" for k, v in constants.items()) + f" (loss {loss:.3f})"
         )
+    if asynchronous:
+        losses = {}
+        for tail in ASYNC_TAIL:
+            losses[tail] = sum(
+                _loss([run], fits[run[0].hardware][1], model_wide, tail) if run[0].hardware in fits else 0.0
+                for run in asynchronous
+            )
+        best = min(losses, key=lambda t: (losses[t], t))
+        used = ", ".join(b.name for b, _, _ in asynchronous)
+        print(f"ASYNC_TAIL {best} (loss {losses[best]:.3f}), fitted on {used}")
 
 
 def markdown(runs: list[Baseline]) -> str:

@@ -7,7 +7,8 @@ a false alarm: the figure printed is false alarms per 1000 healthy steps.
 
 Broken runs: each pathology planted into each healthy run at several steps, written as verl's file logger writes
 metrics.jsonl (verl's metric names, `{"step": N, "data": {...}}`, NaN as null): NaN, entropy collapse, reward
-flat, length clipping, KL spike, grad spike, throughput drop. For each, the printed delay is the step at which
+flat, length clipping, KL spike, grad spike, throughput drop, and the training collapses (reward or validation
+accuracy fallen to nothing, a gradient norm of 0, entropy pinned at its maximum, KL run away). For each, the printed delay is the step at which
 the right rule was sure minus the step the pathology started; a pathology is caught when its rule reports one
 episode starting within 10 steps of the planted step and confirms it within 10 steps. A rule a recipe turns off
 (tiny: throughput-drop, since on shared cores throughput measures the host) is not planted into its runs.
@@ -36,7 +37,20 @@ MAX_DELAY = 10
 # pace rules: on the recorded tiny runs, a slow-steps alert is a slowdown the run had (seed 2's machine was loaded:
 # tests/data/monitor/README.md), listed apart from the false alarms; on the synthetic runs it counts as one
 PACE_RULES = ("slow-steps",)
-PATHOLOGIES = ("nan", "entropy-collapse", "reward-flat", "length-clipped", "kl-spike", "grad-spike", "throughput-drop")
+PATHOLOGIES = (
+    "nan",
+    "entropy-collapse",
+    "reward-flat",
+    "length-clipped",
+    "kl-spike",
+    "grad-spike",
+    "throughput-drop",
+    "reward-collapse",
+    "accuracy-collapse",
+    "grad-vanish",
+    "entropy-pinned",
+    "kl-explode",
+)
 
 
 def read_records(path: Path) -> list[dict]:

@@ -120,8 +120,8 @@ nothing is launched) and shows the imported recipe and what it could not reprodu
             ),
             (
                 "## The rendered launch\nWhat would run on the cluster: entrypoint, verl overrides, env, and the same "
-                "as a standalone bash script.",
-                "nb.show_launch(recipe)",
+                "as a standalone bash script (marked NOT LAUNCHABLE while the recipe has errors).",
+                "nb.show_launch(recipe, problems)",
                 [],
             ),
             (
@@ -245,11 +245,20 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
                 ["report"],
             ),
             (
-                "## Interactive chart and comparison\nThe run's curves (and those of `compare_with`) in one chart: hover "
-                "for the values, drag to zoom, double-click to reset, buttons for a step or wall-clock x axis; the "
-                "recipe and stack differences above it, the logs below. Drawn anew at each refresh of the live dashboard, while its kernel runs.",
+                "## Comparison chart\nThe run's curves (and those of `compare_with`) in one picture (a PNG, kept with the "
+                "notebook): a panel per curve, a colour per run, smoothed by `smoothing`; the recipe and stack "
+                "differences above it, the logs below. Drawn anew at each refresh of the live dashboard, while its "
+                "kernel runs. For a wall-clock x axis or other runs, use 06_compare.",
                 "comparison = nb.compare_runs([run, *compare_with], smoothing=smoothing, dashboard=dashboard)",
                 [],
+            ),
+            (
+                "## Asynchronous training\nFor a run in an asynchronous mode (`schedule.mode` colocate_async or "
+                "separate_async): how old the trained samples were, the ones dropped as stale, the importance ratio "
+                "and mismatch KL between the training and the rollout policy, the trainer's wait, their alerts and "
+                "curves (docs/async.md).",
+                "offpolicy = nb.show_offpolicy(run)",
+                ["report"],
             ),
             (
                 "## The embedded Ray head\nWhether it runs, and how to stop it when you are done "
@@ -266,7 +275,8 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
 Enumerates the training layouts (tp, pp, cp, ep, etp, vpp, a pipeline layout where the model needs one) and the
 rollout layouts (tp, dp, ep) of a recipe's model (or of any model `grpolab card` knows, on `params/base.yaml`) on
 `nodes` nodes of `hardware`, keeps those that pass every rule of `grpolab check`, and ranks them by an ESTIMATED
-step time. The cost model is simple, held within 2x of 20 published runs: see the README section on
+step time, and compares verl's trainer modes (sync and asynchronous) on the same nodes. The cost model is
+simple, held within 2x of 34 published runs (12 asynchronous): see the README section on
 `grpolab plan` for its calibration table and what it leaves out. In
 JupyterLab, widgets below re-plan for other node counts and lengths; headless the output is static.
 
@@ -299,8 +309,15 @@ JupyterLab, widgets below re-plan for other node counts and lengths; headless th
                 [],
             ),
             (
+                "## Modes: sync or asynchronous\nverl's trainer modes (sync, colocate_async, separate_async on each "
+                "split of the nodes into trainer and rollout-only nodes, with and without step switching), each at its "
+                "best layout; estimates, and whether asynchronous training pays off here (docs/async.md).",
+                "ranked = nb.show_modes(plan)",
+                ["report"],
+            ),
+            (
                 "## Explore (JupyterLab only)\nChange the node count and the lengths, then press *plan*.",
-                "explorer = nb.plan_explorer(model, hardware, overrides, top=top)",
+                "explorer = nb.plan_explorer(model, hardware, overrides, top=top, nodes=nodes)",
                 [],
             ),
             (

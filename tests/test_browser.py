@@ -2,18 +2,24 @@
 playwright (tests/browser/drive_lab.py, in its own venv .venv-browser; `scripts/setup.sh --tools` installs both).
 
 A run that a trainer is writing (its record RUNNING, metrics.jsonl growing; no Ray: the views read the run's files)
-is opened with JupyterLab's own Run All. The comparison chart and the dashboard's state line follow the new steps
-within a refresh; the page says "live" while the kernel refreshes it. Saved mid-run, its kernel shut down and the
-page reloaded, the notebook says "as of" and how to reconnect, and claims nothing is refreshing it. Then 01_setup's
-Run All with model 'tinyy' after a good run in the same kernel shows nothing of the earlier recipe below the check
-cell. The run was restarted once by its driver and two nodes sampled it, one a straggler: the page says so.
-JupyterLab and Chromium are stopped at the end, and no process of theirs is left. About a minute.
+is opened with JupyterLab's own Run All. The run is asynchronous (verl's off-policy metrics): its cell shows the
+staleness and importance-ratio figures and their curves. The comparison chart and the dashboard's state line follow
+the new steps within a refresh; the page says "live" while the kernel refreshes it. Saved mid-run, its kernel shut
+down, the run ended meanwhile and the page reloaded, the notebook says "as of" and how to reconnect, claims nothing
+is refreshing it, and its summary claims nothing current ("running for", "updated 1 s ago"). 04_monitor on a run
+whose training collapsed (a real tiny run at lr 1000) shows it in red in its state and its alerts, and on a FAILED
+run (a real failure log) the diagnosis with its fix. Then 01_setup's Run All with model 'tinyy' after a good run in
+the same kernel shows nothing of the earlier recipe below the check cell, and a misspelled name typed into the
+parameters cell (`overide = [...]`, `modle = "tiny"`) stops it there with "did you mean". The live run was
+restarted once by its driver and two nodes sampled it, one a straggler: the page says so. JupyterLab and Chromium
+are stopped at the end, and no process of theirs is left. About a minute and a half.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,10 +30,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import yaml
 
 from grpolab.cli.lab import WORKSPACES_DIR, prepare
 from grpolab.jobs.runs import create_run
 from grpolab.monitor import synthetic
+from grpolab.recipe.loader import load_recipe, to_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BROWSER_PYTHON = ROOT / ".venv-browser" / "bin" / "python"
@@ -104,17 +112,34 @@ def test_live_chart_follows_a_run_in_jupyterlab_and_a_reopened_notebook_says_as_
     runs = tmp_path / "runs"
     run = create_run("tiny", run_id="browser-live", root=runs)
     records = synthetic.healthy(90)
+    for record in records:  # an asynchronous run (issue 42): the off-policy metrics verl's V1 trainer logs
+        step = record["step"]
+        record["data"]["training/off_policy/trajectory_staleness/mean"] = 1.0 if step > 1 else 0.0
+        record["data"]["training/off_policy/trajectory_staleness/max"] = 2.0 if step > 1 else 0.0
+        record["data"]["rollout_corr/rollout_is_mean"] = 1.0 + 0.02 * ((step % 5) - 2)
     synthetic.write_jsonl(run.metrics_file, records[:30])
     run.write_status(state="RUNNING", total_steps=90)
     _plant_a_healed_run_with_a_straggler(run.path)
     pending = tmp_path / "pending.jsonl"
     pending.write_text("".join(json.dumps(r) + "\n" for r in records[30:]))
+    # two ended runs, recorded as their jobs leave them: a real tiny run at lr 1000 (its training collapsed at step
+    # 2) and a run whose job died of a real failure (verl issue 2828's log: CUDA out of memory)
+    collapsed = create_run("tiny", run_id="browser-collapsed", root=runs, recipe="tiny")
+    collapsed.recipe_file.write_text(to_yaml(load_recipe("tiny")))
+    shutil.copyfile(ROOT / "tests" / "data" / "monitor" / "tiny_lr1000.jsonl", collapsed.metrics_file)
+    collapsed.write_status(state="SUCCEEDED")
+    failed = create_run("tiny", run_id="browser-failed", root=runs, recipe="tiny")
+    failed.job_log.write_text(
+        yaml.safe_load((ROOT / "tests" / "data" / "failures" / "verl-2828.yaml").read_text())["log"]
+    )
+    failed.write_status(state="FAILED", message="Job entrypoint command failed with exit code 1")
     lab = tmp_path / "lab"
     prepare(lab)  # grpolab lab's working copies and settings (widget state saved with the notebook)
     path = lab / "04_monitor.ipynb"
     book = nbformat.read(str(path), as_version=4)
     cell = next(c for c in book.cells if "parameters" in c.metadata.get("tags", []))
     cell.source = cell.source.replace("interval: float = 5.0", "interval: float = 1.0")  # a quicker refresh
+    cell.source = cell.source.replace("run_id: Optional[str] = None", 'run_id: Optional[str] = "browser-live"')
     nbformat.write(book, str(path))
 
     home_workspaces = Path.home() / ".jupyter" / "lab" / "workspaces"
@@ -147,6 +172,10 @@ def test_live_chart_follows_a_run_in_jupyterlab_and_a_reopened_notebook_says_as_
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=10)
     assert seen["first_chart"] == 30
+    # the asynchronous run's cell: its off-policy figures and, inline, the staleness and importance-ratio curves
+    assert "off-policy staleness" in seen["offpolicy"]["alt"] and "importance ratio" in seen["offpolicy"]["alt"]
+    assert "off-policy staleness: 1 model versions now" in seen["offpolicy"]["text"]
+    assert "importance ratio (rollout IS weight, mean):" in seen["offpolicy"]["text"]
     for point in seen["follow"]:  # each chunk of new steps: the chart and the state line caught up, live
         assert point["chart"] == point["wanted"] and point["state"] == point["wanted"], seen["follow"]
         assert point["live"]
@@ -160,12 +189,24 @@ def test_live_chart_follows_a_run_in_jupyterlab_and_a_reopened_notebook_says_as_
     reopened = seen["reopened_text"]
     assert "as of" in reopened and "run this cell again to reconnect" in reopened
     assert "refreshing" not in reopened and "Stop run cannot act" in reopened
+    # the run ended while no kernel watched it: its saved summary claims nothing current (issue 44)
+    assert "running for" not in reopened and not re.search(r"updated \d+ s ago", reopened), reopened
+    # a ruined run is said so, in its state and its alerts; a failed one shows its diagnosis and the fix
+    shown = "\n".join(seen["ended"]["collapsed"])
+    assert "SUCCEEDED, but training collapsed at step 2" in shown and "ERROR grad-vanish" in " ".join(shown.split())
+    shown = "\n".join(seen["ended"]["failed"])
+    assert re.search(r"failure +device-oom: ", shown) and "fix: " in shown and "cause registry" not in shown
     # JupyterLab's own Run All after a bad model: the check cell stops, and no later cell shows the earlier run's
     # recipe ("recipe tiny: ready to launch")
     good, bad = seen["run_all"]["good"], seen["run_all"]["bad"]
     check = next(i for i, text in enumerate(bad) if "no recipe named 'tinyy'" in text)
     assert "ready to launch" in good[-1]
     assert all("ready to launch" not in text and "resolved recipe tiny" not in text for text in bad[check + 1 :]), bad
+    # a misspelled name typed into the parameters cell (nothing injected in JupyterLab) stops at the check cell
+    for name, near in (("overide", "overrides"), ("modle", "model")):
+        cells = seen["misspelled"][name]
+        check = next(i for i, text in enumerate(cells) if f"unknown parameter '{name}': did you mean '{near}'?" in text)
+        assert all("ready to launch" not in text for text in cells[check + 1 :]), cells
     time.sleep(1)
     assert _ours(str(tmp_path)) == [] and _ours(f"port={PORT}") == []  # nothing left running
     # JupyterLab's layout was kept in the working folder (a lab folder reopens its own tabs), never in ~/.jupyter,

@@ -5,7 +5,9 @@ prepare turns jsonl, csv, parquet and a `datasets` folder into verl's layout. No
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from verl_data import parquet, verl_row  # noqa: E402
 
 from grpolab.problems import errors  # noqa: E402
 from grpolab.recipe.loader import load_recipe  # noqa: E402
-from grpolab.rules.data import histogram, report  # noqa: E402
+from grpolab.rules.data import histogram, lines, report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = "params/data/tiny"
@@ -77,7 +79,7 @@ def test_a_clean_file_with_verls_built_in_reward_passes(setup):
         ),
         ("    return float('nan')\n", "reward-value", ["nan", "finite"]),
         ("    return 'yes'\n", "reward-value", ["'yes'", "str"]),
-        ("    return {'acc': 1.0}\n", "reward-value", ["no 'score' key"]),
+        ("    return {'acc': 1.0}\n", "reward-value", ["without 'score'"]),
         (
             "    import time\n    time.sleep(0.004)\n    return 1.0 if str(ground_truth) in solution_str else 0.0\n",
             "reward-slow",
@@ -103,7 +105,8 @@ def test_a_reward_that_hangs_is_stopped(setup):
     recipe, _ = setup(reward=FAST + "    import time\n    time.sleep(60)\n", extra=["reward.dry_run_timeout_s=1"])
     rep = report(recipe, tokenize=False)
     found = by_rule(rep, "reward-slow")
-    assert rep.dry_run.timed_out and found and "reward.dry_run_timeout_s 1 s" in found[0].message
+    assert rep.dry_run.timed_out and any("reward.dry_run_timeout_s 1 s" in p.message for p in found)
+    assert any("did not return within" in p.message for p in found)  # the call itself is named too
 
 
 def test_a_reward_that_does_not_import_is_named(setup):
@@ -318,11 +321,16 @@ def test_tinys_parquet_is_what_data_prepare_writes_from_its_jsonl(tmp_path):
 
     recipe = load_recipe("tiny")
     assert (recipe.data.train_files, recipe.data.val_files) == tuple(f"{DATA}/{s}.parquet" for s in ("train", "val"))
+    copy = tmp_path / "tiny"  # the command below, run where the jsonl and the parquet sit side by side
+    copy.mkdir()
     for split, rows in (("train", 70), ("val", 30)):
-        done = prepare(ROOT / DATA / f"{split}.jsonl", tmp_path, preset="arith", split=split)
-        written = pq.read_table(tmp_path / f"{split}.parquet").to_pylist()
+        for suffix in ("jsonl", "parquet"):
+            (copy / f"{split}.{suffix}").write_bytes((ROOT / DATA / f"{split}.{suffix}").read_bytes())
+        done = prepare(copy / f"{split}.jsonl", copy, preset="arith", split=split, force=(f"{split}.parquet",))
+        written = pq.read_table(copy / f"{split}.parquet").to_pylist()
         assert done.rows == {split: rows} and written == pq.read_table(ROOT / DATA / f"{split}.parquet").to_pylist(), (
-            f"regenerate it: grpolab data prepare {DATA}/{split}.jsonl --preset arith --split {split} --out {DATA}"
+            f"regenerate it: grpolab data prepare {DATA}/{split}.jsonl --preset arith --split {split} --out {DATA} "
+            f"--force {split}.parquet"
         )
     assert written[0] == {
         "data_source": "arith",
@@ -374,3 +382,276 @@ def test_a_reward_bound_by_assignment_is_judged_by_its_call(setup):
     recipe, _ = setup(reward="compute_score = lambda solution_str, ground_truth: 1.0\n")
     found = by_rule(report(recipe, tokenize=False), "reward-dry-run")
     assert found and "unexpected keyword argument" in found[0].message and "data_source" in found[0].fix
+
+
+def test_01_setups_data_view_shows_a_row_tinys_prompt_lengths_and_why_a_right_answer_scores_half(capsys):
+    """Issue 44: the data view showed no row; tiny said it had no tokenizer (it is built in code), so no shipped
+    recipe drew the histogram; glm5_2 blamed "no prompts as chat messages" for files that are simply not here; and
+    tiny's dry run said "right answer: mean 0.5" with no word on why."""
+    from grpolab import notebook as nb
+    from grpolab.notebook.data import right_answer_note
+
+    rep = report(load_recipe("tiny"))
+    assert rep.lengths.lengths and set(rep.lengths.lengths) == {4}  # `a+b=`: four characters, four tokens
+    assert rep.lengths.tokenizer == "grpolab.local.tiny's tokenizer, built in code" and not rep.lengths.template
+    assert "no chat template): min 4, median 4, max 4; 0 of 70 over data.max_prompt_length 8" in "\n".join(lines(rep))
+    note = right_answer_note(rep)
+    assert note.startswith("about the dry run: a right answer scored 0.5 here, not 1.")
+    assert "the right digits without EOS 0.5" in note  # the reward's own words on its scores
+    recipe, problems = nb.check_recipe("tiny", [])
+    nb.show_data(recipe, problems)
+    out = capsys.readouterr().out
+    assert "a sample row: row 0 of data.train_files (params/data/tiny/train.parquet)" in out
+    assert "  prompt: [{'role': 'user', 'content': '0+0='}]" in out and "ground_truth" in out
+    rep = report(load_recipe("glm5_2"))
+    assert "  prompt lengths: not measured (the data files are not on this machine)" in lines(rep)
+    recipe, problems = nb.check_recipe("glm5_2", [])
+    nb.show_data(recipe, problems)
+    assert "sample row" not in capsys.readouterr().out  # no row to show from a file that is not here
+
+
+# ---------------------------------------------------------------------------------------------- issue 45: values, images
+
+
+@pytest.mark.parametrize(
+    "rows, rule, severity, words",
+    [
+        (
+            [dict(verl_row(i), extra_info=json.dumps({"index": i})) for i in range(6)],
+            "data-values",
+            "error",
+            ["extra_info is a JSON string", "6 of", "extra_info.get('index')"],
+        ),
+        (
+            [
+                dict(verl_row(i), reward_model={"style": "rule", "ground_truth": i if i % 2 else str(i)})
+                for i in range(6)
+            ],
+            "data-values",
+            "warning",
+            ["a string in most rows but a number in 3 of"],
+        ),
+        (
+            [dict(verl_row(i), images=[{"bytes": b"\x89PNG", "path": None}]) for i in range(4)],
+            "data-images",
+            "error",
+            ["1 image(s) and 0 '<image>'", "asserts they match"],
+        ),
+        (
+            [verl_row(i, prompt=[{"role": "user", "content": "<image>Find x."}]) for i in range(4)],
+            "data-images",
+            "error",
+            ["says '<image>' but the row has no images", "never sees the figure"],
+        ),
+        (
+            [dict(verl_row(i, prompt=[{"role": "user", "content": "<image>x"}]), images=[7]) for i in range(4)],
+            "data-images",
+            "error",
+            ["images that verl cannot open"],
+        ),
+    ],
+    ids=[
+        "extra-info-json-string",
+        "ground-truth-mixed-types",
+        "image-without-placeholder",
+        "placeholder-without-image",
+        "image-of-another-kind",
+    ],  # fmt: skip
+)
+def test_row_values_and_images_verl_needs(setup, rows, rule, severity, words):
+    images = any("images" in r for r in rows)  # bytes: a parquet holds them, a jsonl does not
+    recipe, data = setup(rows=rows, name="train.parquet" if images else "train.jsonl")
+    found = by_rule(report(recipe, dry=False, tokenize=False), rule)
+    assert found and found[0].severity == severity, [p.format() for p in report(recipe, dry=False).problems]
+    for word in words:
+        assert word in found[0].message, found[0].message
+    assert data in found[0].message and found[0].fix
+
+
+def test_images_with_a_text_only_model_are_an_error(setup, tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"architectures": ["Qwen3ForCausalLM"], "hidden_size": 64}))
+    rows = [
+        dict(verl_row(i, prompt=[{"role": "user", "content": "<image>x"}]), images=[{"bytes": b"x"}]) for i in range(3)
+    ]
+    recipe, _ = setup(rows=rows, extra=[f"model.path={model}"])
+    found = by_rule(report(recipe, dry=False, tokenize=False), "data-images")
+    assert found and "no vision tower" in found[0].message
+    (model / "config.json").write_text(
+        json.dumps({"architectures": ["Qwen2_5_VLForConditionalGeneration"], "vision_config": {}})
+    )
+    recipe, _ = setup(rows=rows, extra=[f"model.path={model}"])
+    assert not by_rule(report(recipe, dry=False, tokenize=False), "data-images")
+
+
+# ---------------------------------------------------------------------------------------------- issue 46: what a file is
+
+
+def test_odd_data_files_are_named_in_one_line_never_hung_on_or_read_whole(tmp_path, monkeypatch):
+    """A FIFO, a link to /dev/zero, a broken line after 5,000 rows, a UTF-8 BOM, deep nesting, an over-long line,
+    a parquet of thousands of columns: each is named (or read, the BOM as datasets reads it), in seconds."""
+    from grpolab.verl import dataset
+
+    base = tmp_path / "r.yaml"
+    base.write_text("defaults: [base]\n")
+
+    def problems(path):
+        recipe = load_recipe(str(base), [f"data.train_files={path}", f"data.val_files={path}", "train.engine=fsdp"])
+        started = time.monotonic()
+        rep = report(recipe, dry=False, tokenize=False)
+        assert time.monotonic() - started < 20
+        return [
+            p for p in rep.problems if p.key == "data.train_files" and p.rule == "data-file" and p.severity == "error"
+        ]
+
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    assert "a FIFO, not a file of rows" in problems(tmp_path / "fifo.jsonl")[0].message
+    (tmp_path / "zero.jsonl").symlink_to("/dev/zero")
+    assert "a character device (it links to /dev/zero)" in problems(tmp_path / "zero.jsonl")[0].message
+    late = tmp_path / "late.jsonl"
+    late.write_text(
+        "".join(json.dumps(verl_row(i)) + "\n" for i in range(5000)) + '{"data_source": "openai/gsm8k", "pro\n'
+    )
+    assert "line 5,001 is not JSON" in problems(late)[0].message and "datasets" in problems(late)[0].message
+    bom = tmp_path / "bom.jsonl"
+    bom.write_text("\ufeff" + "".join(json.dumps(verl_row(i)) + "\n" for i in range(5)), encoding="utf-8")
+    assert problems(bom) == []
+    array = tmp_path / "bom.json"
+    array.write_text("\ufeff" + json.dumps([verl_row(i) for i in range(5)]), encoding="utf-8")
+    assert problems(array) == []
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text(json.dumps(verl_row(0)) + '\n{"x": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    assert "line 2 nests deeper than JSON readers go" in problems(deep)[0].message
+    monkeypatch.setattr(dataset, "MAX_LINE", 4096)
+    dataset._read.cache_clear()
+    dataset._spread.cache_clear()
+    long = tmp_path / "long.jsonl"
+    long.write_text(json.dumps(verl_row(0)) + "\n" + json.dumps(verl_row(1, prompt="x" * 10_000)) + "\n")
+    assert "line 2 is over 4,096 bytes: not read" in problems(long)[0].message
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    wide = {
+        **{k: [v] for k, v in verl_row(0).items()},
+        **{f"c{i}": pa.array([i % 100], pa.int8()) for i in range(3000)},
+    }
+    pq.write_table(pa.table(wide), tmp_path / "wide.parquet")
+    assert problems(tmp_path / "wide.parquet") == []
+    recipe = load_recipe(str(base), [f"data.train_files={tmp_path / 'wide.parquet'}", "train.engine=fsdp"])
+    shown = "\n".join(lines(report(recipe, dry=False, tokenize=False)))
+    assert "... (2,965 more)" in shown
+
+
+# ---------------------------------------------------------------------------------------------- issue 46: prepare
+
+
+def _gsm8k_jsonl(path: Path, n: int = 5) -> Path:
+    path.write_text("".join(json.dumps({"question": f"q{i}", "answer": f"so #### {i}"}) + "\n" for i in range(n)))
+    return path
+
+
+def test_prepare_never_replaces_a_users_file(cli, tmp_path):
+    """Over its source's own folder, or over an existing train.parquet, prepare writes nothing unless --force names
+    each file; then it replaces exactly that one and says so; the source itself is never replaced."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    parquet(raw / "train.parquet", [{"question": f"q{i}", "answer": f"#### {i}"} for i in range(5)])
+    before = (raw / "train.parquet").read_bytes()
+    proc = cli("data", "prepare", str(raw / "train.parquet"), "--out", str(raw), "--preset", "gsm8k")
+    assert proc.returncode == 2 and "train.parquet is the source itself" in proc.stderr
+    assert (raw / "train.parquet").read_bytes() == before and sorted(os.listdir(raw)) == ["train.parquet"]
+    src = _gsm8k_jsonl(raw / "src.jsonl")
+    proc = cli("data", "prepare", str(src), "--out", str(raw), "--preset", "gsm8k")
+    assert proc.returncode == 2 and "--force train.parquet" in proc.stderr and "it holds the source" in proc.stderr
+    assert (raw / "train.parquet").read_bytes() == before
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "train.parquet").write_bytes(b"mine")
+    proc = cli("data", "prepare", str(src), "--out", str(out), "--preset", "gsm8k")
+    assert proc.returncode == 2 and "train.parquet is there already" in proc.stderr
+    assert (out / "train.parquet").read_bytes() == b"mine"
+    proc = cli("data", "prepare", str(src), "--out", str(out), "--preset", "gsm8k", "--force", "test.parquet")
+    assert proc.returncode == 2 and (out / "train.parquet").read_bytes() == b"mine"
+    proc = cli("data", "prepare", str(src), "--out", str(out), "--preset", "gsm8k", "--force", "train.parquet")
+    assert proc.returncode == 0 and "(replaced, as --force named it)" in proc.stdout
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(out / "train.parquet").num_rows == 5 and sorted(os.listdir(out)) == ["train.parquet"]
+
+
+@pytest.mark.parametrize("split", ["../x", "/abs/x", "a/b", ".hidden"])
+def test_prepare_writes_only_into_out_under_a_plain_split_name(cli, tmp_path, split):
+    src = _gsm8k_jsonl(tmp_path / "src.jsonl")
+    proc = cli("data", "prepare", str(src), "--out", str(tmp_path / "out"), "--preset", "gsm8k", "--split", split)
+    assert proc.returncode == 2 and "--split" in proc.stderr and "is not a name" in proc.stderr
+    assert sorted(set(os.listdir(tmp_path)) - {"runs"}) == ["src.jsonl"]  # runs/: the cli fixture's own
+
+
+def test_prepare_refuses_a_datasets_folder_whose_splits_leave_it_and_an_out_link(cli, tmp_path):
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    (folder / "dataset_dict.json").write_text(json.dumps({"splits": ["../escaped"]}))
+    proc = cli("data", "prepare", str(folder), "--out", str(tmp_path / "out"), "--data-source", "s")
+    assert proc.returncode == 2 and "dataset_dict.json's split '../escaped' is not a name" in proc.stderr
+    src = _gsm8k_jsonl(tmp_path / "src.jsonl")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "mine")
+    proc = cli("data", "prepare", str(src), "--out", str(tmp_path / "link"), "--preset", "gsm8k")
+    assert proc.returncode == 2 and "is a link" in proc.stderr and os.listdir(tmp_path / "mine") == []
+    (tmp_path / "etc").symlink_to("/etc")
+    proc = cli("data", "prepare", str(src), "--out", str(tmp_path / "etc"), "--preset", "gsm8k")
+    assert proc.returncode == 2 and not os.path.exists("/etc/train.parquet")
+    proc = cli("data", "prepare", str(src), "--out", "/usr/share/grpolab-test-out", "--preset", "gsm8k")
+    assert proc.returncode == 2 and "system folder" in proc.stderr and not os.path.exists("/usr/share/grpolab-test-out")
+
+
+@pytest.mark.parametrize(
+    "name, text, words",
+    [
+        (
+            "src.jsonl",
+            "".join(json.dumps({"question": f"q{i}", "answer": f"#### {i}"}) + "\n" for i in range(9000)) + "{broken\n",
+            ["line 9,001 is not JSON", "nothing was written"],
+        ),
+        ("src.csv", "question,answer\nq1,#### 1\nq2,#### 2,extra,cells\n", ["CSV parse error", "Expected 2 columns"]),
+        ("src.jsonl", '{"question": "q", "answer": ' + "[" * 100_000 + "]" * 100_000 + "}\n", ["nests deeper"]),
+        (
+            "src.jsonl",
+            "".join(
+                json.dumps({"question": [{"role": "user", "content": "q"}], "answer": "#### 1"}) + "\n"
+                for _ in range(3)
+            )
+            + json.dumps({"question": [{"role": "user", "content": ["an image", "and text"]}], "answer": "#### 2"})
+            + "\n",
+            ["does not fit verl's layout", "'question' column as messages"],
+        ),
+    ],
+    ids=["broken-line-late", "ragged-csv", "deep-nesting", "content-of-another-type"],
+)
+def test_prepare_fails_in_one_line_and_leaves_nothing_half_written(cli, tmp_path, name, text, words):
+    (tmp_path / name).write_text(text)
+    proc = cli("data", "prepare", str(tmp_path / name), "--out", str(tmp_path / "out"), "--preset", "gsm8k")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    for word in words:
+        assert word in proc.stderr, proc.stderr
+    assert os.listdir(tmp_path / "out") == []  # no train.parquet with part of the rows, no staging folder
+
+
+def test_prepare_reads_a_bom_tolerates_a_late_column_and_refuses_a_fifo(cli, tmp_path):
+    bom = tmp_path / "bom.jsonl"
+    bom.write_text("\ufeff" + json.dumps({"question": "q", "answer": "#### 3"}) + "\n", encoding="utf-8")
+    assert cli("data", "prepare", str(bom), "--out", str(tmp_path / "a"), "--preset", "gsm8k").returncode == 0
+    late = tmp_path / "late.jsonl"  # the question column appears only after 5,000 rows
+    late.write_text(
+        "".join(json.dumps({"id": i, "answer": "#### 1"}) + "\n" for i in range(5000))
+        + "".join(json.dumps({"id": i, "question": "q", "answer": "#### 2"}) + "\n" for i in range(3))
+    )
+    proc = cli("data", "prepare", str(late), "--out", str(tmp_path / "b"), "--preset", "gsm8k", "--json")
+    done = json.loads(proc.stdout)
+    assert proc.returncode == 0 and done["rows"] == {"train": 3} and done["skipped"] == 5000
+    assert "no column 'question'" in done["skipped_why"][0]
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    started = time.monotonic()
+    proc = cli("data", "prepare", str(tmp_path / "fifo.jsonl"), "--out", str(tmp_path / "c"), "--preset", "gsm8k")
+    assert proc.returncode == 2 and "is a FIFO" in proc.stderr and time.monotonic() - started < 20

@@ -59,6 +59,10 @@ EXPECTED = {
     },
     "qwen3_8b_gpu": {},
     "qwen3_8b_npu": {},
+    # each of verl's V1 trainer modes (issue 42): the same launch, rendered from schedule.*
+    "qwen3_8b_gpu_colocate_async": {},
+    "qwen3_8b_gpu_separate_async": {},
+    "qwen3_8b_gpu_separate_async_switch": {},
 }
 # env the render adds or changes, per recipe, and why (VERL_FILE_LOGGER_PATH is every verl run's)
 ENV_EXPECTED = {
@@ -76,6 +80,9 @@ ENV_EXPECTED = {
     "qwen3_30b_a3b": {},
     "qwen3_8b_gpu": {},
     "qwen3_8b_npu": {},
+    "qwen3_8b_gpu_colocate_async": {},
+    "qwen3_8b_gpu_separate_async": {},
+    "qwen3_8b_gpu_separate_async_switch": {},
 }
 
 

@@ -156,7 +156,7 @@ def test_two_launches_share_one_head_that_outlives_their_process_groups_and_stop
         gcs = [
             p
             for p in psutil.process_iter(["name", "cmdline"])
-            if p.info["name"] == "gcs_server" and f"--gcs_server_port={gcs_port}" in " ".join(p.info["cmdline"])
+            if p.info["name"] == "gcs_server" and f"--gcs_server_port={gcs_port}" in " ".join(p.info["cmdline"] or ())
         ]
         assert len(gcs) == 1, gcs  # one head, shared
         for proc in starters:  # Jupyter signals a kernel's whole process group on interrupt, restart and shutdown
@@ -338,6 +338,25 @@ def test_a_run_whose_head_is_gone_ends_from_its_own_record(tmp_path, monkeypatch
         assert failure_of(run, status).cause == "lost" and "left no end record" in status["lost"]
     with pytest.raises(control.NothingToStop, match=state):
         control.stop_run(run)
+
+
+def test_a_run_whose_head_went_away_says_so_not_stopped_with_code_minus_15(tmp_path, monkeypatch):
+    """Issue 44: `grpolab head stop` mid-run SIGTERMs the job, whose wrapper records a stop: the run read STOPPED
+    "the job was stopped with code -15", as if someone had stopped it. A stop nobody asked for now says the head
+    went away; one asked for (grpolab stop, Stop run) says so; one from Ray itself says that."""
+    from grpolab.jobs import state as run_state
+
+    ended = {"pid": 1, "host": "elsewhere", "started": 0, "exit_code": -15, "ended": 5, "stopped": True, "signal": 15}
+    monkeypatch.setattr(cluster, "head_alive", lambda timeout=2.0: False)  # `grpolab head stop` ran
+    status = run_state.refresh(_orphan_run(tmp_path, "head-stopped", ended))
+    assert status["state"] == "STOPPED" and status["message"].startswith("its Ray head went away mid-run"), status
+    assert "signal 15" in status["message"] and "code -15" not in status["message"]
+    asked = _orphan_run(tmp_path, "asked", ended)
+    asked.write_status(stop_requested=4.0)
+    assert run_state.refresh(asked)["message"].startswith("stopped on request")
+    monkeypatch.setattr(cluster, "head_alive", lambda timeout=2.0: True)  # the same head runs on
+    monkeypatch.setattr(cluster, "head_record", lambda: {"started": 1.0})
+    assert run_state.refresh(_orphan_run(tmp_path, "ray-stopped", ended))["message"].startswith("Ray stopped the job")
 
 
 def test_a_run_whose_head_is_gone_but_whose_job_goes_on_here_stays_running_and_can_be_stopped(tmp_path, monkeypatch):

@@ -112,8 +112,8 @@ def test_an_episode_is_one_alert_with_its_step_range(tmp_path):
     records = synthetic.plant(synthetic.healthy(80), "entropy-collapse", 30)
     for record in records[35:60:4]:  # a few steps back above the limit now and then: still one episode
         record["data"]["actor/entropy"] = 0.5
-    for record in records[60:]:  # a clear recovery (more than rearm_steps) ends it
-        record["data"]["actor/entropy"] = 0.6
+    for record in records[60:]:  # a clear recovery (more than rearm_steps) ends it; a sampled entropy moves
+        record["data"]["actor/entropy"] = 0.6 + 0.01 * (record["step"] % 3)
     found = alerts(synthetic.write_jsonl(tmp_path / "m.jsonl", records))
     assert [(a.rule, a.step, a.end, a.ongoing) for a in found] == [("entropy-collapse", 30, 59, False)]
     assert found[0].count == 30 - 6 and found[0].worst == pytest.approx(0.004)

@@ -29,9 +29,9 @@ def test_monitor_text_and_png(runs_root, monitor_cli, capsys):
         job_id="raysubmit_123",
         wandb={"mode": "offline", "dir": str(run.path / "wandb"), "url": None},
     )
-    assert monitor_cli(["monitor", "demo"]) == 0
+    assert monitor_cli(["monitor", "demo"]) == 1  # its entropy collapsed for good: a ruined run, not a success
     out = capsys.readouterr().out
-    assert "SUCCEEDED" in out and "last step 60" in out
+    assert "SUCCEEDED, but training collapsed at step 40" in out and "last step 60" in out
     assert "critic/score/mean" in out and "val-core/arith/acc/mean@1" in out
     assert "entropy-collapse" in out and "step 40" in out
     assert f"wandb sync {run.path / 'wandb'}" in out
@@ -47,14 +47,14 @@ def test_monitor_json_is_the_summary(runs_root, monitor_cli, capsys, tmp_path):
     synthetic.write_jsonl(run.metrics_file, records)
     run.write_status(state="RUNNING")
     png = tmp_path / "out" / "c.png"
-    assert monitor_cli(["monitor", "j", "--json", "--png", str(png)]) == 0
+    assert monitor_cli(["monitor", "j", "--json", "--png", str(png)]) == 1  # NaN from step 20 on: collapsed
     printed = capsys.readouterr().out
 
     def not_json(constant):
         raise AssertionError(f"{constant} is not JSON")
 
     data = json.loads(printed, parse_constant=not_json)  # strict JSON: NaN comes out as the string "nan"
-    assert data["run_id"] == "j" and data["state"] == "RUNNING"
+    assert data["run_id"] == "j" and data["state"] == "RUNNING" and data["collapse"]["rules"] == ["nan"]
     assert data["steps"] == 30 and data["last_step"] == 30
     assert [(a["rule"], a["step"]) for a in data["alerts"]] == [("nan", 20)]
     assert data["curves"] == str(png) and png.read_bytes().startswith(PNG_MAGIC)
@@ -201,7 +201,7 @@ def test_the_summary_groups_alerts_and_names_the_thresholds(runs_root, monitor_c
     run = create_run("tiny", run_id="grouped-text")
     synthetic.write_jsonl(run.metrics_file, synthetic.plant(synthetic.healthy(60), "entropy-collapse", 30))
     run.write_status(state="SUCCEEDED")
-    assert monitor_cli(["monitor", "grouped-text", "--no-png", "--no-refresh"]) == 0
+    assert monitor_cli(["monitor", "grouped-text", "--no-png", "--no-refresh"]) == 1  # collapsed at step 30
     out = capsys.readouterr().out
     assert "alerts    1 in 1 rule(s)" in out and "ERROR   entropy-collapse  1 episode(s), steps 30-60" in out
     assert out.count("try: ") == 1 and "limits    " in out and "base.yaml (monitor:)" in out

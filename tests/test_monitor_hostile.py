@@ -62,12 +62,12 @@ def test_a_metric_of_ten_to_the_400_is_inf_with_a_flag_never_a_crash(
         fh.write('{"step": 22, "data": {"critic/score/mean": -' + HUGE + "}}\n")
     view = load_metrics(run.metrics_file)
     assert view.column("critic/score/mean")[-2:] == [float("inf"), float("-inf")] and view.huge_values == 3
-    assert monitor_cli(["monitor", "huge", "--json", "--no-png"]) == 0
+    assert monitor_cli(["monitor", "huge", "--json", "--no-png"]) == 1  # a reward of -inf at the end: collapsed
     data = json.loads(capsys.readouterr().out)
     assert data["source"]["huge_values"] == 3 and any("beyond a float's range" in n for n in data["notes"])
     reward = next(m for m in data["latest"] if m["metric"] == "critic/score/mean")
     assert reward["value"] == "-inf" and reward["step"] == 22
-    assert monitor_cli(["monitor", "huge", "--no-png"]) == 0 and "beyond a float's range" in capsys.readouterr().out
+    assert monitor_cli(["monitor", "huge", "--no-png"]) == 1 and "beyond a float's range" in capsys.readouterr().out
     assert monitor_cli(["compare", "huge", "--baseline", "huge", "--steps", "15-22"]) == 1  # inf fails the gate, loudly
     assert "NaN/inf" in capsys.readouterr().out
 

@@ -97,21 +97,33 @@ def test_a_single_point_chart_keeps_readable_y_labels(tmp_path):
 
 def test_grpolab_lab_works_on_copies_and_keeps_the_users(tmp_path, capsys):
     from grpolab.cli import main
+    from grpolab.cli.lab import command, prepare
+    from grpolab.paths import runs_dir
 
     folder = tmp_path / "work"
     folder.mkdir()
     (folder / "03_launch.ipynb").write_text("{}")  # the user's own copy
+    # --dry-run starts nothing and writes nothing (issue 44: it used to copy the notebooks): it says what it would do
     assert main(["lab", "--dir", str(folder), "--dry-run", "--port", "9999", "--", "--ServerApp.X=1"]) == 0
     said = capsys.readouterr().out
-    templates = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-    assert sorted(p.name for p in folder.glob("*.ipynb")) == templates
-    assert (folder / "03_launch.ipynb").read_text() == "{}" and "kept your copies of 03_launch.ipynb" in said
+    assert os.listdir(folder) == ["03_launch.ipynb"] and "would copy 01_setup.ipynb" in said
+    assert "kept your copies of 03_launch.ipynb" in said and "nothing is written or started" in said
+    command_line = said.strip().splitlines()[-1]
+    assert "--ServerApp.ip=127.0.0.1" in command_line and "--port=9999" in command_line
+    assert command_line.endswith("--ServerApp.X=1") and "token" not in command_line  # Jupyter's own token stays on
+    assert f"--ServerApp.root_dir={folder}" in command_line
+    assert f"--LabApp.workspaces_dir={folder / '.lab-workspaces'}" in command_line  # its tabs are the folder's
+    assert main(["lab", "--dry-run", "--port", "9999"]) == 0 and not (runs_dir() / "lab").exists()  # nor runs/lab
+    # what `grpolab lab` does before it starts JupyterLab: the copies, the user's kept, the settings file
+    assert prepare(folder) == (sorted(set(TEMPLATES) - {"03_launch.ipynb"}), ["03_launch.ipynb"])
+    assert sorted(p.name for p in folder.glob("*.ipynb")) == TEMPLATES
+    assert (folder / "03_launch.ipynb").read_text() == "{}"
     settings = json.loads((folder / ".lab-settings" / "overrides.json").read_text())
     assert settings == {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
-    command = said.strip().splitlines()[-1]
-    assert "--ServerApp.ip=127.0.0.1" in command and "--port=9999" in command and command.endswith("--ServerApp.X=1")
-    assert f"--ServerApp.root_dir={folder}" in command and "token" not in command  # Jupyter's own token stays on
-    assert f"--LabApp.workspaces_dir={folder / '.lab-workspaces'}" in command  # its tabs are the folder's, not ~'s
+    assert command(folder, 9999, True) == command_line.split()[:-1]
+
+
+TEMPLATES = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 
 
 def test_progress_lines_reach_the_kernels_own_stderr(monkeypatch):
@@ -188,3 +200,54 @@ def test_setup_makes_a_plain_jupyter_lab_save_widget_state_keeping_the_users_ove
         "grpolab.cli.lab .venv/share/jupyter/lab/settings"
         in (Path(__file__).parents[1] / "scripts/setup.sh").read_text()
     )
+
+
+def _inside(fig) -> bool:
+    """Every tick label and title of a figure lies inside it (none cut at the picture's edge)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.canvas.get_width_height()
+    texts = [t for ax in fig.axes if ax.get_visible() for t in (*ax.get_yticklabels(), ax.title, ax.yaxis.label)]
+    boxes = [t.get_window_extent(renderer) for t in texts if t.get_text()]
+    return bool(boxes) and all(b.x0 >= 0 and b.x1 <= width and b.y1 <= height for b in boxes)
+
+
+def test_a_runs_first_refresh_draws_whole_labels_and_every_chart_counts_its_steps_alike(tmp_path):
+    """Issue 44, 04_monitor's first refreshes: a real run's first line is the validation before training (step 0);
+    the dashboard drew that one panel with its y labels cut ("0.110" read "110") and said "1 steps" where the
+    comparison chart said "0 steps"; two steps were ticked 1.0, 1.2 ... 2.0."""
+    from grpolab.monitor.overlay import Overlay
+    from grpolab.monitor.plots import curves_figure
+
+    lines = (ROOT / "tests" / "data" / "monitor" / "tiny_seed1.jsonl").read_text().splitlines(keepends=True)
+    path = tmp_path / "metrics.jsonl"
+    for count, said in ((1, "0 steps"), (3, "2 steps")):
+        path.write_text("".join(lines[:count]))
+        view = MetricsView(path)
+        view.refresh()
+        picture = curves_figure(view, title="live")
+        assert picture._suptitle.get_text() == f"live: {said}" and _inside(picture)
+        chart = Overlay({"live": view})
+        assert chart.legend_name("live") == f"live ({said})" and _inside(chart.figure())
+        for ax in (ax for ax in picture.axes if ax.get_visible()):
+            ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+            assert all(float(t).is_integer() for t in ticks), ticks  # whole steps only
+            assert not ax.yaxis.get_major_formatter().get_offset()  # no "1e-7+1e-3"
+
+
+def test_the_dashboards_summary_never_lags_its_state_line_and_a_saved_one_claims_nothing_current(tmp_path):
+    """Issue 44: the summary was rewritten only when the alerts were analysed ("1 logged" under a state line at step
+    80), and the notebook kept "updated 1 s ago", "running for 0:48" for a run that had ended long since."""
+    from grpolab.monitor.dashboard import Dashboard
+
+    run = _run(tmp_path, "live-summary", 1, 1, {})
+    run.write_status(state="RUNNING", total_steps=200)
+    records = synthetic.healthy(80, seed=1)
+    dash = Dashboard(run.path, interval=1.0, redraw_s=3600.0)  # no analysis due after the first
+    dash.refresh()
+    synthetic.write_jsonl(run.metrics_file, records[1:80], append=True)
+    dash.refresh()
+    assert "step 80/" in dash.state_text and "80 logged, last step 80" in dash.summary_text
+    saved = dash.summary_text + dash.summary_html
+    assert "running for" not in saved and " s ago" not in saved and "as of " in saved
+    dash.stop()

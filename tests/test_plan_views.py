@@ -102,3 +102,31 @@ def test_the_explorer_says_without_a_kernel_that_it_cannot_plan(monkeypatch):
         and ".grpolab-offline{display:none}" in note.value
     )
     box.close()
+
+
+def test_a_model_without_a_recipe_has_no_own_layout_to_blame_and_the_explorer_keeps_the_nodes(capsys, monkeypatch):
+    """Issue 44, 05_plan with a hub id: base.yaml's default layout (tp1 pp1: about 2,500 GB a device) was drawn as
+    "the recipe's layout", squashing 262 valid layouts into a line, and the table said "the recipe's own layout
+    breaks rules" when the user gave no recipe; the explorer planned for 1 node although the notebook said 32."""
+    plan = nb.plan_layouts("deepseek-ai/DeepSeek-V3", 32, "gpu-h100")
+    _, out = _shown(capsys, plan, 3)
+    assert "the recipe's own layout" not in out and "is a model, not a recipe: planned on params/base.yaml" in out
+    ax = nb.plan_figure(plan).axes[0]
+    assert not [label for label in ax.get_legend_handles_labels()[1] if "recipe's layout" in label]
+    top = max(ch.train.memory_gb["total"] for ch in nb.plan_points(plan))
+    assert ax.get_ylim()[1] < 2 * max(top, plan.recipe.cluster.device_memory_gb)  # the valid layouts fill the chart
+    monkeypatch.setenv("JPY_SESSION_NAME", "05_plan.ipynb")
+    box = nb.plan_explorer("deepseek-ai/DeepSeek-V3", "gpu-h100", nodes=32)
+    assert box.children[0].children[0].value == 32
+    box.close()
+
+
+def test_a_recipes_own_layout_far_off_the_valid_ones_is_drawn_at_the_edge_with_its_figures():
+    whole = ["train.tp=1", "train.pp=1", "train.ep=1", "train.etp=1", "train.pp_layout=null", "train.vpp=1"]
+    plan = nb.plan_layouts("glm5_2", overrides=whole)  # GLM-5.2 unsplit: about 1,400 GB a device
+    own = nb.own_layout(plan)
+    assert own is not None and own.train.memory_gb["total"] > 10 * plan.recipe.cluster.device_memory_gb
+    ax = nb.plan_figure(plan).axes[0]
+    (label,) = [label for label in ax.get_legend_handles_labels()[1] if "recipe's layout" in label]
+    assert f"off the chart: {own.total:,.0f} s, {own.train.memory_gb['total']:,.0f} GB" in label
+    assert ax.get_ylim()[1] < own.train.memory_gb["total"]

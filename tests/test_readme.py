@@ -128,3 +128,8 @@ def test_quick_start_run_trains_tiny_end_to_end(no_head, _isolated_runs):
     k = max(1, len(reward) // 5)
     assert sum(reward[-k:]) / k > sum(reward[:k]) / k, "the training reward rises"
     assert "grpolab head stop" in out  # the quick start ends by saying how to stop the embedded head
+    # a healthy run raises no training-collapse alert (issue 44: the same tiny at lr 1000 does, in every view)
+    from grpolab.jobs.runs import Run
+    from grpolab.monitor.collapse import run_collapse
+
+    assert "training collapsed" not in out and run_collapse(Run(run_dir)) is None

@@ -27,6 +27,16 @@ def _data(name: str) -> list[str]:
     return [f"data.train_files={REWARDS / name}", f"data.val_files={REWARDS / name}"]
 
 
+# a clean separate_async launch (issue 42): the rollout-only pool, a network weight sync, rollout importance sampling
+SEP = [
+    "schedule.mode=separate_async",
+    "schedule.rollout_nnodes=1",
+    "schedule.sync_backend=nccl",
+    "verl_overrides.algorithm.rollout_correction.rollout_is=token",
+]
+REWARD_MODEL = ["verl_overrides.reward.reward_model.enable=true"]
+PD = ["schedule.switch.enable=true", "verl_overrides.actor_rollout_ref.rollout.disaggregation.enabled=true"]
+
 CASES = {
     "world-divisible": [("glm5_2", ["train.cp=3", "model.use_remove_padding=true"]), ("qwen3_30b_a3b", ["train.cp=3"])],
     "expert-divisible": [("glm5_2", ["train.etp=2"]), ("qwen3_30b_a3b", ["train.etp=8"])],
@@ -90,6 +100,11 @@ CASES = {
         ("qwen3_30b_a3b", ["algorithm.ppo_mini_batch_size=12"]),
     ],
     "lengths": [("glm5_2", ["data.max_response_length=8192"]), ("qwen3_8b", ["data.max_response_length=40000"])],
+    "learning-rate": [
+        ("tiny", ["algorithm.lr=1000"]),
+        ("qwen3_8b", ["algorithm.lr=1e-3"]),
+        ("glm5_2", ["algorithm.lr=1e-9"]),
+    ],
     "env-required": [
         ("glm5_2", ["env.VERL_VLLM_ASCEND_GLM52_PATCH=0"]),
         ("qwen3_30b_a3b", ["env.ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"]),
@@ -206,6 +221,35 @@ CASES = {
     "data-file": [("qwen3_8b", _data("not_verl_format.csv")), ("glm5_2", _data("not_verl_format.csv"))],
     "data-columns": [("qwen3_8b", _data("raw_columns.jsonl")), ("qwen3_30b_a3b", _data("raw_columns.jsonl"))],
     "data-prompt": [("qwen3_8b", _data("string_prompt.jsonl")), ("glm5_2", _data("string_prompt.jsonl"))],
+    "data-values": [("qwen3_8b", _data("null_ground_truth.jsonl")), ("glm5_2", _data("null_ground_truth.jsonl"))],
+    "data-images": [
+        ("qwen3_8b", _data("image_without_placeholder.jsonl")),
+        ("qwen3_30b_a3b", _data("image_without_placeholder.jsonl")),
+    ],
+    # each of verl's separate_async start-up assertions, and the mode's own checks (grpolab.rules.schedule)
+    "async-mode": [
+        ("qwen3_8b", [*SEP, "verl_overrides.trainer.use_v1=false"]),
+        ("qwen3_30b_a3b", [*SEP, "schedule.mode=sync"]),  # the rollout-only nodes would idle: a warning
+    ],
+    "async-sync-step": [
+        ("qwen3_8b", [*SEP, "schedule.parameter_sync_step=3"]),
+        ("qwen3_30b_a3b", [*SEP, "schedule.parameter_sync_step=2"]),
+    ],
+    "async-rollout-pool": [
+        ("qwen3_8b", [*SEP, "schedule.rollout_nnodes=0"]),
+        ("qwen3_30b_a3b", [*SEP, "schedule.rollout_devices_per_node=0"]),
+        ("qwen3_8b", [*SEP, "schedule.rollout_devices_per_node=6", "rollout.tp=4"]),  # 6 devices, replicas of 4
+    ],
+    "async-sync-backend": [
+        ("qwen3_8b", [*SEP, "schedule.sync_backend=naive"]),
+        ("qwen3_30b_a3b", [*SEP, "schedule.sync_backend=gloo"]),
+    ],
+    "async-reward-pool": [("qwen3_8b", [*SEP, *REWARD_MODEL]), ("qwen3_30b_a3b", [*SEP, *REWARD_MODEL])],
+    "async-switch": [("qwen3_8b", [*SEP, *PD]), ("qwen3_30b_a3b", [*SEP, *PD])],
+    "async-correction": [
+        ("qwen3_8b", [*SEP, "verl_overrides.algorithm.rollout_correction.rollout_is=null"]),
+        ("qwen3_30b_a3b", ["schedule.mode=colocate_async"]),
+    ],
 }
 PARAMS = [
     pytest.param(rule, name, ov, id=f"{rule}-{name}-{i}")
@@ -410,3 +454,28 @@ def test_registry_answers_what_the_planner_asks():
                 assert (registry.layout_bound(p.rule) or p.key in layout_keys) == planner_layout, p
     assert seen > 20
     assert set(LAYOUT_FIX_RULES) == {r.id for r in registry.RULES if r.layout}
+
+
+def test_the_learning_rate_rule_names_the_published_range_and_holds_for_every_recorded_public_launch():
+    """lr 1000 on tiny (issue 44: a run that ended SUCCEEDED with its policy ruined) is a warning naming the highest
+    published lr for the CPU trainer and its source; the shipped recipes and the lr of every one of the 62 recorded
+    public verl launches (tests/data/corpus, inputs nobody here wrote) are within the range verl's engines take."""
+    import re
+
+    from grpolab.rules.learning_rate import FAR, published
+
+    _, problems = check("tiny", ["algorithm.lr=1000"])
+    (found,) = [p for p in problems if p.rule == "learning-rate"]
+    assert found.severity == "warning" and found.key == "algorithm.lr" and found.value == 1000
+    assert "1e+06 x above the highest learning rate published for train.engine trl" in found.message
+    assert "docs/facts.md section 5" in found.message and "within 1e-06 - 0.001" in found.fix
+    verl = [p.lr for p in published(True)]
+    launches = sorted((Path(__file__).parent / "data" / "corpus" / "launches").glob("*.yaml"))
+    lrs = [
+        float(m)
+        for path in launches
+        for m in re.findall(r"actor_rollout_ref\.actor\.optim\.lr=([0-9.e+-]+)", path.read_text())
+    ]
+    assert len(lrs) >= 60  # nearly every launch sets it
+    assert all(min(verl) / FAR <= lr <= max(verl) * FAR for lr in lrs), lrs
+    assert min(lrs) >= min(verl) and max(lrs) <= max(verl)  # the table covers what was published

@@ -66,6 +66,23 @@ def test_an_override_that_breaks_a_rule_on_another_key_is_named_first():
     assert "from params/" in error.message.split(":", 1)[0]
 
 
+def test_every_error_an_override_causes_is_blamed_on_the_override_and_the_notebook_shows_the_whole_fix(monkeypatch):
+    """Issue 44: `rollout.tp=3` on glm5_2 made four errors; rollout-ep (ep 64 from the recipe, tp from the override)
+    was blamed on params/recipes/glm5_2.yaml. And 01_setup's problems table ran past JupyterLab's right edge at
+    1400 px, so its fix column read "2, 4" where the CLI says "1, 2, 4": the table now fits the notebook's width."""
+    errors = [p for p in gate(load_recipe("glm5_2", ["rollout.tp=3"])) if p.severity == "error"]
+    assert {p.rule for p in errors} >= {"rollout-ep", "rollout-heads", "rollout-world", "rollout-node"}
+    assert all(p.message.startswith("--set rollout.tp=3") for p in errors), [p.message for p in errors]
+    heads = next(p for p in errors if p.rule == "rollout-heads")
+    assert "nearest valid rollout.tp: 1, 2, 4" in heads.fix
+    html_out = []
+    monkeypatch.setattr(nb.display, "show_html", lambda h, text: html_out.append((h, text)))
+    nb.show_problems(errors, title="recipe glm5_2")
+    ((table, text),) = html_out
+    assert "table-layout:fixed" in table and "overflow-wrap:anywhere" in table  # wraps inside the output's width
+    assert "nearest valid rollout.tp: 1, 2, 4" in table and "nearest valid rollout.tp: 1, 2, 4" in text
+
+
 def test_a_rejected_override_stops_at_the_check_cell_saying_what_the_recipe_would_keep():
     recipe, problems = nb.check_recipe("tiny", ["trainer.total_steps=abc"])
     with pytest.raises(nb.NotebookStop) as stop:

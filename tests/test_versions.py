@@ -368,3 +368,73 @@ def test_the_reward_reaches_the_keys_the_version_reads(verl_at, version, tmp_pat
     launch = render(recipe, "/RUN")
     composed = verl_schema.effective(launch.overrides, launch.config_name)
     assert composed[f"{prefix}custom_reward_function.path"] == str(reward)
+
+
+# verl's V1 trainer modes (issue 42): each renders what the version reads, or check refuses it naming the version
+RIS = "verl_overrides.algorithm.rollout_correction.rollout_is=token"
+SEPARATE = ["schedule.mode=separate_async", "schedule.rollout_nnodes=1", "schedule.sync_backend=nccl", RIS]
+MODES = {
+    "sync": [],
+    "colocate_async": ["schedule.mode=colocate_async", "schedule.warmup_batches=2", RIS],
+    "separate_async": SEPARATE,
+    "separate_async+switch": [*SEPARATE, "schedule.switch.enable=true", "schedule.switch.threshold_ratio=0.5"],
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_matrix_each_mode_reaches_the_keys_the_version_reads_or_is_refused_naming_it(verl_at, version, mode):
+    """0.9.0+ (a V1 trainer) composes each mode with its settings at trainer.v1.*; 0.9.0 refuses step switching
+    (0.9.1's); 0.7.1, 0.8.0 and main have no V1 trainer: sync composes with no trainer.v1 key, an async mode is
+    refused naming the version and the nearest way."""
+    verl_at(version)
+    v1 = fieldmap.checked_facts()["v1"]
+    recipe, problems = check("qwen3_8b", MODES[mode])
+    keys = _keys("qwen3_8b", MODES[mode])
+    refused = [p for p in errors(problems) if p.rule == "async-mode"]
+    if not v1["modes"]:
+        assert not any(k.startswith("trainer.v1.") for k in keys)
+        if mode == "sync":
+            assert not errors(problems), [p.format() for p in errors(problems)]
+        else:
+            named = f"verl {fieldmap.checked_facts()['version']} has no V1 trainer"
+            assert [p.key for p in refused] == ["schedule.mode"] and named in refused[0].message
+            assert "0.9.0" in refused[0].fix
+        return
+    if mode.endswith("+switch") and not v1["switch"]:  # 0.9.0
+        assert [p.key for p in refused] == ["schedule.switch.enable"] and "0.9.1" in refused[0].fix
+        assert not any("hybrid_rollout" in k for k in keys)  # its config has no such section
+        return
+    assert not errors(problems), [p.format() for p in errors(problems)]
+    launch = render(recipe, "/RUN")
+    composed = verl_schema.effective(launch.overrides, launch.config_name)
+    assert composed["trainer.v1.trainer_mode"] == mode.split("+")[0] and composed["trainer.use_v1"] is True
+    if mode == "colocate_async":
+        assert composed["trainer.v1.colocate_async.num_warmup_batches"] == 2
+    if mode.startswith("separate_async"):
+        assert composed["trainer.v1.separate_async.parameter_sync_step"] == recipe.parameter_sync_step
+        assert (
+            composed[f"{fieldmap.ROLL}.nnodes"] == 1
+            and composed[f"{fieldmap.ROLL}.checkpoint_engine.backend"] == "nccl"
+        )
+    if mode.endswith("+switch"):
+        assert composed["trainer.v1.separate_async.hybrid_rollout.enable_switch"] is True
+        assert composed["trainer.v1.separate_async.hybrid_rollout.switch_threshold_ratio"] == 0.5
+
+
+@pytest.mark.parametrize("version", ["0.9.0", "0.9.1"])
+def test_each_separate_async_assertion_cites_the_checked_versions_own_line(verl_at, version):
+    """The messages quote the line of the checked verl's trainer_separate_async.py that asserts it (its version
+    table), so a user sees where verl would have failed twenty minutes in."""
+    verl_at(version)
+    asserts = fieldmap.checked_facts()["v1"]["asserts"]
+    broken = {
+        "async-sync-step": "schedule.parameter_sync_step=3",
+        "async-rollout-pool": "schedule.rollout_nnodes=0",
+        "async-sync-backend": "schedule.sync_backend=naive",
+    }
+    fact = {"async-sync-step": "sync_step", "async-rollout-pool": "pool_nnodes", "async-sync-backend": "sync_backend"}
+    for rule, override in broken.items():
+        _, problems = check("qwen3_8b", [*SEPARATE, override])
+        found = [p for p in errors(problems) if p.rule == rule]
+        assert found and asserts[fact[rule]] in found[0].message, (rule, [p.format() for p in errors(problems)])

@@ -86,6 +86,16 @@ def is_system_folder(path: str | os.PathLike) -> bool:
     return resolved in {os.path.realpath(p) for p in SYSTEM_FOLDERS} | {os.path.realpath(Path.home())}
 
 
+# folders whose whole tree is the machine's own: nothing is written anywhere below them, through a link either
+SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/sbin", "/sys", "/usr")
+
+
+def in_system_tree(path: str | os.PathLike) -> bool:
+    """True when `path`, every link followed, is in one of SYSTEM_TREES (a --out that is a link to /etc/...)."""
+    real = Path(os.path.realpath(path))
+    return any(real == Path(p) or Path(p) in real.parents for p in map(os.path.realpath, SYSTEM_TREES))
+
+
 def contained(folder: str | os.PathLike, target: str | os.PathLike) -> Path:
     """`target` (a path inside `folder`) once every symlink is followed; PathRefused when that leaves `folder`
     (a link, or a dangling link, pointing elsewhere): nothing is written through it."""

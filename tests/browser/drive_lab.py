@@ -2,12 +2,17 @@
 
     .venv-browser/bin/python tests/browser/drive_lab.py URL METRICS PENDING OUT_DIR
 
-Opens 04_monitor.ipynb at URL, runs all its cells (JupyterLab's own Run All), then appends the lines of PENDING to
+Opens 04_monitor.ipynb at URL, runs all its cells (JupyterLab's own Run All), reads the asynchronous-training
+cell (its figures and the alt text of its off-policy curves), then appends the lines of PENDING to
 METRICS (the run's metrics.jsonl, as a trainer would) in chunks and reads, after each, the last step of the
 comparison chart in the page (its picture's alt text) and of the dashboard's state line. Then it saves
-the notebook, shuts its kernel down, reloads the page and reads the state line again. Last, in 01_setup, Run All
-with the default model, then with model 'tinyy' in the same kernel, and what each cell shows then. Prints one JSON document;
-screenshots go to OUT_DIR. Imports nothing from grpolab: this venv has only playwright.
+the notebook, shuts its kernel down, ends the run (its job's own end record, job.json, as the job writes it),
+reloads the page and reads the state line and the summary again. Then 04_monitor on two ended runs, run_id changed
+in its parameters cell: one whose training collapsed and one that FAILED, and what each shows. Last, in 01_setup,
+Run All with the default model, then with model 'tinyy' in the same kernel, then with a misspelled parameter typed
+into the parameters cell (`overide = [...]`, then `modle = "tiny"` for the model line), and what each cell shows
+then. Prints one JSON document; screenshots go to OUT_DIR. Imports nothing from grpolab: this venv has only
+playwright.
 """
 
 from __future__ import annotations
@@ -56,7 +61,7 @@ def state_step(text: str) -> int | None:
 def command(page, name: str) -> None:
     """Run one of JupyterLab's own commands (what its menus call), with the app the page exposes
     (`--LabApp.expose_app_in_browser`)."""
-    page.evaluate(f"() => window.jupyterapp.commands.execute({name!r})")
+    page.evaluate(f"() => {{ window.jupyterapp.commands.execute({name!r}); return null; }}")
 
 
 def run_all(page) -> None:
@@ -92,13 +97,56 @@ def wait_for_kernel(page) -> None:
 def open_notebook(page, path: str) -> None:
     """Open `path` (or bring its tab to the front) and wait until it is the current notebook with an idle kernel:
     Run All acts on the current one, whatever else JupyterLab restored."""
-    page.evaluate(f"() => window.jupyterapp.commands.execute('docmanager:open', {{path: {path!r}}})")
+    # the command's promise resolves to the notebook widget, which playwright cannot hand back: return nothing
+    page.evaluate(
+        f"() => {{ window.jupyterapp.commands.execute('docmanager:open', {{path: {path!r}}}); return null; }}"
+    )
     page.wait_for_function(
         "() => { const w = window.jupyterapp.shell.currentWidget; return w && w.context && "
         f"w.context.path === {path!r}; }}",
         timeout=TIMEOUT_MS,
     )
     wait_for_kernel(page)
+
+
+def set_parameters(page, replace: list[tuple[str, str]], append: str = "") -> None:
+    """Edit the cell tagged parameters as a user types into it: each (old, new) replaced, `append` added below."""
+    page.evaluate(
+        """(arg) => { const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+            const p = cells.find(c => (c.model.getMetadata('tags') || []).includes('parameters'));
+            let src = p.model.sharedModel.getSource();
+            for (const [a, b] of arg.replace) src = src.replace(a, b);
+            p.model.sharedModel.setSource(src + (arg.append ? '\\n' + arg.append : '')); }""",
+        {"replace": replace, "append": append},
+    )
+
+
+def run_all_until(page, pattern: str, out: Path, shot: str) -> list[str]:
+    """Run All, wait until the page shows `pattern` and the kernel is idle; the cells' outputs then."""
+    run_all(page)
+    page.wait_for_function(f"() => new RegExp({pattern!r}).test(document.body.innerText)", timeout=TIMEOUT_MS)
+    time.sleep(2)  # whatever Run All would still run after a stop has had its time
+    wait_for_kernel(page)
+    page.screenshot(path=str(out / shot), full_page=True)
+    return cell_outputs(page)
+
+
+def ended_runs(page, out: Path) -> dict:
+    """04_monitor on a run whose training collapsed, then on a run that FAILED: what each shows."""
+    set_parameters(page, [('"browser-live"', '"browser-collapsed"')])
+    collapsed = run_all_until(page, "training collapsed at step", out, "collapsed.png")
+    set_parameters(page, [('"browser-collapsed"', '"browser-failed"')])
+    failed = run_all_until(page, "failure +device-oom", out, "failed.png")
+    return {"collapsed": collapsed, "failed": failed}
+
+
+def misspelled_parameters(page, out: Path) -> dict:
+    """01_setup in JupyterLab (nothing injected): a misspelled name typed into the parameters cell itself."""
+    set_parameters(page, [('"tinyy"', '"tiny"')], append='overide = ["rollout.tp=3"]')
+    overide = run_all_until(page, "unknown parameter 'overide'", out, "overide.png")
+    set_parameters(page, [('\noveride = ["rollout.tp=3"]', ""), ('model: str = "tiny"', 'modle = "tiny"')])
+    modle = run_all_until(page, "unknown parameter 'modle'", out, "modle.png")
+    return {"overide": overide, "modle": modle}
 
 
 def run_all_after_a_bad_model(page, out: Path) -> dict:
@@ -121,6 +169,13 @@ def run_all_after_a_bad_model(page, out: Path) -> dict:
     return {"good": good, "bad": cell_outputs(page)}
 
 
+def end_the_run(metrics: str) -> None:
+    """The run's job ends, as its wrapper records it (grpolab.jobs.job_entry writes job.json beside metrics.jsonl)."""
+    record = Path(metrics).with_name("job.json")
+    now = time.time()
+    record.write_text(json.dumps({"pid": 1, "host": "elsewhere", "started": now - 60, "exit_code": 0, "ended": now}))
+
+
 def main(url: str, metrics: str, pending: str, out_dir: str) -> int:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -141,6 +196,13 @@ def main(url: str, metrics: str, pending: str, out_dir: str) -> int:
             page.wait_for_selector("img[alt*=' steps)']", timeout=TIMEOUT_MS)
             page.wait_for_function("() => /step \\d+\\/\\d+/.test(document.body.innerText)", timeout=TIMEOUT_MS)
             result["first_chart"] = chart_last_step(page)
+            # the asynchronous-training cell: its figures and its inline off-policy curves (their alt text)
+            page.wait_for_selector("img[alt^='off-policy curves']", timeout=TIMEOUT_MS)
+            result["offpolicy"] = page.evaluate(
+                """() => ({alt: document.querySelector("img[alt^='off-policy curves']").alt,
+                    text: Array.from(document.querySelectorAll('.jp-OutputArea-output')).map(o => o.innerText)
+                        .filter(t => t.includes('off-policy staleness:')).join('\\n')})"""
+            )
             chunk = max(1, len(lines) // 3)
             for start in range(0, len(lines), chunk):
                 with open(metrics, "a") as f:
@@ -164,12 +226,16 @@ def main(url: str, metrics: str, pending: str, out_dir: str) -> int:
             result["live_text"] = page.evaluate("() => document.body.innerText")
             save(page)  # saved mid-run, as autosave does
             shut_down_kernel(page)
+            end_the_run(metrics)  # the run ends while no kernel watches it
             page.reload()
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=TIMEOUT_MS)
             time.sleep(5)
             page.screenshot(path=str(out / "reopened.png"), full_page=True)
             result["reopened_text"] = page.evaluate("() => document.body.innerText")
+            open_notebook(page, "04_monitor.ipynb")  # a new kernel for the reopened notebook
+            result["ended"] = ended_runs(page, out)
             result["run_all"] = run_all_after_a_bad_model(page, out)
+            result["misspelled"] = misspelled_parameters(page, out)
         finally:
             browser.close()
     print(json.dumps(result))

@@ -15,6 +15,7 @@ import os
 import re
 from pathlib import Path
 
+from grpolab import owned
 from grpolab.paths import is_system_folder, params_dir
 from grpolab.problems import InputError
 
@@ -61,9 +62,9 @@ def main(args) -> int:
     if args.out and is_system_folder(out.parent):
         raise InputError(f"--out {args.out}: {out.parent} is a system folder; write the card somewhere of yours")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    tmp = owned.fresh_file(out.with_name(f".{out.name}.{os.getpid()}.tmp"))
     tmp.write_text(text)
-    os.replace(tmp, out)  # replaces a link itself, never the file it points at
+    owned.replace_file(tmp, out)  # replaces a link itself, never the file it points at
     load_card(out)  # the written card loads through the one strict schema (a bug here is not the user's to find)
     default_home = out.parent.resolve() == (params_dir() / "models").resolve()
     use = out.stem if default_home else str(out)

@@ -3,8 +3,9 @@ the recipe's train and val files (the columns verl reads, prompts as chat messag
 lengths against data.max_prompt_length with the model's tokenizer when it is on disk, and the reward's dry run.
 
 `grpolab data prepare SOURCE --out DIR [--preset gsm8k|math|dapo|arith] [--question COL] [--answer COL] [--data-source S]
-[--ability A] [--template T] [--extract as_is|gsm8k|boxed] [--split NAME] [--json]`: a local jsonl, json, csv,
-parquet or `datasets` folder -> verl's parquet layout.
+[--ability A] [--template T] [--extract as_is|gsm8k|boxed] [--split NAME] [--force FILE ...] [--json]`: a local jsonl,
+json, csv, parquet or `datasets` folder -> verl's parquet layout, written beside nothing of yours unless --force names
+the file (grpolab.verl.prepare).
 
 Exit 0 when there is no error (warnings allowed), 1 when there are errors, 2 for unusable input.
 """
@@ -37,6 +38,13 @@ def register(sub) -> None:
     prep.add_argument("--template", help="prepare: the prompt, with {question}")
     prep.add_argument("--extract", choices=("as_is", "gsm8k", "boxed"), help="prepare: ground truth from the answer")
     prep.add_argument("--split", default="train", help="prepare: the split name of a single file (default train)")
+    prep.add_argument(
+        "--force",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="prepare: a file in --out it may replace or write beside the source (e.g. train.parquet); repeat it",
+    )
     p.set_defaults(func=main)
 
 
@@ -68,12 +76,16 @@ def _prepare(args) -> int:
     if not args.source or not args.out:
         raise InputError("`grpolab data prepare SOURCE --out DIR`: give the source and --out")
     options = {name: getattr(args, name) for name in _PREPARE_OPTIONS}
-    done = prepare(args.source, args.out, **options, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    force = tuple(f for given in args.force for f in given.split(",") if f)
+    done = prepare(
+        args.source, args.out, **options, force=force, progress=lambda line: print(line, file=sys.stderr, flush=True)
+    )
     if args.json:
         print_json(done.to_dict())
         return 0
     for split, path in done.files.items():
-        print(f"wrote {path}: {done.rows[split]:,} rows ({split}), data_source {done.data_source}")
+        replaced = " (replaced, as --force named it)" if path in done.replaced else ""
+        print(f"wrote {path}: {done.rows[split]:,} rows ({split}), data_source {done.data_source}{replaced}")
     if done.skipped:
         print(f"skipped {done.skipped:,} rows, e.g. {done.skipped_why[0]}")
     print(f"{done.seconds:.1f} s; point the recipe at it with data.train_files / data.val_files")

@@ -5,8 +5,11 @@ on the run's cluster; `tiny`'s are transformers models already. The result is ch
 (every expected key once, no stray suffixes, the experts of every MoE layer, total parameters within 1 %), and a
 `tiny` export is loaded back with transformers and must score the validation accuracy the run logged at that step.
 --out is a new or empty folder (or, with --force, an earlier export of grpolab's, whose files are named), never a
-checkpoint, run or system folder; the weights are written beside it and renamed into place once checked.
-Exit status: 0 exported and checked, 1 nothing to export, a refused folder or a check failed, 2 unusable input.
+checkpoint, run or system folder; the weights are written beside it and renamed into place once checked. One export
+writes into a folder at a time (a second is refused while the first runs); a file put into it meanwhile is never
+replaced or deleted.
+Exit status: 0 exported and checked, 1 nothing to export, a refused folder or a check failed, 2 unusable input
+(no such run, --out an existing file).
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import tempfile
 from pathlib import Path
 
+from grpolab import owned
 from grpolab.cli.common import print_json
 from grpolab.paths import check_name, is_system_folder, params_dir
 from grpolab.problems import InputError, RecipeError, errors
@@ -62,7 +62,7 @@ def main(args) -> int:
     imported = import_script(args.script, args.name, args.device, trusted=args.trusted, devices=args.devices)
     text = recipe_yaml(imported, args.script)
     if args.out == "-":  # checked from a scratch copy, printed, nothing kept
-        with tempfile.TemporaryDirectory(prefix="grpolab-import-") as tmp:
+        with owned.scratch("grpolab-import-") as tmp:
             out = Path(tmp) / f"{imported.name}.yaml"
             out.write_text(text)
             problems = _check(out, shown=f"{imported.name}.yaml (stdout)")

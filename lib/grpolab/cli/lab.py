@@ -3,7 +3,7 @@
     grpolab lab                      copies notebooks/*.ipynb into runs/lab/ (a copy already there is kept: it is
                                      your work) and starts JupyterLab there, bound to 127.0.0.1 with Jupyter's token
     grpolab lab --dir PATH           the working folder is PATH instead
-    grpolab lab --dry-run            make the folder and the copies, print the command, start nothing
+    grpolab lab --dry-run            say what it would copy and print the command; write and start nothing
     grpolab lab -- --ServerApp.X=Y   anything after `--` goes to `jupyter lab` as it is
 
 JupyterLab saves outputs into the notebooks it opens (autosave too): on copies, `git status` stays clean and
@@ -24,10 +24,11 @@ import shutil
 import sys
 from pathlib import Path
 
+from grpolab import owned
 from grpolab.cli.common import port_number
 from grpolab.paths import PathRefused, contained, is_system_folder, runs_dir
 from grpolab.problems import InputError
-from grpolab.recipe.files import atomic_write, json_object
+from grpolab.recipe.files import atomic_write, read_bytes
 
 SETTINGS = {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
 SETTINGS_DIR = ".lab-settings"  # inside the working folder: JupyterLab's app settings (overrides.json) only
@@ -35,6 +36,9 @@ SETTINGS_DIR = ".lab-settings"  # inside the working folder: JupyterLab's app se
 # folder reopens its own tabs, and nothing is written to ~/.jupyter (where every folder restored the last one's tabs,
 # and a notebook opened by its URL could come up behind another)
 WORKSPACES_DIR = ".lab-workspaces"
+BACKUP = "overrides.json.bak"  # inside SETTINGS_DIR: what overrides.json held before `grpolab lab` added SETTINGS
+SETTINGS_LIMIT = 1 << 20  # a settings file is a few KB
+_FIX = "fix it (or delete it: `grpolab lab` writes a new one) and run grpolab lab again"
 DEFAULT_PORT = 8888
 
 
@@ -43,19 +47,21 @@ def register(sub) -> None:
     p.add_argument("--dir", help="working folder for the copies (default: runs/lab/ under the runs folder)")
     p.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser (print the URL with its token)")
-    p.add_argument("--dry-run", action="store_true", help="make the copies and print the command; start nothing")
+    p.add_argument("--dry-run", action="store_true", help="say what it would copy, print the command; write nothing")
     p.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="after --: arguments for `jupyter lab` as they are")
     p.set_defaults(func=main)
 
 
-def prepare(folder: Path) -> tuple[list[str], list[str]]:
+def prepare(folder: Path, write: bool = True) -> tuple[list[str], list[str]]:
     """Copy every template notebook that the folder does not hold yet; write the settings file. Returns (copied,
     kept). Nothing is written through a symlink that leads out of the folder (grpolab.paths.contained: PathRefused);
-    a copy is made beside its name and renamed into place, so it never follows a link."""
+    a copy is made beside its name and renamed into place, so it never follows a link. `write` False (--dry-run):
+    the same checks and answer, and nothing written, not even the folder."""
     # lazy: IPython, pydantic (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.notebook.display import NOTEBOOKS_DIR
 
-    folder.mkdir(parents=True, exist_ok=True)
+    if write:
+        folder.mkdir(parents=True, exist_ok=True)
     copied, kept = [], []
     for template in sorted(NOTEBOOKS_DIR.glob("*.ipynb")):
         target = folder / template.name
@@ -63,24 +69,51 @@ def prepare(folder: Path) -> tuple[list[str], list[str]]:
         if os.path.lexists(target):
             kept.append(template.name)
             continue
-        tmp = folder / f".{template.name}.{os.getpid()}.tmp"
-        shutil.copyfile(template, tmp)
-        os.replace(tmp, target)
+        if write:
+            tmp = owned.fresh_file(folder / f".{template.name}.{os.getpid()}.tmp")
+            shutil.copyfile(template, tmp)
+            owned.move(tmp, target)  # never over a file that appeared meanwhile
         copied.append(template.name)
-    write_overrides(contained(folder, SETTINGS_DIR))
+    settings = contained(folder, SETTINGS_DIR)
+    if write:
+        write_overrides(settings)
+    else:
+        contained(settings, "overrides.json")  # a link out of the folder is refused in a dry run too
     return copied, kept
 
 
 def write_overrides(settings: Path) -> Path:
     """JupyterLab's overrides.json in `settings` with SETTINGS merged into what is there (a user's own overrides
     stay). scripts/setup.sh writes it into the environment's own app settings too, so that a plain `jupyter lab`
-    from this environment also saves widget state."""
+    from this environment also saves widget state.
+
+    The file is the user's: it is rewritten only when it reads as a JSON object (JupyterLab's own reading of it)
+    and lacks SETTINGS, and what it held is kept beside it first (BACKUP); one that does not read (a typo, a FIFO,
+    a folder) is never replaced: InputError names it, where it does not read, and the fix."""
     settings.mkdir(parents=True, exist_ok=True)
     path = contained(settings, "overrides.json")
-    current = json_object(path)
+    try:
+        raw = read_bytes(path, SETTINGS_LIMIT)
+    except FileNotFoundError:
+        raw = None
+    except OSError as exc:
+        raise InputError(
+            f"{path}: {exc.strerror or exc}: JupyterLab's settings file is left as it is; {_FIX}"
+        ) from None
+    try:
+        current = {} if raw is None else json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # a typo in the user's file: never replaced by ours
+        raise InputError(f"{path}: not JSON ({exc}); it is left as it is: {_FIX}") from None
+    if not isinstance(current, dict):
+        raise InputError(f"{path}: a JSON {type(current).__name__}, not an object; it is left as it is: {_FIX}")
+    merged = {**current}
     for plugin, values in SETTINGS.items():
-        current[plugin] = {**(current.get(plugin) if isinstance(current.get(plugin), dict) else {}), **values}
-    atomic_write(path, json.dumps(current, indent=2) + "\n")
+        merged[plugin] = {**(current.get(plugin) if isinstance(current.get(plugin), dict) else {}), **values}
+    if raw is not None and merged == current:
+        return path  # nothing to add: the file stays byte for byte
+    if raw is not None:
+        atomic_write(contained(settings, BACKUP), raw.decode("utf-8", "replace"))
+    atomic_write(path, json.dumps(merged, indent=2) + "\n")
     return path
 
 
@@ -110,13 +143,15 @@ def main(args) -> int:
     if is_system_folder(folder):
         raise InputError(f"{flag}: {folder} is a system folder (or your home itself); name a folder of its own")
     try:
-        copied, kept = prepare(folder)
+        copied, kept = prepare(folder, write=not args.dry_run)
     except PathRefused as exc:
         raise InputError(f"{flag}: {exc}") from None
     except OSError as exc:
         raise InputError(f"cannot make working copies in {folder}: {exc.strerror or exc}") from None
+    if args.dry_run:
+        print(f"dry run: nothing is written or started; `grpolab lab` would work in {folder}")
     if copied:
-        print(f"copied {', '.join(copied)} into {folder}")
+        print(f"{'would copy' if args.dry_run else 'copied'} {', '.join(copied)} into {folder}")
     if kept:
         print(f"kept your copies of {', '.join(kept)} in {folder} (delete one to get the template again)")
     cmd = command(folder, args.port, browser=not args.no_browser, extra=args.jupyter_args)
@@ -130,4 +165,7 @@ def main(args) -> int:
 
 
 if __name__ == "__main__":  # scripts/setup.sh: python -m grpolab.cli.lab APP_SETTINGS_DIR
-    print(f"setup: JupyterLab saves widget state ({write_overrides(Path(sys.argv[1]))})")
+    try:
+        print(f"setup: JupyterLab saves widget state ({write_overrides(Path(sys.argv[1]))})")
+    except InputError as exc:  # the environment's settings file is the user's: left alone, set-up goes on
+        print(f"setup: {exc}", file=sys.stderr)

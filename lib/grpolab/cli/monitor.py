@@ -2,15 +2,18 @@
 location; draws the key curves into the run directory (curves.png).
 
 RUN is a run id, a run directory or a metrics file. Exit status: 0, or 1 when the job FAILED (the cause and
-its evidence are printed); 2 when RUN or the thresholds file is unusable.
+its evidence are printed) or its training collapsed (an error alert still firing at the last step: the state says
+"SUCCEEDED, but training collapsed at step N"); 2 when RUN or the thresholds file is unusable.
 """
 
 from __future__ import annotations
 
 import errno
+import shlex
 from pathlib import Path
 
 from grpolab.cli.common import print_json
+from grpolab.paths import in_system_tree, is_system_folder
 from grpolab.problems import InputError
 from grpolab.recipe.files import NotARegularFile, is_regular, kind
 
@@ -43,8 +46,16 @@ def main(args) -> int:
 
     if args.png and args.no_png:
         raise InputError("--png and --no-png contradict each other: pass one of them")
+    if args.png:
+        _check_png(Path(args.png).expanduser(), args.png)
     monitor = RunMonitor(args.run, args.thresholds)
     data = monitor.update(refresh=not args.no_refresh)
+    if not monitor.run.is_run and not monitor.view.steps and _size(monitor.view.path):
+        raise InputError(  # a file named as RUN that holds no step: not "none logged yet"
+            f'{args.run}: no training step in it: neither verl\'s metrics JSON lines ({{"step": N, "data": '
+            "{...}}) nor its console lines (step:N - name:value ...); pass a run id, a run directory or a metrics "
+            f"file (why a job failed, from its log: `grpolab diagnose {shlex.quote(args.run)}`)"
+        )
     if not args.no_png and not args.png and not monitor.run.is_run:  # nothing is written beside a bare file
         data["notes"].append(f"{args.run} is not inside a run directory: no curves drawn; pass --png PATH to draw them")
     elif not args.no_png:
@@ -64,4 +75,30 @@ def main(args) -> int:
         print_json(data)
     else:
         print(format_summary(data))
-    return 1 if data["state"] in ("FAILED", "LOST") else 0
+    return 1 if data["state"] in ("FAILED", "LOST") or data.get("collapse") else 0
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _check_png(target: Path, given: str) -> None:
+    """--png names a new file or a PNG to draw over (an earlier curves file); never a file of another kind or a
+    file in a system folder: InputError naming it and the fix (a folder is a note: the report still shows)."""
+    flag = f"--png {given}"
+    if is_system_folder(target.parent if target.parent != Path() else Path.cwd()) or in_system_tree(target):
+        raise InputError(f"{flag}: {target.parent} is a system folder; write the curves somewhere of yours")
+    if is_regular(target):
+        try:
+            with open(target, "rb") as fh:
+                head = fh.read(len(PNG))
+        except OSError as exc:
+            raise InputError(f"{flag}: {exc.strerror or exc}") from None
+        if head and head != PNG:
+            raise InputError(f"{flag}: {target} exists and is not a PNG: it is never replaced; name a new file")

@@ -74,7 +74,7 @@ def mean_lengths(text: str) -> list[str]:
 
 def main(args) -> int:
     # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
-    from grpolab.plan import io, search
+    from grpolab.plan import io, modes, search
 
     if args.nodes is not None and args.nodes < 1:
         raise InputError(f"--nodes must be a positive number of nodes, not {args.nodes}")
@@ -100,16 +100,20 @@ def main(args) -> int:
             args.write, args.target, listed[0].train.layout, listed[0].rollout.layout, recipe, args.hardware, overrides
         )
     best = listed[0] if listed else None
+    # the schedule modes and node splits beside the layouts (a verl engine's: the CPU trainer has no rollout engine)
+    ranked = modes.compare(recipe, p.facts) if p.facts is not None and recipe.engine.priced else []
     if args.json:
-        _json(recipe, p, listed, best, own, written, model)
+        _json(recipe, p, listed, best, own, written, model, ranked)
     else:
-        _print(recipe, p, listed, best, own, written, model)
+        _print(recipe, p, listed, best, own, written, model, ranked)
     return 0 if listed and not p.recipe_errors else 1
 
 
-def _json(recipe, p, listed, best, own, written, model) -> None:
+def _json(recipe, p, listed, best, own, written, model, ranked) -> None:
     # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
-    from grpolab.plan import table
+    from grpolab.plan import modes, table
+
+    sync = next((r.total for r in ranked if r.mode == "sync" and r.best), None)
 
     c = recipe.cluster
     doc = {
@@ -133,11 +137,13 @@ def _json(recipe, p, listed, best, own, written, model) -> None:
         "recipe_errors": [q.to_dict() for q in p.recipe_errors],
         "smallest_nodes": p.smallest_nodes,
         "written": str(written) if written else None,
+        "modes": [row.to_dict(sync) for row in ranked],
+        "modes_verdict": modes.verdict(ranked) if ranked else None,
     }
     print_json(doc)
 
 
-def _print(recipe, p, listed, best, own, written, model) -> None:
+def _print(recipe, p, listed, best, own, written, model, ranked) -> None:
     # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.plan import io, search, table
 
@@ -177,6 +183,9 @@ def _print(recipe, p, listed, best, own, written, model) -> None:
             "rejected by rule (a layout counts once under each rule it breaks): "
             + ", ".join(f"{rule} {n}" for rule, n in sorted(p.rejected.items(), key=lambda kv: -kv[1]))
         )
+    if ranked:
+        for line in table.modes_text(ranked):
+            print(line)
     for q in p.recipe_errors:
         print(f"recipe error no layout fixes: {q.format()}")
     if not listed and p.smallest_nodes:

@@ -85,4 +85,4 @@ def follow(run, wait: bool) -> int:
     print(outcome.text)
     if (status.get("endpoint") or {}).get("embedded"):
         print("the embedded Ray head keeps running for the next run; `grpolab head stop` stops it")
-    return 0 if status.get("state") == "SUCCEEDED" else 1
+    return 0 if status.get("state") == "SUCCEEDED" and not outcome.summary.get("collapse") else 1

@@ -5,6 +5,7 @@ ended on its own says how it ended, with nobody having watched it. A run whose r
 ("unreadable record: why") while the others list; `status` of it is an error (exit 2). Nothing here needs to
 write: on a full disk or a read-only runs folder the state is shown (and not recorded), logs print, stop stops.
 A run id whose folder was deleted mid-run is reported as such, and its Ray job can still be stopped by that id.
+A run whose training collapsed (grpolab.monitor.collapse) says so after its row, and in `status` (exit 1).
 """
 
 from __future__ import annotations
@@ -51,25 +52,36 @@ def list_main(args) -> int:
     # lazy: pydantic (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import lineage, state
     from grpolab.jobs.runs import BadRecord, scan_runs
+    from grpolab.monitor.collapse import collapse_dict, run_collapse
 
     entries = scan_runs()
     clients = state.Clients()
     rows = []
     for entry in entries:
-        status, problem = entry.record, entry.problem
+        status, problem, collapse = entry.record, entry.problem, None
         if problem is None:
             try:
                 status = state.refresh(entry.run, clients)
             except BadRecord as exc:
                 problem = str(exc)
-        rows.append((entry, status, problem))
+        if problem is None:
+            try:  # the run's curves: a run SUCCEEDED with its policy ruined is not a success
+                collapse = run_collapse(entry.run)
+            except Exception as exc:  # unreadable metrics or thresholds: the state is still worth listing
+                status = {**status, "note": f"training health not read: {type(exc).__name__}: {exc}"}
+        rows.append((entry, status, problem, collapse))
     if args.json:
         print_json(
             [
                 {"run_id": e.run.run_id, "path": str(e.run.path), "error": f"unreadable record: {p}"}
                 if p
-                else {**s, "elapsed_s": state.elapsed_s(s), "restarts": lineage.headline(lineage.read(e.run.path))}
-                for e, s, p in rows
+                else {
+                    **s,
+                    "elapsed_s": state.elapsed_s(s),
+                    "collapse": collapse_dict(c),
+                    "restarts": lineage.headline(lineage.read(e.run.path)),
+                }
+                for e, s, p, c in rows
             ]
         )
         return 0
@@ -77,7 +89,7 @@ def list_main(args) -> int:
         print("no runs yet: start one with `grpolab run tiny`")
         return 0
     print(f"{'RUN':44} {'STATE':10} {'RECIPE':22} CREATED")
-    for entry, status, problem in rows:
+    for entry, status, problem, collapse in rows:
         if problem:
             print(f"{entry.run.run_id:44} {'?':10} {'?':22} unreadable record: {problem}")
         else:
@@ -86,6 +98,8 @@ def list_main(args) -> int:
             link = f"  resumed from {parent.get('run_id')} at step {parent.get('step')}" if parent else ""
             healed = lineage.headline(lineage.read(entry.run.path))  # its driver's restarts (grpolab.heal)
             link += f"  {healed if len(healed) <= 100 else healed[:97] + '...'}" if healed else ""
+            if collapse is not None:  # after the columns: `SUCCEEDED  ...  but training collapsed at step 2 (...)`
+                link += f"  but {collapse.text} ({', '.join(collapse.rules)})"
             print(f"{entry.run.run_id:44} {status['state']:10} {recipe:22} {_when(status.get('created'))}{link}")
     return 0
 
@@ -113,6 +127,7 @@ def _run(ref):
 def status_main(args) -> int:
     # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.jobs import control, lineage, state
+    from grpolab.monitor.collapse import collapse_dict, run_collapse
     from grpolab.monitor.outcome import describe_outcome
 
     run = _run(args.run)
@@ -125,23 +140,23 @@ def status_main(args) -> int:
             print(f"stop its job with `grpolab stop {run_id}`")
         return 1
     status = state.refresh(run)
+    collapse = run_collapse(run)
     if args.json:
-        attempts = lineage.read(run.path).get(
-            "attempts"
-        )  # every attempt of the run (grpolab.heal), if its driver kept them
+        attempts = lineage.read(run.path).get("attempts")  # every attempt of the run (grpolab.heal), if any
         print_json(
             {
                 **status,
                 "elapsed_s": state.elapsed_s(status),
+                "collapse": collapse_dict(collapse),
                 "attempts": attempts,
                 "restarts": lineage.headline({"attempts": attempts}),
             }
         )
     else:
-        print(describe_outcome(run, status))
+        print(describe_outcome(run, status, collapse=collapse))
         if status.get("note"):
             print(f"note: {status['note']}")
-    return 1 if status.get("state") in ("FAILED", "LOST") else 0
+    return 1 if status.get("state") in ("FAILED", "LOST") or collapse is not None else 0
 
 
 def logs_main(args) -> int:

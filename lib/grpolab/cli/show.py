@@ -16,8 +16,10 @@ def register(sub) -> None:
 def main(args) -> int:
     # lazy: pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
     from grpolab.recipe.loader import to_yaml
+    from grpolab.recipe.modes import describe
 
     recipe = load(args)
+    print(f"# schedule {describe(recipe)}")  # a YAML comment: the output still loads as a recipe
     if args.show_secrets:
         print(to_yaml(recipe), end="")
         return 0

@@ -26,13 +26,13 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from grpolab import owned
 from grpolab.importer import sandbox
 from grpolab.importer.sandbox_cover import hidden_python, interpreters
 from grpolab.problems import InputError
@@ -232,7 +232,7 @@ def record(
     path = Path(script).expanduser()
     text = check_script(path)
     caller = dict(os.environ if env is None else env)
-    with tempfile.TemporaryDirectory(prefix="grpolab-import-") as tmp:
+    with owned.scratch("grpolab-import-") as tmp:
         root = Path(tmp).resolve()
         tools_dir, calls, home, work = root / "tools", root / "calls", root / "home", root / "work"
         bin_dir = tools_dir / "bin"

@@ -17,9 +17,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
+
+from grpolab import owned
 
 INIT = Path(__file__).with_name("sandbox_init.py")
 UNSHARE = "GRPOLAB_UNSHARE"  # env: the util-linux unshare to use (default: `unshare` on PATH)
@@ -51,6 +52,7 @@ def _run(mode: list[str], scratch: Path, argv: list[str], env: dict, cwd: str, t
         text=True,
         timeout=timeout,
         stdin=subprocess.DEVNULL,
+        start_new_session=True,  # no controlling terminal: /dev/tty opens nothing (no TIOCSTI into the user's shell)
         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
     )
 
@@ -85,7 +87,7 @@ def _attempt(
 
 @lru_cache(maxsize=1)
 def _probe() -> str | None:
-    with tempfile.TemporaryDirectory(prefix="grpolab-probe-") as tmp:
+    with owned.scratch("grpolab-probe-") as tmp:
         scratch = Path(tmp).resolve()
         written = scratch / "written"
         try:

@@ -9,6 +9,7 @@ Covering those files inside the isolation puts the recorder at the exec boundary
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -57,18 +58,24 @@ def interpreters(caller: dict[str, str], text: str, cwd: str) -> list[str]:
                 add(os.path.join(folder, name))
     deadline = time.monotonic() + WALK_S
     remote = _remote_mounts()
-    for top, dirs, files in os.walk("/"):
-        dirs[:] = [
-            d
-            for d in dirs
-            if d not in WALK_SKIP and not d.startswith("grpolab-import-") and os.path.join(top, d) not in remote
-        ]
-        if os.path.basename(top) in ("bin", "sbin", "shims", "Scripts"):
-            for name in files:
-                if INTERPRETER.match(name):
-                    add(os.path.join(top, name))
-        if time.monotonic() > deadline:
-            break
+    # a stack, not os.walk: Python 3.11's os.walk recurses, and one folder 1,000 deep anywhere on the machine (a
+    # test's, a user's) made every import a RecursionError
+    stack = ["/"]
+    while stack and time.monotonic() <= deadline:
+        top = stack.pop()
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        bin_folder = os.path.basename(top) in ("bin", "sbin", "shims", "Scripts")
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    name = entry.name
+                    if name not in WALK_SKIP and not name.startswith("grpolab-import-") and entry.path not in remote:
+                        stack.append(entry.path)
+                elif bin_folder and INTERPRETER.match(entry.name):
+                    add(entry.path)
     return sorted(found)
 
 

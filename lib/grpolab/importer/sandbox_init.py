@@ -4,9 +4,16 @@ a root where every file outside one scratch folder is copy-on-write, then runs t
 Every mount of the machine is covered by an overlay whose upper layer is a tmpfs that vanishes with the namespace
 (a mount an overlay cannot cover is bound read-only instead), so the command may write anywhere and nothing outside
 the scratch folder changes. /dev is a tmpfs with null, zero, full, random, urandom and tty only; /proc is the new
-pid namespace's, read-only; /sys is read-only. The old root is detached (pivot_root), capabilities that reach
-beyond files are dropped (no mount, no device nodes, no chroot escape) and no_new_privs is set, so nothing run
-inside can undo this. Pure standard library: it runs before anything else, with `python -I`.
+pid namespace's, read-only; /sys is read-only. The old root is detached (pivot_root), every capability is dropped
+(bounding set, effective, permitted, inheritable, ambient) and no_new_privs is set, so nothing run inside can undo
+this. Pure standard library: it runs before anything else, with `python -I`.
+
+Nothing of the machine is reachable but its files, read as they are: no capability is kept, not even the file ones
+(CAP_DAC_READ_SEARCH is open_by_handle_at(2): a handle through the shared scratch mount opened the real root file
+system, outside every overlay); every mount is nosuid and nodev (a device node elsewhere than /dev, a disk's, opens
+nothing); and where a folder has a mount below it and is rebuilt entry by entry, only its regular files are bound
+in: a socket (a listener outside: think /run/docker.sock), a FIFO or a device node is left out. (Through an overlay
+a socket or FIFO is the overlay's own inode: nothing outside listens on it.)
 
 The overlays' upper layers share one tmpfs capped at `cow_mb` MiB (a script that writes more gets "No space left on
 device", and the caller says so), so an import never takes more of the machine's memory than that. Optional:
@@ -33,7 +40,8 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 MNT_DETACH = 2
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "riscv64": 41, "loongarch64": 41, "ppc64le": 203, "s390x": 217}
-KEEP_CAPS = {0, 1, 2, 3, 4}  # chown, dac_override, dac_read_search, fowner, fsetid: files only
+KEEP_CAPS: set[int] = set()  # none: a file capability reaches the host too (dac_read_search: open_by_handle_at)
+SAFE = MS_NOSUID | MS_NODEV  # on every mount of the new root but /dev's own
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 SPECIAL = ("/proc", "/sys", "/dev")  # rebuilt, never covered
 KEEP = "/.grpolab-keep"
@@ -81,7 +89,7 @@ def _locked_flags(path: str) -> int:
 
 def bind_read_only(source: str, target: str) -> None:
     mount(source, target, None, MS_BIND)
-    mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | _locked_flags(source))
+    mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | SAFE | _locked_flags(source))
 
 
 def _escape(path: str) -> str:
@@ -107,7 +115,7 @@ class Root:
         options = f"lowerdir={_escape(source)},upperdir={upper},workdir={work}"
         for extra in ("", ",userxattr"):  # inside a user namespace overlay keeps its marks in user.* xattrs
             try:
-                mount("overlay", target, "overlay", 0, options + extra)
+                mount("overlay", target, "overlay", SAFE, options + extra)
                 return
             except OSError:
                 continue
@@ -128,12 +136,10 @@ class Root:
                 os.mkdir(dst)
                 os.chmod(dst, os.stat(src).st_mode & 0o7777)
                 self.cover(src, dst)
-            else:
+            elif os.path.isfile(src):  # a regular file only: a socket, a FIFO or a device node is left out
                 open(dst, "w").close()
-                try:
+                with suppress(OSError):  # a file we may not bind: an empty one in its place
                     bind_read_only(src, dst)
-                except OSError:
-                    os.unlink(dst)  # a socket or a file we may not bind: left out
         os.chmod(target, os.stat(source).st_mode & 0o7777)
 
 
@@ -153,10 +159,14 @@ def build_dev(root: str) -> None:
 
 
 def drop_privileges() -> None:
-    """Only file capabilities stay (and none come back on exec); no new privileges ever."""
+    """No capability stays (none comes back on exec, root's included: the bounding set is empty); no new privileges
+    ever. OSError (the sandbox refuses to run the command) when one cannot be dropped."""
     for cap in range(64):
         if cap not in KEEP_CAPS:
             libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP; EINVAL past the last cap is fine
+    left = [cap for cap in range(64) if cap not in KEEP_CAPS and libc.prctl(23, cap, 0, 0, 0) == 1]  # _READ
+    if left:
+        raise OSError(f"capabilities {left} stay in the bounding set")
 
     class Header(ctypes.Structure):
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
@@ -196,6 +206,7 @@ def build(config: dict) -> list[int]:
         bind_read_only("/sys", f"{root}/sys")
     os.makedirs(root + scratch, exist_ok=True)
     mount(scratch, root + scratch, None, MS_BIND)  # the shared scratch folder stays the real, writable one
+    mount(None, root + scratch, None, MS_BIND | MS_REMOUNT | SAFE | _locked_flags(scratch))
     for folder in config.get("read_only") or []:
         bind_read_only(folder, root + folder)
     if config.get("keep"):  # before the covers below: this view of it keeps the real files

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 import types
 import typing
 from dataclasses import dataclass, field
@@ -25,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from grpolab import owned
 from grpolab.importer.record import MAIN, ImportFailed, Recorded, record
 from grpolab.paths import params_dir
 from grpolab.recipe.dotted import flatten, get_dotted, has_dotted, set_dotted
@@ -170,6 +169,7 @@ class _Builder:
         self.verl_overrides: dict[str, Any] = {}
         self.env: dict[str, str] = {}
         self.parts: dict[str, dict[str, tuple[Any, str, str]]] = {}  # field -> part -> (value, why, key)
+        self.upstream: dict[str, Any] = {}  # the script's launch, composed (flat keys)
 
     def part(self, row: fieldmap.Key, value: Any, why: str, key: str) -> None:
         """One part of a field that two keys set (reward.function: path and name); joined by `join_parts`."""
@@ -197,6 +197,17 @@ class _Builder:
             set_dotted(self.data, target, value)
             self.sources[target] = why
         self.explicit.add(target)
+
+    def unread_in_mode(self, row: fieldmap.Key) -> str:
+        """Why verl reads nothing of the row in the script's launch ("" when it does): a row that needs another
+        field to hold a value (`schedule.mode=separate_async`) where the script's composed launch holds another."""
+        field, _, want = row.needs.partition("=")
+        if not want:
+            return ""
+        have = self.upstream.get(fieldmap.verl_key(field))
+        if have is None or str(have) == want:
+            return ""
+        return f"verl reads it only when {fieldmap.verl_key(field)} is {want}; the script runs {have}"
 
     def override(self, text: str, key: str, value: Any) -> None:
         """A script's override onto its field, its alias's field, or verl_overrides."""
@@ -233,6 +244,10 @@ class _Builder:
                     f"{where}); left out"
                 )
                 return
+            unused = self.unread_in_mode(row)
+            if unused:  # another mode's setting (trainer.v1.colocate_async.* in separate_async): verl skips it
+                self.notes.append(f"{text}: no effect: {unused}; left out")
+                return
             if key in fieldmap.COPIED:  # verl overwrites it with another key's value at run time
                 source, why = fieldmap.COPIED[key]
                 self.notes.append(f"{text}: no effect in verl {verl_schema.verl_version()} ({why}); left out")
@@ -263,6 +278,7 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
     upstream = compose_script(config_name, [o for o in overrides if o not in lacking])
     rollout = str(upstream.get(f"{fieldmap.ROLL}.name") or "vllm")
     build = _Builder(name, engine, rollout)
+    build.upstream = upstream
     for text in overrides:
         key = text.split("=", 1)[0].lstrip("+")
         value = values[key]
@@ -342,7 +358,7 @@ def _reconcile(build: _Builder, upstream: dict[str, Any]) -> None:
     for row in fieldmap.KEYS:
         if row.kind != "value" or row.owned or not fieldmap.applies(row, build.engine, build.rollout):
             continue
-        if row.field in build.explicit or (row.needs and not get_dotted(baseline, row.needs)):
+        if row.field in build.explicit or not fieldmap.needs_met(row, baseline):
             continue
         key = fieldmap.key_name(row, build.rollout)
         if key not in upstream:
@@ -398,7 +414,7 @@ def _verify(
 ) -> None:
     """Render the recipe and compare both launches key by key; what differs (run-owned keys aside) is reported."""
 
-    folder = Path(tempfile.mkdtemp(prefix="grpolab-import-"))
+    folder = owned.temp_folder("grpolab-import-")
     try:
         path = folder / f"{imported.name}.yaml"
         path.write_text(yaml.safe_dump(imported.data, sort_keys=False))
@@ -407,7 +423,7 @@ def _verify(
         imported.notes.append(f"the recipe does not load ({type(exc).__name__}); the launches were not compared")
         return
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        owned.remove_tree(folder)
     argv = render(recipe, RUN).argv()
     try:
         diff = verl_schema.differences(upstream, argv, engine, skip=lacking)

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grpolab import run_folder
+from grpolab import owned, run_folder
 from grpolab.local.checkpoint import STEP_PREFIX, TRACKER, folder_size
 from grpolab.problems import InputError
 from grpolab.recipe import files
@@ -339,6 +339,6 @@ def claim(root: Path | None, run_dir: Path, run_id: str, live):
                 f"{held.get('run_id')}`), or set trainer.ckpt_dir to a folder of this run's own"
             )
         yield
-        tmp = root / f".{OWNER}.{os.getpid()}.tmp"
+        tmp = owned.fresh_file(root / f".{OWNER}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"run_id": run_id, "run_dir": str(run_dir)}))
-        tmp.rename(root / OWNER)
+        owned.replace_file(tmp, root / OWNER)

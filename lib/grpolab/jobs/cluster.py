@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from grpolab import owned
 from grpolab.jobs.jobs_api import JobsApi, needs_sdk
 from grpolab.jobs.reach import REACH_TIMEOUT_S, ClusterError, check_reachable, dashboard_of
 from grpolab.jobs.reach import probe as _probe
@@ -382,7 +383,7 @@ def stop_local_head(timeout: float = 10.0) -> int:
     with _head_lock():
         count = _terminate(head_processes(), timeout)
         with contextlib.suppress(FileNotFoundError):
-            _record_file().unlink()
+            owned.remove_file(_record_file())
     _discard_secrets_of_unstarted_jobs()
     return count
 

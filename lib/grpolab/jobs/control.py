@@ -78,6 +78,8 @@ def stop_run(run: Run, timeout: float = 60.0) -> dict:
         status = _await_submission(run, clients, SUBMISSION_WAIT_S)
         if status.get("state") in TERMINAL_STATES:
             raise _ended(run, status)
+    with contextlib.suppress(OSError, NotARun):  # the record says the stop was asked for, not the head going away
+        run.write_status(stop_requested=time.time())
     ep = Endpoint.from_record(status)
     client, why = clients.get(ep) if ep is not None else (None, "its record names no Ray cluster")
     if client is None:

@@ -17,13 +17,16 @@ OUT defaults to RUN/export/global_step_N; OUT/grpolab_export.json holds the repo
 
 Nothing a user owns is overwritten: OUT must be new or an empty folder, or (with --force, which names what it
 replaces) an earlier export of grpolab's own (it holds grpolab_export.json); never a checkpoint folder, a run's
-folder or a system folder (grpolab.paths). The weights are written into a temporary folder beside OUT, checked,
-and renamed to OUT at the end: an export that fails half way leaves OUT as it was.
+folder or a system folder (grpolab.paths). The weights are written into a staging folder beside OUT (`.OUT` +
+STAGING, marked and locked by the export while it runs: a second export into OUT is refused meanwhile), checked,
+and renamed to OUT at the end: an export that fails half way leaves OUT as it was, and a file a user put into OUT
+during the export is never replaced or deleted (grpolab.owned makes every removal and rename).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import pkgutil
@@ -37,13 +40,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grpolab import run_folder
+from grpolab import owned, run_folder
 from grpolab.jobs import checkpoints as ck
 from grpolab.jobs import cluster
 from grpolab.jobs.cluster import Endpoint
 from grpolab.jobs.runs import Run
 from grpolab.jobs.weights_check import check
-from grpolab.paths import is_system_folder
+from grpolab.local.checkpoint import SAVED
+from grpolab.paths import in_system_tree, is_system_folder
 from grpolab.problems import InputError, RecipeError
 from grpolab.recipe.dotted import get_dotted
 from grpolab.recipe.engines import FSDP, engine_of, named
@@ -60,6 +64,7 @@ HF_FILES = (
 WEIGHT_GLOBS = ("*.safetensors", "model.safetensors.index.json")
 JOB_POLL_S = 2.0
 REPORT = "grpolab_export.json"
+STAGING = ".grpolab-export"  # `.OUT<this>` beside OUT: the one export writing into OUT now (its marker locked)
 
 
 class ExportRefused(Exception):
@@ -145,15 +150,17 @@ _CHECKPOINT_PART = re.compile(rf"^{ck.STEP_PREFIX}\d+$")
 
 def _target(run: Run, layout: ck.Layout, out: str | Path | None, default: Path, force: bool) -> tuple[Path, list]:
     """Where the export may go (see the module docstring), and what --force replaces there; ExportRefused else."""
+    if out is not None and not str(out).strip():
+        raise InputError("--out '': an empty path; name a new or empty folder, or leave --out out for the default")
     target = Path(os.path.realpath(Path(out).expanduser())) if out else default
     flag = f"--out {out}" if out else f"the default folder {target}"
     fix = "name a new or empty folder with --out"
-    if is_system_folder(target):
+    if is_system_folder(target) or in_system_tree(target):
         raise ExportRefused(f"{flag}: {target} is a system folder; nothing is exported into it; {fix}")
     roots = {Path(os.path.realpath(layout.root)), Path(os.path.realpath(run_folder.checkpoint_dir(run.path)))}
     for folder in (target, *target.parents):
         saved = _CHECKPOINT_PART.match(folder.name) and any(
-            os.path.lexists(folder / name) for name in ("actor", "data.pt", "grpolab_checkpoint.json")
+            os.path.lexists(folder / name) for name in SAVED
         )  # a checkpoint by what it holds: a new folder merely named global_step_N is fine
         inside_ckpt = folder in roots or saved or (folder / ck.TRACKER).is_file()
         if inside_ckpt or run_folder.status_file(folder).is_file() and folder != run.path:
@@ -163,8 +170,10 @@ def _target(run: Run, layout: ck.Layout, out: str | Path | None, default: Path, 
             )
     if target == run.path or target in roots:
         raise ExportRefused(f"{flag}: {target} is the run's own folder; {fix}")
-    if os.path.lexists(target) and not target.is_dir():
-        raise ExportRefused(f"{flag}: {target} exists and is not a folder; {fix}")
+    if os.path.lexists(target) and not target.is_dir():  # an unusable input (exit 2): a folder was asked for
+        raise InputError(f"{flag}: {target} exists and is not a folder; {fix}")
+    if target.is_dir() and owned.is_mount_point(target):  # renamed into place: a mount point cannot be
+        raise ExportRefused(f"{flag}: {target} is a mount point; name a new folder inside it ({target / 'weights'})")
     held = sorted(p.name for p in target.iterdir()) if target.is_dir() else []
     if not held:
         return target, []
@@ -188,7 +197,7 @@ def plan_export(run: Run, step: int | None = None, out: str | Path | None = None
     layout = ck.layout_of(recipe, run.path)
     checkpoint = _pick(run, layout, step)
     target, replaces = _target(run, layout, out, run.path / "export" / checkpoint.path.name, force)
-    staging = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    staging = target.with_name(f".{target.name}{STAGING}")
     engine = named(layout.engine)
     if not engine.merger:
         return ExportPlan(run, recipe, checkpoint, target, "copy", checkpoint.path, None, staging, replaces)
@@ -254,35 +263,115 @@ def run_merge(plan: ExportPlan, progress=print) -> None:
 
 def export(plan: ExportPlan, progress=print) -> dict:
     """Make the Hugging Face weights, check them; the report (also written to OUT/grpolab_export.json)."""
-    final, stage = plan.out, plan.staging or plan.out
-    if stage.exists():
-        shutil.rmtree(stage)  # a staging folder of an export that died: ours by its name
+    final = plan.out
+    stage = plan.staging or final.with_name(f".{final.name}{STAGING}")
     stage.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        if plan.mode == "copy":
-            copy_weights(plan.source, stage)
-        else:
-            run_merge(plan, progress)
-        if not stage.is_dir():
-            raise ExportRefused(
-                f"the merged weights went to {stage} on the cluster, which this machine does not see: they were not "
-                "checked; pass --out a folder on storage this machine mounts"
-            )
-        report = _checked(plan, stage, check)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)  # OUT stays as it was
-        raise
-    if plan.replaces:
-        report["replaced"] = plan.replaces
-    (stage / REPORT).write_text(json.dumps(report, indent=2, default=str) + "\n")
-    if final.is_dir():  # empty, or an earlier export --force replaces: moved aside, then removed
-        old = final.with_name(f".{final.name}.replaced-{os.getpid()}")
-        final.rename(old)
-        stage.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        stage.rename(final)
+    with _staging(stage, final):
+        try:
+            if plan.mode == "copy":
+                copy_weights(plan.source, stage)
+            else:
+                run_merge(plan, progress)
+            if not any(name != owned.MARKER for name in os.listdir(stage)):
+                raise ExportRefused(
+                    f"the merged weights went to {stage} on the cluster, which this machine does not see: they were "
+                    "not checked; pass --out a folder on storage this machine mounts"
+                )
+            report = _checked(plan, stage, check)
+            if plan.replaces:
+                report["replaced"] = plan.replaces
+            (stage / REPORT).write_text(json.dumps(report, indent=2, default=str) + "\n")
+            kept = _publish(stage, final, set(plan.replaces or ()))
+        except BaseException:
+            owned.remove_tree(stage)  # OUT stays as it was
+            raise
+    if kept:
+        progress(f"kept {kept}: files put into {final} during the export, not replaced (move them back by hand)")
     return report
+
+
+@contextlib.contextmanager
+def _staging(stage: Path, final: Path):
+    """The staging folder beside OUT, made and held (its marker locked) by this export for as long as it runs: a
+    second export into the same OUT is refused while the first runs; one left by an export that died is removed."""
+    for _ in range(2):
+        made = owned.make_folder(stage.with_name(f"{stage.name}-{os.getpid()}-{secrets.token_hex(4)}"))  # umask's mode
+        lock = os.open(made / owned.MARKER, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # locked before it takes the name other exports look at
+            owned.move(made, stage)
+        except BaseException as exc:
+            os.close(lock)
+            owned.remove_tree(made)
+            if not isinstance(exc, FileExistsError):
+                raise
+            if _held(stage):
+                raise ExportRefused(
+                    f"another export is writing into {final} now (its folder {stage}): wait for it to end, or name "
+                    "another --out"
+                ) from None
+            owned.remove_tree(stage)  # left by an export that died: ours by its marker, which nobody holds
+            continue
+        try:
+            yield stage
+        finally:
+            os.close(lock)
+        return
+    raise ExportRefused(
+        f"{stage} is in the way and is not an export's staging folder: remove it, or name another --out"
+    )
+
+
+def _held(stage: Path) -> bool:
+    """True when a running export holds `stage` (its marker is locked), or it is not a staging folder at all."""
+    try:
+        fd = os.open(stage / owned.MARKER, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return True  # no marker: not ours to remove
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _publish(stage: Path, final: Path, replaces: set[str]) -> Path | None:
+    """Rename the checked weights to OUT. OUT held nothing but `replaces` (an earlier export --force replaces) when
+    the export was planned: if anything else is there now (a user's file, another export's weights), nothing is
+    replaced. What appears in the last instant is moved back into OUT, or kept aside (returned), never deleted."""
+    try:
+        held = set(os.listdir(final))
+    except FileNotFoundError:
+        held = set()
+    except NotADirectoryError:
+        raise ExportRefused(f"{final} became a file during the export: nothing replaced; name a new --out") from None
+    if held - replaces:
+        shown = ", ".join(sorted(held - replaces)[:5])
+        raise ExportRefused(
+            f"{final} changed during the export ({shown} appeared): nothing in it was replaced and the weights "
+            "were not kept; empty it or name a new --out, and export again"
+        )
+    old = final.with_name(f".{final.name}.grpolab-replaced-{os.getpid()}")
+    if held:
+        owned.move(final, old)  # the earlier export, out of the way in one step
+    try:
+        owned.move(stage, final)  # over nothing, or an empty folder: never over a file that appeared meanwhile
+    except FileExistsError:
+        if held:
+            owned.move(old, final.with_name(f"{final.name}.before-export"))
+        raise ExportRefused(f"{final} changed during the export: nothing in it was replaced") from None
+    owned.remove_file(final / owned.MARKER)
+    if not held:
+        return None
+    for name in sorted(set(os.listdir(old)) - replaces):  # put in during the last instant: back into OUT
+        with contextlib.suppress(OSError):
+            owned.move(old / name, final / name)
+    if set(os.listdir(old)) - replaces:
+        return old
+    owned.remove_tree(old, proof=REPORT)
+    return None
 
 
 def _checked(plan: ExportPlan, folder: Path, check) -> dict:
@@ -300,7 +389,14 @@ def _checked(plan: ExportPlan, folder: Path, check) -> dict:
         report["problems"] += result.problems
     scorer = engine_of(plan.recipe).export_score  # the engine's own scorer: the run's metric, computed again
     if scorer is not None:
-        metric, accuracy = pkgutil.resolve_name(scorer)(plan.recipe, folder)
+        try:
+            metric, accuracy = pkgutil.resolve_name(scorer)(plan.recipe, folder)
+        except Exception as exc:  # transformers on a damaged config.json or weights: any of its errors, one line
+            why = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
+            raise ExportRefused(
+                f"the exported weights do not load to be scored ({why}); the checkpoint's config.json "
+                f"({plan.source / 'config.json'}) or weights are damaged: check them, or export another --step"
+            ) from None
         logged = ck.metric_by_step(plan.run.path, metric).get(plan.checkpoint.step)
         report["validation"] = scored = {"metric": metric, "accuracy": accuracy, "logged": logged}
         scored["reproduced"] = logged == accuracy

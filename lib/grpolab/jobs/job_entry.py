@@ -22,7 +22,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -31,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from grpolab import run_folder
+from grpolab import owned, run_folder
 from grpolab.jobs import secrets
 from grpolab.jobs.retention import Keeper
 from grpolab.recipe.files import atomic_write, json_object
@@ -105,7 +104,7 @@ class _Watch:
         except OSError:
             return True
         if recreated and not run_folder.status_file(self.run_dir).exists():
-            shutil.rmtree(self.run_dir, ignore_errors=True)
+            owned.remove_tree(self.run_dir, proof=(run_folder.LOGS, run_folder.METRICS, run_folder.CHECKPOINT))
             _say(f"removed {self.run_dir}, which the job had recreated after the run directory was deleted")
         return True
 

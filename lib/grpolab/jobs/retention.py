@@ -13,15 +13,14 @@ run's in a shared trainer.ckpt_dir) are kept, and nothing is pruned in a folder 
 from __future__ import annotations
 
 import contextlib
-import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grpolab import run_folder
+from grpolab import owned, run_folder
 from grpolab.jobs.checkpoints import Checkpoint, latest_complete, layout_of, metric_by_step, owner, run_recipe, scan
-from grpolab.local.checkpoint import TRACKER
+from grpolab.local.checkpoint import SAVED, TRACKER
 from grpolab.problems import InputError
 from grpolab.recipe.dotted import get_dotted
 from grpolab.recipe.engines import engine_of
@@ -83,11 +82,10 @@ def to_remove(checkpoints: list[Checkpoint], policy: Policy, step_scores: dict[i
     return [c for c in checkpoints if c.step < newest.step and c.step not in keep]
 
 
-def remove(checkpoint: Checkpoint) -> None:
-    """Rename the folder out of its global_step_N name first, then delete it."""
-    trash = checkpoint.path.with_name(f"{TRASH_PREFIX}{checkpoint.path.name}")
-    checkpoint.path.rename(trash)
-    shutil.rmtree(trash, ignore_errors=True)
+def remove(checkpoint: Checkpoint) -> bool:
+    """Rename the folder out of its global_step_N name first, then delete it; False when it was kept (it holds no
+    trainer's save, or a mount point: grpolab.owned)."""
+    return not owned.remove_tree(checkpoint.path, proof=SAVED, aside=TRASH_PREFIX)
 
 
 def prune(run_dir: Path, recipe: Any | None = None, keep: frozenset[str] | None = None) -> list[Checkpoint]:
@@ -105,9 +103,7 @@ def prune(run_dir: Path, recipe: Any | None = None, keep: frozenset[str] | None 
     found = scan(layout, run_dir, sizes=False)
     step_scores = metric_by_step(run_dir, policy.best_metric) if policy.best_metric else {}
     gone = [c for c in to_remove(found, policy, step_scores) if c.path.name not in (keep or ())]
-    for checkpoint in gone:
-        remove(checkpoint)
-    return gone
+    return [checkpoint for checkpoint in gone if remove(checkpoint)]
 
 
 def _step_folders(root: Path) -> list[str]:

@@ -18,7 +18,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from grpolab import run_folder
+from grpolab import owned, run_folder
 from grpolab.paths import runs_dir
 from grpolab.problems import InputError
 from grpolab.recipe import files
@@ -306,7 +305,7 @@ def create_run(name: str, run_id: str | None = None, root: Path | None = None, *
             record = {**fields, "run_id": rid, "state": "PENDING", "created": now, "updated": now}
             atomic_write(run.status_file, json.dumps(record, indent=2, sort_keys=True) + "\n")
         except BaseException:  # a full or read-only disk: leave no half-made run behind
-            shutil.rmtree(path, ignore_errors=True)
+            owned.remove_tree(path, proof=run_folder.LOGS)
             raise
         return run
     raise RuntimeError(f"could not find a free run id under {root}")  # pragma: no cover

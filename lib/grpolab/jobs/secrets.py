@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from grpolab import owned
 from grpolab.recipe.secrets import is_secret
 
 SECRETS_FILE = ".secrets.json"
@@ -49,7 +50,6 @@ def take(run_dir: Path) -> dict[str, str]:
 
 def discard(run_dir: Path) -> bool:
     """Remove the run's secrets file (a failed submission, a job that never started); True when one was there."""
-    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-        (Path(run_dir) / SECRETS_FILE).unlink()
-        return True
+    with contextlib.suppress(NotADirectoryError, owned.Refused):  # a folder or a mount at its name: not ours
+        return owned.remove_file(Path(run_dir) / SECRETS_FILE)
     return False

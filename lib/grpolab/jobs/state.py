@@ -227,18 +227,36 @@ def _last_seen(run: Run) -> float:
     return max(times) if times else time.time()
 
 
+def _stopped_message(status: dict, job: dict, code) -> str:
+    """Why a job that a signal ended was stopped: asked for (`grpolab stop`, Stop run: the record says so), or not:
+    then the embedded head it ran on went away (`grpolab head stop`, or it died), or Ray stopped it (its own `ray job
+    stop`, its dashboard). "stopped with code -15" said none of it (issue 44)."""
+    signal = f"signal {job['signal']}" if isinstance(job.get("signal"), int) else f"code {code}"
+    if status.get("stop_requested"):
+        return f"stopped on request (grpolab stop or Stop run): the job ended on {signal}"
+    ep = Endpoint.from_record(status)
+    if ep is not None and ep.embedded:
+        record = cluster.head_record()
+        restarted = isinstance(record.get("started"), (int, float)) and record["started"] > (job.get("ended") or 0)
+        if restarted or not cluster.head_alive(timeout=1.0):
+            return (
+                f"its Ray head went away mid-run (`grpolab head stop`, or the head died): the job ended on {signal}; "
+                "nobody stopped this run. Its finished steps and checkpoints are kept: `grpolab resume` continues it"
+            )
+    return f"Ray stopped the job ({signal}) without `grpolab stop` asking: `ray job stop`, Ray's dashboard or the head"
+
+
 def _from_job_record(run: Run, status: dict, job: dict) -> dict:
     code = job["exit_code"]
     state = "STOPPED" if job.get("stopped") else ("SUCCEEDED" if code == 0 else "FAILED")
+    stopped = _stopped_message(status, job, code) if state == "STOPPED" else ""
     return {
         "state": state,
         "finalized": True,
         "exit_code": code,
         "started": job.get("started", status.get("started")),
         "ended": job.get("ended", _last_seen(run)),
-        "message": ""
-        if state == "SUCCEEDED"
-        else f"the job {'was stopped' if job.get('stopped') else 'exited'} with code {code}",
+        "message": stopped or ("" if state == "SUCCEEDED" else f"the job exited with code {code}"),
         "log_tail": read_tail(run.job_log, LOG_TAIL_LINES),
         "note": "state from the run's own record (job.json)",
     }

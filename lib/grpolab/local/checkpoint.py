@@ -18,11 +18,15 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from grpolab import owned
 from grpolab.recipe.files import atomic_write, json_object
 
 TRACKER = "latest_checkpointed_iteration.txt"  # verl's name for the step of the newest complete checkpoint
 STEP_PREFIX = "global_step_"  # verl's folder name: global_step_<N>
 MARKER = "grpolab_checkpoint.json"
+# what a trainer's save puts in CKPT/global_step_N (verl: actor/, critic/, data.pt; this trainer: its marker): a
+# folder holding one is a checkpoint, that a run may prune (grpolab.owned's proof) and that export never writes in
+SAVED = ("actor", "critic", "data.pt", MARKER)
 # what transformers' Trainer writes for an exact resume (save_only_model=False) and what transformers loads back
 REQUIRED = ("config.json", "model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json")
 
@@ -45,7 +49,7 @@ def publish(trl_dir: Path, step: int, seconds: float, reference: Path) -> Path:
     """Rename TRL's finished checkpoint folder to global_step_<step>, write its marker, then the tracker."""
     trl_dir = Path(trl_dir)
     target = step_dir(trl_dir.parent, step)
-    os.replace(trl_dir, target)
+    owned.move(trl_dir, target)
     marker = {
         "step": step,
         "bytes": folder_size(target),

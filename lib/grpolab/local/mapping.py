@@ -42,6 +42,7 @@ LOSS_AGG_TO_TRL = {
 # TRL's KL estimator is the k3 ("low variance") one: verl calls it low_var_kl (k3 is its alias).
 TRL_KL_TYPES = ("low_var_kl", "k3")
 LR_SCHEDULES = ("constant", "linear", "cosine")
+ASYNC_MODES = ("sync", "colocate_async")  # the CPU trainer's modes (grpolab.local.async_loop: colocate_async)
 
 
 @dataclass
@@ -99,6 +100,11 @@ class TinySettings:
     top_p: float  # rollout.top_p
     top_k: int  # rollout.top_k (-1: off)
     gradient_checkpointing: bool  # train.gradient_checkpointing: recompute activations in the backward pass
+    # sync: TRL's GRPOTrainer; colocate_async: grpolab.local.async_loop (TRL's async trainer needs CUDA)
+    mode: str  # schedule.mode
+    warmup_batches: float  # schedule.warmup_batches: batches generated ahead of the trainer
+    max_off_policy: int | None  # schedule.max_off_policy: most model versions a trained group may lag (None: any)
+    off_policy_strategy: str  # schedule.off_policy_strategy: drop | wait
     reward_function: str | None = None  # reward.function (`path.py:name`, verl's signature); None: the task's score
 
     @property
@@ -206,6 +212,14 @@ def settings_problems(settings: TinySettings) -> list[tuple[str, Any, str]]:
         out.append(("trainer.total_steps", s.total_steps, "the local trainer needs a step budget (>= 1)"))
     if s.resume_mode == "resume_path" and not s.resume_path:
         out.append(("trainer.resume_path", s.resume_path, "resume_mode resume_path needs a checkpoint folder"))
+    if s.mode not in ASYNC_MODES:
+        out.append(("schedule.mode", s.mode, f"the CPU trainer runs {' and '.join(ASYNC_MODES)}"))
+    elif s.mode != "sync" and s.save_freq > 0:
+        out.append(
+            ("trainer.save_freq", s.save_freq, "the CPU trainer's asynchronous loop writes no checkpoints: set -1")
+        )
+    elif s.mode != "sync" and s.resume_mode == "resume_path":
+        out.append(("trainer.resume_mode", s.resume_mode, "the CPU trainer's asynchronous loop does not resume"))
     return out
 
 
@@ -320,9 +334,13 @@ RECIPE_FIELDS = {
     "resume_path": "trainer.resume_path",
     "ckpt_dir": "trainer.ckpt_dir",
     "gradient_checkpointing": "train.gradient_checkpointing",
+    "mode": "schedule.mode",
+    "warmup_batches": "schedule.warmup_batches",
+    "max_off_policy": "schedule.max_off_policy",
+    "off_policy_strategy": "schedule.off_policy_strategy",
 }
 # fields whose recipe value may be null (null has a meaning: no resume path, the default checkpoint folder)
-NULLABLE = ("resume_path", "ckpt_dir", "reward_function")
+NULLABLE = ("resume_path", "ckpt_dir", "reward_function", "max_off_policy")
 FILES = ("train_files", "val_files")  # a file or a list in the recipe, a list of paths here
 # The recipe's `local` section: tiny-only knobs, same names as TinySettings.
 LOCAL_FIELDS = tuple(

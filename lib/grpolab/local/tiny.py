@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from grpolab import owned
 from grpolab.paths import cache_root
 
 # The characters of the task (digits, `+`, `=`) plus `-` and `*` kept for other arithmetic tasks; the
@@ -54,18 +52,36 @@ def spec_key(spec: TinyModelSpec) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def build_tokenizer():
-    """A fast character tokenizer: one token per character, no special tokens added when encoding."""
-    # lazy: tokenizers, transformers (only building or loading the tiny model needs them; seconds to import)
+def character_tokenizer():
+    """The character tokenizer itself (a `tokenizers.Tokenizer`: one token per character), without transformers'
+    wrapper: counting prompt tokens needs only this (tokenizers imports in milliseconds, transformers in seconds)."""
+    # lazy: tokenizers (only building the tiny model or counting its prompts needs it)
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.WordLevel(vocab=vocab(), unk_token=UNK))
     # Every character is its own pre-token; Fuse joins decoded tokens without spaces.
     tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     tok.decoder = decoders.Fuse()
+    return tok
+
+
+def prompt_tokens(prompts: list) -> list[int]:
+    """Tokens of each prompt (a list of chat messages) as the CPU trainer feeds it to the tiny model: the character
+    tokenizer on the messages' text, no chat template (the tiny model has none) and no special tokens
+    (grpolab.local.train encodes with add_special_tokens=False). The engine's declaration names this function
+    (grpolab.recipe.engines: prompt_tokens), so that `grpolab data` and 01_setup measure tiny's prompts."""
+    tok = character_tokenizer()
+    texts = ["\n".join(str(m.get("content", "")) for m in p if isinstance(m, dict)) for p in prompts]
+    return [len(e.ids) for e in tok.encode_batch(texts, add_special_tokens=False)]
+
+
+def build_tokenizer():
+    """A fast character tokenizer: one token per character, no special tokens added when encoding."""
+    # lazy: transformers (only building or loading the tiny model needs it; seconds to import)
+    from transformers import PreTrainedTokenizerFast
+
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
+        tokenizer_object=character_tokenizer(),
         pad_token=PAD,
         eos_token=EOS,
         bos_token=BOS,
@@ -116,17 +132,17 @@ def ensure_tiny(spec: TinyModelSpec = TinyModelSpec(), root: Path | None = None)
     if (target / "config.json").is_file() and (target / "tokenizer.json").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
+    tmp = owned.temp_folder(".build-", target.parent)
     try:
         build_model(spec).save_pretrained(tmp)
         build_tokenizer().save_pretrained(tmp)
         (tmp / "grpolab_spec.json").write_text(json.dumps(asdict(spec), indent=2) + "\n")
         try:
-            os.rename(tmp, target)
+            owned.move(tmp, target)
         except OSError:
             # Another process won the race; its copy is identical.
             if not (target / "config.json").is_file():
                 raise
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        owned.remove_tree(tmp)
     return target

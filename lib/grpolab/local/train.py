@@ -49,6 +49,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from grpolab import run_folder
 from grpolab.local import checkpoint as C  # noqa: E402
 from grpolab.local import metrics as M  # noqa: E402
+from grpolab.local.async_loop import run_asynchronously  # noqa: E402
 from grpolab.local.mapping import (  # noqa: E402
     NULLABLE,
     TinySettings,
@@ -119,7 +120,8 @@ def apply_sets(settings: TinySettings, sets: Sequence[str]) -> TinySettings:
             raise ValueError(f"bad --set {item!r}: expected key=value with key one of {', '.join(sorted(types))}")
         kind = types[key]
         if key in NULLABLE:
-            changes[key] = None if raw.strip().lower() in ("", "null", "none") else raw.strip()
+            text = raw.strip()
+            changes[key] = None if text.lower() in ("", "null", "none") else kind(text) if kind is int else text
         elif kind is bool:
             changes[key] = raw.strip().lower() in ("1", "true", "yes", "on")
         elif kind is list:  # data files: comma-separated paths
@@ -466,6 +468,11 @@ def run(
     def evaluate() -> float:
         return greedy_accuracy(model, tokenizer, val, max_new)
 
+    if settings.mode != "sync":  # colocate_async: grpolab.local.async_loop (TRL's async trainer needs CUDA)
+        reward = ArithReward(tokenizer, load_reward(settings.reward_function))
+        return run_asynchronously(
+            settings, run_dir, model, tokenizer, warm_dir, train, evaluate, echo, write_metrics, reward
+        )
     writer = M.JsonlWriter(M.metrics_path(run_dir)) if write_metrics else None
     try:
         val_start = None

@@ -14,18 +14,19 @@ A NaN/inf is an immediate alert (verl's file logger writes NaN as null; the metr
 Thresholds: the `monitor:` section of the run's recipe (grpolab.monitor.thresholds); a metric the run does not
 log raises nothing.
 
-Why one file of this size: each rule is a short function, but they share the robust-baseline and episode machinery
-that makes them quiet on healthy runs.
+Each rule is a short function; the robust-baseline and episode machinery that keeps them quiet on healthy runs is
+grpolab.monitor.episodes.
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, insort
-from collections import deque
 from dataclasses import asdict, dataclass
 from functools import partial
+from types import SimpleNamespace
 
+from grpolab.monitor.alerts_async import ASYNC_ADVICE, ASYNC_CHECKS
+from grpolab.monitor.episodes import Episode, baseline_flags, find_episodes, finite_points, median_at, persistent
 from grpolab.monitor.metrics import MetricsView, load_metrics
 from grpolab.monitor.thresholds import Thresholds, load_thresholds
 
@@ -50,6 +51,22 @@ ADVICE = {
     "slow-steps": "Steps take several times as long as they did: look for other processes on the host (CPU "
     "trainer: shared cores), memory swapping, longer responses (response_length/mean), or a straggler "
     "node; the remaining-time estimate follows the new pace.",
+    # training collapse (severity error: the run is ruined, whatever its state says; grpolab.monitor.collapse)
+    "reward-collapse": "The policy scores far worse than it started and stays there: the update wrecked it. "
+    "Usually the lr is far too high (`grpolab check` warns on one outside the published range) or the loss "
+    "diverged; lower algorithm.lr, and rerun from a checkpoint before this step or from scratch.",
+    "accuracy-collapse": "Validation accuracy fell far below the untrained model's and stays there: the update "
+    "wrecked the policy. Usually the lr is far too high (`grpolab check` warns on one outside the published "
+    "range); lower algorithm.lr, and rerun from a checkpoint before this step or from scratch.",
+    "grad-vanish": "No gradient reaches the weights, so nothing is learned: after a far too high lr the weights "
+    "saturate (every output the same, gradient 0); also every group scored alike with no KL loss, or a "
+    "frozen model. Lower algorithm.lr, check that the reward varies within a group, and rerun.",
+    "entropy-pinned": "The policy's entropy no longer moves at all: at its maximum every token is equally likely "
+    "(the weights were blown away, typically by a far too high lr); at zero the policy is deterministic. "
+    "Lower algorithm.lr and rerun; the samples of these steps are noise.",
+    "kl-explode": "The policy is far from the reference and stays there: the update diverged. Lower algorithm.lr, "
+    "raise kl_loss_coef or tighten clip_ratio_low/high, and rerun from a checkpoint before this step.",
+    **ASYNC_ADVICE,
 }
 
 
@@ -92,150 +109,7 @@ def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def _finite_points(view: MetricsView, name: str) -> tuple[list[int], list[float]]:
-    """(steps, values) where `name` was logged with a finite value (numpy: a 20,000-step run in milliseconds)."""
-    # lazy: numpy (only the windowed checks need it; importing the monitor stays light)
-    import numpy as np
-
-    if name not in view:  # never logged, or logged only as null
-        return [], []
-    values = np.array(view.column(name), dtype=float)  # None (not logged) becomes NaN, dropped with NaN/inf
-    keep = np.isfinite(values)
-    return np.asarray(view.steps)[keep].tolist(), values[keep].tolist()
-
-
-@dataclass
-class _Episode:
-    first: int  # index of the first bad step
-    confirmed: int  # index where persistence was reached
-    last: int  # index of the last bad step so far
-    count: int
-    closed: bool
-
-
-def _episodes(flags: list[bool], min_count: int, of_last: int, rearm: int) -> list[_Episode]:
-    """Episodes of a flag series: one opens when `min_count` of the last `of_last` flags are set (it starts at
-    the first set flag of that window) and closes after `rearm` unset flags in a row."""
-    out: list[_Episode] = []
-    if not any(flags):
-        return out
-    recent: deque[int] = deque()  # indices of set flags within the last of_last
-    current: _Episode | None = None
-    clear = 0
-    for index, flag in enumerate(flags):
-        while recent and recent[0] <= index - of_last:
-            recent.popleft()
-        if flag:
-            recent.append(index)
-            clear = 0
-            if current is not None:
-                current.last, current.count = index, current.count + 1
-            elif len(recent) >= min_count:
-                current = _Episode(recent[0], index, index, len(recent), False)
-                out.append(current)
-        else:
-            clear += 1
-            if current is not None and clear >= rearm:
-                current.closed = True
-                current = None
-                recent.clear()
-    return out
-
-
-class _Baseline:
-    """Median and MAD of the last `window` values pushed (steps inside an episode are not pushed)."""
-
-    def __init__(self, window: int):
-        self.window = window
-        self.order: deque[float] = deque()
-        self.sorted: list[float] = []
-
-    def __len__(self) -> int:
-        return len(self.sorted)
-
-    def push(self, value: float) -> None:
-        self.order.append(value)
-        insort(self.sorted, value)
-        if len(self.order) > self.window:
-            del self.sorted[bisect_left(self.sorted, self.order.popleft())]
-
-    def median(self) -> float:
-        return _middle(self.sorted)
-
-    def sigma(self, median: float) -> float:
-        """1.4826 x MAD: the standard deviation of normal noise, unmoved by a few outliers."""
-        return 1.4826 * _middle(sorted(abs(v - median) for v in self.sorted))
-
-
-def _middle(s: list[float]) -> float:
-    """The median of a sorted list (statistics.median would sort it again)."""
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-
-
-def _previous_medians(values, window: int, need: int, warmup: int):
-    """numpy arrays (median, sigma) of the previous `window` values at each index (NaN where fewer than
-    `need` exist or before `warmup`): the baseline as it is until the first flag (nothing is excluded yet)."""
-    # lazy: numpy (only the windowed checks need it; importing the monitor stays light)
-    import numpy as np
-    from numpy.lib.stride_tricks import sliding_window_view
-
-    arr = np.asarray(values, dtype=float)
-    n = len(arr)
-    med = np.full(n, np.nan)
-    sig = np.full(n, np.nan)
-    for index in range(max(need, warmup), min(window, n)):  # the first steps: fewer than `window` before them
-        chunk = arr[:index]
-        med[index] = np.median(chunk)
-        sig[index] = 1.4826 * np.median(np.abs(chunk - med[index]))
-    if n > window:
-        windows = sliding_window_view(arr, window)[:-1]  # windows[i] = arr[i:i+window], the values before i+window
-        m = np.median(windows, axis=1)
-        first = max(window, warmup)
-        med[first:] = m[first - window :]
-        sig[first:] = 1.4826 * np.median(np.abs(windows - m[:, None]), axis=1)[first - window :]
-    return med, sig
-
-
-def _baseline_flags(values: list[float], rule, bad, bad_vec) -> tuple[list[bool], list[float | None]]:
-    """Flags of `bad(value, baseline)` against a robust rolling baseline; the baseline median at each index
-    (None in warm-up). A flagged value stays out of the baseline, so a long drop does not become the norm.
-
-    Until the first flag the baseline is a plain rolling window, so numpy finds that first flag over the whole
-    series at once (`bad_vec(values, medians, sigmas)`); a healthy run stops there. From the first flag on, the
-    exact step-by-step pass takes over, starting from the same baseline."""
-    # lazy: numpy (only the windowed checks need it; importing the monitor stays light)
-    import numpy as np
-
-    need = max(1, min(rule.window, rule.warmup))
-    med, sig = _previous_medians(values, rule.window, need, rule.warmup)
-    with np.errstate(invalid="ignore"):
-        hits = np.flatnonzero(bad_vec(np.asarray(values, dtype=float), med, sig) & ~np.isnan(med))
-    medians = med.tolist()  # NaN in warm-up: _median_at turns it into None where a message needs it
-    flags = [False] * len(values)
-    if not len(hits):
-        return flags, medians
-    first = int(hits[0])
-    base = _Baseline(rule.window)
-    for value in values[max(0, first - rule.window) : first]:
-        base.push(value)
-    for index in range(first, len(values)):
-        value = values[index]
-        ready = index >= rule.warmup and len(base) >= need
-        flag = bool(ready and bad(value, base))
-        flags[index] = flag
-        medians[index] = base.median() if ready else None
-        if not flag:
-            base.push(value)
-    return flags, medians
-
-
-def _median_at(medians: list, index: int) -> float | None:
-    value = medians[index]
-    return None if value is None or value != value else value  # NaN: still in warm-up
-
-
-def _make(rule_id: str, rule, steps, values, episodes: list[_Episode], message, metric: str, worst) -> list[Alert]:
+def _make(rule_id: str, rule, steps, values, episodes: list[Episode], message, metric: str, worst) -> list[Alert]:
     """One Alert per episode of a series; `message(episode)` says what happened, `worst(chunk)` its worst value."""
     return [
         Alert(
@@ -253,10 +127,6 @@ def _make(rule_id: str, rule, steps, values, episodes: list[_Episode], message, 
         )
         for ep in episodes
     ]
-
-
-def _persistent(flags: list[bool], rule) -> list[_Episode]:
-    return _episodes(flags, rule.min_count, rule.of_last, rule.rearm_steps)
 
 
 # --- the rules ---------------------------------------------------------------------------------------------
@@ -287,7 +157,7 @@ def _nan(view: MetricsView, rule) -> list[Alert]:
         for row in rows
     ]
     out = []
-    for ep in _episodes([bool(bad) for bad in bad_by_row], 1, 1, 1):
+    for ep in find_episodes([bool(bad) for bad in bad_by_row], 1, 1, 1):
         bad = bad_by_row[ep.first]
         step = view.steps[rows[ep.first]]
         names = ", ".join(f"{m}={json_number(v)}" for m, v in bad)
@@ -310,7 +180,7 @@ def _nan(view: MetricsView, rule) -> list[Alert]:
 
 
 def _reward_flat(view: MetricsView, rule) -> list[Alert]:
-    steps, values = _finite_points(view, rule.metric)
+    steps, values = finite_points(view, rule.metric)
     window = rule.window
     flags = [False] * len(values)
     if len(values) >= window:
@@ -323,9 +193,9 @@ def _reward_flat(view: MetricsView, rule) -> list[Alert]:
         for index in flat:
             flags[int(index) + window - 1] = True
     episodes = []
-    for ep in _episodes(flags, 1, 1, rule.rearm_steps):
+    for ep in find_episodes(flags, 1, 1, rule.rearm_steps):
         start = max(0, ep.first - window + 1)  # the flat stretch begins where the first flat window begins
-        episodes.append(_Episode(start, ep.first, ep.last, ep.last - start + 1, ep.closed))
+        episodes.append(Episode(start, ep.first, ep.last, ep.last - start + 1, ep.closed))
 
     def message(ep):
         chunk = values[ep.first : ep.confirmed + 1]
@@ -338,7 +208,7 @@ def _reward_flat(view: MetricsView, rule) -> list[Alert]:
 
 
 def _entropy_collapse(view: MetricsView, rule) -> list[Alert]:
-    steps, values = _finite_points(view, rule.metric)
+    steps, values = finite_points(view, rule.metric)
     start = sorted(values[: rule.start_steps])[rule.start_steps // 2] if len(values) >= rule.start_steps else None
     limit = rule.floor if start is None else max(rule.floor, rule.fraction_of_start * start)
 
@@ -346,14 +216,14 @@ def _entropy_collapse(view: MetricsView, rule) -> list[Alert]:
         since = f", {fmt(100 * values[ep.first] / start)} % of its start {fmt(start)}" if start else ""
         return f"{rule.metric} fell to {fmt(values[ep.first])} at step {steps[ep.first]} (limit {fmt(limit)}{since})"
 
-    episodes = _persistent([v < limit for v in values], rule)
+    episodes = persistent([v < limit for v in values], rule)
     return _make("entropy-collapse", rule, steps, values, episodes, message, rule.metric, min)
 
 
 def _spikes(rule_id: str, view: MetricsView, rule) -> list[Alert]:
     out = []
     for name in rule.metrics:
-        steps, values = _finite_points(view, name)
+        steps, values = finite_points(view, name)
 
         def bad(value, base):
             if value <= rule.min_value:
@@ -364,10 +234,10 @@ def _spikes(rule_id: str, view: MetricsView, rule) -> list[Alert]:
         def bad_vec(v, med, sig):
             return (v > rule.min_value) & (v > rule.factor * med) & (v - med > rule.robust_z * sig)
 
-        flags, medians = _baseline_flags(values, rule, bad, bad_vec)
+        flags, medians = baseline_flags(values, rule, bad, bad_vec)
 
         def message(ep, name=name, steps=steps, values=values, medians=medians):
-            median = _median_at(medians, ep.first)
+            median = median_at(medians, ep.first)
             ratio = fmt(values[ep.first] / median) if median else "inf"
             return (
                 f"{name} jumped to {fmt(values[ep.first])} at step {steps[ep.first]}, {ratio} x the "
@@ -375,12 +245,12 @@ def _spikes(rule_id: str, view: MetricsView, rule) -> list[Alert]:
                 f"{rule.robust_z} sigma, {rule.min_count} of {rule.of_last} steps)"
             )
 
-        out += _make(rule_id, rule, steps, values, _persistent(flags, rule), message, name, max)
+        out += _make(rule_id, rule, steps, values, persistent(flags, rule), message, name, max)
     return out
 
 
 def _length_clipped(view: MetricsView, rule) -> list[Alert]:
-    steps, values = _finite_points(view, rule.metric)
+    steps, values = finite_points(view, rule.metric)
 
     def message(ep):
         return (
@@ -389,13 +259,13 @@ def _length_clipped(view: MetricsView, rule) -> list[Alert]:
             f"{rule.of_last} steps)"
         )
 
-    episodes = _persistent([i >= rule.warmup and v > rule.max_ratio for i, v in enumerate(values)], rule)
+    episodes = persistent([i >= rule.warmup and v > rule.max_ratio for i, v in enumerate(values)], rule)
     return _make("length-clipped", rule, steps, values, episodes, message, rule.metric, max)
 
 
 def _throughput_drop(view: MetricsView, rule) -> list[Alert]:
-    steps, values = _finite_points(view, rule.metric)
-    flags, medians = _baseline_flags(
+    steps, values = finite_points(view, rule.metric)
+    flags, medians = baseline_flags(
         values,
         rule,
         lambda v, base: v < (1 - rule.max_drop) * base.median(),
@@ -403,7 +273,7 @@ def _throughput_drop(view: MetricsView, rule) -> list[Alert]:
     )
 
     def message(ep):
-        median = _median_at(medians, ep.first)
+        median = median_at(medians, ep.first)
         drop = 1 - values[ep.first] / median if median else 0.0
         return (
             f"{rule.metric} dropped {fmt(100 * drop)} % at step {steps[ep.first]} "
@@ -411,12 +281,12 @@ def _throughput_drop(view: MetricsView, rule) -> list[Alert]:
             f"limit {fmt(100 * rule.max_drop)} %, {rule.min_count} of {rule.of_last} steps)"
         )
 
-    return _make("throughput-drop", rule, steps, values, _persistent(flags, rule), message, rule.metric, min)
+    return _make("throughput-drop", rule, steps, values, persistent(flags, rule), message, rule.metric, min)
 
 
 def _slow_steps(view: MetricsView, rule) -> list[Alert]:
-    steps, values = _finite_points(view, rule.metric)
-    flags, medians = _baseline_flags(
+    steps, values = finite_points(view, rule.metric)
+    flags, medians = baseline_flags(
         values,
         rule,
         lambda v, base: v > rule.factor * base.median(),
@@ -424,7 +294,7 @@ def _slow_steps(view: MetricsView, rule) -> list[Alert]:
     )
 
     def message(ep):
-        median = _median_at(medians, ep.first)
+        median = median_at(medians, ep.first)
         ratio = values[ep.first] / median if median else 0.0
         return (
             f"{rule.metric} is {fmt(ratio)} x its running median since step {steps[ep.first]} "
@@ -432,7 +302,106 @@ def _slow_steps(view: MetricsView, rule) -> list[Alert]:
             f"{fmt(rule.factor)} x, {rule.min_count} of {rule.of_last} steps)"
         )
 
-    return _make("slow-steps", rule, steps, values, _persistent(flags, rule), message, rule.metric, max)
+    return _make("slow-steps", rule, steps, values, persistent(flags, rule), message, rule.metric, max)
+
+
+# --- training collapse: the policy ruined, whatever the job's state (severity error; grpolab.monitor.collapse) ---
+
+
+def _score_collapse(rule_id: str, view: MetricsView, rule) -> list[Alert]:
+    """The reward or a validation accuracy fell to `fraction_of_start` of where it started and stays there: values
+    at most that limit at `min_count` of the last `of_last` logged values. The start is the mean of the first
+    `start_steps` logged values: the policy before its updates (verl validates before training, and a step's
+    rollout comes before its update)."""
+    out = []
+    for name in view.first_present(rule.metrics):
+        steps, values = finite_points(view, name)
+        if len(values) <= rule.start_steps:
+            continue
+        start = sum(values[: rule.start_steps]) / rule.start_steps
+        if start < rule.min_start:  # nothing to fall from (a task the model cannot do yet, a signed reward)
+            continue
+        limit = rule.fraction_of_start * start
+        flags = [i >= rule.start_steps and v <= limit for i, v in enumerate(values)]
+
+        def message(ep, name=name, steps=steps, values=values, start=start, limit=limit):
+            return (
+                f"{name} fell to {fmt(values[ep.first])} at step {steps[ep.first]} from {fmt(start)} at the start "
+                f"and stays down: at most {fmt(100 * rule.fraction_of_start)} % of the start (limit {fmt(limit)}, "
+                f"{rule.min_count} of {rule.of_last} logged values)"
+            )
+
+        out += _make(rule_id, rule, steps, values, persistent(flags, rule), message, name, min)
+    return out
+
+
+def _grad_vanish(view: MetricsView, rule) -> list[Alert]:
+    """The gradient norm is zero (at most `max_norm`) at `min_count` of the last `of_last` steps (a norm that is not
+    finite is the nan rule's)."""
+    steps, values = finite_points(view, rule.metric)
+    flags = [v <= rule.max_norm for v in values]
+
+    def message(ep):
+        return (
+            f"{rule.metric} is {fmt(values[ep.first])} from step {steps[ep.first]} on (at most {rule.max_norm:g} at "
+            f"{rule.min_count} of {rule.of_last} steps): no update reaches the weights"
+        )
+
+    return _make("grad-vanish", rule, steps, values, persistent(flags, rule), message, rule.metric, max)
+
+
+def _entropy_pinned(view: MetricsView, rule) -> list[Alert]:
+    """The entropy stays within `max_relative_range` of its mean for `window` steps: a sampled policy's mean entropy
+    moves from batch to batch (by a few per cent), unless every token is equally likely (its maximum, ln of the
+    vocabulary) or certain (zero)."""
+    steps, values = finite_points(view, rule.metric)
+    flags = [False] * len(values)
+    if len(values) >= rule.window:
+        # lazy: numpy (only the windowed checks need it; importing the monitor stays light)
+        import numpy as np
+        from numpy.lib.stride_tricks import sliding_window_view
+
+        windows = sliding_window_view(np.asarray(values, dtype=float), rule.window)
+        spread = windows.max(axis=1) - windows.min(axis=1)
+        for index in np.flatnonzero(spread <= rule.max_relative_range * np.abs(windows.mean(axis=1))):
+            flags[int(index) + rule.window - 1] = True
+    episodes = []
+    for ep in find_episodes(flags, 1, 1, rule.rearm_steps):
+        start = max(0, ep.first - rule.window + 1)  # pinned from where the first still window begins
+        episodes.append(Episode(start, ep.first, ep.last, ep.last - start + 1, ep.closed))
+    first = values[0] if values else None
+
+    def message(ep):
+        value = values[ep.first]
+        where = (
+            f"above its first value {fmt(first)}: pinned at its maximum, every token equally likely"
+            if first is not None and ep.first > 0 and value > first
+            else "the policy's distribution no longer changes"
+        )
+        return (
+            f"{rule.metric} stayed at {fmt(value)} (within {rule.max_relative_range:g} of it) for {rule.window} steps "
+            f"from step {steps[ep.first]}, {where}"
+        )
+
+    return _make("entropy-pinned", rule, steps, values, episodes, message, rule.metric, lambda c: c[-1])
+
+
+def _kl_explode(view: MetricsView, rule) -> list[Alert]:
+    """KL to the reference above `max_value` at `min_count` of the last `of_last` steps (an absolute limit: the
+    kl-spike rule finds jumps relative to the run's own KL)."""
+    out = []
+    for name in rule.metrics:
+        steps, values = finite_points(view, name)
+        flags = [i >= rule.warmup and v > rule.max_value for i, v in enumerate(values)]
+
+        def message(ep, name=name, steps=steps, values=values):
+            return (
+                f"{name} reached {fmt(values[ep.first])} at step {steps[ep.first]} and stays above {rule.max_value:g} "
+                f"({rule.min_count} of {rule.of_last} steps): the policy diverged from the reference"
+            )
+
+        out += _make("kl-explode", rule, steps, values, persistent(flags, rule), message, name, max)
+    return out
 
 
 # rule id -> its check; its thresholds are the field of the same name with `_` for `-` (Thresholds.alerts)
@@ -445,7 +414,15 @@ _CHECKS = {
     "grad-spike": partial(_spikes, "grad-spike"),
     "throughput-drop": _throughput_drop,
     "slow-steps": _slow_steps,
+    "reward-collapse": partial(_score_collapse, "reward-collapse"),
+    "accuracy-collapse": partial(_score_collapse, "accuracy-collapse"),
+    "grad-vanish": _grad_vanish,
+    "entropy-pinned": _entropy_pinned,
+    "kl-explode": _kl_explode,
 }
+# an asynchronous run's rules (issue 42, grpolab.monitor.alerts_async), handed this module's episode machinery
+_KIT = SimpleNamespace(finite_points=finite_points, persistent=persistent, make=_make, fmt=fmt)
+_CHECKS.update({rule_id: partial(check, kit=_KIT) for rule_id, check in ASYNC_CHECKS.items()})
 ALERT_RULES = tuple(_CHECKS)  # the rule ids, in the order alerts of the same step are listed
 
 
@@ -497,7 +474,7 @@ def group(found) -> list[dict]:
     return sorted(groups.values(), key=lambda g: (g["severity"] != "error", g["first"]))
 
 
-_LOW_IS_WORSE = {"entropy-collapse", "throughput-drop", "reward-flat"}
+_LOW_IS_WORSE = {"entropy-collapse", "throughput-drop", "reward-flat", "reward-collapse", "accuracy-collapse"}
 
 
 def _worse(rule: str, old, new):

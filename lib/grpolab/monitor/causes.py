@@ -26,6 +26,12 @@ CAUSES: tuple[Cause, ...] = _SETUP + _RUN
 # The causes a diagnosis may also name that no log pattern finds.
 UNKNOWN = "unknown"  # the log shows an error that no cause above explains
 NONE = "none"  # the log shows no failure
-SILENT = ("no-training-step", "reward-constant", "throughput-collapse", "stalled")  # a run's metrics and status
+SILENT = (
+    "no-training-step",
+    "reward-constant",
+    "training-collapse",
+    "throughput-collapse",
+    "stalled",
+)  # a run's metrics and status
 
 BY_ID = {cause.id: cause for cause in CAUSES}

@@ -9,6 +9,8 @@ from grpolab.monitor.details import HCCL_CODES, NCCL_CODES
 _SILENT = {
     "no-training-step": "the run ended SUCCEEDED without one training step (verl issue 7401)",
     "reward-constant": "the reward is the same for every sample from the first steps on: not wired to the data",
+    "training-collapse": "the policy is ruined (an error alert of the monitor, such as a validation accuracy fallen "
+    "to nothing or a gradient norm of zero, still firing at the last step), whatever the job's state says",
     "throughput-collapse": "throughput collapsed and stays down while the run still logs",
     "stalled": "the run is RUNNING but its metrics and log have not grown for five of its median step times "
     "(at least 15 min): a rank is stuck",

@@ -7,7 +7,9 @@ reward mean) reduces its metric over steps first..last (inclusive; default `regr
 runs, then fails when the run moved the wrong way by more than the limit. A metric neither run logs is
 `skipped`; a metric only one run logs `fail`s (it cannot be checked). A run with no step in the window fails
 the whole gate, and so does a comparison in which no figure was logged by both runs ("nothing to compare": an
-empty comparison must not pass; `grpolab compare` exits 1 with that error).
+empty comparison must not pass; `grpolab compare` exits 1 with that error). A run whose training collapsed
+(grpolab.monitor.collapse, judged with its own recipe's thresholds) fails the gate whatever its figures, and a
+collapsed baseline is no yardstick: it fails too.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from grpolab.monitor.alerts import fmt, json_number
+from grpolab.monitor.alerts import alerts, fmt, json_number
+from grpolab.monitor.collapse import collapse_of
 from grpolab.monitor.metrics import MetricsView, load_metrics
-from grpolab.monitor.thresholds import Thresholds, load_thresholds
+from grpolab.monitor.thresholds import Thresholds, load_thresholds, thresholds_for
 from grpolab.recipe.monitor_schema import GateFigure
 
 _REDUCE = {"mean": lambda v: sum(v) / len(v), "max": max, "min": min}
@@ -196,6 +199,7 @@ def compare(
 
     `steps` defaults to `regression.steps` of the thresholds file (5-14).
     """
+    given = thresholds
     if not isinstance(thresholds, Thresholds):
         thresholds = load_thresholds(thresholds)
     gate = thresholds.regression
@@ -220,6 +224,15 @@ def compare(
             )
         elif count < expected:
             result.notes.append(f"the {who} has {count} of the {expected} steps {first}-{last}")
+    for who, view in (("run", run_view), ("baseline", base_view)):
+        # each run's health by its own limits (tiny's are wider than a cluster's), unless thresholds were given
+        limits = thresholds if given is not None else (thresholds_for(view.run) if view.run else thresholds)
+        collapsed = collapse_of(alerts(view, limits)) if view.steps else None
+        if collapsed is not None:
+            result.problems.append(
+                f"the {who} {_label(view)}: {collapsed.text} ({', '.join(collapsed.rules)})"
+                + (": a ruined policy passes no gate" if who == "run" else ": pick a healthy baseline")
+            )
     result.figures = [_figure(name, spec, run_view, base_view, first, last) for name, spec in gate.figures.items()]
     if result.nothing_to_compare:
         result.problems.insert(0, _nothing_message(gate, run_view, base_view, first, last))

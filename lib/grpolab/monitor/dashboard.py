@@ -32,6 +32,7 @@ from pathlib import Path
 from grpolab.jobs import control
 from grpolab.jobs.runs import TERMINAL_STATES
 from grpolab.monitor.clock import RECONNECT, as_of
+from grpolab.monitor.collapse import state_text
 from grpolab.monitor.nodes import nodes_summary
 from grpolab.monitor.plots import Curves
 from grpolab.monitor.progress import Progress, follow
@@ -58,10 +59,14 @@ STATE_COLOURS = {"FAILED": "#d62728", "LOST": "#d62728", "SUCCEEDED": "#2ca02c",
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
-def state_html(run_id: str, state: str, line: str, step: int | None, total: int | None, extra: str = "") -> str:
+def state_html(
+    run_id: str, state: str, line: str, step: int | None, total: int | None, extra: str = "", collapse=None
+) -> str:
     """A run's state as HTML that wraps between words only (never "SUCCE / EDED"): the run id, the state as a
-    coloured badge, a progress bar (plain <div>s: no widget, so it survives a save) and the progress line."""
-    colour = STATE_COLOURS.get(state, "#1f77b4")
+    coloured badge, a progress bar (plain <div>s: no widget, so it survives a save) and the progress line. A run
+    whose training collapsed (grpolab.monitor.collapse) says so in its badge, in red, whatever the job's state."""
+    colour = STATE_COLOURS["FAILED"] if collapse else STATE_COLOURS.get(state, "#1f77b4")
+    state = state_text(state, collapse)
     share = 100.0 * min(1.0, (step or 0) / total) if total else 0.0
     bar = (
         "<div style='flex:0 0 220px;height:10px;background:#e6e6e6;border-radius:3px;align-self:center'>"
@@ -193,6 +198,7 @@ class Dashboard:
                 grew = len(self.monitor.view.steps) != self._analysed_steps
                 if force_analysis or self.finished or self._analysed_at is None or (due and grew):
                     self._analyse()
+                self._show_summary()  # every refresh: its steps and latest metrics never lag the state line
             except Exception as exc:  # keep the dashboard alive; the next refresh may succeed (file mid-rotation)
                 self.message = f"refresh failed: {type(exc).__name__}: {exc}"
                 if self.data:
@@ -212,22 +218,28 @@ class Dashboard:
         if self.monitor.curves.draw(self.monitor.view, self.monitor.alerts, self._png) or not self.picture:
             self.picture = self._png.read_bytes()
             self._update("picture", {"image/png": self.picture, "text/plain": f"curves: {self._png}"})
-        self.data["curves"] = str(self._png)
         if self.data.get("nodes"):  # per-node telemetry: its small multiples, redrawn with the curves
-            self.data["nodes"] = nodes_summary(
+            self.data["nodes"] = self.monitor.nodes = nodes_summary(
                 self.monitor.run, self.monitor.thresholds.nodes, self._png.with_name(NODES_PNG)
             )
             picture = Path(self.data["nodes"]["picture"]).read_bytes()
             self._update("nodes", {"image/png": picture, "text/plain": f"nodes: {self.data['nodes']['picture']}"})
-        self.summary_text = format_summary(self.data)
-        self.summary_html = format_html(self.data)
-        self._update("summary", {"text/html": self.summary_html, "text/plain": self.summary_text})
         self._analysed_at, self._analysed_steps = time.monotonic(), len(self.monitor.view.steps)
         for redraw in list(self.on_analysis):
             try:
                 redraw()
             except Exception as exc:  # another view's trouble must not stop this one
                 self.message = f"a linked view failed to redraw: {type(exc).__name__}: {exc}"
+
+    def _show_summary(self) -> None:
+        """The summary (state, steps, latest metrics; the alerts of the last analysis), rewritten at every refresh
+        with what the state line says: written once per analysis, it said "1 logged" below a state line at step 80.
+        Clock times and "as of", never "1 s ago": the saved notebook keeps it (format_summary's `saved`)."""
+        data = {**self.data, "curves": str(self._png) if self.picture else None}
+        summary_text, summary_html = format_summary(data, saved=True), format_html(data)
+        if (summary_text, summary_html) != (self.summary_text, self.summary_html):
+            self.summary_text, self.summary_html = summary_text, summary_html
+            self._update("summary", {"text/html": summary_html, "text/plain": summary_text})
 
     def _show_state(self) -> None:
         data = self.data
@@ -251,11 +263,18 @@ class Dashboard:
         line = self.progress.line()
         if self.finished:  # nothing remains of an ended run
             line = re.sub(r"\s+remaining ~\S+", "", line)
+        collapse = data.get("collapse")
         self.state_html = state_html(
-            data["run_id"], data["state"], line, self.progress.step, self.progress.total, " &nbsp; ".join(extra)
+            data["run_id"],
+            data["state"],
+            line,
+            self.progress.step,
+            self.progress.total,
+            " &nbsp; ".join(extra),
+            collapse,
         )
         self.state_text = (
-            f"run {data['run_id']}: {data['state']} {stamp}  {line}  {alerts} alert(s)"
+            f"run {data['run_id']}: {state_text(data['state'], collapse)} {stamp}  {line}  {alerts} alert(s)"
             + ("" if self.finished else f"  ({RECONNECT})")
             + (f"  {self.message}" if self.message else "")
             + (f"  {data['restarts']['headline']}" if data.get("restarts") else "")
@@ -277,7 +296,8 @@ class Dashboard:
 
     def _finish(self) -> None:
         """The run ended: the state line keeps the final state, the controls go."""
-        self._close_controls(f"run {self.data['run_id']} ended {self.data['state']}: nothing left to control")
+        ended = state_text(self.data["state"], self.data.get("collapse"))
+        self._close_controls(f"run {self.data['run_id']} ended {ended}: nothing left to control")
 
     def _loop(self, max_updates: int | None) -> None:
         """Refresh at each poll of the one follow loop (grpolab.monitor.progress.follow) until the run ends, the view

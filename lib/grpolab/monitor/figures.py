@@ -4,6 +4,7 @@ and the headline pair of every progress line and outcome, reward and validation 
     headline_names(view) -> {"reward": "critic/score/mean", "val_acc": "val-core/arith/acc/mean@1"}
     latest_headline(view) -> {"reward": 0.41, "val_acc": 0.3}          the latest logged values
     first_and_last(view)  -> {"last_step": 30, "reward": {"first", "last", "first_step", "last_step"}, ...}
+    steps_text(view)      -> "30 steps"                                       how far a run got, in every chart
 
 A figure a run never logged is absent from these dicts.
 """
@@ -24,6 +25,9 @@ KEY_METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("throughput (tok/s/dev)", ("perf/throughput",)),
     ("step time (s)", ("timing_s/step",)),
     ("device memory (GB)", ("actor/perf/max_memory_allocated_gb",)),
+    # an asynchronous run's (issue 42; verl's V1 trainer logs them, a synchronous run has none but staleness 0)
+    ("staleness (versions)", ("training/off_policy/trajectory_staleness/mean",)),
+    ("importance ratio", ("rollout_corr/rollout_is_mean",)),
 )
 
 # The headline figures: short name (progress lines, outcomes, JSON) -> the KEY_METRICS label they come from.
@@ -66,3 +70,13 @@ def first_and_last(view) -> dict:
         steps, values = view.series(name)
         out[short] = {"first": values[0], "last": values[-1], "first_step": steps[0], "last_step": steps[-1]}
     return out
+
+
+def steps_text(view) -> str:
+    """How far a run got, the same in the dashboard's picture and the comparison chart: its last step ("1 step",
+    "1200 steps"; "0 steps" while only the validation before training is logged, "no steps" before anything is). A
+    count of logged lines said "1 steps" where the comparison said "0 steps" for the same run."""
+    last = view.last_step if view is not None and view.steps else None
+    if last is None:
+        return "no steps"
+    return f"{last} step{'' if last == 1 else 's'}"

@@ -522,14 +522,33 @@ def open_run(ref, root: Path | None = None) -> tuple[Run, MetricsView]:
         raise RunNotFound(f"{ref} is {file_kind(mode)}, not a run or a metrics file; nothing was read from it")
     target = locate(ref, root)  # the one resolver (grpolab.jobs.runs): a metrics file outside a run is read only
     run = target.run
-    if target.file is not None:
-        return run, MetricsView(target.file, target.kind, run=None)
+    if target.file is not None:  # read as what it holds, whatever its name says (x.log of JSON lines, ...)
+        return run, MetricsView(target.file, sniff_kind(target.file) or target.kind, run=None)
     if not any(p.exists() for p in (run.status_file, run.metrics_file, run.job_log, run.logs_dir)):
         raise RunNotFound(
             f"{run.path} is not a run directory: it has no status.json, metrics.jsonl or "
             "logs/job.log; pass a run id (see `grpolab runs`), a run directory or a metrics file"
         )
     return run, MetricsView.for_run(run)
+
+
+SNIFF_BYTES = 1 << 16
+
+
+def sniff_kind(path: Path) -> str | None:
+    """ "jsonl" when the first line of the file is a JSON object, "console" when it is one of verl's console lines
+    (`step:N - ...`) or no JSON object starts a line of its first SNIFF_BYTES while one of them is a console line;
+    None when the start says neither (empty, unreadable, other text)."""
+    try:
+        with open_regular(path) as fh:
+            head = fh.read(SNIFF_BYTES)
+    except OSError:
+        return None
+    lines = [line.strip() for line in head.splitlines() if line.strip()]
+    if lines and lines[0].startswith(b"{"):
+        return "jsonl"
+    text = ANSI.sub("", head.decode("utf-8", "replace"))
+    return "console" if any(_STEP_LINE.search(line) for line in text.splitlines()) else None
 
 
 def load_metrics(ref, root: Path | None = None) -> MetricsView:

@@ -1,5 +1,6 @@
 """A run's outcome in a few lines: state, its times (from the run's record), where the run directory is, how reward
-and accuracy moved, and the cause of a failure."""
+and accuracy moved, whether its training collapsed (grpolab.monitor.collapse: "SUCCEEDED, but training collapsed
+at step N") and the cause of a failure."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import time
 
 from grpolab.jobs.runs import Run
 from grpolab.jobs.state import elapsed_s, run_times
+from grpolab.monitor.alerts import ADVICE
 from grpolab.monitor.clock import clock_text
+from grpolab.monitor.collapse import collapse_of, run_collapse, state_text
 from grpolab.monitor.figures import HEADLINE, first_and_last
 from grpolab.monitor.metrics import load_metrics
 from grpolab.monitor.summary import failure_of, restarts
@@ -38,9 +41,13 @@ def times_text(status: dict) -> str | None:
     return f"running for {took} (since {start})"
 
 
-def describe_outcome(run: Run, status: dict, monitor=None) -> str:
-    """`monitor`: the RunMonitor that followed the run (its view and its classified failure are used)."""
-    lines = [f"run {run.run_id}: {status.get('state', 'UNKNOWN')}", f"run directory: {run.path}"]
+def describe_outcome(run: Run, status: dict, monitor=None, collapse=None) -> str:
+    """`monitor`: the RunMonitor that followed the run (its view, alerts and classified failure are used);
+    `collapse`: the run's Collapse when the caller has it (else it is read from the run's metrics)."""
+    if collapse is None:
+        collapse = collapse_of(monitor.alerts) if monitor is not None else run_collapse(run)
+    state = state_text(status.get("state", "UNKNOWN"), collapse)
+    lines = [f"run {run.run_id}: {state}", f"run directory: {run.path}"]
     took = times_text(status)
     if took:
         lines.insert(1, took)
@@ -57,6 +64,9 @@ def describe_outcome(run: Run, status: dict, monitor=None) -> str:
         lines.append(f"restarts: {again['headline']}")
         lines += [f"  {line}" for line in again["attempts"]]
 
+    if collapse is not None:
+        lines.append(f"{collapse.text}: {collapse.reasons()}")
+        lines.append(f"fix: {ADVICE[collapse.rules[0]]} (every alert: `grpolab monitor {run.run_id}`)")
     failure = monitor.failure if monitor is not None else failure_of(run, status)
     if failure is not None:
         lines.append(f"cause: {failure.cause}: {failure.message}")

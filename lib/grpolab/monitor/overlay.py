@@ -20,8 +20,9 @@ import html
 import io
 import math
 
+from grpolab.monitor.figures import steps_text
 from grpolab.monitor.metrics import MetricsView
-from grpolab.monitor.plots import PANELS, downsample, single_point_limits, smoothed
+from grpolab.monitor.plots import PANELS, downsample, single_point_limits, smoothed, whole_steps
 
 OVERLAY_BUCKETS = 150  # per curve and run: at most 300 points
 # the panels of grpolab.monitor.plots.PANELS a comparison shows (the rest stay in each run's own curves.png)
@@ -108,11 +109,16 @@ class Overlay:
         return f"{count} run{'s' if count != 1 else ''}{extra}"
 
     def legend_name(self, label: str) -> str:
-        view = self.views[label]
-        return f"{label} ({view.last_step if view.steps else 'no'} steps)"
+        return f"{label} ({steps_text(self.views[label])})"
 
     def png(self) -> bytes:
         """The curves as a PNG (matplotlib's Agg canvas; nothing global is switched)."""
+        buffer = io.BytesIO()
+        self.figure().savefig(buffer, format="png", dpi=72)
+        return buffer.getvalue()
+
+    def figure(self):
+        """The chart as a matplotlib Figure on the Agg canvas."""
         # lazy: matplotlib (only drawing the chart needs it)
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -138,6 +144,10 @@ class Overlay:
                     ax.plot(xs, ys, color=colour, linewidth=1.2, marker="o" if sparse else None, markersize=3,
                             label=self.legend_name(label))  # fmt: skip
             single_point_limits(ax)
+            if self.x == "step":
+                whole_steps(ax)
+            else:
+                ax.ticklabel_format(axis="y", useOffset=False)
         for ax in list(axes.flat)[len(self.panels) or 1 :]:
             ax.set_visible(False)
         if not self.panels:
@@ -147,11 +157,10 @@ class Overlay:
         if handles:
             fig.legend(handles, labels, loc="upper right", fontsize=8, ncol=min(4, len(labels)))
         fig.suptitle(self.heading(), fontsize=11, x=0.01, ha="left")
-        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.6 / (2.8 * rows + 0.9) + 0.02,
+        width = 6.2 * columns  # margins in inches: one panel (a run's first step) keeps room for its tick labels
+        fig.subplots_adjust(left=1.0 / width, right=1 - 0.25 / width, bottom=0.6 / (2.8 * rows + 0.9) + 0.02,
                             top=1 - 0.8 / (2.8 * rows + 0.9), wspace=0.25, hspace=0.7)  # fmt: skip
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=72)
-        return buffer.getvalue()
+        return fig
 
     def text(self) -> str:
         lines = [f"{self.title}: {self.heading()}"]

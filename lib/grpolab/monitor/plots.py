@@ -18,6 +18,8 @@ import math
 from itertools import groupby
 from pathlib import Path
 
+from grpolab import owned
+from grpolab.monitor.figures import steps_text
 from grpolab.monitor.metrics import MetricsView, load_metrics
 
 # (title, y label, [(metric or prefix, line label)]): prefixes (ending in "/") match the run's val-core names.
@@ -38,6 +40,18 @@ PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     ),
     ("device memory", "GB", (("actor/perf/max_memory_allocated_gb", "max allocated"),)),
     ("learning rate", "lr", (("actor/lr", "lr"),)),
+    # an asynchronous run's (issue 42): verl's V1 trainer logs these (the CPU trainer maps TRL's async ones to them)
+    (
+        "off-policy staleness",
+        "model versions",
+        (
+            ("training/off_policy/trajectory_staleness/mean", "mean"),
+            ("training/off_policy/trajectory_staleness/max", "max"),
+        ),
+    ),
+    ("importance ratio", "rollout IS weight", (("rollout_corr/rollout_is_mean", "mean"),)),
+    ("rollout mismatch KL", "KL", (("rollout_corr/kl", "kl"), ("rollout_corr/k3_kl", "k3_kl"))),
+    ("dropped stale samples", "samples", (("training/off_policy/evicted_samples", "evicted"),)),
 )
 _COLUMNS = 3
 BUCKETS = 400  # per curve: about the pixel width of a panel at dpi 80
@@ -159,6 +173,7 @@ def single_point_limits(ax) -> None:
         pad = abs(high) * 0.1 or 0.05
         ax.set_ylim(low - pad, high + pad)
         ax.ticklabel_format(axis="y", useOffset=False, style="sci" if abs(high) < 1e-2 else "plain", scilimits=(-2, 4))
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=4, steps=[1, 2, 5, 10]))  # 0.09, 0.1, 0.11: round labels
     xs = {float(x) for line in ax.get_lines() for x in line.get_xdata()}
     if len(xs) == 1:  # one step: whole steps around it, not 0.96 ... 1.04
         (only,) = xs
@@ -166,14 +181,38 @@ def single_point_limits(ax) -> None:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=3))
 
 
-def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: float) -> None:
+def whole_steps(ax) -> None:
+    """Steps are whole numbers: ticks at whole steps (two steps logged drew 1.0, 1.2, ... 2.0), and no offset on the
+    y axis (a learning rate decaying from 1e-3 was labelled "1e-7+1e-3")."""
+    # lazy: matplotlib (only drawing a PNG needs it)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=6))
+    ax.ticklabel_format(axis="y", useOffset=False)
+
+
+def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: float, only=None) -> None:
+    fig = curves_figure(view, alerts, title, smooth, only)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = owned.fresh_file(path.with_name(f".{path.name}.tmp.png"))
+    try:
+        fig.savefig(tmp, dpi=80, format="png")
+        owned.replace_file(tmp, path)  # a dashboard or notebook reading the PNG never sees half a file
+    except BaseException:  # a target that is a directory, a full disk: leave no temporary file behind
+        owned.remove_file(tmp)
+        raise
+
+
+def curves_figure(view: MetricsView, alerts=(), title: str | None = None, smooth: float = 0.0, only=None):
+    """The curves as a matplotlib Figure on the Agg canvas (what every curves.png and the dashboard's picture is);
+    `only`: the titles of the panels to draw (None: every panel the run has data for)."""
     # A bare Figure on the Agg canvas, not pyplot: no global backend switch (a notebook keeps its inline
     # backend) and nothing left open in pyplot's registry by a dashboard that redraws every few seconds.
     # lazy: matplotlib (only drawing a PNG needs it)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    panels = panels_for(view)
+    panels = [p for p in panels_for(view) if only is None or p[0] in only]
     count = max(1, len(panels))
     columns = min(_COLUMNS, count)
     rows = math.ceil(count / columns)
@@ -231,6 +270,7 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
             half = max(0.5, 0.0025 * (last - first))
             ax.axvspan(alert.step - half, end + half, color=colour, alpha=0.18, linewidth=0)
         single_point_limits(ax)  # one point (or a flat line): a y range with labels that fit
+        whole_steps(ax)
         if len(lines) > 1:
             ax.legend(fontsize=7, loc="best")
         if marked:
@@ -241,37 +281,38 @@ def _draw(view: MetricsView, alerts, path: Path, title: str | None, smooth: floa
         ax.set_visible(False)
     heading = title or (view.run.run_id if view.run is not None else view.path.name)
     fig.suptitle(
-        f"{heading}: {len(view.steps)} steps"
-        + (f", last step {view.last_step}" if view.steps else "")
+        f"{heading}: {steps_text(view)}"
         + (f", {len(alerts)} alert(s), shaded" if alerts else "")
         + (f", smoothing {smooth:g}" if smooth else ""),
         fontsize=13,
     )
-    # Fixed margins rather than tight_layout: it measures every tick label of 12 panels and doubles the time.
+    # Fixed margins rather than tight_layout: it measures every tick label of 12 panels and doubles the time. In
+    # inches, not shares of the width: the first refresh of a run draws one panel, whose tick labels a share sized
+    # for three columns cut ("0.110" read "110")
+    width = 5.2 * columns
     fig.subplots_adjust(
-        left=0.06,
-        right=0.985,
+        left=0.9 / width,
+        right=1 - 0.23 / width,
         bottom=0.5 / (3.0 * rows + 0.6) + 0.03,
         top=1 - 0.75 / (3.0 * rows + 0.6),
         wspace=0.3,
         hspace=0.62,
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    try:
-        fig.savefig(tmp, dpi=80, format="png")
-        tmp.replace(path)  # a dashboard or notebook reading the PNG never sees half a file
-    except BaseException:  # a target that is a directory, a full disk: leave no temporary file behind
-        tmp.unlink(missing_ok=True)
-        raise
+    return fig
 
 
 def plot_curves(
-    metrics, alerts=(), path: str | Path = "curves.png", title: str | None = None, smooth: float = 0.0
+    metrics,
+    alerts=(),
+    path: str | Path = "curves.png",
+    title: str | None = None,
+    smooth: float = 0.0,
+    panels: tuple[str, ...] | None = None,
 ) -> Path:
     """Draw the panels this run has data for (a MetricsView or anything `load_metrics` takes), shade the step ranges of
-    `alerts` in the panels of their metrics, and save a PNG at `path`. `smooth`: 0 (none) to 0.99."""
+    `alerts` in the panels of their metrics, and save a PNG at `path`. `smooth`: 0 (none) to 0.99. `panels`: only
+    the panels of these titles (e.g. an asynchronous run's: grpolab.monitor.offpolicy.PANELS)."""
     view = metrics if isinstance(metrics, MetricsView) else load_metrics(metrics)
     path = Path(path)
-    _draw(view, alerts, path, title, smooth)
+    _draw(view, alerts, path, title, smooth, panels)
     return path

@@ -5,6 +5,9 @@
 - `reward-constant`: the reward is the same for every sample from the first steps on (exactly 0 or any one value:
   the reward is not wired to the data), from the monitor's own reward-flat alert (grpolab.monitor.alerts) starting
   at the first step, and every sample's score equal (score/min = score/max);
+- `training-collapse`: the policy is ruined while the job goes on or ends SUCCEEDED (grpolab.monitor.collapse: an
+  error alert, such as a validation accuracy fallen to nothing or a gradient norm of zero, that has not ended at
+  the last step): an lr far too high, a diverged update;
 - `throughput-collapse`: throughput collapsed and stays down while the run still logs (the monitor's
   throughput-drop alert, still ongoing at the last step);
 - `stalled`: the run is RUNNING but its metrics and log have not grown for STALL_STEPS of its own median step time
@@ -20,6 +23,7 @@ import statistics
 import time
 
 from grpolab.monitor.alerts import alerts
+from grpolab.monitor.collapse import collapse_of
 from grpolab.monitor.diagnose import Failure
 from grpolab.monitor.figures import candidates
 
@@ -91,6 +95,16 @@ def silent_failure(status: dict, view, thresholds=None, run=None, now: float | N
                 "check the reward function (the recipe's reward.function; `grpolab data RECIPE` dry-runs it) "
                 "against the data: its data_source, the answer format it parses and the ground-truth column",
             )
+    collapsed = collapse_of(found)
+    if collapsed is not None:
+        state_words = {"SUCCEEDED": "ended SUCCEEDED", "RUNNING": "is RUNNING", "STOPPED": "was STOPPED"}
+        return Failure(
+            "training-collapse",
+            f"Training collapsed at step {collapsed.step}, though the run {state_words.get(state, f'is {state}')}: "
+            f"{collapsed.reasons()}.",
+            next(a.advice for a in found if a.rule == collapsed.rules[0])
+            + " Its checkpoints after that step hold the ruined policy: do not resume or export them.",
+        )
     drop = [a for a in found if a.rule == "throughput-drop" and a.ongoing]
     if drop:
         a = drop[-1]

@@ -28,7 +28,8 @@ from grpolab.jobs.checkpoints import describe as describe_checkpoints
 from grpolab.jobs.checkpoints import listing as checkpoint_listing
 from grpolab.jobs.runs import TERMINAL_STATES, BadRecord, Run
 from grpolab.monitor.alerts import Alert, alerts, group, json_number
-from grpolab.monitor.clock import clock_text
+from grpolab.monitor.clock import as_of, clock_text
+from grpolab.monitor.collapse import collapse_of, state_text
 from grpolab.monitor.diagnose import Failure
 from grpolab.monitor.diagnosis import log_failure
 from grpolab.monitor.figures import KEY_METRICS
@@ -203,6 +204,7 @@ class RunMonitor:
             "latest": _latest(self.view),
             "alerts": [a.to_dict() for a in self.alerts],
             "alert_groups": group(self.alerts),
+            "collapse": (found.to_dict() if (found := collapse_of(self.alerts)) else None),
             "yardstick": self.yardstick.measure(self.view),
             "failure": self.failure.to_dict() if self.failure else None,
             "wandb": status.get("wandb") or None,
@@ -324,16 +326,30 @@ def alert_lines(data: dict) -> list[str]:
     return lines
 
 
-def format_summary(data: dict) -> str:
-    """The summary dict as the text `grpolab monitor` prints."""
+def _clock(stamp) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(stamp)) if isinstance(stamp, (int, float)) else "?"
+
+
+def format_summary(data: dict, saved: bool = False) -> str:
+    """The summary dict as the text `grpolab monitor` prints. `saved`: for an output a notebook keeps, read long
+    after it was written (a kernel restarted, the notebook reopened): clock times and "as of" instead of "running
+    for 0:48" and "updated 1 s ago", which would claim to be current."""
     lines = [f"run       {data['run_id']}  ({data['path']})"]
-    state = f"state     {data['state']}"
+    state = f"state     {state_text(data['state'], data.get('collapse'))}"
     if data.get("job_id"):
         state += f"  job {data['job_id']}"
     if data.get("elapsed_s") is not None:
-        state += f"  {'ran' if data.get('ended') else 'running for'} {clock_text(data['elapsed_s'])}"
+        took = clock_text(data["elapsed_s"])
+        if data.get("ended"):
+            state += f"  ran {took}" + (f" ({_clock(data.get('started'))} -> {_clock(data['ended'])})" if saved else "")
+        elif saved:
+            state += f"  started {_clock(data.get('started'))}, {took} in"
+        else:
+            state += f"  running for {took}"
     if data.get("updated"):
-        state += f"  updated {_age(data['updated'])}"
+        state += f"  record updated {_clock(data['updated'])}" if saved else f"  updated {_age(data['updated'])}"
+    if saved:  # when this was read: the saved notebook keeps it, long after
+        state += f"  ({as_of()})"
     lines.append(state)
     if data.get("message"):
         lines.append(f"message   {data['message']}")
@@ -395,7 +411,7 @@ def format_html(data: dict, open_alerts: bool = False) -> str:
     HTML), the alerts grouped by rule in collapsible <details> (the advice once per rule), and the thresholds
     that applied in a collapsed <details> of their own."""
 
-    text = format_summary({**data, "alerts": [], "alert_groups": [], "thresholds": None})
+    text = format_summary({**data, "alerts": [], "alert_groups": [], "thresholds": None}, saved=True)
     head = text.split("\nalerts    none", 1)
     parts = [_PRE + _html.escape(head[0].rstrip()) + "</pre>"]
     if groups := data.get("alert_groups") or group(data.get("alerts") or []):

@@ -92,15 +92,30 @@ def plant(records: list[dict], rule: str, at: int) -> list[dict]:
     grad = max(_median_before(out, "actor/grad_norm", at), 1.0)
     for record in out:
         step, data = record["step"], record["data"]
+        if rule == "kl-explode" and at - 60 <= step < at and "actor/kl_loss" in data:
+            # a climb over 60 steps up to the limit, not a jump (a jump is kl-spike's): 1.05 at `at`
+            data["actor/kl_loss"] = 1.05 * 1.1 ** (step - at)
         if step < at or "actor/pg_loss" not in data:  # validation-only lines (step 0) stay as they are
             continue
         if rule == "nan":  # the update diverged and stays diverged
             data["actor/pg_loss"] = None
             data["actor/grad_norm"] = None
-        elif rule == "reward-flat":  # every sample of every group scores 0: zero advantages
-            for name in ("critic/score/mean", "critic/score/max", "critic/score/min", "critic/score/std"):
+        elif rule == "reward-flat":  # every sample of every group scores 1 (too easy): zero advantages
+            for name in ("critic/score/mean", "critic/score/max", "critic/score/min"):
                 if name in data:
-                    data[name] = 0.0
+                    data[name] = 1.0
+            if "critic/score/std" in data:
+                data["critic/score/std"] = 0.0
+        elif rule == "reward-collapse":  # the policy scores next to nothing, still varying (not flat)
+            data["critic/score/mean"] = 0.002 + 0.004 * (step % 3)
+        elif rule == "accuracy-collapse":  # validation at every step from `at` on, and the policy answers nothing
+            data["val-core/arith/acc/mean@1"] = 0.0
+        elif rule == "grad-vanish":  # the weights saturated: no gradient
+            data["actor/grad_norm"] = 0.0
+        elif rule == "entropy-pinned":  # every token equally likely: ln(vocabulary), whatever was sampled
+            data["actor/entropy"] = math.log(18)
+        elif rule == "kl-explode":  # the policy drifts away for good: above the limit from `at`, climbing
+            data["actor/kl_loss"] = min(8.0, 1.05 * 1.1 ** (step - at))
         elif rule == "entropy-collapse":
             data["actor/entropy"] = 0.004 + 0.001 * (step % 3)
         elif rule == "kl-spike" and step < at + 8:  # the policy runs away from the reference for 8 steps
@@ -115,6 +130,17 @@ def plant(records: list[dict], rule: str, at: int) -> list[dict]:
             data["perf/throughput"] *= 0.1
         elif rule == "slow-steps" and "timing_s/step" in data:  # steps take 3 x as long from `at` on
             data["timing_s/step"] *= 3.0
+        # an asynchronous run's (issue 42): the metrics verl's V1 trainer logs, from `at` on
+        elif rule == "staleness":  # samples 12 versions old (the bound: 8)
+            data["training/off_policy/trajectory_staleness/max"] = 12.0
+        elif rule == "trainer-starved" and "timing_s/step" in data:  # waits 80 % of an asynchronous step
+            data["training/off_policy/trajectory_staleness/mean"] = 1.0
+            data["timing_s/gen"] = 0.8 * data["timing_s/step"]
+        elif rule == "is-ratio-drift":  # the rollout and the training policy part ways
+            data["rollout_corr/rollout_is_mean"] = 1.6
+        elif rule == "rollout-idle" and "timing_s/step" in data:  # stale samples dropped, the trainer never waits
+            data["training/off_policy/evicted_samples"] = 32.0
+            data["timing_s/gen"] = 0.01 * data["timing_s/step"]
     return out
 
 

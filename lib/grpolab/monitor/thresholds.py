@@ -115,10 +115,30 @@ def from_recipe(ref) -> Thresholds:
     return thresholds
 
 
+def _over(base: dict, recorded: dict) -> dict:
+    """`recorded` laid over `base`, mapping by mapping."""
+    out = dict(base)
+    for key, value in recorded.items():
+        out[key] = _over(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def _current(name: str) -> Thresholds:
+    """The thresholds a recipe of this name has today (its file under params/recipes), else params/base.yaml's."""
+    if name and (params_dir() / "recipes" / f"{name}.yaml").is_file():
+        try:
+            return from_recipe(name)
+        except ThresholdsError:
+            pass
+    return load_thresholds()
+
+
 def thresholds_for(run) -> Thresholds:
-    """The thresholds a run was launched with: `monitor:` of its recipe.yaml (fully resolved at launch); a run
-    recorded before the section existed gets its recipe's (by the name in status.json), anything else (a bare
+    """The thresholds a run was launched with: `monitor:` of its recipe.yaml (fully resolved at launch). A rule
+    added since the run was recorded takes the value its recipe has today (by the name in status.json), else
+    params/base.yaml's; a run recorded before the section existed gets its recipe's whole, anything else (a bare
     metrics file) params/base.yaml's."""
+    name = (run.status().get("recipe") if hasattr(run, "status") else None) or ""
     recipe_file = getattr(run, "path", None) and run_folder.recipe_file(run.path)
     if recipe_file and recipe_file.is_file():
         try:
@@ -126,12 +146,5 @@ def thresholds_for(run) -> Thresholds:
         except InputError:
             data = None
         if isinstance(data, dict) and isinstance(data.get(SECTION), dict):
-            return _validate(data[SECTION], recipe_file, f"{SECTION}.")
-    # a run recorded before recipes had a `monitor:` section: its recipe's current thresholds, by name
-    name = (run.status().get("recipe") if hasattr(run, "status") else None) or ""
-    if name and (params_dir() / "recipes" / f"{name}.yaml").is_file():
-        try:
-            return from_recipe(name)
-        except ThresholdsError:
-            pass
-    return load_thresholds()
+            return _validate(_over(_current(name).model_dump(), data[SECTION]), recipe_file, f"{SECTION}.")
+    return _current(name)

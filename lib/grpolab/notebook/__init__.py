@@ -39,6 +39,7 @@ from grpolab.notebook.display import (  # noqa: F401
 )
 from grpolab.notebook.parameters import check_parameters  # noqa: F401
 from grpolab.notebook.plan import (  # noqa: F401
+    own_layout,
     plan_explorer,
     plan_figure,
     plan_layouts,
@@ -46,6 +47,7 @@ from grpolab.notebook.plan import (  # noqa: F401
     plan_points,
     plan_verdict,
     plot_plan,
+    show_modes,
     show_plan,
 )
 from grpolab.notebook.runner import Stages, dry_run_failures  # noqa: F401
@@ -71,6 +73,7 @@ from grpolab.notebook.stages import (  # noqa: F401
     preflight_verdict,
     resume_plan,
     show_head,
+    show_offpolicy,
     show_run,
     verdict,
     watch,

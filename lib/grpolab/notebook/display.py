@@ -19,6 +19,7 @@ from IPython import get_ipython
 from IPython.display import Image, display
 from IPython.utils.capture import capture_output
 
+from grpolab import owned
 from grpolab.paths import PROJECT_ROOT
 from grpolab.problems import Problem, counts, ordered, report
 
@@ -68,9 +69,9 @@ def hand_over(name: str, value) -> None:
     results = stage_results(path)
     results[where["stage"]] = {**(results.get(where["stage"]) or {}), name: value}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = owned.fresh_file(path.with_name(f".{path.name}.tmp"))
     tmp.write_text(json.dumps(results, indent=1) + "\n")
-    tmp.replace(path)  # run.ipynb never reads half a file
+    owned.replace_file(tmp, path)  # run.ipynb never reads half a file
 
 
 # ------------------------------------------------------------------------------------------------ display
@@ -164,17 +165,29 @@ def captured(fn) -> dict:
     return {"text/html": "\n".join(pages) or "<i>(nothing)</i>", "text/plain": "\n".join(texts) or "(nothing)"}
 
 
-def table_html(headers: list[str], rows: list[list[str]], colours: list[str | None]) -> str:
-    """An HTML table; with no rows, a line saying so (a header over nothing says less than "none")."""
+def table_html(
+    headers: list[str], rows: list[list[str]], colours: list[str | None], widths: list[int] | None = None
+) -> str:
+    """An HTML table; with no rows, a line saying so (a header over nothing says less than "none"). `widths`: each
+    column's share of the output's width in per cent: the table then fits the notebook, its long cells wrapped
+    (anywhere, for a path or a run of overrides), instead of running past the right edge, where JupyterLab cuts
+    it off (a fix column cut at 1400 px read "2, 4" for "1, 2, 4")."""
     if not rows:
         return "<p><i>(none)</i></p>"
     head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in headers)
+    wrap = "overflow-wrap:anywhere;" if widths else ""
     body = []
     for row, colour in zip(rows, colours):
         style = f" style='background:{colour}'" if colour else ""
-        cells = "".join(f"<td style='text-align:left;vertical-align:top'>{html.escape(str(c))}</td>" for c in row)
+        cells = "".join(
+            f"<td style='text-align:left;vertical-align:top;{wrap}'>{html.escape(str(c))}</td>" for c in row
+        )
         body.append(f"<tr{style}>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    layout, columns = "", ""
+    if widths:
+        layout = " style='width:100%;table-layout:fixed'"
+        columns = "<colgroup>" + "".join(f"<col style='width:{w}%'>" for w in widths) + "</colgroup>"
+    return f"<table{layout}>{columns}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 ROW_COLOURS = {"error": "#fde0e0", "fail": "#fde0e0", "warning": "#fff4d6", "warn": "#fff4d6", "skip": "#f2f2f2"}
@@ -212,7 +225,10 @@ def show_problems(problems: Iterable[Problem], title: str = "problems") -> None:
         for p in map(in_notebook_words, problems)
     ]
     table = table_html(
-        ["severity", "rule", "key", "value", "problem", "fix"], rows, [ROW_COLOURS.get(p.severity) for p in problems]
+        ["severity", "rule", "key", "value", "problem", "fix"],
+        rows,
+        [ROW_COLOURS.get(p.severity) for p in problems],
+        widths=[7, 9, 13, 10, 33, 28],
     )
     show_html(f"<b>{html.escape(head)}</b>{table}", f"{head}\n{problems_text(problems)}")
 

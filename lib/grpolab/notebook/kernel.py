@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from grpolab import owned
 from grpolab.notebook.display import KERNEL, KERNEL_ARGS
 
 
@@ -60,5 +61,5 @@ def kept_log(log: Path) -> Path | None:
     with contextlib.suppress(OSError):
         if log.stat().st_size:
             return log
-        log.unlink()
+        owned.remove_file(log)
     return None

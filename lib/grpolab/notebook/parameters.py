@@ -14,8 +14,25 @@ from grpolab.problems import InputError, closest
 # ------------------------------------------------------------------------------------------------ parameters
 
 
-def _injected_names(history: list[str], declared: set[str]) -> set[str]:
-    """Names assigned by the last papermill-injected cell executed after the parameters cell (empty: none)."""
+def _assigned(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """(names assigned plainly, names assigned with an annotation) at a cell's top level."""
+    plain: set[str] = set()
+    annotated: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            annotated.add(node.target.id)
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            plain |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return plain, annotated
+
+
+def _given_names(history: list[str], declared: set[str]) -> tuple[set[str], set[str]]:
+    """(names given as parameters, declared names the parameters cell left out), from the last cell executed before
+    this one that gives parameters: papermill's injected cell (first line `# Parameters`), or the parameters cell
+    itself as a user edits it in JupyterLab (the latest cell that declares a parameter with its annotation). In the
+    parameters cell a plain assignment (`overide = [...]`, `modle = "tiny"`) gives a parameter too: the cell's
+    text promises that a misspelled name stops the notebook. ((), ()) when no such cell ran."""
     for source in reversed(history[:-1]):  # the last entry is the cell running now
         if not isinstance(source, str) or not source.strip():
             continue
@@ -24,16 +41,12 @@ def _injected_names(history: list[str], declared: set[str]) -> set[str]:
             tree = ast.parse(source)
         except SyntaxError:  # IPython magics, shell escapes: not a parameters cell
             continue
+        plain, annotated = _assigned(tree)
         if first == "# Parameters":  # papermill's comment on the cell it injects
-            names: set[str] = set()
-            for node in tree.body:
-                targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-                names |= {t.id for t in targets if isinstance(t, ast.Name)}
-            return names
-        annotated = {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
-        if declared and declared <= annotated:  # the parameters cell itself: nothing was injected after it
-            return set()
-    return set()
+            return plain | annotated, set()
+        if annotated & declared:  # the parameters cell
+            return {n for n in plain | annotated if not n.startswith("_")}, declared - plain - annotated
+    return set(), set()
 
 
 def _conforms(value: Any, annotation: Any) -> bool:
@@ -129,11 +142,16 @@ def check_parameters(ns: dict) -> dict:
     if not declared:
         raise NotebookStop("this notebook has no typed parameters: run the cell tagged `parameters` first")
     history = ns.get("In") or ns.get("_ih") or []
-    injected = _injected_names(list(history), set(declared))
+    given, left_out = _given_names(list(history), set(declared))
     problems = []
-    for name in sorted(injected - set(declared) - set(PAPERMILL_NAMES)):
+    for name in sorted(given - set(declared) - set(PAPERMILL_NAMES)):
         near = closest(name, declared)
         problems.append(f"unknown parameter {name!r}" + (f": did you mean {near!r}?" if near else ""))
+    for name in sorted(left_out & set(ns)):  # its value is an earlier run's, which this run would silently reuse
+        problems.append(
+            f"parameter {name!r} is missing from the parameters cell: it still holds {ns[name]!r} from an earlier "
+            f"run; write it back, e.g. {_signature(name, declared[name])} = {ns[name]!r}"
+        )
     for name, annotation in declared.items():
         if name not in ns:
             problems.append(f"parameter {name!r} is declared but not set: run the parameters cell")

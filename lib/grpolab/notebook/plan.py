@@ -20,6 +20,7 @@ from grpolab.notebook.display import (
     table_html,
 )
 from grpolab.problems import InputError, RecipeError
+from grpolab.recipe.modes import describe
 
 ROWS_PER_LAYOUT = 8  # layouts asked of the planner per row shown: rollout variants with the same estimates share one
 
@@ -65,9 +66,15 @@ def show_plan(plan, top: int = 10) -> list:
     )
     rejected = ", ".join(f"{rule} {n}" for rule, n in sorted(plan.rejected.items(), key=lambda kv: -kv[1]))
     notes = [f"rejected by rule: {rejected or 'none'}"]
-    own = search.own_choice(plan)
+    own = own_layout(plan)
     if own is not None:
         notes.insert(0, table.own_text(own))
+    elif not given_recipe(plan):
+        notes.insert(
+            0,
+            f"{plan.inputs[0]} is a model, not a recipe: planned on params/base.yaml, whose own layout is no "
+            "choice of yours (nothing to compare with)",
+        )
     if not listed:
         text = f"{head}\nno layout passes every rule and fits on this cluster"
         show_html(
@@ -91,6 +98,24 @@ def show_plan(plan, top: int = 10) -> list:
     return listed
 
 
+def given_recipe(plan) -> bool:
+    """Whether 05_plan was given a recipe (its layout is the user's) rather than a model planned on base.yaml."""
+    # lazy: yaml (the planner loads when 05_plan plans, not with `import grpolab.notebook`)
+    from grpolab.plan import io
+
+    return not plan.inputs or io.model_target(plan.inputs[0]) is None
+
+
+def own_layout(plan):
+    """The recipe's own layout, scored (grpolab.plan.search.own_choice); None for a model given without a recipe:
+    base.yaml's default layout is nobody's choice, and "the recipe's own layout breaks rules" would blame the user
+    for it."""
+    # lazy: yaml (the planner loads when 05_plan plans, not with `import grpolab.notebook`)
+    from grpolab.plan import search
+
+    return search.own_choice(plan) if given_recipe(plan) else None
+
+
 def plan_points(plan) -> list:
     """What the chart plots: each valid training layout that fits the estimated memory once, with its best rollout
     (the planner's choices are best first), best first."""
@@ -107,13 +132,13 @@ def plan_points(plan) -> list:
 
 
 def plan_figure(plan):
-    """The chart of plot_plan as a matplotlib Figure (None when no layout fits)."""
+    """The chart of plot_plan as a matplotlib Figure (None when no layout fits). The axes span the valid layouts and
+    the device memory: the recipe's own layout, when it lies far outside them (a layout that needs 2,500 GB a
+    device), is drawn at the edge with its real figures written beside it, instead of squashing every valid layout
+    into a line."""
     # lazy: matplotlib (only drawing the plan's chart needs it)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
-    # lazy: yaml (the planner loads when 05_plan plans, not with `import grpolab.notebook`)
-    from grpolab.plan import search
 
     every = plan_points(plan)
     if not every:
@@ -126,20 +151,31 @@ def plan_figure(plan):
     ax.scatter(
         [every[0].total], [every[0].train.memory_gb["total"]], s=80, marker="*", color="#1a9e3a", label="best", zorder=3
     )
-    own = search.own_choice(plan)
+    budget = plan.recipe.cluster.device_memory_gb
+    xs, ys = [x for x, _ in pts], [y for _, y in pts] + [budget]
+    x_lo, x_hi = _span(min(xs), max(xs))
+    y_lo, y_hi = _span(min(ys), max(ys))
+    own = own_layout(plan)
     if own is not None and own.train.cost is not None:
+        x, y = own.total, own.train.memory_gb["total"]
+        inside = x_lo <= x <= x_hi * OUTLIER and y_lo <= y <= y_hi * OUTLIER
+        if inside:
+            x_hi, y_hi = max(x_hi, x * 1.05), max(y_hi, y * 1.05)
+        shown = (x, y) if inside else (min(x, x_hi), min(y, y_hi))
         ax.scatter(
-            [own.total],
-            [own.train.memory_gb["total"]],
+            [shown[0]],
+            [shown[1]],
             s=60,
-            marker="D",
+            marker="D" if inside else "^",
             facecolors="none",
             edgecolors="black",
-            label="the recipe's layout",
+            label="the recipe's layout" + ("" if inside else f" (off the chart: {x:,.0f} s, {y:,.0f} GB)"),
             zorder=3,
+            clip_on=False,
         )
-    budget = plan.recipe.cluster.device_memory_gb
     ax.axhline(budget, color="grey", linewidth=0.8, linestyle="--", label=f"device memory {budget:g} GB")
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
     ax.set_xlabel("estimated step time, s (rollout + training)")
     ax.set_ylabel("estimated training GB per device")
     ax.set_title(f"{plan.recipe.name} on {plan.recipe.world_size} devices: estimates", fontsize=10)
@@ -147,6 +183,15 @@ def plan_figure(plan):
     ax.legend(fontsize=7, loc="best")
     fig.subplots_adjust(left=0.12, right=0.97, bottom=0.14, top=0.9)
     return fig
+
+
+OUTLIER = 1.5  # the recipe's own point farther than this past the valid layouts' span is drawn at the chart's edge
+
+
+def _span(low: float, high: float) -> tuple[float, float]:
+    """Axis limits around [low, high] with a margin (a single value gets a range of its own)."""
+    pad = (high - low) * 0.08 or max(abs(high) * 0.1, 1.0)
+    return max(0.0, low - pad), high + pad
 
 
 def plot_plan(plan, path: str | Path | None = None) -> Path | None:
@@ -165,9 +210,12 @@ def plot_plan(plan, path: str | Path | None = None) -> Path | None:
     return None
 
 
-def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[str] = (), top: int = 10):
-    """In JupyterLab: widgets to change the node count and the lengths and re-plan (table and chart).
-    Headless it returns None and shows nothing: the static cells above are the output."""
+def plan_explorer(
+    model: str, hardware: str | None = None, overrides: Iterable[str] = (), top: int = 10, nodes: int | None = None
+):
+    """In JupyterLab: widgets to change the node count and the lengths and re-plan (table and chart), starting from
+    the notebook's own `nodes` (None: the recipe's). Headless it returns None and shows nothing: the static cells
+    above are the output."""
     if not in_jupyterlab():
         return None
     # lazy: ipywidgets (only the explorer in JupyterLab needs the widgets)
@@ -177,15 +225,15 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
     from grpolab.monitor.dashboard import WIDGET_VIEW, offline_note
     from grpolab.plan import io
 
-    recipe = io.load(model, None, hardware, list(overrides))
-    nodes = widgets.BoundedIntText(value=recipe.cluster.nnodes, min=1, max=4096, description="nodes")
+    recipe = io.load(model, nodes, hardware, list(overrides))
+    node_count = widgets.BoundedIntText(value=recipe.cluster.nnodes, min=1, max=4096, description="nodes")
     prompt = widgets.BoundedIntText(value=recipe.data.max_prompt_length, min=1, max=10_000_000, description="prompt")
     response = widgets.BoundedIntText(
         value=recipe.data.max_response_length, min=1, max=10_000_000, description="response"
     )
     button = widgets.Button(description="plan")
     offline = widgets.HTML(offline_note("no kernel: the explorer cannot plan; run this cell again to use it"))
-    for control in (nodes, prompt, response, button):  # greyed out without a kernel (grpolab.monitor.dashboard)
+    for control in (node_count, prompt, response, button):  # greyed out without a kernel (grpolab.monitor.dashboard)
         control.add_class("grpolab-needs-kernel")
 
     def replan(_=None) -> None:
@@ -197,7 +245,7 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
         ]
 
         def shown() -> None:
-            p = plan_layouts(model, nodes.value, hardware, sets)
+            p = plan_layouts(model, node_count.value, hardware, sets)
             show_plan(p, top)
             plot_plan(p)
             plan_verdict(p, strict=False)
@@ -205,7 +253,7 @@ def plan_explorer(model: str, hardware: str | None = None, overrides: Iterable[s
         out.update(captured(shown), raw=True)  # an ordinary output: the saved notebook keeps the last table
 
     button.on_click(replan)
-    box = widgets.VBox([widgets.HBox([nodes, prompt, response, button]), offline])
+    box = widgets.VBox([widgets.HBox([node_count, prompt, response, button]), offline])
     display(
         {
             WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": box.model_id},
@@ -248,3 +296,23 @@ def plan_overrides(model: str, overrides: Iterable[str] = ()) -> list[str]:
     """run.ipynb with `plan`: the overrides with the top layout of the plan added last (it then wins)."""
     sets = plan_verdict(plan_layouts(model, None, None, overrides))
     return [*overrides, *sets]
+
+
+def show_modes(plan) -> list:
+    """The schedule modes and node splits on the plan's nodes (grpolab.plan.modes, as `grpolab plan` prints them):
+    the recipe's own schedule, the table best first, and whether asynchronous training pays off here."""
+    # lazy: yaml (the planner loads when 05_plan plans, not with `import grpolab.notebook`)
+    from grpolab.plan import modes, table
+
+    if plan.facts is None or not plan.recipe.engine.priced:
+        print(
+            "no modes to compare: "
+            + ("no model facts" if plan.facts is None else "the CPU trainer has no rollout engine")
+        )
+        return []
+    ranked = modes.compare(plan.recipe, plan.facts)
+    lines = [f"the recipe's schedule: {describe(plan.recipe)}", *table.modes_text(ranked)]
+    show_html(
+        f"<pre style='font-family:monospace;font-size:85%'>{html.escape(chr(10).join(lines))}</pre>", "\n".join(lines)
+    )
+    return ranked

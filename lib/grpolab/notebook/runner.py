@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import sys
 import tempfile
 import threading
@@ -14,7 +13,7 @@ from pathlib import Path
 
 from IPython.display import publish_display_data
 
-from grpolab import run_folder
+from grpolab import owned, run_folder
 from grpolab.jobs import runs
 from grpolab.jobs.job_entry import ANSI
 from grpolab.jobs.runs import Run
@@ -150,16 +149,16 @@ class Stages:
             path = Path(stage["notebook"])
             if path.parent == self.scratch and path.exists():
                 moved = target / path.name
-                shutil.move(str(path), moved)
+                owned.move(path, moved)
                 stage["notebook"] = str(moved)
                 log = kernel_log(path)  # a stage kernel's own log, when it said something
                 if log.exists():
-                    shutil.move(str(log), target / log.name)
+                    owned.move(log, target / log.name)
         handed = run_folder.stage_results(self.scratch)
         if handed.exists():  # merged into what the stages after 03_launch hand over there
             kept = run_folder.stage_results(target)
             kept.write_text(json.dumps({**stage_results(handed), **stage_results(kept)}, indent=1) + "\n")
-            handed.unlink()
+            owned.remove_file(handed)
         with contextlib.suppress(OSError):
             self.scratch.rmdir()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 from collections.abc import Iterable
@@ -19,6 +20,7 @@ from grpolab.notebook.display import (
 from grpolab.paths import runs_dir
 from grpolab.problems import InputError, Problem, RecipeError
 from grpolab.recipe.dotted import get_dotted
+from grpolab.recipe.modes import describe
 from grpolab.recipe.secrets import is_secret_override, redact_override, redaction
 
 # ------------------------------------------------------------------------------------------------ recipes
@@ -223,7 +225,8 @@ def show_recipe(recipe) -> None:
     if recipe is None:
         print("no resolved recipe: the recipe's own files do not fit the schema (the problems above)")
         return
-    show_text(to_yaml(recipe, env=redaction(recipe).env(recipe.env)), title=f"resolved recipe {recipe.name}")
+    title = f"resolved recipe {recipe.name}; schedule {describe(recipe)}"
+    show_text(to_yaml(recipe, env=redaction(recipe).env(recipe.env)), title=title)
 
 
 def redacted_launch(recipe):
@@ -234,23 +237,41 @@ def redacted_launch(recipe):
     return redaction(recipe, env=launch.env).launch(launch)
 
 
-def show_launch(recipe) -> None:
-    """The rendered launch: entrypoint and overrides, the env (secrets redacted) and the bash script."""
+def show_launch(recipe, problems: Iterable[Problem] = ()) -> None:
+    """The rendered launch: entrypoint and overrides, the env (secrets redacted) and the bash script. With errors
+    among `problems` (the check above) it is marked NOT LAUNCHABLE, in its title and in the script itself: `grpolab
+    render` and 03_launch refuse it; it is shown to read, not to copy."""
     # lazy: yaml (the recipe modules load when a cell uses them, not with `import grpolab.notebook`)
     from grpolab.verl.render import to_sh
 
     if recipe is None:
         print("nothing to render: the recipe does not fit the schema (the problems above)")
         return
+    errors = [p for p in problems if p.severity == "error"]
+    invalid = (
+        f"NOT LAUNCHABLE: recipe {recipe.name} has {len(errors)} error(s) ("
+        + ", ".join(dict.fromkeys(f"{p.key}: {p.rule}" for p in errors))
+        + "); `grpolab render`, `grpolab run` and 03_launch refuse it. Shown to read, not to run: fix the errors above"
+        if errors
+        else ""
+    )
     launch = redacted_launch(recipe)
     lines = [f"entrypoint: {launch.command()}", "", "overrides:"]
     lines += [f"  {o}" for o in launch.overrides] or ["  (none: the local trainer reads the recipe itself)"]
     env = [f"  {k}={v}" for k, v in launch.env.items()]
     lines += ["", "env (exported on every node):", *env] if env else ["", "env: none (the recipe sets no variables)"]
-    show_text("\n".join(lines), title=f"rendered launch for {recipe.name} ({launch.engine})")
+    title = f"rendered launch for {recipe.name} ({launch.engine})"
+    if invalid:
+        show_html(f"<p style='color:#c0392b'><b>{html.escape(invalid)}</b></p>", invalid)
+        title += ": NOT LAUNCHABLE (errors above)"
+    show_text("\n".join(lines), title=title)
     if launch.notes:
         show_problems(launch.notes, title="rendering notes")
-    show_text(to_sh(launch, recipe), title="bash script (grpolab render --format sh)")
+    script = to_sh(launch, recipe)
+    if invalid:  # the script says so itself, wherever it is copied to
+        shebang, rest = script.split("\n", 1)
+        script = f"{shebang}\n# {invalid}\n{rest}"
+    show_text(script, title="bash script (grpolab render --format sh)" + (": NOT LAUNCHABLE" if invalid else ""))
 
 
 def stop_on_errors(problems: list[Problem], recipe, model: str | None = None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import os
@@ -49,6 +50,7 @@ def preflight(recipe, address: str | None = None, timeout_s: float | None = None
         ["status", "check", "node", "detail", "fix"],
         [[r.status.upper(), r.check, r.node, r.detail, r.fix if r.status in ("fail", "warn") else ""] for r in rows],
         [ROW_COLOURS.get(r.status) for r in rows],
+        widths=[6, 12, 14, 38, 30],
     )
     show_html(f"<b>{html.escape(report.summary())}</b>{table}", report.table())
     return report
@@ -238,21 +240,28 @@ def show_head(address: str | None = None) -> None:
 
 def verdict(run, status: dict | None = None, strict: bool = True) -> None:
     """The run's outcome in a few lines (state, reward and accuracy first -> last, cause of a failure);
-    NotebookStop when the run FAILED or was LOST and `strict`. A STOPPED run was stopped on purpose: in
-    JupyterLab it is said plainly, not as an error; headless (papermill) it still ends the notebook with an error
-    when `strict`, so that a pipeline notices the run did not finish. Nothing for no run (a dry run)."""
+    NotebookStop when the run FAILED or was LOST, or its training collapsed (SUCCEEDED with a ruined policy:
+    grpolab.monitor.collapse), and `strict`. A run STOPPED on request (Stop run, `grpolab stop`) was stopped on
+    purpose: in JupyterLab it is said plainly, not as an error; headless (papermill) it still ends the notebook with
+    an error when `strict`, so that a pipeline notices the run did not finish. One whose head went away (nobody asked:
+    grpolab.jobs.state says so) is an error everywhere. Nothing for no run (a dry run)."""
     # lazy: orjson, yaml (the monitor loads when a run is followed or shown, not with `import grpolab.notebook`)
+    from grpolab.monitor.collapse import run_collapse
     from grpolab.monitor.outcome import describe_outcome
 
     if run is None:
         return
     status = status or refresh(run)
-    text = describe_outcome(run, status)
+    collapse = run_collapse(run)
+    text = describe_outcome(run, status, collapse=collapse)
     state = status.get("state")
-    if strict and (state in ("FAILED", "LOST") or (state == "STOPPED" and not in_jupyterlab())):
+    asked = bool(status.get("stop_requested"))  # a stop nobody asked for (its head went away) is no choice of yours
+    stopped = state == "STOPPED" and (not in_jupyterlab() or not asked)
+    if strict and (state in ("FAILED", "LOST") or collapse is not None or stopped):
         raise NotebookStop(text)
     if state == "STOPPED":
-        text += "\nthe run was stopped (Stop run, `grpolab stop` or Ray): the steps it finished are kept"
+        on_request = " on request (Stop run, `grpolab stop`)" if asked else ""
+        text += f"\nthe run was stopped{on_request}: the steps it finished are kept"
     print(text)
 
 
@@ -319,7 +328,7 @@ def show_run(run, picture: bool = True, dashboard=None) -> dict:
     title = f"run {data['run_id']}: {data['state']} {as_of()}"
     if data["state"] not in TERMINAL_STATES:
         title += " (a snapshot: run this cell again for the state now)"
-    show_html(f"<b>{html.escape(title)}</b>" + format_html(data), f"{title}\n{format_summary(data)}")
+    show_html(f"<b>{html.escape(title)}</b>" + format_html(data), f"{title}\n{format_summary(data, saved=True)}")
     if picture and data.get("curves"):
         show_image(data["curves"])
     if picture and (data.get("nodes") or {}).get("picture"):  # every node of the run, from its telemetry
@@ -379,3 +388,36 @@ def show_figures(run) -> None:
         + table_html(["metric", "first", "at step", "last", "at step"], rows, [None] * len(rows)),
         f"final figures of {run.run_id} (last step {fig.get('last_step')})\n{text}",
     )
+
+
+def show_offpolicy(run) -> dict | None:
+    """04_monitor's view of an asynchronous run (issue 42): its off-policy figures (grpolab.monitor.offpolicy) as
+    text and, inline, the curves of staleness, importance ratio, mismatch KL, dropped samples and the trainer's wait,
+    alerts shaded (nothing to draw for a synchronous run); returns the figures (None when the run logs no
+    staleness)."""
+    # lazy: orjson, yaml (the monitor loads when a run is followed or shown, not with `import grpolab.notebook`)
+    from grpolab.monitor import alerts, load_metrics
+    from grpolab.monitor.offpolicy import PANELS, format_offpolicy, offpolicy
+    from grpolab.monitor.plots import panels_for, plot_curves
+    from grpolab.monitor.thresholds import thresholds_for
+
+    if not run.metrics_file.exists():
+        print(f"run {run.run_id} logged no metrics yet")
+        return None
+    view = load_metrics(run.metrics_file)
+    summary = offpolicy(view)
+    found = alerts(view, thresholds_for(run)) if summary and summary["asynchronous"] else []
+    lines = format_offpolicy(summary, found)
+    show_html(
+        f"<b>{html.escape(run.run_id)}: asynchronous training</b><pre>{html.escape(chr(10).join(lines))}</pre>",
+        f"{run.run_id}: asynchronous training\n" + "\n".join(lines),
+    )
+    if summary and summary["asynchronous"]:
+        path = _curves_path(run).with_name("offpolicy.png")  # beside curves.png (a temp folder for a foreign run)
+        plot_curves(view, found, path, title=f"{run.run_id}: off-policy", panels=PANELS)
+        drawn = [title for title, _, _ in panels_for(view) if title in PANELS]
+        # the picture inline with an alt text that names its curves (what a screen reader and a test read)
+        png = base64.b64encode(path.read_bytes()).decode("ascii")
+        alt = f"off-policy curves: {', '.join(drawn)}; steps {view.steps[0]}-{view.steps[-1]}"
+        show_html(f"<img src='data:image/png;base64,{png}' alt='{html.escape(alt)}'/>", f"{alt} ({path})")
+    return summary

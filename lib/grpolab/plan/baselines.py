@@ -57,7 +57,14 @@ class Baseline(Strict):
 
     @property
     def world_size(self) -> int:
+        """Every device of the run (a separate_async run's rollout-only pool included: tokens/s per device count it)."""
         return self.nnodes * self.devices_per_node
+
+    @property
+    def rollout_nnodes(self) -> int:
+        """Nodes of a rollout-only pool (`schedule.rollout_nnodes=N` among the settings; 0 for a colocated run):
+        the recipe's cluster.nnodes is the trainer's, the rest."""
+        return next((int(s.split("=", 1)[1]) for s in self.settings if s.startswith("schedule.rollout_nnodes=")), 0)
 
     def overrides(self) -> list[str]:
         return [
@@ -90,7 +97,7 @@ def baselines() -> tuple[Baseline, ...]:
 def recipe_of(b: Baseline, extra: tuple[str, ...] = ()) -> Recipe:
     """The run as a recipe: its model card on base.yaml, its hardware profile, nodes and settings (then `extra`
     overrides, e.g. other efficiency constants while fitting them)."""
-    return load(b.model, b.nnodes, b.hardware, [*b.overrides(), *extra])
+    return load(b.model, b.nnodes - b.rollout_nnodes, b.hardware, [*b.overrides(), *extra])
 
 
 def predict(b: Baseline, extra: tuple[str, ...] = ()) -> StepEstimate:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from grpolab import owned
 from grpolab.paths import params_dir
 from grpolab.problems import InputError, RecipeError, closest
 from grpolab.recipe.cards import ResolvedModel, is_card_file, resolve_model
@@ -149,7 +150,7 @@ def write_recipe(
             f"params/recipes/{name}.yaml exists: choose another --write name (nothing overwritten)"
         ) from None
     finally:
-        os.unlink(tmp.name)
+        owned.remove_file(tmp.name)
     return path
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from grpolab.plan.modes import verdict
 from grpolab.plan.search import Choice
 from grpolab.recipe import pplayout
 from grpolab.recipe.cost import ESTIMATE
@@ -265,3 +266,30 @@ def _merge_rollouts(out: list[Row]) -> list[Row]:
 def legend(letters: dict[str, str]) -> list[str]:
     """One line per pipeline layout named in the table: its letter, the string and what it means."""
     return [f"[{letter}] train.pp_layout {layout}: {describe_layout(layout)}" for letter, layout in letters.items()]
+
+
+def modes_text(ranked: list) -> list[str]:
+    """The schedule modes and node splits (grpolab.plan.modes rows, best first) as the table `grpolab plan` prints
+    under the layouts, then the verdict: does asynchronous training pay off here?"""
+    sync = next((r.total for r in ranked if r.mode == "sync" and r.best), None)
+    cells = [("mode and nodes (estimates)", "step s", "vs sync", "own s", "lag", "best layout (train | rollout)")]
+    for r in ranked:
+        s = r.best.schedule if r.best else {}
+        lag = "0" if r.mode == "sync" else f"~{s.get('expected_lag', 0):g} (<= {s.get('max_lag') or 'inf'})"
+        cells.append(
+            (
+                r.name,
+                f"{r.total:.0f}" if r.best else "-",
+                f"{sync / r.total:.2f}x" if r.best and sync else "-",
+                f"{r.own.total:.0f}" if r.own else "-",
+                lag if r.best else "-",
+                r.layout or r.why,
+            )
+        )
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cells[0]) - 1)]
+    lines = ["", "modes: sync, colocate_async and separate_async on these nodes (docs/async.md)"]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(c, widths)) + "  " + c[-1] for c in cells]
+    first = next((r for r in ranked if r.best), None)
+    if first is not None:
+        lines.append(f"best mode as overrides: {' '.join('--set ' + o for o in [*first.settings(), *first.overrides])}")
+    return [*lines, verdict(ranked)]

@@ -171,12 +171,25 @@ def _check_sizes(merged: dict, source: str) -> None:
             )
 
 
+def _check_experts(merged: dict, source: str) -> None:
+    """A token is routed to at most as many experts as there are; ConfigError naming both keys when not."""
+    active, experts = _first(merged, CONFIG_KEYS["active_experts"]), _first(merged, CONFIG_KEYS["num_experts"])
+    if active and active > (experts or 0):
+        key = next(k for k in CONFIG_KEYS["active_experts"] if merged.get(k) is not None)
+        total = next((k for k in CONFIG_KEYS["num_experts"] if merged.get(k) is not None), "num_experts")
+        raise ConfigError(
+            f"{source}: {key} = {active} is more experts per token than the model has ({total} = {experts or 0}): "
+            f"a token is routed to at most {total} experts; {_FIX}"
+        )
+
+
 def facts_from_config(config: dict, card: ModelCard | None, source: str) -> ModelCard:
     """A ModelCard built from config.json values, falling back to the card for what config.json lacks; ConfigError
     (one line: the file, the key, the fix) when a size is missing or ill-typed."""
 
     merged = _merged(config)
     _check_sizes(merged, source)
+    _check_experts(merged, source)
     lacking = [
         f for f in ("num_layers", "hidden_size", "num_heads", "vocab_size") if _first(merged, CONFIG_KEYS[f]) is None
     ]

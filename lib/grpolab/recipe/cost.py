@@ -30,7 +30,7 @@ What it leaves out is listed in the README (grpolab plan).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from grpolab.recipe import pplayout
 from grpolab.recipe.dotted import flatten
@@ -61,6 +61,10 @@ DECODE_STEP_S = 0.005
 # about 30 kernels per decoder layer (norms, attention, the MoE router and experts, the TP collectives) at about
 # 10 us of launch and Python each. A first-principles figure, not fitted: no `fit` run is eager.
 EAGER_LAYER_S = 30 * 10e-6
+# An asynchronous step (partial rollout) still decodes for this share of max_response_length: its batch takes whole
+# groups, and a group is done only when its longest response is. Fitted (benchmarks/calibration.py --fit) on the two
+# `fit` async runs (verl's colocate_async and a separate_async without switching); the others are held out.
+ASYNC_TAIL = 0.6
 GBPS = 1e9  # bytes per second of one GB/s, as the profiles' datasheet bandwidths are quoted (memory.GB is 2^30)
 ESTIMATE = "estimate"  # every figure here is one; the label travels with them
 
@@ -279,10 +283,23 @@ def _weight_sync(recipe: Recipe, facts: ModelCard, t: TrainLayout) -> dict:
 
 
 def rollout_time(
-    recipe: Recipe, facts: ModelCard, r: RolloutLayout, mem: dict, wl: Workload, decode_step: float = DECODE_STEP_S
+    recipe: Recipe,
+    facts: ModelCard,
+    r: RolloutLayout,
+    mem: dict,
+    wl: Workload,
+    decode_step: float = DECODE_STEP_S,
+    world: int | None = None,
+    tail: bool = True,
+    ahead: float = 0.0,
+    async_tail: float = ASYNC_TAIL,
 ) -> dict:
-    """Seconds of the rollout (prefill and decode, each with its parts and total) and their total."""
-    world, p, ro = recipe.world_size, params(facts), recipe.rollout
+    """Seconds of the rollout (prefill and decode, each with its parts and total) and their total, on `world`
+    devices (default: the recipe's). `tail`: the batch waits for its longest response (a synchronous step); without
+    it (partial rollout, the async modes) a replica decodes at full concurrency and unfinished sequences carry over
+    to the next step, re-prefilling what they had written (`reprefill`); `ahead` batches more are in flight then
+    (warm-up batches, an off-policy window), so a replica may decode more sequences at once than one batch gives it."""
+    world, p, ro = world or recipe.world_size, params(facts), recipe.rollout
     nbytes = DTYPE_BYTES[recipe.model.dtype]
     prefill_flops = 2 * p.active * wl.sequences * wl.prompt_mean + wl.sequences * _attention_flops(
         facts, wl.prompt_mean**2
@@ -290,9 +307,15 @@ def rollout_time(
     prefill = {"compute": prefill_flops / (world * _flops(recipe))}
     replicas = max(world // r.tp, 1)  # each TP group decodes its own sequences
     per_replica = math.ceil(wl.sequences / replicas)
-    slots = max(min(mem["concurrency"], per_replica, ro.max_num_seqs), 1)
+    in_flight = per_replica if tail else per_replica * (1 + ahead)
+    slots = max(min(mem["concurrency"], in_flight, ro.max_num_seqs), 1)
     # continuous batching: a replica's tokens at `slots` per step, never fewer steps than the longest response
-    steps = max(float(wl.response_max), per_replica * wl.response_mean / slots)
+    steps = per_replica * wl.response_mean / slots
+    steps = max(float(wl.response_max) * (1.0 if tail else async_tail), steps)
+    if not tail:  # the sequences in flight when the step takes its batch are aborted and resumed: their context again
+        inflight = min(slots * replicas, wl.sequences)
+        again = 2 * p.active * inflight * (wl.prompt_mean + wl.response_mean / 2)
+        prefill["reprefill"] = again / (world * _flops(recipe))
     batch = per_replica * wl.response_mean / steps  # sequences in flight per step, on average
     ep = r.expert_shards
     routed = batch * (ep // r.tp if ep >= r.tp else 1)  # tokens per step one EP group routes
@@ -330,17 +353,19 @@ def rollout_time(
 
 @dataclass
 class StepEstimate:
-    """A recipe's own layout, estimated: memory (GB) and time (s) per side, with every part."""
+    """A recipe's own layout, estimated: memory (GB) and time (s) per side, with every part; `schedule` how the
+    sides overlap in an asynchronous mode (its parts and total; {} for a synchronous step: their sum)."""
 
     workload: Workload
     train_memory: dict
     rollout_memory: dict
     train: dict
     rollout: dict
+    schedule: dict = field(default_factory=dict)
 
     @property
     def total(self) -> float:
-        return self.train["total"] + self.rollout["total"]
+        return self.schedule["total"] if self.schedule else self.train["total"] + self.rollout["total"]
 
     def phases(self) -> dict[str, float]:
         """Seconds per phase, in the order a step runs them (the split published runs report)."""
@@ -360,15 +385,70 @@ def step_estimate(
     mean_prompt: float | None = None,
     forward_only: float = FORWARD_ONLY_EFFICIENCY,
     decode_step: float = DECODE_STEP_S,
+    async_tail: float = ASYNC_TAIL,
 ) -> StepEstimate:
-    """The estimate for the recipe's own layout (whatever its rank among the layouts `grpolab plan` lists)."""
+    """The estimate for the recipe's own layout (whatever its rank among the layouts `grpolab plan` lists), in the
+    recipe's schedule.mode."""
     wl = workload(recipe, mean_response, mean_prompt)
     t, r = train_of(recipe), rollout_of(recipe)
     rmem = rollout_memory(recipe, facts, r)
-    return StepEstimate(
-        wl,
-        train_memory(recipe, facts, t),
-        rmem,
-        train_time(recipe, facts, t, wl, forward_only),
-        rollout_time(recipe, facts, r, rmem, wl, decode_step),
-    )
+    train = train_time(recipe, facts, t, wl, forward_only)
+    mode = recipe.schedule.mode
+    pool = recipe.rollout_pool_world if recipe.rollout_pool else 0
+    sync, ahead = mode == "sync", recipe.schedule.warmup_batches
+    kw = {"tail": sync, "ahead": ahead, "async_tail": async_tail}
+    rollout = rollout_time(recipe, facts, r, rmem, wl, decode_step, world=pool or None, **kw)
+    est = StepEstimate(wl, train_memory(recipe, facts, t), rmem, train, rollout)
+    if mode == "colocate_async":
+        est.schedule = _colocate(recipe, train, rollout)
+    elif mode == "separate_async":
+        hybrid = rollout_time(recipe, facts, r, rmem, wl, decode_step, **kw)["total"]
+        est.schedule = _separate(recipe, facts, t, train, rollout["total"], hybrid)
+    return est
+
+
+# ------------------------------------------------------------------------------------------------ async modes
+
+
+def _lag(recipe: Recipe, ahead: float) -> dict:
+    """Model versions a trained sample lags its policy, expected (the batches generated ahead of the trainer) and at
+    most (schedule.max_off_policy; None: unbounded)."""
+    bound = recipe.schedule.max_off_policy
+    return {"expected_lag": min(ahead, bound) if bound else ahead, "max_lag": bound}
+
+
+def _colocate(recipe: Recipe, train: dict, rollout: dict) -> dict:
+    """colocate_async: rollout and training still take turns on the same devices, but a step takes its batch as soon
+    as that many groups are done (partial rollout: the tail carries over), so the rollout is throughput-bound; the
+    warm-up batches are generated once before the first step."""
+    s = recipe.schedule
+    parts = {"rollout": rollout["total"], "train": train["total"] - train["weight_sync"]["total"]}
+    parts["weight_sync"] = train["weight_sync"]["total"]
+    out = {"mode": "colocate_async", **parts, "total": sum(parts.values())}
+    return {**out, "warmup_once": s.warmup_batches * rollout["total"], **_lag(recipe, s.warmup_batches)}
+
+
+def _separate(recipe: Recipe, facts: ModelCard, t: TrainLayout, train: dict, pool_s: float, hybrid_s: float) -> dict:
+    """separate_async: the rollout-only pool generates the next batch while the trainer trains this one (a mini-batch
+    at a time), so a step takes the slower side plus the weight sync to the pool. With step switching, a trainer
+    that finished first lends its devices (a colocated weight sync each way) until switch.threshold_ratio of the next
+    batch is ready, then trains on it while the pool makes the rest (the threshold as configured: the adaptive one
+    moves it, the model does not follow). Decoupled PPO (no bypass) also moves pi_old's weights through the host."""
+    s, nbytes = recipe.schedule, DTYPE_BYTES[recipe.model.dtype]
+    n = recipe.parameter_sync_step
+    bypass = bool(flatten(recipe.verl_overrides).get(BYPASS, False))
+    held = train_state(recipe, facts, replace(t, optimizer_offload=False, param_offload=False))["weights"] * GB
+    swap = 0.0 if bypass or n <= 1 else (3 * n - 2) * held / _rate(recipe, recipe.cluster.host_gbps)
+    trainer = train["total"] - train["weight_sync"]["total"] + swap
+    busy = max(pool_s, trainer)
+    lent = 0.0
+    ready = trainer / pool_s  # the share of the next batch the pool made while the trainer trained
+    if s.switch.enable and s.hybrid_replicas and ready < s.switch.threshold_ratio:
+        lent = (s.switch.threshold_ratio - ready) / (1 / pool_s + 1 / hybrid_s)  # both generate until the threshold
+        switching = 2 * train["weight_sync"]["total"]  # the trainer's replicas woken and synced, then put back
+        busy = max(trainer, pool_s * (1 - lent / hybrid_s)) + switching
+    sync = params(facts).total * nbytes / _rate(recipe, recipe.cluster.inter_node_gbps)
+    parts = {"rollout": pool_s, "train": trainer, "pi_old_swap": swap, "weight_sync": sync}
+    out = {"mode": "separate_async", **parts, "overlapped": busy, "lent_s": lent, "total": busy + sync}
+    idle = {"trainer_idle": max(busy - trainer, 0.0), "pool_idle": max(busy - pool_s, 0.0)}
+    return {**out, **idle, "warmup_once": s.warmup_batches * pool_s, **_lag(recipe, s.warmup_batches + 1)}

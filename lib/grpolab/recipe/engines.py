@@ -35,6 +35,9 @@ class Engine:
     entry: tuple[str, ...] = ()  # `python` argv of a trainer that is not verl's (`--run-dir RUN` follows)
     checkpoints: str | None = None  # module checking the trainer's own checkpoint folders; None: verl's layout
     export_score: str | None = None  # `module:function(recipe, folder) -> (metric, value)` re-scoring exported weights
+    # `module:function(prompts) -> [tokens]` of a trainer that builds its own tokenizer (grpolab data's prompt lengths);
+    # None: the model's tokenizer at model.path with its chat template, as verl counts them
+    prompt_tokens: str | None = None
 
 
 def _verl(name: str, *more: tuple[str, str]) -> tuple[tuple[str, str], ...]:
@@ -66,6 +69,7 @@ CPU_TRAINER = Engine(
     entry=("-m", "grpolab.local.train"),
     checkpoints="grpolab.local.checkpoint",
     export_score="grpolab.local.score:score_export",
+    prompt_tokens="grpolab.local.tiny:prompt_tokens",
 )
 ENGINES = {e.name: e for e in (MEGATRON, FSDP, CPU_TRAINER)}  # the order of the schema's train.engine values
 VERL_ENGINES = tuple(e for e in ENGINES.values() if e.verl)

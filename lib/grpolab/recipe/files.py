@@ -21,6 +21,8 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from grpolab import owned
+
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
     (stat.S_ISCHR, "a character device"),
@@ -97,15 +99,15 @@ def atomic_write(path: Path, text: str) -> None:
     """Write a temp file beside path, then rename it over path: a reader sees the old or the new text, never a
     torn file. When the disk is full or read-only, the temp file is removed and the OSError goes on (path keeps
     its old content)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = owned.fresh_file(path.with_name(f".{path.name}.{os.getpid()}.tmp"))
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        owned.replace_file(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        owned.remove_file(tmp)
         raise
 
 

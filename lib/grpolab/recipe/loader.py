@@ -281,6 +281,12 @@ def load_recipe(ref: str | Path, overrides: Iterable[str] = ()) -> Recipe:
     return recipe.set_origin(name, files, origins, repeated)
 
 
+def overrides_of(recipe: Recipe) -> list[str]:
+    """The overrides (`--set`, a notebook's `overrides`) a recipe was loaded with, one per key they set, sorted,
+    secret values redacted: what a command line repeats to load the same recipe (`grpolab render NAME --set ...`)."""
+    return sorted({o[len(CLI) + 1 :] for o in recipe.origins.values() if o.startswith(f"{CLI} ")})
+
+
 def _marked(merged: dict) -> list[str]:
     names = merged.get("secrets")
     return [str(n) for n in names] if isinstance(names, list) else []

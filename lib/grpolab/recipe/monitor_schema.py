@@ -97,6 +97,62 @@ class SlowStepsRule(_Persistent):
     warmup: Count
 
 
+class ScoreCollapseRule(_Persistent):
+    metrics: list[MetricName] = Field(min_length=1, description="a name, or a prefix ending in '/' (val-core/)")
+    start_steps: Steps = Field(description="the start: the mean of this many first logged values")
+    min_start: NonNegativeFloat = Field(description="a start below this has nothing to fall from")
+    fraction_of_start: Fraction
+
+
+class GradVanishRule(_Persistent):
+    metric: MetricName
+    max_norm: NonNegativeFloat = Field(description="a norm at most this is zero: no update reaches the weights")
+
+
+class EntropyPinnedRule(_Strict):
+    enabled: bool
+    severity: Severity
+    metric: MetricName
+    window: Annotated[int, Field(ge=2)]
+    max_relative_range: NonNegativeFloat = Field(
+        description="max - min over `window` steps at most this share of their mean = pinned"
+    )
+    rearm_steps: Steps
+
+
+class KlExplodeRule(_Persistent):
+    metrics: list[MetricName] = Field(min_length=1)
+    max_value: NonNegativeFloat
+    warmup: Count
+
+
+class StalenessRule(_Persistent):
+    metric: MetricName
+    max_versions: NonNegativeFloat = Field(description="a trained sample lags its policy by more: an alert")
+    warmup: Count
+
+
+class TrainerStarvedRule(_Persistent):
+    metric: MetricName = Field(description="the trainer's wait for samples")
+    step_metric: MetricName
+    max_share: Fraction = Field(description="of an asynchronous step spent waiting: above it, an alert")
+    warmup: Count
+
+
+class IsRatioDriftRule(_Persistent):
+    metric: MetricName = Field(description="the mean importance-sampling weight (1: the policies agree)")
+    max_drift: NonNegativeFloat
+    warmup: Count
+
+
+class RolloutIdleRule(_Persistent):
+    metric: MetricName = Field(description="samples dropped as stale in a step")
+    wait_metric: MetricName
+    step_metric: MetricName
+    min_wait_share: Fraction = Field(description="the trainer waits less than this share of the step")
+    warmup: Count
+
+
 class AlertRules(_Strict):
     nan: NanRule
     reward_flat: RewardFlatRule
@@ -106,6 +162,16 @@ class AlertRules(_Strict):
     grad_spike: SpikeRule
     throughput_drop: ThroughputDropRule
     slow_steps: SlowStepsRule
+    reward_collapse: ScoreCollapseRule
+    accuracy_collapse: ScoreCollapseRule
+    grad_vanish: GradVanishRule
+    entropy_pinned: EntropyPinnedRule
+    kl_explode: KlExplodeRule
+    # an asynchronous run's (issue 42, grpolab.monitor.alerts_async)
+    staleness: StalenessRule
+    trainer_starved: TrainerStarvedRule
+    is_ratio_drift: IsRatioDriftRule
+    rollout_idle: RolloutIdleRule
 
 
 class GateFigure(_Strict):

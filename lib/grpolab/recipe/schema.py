@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StringConstraints, field_validator
 
 from grpolab.recipe.dotted import flatten
 from grpolab.recipe.engines import ENGINES, ROLLOUTS, Engine
@@ -342,6 +342,67 @@ class Local(Strict):
     lr_schedule: Literal["constant", "linear", "cosine"] = Field(description="GRPO learning-rate schedule")
 
 
+Mode = Literal["sync", "colocate_async", "separate_async"]
+
+
+def sync_step(value: Optional[int], train_batch_size: int, ppo_mini_batch_size: int) -> int:
+    """schedule.parameter_sync_step as verl runs it: the value, else train_batch_size / ppo_mini_batch_size (what
+    separate_async asserts it equals)."""
+    return value or max(train_batch_size // ppo_mini_batch_size, 1)
+
+
+class Switch(Strict):
+    """separate_async only: lend the trainer's idle devices to rollout between steps, and take them back once the
+    replay buffer holds enough for the next step (verl 0.9.1+: trainer.v1.separate_async.hybrid_rollout.*)."""
+
+    enable: bool = Field(description="hybrid step switching (verl's enable_switch)")
+    threshold_ratio: float = Field(
+        gt=0, le=1, description="share of train_batch_size sampleable before the lent devices are taken back"
+    )
+    adaptive: bool = Field(description="adapt the threshold to the trainer's idle time (adaptive_switch_threshold)")
+    step_up: float = Field(ge=0, le=1, description="added to the ratio after sustained trainer idle")
+    step_down: float = Field(ge=0, le=1, description="taken from the ratio after a sustained calm")
+    release_steps: int = Field(gt=0, description="idle or calm steps in a row before the ratio moves")
+    cost_window: int = Field(gt=0, description="recent switch costs the decision averages")
+
+
+class Schedule(Strict):
+    """How rollout and training share a step: verl's V1 trainer modes (verl 0.9.0+: trainer.v1.*). sync: generate,
+    then train, on the same devices; colocate_async: the same devices, with partial rollout and warm-up batches
+    (generation carries over between steps); separate_async: training on the trainer's nodes (cluster.nnodes) while
+    a rollout-only pool (rollout_nnodes) generates continuously, weights synced every parameter_sync_step
+    mini-batches."""
+
+    mode: Mode = Field(description="sync | colocate_async | separate_async (verl's trainer mode)")
+    warmup_batches: float = Field(
+        ge=0, description="batches generated before the first step (num_warmup_batches of the async modes)"
+    )
+    parameter_sync_step: Optional[int] = Field(
+        gt=0,
+        description="separate_async: mini-batches between weight syncs; verl asserts train_batch_size = "
+        "parameter_sync_step x ppo_mini_batch_size; null = train_batch_size / ppo_mini_batch_size",
+    )
+    max_off_policy: Optional[int] = Field(
+        gt=0, description="most model versions a trajectory may span (sampler max_off_policy_threshold); null = off"
+    )
+    off_policy_strategy: Literal["drop", "wait"] = Field(
+        description="a trajectory past max_off_policy: drop its group, or wait for it (max_off_policy_strategy)"
+    )
+    rollout_nnodes: int = Field(ge=0, description="separate_async: nodes of the rollout-only pool (0 = none)")
+    rollout_devices_per_node: Optional[int] = Field(
+        ge=0, description="devices per node of the rollout-only pool; null = cluster.devices_per_node"
+    )
+    sync_backend: str = Field(
+        description="the checkpoint engine that sends weights to the rollout (naive, nccl, hccl, nixl, ...): "
+        "separate_async needs one other than naive"
+    )
+    hybrid_replicas: bool = Field(
+        description="separate_async: rollout replicas also on the trainer's devices (verl's hybrid engine; false = "
+        "rollout only on the rollout-only pool, verl 0.9.1+)"
+    )
+    switch: Switch
+
+
 class Recipe(Strict):
     cluster: Cluster
     model: Model
@@ -357,6 +418,7 @@ class Recipe(Strict):
     secrets: list[EnvName] = Field(description="env names whose values are secret (besides names that look secret)")
     stack: dict[str, str] = Field(description="package -> version or commit pins that preflight compares")
     verl_overrides: dict[str, Scalar | list | dict] = Field(description="raw verl Hydra overrides")
+    schedule: Schedule = Field(description="sync or asynchronous training (verl's V1 trainer modes)")
     local: Optional[Local] = Field(
         description="the CPU trainer's settings (train.engine trl only): params/engines/trl.yaml"
     )
@@ -402,6 +464,11 @@ class Recipe(Strict):
         """The files that made this recipe, first layer first."""
         return list(self._files)
 
+    @property
+    def origins(self) -> dict[str, str]:
+        """{dotted key: the file or `--set KEY=VALUE` that set it} (a copy; grpolab.recipe.loader.overrides_of)."""
+        return dict(self._origins)
+
     def origin(self, dotted_key: str) -> str:
         """The file that last set this key (or one of its parents), for error messages."""
         parts = dotted_key.split(".")
@@ -414,6 +481,24 @@ class Recipe(Strict):
     @property
     def world_size(self) -> int:
         return self.cluster.nnodes * self.cluster.devices_per_node
+
+    @property
+    def rollout_pool_world(self) -> int:
+        """Devices of the rollout-only pool (separate_async; 0 when there is none): they generate and never train."""
+        s = self.schedule
+        return s.rollout_nnodes * (s.rollout_devices_per_node or self.cluster.devices_per_node)
+
+    @property
+    def rollout_pool(self) -> bool:
+        """Does the launch have a rollout-only pool? Only separate_async creates one (verl reads its size there)."""
+        return self.schedule.mode == "separate_async" and self.rollout_pool_world > 0
+
+    @property
+    def parameter_sync_step(self) -> int:
+        """The mini-batches between weight syncs verl runs with: the field, else what verl's assertion asks."""
+        return sync_step(
+            self.schedule.parameter_sync_step, self.data.train_batch_size, self.algorithm.ppo_mini_batch_size
+        )
 
     # What a recipe says beyond its fields, as the rules read it: asked of the recipe itself, like world_size.
 
@@ -499,3 +584,11 @@ class ModelCard(Strict):
         "null = the embedding (vocab x hidden) is the largest",
     )
     source: str = Field(description="where these facts come from")
+
+    @field_validator("active_experts")
+    @classmethod
+    def _at_most_every_expert(cls, value: int, info):
+        experts = info.data.get("num_experts")  # declared above: validated first
+        if experts is not None and value > experts:
+            raise ValueError(f"more experts per token than the model has (num_experts: {experts}): at most {experts}")
+        return value

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from grpolab.importer import sandbox
 from grpolab.problems import Problem, closest
 from grpolab.recipe.cards import model_facts
 from grpolab.recipe.cost import step_estimate
@@ -21,21 +22,21 @@ from grpolab.recipe.dotted import MISSING, get_dotted
 from grpolab.recipe.schema import Recipe
 from grpolab.rules import registry
 from grpolab.rules.checks import Checks
+from grpolab.rules.data_values import PREPARE, SOURCE, TRUTH, distinct, values
+from grpolab.rules.dry_run import judge as judge_dry_run
+from grpolab.rules.dry_run import run as run_dry_run
 from grpolab.rules.reward import manager_of
 from grpolab.rules.reward import reward as reward_rules
 from grpolab.verl import dataset, rewards
 from grpolab.verl.config import verl_version
 from grpolab.verl.prompt_lengths import prompt_lengths
-from grpolab.verl.reward_run import ENOUGH_S, calls_for, dry_run
+from grpolab.verl.reward_run import ENOUGH_S
 
-SOURCE = "data_source"  # the row field verl's managers pick the built-in reward by (and pass as data_source=)
-TRUTH = "reward_model.ground_truth"
-PREPARE = "`grpolab data prepare` writes verl's layout from a jsonl, csv, parquet or datasets folder"
 _WHY = {
     SOURCE: "the reward manager passes it as data_source= (verl's built-in reward is chosen by it)",
     TRUTH: "the reward manager passes it as ground_truth=",
 }
-DRY_ROWS = 8  # rows the dry run scores (each: 5 formats x right and wrong, and empty)
+COLUMNS_SHOWN = 40  # `grpolab data` lists this many column names of a file
 
 
 def prompt_kind(value: Any) -> str:
@@ -59,7 +60,8 @@ def data(c: Checks, samples: list[dataset.Sample] | None = None) -> None:
         sample_problems(c, s)
 
 
-def sample_problems(c: Checks, s: dataset.Sample) -> None:
+def sample_problems(c: Checks, s: dataset.Sample, spread: dataset.Spread | None = None) -> None:
+    """The checks of one file's sample (`spread`: rows from across the file too, and what its scan found)."""
     if not s.here:
         return  # preflight reads it on the nodes; `grpolab data` names it
     key = s.key
@@ -76,10 +78,19 @@ def sample_problems(c: Checks, s: dataset.Sample) -> None:
     if s.error:
         c.add("data-file", key, s.file, f"{s.file} cannot be read: {s.error}", f"rewrite it; {PREPARE}")
         return
+    if spread is not None and spread.error:
+        c.add(
+            "data-file",
+            key,
+            s.file,
+            f"{s.file}: {spread.error} (looked at {spread.looked or 'the file'}): verl's loader (datasets) stops there",
+            f"fix or drop that line; {PREPARE}",
+        )
     if not s.rows:
         c.add("data-file", key, s.file, f"{s.file} has no rows", "point the recipe at a file with data", "warning")
         return
     n = len(s.rows)
+    values(c, s, distinct(s, spread), spread)
     manager = manager_of(c)
     for column in [c.r.data.prompt_key, *(manager.columns if manager else (SOURCE, TRUTH))]:
         lacking = [i for i, row in enumerate(s.rows) if get_dotted(row, column, MISSING) is MISSING]
@@ -176,6 +187,8 @@ class FileSummary:
     sources: dict[str, int]
     prompt_kinds: dict[str, int]
     error: str = ""
+    spread_rows: int = 0  # rows read from across the file (grpolab.verl.dataset.spread)
+    looked: str = ""  # how much of the file that looked at
 
 
 @dataclass
@@ -200,16 +213,31 @@ class Report:
         return out
 
 
-def report(recipe: Recipe, rows: int | None = None, *, dry: bool = True, tokenize: bool = True) -> Report:
+def report(recipe: Recipe, rows: int | None = None, *, dry: bool = True, tokenize: bool = True, isolate=None) -> Report:
+    """`grpolab data`'s report. `isolate`: () -> (run, why not), how the dry run is contained (the front ends pass
+    the import's isolation: grpolab.importer.sandbox); None: the isolation of this machine when it has one."""
     c = Checks(recipe, None)
     samples = dataset.samples(recipe, rows)
     out = Report(recipe.name, max_prompt_length=recipe.data.max_prompt_length)
+    spreads = {}
     for s in samples:
         kinds = Counter(prompt_kind(r.get(recipe.data.prompt_key)) for r in s.rows if recipe.data.prompt_key in r)
         sources = Counter(str(r.get(SOURCE)) for r in s.rows if SOURCE in r)
+        spreads[id(s)] = sp = dataset.spread(s, recipe.data.prompt_key)
         out.files.append(
             FileSummary(
-                s.key, s.file, s.here, s.format, len(s.rows), s.total, s.columns, dict(sources), dict(kinds), s.error
+                s.key,
+                s.file,
+                s.here,
+                s.format,
+                len(s.rows),
+                s.total if s.total is not None else sp.total,
+                s.columns,
+                dict(sources),
+                dict(kinds),
+                s.error,
+                len(sp.rows),
+                sp.looked,
             )
         )
         if not s.here:
@@ -224,7 +252,8 @@ def report(recipe: Recipe, rows: int | None = None, *, dry: bool = True, tokeniz
             )
 
     reward_rules(c)
-    data(c, samples)
+    for s in samples:
+        sample_problems(c, s, spreads[id(s)])
     usable = [s for s in samples if s.here and s.rows and not s.error]
     train = next((s for s in usable if s.key == "data.train_files"), usable[0] if usable else None)
     if train is not None and tokenize:
@@ -232,9 +261,20 @@ def report(recipe: Recipe, rows: int | None = None, *, dry: bool = True, tokeniz
     # a reward that check already refuses (its file, its function, its signature, its manager) is not run
     refused = any(registry.rule(p.rule).family == "reward" and p.severity == "error" for p in c.problems)
     if train is not None and dry and not refused:
-        _dry_run(c, out, train)
+        _step_budget(c, out)
+        files = [(s, spreads[id(s)]) for s in sorted(usable, key=lambda s: s is not train)]
+        run = out.dry_run = run_dry_run(c, files, out.budget_s, isolate or _isolation)
+        if run is not None:
+            calls = recipe.data.train_batch_size * recipe.rollout.n
+            judge_dry_run(c, run, out.budget_s, out.budget_why, calls)
     out.problems = c.problems
     return out
+
+
+def _isolation():
+    """The import's isolation when this machine has it: (its run, ""), else (None, why not)."""
+    why = sandbox.available()
+    return (sandbox.run, "") if why is None else (None, why)
 
 
 def _lengths(c: Checks, out: Report, s: dataset.Sample) -> None:
@@ -318,17 +358,6 @@ def _lengths_without_tokenizer(c: Checks, s: dataset.Sample, prompts: list, why:
     )
 
 
-def _raised_fix(c: Checks, error: str) -> str:
-    if error.startswith("TypeError") and "argument" in error:  # a callable whose parameters verl cannot fill
-        manager = manager_of(c)
-        names = ", ".join(manager.keywords) if manager else "data_source, solution_str, ground_truth, extra_info"
-        return f"give it the parameters verl's reward manager passes by keyword: ({names}, **kwargs)"
-    return (
-        "make the reward return a number for every answer, wrong or empty ones included (a raise stops the "
-        "reward worker and the step)"
-    )
-
-
 def _step_budget(c: Checks, out: Report) -> None:
     """What one reward call may take: the step estimate's share over the step's calls, else reward.max_call_ms."""
     r = c.r
@@ -353,97 +382,6 @@ def _step_budget(c: Checks, out: Report) -> None:
         out.budget_why = f"reward.max_call_ms {r.reward.max_call_ms:g} (no step estimate for this recipe)"
 
 
-def _dry_run(c: Checks, out: Report, s: dataset.Sample) -> None:
-    r = c.r
-    rows = [row for row in s.rows if get_dotted(row, TRUTH, MISSING) is not MISSING][:DRY_ROWS]
-    if not rows:
-        return
-    file = str(rewards.resolve(r)) if r.reward.function else None
-    name = rewards.split_function(r.reward.function)[1] if r.reward.function else ""
-    calls = calls_for(rows, SOURCE, lambda row: get_dotted(row, TRUTH))
-    run = out.dry_run = dry_run(file, name, dict(r.reward.kwargs), rows, calls, r.reward.dry_run_timeout_s)
-    _step_budget(c, out)
-
-    def add(rule: str, message: str, fix: str, severity: str | None = None) -> None:
-        c.add(rule, "reward.function", r.reward.function, message, fix, severity)
-
-    if run.load_error:
-        add(
-            "reward-dry-run",
-            f"{run.function} does not load: {run.load_error}",
-            "fix the file until `python -c 'import importlib.util ...'` loads it; it runs on every reward worker",
-        )
-        return
-    raised = [x for x in run.calls if x.error]
-    if raised:
-        rows_hit = sorted({x.row for x in raised})
-        first = raised[0]
-        add(
-            "reward-dry-run",
-            f"{run.function} raised on {len(rows_hit)} of {len(rows)} sample rows of {s.file} (row {first.row}, "
-            f"data_source {rows[first.row].get(SOURCE)!r}, {first.kind} answer): {first.error}",
-            _raised_fix(c, first.error),
-        )
-    bad = [x for x in run.calls if x.bad]
-    if bad:
-        add(
-            "reward-value",
-            f"{run.function} returned {bad[0].bad} on row {bad[0].row} ({bad[0].kind} answer), {len(bad)} such call(s): "
-            "verl's managers need a finite number (or a dict with a finite 'score')",
-            "return a float (or {'score': float, ...}); never NaN or inf",
-        )
-    if run.timed_out:
-        add(
-            "reward-slow",
-            f"{run.function} did not finish {len(calls)} dry-run calls in reward.dry_run_timeout_s {run.timeout_s:g} s "
-            f"(finished {len(run.calls)}); a step calls it {r.data.train_batch_size * r.rollout.n} times",
-            "make the reward fast (no network or model call per answer), or raise reward.dry_run_timeout_s to see "
-            "how slow it is",
-        )
-        return
-    scores = [x.score for x in run.calls if x.score is not None]
-    right, wrong, empty = run.by_row("right"), run.by_row("wrong"), run.by_row("empty")
-    tells = [i for i in right if right[i] > max(wrong.get(i, right[i]), empty.get(i, right[i]))]
-    if scores and not tells and not raised and not run.stopped_early:
-        plain = all(isinstance(get_dotted(row, TRUTH), (str, int, float)) for row in rows)
-        same = len(set(scores)) == 1
-        what = (
-            f"every score is {scores[0]:g}"
-            if same
-            else "it never scores the ground truth above a wrong or empty answer"
-        )
-        add(
-            "reward-constant",
-            f"{run.function} cannot tell right from wrong on {len(rows)} sample rows of {s.file}: {what} (the ground "
-            "truth as the answer, also written as '#### x', '\\boxed{x}', 'Answer: x', '<answer>x</answer>'); "
-            "GRPO's advantages are then all zero and nothing is learned",
-            "make the reward compare the answer it extracts with ground_truth (check its parsing of the answer "
-            "format your prompt asks for)",
-            None if plain else "warning",
-        )
-    per_call = run.per_call_s()
-    if run.stopped_early and not (per_call and out.budget_s and per_call > out.budget_s):
-        add(
-            "reward-slow",
-            f"{run.function}: the dry run stopped after {ENOUGH_S:g} s, at {len(run.calls)} of {len(calls)} calls "
-            f"({(per_call or 0) * 1000:.0f} ms per call): too slow to tell right from wrong here",
-            "make the reward faster, then run `grpolab data` again",
-            "warning",
-        )
-    if per_call is not None and out.budget_s and per_call > out.budget_s:
-        step_calls = r.data.train_batch_size * r.rollout.n
-        add(
-            "reward-slow",
-            f"{run.function} takes {per_call * 1000:.0f} ms per call (median of {len(run.calls)}"
-            + (f", stopped after {ENOUGH_S:g} s" if run.stopped_early else "")
-            + "): "
-            f"{per_call * step_calls:.0f} s for a step's {step_calls} calls; the limit is {out.budget_s * 1000:.1f} ms "
-            f"per call: {out.budget_why}",
-            "make the reward faster (precompile regexes, no per-call model loads or network), or raise "
-            "reward.max_step_share / reward.max_call_ms if the cost is known and accepted",
-        )
-
-
 def histogram(lengths: list[int], limit: int, bins: int = 10) -> list[tuple[int, int, int]]:
     """(low, high, count) bins of the prompt lengths up to max(longest, limit): the notebook's and the CLI's."""
     top = max([*lengths, limit, 1])
@@ -463,12 +401,16 @@ def lines(rep: Report) -> list[str]:
             out.append(f"  {f.key} {f.file}: {f.error or 'not a format verl reads'}")
             continue
         of = f" of {f.total:,}" if f.total is not None else ""
-        out.append(f"  {f.key} {f.file}: {f.format}, {f.rows_read} rows read{of}")
-        out.append(f"    columns: {', '.join(f.columns)}")
+        across = f"; {f.spread_rows} more from across it ({f.looked})" if f.looked else ""
+        out.append(f"  {f.key} {f.file}: {f.format}, {f.rows_read} rows read{of}{across}")
+        more = f", ... ({len(f.columns) - COLUMNS_SHOWN:,} more)" if len(f.columns) > COLUMNS_SHOWN else ""
+        out.append(f"    columns: {', '.join(f.columns[:COLUMNS_SHOWN])}{more}")
         out.append(f"    prompts: {', '.join(f'{v} {k}' for k, v in f.prompt_kinds.items()) or 'none'}")
         out.append(f"    data_source: {', '.join(f'{k} ({v})' for k, v in f.sources.items()) or 'none'}")
     lg = rep.lengths
-    if lg is None:
+    if lg is None and rep.files and not any(f.here for f in rep.files):
+        out.append("  prompt lengths: not measured (the data files are not on this machine)")
+    elif lg is None:
         out.append("  prompt lengths: not measured (no prompts as chat messages)")
     elif lg.why_none:
         out.append(f"  prompt lengths: not measured ({lg.why_none})")
@@ -476,7 +418,9 @@ def lines(rep: Report) -> list[str]:
         ls = sorted(lg.lengths)
         over = sum(n > rep.max_prompt_length for n in ls)
         out.append(
-            f"  prompt tokens ({lg.tokenizer}, chat template applied): min {ls[0]}, median {ls[len(ls) // 2]}, "
+            f"  prompt tokens ({lg.tokenizer}, {'chat template applied' if lg.template else 'no chat template'}): "
+            f"min {ls[0]}, "
+            f"median {ls[len(ls) // 2]}, "
             f"max {ls[-1]}; {over} of {len(ls)} over data.max_prompt_length {rep.max_prompt_length}"
         )
         peak = max(c for _, _, c in histogram(ls, rep.max_prompt_length)) or 1
@@ -485,7 +429,19 @@ def lines(rep: Report) -> list[str]:
             out.append(f"    {low:>7}-{high:<7} {'#' * round(30 * count / peak):<30} {count}{mark}")
     run = rep.dry_run
     if run is not None:
-        out.append(f"  reward dry run: {run.function} on {len(run.rows)} rows, {len(run.calls)} calls")
+        skipped = f" of {run.planned} planned (stopped after {ENOUGH_S:g} s)" if run.stopped_early else ""
+        where = "an executor thread" if run.mode == "thread" else "its process's main thread"
+        isolated = "isolated" if not run.isolation else "NOT isolated"
+        out.append(
+            f"  reward dry run: {run.function} on {len(run.rows)} rows, {len(run.calls)} calls{skipped}; called in "
+            f"{where} as reward.manager calls it; {isolated}"
+        )
+        longest = max((x.length for x in run.calls), default=0)
+        if longest:
+            out.append(f"    answers up to {longest:,} characters")
+        if run.output_bytes:
+            kept = f" (the first MiB: {run.output_file})" if run.output_file else ""
+            out.append(f"    it printed {run.output_bytes:,} bytes{kept}")
         for kind in ("right", "wrong", "empty"):
             got = list(run.by_row(kind).values())
             if got:

@@ -1,4 +1,5 @@
-"""docs/rules.md, written from the rule registry (grpolab.rules.registry) and params/stack_rules.yaml.
+"""docs/rules.md, written from the rule registry (grpolab.rules.registry), the published learning rates
+(grpolab.rules.learning_rate) and params/stack_rules.yaml.
 
 scripts/make_docs.py writes the file; a test fails when it is stale. Reports are cited by tracker and number;
 "no public number found" says so where none was found.
@@ -6,15 +7,14 @@ scripts/make_docs.py writes the file; a test fails when it is stale. Reports are
 
 from __future__ import annotations
 
+from grpolab.rules.learning_rate import FAR, PUBLISHED
+from grpolab.rules.pins import stack_rules
 from grpolab.rules.registry import RULES
 
 CARD_WORDS = {"all": "yes", "part": "partly", "": ""}
 
 
 def markdown() -> str:
-    # lazy: pydantic (only writing docs/rules.md needs the stack rules)
-    from grpolab.rules.pins import stack_rules
-
     lines = [
         "# Rules of `grpolab check`",
         "",
@@ -32,6 +32,19 @@ def markdown() -> str:
             severity += " (`grpolab data`)"
         layout = "yes" if r.layout else ""
         lines.append(f"| `{r.id}` | {r.doc} | {severity} | {r.side} | {layout} | {CARD_WORDS[r.card]} | {r.source} |")
+    lines += [
+        "",
+        "## Published learning rates (rule `learning-rate`: grpolab.rules.learning_rate.PUBLISHED)",
+        "",
+        f"An lr more than {FAR:g} x above the highest or below the lowest of its engine's rows is a warning.",
+        "",
+        "| lr | engine | what | source |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {p.lr:g} | {'verl (megatron, fsdp)' if p.verl else 'CPU trainer (trl)'} | {p.what} | {p.source} |"
+        for p in PUBLISHED
+    ]
     lines += [
         "",
         "## Stack rule table (params/stack_rules.yaml)",

@@ -15,6 +15,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Literal
 
 from grpolab.problems import Severity
+from grpolab.rules.registry_schedule import SCHEDULE_RULES
 
 Side = Literal["train", "rollout", "both", "none"]
 Card = Literal["", "part", "all"]
@@ -175,6 +176,17 @@ RULES: tuple[Rule, ...] = (
         "prompt + response fits rollout.max_model_len and the model's context.",
         "verl issue 673 (prompt longer than max_model_len)",
         card="part",
+    ),
+    Rule(
+        "learning-rate",
+        "learning_rate",
+        "train",
+        "algorithm.lr is within 10 x of the learning rates GRPO / PPO runs were published with for the engine "
+        "(verl: 5e-8 to 3e-5; the CPU trainer: 1e-6 to 1e-3, tiny's built-in model included); the table with "
+        "each source is below.",
+        "verl 0.9.1's and TRL 1.16's default lr, 62 recorded public verl launches (tests/data/corpus), NeMo RL's "
+        "GRPO docs; GRPO Lab issue 44 (tiny at lr 1000 ended SUCCEEDED with its policy ruined)",
+        severity="warning",
     ),
     Rule(
         "env-required",
@@ -466,6 +478,22 @@ RULES: tuple[Rule, ...] = (
         "verl 0.9.1 utils/dataset/rl_dataset.py (_build_messages iterates the messages)",
     ),
     Rule(
+        "data-values",
+        "data",
+        "none",
+        "Sampled rows (`grpolab data`: every ground truth) have a ground truth, extra_info a mapping, one type.",
+        "verl 0.9.1 utils/dataset/rl_dataset.py (__getitem__: extra_info.get('index')); GRPO Lab issue 45",
+        severity_doc=EITHER,
+    ),
+    Rule(
+        "data-images",
+        "data",
+        "none",
+        "Rows with images have one `<image>` in the prompt per image, images verl opens ({bytes, path} or a path) "
+        "and a model with a vision tower; `<image>` without an image is named.",
+        "verl 0.9.1 utils/dataset/rl_dataset.py (_build_messages' asserts); examples/data_preprocess/geo3k.py",
+    ),
+    Rule(
         "prompt-length",
         "data",
         "none",
@@ -489,10 +517,14 @@ RULES: tuple[Rule, ...] = (
         "reward-dry-run",
         "data",
         "none",
-        "`grpolab data` calls the reward (a subprocess with a time limit) on sample rows with the ground truth "
-        "as the answer and with a wrong and an empty one: it must not raise on any row, nor hang.",
-        "GRPO Lab issue 32 (reward faults met only after the first rollout)",
+        "`grpolab data` calls the reward as the recipe's reward manager does (its keywords and extra_info keys, "
+        "in an executor thread where the manager uses one), contained (the import's isolation, a memory and a time "
+        "limit), on rows from across the train and val files with the ground truth as the answer, a wrong, an empty "
+        "and a long one: it must load, and not raise, crash or end its process on any of them. A missing "
+        "dependency verl declares, or a need for the network, is a warning (not judged here).",
+        "GRPO Lab issues 32 and 45 (reward faults met only after the first rollout)",
         stage="data",
+        severity_doc=EITHER,
     ),
     Rule(
         "reward-value",
@@ -518,11 +550,24 @@ RULES: tuple[Rule, ...] = (
         "none",
         "`grpolab data`: one step's reward calls (train_batch_size x rollout.n x the time per call) fit in "
         "reward.max_step_share of the step's estimated time (the cost model's), or reward.max_call_ms per call "
-        "where there is no estimate.",
+        "where there is no estimate: over it a warning, over 10 times it (the reward alone as long as the step) an "
+        "error; the same for the long answer (data.max_response_length) against the short ones, and a call that "
+        "does not return at all.",
         "GRPO Lab issue 32 (512 x 16 calls a step)",
         stage="data",
+        severity_doc=EITHER,
     ),
-)
+    Rule(
+        "reward-output",
+        "data",
+        "none",
+        "`grpolab data`: what the reward prints per call (16 KiB: a warning; 1 MiB: an error), which verl writes "
+        "to the reward worker's log on every call of every step (the dry run keeps its first MiB in a file).",
+        "GRPO Lab issue 45 (a reward printing 6 MB a call)",
+        severity_doc=EITHER,
+        stage="data",
+    ),
+) + tuple(Rule(*fields, **options) for fields, options in SCHEDULE_RULES)
 
 BY_ID: dict[str, Rule] = {}
 for _r in RULES:

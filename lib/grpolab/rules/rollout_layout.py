@@ -14,7 +14,8 @@ from grpolab.verl.fieldmap import ROLL
 def rollout(c: Checks) -> None:
     ro, f, world = c.r.rollout, c.f, c.r.world_size
     replica = ro.tp * ro.dp
-    if world % replica:
+    trainer_replicas = c.r.schedule.hybrid_replicas or not c.r.rollout_pool  # separate_async may place none there
+    if world % replica and trainer_replicas:
         tps = [d for d in divisors(world // ro.dp) if not f or f.num_heads % d == 0] if world % ro.dp == 0 else []
         c.add(
             "rollout-world",
@@ -44,6 +45,7 @@ def rollout(c: Checks) -> None:
             "(verl asserts it inside the workers, after the model has loaded)",
             f"set rollout.ep to {replica} (or 1)"
             + (f", or rollout.dp to {ro.ep // ro.tp}" if ro.ep % ro.tp == 0 else ""),
+            involves=("rollout.tp", "rollout.dp"),  # an override of either breaks it: the message says so first
         )
     if f is None:
         return

@@ -20,6 +20,7 @@ from grpolab.rules import (
     device_memory,
     engines,
     env,
+    learning_rate,
     lengths,
     linear_attention,
     overrides,
@@ -28,6 +29,7 @@ from grpolab.rules import (
     registry,
     reward,
     rollout_layout,
+    schedule,
     train_layout,
 )
 from grpolab.rules.checks import Checks
@@ -88,7 +90,9 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     parallel_layout(c)
     batch.batches(c)
     lengths.lengths(c)
+    learning_rate.learning_rate(c)
     engines.engines(c)
+    schedule.schedule(c)
     overrides.unknown_keys(c)
     env.env(c)
     pins.pins(c)

@@ -69,6 +69,8 @@ def _unread(recipe: Recipe, found: dict, version: str) -> list[Problem]:
     for row in fieldmap.KEYS:
         if row.kind != "value" or not fieldmap.applies(row, engine, rollout):
             continue
+        if row.field.startswith("schedule."):
+            continue  # rule async-mode (grpolab.rules.schedule): a synchronous recipe needs no V1 key on any verl
         key = fieldmap.key_name(row, rollout)
         if fieldmap.row_key(row, rollout, found) is not None:
             continue

@@ -34,6 +34,9 @@ OTC = f"{MEG}.override_transformer_config"
 OOC = f"{ACTOR}.optim.override_optimizer_config"
 ENGINE_KWARGS = f"{ROLL}.engine_kwargs"
 REWARD_FN = "reward.custom_reward_function"
+V1 = "trainer.v1"  # verl 0.9.0+'s V1 trainer: its mode and each mode's settings (issue 42)
+SEP, SWITCH = f"{V1}.separate_async", f"{V1}.separate_async.hybrid_rollout"
+SEPARATE, COLOCATE = "schedule.mode=separate_async", "schedule.mode=colocate_async"  # `needs`: only in that mode
 RAY_ENV = "ray_kwargs.ray_init.runtime_env.env_vars"  # verl passes these to Ray: the same as the recipe's `env`
 VERL = tuple(e.name for e in VERL_ENGINES)  # the engines verl trains (grpolab.recipe.engines)
 MEGATRON, FSDP = (engines.MEGATRON.name,), (engines.FSDP.name,)
@@ -50,7 +53,7 @@ class Key:
     rollouts: tuple[str, ...] = ()  # rollout engines it renders for; () = any
     transform: str = ""  # a name in TRANSFORMS; "" = the field's value as it is
     omit: tuple = ()  # values for which the key is left out (verl's own default then applies)
-    needs: str = ""  # another field that must be true for the key to render
+    needs: str = ""  # another field that must be true for the key to render; `field=value`: hold that value
     kind: str = "value"  # value | dict (flattened under the key) | items (one level) | model (a sub-model's fields)
     owned: str = ""  # why the run owns the key: the same-launch comparison leaves it aside
 
@@ -213,6 +216,25 @@ def _key_rows() -> tuple[Key, ...]:
         Key(f"{ACTOR}.fsdp_config.ulysses_sequence_parallel_size", "train.ulysses_sp", engines=FSDP),
         Key(f"{REF}.fsdp_config.param_offload", "train.ref_param_offload", engines=FSDP, transform="ref_offload"),
         Key(f"{REF}.fsdp_config.ulysses_sequence_parallel_size", "train.ulysses_sp", engines=FSDP),
+        # verl's V1 trainer modes (issue 42): 0.9.0+ reads trainer.v1.* (older: none; rule async-mode says what to do
+        # instead); a mode's own keys render only in that mode, as verl reads them only there
+        Key(f"{V1}.trainer_mode", "schedule.mode"),
+        Key(f"{V1}.colocate_async.num_warmup_batches", "schedule.warmup_batches", transform="warmup", needs=COLOCATE),
+        Key(f"{SEP}.num_warmup_batches", "schedule.warmup_batches", transform="warmup", needs=SEPARATE),
+        Key(f"{SEP}.parameter_sync_step", "schedule.parameter_sync_step", transform="sync_step", needs=SEPARATE),
+        Key(f"{V1}.sampler.max_off_policy_threshold", "schedule.max_off_policy"),
+        Key(f"{V1}.sampler.max_off_policy_strategy", "schedule.off_policy_strategy"),
+        Key(f"{ROLL}.nnodes", "schedule.rollout_nnodes"),
+        Key(f"{ROLL}.n_gpus_per_node", "schedule.rollout_devices_per_node", transform="pool_devices"),
+        Key(f"{ROLL}.checkpoint_engine.backend", "schedule.sync_backend"),
+        Key(f"{ARR}.hybrid_engine", "schedule.hybrid_replicas"),
+        *(
+            Key(f"{SWITCH}.{leaf}", f"schedule.switch.{field}", needs=SEPARATE)
+            for leaf, field in (("enable_switch", "enable"), ("switch_threshold_ratio", "threshold_ratio"))
+            + (("adaptive_switch_threshold", "adaptive"), ("switch_threshold_step_up", "step_up"))
+            + (("switch_threshold_step_down", "step_down"), ("switch_threshold_release_steps", "release_steps"))
+            + (("switch_cost_window_size", "cost_window"),)
+        ),
     )
 
 
@@ -315,6 +337,15 @@ def applies(row: Key | Alias, engine: str, rollout: str | None = None) -> bool:
     return rollout is None or not isinstance(row, Key) or not row.rollouts or rollout in row.rollouts
 
 
+def needs_met(row: Key, source: Any) -> bool:
+    """Does the recipe (or its mapping) hold what the row needs to render: `field` true, `field=value` that value?"""
+    if not row.needs:
+        return True
+    field, _, want = row.needs.partition("=")
+    value = get_dotted(source, field)
+    return str(value) == want if want else bool(value)
+
+
 def key_name(row: Key, rollout: str) -> str:
     return row.verl.replace(ROLLOUT_WORD, rollout)
 
@@ -333,6 +364,9 @@ VERSIONED: dict[str, tuple[str, ...]] = {
     # (the key the rows render, the top-level key older trees read instead)
     "reward_function": (REWARD_FN, "custom_reward_function"),
     "reward_manager": ("reward.reward_manager", "reward_manager"),
+    # the schedule's keys (a version whose config lacks one reads none) and separate_async's hybrid-replica switch
+    "schedule": tuple(r.verl for r in KEYS if r.field.startswith("schedule.") and r.verl != f"{ARR}.hybrid_engine"),
+    "hybrid_engine": (f"{ARR}.hybrid_engine",),
 }
 
 
@@ -405,7 +439,7 @@ def render_keys(recipe: Any, run_dir: str, found: Any = _CHECKED) -> dict[str, A
     found = _facts(found)
     keys: dict[str, Any] = {}
     for row in KEYS:
-        if not applies(row, engine, rollout) or (row.needs and not value_of(recipe, row.needs)):
+        if not applies(row, engine, rollout) or not needs_met(row, recipe):
             continue
         value = TRANSFORMS[row.transform][0](value_of(recipe, row.field), recipe, run_dir)
         if omitted(value, row.omit):
@@ -513,7 +547,9 @@ def normalise(effective: dict[str, Any], engine: str) -> dict[str, Any]:
     for key, (source, _) in COPIED.items():
         if key in out and source in out:
             out[key] = out[source]
-    return out
+    mode = out.get(f"{V1}.trainer_mode")  # another mode's own section (trainer.v1.MODE.*): this mode never reads it
+    others = tuple(f"{V1}.{m}." for m in ("sync", "colocate_async", "separate_async") if m != mode)
+    return {k: v for k, v in out.items() if not (isinstance(mode, str) and k.startswith(others))}
 
 
 def markdown() -> str:

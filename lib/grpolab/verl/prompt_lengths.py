@@ -7,6 +7,7 @@ transformers is imported here only, never by `grpolab check`.
 
 from __future__ import annotations
 
+import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ class Lengths:
     no_template: bool = False  # the tokenizer has no chat template
     errors: list[tuple[int, str]] = field(default_factory=list)  # (row, why the template failed on it)
     why_none: str = ""  # no tokenizer here
+    template: bool = True  # counted with the chat template (verl's way); False: the trainer's own, without one
 
 
 def tokenizer_dir(model_path: str) -> Path | None:
@@ -41,7 +43,13 @@ def tokenizer_dir(model_path: str) -> Path | None:
 
 
 def prompt_lengths(recipe: Any, prompts: list[Any]) -> Lengths:
-    """Token counts of the chat-templated prompts (lists of messages; anything else is skipped by the caller)."""
+    """Token counts of the chat-templated prompts (lists of messages; anything else is skipped by the caller). A
+    trainer that builds its own tokenizer counts them itself (its engine's `prompt_tokens`: tiny's character
+    tokenizer, built in code, without a chat template)."""
+    own = recipe.engine.prompt_tokens
+    if own:
+        count = pkgutil.resolve_name(own)  # named by the engine's declaration: no import of the trainer here
+        return Lengths(f"{own.split(':')[0]}'s tokenizer, built in code", count(prompts), template=False)
     folder = tokenizer_dir(recipe.model.path)
     if folder is None:
         return Lengths(why_none=f"no tokenizer on this machine for model.path {recipe.model.path!r}")

@@ -119,6 +119,13 @@ class Manager:
     keywords: tuple[str, ...]  # the keyword names of its compute_score call(s)
     columns: tuple[str, ...]  # row fields it indexes (a KeyError on the cluster when missing): dotted
     optional: tuple[str, ...] = field(default=())  # row fields it reads with .get (a default when missing)
+    # what it puts into extra_info before the call: (key, where from: a row field it reads with .get, or the
+    # dotted attribute it copies, e.g. config.trainer.experiment_name)
+    adds: tuple[tuple[str, str], ...] = field(default=())
+    merges: tuple[str, ...] = field(default=())  # row fields whose items it merges into extra_info (.update)
+    # where the reward runs: "thread" (an executor thread of the event loop: `run_in_executor`), "process" (a Ray
+    # actor of its own: `.remote`), else "main"
+    mode: str = "main"
 
     @property
     def batched(self) -> bool:
@@ -173,7 +180,10 @@ def _managers(root: Path | None) -> Registry | None:
                 ):
                     name = str(deco.args[0].value)
                     keywords, columns, optional = _reads(node)
-                    found[name] = Manager(name, node.name, str(path), keywords, columns, optional)
+                    adds, merges = _extra_info(node)
+                    found[name] = Manager(
+                        name, node.name, str(path), keywords, columns, optional, adds, merges, _mode(node)
+                    )
     return Registry(module, found)
 
 
@@ -210,6 +220,66 @@ def _reads(cls: ast.ClassDef) -> tuple[tuple[str, ...], tuple[str, ...], tuple[s
             optional.append(str(node.args[0].value))
     columns = [c for c in dict.fromkeys(columns) if not any(o != c and o.startswith(c + ".") for o in columns)]
     return tuple(dict.fromkeys(keywords)), tuple(columns), tuple(dict.fromkeys(optional))
+
+
+def _extra_info(cls: ast.ClassDef) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """What the manager writes into extra_info: `extra_info[K] = V` (V a name it read with
+    `non_tensor_batch.get("FIELD", ...)`, or an attribute chain) and `extra_info.update(NAME.items())`."""
+    fields: dict[str, str] = {}  # local name -> the row field it was read from
+    for node in ast.walk(cls):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr == "get"
+            and _chain(node.value.func.value)[-1:] == ["non_tensor_batch"]
+            and node.value.args
+            and isinstance(node.value.args[0], ast.Constant)
+        ):
+            fields[node.targets[0].id] = str(node.value.args[0].value)
+    adds: list[tuple[str, str]] = []
+    merges: list[str] = []
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if (
+                isinstance(target, ast.Subscript)
+                and _chain(target.value) == ["extra_info"]
+                and isinstance(target.slice, ast.Constant)
+            ):
+                value = node.value
+                source = fields.get(value.id, value.id) if isinstance(value, ast.Name) else ".".join(_chain(value))
+                source = source.removeprefix("self.")
+                adds.append((str(target.slice.value), source))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "update"
+            and _chain(node.func.value) == ["extra_info"]
+            and node.args
+        ):
+            arg = node.args[0]
+            name = _chain(arg.func.value) if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) else []
+            if name and name[0] in fields:
+                merges.append(fields[name[0]])
+    return tuple(dict.fromkeys(adds)), tuple(dict.fromkeys(merges))
+
+
+def _mode(cls: ast.ClassDef) -> str:
+    """How the manager runs compute_score: in an executor thread, in a Ray actor, or in its own thread."""
+    for node in ast.walk(cls):
+        if not isinstance(node, ast.Call):
+            continue
+        chain = _chain(node.func)
+        if "compute_score" in chain and chain[-1] == "remote":
+            return "process"
+        if chain[-1:] == ["run_in_executor"] and any(
+            isinstance(n, ast.Call) and "compute_score" in _chain(n.func) for arg in node.args for n in ast.walk(arg)
+        ):
+            return "thread"
+    return "main"
 
 
 def _chain(node: ast.AST) -> list[str]:

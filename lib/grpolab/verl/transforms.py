@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from grpolab import run_folder
+from grpolab.recipe.schema import sync_step
 from grpolab.verl.rewards import DEFAULT_NAME, resolve, split_function
 
 
@@ -54,6 +55,20 @@ def _reward_name(value: Any, recipe: Any, run_dir: str) -> Any:
     return split_function(value)[1] if value else DEFAULT_NAME
 
 
+def _warmup(value: Any, recipe: Any, run_dir: str) -> Any:
+    # a whole number as an int: verl 0.9.0 counts warm-up batches with range() (0.9.1 also takes fractions)
+    return int(value) if float(value).is_integer() else value
+
+
+def _sync_step(value: Any, recipe: Any, run_dir: str) -> Any:
+    # a recipe, or the importer's plain namespace of one: the fields, not the Recipe's property
+    return sync_step(value, recipe.data.train_batch_size, recipe.algorithm.ppo_mini_batch_size)
+
+
+def _pool_devices(value: Any, recipe: Any, run_dir: str) -> Any:
+    return value or recipe.cluster.devices_per_node
+
+
 # name -> (recipe value -> verl value, what it does: for docs/fieldmap.md)
 TRANSFORMS: dict[str, tuple[Callable[[Any, Any, str], Any], str]] = {
     "": (lambda value, recipe, run_dir: value, "as is"),
@@ -69,6 +84,9 @@ TRANSFORMS: dict[str, tuple[Callable[[Any, Any, str], Any], str]] = {
         "`path.py:name` -> path.py (its full path when the file is here); null -> null (verl's built-in reward)",
     ),
     "reward_name": (_reward_name, f"`path.py:name` -> name; `path.py` or null -> {DEFAULT_NAME}"),
+    "warmup": (_warmup, "a whole number as an integer (verl 0.9.0 takes no fraction)"),
+    "sync_step": (_sync_step, "null = data.train_batch_size / algorithm.ppo_mini_batch_size"),
+    "pool_devices": (_pool_devices, "null = cluster.devices_per_node"),
 }
 # a key that sets one part of a field (path or name of reward.function): (the field's value so far, the key's
 # value) -> the field's value; the importer joins a script's two keys into one field

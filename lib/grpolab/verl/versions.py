@@ -130,6 +130,7 @@ def derive(src: Source, layer: dict[str, tuple[str, ...]], keys: list[tuple[str,
         "defaults": _defaults(gen, keys),
         "loss_agg_modes": _loss_agg_modes(src),
         "cudagraph_vllm": _cudagraph(src),
+        "v1": _v1(src, gen[FSDP.name]),
     }
 
 
@@ -182,6 +183,8 @@ def _reads(src: Source, gen: dict[str, dict], layer: dict[str, tuple[str, ...]])
         reads[timeout] = {"key": None, "source": line or f"{path}: no reader of nccl_timeout"}
     reads[grad_offload] = _grad_offload(src, gen[MEGATRON.name], grad_offload)
     reads.update(_reward_reads(src, layer))
+    if "schedule" in layer:
+        reads.update(_schedule_reads(src, gen[FSDP.name], layer["schedule"], layer["hybrid_engine"][0]))
     return reads
 
 
@@ -206,6 +209,75 @@ def _reward_reads(src: Source, layer: dict[str, tuple[str, ...]]) -> dict[str, d
         for leaf in leaves:
             key = f"{new}.{leaf}" if line or not legacy else f"{old}.{leaf}"
             reads[f"{new}.{leaf}"] = {"key": key, "source": line or legacy or f"{path}: no reader"}
+    return reads
+
+
+# verl's V1 trainer (0.9.0+, verl/trainer/ppo/v1/): its modes, and what its separate_async trainer asserts when it
+# is built (after the cluster has loaded the model): (fact, the line's pattern in trainer_separate_async.py)
+V1_DIR = "verl/trainer/ppo/v1/"
+SEPARATE_FILE = f"{V1_DIR}trainer_separate_async.py"
+V1_ASSERTS = (
+    ("sync_step", r"assert train_batch_size == parameter_sync_step \* ppo_mini_batch_size"),
+    ("pool_nnodes", r"assert config\.actor_rollout_ref\.rollout\.nnodes > 0"),
+    ("pool_devices", r"assert config\.actor_rollout_ref\.rollout\.n_gpus_per_node > 0"),
+    ("sync_backend", r'checkpoint_engine\.backend != "naive"'),
+    ("reward_pool", r"assert config\.reward\.reward_model\.enable_resource_pool"),
+    ("switch_disaggregation", r'disaggregation_cfg\.get\("enabled"'),
+)
+
+
+def _v1(src: Source, config: dict) -> dict[str, Any]:
+    """The V1 trainer of this version: its modes (each with the line that registers it), the default of
+    trainer.use_v1, the start-up assertions of separate_async (each with its line, None where this version has
+    none), which settings it takes (hybrid replicas off, step switching, a fractional warm-up, a null off-policy
+    threshold), the checkpoint engines it registers, and where there is no V1 trainer, the experimental asynchronous
+    entry point it has instead."""
+    files = [p for p in src.files(V1_DIR) if p.endswith(".py")]
+    modes: dict[str, str] = {}
+    for path in files:
+        for n, line in enumerate((src.text(path) or "").splitlines(), 1):
+            m = re.search(r'@register_trainer\("(\w+)"\)', line)
+            if m:
+                modes[m.group(1)] = f"{path}:{n}: {line.strip()}"
+    separate = src.text(SEPARATE_FILE)
+    base = src.text(f"{V1_DIR}trainer_base.py")
+    buffer = src.text(f"{V1_DIR}replay_buffer.py")
+    fully_async = "verl/experimental/fully_async_policy/fully_async_main.py"
+    backends: dict[str, str] = {}
+    for path in (p for p in src.files("verl/checkpoint_engine/") if p.endswith(".py")):
+        for n, line in enumerate((src.text(path) or "").splitlines(), 1):
+            m = re.search(r'CheckpointEngineRegistry\.register\("(\w+)"\)', line)
+            if m:
+                backends.setdefault(m.group(1), f"{path}:{n}: {line.strip()}")
+    use_v1 = get_dotted(config, "trainer.use_v1", MISSING)
+    return {
+        "modes": modes,
+        "use_v1_default": None if use_v1 is MISSING else use_v1,
+        "asserts": {fact: _line(separate, pattern, SEPARATE_FILE) for fact, pattern in V1_ASSERTS},
+        "hybrid_replicas_off": _line(separate, r'get\("hybrid_engine"', SEPARATE_FILE),
+        "switch": _line(separate, r"HybridRolloutSwitchConfig = omega_conf_to_dataclass", SEPARATE_FILE),
+        "fractional_warmup": _line(
+            base, r"def _add_async_warmup_batches\(self, num_warmup_batches: int \| float", f"{V1_DIR}trainer_base.py"
+        ),
+        "null_threshold": _line(buffer, r"if self\.max_off_policy_threshold is not None", f"{V1_DIR}replay_buffer.py"),
+        "checkpoint_backends": backends,
+        "experimental_async": fully_async if src.text(fully_async) is not None else None,
+    }
+
+
+def _schedule_reads(src: Source, config: dict, keys: tuple[str, ...], hybrid_engine: str) -> dict[str, dict[str, Any]]:
+    """Which of the schedule's keys this version reads: a key its config lacks, none (no V1 trainer, no such setting
+    in it, no rollout-only pool); hybrid_engine, as itself where no V1 trainer runs (the legacy trainers read it) or where
+    separate_async reads it, else none (0.9.0's V1 trainers always place rollout replicas on the trainer)."""
+    reads: dict[str, dict[str, Any]] = {}
+    where = src.files(V1_DIR)[:1]
+    for key in keys:
+        if get_dotted(config, key, MISSING) is MISSING:
+            why = f"{GENERATED[FSDP.name]}: no {key}" + ("" if where else f" (no {V1_DIR}: no V1 trainer)")
+            reads[key] = {"key": None, "source": why}
+    line = _line(src.text(SEPARATE_FILE), r'get\("hybrid_engine"', SEPARATE_FILE)
+    if where and not line:
+        reads[hybrid_engine] = {"key": None, "source": f"{SEPARATE_FILE}: no reader of hybrid_engine"}
     return reads
 
 
@@ -275,6 +347,12 @@ def verl_root() -> Path | None:
     verl/, a checkout's verl/), else the installed verl's, else None."""
     if os.environ.get(ROOT_ENV):
         return Path(os.environ[ROOT_ENV])
+    return _installed_root()
+
+
+@lru_cache(maxsize=1)
+def _installed_root() -> Path | None:
+    """The installed verl's package folder, looked up once (the planner asks for every layout it screens)."""
     spec = importlib.util.find_spec("verl")  # finds the package without running its __init__
     if spec is None or not spec.submodule_search_locations:
         return None
