@@ -36,6 +36,10 @@ PY = str(Path(sys.executable))
         pytest.param(
             ["benchmarks/head_start.py"], "rfc3987-syntax's parser built by that import: no", marks=pytest.mark.slow(12)
         ),
+        # a fresh head, one tiny run whose trainer worker is killed: the time from the kill to the resumed first step
+        pytest.param(
+            ["benchmarks/restart_latency.py", "--runs", "1"], "failure -> first new step", marks=pytest.mark.slow(45)
+        ),
         # 8 steps cannot reach the accuracy targets: the benchmark then says NO and exits 1, as it should
         (
             ["benchmarks/tiny_grpo.py", "--seeds", "1", "--set", "total_steps=8", "--set", "test_freq=4"]

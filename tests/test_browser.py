@@ -10,7 +10,8 @@ is refreshing it, and its summary claims nothing current ("running for", "update
 whose training collapsed (a real tiny run at lr 1000) shows it in red in its state and its alerts, and on a FAILED
 run (a real failure log) the diagnosis with its fix. Then 01_setup's Run All with model 'tinyy' after a good run in
 the same kernel shows nothing of the earlier recipe below the check cell, and a misspelled name typed into the
-parameters cell (`overide = [...]`, `modle = "tiny"`) stops it there with "did you mean". JupyterLab and Chromium
+parameters cell (`overide = [...]`, `modle = "tiny"`) stops it there with "did you mean". The live run was
+restarted once by its driver and two nodes sampled it, one a straggler: the page says so. JupyterLab and Chromium
 are stopped at the end, and no process of theirs is left. About a minute and a half.
 """
 
@@ -81,6 +82,31 @@ def _wait_for_lab(proc) -> None:
     raise AssertionError("JupyterLab did not answer within 60 s")
 
 
+def _plant_a_healed_run_with_a_straggler(run_dir: Path) -> None:
+    """The run's driver restarted it once (its lineage), and its telemetry shows two nodes, one far less busy."""
+    from grpolab.jobs import lineage
+
+    now = time.time()
+    lineage.write(
+        run_dir,
+        {
+            "attempts": [
+                {"number": 1, "decision": "restart", "cause": "worker-died", "node": "10.0.0.7", "step": 12,
+                 "restart": 1, "of": 3, "ended": now - 60},
+                {"number": 2, "decision": "running", "resumed_from": {"step": 10}, "excluded": [], "started": now - 55},
+            ]
+        },
+    )  # fmt: skip
+    (run_dir / "telemetry").mkdir()
+    for node, util in (("aaaaaaaaaaaa", 92), ("bbbbbbbbbbbb", 15)):
+        with open(run_dir / "telemetry" / f"{node}.jsonl", "w") as fh:
+            for i in range(30):
+                sample = {"t": now - 300 + 10 * i, "node_id": node * 4, "address": f"10.0.0.{7 if node[0] == 'a' else 8}",
+                          "host_mem_used_gb": 200, "host_mem_total_gb": 1000, "cpu_pct": 40, "device_tool": "npu-smi",
+                          "devices": [{"device": "0.0", "util_pct": util, "mem_used_mb": 30000, "mem_total_mb": 65536}]}  # fmt: skip
+                fh.write(json.dumps(sample) + "\n")
+
+
 @pytest.mark.slow(60)
 def test_live_chart_follows_a_run_in_jupyterlab_and_a_reopened_notebook_says_as_of(tmp_path):
     runs = tmp_path / "runs"
@@ -93,6 +119,7 @@ def test_live_chart_follows_a_run_in_jupyterlab_and_a_reopened_notebook_says_as_
         record["data"]["rollout_corr/rollout_is_mean"] = 1.0 + 0.02 * ((step % 5) - 2)
     synthetic.write_jsonl(run.metrics_file, records[:30])
     run.write_status(state="RUNNING", total_steps=90)
+    _plant_a_healed_run_with_a_straggler(run.path)
     pending = tmp_path / "pending.jsonl"
     pending.write_text("".join(json.dumps(r) + "\n" for r in records[30:]))
     # two ended runs, recorded as their jobs leave them: a real tiny run at lr 1000 (its training collapsed at step
@@ -153,6 +180,12 @@ def test_live_chart_follows_a_run_in_jupyterlab_and_a_reopened_notebook_says_as_
         assert point["chart"] == point["wanted"] and point["state"] == point["wanted"], seen["follow"]
         assert point["live"]
     assert "as of" in seen["live_text"] and "live: refreshing every 1 s" in seen["live_text"]
+    # the run's restarts and its nodes (issue 43): the restart on the state line and in the summary, every attempt,
+    # the nodes sampled and the straggler named
+    live = seen["live_text"]
+    assert live.count("restart 1 of 3 after worker-died on node 10.0.0.7 at step 12") >= 2, live[-3000:]
+    assert "attempt 2 (from step 10): running since" in live
+    assert "nodes     2 sampled (npu-smi)" in live and "node 10.0.0.8 (bbbbbbbb) is a straggler" in live
     reopened = seen["reopened_text"]
     assert "as of" in reopened and "run this cell again to reconnect" in reopened
     assert "refreshing" not in reopened and "Stop run cannot act" in reopened

@@ -10,6 +10,9 @@
         notebooks/      the executed stage notebooks of a notebook run
         notebooks/stages.json   what the stage notebooks hand to run.ipynb (a dry run's failed checks, ...)
         checkpoint/     where checkpoints go when trainer.ckpt_dir is null
+        lineage.json    every attempt of the run and why it ended (grpolab.jobs.lineage, written by grpolab.heal)
+        attempts/N/     what attempt N (a restart) wrote of its own: its metrics before they join metrics.jsonl
+        telemetry/      one samples file per node: devices, host memory, CPU, disk (grpolab.jobs.telemetry)
 
 Every reader and writer builds these paths from here (tests/test_one_home.py fails on the literals elsewhere). It
 sits in the lowest layer because the CPU trainer and the renderer (layer 1) need the names as much as jobs/ does.
@@ -29,9 +32,12 @@ JOB_LOG = "job.log"  # inside LOGS
 NOTEBOOKS = "notebooks"
 STAGE_RESULTS = "stages.json"  # inside NOTEBOOKS (or beside a dry run's stage notebooks, which have no run folder)
 CHECKPOINT = "checkpoint"  # the default checkpoint folder (trainer.ckpt_dir: null)
+LINEAGE = "lineage.json"
+ATTEMPTS = "attempts"
+TELEMETRY = "telemetry"
 
-FILES = (STATUS, RECIPE, LAUNCH, JOB, METRICS, JOB_LOG, STAGE_RESULTS)
-FOLDERS = (LOGS, NOTEBOOKS, CHECKPOINT)
+FILES = (STATUS, RECIPE, LAUNCH, JOB, METRICS, JOB_LOG, STAGE_RESULTS, LINEAGE)
+FOLDERS = (LOGS, NOTEBOOKS, CHECKPOINT, ATTEMPTS, TELEMETRY)
 
 
 def status_file(run_dir: str | Path) -> Path:
@@ -75,3 +81,16 @@ def stage_results(notebooks: str | Path) -> Path:
 def checkpoint_dir(run_dir: str | Path) -> Path:
     """Where checkpoints go when trainer.ckpt_dir is null."""
     return Path(run_dir) / CHECKPOINT
+
+
+def lineage_file(run_dir: str | Path) -> Path:
+    return Path(run_dir) / LINEAGE
+
+
+def attempt_dir(run_dir: str | Path, number: int) -> Path:
+    """What attempt `number` (2, 3, ...: a restart) writes of its own."""
+    return Path(run_dir) / ATTEMPTS / str(number)
+
+
+def telemetry_dir(run_dir: str | Path) -> Path:
+    return Path(run_dir) / TELEMETRY

@@ -40,8 +40,9 @@ def register(sub) -> None:
 
 def main(args) -> int:
     # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
+    from grpolab.monitor.nodes import nodes_summary
     from grpolab.monitor.plots import plot_curves
-    from grpolab.monitor.summary import RunMonitor, format_summary
+    from grpolab.monitor.summary import NODES_PNG, RunMonitor, format_summary
 
     if args.png and args.no_png:
         raise InputError("--png and --no-png contradict each other: pass one of them")
@@ -63,6 +64,8 @@ def main(args) -> int:
             if target.exists() and not is_regular(target):  # a FIFO would block the writer until someone reads
                 raise NotARegularFile(errno.EINVAL, f"{kind(target.stat().st_mode)}, not a file", str(target))
             data["curves"] = str(plot_curves(monitor.view, monitor.alerts, target, title=monitor.run.run_id))
+            if data.get("nodes") and monitor.run.is_run:  # the per-node small multiples beside the curves
+                data["nodes"] = nodes_summary(monitor.run, monitor.thresholds.nodes, target.with_name(NODES_PNG))
         except OSError as exc:  # a read-only run directory must not hide the rest of the report
             data["notes"].append(
                 f"could not write the curves to {target}: {exc.strerror or exc}; "

@@ -50,7 +50,7 @@ def _when(stamp) -> str:
 
 def list_main(args) -> int:
     # lazy: pydantic (the parser imports every verb's module; a command loads only its own verb's)
-    from grpolab.jobs import state
+    from grpolab.jobs import lineage, state
     from grpolab.jobs.runs import BadRecord, scan_runs
     from grpolab.monitor.collapse import collapse_dict, run_collapse
 
@@ -75,7 +75,12 @@ def list_main(args) -> int:
             [
                 {"run_id": e.run.run_id, "path": str(e.run.path), "error": f"unreadable record: {p}"}
                 if p
-                else {**s, "elapsed_s": state.elapsed_s(s), "collapse": collapse_dict(c)}
+                else {
+                    **s,
+                    "elapsed_s": state.elapsed_s(s),
+                    "collapse": collapse_dict(c),
+                    "restarts": lineage.headline(lineage.read(e.run.path)),
+                }
                 for e, s, p, c in rows
             ]
         )
@@ -91,6 +96,8 @@ def list_main(args) -> int:
             recipe = status.get("recipe") or "?"
             parent = status.get("resumed_from") or {}  # grpolab resume: the run and step it continues
             link = f"  resumed from {parent.get('run_id')} at step {parent.get('step')}" if parent else ""
+            healed = lineage.headline(lineage.read(entry.run.path))  # its driver's restarts (grpolab.heal)
+            link += f"  {healed if len(healed) <= 100 else healed[:97] + '...'}" if healed else ""
             if collapse is not None:  # after the columns: `SUCCEEDED  ...  but training collapsed at step 2 (...)`
                 link += f"  but {collapse.text} ({', '.join(collapse.rules)})"
             print(f"{entry.run.run_id:44} {status['state']:10} {recipe:22} {_when(status.get('created'))}{link}")
@@ -119,7 +126,7 @@ def _run(ref):
 
 def status_main(args) -> int:
     # lazy: orjson, pydantic, yaml (the parser imports every verb's module; a command loads only its own verb's)
-    from grpolab.jobs import control, state
+    from grpolab.jobs import control, lineage, state
     from grpolab.monitor.collapse import collapse_dict, run_collapse
     from grpolab.monitor.outcome import describe_outcome
 
@@ -135,7 +142,16 @@ def status_main(args) -> int:
     status = state.refresh(run)
     collapse = run_collapse(run)
     if args.json:
-        print_json({**status, "elapsed_s": state.elapsed_s(status), "collapse": collapse_dict(collapse)})
+        attempts = lineage.read(run.path).get("attempts")  # every attempt of the run (grpolab.heal), if any
+        print_json(
+            {
+                **status,
+                "elapsed_s": state.elapsed_s(status),
+                "collapse": collapse_dict(collapse),
+                "attempts": attempts,
+                "restarts": lineage.headline({"attempts": attempts}),
+            }
+        )
     else:
         print(describe_outcome(run, status, collapse=collapse))
         if status.get("note"):

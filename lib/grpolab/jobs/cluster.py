@@ -276,7 +276,8 @@ def _start_head_once(ep: Endpoint) -> str | None:
         "--include-dashboard=true",
         f"--object-store-memory={OBJECT_STORE_BYTES}",
         "--disable-usage-stats",
-        f"--num-cpus={os.cpu_count() or 2}",
+        # GRPOLAB_RAY_NUM_CPUS: a head that places no trainer (0), for tests of a cluster whose workers do
+        f"--num-cpus={os.environ.get('GRPOLAB_RAY_NUM_CPUS') or os.cpu_count() or 2}",
         f"--temp-dir={temp}",
         # the agents' ports follow the dashboard's, so that two heads on one machine (a user's and the tests')
         # do not collide on Ray's fixed defaults
@@ -347,9 +348,11 @@ def head_processes():
 
 
 def _is_job(proc) -> bool:
-    """A run's job wrapper (grpolab.jobs.job_entry) or what it started: given time to write the run's end record."""
+    """A run's job (its driver grpolab.heal.supervise, or the wrapper grpolab.jobs.job_entry) or what it started:
+    given time to write the run's end record."""
+    marks = ("grpolab.heal.supervise", "grpolab.jobs.job_entry")
     try:
-        return any("grpolab.jobs.job_entry" in " ".join(p.cmdline()) for p in [proc, *proc.parents()])
+        return any(m in " ".join(p.cmdline()) for p in [proc, *proc.parents()] for m in marks)
     except Exception:  # psutil's NoSuchProcess/AccessDenied/ZombieProcess: it is gone or not ours to wait for
         return False
 

@@ -1,6 +1,8 @@
 """The job's own wrapper: runs a run's real entrypoint and keeps the run's record without Ray.
 
-The embedded head submits `python -m grpolab.jobs.job_entry RUN_DIR -- COMMAND ...` as the Ray job. The wrapper
+On the embedded head the Ray job is the run's driver, `python -m grpolab.heal.supervise RUN_DIR -- COMMAND ...`,
+which runs each attempt of the run through this wrapper (`Wrapper`); `python -m grpolab.jobs.job_entry RUN_DIR --
+COMMAND ...` is the same wrapper around one command, without restarts. The wrapper
 - takes the run's secrets from RUN_DIR/.secrets.json (grpolab.jobs.secrets: read, then deleted), so secrets reach
   the trainer's environment without passing through Ray's runtime_env (which Ray logs and returns from its Jobs
   API);
@@ -107,65 +109,111 @@ class _Watch:
         return True
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) < 3 or argv[1] != "--":
-        print("usage: python -m grpolab.jobs.job_entry RUN_DIR -- COMMAND [ARGS ...]", file=sys.stderr)
-        return 2
-    run_dir, command = Path(argv[0]), argv[2:]
-    # a secret the recipe reads from the environment (`${NAME}`) that the launching shell lacked: from this node's,
-    # as Ray expands its runtime_env (`${NAME}` only: a `$` inside a password stays)
+def take_env(run_dir: Path) -> dict[str, str]:
+    """The command's environment: this process's, with the run's secrets (RUN_DIR/.secrets.json: read, then deleted).
+    A secret the recipe reads from the environment (`${NAME}`) that the launching shell lacked: from this node's,
+    as Ray expands its runtime_env (`${NAME}` only: a `$` inside a password stays)."""
     handed = {
         k: _REF.sub(lambda m: os.environ.get(m.group(1), m.group(0)), v) for k, v in secrets.take(run_dir).items()
     }
-    env = {**os.environ, **handed}
-    if not run_folder.status_file(run_dir).is_file():  # deleted before the job started: recreate nothing
-        _say(f"the run directory {run_dir} (or its record) is gone: nothing to run")
-        return 1
-    with contextlib.suppress(OSError):
-        run_folder.logs_dir(run_dir).mkdir(exist_ok=True)
-    stopped = {"signal": None}
+    return {**os.environ, **handed}
 
-    # cwd: the run directory, so that whatever the trainer writes beside itself (Hydra's outputs/, say) stays in the run
-    proc = subprocess.Popen(command, env=env, cwd=run_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
-    watch = _Watch(run_dir, proc)
-    _write_record(run_dir, pid=os.getpid(), child_pid=proc.pid, host=socket.gethostname(), started=time.time())
 
-    def on_signal(signum, _frame):  # `grpolab stop` / Ray's stop_job: record it, pass it on, keep copying output
-        stopped["signal"] = signum
-        _write_record(run_dir, stopped=True, signal=signum)
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signum)
+class Wrapper:
+    """The job's side of a run, shared by every attempt of it: the env with its secrets, the log kept in the run
+    directory, the job's own record (job.json), `grpolab stop`'s signal passed on, checkpoint pruning. `follow`
+    runs one command to its end; grpolab.heal.supervise follows several, one per attempt."""
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    keeper = Keeper.for_run(run_dir)  # trainer.keep_best_metric / the local trainer's keep_ckpts: pruned after saves
-    try:
-        log = open(run_folder.job_log(run_dir), "ab", buffering=0)
-    except OSError as exc:
-        log = None
-        _say(f"cannot keep the log in the run directory: {exc.strerror or exc}")
-    for line in iter(proc.stdout.readline, b""):
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.env = take_env(run_dir)
+        self.stopped: int | None = None  # the signal `grpolab stop` / Ray's stop_job sent
+        self.proc = None  # the command that runs now (Popen, or anything with its interface)
+        self.log = None
+        self.keeper = None
+
+    def begin(self) -> bool:
+        """Open the log, write the job's start record, take over SIGTERM and SIGINT; False (nothing to run) when
+        the run directory or its record was deleted before the job started."""
+        if not run_folder.status_file(self.run_dir).is_file():  # deleted before the job started: recreate nothing
+            _say(f"the run directory {self.run_dir} (or its record) is gone: nothing to run")
+            return False
+        with contextlib.suppress(OSError):
+            run_folder.logs_dir(self.run_dir).mkdir(exist_ok=True)
+        try:
+            self.log = open(run_folder.job_log(self.run_dir), "ab", buffering=0)
+        except OSError as exc:
+            _say(f"cannot keep the log in the run directory: {exc.strerror or exc}")
+        _write_record(self.run_dir, pid=os.getpid(), host=socket.gethostname(), started=time.time())
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        self.keeper = Keeper.for_run(self.run_dir)  # keep_best_metric / the local trainer's keep_ckpts
+        return True
+
+    def _on_signal(self, signum, _frame) -> None:  # `grpolab stop` / Ray's stop_job: record it, pass it on
+        self.stopped = signum
+        _write_record(self.run_dir, stopped=True, signal=signum)
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signum)
+
+    def spawn(self, command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        """The command as a process of this node, in the run directory (whatever the trainer writes beside itself,
+        Hydra's outputs/ say, stays in the run)."""
+        return subprocess.Popen(
+            command, env=env or self.env, cwd=self.run_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0
+        )
+
+    def write(self, line: bytes) -> None:
+        """A line to Ray's job log (this process's stdout) and to the run's copy of it."""
         # Ray's side of the log may be gone (its head died): the run directory's copy goes on
         with contextlib.suppress(OSError):
             sys.stdout.buffer.write(line)
             sys.stdout.buffer.flush()
-        if log is not None:
+        if self.log is not None:
             try:
-                log.write(ANSI.sub("", line.decode("utf-8", errors="replace")).encode())
+                self.log.write(ANSI.sub("", line.decode("utf-8", errors="replace")).encode())
             except OSError as exc:  # a full disk: Ray's copy of the log goes on
-                log = None
+                self.log = None
                 _say(f"stopped copying the log to the run directory: {exc.strerror or exc}")
-    code = proc.wait()
-    if keeper is not None:
-        keeper.stop()
-    deleted = watch.clean_up()
-    if log is not None:
-        with contextlib.suppress(OSError):
-            log.close()
-    if deleted:
+
+    def follow(self, proc) -> tuple[int, bool]:
+        """Copy the command's output to both logs until it ends, stopping it when the run directory is deleted.
+        (its exit code, whether the run directory was deleted)."""
+        self.proc = proc
+        if self.stopped is not None:  # stopped while the command was being started
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(self.stopped)
+        watch = _Watch(self.run_dir, proc)
+        _write_record(self.run_dir, child_pid=proc.pid)
+        for line in iter(proc.stdout.readline, b""):
+            self.write(line)
+        code = proc.wait()
+        return code, watch.clean_up()
+
+    def end(self, code: int, deleted: bool) -> int:
+        """Write the job's end record; the job's exit status (1 when the run directory was deleted)."""
+        if self.keeper is not None:
+            self.keeper.stop()
+        if self.log is not None:
+            with contextlib.suppress(OSError):
+                self.log.close()
+        if deleted:
+            return 1
+        _write_record(self.run_dir, exit_code=code, ended=time.time(), stopped=self.stopped is not None)
+        return code if code >= 0 else 128 - code
+
+
+def main(argv: list[str]) -> int:
+    """One command, no restarts (grpolab.heal.supervise is the job's driver on the embedded head; this wraps a
+    command by hand: `python -m grpolab.jobs.job_entry RUN_DIR -- COMMAND ...`)."""
+    if len(argv) < 3 or argv[1] != "--":
+        print("usage: python -m grpolab.jobs.job_entry RUN_DIR -- COMMAND [ARGS ...]", file=sys.stderr)
+        return 2
+    wrapper = Wrapper(Path(argv[0]))
+    if not wrapper.begin():
         return 1
-    _write_record(run_dir, exit_code=code, ended=time.time(), stopped=stopped["signal"] is not None)
-    return code if code >= 0 else 128 - code
+    return wrapper.end(*wrapper.follow(wrapper.spawn(argv[2:])))
 
 
 if __name__ == "__main__":

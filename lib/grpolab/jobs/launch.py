@@ -11,9 +11,11 @@ the run FAILED with its cause and no secrets file; when even that cannot be writ
 submitting process, and grpolab.jobs.state reports the run FAILED once that process is gone. A `grpolab stop`
 during the submission is honoured as soon as Ray has the job.
 
-On the embedded head the job is wrapped by `grpolab.jobs.job_entry`: secrets travel in a user-only file of the
-run directory instead of Ray's runtime_env (which Ray logs and returns from its Jobs API; grpolab.jobs.secrets),
-and the job records its own start, end and log in the run directory. Secrets never reach the run record.
+On the embedded head the job is the run's own driver, `grpolab.heal.supervise`, which wraps each attempt with
+`grpolab.jobs.job_entry` (secrets travel in a user-only file of the run directory instead of Ray's runtime_env,
+which Ray logs and returns from its Jobs API: grpolab.jobs.secrets; the job records its own start, end and log in
+the run directory) and restarts a failed attempt by the recipe's trainer.restarts. Secrets never reach the run
+record.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ from grpolab.verl.render import Launch
 PASS_THROUGH = {"wandb": ("WANDB_API_KEY", "WANDB_BASE_URL", "WANDB_MODE", "WANDB_ENTITY")}
 AGENT_WAIT_S = 90
 VERSIONS = ("grpolab", "verl", "ray", "torch", "transformers", "trl", "vllm", "vllm-ascend", "torch_npu")
+# the job's own driver on the embedded head: the job wrapper around each attempt, and restarts (a module name, run
+# by Ray on the cluster: not imported here)
+DRIVER = "grpolab.heal.supervise"
 
 
 class LaunchBlocked(Exception):
@@ -177,7 +182,7 @@ def _hand_over(run: runs.Run, job: Submission, resumed_from: dict | None = None)
     if ep.embedded:  # the job wraps itself: secrets by a user-only file, its own end record and log
         job_env = secrets.hand_off(run.path, job_env, recipe.secrets)
         python = shlex.quote(sys.executable)
-        entrypoint = f"{python} -m grpolab.jobs.job_entry {shlex.quote(str(run.path))} -- {job.entrypoint}"
+        entrypoint = f"{python} -m {DRIVER} {shlex.quote(str(run.path))} -- {job.entrypoint}"
         job_env.update(
             {k: v for k, v in cluster.embedded_env().items() if k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}
         )

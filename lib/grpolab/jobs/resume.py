@@ -287,6 +287,18 @@ def plan_resume(run: Run, from_step: int | None = None, overrides: Sequence[str]
     """Everything `grpolab resume` submits, checked first; ResumeRefused when the resume would be wrong."""
     parent, launch = _parent_files(run)
     _refuse_running(run)
+    return _plan(run, parent, launch, from_step, overrides)
+
+
+def plan_restart(run: Run) -> ResumePlan:
+    """The same plan for a run that restarts itself (grpolab.heal, after a failed attempt): from its latest complete
+    checkpoint, with the same checks and refusals as `grpolab resume` (no checkpoint, changed data, nothing left
+    to train), except that the run still runs (it is its own job) and a shared trainer.ckpt_dir is its own."""
+    parent, launch = _parent_files(run)
+    return _plan(run, parent, launch, None, ())
+
+
+def _plan(run: Run, parent: dict, launch: dict, from_step: int | None, overrides: Sequence[str]) -> ResumePlan:
     layout = ck.layout_of(parent, run.path)
     checkpoint = _pick(ck.scan(layout, run.path), layout, run, from_step)
     child = _child_recipe(run, parent, launch, overrides)
@@ -333,7 +345,7 @@ def plan_resume(run: Run, from_step: int | None = None, overrides: Sequence[str]
         shared = Path(os.path.expanduser(child.trainer.ckpt_dir))
         held = ck.owner(shared)
 
-        state = live_state(str(held.get("run_dir") or ""))
+        state = live_state(str(held.get("run_dir") or "")) if held.get("run_id") != run.run_id else None
         if state is not None:
             raise ResumeRefused(
                 f"trainer.ckpt_dir {shared} is in use by run {held.get('run_id')} ({state}), which already resumed "

@@ -33,9 +33,10 @@ from grpolab.jobs import control
 from grpolab.jobs.runs import TERMINAL_STATES
 from grpolab.monitor.clock import RECONNECT, as_of
 from grpolab.monitor.collapse import state_text
+from grpolab.monitor.nodes import nodes_summary
 from grpolab.monitor.plots import Curves
 from grpolab.monitor.progress import Progress, follow
-from grpolab.monitor.summary import RunMonitor, format_html, format_summary
+from grpolab.monitor.summary import NODES_PNG, RunMonitor, format_html, format_summary
 
 # ipywidgets marks the view of a widget whose kernel is gone (a notebook reopened from its saved widget state, a
 # kernel shut down) with this class; the style below, shipped inside the live label's own HTML, then hides the
@@ -174,6 +175,9 @@ class Dashboard:
             "controls": display(controls, raw=True, display_id=True),
             "state": display({"text/plain": f"run {self.monitor.run.run_id}: loading ..."}, raw=True, display_id=True),
             "picture": display({"text/plain": "(the curves appear at the first refresh)"}, raw=True, display_id=True),
+            "nodes": display(
+                {"text/plain": "(every node of the run, once it has telemetry)"}, raw=True, display_id=True
+            ),
             "summary": display({"text/plain": "loading ..."}, raw=True, display_id=True),
         }
         return self
@@ -214,6 +218,12 @@ class Dashboard:
         if self.monitor.curves.draw(self.monitor.view, self.monitor.alerts, self._png) or not self.picture:
             self.picture = self._png.read_bytes()
             self._update("picture", {"image/png": self.picture, "text/plain": f"curves: {self._png}"})
+        if self.data.get("nodes"):  # per-node telemetry: its small multiples, redrawn with the curves
+            self.data["nodes"] = self.monitor.nodes = nodes_summary(
+                self.monitor.run, self.monitor.thresholds.nodes, self._png.with_name(NODES_PNG)
+            )
+            picture = Path(self.data["nodes"]["picture"]).read_bytes()
+            self._update("nodes", {"image/png": picture, "text/plain": f"nodes: {self.data['nodes']['picture']}"})
         self._analysed_at, self._analysed_steps = time.monotonic(), len(self.monitor.view.steps)
         for redraw in list(self.on_analysis):
             try:
@@ -248,6 +258,8 @@ class Dashboard:
             extra.append(f"<i>{html.escape(RECONNECT)}</i>")
         if self.message:
             extra.append(f"<b>{html.escape(self.message)}</b>")
+        if again := data.get("restarts"):  # the run's driver restarted it (or said why not)
+            extra.append(f"<b>{html.escape(again['headline'] or '')}</b>")
         line = self.progress.line()
         if self.finished:  # nothing remains of an ended run
             line = re.sub(r"\s+remaining ~\S+", "", line)
@@ -265,6 +277,7 @@ class Dashboard:
             f"run {data['run_id']}: {state_text(data['state'], collapse)} {stamp}  {line}  {alerts} alert(s)"
             + ("" if self.finished else f"  ({RECONNECT})")
             + (f"  {self.message}" if self.message else "")
+            + (f"  {data['restarts']['headline']}" if data.get("restarts") else "")
         )
         self._update("state", {"text/html": self.state_html, "text/plain": self.state_text})
         self.stop_button.disabled = self.finished

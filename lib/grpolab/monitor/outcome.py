@@ -13,7 +13,7 @@ from grpolab.monitor.clock import clock_text
 from grpolab.monitor.collapse import collapse_of, run_collapse, state_text
 from grpolab.monitor.figures import HEADLINE, first_and_last
 from grpolab.monitor.metrics import load_metrics
-from grpolab.monitor.summary import failure_of
+from grpolab.monitor.summary import failure_of, restarts
 
 
 def figures(run: Run, view=None) -> dict:
@@ -60,6 +60,9 @@ def describe_outcome(run: Run, status: dict, monitor=None, collapse=None) -> str
     ]
     if status.get("message") and status.get("state") != "SUCCEEDED":  # Ray's or the submission's own words
         lines.append(f"message: {status['message']}")
+    if again := restarts(run):  # the run's driver restarted it, or said why not (grpolab.heal)
+        lines.append(f"restarts: {again['headline']}")
+        lines += [f"  {line}" for line in again["attempts"]]
 
     if collapse is not None:
         lines.append(f"{collapse.text}: {collapse.reasons()}")

@@ -22,6 +22,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from grpolab.jobs import lineage as run_lineage
 from grpolab.jobs import state as run_state
 from grpolab.jobs.checkpoints import describe as describe_checkpoints
 from grpolab.jobs.checkpoints import listing as checkpoint_listing
@@ -33,12 +34,14 @@ from grpolab.monitor.diagnose import Failure
 from grpolab.monitor.diagnosis import log_failure
 from grpolab.monitor.figures import KEY_METRICS
 from grpolab.monitor.metrics import MetricsView, open_run
+from grpolab.monitor.nodes import node_lines, nodes_summary
 from grpolab.monitor.plots import Curves
 from grpolab.monitor.thresholds import Thresholds, load_thresholds, thresholds_for
 from grpolab.monitor.yardstick import Yardstick, summary_lines
 from grpolab.recipe.files import open_regular
 
 _WIDTH = 110  # text output wraps long messages here; evidence lines are printed as they are
+NODES_PNG = "nodes.png"  # the per-node small multiples, beside curves.png
 _LOG_TAIL_BYTES = 2 << 20  # failure causes sit at the end of a log; a big run's log can be gigabytes
 
 
@@ -86,6 +89,17 @@ def failure_of(run: Run, status: dict) -> Failure | None:
         )
     if status.get("state") != "FAILED":
         return None
+    final = run_lineage.final_failure(run_lineage.read(run.path)) if run.is_run else None
+    if final is not None and final.get("cause"):  # the run's own driver diagnosed the attempt it stopped on
+        return Failure(
+            final["cause"],
+            f"{final.get('message') or ''} Not restarted: {final.get('why')}.".strip(),
+            final.get("fix") or "",
+            list(final.get("lines") or []),
+            [],
+            rank=final.get("rank"),
+            node=final.get("node"),
+        )
     found = log_failure(run, status)  # the whole log, streamed: the same answer as `grpolab diagnose LOG`
     if found is not None:
         return found
@@ -134,6 +148,7 @@ class RunMonitor:
         self._classified: tuple | None = None  # the record the failure was classified from
         self.curves = None  # grpolab.monitor.plots.Curves, made on the first drawing update
         self.yardstick = Yardstick(self.run)  # measured speed against the cost model's estimate
+        self.nodes: dict | None = None  # per-node telemetry and its alerts, read with the alerts (`analyse`)
 
     def update(self, refresh: bool = True, png: str | Path | None = None, analyse: bool = True) -> dict:
         """The summary dict; `png`: also draw the curves there (only if something changed since the last draw).
@@ -150,6 +165,9 @@ class RunMonitor:
         self.view.refresh()
         if analyse:
             self.alerts = alerts(self.view, self.thresholds)
+        if (analyse or png is not None) and self.run.is_run:  # every node's samples: read with the analysis
+            nodes_png = Path(png).with_name(NODES_PNG) if png is not None else None
+            self.nodes = nodes_summary(self.run, self.thresholds.nodes, nodes_png)
         state = status.get("state") or "UNKNOWN"
         record = (state, status.get("updated"), status.get("message"))
         if record != self._classified:  # a failure is classified once per record, however often it is shown
@@ -195,7 +213,20 @@ class RunMonitor:
             "threshold_lines": self.thresholds.describe(),
             "notes": notes,
             "checkpoints": checkpoint_listing(self.run.path) if self.run.is_run else [],
+            "restarts": restarts(self.run),
+            # per-node telemetry and its alerts; the small multiples beside the curves when they are drawn
+            "nodes": self.nodes,
         }
+
+
+def restarts(run: Run) -> dict | None:
+    """The run's attempts (grpolab.jobs.lineage) when there is something to say: more than one attempt, or a
+    failure its driver did not restart (why not). {"headline": ..., "attempts": [line, ...]}; None otherwise."""
+    lineage = run_lineage.read(run.path) if run.is_run else {}
+    attempts = lineage.get("attempts") or []
+    if len(attempts) < 2 and not run_lineage.final_failure(lineage):
+        return None
+    return {"headline": run_lineage.headline(lineage), "attempts": run_lineage.attempt_lines(lineage)}
 
 
 def _view_notes(view: MetricsView, state: str) -> list[str]:
@@ -322,6 +353,9 @@ def format_summary(data: dict, saved: bool = False) -> str:
     lines.append(state)
     if data.get("message"):
         lines.append(f"message   {data['message']}")
+    if again := data.get("restarts"):
+        lines.append(f"restarts  {again['headline']}")
+        lines += [f"  {line}" for line in again["attempts"]]
     source = data["source"]
     where = Path(source["file"]).name + ("" if source["kind"] == "jsonl" else ", console lines")
     if not source["exists"]:
@@ -345,6 +379,8 @@ def format_summary(data: dict, saved: bool = False) -> str:
     lines += summary_lines(data.get("yardstick"))
     lines.append("")
     lines += alert_lines(data)
+    if nodes := node_lines(data.get("nodes")):
+        lines += ["", *nodes]
     if failure := data.get("failure"):
         lines += [
             "",

@@ -331,6 +331,8 @@ def show_run(run, picture: bool = True, dashboard=None) -> dict:
     show_html(f"<b>{html.escape(title)}</b>" + format_html(data), f"{title}\n{format_summary(data, saved=True)}")
     if picture and data.get("curves"):
         show_image(data["curves"])
+    if picture and (data.get("nodes") or {}).get("picture"):  # every node of the run, from its telemetry
+        show_image(data["nodes"]["picture"])
     return data
 
 

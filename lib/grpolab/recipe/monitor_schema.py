@@ -199,8 +199,34 @@ class Regression(_Strict):
         return value
 
 
+class NodeRules(_Strict):
+    """The alerts on per-node telemetry (grpolab.monitor.nodes), each naming the node."""
+
+    enabled: bool
+    window: Steps = Field(description="the last samples of each node that are looked at")
+    min_samples: Steps = Field(description="a node with fewer samples than this raises nothing yet")
+    straggler_ratio: Fraction = Field(description="a node whose median utilisation is below this share of the others'")
+    straggler_min_util: NonNegativeFloat = Field(description="... when the others' median is at least this (%)")
+    device_memory_fraction: Fraction = Field(description="device memory used at or above this share is near its limit")
+    creep_horizon_s: Annotated[float, Field(gt=0)] = Field(
+        description="device memory rising steadily to reach device_memory_fraction within this many seconds"
+    )
+    creep_min_rise: Fraction = Field(description="... having risen at least this share of the total over the window")
+    host_ram_fraction: Fraction = Field(description="host memory used (total - available) at or above this share")
+    min_count: Steps = Field(description="a limit counts when it holds at min_count of the last of_last samples")
+    of_last: Steps
+
+    @model_validator(mode="after")
+    def _count_fits(self):
+        if self.min_count > self.of_last:
+            raise ValueError(f"min_count ({self.min_count}) must be <= of_last ({self.of_last})")
+        return self
+
+
 class Monitor(_Strict):
     """A recipe's `monitor:` section."""
 
     alerts: AlertRules
     regression: Regression
+    # a run recorded before per-node telemetry has no `nodes:` in its recipe.yaml: base.yaml's then apply
+    nodes: NodeRules | None = None

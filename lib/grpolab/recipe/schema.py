@@ -265,6 +265,29 @@ class Algorithm(Strict):
     ]
 
 
+CauseId = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$")]  # an id of the diagnosis's cause registry
+
+
+class Restarts(Strict):
+    """Automatic restarts after a failure (grpolab.heal): the job's own driver diagnoses the failed attempt's log
+    and resumes it from its last complete checkpoint only after a cause this policy names."""
+
+    max: int = Field(ge=0, description="restarts allowed within `within_s` seconds; 0 = never restart")
+    within_s: float = Field(gt=0, description="the window, in seconds, in which at most `max` restarts happen")
+    on_causes: list[CauseId] = Field(
+        description="the diagnosis's cause ids (docs/causes.md) after which the run restarts; any other cause, an "
+        "id the diagnosis does not know, or no cause at all stops it"
+    )
+    exclude_on: list[CauseId] = Field(
+        description="causes after which the node the diagnosis names as the origin is left out of the next attempt"
+    )
+    backoff_s: float = Field(ge=0, description="wait before the first restart; doubled before each further one")
+    too_small: Literal["wait", "stop"] = Field(
+        description="when the nodes left no longer hold the recipe's layout: wait (up to wait_s) for nodes, or stop"
+    )
+    wait_s: float = Field(ge=0, description="how long `too_small: wait` waits for enough nodes")
+
+
 class Trainer(Strict):
     project: str
     experiment: str
@@ -295,6 +318,11 @@ class Trainer(Strict):
         description="also keep the checkpoint with the best value of this validation metric; null = off"
     )
     keep_best_mode: Literal["max", "min"] = Field(description="which value of keep_best_metric is best")
+    # the job's own driver (grpolab.heal.supervise): restarts and per-node telemetry
+    restarts: Restarts
+    telemetry_s: float = Field(
+        ge=0, description="seconds between two samples of every node (devices, host memory, CPU, disk); 0 = off"
+    )
 
 
 class Local(Strict):
