@@ -286,13 +286,26 @@ def test_lab_never_replaces_a_settings_file_that_does_not_read(tmp_path, dry_run
     assert "overrides.json" in proc.stderr and settings.read_text() == typo
 
 
-def test_lab_keeps_what_a_settings_file_held_before_it_adds_its_setting(tmp_path, capsys):
+@pytest.fixture
+def lab_started(monkeypatch):
+    """`grpolab lab` up to the moment it would become JupyterLab: the command it would exec is recorded instead."""
+    import grpolab.cli.lab as lab_cli
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(lab_cli.os, "execv", lambda exe, cmd: started.append(cmd))
+    monkeypatch.setattr(lab_cli.os, "execvp", lambda exe, cmd: started.append(cmd))
+    return started
+
+
+def test_lab_keeps_what_a_settings_file_held_before_it_adds_its_setting(tmp_path, capsys, lab_started):
     folder = tmp_path / "lab"
     settings = folder / ".lab-settings" / "overrides.json"
     settings.parent.mkdir(parents=True)
     mine = '{"@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"}}'
     settings.write_text(mine)
     assert call(capsys, "lab", "--dir", str(folder), "--no-browser", "--dry-run")[0] == 0
+    assert settings.read_text() == mine and not lab_started  # a dry run writes and starts nothing
+    assert call(capsys, "lab", "--dir", str(folder), "--no-browser")[0] == 0 and len(lab_started) == 1
     written = json.loads(settings.read_text())
     assert written["@jupyterlab/apputils-extension:themes"] == {"theme": "JupyterLab Dark"}
     assert written["@jupyter-widgets/jupyterlab-manager:plugin"] == {"saveState": True}
@@ -618,7 +631,9 @@ def test_monitor_png_never_replaces_a_users_file_or_writes_in_a_system_folder(fi
     assert not os.path.exists("/etc/curves.png")
 
 
-def test_a_link_planted_at_a_temporary_name_is_never_written_through(_isolated_runs, tmp_path, capsys, user):
+def test_a_link_planted_at_a_temporary_name_is_never_written_through(
+    _isolated_runs, tmp_path, capsys, user, lab_started
+):
     """Every file GRPO Lab replaces is written under a temporary name beside it first (a PID in it): a link put
     there in advance is removed, never followed."""
     from grpolab.monitor import synthetic
@@ -641,7 +656,7 @@ def test_a_link_planted_at_a_temporary_name_is_never_written_through(_isolated_r
         link.symlink_to(user.home / "precious.txt")
     run.write_status(state="SUCCEEDED")
     assert call(capsys, "monitor", "tmpnames")[0] == 0
-    assert call(capsys, "lab", "--dir", str(lab), "--no-browser", "--dry-run")[0] == 0
+    assert call(capsys, "lab", "--dir", str(lab), "--no-browser")[0] == 0 and lab_started
     assert call(capsys, "card", "qwen3_8b", "--out", str(card))[0] == 0
     assert user.intact()
     assert not [p for p in planted if os.path.lexists(p)]

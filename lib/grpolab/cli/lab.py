@@ -77,8 +77,8 @@ def prepare(folder: Path, write: bool = True) -> tuple[list[str], list[str]]:
     settings = contained(folder, SETTINGS_DIR)
     if write:
         write_overrides(settings)
-    else:
-        contained(settings, "overrides.json")  # a link out of the folder is refused in a dry run too
+    else:  # a dry run reads the settings file as the real run would: a typo stops both
+        _read_overrides(settings)
     return copied, kept
 
 
@@ -91,6 +91,18 @@ def write_overrides(settings: Path) -> Path:
     and lacks SETTINGS, and what it held is kept beside it first (BACKUP); one that does not read (a typo, a FIFO,
     a folder) is never replaced: InputError names it, where it does not read, and the fix."""
     settings.mkdir(parents=True, exist_ok=True)
+    path, raw, current, merged = _read_overrides(settings)
+    if raw is not None and merged == current:
+        return path  # nothing to add: the file stays byte for byte
+    if raw is not None:
+        atomic_write(contained(settings, BACKUP), raw.decode("utf-8", "replace"))
+    atomic_write(path, json.dumps(merged, indent=2) + "\n")
+    return path
+
+
+def _read_overrides(settings: Path) -> tuple[Path, bytes | None, dict, dict]:
+    """(overrides.json in `settings`, its bytes or None, what it holds, that with SETTINGS merged in); InputError
+    for a file that does not read as a JSON object (a link out of the folder: PathRefused)."""
     path = contained(settings, "overrides.json")
     try:
         raw = read_bytes(path, SETTINGS_LIMIT)
@@ -109,12 +121,7 @@ def write_overrides(settings: Path) -> Path:
     merged = {**current}
     for plugin, values in SETTINGS.items():
         merged[plugin] = {**(current.get(plugin) if isinstance(current.get(plugin), dict) else {}), **values}
-    if raw is not None and merged == current:
-        return path  # nothing to add: the file stays byte for byte
-    if raw is not None:
-        atomic_write(contained(settings, BACKUP), raw.decode("utf-8", "replace"))
-    atomic_write(path, json.dumps(merged, indent=2) + "\n")
-    return path
+    return path, raw, current, merged
 
 
 def command(folder: Path, port: int, browser: bool, extra: list[str] = ()) -> list[str]:
