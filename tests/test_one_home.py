@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 from planted import planted_lib  # noqa: E402
 
 from grpolab import run_folder  # noqa: E402
+from grpolab.monitor.causes import CAUSES  # noqa: E402
 from grpolab.problems import Problem  # noqa: E402
 from grpolab.recipe.loader import load_recipe  # noqa: E402
 from grpolab.rules.checks import Checks, known  # noqa: E402
@@ -58,9 +59,15 @@ def modules(root: Path):
         yield path.relative_to(root).as_posix(), path.read_text()
 
 
-def _ids_in(node: ast.AST) -> list[str]:
+# the diagnosis's cause ids share some names with rule ids (batch-divisible, chat-template, ...): in monitor/, whose
+# literals name causes and families, such a name is the cause's (its one home is grpolab.monitor.causes)
+CAUSE_IDS = frozenset(c.id for c in CAUSES)
+
+
+def _ids_in(node: ast.AST, rel: str = "") -> list[str]:
     items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", [])
-    return [e.value for e in items if isinstance(e, ast.Constant) and e.value in RULE_IDS]
+    causes = CAUSE_IDS if rel.startswith("monitor/") else frozenset()
+    return [e.value for e in items if isinstance(e, ast.Constant) and e.value in RULE_IDS and e.value not in causes]
 
 
 def _names_rule(node: ast.AST) -> bool:
@@ -84,7 +91,7 @@ def rule_id_declarations(rel: str, text: str, tree: ast.AST) -> set[str]:
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
             continue
-        ids = list(dict.fromkeys(_ids_in(node)))
+        ids = list(dict.fromkeys(_ids_in(node, rel)))
         listed = len(ids) >= 2 and any("-" in i for i in ids)
         if ids and (listed or id(node) in compared or id(node) in assigned):
             how = "compared with .rule" if id(node) in compared else "declared"
