@@ -37,7 +37,12 @@ def interpreters(caller: dict[str, str], text: str, cwd: str) -> list[str]:
     `env -i`, a `#!/usr/bin/env python3` line."""
     found: set[str] = set()
     folders = [*(caller.get("PATH") or "").split(":"), *re.findall(r"(/[\w./+-]*/bin)\b", text)]
-    named = re.findall(r"(/[\w./+-]+)", text) + [os.path.join(cwd, m) for m in re.findall(r"\S*bin/python[\d.]*", text)]
+    # relative venv pythons (.venv/bin/python3): the words holding `bin/python`, found in one pass (a regex starting
+    # `\S*` at every character is quadratic on a 20 MB line)
+    relative = [
+        m.group(0) for w in text.split() if "bin/python" in w for m in [re.search(r"\S*bin/python[\d.]*", w)] if m
+    ]
+    named = re.findall(r"(/[\w./+-]+)", text) + [os.path.join(cwd, m) for m in relative]
 
     def add(path: str) -> None:
         real = os.path.realpath(path)
