@@ -8,6 +8,7 @@ buried traceback. Every input is built here; each case runs the real command lin
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 
 from grpolab.importer import record as recorder
 from grpolab.importer import sandbox
+from grpolab.importer.scratch import remove_tree
 
 TRUSTED = sandbox.available() is not None  # a machine that cannot isolate runs these trusted
 FLAGS = ("--trusted",) if TRUSTED else ()
@@ -114,3 +116,21 @@ def test_a_script_that_stops_after_removing_its_folders_says_what_it_removed(cli
     assert "the script removed its own folders" in error and f"`rm -rf {work}/`" in error, error
     assert "no launch line" not in error and "Traceback" not in error
     assert (work / "outputs").is_dir()  # isolated: nothing outside the scratch folder changed
+
+
+def test_a_folder_nested_1500_deep_elsewhere_on_the_machine_does_not_break_the_import(cli, tmp_path):
+    """The search for interpreters to cover walks the machine's folders without recursion."""
+    deep = tmp_path / "elsewhere"
+    deep.mkdir()
+    fd = os.open(deep, os.O_RDONLY)
+    for _ in range(1500):  # made relative to the folder above: no path of 3,000 characters is ever spelled
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+    try:
+        proc = _import(cli, tmp_path, LAUNCH)
+    finally:
+        remove_tree(deep)  # pytest's own clean-up of old temporary folders recurses, and would fail on it
+    assert proc.returncode in (0, 1) and "nnodes: 2" in proc.stdout, proc.stderr[-2000:]

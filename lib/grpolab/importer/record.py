@@ -173,6 +173,7 @@ class Recorded:
     ray: dict[str, Any] = field(default_factory=dict)  # address, runtime_env (working_dir included)
     unset: list[dict] = field(default_factory=list)  # {name, default}: read while unset in the caller's environment
     notes: list[str] = field(default_factory=list)
+    cwd: str = ""  # the folder the launch ran from (where `python3 -m MODULE` finds MODULE's package)
 
 
 # ---------------------------------------------------------------------------------------------- the script
@@ -359,7 +360,17 @@ def _record(
     rec, (module, args, ray) = launches[0]
     exported = {k: unscratch(v) for k, v in exported_env(rec["env"], caller, text, root).items()}
     at_launch = next((names for t, names in reversed(dumps) if t <= rec.get("t", 0)), None)
-    recorded = Recorded(rec["tool"], module, args, exported, stderr, ray, unset_reads(text, caller, at_launch), notes)
+    recorded = Recorded(
+        rec["tool"],
+        module,
+        args,
+        exported,
+        stderr,
+        ray,
+        unset_reads(text, caller, at_launch),
+        notes,
+        unscratch(str(rec.get("cwd") or "")),
+    )
     if len(launches) > 1:
         recorded.notes.append(f"the script launches verl {len(launches)} times; the first launch is imported")
     return recorded

@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import time
+from collections import deque
 
 from grpolab.importer import sandbox
 
@@ -62,18 +63,31 @@ def interpreters(caller: dict[str, str], text: str, cwd: str) -> list[str]:
                 add(os.path.join(folder, name))
     deadline = time.monotonic() + WALK_S
     remote = _remote_mounts()
-    for top, dirs, files in os.walk("/"):
-        dirs[:] = [
-            d
-            for d in dirs
-            if d not in WALK_SKIP and not d.startswith("grpolab-import-") and os.path.join(top, d) not in remote
-        ]
+    folders_left = deque(["/"])  # walked breadth-first without recursion: a folder nested thousands deep (a test's, a
+    while folders_left and time.monotonic() <= deadline:  # script's) is just more of the bounded walk
+        top = folders_left.popleft()
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        files = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if not is_dir:
+                files.append(entry.name)
+            elif (
+                entry.name not in WALK_SKIP
+                and not entry.name.startswith("grpolab-import-")
+                and entry.path not in remote
+            ):
+                folders_left.append(entry.path)
         if os.path.basename(top) in ("bin", "sbin", "shims", "Scripts"):
             for name in files:
                 if INTERPRETER.match(name):
                     add(os.path.join(top, name))
-        if time.monotonic() > deadline:
-            break
     return sorted(found)
 
 
