@@ -299,7 +299,10 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu", legacy_reward:
         and not verl_schema.in_free_form(config, o.split("=", 1)[0].lstrip("+"))
         and fieldmap.field_of(o.split("=", 1)[0]) is not None
     ]  # a first-class field's key the installed verl lacks (grad_offload): the recipe keeps it, the render warns
-    upstream = compose_script(config_name, [o for o in overrides if o not in lacking], folder)
+    try:
+        upstream = compose_script(config_name, [o for o in overrides if o not in lacking], folder)
+    except ImportFailed as exc:  # composed with verl's own config for want of the entry point's: say so
+        raise ImportFailed("; ".join([str(exc), *entry_notes])) from None
     upstream = legacy.migrated(upstream, recorded.module)  # as an entry point that moves older keys runs it
     overrides, moved = legacy.rewrite(overrides, values, config, recorded.module, legacy_reward)
     values = _parsed(overrides)
