@@ -239,3 +239,21 @@ def test_a_config_path_composes_against_that_folder(tmp_path, monkeypatch, relat
     assert not [p for p in problems if p.severity == "error"], [p.format() for p in problems]
     argv = render(recipe, "/RUN").argv()
     assert f"--config-path={folder}" in argv and "--config-name=mine_trainer" in argv
+
+
+def test_a_recipe_config_that_selects_megatron_itself_imports_as_megatron(tmp_path, monkeypatch):
+    """The entry point's own config may build on verl's Megatron trainer: the engine is read from what it composes,
+    and an entry module named otherwise (recipe.NAME.NAME_main_ppo) is still an entry point."""
+    checkout = _checkout(tmp_path)
+    package = checkout / "recipe" / "mine"
+    (package / "mine_main_ppo.py").write_text(ENTRY.replace("mine_trainer", "mine_megatron_trainer"))
+    (package / "config" / "mine_megatron_trainer.yaml").write_text(
+        CONFIG.replace("- ppo_trainer", "- ppo_megatron_trainer")
+    )
+    monkeypatch.chdir(checkout)
+    imported, out = _imported(
+        tmp_path,
+        f"python3 -m recipe.mine.mine_main_ppo {BASE} actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2\n",
+    )
+    assert imported.data["train"]["engine"] == "megatron" and imported.data["train"]["tp"] == 2
+    assert imported.data["trainer"]["entrypoint"] == "recipe.mine.mine_main_ppo" and imported.unmapped == []

@@ -30,7 +30,7 @@ MAIN = "verl.trainer.main_ppo"
 # verl's PPO entry, a recipe's (recipe.dapo.main_dapo), a fork's own beside main_ppo (verl.trainer.main_dapo), and the
 # experimental trainers: not verl's generation, evaluation or SFT entry points
 ENTRY = re.compile(
-    r"^(verl\.trainer\.main_(?!generation|eval)\w+|recipe\.[\w.]+\.main_\w+|verl\.(experimental|recipe)\.[\w.]*main\w*)$"
+    r"^(verl\.trainer\.main_(?!generation|eval)\w+|recipe\.[\w.]+\.\w*main\w*|verl\.(experimental|recipe)\.[\w.]*main\w*)$"
 )
 
 

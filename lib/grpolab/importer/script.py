@@ -303,6 +303,8 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu", legacy_reward:
         upstream = compose_script(config_name, [o for o in overrides if o not in lacking], folder)
     except ImportFailed as exc:  # composed with verl's own config for want of the entry point's: say so
         raise ImportFailed("; ".join([str(exc), *entry_notes])) from None
+    if folder is not None:  # a recipe's own config may select the engine itself (its defaults: Megatron's trainer)
+        engine = _engine("", {k: upstream.get(k) for k in ("model_engine", f"{fieldmap.ACTOR}.strategy")})
     upstream = legacy.migrated(upstream, recorded.module)  # as an entry point that moves older keys runs it
     overrides, moved = legacy.rewrite(overrides, values, config, recorded.module, legacy_reward)
     values = _parsed(overrides)
