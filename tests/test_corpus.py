@@ -10,7 +10,10 @@ verl's own Hydra config (grpolab.verl.config.effective). The outcome, in pipelin
     check    check found errors: `detail` lists their rule ids
     render   the renderer failed: `detail` is part of its message
     nocompose  the script's own launch does not compose under the installed verl: `detail` is part of Hydra's message
-    differ   both compose but differ: `detail` lists the keys (grpolab.verl.config.differences: run-owned keys aside)
+    named    both compose and differ only where the import names the difference (its report: a reward's older key
+             it applies, a key it could not reproduce): `detail` lists the keys
+    differ   both compose but differ where the import says nothing: `detail` lists the keys
+             (grpolab.verl.config.differences: run-owned keys aside)
     same     the same effective launch
 
 `expect` in the manifest pins the outcome per script; `cause` says why, for the people closing the gap. When an
@@ -105,7 +108,10 @@ def outcome(entry: dict, tmp: Path) -> tuple[str, object]:
         return "nocompose", str(exc).splitlines()[0]
     # the same effective launch: verl's aliases applied, numbers as numbers, run-owned and unread keys aside
     keys = sorted(verl_schema.differences(theirs, ours, recipe.train.engine, skip=lacking))
-    return ("differ", keys) if keys else ("same", None)
+    named = {u["key"] for u in imported.unmapped}
+    if not keys:
+        return "same", None
+    return ("named" if set(keys) <= named else "differ"), keys
 
 
 def _matches(got: tuple[str, object], want: dict) -> bool:
@@ -137,7 +143,7 @@ def test_the_corpus_is_real_and_complete():
     for e in SCRIPTS:
         assert e["repo"].count("/") == 1 and len(e["commit"]) == 40 and e["date"][:2] == "20", e["id"]
         assert {"device", "train", "rollout", "algorithm", "model", "launcher"} <= set(e["kind"]), e["id"]
-        assert e["expect"]["outcome"] in ("import", "check", "render", "nocompose", "differ", "same"), e["id"]
+        assert e["expect"]["outcome"] in ("import", "check", "render", "nocompose", "named", "differ", "same"), e["id"]
         assert e.get("cause"), e["id"]
         rec = launch(e)
         assert "-m" in rec["launcher"] and rec["args"], e["id"]

@@ -18,7 +18,7 @@ from verl_data import parquet, verl_row  # noqa: E402
 
 from grpolab.importer.script import import_script  # noqa: E402
 from grpolab.recipe.loader import load_recipe  # noqa: E402
-from grpolab.rules.gate import check, shadowing  # noqa: E402
+from grpolab.rules.gate import check, gate, shadowing  # noqa: E402
 from grpolab.verl import fieldmap, rewards  # noqa: E402
 from grpolab.verl.render import render  # noqa: E402
 
@@ -79,10 +79,13 @@ def test_the_reward_renders_to_verls_keys():
     )
 
 
-def test_a_legacy_reward_key_in_verl_overrides_names_the_field():
+def test_a_legacy_reward_key_in_verl_overrides_says_it_does_nothing_and_names_the_field():
+    """verl 0.9.1's main_ppo ignores the older top-level keys (it reads reward.* alone): no shadowing, a warning."""
     recipe = load_recipe("qwen3_8b", ["verl_overrides.custom_reward_function.path=/x.py"])
-    found = shadowing(recipe)
-    assert [p.rule for p in found] == ["override-shadows"] and "reward.function" in found[0].fix
+    assert shadowing(recipe) == []
+    found = [p for p in gate(recipe) if p.key == "verl_overrides.custom_reward_function.path"]
+    assert [(p.rule, p.severity) for p in found] == [("verl-version", "warning")]
+    assert "ignores custom_reward_function.path" in found[0].message and "reward.function" in found[0].fix
 
 
 @pytest.mark.parametrize(

@@ -113,6 +113,14 @@ CASES = {
         ("tiny", ["algorithm.loss_agg_mode=seq-mean-token-sum"]),
         ("qwen3_8b", ["rollout.engine=hf"]),
         ("glm5_2", ["cluster.device=cpu", "trainer.timeout_s=600"]),  # 7200 s is read by HCCL on NPU only
+        ("qwen3_8b", ["train.engine=veomnii"]),  # not an engine verl 0.9.1 registers
+        ("qwen3_8b", ["train.fsdp_strategy=fsdp3"]),  # not a strategy its FSDP engine accepts
+    ],
+    # engines verl registers whose layout the rules cannot reason about: a warning naming what was skipped
+    "engine-layout": [
+        ("qwen3_8b", ["train.engine=veomni"]),
+        ("qwen3_8b", ["train.fsdp_strategy=fsdp_turbo"]),
+        ("qwen3_30b_a3b", ["train.engine=torchtitan"]),
     ],
     "unknown-override": [
         ("glm5_2", ["train.transformer.use_flash_atn=true"]),

@@ -1,5 +1,5 @@
-"""`grpolab import SCRIPT.sh [--name NAME] [--out PATH] [--device npu|cuda] [--devices N] [--trusted] [--json]`: an
-existing verl launch script -> a recipe.
+"""`grpolab import SCRIPT.sh [--name NAME] [--out PATH] [--device npu|cuda] [--devices N] [--trusted]
+[--legacy-reward apply|inert] [--json]`: an existing verl launch script -> a recipe.
 
 The script runs with the caller's environment, isolated by the operating system (nothing outside a scratch folder
 changes, no network; a machine that cannot isolate it is refused unless --trusted says the script is trusted), with
@@ -47,6 +47,14 @@ def register(sub) -> None:
         help="run the script without operating-system isolation (only where the machine offers none, and only for a "
         "script you trust: its commands other than the launchers really run)",
     )
+    p.add_argument(
+        "--legacy-reward",
+        choices=("apply", "inert"),
+        default="apply",
+        help="the reward's older keys (custom_reward_function.*, reward_model.reward_manager, ...) that the launch's "
+        "entry point ignores (verl 0.9.1's main_ppo): apply them as their reward.* keys (default; the run then uses "
+        "the reward the script names), or keep them inert as the original launch had them",
+    )
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.set_defaults(func=main)
 
@@ -59,7 +67,14 @@ def main(args) -> int:
         raise InputError(f"--devices {args.devices}: give a number of devices per node, 1 or more")
     if args.name is not None:  # a name flag: a recipe name, never a path (the path flag is --out)
         check_name(args.name, "--name", "give a path with --out")
-    imported = import_script(args.script, args.name, args.device, trusted=args.trusted, devices=args.devices)
+    imported = import_script(
+        args.script,
+        args.name,
+        args.device,
+        trusted=args.trusted,
+        devices=args.devices,
+        legacy_reward=args.legacy_reward,
+    )
     text = recipe_yaml(imported, args.script)
     if args.out == "-":  # checked from a scratch copy, printed, nothing kept
         with owned.scratch("grpolab-import-") as tmp:
@@ -86,6 +101,7 @@ def main(args) -> int:
                 "name": imported.name,
                 "unmapped": imported.unmapped,
                 "deprecated": imported.deprecated,
+                "legacy": imported.legacy,
                 "unset": imported.unset,
                 "notes": imported.notes,
                 "problems": [p.to_dict() for p in problems],
@@ -96,8 +112,11 @@ def main(args) -> int:
         for u in imported.unset:
             how = f"the script's default {u['default']!r} applied" if u["default"] is not None else "it expanded empty"
             print(f"  unset in your environment: ${u['name']} ({how})", file=report)
+        for u in imported.legacy:
+            print(f"  LEGACY REWARD KEY: {u['key']} = {u['value']!r}: {u['why']}", file=report)
         for u in imported.unmapped:
-            print(f"  not reproduced: {u['key']} = {u['value']!r}: {u['why']}", file=report)
+            label = "differs on purpose (legacy reward key applied)" if u.get("legacy") else "not reproduced"
+            print(f"  {label}: {u['key']} = {u['value']!r}: {u['why']}", file=report)
         for u in imported.deprecated:
             print(f"  deprecated in the script: {u['key']} = {u['value']!r}: {u['why']}", file=report)
         for note in imported.notes:

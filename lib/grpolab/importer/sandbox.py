@@ -30,8 +30,11 @@ PROBE_S = 20
 KEEP = "/.grpolab-keep"  # sandbox_init's: where `keep` shows a folder as it is
 
 
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # where an emptied PATH still finds it
+
+
 def _unshare() -> str:
-    return os.environ.get(UNSHARE) or "unshare"
+    return os.environ.get(UNSHARE) or shutil.which("unshare") or shutil.which("unshare", path=SYSTEM_PATH) or "unshare"
 
 
 def _command(mode: list[str], config: Path) -> list[str]:
@@ -53,7 +56,7 @@ def _run(mode: list[str], scratch: Path, argv: list[str], env: dict, cwd: str, t
         timeout=timeout,
         stdin=subprocess.DEVNULL,
         start_new_session=True,  # no controlling terminal: /dev/tty opens nothing (no TIOCSTI into the user's shell)
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
+        env={"PATH": os.environ.get("PATH") or SYSTEM_PATH, "LANG": "C.UTF-8"},
     )
 
 

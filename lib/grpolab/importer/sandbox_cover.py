@@ -9,11 +9,11 @@ Covering those files inside the isolation puts the recorder at the exec boundary
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import sys
 import time
+from collections import deque
 
 from grpolab.importer import sandbox
 
@@ -38,7 +38,12 @@ def interpreters(caller: dict[str, str], text: str, cwd: str) -> list[str]:
     `env -i`, a `#!/usr/bin/env python3` line."""
     found: set[str] = set()
     folders = [*(caller.get("PATH") or "").split(":"), *re.findall(r"(/[\w./+-]*/bin)\b", text)]
-    named = re.findall(r"(/[\w./+-]+)", text) + [os.path.join(cwd, m) for m in re.findall(r"\S*bin/python[\d.]*", text)]
+    # relative venv pythons (.venv/bin/python3): the words holding `bin/python`, found in one pass (a regex starting
+    # `\S*` at every character is quadratic on a 20 MB line)
+    relative = [
+        m.group(0) for w in text.split() if "bin/python" in w for m in [re.search(r"\S*bin/python[\d.]*", w)] if m
+    ]
+    named = re.findall(r"(/[\w./+-]+)", text) + [os.path.join(cwd, m) for m in relative]
 
     def add(path: str) -> None:
         real = os.path.realpath(path)
@@ -58,24 +63,31 @@ def interpreters(caller: dict[str, str], text: str, cwd: str) -> list[str]:
                 add(os.path.join(folder, name))
     deadline = time.monotonic() + WALK_S
     remote = _remote_mounts()
-    # a stack, not os.walk: Python 3.11's os.walk recurses, and one folder 1,000 deep anywhere on the machine (a
-    # test's, a user's) made every import a RecursionError
-    stack = ["/"]
-    while stack and time.monotonic() <= deadline:
-        top = stack.pop()
+    folders_left = deque(["/"])  # walked breadth-first without recursion: a folder nested thousands deep (a test's, a
+    while folders_left and time.monotonic() <= deadline:  # script's) is just more of the bounded walk
+        top = folders_left.popleft()
         try:
             entries = list(os.scandir(top))
         except OSError:
             continue
-        bin_folder = os.path.basename(top) in ("bin", "sbin", "shims", "Scripts")
+        files = []
         for entry in entries:
-            with contextlib.suppress(OSError):
-                if entry.is_dir(follow_symlinks=False):
-                    name = entry.name
-                    if name not in WALK_SKIP and not name.startswith("grpolab-import-") and entry.path not in remote:
-                        stack.append(entry.path)
-                elif bin_folder and INTERPRETER.match(entry.name):
-                    add(entry.path)
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if not is_dir:
+                files.append(entry.name)
+            elif (
+                entry.name not in WALK_SKIP
+                and not entry.name.startswith("grpolab-import-")
+                and entry.path not in remote
+            ):
+                folders_left.append(entry.path)
+        if os.path.basename(top) in ("bin", "sbin", "shims", "Scripts"):
+            for name in files:
+                if INTERPRETER.match(name):
+                    add(os.path.join(top, name))
     return sorted(found)
 
 

@@ -1,14 +1,18 @@
 """`grpolab import`: an existing verl launch script -> a recipe whose render is the same effective launch.
 
-`grpolab.importer.record` runs the script (isolated) and gives its launch; `to_recipe()` composes that launch with the
-installed verl's own Hydra config (a launch that does not compose is refused, naming the override and verl's
+`grpolab.importer.record` runs the script (isolated) and gives its launch; `to_recipe()` composes that launch with its
+entry point's own Hydra config (verl's for main_ppo, a recipe's own for recipe.dapo.main_dapo, or the folder its
+`--config-path` names: grpolab.verl.entry; a launch that does not compose is refused, naming the override and verl's
 message) and maps it through the field map (grpolab.verl.fieldmap): each override onto its recipe field (a deprecated
-alias by its effect), the rest into `verl_overrides`. Then, for every first-class field the script leaves to verl's
-default, it sets the field to what the script's launch runs with wherever base.yaml's default would differ: this
-needs no valid recipe, so a recipe that `check` refuses still carries the script's values. Last, both launches are
-composed and compared key by key (grpolab.verl.config.differences); what still differs is reported.
-`recipe_yaml()` writes the recipe with a comment on each value naming the script's setting behind it; a secret's
-value is never written: it becomes a reference `${NAME}` to the launching shell's variable.
+alias by its effect), the rest into `verl_overrides`. Any training engine the checked verl registers is taken
+(model_engine=veomni, actor.strategy=fsdp_turbo: the version table's). The reward's older keys that the entry point
+ignores are applied as their new keys or kept inert, and said either way (grpolab.importer.legacy). Then, for every
+first-class field the script leaves to verl's default, it sets the field to what the script's launch runs with
+wherever base.yaml's default would differ: this needs no valid recipe, so a recipe that `check` refuses still carries
+the script's values. Last, both launches are composed and compared key by key (grpolab.verl.config.differences);
+what still differs is reported. grpolab.importer.writing writes the recipe with a comment on each value naming the
+script's setting behind it; a secret's value is never written: it becomes a reference `${NAME}` to the launching
+shell's variable.
 """
 
 from __future__ import annotations
@@ -24,14 +28,17 @@ from typing import Any
 import yaml
 
 from grpolab import owned
+from grpolab.importer import legacy
 from grpolab.importer.record import MAIN, ImportFailed, Recorded, record
+from grpolab.importer.writing import recipe_yaml
 from grpolab.paths import params_dir
 from grpolab.recipe.dotted import flatten, get_dotted, has_dotted, set_dotted
-from grpolab.recipe.engines import FSDP, MEGATRON
+from grpolab.recipe.engines import FSDP, MEGATRON, by_model_engine
 from grpolab.recipe.loader import field_type, load_recipe, merge_layers
 from grpolab.recipe.secrets import REDACTED, is_secret, references
 from grpolab.verl import config as verl_schema
-from grpolab.verl import fieldmap
+from grpolab.verl import entry as entry_point
+from grpolab.verl import fieldmap, rewards
 from grpolab.verl.render import engine_selection, render
 
 __all__ = ["ImportFailed", "Imported", "import_script", "record", "recipe_yaml", "to_recipe"]
@@ -48,34 +55,50 @@ class Imported:
     unmapped: list[dict] = field(default_factory=list)  # {key, value, why}: not reproduced by the recipe
     recorded: Recorded | None = None
     deprecated: list[dict] = field(default_factory=list)  # {key, value, why}: verl marks the script's key deprecated
+    legacy: list[dict] = field(default_factory=list)  # {key, value, new, applied, why}: older reward keys (legacy.py)
     unset: list[dict] = field(default_factory=list)  # {name, default}: variables the script read unset
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        shown = ("sources", "unmapped", "deprecated", "unset", "notes")
+        shown = ("sources", "unmapped", "deprecated", "legacy", "unset", "notes")
         return {"name": self.name, "recipe": self.data, **{name: getattr(self, name) for name in shown}}
 
 
 # ---------------------------------------------------------------------------------------------- composing
 
 
-def _config_path_ok(argv: list[str], module: str) -> None:
-    """A launch composed from a config folder of its own cannot be reproduced by the installed verl's config. A
-    relative --config-path is Hydra's: relative to the entry module's folder (verl/trainer/config for main_ppo)."""
-    folder = verl_schema.config_dir()
+def _flag(argv: list[str], flag: str) -> str | None:
+    """The value of `--flag=V` or `--flag V` in a launch's arguments."""
     for i, arg in enumerate(argv):
-        if arg.startswith(("--config-path", "--config-dir", "-cp")):
-            value = arg.split("=", 1)[1] if "=" in arg else (argv[i + 1] if i + 1 < len(argv) else "")
-            where = (
-                Path(value) if Path(value).is_absolute() or module != MAIN or folder is None else folder.parent / value
-            )
-            checkout = where.parts[-3:] == ("verl", "trainer", "config")  # a verl checkout's own: the installed one
-            if folder is None or not (checkout or where.resolve() == folder.resolve()):
-                raise ImportFailed(
-                    f"the launch composes its own Hydra config ({arg}{'' if '=' in arg else ' ' + value}): grpolab "
-                    f"composes launches with the installed verl's own config ({folder}), which does not hold it; "
-                    "pass its settings as overrides to verl.trainer.main_ppo instead"
-                )
+        if arg == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _entry(recorded: Recorded) -> tuple[entry_point.EntryConfig | None, list[str]]:
+    """The config the launch's entry point composes with (its own, where the script's checkout is on this machine),
+    and notes. ImportFailed where the launch names a config folder (`--config-path`) that is not here."""
+    config_path = _flag(recorded.argv, "--config-path") or _flag(recorded.argv, "--config-dir")
+    config_name = _flag(recorded.argv, "--config-name")
+    working = (recorded.ray.get("runtime_env") or {}).get("working_dir")
+    path = recorded.env.get("PYTHONPATH") or os.environ.get("PYTHONPATH", "")
+    roots = [
+        Path(p) for p in (recorded.cwd, working, *path.split(":")) if isinstance(p, str) and p and Path(p).is_dir()
+    ]
+    found = entry_point.resolve(recorded.module, config_path, config_name, roots)
+    if isinstance(found, entry_point.EntryConfig):
+        return found, []
+    if config_path is not None:
+        raise ImportFailed(
+            f"the launch composes its own Hydra config (--config-path={config_path}): {found}; import the script "
+            "from the folder it runs in (its checkout), where that config is"
+        )
+    return None, [
+        f"python3 -m {recorded.module}: {found}; its own Hydra config could not be read, so the launch was composed "
+        "with verl's main_ppo config (import from the script's checkout to compose with the entry point's own)"
+    ]
 
 
 def _parsed(overrides: list[str]) -> dict[str, Any]:
@@ -90,18 +113,28 @@ def _parsed(overrides: list[str]) -> dict[str, Any]:
 
 
 def _engine(config_name: str, values: dict[str, Any]) -> str:
+    """The recipe's train.engine for the engine the launch trains with: any engine the checked verl registers
+    (its model_engine and, for FSDP, the strategies its engine config accepts: grpolab.verl.versions); ImportFailed
+    naming those it has when the launch asks for another."""
     megatron = MEGATRON.name  # verl's own word too: model_engine=megatron, actor.strategy=megatron
-    engine = values.get("model_engine") or (megatron if megatron in config_name else "dp")
+    model_engine = str(values.get("model_engine") or (megatron if megatron in config_name else FSDP.model_engine))
     strategy = values.get(f"{fieldmap.ACTOR}.strategy")
-    if megatron in (engine, strategy):
+    if megatron in (model_engine, strategy):
         return megatron
-    if engine != "dp" or strategy not in (None, FSDP.name, "fsdp2"):
+    groups = ((fieldmap.checked_facts() or {}).get("engines") or {}).get("model_engines") or {}
+    version = verl_schema.verl_version()
+    if groups and model_engine not in groups:
         raise ImportFailed(
-            f"the launch trains with model_engine={engine}"
-            + (f", actor.strategy={strategy}" if strategy else "")
-            + ": GRPO Lab renders Megatron and FSDP (fsdp, fsdp2) launches only"
+            f"the launch trains with model_engine={model_engine}, which verl {version} does not have (its engines: "
+            f"{', '.join(f'model_engine={g}' for g in groups)}): it would not start there"
         )
-    return FSDP.name
+    accepted = groups.get(model_engine, {}).get("strategies") or []
+    if strategy is not None and accepted and strategy not in accepted:
+        raise ImportFailed(
+            f"the launch trains with model_engine={model_engine}, actor.strategy={strategy}, which verl {version}'s "
+            f"engine does not accept (it accepts {', '.join(accepted)}): it would not start there"
+        )
+    return by_model_engine(model_engine).name
 
 
 def _selection(engine: str, config_name: str, overrides: list[str]) -> tuple[str, list[str]]:
@@ -116,11 +149,11 @@ def _selection(engine: str, config_name: str, overrides: list[str]) -> tuple[str
     return name, [*selecting, *rest]
 
 
-def compose_script(config_name: str, overrides: list[str]) -> dict[str, Any]:
-    """The script's launch composed with the installed verl's config; ImportFailed naming the override and verl's
-    message when it does not compose."""
+def compose_script(config_name: str, overrides: list[str], folder: Path | None = None) -> dict[str, Any]:
+    """The script's launch composed with its entry point's config (`folder`; the installed verl's by default);
+    ImportFailed naming the override and verl's message when it does not compose."""
     try:
-        return verl_schema.effective(overrides, config_name)
+        return verl_schema.effective(overrides, config_name, folder)
     except Exception as exc:  # Hydra raises several exception types; its message names the key
         message = " ".join(str(exc).split())
         keys = re.findall(r"'([A-Za-z_+][\w.+]*)'", message)
@@ -259,15 +292,21 @@ class _Builder:
             self.set(found.field, transform(value) if transform else value, text, key)
 
 
-def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
+def to_recipe(recorded: Recorded, name: str, device: str = "npu", legacy_reward: str = "apply") -> Imported:
     """Map the recorded launch onto a recipe (see the module docstring). An env value whose name holds a secret
-    (grpolab.recipe.secrets.is_secret, the one test of a name) becomes a reference, wherever it came from."""
-    _config_path_ok(recorded.argv, recorded.module)
+    (grpolab.recipe.secrets.is_secret, the one test of a name) becomes a reference, wherever it came from. The
+    reward's older keys that the launch's entry point ignores are applied as their new keys or kept inert
+    (`legacy_reward`: grpolab.importer.legacy), and said either way."""
+    own, entry_notes = _entry(recorded)
+    folder = own.folder if own is not None and own.own else None
     config_name, overrides = verl_schema.split_argv(recorded.argv)
     values = _parsed(overrides)
     engine = _engine(config_name, values)
-    config_name, overrides = _selection(engine, config_name, overrides)
-    config = verl_schema.base_config(engine) or {}
+    if own is not None:
+        config_name = own.name
+    if folder is None:
+        config_name, overrides = _selection(engine, config_name, overrides)
+    config = (verl_schema.entry_schema(folder, config_name) if folder else verl_schema.base_config(engine)) or {}
     lacking = [
         o
         for o in overrides
@@ -275,7 +314,15 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
         and not verl_schema.in_free_form(config, o.split("=", 1)[0].lstrip("+"))
         and fieldmap.field_of(o.split("=", 1)[0]) is not None
     ]  # a first-class field's key the installed verl lacks (grad_offload): the recipe keeps it, the render warns
-    upstream = compose_script(config_name, [o for o in overrides if o not in lacking])
+    try:
+        upstream = compose_script(config_name, [o for o in overrides if o not in lacking], folder)
+    except ImportFailed as exc:  # composed with verl's own config for want of the entry point's: say so
+        raise ImportFailed("; ".join([str(exc), *entry_notes])) from None
+    if folder is not None:  # a recipe's own config may select the engine itself (its defaults: Megatron's trainer)
+        engine = _engine("", {k: upstream.get(k) for k in ("model_engine", f"{fieldmap.ACTOR}.strategy")})
+    upstream = legacy.migrated(upstream, recorded.module)  # as an entry point that moves older keys runs it
+    overrides, moved = legacy.rewrite(overrides, values, config, recorded.module, legacy_reward)
+    values = _parsed(overrides)
     rollout = str(upstream.get(f"{fieldmap.ROLL}.name") or "vllm")
     build = _Builder(name, engine, rollout)
     build.upstream = upstream
@@ -286,12 +333,24 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
             key == f"{fieldmap.ACTOR}.strategy" and engine != FSDP.name
         ):
             continue  # the engine itself (the ref's strategy follows the actor's)
+        if key.split(".", 1)[0] == "hydra":  # Hydra's own settings (where it writes its outputs), not verl's
+            build.notes.append(f"{text}: Hydra's own setting, not verl's config; a run keeps its outputs in runs/")
+            continue
         if key.startswith(fieldmap.RAY_ENV + "."):
             build.env[key[len(fieldmap.RAY_ENV) + 1 :]] = str(value)
             build.sources[f"env.{key[len(fieldmap.RAY_ENV) + 1 :]}"] = text
             continue
         build.override(text, key, value)
     build.join_parts()
+    _reward_from(build, recorded.cwd)
+    for target, why in build.sources.items():  # a value the recipe applies from an older key names that key
+        parts = why.split("; ")
+        older = [next((e for e in moved if e.applied and p.lstrip("+").startswith(e.new + "=")), None) for p in parts]
+        if any(older):
+            build.sources[target] = (
+                "; ".join(f"{e.key}={p.split('=', 1)[1]}" if e else p for e, p in zip(older, parts))
+                + " (an older key the original launch ignores, applied here: see LEGACY above)"
+            )
     for text in lacking:
         if any(note.startswith(text + ": no effect") for note in build.notes):
             continue  # said already: this version reads nothing for it
@@ -300,6 +359,8 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
             "the render leaves it out (with a warning)"
         )
     _cluster(build, recorded, device)
+    if own is not None and own.own:  # the entry point's own config: check and render compose against it too
+        _entry_fields(build, recorded, own)
     _reconcile(build, fieldmap.normalise(upstream, engine))
     _env(build, recorded)
     if build.verl_overrides:
@@ -312,8 +373,9 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu") -> Imported:
         build.unmapped,
         recorded,
         unset=list(recorded.unset),
-        notes=[*recorded.notes, *build.notes],
+        notes=[*recorded.notes, *entry_notes, *build.notes],
     )
+    imported.legacy = [e.to_dict() for e in moved]
     _deprecations(imported, config_name, overrides)
     _verify(imported, upstream, engine, [o.split("=", 1)[0].lstrip("+") for o in lacking], values, build.conflicts)
     return imported
@@ -343,6 +405,34 @@ def _cluster(build: _Builder, recorded: Recorded, device: str) -> None:
     if recorded.module != MAIN:
         set_dotted(build.data, "trainer.entrypoint", recorded.module)
         build.sources["trainer.entrypoint"] = f"python3 -m {recorded.module}"
+
+
+def _reward_from(build: _Builder, cwd: str) -> None:
+    """A reward file the script names by a relative path is the one verl opens from the folder the launch runs in:
+    the recipe names it by its full path there (a recipe's relative path is read from the recipe's own folder)."""
+    function = get_dotted(build.data, "reward.function")
+    if not isinstance(function, str) or not cwd:
+        return
+    path, name = rewards.split_function(function)
+    if path and not Path(path).is_absolute() and (Path(cwd) / path).is_file():
+        set_dotted(build.data, "reward.function", f"{Path(cwd) / path}:{name}")
+        build.sources["reward.function"] += f" (read from the folder the launch runs in: {cwd})"
+
+
+def _entry_fields(build: _Builder, recorded: Recorded, own: entry_point.EntryConfig) -> None:
+    """Where the entry point and its own config are (the script's checkout), and the config flags the launch passed."""
+    if own.module_dir is not None:
+        set_dotted(build.data, "trainer.entry_dir", str(own.module_dir))
+        build.sources["trainer.entry_dir"] = (
+            f"where python3 -m {recorded.module} finds its package (the launch's folder)"
+        )
+    for flag, target in (("--config-path", "trainer.config_path"), ("--config-name", "trainer.config_name")):
+        value = _flag(recorded.argv, flag) or (
+            _flag(recorded.argv, "--config-dir") if flag == "--config-path" else None
+        )
+        if value is not None:
+            set_dotted(build.data, target, value)
+            build.sources[target] = f"{flag}={value}"
 
 
 def _reconcile(build: _Builder, upstream: dict[str, Any]) -> None:
@@ -424,9 +514,11 @@ def _verify(
         return
     finally:
         owned.remove_tree(folder)
-    argv = render(recipe, RUN).argv()
+    launch = render(recipe, RUN)
+    argv = launch.argv()
     try:
-        diff = verl_schema.differences(upstream, argv, engine, skip=lacking)
+        folder = Path(launch.config_dir) if launch.config_dir else None
+        diff = verl_schema.differences(upstream, argv, engine, lacking, folder, launch.config_name if folder else None)
     except Exception as exc:  # the render does not compose: `grpolab check` names the key
         why = f"the recipe's launch does not compose: {str(exc).splitlines()[0]}"
         imported.unmapped.append({"key": "verl_overrides", "value": None, "why": why})
@@ -434,7 +526,11 @@ def _verify(
     for key, (want, have) in sorted(diff.items()):
         if any(u["key"] == key for u in imported.unmapped):
             continue
-        why = conflicts.get(key) or f"the imported recipe renders {have!r} where the script runs {want!r}"
+        older = legacy.explain(key, [legacy.Legacy(**e) for e in imported.legacy])
+        why = conflicts.get(key) or older or f"the imported recipe renders {have!r} where the script runs {want!r}"
+        cwd = imported.recorded.cwd if imported.recorded else ""
+        if isinstance(want, str) and isinstance(have, str) and cwd and have == str(Path(cwd) / want):
+            why = f"the same file by its full path: the script's {want!r} is read from the folder its launch runs in"
         twin = key.removesuffix("_per_gpu")
         if want is None and twin != key and script.get(twin) is not None:
             why = (
@@ -442,55 +538,7 @@ def _verify(
                 f"{verl_schema.verl_version()} no longer reads: its workers need {key.rsplit('.', 1)[1]}, which the "
                 "script leaves unset (its launch would fail at start); the recipe sets it"
             )
-        imported.unmapped.append({"key": key, "value": want, "why": why})
-
-
-# ---------------------------------------------------------------------------------------------- writing
-
-
-_BARE = re.compile(r"[A-Za-z_][\w.\-]*")
-
-
-def _flow(value: Any) -> str:
-    text = yaml.safe_dump(value, default_flow_style=True, width=1 << 16).strip()
-    return text[:-4].strip() if text.endswith("\n...") else text.removesuffix("...").strip()
-
-
-def _comment(why: str) -> str:
-    return "  # " + " ".join(why.split()) if why else ""
-
-
-def recipe_yaml(imported: Imported, script: str) -> str:
-    """The recipe as YAML, each value the script set with a comment saying which override set it."""
-    lines = [
-        f"# Imported from {' '.join(str(script).split())} by `grpolab import`; a comment names the script's setting "
-        "behind a value.",
-        f"defaults: [{', '.join(imported.data['defaults'])}]",
-        "",
-    ]
-
-    def emit(prefix: str, node: dict, indent: int) -> None:
-        for key, value in node.items():
-            dotted = f"{prefix}.{key}" if prefix else key
-            pad = "  " * indent
-            name = key if re.fullmatch(r"[A-Za-z_][\w\-]*", str(key)) else _flow(str(key))
-            if dotted in ("env", "verl_overrides", "cluster.runtime_env"):
-                lines.append(f"{pad}{name}:")
-                for k, v in value.items():
-                    label = k if _BARE.fullmatch(k) else _flow(str(k))
-                    lines.append(f"{pad}  {label}: {_flow(v)}" + _comment(imported.sources.get(f"{dotted}.{k}", "")))
-                continue
-            if isinstance(value, dict) and value:
-                lines.append(f"{pad}{name}:")
-                emit(dotted, value, indent + 1)
-                continue
-            lines.append(f"{pad}{name}: {_flow(value)}" + _comment(imported.sources.get(dotted, "")))
-
-    body = {k: v for k, v in imported.data.items() if k != "defaults"}
-    for section, value in body.items():
-        emit("", {section: value}, 0)
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+        imported.unmapped.append({"key": key, "value": want, "why": why, **({"legacy": True} if older else {})})
 
 
 def import_script(
@@ -501,14 +549,16 @@ def import_script(
     trusted: bool = False,
     env: dict[str, str] | None = None,
     devices: int = 8,
+    legacy_reward: str = "apply",
 ) -> Imported:
     """record + to_recipe: the recipe a script makes; the one import path of `grpolab import` and 01_setup's
-    `script`. ImportFailed (exit 2) for unusable input."""
+    `script`. ImportFailed (exit 2) for unusable input. `legacy_reward`: apply or keep inert the reward's older keys
+    the launch's entry point ignores (grpolab.importer.legacy)."""
     path = Path(script)
     recorded = record(path, device=device, env=env, trusted=trusted, devices=devices)
     name = name or re.sub(r"[^A-Za-z0-9_]+", "_", path.stem).strip("_") or "imported"
     try:
-        imported = to_recipe(recorded, name, device)
+        imported = to_recipe(recorded, name, device, legacy_reward)
     except ImportFailed as exc:
         raise ImportFailed(f"{path}: {exc}") from None
     return hide_secrets(imported, dict(os.environ if env is None else env))
@@ -518,7 +568,7 @@ def hide_secrets(imported: Imported, caller: dict[str, str]) -> Imported:
     """The one redaction of an import, before anything is printed or written: the caller's secret values become
     `${NAME}` references wherever they appear (any key, a comment, a note), and the default a script gives a
     secret variable is never shown."""
-    for field_name in ("data", "sources", "unmapped", "deprecated", "notes"):
+    for field_name in ("data", "sources", "unmapped", "deprecated", "legacy", "notes"):
         setattr(imported, field_name, references(getattr(imported, field_name), caller))
     imported.unset = [
         {**u, "default": REDACTED} if is_secret(u["name"]) and u.get("default") is not None else u

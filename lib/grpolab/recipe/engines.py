@@ -9,6 +9,7 @@ local) resolves it with pkgutil.resolve_name.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,9 @@ class Engine:
     # `module:function(prompts) -> [tokens]` of a trainer that builds its own tokenizer (grpolab data's prompt lengths);
     # None: the model's tokenizer at model.path with its chat template, as verl counts them
     prompt_tokens: str | None = None
+    model_engine: str | None = None  # verl's name of the engine (`model_engine=NAME`: dp for FSDP); None: not verl's
+    layout_known: bool = True  # GRPO Lab's layout rules reason about it (Megatron's tp/pp/..., FSDP's sharding)
+    strategies: tuple[str, ...] = ()  # verl's strategies of the engine those rules reason about; () = any
 
 
 def _verl(name: str, *more: tuple[str, str]) -> tuple[tuple[str, str], ...]:
@@ -51,8 +55,17 @@ MEGATRON = Engine(
     config_name="ppo_megatron_trainer",
     merger="megatron",
     dist_checkpoint=True,
+    model_engine="megatron",
 )
-FSDP = Engine(name="fsdp", packages=_verl("fsdp"), shards_over_world=True, config_name="ppo_trainer", merger="fsdp")
+FSDP = Engine(
+    name="fsdp",
+    packages=_verl("fsdp"),
+    shards_over_world=True,
+    config_name="ppo_trainer",
+    merger="fsdp",
+    model_engine="dp",
+    strategies=("fsdp", "fsdp2"),  # not fsdp_turbo: it shards by its own plan (fsdp_config.turbo_config)
+)
 TINY_MODEL = tuple(f"local.{k}" for k in ("hidden_size", "layers", "heads", "kv_heads", "intermediate_size"))
 CPU_TRAINER = Engine(
     name="trl",
@@ -76,10 +89,57 @@ VERL_ENGINES = tuple(e for e in ENGINES.values() if e.verl)
 ROLLOUTS = tuple(dict.fromkeys(r for e in ENGINES.values() for r in e.rollouts))  # the schema's rollout.engine
 
 
+ENGINE_NAME = r"^[a-z][a-z0-9_]{0,63}$"  # a train.engine value: one declared above or one of verl's model engines
+
+
+def verl_engine(name: str) -> Engine:
+    """Another training engine verl registers (`model_engine=NAME`: veomni, torchtitan, ...), which GRPO Lab's rules
+    know nothing of: it renders verl's keys and composes against verl's config, but its layout is not reasoned about
+    (the layout rules are skipped, and check says which), nothing is priced or planned, and no checkpoint of it is
+    read. Which names the checked verl registers is the version table's (grpolab.verl.versions)."""
+    return Engine(
+        name=name,
+        packages=_verl(name),
+        priced=False,
+        config_name=f"ppo_{name}_trainer",
+        model_engine=name,
+        layout_known=False,
+    )
+
+
+def unknown_layout(train: Any) -> str | None:
+    """Why GRPO Lab's layout rules cannot reason about a recipe's training engine (`train`: the recipe's train section
+    or its dict), None when they can: an engine they know nothing of, or a strategy of FSDP other than fsdp and
+    fsdp2."""
+    engine = named(get_dotted(train, "engine"))
+    if not engine.layout_known:
+        return (
+            f"train.engine {engine.name} (verl's model_engine={engine.model_engine}) lays the model out by its own "
+            f"settings (actor_rollout_ref.actor.{engine.model_engine}.*), which GRPO Lab's rules do not read"
+        )
+    strategy = get_dotted(train, "fsdp_strategy")
+    if engine.strategies and isinstance(strategy, str) and strategy not in engine.strategies:
+        return (
+            f"train.fsdp_strategy {strategy} shards the model by a plan of its own (in verl's "
+            f"actor_rollout_ref.actor.fsdp_config), which GRPO Lab's FSDP rules ({', '.join(engine.strategies)}) do "
+            "not read"
+        )
+    return None
+
+
+def by_model_engine(name: str) -> Engine:
+    """The engine verl calls `name` (its model_engine: dp is FSDP's)."""
+    return next((e for e in ENGINES.values() if e.model_engine == name), None) or named(name)
+
+
 def named(name: Any) -> Engine:
-    """The engine a train.engine value names; a record without one (or with a name no engine has) reads as FSDP,
-    verl's default worker."""
-    return ENGINES.get(name, FSDP) if isinstance(name, str) else FSDP
+    """The engine a train.engine value names: a declared one, else another of verl's engines by that name; a record
+    without one (or with a value that is no engine's name) reads as FSDP, verl's default worker."""
+    if not isinstance(name, str):
+        return FSDP
+    if name in ENGINES:
+        return ENGINES[name]
+    return verl_engine(name) if re.fullmatch(ENGINE_NAME, name) else FSDP
 
 
 def engine_of(recipe: Any) -> Engine:

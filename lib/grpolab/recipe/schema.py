@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StringConstraints, field_validator
 
 from grpolab.recipe.dotted import flatten
-from grpolab.recipe.engines import ENGINES, ROLLOUTS, Engine
+from grpolab.recipe.engines import ENGINE_NAME, ROLLOUTS, Engine, named
 from grpolab.recipe.monitor_schema import Monitor
 from grpolab.recipe.stack import parse_pin
 
@@ -115,7 +115,10 @@ class Recompute(Strict):
 class Train(Strict):
     """The training engine and its parallel layout (Megatron terms; FSDP uses only sp)."""
 
-    engine: Literal[tuple(ENGINES)]  # grpolab.recipe.engines declares each
+    engine: Annotated[str, StringConstraints(pattern=ENGINE_NAME)] = Field(
+        description="megatron | fsdp | trl (grpolab.recipe.engines declares each), or another training engine the "
+        "checked verl registers (its model_engine: veomni, torchtitan, ...; `grpolab check` says which it has)"
+    )
     tp: int = Field(gt=0, description="tensor parallel size")
     pp: int = Field(gt=0, description="pipeline parallel size")
     cp: int = Field(gt=0, description="context parallel size")
@@ -127,7 +130,10 @@ class Train(Strict):
     pp_layout: Optional[str] = Field(description="Megatron pipeline layout, e.g. 'Et*10|t*12|...|t*4L'")
     sp: bool = Field(description="Megatron sequence parallel (verl's default: on; takes effect only when tp > 1)")
     ulysses_sp: int = Field(gt=0, description="FSDP Ulysses sequence-parallel group size (1 = off)")
-    fsdp_strategy: Literal["fsdp", "fsdp2"] = Field(description="FSDP version (verl's actor.strategy): fsdp or fsdp2")
+    fsdp_strategy: Annotated[str, StringConstraints(pattern=ENGINE_NAME)] = Field(
+        description="FSDP version (verl's actor.strategy): fsdp, fsdp2, or another strategy the checked verl's FSDP "
+        "engine accepts (fsdp_turbo from 0.9.1; `grpolab check` says which)"
+    )
     param_offload: bool
     ref_param_offload: Optional[bool] = Field(
         description="offload the reference model's parameters; null = as param_offload"
@@ -311,6 +317,17 @@ class Trainer(Strict):
     entrypoint: Annotated[str, StringConstraints(pattern=MODULE)] = Field(
         description="the Python module verl runs as (`python3 -m ...`): verl.trainer.main_ppo, or a recipe's own "
         "entry point such as recipe.dapo.main_dapo"
+    )
+    entry_dir: Optional[str] = Field(
+        description="the folder the entry point's package is found in (a verl checkout with recipe/): check and "
+        "render compose against the entry point's own Hydra config there; null = verl's own entry points"
+    )
+    config_path: Optional[str] = Field(
+        description="the launch's `--config-path` (relative: to the entry module's folder); null = the entry "
+        "point's own (its @hydra.main)"
+    )
+    config_name: Optional[str] = Field(
+        description="the launch's `--config-name`; null = the entry point's own (main_ppo: ppo_trainer)"
     )
     # checkpoint retention (grpolab.jobs.retention)
     keep_ckpts: Optional[int] = Field(gt=0, description="keep the newest N checkpoints; null = all")
@@ -505,7 +522,7 @@ class Recipe(Strict):
     @property
     def engine(self) -> Engine:
         """train.engine's declaration (grpolab.recipe.engines): what this engine does differently."""
-        return ENGINES[self.train.engine]
+        return named(self.train.engine)
 
     @property
     def sequence_parallel(self) -> bool:

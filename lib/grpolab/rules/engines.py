@@ -6,8 +6,11 @@ agrees with the rollout's routing replay (learned from the field).
 from __future__ import annotations
 
 from grpolab.local.mapping import unsupported
+from grpolab.problems import closest
+from grpolab.recipe.engines import by_model_engine, unknown_layout
 from grpolab.rules.checks import Checks
-from grpolab.verl.fieldmap import verl_key
+from grpolab.rules.registry import engine_layout_rules
+from grpolab.verl.fieldmap import checked_facts, verl_key
 
 
 def engines(c: Checks) -> None:
@@ -93,6 +96,7 @@ def engines(c: Checks) -> None:
             f"verl has no CPU path (with no accelerator it silently picks cuda); {t.engine} needs NPUs or GPUs",
             "use a hardware profile with npu or cuda, or train.engine: trl for CPU",
         )
+    registered(c)
     if r.train.router_replay != "disabled" and c.f is not None and not c.f.num_experts:
         c.add(
             "engine-support",
@@ -145,3 +149,58 @@ def router_replay(c: Checks) -> None:
             "set rollout.routing_replay: false",
             severity="warning",
         )
+
+
+def registered(c: Checks) -> None:
+    """The checked verl has the training engine asked (one of its model_engines, read from its own config by
+    grpolab.verl.versions) and, for FSDP, the strategy asked (one its FSDP engine config accepts)."""
+    r, engine = c.r, c.r.engine
+    facts = checked_facts()
+    groups = ((facts or {}).get("engines") or {}).get("model_engines") or {}
+    if not groups:  # no verl to ask (or a table row without engines): composing the launch says the rest
+        return
+    version = facts.get("version") or "checked"
+    if engine.model_engine not in groups:
+        names = [by_model_engine(g).name for g in groups]
+        near = closest(r.train.engine, names)
+        c.add(
+            "engine-support",
+            "train.engine",
+            r.train.engine,
+            f"verl {version} has no training engine {r.train.engine!r} (model_engine={engine.model_engine}); it "
+            f"has {', '.join(names)}",
+            (f"did you mean {near!r}? " if near else "") + f"set train.engine to one of {', '.join(names)}",
+        )
+        return
+    accepted = groups[engine.model_engine].get("strategies") or []
+    if engine.strategies and accepted and r.train.fsdp_strategy not in accepted:
+        near = closest(r.train.fsdp_strategy, accepted)
+        c.add(
+            "engine-support",
+            "train.fsdp_strategy",
+            r.train.fsdp_strategy,
+            f"verl {version}'s {engine.name} engine accepts actor.strategy {', '.join(accepted)}, not "
+            f"{r.train.fsdp_strategy!r} (it would fail at start: strategy not supported)",
+            (f"did you mean {near!r}? " if near else "") + f"set train.fsdp_strategy to one of {', '.join(accepted)}",
+        )
+
+
+def engine_layout(c: Checks) -> bool:
+    """One warning when GRPO Lab's layout rules cannot reason about the training engine: which rules were skipped and
+    why. True when they were."""
+    why = unknown_layout(c.r.train)
+    groups = ((checked_facts() or {}).get("engines") or {}).get("model_engines") or {}
+    if why is None or not c.r.engine.verl or (groups and c.r.engine.model_engine not in groups):
+        return why is not None  # an engine the checked verl lacks: rule engine-support says so
+    skipped = engine_layout_rules()
+    key = "train.engine" if not c.r.engine.layout_known else "train.fsdp_strategy"
+    c.add(
+        "engine-layout",
+        key,
+        c.r.train.engine if key == "train.engine" else c.r.train.fsdp_strategy,
+        f"{why}: {len(skipped)} checks were skipped ({', '.join(skipped)}); the rest ran (rollout layout, "
+        "batch against the mini batch, lengths, env, reward, data, the launch composed with verl's config)",
+        "check the layout settings by hand against verl's docs for this engine (its world size, sequence and expert "
+        "parallel sizes, memory); train.engine megatron or fsdp (fsdp_strategy fsdp or fsdp2) has them checked",
+    )
+    return True

@@ -19,7 +19,8 @@ from grpolab.recipe.schema import Recipe
 from grpolab.rules.checks import known
 from grpolab.rules.validate import validate
 from grpolab.rules.verl_version import gradients_offloaded, version_problems
-from grpolab.verl.config import base_config, compose, static_problems, verl_version
+from grpolab.verl import entry as entry_point
+from grpolab.verl.config import base_config, compose, config_dir, entry_schema, static_problems, verl_version
 from grpolab.verl.fieldmap import match
 from grpolab.verl.render import RUN_DIR, first_class_keys, render
 
@@ -67,6 +68,11 @@ def verl_problems(
     run_dir when the gate rendered them already."""
 
     config = base_config(recipe.train.engine)
+    own = entry_point.of(recipe)
+    if isinstance(own, entry_point.EntryConfig) and own.own:  # a recipe's entry point: its own config's keys
+        config = entry_schema(own.folder, own.name) or config
+    if config is None and config_dir() is not None:
+        return [], None  # verl is here but has no such engine: rule engine-support names the ones it has
     if config is None:
         missing = Problem(
             "verl-schema",
@@ -81,8 +87,21 @@ def verl_problems(
     problems = static_problems(recipe, config, dict(recipe.verl_overrides)) + version_problems(recipe)
     launch = render(recipe, run_dir, first_class)
     problems += launch.notes
+    if isinstance(own, str):  # a recipe's entry point whose own config is not on this machine
+        problems.append(
+            Problem(
+                "verl-schema",
+                "warning",
+                "trainer.entry_dir",
+                recipe.trainer.entry_dir,
+                f"{own}: the launch was composed with verl's {launch.config_name} config instead, which lacks any key "
+                f"only {recipe.trainer.entrypoint}'s own config has",
+                "set trainer.entry_dir to the folder its package is in (the checkout a `python3 -m` of it runs "
+                "from), or cluster.runtime_env.working_dir to it",
+            )
+        )
     if run_compose and not any(p.severity == "error" and p.rule == "verl-schema" for p in problems):
-        message = compose(launch.overrides, launch.config_name)
+        message = compose(launch.overrides, launch.config_name, Path(launch.config_dir) if launch.config_dir else None)
         if message:
             problems.append(
                 Problem(

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable
 from functools import lru_cache
 
-from grpolab.recipe.engines import named
+from grpolab.recipe.engines import named, unknown_layout
 from grpolab.recipe.schema import ModelCard, Train
 
 MAX_DIVISORS_OF = 10**12  # above this no "nearest valid" list is offered: finding it would take seconds
@@ -44,9 +44,11 @@ def multiples_near(value: int, step: int, k: int = 3) -> list[int]:
 
 def train_dp(t: Train, world: int) -> int:
     """Data-parallel size of the trainer `t` over `world` devices: the world over Megatron's tp x pp x cp or FSDP's
-    Ulysses group (1 for the in-process TRL engine); 0 when the layout does not divide the world. (The cost model's
+    Ulysses group (1 for the in-process TRL engine); 0 when the layout does not divide the world or is unknown. (The cost model's
     grpolab.recipe.layout.data_parallel prices a layout the planner already screened: it floors at 1 instead.)"""
     engine = named(t.engine)
+    if unknown_layout(t) is not None:
+        return 0  # an engine whose layout the rules cannot reason about (rule engine-layout)
     if engine.model_parallel:
         group = t.tp * t.pp * t.cp
     elif engine.shards_over_world:

@@ -36,6 +36,7 @@ class Rule:
     layout_bound: bool = False  # the layout decides it whatever key it names (per-device memory, the DP split)
     card: Card = ""  # needs the model's facts: "all" (skipped without them), "part" (checked partly), "" (not at all)
     stage: Literal["check", "data"] = "check"  # data: only `grpolab data` reports it (it runs reward, tokenizer)
+    engine_layout: bool = False  # reasons about the training engine's layout: skipped where it is unknown (veomni)
 
 
 SEEDED = "grpolab's seeded list"
@@ -66,6 +67,7 @@ RULES: tuple[Rule, ...] = (
         "Megatron: the world size is divisible by tp x pp x cp; FSDP: by the Ulysses size.",
         f"{SEEDED} (Megatron's parallel_state asserts it at start-up)",
         layout=True,
+        engine_layout=True,
     ),
     Rule(
         "expert-divisible",
@@ -74,6 +76,7 @@ RULES: tuple[Rule, ...] = (
         "Megatron: the world size is divisible by ep x etp x pp.",
         f"{SEEDED} (Megatron's parallel_state)",
         layout=True,
+        engine_layout=True,
     ),
     Rule(
         "heads-tp",
@@ -83,6 +86,7 @@ RULES: tuple[Rule, ...] = (
         SEEDED,
         layout=True,
         card="all",
+        engine_layout=True,
     ),
     Rule(
         "kv-heads-tp",
@@ -92,6 +96,7 @@ RULES: tuple[Rule, ...] = (
         SEEDED,
         layout=True,
         card="all",
+        engine_layout=True,
     ),
     Rule(
         "experts-ep",
@@ -101,6 +106,7 @@ RULES: tuple[Rule, ...] = (
         SEEDED,
         layout=True,
         card="all",
+        engine_layout=True,
     ),
     Rule(
         "pp-layers",
@@ -113,6 +119,7 @@ RULES: tuple[Rule, ...] = (
         "first/last split silently dropped layers; checks added in Megatron-LM PR 2947)",
         layout=True,
         card="all",
+        engine_layout=True,
     ),
     Rule(
         "pp-layout",
@@ -125,6 +132,7 @@ RULES: tuple[Rule, ...] = (
         "verl PR 7788 (GLM-5.2 recipe and its layouts)",
         layout=True,
         card="all",
+        engine_layout=True,
     ),
     Rule(
         "rollout-world",
@@ -161,6 +169,7 @@ RULES: tuple[Rule, ...] = (
         "(mini-batch x n) over DP x micro-batch.",
         "verl issue 1004 (`assert self.batch.batch_size[0] % mini_batch_size == 0`), verl issue 1524",
         layout_bound=True,
+        engine_layout=True,
     ),
     Rule(
         "mini-batch",
@@ -214,10 +223,22 @@ RULES: tuple[Rule, ...] = (
         "engines",
         "both",
         "The engines support the requested combination (FSDP parallelism, TRL on CPU, verl on "
-        "GPU/NPU only, router replay on MoE).",
+        "GPU/NPU only, router replay on MoE), and the checked verl has the training engine and FSDP strategy asked "
+        "(train.engine: each model_engine it registers, read from its own config per version; train.fsdp_strategy: "
+        "those its FSDP engine accepts).",
         SEEDED,
         severity_doc=EITHER,
         card="part",
+    ),
+    Rule(
+        "engine-layout",
+        "engines",
+        "train",
+        "A training engine whose layout GRPO Lab's rules cannot reason about (another model_engine verl registers, "
+        "such as veomni or torchtitan, or an FSDP strategy other than fsdp and fsdp2, such as fsdp_turbo) is "
+        "checked without them: one warning names every rule skipped and why, instead of refusing the recipe.",
+        "GRPO Lab issue 47 (veomni and fsdp_turbo launches refused though verl 0.9.1 runs them)",
+        severity="warning",
     ),
     Rule(
         "verl-schema",
@@ -263,6 +284,7 @@ RULES: tuple[Rule, ...] = (
         layout=True,
         layout_bound=True,
         card="all",
+        engine_layout=True,
     ),
     # ------------------------------------------------------------------ learned from real failures (issue 13)
     Rule(
@@ -291,6 +313,7 @@ RULES: tuple[Rule, ...] = (
         "Class 3. With vpp > 1 the micro-batches per mini-batch are >= pp and a multiple of pp.",
         "verl issue 1004 (`The number of contiguous micro-batches in a virtual pipeline "
         "stage should range in [PP=2 , M=1]`); NVIDIA-NeMo/Speech issue 14288",
+        engine_layout=True,
     ),
     Rule(
         "dynamic-batch",
@@ -300,6 +323,7 @@ RULES: tuple[Rule, ...] = (
         "for FSDP) holds the longest sample, prompt + response.",
         "verl issue 3415 (budget x cp); agentscope-ai/Trinity-RFT issue 398 and "
         "Weiyun1025/verl-internvl issue 15 (`max_token_len must be greater than the sequence length`)",
+        engine_layout=True,
     ),
     Rule(
         "seq-padding",
@@ -311,6 +335,7 @@ RULES: tuple[Rule, ...] = (
         "verl issue 6050 (`First dimension of the tensor should be divisible by tensor parallel size`); "
         "verl issue 5981, PR 4656, PR 6001, PR 7593 (short samples under CP)",
         severity_doc="error; warning (packing)",
+        engine_layout=True,
     ),
     Rule(
         "linear-attention",
@@ -448,6 +473,11 @@ def layout_fix_rules() -> tuple[str, ...]:
 def check_rules() -> tuple[str, ...]:
     """The ids `grpolab check` reports (the others only `grpolab data`, which runs the reward and the tokenizer)."""
     return tuple(r.id for r in RULES if r.stage == "check")
+
+
+def engine_layout_rules() -> tuple[str, ...]:
+    """The ids of the rules that reason about the training engine's layout (skipped where it is unknown)."""
+    return tuple(r.id for r in RULES if r.engine_layout)
 
 
 def card_rules(card: Card) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from grpolab.problems import Problem
 from grpolab.recipe.cards import model_facts
+from grpolab.recipe.engines import unknown_layout
 from grpolab.recipe.schema import ModelCard, Recipe
 from grpolab.rules import (
     backends,
@@ -62,17 +63,25 @@ LEARNED_CHECKS = (
 )
 
 
+# the learned checks that reason about the training engine's layout (registry: engine_layout): skipped, and said so
+# by rule engine-layout, where that layout is unknown (verl's veomni, fsdp_turbo)
+LAYOUT_BOUND = (batch.vpp_microbatches, batch.dynamic_batch, lengths.seq_padding)
+
+
 def learned(c: Checks) -> None:
     """The learned checks that apply to the recipe's engine."""
+    layout_known = unknown_layout(c.r.train) is None
     for check, verl_only in LEARNED_CHECKS:
-        if c.r.engine.verl or not verl_only:
+        if (c.r.engine.verl or not verl_only) and (layout_known or check not in LAYOUT_BOUND):
             check(c)
 
 
 def parallel_layout(c: Checks) -> None:
     """The trainer's layout (and its pipeline split), then the rollout's."""
     engine = c.r.engine
-    if engine.model_parallel:
+    if unknown_layout(c.r.train) is not None:
+        pass  # rule engine-layout says so
+    elif engine.model_parallel:
         train_layout.megatron(c)
         pipeline.layers(c)
     elif engine.shards_over_world:
@@ -87,6 +96,7 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     c = Checks(recipe, facts)
     if not problems:
         card.missing_card(c)
+    layout_unknown = engines.engine_layout(c)
     parallel_layout(c)
     batch.batches(c)
     lengths.lengths(c)
@@ -96,7 +106,8 @@ def validate(recipe: Recipe, grad_offload_supported: bool = True) -> list[Proble
     overrides.unknown_keys(c)
     env.env(c)
     pins.pins(c)
-    device_memory.memory(c, grad_offload_supported)
+    if not layout_unknown:
+        device_memory.memory(c, grad_offload_supported)
     checkpoint_space.checkpoints(c)
     reward.reward(c)
     data.data(c)

@@ -42,6 +42,7 @@ def version_problems(recipe: Recipe) -> list[Problem]:
     problems = _range(version)
     problems += _unread(recipe, found, version)
     problems += _raw_unread(recipe, found, version)
+    problems += _legacy_reward(recipe, found, version)
     problems += _values(recipe, found, version)
     problems += _defaults(recipe, found, version)
     return problems
@@ -118,6 +119,39 @@ def _raw_unread(recipe: Recipe, found: dict, version: str) -> list[Problem]:
                 f"({entry['source']}); the run would not get {value!r}",
                 f"set {field} instead (the launch then writes the key verl {version} reads) and remove "
                 f"verl_overrides.{raw}" + (f"; {hold.nearest}" if hold and not entry["key"] else ""),
+            )
+        )
+    return problems
+
+
+def _legacy_reward(recipe: Recipe, found: dict, version: str) -> list[Problem]:
+    """A verl_overrides key among the reward's older keys that the recipe's entry point ignores on this version
+    (verl 0.9.1's main_ppo: custom_reward_function.*, reward_model.reward_manager, sandbox_fusion.*): it does
+    nothing. `grpolab import --legacy-reward inert` writes them so, on purpose; said either way."""
+    legacy = found.get("legacy_reward") or {}
+    moves, entry = legacy.get("moves") or {}, recipe.trainer.entrypoint
+    path = f"{fieldmap.REWARD_FN}.path"
+    reads = (found.get("reads") or {}).get(path, {}).get("key", path)
+    if not moves or reads != path or entry in (legacy.get("entries") or []) or not entry.startswith("verl."):
+        return []
+    problems = []
+    for key, value in recipe.verl_overrides.items():
+        bare = key.lstrip("+")
+        old = next((o for o in moves if bare == o or bare.startswith(o + ".")), None)
+        if old is None:
+            continue
+        new = moves[old] + bare[len(old) :]
+        field = fieldmap.field_of(new)
+        problems.append(
+            Problem(
+                "verl-version",
+                "warning",
+                f"verl_overrides.{key}",
+                value,
+                f"verl {version}'s {entry} ignores {bare}: it reads {new} (only "
+                f"{', '.join(legacy.get('entries') or []) or 'no entry point'} moves the older keys there: "
+                f"{legacy.get('source', '')}); this setting does nothing",
+                f"to apply it set {field or 'verl_overrides.' + new} instead; to keep the launch as it was, leave it",
             )
         )
     return problems

@@ -24,7 +24,7 @@ import yaml
 from grpolab.paths import cache_root
 from grpolab.problems import Problem, closest
 from grpolab.recipe.dotted import MISSING, get_dotted
-from grpolab.recipe.engines import VERL_ENGINES
+from grpolab.recipe.engines import VERL_ENGINES, named
 from grpolab.recipe.schema import Recipe
 from grpolab.verl import fieldmap, versions
 from grpolab.verl.fieldmap import REF, verl_key, verl_keys_of
@@ -47,6 +47,13 @@ FREE_FORM = {
 GENERATED = {e.name: f"_generated_{e.config_name}.yaml" for e in VERL_ENGINES}  # each verl engine's composed config
 
 
+def generated(engine: str) -> str | None:
+    """The file name of an engine's fully composed config as verl ships it (_generated_ppo_veomni_trainer.yaml for
+    model_engine=veomni), None for an engine verl does not train."""
+    found = named(engine)
+    return f"_generated_{found.config_name}.yaml" if found.verl and found.config_name else None
+
+
 verl_root = versions.verl_root  # the verl package folder checked for ($GRPOLAB_VERL_ROOT, else the installed one)
 verl_version = versions.verl_version  # its version
 
@@ -59,17 +66,32 @@ def config_dir() -> Path | None:
 
 
 def base_config(engine: str, folder: Path | None = None) -> dict | None:
-    """verl's fully composed default config for an engine (of `folder`, else of the verl checked for), or None."""
+    """verl's fully composed default config for an engine (of `folder`, else of the verl checked for), or None: verl
+    ships it generated for its main engines; another model_engine's is composed with Hydra (None where that version
+    has no such engine)."""
     folder = folder or config_dir()
-    if folder is None or engine not in GENERATED:
+    name = generated(engine)
+    if folder is None or name is None:
         return None
-    return _base_config(folder, engine)
+    return _base_config(folder, name, named(engine).model_engine or "")
 
 
 @lru_cache(maxsize=16)
-def _base_config(folder: Path, engine: str) -> dict:
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load((folder / GENERATED[engine]).read_text(), Loader=loader)
+def _base_config(folder: Path, name: str, model_engine: str) -> dict | None:
+    if (folder / name).is_file():
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        return yaml.load((folder / name).read_text(), Loader=loader)
+    if not (folder / "model_engine" / f"{model_engine}.yaml").is_file():
+        return None
+    # lazy: omegaconf (only an engine verl ships no generated config for is composed)
+    from omegaconf import OmegaConf
+
+    try:
+        with _hydra(folder) as hydra_compose:
+            cfg = hydra_compose(config_name="ppo_trainer", overrides=[f"model_engine={model_engine}"])
+            return OmegaConf.to_container(cfg, resolve=False)
+    except Exception:  # Hydra raises several types: that version cannot compose the engine at all
+        return None
 
 
 def in_free_form(config: dict, dotted: str) -> bool:
@@ -261,10 +283,19 @@ def _hydra(folder: Path | None) -> Iterator[Callable[..., Any]]:
         GlobalHydra.instance().clear()
 
 
+def _searchpath(folder: Path | None) -> list[str]:
+    """For a config folder other than the checked verl's (a recipe's own, which builds on verl's ppo_trainer): the
+    override pointing its Hydra search path at the checked verl's config (grpolab.verl.entry)."""
+    verl = config_dir()
+    if folder is None or verl is None or Path(folder).resolve() == verl.resolve():
+        return []
+    return [f"hydra.searchpath=[file://{verl}]"]
+
+
 def _compose(overrides: list[str], config_name: str, folder: Path | None) -> str | None:
     try:
         with _hydra(folder) as hydra_compose:
-            hydra_compose(config_name=config_name, overrides=overrides)
+            hydra_compose(config_name=config_name, overrides=[*overrides, *_searchpath(folder)])
     except Exception as exc:  # hydra raises several exception types; the message is what users need
         return str(exc).strip()
     return None
@@ -313,10 +344,26 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def effective(overrides: list[str], config_name: str = "ppo_trainer") -> dict[str, Any]:
-    """The config verl would run with: composed and interpolations resolved, flattened to dotted keys. Composing
-    takes Hydra ~0.5 s: a launch composed before in this process is not composed again."""
-    return copy.deepcopy(_effective(tuple(overrides), config_name, config_dir()))
+def effective(overrides: list[str], config_name: str = "ppo_trainer", folder: Path | None = None) -> dict[str, Any]:
+    """The config verl would run with: composed (against `folder`, an entry point's own config folder, else the
+    checked verl's) and interpolations resolved, flattened to dotted keys. Composing takes Hydra ~0.5 s: a launch
+    composed before in this process is not composed again."""
+    return copy.deepcopy(_effective(tuple(overrides), config_name, folder or config_dir()))
+
+
+@lru_cache(maxsize=16)
+def entry_schema(folder: Path, config_name: str, overrides: tuple[str, ...] = ()) -> dict | None:
+    """An entry point's own config, composed (unresolved) as a nested dict: what its keys are; None when it does not
+    compose."""
+    # lazy: omegaconf (only an entry point's own config is composed for its keys)
+    from omegaconf import OmegaConf
+
+    try:
+        with _hydra(folder) as hydra_compose:
+            cfg = hydra_compose(config_name=config_name, overrides=[*overrides, *_searchpath(folder)])
+            return OmegaConf.to_container(cfg, resolve=False)
+    except Exception:  # Hydra raises several types; the caller composes the launch and names Hydra's message
+        return None
 
 
 @lru_cache(maxsize=32)
@@ -325,7 +372,7 @@ def _effective(overrides: tuple[str, ...], config_name: str, folder: Path | None
     from omegaconf import OmegaConf
 
     with _hydra(folder) as hydra_compose:
-        cfg = hydra_compose(config_name=config_name, overrides=list(overrides))
+        cfg = hydra_compose(config_name=config_name, overrides=[*overrides, *_searchpath(folder)])
         data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
     flat: dict[str, Any] = {}
 
@@ -411,16 +458,22 @@ def same(a: Any, b: Any) -> bool:
 
 
 def differences(
-    upstream: dict[str, Any], argv: list[str], engine: str, skip: Iterable[str] = ()
+    upstream: dict[str, Any],
+    argv: list[str],
+    engine: str,
+    skip: Iterable[str] = (),
+    folder: Path | None = None,
+    config_name: str | None = None,
 ) -> dict[str, tuple[Any, Any]]:
     """{key: (upstream, render)} where a launch (`argv`, composed here) differs from an already composed one
     (`upstream`, see `effective`), both with verl's run-time aliases applied (grpolab.verl.fieldmap.normalise), over
     the keys a worker reads. Left aside: keys the run owns (output paths, the logger, the seed of the data order, the
     device verl detects), the Ray runtime env's variables (the recipe's env carries them), keys this launch does not
-    read (`unread`) and `skip`."""
+    read (`unread`) and `skip`. `folder`, `config_name`: the entry point's own config the launch composes with."""
 
     name, overrides = split_argv(argv)
-    ours = fieldmap.normalise(effective(overrides, name), engine)
+    name = config_name or name
+    ours = fieldmap.normalise(effective(overrides, name, folder), engine)
     theirs = fieldmap.normalise(upstream, engine)
     owned = set(fieldmap.run_owned()) | set(skip) | unread(theirs)
     return {
@@ -430,12 +483,25 @@ def differences(
     }
 
 
+def _legacy_reward_keys(config: dict[str, Any]) -> list[str]:
+    """The composed launch's older reward keys that the checked verl's main_ppo neither reads nor moves."""
+    facts = fieldmap.checked_facts() or {}
+    found = facts.get("legacy_reward") or {}
+    path = f"{fieldmap.REWARD_FN}.path"
+    reads = (facts.get("reads") or {}).get(path, {}).get("key", path)
+    if reads != path or "verl.trainer.main_ppo" in (found.get("entries") or []):
+        return []  # a tree that reads them, or a main_ppo that moves them onto reward.*
+    prefixes = tuple(found.get("moves") or ())
+    return [k for k in config if any(k == p or k.startswith(p + ".") for p in prefixes)]
+
+
 def unread(config: dict[str, Any]) -> set[str]:
     """Keys a composed launch sets that no worker reads: micro-batch sizes under dynamic batching, the in-reward KL
     controller without KL in the reward, the reference model's settings without a reference policy (no KL loss, no
-    KL in the reward: verl builds no reference worker)."""
+    KL in the reward: verl builds no reference worker), and the reward's older keys where main_ppo ignores them
+    (verl 0.9.1: custom_reward_function.*, reward_model.*, sandbox_fusion.*; the version table's legacy_reward)."""
 
-    keys: set[str] = set()
+    keys: set[str] = set(_legacy_reward_keys(config))
     actor_micro, ref_micro, rollout_micro = verl_keys_of("algorithm.micro_batch_size_per_device") + verl_keys_of(
         "rollout.log_prob_micro_batch_size_per_device"
     )

@@ -282,15 +282,9 @@ def _alias_rows() -> tuple[Alias, ...]:
             "verl copies rollout.cudagraph_capture_sizes into the same vLLM compilation_config",
         ),
     ]
-    # verl's older reward keys; verl 0.9.1 keeps them (legacy_reward_impl.yaml) but only its fully async trainer
-    # moves them onto the reward.* keys (migrate_legacy_reward_impl): main_ppo reads reward.* alone
-    legacy = "verl's older key (0.9.1's legacy_reward_impl.yaml); verl 0.9.1's main_ppo reads only {}, which the recipe renders"
-    for old, new, field in (
-        ("custom_reward_function.path", f"{REWARD_FN}.path", "reward.function"),
-        ("custom_reward_function.name", f"{REWARD_FN}.name", "reward.function"),
-        ("reward_model.reward_manager", "reward.reward_manager.name", "reward.manager"),
-    ):
-        rows.append(Alias(old, field, new, legacy.format(new)))
+    # verl's older reward keys (custom_reward_function.*, reward_model.reward_manager) are no aliases: which entry
+    # point reads them, and where they moved, is each version's own (grpolab.verl.versions `legacy_reward`; verl
+    # 0.9.1's main_ppo ignores them), and the importer says what it does with them (grpolab.importer.legacy)
     for role in (ACTOR, REF):  # the ref's override_transformer_config follows the actor's
         otc = f"{role}.megatron.override_transformer_config"
         for name, field in (
@@ -331,8 +325,9 @@ NULL_MEANS: dict[str, tuple[str, str]] = {
 
 
 def applies(row: Key | Alias, engine: str, rollout: str | None = None) -> bool:
-    """Does the row render (or the alias count) for this training engine and rollout engine?"""
-    if engine not in row.engines:
+    """Does the row render (or the alias count) for this training engine and rollout engine? A row of every verl
+    engine (VERL) renders for another engine verl registers as well (veomni: the data, rollout and algorithm keys)."""
+    if engine not in row.engines and not (row.engines == VERL and engines.named(engine).verl):
         return False
     return rollout is None or not isinstance(row, Key) or not row.rollouts or rollout in row.rollouts
 
@@ -536,7 +531,7 @@ def normalise(effective: dict[str, Any], engine: str) -> dict[str, Any]:
             if versions.read_key(alias.verl, found) == alias.verl:
                 out[alias.verl] = value  # another setting on this version: compared as itself
             continue
-        if engine not in alias.engines or value is None or not alias.target:
+        if not applies(alias, engine) or value is None or not alias.target:
             continue
         if alias.when == "gt1" and not (isinstance(value, int) and value > 1):
             continue

@@ -29,6 +29,7 @@ from grpolab.recipe.loader import overrides_of
 from grpolab.recipe.schema import ENV_REF, Recipe
 from grpolab.recipe.secrets import redaction
 from grpolab.verl import config as verl_schema
+from grpolab.verl import entry as entry_point
 from grpolab.verl import fieldmap, versions
 
 RUN_DIR = "${RUN_DIR}"  # placeholder when rendering without a run directory
@@ -41,6 +42,7 @@ _PLAIN = re.compile(r"^(\$\{RUN_DIR\}|[A-Za-z_/~])[A-Za-z0-9_\-./~]*$")
 # exactly what rendering with that directory would
 _PATHLIKE = re.compile(r"^~")
 _RESERVED = {"true", "false", "null", "none", "nan", "inf"}
+_HYDRA_KEY = re.compile(r"[\\()\[\]{}:=, \t]")  # what Hydra's dictionary keys take only escaped (`\{`)
 
 
 @dataclass
@@ -57,6 +59,7 @@ class Launch:
     env_refs: dict[str, str] = field(default_factory=dict)  # env name -> the launching shell's variable it reads
     cluster: dict[str, Any] = field(default_factory=dict)  # ray_address, runtime_env: where and how it is submitted
     config_name: str = "ppo_trainer"  # verl's Hydra root config (`--config-name`, in `entry` when not the default)
+    config_dir: str | None = None  # the entry point's own config folder the launch composes with; None: verl's
 
     def shown_env(self) -> dict[str, str]:
         """env as shown to people: a value read from the launching shell is shown as the reference `${NAME}`."""
@@ -83,6 +86,10 @@ class Launch:
         }
 
 
+def _hydra_key(key: Any) -> str:
+    return _HYDRA_KEY.sub(lambda m: "\\" + m.group(0), str(key))
+
+
 def hydra_value(value: Any) -> str:
     """A Python value in Hydra's override grammar; strings are quoted unless they are plain words."""
     if value is None:
@@ -93,8 +100,8 @@ def hydra_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(hydra_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, dict):  # a key is never quoted in Hydra's grammar: its special characters are escaped
+        return "{" + ",".join(f"{_hydra_key(k)}:{hydra_value(v)}" for k, v in value.items()) + "}"
     text = str(value)
     if _PLAIN.match(text) and text.lower() not in _RESERVED and not _PATHLIKE.match(text):
         return text
@@ -131,6 +138,10 @@ def render(recipe: Recipe, run_dir: str | None = None, first_class: dict[str, An
     keys, notes = verl_keys(recipe, run_dir, first_class)
     schema = verl_schema.base_config(recipe.train.engine)
     config_name, overrides = engine_selection(engine.name)
+    own = entry_point.of(recipe)  # an entry point's own Hydra config (a recipe's DAPO trainer), where it has one
+    if isinstance(own, entry_point.EntryConfig) and (own.own or recipe.trainer.config_name):
+        config_name = own.name
+        schema = verl_schema.entry_schema(own.folder, own.name, tuple(overrides)) if own.own else schema
     for key, value in keys.items():
         bare = key.lstrip("+")
         if key.startswith("+") or schema is None or has_dotted(schema, bare):
@@ -142,13 +153,19 @@ def render(recipe: Recipe, run_dir: str | None = None, first_class: dict[str, An
         else:
             notes.append(_lacking(key, value))
     env["VERL_FILE_LOGGER_PATH"] = f"{run_dir}/{run_folder.METRICS}"
-    entry = ["-m", recipe.trainer.entrypoint]
-    if config_name != "ppo_trainer":
-        entry.append(f"--config-name={config_name}")
+    argv = ["-m", recipe.trainer.entrypoint]
+    if recipe.trainer.config_path:
+        argv.append(f"--config-path={recipe.trainer.config_path}")
+    if (
+        recipe.trainer.config_name
+        or config_name != "ppo_trainer"
+        and not (isinstance(own, entry_point.EntryConfig) and own.own)
+    ):
+        argv.append(f"--config-name={config_name}")
     return Launch(
         recipe.name,
         recipe.train.engine,
-        entry,
+        argv,
         overrides,
         env,
         verl_schema.verl_version(),
@@ -156,6 +173,7 @@ def render(recipe: Recipe, run_dir: str | None = None, first_class: dict[str, An
         refs,
         cluster,
         config_name,
+        str(own.folder) if isinstance(own, entry_point.EntryConfig) and own.own else None,
     )
 
 
@@ -187,12 +205,13 @@ def engine_selection(engine: str) -> tuple[str, list[str]]:
     """(Hydra root config, overrides) that select a training engine in the checked verl: `model_engine=megatron`
     from 0.8.0, `--config-name ppo_megatron_trainer` in 0.7.1 (grpolab.verl.versions derives which)."""
     root = FSDP.config_name  # verl's default root config: the default worker's
-    if named(engine).config_name in (None, root):
+    declared = named(engine)
+    if declared.config_name in (None, root):
         return root, []
     found = fieldmap.checked_facts()
-    if found is None:
-        return root, [f"model_engine={engine}"]
-    return found[engine]["config_name"], list(found[engine]["overrides"])
+    if found is not None and engine in found:  # Megatron: its own fact (a root config on 0.7.1)
+        return found[engine]["config_name"], list(found[engine]["overrides"])
+    return root, [f"model_engine={declared.model_engine or engine}"]  # another engine: its config group
 
 
 def _env(recipe: Recipe) -> tuple[dict[str, str], dict[str, str], list[Problem]]:

@@ -131,6 +131,8 @@ def derive(src: Source, layer: dict[str, tuple[str, ...]], keys: list[tuple[str,
         "loss_agg_modes": _loss_agg_modes(src),
         "cudagraph_vllm": _cudagraph(src),
         "v1": _v1(src, gen[FSDP.name]),
+        "engines": _engines(src),
+        "legacy_reward": _legacy_reward(src),
     }
 
 
@@ -145,6 +147,106 @@ def _megatron(src: Source) -> dict[str, Any]:
         "source": f"no {group} (model_engine/: {', '.join(listed) or 'none'}); "
         "verl/trainer/config/ppo_megatron_trainer.yaml is the Megatron root config",
     }
+
+
+def _accepted(src: Source, engine_yaml: str) -> tuple[list[str], str]:
+    """The strategies an engine config accepts (its class's `assert self.strategy in [...]` or `== "..."`, in
+    verl/workers/config/engine.py), and where that is said; the config's own `strategy:` when no assert is found."""
+    text = src.text(engine_yaml) or ""
+    target = re.search(r"^_target_:\s*[\w.]*?\.(\w+)\s*$", text, re.M)
+    default = re.search(r"^strategy:\s*(\w+)", text, re.M)
+    path = "verl/workers/config/engine.py"
+    code = src.text(path) or ""
+    start = code.find(f"class {target.group(1)}(") if target else -1
+    if start >= 0:
+        body = code[start : code.find("\nclass ", start + 1) if code.find("\nclass ", start + 1) > 0 else len(code)]
+        found = re.search(r'assert self\.strategy (?:in \[([^\]]*)\]|== "(\w+)")', body)
+        if found:
+            names = re.findall(r'"([\w-]+)"', found.group(1)) if found.group(1) else [found.group(2)]
+            line = code[: start + body.find(found.group(0))].count("\n") + 1
+            return names, f"{path}:{line}: {found.group(0)}"
+    return ([default.group(1)] if default else []), f"{engine_yaml}: strategy: {default.group(1) if default else '?'}"
+
+
+def _engines(src: Source) -> dict[str, Any]:
+    """The training engines this version registers: each engine's actor config (`NAME_actor.yaml`: `model_engine=NAME`
+    selects it where the version has that config group; its default strategy, the strategies its engine config
+    accepts, the engine config's key under the actor, its generated config when verl ships one), and every backend
+    registered with verl's EngineRegistry."""
+    cfg = "verl/trainer/config/"
+    groups: dict[str, Any] = {}
+    actors = [p for p in src.files(cfg + "actor/") if p.endswith("_actor.yaml")]
+    for path in actors:  # an engine is an actor config `NAME_actor.yaml`; model_engine=NAME selects it where
+        name = path.rsplit("/", 1)[1].removesuffix("_actor.yaml")  # the version has the group model_engine/NAME
+        group = f"{cfg}model_engine/{name}.yaml"
+        actor = src.text(path) or ""
+        strategy = re.search(r"^strategy:\s*(\w+)", actor, re.M)
+        engine = re.search(r"\.\./engine@(\w+):\s*(\w+)", actor)
+        accepted, where = _accepted(src, f"{cfg}engine/{engine.group(2)}.yaml") if engine else ([], "")
+        generated = f"{cfg}_generated_ppo{'' if name == 'dp' else '_' + name}_trainer.yaml"
+        groups[name] = {
+            "selected_by": f"model_engine={name}" if src.text(group) is not None else None,
+            "strategy": strategy.group(1) if strategy else None,
+            "strategies": accepted or ([strategy.group(1)] if strategy else []),
+            "engine_key": engine.group(1) if engine else None,
+            "generated": generated.rsplit("/", 1)[1] if src.text(generated) is not None else None,
+            "source": "; ".join(s for s in (group if src.text(group) is not None else "", path, where) if s),
+        }
+    registered: dict[str, Any] = {}
+    for path in src.files("verl/workers/engine/"):
+        if not path.endswith(".py"):
+            continue
+        for n, line in enumerate((src.text(path) or "").splitlines(), 1):
+            found = re.search(r"@EngineRegistry\.register\((.*)\)", line)
+            if not found:
+                continue
+            args = found.group(1)
+            backend = re.search(r"backend=(\[[^\]]*\]|\"[^\"]*\")", args)
+            device = re.search(r"device=(\[[^\]]*\]|\"[^\"]*\")", args)
+            for name in re.findall(r'"([\w-]+)"', backend.group(1) if backend else ""):
+                entry = registered.setdefault(name, {"devices": [], "source": f"{path}:{n}: {line.strip()}"})
+                devices = re.findall(r'"(\w+)"', device.group(1)) if device else ["cuda"]
+                entry["devices"] = sorted(set(entry["devices"]) | set(devices))
+    return {"model_engines": groups, "registered": dict(sorted(registered.items()))}
+
+
+def _legacy_reward(src: Source) -> dict[str, Any]:
+    """The reward's older top-level keys and where this version moves each one (verl's own
+    migrate_legacy_reward_impl), and the entry points that call that migration: every other entry point (verl 0.9.1's
+    main_ppo) ignores the older keys. {"moves": {old key or prefix: new key or prefix}, "entries": [module],
+    "source": where the migration is}."""
+    path = "verl/experimental/reward_loop/reward_loop.py"
+    code = src.text(path) or ""
+    start = code.find("def migrate_legacy_reward_impl(")
+    if start < 0:
+        return {"moves": {}, "entries": [], "source": f"{path}: no migrate_legacy_reward_impl"}
+    end = code.find("\ndef ", start + 1)
+    body = code[start : end if end > 0 else len(code)]
+    moves: dict[str, str] = {}
+    loop: list[str] = []
+    for line in body.splitlines():
+        keys = re.search(r"for key in \[([^\]]*)\]", line)
+        if keys:
+            loop = re.findall(r'"(\w+)"', keys.group(1))
+            continue
+        found = re.search(r"config\.([\w.]+)(?:\[(\"?\w+\"?)\])?\s*=\s*config\.([\w.]+)(?:\[(\"?\w+\"?)\])?\s*$", line)
+        if not found:
+            continue
+        new, new_sub, old, old_sub = found.groups()
+        if new_sub == "key" and old_sub == "key":  # the loop over keys: one move per key
+            moves.update({f"{old}.{k}": f"{new}.{k}" for k in loop})
+        elif new_sub is None and old_sub is None or (new_sub and old_sub):
+            moves[f"{old}.{old_sub.strip(chr(34))}" if old_sub else old] = (
+                f"{new}.{new_sub.strip(chr(34))}" if new_sub else new
+            )
+    if re.search(r"legacy_rollout = config\.reward_model\.rollout", body):  # its keys, one by one
+        moves["reward_model.rollout"] = "reward.reward_model.rollout"
+    entries = []
+    for file in src.files("verl/"):
+        if file.endswith(".py") and file != path and "migrate_legacy_reward_impl(config" in (src.text(file) or ""):
+            entries.append(file[:-3].replace("/", "."))
+    line = code[:start].count("\n") + 1
+    return {"moves": moves, "entries": sorted(entries), "source": f"{path}:{line}: def migrate_legacy_reward_impl"}
 
 
 def _legacy(src: Source) -> dict[str, Any]:
