@@ -223,8 +223,10 @@ to train, data changed, a change the checkpoint cannot take) stops the notebook 
 
 Shows a run (by default the latest one under `runs/`): its state, the latest key metrics, GRPO health alerts,
 the diagnosis of a failure read from its whole log (the cause, the first rank and node that failed or stalled,
-the fix: the same as `grpolab diagnose RUN`), and the curves. In JupyterLab (`live` None or True) a dashboard
-refreshes itself every `interval` seconds and has a stop button; headless (papermill, nbval) the notebook
+the fix: the same as `grpolab diagnose RUN`), the restarts its driver made on the cluster (`restart 2 of 3 after
+comm-timeout on node X at step 1210`, one line per attempt), every node it ran on (utilisation and memory, with
+alerts that name a straggler node, device memory creeping up, a host near its RAM limit), and the curves. In
+JupyterLab (`live` None or True) a dashboard refreshes itself every `interval` seconds and has a stop button; headless (papermill, nbval) the notebook
 follows the run until it ends (`wait`) and draws the curves as a PNG.
 
 ```bash
@@ -239,8 +241,9 @@ follows the run until it ends (`wait`) and draws the curves as a PNG.
                 [],
             ),
             (
-                "## The run\nState, latest metrics, alerts grouped by rule (click one to open it), failure cause, the "
-                "thresholds that applied, curves (PNG in `runs/<run_id>/curves.png`).",
+                "## The run\nState, restarts, latest metrics, alerts grouped by rule (click one to open it), the nodes "
+                "and their alerts, failure cause, the thresholds that applied, curves (PNG in "
+                "`runs/<run_id>/curves.png`) and one small panel per node (`runs/<run_id>/nodes.png`).",
                 "data = nb.show_run(run, picture=dashboard is None, dashboard=dashboard)",
                 ["report"],
             ),

@@ -79,7 +79,10 @@ KNOWN = (
     "skyrl",
     "torchdata",
 )
-_NAMES = {name: name for name in KNOWN} | {"vllm-ascend": "vllm_ascend", "megatron_core": "megatron"}
+# a distribution's name -> the package it installs, where they differ (vllm-ascend, megatron-core)
+_NAMES = {name: name for name in KNOWN} | dict((("vllm-ascend", "vllm_ascend"), ("megatron_core", "megatron")))
+# families of packages whose names carry a suffix (mindspeed_llm, megatron_core): the family unless KNOWN has the name
+_PREFIXED = ("mindspeed", "megatron")
 _SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
 _STDLIB = re.compile(r"[/\\]lib[/\\]python\d(?:\.\d+)?[/\\]|^<frozen |^<string>|^<stdin>")
 STDLIB = "python"  # the standard library
@@ -108,11 +111,11 @@ def library_of(path: str) -> str:
 
 def _canonical(name: str) -> str:
     low = name.lower()
-    if low.startswith("mindspeed"):
-        return low.replace("-", "_") if low.replace("-", "_") in KNOWN else "mindspeed"
-    if low.startswith("megatron"):
-        return "megatron"
-    return _NAMES.get(low, _NAMES.get(low.replace("-", "_"), low))
+    under = low.replace("-", "_")
+    for family in _PREFIXED:
+        if low.startswith(family):
+            return under if under in KNOWN else family
+    return _NAMES.get(low, _NAMES.get(under, low))
 
 
 @dataclass(frozen=True)
