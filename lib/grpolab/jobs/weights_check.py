@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grpolab.recipe.schema import ModelCard
+from grpolab.recipe.card_schema import ModelCard
 
 TOLERANCE = 0.01
 MAX_HEADER = 100 << 20  # a header of a model with a million tensors is a few hundred MB at most; stop runaways

@@ -11,9 +11,10 @@ import math
 from dataclasses import dataclass
 
 from grpolab.plan import search
+from grpolab.recipe.card_schema import ModelCard
 from grpolab.recipe.cost import StepEstimate, step_estimate
 from grpolab.recipe.layout import with_layout
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.schema import Recipe
 
 SPLITS = (1 / 4, 1 / 3, 1 / 2, 2 / 3, 3 / 4)  # the rollout-only share of the nodes that separate_async tries
 TOP = 3  # layouts of each variant priced in its mode (the search ranks them by a synchronous step)

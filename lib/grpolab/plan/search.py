@@ -23,6 +23,7 @@ from grpolab.plan.io import load
 from grpolab.plan.space import OFFLOADS, rollout_space, train_space
 from grpolab.problems import InputError, Problem, RecipeError
 from grpolab.recipe import cost, memory
+from grpolab.recipe.card_schema import ModelCard
 from grpolab.recipe.cards import model_facts
 from grpolab.recipe.layout import (
     ROLLOUT_KEYS,
@@ -34,7 +35,7 @@ from grpolab.recipe.layout import (
     train_of,
     with_layout,
 )
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.schema import Recipe
 from grpolab.rules.card import missing_card_problem
 from grpolab.rules.maths import MAX_DIVISORS_OF, divisors
 from grpolab.rules.registry import layout_bound, problem_side

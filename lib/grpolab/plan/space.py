@@ -12,9 +12,10 @@ import contextlib
 from collections.abc import Collection, Iterable
 
 from grpolab.recipe import pplayout
+from grpolab.recipe.card_schema import ModelCard
 from grpolab.recipe.layout import RolloutLayout, TrainLayout, train_of
 from grpolab.recipe.memory import max_sequence
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.schema import Recipe
 from grpolab.rules.maths import allowed_starts, divisors
 
 MIN_CP_CHUNK = 2048  # CP splits a sequence into chunks of at least this many tokens

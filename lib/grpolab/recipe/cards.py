@@ -27,8 +27,9 @@ from pydantic import ValidationError
 
 from grpolab.paths import params_dir
 from grpolab.problems import InputError, Problem, RecipeError, closest
+from grpolab.recipe.card_schema import ModelCard
 from grpolab.recipe.loader import card_path, load_card
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.schema import Recipe
 from grpolab.recipe.yamlio import read_yaml
 
 TABLE = "model_configs.yaml"  # under params/: the family table

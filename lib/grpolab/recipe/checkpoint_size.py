@@ -21,8 +21,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from grpolab.recipe.card_schema import ModelCard
 from grpolab.recipe.memory import ADAM_BYTES, DTYPE_BYTES  # the one home of bytes per parameter
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.schema import Recipe
 
 TRL_LOG_BYTES_PER_STEP = 1_100  # trainer_state.json's log_history: measured 122 KB after 120 tiny steps
 

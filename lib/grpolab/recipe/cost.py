@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from grpolab.recipe import pplayout
+from grpolab.recipe.card_schema import ModelCard
 from grpolab.recipe.dotted import flatten
 from grpolab.recipe.layout import RolloutLayout, TrainLayout, data_parallel, rollout_of, train_of
 from grpolab.recipe.memory import (
@@ -47,7 +48,7 @@ from grpolab.recipe.memory import (
     train_memory,
     train_state,
 )
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.schema import Recipe
 
 BYPASS = "algorithm.rollout_correction.bypass_mode"  # verl: the rollout's log-probs stand in for the old ones
 # The forward-only log-prob passes (old and reference) sustain this share of the update's compute efficiency:

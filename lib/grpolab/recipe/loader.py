@@ -27,8 +27,9 @@ from pydantic import ValidationError
 from grpolab.paths import params_dir
 from grpolab.problems import InputError, Problem, RecipeError, closest
 from grpolab.recipe import schema_errors
+from grpolab.recipe.card_schema import ModelCard
 from grpolab.recipe.dotted import dotted_keys, set_dotted
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.schema import Recipe
 from grpolab.recipe.secrets import redact_override, redaction
 from grpolab.recipe.yamlio import parse_yaml, read_yaml, rel_path
 

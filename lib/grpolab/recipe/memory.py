@@ -26,8 +26,9 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+from grpolab.recipe.card_schema import ModelCard
 from grpolab.recipe.layout import RolloutLayout, TrainLayout, data_parallel, rollout_of, train_of
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.schema import Recipe
 
 GB = 2**30  # the bytes of one GB of device memory (cluster.device_memory_gb is quoted so); GB/s: cost.GBPS
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}

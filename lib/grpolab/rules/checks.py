@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from grpolab.problems import Problem
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.card_schema import ModelCard
+from grpolab.recipe.schema import Recipe
 from grpolab.rules import registry
 
 

@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 from grpolab.recipe import memory as memory_model
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.card_schema import ModelCard
+from grpolab.recipe.schema import Recipe
 from grpolab.rules.checks import Checks
 from grpolab.verl.fieldmap import verl_key
 

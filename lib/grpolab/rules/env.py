@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from grpolab.recipe import stack
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.card_schema import ModelCard
+from grpolab.recipe.schema import Recipe
 from grpolab.rules.checks import Checks
 from grpolab.rules.registry import Severity
 from grpolab.verl import versions

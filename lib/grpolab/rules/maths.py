@@ -11,8 +11,9 @@ import math
 from collections.abc import Iterable
 from functools import lru_cache
 
+from grpolab.recipe.card_schema import ModelCard
 from grpolab.recipe.engines import named, unknown_layout
-from grpolab.recipe.schema import ModelCard, Train
+from grpolab.recipe.schema import Train
 
 MAX_DIVISORS_OF = 10**12  # above this no "nearest valid" list is offered: finding it would take seconds
 

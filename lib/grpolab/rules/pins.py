@@ -10,7 +10,8 @@ from typing import Any
 
 from grpolab.paths import params_dir
 from grpolab.recipe import stack
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.card_schema import ModelCard
+from grpolab.recipe.schema import Recipe
 from grpolab.rules.checks import Checks
 from grpolab.rules.registry import RULE_IDS
 from grpolab.verl.fieldmap import verl_key

@@ -8,7 +8,8 @@ stage of training's split and of the rollout's pipeline split (vLLM's) starts on
 from __future__ import annotations
 
 from grpolab.recipe import pplayout
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.card_schema import ModelCard
+from grpolab.recipe.schema import Recipe
 from grpolab.rules.checks import Checks
 from grpolab.rules.maths import allowed_starts, bad_starts, divisors, listed, nearest
 from grpolab.verl.fieldmap import ROLL

@@ -9,9 +9,10 @@ and docs are grpolab.rules.registry's. The one verdict that every front end asks
 from __future__ import annotations
 
 from grpolab.problems import Problem
+from grpolab.recipe.card_schema import ModelCard
 from grpolab.recipe.cards import model_facts
 from grpolab.recipe.engines import unknown_layout
-from grpolab.recipe.schema import ModelCard, Recipe
+from grpolab.recipe.schema import Recipe
 from grpolab.rules import (
     backends,
     batch,

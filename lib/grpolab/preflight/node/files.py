@@ -52,8 +52,8 @@ def check_model(spec: dict) -> list[dict]:
 def _compare_card(config: Path, data: dict, card_data: dict, card_name: str) -> dict:
     """config.json's facts vs the card, over grpolab.recipe.cards.COMPARED (imported here: pydantic on demand)."""
     # lazy: pydantic, yaml (the per-node task loads the schema only when it compares a card)
+    from grpolab.recipe.card_schema import ModelCard
     from grpolab.recipe.cards import COMPARED, facts_from_config
-    from grpolab.recipe.schema import ModelCard
 
     card = ModelCard.model_validate(card_data)
     try:
