@@ -91,6 +91,11 @@ CAUSES: tuple[Cause, ...] = (
             r"\bHCCL\b[^\n]{0,80}\binit\w{0,40}[^\n]{0,40}(?:fail|error)",
             r"DistNetworkError: [^\n]+",
             r"DIST call hccl api failed",
+            # NCCL's error level on a connection it could not make while it set up (its bootstrap, a peer's socket)
+            r"NCCL WARN [^\n]{0,80}(?:[Cc]onnect|bootstrap|[Ss]ocket)[^\n]{0,200}(?:No route to host|Connection refused|"
+            r"Network is unreachable|failed|timed out|Connection reset)",
+            # the communication library itself does not load (a path, an ABI): no communicator can be made
+            r"Failed to load (?:the )?(?:NCCL|HCCL|RCCL)\w{0,10} library",
         ),
         (
             "hccl",
@@ -114,6 +119,7 @@ CAUSES: tuple[Cause, ...] = (
             "network port",
             "socket has timed out",
             "c10d",
+            "failed to load",
             "diststoreerror",
             "clients joined",
             "connectfullmesh",
@@ -127,7 +133,8 @@ CAUSES: tuple[Cause, ...] = (
         ),
         # a warning; NCCL's error that is a timeout (comm-timeout); the server socket's failure (a port, port-in-use)
         unless=(
-            r"\bwarn(?:ing)?\b",
+            r"(?<!NCCL )\bwarn(?:ing)?\b",  # (NCCL's WARN is its error level)
+            r"NCCL WARN[^\n]*\bretry",
             r"NCCL error: [^\n]*(?:timed out|timeout)",
             r"DistNetworkError: The server socket has failed",
         ),

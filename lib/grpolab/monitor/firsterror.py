@@ -143,11 +143,15 @@ def frames_of(lines: list[str]) -> list[Frame]:
 def exception_in(line: str) -> tuple[str, str | None, str, int] | None:
     """(type, inner type, message, where the type starts) of a Python exception line, or None. `inner`: the type a
     wrapper names (`RayTaskError(ValueError)`)."""
+    if q := _QUOTED.match(line):  # an error quoted as posted (`"ValueError: ..."`): the quote is not its text
+        line = " " * q.end() + line[q.end() :]
     for m in _EXCEPTION.finditer(line[:_HEAD]):
         name = m.group(1)
         if _NOT_AN_ERROR.match(name):
             continue
-        message = (m.group(3) or "").strip()
+        message = _REPEATED.sub("", (m.group(3) or "")).strip()
+        if q and message[-1:] in "\"'`":
+            message = message[:-1].rstrip()
         if (
             m.group(3) is None
             and m.start() > 0
@@ -157,6 +161,19 @@ def exception_in(line: str) -> tuple[str, str | None, str, int] | None:
             continue  # a bare name mid-sentence ("... raised a ValueError") is not an error line
         return name, m.group(2), message, m.start()
     return None
+
+
+_QUOTED = re.compile(r"^[ \t]*[\"'`]+(?=[A-Za-z_])")
+# Ray's count of a line printed by many workers at once: `... [repeated 43x across cluster]`
+_REPEATED = re.compile(r"[ \t]*\[repeated \d+x across cluster\][ \t]*(?=\n|$)", re.MULTILINE)
+# a line's owner as Ray, vLLM and torchrun prefix it: `(MegatronPolicyWorker pid=1, ip=10.0.0.1) `, `[rank3]: `
+_OWNER_PREFIX = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}?\bpid=\d+[^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
+
+
+def plain(said: str) -> str:
+    """An error as printed, without who printed it (Ray's, vLLM's and torchrun's prefixes: the rank and node are
+    said apart) and without Ray's repeat count: the error's own text."""
+    return _REPEATED.sub("", _OWNER_PREFIX.sub("", said, count=1)).strip()
 
 
 def short_type(name: str) -> str:
@@ -201,7 +218,13 @@ _CONSEQUENCE_MESSAGE = re.compile(
 
 
 def is_consequence(type_name: str, message: str) -> bool:
-    return short_type(type_name) in _CONSEQUENCE_TYPES or bool(_CONSEQUENCE_MESSAGE.search(message[:_HEAD]))
+    return relays(type_name) or bool(_CONSEQUENCE_MESSAGE.search(message[:_HEAD]))
+
+
+def relays(type_name: str) -> bool:
+    """The exception's type itself reports another's failure (a dead actor, a task's error relayed by Ray), where a
+    message may only sound like one (a command the process ran "returned non-zero exit status": its own error)."""
+    return short_type(type_name) in _CONSEQUENCE_TYPES
 
 
 @dataclass
@@ -275,6 +298,14 @@ WORDS = (
     "training completed",
     "final validation metrics",
     "train_runtime",
+    # a record that starts with its verdict (`Invalid object: ...`, `Failed to ...`), NCCL's error level
+    "invalid",
+    "failed",
+    "unable",
+    "cannot",
+    "could not",
+    "couldn't",
+    "nccl warn",
 )
 
 # A log record at error level, in the formats of the corpus' logs: vLLM's `ERROR 06-09 17:58:55 [core.py:1]`,
@@ -284,7 +315,14 @@ _LEVEL_ERROR = re.compile(
     r"^[ \t]*\[?[EF]\d{4} \d\d:\d\d:\d\d|^[ \t]*(?:error|Error|ERROR|fatal|Fatal|FATAL): |^Error executing job with"
     r"|\bSegmentation fault\b|\bcore dumped\b|\bBus error\b|^[ \t]*Killed\s*$"
     r"|Unhandled error \(suppress with"  # Ray: a task raised and nobody asked for its result
+    # a native library's record tagged by its source file: `[torch_memory_saver.cpp] CUresult error: 1 (...)`
+    r"|^[ \t]*\[[\w.\-/]{1,80}\.(?:cpp|cc|cu|cxx|c|h|hpp)(?::\d+)?\][^\n]{0,160}\b(?:error|failed|failure)\b"
+    # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`
+    r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}(?:Invalid|Failed|Unable|Cannot|Could not|Couldn't)\b"
+    r"(?![^\n]{0,300}\b(?:retry|retrying|will retry|fall(?:ing)? ?back|skipp?ing|ignor(?:e|ed|ing))\b)"
 )
+# NCCL's WARN is its error level (NCCL_DEBUG=WARN prints a message when an NCCL call fails); a retry is not one
+_NCCL_WARN = re.compile(r"\bNCCL WARN\b(?![^\n]{0,300}\bretry)", re.IGNORECASE)
 # The level a log record names first, within its first characters (after Ray's and torchrun's prefixes)
 _LEVEL = re.compile(
     r"\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b|^[ \t]*\[?([EFWI])\d{4} \d\d:"
@@ -316,7 +354,10 @@ def strip_prefix(line: str) -> str:
 def level_of(line: str) -> str | None:
     """The level a log record names first (ERROR, WARNING, INFO, ...; glog's E/W/I letters as ERROR, WARNING,
     INFO), read in its first 80 characters after the prefixes; None when it names none."""
-    m = _LEVEL.search(strip_prefix(line)[:80])
+    head = strip_prefix(line)
+    if _NCCL_WARN.search(head[:160]):
+        return "ERROR"
+    m = _LEVEL.search(head[:80])
     if m is None:
         return None
     if letter := m.group(2) or m.group(3):
