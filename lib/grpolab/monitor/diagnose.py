@@ -102,6 +102,7 @@ class Scan:
         self.engine_at: int | None = None  # where an inference engine (vLLM, SGLang) first shows
         self.progress_at: int | None = None  # where work done first shows (a step, a progress bar, throughput)
         self.npu_at: int | None = None  # where an Ascend NPU stack first shows
+        self.sync_at: int | None = None  # where the trainer-to-rollout weight channel first shows
         self.base = 0  # bytes read before the chunk being scanned
         self.spent = 0.0  # seconds spent matching patterns
         self.linear = False  # every line is first checked by Hyperscan (after _BUDGET seconds of matching)
@@ -229,9 +230,12 @@ class Scan:
             if (fe.is_exit(line) or fe.TRACEBACK.search(line) or fe.SOURCE.match(line)) and len(self.exits) < 4:
                 # a non-zero exit, a traceback's header or a `raise` / `assert` line of one: error evidence of the
                 # last resort (a log cut before its error line)
-                self.exits.append(self._make(UNKNOWN, chunk, start, end, line, 0, number, name, rank))
+                made = self._make(UNKNOWN, chunk, start, end, line, 0, number, name, rank)
+                if fe.SOURCE.match(line):  # a `raise` of a traceback cut before its error line: its frames say where
+                    made.frames = fe.frames_of(self._trace(chunk, start, line))
+                self.exits.append(made)
             return
-        if exc is not None and fe.level_of(line) in ("WARNING", "INFO", "DEBUG"):
+        if exc is not None and fe.level_of(line, exc[3]) in ("WARNING", "INFO", "DEBUG"):
             return  # a warning that quotes an exception (a retry, a fallback): not an error of the run
         message = exc[2] if exc else fe.strip_prefix(line)
         echo = fe.is_consequence(exc[0] if exc else "", message)
@@ -377,6 +381,7 @@ class Scan:
             stepped=self.step_at is not None and self.step_at < hit.offset,
             engine=self.engine_at is not None and self.engine_at <= hit.offset,
             npu=self.npu_at is not None,
+            sync=self.sync_at is not None and self.sync_at <= hit.offset + len(hit.line.encode()),
             near=near,
             signal=" ".join(h.line for h in self.exits[:2]),
         )

@@ -172,6 +172,7 @@ class Context:
     stepped: bool = False  # a training step was logged before the error
     engine: bool = False  # the log shows an inference engine (vLLM, SGLang) at work before the error
     npu: bool = False  # the log shows an Ascend NPU stack (torch_npu, CANN, NPU devices)
+    sync: bool = False  # the log shows the trainer-to-rollout weight channel set up or used, up to the error
     near: str = ""  # the lines around the error and the errors that followed it (the failure's own story)
     signal: str = ""  # a signal the process got from outside (SIGTERM, SIGKILL), where the log says
 
@@ -207,12 +208,10 @@ def family_for(cause: str, first: FirstError | None, context: Context | None = N
     if cause == "import-error":
         own = f"{first.type}: {first.message} " + " ".join(first.context) if first is not None else ""
         return _dependency(first, own) or "version-mismatch"
-    if cause == "comm-init" and re.search(
-        r"collective_rpc|pynccl|StatelessProcessGroup|init_communicator|"
-        r"update_named_param|weight",
-        text,
-    ):
-        return "weight-sync"  # the communicator between trainer and rollout: the weight-sync channel
+    if cause == "comm-init" and (context.sync or re.search(r"collective_rpc|StatelessProcessGroup|weight", text)):
+        # the communicator between trainer and rollout: the weight-sync channel (not vLLM's or SGLang's own NCCL
+        # wrapper, pynccl, which every tensor-parallel group of the engine uses too)
+        return "weight-sync"
     return _CAUSE_FAMILY.get(cause, cause if cause in FAMILIES else "unknown")
 
 
@@ -259,8 +258,12 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("config-missing", "hydra-config")
     if family := _dependency(first, f"{first.type}: {message} " + " ".join(first.context)):
         return _version(first, family)
+    if sg.BUILD.search(stack):  # raised while a compiled extension was built where the job runs
+        return _version(first, "build-missing-extension")
     if not first.type:  # an error line without an exception type: nothing more from its structure
         return None
+    if sg.CHANGED.search(f"{message} {' '.join(first.context[:2])}"):  # the library says its interface changed
+        return _version(first, "version-mismatch")
     if kind == "AttributeError" and "'NoneType' object" in message:
         return Verdict("unknown", "trainer-bug")
     if sg.ACROSS.search(message) and kind in ("AttributeError", "ImportError", "TypeError", "OSError", "ValueError"):
@@ -273,6 +276,9 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("startup-timeout", "ray-cluster-connect")
     if kind in ("ValueError", "AssertionError", "ValidationError", "NotImplementedError", "TypeError"):
         if _config_check(first) or _names_engine_arguments(message) or _relates(message):
+            return _engine_config(first)
+    if kind == "RuntimeError" and sg.LAYOUT_WORDS.search(told := f"{message} {' '.join(first.context[:3])}"):
+        if _relates(told):  # a kernel's own check of the layout (CANN's `numHeads / numKvHeads = 8, MLA only support`)
             return _engine_config(first)
     if kind in ("AssertionError", "RuntimeError", "AttributeError", "ValueError") and sg.NOT_SET_UP.search(message):
         return Verdict("unknown", "trainer-bug")  # a part of the stack used before it was set up: the code's order

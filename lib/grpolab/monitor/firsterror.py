@@ -325,7 +325,8 @@ _LEVEL_ERROR = re.compile(
 _NCCL_WARN = re.compile(r"\bNCCL WARN\b(?![^\n]{0,300}\bretry)", re.IGNORECASE)
 # The level a log record names first, within its first characters (after Ray's and torchrun's prefixes)
 _LEVEL = re.compile(
-    r"\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b|^[ \t]*\[?([EFWI])\d{4} \d\d:"
+    # (a level word, not a setting's value: `NCCL_DEBUG=INFO` in a message names no level)
+    r"(?<![=_.\-])\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b(?![=_])|^[ \t]*\[?([EFWI])\d{4} \d\d:"
     r"|\d\d:\d\d:\d\d[,.]\d+ ([EFWI]) \d+ \d+\]"  # Ray's C++ log: [2025-06-13 01:49:41,730 E 1 1]
 )
 _RAY_PREFIX = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
@@ -351,10 +352,11 @@ def strip_prefix(line: str) -> str:
     return line[_RAY_PREFIX.match(line[:_HEAD]).end() :]
 
 
-def level_of(line: str) -> str | None:
+def level_of(line: str, until: int | None = None) -> str | None:
     """The level a log record names first (ERROR, WARNING, INFO, ...; glog's E/W/I letters as ERROR, WARNING,
-    INFO), read in its first 80 characters after the prefixes; None when it names none."""
-    head = strip_prefix(line)
+    INFO), read in its first 80 characters after the prefixes; None when it names none. `until`: where the record's
+    message starts (an exception's type): a level is named before it, a word after it is the message's."""
+    head = strip_prefix(line[:until] if until is not None else line)
     if _NCCL_WARN.search(head[:160]):
         return "ERROR"
     m = _LEVEL.search(head[:80])
@@ -373,13 +375,16 @@ _RECORD = re.compile(  # a line that starts a record of its own (a rank's prefix
 )
 
 
+_ERROR_CODE = re.compile(r"E[A-Z0-9]\d{4}: \[PID")  # CANN: `EZ9999: [PID: 62938] 2025-05-27-06:52:12 ...`
+
+
 def continues(text: str, empty: bool, wrapped: bool = False) -> bool:
     """Whether `text` (the line after an error line, its prefix removed) continues the error's message: after an
     empty message or a line cut mid-sentence (`wrapped`) any line that starts no record of its own; else an
     indented or lower-case line, or one in parentheses or quotes (a wrapped path, a pydantic field and its error)."""
     if _RECORD.match(text) or exception_in(text):
         return False
-    if empty or wrapped:
+    if empty or wrapped or _ERROR_CODE.match(text.lstrip()):  # CANN's detail of its error, under its code
         return True
     head = text[:1]
     body = text.lstrip()[:1]

@@ -98,7 +98,7 @@ HYDRA_PATH = re.compile(
 )
 LAYOUT_WORDS = re.compile(
     r"tensor[_ ]parallel|pipeline[_ ]parallel|expert[_ ]parallel|world[_ ]size|\btp\b|\bpp\b|\bep\b|attention heads|"
-    r"num_heads|num_layers|hidden layers|experts|infer_tp",
+    r"num_heads|num_layers|hidden layers|experts|infer_tp|num_?kv_?heads|numHeads|numKvHeads|head_?num",
     re.IGNORECASE,
 )
 BATCH_WORDS = re.compile(r"batch_size|batch size|mini_batch|micro_batch|chunk", re.IGNORECASE)
@@ -112,6 +112,7 @@ SAVER = re.compile(r"torch_memory_saver|memory_saver\.|cumem_allocator|CuMemAllo
 # a check that relates quantities and failed: `256 != 2 * 18 * 7`, "is not equal to", "must be divisible by"
 RELATION = re.compile(
     r"!=|==|\bnot (?:equal|divisible|a multiple)|\bmust (?:be|equal|divide)|\bshould (?:be|equal|divide)|"
+    r"\bonly supports? |\bnot supported\b|"
     r"\bdivisible\b|\bmultiple of\b|\d+ ?[*%] ?\d+",
     re.IGNORECASE,
 )
@@ -125,3 +126,15 @@ NOT_SET_UP = re.compile(
 OVERRIDE = re.compile(r"override|Could not append|Could not delete|hydra[/\\.]", re.IGNORECASE)
 SIGKILL = re.compile(r"SIGKILL|exitcode: ?-9\b|signal 9\b|\bKilled\b")
 SIGTERM = re.compile(r"SIGTERM|death signal|signal 15\b|exitcode: ?-15\b|\b15 death", re.IGNORECASE)
+# a library's words that its interface changed: what the caller does is no longer there ("TensorDict does not support
+# membership checks with the `in` keyword ... please use `key in tensordict.keys()` instead", "... was removed in")
+CHANGED = re.compile(
+    r"\bno longer (?:supported|available|accepted|exists?)\b|\bhas been (?:removed|renamed)\b|\bwas (?:removed|renamed) "
+    r"in\b|\bdoes not support [^\n]{0,200}(?:please )?use [^\n]{0,160}instead|\bis deprecated and (?:has been|was) removed",
+    re.IGNORECASE,
+)
+# a just-in-time build of a compiled extension (Triton's driver helper, torch's cpp_extension, a kernel library's)
+BUILD = re.compile(
+    r"compile_module_from_src|_jit_compile|load_inline|_run_ninja_build|_write_ninja_file|build_extension|"
+    r"cpp_extension|triton[/\\]runtime[/\\]build\.py",
+)
