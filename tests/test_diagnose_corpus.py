@@ -37,6 +37,8 @@ BEYOND = {
     "easyr1-69": f"{CUT}: a driver's traceback through ray.get, after wandb's start-up line, without wandb's UsageError",
     "automodel-3300": "the log is the AssertionError and the reporter's note of the function that raised it "
     "(state_dict_utils.get_expert_slice_for_rank); that loading a checkpoint called it is in the thread",
+    "mindspeed-mm-docs-lr-none": "the log is `AssertionError: learning_rate is None` alone; that a pipeline stage "
+    "got no LLM layer (a layout that does not fit) is in the project's troubleshooting guide, not in the line",
     "vime-41": "the log is `IndexError: list index out of range` alone; the thread names a bug of vime's resource "
     "allocation (its family), which no log line shows",
 }

@@ -35,7 +35,7 @@ CAUSES: tuple[Cause, ...] = (
             r"\[Errno 98\]",
             r"failed to (?:listen|bind) on any local network address",
             r"(?:port|socket)[^\n]{0,60}(?:is )?(?:already (?:in use|bound|used|occupied)|occupied)",
-            r"\bEJ0003\b|Failed to bind the IP port|(?:been|is) bound already",
+            r"\bEJ0003\b|Failed to bind the IP port|(?:been|is) bound already|(?:has|have) already been bound",
             r"bind(?:ing)? (?:to )?(?:port|address)[^\n]{0,60}failed|bind failed|failed to bind",
             r"listen on ip\[[^\]\n]*\][^\n]{0,40}port\[\d+\] fail|port[^\n]{0,40}(?:is )?been using by other process",
             # SGLang's own check of its ports (gpustack issue 5842): "metrics_port at 40290 is not available in 30 s"
@@ -53,6 +53,7 @@ CAUSES: tuple[Cause, ...] = (
             "bind",
             "listen on ip",
             "bound already",
+            "already been bound",
             "other process",
             "used by a process",
             "is not available in",

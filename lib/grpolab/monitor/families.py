@@ -277,6 +277,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if kind in ("ValueError", "AssertionError", "ValidationError", "NotImplementedError", "TypeError"):
         if _config_check(first) or _names_engine_arguments(message) or _relates(message):
             return _engine_config(first)
+        if sg.SETTING.search(f"{message} {' '.join(first.context[:2])}"):  # a check that refuses a setting
+            return _engine_config(first)
     if kind == "RuntimeError" and sg.LAYOUT_WORDS.search(told := f"{message} {' '.join(first.context[:3])}"):
         if _relates(told):  # a kernel's own check of the layout (CANN's `numHeads / numKvHeads = 8, MLA only support`)
             return _engine_config(first)

@@ -98,7 +98,8 @@ HYDRA_PATH = re.compile(
 )
 LAYOUT_WORDS = re.compile(
     r"tensor[_ ]parallel|pipeline[_ ]parallel|expert[_ ]parallel|world[_ ]size|\btp\b|\bpp\b|\bep\b|attention heads|"
-    r"num_heads|num_layers|hidden layers|experts|infer_tp|num_?kv_?heads|numHeads|numKvHeads|head_?num",
+    r"num_heads|num_layers|hidden layers|experts|infer_tp|num_?kv_?heads|num_key_value_heads|numHeads|numKvHeads|"
+    r"head_?num|\b(?:tp|pp|ep|cp|etp)_size\b",
     re.IGNORECASE,
 )
 BATCH_WORDS = re.compile(r"batch_size|batch size|mini_batch|micro_batch|chunk", re.IGNORECASE)
@@ -112,7 +113,7 @@ SAVER = re.compile(r"torch_memory_saver|memory_saver\.|cumem_allocator|CuMemAllo
 # a check that relates quantities and failed: `256 != 2 * 18 * 7`, "is not equal to", "must be divisible by"
 RELATION = re.compile(
     r"!=|==|\bnot (?:equal|divisible|a multiple)|\bmust (?:be|equal|divide)|\bshould (?:be|equal|divide)|"
-    r"\bonly supports? |\bnot supported\b|"
+    r"\bonly supports? |\bnot supported\b|\bexceeds?\b|\b(?:greater|larger|more|less|smaller|fewer) than\b|"
     r"\bdivisible\b|\bmultiple of\b|\d+ ?[*%] ?\d+",
     re.IGNORECASE,
 )
@@ -137,4 +138,11 @@ CHANGED = re.compile(
 BUILD = re.compile(
     r"compile_module_from_src|_jit_compile|load_inline|_run_ninja_build|_write_ninja_file|build_extension|"
     r"cpp_extension|triton[/\\]runtime[/\\]build\.py",
+)
+# a check that refuses a setting of the stack and says which to change ("FRACTAL_NZ mode is enabled. This may cause
+# model parameter precision issues in the RL scenarios. Please set VLLM_ASCEND_ENABLE_NZ=0.")
+SETTING = re.compile(
+    r"\b(?:mode|option|flag|feature)\b[^.\n]{0,40}\b(?:is|are) (?:enabled|disabled|not supported|unsupported|not "
+    r"allowed)\b|\bplease (?:set|pass|enable|disable) (?:[A-Z][A-Z0-9_]{2,}=|--?[a-z][\w-]+)",
+    re.IGNORECASE,
 )
