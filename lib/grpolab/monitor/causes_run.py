@@ -202,6 +202,9 @@ CAUSES: tuple[Cause, ...] = (
             r"Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|oom_reaper|invoked oom-killer",
             r"(?:ActorDiedError|actor died|worker died)[^\n]{0,200}memory",
             r"\bMemoryError\b|std::bad_alloc|Cannot allocate memory|\[Errno 12\]",
+            # Ray's advice printed only after its memory monitor killed a worker (also when the kill line is cut off)
+            r"how to address the out of memory issue: \S*ray-oom-prevention|To adjust the kill threshold, set the "
+            r"environment variable .?RAY_memory_usage_threshold",
         ),
         (  # words that name the host's memory (not "memory" alone: verl's step line and vLLM's INFO lines hold it)
             "low on memory",
@@ -219,6 +222,8 @@ CAUSES: tuple[Cause, ...] = (
             "bad_alloc",
             "cannot allocate memory",
             "errno 12",
+            "ray-oom-prevention",
+            "kill threshold",
         ),
         (
             "ray-project/ray issue 28778",

@@ -221,6 +221,8 @@ class Scan:
             self.success = True
             return
         exc = fe.exception_in(line)
+        if exc is not None and fe.is_source(line, fe.lines_before(chunk, start, 1024)[-1:]):
+            exc = None  # a frame's source line (`load()  # RuntimeError: ...` under `File "x.py", line 3`): code
         if exc is not None and exc[0].endswith("Warning"):
             self.warnings += 1
             exc = None

@@ -140,6 +140,25 @@ def frames_of(lines: list[str]) -> list[Frame]:
     return list(reversed(out))
 
 
+def is_source(line: str, above: list[bytes]) -> bool:
+    """`line` is a traceback frame's source line: the line above it (`above`, raw) is the frame, and `line` is
+    indented deeper (an exception line after a frame without source, `File "<frozen runpy>"`, is not)."""
+    if not above:
+        return False
+    frame = ANSI.sub("", above[-1].decode("utf-8", "replace"))
+    if FRAME.search(frame) is None:
+        return False
+    return _indent(line) > _indent(frame)
+
+
+_WHO = re.compile(r"^(?:\([^()\n]{0,300}\)[ \t]?)*(?:\[rank\d+\]:)?")  # who printed it: its indentation is the rest's
+
+
+def _indent(line: str) -> int:
+    rest = line[_WHO.match(line).end() :]
+    return len(rest) - len(rest.lstrip(" \t"))
+
+
 def exception_in(line: str) -> tuple[str, str | None, str, int] | None:
     """(type, inner type, message, where the type starts) of a Python exception line, or None. `inner`: the type a
     wrapper names (`RayTaskError(ValueError)`)."""
