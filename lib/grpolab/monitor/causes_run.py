@@ -410,8 +410,10 @@ CAUSES: tuple[Cause, ...] = (
             r"Timeout (?:while )?waiting for (?:the )?(?:server|engine|worker|actor)",
             # a Ray node or driver that could not reach the head's GCS in time
             r"Failed to connect to GCS at address",
+            # a rollout server that did not come up (AReaL's launcher: the server's own log says why)
+            r"\b(?:server|engine)s? (?:launch|start(?:-?up)?) failed|\b(?:server|engine) failed to launch",
         ),
-        ("timed out", "timeout", "did not", "failed to"),
+        ("timed out", "timeout", "did not", "failed to", "launch failed", "start failed", "startup failed"),
         ("vllm-project/vllm PR 35616", "vllm-project/vllm-ascend issue 3977", "vllm-project/vllm issue 19543"),
         rule="startup-timeout",
         ignorecase=True,

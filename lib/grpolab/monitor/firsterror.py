@@ -387,7 +387,11 @@ def level_of(line: str, until: int | None = None) -> str | None:
 
 
 # a traceback's source line that raises or asserts: `    raise ValueError(`, `    assert camem_available, "..."`
-SOURCE = re.compile(r"[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?[ \t]+(?:raise [A-Za-z_]|assert [\w(])")
+# (a `raise` of an error type also unindented: a traceback's source line quoted alone)
+SOURCE = re.compile(
+    r"[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?(?:[ \t]+(?:raise [A-Za-z_]|assert [\w(])|[ \t]*raise "
+    r"(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b)"
+)
 _RECORD = re.compile(  # a line that starts a record of its own (a rank's prefix before it too)
     r"\s*(?:\[rank\d+\]:\s*)?(?:\[?\d{4}-\d\d-\d\d|\[?[EFWI]\d{4} |(?:ERROR|WARNING|INFO|DEBUG)\b|\[repeated|During "
     r"handling|The above exception|Traceback \(|File \")"
@@ -439,13 +443,19 @@ def lines_before(chunk, start: int, size: int) -> list[bytes]:
     return pieces if begin == 0 else pieces[1:]
 
 
+_HEADER = re.compile(r"(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[[\w.\-]+:\d+\] ")
+
+
 def as_printed(chunk, start: int, end: int, message: str, line: str) -> str:
     """An error line as printed (ANSI colours removed, trailing spaces kept: `ValueError: ` before a message that
     starts on the next line) and the lines its message continues on: after an empty message, or lines that do not
     start a record of their own (a lower-case or indented line, a path in parentheses), up to 4, without the
     Ray / torchrun prefix the error line has."""
     raw = ANSI.sub("", bytes(chunk[start:end]).decode("utf-8", "replace")).rstrip("\r\n")
-    prefix = OWNER.match(line).group(0).strip() if line else ""
+    owner = OWNER.match(line) if line else None
+    prefix = owner.group(0).strip() if owner else ""
+    # vLLM writes each line of a record behind the same header (`ERROR 09-26 10:48:07 [runner.py:3029] `)
+    head = m.group(0) if line and (m := _HEADER.match(line[owner.end() :].lstrip())) else ""
     out = [raw]
     for piece in bytes(chunk[end + 1 : end + 1 + _AFTER]).split(b"\n")[:6]:
         text = ANSI.sub("", piece.decode("utf-8", "replace")).rstrip("\r")
@@ -453,6 +463,10 @@ def as_printed(chunk, start: int, end: int, message: str, line: str) -> str:
             if not text.lstrip().startswith(prefix):
                 break
             text = text.lstrip()[len(prefix) :].lstrip(" ")
+        if head:
+            if not text.lstrip().startswith(head):
+                break
+            text = text.lstrip()[len(head) :]
         body = text.strip()
         wrapped = not re.search(r"[.!?)\]:;]\s*$", out[-1])  # the line before ends mid-sentence
         if not body or len(out) > 4 or not continues(text, len(out) == 1 and not message.strip(), wrapped):

@@ -34,7 +34,11 @@ LOAD_CKPT = re.compile(
     r"apply_factory_merges|\bcheckpoint\b",
     re.IGNORECASE,
 )
-CAPTURE = re.compile(r"captur\w{0,10} (?:cuda|npu|acl)? ?graph|graph captur|capture_model|cuda_graph_runner", re.I)
+CAPTURE = re.compile(
+    r"captur\w{0,10} (?:cuda|npu|acl)? ?graph|graph captur|capture_model|cuda_graph_runner|(?:cuda|npu|acl) ?graph\w{0,10}"
+    r"[^\n]{0,60}\bcaptur",
+    re.I,
+)
 CONFIG_CHECK = re.compile(
     r"(?:^|[/\\])(?:config|configs|arg_utils|server_args|arguments|transformer_config|\w{0,40}_config|\w{0,40}config)"
     r"(?:\.py$|[/\\])",
@@ -60,7 +64,9 @@ OOM = re.compile(
     r"less than desired (?:GPU|NPU) memory|No available memory for the cache blocks|stored in KV cache",
     re.IGNORECASE,
 )
-MISSING = re.compile(r"No module named|is not installed|not installed\b|ModuleNotFoundError")
+MISSING = re.compile(
+    r"No module named|is not installed|not installed\b|ModuleNotFoundError|\b[Pp]lease install\b|\bpip install\b"
+)
 EXTENSION = re.compile(
     r"\b\w{1,40}\._C\b|_C'|camem|allocator is not available|not compiled with|custom (?:ops?|kernels?) (?:is |are )?"
     r"not (?:available|found|built)|extension (?:is |was )?not (?:available|found|built)|cannot open shared object",
@@ -74,7 +80,8 @@ ACROSS = re.compile(
 UNPACK = re.compile(r"(?:too many|not enough) values to unpack")
 RESOURCES = re.compile(
     r"Not enough (?:GPUs|NPUs|devices)|Requested \d+ (?:GPUs|NPUs|devices)[^\n]{0,60}(?:only|available)|"
-    r"cannot be scheduled|Total available (?:GPUs|NPUs)|exceeds the total number of available|infeasible",
+    r"cannot be scheduled|Total available (?:GPUs|NPUs)|exceeds the total number of available|infeasible|"
+    r"placement group bundle index \d+ is invalid",
     re.IGNORECASE,
 )
 INVISIBLE = re.compile(
