@@ -6,7 +6,8 @@ thread says. Prints the figures written into tests/data/failures/README.md befor
 - family right: the family (`expect.family`: the kind of failure a thread names, tests/data/failures/README.md) against
   the answer's `family` (a checkout without one: its cause id);
 - first error: for every case that shows a failure, a non-empty first error (the JSON's `first_error`), and where
-  the case names it (`expect.first_error`) that text in it (a substring, caseless);
+  the case names it (`expect.first_error`) that text in it (a substring, caseless; both without the prefix of who
+  printed the line and Ray's repeat count: grpolab.monitor.firsterror.plain);
 - rank / node right: where the case names them;
 - exit 0 on a failed log: a case that shows a failure answered "no failure" (must be none).
 
@@ -25,6 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
+
+from grpolab.monitor.firsterror import plain
 
 GRPOLAB = str(Path(sys.executable).with_name("grpolab"))
 
@@ -70,7 +73,9 @@ def score(path: Path, grpolab: str) -> dict:
     if expect.get("family"):
         row["family"] = family == expect["family"]
     if expect.get("first_error"):
-        want = str(expect["first_error"]).lower()
+        # the error's own text: a case may quote its line with the prefix of who printed it (Ray's, vLLM's,
+        # torchrun's) and Ray's repeat count, which the answer says apart (its rank and node)
+        want = plain(str(expect["first_error"])).lower()
         row["first_match"] = want in first.lower()
         row["first_shown"] = want in said.lower()  # anywhere in the answer: message, evidence
         row["first_want"] = expect["first_error"]

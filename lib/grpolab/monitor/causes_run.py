@@ -35,7 +35,7 @@ CAUSES: tuple[Cause, ...] = (
             r"\[Errno 98\]",
             r"failed to (?:listen|bind) on any local network address",
             r"(?:port|socket)[^\n]{0,60}(?:is )?(?:already (?:in use|bound|used|occupied)|occupied)",
-            r"\bEJ0003\b|Failed to bind the IP port|(?:been|is) bound already",
+            r"\bEJ0003\b|Failed to bind the IP port|(?:been|is) bound already|(?:has|have) already been bound",
             r"bind(?:ing)? (?:to )?(?:port|address)[^\n]{0,60}failed|bind failed|failed to bind",
             r"listen on ip\[[^\]\n]*\][^\n]{0,40}port\[\d+\] fail|port[^\n]{0,40}(?:is )?been using by other process",
             # SGLang's own check of its ports (gpustack issue 5842): "metrics_port at 40290 is not available in 30 s"
@@ -53,6 +53,7 @@ CAUSES: tuple[Cause, ...] = (
             "bind",
             "listen on ip",
             "bound already",
+            "already been bound",
             "other process",
             "used by a process",
             "is not available in",
@@ -91,6 +92,11 @@ CAUSES: tuple[Cause, ...] = (
             r"\bHCCL\b[^\n]{0,80}\binit\w{0,40}[^\n]{0,40}(?:fail|error)",
             r"DistNetworkError: [^\n]+",
             r"DIST call hccl api failed",
+            # NCCL's error level on a connection it could not make while it set up (its bootstrap, a peer's socket)
+            r"NCCL WARN [^\n]{0,80}(?:[Cc]onnect|bootstrap|[Ss]ocket)[^\n]{0,200}(?:No route to host|Connection refused|"
+            r"Network is unreachable|failed|timed out|Connection reset)",
+            # the communication library itself does not load (a path, an ABI): no communicator can be made
+            r"Failed to load (?:the )?(?:NCCL|HCCL|RCCL)\w{0,10} library",
         ),
         (
             "hccl",
@@ -114,6 +120,7 @@ CAUSES: tuple[Cause, ...] = (
             "network port",
             "socket has timed out",
             "c10d",
+            "failed to load",
             "diststoreerror",
             "clients joined",
             "connectfullmesh",
@@ -127,7 +134,8 @@ CAUSES: tuple[Cause, ...] = (
         ),
         # a warning; NCCL's error that is a timeout (comm-timeout); the server socket's failure (a port, port-in-use)
         unless=(
-            r"\bwarn(?:ing)?\b",
+            r"(?<!NCCL )\bwarn(?:ing)?\b",  # (NCCL's WARN is its error level)
+            r"NCCL WARN[^\n]*\bretry",
             r"NCCL error: [^\n]*(?:timed out|timeout)",
             r"DistNetworkError: The server socket has failed",
         ),
@@ -194,6 +202,9 @@ CAUSES: tuple[Cause, ...] = (
             r"Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|oom_reaper|invoked oom-killer",
             r"(?:ActorDiedError|actor died|worker died)[^\n]{0,200}memory",
             r"\bMemoryError\b|std::bad_alloc|Cannot allocate memory|\[Errno 12\]",
+            # Ray's advice printed only after its memory monitor killed a worker (also when the kill line is cut off)
+            r"how to address the out of memory issue: \S*ray-oom-prevention|To adjust the kill threshold, set the "
+            r"environment variable .?RAY_memory_usage_threshold",
         ),
         (  # words that name the host's memory (not "memory" alone: verl's step line and vLLM's INFO lines hold it)
             "low on memory",
@@ -211,6 +222,8 @@ CAUSES: tuple[Cause, ...] = (
             "bad_alloc",
             "cannot allocate memory",
             "errno 12",
+            "ray-oom-prevention",
+            "kill threshold",
         ),
         (
             "ray-project/ray issue 28778",
@@ -397,8 +410,10 @@ CAUSES: tuple[Cause, ...] = (
             r"Timeout (?:while )?waiting for (?:the )?(?:server|engine|worker|actor)",
             # a Ray node or driver that could not reach the head's GCS in time
             r"Failed to connect to GCS at address",
+            # a rollout server that did not come up (AReaL's launcher: the server's own log says why)
+            r"\b(?:server|engine)s? (?:launch|start(?:-?up)?) failed|\b(?:server|engine) failed to launch",
         ),
-        ("timed out", "timeout", "did not", "failed to"),
+        ("timed out", "timeout", "did not", "failed to", "launch failed", "start failed", "startup failed"),
         ("vllm-project/vllm PR 35616", "vllm-project/vllm-ascend issue 3977", "vllm-project/vllm issue 19543"),
         rule="startup-timeout",
         ignorecase=True,

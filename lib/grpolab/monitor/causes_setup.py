@@ -94,6 +94,8 @@ CAUSES: tuple[Cause, ...] = (
             # more devices asked of Ray (or the cluster) than it has (issue 41: NeMo RL issue 89)
             r"requested (?:more|\d+) (?:GPUs|NPUs|devices)[^\n]{0,60}(?:only|available)|Not enough (?:GPUs|NPUs|"
             r"devices) available",
+            # a placement group asked for a bundle (a device slot) it does not have (OpenRLHF PR 728)
+            r"placement group bundle index \d+ is invalid",
         ),
         (
             "no cuda gpus",
@@ -120,6 +122,7 @@ CAUSES: tuple[Cause, ...] = (
             "no gpus",
             "no npus",
             "number of available",
+            "bundle index",
         ),
         ("vllm-project/vllm issue 6956", "NVIDIA-NeMo/RL issue 89"),
         # Ray's autoscaler warns while a placement group waits, also in runs that start fine a minute later

@@ -26,16 +26,27 @@ import re
 import sys
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpolab.monitor.firsterror as fe
 from grpolab.monitor.causes import BY_ID, CAUSES, UNKNOWN, Cause
 from grpolab.monitor.details import FACTS, Extra, explain, read_facts
+from grpolab.monitor.failure import Failure
 from grpolab.monitor.families import FAMILIES, RECAUSED, Context, Verdict, classify, family_for
 from grpolab.monitor.firsterror import FirstError
 from grpolab.monitor.logread import FIRST, MARKS, OWNERS, decode, excerpt, find_words, gated, marks, readable
-from grpolab.monitor.origin import RAY_TASK, Where, origin_first, origin_sentence, ray_pids, silent_ranks, where
+from grpolab.monitor.origin import (
+    RAY_TASK,
+    Where,
+    origin_first,
+    origin_sentence,
+    own_log_sentence,
+    ray_pids,
+    silent_ranks,
+    stalled_sentence,
+    where,
+)
 from grpolab.recipe.secrets import redact_free_text
 
 CHUNK = 8 << 20  # bytes read at a time: large enough for C to do the work, small enough to bound memory
@@ -53,31 +64,6 @@ _TRACE = 64 << 10  # bytes above an exception line read for its traceback's fram
 _TRACE_LINES = 300
 _FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "([^"]+)", line \d+')
 _CONFIG_CLASS = re.compile(r"(?<!\w)\w{0,80}Config\.__init__\(\) got an unexpected keyword")
-
-
-@dataclass(frozen=True)
-class Failure:
-    cause: str  # an id of grpolab.monitor.causes (or unknown, or a silent failure's id)
-    message: str  # what happened, for a person: the cause, the origin rank and node, the key and values
-    fix: str  # what to change
-    lines: list[str] = field(default_factory=list)  # the lines that show it, origin first (ANSI colours removed)
-    line_numbers: list[int] = field(default_factory=list)  # 1-based, in their file (see `files`)
-    rank: int | None = None  # the first rank that failed or stalled, where the log names it
-    node: str | None = None  # that rank's node (an ip or a host name)
-    pid: int | None = None
-    collective: str | None = None  # the collective a timeout waited in (ALLREDUCE, AllReduce, ...)
-    group: str | None = None  # its process group / HCCL communicator
-    key: str | None = None  # config-key: the rejected key; batch/layout: the recipe key to change
-    rule: str | None = None  # the `grpolab check` rule that finds it before launch
-    then: list[str] = field(default_factory=list)  # causes that followed from it (consequences), in order
-    files: list[str] = field(default_factory=list)  # the file of each evidence line (when more than one was read)
-    family: str = ""  # the kind of failure (grpolab.monitor.families.FAMILIES): finer than the cause where it can be
-    first_error: str = ""  # the first real error: `Type: message` (or the first error line), "" when none shows
-    library: str | None = None  # the library whose frame raised it (vllm, verl, torch, user code, ...)
-    frame: str | None = None  # that frame: `path:line in function`
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass
@@ -116,6 +102,7 @@ class Scan:
         self.engine_at: int | None = None  # where an inference engine (vLLM, SGLang) first shows
         self.progress_at: int | None = None  # where work done first shows (a step, a progress bar, throughput)
         self.npu_at: int | None = None  # where an Ascend NPU stack first shows
+        self.sync_at: int | None = None  # where the trainer-to-rollout weight channel first shows
         self.base = 0  # bytes read before the chunk being scanned
         self.spent = 0.0  # seconds spent matching patterns
         self.linear = False  # every line is first checked by Hyperscan (after _BUDGET seconds of matching)
@@ -234,6 +221,8 @@ class Scan:
             self.success = True
             return
         exc = fe.exception_in(line)
+        if exc is not None and fe.is_source(line, fe.lines_before(chunk, start, 1024)[-1:]):
+            exc = None  # a frame's source line (`load()  # RuntimeError: ...` under `File "x.py", line 3`): code
         if exc is not None and exc[0].endswith("Warning"):
             self.warnings += 1
             exc = None
@@ -243,9 +232,12 @@ class Scan:
             if (fe.is_exit(line) or fe.TRACEBACK.search(line) or fe.SOURCE.match(line)) and len(self.exits) < 4:
                 # a non-zero exit, a traceback's header or a `raise` / `assert` line of one: error evidence of the
                 # last resort (a log cut before its error line)
-                self.exits.append(self._make(UNKNOWN, chunk, start, end, line, 0, number, name, rank))
+                made = self._make(UNKNOWN, chunk, start, end, line, 0, number, name, rank)
+                if fe.SOURCE.match(line):  # a `raise` of a traceback cut before its error line: its frames say where
+                    made.frames = fe.frames_of(self._trace(chunk, start, line))
+                self.exits.append(made)
             return
-        if exc is not None and fe.level_of(line) in ("WARNING", "INFO", "DEBUG"):
+        if exc is not None and fe.level_of(line, exc[3]) in ("WARNING", "INFO", "DEBUG"):
             return  # a warning that quotes an exception (a retry, a fallback): not an error of the run
         message = exc[2] if exc else fe.strip_prefix(line)
         echo = fe.is_consequence(exc[0] if exc else "", message)
@@ -345,13 +337,21 @@ class Scan:
                 cause = min(timed)[2]
                 order = [cause] + [c for c in order if c != cause]
         context = self._context(first_hit or hits[cause][0])
-        verdict = classify(first, context) if first is not None and first.type else None
+        # an error of its own before what followed from it (a dead actor, a timeout): the first error, also an error
+        # line without an exception type (a native library's `CUresult error: 1`)
+        before = (
+            first is not None
+            and not first_hit.consequence
+            and cause in _FOLLOW
+            and first_hit.offset < min(h.offset for h in hits[cause])
+        )
+        verdict = classify(first, context) if first is not None and (first.type or before) else None
         if verdict is not None and verdict.cause != cause and cause in _FOLLOW and not first_hit.consequence:
             # the registry names only what followed (a dead worker, a timeout): the first error says why
             consequences = [h for c in order for h in hits[c][:2]]
             return self._failure(verdict.cause, verdict.family, [first_hit], consequences, first, verdict, context)
         later = [h for c in order[1:] for h in hits[c][:2]]
-        if first is None or not first.type or first_hit.consequence:  # no exception of its own: the cause's line
+        if first is None or first_hit.consequence or not (first.type or before):  # none of its own: the cause's
             first = self._first_error(origin_first(hits[cause])[0], origin_rank=True, hits=hits[cause])
             context = self._context(hits[cause][0])
         family = family_for(cause, first, context)
@@ -383,6 +383,7 @@ class Scan:
             stepped=self.step_at is not None and self.step_at < hit.offset,
             engine=self.engine_at is not None and self.engine_at <= hit.offset,
             npu=self.npu_at is not None,
+            sync=self.sync_at is not None and self.sync_at <= hit.offset + len(hit.line.encode()),
             near=near,
             signal=" ".join(h.line for h in self.exits[:2]),
         )
@@ -398,8 +399,10 @@ class Scan:
         found = next((h for h in errors if h.exception), None)
         if found is None:
             found = next((h for h in errors if not fe.FRAME.search(h.line) and not fe.TRACEBACK.search(h.line)), None)
-        if found is None:
-            found = next((h for h in self.echoes if h.exception), None) or next(iter(self.echoes), None)
+        if found is None:  # an echo whose message only sounds like one (a command that failed) before a relay
+            relayed = [h for h in self.echoes if h.exception]
+            found = next((h for h in relayed if not fe.relays(h.exception[0])), None)
+            found = found or next(iter(relayed), None) or next(iter(self.echoes), None)
         return found
 
     def _first_error(self, hit: _Hit, origin_rank: bool = False, hits: list[_Hit] | None = None) -> FirstError:
@@ -457,7 +460,7 @@ class Scan:
             rank = next(
                 (
                     h.where.rank
-                    for h in sorted(later + self.errors + self.echoes, key=lambda h: h.number)
+                    for h in sorted(later + self.errors + self.echoes + self.exits, key=lambda h: h.number)
                     if h.where.rank is not None and h.file == origin.file and 0 < h.number - origin.number <= _NEAR
                 ),
                 None,
@@ -473,22 +476,15 @@ class Scan:
         evidence = list(first_of.values())[:_EVIDENCE]
         spec = BY_ID.get(cause, _UNKNOWN)
         extra = explain(cause, [h.line for h in ordered], self.facts, [(h.before or [""])[-1] for h in ordered])
-        if verdict is not None and (verdict.message or verdict.key) and not extra.key:
-            # what the first error's structure says (the rules' maths, where they name a key, say more)
+        if verdict is not None and (verdict.message or verdict.key) and not (extra.key or extra.message):
+            # what the first error's structure says (the rules' maths, where they say any, say more)
             extra = Extra(verdict.message, verdict.fix or extra.fix, verdict.key or extra.key, verdict.rule)
         parts = [spec.meaning[0].upper() + spec.meaning[1:]]
         parts += origin_sentence(cause, rank, node if not silent else w.node, w, hits, collective, group)
         if silent:  # the ranks that did not time out never reached the collective: they are the stalled ones
             rank = silent[0]
             node = next((h.where.node for h in hits + later if h.where.rank == rank and h.where.node), None)
-            shown = ", ".join(map(str, silent))
-            parts.insert(
-                1,
-                f"The rank that stalled: rank {rank}"
-                + (f" on node {node}" if node else "")
-                + f" (of ranks 0-{max(self.timed_out)}, {'only it' if len(silent) == 1 else 'ranks ' + shown} did not "
-                "time out: it never reached the collective the others waited in)",
-            )
+            parts.insert(1, stalled_sentence(silent, node, max(self.timed_out)))
         if extra.message:
             parts.append(extra.message)
         if first is not None and first.type:  # what the first error was and where it was raised
@@ -496,12 +492,7 @@ class Scan:
         elif cause == UNKNOWN:
             parts.append(f"The first error: {excerpt(origin.line, origin.at)[:240].strip()}")
         if cause == "worker-died" and (w.pid or node):  # where its own log is: the driver's log has no cause
-            parts.append(
-                "Its own log: `ray logs worker"
-                + (f" --pid {w.pid}" if w.pid else "")
-                + (f" --node-ip {node}" if node else "")
-                + "` (or worker-*.out under /tmp/ray/session_latest/logs on that node)"
-            )
+            parts.append(own_log_sentence(w.pid, node))
         then = list(dict.fromkeys(h.cause for h in later))
         if then:
             parts.append(f"Followed by: {', '.join(then)} (consequences, shown after the origin's lines)")
@@ -527,7 +518,7 @@ class Scan:
             then=then,
             files=[h.file for h in evidence] if len(self.files) > 1 else [],
             family=family,
-            first_error=redact_free_text(first.said[:_FIRST_ERROR]) if first is not None else "",
+            first_error=redact_free_text(fe.plain(first.said)[:_FIRST_ERROR]) if first is not None else "",
             library=first.library if first is not None else None,
             frame=str(first.raising) if first is not None and first.raising else None,
         )

@@ -9,7 +9,8 @@ logged before it, an inference engine at work, the rollout waking up), and only 
 A family is the kind of failure a person names ("the rollout engine ran out of memory while it woke up", "two
 packages at versions that do not fit"): finer than a cause id where the structure tells more. Cause ids stay stable
 for whoever decides by them (a restart supervisor); the family is said beside the cause. The families' names are
-those of the corpus (tests/data/failures/README.md lists them with their cause).
+those of the corpus (tests/data/failures/README.md lists them with their cause). The signs read (the patterns of a
+stack and a message) are grpolab.monitor.signs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import grpolab.monitor.signs as sg
 from grpolab.monitor.details import engine_arguments
 from grpolab.monitor.firsterror import ENGINES, STDLIB, USER, FirstError
 from grpolab.rules.pins import stack_rules
@@ -102,9 +104,20 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "nan-loss": ("nan-loss", "the loss or the gradients became NaN/inf"),
     "device-fault": ("device-fault", "the device itself failed"),
     "cuda-graph-capture": ("unknown", "the inference engine failed while it captured its CUDA/NPU graphs"),
+    "memory-saver-offload": (
+        "unknown",
+        "the sleep-mode allocator (torch_memory_saver, vLLM's CuMemAllocator) refused to pause, resume or free "
+        "memory for another reason than memory running out: an offload or wake-up called out of order, twice, or on "
+        "memory it does not hold",
+    ),
     "no-device": ("no-device", "no usable accelerator"),
     "ray-resources": ("no-device", "the job asks Ray for more devices (or other resources) than the cluster has"),
     "device-visibility": ("no-device", "the process sees no devices: the visible-devices setting hides them"),
+    "device-query": (
+        "no-device",
+        "a device tool or query failed (npu-smi, nvidia-smi, the driver's device count): the tool, its driver or "
+        "the device id it was asked about",
+    ),
     "comm-init": ("comm-init", "the communicator could not be set up"),
     "comm-timeout": ("comm-timeout", "a collective timed out: a rank stalled or died and the others waited"),
     "port-in-use": ("port-in-use", "a port was already bound"),
@@ -159,106 +172,9 @@ class Context:
     stepped: bool = False  # a training step was logged before the error
     engine: bool = False  # the log shows an inference engine (vLLM, SGLang) at work before the error
     npu: bool = False  # the log shows an Ascend NPU stack (torch_npu, CANN, NPU devices)
+    sync: bool = False  # the log shows the trainer-to-rollout weight channel set up or used, up to the error
     near: str = ""  # the lines around the error and the errors that followed it (the failure's own story)
     signal: str = ""  # a signal the process got from outside (SIGTERM, SIGKILL), where the log says
-
-
-# ---------------------------------------------------------------------------------------------- what a stack shows
-_REWARD = re.compile(r"reward|compute_score|score_fn|\bgrader\b|math_verify|verif(?:y|ier)|_judge", re.IGNORECASE)
-_DATA = re.compile(
-    r"__getitem__|_worker_loop|collate|rl_dataset|[/\\]dataset|datasets?[/\\]|_read_files|load_dataset|tokenize_and_"
-    r"postprocess|_build_messages",
-    re.IGNORECASE,
-)
-_SYNC = re.compile(
-    r"update_?weights?|weights?_?update|sync_?weights?|weights?_?sync|update_parameter|sync_model_weights|"
-    r"sharding_manager|broadcast_weights|send_weights|receive_weights|checkpoint_engine|param_sync|weight_loader|"
-    r"UpdateWeight|load_weights\b",
-    re.IGNORECASE,
-)
-_WAKEUP = re.compile(r"resume_memory_occupation|\bwake_?up\b|waking up|cumem_allocator|torch_memory_saver", re.I)
-_KV = re.compile(r"KV cache|cache blocks|initialize_cache|_initialize_kv_caches|determine_num_available_blocks", re.I)
-_CONVERSION = re.compile(
-    r"[/\\]conversion[/\\]|convert\w{0,40}\.py|model_merger|merge_\w{0,20}checkpoint|to_hf|hf_to_\w{1,20}|"
-    r"export_\w{0,20}checkpoint|AutoBridge",
-    re.IGNORECASE,
-)
-_SAVE = re.compile(r"save_checkpoint|\bsave\w{0,20}\b|dist_checkpointing[/.]save|async_save", re.IGNORECASE)
-_LOAD_CKPT = re.compile(
-    r"load_checkpoint|_load_base_checkpoint|load_state_dict|dist_checkpointing|CheckpointingException|"
-    r"apply_factory_merges|\bcheckpoint\b",
-    re.IGNORECASE,
-)
-_CAPTURE = re.compile(r"captur\w{0,10} (?:cuda|npu|acl)? ?graph|graph captur|capture_model|cuda_graph_runner", re.I)
-_CONFIG_CHECK = re.compile(
-    r"(?:^|[/\\])(?:config|configs|arg_utils|server_args|arguments|transformer_config|\w{0,40}_config|\w{0,40}config)"
-    r"(?:\.py$|[/\\])",
-    re.IGNORECASE,
-)
-_CHECK_FUNCTION = re.compile(r"__post_init__|verify|validate|_check|check_|from_engine_args|create_\w{0,40}config")
-_STARTUP = re.compile(
-    r"determine_num_available_blocks|profile_run|_initialize_kv_caches|initialize_cache|init_device|load_model|"
-    r"capture_model|_dummy_run|init_memory_pool|_init_cache_engine|initialize_from_config|init_worker|_init_executor|"
-    r"determine_available_memory|get_kv_cache_spec|initialize_kv_cache|compile_or_warm_up_model"
-)
-
-# ---------------------------------------------------------------------------------------------- what a message names
-_PROMPT_TOO_LONG = re.compile(
-    r"prompt (?:length|\(length) ?(?:of )?\(?\d+\)? (?:tokens )?is (?:too )?long(?:er)?|sequence_length=\d+ is larger "
-    r"than max_length|prompt \(\d+ tokens\) is too long|is longer than the maximum model length|"
-    r"exceeds (?:the )?max(?:imum)?_?(?:prompt|model)_?len",
-    re.IGNORECASE,
-)
-_SIGNAL_THREAD = re.compile(r"signal only works in main thread", re.IGNORECASE)
-_OOM = re.compile(
-    r"out of memory|OutOfMemoryError|CUresult error: 2\b|ACL_ERROR_RT_MEMORY|207001|Free memory on device|"
-    r"less than desired (?:GPU|NPU) memory|No available memory for the cache blocks|stored in KV cache",
-    re.IGNORECASE,
-)
-_MISSING = re.compile(r"No module named|is not installed|not installed\b|ModuleNotFoundError")
-_EXTENSION = re.compile(
-    r"\b\w{1,40}\._C\b|_C'|camem|allocator is not available|not compiled with|custom (?:ops?|kernels?) (?:is |are )?"
-    r"not (?:available|found|built)|extension (?:is |was )?not (?:available|found|built)|cannot open shared object",
-    re.IGNORECASE,
-)
-_ACROSS = re.compile(
-    r"unexpected keyword argument|takes \d+ positional arguments? but|missing \d+ required (?:positional|keyword)|"
-    r"got multiple values for argument|has no attribute|cannot import name|undefined symbol|"
-    r"(?:too many|not enough) values to unpack"
-)
-_UNPACK = re.compile(r"(?:too many|not enough) values to unpack")
-_RESOURCES = re.compile(
-    r"Not enough (?:GPUs|NPUs|devices)|Requested \d+ (?:GPUs|NPUs|devices)[^\n]{0,60}(?:only|available)|"
-    r"cannot be scheduled|Total available (?:GPUs|NPUs)|exceeds the total number of available|infeasible",
-    re.IGNORECASE,
-)
-_INVISIBLE = re.compile(
-    r"visible devices? \(0\)|no visible (?:device|gpu|npu)|VISIBLE_DEVICES[^\n]{0,40}(?:empty|unset|invalid)|Error "
-    r"setting \w{0,40}VISIBLE_DEVICES|Expects tensor to be on the compute device",  # FSDP: a worker's device not its own
-    re.IGNORECASE,
-)
-# a row's field a KeyError names: verl's data columns and the common data sets' ones (a row without it: the data)
-_DATA_FIELD = re.compile(
-    r"KeyError: '(?:reward_model|ground_truth|data_source|extra_info|ability|prompt|problem|question|answer|solution|"
-    r"messages|images|videos|response|raw_prompt|input|output|label|target)'?",
-)
-_RAY_CONNECT = re.compile(
-    r"Failed to connect to GCS|Unable to connect to (?:the )?GCS|could not connect to (?:the )?"
-    r"ray|Failed to (?:connect|register) (?:to )?(?:the )?raylet|ConnectionError: Could not",
-    re.IGNORECASE,
-)
-_HYDRA_PATH = re.compile(
-    r"Could not load '[^'\n]+'|Cannot find primary config|MissingConfigException|Primary config "
-    r"(?:directory|module) not found|Config search path:"
-)
-_LAYOUT_WORDS = re.compile(
-    r"tensor[_ ]parallel|pipeline[_ ]parallel|expert[_ ]parallel|world[_ ]size|\btp\b|\bpp\b|\bep\b|attention heads|"
-    r"num_heads|num_layers|hidden layers|experts|infer_tp",
-    re.IGNORECASE,
-)
-_BATCH_WORDS = re.compile(r"batch_size|batch size|mini_batch|micro_batch|chunk", re.IGNORECASE)
-_SIGKILL = re.compile(r"SIGKILL|exitcode: ?-9\b|signal 9\b|\bKilled\b")
-_SIGTERM = re.compile(r"SIGTERM|death signal|signal 15\b|exitcode: ?-15\b|\b15 death", re.IGNORECASE)
 
 
 def family_for(cause: str, first: FirstError | None, context: Context | None = None) -> str:
@@ -269,33 +185,33 @@ def family_for(cause: str, first: FirstError | None, context: Context | None = N
     if cause == "device-oom":
         return _memory(first, context)
     if cause == "no-device":
-        if _INVISIBLE.search(text):
+        if sg.INVISIBLE.search(text):
             return "device-visibility"
-        if _RESOURCES.search(text):
+        if sg.RESOURCES.search(text):
             return "ray-resources"
+        if first is not None and _device_query(first):
+            return "device-query"
     if cause == "killed":  # stopped by its launcher (SIGTERM) after another process ended, not killed itself
         told = f"{text} {context.signal}"
-        return "sibling-crash" if _SIGTERM.search(told) and not _SIGKILL.search(told) else "killed"
+        return "sibling-crash" if sg.SIGTERM.search(told) and not sg.SIGKILL.search(told) else "killed"
     if cause == "no-device" and context.npu and re.search(r"not compiled with CUDA", text):
         return "version-mismatch"  # on an Ascend stack: a library took the CUDA path where it should take the NPU's
-    if cause == "startup-timeout" and _RAY_CONNECT.search(text):
+    if cause == "startup-timeout" and sg.RAY_CONNECT.search(text):
         return "ray-cluster-connect"
     if cause == "config-key" and first is not None and _reads_config(first):
         return "config-version-mismatch"
     if cause == "checkpoint-mismatch":
-        if _CONVERSION.search(stack):
+        if sg.CONVERSION.search(stack):
             return "checkpoint-conversion"
-        if _SAVE.search(stack) and not re.search(r"load", stack, re.IGNORECASE):
+        if sg.SAVE.search(stack) and not re.search(r"load", stack, re.IGNORECASE):
             return "checkpoint-save"
     if cause == "import-error":
         own = f"{first.type}: {first.message} " + " ".join(first.context) if first is not None else ""
         return _dependency(first, own) or "version-mismatch"
-    if cause == "comm-init" and re.search(
-        r"collective_rpc|pynccl|StatelessProcessGroup|init_communicator|"
-        r"update_named_param|weight",
-        text,
-    ):
-        return "weight-sync"  # the communicator between trainer and rollout: the weight-sync channel
+    if cause == "comm-init" and (context.sync or re.search(r"collective_rpc|StatelessProcessGroup|weight", text)):
+        # the communicator between trainer and rollout: the weight-sync channel (not vLLM's or SGLang's own NCCL
+        # wrapper, pynccl, which every tensor-parallel group of the engine uses too)
+        return "weight-sync"
     return _CAUSE_FAMILY.get(cause, cause if cause in FAMILIES else "unknown")
 
 
@@ -306,53 +222,68 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     text = _story(first, context)
     message = first.message
     stack = _stack(first)
-    if _OOM.search(f"{first.type}: {message}"):
+    if sg.OOM.search(f"{first.type}: {message}"):
         family = _memory(first, context)
         return Verdict(FAMILIES[family][0], family)
-    if _DATA_FIELD.match(f"{kind}: {message}"):  # a row without the column the code (a reward too) reads: the data's
+    if sg.DATA_FIELD.match(f"{kind}: {message}"):  # a row without the column the code (a reward too) reads: the data's
         return _data(first)
-    if _SIGNAL_THREAD.search(message) or (first.frames and _REWARD.search(_user_frames(first))):
+    if sg.SIGNAL_THREAD.search(message) or (first.frames and sg.REWARD.search(_user_frames(first))):
         return _reward(first)
-    if _PROMPT_TOO_LONG.search(message) or (first.frames and _DATA.search(stack) and kind != "ImportError"):
+    if sg.PROMPT_TOO_LONG.search(message) or (first.frames and sg.DATA.search(stack) and kind != "ImportError"):
         return _data(first)
-    if _SYNC.search(stack) or _SYNC.search(message) or (not first.frames and _SYNC.search(context.near)):
+    if sg.SYNC.search(stack) or sg.SYNC.search(message) or (not first.frames and sg.SYNC.search(context.near)):
         return _sync(first)
-    if _UNPACK.search(message):  # a call returned other values than its caller unpacks: an interface changed
+    if sg.UNPACK.search(message):  # a call returned other values than its caller unpacks: an interface changed
         return _version(first, "api-mismatch")
     if re.search(r"initialize_cache|_initialize_kv_caches|determine_num_available_blocks", text):
         return Verdict("device-oom", "kv-cache-too-small")  # the engine failed while it sized its KV cache
-    if _CONVERSION.search(stack) or _CONVERSION.search(message):
+    if sg.CONVERSION.search(stack) or sg.CONVERSION.search(message):
         cause = "import-error" if kind in ("AttributeError", "ImportError", "TypeError") else "checkpoint-mismatch"
         return Verdict(cause, "checkpoint-conversion")
-    if first.frames and _LOAD_CKPT.search(stack) or "Checkpoint" in kind or _LOAD_CKPT.search(message):
+    if first.frames and sg.LOAD_CKPT.search(stack) or "Checkpoint" in kind or sg.LOAD_CKPT.search(message):
         if kind not in ("ImportError", "ModuleNotFoundError"):
-            save = _SAVE.search(stack) and not re.search(r"\bload", stack, re.IGNORECASE)
+            save = sg.SAVE.search(stack) and not re.search(r"\bload", stack, re.IGNORECASE)
             return Verdict(
                 "checkpoint-save" if save else "checkpoint-mismatch", "checkpoint-save" if save else "checkpoint-load"
             )
-    if _CAPTURE.search(stack) or _CAPTURE.search(text):
+    if sg.CAPTURE.search(stack) or sg.CAPTURE.search(text):
         return Verdict("unknown", "cuda-graph-capture")
+    if sg.SAVER.search(f"{first.said} {stack}"):  # the allocator refused (its out of memory is the memory's, above)
+        return Verdict("unknown", "memory-saver-offload")
+    if _device_query(first):
+        return Verdict("no-device", "device-query")
     if _reads_config(first):
         return Verdict("config-key", "config-version-mismatch")
-    if _HYDRA_PATH.search(text):
+    if sg.HYDRA_PATH.search(text):
         return Verdict("config-missing", "hydra-config")
     if family := _dependency(first, f"{first.type}: {message} " + " ".join(first.context)):
         return _version(first, family)
+    if sg.BUILD.search(stack):  # raised while a compiled extension was built where the job runs
+        return _version(first, "build-missing-extension")
     if not first.type:  # an error line without an exception type: nothing more from its structure
         return None
+    if sg.CHANGED.search(f"{message} {' '.join(first.context[:2])}"):  # the library says its interface changed
+        return _version(first, "version-mismatch")
     if kind == "AttributeError" and "'NoneType' object" in message:
         return Verdict("unknown", "trainer-bug")
-    if _ACROSS.search(message) and kind in ("AttributeError", "ImportError", "TypeError", "OSError", "ValueError"):
-        return _version(first, "api-mismatch" if _UNPACK.search(message) else "version-mismatch")
-    if _INVISIBLE.search(text):
+    if sg.ACROSS.search(message) and kind in ("AttributeError", "ImportError", "TypeError", "OSError", "ValueError"):
+        return _version(first, "api-mismatch" if sg.UNPACK.search(message) else "version-mismatch")
+    if sg.INVISIBLE.search(text):
         return Verdict("no-device", "device-visibility")
-    if _RESOURCES.search(message):
+    if sg.RESOURCES.search(message):
         return Verdict("no-device", "ray-resources")
-    if _RAY_CONNECT.search(text):
+    if sg.RAY_CONNECT.search(text):
         return Verdict("startup-timeout", "ray-cluster-connect")
     if kind in ("ValueError", "AssertionError", "ValidationError", "NotImplementedError", "TypeError"):
-        if _config_check(first) or _names_engine_arguments(message):
+        if _config_check(first) or _names_engine_arguments(message) or _relates(message):
             return _engine_config(first)
+        if sg.SETTING.search(f"{message} {' '.join(first.context[:2])}"):  # a check that refuses a setting
+            return _engine_config(first)
+    if kind == "RuntimeError" and sg.LAYOUT_WORDS.search(told := f"{message} {' '.join(first.context[:3])}"):
+        if _relates(told):  # a kernel's own check of the layout (CANN's `numHeads / numKvHeads = 8, MLA only support`)
+            return _engine_config(first)
+    if kind in ("AssertionError", "RuntimeError", "AttributeError", "ValueError") and sg.NOT_SET_UP.search(message):
+        return Verdict("unknown", "trainer-bug")  # a part of the stack used before it was set up: the code's order
     if (
         kind
         in ("AttributeError", "TypeError", "KeyError", "IndexError", "UnboundLocalError", "NameError", "AssertionError")
@@ -380,16 +311,22 @@ def _user_frames(first: FirstError) -> str:
 
 def _memory(first: FirstError | None, context: Context) -> str:
     text = _story(first, context) + " " + _stack(first)
-    if _WAKEUP.search(text):
+    if sg.WAKEUP.search(text):
         return "rollout-wakeup-oom"
     # the KV cache cannot hold one sequence of the model's length (not: no memory left for it at all, a start-up's)
-    if _KV.search(text) and re.search(
+    if sg.KV.search(text) and re.search(
         r"max(?:imum)? (?:seq|model) len|max_model_len|stored in KV cache|initialize_cache", text, re.IGNORECASE
     ):
         return "kv-cache-too-small"
     engine = context.engine or (first is not None and _in_engine(first))
     if not context.stepped and (
-        engine or re.search(r"on startup|Free memory on device|cache blocks|gpu_memory_utilization", text)
+        engine
+        or re.search(
+            r"on startup|Free memory on device|cache blocks|gpu_memory_utilization|Engine core initiali[sz]ation|"
+            r"engine (?:failed to start|initiali[sz]ation failed)",
+            text,
+            re.IGNORECASE,
+        )
     ):
         return "rollout-startup-oom"
     return "device-oom"
@@ -397,7 +334,7 @@ def _memory(first: FirstError | None, context: Context) -> str:
 
 def _in_engine(first: FirstError) -> bool:
     return any(f.library in ("vllm", "vllm_ascend", "sglang") for f in first.frames) or any(
-        _STARTUP.search(f.function) for f in first.frames
+        sg.STARTUP.search(f.function) for f in first.frames
     )
 
 
@@ -405,6 +342,10 @@ def _reads_config(first: FirstError) -> bool:
     """OmegaConf's error raised where code reads a key of a loaded config (not Hydra applying an override)."""
     if first.short not in ("ConfigAttributeError", "ConfigKeyError", "MissingMandatoryValue"):
         return False
+    if not first.frames:  # no stack shown: an attribute read of a struct config (`cfg.key`) unless Hydra's words
+        return first.short == "ConfigAttributeError" and not sg.OVERRIDE.search(
+            f"{first.said} {' '.join(first.context)}"
+        )
     callers = [f for f in first.frames if f.library not in ("omegaconf", "hydra", STDLIB)]
     return bool(callers) and not any(f.library == "hydra" for f in first.frames)
 
@@ -413,7 +354,22 @@ def _config_check(first: FirstError) -> bool:
     frame = first.raising
     if frame is None or frame.library not in ENGINES + ("pydantic", "transformers"):
         return False
-    return bool(_CONFIG_CHECK.search(frame.path) or _CHECK_FUNCTION.search(frame.function))
+    return bool(sg.CONFIG_CHECK.search(frame.path) or sg.CHECK_FUNCTION.search(frame.function))
+
+
+def _relates(message: str) -> bool:
+    """The message states a relation of batch or layout quantities that does not hold (`train_batch_size is not
+    equal to micro_batch_per_gpu * gradient_acc_step * world_size 256 != 2 * 18 * 7`)."""
+    return bool(sg.RELATION.search(message)) and bool(sg.BATCH_WORDS.search(message) or sg.LAYOUT_WORDS.search(message))
+
+
+def _device_query(first: FirstError) -> bool:
+    """A device tool or the driver's device query failed: its command or call is the error's (a process that
+    could not run it, or that it exited non-zero), not a word in a long message."""
+    return bool(sg.DEVICE_TOOL.search(f"{first.message} {_stack(first)}")) and (
+        first.short in ("CalledProcessError", "FileNotFoundError", "OSError", "RuntimeError", "PermissionError")
+        or not first.type
+    )
 
 
 def _names_engine_arguments(message: str) -> bool:
@@ -426,25 +382,25 @@ def _dependency(first: FirstError | None, text: str) -> str | None:
     """missing-dependency / build-missing-extension where the error says so."""
     if first is None:
         return None
-    if _EXTENSION.search(text) and (
+    if sg.EXTENSION.search(text) and (
         first.short
         in ("ImportError", "ModuleNotFoundError", "OSError", "AssertionError", "RuntimeError", "AttributeError")
         or not first.type
     ):
         return "build-missing-extension"
-    if first.short in ("ModuleNotFoundError", "ImportError") and _MISSING.search(first.message):
+    if first.short in ("ModuleNotFoundError", "ImportError") and sg.MISSING.search(first.message):
         return "missing-dependency"
     return None
 
 
 # ---------------------------------------------------------------------------------------------- the families
 def _reward(first: FirstError) -> Verdict:
-    frame = next((f for f in reversed(first.frames) if _REWARD.search(f"{f.function} {f.path}")), first.raising)
+    frame = next((f for f in reversed(first.frames) if sg.REWARD.search(f"{f.function} {f.path}")), first.raising)
     where = f" in {frame.function} ({frame.path}:{frame.line})" if frame else ""
     row = _row(first)
     message = f"The reward function raised{where}: {first.text[:200]}" + (f"; on {row}" if row else "")
     fix = "`grpolab data RECIPE` dry-runs the reward on the data before launch: run it and fix the function"
-    if _SIGNAL_THREAD.search(first.message) or "timeout" in first.text.lower():
+    if sg.SIGNAL_THREAD.search(first.message) or "timeout" in first.text.lower():
         fix = (
             "the reward uses a signal-based timeout (signal.alarm, math_verify's default), which works only in a "
             "process's main thread, and trainers call rewards in threads: pass parsing_timeout=None / "
@@ -456,7 +412,7 @@ def _reward(first: FirstError) -> Verdict:
 
 def _data(first: FirstError) -> Verdict:
     row = _row(first)
-    if _PROMPT_TOO_LONG.search(first.message):
+    if sg.PROMPT_TOO_LONG.search(first.message):
         return Verdict(
             "data-error",
             "data-error",
@@ -548,16 +504,16 @@ def _stack_rows(libraries: list[str]) -> list[str]:
 
 def _engine_config(first: FirstError) -> Verdict:
     frame = first.raising
-    engine = frame.library if frame else "The engine"
+    engine = f"{frame.library}'s" if frame else "A"
     text = f"{first.message} {' '.join(first.context[:3])}"
-    if _LAYOUT_WORDS.search(text) and not _BATCH_WORDS.search(text):
+    if sg.LAYOUT_WORDS.search(text) and not sg.BATCH_WORDS.search(text):
         cause = "layout-mismatch"
-    elif _BATCH_WORDS.search(text):
+    elif sg.BATCH_WORDS.search(text):
         cause = "batch-divisible"
     else:
         cause = "engine-config"
     named = engine_arguments(text)
-    message = f"{engine}'s configuration check refused a value: {first.text[:240]}"
+    message = f"{engine} configuration check refused a value: {first.text[:240]}"
     fix, key = "", None
     if named:
         shown = ", ".join(f"{arg} = {value}" if value else arg for arg, value, _ in named)

@@ -143,14 +143,37 @@ def frames_of(lines: list[str]) -> list[Frame]:
     return list(reversed(out))
 
 
+def is_source(line: str, above: list[bytes]) -> bool:
+    """`line` is a traceback frame's source line: the line above it (`above`, raw) is the frame, and `line` is
+    indented deeper (an exception line after a frame without source, `File "<frozen runpy>"`, is not)."""
+    if not above:
+        return False
+    frame = ANSI.sub("", above[-1].decode("utf-8", "replace"))
+    if FRAME.search(frame) is None:
+        return False
+    return _indent(line) > _indent(frame)
+
+
+_WHO = re.compile(r"^(?:\([^()\n]{0,300}\)[ \t]?)*(?:\[rank\d+\]:)?")  # who printed it: its indentation is the rest's
+
+
+def _indent(line: str) -> int:
+    rest = line[_WHO.match(line).end() :]
+    return len(rest) - len(rest.lstrip(" \t"))
+
+
 def exception_in(line: str) -> tuple[str, str | None, str, int] | None:
     """(type, inner type, message, where the type starts) of a Python exception line, or None. `inner`: the type a
     wrapper names (`RayTaskError(ValueError)`)."""
+    if q := _QUOTED.match(line):  # an error quoted as posted (`"ValueError: ..."`): the quote is not its text
+        line = " " * q.end() + line[q.end() :]
     for m in _EXCEPTION.finditer(line[:_HEAD]):
         name = m.group(1)
         if _NOT_AN_ERROR.match(name):
             continue
-        message = (m.group(3) or "").strip()
+        message = _REPEATED.sub("", (m.group(3) or "")).strip()
+        if q and message[-1:] in "\"'`":
+            message = message[:-1].rstrip()
         if (
             m.group(3) is None
             and m.start() > 0
@@ -160,6 +183,19 @@ def exception_in(line: str) -> tuple[str, str | None, str, int] | None:
             continue  # a bare name mid-sentence ("... raised a ValueError") is not an error line
         return name, m.group(2), message, m.start()
     return None
+
+
+_QUOTED = re.compile(r"^[ \t]*[\"'`]+(?=[A-Za-z_])")
+# Ray's count of a line printed by many workers at once: `... [repeated 43x across cluster]`
+_REPEATED = re.compile(r"[ \t]*\[repeated \d+x across cluster\][ \t]*(?=\n|$)", re.MULTILINE)
+# a line's owner as Ray, vLLM and torchrun prefix it: `(MegatronPolicyWorker pid=1, ip=10.0.0.1) `, `[rank3]: `
+_OWNER_PREFIX = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}?\bpid=\d+[^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
+
+
+def plain(said: str) -> str:
+    """An error as printed, without who printed it (Ray's, vLLM's and torchrun's prefixes: the rank and node are
+    said apart) and without Ray's repeat count: the error's own text."""
+    return _REPEATED.sub("", _OWNER_PREFIX.sub("", said, count=1)).strip()
 
 
 def short_type(name: str) -> str:
@@ -204,7 +240,13 @@ _CONSEQUENCE_MESSAGE = re.compile(
 
 
 def is_consequence(type_name: str, message: str) -> bool:
-    return short_type(type_name) in _CONSEQUENCE_TYPES or bool(_CONSEQUENCE_MESSAGE.search(message[:_HEAD]))
+    return relays(type_name) or bool(_CONSEQUENCE_MESSAGE.search(message[:_HEAD]))
+
+
+def relays(type_name: str) -> bool:
+    """The exception's type itself reports another's failure (a dead actor, a task's error relayed by Ray), where a
+    message may only sound like one (a command the process ran "returned non-zero exit status": its own error)."""
+    return short_type(type_name) in _CONSEQUENCE_TYPES
 
 
 @dataclass
@@ -278,6 +320,14 @@ WORDS = (
     "training completed",
     "final validation metrics",
     "train_runtime",
+    # a record that starts with its verdict (`Invalid object: ...`, `Failed to ...`), NCCL's error level
+    "invalid",
+    "failed",
+    "unable",
+    "cannot",
+    "could not",
+    "couldn't",
+    "nccl warn",
 )
 
 # A log record at error level, in the formats of the corpus' logs: vLLM's `ERROR 06-09 17:58:55 [core.py:1]`,
@@ -287,10 +337,18 @@ _LEVEL_ERROR = re.compile(
     r"^[ \t]*\[?[EF]\d{4} \d\d:\d\d:\d\d|^[ \t]*(?:error|Error|ERROR|fatal|Fatal|FATAL): |^Error executing job with"
     r"|\bSegmentation fault\b|\bcore dumped\b|\bBus error\b|^[ \t]*Killed\s*$"
     r"|Unhandled error \(suppress with"  # Ray: a task raised and nobody asked for its result
+    # a native library's record tagged by its source file: `[torch_memory_saver.cpp] CUresult error: 1 (...)`
+    r"|^[ \t]*\[[\w.\-/]{1,80}\.(?:cpp|cc|cu|cxx|c|h|hpp)(?::\d+)?\][^\n]{0,160}\b(?:error|failed|failure)\b"
+    # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`
+    r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}(?:Invalid|Failed|Unable|Cannot|Could not|Couldn't)\b"
+    r"(?![^\n]{0,300}\b(?:retry|retrying|will retry|fall(?:ing)? ?back|skipp?ing|ignor(?:e|ed|ing))\b)"
 )
+# NCCL's WARN is its error level (NCCL_DEBUG=WARN prints a message when an NCCL call fails); a retry is not one
+_NCCL_WARN = re.compile(r"\bNCCL WARN\b(?![^\n]{0,300}\bretry)", re.IGNORECASE)
 # The level a log record names first, within its first characters (after Ray's and torchrun's prefixes)
 _LEVEL = re.compile(
-    r"\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b|^[ \t]*\[?([EFWI])\d{4} \d\d:"
+    # (a level word, not a setting's value: `NCCL_DEBUG=INFO` in a message names no level)
+    r"(?<![=_.\-])\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b(?![=_])|^[ \t]*\[?([EFWI])\d{4} \d\d:"
     r"|\d\d:\d\d:\d\d[,.]\d+ ([EFWI]) \d+ \d+\]"  # Ray's C++ log: [2025-06-13 01:49:41,730 E 1 1]
 )
 _RAY_PREFIX = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
@@ -316,10 +374,14 @@ def strip_prefix(line: str) -> str:
     return line[_RAY_PREFIX.match(line[:_HEAD]).end() :]
 
 
-def level_of(line: str) -> str | None:
+def level_of(line: str, until: int | None = None) -> str | None:
     """The level a log record names first (ERROR, WARNING, INFO, ...; glog's E/W/I letters as ERROR, WARNING,
-    INFO), read in its first 80 characters after the prefixes; None when it names none."""
-    m = _LEVEL.search(strip_prefix(line)[:80])
+    INFO), read in its first 80 characters after the prefixes; None when it names none. `until`: where the record's
+    message starts (an exception's type): a level is named before it, a word after it is the message's."""
+    head = strip_prefix(line[:until] if until is not None else line)
+    if _NCCL_WARN.search(head[:160]):
+        return "ERROR"
+    m = _LEVEL.search(head[:80])
     if m is None:
         return None
     if letter := m.group(2) or m.group(3):
@@ -328,11 +390,18 @@ def level_of(line: str) -> str | None:
 
 
 # a traceback's source line that raises or asserts: `    raise ValueError(`, `    assert camem_available, "..."`
-SOURCE = re.compile(r"[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?[ \t]+(?:raise [A-Za-z_]|assert [\w(])")
+# (a `raise` of an error type also unindented: a traceback's source line quoted alone)
+SOURCE = re.compile(
+    r"[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?(?:[ \t]+(?:raise [A-Za-z_]|assert [\w(])|[ \t]*raise "
+    r"(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b)"
+)
 _RECORD = re.compile(  # a line that starts a record of its own (a rank's prefix before it too)
     r"\s*(?:\[rank\d+\]:\s*)?(?:\[?\d{4}-\d\d-\d\d|\[?[EFWI]\d{4} |(?:ERROR|WARNING|INFO|DEBUG)\b|\[repeated|During "
     r"handling|The above exception|Traceback \(|File \")"
 )
+
+
+_ERROR_CODE = re.compile(r"E[A-Z0-9]\d{4}: \[PID")  # CANN: `EZ9999: [PID: 62938] 2025-05-27-06:52:12 ...`
 
 
 def continues(text: str, empty: bool, wrapped: bool = False) -> bool:
@@ -341,7 +410,7 @@ def continues(text: str, empty: bool, wrapped: bool = False) -> bool:
     indented or lower-case line, or one in parentheses or quotes (a wrapped path, a pydantic field and its error)."""
     if _RECORD.match(text) or exception_in(text):
         return False
-    if empty or wrapped:
+    if empty or wrapped or _ERROR_CODE.match(text.lstrip()):  # CANN's detail of its error, under its code
         return True
     head = text[:1]
     body = text.lstrip()[:1]
@@ -377,13 +446,19 @@ def lines_before(chunk, start: int, size: int) -> list[bytes]:
     return pieces if begin == 0 else pieces[1:]
 
 
+_HEADER = re.compile(r"(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[[\w.\-]+:\d+\] ")
+
+
 def as_printed(chunk, start: int, end: int, message: str, line: str) -> str:
     """An error line as printed (ANSI colours removed, trailing spaces kept: `ValueError: ` before a message that
     starts on the next line) and the lines its message continues on: after an empty message, or lines that do not
     start a record of their own (a lower-case or indented line, a path in parentheses), up to 4, without the
     Ray / torchrun prefix the error line has."""
     raw = ANSI.sub("", bytes(chunk[start:end]).decode("utf-8", "replace")).rstrip("\r\n")
-    prefix = OWNER.match(line).group(0).strip() if line else ""
+    owner = OWNER.match(line) if line else None
+    prefix = owner.group(0).strip() if owner else ""
+    # vLLM writes each line of a record behind the same header (`ERROR 09-26 10:48:07 [runner.py:3029] `)
+    head = m.group(0) if line and (m := _HEADER.match(line[owner.end() :].lstrip())) else ""
     out = [raw]
     for piece in bytes(chunk[end + 1 : end + 1 + _AFTER]).split(b"\n")[:6]:
         text = ANSI.sub("", piece.decode("utf-8", "replace")).rstrip("\r")
@@ -391,6 +466,10 @@ def as_printed(chunk, start: int, end: int, message: str, line: str) -> str:
             if not text.lstrip().startswith(prefix):
                 break
             text = text.lstrip()[len(prefix) :].lstrip(" ")
+        if head:
+            if not text.lstrip().startswith(head):
+                break
+            text = text.lstrip()[len(head) :]
         body = text.strip()
         wrapped = not re.search(r"[.!?)\]:;]\s*$", out[-1])  # the line before ends mid-sentence
         if not body or len(out) > 4 or not continues(text, len(out) == 1 and not message.strip(), wrapped):

@@ -36,6 +36,10 @@ _NODE = re.compile(
     r"\b(?:ip[:=] ?|IP: |IP address: \[?|node IP:? |node(?:_ip)?: |host(?:name)?: |ip\[)"
     r"(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w\-]*\d[\w\-.]*)",
 )
+# NCCL's own prefix, `node5:240:240 [6] misc/socket.cc:533 NCCL WARN ...`: host:pid:tid [device]
+_NCCL_HOST = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*([A-Za-z0-9][\w.\-]{0,80}):\d+:\d+ \[\d+\] ")
+# SGLang's scheduler prefix, `[2025-02-24 14:09:34 TP14]`, `[... DP0 TP3]`, `[... PP1 TP2 EP2]`: its tensor-parallel rank
+_SGLANG_TP = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP\d+)?(?: PP\d+)? TP(\d+)(?: EP\d+)?\]")
 _REMOTE_IP = re.compile(r"remote_ip(?:_addr)?\[(\d{1,3}(?:\.\d{1,3}){3})\]", re.IGNORECASE)
 _LINK_ROW = re.compile(r"\|[ \t]*(\d{1,3}(?:\.\d{1,3}){3})\((\d+)\)[ \t]*\|")  # HCCL LINK_ERROR_INFO: dest(rank)
 _WORKER_PID = re.compile(r"\bWorker PID: (\d+)")  # Ray's "A worker died ..." names the dead worker
@@ -94,6 +98,8 @@ def where(
         w.rank = int(m.group(1) or m.group(2))
     if w.rank is None and (m := _RANK_OTHER.search(line)):
         w.rank = int(next(g for g in m.groups() if g is not None))
+    if w.rank is None and (m := _SGLANG_TP.search(line)):
+        w.rank = int(m.group(1))
     if w.rank is None:
         w.rank = file_rank
     if w.rank is None and before and after:  # a line without a prefix inside one rank's output (a traceback's end)
@@ -118,7 +124,7 @@ def where(
         w.pid = int(dead.group(1))
     elif m := _RAY_PID_IP.search(line):
         w.pid, w.node = int(m.group(1)), m.group(2)
-    if w.node is None and (m := _NODE.search(line)):
+    if w.node is None and (m := _NODE.search(line) or _NCCL_HOST.match(line)):
         w.node = m.group(1)
     near = list(after or ())[:8] + list(reversed(list(before or ())[-8:]))
     # Ray's block (class_name, actor_id, pid, ip) below or above the error, behind the reporting actor's own prefix
@@ -209,3 +215,24 @@ def origin_sentence(cause, rank, node, w: Where, hits, collective, group) -> lis
         shown = ", ".join(map(str, waited[:8])) + (f" and {len(waited) - 8} more" if len(waited) > 8 else "")
         out.append(f"Waiting and timed out: rank{'s' if len(waited) > 1 else ''} {shown}")
     return out
+
+
+def stalled_sentence(silent: list[int], node: str | None, highest: int) -> str:
+    """The rank that stalled, when the ranks that did not time out say it (grpolab.monitor.origin.silent_ranks)."""
+    shown = ", ".join(map(str, silent))
+    return (
+        f"The rank that stalled: rank {silent[0]}"
+        + (f" on node {node}" if node else "")
+        + f" (of ranks 0-{highest}, {'only it' if len(silent) == 1 else 'ranks ' + shown} did not "
+        "time out: it never reached the collective the others waited in)"
+    )
+
+
+def own_log_sentence(pid: int | None, node: str | None) -> str:
+    """Where a dead Ray worker's own log is (the driver's log names no cause of its death)."""
+    return (
+        "Its own log: `ray logs worker"
+        + (f" --pid {pid}" if pid else "")
+        + (f" --node-ip {node}" if node else "")
+        + "` (or worker-*.out under /tmp/ray/session_latest/logs on that node)"
+    )

@@ -1,0 +1,155 @@
+"""The signs a failure shows, read by grpolab.monitor.families to name its family: what a traceback's stack shows
+(the functions and files of a reward, a data loader, a weight sync, a checkpoint, an engine's start-up) and what an
+error's message names (memory, a missing module, a device, a batch or layout relation, Hydra's search path). Each is
+a pattern a person can read; which family a sign decides, and in what order, is families' business.
+"""
+
+from __future__ import annotations
+
+import re
+
+# ---------------------------------------------------------------------------------------------- what a stack shows
+REWARD = re.compile(r"reward|compute_score|score_fn|\bgrader\b|math_verify|verif(?:y|ier)|_judge", re.IGNORECASE)
+DATA = re.compile(
+    r"__getitem__|_worker_loop|collate|rl_dataset|[/\\]dataset|datasets?[/\\]|_read_files|load_dataset|tokenize_and_"
+    r"postprocess|_build_messages",
+    re.IGNORECASE,
+)
+SYNC = re.compile(
+    r"update_?weights?|weights?_?update|sync_?weights?|weights?_?sync|update_parameter|sync_model_weights|"
+    r"sharding_manager|broadcast_weights|send_weights|receive_weights|checkpoint_engine|param_sync|weight_loader|"
+    r"UpdateWeight|load_weights\b",
+    re.IGNORECASE,
+)
+WAKEUP = re.compile(r"resume_memory_occupation|\bwake_?up\b|waking up|cumem_allocator|torch_memory_saver", re.I)
+KV = re.compile(r"KV cache|cache blocks|initialize_cache|_initialize_kv_caches|determine_num_available_blocks", re.I)
+CONVERSION = re.compile(
+    r"[/\\]conversion[/\\]|convert\w{0,40}\.py|model_merger|merge_\w{0,20}checkpoint|to_hf|hf_to_\w{1,20}|"
+    r"export_\w{0,20}checkpoint|AutoBridge",
+    re.IGNORECASE,
+)
+SAVE = re.compile(r"save_checkpoint|\bsave\w{0,20}\b|dist_checkpointing[/.]save|async_save", re.IGNORECASE)
+LOAD_CKPT = re.compile(
+    r"load_checkpoint|_load_base_checkpoint|load_state_dict|dist_checkpointing|CheckpointingException|"
+    r"apply_factory_merges|\bcheckpoint\b",
+    re.IGNORECASE,
+)
+CAPTURE = re.compile(
+    r"captur\w{0,10} (?:cuda|npu|acl)? ?graph|graph captur|capture_model|cuda_graph_runner|(?:cuda|npu|acl) ?graph\w{0,10}"
+    r"[^\n]{0,60}\bcaptur",
+    re.I,
+)
+CONFIG_CHECK = re.compile(
+    r"(?:^|[/\\])(?:config|configs|arg_utils|server_args|arguments|transformer_config|\w{0,40}_config|\w{0,40}config)"
+    r"(?:\.py$|[/\\])",
+    re.IGNORECASE,
+)
+CHECK_FUNCTION = re.compile(r"__post_init__|verify|validate|_check|check_|from_engine_args|create_\w{0,40}config")
+STARTUP = re.compile(
+    r"determine_num_available_blocks|profile_run|_initialize_kv_caches|initialize_cache|init_device|load_model|"
+    r"capture_model|_dummy_run|init_memory_pool|_init_cache_engine|initialize_from_config|init_worker|_init_executor|"
+    r"determine_available_memory|get_kv_cache_spec|initialize_kv_cache|compile_or_warm_up_model"
+)
+
+# ---------------------------------------------------------------------------------------------- what a message names
+PROMPT_TOO_LONG = re.compile(
+    r"prompt (?:length|\(length) ?(?:of )?\(?\d+\)? (?:tokens )?is (?:too )?long(?:er)?|sequence_length=\d+ is larger "
+    r"than max_length|prompt \(\d+ tokens\) is too long|is longer than the maximum model length|"
+    r"exceeds (?:the )?max(?:imum)?_?(?:prompt|model)_?len",
+    re.IGNORECASE,
+)
+SIGNAL_THREAD = re.compile(r"signal only works in main thread", re.IGNORECASE)
+OOM = re.compile(
+    r"out of memory|OutOfMemoryError|CUresult error: 2\b|ACL_ERROR_RT_MEMORY|207001|Free memory on device|"
+    r"less than desired (?:GPU|NPU) memory|No available memory for the cache blocks|stored in KV cache",
+    re.IGNORECASE,
+)
+MISSING = re.compile(
+    r"No module named|is not installed|not installed\b|ModuleNotFoundError|\b[Pp]lease install\b|\bpip install\b"
+)
+EXTENSION = re.compile(
+    r"\b\w{1,40}\._C\b|_C'|camem|allocator is not available|not compiled with|custom (?:ops?|kernels?) (?:is |are )?"
+    r"not (?:available|found|built)|extension (?:is |was )?not (?:available|found|built)|cannot open shared object",
+    re.IGNORECASE,
+)
+ACROSS = re.compile(
+    r"unexpected keyword argument|takes \d+ positional arguments? but|missing \d+ required (?:positional|keyword)|"
+    r"got multiple values for argument|has no attribute|cannot import name|undefined symbol|"
+    r"(?:too many|not enough) values to unpack"
+)
+UNPACK = re.compile(r"(?:too many|not enough) values to unpack")
+RESOURCES = re.compile(
+    r"Not enough (?:GPUs|NPUs|devices)|Requested \d+ (?:GPUs|NPUs|devices)[^\n]{0,60}(?:only|available)|"
+    r"cannot be scheduled|Total available (?:GPUs|NPUs)|exceeds the total number of available|infeasible|"
+    r"placement group bundle index \d+ is invalid",
+    re.IGNORECASE,
+)
+INVISIBLE = re.compile(
+    r"visible devices? \(0\)|no visible (?:device|gpu|npu)|VISIBLE_DEVICES[^\n]{0,40}(?:empty|unset|invalid)|Error "
+    r"setting \w{0,40}VISIBLE_DEVICES|Expects tensor to be on the compute device",  # FSDP: a worker's device not its own
+    re.IGNORECASE,
+)
+# a row's field a KeyError names: verl's data columns and the common data sets' ones (a row without it: the data)
+DATA_FIELD = re.compile(
+    r"KeyError: '(?:reward_model|ground_truth|data_source|extra_info|ability|prompt|problem|question|answer|solution|"
+    r"messages|images|videos|response|raw_prompt|input|output|label|target)'?",
+)
+RAY_CONNECT = re.compile(
+    r"Failed to connect to GCS|Unable to connect to (?:the )?GCS|could not connect to (?:the )?"
+    r"ray|Failed to (?:connect|register) (?:to )?(?:the )?raylet|ConnectionError: Could not",
+    re.IGNORECASE,
+)
+HYDRA_PATH = re.compile(
+    r"Could not load '[^'\n]+'|Cannot find primary config|MissingConfigException|Primary config "
+    r"(?:directory|module) not found|Config search path:"
+)
+LAYOUT_WORDS = re.compile(
+    r"tensor[_ ]parallel|pipeline[_ ]parallel|expert[_ ]parallel|world[_ ]size|\btp\b|\bpp\b|\bep\b|attention heads|"
+    r"num_heads|num_layers|hidden layers|experts|infer_tp|num_?kv_?heads|num_key_value_heads|numHeads|numKvHeads|"
+    r"head_?num|\b(?:tp|pp|ep|cp|etp)_size\b",
+    re.IGNORECASE,
+)
+BATCH_WORDS = re.compile(r"batch_size|batch size|mini_batch|micro_batch|chunk", re.IGNORECASE)
+# the tools and calls that ask the driver about its devices
+DEVICE_TOOL = re.compile(
+    r"\b(?:npu-smi|nvidia-smi|rocm-smi|hl-smi|xpu-smi|dcmi\w{0,20}|nvmlInit\w{0,10}|NVML\w{0,20} (?:error|failed)|"
+    r"get_npu_versions|cudaGetDeviceCount|aclrtGetDeviceCount)\b",
+)
+# the sleep-mode allocators of vLLM and SGLang (their pause, resume, free)
+SAVER = re.compile(r"torch_memory_saver|memory_saver\.|cumem_allocator|CuMemAllocator", re.IGNORECASE)
+# a check that relates quantities and failed: `256 != 2 * 18 * 7`, "is not equal to", "must be divisible by"
+RELATION = re.compile(
+    r"!=|==|\bnot (?:equal|divisible|a multiple)|\bmust (?:be|equal|divide)|\bshould (?:be|equal|divide)|"
+    r"\bonly supports? |\bnot supported\b|\bexceeds?\b|\b(?:greater|larger|more|less|smaller|fewer) than\b|"
+    r"\bdivisible\b|\bmultiple of\b|\d+ ?[*%] ?\d+",
+    re.IGNORECASE,
+)
+# a part of the framework used before it was set up: "data parallel group is not initialized"
+NOT_SET_UP = re.compile(
+    r"\b(?:is|are|was|were|has|have) not (?:been |yet )?(?:initiali[sz]ed|set up|created|built|started)\b|"
+    r"\bnot yet initiali[sz]ed|\buninitiali[sz]ed\b",
+    re.IGNORECASE,
+)
+# Hydra applying an override (its errors name it): not code reading a key
+OVERRIDE = re.compile(r"override|Could not append|Could not delete|hydra[/\\.]", re.IGNORECASE)
+SIGKILL = re.compile(r"SIGKILL|exitcode: ?-9\b|signal 9\b|\bKilled\b")
+SIGTERM = re.compile(r"SIGTERM|death signal|signal 15\b|exitcode: ?-15\b|\b15 death", re.IGNORECASE)
+# a library's words that its interface changed: what the caller does is no longer there ("TensorDict does not support
+# membership checks with the `in` keyword ... please use `key in tensordict.keys()` instead", "... was removed in")
+CHANGED = re.compile(
+    r"\bno longer (?:supported|available|accepted|exists?)\b|\bhas been (?:removed|renamed)\b|\bwas (?:removed|renamed) "
+    r"in\b|\bdoes not support [^\n]{0,200}(?:please )?use [^\n]{0,160}instead|\bis deprecated and (?:has been|was) removed",
+    re.IGNORECASE,
+)
+# a just-in-time build of a compiled extension (Triton's driver helper, torch's cpp_extension, a kernel library's)
+BUILD = re.compile(
+    r"compile_module_from_src|_jit_compile|load_inline|_run_ninja_build|_write_ninja_file|build_extension|"
+    r"cpp_extension|triton[/\\]runtime[/\\]build\.py",
+)
+# a check that refuses a setting of the stack and says which to change ("FRACTAL_NZ mode is enabled. This may cause
+# model parameter precision issues in the RL scenarios. Please set VLLM_ASCEND_ENABLE_NZ=0.")
+SETTING = re.compile(
+    r"\b(?:mode|option|flag|feature)\b[^.\n]{0,40}\b(?:is|are) (?:enabled|disabled|not supported|unsupported|not "
+    r"allowed)\b|\bplease (?:set|pass|enable|disable) (?:[A-Z][A-Z0-9_]{2,}=|--?[a-z][\w-]+)",
+    re.IGNORECASE,
+)
