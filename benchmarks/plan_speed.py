@@ -7,10 +7,12 @@ verl). Target: `plan` within 3 x `check` (CPU time: wall time is inflated when t
 estimates compare with published runs: benchmarks/calibration.py.
 
     .venv/bin/python benchmarks/plan_speed.py
+    .venv/bin/python benchmarks/plan_speed.py --runs 1     # one run of each (the test's quick form)
 """
 
 from __future__ import annotations
 
+import argparse
 import resource
 import subprocess
 import sys
@@ -37,6 +39,9 @@ def whole_process(args: list[str], runs: int = 3) -> tuple[float, float]:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="runs of each command; the best is kept (default 3)")
+    runs = parser.parse_args().runs
     figures = {}
     for args in (
         ["plan", "glm5_2"],
@@ -44,9 +49,9 @@ def main() -> int:
         ["plan", "qwen3_5_122b_a10b_32k"],
         ["check", "glm5_2"],
     ):
-        wall, cpu = whole_process(args)
+        wall, cpu = whole_process(args, runs)
         figures[" ".join(args)] = cpu
-        print(f"`grpolab {' '.join(args)}` whole process: {wall:.2f} s wall, {cpu:.2f} s CPU (best of 3)")
+        print(f"`grpolab {' '.join(args)}` whole process: {wall:.2f} s wall, {cpu:.2f} s CPU (best of {runs})")
     ratio = figures["plan glm5_2"] / figures["check glm5_2"]
     print(
         f"plan / check (CPU): {ratio:.2f} (target: within {TARGET:g} x; wall time is inflated when the machine is "

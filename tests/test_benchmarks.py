@@ -18,7 +18,7 @@ PY = str(Path(sys.executable))
     "args,expect",
     [
         (["benchmarks/check_speed.py"], "grpolab check glm5_2` whole process"),
-        (["benchmarks/plan_speed.py"], "grpolab plan glm5_2` whole process"),
+        (["benchmarks/plan_speed.py", "--runs", "1"], "grpolab plan glm5_2` whole process"),
         (["benchmarks/monitor_speed.py", "--steps", "5000"], "grpolab monitor / pandas"),
         (["benchmarks/monitor_alerts.py"], "false alarms per 1000 healthy steps: 0.00"),
         pytest.param(

@@ -40,6 +40,8 @@ HEALING = [
     "trainer.restarts.backoff_s=0",
     "trainer.telemetry_s=2",
 ]
+# a planted fault needs no slow steps (the reward faults once a checkpoint is saved): tiny's own batch, fewer steps
+FAULTING = [*HEALING, "trainer.total_steps=12", "data.train_batch_size=8"]
 # a device fault as a cluster reports it (verl issue 138): its last line, printed by the trainer's own process
 DEVICE_FAULT = yaml.safe_load((ROOT / "tests" / "data" / "failures" / "verl-138.yaml").read_text())
 assert DEVICE_FAULT["expect"]["cause"] == "device-fault"
@@ -216,7 +218,7 @@ def test_a_node_that_vanishes_mid_run_and_a_device_fault_on_the_next_one(sim, tm
     wait_for(lambda: sim.nodes() == 2, timeout=120, every=3)  # the vanished node is known to be gone
     sim.join()
     reward = _faulty_reward(tmp_path)
-    out = sim.grpolab("run", "tiny", "--run-id", "fault", *_sets([*HEALING, f"reward.function={reward}:compute_score"]))
+    out = sim.grpolab("run", "tiny", "--run-id", "fault", *_sets([*FAULTING, f"reward.function={reward}:compute_score"]))
     assert out.returncode == 0, out.stdout + out.stderr
     assert wait_for(lambda: _ended(sim, "fault"), timeout=400, every=2)["state"] == "SUCCEEDED"
     first, second = _attempts(sim, "fault")
@@ -238,7 +240,7 @@ def test_a_device_fault_with_no_other_node_left_stops_and_says_the_cluster_is_to
     stops after its first attempt, saying so (and whether the layout would pass the checks on fewer nodes)."""
     sim.join()
     reward = _faulty_reward(tmp_path)
-    overrides = [*HEALING, f"reward.function={reward}:compute_score", "trainer.restarts.too_small=stop"]
+    overrides = [*FAULTING, f"reward.function={reward}:compute_score", "trainer.restarts.too_small=stop"]
     out = sim.grpolab("run", "tiny", "--run-id", "too-small", *_sets(overrides))
     assert out.returncode == 0, out.stdout + out.stderr
     assert wait_for(lambda: _ended(sim, "too-small"), timeout=300, every=2)["state"] == "FAILED"

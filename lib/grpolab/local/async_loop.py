@@ -60,7 +60,10 @@ class Generator:
 
     def __init__(self, policy, tokenizer, settings: TinySettings, prompts: Sequence[Problem], reward: ArithReward):
         self.model = copy.deepcopy(policy).eval()
-        self.tokenizer, self.s, self.prompts, self.reward = tokenizer, settings, list(prompts), reward
+        # its own tokenizer too: a fast tokenizer's padding/truncation state is not thread-safe, and the trainer's
+        # validation encodes with the shared one at the same time ("RuntimeError: Already borrowed")
+        self.tokenizer = copy.deepcopy(tokenizer)
+        self.s, self.prompts, self.reward = settings, list(prompts), reward
         # the warm-up batches wait here while a step trains: samples about warmup_batches versions old
         ahead = max(1, math.ceil(settings.warmup_batches * settings.train_batch_size))
         self.queue: queue.Queue[Group] = queue.Queue(maxsize=ahead)
