@@ -204,7 +204,7 @@ FAMILIES = [
     ),
     (
         "ValueError: Free memory on device (10.1/79.1 GiB) on startup is less than desired GPU memory utilization (0.9, 71.2 GiB).",
-        "device-oom",
+        "engine-config",  # a setting to lower (rollout.gpu_memory_utilization), not memory that ran out
     ),
     (
         "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled system error",
@@ -487,3 +487,52 @@ def test_a_reward_that_raises_in_the_trainer_is_a_reward_error_with_the_dry_run(
 def test_a_reward_called_in_a_thread_with_a_signal_timeout():
     failure = diagnose_text(_log("math-verify-55"))
     assert failure.cause == "reward-error" and "parsing_timeout=None" in failure.fix
+
+
+# ---------------------------------------------------------------------------------------------- batch 10's cut logs
+def test_a_log_cut_before_its_error_line_still_says_what_it_shows(cli, monkeypatch, capsys):
+    # cases the corpus marks BEYOND (their thread's cause is not in the log) still get an answer, never exit 0:
+    # a creation task's traceback cut inside init_process_group names the dead worker's node
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_log("verl-3521").encode())))
+    assert cli(["diagnose", "-", "--json"]) == 1
+    failure = json.loads(capsys.readouterr().out)["failure"]
+    assert failure["cause"] == "worker-died" and failure["node"] == "33.214.152.41"
+    # a traceback cut at its last frame: the frame's `raise` line, not the bare `Traceback (most recent call last):`
+    failure = diagnose_text(_log("verl-1785"))
+    assert failure.first_error.strip() == "raise value.as_instanceof_cause()"
+    # vLLM's record of a traceback cut before its error: the innermost call shown, not an outer frame's source line
+    failure = diagnose_text(_log("verl-5889"))
+    assert "init_worker_distributed_environment" in failure.first_error
+
+
+def test_an_error_type_of_an_errors_module_is_an_error(cli, monkeypatch, capsys):
+    # OmegaConf's MissingMandatoryValue (its type ends in no `Error`): a config key left unset, named, exit 1
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_log("verl-2905").encode())))
+    assert cli(["diagnose", "-", "--json"]) == 1
+    failure = json.loads(capsys.readouterr().out)["failure"]
+    assert failure["cause"] == "config-key" and failure["key"] == "actor_rollout_ref.rollout.name"
+    assert "set actor_rollout_ref.rollout.name" in failure["fix"]
+
+
+def test_a_relayed_error_is_classified_by_the_remote_frames_under_it():
+    # Ray prints the task's own traceback under `RayTaskError(KeyError): ray::main_task()`: a reward's frames there
+    failure = diagnose_text(_log("reasoning-gym-417"))
+    assert failure.cause == "reward-error" and "_score_output" in failure.message
+
+
+def test_free_memory_below_the_utilization_asked_is_a_setting_to_lower():
+    for case in ("pytorch-175666", "vllm-ascend-14628"):
+        failure = diagnose_text(_log(case))
+        assert (failure.cause, failure.key) == ("engine-config", "rollout.gpu_memory_utilization"), case
+
+
+def test_a_length_relation_refused_by_the_rollout_names_the_lengths_to_change():
+    failure = diagnose_text(_log("verl-1873"))
+    assert failure.cause == "engine-config" and "data.max_prompt_length + data.max_response_length" in failure.fix
+
+
+def test_the_rank_and_node_of_torchelastic_summary_and_ray_events():
+    failure = diagnose_text(_log("cppo-6"))  # `Root Cause (first observed failure):` host / rank lines
+    assert (failure.cause, failure.rank) == ("killed", 0) and failure.node.startswith("mlxlab115rp2n7682d40d9")
+    failure = diagnose_text(_log("ray-54035"))  # Ray's JSON event: {"custom_fields":{"ip":"156.176.0.154",...}}
+    assert failure.node == "156.176.0.154"

@@ -41,6 +41,20 @@ BEYOND = {
     "got no LLM layer (a layout that does not fit) is in the project's troubleshooting guide, not in the line",
     "vime-41": "the log is `IndexError: list index out of range` alone; the thread names a bug of vime's resource "
     "allocation (its family), which no log line shows",
+    # batch 10 (the second held-out batch)
+    "verl-3521": f"{CUT}: the creation task's traceback stops in init_process_group, before `The server socket has "
+    "failed to listen` (the answer: a dead worker on 33.214.152.41, exit 1)",
+    "verl-5889": f"{CUT}: vLLM's worker traceback stops in init_worker_distributed_environment, before its EADDRINUSE",
+    "verl-5015": f"{CUT}: the engine's record stops at `raise ValueErro`; that the KV cache could not hold the model "
+    "length is in the thread",
+    "verl-1785": f"{CUT}: the driver's traceback through ray.get, without the worker's AssertionError",
+    "slime-419": f"{CUT}: the ActorDiedError and the creation task's frames, without its TypeError",
+    "verl-6393": f"{CUT}: vLLM's worker traceback through update_weights_from_ipc (a weight sync, read alone) without "
+    "its error; that vLLM changed its FP8 weight-loading API is in the thread",
+    "slime-683": "the log is the router's `503 Service Unavailable` for /generate alone; that slime registered its "
+    "engines through router endpoints the newer sglang-router deprecated is in the thread",
+    "skyrl-1343": "the log is Ray's AssertionError on a reserved env var (raised in Ray, relayed by vLLM's engine "
+    "core) alone; that SkyRL's own setup hook passed it (a trainer bug) is in the thread",
 }
 
 

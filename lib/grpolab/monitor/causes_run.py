@@ -162,7 +162,6 @@ CAUSES: tuple[Cause, ...] = (
             r"RuntimeError: .{0,80}\bout of memory\b",
             r"KV cache[^\n]{0,80}(?:insufficient|not enough|exceeds)",
             r"larger than the maximum number of tokens that can be stored in KV cache",
-            r"Free memory on device[^\n]{0,80}is less than desired (?:GPU|NPU)? ?memory utilization",
             # the allocators of vLLM's and SGLang's sleep mode (their own words for a device out of memory)
             r"CUresult error: 2 \(out of memory\)|error: out of memory at [^\n]{0,80}cumem_allocator",
         ),
@@ -176,7 +175,6 @@ CAUSES: tuple[Cause, ...] = (
             "no available memory",
             "available kv cache",
             "stored in kv cache",
-            "free memory on device",
             "insufficient",
             "not enough",
             "cublas_status_alloc",
@@ -444,7 +442,7 @@ CAUSES: tuple[Cause, ...] = (
         "nothing in the driver's log",
         (
             r"A worker died or was killed",
-            r"The actor died unexpectedly",
+            r"The actor died unexpectedly|The actor died because of an error raised in its creation task",
             r"ActorDiedError|RayActorError|ActorUnavailableError|OwnerDiedError|NodeDiedError|ObjectLostError",
             r"worker process has died|Worker exit type: (?:SYSTEM_ERROR|NODE_DIED|UNEXPECTED)",
             r"Segmentation fault|SIGSEGV|core dumped|Fatal Python error",

@@ -8,7 +8,8 @@ from grpolab.monitor.cause import Cause
 CAUSES: tuple[Cause, ...] = (
     Cause(
         "config-key",
-        "a config key or Hydra override was rejected: the installed verl (or library) has no such key",
+        "a config key or Hydra override was rejected (the installed verl or library has no such key), or a key "
+        "without a default was left unset",
         "correct the key, or add it with `+` where verl's config is free-form (a new key); `grpolab check` composes "
         "the launch against the installed verl before it starts",
         (
@@ -19,6 +20,7 @@ CAUSES: tuple[Cause, ...] = (
             r"Error merging override [^\n]+",
             r"Could not delete from config\. '[^'\n]+'",
             r"ConfigKeyError: [^\n]+",
+            r"MissingMandatoryValue: [^\n]+|Missing mandatory value: [\w.\-]+",  # a key the config leaves ??? (no default)
             r"(?:Config|Arguments|Args|Params)\w{0,40}\.__init__\(\) got an unexpected keyword argument '[^'\n]+'",
             r"\bunrecognized arguments: [^\n]+",
             r"\b(?:Unknown|Unrecognized|Unsupported|Invalid) (?:config(?:uration)? )?(?:key|option|field|argument)s?"
@@ -37,6 +39,7 @@ CAUSES: tuple[Cause, ...] = (
             "could not append",
             "could not delete",
             "configkeyerror",
+            "missing mandatory",
             "unexpected keyword",
             "unrecognized",
             "unknown",
@@ -303,8 +306,10 @@ CAUSES: tuple[Cause, ...] = (
             r"max_num_batched_tokens \(\d+\) is smaller than max_model_len",
             r"max_num_seqs \(\d+\) (?:exceeds|is larger than|must be)",
             r"\d+ validation errors? for \w{0,40}Config\b",
+            # vLLM's start-up check of gpu_memory_utilization against the memory free then: a setting to lower
+            r"Free memory on device[^\n]{0,80}on startup is less than desired",
         ),
-        ("max_num_batched_tokens", "max_num_seqs", "validation error"),
+        ("max_num_batched_tokens", "max_num_seqs", "validation error", "free memory on device"),
         ("verl-project/verl PR 259", "verl-project/verl PR 7632"),
     ),
     Cause(

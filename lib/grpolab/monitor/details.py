@@ -99,7 +99,12 @@ def explain(cause: str, lines: list[str], facts: dict[str, str], previous: list[
                 extra = next((e for e in deeper if e and e.key and e.key.startswith(f"{extra.key}.")), extra)
             full = next((m.group(1) for text in lines if (m := _FULL_KEY.search(text))), None)
             if cause == "config-key" and full and full != extra.key:
-                return _config_key(f"Could not override '{full}'", facts)  # the key as a person writes it: dotted
+                out = _config_key(f"Could not override '{full}'", facts)  # the key as a person writes it: dotted
+                if out and extra.key and extra.key.startswith(f"{full}."):  # an override under a key not there
+                    said = f"The rejected key: {extra.key} ({full} is not in the config)"
+                    out.message = out.message.replace(f"The rejected key: {full}", said, 1)
+                    out.key = extra.key  # the key as the launch wrote it
+                return out
             return extra
     return Extra()
 
@@ -114,7 +119,7 @@ _KEY = re.compile(
     r"Could not override '([^'\n]+)'|Key '([^'\n]+)' is not in struct|ConfigAttributeError: Key '([^'\n]+)'|"
     r"An item is already at '([^'\n]+)'|Error merging override \+?([\w.\-]+)|Could not delete from config\. "
     r"'([^'\n]+)'|unexpected keyword argument '([^'\n]+)'|unrecognized arguments: (\S+)|"
-    r"(?:key|option|field)s?[: ]+'?([\w.\-]+)|full_key: ([\w.\-]+)",
+    r"Missing mandatory value: ([\w.\-]+)|(?:key|option|field)s?[: ]+'?([\w.\-]+)|full_key: ([\w.\-]+)",
     re.IGNORECASE,
 )
 
@@ -151,6 +156,8 @@ def _config_key(line: str, facts) -> Extra | None:
     if not m:
         return None
     key = next(g for g in m.groups() if g)
+    if "Missing mandatory value" in line:  # OmegaConf's `???`: the key is known and has no default, set it
+        return Extra(f"The key without a value: {key}", f"set {key} (the config has no default for it)", key)
     near = nearest_verl_key(key)
     message = f"The rejected key: {key}"
     if near:
@@ -203,6 +210,8 @@ _ENGINE_SPELLING = {
     "tp_size": "tensor_model_parallel_size",
     "max_tokens": "max_response_length",
 }
+# vLLM's words for an argument it names in a message ("less than desired GPU memory utilization (0.9, 19.84 GiB)")
+_SPELLED = re.compile(r"\b[GN]PU memory utilization \(", re.IGNORECASE)
 _ARGUMENT = re.compile(r"(?<![\w.])(?:--)?([a-z][a-z0-9]*(?:[_-][a-z0-9]+)+)\b`?\)?(?:[ :=]+\(?(-?[\d.]+)\)?)?")
 
 
@@ -210,6 +219,7 @@ def engine_arguments(message: str) -> list[tuple[str, str, str | None]]:
     """The arguments an engine's error message names: (name, the value it gives or "", the recipe field through the
     field map or None), the ones with a recipe field first."""
     found: dict[str, tuple[str, str, str | None]] = {}
+    message = _SPELLED.sub("gpu_memory_utilization (", message)
     for m in _ARGUMENT.finditer(message):
         name = m.group(1).replace("-", "_")
         if name in found or len(found) >= 6:

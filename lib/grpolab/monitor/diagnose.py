@@ -103,6 +103,7 @@ class Scan:
         self.progress_at: int | None = None  # where work done first shows (a step, a progress bar, throughput)
         self.npu_at: int | None = None  # where an Ascend NPU stack first shows
         self.sync_at: int | None = None  # where the trainer-to-rollout weight channel first shows
+        self.warning_at: int | None = None  # where a warning first shows
         self.base = 0  # bytes read before the chunk being scanned
         self.spent = 0.0  # seconds spent matching patterns
         self.linear = False  # every line is first checked by Hyperscan (after _BUDGET seconds of matching)
@@ -252,6 +253,8 @@ class Scan:
             hit.exception = exc[:3]
             trace = self._trace(chunk, start, line)
             hit.frames = fe.frames_of(trace)
+            if exc[1]:  # Ray's RayTaskError(KeyError): the remote task's own frames follow its line, innermost last
+                hit.frames += fe.frames_after(chunk, end)
             hit.text = fe.as_printed(chunk, start, end, exc[2], line)
             if hit.where.node is None or hit.where.pid is None:  # the actor a relayed traceback names above it
                 for text in reversed(trace):
@@ -315,8 +318,9 @@ class Scan:
             hits = {cause: list(kept) for cause, kept in self.weak.items()}
             order = [c.id for c in CAUSES if hits.get(c.id)]
         if not order:  # no cause of the registry: what the first error's structure says, or unknown
-            if first_hit is None and self.exits and not self.success:
-                first_hit, first = self.exits[0], self._first_error(self.exits[0])
+            if first_hit is None and self.exits and not self.success:  # a `raise` line over a traceback's header
+                last = next((h for h in self.exits if not fe.TRACEBACK.search(h.line)), self.exits[0])
+                first_hit, first = last, self._first_error(last)
             if first_hit is None:
                 return None
             context = self._context(first_hit)
@@ -372,7 +376,8 @@ class Scan:
     def family(self) -> str:
         """The family of a log that shows no failure: `warning-only` when it holds warnings and no sign of work
         done (a step, a progress bar, an engine's throughput), else `healthy-run`."""
-        return "warning-only" if self.warnings and self.progress_at is None else "healthy-run"
+        warned = self.warnings or self.warning_at is not None
+        return "warning-only" if warned and self.progress_at is None else "healthy-run"
 
     def _context(self, hit: _Hit | None) -> Context:
         if hit is None:
@@ -397,13 +402,14 @@ class Scan:
         if len(self.files) > 1 and all(h.where.time for h in errors):
             errors = sorted(errors, key=lambda h: h.where.time)  # one log per rank: the earliest across them
         found = next((h for h in errors if h.exception), None)
-        if found is None:
-            found = next((h for h in errors if not fe.FRAME.search(h.line) and not fe.TRACEBACK.search(h.line)), None)
+        if found is None:  # a record that is not a part of a traceback (its header, a frame, a frame's source line)
+            found = next((h for h in errors if not fe.in_traceback(h.line)), None)
         if found is None:  # an echo whose message only sounds like one (a command that failed) before a relay
             relayed = [h for h in self.echoes if h.exception]
             found = next((h for h in relayed if not fe.relays(h.exception[0])), None)
             found = found or next(iter(relayed), None) or next(iter(self.echoes), None)
-        return found
+        # else a log cut inside a traceback: the innermost line it shows says the most
+        return found or (errors[-1] if errors else None)
 
     def _first_error(self, hit: _Hit, origin_rank: bool = False, hits: list[_Hit] | None = None) -> FirstError:
         """The first error of `hit`; `origin_rank`: a registry cause's origin, whose first line read of the same
@@ -413,7 +419,8 @@ class Scan:
             hit = min(same, key=lambda h: h.order) if same else hit
         self._late(hit.where)
         kind, inner, message = hit.exception or ("", None, fe.strip_prefix(hit.line).strip())
-        lines = (hit.text or hit.line).split("\n")
+        said = hit.text or next((h.text for h in self.errors if h.offset == hit.offset and h.text), hit.line)
+        lines = said.split("\n")  # (a cause's line read as an error too: as printed, with what it continues on)
         return FirstError(
             kind,
             message,
@@ -426,7 +433,7 @@ class Scan:
             hit.where.pid,
             inner,
             lines[1:],
-            hit.text or hit.line,
+            said,
         )
 
     def _late(self, w: Where) -> None:

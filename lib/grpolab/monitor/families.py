@@ -246,6 +246,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
             return Verdict(
                 "checkpoint-save" if save else "checkpoint-mismatch", "checkpoint-save" if save else "checkpoint-load"
             )
+    if kind == "KeyError" and sg.PARAM_NAME.search(message):  # a parameter's name the receiving side does not know
+        return _sync(first)  # (not a checkpoint's: that says so above): the name map between trainer and rollout
     if sg.CAPTURE.search(stack) or sg.CAPTURE.search(text):
         return Verdict("unknown", "cuda-graph-capture")
     if sg.SAVER.search(f"{first.said} {stack}"):  # the allocator refused (its out of memory is the memory's, above)
@@ -275,7 +277,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if sg.RAY_CONNECT.search(text):
         return Verdict("startup-timeout", "ray-cluster-connect")
     if kind in ("ValueError", "AssertionError", "ValidationError", "NotImplementedError", "TypeError"):
-        if _config_check(first) or _names_engine_arguments(message) or _relates(message):
+        said = f"{message} {' '.join(first.context[:2])}"  # (a message printed over several lines)
+        if _config_check(first) or _names_engine_arguments(said) or _relates(message):
             return _engine_config(first)
         if sg.SETTING.search(f"{message} {' '.join(first.context[:2])}"):  # a check that refuses a setting
             return _engine_config(first)
@@ -359,8 +362,11 @@ def _config_check(first: FirstError) -> bool:
 
 def _relates(message: str) -> bool:
     """The message states a relation of batch or layout quantities that does not hold (`train_batch_size is not
-    equal to micro_batch_per_gpu * gradient_acc_step * world_size 256 != 2 * 18 * 7`)."""
-    return bool(sg.RELATION.search(message)) and bool(sg.BATCH_WORDS.search(message) or sg.LAYOUT_WORDS.search(message))
+    equal to micro_batch_per_gpu * gradient_acc_step * world_size 256 != 2 * 18 * 7`, "model context length should
+    be greater than total sequence length")."""
+    return bool(sg.RELATION.search(message)) and any(
+        w.search(message) for w in (sg.BATCH_WORDS, sg.LAYOUT_WORDS, sg.LENGTH_WORDS)
+    )
 
 
 def _device_query(first: FirstError) -> bool:
@@ -523,4 +529,10 @@ def _engine_config(first: FirstError) -> Verdict:
             key = fields[0][1]
             message += " (" + ", ".join(f"{arg}: the recipe field {f}" for arg, f in fields) + ")"
             fix = "change " + " or ".join(dict.fromkeys(f for _, f in fields)) + " as the message asks"
+    elif sg.LENGTH_WORDS.search(text):  # the lengths asked of the rollout against the model's context
+        key = "data.max_response_length"
+        fix = (
+            "keep data.max_prompt_length + data.max_response_length within the model's context length "
+            "(max_position_embeddings), or take a model with a longer context"
+        )
     return Verdict(cause, cause, message, fix, key, "")

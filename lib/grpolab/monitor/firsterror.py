@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 from grpolab.jobs.job_entry import ANSI
 
 # An exception line: `ValueError: ...`, `torch.OutOfMemoryError: ...`, `ray.exceptions.RayTaskError(ValueError): ...`,
+# `omegaconf.errors.MissingMandatoryValue: ...` (any type of a module named errors or exceptions),
 # `AssertionError` alone, behind any prefix (Ray's `(pid=..)`, `[rank3]:`, vLLM's `ERROR 06-09 ... [core.py:1]`).
 # The look-behind starts a match only at a name's first character, so the scan is linear in the line's length.
 _EXCEPTION = re.compile(
-    r"(?<![\w.'\"/<-])((?:[A-Za-z_]\w*\.)*[A-Z]\w*?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Abort)|"
+    r"(?<![\w.'\"/<-])((?:[A-Za-z_]\w*\.)*(?:errors|exceptions)\.[A-Z]\w*|"  # a type of an errors module
+    r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Abort)|"
     r"KeyboardInterrupt|StopIteration)(?:\(([\w.]+)\))?(?:: ?(.*)|:?$)"
 )
 _NOT_AN_ERROR = re.compile(r"^(?:ERROR|WARNING|INFO)$")
@@ -141,6 +143,34 @@ def frames_of(lines: list[str]) -> list[Frame]:
         elif out and exception_in(text) and not text.lstrip().startswith(("raise", "File")):
             break  # the error line of the traceback above (a chained exception): not this traceback's frames
     return list(reversed(out))
+
+
+def frames_after(chunk, end: int) -> list[Frame]:
+    """The frames that follow a relayed error's line ending at `end` (Ray prints the remote task's traceback under
+    its `RayTaskError(KeyError): ray::task()` line), up to the next error line or traceback; innermost last."""
+    out: list[Frame] = []
+    for piece in bytes(chunk[end + 1 : end + 1 + _TRACE_AFTER]).split(b"\n"):
+        text = ANSI.sub("", piece.decode("utf-8", "replace"))
+        if m := FRAME.search(text):
+            out.append(Frame(m.group(1), int(m.group(2)), m.group(3) or "", library_of(m.group(1))))
+        elif TRACEBACK.search(text) or (exception_in(text) and not text.lstrip().startswith(("raise", "File"))):
+            break
+    return out
+
+
+_TRACE_AFTER = 32 << 10  # bytes after a relayed error read for its remote frames
+_CODE = re.compile(
+    r"^(?:[ \t]*\[?[EFWI]\d{4} [^\]\n]{0,120}\]|[ \t]*(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) [^\]\n]{0,120}\])? {2,}\S"
+)
+
+
+def in_traceback(line: str) -> bool:
+    """A traceback's part: its header, a frame, or a frame's source line (indented code behind a logger's header:
+    vLLM's `ERROR 04-07 12:12:08 [multiproc_executor.py:597]     self.worker.init_device()`)."""
+    if FRAME.search(line) or TRACEBACK.search(line):
+        return True
+    body = strip_prefix(line)
+    return bool(_CODE.match(body)) and exception_in(body) is None
 
 
 def is_source(line: str, above: list[bytes]) -> bool:
@@ -401,7 +431,10 @@ _RECORD = re.compile(  # a line that starts a record of its own (a rank's prefix
 )
 
 
-_ERROR_CODE = re.compile(r"E[A-Z0-9]\d{4}: \[PID")  # CANN: `EZ9999: [PID: 62938] 2025-05-27-06:52:12 ...`
+_ERROR_CODE = re.compile(r"E[A-Z0-9]\d{4}: \[PID")
+_HYDRA_DETAIL = re.compile(
+    r"To append to your config use \+|Key '[^'\n]+' (?:is )?not in (?:struct|')"
+)  # CANN: `EZ9999: [PID: 62938] 2025-05-27-06:52:12 ...`
 
 
 def continues(text: str, empty: bool, wrapped: bool = False) -> bool:
@@ -411,6 +444,8 @@ def continues(text: str, empty: bool, wrapped: bool = False) -> bool:
     if _RECORD.match(text) or exception_in(text):
         return False
     if empty or wrapped or _ERROR_CODE.match(text.lstrip()):  # CANN's detail of its error, under its code
+        return True
+    if _HYDRA_DETAIL.match(text.lstrip()):  # Hydra's advice and OmegaConf's reason under `Could not override 'a.b'.`
         return True
     head = text[:1]
     body = text.lstrip()[:1]

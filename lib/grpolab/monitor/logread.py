@@ -110,6 +110,9 @@ MARKS = {
     "engine": rb"vllm|vLLM|VLLM|sglang|SGLang|SGLANG|WorkerWrapper|EngineCore|LLMRayActor|Worker_TP|worker_base",
     "progress": rb"step:\d+ - |throughput|it/s\]|s/it\]|Decode batch|Prefill batch|Training Progress",
     "npu": rb"torch_npu|torch-npu|\bNPU\b|\bnpu\b|Ascend|CANN|HCCL",
+    # a warning-level record or a Python warning (`UserWarning: ...`, `WARNING:megatron...`): a log of only these
+    # and no work done is warning-only (the error layer's words do not include a warning's)
+    "warning": rb"Warning: |\bWARNING\b|\bWARN\b",
     # the channel the trainer sends weights to the rollout engine on, being set up or used (TRL's, SGLang's, vLLM's,
     # OpenRLHF's, NeMo RL's refit, AReaL's and slime's names for it)
     "sync": rb"init_communicator|update_named_param|init_weights?_update_group|update_weights?_from_(?:distributed|tensor|"

@@ -32,8 +32,9 @@ _REMOTE = re.compile(
     re.IGNORECASE,
 )
 _RAY_PID_IP = re.compile(r"\bpid=(\d+)(?:[^()\n]{0,200}?\bip=(\d{1,3}(?:\.\d{1,3}){3}|[\w\-]+))?")
+# (also Ray's structured event, `{"custom_fields":{"ip":"156.176.0.154",...},"label":"RAY_NODE_REMOVED",...}`)
 _NODE = re.compile(
-    r"\b(?:ip[:=] ?|IP: |IP address: \[?|node IP:? |node(?:_ip)?: |host(?:name)?: |ip\[)"
+    r"\b(?:ip[:=] ?|IP: |IP address: \[?|node IP:? |node(?:_ip)?: |host(?:name)?: |ip\[|(?<=\")ip\": ?\")"
     r"(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w\-]*\d[\w\-.]*)",
 )
 # NCCL's own prefix, `node5:240:240 [6] misc/socket.cc:533 NCCL WARN ...`: host:pid:tid [device]
@@ -43,11 +44,14 @@ _SGLANG_TP = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP\d+)?(?: PP\d+)?
 _REMOTE_IP = re.compile(r"remote_ip(?:_addr)?\[(\d{1,3}(?:\.\d{1,3}){3})\]", re.IGNORECASE)
 _LINK_ROW = re.compile(r"\|[ \t]*(\d{1,3}(?:\.\d{1,3}){3})\((\d+)\)[ \t]*\|")  # HCCL LINK_ERROR_INFO: dest(rank)
 _WORKER_PID = re.compile(r"\bWorker PID: (\d+)")  # Ray's "A worker died ..." names the dead worker
-RAY_TASK = re.compile(r"ray::[\w.]+\(\) \(pid=(\d+), ip=([\w.\-]+)")  # a relayed error's actor: its pid, node
+RAY_TASK = re.compile(r"ray::[\w.:\-]+\(\) \(pid=(\d+), ip=([\w.\-]+)")  # a relayed error's actor: its pid, node
 _DIED = re.compile(r"actor died|died unexpectedly|ActorDiedError|RayActorError|is dead because", re.IGNORECASE)
 _PREFIXES = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\) ?)+")  # Ray's `(Actor pid=N, ip=A)` before a relayed line
 _BLOCK_PID = re.compile(r"^\s+pid: (\d+)\s*$")
 _BLOCK_IP = re.compile(r"^\s+ip: (\S+)\s*$")
+# torchelastic's failure summary (`Root Cause (first observed failure):`): the failed rank's host and rank, one a line
+_BLOCK_HOST = re.compile(r"^\s+host\s*: (\S+)\s*$")
+_BLOCK_RANK = re.compile(r"^\s+rank\s*: (\d+)\b")
 _SEQ = re.compile(r"SeqNum=(\d+)|work sequence id: (\d+)")
 _OPTYPE = re.compile(r"OpType=(\w+)")
 _HCCL_TAG = re.compile(r"tag\[([A-Za-z]+?)_")
@@ -106,6 +110,10 @@ def where(
         above, below = _TORCHRUN.search(before[-1]), _TORCHRUN.search(after[0])
         if above and below and above.groups() == below.groups():
             w.rank = int(above.group(1) or above.group(2))
+    if w.rank is None and before and (above := _TORCHRUN.search(before[-1])) and 'File "' in before[-1]:
+        below = _TORCHRUN.search(after[0]) if after else None  # the error line that ends a rank's traceback
+        if below is None or below.groups() == above.groups():
+            w.rank = int(above.group(1) or above.group(2))
     if w.rank is None and pg:  # only a rank within a process group: better than none
         w.rank = int(pg.group(3))
     if pg:
@@ -137,6 +145,10 @@ def where(
         if (w.node is None or died) and (b := _BLOCK_IP.match(text)):
             w.node = b.group(1)
             died = False  # the nearest block only
+        if w.node is None and (b := _BLOCK_HOST.match(text)):
+            w.node = b.group(1)
+        if w.rank is None and (b := _BLOCK_RANK.match(text)):
+            w.rank = int(b.group(1))
     if w.node is None:  # the actor a relayed error came from: `ray::WorkerDict.f() (pid=P, ip=A)` nearby
         w.node = next((b.group(2) for text in near if (b := RAY_TASK.search(text))), None)
     if w.node is None:  # a hard-wrapped line continues on the next ones

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 
 # ---------------------------------------------------------------------------------------------- what a stack shows
-REWARD = re.compile(r"reward|compute_score|score_fn|\bgrader\b|math_verify|verif(?:y|ier)|_judge", re.IGNORECASE)
+REWARD = re.compile(
+    r"reward|compute_score|score_fn|(?:\b|_)score(?:_|s?\b)|\bgrader\b|math_verify|verif(?:y|ier)|_judge", re.IGNORECASE
+)
 DATA = re.compile(
     r"__getitem__|_worker_loop|collate|rl_dataset|[/\\]dataset|datasets?[/\\]|_read_files|load_dataset|tokenize_and_"
     r"postprocess|_build_messages",
@@ -18,7 +20,7 @@ DATA = re.compile(
 SYNC = re.compile(
     r"update_?weights?|weights?_?update|sync_?weights?|weights?_?sync|update_parameter|sync_model_weights|"
     r"sharding_manager|broadcast_weights|send_weights|receive_weights|checkpoint_engine|param_sync|weight_loader|"
-    r"UpdateWeight|load_weights\b",
+    r"UpdateWeight|load_weights\b|_load_w\d+\b|_load_model_weight",  # (an engine's per-layer weight loaders too)
     re.IGNORECASE,
 )
 WAKEUP = re.compile(r"resume_memory_occupation|\bwake_?up\b|waking up|cumem_allocator|torch_memory_saver", re.I)
@@ -60,8 +62,8 @@ PROMPT_TOO_LONG = re.compile(
 )
 SIGNAL_THREAD = re.compile(r"signal only works in main thread", re.IGNORECASE)
 OOM = re.compile(
-    r"out of memory|OutOfMemoryError|CUresult error: 2\b|ACL_ERROR_RT_MEMORY|207001|Free memory on device|"
-    r"less than desired (?:GPU|NPU) memory|No available memory for the cache blocks|stored in KV cache",
+    r"out of memory|OutOfMemoryError|CUresult error: 2\b|ACL_ERROR_RT_MEMORY|207001|"
+    r"No available memory for the cache blocks|stored in KV cache",
     re.IGNORECASE,
 )
 MISSING = re.compile(
@@ -110,6 +112,15 @@ LAYOUT_WORDS = re.compile(
     re.IGNORECASE,
 )
 BATCH_WORDS = re.compile(r"batch_size|batch size|mini_batch|micro_batch|chunk", re.IGNORECASE)
+# the lengths a rollout is configured with (the model's context, a sequence's, the prompt's and the response's)
+LENGTH_WORDS = re.compile(
+    r"(?:context|sequence|seq|model|prompt|response|position)[ _](?:length|len)\b|max_model_len|max_position_embeddings|"
+    r"max_(?:seq|prompt|response)_len\w{0,6}",
+    re.IGNORECASE,
+)
+# a model parameter's name (Megatron's `decoder.layers.0.self_attention.linear_proj.weight`, Hugging Face's
+# `model.layers.3.mlp.gate_proj.weight`): a key the other side of a weight transfer or a load does not know
+PARAM_NAME = re.compile(r"\b(?:[a-z_]+\.){1,3}layers\.(?:\d+|N)\.[\w.]{1,120}?(?:weight|bias|scale)\w{0,10}\b")
 # the tools and calls that ask the driver about its devices
 DEVICE_TOOL = re.compile(
     r"\b(?:npu-smi|nvidia-smi|rocm-smi|hl-smi|xpu-smi|dcmi\w{0,20}|nvmlInit\w{0,10}|NVML\w{0,20} (?:error|failed)|"
