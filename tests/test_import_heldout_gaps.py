@@ -9,7 +9,8 @@ writes itself; no third-party file is copied or run):
   naming the rules skipped; refused naming the rollouts the checked verl registers otherwise;
 - a third-party trainer module that takes verl's overrides is named, exit 2, not "no launch line";
 - an empty override (`max_model_len=`) is null, not a schema error;
-- the async-correction warning names the file that set schedule.mode, not params/base.yaml.
+- the async-correction warning names the file that set schedule.mode, not params/base.yaml;
+- a resume of a run that takes its own batch does not divide the data by a train batch of 0.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import yaml
 
 from grpolab.importer import sandbox
 from grpolab.importer.script import ImportFailed, import_script, recipe_yaml
+from grpolab.jobs.resume import training_budget
 from grpolab.rules.gate import check
 from grpolab.verl import versions
 
@@ -147,3 +149,12 @@ def test_the_async_correction_warning_names_the_file_that_set_the_mode(tmp_path)
     assert len(said) == 1, [p.format() for p in problems]
     assert said[0].message.startswith(f"{path} (schedule.mode;"), said[0].message
     assert "base.yaml" not in said[0].message
+
+
+def test_a_resume_of_a_run_that_takes_its_own_batch_counts_no_epochs_by_the_train_batch(tmp_path):
+    rows = tmp_path / "train.jsonl"
+    rows.write_text('{"prompt": "a"}\n' * 4)
+    data = {"model": {"path": "Qwen/Qwen3-8B"}, "data": {"train_files": str(rows), "train_batch_size": 0}}
+    data["trainer"] = {"entrypoint": ASYNC, "total_steps": 7}
+    recipe, _ = check(_recipe(tmp_path, data))
+    assert training_budget(recipe) == (7, "trainer.total_steps")  # not rows // 0
