@@ -37,8 +37,10 @@ def register(sub) -> None:
     p.add_argument(
         "--device",
         choices=("npu", "cuda"),
-        default="npu",
-        help="the device the script's probes find (npu-smi, nvidia-smi, torch_npu, torch.cuda); default npu",
+        default=None,
+        help="the device the script runs on: its probes (npu-smi, nvidia-smi, torch_npu, torch.cuda) find it, and a "
+        "script that names no trainer.device gets it; default: the probes answer npu, and such a script gets verl's "
+        "own default trainer.device (cuda)",
     )
     p.add_argument("--devices", type=int, default=8, help="devices per node the probes report; default 8")
     p.add_argument(

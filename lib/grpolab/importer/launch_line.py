@@ -87,7 +87,7 @@ def _runner_entry(argv: list[str]) -> tuple[str, list[str]] | None:
         i += 2 if argv[i] in _RUNNER_VALUE else 1
     if i >= len(argv):
         return None
-    found = launch_in(argv[i], argv[i + 1 :], {})
+    found = module_call(argv[i], argv[i + 1 :], {})
     return found[:2] if found else None
 
 
@@ -132,7 +132,7 @@ def _ray_entry(argv: list[str], files: dict) -> tuple[str, list[str], dict] | No
         elif name == "--working-dir":
             runtime["working_dir"] = value
         i += 1
-    found = launch_in(command[0], command[1:], files) if command else None
+    found = module_call(command[0], command[1:], files) if command else None
     if not found:
         return None
     settings["runtime_env"] = runtime
@@ -153,6 +153,13 @@ def _object(text: str, where: str, yaml_text: bool) -> dict:
 
 def launch_in(tool: str, argv: list[str], files: dict) -> tuple[str, list[str], dict] | None:
     """(module, args after it, Ray settings) when this call starts a verl entry point, else None."""
+    found = module_call(tool, argv, files)
+    return found if found is not None and ENTRY.match(found[0]) else None
+
+
+def module_call(tool: str, argv: list[str], files: dict) -> tuple[str, list[str], dict] | None:
+    """(module, args after it, Ray settings) when this call starts a Python module (any: verl's entry points and a
+    third-party trainer's), directly or through torchrun, uv, a runner, a wrapper or `ray job submit`; else None."""
     name = Path(tool).name
     ray: dict = {}
     if re.fullmatch(r"python[\d.]*", name):
@@ -165,13 +172,13 @@ def launch_in(tool: str, argv: list[str], files: dict) -> tuple[str, list[str], 
         found = _runner_entry(argv)
     elif name in WRAPPERS:  # the first argument that is a launcher starts the command
         at = next((i for i, a in enumerate(argv) if Path(a).name in LAUNCHERS and Path(a).name not in WRAPPERS), None)
-        inner = launch_in(argv[at], argv[at + 1 :], files) if at is not None else None
+        inner = module_call(argv[at], argv[at + 1 :], files) if at is not None else None
         found = inner[:2] if inner else None
     elif name == "ray":
         submitted = _ray_entry(argv, files)
         found, ray = (submitted[:2], submitted[2]) if submitted else (None, {})
     else:
         found = None
-    if not found or not ENTRY.match(found[0]):
+    if not found:
         return None
     return found[0], found[1], ray

@@ -32,10 +32,11 @@ from typing import Any
 
 from grpolab import owned
 from grpolab.importer import sandbox, scratch
-from grpolab.importer.launch_line import LAUNCHERS, MAIN, RUNNERS, ImportFailed, launch_in
+from grpolab.importer.launch_line import LAUNCHERS, MAIN, RUNNERS, ImportFailed, launch_in, module_call
 from grpolab.importer.sandbox_cover import hidden_python, interpreters
 from grpolab.importer.variables import exported_env, read_names, unset_reads
-from grpolab.verl.config import verl_version
+from grpolab.recipe.engines import FSDP
+from grpolab.verl.config import base_config, verl_version
 
 COW_MB = 256  # what a script may write outside the scratch folder, in MiB (sandbox_init's cap)
 DEVICE_TOOLS = {"npu": "npu-smi", "cuda": "nvidia-smi"}
@@ -389,6 +390,14 @@ def _no_launch(path: Path, code: int | None, stderr: str, records: list[dict], n
         )
     if notes:
         tail = "\n".join(notes) + "\n" + tail
+    other = _third_party(records)
+    if other is not None:
+        return ImportFailed(
+            f"{path}: the script launches a third-party trainer module, `python3 -m {other}`: it takes verl's "
+            "overrides but runs its own trainer, whose config and code GRPO Lab cannot see; GRPO Lab imports only "
+            f"verl's entry points ({MAIN}, verl's experimental trainers, a verl recipe's entry point), so nothing was "
+            "imported"
+        )
     if code not in (0, None):
         needs = sorted(set(re.findall(r"([A-Za-z_]\w*): unbound variable", stderr)))
         hint = f"; it needs ${', $'.join(needs)}: set it in your environment and import again" if needs else ""
@@ -404,6 +413,23 @@ def _no_launch(path: Path, code: int | None, stderr: str, records: list[dict], n
         + (f"; it ran: {'; '.join(ran[:3])}" if ran else "")
         + (f"\n{tail}" if tail else "")
     )
+
+
+def _third_party(records: list[dict]) -> str | None:
+    """The module of the first recorded call that starts a Python module other than verl's entry points with verl's
+    overrides (`actor_rollout_ref.rollout.n=8`: a key under a top-level section of verl's own config): another
+    project's trainer built on verl (rllm's), which import cannot compose. None when there is none."""
+    sections = {key.split(".", 1)[0] for key in base_config(FSDP.name) or {}}
+    for r in records:
+        if r["tool"] not in LAUNCHERS:
+            continue
+        found = module_call(r["tool"], r["argv"], r.get("files", {}))
+        if found is None or found[0].startswith("-") or found[0].split(".", 1)[0] in ("verl", "recipe"):
+            continue  # verl's own other entry points (sft_trainer, main_generation): not a launch to import
+        keys = [a.split("=", 1)[0].lstrip("+").split(".", 1)[0] for a in found[1] if "=" in a and "." in a]
+        if any(k in sections for k in keys):
+            return found[0]
+    return None
 
 
 def _stamp(name: str) -> int:

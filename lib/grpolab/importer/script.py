@@ -12,7 +12,8 @@ wherever base.yaml's default would differ: this needs no valid recipe, so a reci
 the script's values. Last, both launches are composed and compared key by key (grpolab.verl.config.differences);
 what still differs is reported. grpolab.importer.writing writes the recipe with a comment on each value naming the
 script's setting behind it; a secret's value is never written: it becomes a reference `${NAME}` to the launching
-shell's variable.
+shell's variable. A script that names no trainer.device takes the one the user names (--device), else verl's own
+default (the checked verl's config: cuda); an empty override (`key=`) is null (grpolab.importer.overrides).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import yaml
 
 from grpolab import owned
 from grpolab.importer import legacy
+from grpolab.importer import overrides as overrides_
 from grpolab.importer.record import MAIN, ImportFailed, Recorded, record
 from grpolab.importer.writing import recipe_yaml
 from grpolab.paths import params_dir
@@ -38,7 +40,7 @@ from grpolab.recipe.loader import field_type, load_recipe, merge_layers
 from grpolab.recipe.secrets import REDACTED, is_secret, references
 from grpolab.verl import config as verl_schema
 from grpolab.verl import entry as entry_point
-from grpolab.verl import fieldmap, rewards
+from grpolab.verl import fieldmap, rewards, versions
 from grpolab.verl.render import engine_selection, render
 
 __all__ = ["ImportFailed", "Imported", "import_script", "record", "recipe_yaml", "to_recipe"]
@@ -67,21 +69,11 @@ class Imported:
 # ---------------------------------------------------------------------------------------------- composing
 
 
-def _flag(argv: list[str], flag: str) -> str | None:
-    """The value of `--flag=V` or `--flag V` in a launch's arguments."""
-    for i, arg in enumerate(argv):
-        if arg == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith(flag + "="):
-            return arg.split("=", 1)[1]
-    return None
-
-
 def _entry(recorded: Recorded) -> tuple[entry_point.EntryConfig | None, list[str]]:
     """The config the launch's entry point composes with (its own, where the script's checkout is on this machine),
     and notes. ImportFailed where the launch names a config folder (`--config-path`) that is not here."""
-    config_path = _flag(recorded.argv, "--config-path") or _flag(recorded.argv, "--config-dir")
-    config_name = _flag(recorded.argv, "--config-name")
+    config_path = overrides_.flag(recorded.argv, "--config-path") or overrides_.flag(recorded.argv, "--config-dir")
+    config_name = overrides_.flag(recorded.argv, "--config-name")
     working = (recorded.ray.get("runtime_env") or {}).get("working_dir")
     path = recorded.env.get("PYTHONPATH") or os.environ.get("PYTHONPATH", "")
     roots = [
@@ -99,17 +91,6 @@ def _entry(recorded: Recorded) -> tuple[entry_point.EntryConfig | None, list[str
         f"python3 -m {recorded.module}: {found}; its own Hydra config could not be read, so the launch was composed "
         "with verl's main_ppo config (import from the script's checkout to compose with the entry point's own)"
     ]
-
-
-def _parsed(overrides: list[str]) -> dict[str, Any]:
-    values = {}
-    for text in overrides:
-        try:
-            values.update(verl_schema.parse_overrides([text]))
-        except Exception as exc:  # Hydra's grammar errors: the script's own override is malformed
-            message = str(exc).strip().splitlines()[0]
-            raise ImportFailed(f"the launch's override {text!r} is not a Hydra override: {message}") from None
-    return values
 
 
 def _engine(config_name: str, values: dict[str, Any]) -> str:
@@ -292,7 +273,7 @@ class _Builder:
             self.set(found.field, transform(value) if transform else value, text, key)
 
 
-def to_recipe(recorded: Recorded, name: str, device: str = "npu", legacy_reward: str = "apply") -> Imported:
+def to_recipe(recorded: Recorded, name: str, device: str | None = None, legacy_reward: str = "apply") -> Imported:
     """Map the recorded launch onto a recipe (see the module docstring). An env value whose name holds a secret
     (grpolab.recipe.secrets.is_secret, the one test of a name) becomes a reference, wherever it came from. The
     reward's older keys that the launch's entry point ignores are applied as their new keys or kept inert
@@ -300,7 +281,9 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu", legacy_reward:
     own, entry_notes = _entry(recorded)
     folder = own.folder if own is not None and own.own else None
     config_name, overrides = verl_schema.split_argv(recorded.argv)
-    values = _parsed(overrides)
+    overrides_empty = {o for o in overrides if o.endswith("=")}
+    overrides, empty_notes = overrides_.empty_values(overrides)
+    values = overrides_.parsed(overrides)
     engine = _engine(config_name, values)
     if own is not None:
         config_name = own.name
@@ -322,7 +305,7 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu", legacy_reward:
         engine = _engine("", {k: upstream.get(k) for k in ("model_engine", f"{fieldmap.ACTOR}.strategy")})
     upstream = legacy.migrated(upstream, recorded.module)  # as an entry point that moves older keys runs it
     overrides, moved = legacy.rewrite(overrides, values, config, recorded.module, legacy_reward)
-    values = _parsed(overrides)
+    values = overrides_.parsed(overrides)
     rollout = str(upstream.get(f"{fieldmap.ROLL}.name") or "vllm")
     build = _Builder(name, engine, rollout)
     build.upstream = upstream
@@ -342,6 +325,9 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu", legacy_reward:
             continue
         build.override(text, key, value)
     build.join_parts()
+    for target, why in build.sources.items():  # the script's own words: `key=` (composed as `key=null`)
+        if why.endswith("=null") and why[: -len("null")] in overrides_empty:
+            build.sources[target] = why[: -len("null")] + " (empty: null)"
     _reward_from(build, recorded.cwd)
     for target, why in build.sources.items():  # a value the recipe applies from an older key names that key
         parts = why.split("; ")
@@ -373,7 +359,7 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu", legacy_reward:
         build.unmapped,
         recorded,
         unset=list(recorded.unset),
-        notes=[*recorded.notes, *entry_notes, *build.notes],
+        notes=[*recorded.notes, *entry_notes, *empty_notes, *build.notes],
     )
     imported.legacy = [e.to_dict() for e in moved]
     _deprecations(imported, config_name, overrides)
@@ -381,8 +367,32 @@ def to_recipe(recorded: Recorded, name: str, device: str = "npu", legacy_reward:
     return imported
 
 
-def _cluster(build: _Builder, recorded: Recorded, device: str) -> None:
-    dev = get_dotted(build.data, "cluster.device") or device
+def _device(build: _Builder, device: str | None) -> str:
+    """The recipe's cluster.device: the script's trainer.device, else the device the user named (--device), else
+    what the launch runs with when it names none: trainer.device as the checked verl's own config defaults it (cuda in
+    0.9.1; its main_ppo switches it to npu when it finds an Ascend NPU, which the note says)."""
+    named = get_dotted(build.data, "cluster.device")
+    if named is not None:
+        return named
+    if device is not None:
+        build.sources["cluster.device"] = f"--device {device} (the script names no trainer.device)"
+        return device
+    key = fieldmap.verl_key("cluster.device")
+    default = build.upstream.get(key) or ((fieldmap.checked_facts() or {}).get("defaults") or {}).get(key)
+    default = default or versions.reference_default(key)
+    default = fieldmap.IMPORTS["device"](default)
+    build.sources["cluster.device"] = (
+        f"verl {verl_schema.verl_version()}'s default {key}={default} (the script names no device)"
+    )
+    build.notes.append(
+        f"the script names no {key}: the recipe takes verl's own default, {default} (verl's main_ppo switches to npu "
+        "on an Ascend machine); for NPUs import with --device npu or set cluster.device and hardware/ascend-a2|a3"
+    )
+    return default
+
+
+def _cluster(build: _Builder, recorded: Recorded, device: str | None) -> None:
+    dev = _device(build, device)
     set_dotted(build.data, "cluster.device", dev)
     per_node = get_dotted(build.data, "cluster.devices_per_node") or 1
     build.data["cluster"]["_hardware"] = _hardware(dev, per_node)
@@ -427,8 +437,8 @@ def _entry_fields(build: _Builder, recorded: Recorded, own: entry_point.EntryCon
             f"where python3 -m {recorded.module} finds its package (the launch's folder)"
         )
     for flag, target in (("--config-path", "trainer.config_path"), ("--config-name", "trainer.config_name")):
-        value = _flag(recorded.argv, flag) or (
-            _flag(recorded.argv, "--config-dir") if flag == "--config-path" else None
+        value = overrides_.flag(recorded.argv, flag) or (
+            overrides_.flag(recorded.argv, "--config-dir") if flag == "--config-path" else None
         )
         if value is not None:
             set_dotted(build.data, target, value)
@@ -544,7 +554,7 @@ def _verify(
 def import_script(
     script: str | Path,
     name: str | None = None,
-    device: str = "npu",
+    device: str | None = None,
     *,
     trusted: bool = False,
     env: dict[str, str] | None = None,
@@ -555,7 +565,9 @@ def import_script(
     `script`. ImportFailed (exit 2) for unusable input. `legacy_reward`: apply or keep inert the reward's older keys
     the launch's entry point ignores (grpolab.importer.legacy)."""
     path = Path(script)
-    recorded = record(path, device=device, env=env, trusted=trusted, devices=devices)
+    # the probes answer as an NPU machine unless the user names the device; a script that names no trainer.device
+    # then gets verl's own default (_device), not the probes' answer
+    recorded = record(path, device=device or "npu", env=env, trusted=trusted, devices=devices)
     name = name or re.sub(r"[^A-Za-z0-9_]+", "_", path.stem).strip("_") or "imported"
     try:
         imported = to_recipe(recorded, name, device, legacy_reward)

@@ -268,7 +268,8 @@ def training_budget(recipe: Recipe) -> tuple[int | None, str]:
         return total, how
     files = recipe.data.train_files
     counts = [dataset_rows(path) for path in ([files] if isinstance(files, str) else files)]
-    if counts and all(c is not None for c in counts):
+    own_batch = recipe.data.train_batch_size == 0  # an entry point that takes its own batch counts its own steps
+    if counts and all(c is not None for c in counts) and not own_batch:
         per_epoch = sum(counts) // recipe.data.train_batch_size
         bound = per_epoch * recipe.trainer.total_epochs
         if total is None or bound < total:

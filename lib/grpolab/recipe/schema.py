@@ -176,7 +176,11 @@ class ValKwargs(Strict):
 
 
 class Rollout(Strict):
-    engine: Literal[ROLLOUTS]
+    engine: Annotated[str, StringConstraints(pattern=ENGINE_NAME)] = Field(
+        description=f"{' | '.join(ROLLOUTS)} (hf: train.engine trl only), or another rollout the checked verl "
+        "registers (`rollout.name`; a plugin may register one through env VERL_USE_EXTERNAL_MODULES): `grpolab check` "
+        "says which it has and which rules it skips for one GRPO Lab does not know"
+    )
     tp: int = Field(gt=0)
     dp: int = Field(gt=0)
     ep: int = Field(gt=0)
@@ -214,7 +218,11 @@ class Rollout(Strict):
 class Data(Strict):
     train_files: Union[str, list[str]]
     val_files: Union[str, list[str]]
-    train_batch_size: int = Field(gt=0, description="prompts per step")
+    train_batch_size: int = Field(
+        ge=0,
+        description="prompts per step; 0 only for an entry point whose trainer takes its own batch (verl's "
+        "fully_async_policy asserts 0: `grpolab check` refuses 0 for any other)",
+    )
     max_prompt_length: int = Field(gt=0)
     max_response_length: int = Field(gt=0)
     # what the cost model (grpolab plan, the monitor's estimate) expects a step to hold; never rendered

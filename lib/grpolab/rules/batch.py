@@ -9,7 +9,8 @@ import math
 
 from grpolab.rules.checks import Checks
 from grpolab.rules.maths import divisors, listed, multiples_near, nearest, train_dp
-from grpolab.verl.fieldmap import ROLL, verl_key
+from grpolab.rules.registry import train_batch_rules
+from grpolab.verl.fieldmap import ROLL, checked_facts, verl_key
 
 AGENT_WORKERS = 8  # verl 0.9.1 rollout.agent.num_workers default
 
@@ -50,8 +51,46 @@ def _minis(c: Checks) -> list[int]:
     ]
 
 
+def own_batch(c: Checks) -> bool:
+    """data.train_batch_size 0, which only an entry point whose trainer takes its own batch accepts (verl's
+    fully_async_policy asserts it is 0: its rollouter feeds the trainer; the version table's `own_batch`): a warning
+    naming the train-batch checks skipped there, an error for any other entry point (verl's main_ppo would build no
+    batch). True when the train batch is 0."""
+    r = c.r
+    if r.data.train_batch_size != 0:
+        return False
+    facts = checked_facts() or {}
+    packages = facts.get("own_batch") or {}
+    entry = r.trainer.entrypoint
+    package = next((p for p in packages if entry.startswith(p + ".")), None)
+    if package is not None:
+        c.add(
+            "mini-batch",
+            TRAIN_BATCH,
+            0,
+            f"{entry} takes its own batch (data.train_batch_size 0 on purpose: {packages[package]}); the train-batch "
+            f"checks were skipped ({', '.join(train_batch_rules())})",
+            "check its async_training.require_batches x algorithm.ppo_mini_batch_size against the layout by hand",
+            severity="warning",
+        )
+    else:
+        own = ", ".join(f"{p}.*" for p in packages) or "none"
+        c.add(
+            "mini-batch",
+            TRAIN_BATCH,
+            0,
+            f"data.train_batch_size 0: the trainer of {entry} builds no batch of 0 prompts (verl "
+            f"{facts.get('version') or ''} accepts 0 only for an entry point that takes its own batch: {own})",
+            f"set {TRAIN_BATCH} to the prompts per step (a multiple of {MINI} {r.algorithm.ppo_mini_batch_size})"
+            + (f", or launch {own}" if packages else ""),
+        )
+    return True
+
+
 def batches(c: Checks) -> None:
     r, a, d, n = c.r, c.r.algorithm, c.r.data, c.r.rollout.n
+    if own_batch(c):
+        return  # the train-batch checks divide by it
     dp = train_dp(r.train, r.world_size)
     # the user changed the train batch, not the mini batch: the problem is the override's, and so is the fix
     user_batch = c.user_set(TRAIN_BATCH) and not c.user_set(MINI)

@@ -54,7 +54,18 @@ class Checks:
         user = None if self.user_set(key) else next((k for k in involves if self.user_set(k)), None)
         if user is not None:
             origin = f"{self.r.origin(user)} (with {key} from {origin})"
+        elif involves and not self.is_set(key):  # a key nothing sets (the fix's place): the file that made the problem
+            origin = f"{self.r.origin(involves[0])} ({involves[0]}; {key} is unset)"
         self.problems += known([Problem(rule, severity, key, value, f"{origin}: {message}", fix)])
+
+    def is_set(self, key: str) -> bool:
+        """Whether a file or an override set this key (or a key inside it, or a section below the top one holding
+        it); a key only a top-level section holds (`verl_overrides: {}` in base.yaml) is not."""
+        parts = key.split(".")
+        origins = self.r.origins
+        return any(".".join(parts[:i]) in origins for i in range(2, len(parts) + 1)) or any(
+            k.startswith(key + ".") for k in origins
+        )
 
     def user_set(self, key: str) -> bool:
         """Whether an override (`--set`, a notebook's `overrides`) set this key."""

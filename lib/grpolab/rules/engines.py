@@ -9,7 +9,7 @@ from grpolab.local.mapping import unsupported
 from grpolab.problems import closest
 from grpolab.recipe.engines import by_model_engine, unknown_layout
 from grpolab.rules.checks import Checks
-from grpolab.rules.registry import engine_layout_rules
+from grpolab.rules.registry import engine_layout_rules, rollout_engine_rules
 from grpolab.verl.fieldmap import checked_facts, verl_key
 
 
@@ -81,13 +81,7 @@ def engines(c: Checks) -> None:
             severity="warning",
         )
     if ro.engine not in engine.rollouts:
-        c.add(
-            "engine-support",
-            "rollout.engine",
-            ro.engine,
-            "verl's rollouts are vllm, sglang or trtllm; hf generation is for train.engine trl only",
-            "set rollout.engine: vllm (or sglang)",
-        )
+        rollout_registered(c)
     if r.cluster.device == "cpu":
         c.add(
             "engine-support",
@@ -182,6 +176,56 @@ def registered(c: Checks) -> None:
             f"verl {version}'s {engine.name} engine accepts actor.strategy {', '.join(accepted)}, not "
             f"{r.train.fsdp_strategy!r} (it would fail at start: strategy not supported)",
             (f"did you mean {near!r}? " if near else "") + f"set train.fsdp_strategy to one of {', '.join(accepted)}",
+        )
+
+
+def rollout_registered(c: Checks) -> None:
+    """A rollout.engine GRPO Lab's rules do not know: accepted where the checked verl registers it (its rollout
+    registry, read by grpolab.verl.versions) or where the launch loads a plugin that may (env
+    VERL_USE_EXTERNAL_MODULES, imported by verl at start), with a warning naming the rules that cannot reason about
+    it; refused otherwise, with the rollouts verl has."""
+    r, ro = c.r, c.r.rollout
+    facts = checked_facts() or {}
+    rollouts = facts.get("rollouts") or {}
+    registered = rollouts.get("registered") or {}
+    version = facts.get("version") or "checked"
+    skipped = (
+        f"the rules that read a rollout engine's own settings ({', '.join(rollout_engine_rules())}) know "
+        f"{', '.join(c.r.engine.rollouts)} only and skip it; the rest ran, reading its layout and memory as vLLM's"
+    )
+    plugin = r.env.get("VERL_USE_EXTERNAL_MODULES")
+    if ro.engine in registered:
+        c.add(
+            "engine-support",
+            "rollout.engine",
+            ro.engine,
+            f"verl {version} registers rollout {ro.engine!r} ({registered[ro.engine]}); {skipped}",
+            "check the rollout engine's settings by hand against its docs",
+            severity="warning",
+        )
+    elif plugin and ro.engine != "hf":
+        c.add(
+            "engine-support",
+            "rollout.engine",
+            ro.engine,
+            f"verl {version} registers no rollout {ro.engine!r} itself (it has {', '.join(registered) or '?'}); the "
+            f"launch imports env VERL_USE_EXTERNAL_MODULES={plugin} at start ({rollouts.get('external') or 'verl'}), "
+            f"a plugin that must register it, which GRPO Lab cannot see; {skipped}",
+            f"make sure {plugin} is importable on every node (it registers the rollout), and check the rollout "
+            "engine's settings by hand",
+            severity="warning",
+        )
+    elif registered or ro.engine == "hf":
+        names = list(registered) or list(c.r.engine.rollouts)
+        near = closest(ro.engine, names)
+        c.add(
+            "engine-support",
+            "rollout.engine",
+            ro.engine,
+            f"verl {version} registers the rollouts {', '.join(names)}, not {ro.engine!r}"
+            + ("; hf generation is for train.engine trl only" if ro.engine == "hf" else "")
+            + " (a plugin can register another: env VERL_USE_EXTERNAL_MODULES names its module)",
+            (f"did you mean {near!r}? " if near else "") + f"set rollout.engine to one of {', '.join(names)}",
         )
 
 

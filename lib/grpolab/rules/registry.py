@@ -37,6 +37,8 @@ class Rule:
     card: Card = ""  # needs the model's facts: "all" (skipped without them), "part" (checked partly), "" (not at all)
     stage: Literal["check", "data"] = "check"  # data: only `grpolab data` reports it (it runs reward, tokenizer)
     engine_layout: bool = False  # reasons about the training engine's layout: skipped where it is unknown (veomni)
+    train_batch: bool = False  # reasons about data.train_batch_size: skipped where the entry point takes its own (0)
+    rollout_engine: bool = False  # reads vLLM's / SGLang's own settings: nothing to check in another rollout engine
 
 
 SEEDED = "grpolab's seeded list"
@@ -170,6 +172,7 @@ RULES: tuple[Rule, ...] = (
         "verl issue 1004 (`assert self.batch.batch_size[0] % mini_batch_size == 0`), verl issue 1524",
         layout_bound=True,
         engine_layout=True,
+        train_batch=True,
     ),
     Rule(
         "mini-batch",
@@ -177,6 +180,7 @@ RULES: tuple[Rule, ...] = (
         "train",
         "The mini-batch is no larger than, and divides, the train batch.",
         SEEDED,
+        train_batch=True,
     ),
     Rule(
         "lengths",
@@ -305,6 +309,7 @@ RULES: tuple[Rule, ...] = (
         "agent-loop workers (rollout.agent.num_workers, 8 by default); the split over the training "
         "DP groups is batch-divisible.",
         "verl issue 473 and issue 1004 (`only support equal chunk`); verl PR 115",
+        train_batch=True,
     ),
     Rule(
         "vpp-microbatches",
@@ -314,6 +319,7 @@ RULES: tuple[Rule, ...] = (
         "verl issue 1004 (`The number of contiguous micro-batches in a virtual pipeline "
         "stage should range in [PP=2 , M=1]`); NVIDIA-NeMo/Speech issue 14288",
         engine_layout=True,
+        train_batch=True,
     ),
     Rule(
         "dynamic-batch",
@@ -347,6 +353,7 @@ RULES: tuple[Rule, ...] = (
         "Megatron-LM issue 3883 (`Gated delta net does not support context parallel`), GDN CP in "
         "Megatron-LM PR 2614 / PR 2642; verl PR 7604 (Ascend stack on core_r0.18.0)",
         card="all",
+        rollout_engine=True,
     ),
     Rule(
         "weight-bucket",
@@ -383,6 +390,7 @@ RULES: tuple[Rule, ...] = (
         "async_sglang_server.py defaults to fa3 / flashinfer; the engines' backend lists and vllm-ascend's "
         "platform.py, cited in params/attention_backends.yaml",
         severity_doc=EITHER,
+        rollout_engine=True,
     ),
     Rule(
         "deprecated-key",
@@ -478,6 +486,16 @@ def check_rules() -> tuple[str, ...]:
 def engine_layout_rules() -> tuple[str, ...]:
     """The ids of the rules that reason about the training engine's layout (skipped where it is unknown)."""
     return tuple(r.id for r in RULES if r.engine_layout)
+
+
+def train_batch_rules() -> tuple[str, ...]:
+    """The ids of the rules that reason about data.train_batch_size (skipped where the entry point takes its own)."""
+    return tuple(r.id for r in RULES if r.train_batch)
+
+
+def rollout_engine_rules() -> tuple[str, ...]:
+    """The ids of the rules that read vLLM's or SGLang's own settings (nothing to check in another rollout)."""
+    return tuple(r.id for r in RULES if r.rollout_engine)
 
 
 def card_rules(card: Card) -> tuple[str, ...]:

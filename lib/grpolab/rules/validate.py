@@ -69,12 +69,18 @@ LEARNED_CHECKS = (
 LAYOUT_BOUND = (batch.vpp_microbatches, batch.dynamic_batch, lengths.seq_padding)
 
 
+# the learned checks of the train batch: skipped where the entry point takes its own (batch.own_batch says so)
+BATCH_BOUND = (batch.dispatch_chunk, batch.vpp_microbatches)
+
+
 def learned(c: Checks) -> None:
     """The learned checks that apply to the recipe's engine."""
     layout_known = unknown_layout(c.r.train) is None
+    own_batch = c.r.data.train_batch_size == 0
     for check, verl_only in LEARNED_CHECKS:
         if (c.r.engine.verl or not verl_only) and (layout_known or check not in LAYOUT_BOUND):
-            check(c)
+            if not (own_batch and check in BATCH_BOUND):
+                check(c)
 
 
 def parallel_layout(c: Checks) -> None:

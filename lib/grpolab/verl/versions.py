@@ -133,6 +133,8 @@ def derive(src: Source, layer: dict[str, tuple[str, ...]], keys: list[tuple[str,
         "v1": _v1(src, gen[FSDP.name]),
         "engines": _engines(src),
         "legacy_reward": _legacy_reward(src),
+        "rollouts": _rollouts(src),
+        "own_batch": _own_batch(src),
     }
 
 
@@ -208,6 +210,37 @@ def _engines(src: Source) -> dict[str, Any]:
                 devices = re.findall(r'"(\w+)"', device.group(1)) if device else ["cuda"]
                 entry["devices"] = sorted(set(entry["devices"]) | set(devices))
     return {"model_engines": groups, "registered": dict(sorted(registered.items()))}
+
+
+def _rollouts(src: Source) -> dict[str, Any]:
+    """The rollout engines this version registers (`rollout.name`: RolloutReplicaRegistry.register("NAME", ...) or
+    its older `_ROLLOUT_REGISTRY` table), each with its line, and where verl imports the modules a launch names in
+    VERL_USE_EXTERNAL_MODULES (a plugin registers another rollout there: recipe.dynamo.register)."""
+    registered: dict[str, str] = {}
+    for path in src.files("verl/workers/rollout/"):
+        if not path.endswith(".py"):
+            continue
+        for n, line in enumerate((src.text(path) or "").splitlines(), 1):
+            found = re.search(r'RolloutReplicaRegistry\.register\(\s*"([\w-]+)"', line) or re.search(
+                r'^\s*\("([\w-]+)",\s*"async"\):', line
+            )
+            if found:
+                registered.setdefault(found.group(1), f"{path}:{n}: {line.strip()}")
+    external = _line(src.text("verl/__init__.py"), r"VERL_USE_EXTERNAL_MODULES", "verl/__init__.py")
+    return {"registered": dict(sorted(registered.items())), "external": external}
+
+
+def _own_batch(src: Source) -> dict[str, str]:
+    """Entry packages whose trainer takes its batch by itself and asserts data.train_batch_size is 0 (verl's
+    fully_async_policy: its rollouter feeds the trainer `require_batches` mini-batches): {package: the assert}."""
+    found: dict[str, str] = {}
+    for path in src.files("verl/"):
+        if not path.endswith(".py"):
+            continue
+        where = _line(src.text(path), r"assert .*data\.train_batch_size == 0\b", path)
+        if where:
+            found.setdefault(path.rsplit("/", 1)[0].replace("/", "."), where)
+    return dict(sorted(found.items()))
 
 
 def _legacy_reward(src: Source) -> dict[str, Any]:
