@@ -218,7 +218,9 @@ def test_a_node_that_vanishes_mid_run_and_a_device_fault_on_the_next_one(sim, tm
     wait_for(lambda: sim.nodes() == 2, timeout=120, every=3)  # the vanished node is known to be gone
     sim.join()
     reward = _faulty_reward(tmp_path)
-    out = sim.grpolab("run", "tiny", "--run-id", "fault", *_sets([*FAULTING, f"reward.function={reward}:compute_score"]))
+    out = sim.grpolab(
+        "run", "tiny", "--run-id", "fault", *_sets([*FAULTING, f"reward.function={reward}:compute_score"])
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert wait_for(lambda: _ended(sim, "fault"), timeout=400, every=2)["state"] == "SUCCEEDED"
     first, second = _attempts(sim, "fault")
