@@ -2,7 +2,8 @@
 writes itself; no third-party file is copied or run):
 
 - a script that names no device takes verl's own default trainer.device (cuda, the version table's), not npu, and
-  an SGLang launch then gets no false NPU attention-backend error;
+  an SGLang launch then gets no false NPU attention-backend error; one that exports variables only Ascend's stack
+  reads (VLLM_ASCEND_*, HCCL_*, ASCEND_*) is an NPU launch;
 - verl's fully_async_policy sets data.train_batch_size=0 on purpose (its rollouter asserts it): accepted there with
   a warning naming the checks skipped, refused for any other entry point;
 - a rollout GRPO Lab does not know: accepted where a plugin (VERL_USE_EXTERNAL_MODULES) registers it, with a warning
@@ -70,6 +71,17 @@ def test_a_script_naming_no_device_takes_verls_own_default_and_sglang_gets_no_fa
     # the user naming the device still decides it
     named, _ = _imported(tmp_path / "npu", f"python3 -m verl.trainer.main_ppo {BASE}\n", device="npu")
     assert named.data["cluster"]["device"] == "npu"
+
+
+def test_a_script_naming_no_device_but_exporting_ascend_variables_is_an_npu_launch(tmp_path):
+    body = "export VLLM_ASCEND_ENABLE_FLASHCOMM1=1\nexport HCCL_CONNECT_TIMEOUT=1800\n"
+    imported, out = _imported(tmp_path, body + f"python3 -m verl.trainer.main_ppo {BASE}\n")
+    assert imported.data["cluster"]["device"] == "npu"
+    assert "exports HCCL_CONNECT_TIMEOUT, VLLM_ASCEND_ENABLE_FLASHCOMM1" in imported.sources["cluster.device"]
+    assert not any("--device npu" in n for n in imported.notes)  # no advice to say what the script already says
+    # an NCCL variable alone says nothing of the device (NPU scripts set them too): verl's default stays
+    cuda, _ = _imported(tmp_path / "nccl", f"export NCCL_DEBUG=INFO\npython3 -m verl.trainer.main_ppo {BASE}\n")
+    assert cuda.data["cluster"]["device"] == "cuda"
 
 
 def test_the_version_table_reads_the_rollouts_and_the_own_batch_entry_points_from_verls_source():

@@ -31,6 +31,7 @@ import yaml
 from grpolab import owned
 from grpolab.importer import legacy
 from grpolab.importer import overrides as overrides_
+from grpolab.importer.device_signs import ascend_signs
 from grpolab.importer.record import MAIN, ImportFailed, Recorded, record
 from grpolab.importer.writing import recipe_yaml
 from grpolab.paths import params_dir
@@ -367,16 +368,20 @@ def to_recipe(recorded: Recorded, name: str, device: str | None = None, legacy_r
     return imported
 
 
-def _device(build: _Builder, device: str | None) -> str:
-    """The recipe's cluster.device: the script's trainer.device, else the device the user named (--device), else
-    what the launch runs with when it names none: trainer.device as the checked verl's own config defaults it (cuda in
-    0.9.1; its main_ppo switches it to npu when it finds an Ascend NPU, which the note says)."""
+def _device(build: _Builder, device: str | None, env: dict[str, str]) -> str:
+    """The recipe's cluster.device: the script's trainer.device, else the device the user named (--device), else npu
+    where the script exports variables only Ascend's stack reads, else what the launch runs with when it names none:
+    trainer.device as the checked verl's own config defaults it (cuda in 0.9.1; its main_ppo switches it to npu when
+    it finds an Ascend NPU, which the note says)."""
     named = get_dotted(build.data, "cluster.device")
     if named is not None:
         return named
     if device is not None:
         build.sources["cluster.device"] = f"--device {device} (the script names no trainer.device)"
         return device
+    if signs := ascend_signs(env):
+        build.sources["cluster.device"] = f"npu: the script names no trainer.device and exports {', '.join(signs[:3])}"
+        return "npu"
     key = fieldmap.verl_key("cluster.device")
     default = build.upstream.get(key) or ((fieldmap.checked_facts() or {}).get("defaults") or {}).get(key)
     default = default or versions.reference_default(key)
@@ -392,7 +397,7 @@ def _device(build: _Builder, device: str | None) -> str:
 
 
 def _cluster(build: _Builder, recorded: Recorded, device: str | None) -> None:
-    dev = _device(build, device)
+    dev = _device(build, device, recorded.env)
     set_dotted(build.data, "cluster.device", dev)
     per_node = get_dotted(build.data, "cluster.devices_per_node") or 1
     build.data["cluster"]["_hardware"] = _hardware(dev, per_node)
