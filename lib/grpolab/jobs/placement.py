@@ -276,6 +276,8 @@ class RayProcess:
             text = "".join(f"{line}\n" for line in self.error.splitlines())
             self._lines.put(text.encode("utf-8", "replace"))
             code = 1
+        else:  # the command ended: its worker frees the node's CPU now (a fence leaving this node out waits for it)
+            self.kill()
         self.returncode = code
         self._done.set()
         self._lines.put(b"")
