@@ -71,6 +71,7 @@ def outcome(entry: dict, tmp: Path) -> tuple[str, object]:
     from grpolab.recipe.dotted import has_dotted
     from grpolab.rules.gate import check
     from grpolab.verl import config as verl_schema
+    from grpolab.verl import entry as verl_entry
     from grpolab.verl.fieldmap import field_of
     from grpolab.verl.render import render
 
@@ -102,12 +103,21 @@ def outcome(entry: dict, tmp: Path) -> tuple[str, object]:
         for key in (a.split("=", 1)[0] for a in script_args)
         if not key.startswith("+") and not has_dotted(config, key) and field_of(key) is not None
     }
+    # the original composes with its entry point's own config (fully_async_main's, a recipe's), as verl would
+    own = verl_entry.of(recipe)
+    folder = own.folder if isinstance(own, verl_entry.EntryConfig) and own.own else None
+    script_name = own.name if folder is not None and script_name == "ppo_trainer" else script_name
     try:
-        theirs = verl_schema.effective([a for a in script_args if a.split("=", 1)[0] not in lacking], script_name)
+        theirs = verl_schema.effective(
+            [a for a in script_args if a.split("=", 1)[0] not in lacking], script_name, folder
+        )
     except Exception as exc:
         return "nocompose", str(exc).splitlines()[0]
     # the same effective launch: verl's aliases applied, numbers as numbers, run-owned and unread keys aside
-    keys = sorted(verl_schema.differences(theirs, ours, recipe.train.engine, skip=lacking))
+    found = verl_schema.differences(
+        theirs, ours, recipe.train.engine, skip=lacking, folder=folder, config_name=script_name if folder else None
+    )
+    keys = sorted(found)
     named = {u["key"] for u in imported.unmapped}
     if not keys:
         return "same", None

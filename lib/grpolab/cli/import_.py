@@ -39,8 +39,8 @@ def register(sub) -> None:
         choices=("npu", "cuda"),
         default=None,
         help="the device the script runs on: its probes (npu-smi, nvidia-smi, torch_npu, torch.cuda) find it, and a "
-        "script that names no trainer.device gets it; default: the probes answer npu, and such a script gets verl's "
-        "own default trainer.device (cuda)",
+        "script that names no device gets it; default: the probes answer npu, and such a script gets npu where it "
+        "exports variables only Ascend's stack reads (ASCEND_*, HCCL_*, VLLM_ASCEND_*), else verl's own default (cuda)",
     )
     p.add_argument("--devices", type=int, default=8, help="devices per node the probes report; default 8")
     p.add_argument(

@@ -1,4 +1,4 @@
-"""What a launch script's own environment says about its device, when it names no trainer.device: variables only
+"""What a launch script's own environment says about its device, when it names no device: variables only
 Ascend's stack reads. verl's main_ppo picks npu by itself on an Ascend machine, so an NPU script often names no
 device; its exported variables still say where it runs (the held-out 2026 NPU scripts, tests/data/corpus/README.md).
 """

@@ -3,6 +3,7 @@ and an empty value (`max_model_len=`, what `key=$UNSET` leaves) read as null. gr
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 from grpolab.importer.launch_line import ImportFailed
@@ -41,7 +42,7 @@ def empty_values(overrides: list[str]) -> tuple[list[str], list[str]]:
     for text in overrides:
         key = text.split("=", 1)[0].lstrip("+")
         field = fieldmap.field_of(key) if text.endswith("=") and not text.startswith("-") else None
-        if field is not None and field_type(field) is not str:
+        if field is not None and not _holds_text(field_type(field)):
             out.append(text + "null")
             notes.append(
                 f"{text}: an empty value (a variable the script left empty); Hydra reads it as '', which verl takes "
@@ -50,3 +51,8 @@ def empty_values(overrides: list[str]) -> tuple[list[str], list[str]]:
         else:
             out.append(text)
     return out, notes
+
+
+def _holds_text(annotation: Any) -> bool:
+    """A text field (`str`, `str | None`): it can hold the '' Hydra reads, so the launch keeps exactly that."""
+    return annotation is str or str in typing.get_args(annotation)

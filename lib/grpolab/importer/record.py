@@ -417,7 +417,7 @@ def _no_launch(path: Path, code: int | None, stderr: str, records: list[dict], n
 
 def _third_party(records: list[dict]) -> str | None:
     """The module of the first recorded call that starts a Python module other than verl's entry points with verl's
-    overrides (`actor_rollout_ref.rollout.n=8`: a key under a top-level section of verl's own config): another
+    overrides (`section.key=value`, a key under a top-level section of verl's own config): another
     project's trainer built on verl (rllm's), which import cannot compose. None when there is none."""
     sections = {key.split(".", 1)[0] for key in base_config(FSDP.name) or {}}
     for r in records:

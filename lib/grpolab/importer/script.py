@@ -12,8 +12,9 @@ wherever base.yaml's default would differ: this needs no valid recipe, so a reci
 the script's values. Last, both launches are composed and compared key by key (grpolab.verl.config.differences);
 what still differs is reported. grpolab.importer.writing writes the recipe with a comment on each value naming the
 script's setting behind it; a secret's value is never written: it becomes a reference `${NAME}` to the launching
-shell's variable. A script that names no trainer.device takes the one the user names (--device), else verl's own
-default (the checked verl's config: cuda); an empty override (`key=`) is null (grpolab.importer.overrides).
+shell's variable. A script that names no device takes the one the user names (--device), else npu where it exports
+variables only Ascend's stack reads (grpolab.importer.device_signs), else verl's own default (the checked verl's
+config: cuda); an empty override (`key=`) is null (grpolab.importer.overrides).
 """
 
 from __future__ import annotations
@@ -369,18 +370,18 @@ def to_recipe(recorded: Recorded, name: str, device: str | None = None, legacy_r
 
 
 def _device(build: _Builder, device: str | None, env: dict[str, str]) -> str:
-    """The recipe's cluster.device: the script's trainer.device, else the device the user named (--device), else npu
+    """The recipe's cluster.device: the device the script names, else the device the user named (--device), else npu
     where the script exports variables only Ascend's stack reads, else what the launch runs with when it names none:
-    trainer.device as the checked verl's own config defaults it (cuda in 0.9.1; its main_ppo switches it to npu when
+    the device as the checked verl's own config defaults it (cuda in 0.9.1; its main_ppo switches it to npu when
     it finds an Ascend NPU, which the note says)."""
     named = get_dotted(build.data, "cluster.device")
     if named is not None:
         return named
     if device is not None:
-        build.sources["cluster.device"] = f"--device {device} (the script names no trainer.device)"
+        build.sources["cluster.device"] = f"--device {device} (the script names no device)"
         return device
     if signs := ascend_signs(env):
-        build.sources["cluster.device"] = f"npu: the script names no trainer.device and exports {', '.join(signs[:3])}"
+        build.sources["cluster.device"] = f"npu: the script names no device and exports {', '.join(signs[:3])}"
         return "npu"
     key = fieldmap.verl_key("cluster.device")
     default = build.upstream.get(key) or ((fieldmap.checked_facts() or {}).get("defaults") or {}).get(key)
@@ -570,7 +571,7 @@ def import_script(
     `script`. ImportFailed (exit 2) for unusable input. `legacy_reward`: apply or keep inert the reward's older keys
     the launch's entry point ignores (grpolab.importer.legacy)."""
     path = Path(script)
-    # the probes answer as an NPU machine unless the user names the device; a script that names no trainer.device
+    # the probes answer as an NPU machine unless the user names the device; a script that names no device
     # then gets verl's own default (_device), not the probes' answer
     recorded = record(path, device=device or "npu", env=env, trusted=trusted, devices=devices)
     name = name or re.sub(r"[^A-Za-z0-9_]+", "_", path.stem).strip("_") or "imported"

@@ -87,6 +87,7 @@ CPU_TRAINER = Engine(
 ENGINES = {e.name: e for e in (MEGATRON, FSDP, CPU_TRAINER)}  # the order of the schema's train.engine values
 VERL_ENGINES = tuple(e for e in ENGINES.values() if e.verl)
 ROLLOUTS = tuple(dict.fromkeys(r for e in ENGINES.values() for r in e.rollouts))  # the schema's rollout.engine
+LOCAL_ROLLOUTS = tuple(r for e in ENGINES.values() if not e.verl for r in e.rollouts)  # generation of our own trainers
 
 
 ENGINE_NAME = r"^[a-z][a-z0-9_]{0,63}$"  # a train.engine value: one declared above or one of verl's model engines

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from grpolab.local.mapping import unsupported
 from grpolab.problems import closest
-from grpolab.recipe.engines import by_model_engine, unknown_layout
+from grpolab.recipe.engines import ENGINES, LOCAL_ROLLOUTS, by_model_engine, unknown_layout
 from grpolab.rules.checks import Checks
 from grpolab.rules.registry import engine_layout_rules, rollout_engine_rules
 from grpolab.verl.fieldmap import checked_facts, verl_key
@@ -203,7 +203,7 @@ def rollout_registered(c: Checks) -> None:
             "check the rollout engine's settings by hand against its docs",
             severity="warning",
         )
-    elif plugin and ro.engine != "hf":
+    elif plugin and ro.engine not in LOCAL_ROLLOUTS:
         c.add(
             "engine-support",
             "rollout.engine",
@@ -215,15 +215,15 @@ def rollout_registered(c: Checks) -> None:
             "engine's settings by hand",
             severity="warning",
         )
-    elif registered or ro.engine == "hf":
+    elif registered or ro.engine in LOCAL_ROLLOUTS:
         names = list(registered) or list(c.r.engine.rollouts)
-        near = closest(ro.engine, names)
+        near, local = closest(ro.engine, names), ro.engine in LOCAL_ROLLOUTS
         c.add(
             "engine-support",
             "rollout.engine",
             ro.engine,
             f"verl {version} registers the rollouts {', '.join(names)}, not {ro.engine!r}"
-            + ("; hf generation is for train.engine trl only" if ro.engine == "hf" else "")
+            + (f"; {ro.engine} generation is for train.engine {_trainers_of(ro.engine)} only" if local else "")
             + " (a plugin can register another: env VERL_USE_EXTERNAL_MODULES names its module)",
             (f"did you mean {near!r}? " if near else "") + f"set rollout.engine to one of {', '.join(names)}",
         )
@@ -248,3 +248,8 @@ def engine_layout(c: Checks) -> bool:
         "parallel sizes, memory); train.engine megatron or fsdp (fsdp_strategy fsdp or fsdp2) has them checked",
     )
     return True
+
+
+def _trainers_of(rollout: str) -> str:
+    """The train.engine values that generate with `rollout` (the engine declarations say)."""
+    return ", ".join(e.name for e in ENGINES.values() if rollout in e.rollouts)
