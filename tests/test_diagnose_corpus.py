@@ -55,6 +55,28 @@ BEYOND = {
     "engines through router endpoints the newer sglang-router deprecated is in the thread",
     "skyrl-1343": "the log is Ray's AssertionError on a reserved env var (raised in Ray, relayed by vLLM's engine "
     "core) alone; that SkyRL's own setup hook passed it (a trainer bug) is in the thread",
+    # batch 11 (the third held-out batch): each still answers exit 1 with a first error (tests/test_diagnose.py)
+    "easyr1-641": f"{CUT}: the driver's traceback through ray.get, without the worker's `Image features and image "
+    "tokens do not match` (a data row's)",
+    "open-r1-236": f"{CUT}: the post ends at `ValueError: T`; that TRL's check of the batch against num_generations "
+    "raised it is in the thread's title",
+    "prime-rl-947": f"{CUT}: the orchestrator's traceback stops in asyncio's runner, before verifiers' `Token prefix "
+    "mismatch`",
+    "skyrl-284": f"{CUT}: vLLM's engine traceback stops in torch's rendezvous (_create_c10d_store), before its EADDRINUSE",
+    "openrlhf-1193": f"{CUT}: vLLM's `Invocation of collective_rpc method failed` and frames without the exception; "
+    "that OpenRLHF's call no longer fits vLLM 0.16's interface is the maintainer's notice",
+    "rl-3168": "the log is `Current vLLM config is not set.` alone (a failure, exit 1); that the weight refit called "
+    "vLLM outside its config context is in the PR",
+    "areal-752": "the log is `ValueError: Invalid backend: None, expected sglang or vllm` alone, which reads as a "
+    "setting left unset; that AReaL's check is wrong for a training-only run (a trainer bug) is in the thread",
+    "nemo-rl-834": "the log is a segfault (`Caught signal 11`) of a Ray worker and its native backtrace: a dead worker; "
+    "that NeMo RL's refit after a save without validation causes it (a trainer bug) is in the thread",
+    "rllm-158": "the log is vLLM's server finding 0 of its Ray actors; that vLLM 0.9.2 does not fit rLLM's verl (a "
+    "version mismatch) is the maintainer's answer, not in the line",
+    "verl-1710": "the log is vLLM's weight loader's KeyError on a parameter name (a weight sync, read alone); that "
+    "transformers 4.52 renamed the checkpoint's keys (a version mismatch) is in the thread",
+    "lmm-r1-71": "host-oom is named (Ray's advice after its memory monitor killed a worker); the thread's first error "
+    "is the job's `Job '...' failed`, which reports that failure, not its own",
 }
 
 

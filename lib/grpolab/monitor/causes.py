@@ -19,7 +19,7 @@ from grpolab.monitor.cause import PREFIX, Cause
 from grpolab.monitor.causes_run import CAUSES as _RUN
 from grpolab.monitor.causes_setup import CAUSES as _SETUP
 
-__all__ = ["CAUSES", "PREFIX", "Cause", "BY_ID", "NONE", "UNKNOWN", "SILENT"]
+__all__ = ["CAUSES", "PREFIX", "Cause", "BY_ID", "NONE", "UNKNOWN", "UNKNOWN_CAUSE", "SILENT"]
 
 CAUSES: tuple[Cause, ...] = _SETUP + _RUN
 
@@ -35,3 +35,13 @@ SILENT = (
 )  # a run's metrics and status
 
 BY_ID = {cause.id: cause for cause in CAUSES}
+UNKNOWN_CAUSE = Cause(  # what a diagnosis says of an error line that no cause of the registry explains
+    UNKNOWN,
+    "the job failed with an error that matches no known cause",
+    "read the first error and the traceback above it in the log: the library that raised it says which part of the "
+    "stack to look at (its settings in the recipe, or its version: `grpolab preflight RECIPE` compares the installed "
+    "stack with the recipe's pins)",
+    (),
+    (),
+    (),
+)

@@ -431,7 +431,8 @@ CAUSES: tuple[Cause, ...] = (
         ),
         ("killed", "sigkill", "signal", "exit", "returncode", "return code", "death signal"),
         ("grpolab's seeded list (shell and torchrun messages)",),
-        unless=(r"potential root causes", r"ray stop --force"),
+        # Ray's list of what may have killed a dead actor (also when a post wraps it mid-sentence): advice, not a kill
+        unless=(r"potential root causes", r"ray stop --force", r"killed by SIGKILL by OOM killer due to high memory"),
     ),
     Cause(
         "worker-died",

@@ -179,9 +179,19 @@ CAUSES: tuple[Cause, ...] = (
             r"jinja2\.exceptions\.\w+",
             r"apply_chat_template.{0,80}(?:Error|failed)",
             r"TemplateError: ",
+            r"default chat template is no longer allowed",  # transformers >= 4.44 with a tokenizer that has none
+            # verifiers / prime-rl: a turn's tokens are not a prefix of the next prompt's (the template re-renders
+            # the history differently, e.g. drops a reasoning block)
+            r"Token prefix mismatch",
         ),
-        ("chat_template", "chat template", "jinja2", "templateerror"),
-        ("huggingface/open-r1 issue 85", "sgl-project/sglang issue 2431", "volcengine/verl issue 390"),
+        ("chat_template", "chat template", "jinja2", "templateerror", "token prefix mismatch"),
+        (
+            "huggingface/open-r1 issue 85",
+            "sgl-project/sglang issue 2431",
+            "volcengine/verl issue 390",
+            "microsoft/agent-lightning issue 57",
+            "PrimeIntellect-ai/prime-rl issue 947",
+        ),
         ignorecase=True,
     ),
     Cause(

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpolab.monitor.firsterror as fe
-from grpolab.monitor.causes import BY_ID, CAUSES, UNKNOWN, Cause
+from grpolab.monitor.causes import BY_ID, CAUSES, UNKNOWN, UNKNOWN_CAUSE
 from grpolab.monitor.details import FACTS, Extra, explain, read_facts
 from grpolab.monitor.failure import Failure
 from grpolab.monitor.families import FAMILIES, RECAUSED, Context, Verdict, classify, family_for
@@ -82,6 +82,7 @@ class _Hit:
     after: list[str] = field(default_factory=list)
     offset: int = 0  # where the line starts in everything read (bytes): what came before it
     text: str = ""  # an error line as printed (trailing spaces kept) with the lines its message continues on
+    intro: str = ""  # the record that introduced an exception (`Error in X:` above its traceback), said before it
 
 
 class Scan:
@@ -96,6 +97,7 @@ class Scan:
         self.echoes: list[_Hit] = []  # and the first of those that report another's failure
         self.last: deque[_Hit] = deque(maxlen=4)  # the last error lines (a log's end names what stopped it)
         self.exits: list[_Hit] = []  # a process that ended with a non-zero status
+        self.cut: _Hit | None = None  # the last traceback frame read before any error line (a log cut inside one)
         self.success = False  # a mark of a run that finished well (Ray's "succeeded", verl's final metrics)
         self.warnings = 0  # warning-level records
         self.step_at: int | None = None  # where the first training step line starts (bytes read before it)
@@ -207,6 +209,8 @@ class Scan:
                 pass
             if m is None or ((ex := c.excluded()) is not None and ex.search(line)):
                 continue
+            if fe.code_under_frame(line, fe.lines_before(chunk, start, 2048)[-1:]):  # code, not a report (its words:
+                break  # `collective_rpc(method, timeout, ...)` under its frame)
             weak = (wk := c.weakened()) is not None and wk.search(line) is not None
             self._hit(c.id, chunk, start, end, line, m.start(), number, name, rank, weak)
         if FIRST in owners:
@@ -237,6 +241,9 @@ class Scan:
                 if fe.SOURCE.match(line):  # a `raise` of a traceback cut before its error line: its frames say where
                     made.frames = fe.frames_of(self._trace(chunk, start, line))
                 self.exits.append(made)
+            elif not self.errors and fe.FRAME.search(line):  # the innermost frame of a log cut inside its traceback
+                self.cut = self._make(UNKNOWN, chunk, start, end, line, 0, number, name, rank)
+                self.cut.frames = fe.frames_of(self._trace(chunk, start, line) + [line])
             return
         if exc is not None and fe.level_of(line, exc[3]) in ("WARNING", "INFO", "DEBUG"):
             return  # a warning that quotes an exception (a retry, a fallback): not an error of the run
@@ -255,7 +262,7 @@ class Scan:
             hit.frames = fe.frames_of(trace)
             if exc[1]:  # Ray's RayTaskError(KeyError): the remote task's own frames follow its line, innermost last
                 hit.frames += fe.frames_after(chunk, end)
-            hit.text = fe.as_printed(chunk, start, end, exc[2], line)
+            hit.text, hit.intro = fe.as_printed(chunk, start, end, exc[2], line), fe.introduced(trace)
             if hit.where.node is None or hit.where.pid is None:  # the actor a relayed traceback names above it
                 for text in reversed(trace):
                     if (m := RAY_TASK.search(text)) and hit.where.node is None:
@@ -266,6 +273,8 @@ class Scan:
                         break
         if not hit.text:
             hit.text = fe.as_printed(chunk, start, end, "x", line)
+        if exc is None and fe.CRASH.search(line):  # a crash: the native backtrace under its line (`File "<unknown>"`)
+            hit.frames = fe.frames_after(chunk, end, innermost_first=True)
         kept.append(hit)
 
     def _trace(self, chunk, start: int, line: str) -> list[str]:
@@ -318,8 +327,8 @@ class Scan:
             hits = {cause: list(kept) for cause, kept in self.weak.items()}
             order = [c.id for c in CAUSES if hits.get(c.id)]
         if not order:  # no cause of the registry: what the first error's structure says, or unknown
-            if first_hit is None and self.exits and not self.success:  # a `raise` line over a traceback's header
-                last = next((h for h in self.exits if not fe.TRACEBACK.search(h.line)), self.exits[0])
+            if first_hit is None and (self.exits or self.cut) and not self.success:  # a `raise`, a frame, a header
+                last = next((h for h in self.exits if not fe.TRACEBACK.search(h.line)), self.cut or self.exits[0])
                 first_hit, first = last, self._first_error(last)
             if first_hit is None:
                 return None
@@ -433,7 +442,7 @@ class Scan:
             hit.where.pid,
             inner,
             lines[1:],
-            said,
+            (hit.intro or fe.code_named_above(hit.before, hit.line)) + said,
         )
 
     def _late(self, w: Where) -> None:
@@ -481,7 +490,7 @@ class Scan:
         for h in ordered + later:
             first_of.setdefault(re.sub(r"\d+", "#", h.line), h)
         evidence = list(first_of.values())[:_EVIDENCE]
-        spec = BY_ID.get(cause, _UNKNOWN)
+        spec = BY_ID.get(cause, UNKNOWN_CAUSE)
         extra = explain(cause, [h.line for h in ordered], self.facts, [(h.before or [""])[-1] for h in ordered])
         if verdict is not None and (verdict.message or verdict.key) and not (extra.key or extra.message):
             # what the first error's structure says (the rules' maths, where they say any, say more)
@@ -539,16 +548,6 @@ _NETWORK = ("port-in-use", "comm-init", "comm-timeout")
 _WAITED = re.compile(r"Synchroni[sz]e\w{0,20}WithTimeout|npuSynchronize|SynchronizeStream|SynchronizeDevice")
 # causes that follow from another failure: the first error, where its structure names a family, says why
 _FOLLOW = ("worker-died", "killed", "comm-timeout", "startup-timeout")
-_UNKNOWN = Cause(  # what a diagnosis says of an error line that no cause of the registry explains
-    UNKNOWN,
-    "the job failed with an error that matches no known cause",
-    "read the first error and the traceback above it in the log: the library that raised it says which part of the "
-    "stack to look at (its settings in the recipe, or its version: `grpolab preflight RECIPE` compares the installed "
-    "stack with the recipe's pins)",
-    (),
-    (),
-    (),
-)
 
 
 def _refine(hits: dict[str, list[_Hit]]) -> None:
@@ -576,8 +575,7 @@ def _refine(hits: dict[str, list[_Hit]]) -> None:
 
 # ---------------------------------------------------------------------------------------------- front doors
 def diagnose_text(text: str, name: str = "<text>") -> Failure | None:
-    scan = Scan()
-    scan.feed_text(text or "", name)
+    (scan := Scan()).feed_text(text or "", name)
     return scan.result()
 
 

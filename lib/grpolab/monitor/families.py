@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import grpolab.monitor.signs as sg
 from grpolab.monitor.details import engine_arguments
-from grpolab.monitor.firsterror import ENGINES, STDLIB, USER, FirstError
+from grpolab.monitor.firsterror import CRASH, ENGINES, STDLIB, USER, FirstError
 from grpolab.rules.pins import stack_rules
 
 # family -> (cause id, what it means). A cause whose family no rule refines has the family of its own name.
@@ -149,8 +149,9 @@ _CAUSE_FAMILY = {
     "reward-missing": "reward-missing",
 }
 # families that tell the registry's words belong to another failure: the failure takes the family's cause ("Torch not
-# compiled with CUDA enabled" on an Ascend stack is a library at a version that takes the CUDA path, not a lost device)
-RECAUSED = ("version-mismatch",)
+# compiled with CUDA enabled" on an Ascend stack is a library at a version that takes the CUDA path, not a lost device;
+# a worker that died of a segfault in torch.save's writer is a checkpoint that could not be written)
+RECAUSED = ("version-mismatch", "checkpoint-save")
 # the RL training frameworks: a plain Python error raised in their own code is a bug of theirs (trainer-bug)
 TRAINERS = ("verl", "prime_rl", "slime", "openrlhf", "areal", "realhf", "trl", "nemo_rl", "roll", "chatlearn", "skyrl")
 
@@ -184,6 +185,8 @@ def family_for(cause: str, first: FirstError | None, context: Context | None = N
     stack = _stack(first)
     if cause == "device-oom":
         return _memory(first, context)
+    if _crash_in_save(first, context):  # a dead worker or a kill whose process crashed writing a checkpoint
+        return "checkpoint-save"
     if cause == "no-device":
         if sg.INVISIBLE.search(text):
             return "device-visibility"
@@ -229,6 +232,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return _data(first)
     if sg.SIGNAL_THREAD.search(message) or (first.frames and sg.REWARD.search(_user_frames(first))):
         return _reward(first)
+    if sg.MEDIA_TOKENS.search(message):
+        return _data(first)
     if sg.PROMPT_TOO_LONG.search(message) or (first.frames and sg.DATA.search(stack) and kind != "ImportError"):
         return _data(first)
     if sg.SYNC.search(stack) or sg.SYNC.search(message) or (not first.frames and sg.SYNC.search(context.near)):
@@ -262,12 +267,16 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return _version(first, family)
     if sg.BUILD.search(stack):  # raised while a compiled extension was built where the job runs
         return _version(first, "build-missing-extension")
+    if _crash_in_save(first, context):
+        return Verdict("checkpoint-save", "checkpoint-save")
     if not first.type:  # an error line without an exception type: nothing more from its structure
         return None
     if sg.CHANGED.search(f"{message} {' '.join(first.context[:2])}"):  # the library says its interface changed
         return _version(first, "version-mismatch")
-    if kind == "AttributeError" and "'NoneType' object" in message:
+    if kind in ("AttributeError", "TypeError") and "'NoneType' object" in message:  # a None where an object was due
         return Verdict("unknown", "trainer-bug")
+    if kind == "NotImplementedError" and first.library in ("vllm", "vllm_ascend", "sglang") and first.caller:
+        return _version(first, "version-mismatch")  # the engine's installed version lacks what another package calls
     if sg.ACROSS.search(message) and kind in ("AttributeError", "ImportError", "TypeError", "OSError", "ValueError"):
         return _version(first, "api-mismatch" if sg.UNPACK.search(message) else "version-mismatch")
     if sg.INVISIBLE.search(text):
@@ -333,6 +342,14 @@ def _memory(first: FirstError | None, context: Context) -> str:
     ):
         return "rollout-startup-oom"
     return "device-oom"
+
+
+def _crash_in_save(first: FirstError | None, context: Context) -> bool:
+    """The process crashed (a segfault, a fatal signal) while it wrote a checkpoint: its native backtrace or the
+    records around the crash show the save (torch.save's zip writer, Megatron's distributed checkpoint)."""
+    if first is None or first.type or not CRASH.search(first.line):
+        return False
+    return bool(sg.CKPT_WRITE.search(f"{_stack(first)} {context.near}"))
 
 
 def _in_engine(first: FirstError) -> bool:
@@ -403,6 +420,8 @@ def _dependency(first: FirstError | None, text: str) -> str | None:
 def _reward(first: FirstError) -> Verdict:
     frame = next((f for f in reversed(first.frames) if sg.REWARD.search(f"{f.function} {f.path}")), first.raising)
     where = f" in {frame.function} ({frame.path}:{frame.line})" if frame else ""
+    if first.short == "NotImplementedError":  # the reward has no scoring for this input (its data_source): missing
+        return Verdict("reward-missing", "reward-missing", f"No reward is implemented for this data{where}")
     row = _row(first)
     message = f"The reward function raised{where}: {first.text[:200]}" + (f"; on {row}" if row else "")
     fix = "`grpolab data RECIPE` dry-runs the reward on the data before launch: run it and fix the function"

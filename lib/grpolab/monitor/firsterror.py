@@ -8,6 +8,8 @@ what a diagnosis says of any failed log, also when no cause's pattern knows the 
     is_consequence(type, message) -> bool    an error that reports another's failure (a dead actor, a timeout, ...)
     as_printed(chunk, start, end, ...) -> str   an error line as printed, with the lines its message continues on
     sentence(first, full) -> str         the first error said for a person, with its raising frame and library
+    introduced(trace) -> str             the record that introduced an exception (`Error in X:` above its traceback)
+    code_under_frame(line, above) -> bool    a frame's source line: code, whose words report nothing
 
 "The first real error" is the last line of the first traceback that is not a consequence of another failure (a
 dead Ray actor, a collective timeout, vLLM's "Engine core initialization failed. See root cause above"): the
@@ -32,7 +34,8 @@ _EXCEPTION = re.compile(
 )
 _NOT_AN_ERROR = re.compile(r"^(?:ERROR|WARNING|INFO)$")
 # A frame: `File "/x/site-packages/vllm/config.py", line 123, in _verify_args`
-FRAME = re.compile(r'\bFile "([^"\n]+)", line (\d+)(?:, in ([^\s,]+))?')
+# (faulthandler's dump of a crash, `File "x.py", line 123 in save`, has no comma before `in`)
+FRAME = re.compile(r'\bFile "([^"\n]+)", line (\d+)(?:,? in ([^\s,]+))?')
 TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 
 # The library a file path lives in: the folder after site-packages / dist-packages, else the nearest folder of a
@@ -145,9 +148,10 @@ def frames_of(lines: list[str]) -> list[Frame]:
     return list(reversed(out))
 
 
-def frames_after(chunk, end: int) -> list[Frame]:
+def frames_after(chunk, end: int, innermost_first: bool = False) -> list[Frame]:
     """The frames that follow a relayed error's line ending at `end` (Ray prints the remote task's traceback under
-    its `RayTaskError(KeyError): ray::task()` line), up to the next error line or traceback; innermost last."""
+    its `RayTaskError(KeyError): ray::task()` line), up to the next error line or traceback; innermost last.
+    `innermost_first`: the dump lists the innermost call first (a crash's native backtrace, faulthandler's)."""
     out: list[Frame] = []
     for piece in bytes(chunk[end + 1 : end + 1 + _TRACE_AFTER]).split(b"\n"):
         text = ANSI.sub("", piece.decode("utf-8", "replace"))
@@ -155,7 +159,7 @@ def frames_after(chunk, end: int) -> list[Frame]:
             out.append(Frame(m.group(1), int(m.group(2)), m.group(3) or "", library_of(m.group(1))))
         elif TRACEBACK.search(text) or (exception_in(text) and not text.lstrip().startswith(("raise", "File"))):
             break
-    return out
+    return out[::-1] if innermost_first else out
 
 
 _TRACE_AFTER = 32 << 10  # bytes after a relayed error read for its remote frames
@@ -182,6 +186,19 @@ def is_source(line: str, above: list[bytes]) -> bool:
     if FRAME.search(frame) is None:
         return False
     return _indent(line) > _indent(frame)
+
+
+_RAISES = re.compile(r"(?:^|\s)(?:raise [A-Za-z_]|assert [\w(])")
+
+
+def code_under_frame(line: str, above: list[bytes]) -> bool:
+    """`line` is the source line printed under a traceback's frame (`above`, raw: the line before it), behind any
+    prefix or logger header: code, whose words (`collective_rpc(method, timeout, ...)`) report nothing. Not a
+    `raise` / `assert` line: its words are the error it raises (a log cut before the error's line)."""
+    if not above or FRAME.search(line) or _RAISES.search(line) or exception_in(strip_prefix(line)) is not None:
+        return False
+    frame = ANSI.sub("", above[-1].decode("utf-8", "replace"))
+    return FRAME.search(frame) is not None and (in_traceback(line) or _indent(line) > _indent(frame))
 
 
 _WHO = re.compile(r"^(?:\([^()\n]{0,300}\)[ \t]?)*(?:\[rank\d+\]:)?")  # who printed it: its indentation is the rest's
@@ -358,6 +375,15 @@ WORDS = (
     "could not",
     "couldn't",
     "nccl warn",
+    # a process's crash (a native segfault handler's banner, UCX's `Caught signal 11`), a traceback's frame (the
+    # last resort of a log cut inside one), a bare statement that a required state is missing
+    "segfault",
+    "caught signal",
+    '", line ',
+    "is not set.",
+    "are not set.",
+    "is not initialized.",
+    "is not initialised.",
 )
 
 # A log record at error level, in the formats of the corpus' logs: vLLM's `ERROR 06-09 17:58:55 [core.py:1]`,
@@ -367,6 +393,16 @@ _LEVEL_ERROR = re.compile(
     r"^[ \t]*\[?[EF]\d{4} \d\d:\d\d:\d\d|^[ \t]*(?:error|Error|ERROR|fatal|Fatal|FATAL): |^Error executing job with"
     r"|\bSegmentation fault\b|\bcore dumped\b|\bBus error\b|^[ \t]*Killed\s*$"
     r"|Unhandled error \(suppress with"  # Ray: a task raised and nobody asked for its result
+    # a process's crash, whatever prints it: torch's `!!!!!!! Segfault encountered !!!!!!!`, UCX's `[host:pid:0:tid]
+    # Caught signal 11 (Segmentation fault: ...)`, CPython's `Fatal Python error: Aborted`
+    r"|\bSegfault\b|\bCaught signal \d+\b|^[ \t]*Fatal Python error\b"
+    # a record that names the call that failed (NeMo RL's `Error in VllmInternalWorkerExtension.update_weights_...: `;
+    # not a component's note such as torch's harmless `Error in cpuinfo: ...`, which names no call)
+    r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}Error in [A-Za-z_]\w{0,80}\.\w[\w.]{0,120}(?:\(\))?:"
+    # an unlevelled record that says only that a required state is missing (vLLM's `Current vLLM config is not set.`)
+    # (an environment variable's note, `HF_TOKEN is not set.`, is a setting's default, not a failure)
+    r"|^[ \t]*(?![^\n]*\b[A-Z][A-Z0-9]*_[A-Z0-9_]+ (?:is|are) not)[A-Z][\w.\-]{0,40}(?: [\w.\-]{1,40}){0,5} (?:is|are) not "
+    r"(?:set|initiali[sz]ed)\.[ \t]*$"
     # a native library's record tagged by its source file: `[torch_memory_saver.cpp] CUresult error: 1 (...)`
     r"|^[ \t]*\[[\w.\-/]{1,80}\.(?:cpp|cc|cu|cxx|c|h|hpp)(?::\d+)?\][^\n]{0,160}\b(?:error|failed|failure)\b"
     # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`
@@ -460,6 +496,10 @@ def error_level(line: str) -> bool:
     return bool(_LEVEL_ERROR.search(strip_prefix(line)[:_HEAD]))
 
 
+# a process's crash (a signal it could not survive): its native backtrace follows its line
+CRASH = re.compile(r"\bSegfault\b|\bCaught signal \d+\b|\bSegmentation fault\b|Fatal Python error", re.IGNORECASE)
+
+
 def is_exit(line: str) -> bool:
     return bool(_EXIT.search(line[:_HEAD]))
 
@@ -511,6 +551,41 @@ def as_printed(chunk, start: int, end: int, message: str, line: str) -> str:
             break
         out.append(text)
     return "\n".join(out)
+
+
+def introduced(trace: list[str]) -> str:
+    """The record that introduced an exception (said before it, with a newline): the error-level line just above
+    its traceback's header, or just above the exception line when no traceback is shown (`[ERROR:swift] Method
+    execution failed: collective_rpc` over a bare `NotImplementedError`; `Error in X.update_weights_from_collective:`
+    over its `ValueError`). `trace`: the lines above the exception line, oldest first."""
+    at = len(trace) - 1
+    if at >= 0 and (FRAME.search(trace[at]) or in_traceback(trace[at]) or _indent(trace[at]) > 0):
+        while at >= 0 and not TRACEBACK.search(trace[at]):  # up through this traceback's frames to its header
+            if not (FRAME.search(trace[at]) or in_traceback(trace[at]) or _indent(trace[at]) > 0):
+                return ""  # not one traceback (another error's lines): nothing introduces it
+            at -= 1
+        at -= 1
+    if at < 0 or TRACEBACK.search(trace[at]):
+        return ""
+    record = trace[at]
+    body = strip_prefix(record).strip()
+    if not body or exception_in(body) or in_traceback(record) or not error_level(record) or is_consequence("", body):
+        return ""
+    return record.rstrip() + "\n"
+
+
+CANN_CODE = re.compile(
+    r"\bE[A-Z0-9]\d{4}\b"
+)  # CANN's error code (EZ9999, EI0006): its detail follows the line naming it
+
+
+def code_named_above(before: list[str], line: str) -> str:
+    """The line above a CANN error's detail (`EZ9999[PID: 1] ...`) that named its code first (`[rank9]:[W106 ...]
+    Warning: EZ9999: Inner Error!`, torch_npu's report of it), said before the detail with a newline; else ""."""
+    code = CANN_CODE.search(line)
+    if code is None or not before or code.group(0) not in before[-1] or CANN_CODE.search(line[: code.start()]):
+        return ""
+    return before[-1].rstrip() + "\n" if re.search(r"error", before[-1], re.IGNORECASE) else ""
 
 
 def sentence(first: FirstError, full: bool) -> str:

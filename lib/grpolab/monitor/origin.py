@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from grpolab.monitor.firsterror import CANN_CODE
+
 # torchrun's `[rank3]:` prefix, and a Ray actor named by its global rank: `(MegatronPolicyWorker[rank=107] pid=..)`
 _TORCHRUN = re.compile(r"\[rank(\d+)\]:|\w\[rank=(\d+)\][ \t]+pid=")
 _RANK_ID = re.compile(r"\bRank ?ID:? ?(\d+)\b", re.IGNORECASE)  # CANN's (PID:.., Device:.., RankID:..); -1: none
@@ -39,6 +41,9 @@ _NODE = re.compile(
 )
 # NCCL's own prefix, `node5:240:240 [6] misc/socket.cc:533 NCCL WARN ...`: host:pid:tid [device]
 _NCCL_HOST = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*([A-Za-z0-9][\w.\-]{0,80}):\d+:\d+ \[\d+\] ")
+# UCX's crash prefix `[host:pid:thread:tid] Caught signal 11 (...)`: the host that crashed
+_UCX_HOST = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*\[([A-Za-z0-9][\w.\-]{0,80}):\d+ ?:\d+:\d+\] ")
+_LABEL = re.compile(r"^ {0,4}(\d{1,5}): (?=\S)")  # srun --label's (and torchrun --tee's) `93: ` before a rank's line
 # SGLang's scheduler prefix, `[2025-02-24 14:09:34 TP14]`, `[... DP0 TP3]`, `[... PP1 TP2 EP2]`: its tensor-parallel rank
 _SGLANG_TP = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP\d+)?(?: PP\d+)? TP(\d+)(?: EP\d+)?\]")
 _REMOTE_IP = re.compile(r"remote_ip(?:_addr)?\[(\d{1,3}(?:\.\d{1,3}){3})\]", re.IGNORECASE)
@@ -104,8 +109,13 @@ def where(
         w.rank = int(next(g for g in m.groups() if g is not None))
     if w.rank is None and (m := _SGLANG_TP.search(line)):
         w.rank = int(m.group(1))
+    if w.rank is None and (m := _LABEL.match(line)):
+        w.rank = int(m.group(1))
     if w.rank is None:
         w.rank = file_rank
+    if w.rank is None and before and (code := CANN_CODE.search(line)) and code.group(0) in before[-1]:
+        if above := _TORCHRUN.search(before[-1]):  # CANN's detail of an error code a rank's line above named first
+            w.rank = int(above.group(1) or above.group(2))
     if w.rank is None and before and after:  # a line without a prefix inside one rank's output (a traceback's end)
         above, below = _TORCHRUN.search(before[-1]), _TORCHRUN.search(after[0])
         if above and below and above.groups() == below.groups():
@@ -132,7 +142,7 @@ def where(
         w.pid = int(dead.group(1))
     elif m := _RAY_PID_IP.search(line):
         w.pid, w.node = int(m.group(1)), m.group(2)
-    if w.node is None and (m := _NODE.search(line) or _NCCL_HOST.match(line)):
+    if w.node is None and (m := _NODE.search(line) or _NCCL_HOST.match(line) or _UCX_HOST.match(line)):
         w.node = m.group(1)
     near = list(after or ())[:8] + list(reversed(list(before or ())[-8:]))
     # Ray's block (class_name, actor_id, pid, ip) below or above the error, behind the reporting actor's own prefix

@@ -20,7 +20,8 @@ DATA = re.compile(
 SYNC = re.compile(
     r"update_?weights?|weights?_?update|sync_?weights?|weights?_?sync|update_parameter|sync_model_weights|"
     r"sharding_manager|broadcast_weights|send_weights|receive_weights|checkpoint_engine|param_sync|weight_loader|"
-    r"UpdateWeight|load_weights\b|_load_w\d+\b|_load_model_weight",  # (an engine's per-layer weight loaders too)
+    # (an engine's per-layer weight loaders too; TRL's and swift's rollout server setting up the weight channel)
+    r"UpdateWeight|load_weights\b|_load_w\d+\b|_load_model_weight|init_communicator",
     re.IGNORECASE,
 )
 WAKEUP = re.compile(r"resume_memory_occupation|\bwake_?up\b|waking up|cumem_allocator|torch_memory_saver", re.I)
@@ -31,6 +32,13 @@ CONVERSION = re.compile(
     re.IGNORECASE,
 )
 SAVE = re.compile(r"save_checkpoint|\bsave\w{0,20}\b|dist_checkpointing[/.]save|async_save", re.IGNORECASE)
+# a checkpoint being written: its save's functions, Megatron's distributed checkpoint, torch.save's zip writer (a crash
+# in it is the save's), a trainer's record of the save it is doing
+CKPT_WRITE = re.compile(
+    r"save_checkpoint|checkpoint\w{0,12}[ _]sav|sav\w{0,8}[ _](?:\w{1,12}[ _])?checkpoint|dist_checkpointing|"
+    r"async_save|PyTorchStreamWriter|zip_writer|writeRecord|torch\.save\b|\b_?save\w{0,20} \S*torch[/\\]serialization\.py",
+    re.IGNORECASE,
+)
 LOAD_CKPT = re.compile(
     r"load_checkpoint|_load_base_checkpoint|load_state_dict|dist_checkpointing|CheckpointingException|"
     r"apply_factory_merges|\bcheckpoint\b",
@@ -94,7 +102,15 @@ INVISIBLE = re.compile(
 # a row's field a KeyError names: verl's data columns and the common data sets' ones (a row without it: the data)
 DATA_FIELD = re.compile(
     r"KeyError: '(?:reward_model|ground_truth|data_source|extra_info|ability|prompt|problem|question|answer|solution|"
-    r"messages|images|videos|response|raw_prompt|input|output|label|target)'?",
+    r"messages|images|videos|response|raw_prompt|input|output|label|target)'?|"
+    # pandas' own words for columns a frame does not have (a data file without the column the code selects)
+    r"KeyError: [\"']?(?:None of \[Index\(\[|\[[^\]\n]{0,200}\] not in index)",
+)
+# a row whose images or videos do not fit its prompt's placeholders (a multimodal data set's row, not the model)
+MEDIA_TOKENS = re.compile(
+    r"(?:Image|Video) features and (?:image|video) tokens do not match|"
+    r"Attempted to assign \d+ = \d+ (?:multimodal|image|video) tokens to \d+ placeholders",
+    re.IGNORECASE,
 )
 RAY_CONNECT = re.compile(
     r"Failed to connect to GCS|Unable to connect to (?:the )?GCS|could not connect to (?:the )?"
@@ -138,7 +154,7 @@ RELATION = re.compile(
 # a part of the framework used before it was set up: "data parallel group is not initialized"
 NOT_SET_UP = re.compile(
     r"\b(?:is|are|was|were|has|have) not (?:been |yet )?(?:initiali[sz]ed|set up|created|built|started)\b|"
-    r"\bnot yet initiali[sz]ed|\buninitiali[sz]ed\b",
+    r"\bnot yet initiali[sz]ed|\buninitiali[sz]ed\b|\bno (?:running|current) event loop\b",
     re.IGNORECASE,
 )
 # Hydra applying an override (its errors name it): not code reading a key
