@@ -282,9 +282,21 @@ def verl_package(version: str) -> Path:
     target = Path(os.environ["GRPOLAB_CACHE"]) / "verl" / version
     done = target / ".unpacked"
     if not done.is_file():
+        # both xdist workers may unpack a cold cache at once (zipfile's makedirs then races): each unpacks into a
+        # folder of its own, and the first to rename it into place wins
+        import shutil
+
+        mine = target.with_name(f"{version}.{os.getpid()}.partial")
+        shutil.rmtree(mine, ignore_errors=True)
         with zipfile.ZipFile(wheel) as archive:
-            archive.extractall(target, [n for n in archive.namelist() if n.startswith("verl/")])
-        done.write_text(wheel.name)
+            archive.extractall(mine, [n for n in archive.namelist() if n.startswith("verl/")])
+        (mine / ".unpacked").write_text(wheel.name)
+        if target.exists() and not done.is_file():  # an interrupted unpack of an older suite
+            shutil.rmtree(target, ignore_errors=True)
+        try:
+            mine.rename(target)
+        except OSError:  # the other worker's unpack is in place
+            shutil.rmtree(mine, ignore_errors=True)
     return target / "verl"
 
 
