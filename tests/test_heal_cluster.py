@@ -234,6 +234,9 @@ def test_a_node_that_vanishes_mid_run_and_a_device_fault_on_the_next_one(sim, tm
     assert second["trainer"]["node_id"] != faulty
     log = (sim.runs / "fault" / "logs" / "job.log").read_text()
     assert f"({faulty[:8]}) is left out of the next attempts (device-fault on node" in log
+    # the failed attempt's worker freed the node's CPU when its command ended: the fence held it at once (a worker
+    # that kept it made every such restart wait the fence's whole FENCE_WAIT_S first)
+    assert "; its resources held)" in log, log
     row = next(line for line in sim.grpolab("runs").stdout.splitlines() if line.startswith("fault"))
     assert "restart 1 of 3 after device-fault on node" in row
     shown = sim.grpolab("monitor", "fault", "--no-png").stdout
