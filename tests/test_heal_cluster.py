@@ -22,6 +22,7 @@ import yaml
 
 from grpolab.jobs import lineage
 from grpolab.monitor.metrics import load_metrics
+from tests.test_heal_run import _sets, healing
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -31,25 +32,13 @@ OFFSET = int(os.environ.get("GRPOLAB_TEST_PORT_OFFSET", "0")) + 10 * int(
 )
 GCS_PORT, DASHBOARD_PORT = 6779 + OFFSET + 5, 8779 + OFFSET + 5  # apart from conftest's test and user heads
 STEPS = 24
-HEALING = [
-    f"trainer.total_steps={STEPS}",
-    "trainer.test_freq=8",
-    "trainer.save_freq=4",
-    "data.train_batch_size=32",  # 256 completions a step: steps slow enough to be killed mid-run
-    "local.warmup_steps=5",
-    "trainer.restarts.backoff_s=0",
-    "trainer.telemetry_s=2",
-]
+HEALING = healing(STEPS)
 # a planted fault needs no slow steps (the reward faults once a checkpoint is saved): tiny's own batch, fewer steps
 FAULTING = [*HEALING, "trainer.total_steps=12", "data.train_batch_size=8"]
 # a device fault as a cluster reports it (verl issue 138): its last line, printed by the trainer's own process
 DEVICE_FAULT = yaml.safe_load((ROOT / "tests" / "data" / "failures" / "verl-138.yaml").read_text())
 assert DEVICE_FAULT["expect"]["cause"] == "device-fault"
 FAULT_LINE = [line for line in DEVICE_FAULT["log"].splitlines() if line.strip()][-1].strip()
-
-
-def _sets(overrides: list[str]) -> list[str]:
-    return [arg for o in overrides for arg in ("--set", o)]
 
 
 class Cluster:

@@ -24,15 +24,22 @@ from grpolab.recipe.loader import load_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 40
-HEALING = [
-    f"trainer.total_steps={STEPS}",
-    "trainer.test_freq=8",
-    "trainer.save_freq=4",
-    "data.train_batch_size=32",  # 256 completions a step: steps slow enough to be killed mid-run
-    "local.warmup_steps=5",
-    "trainer.restarts.backoff_s=0",
-    "trainer.telemetry_s=2",
-]
+
+
+def healing(steps: int) -> list[str]:
+    """A healing tiny run's overrides (here and in tests/test_heal_cluster.py): `steps` steps, saved often."""
+    return [
+        f"trainer.total_steps={steps}",
+        "trainer.test_freq=8",
+        "trainer.save_freq=4",
+        "data.train_batch_size=32",  # 256 completions a step: steps slow enough to be killed mid-run
+        "local.warmup_steps=5",
+        "trainer.restarts.backoff_s=0",
+        "trainer.telemetry_s=2",
+    ]
+
+
+HEALING = healing(STEPS)
 
 
 def _sets(overrides: list[str]) -> list[str]:
