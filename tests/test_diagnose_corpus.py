@@ -77,6 +77,25 @@ BEYOND = {
     "transformers 4.52 renamed the checkpoint's keys (a version mismatch) is in the thread",
     "lmm-r1-71": "host-oom is named (Ray's advice after its memory monitor killed a worker); the thread's first error "
     "is the job's `Job '...' failed`, which reports that failure, not its own",
+    # batches 12-14 (three more held-out batches, collected by people who did not see the code)
+    "dapo-32": f"{CUT}: the excerpt holds only the shell's echo of the launch command, no line of the run",
+    "sglang-24740": f"{CUT}: the excerpt ends at `Capture cuda graph begin ... [202`, a log still being written",
+    "verl-3296": f"{CUT}: a traceback through torch's module calls (the actor's forward), without its AssertionError "
+    "on the tensor-parallel split that the thread names a trainer bug",
+    "verl-5074": f"{CUT}: a traceback through FSDP's wrapping of the model, without the HCCL communicator's error",
+    "megatron-bridge-1665": "the log is a bare `AssertionError` raised while the policy is set up; that a checkpoint "
+    "saved with another precision than the optimizer's cannot be resumed is the maintainer's answer, not in the line",
+    "slime-903": "the cause is right (a checkpoint that does not load): the traceback stops at load_checkpoint, and "
+    "that Megatron-Bridge's AutoBridge refused the architecture (the family checkpoint-conversion) is in the title",
+    "verl-2069": "the log is torch.cat's `Sizes of tensors must match ... Expected size 2048 but got size 2106` alone "
+    "under tensordict's frames; that a prompt longer than max_prompt_length slipped through the filter (the data's) "
+    "is in the thread",
+    "vllm-44483": "the log is `CUDA error: an illegal memory access was encountered` under a dummy batch (a device "
+    "fault, read alone); that sleep mode had freed the KV cache it read is in the PR",
+    "search-r1-134": "the log is a `Floating point exception` crash of a worker in vLLM's logits (a dead worker, read "
+    "alone); that the H20's cuBLAS was the cause (the thread: hardware) is the reporter's finding",
+    "slime-1305": "the log is NCCL's `unhandled cuda error` with CUDA's `999 'unknown error'` (a communicator's error, "
+    "read alone); the collector reads a failed device in it, and the open thread names no cause",
 }
 
 

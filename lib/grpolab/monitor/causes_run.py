@@ -275,6 +275,9 @@ CAUSES: tuple[Cause, ...] = (
             r"is non-finite, so it cannot be clipped",
             r"Unexpected result nan",
             r"\bactor/(?:pg_loss|kl_loss|grad_norm|entropy):(?:np\.float\d+\()?-?(?:nan|inf)\b",
+            # a trainer's log dict (`{'loss': 0.1, 'grad_norm': nan}`) and its table in a notebook (`3 | -0.11 | nan`)
+            r"'[\w/]{0,40}(?:loss|kl|grad_norm|entropy)\w{0,20}': (?:np\.float\d+\()?-?(?:nan|inf)\b",
+            r"^[ \t]*\|?[ \t]*\d+[ \t]*\|(?:[^|\n]{0,40}\|){0,30}?[ \t]*-?(?:nan|inf)[ \t]*(?:\||$)",
         ),
         (
             "nan",

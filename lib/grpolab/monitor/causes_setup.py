@@ -192,6 +192,9 @@ CAUSES: tuple[Cause, ...] = (
             "microsoft/agent-lightning issue 57",
             "PrimeIntellect-ai/prime-rl issue 947",
         ),
+        # a notice that it falls back to the tokenizer's own (NeMo RL's "No chat template provided, using
+        # tokenizer's default"): the run goes on, nothing failed
+        unless=(r"\busing (?:the )?(?:tokenizer'?s? )?default\b|\bfall(?:ing)? ?back\b",),
         ignorecase=True,
     ),
     Cause(

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import grpolab.monitor.firsterror as fe
 from grpolab.monitor.causes import BY_ID, CAUSES, UNKNOWN, UNKNOWN_CAUSE
+from grpolab.monitor.cutlog import in_progress
 from grpolab.monitor.details import FACTS, Extra, explain, read_facts
 from grpolab.monitor.failure import Failure
 from grpolab.monitor.families import FAMILIES, RECAUSED, Context, Verdict, classify, family_for
@@ -47,6 +48,7 @@ from grpolab.monitor.origin import (
     stalled_sentence,
     where,
 )
+from grpolab.monitor.refine import refine
 from grpolab.recipe.secrets import redact_free_text
 
 CHUNK = 8 << 20  # bytes read at a time: large enough for C to do the work, small enough to bound memory
@@ -62,8 +64,6 @@ _BUDGET = 0.5  # seconds of pattern matching after which every line is first che
 _FIRST = 64  # error lines of a log kept for its first real error (those that report another's failure: 16)
 _TRACE = 64 << 10  # bytes above an exception line read for its traceback's frames
 _TRACE_LINES = 300
-_FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "([^"]+)", line \d+')
-_CONFIG_CLASS = re.compile(r"(?<!\w)\w{0,80}Config\.__init__\(\) got an unexpected keyword")
 
 
 @dataclass
@@ -243,7 +243,7 @@ class Scan:
                 self.exits.append(made)
             elif not self.errors and fe.FRAME.search(line):  # the innermost frame of a log cut inside its traceback
                 self.cut = self._make(UNKNOWN, chunk, start, end, line, 0, number, name, rank)
-                self.cut.frames = fe.frames_of(self._trace(chunk, start, line) + [line])
+                self.cut.frames = in_progress(fe.frames_of(self._trace(chunk, start, line) + [line]), self.cut.after)
             return
         if exc is not None and fe.level_of(line, exc[3]) in ("WARNING", "INFO", "DEBUG"):
             return  # a warning that quotes an exception (a retry, a fallback): not an error of the run
@@ -321,7 +321,7 @@ class Scan:
         first_hit = self._first_hit()
         first = self._first_error(first_hit) if first_hit is not None else None
         hits = {cause: list(kept) for cause, kept in self.hits.items()}
-        _refine(hits)
+        refine(hits)
         order = [c.id for c in CAUSES if hits.get(c.id)]
         if not order:  # only warnings name a cause: the first of them
             hits = {cause: list(kept) for cause, kept in self.weak.items()}
@@ -329,6 +329,8 @@ class Scan:
         if not order:  # no cause of the registry: what the first error's structure says, or unknown
             if first_hit is None and (self.exits or self.cut) and not self.success:  # a `raise`, a frame, a header
                 last = next((h for h in self.exits if not fe.TRACEBACK.search(h.line)), self.cut or self.exits[0])
+                if self.cut is not None and fe.SOURCE.match(last.line) and self.cut.offset > last.offset:
+                    last = self.cut  # a frame below a `raise` (a re-raise on the way down): the innermost shown
                 first_hit, first = last, self._first_error(last)
             if first_hit is None:
                 return None
@@ -545,32 +547,8 @@ _FIRST_ERROR = 1200  # characters of the first error said (its line and the line
 
 
 _NETWORK = ("port-in-use", "comm-init", "comm-timeout")
-_WAITED = re.compile(r"Synchroni[sz]e\w{0,20}WithTimeout|npuSynchronize|SynchronizeStream|SynchronizeDevice")
 # causes that follow from another failure: the first error, where its structure names a family, says why
 _FOLLOW = ("worker-died", "killed", "comm-timeout", "startup-timeout")
-
-
-def _refine(hits: dict[str, list[_Hit]]) -> None:
-    """A library passing an argument that another library's installed version does not take
-    (`EngineArgs.__init__() got an unexpected keyword argument`, called from site-packages) is a version mismatch
-    (import-error), not a rejected config key; a *Config class's rejection stays a config key."""
-    if (
-        hits.get("comm-timeout")
-        and hits.get("device-fault")
-        and all(_WAITED.search(h.line) for h in hits["device-fault"])
-    ):  # a device's wait (a stream or device synchronisation) that failed while a collective timed out: the timeout
-        hits.pop("device-fault")
-    moved = []
-    for h in hits.get("config-key", []):
-        if "unexpected keyword" in h.line and not _CONFIG_CLASS.search(h.line):
-            frames = [m.group(1) for b in h.before if (m := _FRAME.match(b))]
-            if frames and fe.library_of(frames[-1]) not in (fe.USER, fe.STDLIB):  # a library passed it
-                moved.append(h)
-    if moved:
-        hits["config-key"] = [h for h in hits["config-key"] if h not in moved]
-        for h in moved:
-            h.cause = "import-error"
-        hits["import-error"] = moved + hits.get("import-error", [])
 
 
 # ---------------------------------------------------------------------------------------------- front doors

@@ -236,8 +236,15 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return _data(first)
     if sg.PROMPT_TOO_LONG.search(message) or (first.frames and sg.DATA.search(stack) and kind != "ImportError"):
         return _data(first)
+    if _converting(first) and not sg.UNPACK.search(
+        message
+    ):  # a converter's own loader (mbridge's load_weights at start-up) is no weight sync
+        cause = "import-error" if kind in ("AttributeError", "ImportError", "TypeError") else "checkpoint-mismatch"
+        return Verdict(cause, "checkpoint-conversion")
     if sg.SYNC.search(stack) or sg.SYNC.search(message) or (not first.frames and sg.SYNC.search(context.near)):
         return _sync(first)
+    if any(f.library == "wandb" and sg.WANDB_LOGIN.search(f.function) for f in first.frames):
+        return Verdict("wandb-auth", "wandb-auth")  # raised in W&B's login: the key, whatever the message says
     if sg.UNPACK.search(message):  # a call returned other values than its caller unpacks: an interface changed
         return _version(first, "api-mismatch")
     if re.search(r"initialize_cache|_initialize_kv_caches|determine_num_available_blocks", text):
@@ -269,8 +276,14 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return _version(first, "build-missing-extension")
     if _crash_in_save(first, context):
         return Verdict("checkpoint-save", "checkpoint-save")
+    if not first.type and first.frames and sg.BATCH_SPLIT.search(" ".join(map(str, first.frames[-2:]))):
+        return Verdict("batch-divisible", "batch-divisible")  # a traceback cut inside the batch's split
+    if not first.type and first.frames and sg.PLACEMENT.search(" ".join(f.function for f in first.frames[-3:])):
+        return Verdict("startup-timeout", "startup-timeout")  # cut while it waited for the placement groups
     if not first.type:  # an error line without an exception type: nothing more from its structure
         return None
+    if kind == "ZeroDivisionError" and sg.BATCH_WORDS.search(context.near):  # a batch size that came out 0: a
+        return Verdict("batch-divisible", "batch-divisible")  # batch divided over more workers than it holds
     if sg.CHANGED.search(f"{message} {' '.join(first.context[:2])}"):  # the library says its interface changed
         return _version(first, "version-mismatch")
     if kind in ("AttributeError", "TypeError") and "'NoneType' object" in message:  # a None where an object was due
@@ -350,6 +363,14 @@ def _crash_in_save(first: FirstError | None, context: Context) -> bool:
     if first is None or first.type or not CRASH.search(first.line):
         return False
     return bool(sg.CKPT_WRITE.search(f"{_stack(first)} {context.near}"))
+
+
+def _converting(first: FirstError) -> bool:
+    """The stack is a checkpoint converter's (Megatron-Bridge, mbridge, a model merger) and nothing outside its
+    frames sends weights to a rollout (slime's update_weights converts on its way to SGLang: that is the sync)."""
+    frames = [f"{f.function} {f.path}" for f in first.frames]
+    converter = [text for text in frames if sg.CONVERSION.search(text)]
+    return bool(converter) and not any(sg.SYNC.search(text) for text in frames if text not in converter)
 
 
 def _in_engine(first: FirstError) -> bool:

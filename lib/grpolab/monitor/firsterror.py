@@ -33,9 +33,9 @@ _EXCEPTION = re.compile(
     r"KeyboardInterrupt|StopIteration)(?:\(([\w.]+)\))?(?:: ?(.*)|:?$)"
 )
 _NOT_AN_ERROR = re.compile(r"^(?:ERROR|WARNING|INFO)$")
-# A frame: `File "/x/site-packages/vllm/config.py", line 123, in _verify_args`
-# (faulthandler's dump of a crash, `File "x.py", line 123 in save`, has no comma before `in`)
-FRAME = re.compile(r'\bFile "([^"\n]+)", line (\d+)(?:,? in ([^\s,]+))?')
+# A frame: `File "/x/site-packages/vllm/config.py", line 123, in _verify_args`, or its tail where a post cut it
+# (`/verl/protocol.py", line 491, in chunk`); faulthandler's dump of a crash (`File "x.py", line 123 in save`) has no comma
+FRAME = re.compile(r'(?:\bFile "|^[ \t]*"?(?=[^\s"]{1,400}\.py", line \d))([^"\n]+)", line (\d+)(?:,? in ([^\s,]+))?')
 TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 
 # The library a file path lives in: the folder after site-packages / dist-packages, else the nearest folder of a

@@ -28,7 +28,7 @@ WAKEUP = re.compile(r"resume_memory_occupation|\bwake_?up\b|waking up|cumem_allo
 KV = re.compile(r"KV cache|cache blocks|initialize_cache|_initialize_kv_caches|determine_num_available_blocks", re.I)
 CONVERSION = re.compile(
     r"[/\\]conversion[/\\]|convert\w{0,40}\.py|model_merger|merge_\w{0,20}checkpoint|to_hf|hf_to_\w{1,20}|"
-    r"export_\w{0,20}checkpoint|AutoBridge",
+    r"export_\w{0,20}checkpoint|AutoBridge|[/\\]mbridge[/\\]|megatron[/\\]bridge[/\\]|_weight_name_mapping",
     re.IGNORECASE,
 )
 SAVE = re.compile(r"save_checkpoint|\bsave\w{0,20}\b|dist_checkpointing[/.]save|async_save", re.IGNORECASE)
@@ -91,7 +91,7 @@ UNPACK = re.compile(r"(?:too many|not enough) values to unpack")
 RESOURCES = re.compile(
     r"Not enough (?:GPUs|NPUs|devices)|Requested \d+ (?:GPUs|NPUs|devices)[^\n]{0,60}(?:only|available)|"
     r"cannot be scheduled|Total available (?:GPUs|NPUs)|exceeds the total number of available|infeasible|"
-    r"placement group bundle index \d+ is invalid",
+    r"placement group bundle index \d+ is invalid|No available node types can fulfill",
     re.IGNORECASE,
 )
 INVISIBLE = re.compile(
@@ -180,3 +180,13 @@ SETTING = re.compile(
     r"allowed)\b|\bplease (?:set|pass|enable|disable) (?:[A-Z][A-Z0-9_]{2,}=|--?[a-z][\w-]+)",
     re.IGNORECASE,
 )
+# W&B's login on the stack (a key it refused, a prompt for one in a job with no terminal)
+WANDB_LOGIN = re.compile(r"wandb_login|_login\b|api_key|maybe_login|\blogin\b", re.IGNORECASE)
+# where a batch is split over the data-parallel workers (verl's DataProto.chunk and its dispatch functions): a
+# traceback cut inside one is the batch's split (its assertion names the sizes: `only support equal chunk`)
+BATCH_SPLIT = re.compile(
+    r"protocol\.py:\d+ in (?:chunk|split)\b|_split_args_kwargs_data_proto|dispatch_\w{0,40}data_proto"
+)
+# waiting for Ray's placement groups to be ready (NeMo RL's virtual cluster, verl's resource pools): a traceback cut
+# there is a start-up that did not come up in time (the wait's timeout, a cluster short of what the groups ask)
+PLACEMENT = re.compile(r"placement_groups?\w{0,30}|\bpg\.ready|wait_for_pg|_create_pg", re.IGNORECASE)

@@ -1,0 +1,106 @@
+"""`grpolab diagnose` on what held-out batches 12-14 taught (tests/data/failures/README.md): a log cut inside its
+traceback still says where it broke (a frame whose line the post cut, the call its innermost frame's source line was
+making, the deepest frame below a re-raise), and a family follows from the stack's structure (a converter's loader is
+no weight sync, W&B's login, a batch's split, a wait for placement groups, NCCL's errors first reported by a
+watchdog); a fallback notice is no failure, and a NaN in a trainer's table or dict is. The logs are the corpus's real
+ones; the made-up lines are the other side of each rule (what it must not catch)."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+
+from grpolab.monitor.diagnose import diagnose_text
+from tests.test_diagnose import _log
+
+
+def _said(text: str) -> tuple[str, str] | None:
+    failure = diagnose_text(text)
+    return (failure.cause, failure.family) if failure else None
+
+
+def test_a_frame_whose_start_the_post_cut_is_a_failure_and_verls_batch_split_says_the_batch(monkeypatch, capsys):
+    import grpolab.cli
+
+    # TinyZero-47's whole post: `/verl/protocol.py", line 491, in chunk` (the title: `only support equal chunk`)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_log("tinyzero-47").encode())))
+    assert grpolab.cli.main(["diagnose", "-", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert (out["failure"]["cause"], out["family"]) == ("batch-divisible", "batch-divisible")
+    assert out["failure"]["frame"] == "/verl/protocol.py:491 in chunk"
+    # a quoted path (simple_GRPO-13's `"python3.10/.../math_verify/utils.py", line 43, in handler`): the reward's
+    assert _said(_log("simple-grpo-13")) == ("reward-error", "reward-error")
+    # a frame cut elsewhere in verl is a failure with no family of the split
+    assert _said('/verl/trainer/ppo/ray_trainer.py", line 900, in fit\n') == ("unknown", "unknown")
+
+
+def test_the_call_on_the_innermost_frames_source_line_names_what_broke():
+    # slime-903: cut under `initialize_model_and_optimizer` whose line calls load_checkpoint(: the checkpoint's load
+    failure = diagnose_text(_log("slime-903"))
+    assert (failure.cause, failure.family) == ("checkpoint-mismatch", "checkpoint-load")
+    assert failure.frame.endswith("model.py:700 in load_checkpoint"), failure.frame
+    # the same frame calling something else says nothing of a checkpoint
+    other = _log("slime-903").replace("load_checkpoint(", "build_optimizer(")
+    assert _said(other) == ("unknown", "unknown")
+
+
+def test_a_frame_below_a_re_raise_is_the_innermost_shown_and_w_and_bs_login_is_the_key():
+    failure = diagnose_text(_log("sftvsrl-1"))  # wandb's sentry re-raises, then login -> configure_api_key
+    assert (failure.cause, failure.family) == ("wandb-auth", "wandb-auth")
+    assert "wandb_login.py" in failure.first_error and "raise exc" not in failure.first_error
+
+
+def test_a_converters_own_loader_at_start_up_is_the_conversion_and_a_sync_that_converts_stays_the_sync():
+    assert _said(_log("verl-3286")) == ("checkpoint-mismatch", "checkpoint-conversion")  # mbridge's load_weights
+    sync = (
+        "Traceback (most recent call last):\n"
+        '  File "/slime/backends/megatron_utils/update_weight_utils.py", line 210, in update_weights\n'
+        "    for name, param in convert_to_hf(args, model_name, name, param):\n"
+        '  File "/slime/backends/megatron_utils/megatron_to_hf/__init__.py", line 40, in convert_to_hf\n'
+        '    raise ValueError(f"Unknown parameter name: {name}")\n'
+        "ValueError: Unknown parameter name: decoder.layers.0.mlp.router.expert_bias\n"
+    )
+    assert _said(sync) == ("weight-sync", "weight-sync")
+
+
+def test_nccl_errors_first_reported_by_a_watchdog_are_a_running_collectives_and_at_set_up_the_communicators():
+    assert _said(_log("areal-3")) == ("comm-timeout", "comm-timeout")
+    at_init = "\n".join(
+        line for line in _log("areal-3").splitlines() if "watchdog" not in line
+    )  # the same NCCL error without the watchdog's report: the communicator
+    assert _said(at_init)[0] == "comm-init"
+
+
+def test_a_traceback_cut_while_it_waited_for_placement_groups_is_a_start_up_that_did_not_come_up():
+    # skypilot-7257 also prints NeMo RL's "No chat template provided, using tokenizer's default": a notice, not a cause
+    assert _said(_log("skypilot-7257")) == ("startup-timeout", "startup-timeout")
+    assert _said("No chat template provided, using tokenizer's default\nstep:1 - loss:0.5\n") is None
+    assert _said("ValueError: Cannot use chat template functions because tokenizer.chat_template is not set\n")[0] == (
+        "chat-template"
+    )
+
+
+def test_a_zero_division_over_batch_sizes_is_the_batch_and_elsewhere_it_is_not():
+    assert _said(_log("prime-31")) == ("batch-divisible", "batch-divisible")
+    other = '  File "/x/metrics.py", line 3, in mean\n    return total / count\nZeroDivisionError: division by zero\n'
+    assert _said(other)[0] != "batch-divisible"
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "{'loss': 0.0123, 'grad_norm': nan, 'learning_rate': 1e-06, 'epoch': 0.01}\n",
+        "Step | Training Loss | reward | kl\n-- | -- | -- | --\n1 | -0.2836 | 13.43 | nan\n",
+    ],
+    ids=["trl-dict", "notebook-table"],
+)
+def test_a_nan_in_a_trainers_log_dict_or_table_is_the_loss(log):
+    assert _said(log) == ("nan-loss", "nan-loss")
+    assert _said(log.replace("nan", "0.01")) is None
+
+
+def test_rays_autoscaler_that_no_node_type_fits_is_the_resources_asked():
+    assert _said(_log("rllm-35")) == ("no-device", "ray-resources")
