@@ -104,3 +104,26 @@ def test_a_nan_in_a_trainers_log_dict_or_table_is_the_loss(log):
 
 def test_rays_autoscaler_that_no_node_type_fits_is_the_resources_asked():
     assert _said(_log("rllm-35")) == ("no-device", "ray-resources")
+
+
+# what a page adds to a log it shows: every line quoted, HTML's entities, colour codes that lost their escape character
+# (`[33m(raylet) ...`, as a post keeps them)
+POSTED = {
+    "quoted": lambda log: "".join("> " + line for line in log.splitlines(True)),
+    "html": lambda log: log.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;"),
+    "colours": lambda log: "".join("[36m" + line for line in log.splitlines(True)),
+}
+
+
+@pytest.mark.parametrize("how", sorted(POSTED))
+def test_a_log_as_a_page_shows_it_gets_the_answer_of_the_log_itself(how):
+    import yaml
+
+    from tests.test_diagnose_corpus import CASES
+
+    changed = []
+    for path in CASES[::8]:  # a sample across the corpus (every family's cases are spread over its names)
+        log = yaml.safe_load(path.read_text())["log"]
+        if _said(POSTED[how](log)) != _said(log):
+            changed.append(path.stem)
+    assert changed == []

@@ -35,8 +35,9 @@ from grpolab.jobs import secrets
 from grpolab.jobs.retention import Keeper
 from grpolab.recipe.files import atomic_write, json_object
 
-# Ray colours its log lines; records, monitors and notebooks want plain text (the one pattern, used by all of them)
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# Ray colours its log lines; records, monitors and notebooks want plain text (the one pattern, used by all of them).
+# A log pasted into an issue has lost the escape character and keeps the rest of a colour (`[33m(raylet) ...`)
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\[(?:\d{1,3};){0,4}\d{1,3}m")
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 WATCH_EVERY_S = 1.0  # how often the wrapper checks that its run directory still exists
 KILL_AFTER_S = 15.0  # a command that ignores SIGTERM this long after its run directory was deleted is killed

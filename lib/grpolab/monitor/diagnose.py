@@ -36,7 +36,19 @@ from grpolab.monitor.details import FACTS, Extra, explain, read_facts
 from grpolab.monitor.failure import Failure
 from grpolab.monitor.families import FAMILIES, RECAUSED, Context, Verdict, classify, family_for
 from grpolab.monitor.firsterror import FirstError
-from grpolab.monitor.logread import FIRST, MARKS, OWNERS, decode, excerpt, find_words, gated, marks, readable
+from grpolab.monitor.logread import (
+    FIRST,
+    MARKS,
+    OWNERS,
+    as_posted,
+    decode,
+    excerpt,
+    find_words,
+    gated,
+    marks,
+    posted,
+    readable,
+)
 from grpolab.monitor.origin import (
     RAY_TASK,
     Where,
@@ -97,6 +109,7 @@ class Scan:
         self.echoes: list[_Hit] = []  # and the first of those that report another's failure
         self.last: deque[_Hit] = deque(maxlen=4)  # the last error lines (a log's end names what stopped it)
         self.exits: list[_Hit] = []  # a process that ended with a non-zero status
+        self.posted: bool | None = None  # the log is a post copied from a page (decided on its first chunk)
         self.cut: _Hit | None = None  # the last traceback frame read before any error line (a log cut inside one)
         self.success = False  # a mark of a run that finished well (Ray's "succeeded", verl's final metrics)
         self.warnings = 0  # warning-level records
@@ -151,6 +164,8 @@ class Scan:
 
     def _feed(self, chunk: bytes, name: str, file_rank: int | None, first: int) -> int:
         """Scan one chunk of whole lines whose first line is line `first` of its file; the next chunk's first."""
+        self.posted = posted(chunk) if self.posted is None else self.posted
+        chunk = as_posted(chunk) if self.posted else chunk
         self.base = self.bytes
         self.bytes += len(chunk)
         # lazy: numpy (only a diagnosis scans lines; importing the monitor stays light)

@@ -6,6 +6,7 @@ with NotALog) and the Hyperscan databases that find, in one linear pass over a c
     gated(line) -> {cause id}                 the causes whose patterns may match a line (linear, for crafted lines)
     marks(chunk, keys) -> {key: offset}       where a run first shows a step, an engine, progress, an NPU stack
     decode(raw) -> str                        a line's text without colours
+    posted(head), as_posted(chunk)            a log pasted from a page, and its chunk without the quote's `> `, HTML entities
     log_files(path) -> [(path, rank)]         a file, or a folder of one log per rank
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import html
 import lzma
 import re
 from pathlib import Path
@@ -151,6 +153,26 @@ _SYSLOG_ANSI = re.compile(r"#033\[[0-9;]*[A-Za-z]")  # colours as syslog writes 
 def decode(raw: bytes) -> str:
     text = ANSI.sub("", raw.decode("utf-8", "replace")).rstrip()
     return _SYSLOG_ANSI.sub("", text) if "#033[" in text else text
+
+
+_QUOTED = re.compile(rb"(?m)^(?:&gt;|>){1,2}[ \t]?")  # a markdown quote (`> `), also escaped
+_ENTITY = re.compile(rb"&(?:quot|gt|lt|amp|#39|#x27);")
+_SNIFF = 1 << 20  # bytes of a log's start that tell a post from a console log
+
+
+def posted(head) -> bool:
+    """The log starts as a page shows a post: most of its lines quoted (`> `), or HTML entities. Its first MiB only is
+    read, so a console log of a GB pays nothing (and one stray `>` line does not make it a post)."""
+    text = b"\n" + bytes(head[:_SNIFF])
+    quoted = text.count(b"\n>") + text.count(b"\n&gt;")
+    return 2 * quoted >= text.count(b"\n") or _ENTITY.search(text) is not None
+
+
+def as_posted(chunk) -> bytes:
+    """`chunk` (whole lines) without what posting it added: a markdown quote's `> ` before every line, and the HTML
+    entities a page kept (`&quot;`, `&gt;`, `&#39;`)."""
+    chunk = _QUOTED.sub(b"", bytes(chunk))
+    return html.unescape(chunk.decode("utf-8", "replace")).encode("utf-8") if b"&" in chunk else chunk
 
 
 class NotALog(ValueError):
