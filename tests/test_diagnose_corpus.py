@@ -96,6 +96,18 @@ BEYOND = {
     "alone); that the H20's cuBLAS was the cause (the thread: hardware) is the reporter's finding",
     "slime-1305": "the log is NCCL's `unhandled cuda error` with CUDA's `999 'unknown error'` (a communicator's error, "
     "read alone); the collector reads a failed device in it, and the open thread names no cause",
+    # batches 15-16 (held out, collected by people who did not see the code)
+    "trl-3569": f"{CUT}: the post is one source line, `[rank4]: self.llm_engine.add_request(`",
+    "verl-903": "the log is `assert isinstance(weight, ...DTensor)` and a bare AssertionError; that the model merger "
+    "raised it (a conversion) is in the thread",
+    "verl-1096": "cause and family are right; the post lists NCCL's lines bottom-up (`Duplicate GPU detected` first, "
+    "the DistBackendError under its detail), so its first line read is NCCL's detail, not the thread's DistBackendError",
+    "roll-275": "the log is `'NoneType' object has no attribute '__name__'` where ROLL wraps a worker class (a trainer "
+    "bug, read alone); the collector reads a class that failed to import (a missing package) in it",
+    "soup-565": "the log is torch's `The expanded size of the tensor (2) must match the existing size (0)` alone; that "
+    "the trainer's code (not the data) is at fault is the collector's reading of the thread",
+    "vllm-ascend-4859": "the log is torch_npu's `call aclnnInplaceZero failed, error code is 561103`; that CANN and the "
+    "driver's versions do not fit is another user's reply in the thread, not in the line",
 }
 
 

@@ -1,8 +1,9 @@
-"""`grpolab diagnose` on what held-out batches 12-14 taught (tests/data/failures/README.md): a log cut inside its
+"""`grpolab diagnose` on what held-out batches 12-16 taught (tests/data/failures/README.md): a log cut inside its
 traceback still says where it broke (a frame whose line the post cut, the call its innermost frame's source line was
 making, the deepest frame below a re-raise), and a family follows from the stack's structure (a converter's loader is
 no weight sync, W&B's login, a batch's split, a wait for placement groups, NCCL's errors first reported by a
-watchdog); a fallback notice is no failure, and a NaN in a trainer's table or dict is. The logs are the corpus's real
+watchdog, NCCL's own advice `run with NCCL_DEBUG=WARN`, an error record while weights were being updated, a reward class
+that did not import); a fallback notice is no failure, and a NaN in a trainer's table or dict is. The logs are the corpus's real
 ones; the made-up lines are the other side of each rule (what it must not catch)."""
 
 from __future__ import annotations
@@ -104,6 +105,27 @@ def test_a_nan_in_a_trainers_log_dict_or_table_is_the_loss(log):
 
 def test_rays_autoscaler_that_no_node_type_fits_is_the_resources_asked():
     assert _said(_log("rllm-35")) == ("no-device", "ray-resources")
+
+
+def test_nccls_advice_to_run_with_nccl_debug_warn_is_no_warning():
+    assert _said(_log("trl-3158")) == ("comm-init", "comm-init")  # `Duplicate GPU detected`, then NCCL's error
+    assert _said("WARNING: NCCL error: invalid usage, will retry\n") is None
+
+
+def test_a_server_that_did_not_come_online_within_its_time_is_a_start_up():
+    assert _said(_log("skyrl-1495")) == ("startup-timeout", "startup-timeout")
+
+
+def test_an_error_record_while_the_weights_were_being_updated_is_the_weight_sync():
+    log = _log("prime-rl-1119")  # prime-rl's `Updating weights to weight checkpoint 1`, then loguru's error record
+    assert _said(log) == ("weight-sync", "weight-sync")
+    assert _said(log.replace("Updating weights to", "Evaluating"))[1] != "weight-sync"
+
+
+def test_a_reward_worker_class_that_did_not_import_is_the_reward_missing():
+    log = _log("roll-201")
+    assert _said(log) == ("reward-missing", "reward-missing")
+    assert _said(log.replace("Reward", "Actor").replace("reward", "actor"))[0] != "reward-missing"
 
 
 # what a page adds to a log it shows: every line quoted, HTML's entities, colour codes that lost their escape character

@@ -134,7 +134,8 @@ CAUSES: tuple[Cause, ...] = (
         ),
         # a warning; NCCL's error that is a timeout (comm-timeout); the server socket's failure (a port, port-in-use)
         unless=(
-            r"(?<!NCCL )\bwarn(?:ing)?\b",  # (NCCL's WARN is its error level)
+            # (NCCL's WARN is its error level, and `run with NCCL_DEBUG=WARN for details` its advice under an error)
+            r"(?<!NCCL )(?<!NCCL_DEBUG=)\bwarn(?:ing)?\b",
             r"NCCL WARN[^\n]*\bretry",
             r"NCCL error: [^\n]*(?:timed out|timeout)",
             r"DistNetworkError: The server socket has failed",
@@ -405,7 +406,8 @@ CAUSES: tuple[Cause, ...] = (
             r"Placement group creation timed out|placement group[^\n]{0,80}(?:timed out|timeout)",
             r"GetTimeoutError",
             r"Timed out waiting for[^\n]+",
-            r"(?:engine|server|actor|worker|core)[^\n]{0,80}(?:did not|failed to) (?:start|become ready|respond)"
+            r"(?:engine|server|actor|worker|core)[^\n]{0,80}(?:did not|failed to) (?:start|become ready|respond|"
+            r"come (?:up|online)|get ready)"
             r"[^\n]{0,40}(?:within|in time|timeout|after)",
             r"(?:startup|initiali[sz]ation|health check)[^\n]{0,40}(?:timed out|timeout)",
             r"Timeout (?:while )?waiting for (?:the )?(?:server|engine|worker|actor)",

@@ -228,6 +228,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if sg.OOM.search(f"{first.type}: {message}"):
         family = _memory(first, context)
         return Verdict(FAMILIES[family][0], family)
+    if sg.REWARD_LOAD.search(first.said or message):  # its reward (function, module, worker class) did not load
+        return Verdict("reward-missing", "reward-missing")
     if sg.DATA_FIELD.match(f"{kind}: {message}"):  # a row without the column the code (a reward too) reads: the data's
         return _data(first)
     if sg.SIGNAL_THREAD.search(message) or (first.frames and sg.REWARD.search(_user_frames(first))):

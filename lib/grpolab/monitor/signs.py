@@ -21,7 +21,7 @@ SYNC = re.compile(
     r"update_?weights?|weights?_?update|sync_?weights?|weights?_?sync|update_parameter|sync_model_weights|"
     r"sharding_manager|broadcast_weights|send_weights|receive_weights|checkpoint_engine|param_sync|weight_loader|"
     # (an engine's per-layer weight loaders too; TRL's and swift's rollout server setting up the weight channel)
-    r"UpdateWeight|load_weights\b|_load_w\d+\b|_load_model_weight|init_communicator",
+    r"UpdateWeight|load_weights\b|_load_w\d+\b|_load_model_weight|init_communicator|\bupdating (?:the )?weights\b",
     re.IGNORECASE,
 )
 WAKEUP = re.compile(r"resume_memory_occupation|\bwake_?up\b|waking up|cumem_allocator|torch_memory_saver", re.I)
@@ -190,3 +190,9 @@ BATCH_SPLIT = re.compile(
 # waiting for Ray's placement groups to be ready (NeMo RL's virtual cluster, verl's resource pools): a traceback cut
 # there is a start-up that did not come up in time (the wait's timeout, a cluster short of what the groups ask)
 PLACEMENT = re.compile(r"placement_groups?\w{0,30}|\bpg\.ready|wait_for_pg|_create_pg", re.IGNORECASE)
+# a reward function, module or worker that cannot be loaded (`Failed to import class ...GeneralRuleRewardWorker`)
+REWARD_LOAD = re.compile(
+    r"(?:Failed to|cannot|could not|unable to) (?:import|load|find)\b[^\n]{0,200}reward|"
+    r"reward\w{0,60} (?:is not found|not found|cannot be (?:imported|loaded))",
+    re.IGNORECASE,
+)
