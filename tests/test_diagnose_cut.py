@@ -68,7 +68,11 @@ def test_a_converters_own_loader_at_start_up_is_the_conversion_and_a_sync_that_c
 
 
 def test_nccl_errors_first_reported_by_a_watchdog_are_a_running_collectives_and_at_set_up_the_communicators():
-    assert _said(_log("areal-3")) == ("comm-timeout", "comm-timeout")
+    failure = diagnose_text(_log("areal-3"))
+    assert (failure.cause, failure.family) == ("comm-timeout", "comm-timeout")
+    # NCCL names the peer it lost under the error (`Got completion from peer 10.10.11.9<51354>`): that node, not the
+    # survivor reporting it
+    assert failure.node == "10.10.11.9" and "The node it lost: 10.10.11.9" in failure.message
     at_init = "\n".join(
         line for line in _log("areal-3").splitlines() if "watchdog" not in line
     )  # the same NCCL error without the watchdog's report: the communicator

@@ -92,6 +92,8 @@ def _run(run, refresh: bool):
 
 
 def format_failure(source: str, failure, family: str = "none") -> str:
+    from grpolab.monitor.firsterror import FRAME  # lazy: orjson, pydantic, yaml (loaded by then, as the verb's)
+
     if failure is None:
         return f"{source}: no failure found" + (" (warnings only)" if family == "warning-only" else "")
     out = [f"{source}: {failure.cause}" + (f" ({failure.family})" if failure.family not in ("", failure.cause) else "")]
@@ -102,7 +104,11 @@ def format_failure(source: str, failure, family: str = "none") -> str:
             textwrap.fill(failure.first_error, _WIDTH, initial_indent="  first error: ", subsequent_indent="    ")
         )
         if failure.frame:
-            out.append(f"    raised in {failure.library}: {failure.frame}")
+            # a log cut inside its traceback (its first error a frame): where it stops, not what raised
+            cut = FRAME.search(failure.first_error.split("\n", 1)[0]) is not None
+            out.append(
+                f"    {'the log stops inside its traceback, in' if cut else 'raised in'} {failure.library}: {failure.frame}"
+            )
     if failure.lines:
         out.append("  evidence (origin first):")
         numbers = failure.line_numbers or [None] * len(failure.lines)

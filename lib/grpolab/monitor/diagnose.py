@@ -514,6 +514,7 @@ class Scan:
             extra = Extra(verdict.message, verdict.fix or extra.fix, verdict.key or extra.key, verdict.rule)
         parts = [spec.meaning[0].upper() + spec.meaning[1:]]
         parts += origin_sentence(cause, rank, node if not silent else w.node, w, hits, collective, group)
+        rank, node = (None, w.peer) if w.peer else (rank, node)
         if silent:  # the ranks that did not time out never reached the collective: they are the stalled ones
             rank = silent[0]
             node = next((h.where.node for h in hits + later if h.where.rank == rank and h.where.node), None)

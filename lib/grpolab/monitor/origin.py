@@ -46,6 +46,8 @@ _UCX_HOST = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*\[([A-Za-z0-9][\w.\
 _LABEL = re.compile(r"^ {0,4}(\d{1,5}): (?=\S)")  # srun --label's (and torchrun --tee's) `93: ` before a rank's line
 # SGLang's scheduler prefix, `[2025-02-24 14:09:34 TP14]`, `[... DP0 TP3]`, `[... PP1 TP2 EP2]`: its tensor-parallel rank
 _SGLANG_TP = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP\d+)?(?: PP\d+)? TP(\d+)(?: EP\d+)?\]")
+_REMOTE_EXIT = re.compile(r"remote process exit|ncclRemoteError", re.IGNORECASE)
+_PEER = re.compile(r"\b(?:from|to|with) peer (\d{1,3}(?:\.\d{1,3}){3})\b", re.IGNORECASE)
 _REMOTE_IP = re.compile(r"remote_ip(?:_addr)?\[(\d{1,3}(?:\.\d{1,3}){3})\]", re.IGNORECASE)
 _LINK_ROW = re.compile(r"\|[ \t]*(\d{1,3}(?:\.\d{1,3}){3})\((\d+)\)[ \t]*\|")  # HCCL LINK_ERROR_INFO: dest(rank)
 _WORKER_PID = re.compile(r"\bWorker PID: (\d+)")  # Ray's "A worker died ..." names the dead worker
@@ -84,6 +86,9 @@ class Where:
     time: tuple | None = None  # (month, day, hour, minute, second): the year is rarely printed
     remote: int | None = None  # the rank it waited for / that signalled the timeout
     remote_node: str | None = None  # that rank's node, where the line names it
+    peer: str | None = (
+        None  # the node a communicator lost (NCCL: a remote process exited): the origin, not the reporter
+    )
     signalled: bool = False  # the remote rank signalled the timeout (NCCL's dump signal), not one waited for
     seq: int | None = None
     op: str | None = None
@@ -136,6 +141,8 @@ def where(
         w.signalled = bool(m.group("signal"))
         if node := _REMOTE_IP.search(line):
             w.remote_node = node.group(1)
+    if _REMOTE_EXIT.search(line):  # NCCL's net plugin names the peer under it: `Got completion from peer A<port>`
+        w.peer = next((m.group(1) for text in list(after or ())[:4] if (m := _PEER.search(text))), None)
     if (m := _LINK_ROW.search(line)) and w.remote is None:
         w.remote, w.remote_node = int(m.group(2)), m.group(1)
     if dead := _WORKER_PID.search(line):
@@ -217,6 +224,8 @@ def origin_sentence(cause, rank, node, w: Where, hits, collective, group) -> lis
         at += f" on node {node}"
     if w.pid is not None and w.remote is None:
         at += f" (pid {w.pid})"
+    if w.peer:  # the node it lost is the origin: the one reporting it is a survivor
+        return [f"The node it lost: {w.peer} (a process there exited, or the network to it failed), as {at} reports"]
     if cause != "comm-timeout":
         if w.remote is not None:  # a link that could not be made: to this rank, from the one reporting it
             return [f"Rank {w.rank} could not reach {at}" if w.rank is not None else f"The rank not reached: {at}"]
