@@ -96,6 +96,10 @@ BEYOND = {
     "alone); that the H20's cuBLAS was the cause (the thread: hardware) is the reporter's finding",
     "slime-1305": "the log is NCCL's `unhandled cuda error` with CUDA's `999 'unknown error'` (a communicator's error, "
     "read alone); the collector reads a failed device in it, and the open thread names no cause",
+    "openrlhf-187": "the log is Ray's dead worker (`connection error code 2`, and its list of possible causes, the "
+    "OOM killer first); that the container's host memory limit was passed (537 of 500 GB) is the reporter's answer",
+    "openrlhf-1139": "the log is Ray's dead worker with its list of possible causes; that Slurm killed the step for its "
+    "memory (`OOM Killed`) is in the thread's title",
     # batches 15-16 (held out, collected by people who did not see the code)
     "trl-3569": f"{CUT}: the post is one source line, `[rank4]: self.llm_engine.add_request(`",
     "verl-903": "the log is `assert isinstance(weight, ...DTensor)` and a bare AssertionError; that the model merger "
@@ -106,6 +110,15 @@ BEYOND = {
     "bug, read alone); the collector reads a class that failed to import (a missing package) in it",
     "soup-565": "the log is torch's `The expanded size of the tensor (2) must match the existing size (0)` alone; that "
     "the trainer's code (not the data) is at fault is the collector's reading of the thread",
+    # batches 17-18 (held out, measured after this round's changes)
+    "nemo-rl-627": "the log is torch's `found no DeviceMesh from dtensor args for c10d.broadcast_` alone; that NeMo RL "
+    "broadcast DTensor buffers with sequence parallelism on (a trainer bug) is in the PR",
+    "trl-3736": "the log is torch's TCPStore client that cannot reach 0.0.0.0:51216 (a communicator, read alone); that "
+    "it is TRL's weight channel to its vLLM server is in the thread",
+    "verl-1776": f"{CUT}: the driver's RayTaskError(NotImplementedError) and frames, without the message (tensordict's "
+    "`does not support membership checks`, a version mismatch)",
+    "verl-1986": "the log is Ray's dead worker that `receives a SIGTERM` after `sys.exit`; the collector reads a launcher "
+    "stopping it (sibling-crash), the thread names no cause",
     "vllm-ascend-4859": "the log is torch_npu's `call aclnnInplaceZero failed, error code is 561103`; that CANN and the "
     "driver's versions do not fit is another user's reply in the thread, not in the line",
 }

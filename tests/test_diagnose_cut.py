@@ -1,4 +1,4 @@
-"""`grpolab diagnose` on what held-out batches 12-16 taught (tests/data/failures/README.md): a log cut inside its
+"""`grpolab diagnose` on what held-out batches 12-18 taught (tests/data/failures/README.md): a log cut inside its
 traceback still says where it broke (a frame whose line the post cut, the call its innermost frame's source line was
 making, the deepest frame below a re-raise), and a family follows from the stack's structure (a converter's loader is
 no weight sync, W&B's login, a batch's split, a wait for placement groups, NCCL's errors first reported by a
@@ -130,6 +130,27 @@ def test_a_reward_worker_class_that_did_not_import_is_the_reward_missing():
     log = _log("roll-201")
     assert _said(log) == ("reward-missing", "reward-missing")
     assert _said(log.replace("Reward", "Actor").replace("reward", "actor"))[0] != "reward-missing"
+
+
+def test_a_traceback_cut_inside_an_import_or_a_load_of_weights_says_which():
+    # vllm-ascend-1093: the innermost frames are importlib's (the module that did not import is below them)
+    assert _said(_log("vllm-ascend-1093")) == ("import-error", "version-mismatch")
+    # LlamaFactory-1910: cut in peft's from_pretrained (the title: safetensors could not read the adapter's header)
+    assert _said(_log("llamafactory-1910")) == ("checkpoint-mismatch", "checkpoint-load")
+    # a frame cut elsewhere (a training step) is neither
+    assert _said('  File "/x/verl/trainer/ppo/ray_trainer.py", line 9, in fit\n')[1] == "unknown"
+
+
+def test_a_model_the_installed_version_does_not_know_is_a_version_mismatch_and_a_converters_refusal_the_conversion():
+    assert _said(_log("search-r1-173")) == ("import-error", "version-mismatch")  # verl's RMPad list without qwen3
+    refused = "ValueError: Model architecture Qwen3NextForCausalLM not supported by AutoBridge\n"
+    assert _said(refused)[1] == "checkpoint-conversion"
+
+
+def test_a_segfault_in_the_middle_of_a_weight_update_is_the_weight_sync():
+    log = _log("vllm-57853")  # `POST /update_weights (CUDA IPC payload) -> never returns`, then the segfault
+    assert _said(log) == ("weight-sync", "weight-sync")
+    assert _said(log.replace("update_weights", "generate").replace("weight_update", "generate"))[1] != "weight-sync"
 
 
 # what a page adds to a log it shows: every line quoted, HTML's entities, colour codes that lost their escape character

@@ -245,6 +245,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict(cause, "checkpoint-conversion")
     if sg.SYNC.search(stack) or sg.SYNC.search(message) or (not first.frames and sg.SYNC.search(context.near)):
         return _sync(first)
+    if _crash_in_sync(first, context):  # a segfault in the middle of a weight update
+        return _sync(first)
     if any(f.library == "wandb" and sg.WANDB_LOGIN.search(f.function) for f in first.frames):
         return Verdict("wandb-auth", "wandb-auth")  # raised in W&B's login: the key, whatever the message says
     if sg.UNPACK.search(message):  # a call returned other values than its caller unpacks: an interface changed
@@ -254,6 +256,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if sg.CONVERSION.search(stack) or sg.CONVERSION.search(message):
         cause = "import-error" if kind in ("AttributeError", "ImportError", "TypeError") else "checkpoint-mismatch"
         return Verdict(cause, "checkpoint-conversion")
+    if sg.UNSUPPORTED_MODEL.search(message):  # a model the installed version does not know: a newer one does
+        return _version(first, "version-mismatch")
     if first.frames and sg.LOAD_CKPT.search(stack) or "Checkpoint" in kind or sg.LOAD_CKPT.search(message):
         if kind not in ("ImportError", "ModuleNotFoundError"):
             save = sg.SAVE.search(stack) and not re.search(r"\bload", stack, re.IGNORECASE)
@@ -280,6 +284,10 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("checkpoint-save", "checkpoint-save")
     if not first.type and first.frames and sg.BATCH_SPLIT.search(" ".join(map(str, first.frames[-2:]))):
         return Verdict("batch-divisible", "batch-divisible")  # a traceback cut inside the batch's split
+    if not first.type and first.frames and sg.IMPORTING.search(" ".join(f.function for f in first.frames[-2:])):
+        return _version(first, "version-mismatch")  # cut inside an import: a module that is not there
+    if not first.type and first.frames and sg.LOADING.search(" ".join(f.function for f in first.frames[-3:])):
+        return Verdict("checkpoint-mismatch", "checkpoint-load")  # cut while it loaded weights from files
     if not first.type and first.frames and sg.PLACEMENT.search(" ".join(f.function for f in first.frames[-3:])):
         return Verdict("startup-timeout", "startup-timeout")  # cut while it waited for the placement groups
     if not first.type:  # an error line without an exception type: nothing more from its structure
@@ -357,6 +365,13 @@ def _memory(first: FirstError | None, context: Context) -> str:
     ):
         return "rollout-startup-oom"
     return "device-oom"
+
+
+def _crash_in_sync(first: FirstError | None, context: Context) -> bool:
+    """The process crashed while the log shows weights being sent to the rollout (`POST /update_weights`)."""
+    return (
+        first is not None and not first.type and bool(CRASH.search(first.line)) and bool(sg.SYNC.search(context.near))
+    )
 
 
 def _crash_in_save(first: FirstError | None, context: Context) -> bool:

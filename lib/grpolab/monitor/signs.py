@@ -196,3 +196,14 @@ REWARD_LOAD = re.compile(
     r"reward\w{0,60} (?:is not found|not found|cannot be (?:imported|loaded))",
     re.IGNORECASE,
 )
+# a model the installed version does not know (`Model architecture qwen3 is not supported for now`, transformers'
+# `does not recognize this architecture`): a newer version knows it (a converter's own refusal is the conversion's)
+UNSUPPORTED_MODEL = re.compile(
+    r"(?:model )?(?:architecture|model[ _]type)s? [`'\"]?[\w.-]{1,60}[`'\"]? (?:is )?not (?:yet )?(?:supported|recogni[sz]ed)|"
+    r"does not recognize this architecture|Unrecognized model in|not supported for now",
+    re.IGNORECASE,
+)
+# the importer's own frames (a traceback cut inside an import: the module that did not import is below them)
+IMPORTING = re.compile(r"_find_and_load|_load_unlocked|import_module|_call_with_frames_removed|_gcd_import")
+# loading weights from files (a traceback cut there: the checkpoint's load, whatever its error said)
+LOADING = re.compile(r"from_pretrained|load_adapter|safe_open|safetensors|load_state_dict|load_checkpoint", re.I)
