@@ -26,7 +26,6 @@ BEYOND = {
     "easyr1-44": f"{CUT}: a traceback whose last frame is ray.get, no exception line",
     "ttrl-43": f"{CUT}: only Ray's RayTaskError(ActorDiedError) from the driver, the worker's AssertionError is not in it",
     "verl-1191": f"{CUT}: only Hydra's `Error executing job with overrides: [...]`",
-    "roll-330": f"{CUT}: a traceback of ROLL's frames without its AssertionError",
     "ray-54739": f"{CUT}: only the ActorDiedError that reports the engine's creation task failed; its AttributeError is "
     "in the thread, not in the log",
     "verl-302": f"{CUT}: the driver's traceback through wake_up, without the worker's `cuda error: out of memory`",
@@ -62,7 +61,6 @@ BEYOND = {
     "raised it is in the thread's title",
     "prime-rl-947": f"{CUT}: the orchestrator's traceback stops in asyncio's runner, before verifiers' `Token prefix "
     "mismatch`",
-    "skyrl-284": f"{CUT}: vLLM's engine traceback stops in torch's rendezvous (_create_c10d_store), before its EADDRINUSE",
     "openrlhf-1193": f"{CUT}: vLLM's `Invocation of collective_rpc method failed` and frames without the exception; "
     "that OpenRLHF's call no longer fits vLLM 0.16's interface is the maintainer's notice",
     "rl-3168": "the log is `Current vLLM config is not set.` alone (a failure, exit 1); that the weight refit called "

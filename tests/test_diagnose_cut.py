@@ -153,6 +153,16 @@ def test_a_segfault_in_the_middle_of_a_weight_update_is_the_weight_sync():
     assert _said(log.replace("update_weights", "generate").replace("weight_update", "generate"))[1] != "weight-sync"
 
 
+def test_a_traceback_cut_in_a_process_groups_store_or_a_parallel_groups_getter_says_so_and_that_it_is_inferred():
+    failure = diagnose_text(
+        _log("skyrl-284")
+    )  # vLLM's engine cut in torch's _create_c10d_store (the thread: EADDRINUSE)
+    assert (failure.cause, failure.family) == ("port-in-use", "port-in-use")
+    assert "stops inside the process group's store" in failure.message and "before its error line" in failure.message
+    # ROLL's strategy cut in Megatron's get_pipeline_model_parallel_group (a group used before it was set up)
+    assert _said(_log("roll-330")) == ("unknown", "trainer-bug")
+
+
 # what a page adds to a log it shows: every line quoted, HTML's entities, colour codes that lost their escape character
 # (`[33m(raylet) ...`, as a post keeps them)
 POSTED = {

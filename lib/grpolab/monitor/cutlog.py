@@ -4,12 +4,15 @@ the error was raised below it (`iteration, _ = load_checkpoint(` under `model.py
 initialize_model_and_optimizer`: the failure is the checkpoint's load, whatever its line said).
 
     in_progress(frames, after) -> list[Frame]     the frames, with the call in progress as the innermost one
+    cut_phase(frames) -> Phase | None              what the innermost frames were doing, where that names a failure
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
+import grpolab.monitor.signs as sg
 from grpolab.monitor.firsterror import FRAME, Frame, strip_prefix
 
 # the first call a source line makes: `x = load_checkpoint(`, `self.bridge.load_weights(module, path)`, `return fn(`
@@ -37,3 +40,36 @@ def in_progress(frames: list[Frame], after: list[str]) -> list[Frame]:
             return [*frames, Frame(inner.path, inner.line, m.group(1), inner.library)]
         break
     return frames
+
+
+@dataclass(frozen=True)
+class Phase:
+    cause: str
+    family: str
+    what: str  # for a person: what the log stops inside
+
+
+# what the innermost frames of a cut traceback were doing (a sign, how many innermost frames it reads, as
+# "function" or "path:line in function"), and the failure that most often stops a run there; first match wins
+PHASES = (
+    (sg.BATCH_SPLIT, 2, "frame", Phase("batch-divisible", "batch-divisible", "the split of a batch over the workers")),
+    (sg.IMPORTING, 2, "function", Phase("import-error", "version-mismatch", "an import (a module that is not there)")),
+    (sg.LOADING, 3, "function", Phase("checkpoint-mismatch", "checkpoint-load", "a load of weights from files")),
+    (sg.PLACEMENT, 3, "function", Phase("startup-timeout", "startup-timeout", "a wait for Ray's placement groups")),
+    (
+        sg.STORE,
+        3,
+        "function",
+        Phase("port-in-use", "port-in-use", "the process group's store (its port: most often taken)"),
+    ),
+    (sg.GROUP_GETTER, 2, "function", Phase("unknown", "trainer-bug", "a getter of a parallel group not set up yet")),
+)
+
+
+def cut_phase(frames: list[Frame]) -> Phase | None:
+    """The failure a traceback cut before its error line most likely is, from what its innermost frames did."""
+    for sign, depth, shown, phase in PHASES:
+        inner = frames[-depth:]
+        if inner and sign.search(" ".join(str(f) if shown == "frame" else f.function for f in inner)):
+            return phase
+    return None

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 import grpolab.monitor.signs as sg
+from grpolab.monitor.cutlog import cut_phase
 from grpolab.monitor.details import engine_arguments
 from grpolab.monitor.firsterror import CRASH, ENGINES, STDLIB, USER, FirstError
 from grpolab.rules.pins import stack_rules
@@ -282,14 +283,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return _version(first, "build-missing-extension")
     if _crash_in_save(first, context):
         return Verdict("checkpoint-save", "checkpoint-save")
-    if not first.type and first.frames and sg.BATCH_SPLIT.search(" ".join(map(str, first.frames[-2:]))):
-        return Verdict("batch-divisible", "batch-divisible")  # a traceback cut inside the batch's split
-    if not first.type and first.frames and sg.IMPORTING.search(" ".join(f.function for f in first.frames[-2:])):
-        return _version(first, "version-mismatch")  # cut inside an import: a module that is not there
-    if not first.type and first.frames and sg.LOADING.search(" ".join(f.function for f in first.frames[-3:])):
-        return Verdict("checkpoint-mismatch", "checkpoint-load")  # cut while it loaded weights from files
-    if not first.type and first.frames and sg.PLACEMENT.search(" ".join(f.function for f in first.frames[-3:])):
-        return Verdict("startup-timeout", "startup-timeout")  # cut while it waited for the placement groups
+    if not first.type and (phase := cut_phase(first.frames)) is not None:  # a traceback cut in a telling phase
+        return Verdict(phase.cause, phase.family, f"The log stops inside {phase.what}, before its error line")
     if not first.type:  # an error line without an exception type: nothing more from its structure
         return None
     if kind == "ZeroDivisionError" and sg.BATCH_WORDS.search(context.near):  # a batch size that came out 0: a

@@ -207,3 +207,10 @@ UNSUPPORTED_MODEL = re.compile(
 IMPORTING = re.compile(r"_find_and_load|_load_unlocked|import_module|_call_with_frames_removed|_gcd_import")
 # loading weights from files (a traceback cut there: the checkpoint's load, whatever its error said)
 LOADING = re.compile(r"from_pretrained|load_adapter|safe_open|safetensors|load_state_dict|load_checkpoint", re.I)
+# the creation of a process group's store (torch's TCPStore rendezvous; vLLM's distributed set-up): its port
+STORE = re.compile(
+    r"_create_c10d_store|_tcp_rendezvous_handler|\bTCPStore\b|init_worker_distributed_environment|"
+    r"init_process_group"
+)
+# Megatron's getters of a parallel group (they assert it was set up: `... group is not initialized`)
+GROUP_GETTER = re.compile(r"\bget_\w{1,60}_(?:group|world_size|rank)\b")
