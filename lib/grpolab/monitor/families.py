@@ -186,7 +186,7 @@ def family_for(cause: str, first: FirstError | None, context: Context | None = N
     stack = _stack(first)
     if cause == "device-oom":
         return _memory(first, context)
-    if _crash_in_save(first, context):  # a dead worker or a kill whose process crashed writing a checkpoint
+    if _crashed_in(first, context, sg.CKPT_WRITE):  # a dead worker or a kill whose process crashed writing a checkpoint
         return "checkpoint-save"
     if cause == "no-device":
         if sg.INVISIBLE.search(text):
@@ -239,14 +239,11 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return _data(first)
     if sg.PROMPT_TOO_LONG.search(message) or (first.frames and sg.DATA.search(stack) and kind != "ImportError"):
         return _data(first)
-    if _converting(first) and not sg.UNPACK.search(
-        message
-    ):  # a converter's own loader (mbridge's load_weights at start-up) is no weight sync
-        cause = "import-error" if kind in ("AttributeError", "ImportError", "TypeError") else "checkpoint-mismatch"
-        return Verdict(cause, "checkpoint-conversion")
+    if _converting(first) and not sg.UNPACK.search(message):  # a converter's own loader (mbridge's load_weights at
+        return _conversion(kind)  # start-up) is no weight sync
     if sg.SYNC.search(stack) or sg.SYNC.search(message) or (not first.frames and sg.SYNC.search(context.near)):
         return _sync(first)
-    if _crash_in_sync(first, context):  # a segfault in the middle of a weight update
+    if _crashed_in(first, context, sg.SYNC):  # a segfault in the middle of a weight update
         return _sync(first)
     if any(f.library == "wandb" and sg.WANDB_LOGIN.search(f.function) for f in first.frames):
         return Verdict("wandb-auth", "wandb-auth")  # raised in W&B's login: the key, whatever the message says
@@ -255,8 +252,7 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if re.search(r"initialize_cache|_initialize_kv_caches|determine_num_available_blocks", text):
         return Verdict("device-oom", "kv-cache-too-small")  # the engine failed while it sized its KV cache
     if sg.CONVERSION.search(stack) or sg.CONVERSION.search(message):
-        cause = "import-error" if kind in ("AttributeError", "ImportError", "TypeError") else "checkpoint-mismatch"
-        return Verdict(cause, "checkpoint-conversion")
+        return _conversion(kind)
     if sg.UNSUPPORTED_MODEL.search(message):  # a model the installed version does not know: a newer one does
         return _version(first, "version-mismatch")
     if first.frames and sg.LOAD_CKPT.search(stack) or "Checkpoint" in kind or sg.LOAD_CKPT.search(message):
@@ -281,7 +277,7 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return _version(first, family)
     if sg.BUILD.search(stack):  # raised while a compiled extension was built where the job runs
         return _version(first, "build-missing-extension")
-    if _crash_in_save(first, context):
+    if _crashed_in(first, context, sg.CKPT_WRITE):
         return Verdict("checkpoint-save", "checkpoint-save")
     if not first.type and (phase := cut_phase(first.frames)) is not None:  # a traceback cut in a telling phase
         return Verdict(phase.cause, phase.family, f"The log stops inside {phase.what}, before its error line")
@@ -362,19 +358,19 @@ def _memory(first: FirstError | None, context: Context) -> str:
     return "device-oom"
 
 
-def _crash_in_sync(first: FirstError | None, context: Context) -> bool:
-    """The process crashed while the log shows weights being sent to the rollout (`POST /update_weights`)."""
-    return (
-        first is not None and not first.type and bool(CRASH.search(first.line)) and bool(sg.SYNC.search(context.near))
-    )
-
-
-def _crash_in_save(first: FirstError | None, context: Context) -> bool:
-    """The process crashed (a segfault, a fatal signal) while it wrote a checkpoint: its native backtrace or the
-    records around the crash show the save (torch.save's zip writer, Megatron's distributed checkpoint)."""
+def _crashed_in(first: FirstError | None, context: Context, sign: re.Pattern) -> bool:
+    """The process crashed (a segfault, a fatal signal) in the middle of what `sign` reads in its native backtrace or
+    the records around the crash: a checkpoint being written (torch.save's zip writer, Megatron's distributed
+    checkpoint: sg.CKPT_WRITE), weights being sent to the rollout (`POST /update_weights`: sg.SYNC)."""
     if first is None or first.type or not CRASH.search(first.line):
         return False
-    return bool(sg.CKPT_WRITE.search(f"{_stack(first)} {context.near}"))
+    return bool(sign.search(f"{_stack(first)} {context.near}"))
+
+
+def _conversion(kind: str) -> Verdict:
+    """A converter failed: a library's interface it calls (its type says so), else the checkpoint it converts."""
+    cause = "import-error" if kind in ("AttributeError", "ImportError", "TypeError") else "checkpoint-mismatch"
+    return Verdict(cause, "checkpoint-conversion")
 
 
 def _converting(first: FirstError) -> bool:
