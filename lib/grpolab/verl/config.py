@@ -22,11 +22,13 @@ from typing import Any
 
 import yaml
 
+from grpolab.owned import replace_file
 from grpolab.paths import cache_root
 from grpolab.problems import Problem, closest
 from grpolab.recipe.dotted import MISSING, get_dotted
 from grpolab.recipe.engines import VERL_ENGINES, named
 from grpolab.recipe.schema import Recipe
+from grpolab.recipe.stack import installed
 from grpolab.verl import fieldmap, versions
 from grpolab.verl.fieldmap import REF, verl_key, verl_keys_of
 
@@ -383,16 +385,12 @@ def _effective_cache_file(overrides: tuple[str, ...], config_name: str, folder: 
     """Where an effective launch is remembered: keyed by everything it depends on (the config folder's content and,
     for an entry point's own folder, the checked verl's, the root config, the overrides, Hydra's and OmegaConf's
     versions); None for a launch that reads the process (_PURE_RESOLVERS)."""
-    # lazy: importlib.metadata (only a cached composition needs the versions)
-    from importlib.metadata import version
-
     folders = [folder, *([config_dir()] if _searchpath(folder) else [])]
     stamps = [_folder_key(f) for f in folders]
     if None in stamps or not _pure(overrides):
         return None
-    key = "\n".join(
-        ["effective/1", version("hydra-core"), version("omegaconf"), *stamps, config_name, *overrides]  # type: ignore[list-item]
-    )
+    tools = [str(v) for package in ("hydra-core", "omegaconf") for v in installed(package)]
+    key = "\n".join(["effective/1", *tools, *[str(s) for s in stamps], config_name, *overrides])
     return cache_root() / "verl-effective" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
 
 
@@ -425,7 +423,7 @@ def _effective(overrides: tuple[str, ...], config_name: str, folder: Path | None
             cache.parent.mkdir(parents=True, exist_ok=True)
             part = cache.with_name(f"{cache.name}.{os.getpid()}")  # written whole, then renamed: a reader never
             part.write_text(json.dumps(flat))  # sees half a file (two processes may compose the same launch)
-            part.replace(cache)
+            replace_file(part, cache)
         except (OSError, TypeError, ValueError):
             pass  # a read-only home only costs speed; a value JSON cannot hold is composed each time
     return flat
