@@ -112,9 +112,7 @@ class Cluster:
         )
         env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": self.token}
         env.pop("RAY_ADDRESS", None)
-        t0 = time.time()
         out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=120, env=env)
-        print(f"NODES {time.time() - t0:.2f}s at {time.time():.1f}", file=sys.stderr, flush=True)
         return int(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 and out.stdout.strip() else 0
 
     def vanish(self, worker: subprocess.Popen) -> None:
