@@ -20,9 +20,9 @@ verl's own Hydra config (grpolab.verl.config.effective). The outcome, in pipelin
 outcome changes (the importer learns a launcher, a rule stops a false refusal) the test fails naming the script and
 the new outcome: update the manifest with `python tests/test_corpus.py --update` and review the diff.
 
-Cost: an import composes verl's config several times (about 1 s each), so the whole corpus takes about 75 s of CPU
-(about 40 s on the suite's two workers); GRPOLAB_CORPUS=sample runs only the scripts marked `sample: true` (one of
-each outcome, about 12 s). Nothing starts Ray.
+Cost: an import composes verl's config once or twice (about 1 s each, remembered in the suite's cache: see
+grpolab.verl.config.effective), so the whole corpus takes about 105 s of CPU on a cold cache and about 40 s on a warm
+one; GRPOLAB_CORPUS=sample runs only the scripts marked `sample: true` (one of each outcome). Nothing starts Ray.
 """
 
 from __future__ import annotations

@@ -134,3 +134,42 @@ def test_a_compose_verdict_is_remembered_by_verls_config_content(tmp_path, monke
     monkeypatch.setattr(config, "config_dir", lambda: tmp_path / "a")
     assert config.compose(overrides) is None and keys[0].is_file()  # composed once, then remembered
     assert json.loads(keys[0].read_text()) == {"error": None}
+
+
+def test_an_effective_launch_is_remembered_only_where_nothing_but_the_config_decides_it(tmp_path, monkeypatch):
+    """verl.config.effective's launch is remembered on disk (what an import composes again), and reading it back
+    gives what Hydra composes; a launch that reads the process (an override through oc.env, a config file through
+    hydra's runtime.cwd) is composed every time, and a config edited after is composed again."""
+    import shutil
+
+    from grpolab.verl import config
+
+    monkeypatch.setenv("GRPOLAB_CACHE", str(tmp_path / "cache"))
+    folder = shutil.copytree(config.config_dir(), tmp_path / "verl")
+    monkeypatch.setattr(config, "config_dir", lambda: folder)
+    overrides = (
+        "trainer.total_epochs=2",
+        "actor_rollout_ref.actor.optim.lr=3e-6",
+        "data.max_prompt_length=${oc.select:x,7}",
+    )
+    fresh = config._compose_effective(overrides, "ppo_trainer", folder)
+    assert config._effective.__wrapped__(overrides, "ppo_trainer", folder) == fresh
+    (remembered,) = (tmp_path / "cache" / "verl-effective").glob("*.json")
+    assert (
+        config._effective.__wrapped__(overrides, "ppo_trainer", folder) == fresh == json.loads(remembered.read_text())
+    )
+    assert fresh["data.max_prompt_length"] == 7 and fresh["trainer.total_epochs"] == 2
+
+    monkeypatch.setenv("EPOCHS", "3")
+    from_env = ("trainer.total_epochs=${oc.env:EPOCHS}",)
+    assert config._effective.__wrapped__(from_env, "ppo_trainer", folder)["trainer.total_epochs"] == "3"
+    assert config._effective_cache_file(from_env, "ppo_trainer", folder) is None
+    monkeypatch.setenv("EPOCHS", "4")
+    assert config._effective.__wrapped__(from_env, "ppo_trainer", folder)["trainer.total_epochs"] == "4"
+
+    path = folder / "ppo_trainer.yaml"
+    path.write_text(path.read_text() + "\n# edited\n")
+    edited = config._effective_cache_file(overrides, "ppo_trainer", folder)
+    assert edited is not None and edited != remembered and not edited.exists()
+    path.write_text(path.read_text() + "\ncwd: ${hydra:runtime.cwd}\n")
+    assert config._effective_cache_file(overrides, "ppo_trainer", folder) is None

@@ -86,8 +86,10 @@ def test_1500_nested_folders_in_the_scratch_are_cleaned_up(tmp_path, monkeypatch
     monkeypatch.setattr(tempfile, "tempdir", str(scratch_parent))
     script = tmp_path / "run.sh"
     script.write_text(
-        '#!/bin/bash\ncd "$GRPOLAB_IMPORT_ROOT/calls" && for i in $(seq 1500); do mkdir d && builtin cd d; done\n'
-        "ln -s / loop\nbuiltin cd /\n" + LAUNCH
+        # one mkdir of d/d/.../d (3,000 characters, under PATH_MAX), not 1500 of them: each process the script starts
+        # costs the isolation's exec boundary, and the tree left is the same
+        '#!/bin/bash\ncd "$GRPOLAB_IMPORT_ROOT/calls" && deep=$(printf \'d/%.0s\' {1..1500}) && mkdir -p "$deep"\n'
+        'builtin cd "$deep" && ln -s / loop\nbuiltin cd /\n' + LAUNCH
     )
     found = recorder.record(script, trusted=TRUSTED)
     assert "trainer.nnodes=2" in found.argv

@@ -615,8 +615,8 @@ def test_true_states_from_no_head_runs_stop_deleted_folder_and_head_stop(no_head
     out = grpolab("stop", "stopped-early")
     submitting.communicate(timeout=300)
     assert out.returncode == 0 and ("STOPPED" in out.stdout or "nothing to stop" in out.stdout), out
-    time.sleep(2)
-    assert json.loads(grpolab("status", "stopped-early", "--json").stdout)["state"] in ("STOPPED", "FAILED")
+    # the record settles on its own: asked until it says so (a run that stayed PENDING or RUNNING times out)
+    wait_for(lambda: json.loads(grpolab("status", "stopped-early", "--json").stdout)["state"] in ("STOPPED", "FAILED"))
 
     out = grpolab("run", "tiny", "--run-id", "deleted", *sets(LONG))
     assert out.returncode == 0, out.stdout + out.stderr

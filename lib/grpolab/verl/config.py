@@ -12,6 +12,7 @@ import ast
 import copy
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -21,11 +22,13 @@ from typing import Any
 
 import yaml
 
+from grpolab.owned import replace_file
 from grpolab.paths import cache_root
 from grpolab.problems import Problem, closest
 from grpolab.recipe.dotted import MISSING, get_dotted
 from grpolab.recipe.engines import VERL_ENGINES, named
 from grpolab.recipe.schema import Recipe
+from grpolab.recipe.stack import installed
 from grpolab.verl import fieldmap, versions
 from grpolab.verl.fieldmap import REF, verl_key, verl_keys_of
 
@@ -221,10 +224,12 @@ def _config_stamp(folder: Path | None = None) -> str | None:
     (a folder's content, not its path: two checkouts of the same verl share verdicts, and an edited config file is
     composed again). Hashed again only when a file's size or mtime changed."""
     folder = folder or config_dir()
-    if folder is None:
-        return None
-    files = sorted(folder.rglob("*.yaml"))
-    return _content_hash(folder, tuple((path, (st := path.stat()).st_size, st.st_mtime_ns) for path in files))
+    return _content_hash(folder, _files(folder)) if folder is not None else None
+
+
+def _files(folder: Path) -> tuple[tuple[Path, int, int], ...]:
+    """A config folder's yaml files with their size and mtime: what a hash of their content is remembered by."""
+    return tuple((path, (st := path.stat()).st_size, st.st_mtime_ns) for path in sorted(folder.rglob("*.yaml")))
 
 
 @lru_cache(maxsize=16)
@@ -346,9 +351,47 @@ def _plain(value: Any) -> Any:
 
 def effective(overrides: list[str], config_name: str = "ppo_trainer", folder: Path | None = None) -> dict[str, Any]:
     """The config verl would run with: composed (against `folder`, an entry point's own config folder, else the
-    checked verl's) and interpolations resolved, flattened to dotted keys. Composing takes Hydra ~0.5 s: a launch
-    composed before in this process is not composed again."""
+    checked verl's) and interpolations resolved, flattened to dotted keys. Composing takes Hydra ~1 s: a launch
+    composed before in this process is not composed again, and one composed before on this machine is read from the
+    cache (as compose's verdicts are; _effective_cache_file says what its key holds)."""
     return copy.deepcopy(_effective(tuple(overrides), config_name, folder or config_dir()))
+
+
+# resolvers whose value depends on nothing but the config itself; another one (oc.env, hydra's runtime.cwd, now, a
+# resolver some library registered) depends on the process: a launch that uses one is composed every time
+_PURE_RESOLVERS = {"oc.select", "oc.create", "oc.deprecated", "oc.decode", "oc.dict.keys", "oc.dict.values"}
+_RESOLVER = re.compile(r"\$\{\s*([\w.]+)\s*:")
+
+
+def _pure(texts: Iterable[str]) -> bool:
+    return all(name in _PURE_RESOLVERS for text in texts for name in _RESOLVER.findall(text))
+
+
+@lru_cache(maxsize=16)
+def _pure_folder(folder: Path, files: tuple[tuple[Path, int, int], ...]) -> bool:
+    return _pure(path.read_text(errors="replace") for path, _, _ in files)
+
+
+def _folder_key(folder: Path | None) -> str | None:
+    """A config folder's content hash, or None where it cannot be cached (none, or a resolver that reads the
+    process)."""
+    if folder is None:
+        return None
+    files = _files(folder)
+    return _content_hash(folder, files) if _pure_folder(folder, files) else None
+
+
+def _effective_cache_file(overrides: tuple[str, ...], config_name: str, folder: Path | None) -> Path | None:
+    """Where an effective launch is remembered: keyed by everything it depends on (the config folder's content and,
+    for an entry point's own folder, the checked verl's, the root config, the overrides, Hydra's and OmegaConf's
+    versions); None for a launch that reads the process (_PURE_RESOLVERS)."""
+    folders = [folder, *([config_dir()] if _searchpath(folder) else [])]
+    stamps = [_folder_key(f) for f in folders]
+    if None in stamps or not _pure(overrides):
+        return None
+    tools = [str(v) for package in ("hydra-core", "omegaconf") for v in installed(package)]
+    key = "\n".join(["effective/1", *tools, *[str(s) for s in stamps], config_name, *overrides])
+    return cache_root() / "verl-effective" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
 
 
 @lru_cache(maxsize=16)
@@ -368,6 +411,25 @@ def entry_schema(folder: Path, config_name: str, overrides: tuple[str, ...] = ()
 
 @lru_cache(maxsize=32)
 def _effective(overrides: tuple[str, ...], config_name: str, folder: Path | None) -> dict[str, Any]:
+    cache = _effective_cache_file(overrides, config_name, folder)
+    if cache is not None and cache.is_file():
+        try:
+            return json.loads(cache.read_text())
+        except (OSError, ValueError):
+            pass
+    flat = _compose_effective(overrides, config_name, folder)
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            part = cache.with_name(f"{cache.name}.{os.getpid()}")  # written whole, then renamed: a reader never
+            part.write_text(json.dumps(flat))  # sees half a file (two processes may compose the same launch)
+            replace_file(part, cache)
+        except (OSError, TypeError, ValueError):
+            pass  # a read-only home only costs speed; a value JSON cannot hold is composed each time
+    return flat
+
+
+def _compose_effective(overrides: tuple[str, ...], config_name: str, folder: Path | None) -> dict[str, Any]:
     # lazy: omegaconf (only composing against the installed verl's config needs it; seconds to import)
     from omegaconf import OmegaConf
 
