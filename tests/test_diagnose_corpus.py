@@ -117,6 +117,17 @@ BEYOND = {
     "`does not support membership checks`, a version mismatch)",
     "verl-1986": "the log is Ray's dead worker that `receives a SIGTERM` after `sys.exit`; the collector reads a launcher "
     "stopping it (sibling-crash), the thread names no cause",
+    # batches 19-20 (held out, measured after every change of batches 12-18)
+    "directional-stimulus-prompting-5": "the log is `KeyError: 'summarization_with_hint'` under the reward's frames (a "
+    "reward that raised, read alone); that no reward is registered for that task is the collector's reading",
+    "easyr1-267": f"{CUT}: a traceback through torch's module calls, without its `Image features and image tokens do "
+    "not match`",
+    "lmm-r1-83": f"{CUT}: the driver's RayTaskError from PPOTrainer.fit() and frames, without the remote reward "
+    "server's `Request error for 5 times`",
+    "rllm-147": "the log is vLLM's `has 0 actors, but vllm_dp_size * vllm_tp_size = 8 is expected` (an assertion of "
+    "the engine's actors, read alone); that vLLM 0.9.2 does not fit rLLM's verl is the maintainer's answer (rllm-158)",
+    "verl-4671": "the cause is right (a state_dict whose shapes do not fit); that verl's model merger made the "
+    "checkpoint (the family checkpoint-conversion) is in the thread, not in the two lines",
     "vllm-ascend-4859": "the log is torch_npu's `call aclnnInplaceZero failed, error code is 561103`; that CANN and the "
     "driver's versions do not fit is another user's reply in the thread, not in the line",
 }

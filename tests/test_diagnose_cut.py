@@ -1,4 +1,4 @@
-"""`grpolab diagnose` on what held-out batches 12-18 taught (tests/data/failures/README.md): a log cut inside its
+"""`grpolab diagnose` on what held-out batches 12-20 taught (tests/data/failures/README.md): a log cut inside its
 traceback still says where it broke (a frame whose line the post cut, the call its innermost frame's source line was
 making, the deepest frame below a re-raise), and a family follows from the stack's structure (a converter's loader is
 no weight sync, W&B's login, a batch's split, a wait for placement groups, NCCL's errors first reported by a
@@ -161,6 +161,24 @@ def test_a_traceback_cut_in_a_process_groups_store_or_a_parallel_groups_getter_s
     assert "stops inside the process group's store" in failure.message and "before its error line" in failure.message
     # ROLL's strategy cut in Megatron's get_pipeline_model_parallel_group (a group used before it was set up)
     assert _said(_log("roll-330")) == ("unknown", "trainer-bug")
+
+
+def test_rays_failed_check_a_bare_exception_and_a_relayed_out_of_memory_are_errors_of_their_own():
+    # Ray's C++ record at level C (`[2025-07-06 07:14:27,052 C 2915798 2915798] task_receiver.cc:219: Check failed`)
+    # is an error line: it had answered "no failure", exit 0
+    failure = diagnose_text(_log("verl-2380"))
+    assert failure is not None and "Check failed: objects_valid" in failure.first_error
+    # Python's bare `Exception: ...` under its `raise Exception(` is the first error, not the raise
+    assert diagnose_text(_log("sglang-4205")).first_error.startswith("Exception: Capture cuda graph failed")
+    # RayTaskError(OutOfMemoryError): the remote task's own type is the device's memory
+    assert _said(_log("rex-omni-110")) == ("device-oom", "device-oom")
+
+
+def test_a_config_dumped_above_an_out_of_memory_does_not_make_it_the_engines_start_up():
+    log = _log("rex-omni-124")  # the run's config (`gpu_memory_utilization: 0.6`), then torch's out of memory
+    assert _said(log) == ("device-oom", "device-oom")
+    advised = log + "Try lowering `gpu_memory_utilization` when initializing the engine.\n"  # an engine's own words
+    assert _said(advised) == ("device-oom", "rollout-startup-oom")
 
 
 # what a page adds to a log it shows: every line quoted, HTML's entities, colour codes that lost their escape character

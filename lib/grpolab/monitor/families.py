@@ -226,7 +226,7 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     text = _story(first, context)
     message = first.message
     stack = _stack(first)
-    if sg.OOM.search(f"{first.type}: {message}"):
+    if sg.OOM.search(f"{first.type}: {message}") or sg.OOM.search(first.short):  # also relayed (RayTaskError(...))
         family = _memory(first, context)
         return Verdict(FAMILIES[family][0], family)
     if sg.REWARD_LOAD.search(first.said or message):  # its reward (function, module, worker class) did not load
@@ -348,7 +348,9 @@ def _memory(first: FirstError | None, context: Context) -> str:
     if not context.stepped and (
         engine
         or re.search(
-            r"on startup|Free memory on device|cache blocks|gpu_memory_utilization|Engine core initiali[sz]ation|"
+            # (`gpu_memory_utilization: 0.6`, `=0.6`: a config's line or an override, no engine's message)
+            r"on startup|Free memory on device|cache blocks|gpu_memory_utilization(?! ?[:=] ?[\d.]+\b)|"
+            r"Engine core initiali[sz]ation|"
             r"engine (?:failed to start|initiali[sz]ation failed)",
             text,
             re.IGNORECASE,

@@ -30,7 +30,7 @@ from grpolab.jobs.job_entry import ANSI
 _EXCEPTION = re.compile(
     r"(?<![\w.'\"/<-])((?:[A-Za-z_]\w*\.)*(?:errors|exceptions)\.[A-Z]\w*|"  # a type of an errors module
     r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Abort)|"
-    r"KeyboardInterrupt|StopIteration)(?:\(([\w.]+)\))?(?:: ?(.*)|:?$)"
+    r"KeyboardInterrupt|StopIteration|Exception)(?:\(([\w.]+)\))?(?:: ?(.*)|:?$)"  # (`raise Exception(...)`'s too)
 )
 _NOT_AN_ERROR = re.compile(r"^(?:ERROR|WARNING|INFO)$")
 # A frame: `File "/x/site-packages/vllm/config.py", line 123, in _verify_args`, or its tail where a post cut it
@@ -415,7 +415,7 @@ _NCCL_WARN = re.compile(r"\bNCCL WARN\b(?![^\n]{0,300}\bretry)", re.IGNORECASE)
 _LEVEL = re.compile(
     # (a level word, not a setting's value: `NCCL_DEBUG=INFO` in a message names no level)
     r"(?<![=_.\-])\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b(?![=_])|^[ \t]*\[?([EFWI])\d{4} \d\d:"
-    r"|\d\d:\d\d:\d\d[,.]\d+ ([EFWI]) \d+ \d+\]"  # Ray's C++ log: [2025-06-13 01:49:41,730 E 1 1]
+    r"|\d\d:\d\d:\d\d[,.]\d+ ([EFWIC]) \d+ \d+\]"  # Ray's C++ log: [2025-06-13 01:49:41,730 E 1 1] (C: a failed check)
 )
 _RAY_PREFIX = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
 # A process that ended with a non-zero status
@@ -451,7 +451,7 @@ def level_of(line: str, until: int | None = None) -> str | None:
     if m is None:
         return None
     if letter := m.group(2) or m.group(3):
-        return {"E": "ERROR", "F": "FATAL", "W": "WARNING", "I": "INFO"}[letter]
+        return {"E": "ERROR", "F": "FATAL", "C": "CRITICAL", "W": "WARNING", "I": "INFO"}[letter]
     return {"WARN": "WARNING"}.get(m.group(1), m.group(1))
 
 
