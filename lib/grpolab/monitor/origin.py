@@ -86,9 +86,8 @@ class Where:
     time: tuple | None = None  # (month, day, hour, minute, second): the year is rarely printed
     remote: int | None = None  # the rank it waited for / that signalled the timeout
     remote_node: str | None = None  # that rank's node, where the line names it
-    peer: str | None = (
-        None  # the node a communicator lost (NCCL: a remote process exited): the origin, not the reporter
-    )
+    # the node a communicator lost (NCCL: a remote process exited): the origin, not the one reporting it
+    peer: str | None = None
     signalled: bool = False  # the remote rank signalled the timeout (NCCL's dump signal), not one waited for
     seq: int | None = None
     op: str | None = None
