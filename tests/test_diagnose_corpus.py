@@ -130,6 +130,32 @@ BEYOND = {
     "checkpoint (the family checkpoint-conversion) is in the thread, not in the two lines",
     "vllm-ascend-4859": "the log is torch_npu's `call aclnnInplaceZero failed, error code is 561103`; that CANN and the "
     "driver's versions do not fit is another user's reply in the thread, not in the line",
+    # batches 21-22 (2026-12-06)
+    "areal-761": "the log is one line, `'PPOActorController' object has no attribute 'get_device_stats'` (read "
+    "alone: an attribute one version has and another lacks, a version mismatch); that AReaL's own TrainController "
+    "lacks it (a trainer bug) is the reporter's reading of the code",
+    "ms-swift-4906": "the family is right (weight-sync); torch's `DistStoreError: wait timeout ... keys: "
+    "/broadcast_from/...` reads as the store's (comm-init), and the collector reads the broadcast's wait as a "
+    "collective's timeout (comm-timeout), which the open thread does not confirm",
+    "nemo-rl-870": f"{CUT}: the creation task's traceback stops at `self.llm = vllm.LLM(**llm_kwargs)`, before "
+    "`TypeError: EngineArgs.__init__() got an unexpected keyword argument 'logprobs_mode'`",
+    "sglang-omni-678": "the cause is right (import-error): an unexpected keyword between sglang-omni and SGLang reads "
+    "as a version mismatch; the collector names its neighbour, api-mismatch (an interface that changed)",
+    "slime-1514": "the log is `KeyError: 'weight_version'` raised in SGLang's serving_chat (an engine's code, read "
+    "alone: unknown); that it is a bug of slime's or SGLang's code (trainer-bug) is the collector's reading, the "
+    "thread names no cause",
+    "unsloth-1637": "the cause is right (import-error): `cannot import name 'DDPOStableDiffusionPipeline' from "
+    "'trl.models'` reads as a version mismatch; that diffusers was not installed (trl imports it only when present) "
+    "is a sibling thread's answer",
+    "unsloth-1831": "the log is torch.compile's `TorchRuntimeError: Failed running call_function ... matmul` "
+    "(unknown, read alone); that unsloth's compiled code is at fault (trainer-bug) is the collector's reading of an "
+    "unanswered thread",
+    "verl-331": f"{CUT}: the traceback stops in ray.get under `wg.init_model()`, before `ConfigAttributeError: Key "
+    "'actor' is not in struct`",
+    "verl-tool-85": "the log as posted ends at the validation's progress bar with no error line; the vLLM server's "
+    "refusal of a request longer than the model's context is in the thread's title",
+    "visual-rft-108": f"{CUT}: the post ends at the launch command and a rank's `Traceback (most recent call last):`; "
+    "`No chat template is set for this processor` is in the title",
 }
 
 

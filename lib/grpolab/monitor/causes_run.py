@@ -275,7 +275,8 @@ CAUSES: tuple[Cause, ...] = (
             r"returned nan values in its \d+\w{0,40} output",
             r"is non-finite, so it cannot be clipped",
             r"Unexpected result nan",
-            r"\bactor/(?:pg_loss|kl_loss|grad_norm|entropy):(?:np\.float\d+\()?-?(?:nan|inf)\b",
+            # verl's step line: any role's loss, KL, gradient norm or entropy (`actor/pg_loss:nan`, `critic/vf_loss:nan`)
+            r"\b[a-z_]+/\w{0,20}(?:loss|kl|grad_norm|entropy)\w{0,20}:(?:np\.float\d+\()?-?(?:nan|inf)\b",
             # a trainer's log dict (`{'loss': 0.1, 'grad_norm': nan}`) and its table in a notebook (`3 | -0.11 | nan`)
             r"'[\w/]{0,40}(?:loss|kl|grad_norm|entropy)\w{0,20}': (?:np\.float\d+\()?-?(?:nan|inf)\b",
             r"^[ \t]*\|?[ \t]*\d+[ \t]*\|(?:[^|\n]{0,40}\|){0,30}?[ \t]*-?(?:nan|inf)[ \t]*(?:\||$)",
@@ -307,7 +308,7 @@ CAUSES: tuple[Cause, ...] = (
             r"\baicore (?:error|exception|timeout)|\bAICORE_(?:EXCEPTION|TIMEOUT)|\bAIC(?:PU)? error|aivec error",
             r"\bMTE error|\bmte (?:out of range|error)",
             r"ACL_ERROR_RT_(?:AICORE|AIVEC|VECTOR_CORE|AICPU|DEVICE|FEATURE|HBM|MTE)\w{0,40}",
-            r"error code(?: is|:) ?5070\d\d\b|error code(?: is|:) ?507899\b",
+            r"(?:error code(?: is|:)|runtime result =) ?5070\d\d\b|error code(?: is|:) ?507899\b",
             r"illegal memory access|an illegal instruction was encountered|misaligned address",
             r"device-side assert(?:ion)? triggered",
             r"\bAcceleratorError\b",
@@ -454,6 +455,8 @@ CAUSES: tuple[Cause, ...] = (
             r"Segmentation fault|SIGSEGV|core dumped|Fatal Python error",
             r"(?:node|raylet)[^\n]{0,160}(?:has been marked dead|died|is dead)",
             r"ChildFailedError",
+            # a trainer's own scheduler saying one of its worker processes ended (AReaL's WorkerFailedError)
+            r"\bWorkerFailedError\b|\bWorker '[^'\n]{1,80}' (?:failed|exited|died) with exit code",
         ),
         (
             "died",
@@ -471,6 +474,8 @@ CAUSES: tuple[Cause, ...] = (
             "marked dead",
             "is dead",
             "childfailederror",
+            "workerfailederror",
+            "with exit code",
         ),
         ("Agent-RL/ReCall issue 62", "volcengine/verl issue 4921"),
     ),

@@ -4,6 +4,7 @@ layouts, checkpoints, devices. Part of the cause registry (grpolab.monitor.cause
 from __future__ import annotations
 
 from grpolab.monitor.cause import Cause
+from grpolab.monitor.signs import LAZY_IMPORT
 
 CAUSES: tuple[Cause, ...] = (
     Cause(
@@ -99,6 +100,10 @@ CAUSES: tuple[Cause, ...] = (
             r"devices) available",
             # a placement group asked for a bundle (a device slot) it does not have (OpenRLHF PR 728)
             r"placement group bundle index \d+ is invalid",
+            # a trainer's own check of the Ray cluster's size (ROLL: `The Ray clusters(ray_num_nodes: 0) cannot meet
+            # the required number of nodes`)
+            r"(?:cannot|can't|could not|unable to) (?:meet|satisfy) the (?:required|requested) (?:number of )?"
+            r"(?:nodes|GPUs|NPUs|devices)",
         ),
         (
             "no cuda gpus",
@@ -126,6 +131,14 @@ CAUSES: tuple[Cause, ...] = (
             "no npus",
             "number of available",
             "bundle index",
+            "cannot meet",
+            "cannot satisfy",
+            "could not meet",
+            "could not satisfy",
+            "unable to meet",
+            "unable to satisfy",
+            "can't meet",
+            "can't satisfy",
         ),
         ("vllm-project/vllm issue 6956", "NVIDIA-NeMo/RL issue 89"),
         # Ray's autoscaler warns while a placement group waits, also in runs that start fine a minute later
@@ -147,9 +160,15 @@ CAUSES: tuple[Cause, ...] = (
             r"version `GLIBC(?:XX)?_[\d.]+' not found",
             r"(?:was|were) compiled (?:against|with) .{0,80}(?:but|while) ",
             r"cannot import name '[^'\n]+' from '[^'\n]+'",
+            # transformers' (and diffusers') lazy import relays the real error on its next line, often without its
+            # type (`Failed to import trl.trainer.grpo_trainer because of the following error` / `No module named`)
+            LAZY_IMPORT.pattern,
+            r"^{P}No module named '",
         ),
         (
             "modulenotfounderror",
+            "failed to import",
+            "no module named",
             "importerror",
             "versionconflict",
             "but you have",
@@ -202,7 +221,9 @@ CAUSES: tuple[Cause, ...] = (
         "there is no reward for the data: no reward function for its data_source, or the custom reward function "
         "cannot be loaded or called",
         "name a function that scores this data_source in the recipe's reward.function (`path.py:name`; verl's "
-        "default_compute_score knows only its bundled data sets), or fix the function's signature; `grpolab data "
+        "default_compute_score knows only its bundled data sets), or give the function the signature its trainer "
+        "calls (verl: compute_score(data_source, solution_str, ground_truth, extra_info=None); TRL: prompts=, "
+        "completions= and the data set's columns as keyword arguments, so end it with **kwargs); `grpolab data "
         "RECIPE` dry-runs the reward on the data before launch",
         (
             r"Reward function is not implemented",

@@ -62,6 +62,12 @@ PHASES = (
         "function",
         Phase("port-in-use", "port-in-use", "the process group's store (its port: most often taken)"),
     ),
+    (
+        sg.WAKEUP,
+        3,
+        "function",
+        Phase("device-oom", "rollout-wakeup-oom", "the rollout engine's wake-up (its memory: most often too little)"),
+    ),
     (sg.GROUP_GETTER, 2, "function", Phase("unknown", "trainer-bug", "a getter of a parallel group not set up yet")),
 )
 

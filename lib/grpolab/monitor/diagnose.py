@@ -290,6 +290,8 @@ class Scan:
             hit.text = fe.as_printed(chunk, start, end, "x", line)
         if exc is None and fe.CRASH.search(line):  # a crash: the native backtrace under its line (`File "<unknown>"`)
             hit.frames = fe.frames_after(chunk, end, innermost_first=True)
+        elif exc is None and RAY_TASK.search(line):  # Ray's `Unhandled error ...: ray::Worker.wake_up() (pid=...)`:
+            hit.frames = fe.frames_after(chunk, end)  # the remote task's frames follow, innermost last
         kept.append(hit)
 
     def _trace(self, chunk, start: int, line: str) -> list[str]:

@@ -211,7 +211,7 @@ def family_for(cause: str, first: FirstError | None, context: Context | None = N
             return "checkpoint-save"
     if cause == "import-error":
         own = f"{first.type}: {first.message} " + " ".join(first.context) if first is not None else ""
-        return _dependency(first, own) or "version-mismatch"
+        return _dependency(first, own, context.near) or "version-mismatch"
     if cause == "comm-init" and (context.sync or re.search(r"collective_rpc|StatelessProcessGroup|weight", text)):
         # the communicator between trainer and rollout: the weight-sync channel (not vLLM's or SGLang's own NCCL
         # wrapper, pynccl, which every tensor-parallel group of the engine uses too)
@@ -235,9 +235,13 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return _data(first)
     if sg.SIGNAL_THREAD.search(message) or (first.frames and sg.REWARD.search(_user_frames(first))):
         return _reward(first)
+    if kind == "TypeError" and (call := sg.SIGNATURE.search(message)) and sg.REWARD.search(call[1]):
+        return _reward(first)  # the trainer called the reward function with arguments its signature does not take
     if sg.MEDIA_TOKENS.search(message):
         return _data(first)
     if sg.PROMPT_TOO_LONG.search(message) or (first.frames and sg.DATA.search(stack) and kind != "ImportError"):
+        return _data(first)
+    if sg.DATASET_SAYS.search(message):  # the data set's own content refused
         return _data(first)
     if _converting(first) and not sg.UNPACK.search(message):  # a converter's own loader (mbridge's load_weights at
         return _conversion(kind)  # start-up) is no weight sync
@@ -273,7 +277,7 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("config-key", "config-version-mismatch")
     if sg.HYDRA_PATH.search(text):
         return Verdict("config-missing", "hydra-config")
-    if family := _dependency(first, f"{first.type}: {message} " + " ".join(first.context)):
+    if family := _dependency(first, f"{first.type}: {message} " + " ".join(first.context), context.near):
         return _version(first, family)
     if sg.BUILD.search(stack):  # raised while a compiled extension was built where the job runs
         return _version(first, "build-missing-extension")
@@ -432,7 +436,7 @@ def _names_engine_arguments(message: str) -> bool:
     return any(field and value for _, value, field in engine_arguments(message))
 
 
-def _dependency(first: FirstError | None, text: str) -> str | None:
+def _dependency(first: FirstError | None, text: str, near: str = "") -> str | None:
     """missing-dependency / build-missing-extension where the error says so."""
     if first is None:
         return None
@@ -442,7 +446,9 @@ def _dependency(first: FirstError | None, text: str) -> str | None:
         or not first.type
     ):
         return "build-missing-extension"
-    if first.short in ("ModuleNotFoundError", "ImportError") and sg.MISSING.search(first.message):
+    relayed = first.short == "RuntimeError" and sg.LAZY_IMPORT.search(first.message)  # its cause on the next line
+    said = f"{first.message} {near}" if relayed else first.message
+    if (first.short in ("ModuleNotFoundError", "ImportError") or relayed) and sg.MISSING.search(said):
         return "missing-dependency"
     return None
 
@@ -453,6 +459,9 @@ def _reward(first: FirstError) -> Verdict:
     where = f" in {frame.function} ({frame.path}:{frame.line})" if frame else ""
     if first.short == "NotImplementedError":  # the reward has no scoring for this input (its data_source): missing
         return Verdict("reward-missing", "reward-missing", f"No reward is implemented for this data{where}")
+    if first.short == "TypeError" and (call := sg.SIGNATURE.search(first.message)) and sg.REWARD.search(call[1]):
+        said = f"The reward function {call[1]}() does not take the arguments the trainer passes: {first.message[:200]}"
+        return Verdict("reward-missing", "reward-missing", said, "", "reward.function", "reward-dry-run")
     row = _row(first)
     message = f"The reward function raised{where}: {first.text[:200]}" + (f"; on {row}" if row else "")
     fix = "`grpolab data RECIPE` dry-runs the reward on the data before launch: run it and fix the function"

@@ -68,6 +68,15 @@ PROMPT_TOO_LONG = re.compile(
     r"exceeds (?:the )?max(?:imum)?_?(?:prompt|model)_?len",
     re.IGNORECASE,
 )
+# a call whose arguments do not fit the called function's signature: the function's name is group 1
+SIGNATURE = re.compile(
+    r"(\w+)\(\) (?:missing \d+ required (?:positional|keyword-only) arguments?|got an unexpected keyword argument|"
+    r"takes \d+ positional arguments? but)"
+)
+# a data set's own content refused (TRL: `the dataset contains non-conversational inputs`)
+DATASET_SAYS = re.compile(
+    r"\b(?:the|your) (?:dataset|data set) (?:contains|has|includes|is missing|lacks|does not (?:contain|have))\b", re.I
+)
 SIGNAL_THREAD = re.compile(r"signal only works in main thread", re.IGNORECASE)
 OOM = re.compile(
     r"out of memory|OutOfMemoryError|CUresult error: 2\b|ACL_ERROR_RT_MEMORY|207001|"
@@ -77,6 +86,8 @@ OOM = re.compile(
 MISSING = re.compile(
     r"No module named|is not installed|not installed\b|ModuleNotFoundError|\b[Pp]lease install\b|\bpip install\b"
 )
+# transformers' (and diffusers') lazy import: the import's own error follows on the next line
+LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following error")
 EXTENSION = re.compile(
     r"\b\w{1,40}\._C\b|_C'|camem|allocator is not available|not compiled with|custom (?:ops?|kernels?) (?:is |are )?"
     r"not (?:available|found|built)|extension (?:is |was )?not (?:available|found|built)|cannot open shared object",
@@ -91,7 +102,8 @@ UNPACK = re.compile(r"(?:too many|not enough) values to unpack")
 RESOURCES = re.compile(
     r"Not enough (?:GPUs|NPUs|devices)|Requested \d+ (?:GPUs|NPUs|devices)[^\n]{0,60}(?:only|available)|"
     r"cannot be scheduled|Total available (?:GPUs|NPUs)|exceeds the total number of available|infeasible|"
-    r"placement group bundle index \d+ is invalid|No available node types can fulfill",
+    r"placement group bundle index \d+ is invalid|No available node types can fulfill|"
+    r"(?:cannot|can't|could not|unable to) (?:meet|satisfy) the (?:required|requested) (?:number of )?(?:nodes|GPUs|NPUs)",
     re.IGNORECASE,
 )
 INVISIBLE = re.compile(
