@@ -156,6 +156,25 @@ BEYOND = {
     "refusal of a request longer than the model's context is in the thread's title",
     "visual-rft-108": f"{CUT}: the post ends at the launch command and a rank's `Traceback (most recent call last):`; "
     "`No chat template is set for this processor` is in the title",
+    # batches 23-24 (2026-12-06)
+    "ms-swift-2399": "the log is `KeyError: 'prompt'` raised in datasets' formatting (a row without the column, read "
+    "alone: the data's); the collector reads an interface that changed between ms-swift and TRL, which the thread "
+    "does not confirm",
+    "ms-swift-6962": "a hang: the log as posted holds no error line, which reads the same as a log still being "
+    "written; the thread names no cause",
+    "verl-3464": "a hang: the log as posted holds no error line, which reads the same as a log still being written; "
+    "the thread names no cause",
+    "prime-rl-834": "the launcher's log without the failing process's error line: that error is in the "
+    "orchestrator's own log, which the thread did not post",
+    "rl-factory-8": "the cause and family are right (a dead worker); the first error said is the driver's relay "
+    "`RayTaskError(ActorDiedError): ray::TaskRunner.run()`, where the collector quotes the ActorDiedError line under it",
+    "slime-274": "the cause is right (device memory): torch_memory_saver's `CUresult error: 2` in cu_mem_create reads "
+    "as the rollout's wake-up (where the saver allocates); the collector reads training's memory in one quoted line, "
+    "the rest of the post a screenshot",
+    "verl-1929": f"{CUT}: the post stops inside Hydra's list of overrides (`Error executing job with overrides: "
+    "[...]`), before `Key 'actor_rollout_ref' is not in struct`",
+    "verl-2252": "the log is the one line `ckpt/global_step_101/actor/fsdp_config.json does not exist.` (no level, "
+    "no exception: no error line, read alone); that verl's model merger printed it is the reporter's comment",
 }
 
 

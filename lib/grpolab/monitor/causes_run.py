@@ -277,8 +277,8 @@ CAUSES: tuple[Cause, ...] = (
             r"Unexpected result nan",
             # verl's step line: any role's loss, KL, gradient norm or entropy (`actor/pg_loss:nan`, `critic/vf_loss:nan`)
             r"\b[a-z_]+/\w{0,20}(?:loss|kl|grad_norm|entropy)\w{0,20}:(?:np\.float\d+\()?-?(?:nan|inf)\b",
-            # a trainer's log dict (`{'loss': 0.1, 'grad_norm': nan}`) and its table in a notebook (`3 | -0.11 | nan`)
-            r"'[\w/]{0,40}(?:loss|kl|grad_norm|entropy)\w{0,20}': (?:np\.float\d+\()?-?(?:nan|inf)\b",
+            # a trainer's log dict (`{'loss': 0.1, 'grad_norm': nan}`, as JSON `"kl": NaN`) and its table in a notebook (`3 | -0.11 | nan`)
+            r"['\"][\w/]{0,40}(?:loss|kl|grad_norm|entropy)\w{0,20}['\"]: (?:np\.float\d+\()?-?(?:nan|inf)\b",
             r"^[ \t]*\|?[ \t]*\d+[ \t]*\|(?:[^|\n]{0,40}\|){0,30}?[ \t]*-?(?:nan|inf)[ \t]*(?:\||$)",
         ),
         (
@@ -416,8 +416,20 @@ CAUSES: tuple[Cause, ...] = (
             r"Failed to connect to GCS at address",
             # a rollout server that did not come up (AReaL's launcher: the server's own log says why)
             r"\b(?:server|engine)s? (?:launch|start(?:-?up)?) failed|\b(?:server|engine) failed to launch",
+            # a router with no engine behind it that answers yet (sglang-router's 503 while the engines come up)
+            r"No (?:available|healthy) (?:workers|engines|servers)\b[^\n]{0,40}(?:circuits? open|unhealthy|ready)",
         ),
-        ("timed out", "timeout", "did not", "failed to", "launch failed", "start failed", "startup failed"),
+        (
+            "timed out",
+            "timeout",
+            "did not",
+            "failed to",
+            "launch failed",
+            "start failed",
+            "startup failed",
+            "no available",
+            "no healthy",
+        ),
         ("vllm-project/vllm PR 35616", "vllm-project/vllm-ascend issue 3977", "vllm-project/vllm issue 19543"),
         rule="startup-timeout",
         ignorecase=True,

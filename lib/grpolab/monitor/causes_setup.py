@@ -151,7 +151,7 @@ CAUSES: tuple[Cause, ...] = (
         "missing package (or the version the other packages expect) on every node, and restart Ray so its "
         "workers pick it up",
         (
-            r"^{P}(?:ModuleNotFoundError|ImportError): ",
+            r"^{P}(?:ModuleNotFoundError|ImportError):(?: |$)",
             r"RayTaskError\((?:ModuleNotFoundError|ImportError)\)",
             r"VersionConflict",
             r"\brequires [\w.\-\[\]]+ *[<>=!~].*, but you have ",
@@ -231,8 +231,18 @@ CAUSES: tuple[Cause, ...] = (
             r"custom_reward_function.{0,80}(?:Error|not found|does not exist)",
             r"Reward function '[^'\n]+' not found",
             r"compute_score\(\) (?:got an unexpected|missing \d+ required)",
+            # a reward function Ray cannot send to its workers (defined in a module loaded twice, a lambda)
+            r"Can't pickle <function \w{0,60}(?:reward|score)\w{0,60}",
         ),
-        ("not implemented", "reward function", "custom_reward_function", "compute_score", "not found", "not defined"),
+        (
+            "not implemented",
+            "reward function",
+            "custom_reward_function",
+            "compute_score",
+            "not found",
+            "not defined",
+            "can't pickle",
+        ),
         ("areal-project/AReaL issue 105", "volcengine/verl issue 3450"),
         ignorecase=True,
     ),
@@ -357,8 +367,17 @@ CAUSES: tuple[Cause, ...] = (
             r"prompt \(length \d+\) is longer than the maximum model length",
             r"sequence_length=\d+ is larger than max_length=\d+",
             r"Input prompt \(\d+ tokens\) is too long and exceeds limit",
+            # a data file that does not read as its format (a Git LFS pointer or an HTML page saved as .parquet)
+            r"Parquet magic bytes not found|Could not open Parquet input source|Error creating dataset\. Could not read "
+            r"schema",
         ),
-        ("longer than the maximum model length", "is larger than max_length", "too long and exceeds limit"),
+        (
+            "longer than the maximum model length",
+            "is larger than max_length",
+            "too long and exceeds limit",
+            "parquet",
+            "error creating dataset",
+        ),
         ("verl-project/verl issue 1015", "verl-project/verl issue 544"),
         rule="data-prompt",
         ignorecase=True,

@@ -10,7 +10,7 @@ A family is the kind of failure a person names ("the rollout engine ran out of m
 packages at versions that do not fit"): finer than a cause id where the structure tells more. Cause ids stay stable
 for whoever decides by them (a restart supervisor); the family is said beside the cause. The families' names are
 those of the corpus (tests/data/failures/README.md lists them with their cause). The signs read (the patterns of a
-stack and a message) are grpolab.monitor.signs.
+stack and a message) are grpolab.monitor.signs; what a verdict says and its fix, grpolab.monitor.verdicts.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ import re
 from dataclasses import dataclass
 
 import grpolab.monitor.signs as sg
+import grpolab.monitor.verdicts as vd
 from grpolab.monitor.cutlog import cut_phase
 from grpolab.monitor.details import engine_arguments
-from grpolab.monitor.firsterror import CRASH, ENGINES, STDLIB, USER, FirstError
-from grpolab.rules.pins import stack_rules
+from grpolab.monitor.firsterror import CRASH, ENGINES, STDLIB, FirstError
+from grpolab.monitor.verdicts import Verdict
 
 # family -> (cause id, what it means). A cause whose family no rule refines has the family of its own name.
 FAMILIES: dict[str, tuple[str, str]] = {
@@ -158,16 +159,6 @@ TRAINERS = ("verl", "prime_rl", "slime", "openrlhf", "areal", "realhf", "trl", "
 
 
 @dataclass
-class Verdict:
-    cause: str
-    family: str
-    message: str = ""  # what the structure says, for a person (the argument and values, the two libraries)
-    fix: str = ""  # what to change (put before the cause's own fix)
-    key: str | None = None  # the recipe field to change, where one applies
-    rule: str | None = None  # the `grpolab check` rule that finds it before launch; "" none
-
-
-@dataclass
 class Context:
     """What the log shows around the first error, beyond its traceback."""
 
@@ -232,33 +223,35 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if sg.REWARD_LOAD.search(first.said or message):  # its reward (function, module, worker class) did not load
         return Verdict("reward-missing", "reward-missing")
     if sg.DATA_FIELD.match(f"{kind}: {message}"):  # a row without the column the code (a reward too) reads: the data's
-        return _data(first)
+        return vd.data(first)
     if sg.SIGNAL_THREAD.search(message) or (first.frames and sg.REWARD.search(_user_frames(first))):
-        return _reward(first)
+        return vd.reward(first)
     if kind == "TypeError" and (call := sg.SIGNATURE.search(message)) and sg.REWARD.search(call[1]):
-        return _reward(first)  # the trainer called the reward function with arguments its signature does not take
+        return vd.reward(first)  # the trainer called the reward function with arguments its signature does not take
     if sg.MEDIA_TOKENS.search(message):
-        return _data(first)
+        return vd.data(first)
     if sg.PROMPT_TOO_LONG.search(message) or (first.frames and sg.DATA.search(stack) and kind != "ImportError"):
-        return _data(first)
+        return vd.data(first)
     if sg.DATASET_SAYS.search(message):  # the data set's own content refused
-        return _data(first)
+        return vd.data(first)
     if _converting(first) and not sg.UNPACK.search(message):  # a converter's own loader (mbridge's load_weights at
         return _conversion(kind)  # start-up) is no weight sync
     if sg.SYNC.search(stack) or sg.SYNC.search(message) or (not first.frames and sg.SYNC.search(context.near)):
-        return _sync(first)
+        return vd.sync(first)
     if _crashed_in(first, context, sg.SYNC):  # a segfault in the middle of a weight update
-        return _sync(first)
+        return vd.sync(first)
     if any(f.library == "wandb" and sg.WANDB_LOGIN.search(f.function) for f in first.frames):
         return Verdict("wandb-auth", "wandb-auth")  # raised in W&B's login: the key, whatever the message says
+    if first.type.startswith("wandb."):  # W&B's own error (its init timed out, its server refused): the logger's
+        return Verdict("wandb-auth", "wandb-auth", f"Weights & Biases failed: {first.text[:200]}")
     if sg.UNPACK.search(message):  # a call returned other values than its caller unpacks: an interface changed
-        return _version(first, "api-mismatch")
+        return vd.version(first, "api-mismatch")
     if re.search(r"initialize_cache|_initialize_kv_caches|determine_num_available_blocks", text):
         return Verdict("device-oom", "kv-cache-too-small")  # the engine failed while it sized its KV cache
     if sg.CONVERSION.search(stack) or sg.CONVERSION.search(message):
         return _conversion(kind)
     if sg.UNSUPPORTED_MODEL.search(message):  # a model the installed version does not know: a newer one does
-        return _version(first, "version-mismatch")
+        return vd.version(first, "version-mismatch")
     if first.frames and sg.LOAD_CKPT.search(stack) or "Checkpoint" in kind or sg.LOAD_CKPT.search(message):
         if kind not in ("ImportError", "ModuleNotFoundError"):
             save = sg.SAVE.search(stack) and not re.search(r"\bload", stack, re.IGNORECASE)
@@ -266,7 +259,7 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
                 "checkpoint-save" if save else "checkpoint-mismatch", "checkpoint-save" if save else "checkpoint-load"
             )
     if kind == "KeyError" and sg.PARAM_NAME.search(message):  # a parameter's name the receiving side does not know
-        return _sync(first)  # (not a checkpoint's: that says so above): the name map between trainer and rollout
+        return vd.sync(first)  # (not a checkpoint's: that says so above): the name map between trainer and rollout
     if sg.CAPTURE.search(stack) or sg.CAPTURE.search(text):
         return Verdict("unknown", "cuda-graph-capture")
     if sg.SAVER.search(f"{first.said} {stack}"):  # the allocator refused (its out of memory is the memory's, above)
@@ -278,9 +271,9 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if sg.HYDRA_PATH.search(text):
         return Verdict("config-missing", "hydra-config")
     if family := _dependency(first, f"{first.type}: {message} " + " ".join(first.context), context.near):
-        return _version(first, family)
+        return vd.version(first, family)
     if sg.BUILD.search(stack):  # raised while a compiled extension was built where the job runs
-        return _version(first, "build-missing-extension")
+        return vd.version(first, "build-missing-extension")
     if _crashed_in(first, context, sg.CKPT_WRITE):
         return Verdict("checkpoint-save", "checkpoint-save")
     if not first.type and (phase := cut_phase(first.frames)) is not None:  # a traceback cut in a telling phase
@@ -290,13 +283,13 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if kind == "ZeroDivisionError" and sg.BATCH_WORDS.search(context.near):  # a batch size that came out 0: a
         return Verdict("batch-divisible", "batch-divisible")  # batch divided over more workers than it holds
     if sg.CHANGED.search(f"{message} {' '.join(first.context[:2])}"):  # the library says its interface changed
-        return _version(first, "version-mismatch")
+        return vd.version(first, "version-mismatch")
     if kind in ("AttributeError", "TypeError") and "'NoneType' object" in message:  # a None where an object was due
         return Verdict("unknown", "trainer-bug")
     if kind == "NotImplementedError" and first.library in ("vllm", "vllm_ascend", "sglang") and first.caller:
-        return _version(first, "version-mismatch")  # the engine's installed version lacks what another package calls
+        return vd.version(first, "version-mismatch")  # the engine's installed version lacks what another package calls
     if sg.ACROSS.search(message) and kind in ("AttributeError", "ImportError", "TypeError", "OSError", "ValueError"):
-        return _version(first, "api-mismatch" if sg.UNPACK.search(message) else "version-mismatch")
+        return vd.version(first, "api-mismatch" if sg.UNPACK.search(message) else "version-mismatch")
     if sg.INVISIBLE.search(text):
         return Verdict("no-device", "device-visibility")
     if sg.RESOURCES.search(message):
@@ -306,12 +299,12 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if kind in ("ValueError", "AssertionError", "ValidationError", "NotImplementedError", "TypeError"):
         said = f"{message} {' '.join(first.context[:2])}"  # (a message printed over several lines)
         if _config_check(first) or _names_engine_arguments(said) or _relates(message):
-            return _engine_config(first)
+            return vd.engine_config(first)
         if sg.SETTING.search(f"{message} {' '.join(first.context[:2])}"):  # a check that refuses a setting
-            return _engine_config(first)
+            return vd.engine_config(first)
     if kind == "RuntimeError" and sg.LAYOUT_WORDS.search(told := f"{message} {' '.join(first.context[:3])}"):
         if _relates(told):  # a kernel's own check of the layout (CANN's `numHeads / numKvHeads = 8, MLA only support`)
-            return _engine_config(first)
+            return vd.engine_config(first)
     if kind in ("AssertionError", "RuntimeError", "AttributeError", "ValueError") and sg.NOT_SET_UP.search(message):
         return Verdict("unknown", "trainer-bug")  # a part of the stack used before it was set up: the code's order
     if (
@@ -448,150 +441,8 @@ def _dependency(first: FirstError | None, text: str, near: str = "") -> str | No
         return "build-missing-extension"
     relayed = first.short == "RuntimeError" and sg.LAZY_IMPORT.search(first.message)  # its cause on the next line
     said = f"{first.message} {near}" if relayed else first.message
+    if sg.SUBMODULE.search(said):  # the package is installed and lacks the module: a version mismatch
+        return None
     if (first.short in ("ModuleNotFoundError", "ImportError") or relayed) and sg.MISSING.search(said):
         return "missing-dependency"
     return None
-
-
-# ---------------------------------------------------------------------------------------------- the families
-def _reward(first: FirstError) -> Verdict:
-    frame = next((f for f in reversed(first.frames) if sg.REWARD.search(f"{f.function} {f.path}")), first.raising)
-    where = f" in {frame.function} ({frame.path}:{frame.line})" if frame else ""
-    if first.short == "NotImplementedError":  # the reward has no scoring for this input (its data_source): missing
-        return Verdict("reward-missing", "reward-missing", f"No reward is implemented for this data{where}")
-    if first.short == "TypeError" and (call := sg.SIGNATURE.search(first.message)) and sg.REWARD.search(call[1]):
-        said = f"The reward function {call[1]}() does not take the arguments the trainer passes: {first.message[:200]}"
-        return Verdict("reward-missing", "reward-missing", said, "", "reward.function", "reward-dry-run")
-    row = _row(first)
-    message = f"The reward function raised{where}: {first.text[:200]}" + (f"; on {row}" if row else "")
-    fix = "`grpolab data RECIPE` dry-runs the reward on the data before launch: run it and fix the function"
-    if sg.SIGNAL_THREAD.search(first.message) or "timeout" in first.text.lower():
-        fix = (
-            "the reward uses a signal-based timeout (signal.alarm, math_verify's default), which works only in a "
-            "process's main thread, and trainers call rewards in threads: pass parsing_timeout=None / "
-            "timeout_seconds=None to math_verify's parse/verify (and bound the time yourself), or score in a "
-            "subprocess; " + fix
-        )
-    return Verdict("reward-error", "reward-error", message, fix, "reward.function", "reward-dry-run")
-
-
-def _data(first: FirstError) -> Verdict:
-    row = _row(first)
-    if sg.PROMPT_TOO_LONG.search(first.message):
-        return Verdict(
-            "data-error",
-            "data-error",
-            f"A prompt is longer than the limit: {first.text[:200]}" + (f"; on {row}" if row else ""),
-            "set data.filter_overlong_prompts: true (verl drops the prompts longer than data.max_prompt_length), or "
-            "raise data.max_prompt_length (and rollout.max_model_len with it); `grpolab data RECIPE` measures the "
-            "prompts against the limit before launch",
-            "data.max_prompt_length",
-            "data-prompt",
-        )
-    return Verdict(
-        "data-error",
-        "data-error",
-        f"A data row could not be read: {first.text[:200]}" + (f"; on {row}" if row else ""),
-        "`grpolab data RECIPE` reads the first rows of each file (columns, prompts, data sources) before launch: run "
-        "it to find the row, and fix the data (or its preparation, `grpolab data prepare`)",
-        None,
-        "data-columns",
-    )
-
-
-_ROW = re.compile(r"\b(?:row|index|idx|sample|example)[ #:=]{1,3}(\d+)", re.IGNORECASE)
-
-
-def _row(first: FirstError) -> str:
-    for text in [first.message] + first.context:
-        if m := _ROW.search(text):
-            return f"row {m.group(1)}"
-    return ""
-
-
-def _sync(first: FirstError) -> Verdict:
-    return Verdict(
-        "weight-sync",
-        "weight-sync",
-        f"The weights could not be sent from the trainer to the rollout engine: {first.text[:200]}",
-        "check that the trainer and the rollout use layouts the weight sync supports (expert/tensor-parallel shards "
-        "gathered before they are sent, tensors on the device the engine expects, a layout the engine does not "
-        "transform after its first load), and the versions of trainer and engine the sync was written for",
-    )
-
-
-def _version(first: FirstError, family: str) -> Verdict:
-    raising, caller = first.library, first.caller
-    named = re.search(
-        r"from '([\w.]+)'|module '([\w.]+)'|No module named '([\w.]+)'|([\w-]+) is not installed", first.message
-    )
-    other = next((g.split(".")[0] for g in named.groups() if g), None) if named else None
-    libraries = [x for x in dict.fromkeys([raising, other, caller]) if x and x not in (STDLIB, USER)]
-    if family == "missing-dependency":
-        module = other or "a package"
-        return Verdict(
-            "import-error",
-            family,
-            f"{module} is not installed where the job runs",
-            f"install {module} on every node (in the image the Ray workers use) and restart Ray",
-        )
-    if family == "build-missing-extension":
-        return Verdict(
-            "import-error",
-            family,
-            f"A compiled extension is missing: {first.text[:200]}",
-            "reinstall the package so that its extension is built (its build flags, e.g. vllm-ascend's "
-            "COMPILE_CUSTOM_KERNELS=1) against the installed torch / CANN / CUDA",
-        )
-    pair = " and ".join(libraries[:2]) if libraries else "two packages"
-    message = f"A version mismatch between {pair}: {first.text[:200]}"
-    if rows := _stack_rows(libraries):
-        message += f"; params/stack_rules.yaml names this stack: {', '.join(rows)}"
-    fix = (
-        f"install versions of {pair} that fit together (the version the calling code was written for), and pin "
-        "them in the recipe's stack: so `grpolab preflight` compares them with what each node has"
-    )
-    key = f"stack.{libraries[0].replace('_', '-')}" if libraries else None
-    return Verdict("import-error", family, message, fix, key, "stack")
-
-
-def _stack_rows(libraries: list[str]) -> list[str]:
-    """The rows of params/stack_rules.yaml that pin or require one of `libraries` (the table that would catch it)."""
-
-    names = {name.replace("_", "-") for name in libraries} | set(libraries)
-    out = []
-    for row in stack_rules():
-        pinned = set((row.get("when") or {}).get("stack") or {}) | set(row.get("requires") or {})
-        if pinned & names:
-            out.append(str(row["id"]))
-    return out[:3]
-
-
-def _engine_config(first: FirstError) -> Verdict:
-    frame = first.raising
-    engine = f"{frame.library}'s" if frame else "A"
-    text = f"{first.message} {' '.join(first.context[:3])}"
-    if sg.LAYOUT_WORDS.search(text) and not sg.BATCH_WORDS.search(text):
-        cause = "layout-mismatch"
-    elif sg.BATCH_WORDS.search(text):
-        cause = "batch-divisible"
-    else:
-        cause = "engine-config"
-    named = engine_arguments(text)
-    message = f"{engine} configuration check refused a value: {first.text[:240]}"
-    fix, key = "", None
-    if named:
-        shown = ", ".join(f"{arg} = {value}" if value else arg for arg, value, _ in named)
-        message += f". The argument{'s' if len(named) > 1 else ''}: {shown}"
-        fields = [(arg, f) for arg, _, f in named if f]
-        if fields:
-            key = fields[0][1]
-            message += " (" + ", ".join(f"{arg}: the recipe field {f}" for arg, f in fields) + ")"
-            fix = "change " + " or ".join(dict.fromkeys(f for _, f in fields)) + " as the message asks"
-    elif sg.LENGTH_WORDS.search(text):  # the lengths asked of the rollout against the model's context
-        key = "data.max_response_length"
-        fix = (
-            "keep data.max_prompt_length + data.max_response_length within the model's context length "
-            "(max_position_embeddings), or take a model with a longer context"
-        )
-    return Verdict(cause, cause, message, fix, key, "")

@@ -30,6 +30,7 @@ from grpolab.jobs.job_entry import ANSI
 _EXCEPTION = re.compile(
     r"(?<![\w.'\"/<-])((?:[A-Za-z_]\w*\.)*(?:errors|exceptions)\.[A-Z]\w*|"  # a type of an errors module
     r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Abort)|"
+    r"(?:[A-Za-z_]\w*\.)+[A-Z]\w*?(?:Invalid|NotFound|Timeout|TimedOut|Denied|Refused)|"  # pyarrow.lib.ArrowInvalid
     r"KeyboardInterrupt|StopIteration|Exception)(?:\(([\w.]+)\))?(?:: ?(.*)|:?$)"  # (`raise Exception(...)`'s too)
 )
 _NOT_AN_ERROR = re.compile(r"^(?:ERROR|WARNING|INFO)$")
@@ -388,9 +389,11 @@ WORDS = (
 
 # A log record at error level, in the formats of the corpus' logs: vLLM's `ERROR 06-09 17:58:55 [core.py:1]`,
 # logging's `... - ERROR - ` / `ERROR:root:` / `| ERROR    |` / `[ERROR]`, glog's `E1206 18:44:12.7` / `[E1206 ...`,
-# CANN's `[ERROR] 2025-06-09-06:57:54`, a shell's `error: ` / `Error: `, a native crash.
+# CANN's `[ERROR] 2025-06-09-06:57:54`, a shell's `error: ` / `Error: ` / `[Error] `, httpx's refusal of a response
+# (`Server error '503 Service Unavailable' for url '...'`, whatever logs it), a native crash.
 _LEVEL_ERROR = re.compile(
-    r"^[ \t]*\[?[EF]\d{4} \d\d:\d\d:\d\d|^[ \t]*(?:error|Error|ERROR|fatal|Fatal|FATAL): |^Error executing job with"
+    r"^[ \t]*\[?[EF]\d{4} \d\d:\d\d:\d\d|^[ \t]*(?:(?:error|Error|ERROR|fatal|Fatal|FATAL): |\[(?:error|Error|ERROR)\] )"
+    r"|^Error executing job with|\b(?:Server|Client) error '\d{3} [^'\n]{1,60}' for url '"
     r"|\bSegmentation fault\b|\bcore dumped\b|\bBus error\b|^[ \t]*Killed\s*$"
     r"|Unhandled error \(suppress with"  # Ray: a task raised and nobody asked for its result
     # a process's crash, whatever prints it: torch's `!!!!!!! Segfault encountered !!!!!!!`, UCX's `[host:pid:0:tid]
@@ -467,10 +470,8 @@ _RECORD = re.compile(  # a line that starts a record of its own (a rank's prefix
 )
 
 
-_ERROR_CODE = re.compile(r"E[A-Z0-9]\d{4}: \[PID")
-_HYDRA_DETAIL = re.compile(
-    r"To append to your config use \+|Key '[^'\n]+' (?:is )?not in (?:struct|')"
-)  # CANN: `EZ9999: [PID: 62938] 2025-05-27-06:52:12 ...`
+_ERROR_CODE = re.compile(r"E[A-Z0-9]\d{4}: \[PID")  # CANN: `EZ9999: [PID: 62938] 2025-05-27-06:52:12 ...`
+_HYDRA_DETAIL = re.compile(r"To append to your config use \+|Key '[^'\n]+' (?:is )?not in (?:struct|')")
 
 
 def continues(text: str, empty: bool, wrapped: bool = False) -> bool:
@@ -574,9 +575,8 @@ def introduced(trace: list[str]) -> str:
     return record.rstrip() + "\n"
 
 
-CANN_CODE = re.compile(
-    r"\bE[A-Z0-9]\d{4}\b"
-)  # CANN's error code (EZ9999, EI0006): its detail follows the line naming it
+# CANN's error code (EZ9999, EI0006): its detail follows the line naming it
+CANN_CODE = re.compile(r"\bE[A-Z0-9]\d{4}\b")
 
 
 def code_named_above(before: list[str], line: str) -> str:

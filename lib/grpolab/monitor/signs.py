@@ -10,7 +10,8 @@ import re
 
 # ---------------------------------------------------------------------------------------------- what a stack shows
 REWARD = re.compile(
-    r"reward|compute_score|score_fn|(?:\b|_)score(?:_|s?\b)|\bgrader\b|math_verify|verif(?:y|ier)|_judge", re.IGNORECASE
+    r"reward|compute_score|score_fn|(?:\b|_)score(?:_|s?\b)|\bgrader\b|math_verify|verif(?:y|ier)|_judge|remote_rm",
+    re.IGNORECASE,
 )
 DATA = re.compile(
     r"__getitem__|_worker_loop|collate|rl_dataset|[/\\]dataset|datasets?[/\\]|_read_files|load_dataset|tokenize_and_"
@@ -86,6 +87,9 @@ OOM = re.compile(
 MISSING = re.compile(
     r"No module named|is not installed|not installed\b|ModuleNotFoundError|\b[Pp]lease install\b|\bpip install\b"
 )
+# Python names the first part of a dotted import it cannot find: `No module named 'vllm.v1.engine.utils'` says vllm is
+# there and lacks the module (another version), where a missing package says `No module named 'vllm'`
+SUBMODULE = re.compile(r"No module named '\w+\.[\w.]+'")
 # transformers' (and diffusers') lazy import: the import's own error follows on the next line
 LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following error")
 EXTENSION = re.compile(
