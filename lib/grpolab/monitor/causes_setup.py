@@ -248,7 +248,8 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         "wandb-auth",
-        "Weights & Biases refused the login: no API key, or a wrong one, reached the job",
+        "Weights & Biases failed the job: it refused the login (no API key, or a wrong one, reached the job) or "
+        "its own call failed (its run could not start in time, its server could not be reached)",
         "export WANDB_API_KEY in the environment GRPO Lab is started from (it is passed to the job without being "
         "written to the run record), or `wandb login` on the head node; or log offline (WANDB_MODE=offline) or "
         "drop `wandb` from trainer.logger",

@@ -125,7 +125,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "port-in-use": ("port-in-use", "a port was already bound"),
     "startup-timeout": ("startup-timeout", "something did not come up in time"),
     "ray-cluster-connect": ("startup-timeout", "a process could not reach the Ray cluster (its GCS / head node)"),
-    "wandb-auth": ("wandb-auth", "Weights & Biases refused the login"),
+    "wandb-auth": ("wandb-auth", "Weights & Biases refused the login, or its own call failed (its run did not start)"),
     "killed": ("killed", "the process was killed from outside (SIGKILL)"),
     "sibling-crash": (
         "killed",
