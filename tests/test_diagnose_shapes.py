@@ -1,0 +1,83 @@
+"""`grpolab diagnose` on what held-out batches 21-24 taught (tests/data/failures/README.md), each rule against its
+neighbour that must not change: a loading bar is no work done (a trainer's bar is), a missing submodule is a version
+mismatch (a missing package is not), httpx's refusal and a bracketed level are error lines (a bracketed warning is
+not), a reward called against its signature is the reward's (another function's is not), and JSON's NaN of a loss is
+the loss's. The real logs are the corpus's; the made-up lines are the other side of each rule."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+
+from grpolab.monitor.diagnose import diagnose_text
+from tests.test_diagnose import _log
+
+
+def _said(text: str) -> tuple[str, str] | None:
+    failure = diagnose_text(text)
+    return (failure.cause, failure.family) if failure else None
+
+
+def _family(text: str, monkeypatch, capsys) -> str:
+    """The family `grpolab diagnose - --json` says of a log without a failure (healthy-run or warning-only)."""
+    import grpolab.cli
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    assert grpolab.cli.main(["diagnose", "-", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["failure"] is None
+    return out["family"]
+
+
+WARNED = "/x/torchvision/io/image.py:13: UserWarning: Failed to load image Python extension\n  warn(\n"
+
+
+@pytest.mark.parametrize(
+    ("bar", "family"),
+    [
+        ("Loading weights: 100%|##########| 339/339 [00:02<00:00, 137.54it/s]", "warning-only"),
+        ("Loading checkpoint shards: 100%|##########| 4/4 [00:11<00:00,  2.89s/it]", "warning-only"),
+        ("Map: 100%|##########| 70/70 [00:00<00:00, 1999.12 examples/s]", "warning-only"),
+        ("  5%|#         | 5/100 [00:10<03:10,  2.00s/it]", "healthy-run"),  # HF Trainer's bar: no description
+        ("(WorkerDict pid=1)  5%|#         | 5/100 [00:10<03:10,  2.00s/it]", "healthy-run"),
+        ("Epoch 1:   5%|#         | 5/100 [00:10<03:10,  2.00s/it]", "healthy-run"),
+        ("Training Progress:  12%|#         | 12/100 [01:00<07:20,  5.00s/it]", "healthy-run"),
+    ],
+)
+def test_a_bar_of_loading_is_no_work_done_and_a_trainers_bar_is(bar, family, monkeypatch, capsys):
+    assert _family(WARNED + bar + "\n", monkeypatch, capsys) == family
+
+
+def test_a_missing_submodule_is_a_version_mismatch_and_a_missing_package_is_not():
+    # verl-3842: Python names the first part of a dotted import it cannot find: vllm is there, its v1.engine.utils not
+    assert _said(_log("verl-3842")) == ("import-error", "version-mismatch")
+    assert _said("ModuleNotFoundError: No module named 'vllm'\n") == ("import-error", "missing-dependency")
+    # ms-swift-9261: transformers' lazy import, its real error on the next line without a type
+    assert _said(_log("ms-swift-9261")) == ("import-error", "missing-dependency")
+
+
+def test_httpx_refusals_and_bracketed_levels_are_error_lines_and_a_bracketed_warning_is_not():
+    assert _said(_log("slime-1148")) == ("startup-timeout", "startup-timeout")  # no healthy engine behind the router
+    assert _said("Client error '404 Not Found' for url 'http://127.0.0.1:8000/v1/completions'\n") is not None
+    assert _said(_log("verl-3150")) == ("reward-missing", "reward-missing")  # `[Error] Task failed: Can't pickle`
+    assert _said("[Error] Task failed: connection reset by the server\n") == ("unknown", "unknown")
+    assert _said("[Warning] Task retried: connection reset by the server\n") is None
+    assert _said(_log("grpo-zero-1")) == ("data-error", "data-error")  # pyarrow.lib.ArrowInvalid: a type by module
+
+
+def test_a_reward_called_against_its_signature_is_the_rewards_and_another_functions_call_is_not():
+    failure = diagnose_text(_log("qwen-vl-series-finetune-234"))
+    assert (failure.cause, failure.family, failure.key) == ("reward-missing", "reward-missing", "reward.function")
+    assert "compute_score(data_source, solution_str, ground_truth" in failure.fix and "**kwargs" in failure.fix
+    said = _said("TypeError: generate() got an unexpected keyword argument 'logprobs_mode'\n")
+    assert said is not None and said[0] != "reward-missing"
+
+
+def test_a_nan_loss_in_json_or_verls_step_line_is_the_losss_and_a_finite_one_is_not():
+    assert _said(_log("ms-swift-4465")) == ("nan-loss", "nan-loss")  # `"kl": NaN` in a JSON log dict
+    assert _said(_log("verl-498")) == ("nan-loss", "nan-loss")  # `critic/vf_loss:nan` in verl's step line
+    assert _said('{"loss": -0.037, "grad_norm": 0.006, "kl": 0.0012, "reward": 1.55}\n') is None
+    assert _said("step:1 - critic/vf_loss:0.512 - critic/grad_norm:3.100 - actor/pg_loss:-0.013\n") is None
