@@ -175,6 +175,22 @@ BEYOND = {
     "[...]`), before `Key 'actor_rollout_ref' is not in struct`",
     "verl-2252": "the log is the one line `ckpt/global_step_101/actor/fsdp_config.json does not exist.` (no level, "
     "no exception: no error line, read alone); that verl's model merger printed it is the reporter's comment",
+    # batches 25-26 (2026-12-06)
+    "gpustack-4171": "the cause and family are right (the Ray cluster could not be reached); the first error said is "
+    "the log's first line, `Failed to connect to GCS at address ...`, one line above the collector's quote",
+    "pytorch-72": "the log is torch_npu's `AclrtSynchronizeDeviceWithTimeout, error code is 107020` on every rank "
+    "during a checkpoint save (unknown, read alone); that a collective stalled (comm-timeout) is the collector's "
+    "reading of an unanswered thread",
+    "vllm-ascend-116": f"{CUT}: the excerpt holds the engine's INFO and WARNING lines, not `copy_d2d ... error code "
+    "is 507001`",
+    "vllm-ascend-3196": "the post lost its line breaks: the whole log is one line of thousands of characters, of which "
+    "only the start is read as a line; `hcclCommInitRootInfoConfig(...), error code is 11` lies far inside it",
+    "miles-308": f"{CUT}: the traceback stops in Ray's get_objects, before `CUDA error: an illegal memory access was "
+    "encountered`",
+    "skyrl-1398": "the log is vLLM's `Invocation of collective_rpc method failed` and a traceback cut in its "
+    "utility-method dispatch (unknown, read alone); that the weight sync's rank offset was wrong is the fix's PR",
+    "verl-5684": f"{CUT}: Ray's `Unhandled error` of actor_init_model and frames, without `ValueError: Checkpoint "
+    "engine nccl not registered`",
 }
 
 
@@ -224,6 +240,13 @@ def test_case(path):
         assert expect["key"] in failure.message and failure.key == expect["key"], failure.message
 
 
+# logs without a failure whose family the log itself reads otherwise than the collector (kept to the test's letter)
+NO_FAILURE_OTHERWISE = {
+    "verl-6741": "two lines, `Platform 'huawei' (PlatformNPU) is registered but not available` and its note, with no "
+    "level word: healthy-run, read alone; the collector calls the notice a warning (warning-only)",
+}
+
+
 def test_a_log_without_a_failure_has_the_family_the_thread_names(monkeypatch, capsys):
     """healthy-run and warning-only are said by `grpolab diagnose - --json` at the top, beside a null failure: the
     first such case through the whole command line (a process reading its stdin), the others through the same
@@ -236,6 +259,7 @@ def test_a_log_without_a_failure_has_the_family_the_thread_names(monkeypatch, ca
     import grpolab.cli
 
     cases = [path for path in CASES if (e := _case(path)["expect"])["cause"] == "none" and "family" in e]
+    otherwise = [path for path in cases if path.stem in NO_FAILURE_OTHERWISE]
     assert len(cases) >= 10
     command = str(Path(sys.executable).with_name("grpolab"))
     for i, path in enumerate(cases):
@@ -248,6 +272,9 @@ def test_a_log_without_a_failure_has_the_family_the_thread_names(monkeypatch, ca
             code, out = grpolab.cli.main(["diagnose", "-", "--json"]), capsys.readouterr().out
         document = json.loads(out)
         assert code == 0 and document["failure"] is None, path.name
+        if path in otherwise:  # read otherwise, and said so below: a change that reads it as labelled must say so
+            assert document["family"] != _case(path)["expect"]["family"], f"{path.name}: drop its NO_FAILURE_OTHERWISE"
+            continue
         assert document["family"] == _case(path)["expect"]["family"], path.name
 
 

@@ -1,4 +1,4 @@
-"""`grpolab diagnose` on what held-out batches 21-24 taught (tests/data/failures/README.md), each rule against its
+"""`grpolab diagnose` on what held-out batches 21-26 taught (tests/data/failures/README.md), each rule against its
 neighbour that must not change: a loading bar is no work done (a trainer's bar is), a missing submodule is a version
 mismatch (a missing package is not), httpx's refusal and a bracketed level are error lines (a bracketed warning is
 not), a reward called against its signature is the reward's (another function's is not), and JSON's NaN of a loss is
@@ -81,3 +81,23 @@ def test_a_nan_loss_in_json_or_verls_step_line_is_the_losss_and_a_finite_one_is_
     assert _said(_log("verl-498")) == ("nan-loss", "nan-loss")  # `critic/vf_loss:nan` in verl's step line
     assert _said('{"loss": -0.037, "grad_norm": 0.006, "kl": 0.0012, "reward": 1.55}\n') is None
     assert _said("step:1 - critic/vf_loss:0.512 - critic/grad_norm:3.100 - actor/pg_loss:-0.013\n") is None
+
+
+def test_ascend_shapes_of_batch_25_and_their_neighbours():
+    # HCCL's store exchange as NCCL's: a communicator not set up
+    assert _said(_log("vllm-ascend-5135")) == ("comm-init", "comm-init")
+    # a Ray node without the NPU resource (vLLM's `Current node has no NPU available. current_node_resource=...`)
+    assert _said(_log("vllm-ascend-3114")) == ("no-device", "ray-resources")
+    # the device count failed because CANN refused ASCEND_RT_VISIBLE_DEVICES: the setting, not the query
+    assert _said(_log("gpustack-3352")) == ("no-device", "device-visibility")
+    query = (
+        "RuntimeError: init:torch_npu NPU function error: aclrtGetDeviceCount(&device_count), error code is 207004\n"
+    )
+    assert _said(query) == ("no-device", "device-query")
+    assert _said(_log("vllm-ascend-11990")) == ("unknown", "cuda-graph-capture")  # NPUGraph's capture_begin
+    assert _said(_log("vllm-ascend-2725")) == ("import-error", "build-missing-extension")  # kernels of another chip
+    # out of memory while the engine loads its model (`Error executing method 'load_model'`) is its start-up's; the
+    # same line after a training step is training's
+    assert _said(_log("vllm-ascend-2378")) == ("device-oom", "rollout-startup-oom")
+    oom = "RuntimeError: NPU out of memory. Tried to allocate 450.00 MiB (NPU 3; 60.96 GiB total capacity)\n"
+    assert _said("step:3 - actor/pg_loss:0.1 - actor/grad_norm:0.5\n" + oom) == ("device-oom", "device-oom")

@@ -86,7 +86,7 @@ CAUSES: tuple[Cause, ...] = (
             r"\bnccl(?:SystemError|InternalError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)\b",
             r"NCCL error in: [^\n]+|NCCL error: [^\n]+",
             r"DistStoreError|waiting for clients\. \d+/\d+ clients joined|connectFullMesh failed",
-            r"is setting up NCCL communicator[^\n]+(?:error|Timeout)",
+            r"is setting up [NH]CCL communicator[^\n]+(?:error|Timeout)",
             r"(?:init_process_group|rendezvous|TCPStore)[^\n]{0,120}(?:failed|error|timed out|refused)",
             r"Connection refused[^\n]{0,80}(?:store|rendezvous|master)",
             r"\bHCCL\b[^\n]{0,80}\binit\w{0,40}[^\n]{0,40}(?:fail|error)",

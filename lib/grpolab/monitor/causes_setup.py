@@ -84,7 +84,7 @@ CAUSES: tuple[Cause, ...] = (
             r"Found no NVIDIA driver on your system",
             r"Torch not compiled with CUDA enabled",
             r"No module named '?torch_npu'?",
-            r"\bNPU (?:is )?not available|\bno (?:available )?NPU (?:device|found)",
+            r"\bNPU (?:is )?not available|\bno (?:available )?NPU (?:device|found)|\bhas no (?:NPU|GPU)s? available\b",
             r"Total available (?:GPUs|NPUs) [\d.]+ is less than total desired",
             r"resource request cannot be scheduled right now: \{[^}\n]*'(?:GPU|NPU)'",
             r"No available node types can fulfill resource request.*\b(?:GPU|NPU)\b",
@@ -114,6 +114,8 @@ CAUSES: tuple[Cause, ...] = (
             "npu is not available",
             "no npu",
             "no available npu",
+            "has no npu",
+            "has no gpu",
             "total available",
             "cannot be scheduled",
             "no available node types",
@@ -163,12 +165,16 @@ CAUSES: tuple[Cause, ...] = (
             # transformers' (and diffusers') lazy import relays the real error on its next line, often without its
             # type (`Failed to import trl.trainer.grpo_trainer because of the following error` / `No module named`)
             LAZY_IMPORT.pattern,
+            # kernels built for another chip (vllm-ascend's custom ops on a 310P: `the socversion Ascend910B1 of bin
+            # package does not match the current device socverison Ascend310P3`)
+            r"socversion \S+ of bin package does not match",
             r"^{P}No module named '",
         ),
         (
             "modulenotfounderror",
             "failed to import",
             "no module named",
+            "socversion",
             "importerror",
             "versionconflict",
             "but you have",

@@ -264,8 +264,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("unknown", "cuda-graph-capture")
     if sg.SAVER.search(f"{first.said} {stack}"):  # the allocator refused (its out of memory is the memory's, above)
         return Verdict("unknown", "memory-saver-offload")
-    if _device_query(first):
-        return Verdict("no-device", "device-query")
+    if _device_query(first):  # (a query that failed because the visible-devices setting hid them: that setting)
+        return Verdict("no-device", "device-visibility" if sg.INVISIBLE.search(text) else "device-query")
     if _reads_config(first):
         return Verdict("config-key", "config-version-mismatch")
     if sg.HYDRA_PATH.search(text):
@@ -344,6 +344,7 @@ def _memory(first: FirstError | None, context: Context) -> str:
     engine = context.engine or (first is not None and _in_engine(first))
     if not context.stepped and (
         engine
+        or sg.STARTUP.search(text)  # an engine's start-up phase (`Error executing method 'load_model'`)
         or re.search(
             # (`gpu_memory_utilization: 0.6`, `=0.6`: a config's line or an override, no engine's message)
             r"on startup|Free memory on device|cache blocks|gpu_memory_utilization(?! ?[:=] ?[\d.]+\b)|"
