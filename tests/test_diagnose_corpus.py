@@ -141,9 +141,6 @@ BEYOND = {
     "`TypeError: EngineArgs.__init__() got an unexpected keyword argument 'logprobs_mode'`",
     "sglang-omni-678": "the cause is right (import-error): an unexpected keyword between sglang-omni and SGLang reads "
     "as a version mismatch; the collector names its neighbour, api-mismatch (an interface that changed)",
-    "slime-1514": "the log is `KeyError: 'weight_version'` raised in SGLang's serving_chat (an engine's code, read "
-    "alone: unknown); that it is a bug of slime's or SGLang's code (trainer-bug) is the collector's reading, the "
-    "thread names no cause",
     "unsloth-1637": "the cause is right (import-error): `cannot import name 'DDPOStableDiffusionPipeline' from "
     "'trl.models'` reads as a version mismatch; that diffusers was not installed (trl imports it only when present) "
     "is a sibling thread's answer",

@@ -101,3 +101,17 @@ def test_ascend_shapes_of_batch_25_and_their_neighbours():
     assert _said(_log("vllm-ascend-2378")) == ("device-oom", "rollout-startup-oom")
     oom = "RuntimeError: NPU out of memory. Tried to allocate 450.00 MiB (NPU 3; 60.96 GiB total capacity)\n"
     assert _said("step:3 - actor/pg_loss:0.1 - actor/grad_norm:0.5\n" + oom) == ("device-oom", "device-oom")
+
+
+def test_a_plain_lookup_error_in_an_engines_code_is_a_bug_of_its_code_and_a_rows_or_a_parameters_is_not():
+    assert _said(_log("slime-1514")) == ("unknown", "trainer-bug")  # `KeyError: 'weight_version'` in SGLang's code
+
+    def raised(path: str, error: str) -> tuple[str, str] | None:
+        frame = f'  File "/usr/lib/python3.12/site-packages/{path}", line 9, in f\n    x = y[k]\n'
+        return _said(f"Traceback (most recent call last):\n{frame}{error}\n")
+
+    assert raised("vllm/v1/core/sched/scheduler.py", "KeyError: 7") == ("unknown", "trainer-bug")
+    # a parameter's name the receiving side does not know: the weight sync's name map, not a bug of the engine
+    name = "KeyError: 'model.layers.0.mlp.gate_proj.weight'"
+    assert raised("vllm/model_executor/models/qwen2.py", name) == ("weight-sync", "weight-sync")
+    assert _said(_log("ms-swift-2399")) == ("data-error", "data-error")  # a row without its column, in datasets

@@ -313,6 +313,10 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         and first.library in TRAINERS
     ):
         return Verdict("unknown", "trainer-bug")
+    if kind in ("KeyError", "IndexError", "UnboundLocalError", "NameError") and first.library in ENGINES:
+        return Verdict(
+            "unknown", "trainer-bug"
+        )  # a lookup that cannot fail by a setting: the engine's code (its RL path)
     return None
 
 
