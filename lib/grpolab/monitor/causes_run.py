@@ -275,9 +275,11 @@ CAUSES: tuple[Cause, ...] = (
             r"returned nan values in its \d+\w{0,40} output",
             r"is non-finite, so it cannot be clipped",
             r"Unexpected result nan",
-            # verl's step line: any role's loss, KL, gradient norm or entropy (`actor/pg_loss:nan`, `critic/vf_loss:nan`)
+            # verl's step line: any role's loss, KL, gradient norm or entropy (`actor/pg_loss:nan`,
+            # `critic/vf_loss:nan`)
             r"\b[a-z_]+/\w{0,20}(?:loss|kl|grad_norm|entropy)\w{0,20}:(?:np\.float\d+\()?-?(?:nan|inf)\b",
-            # a trainer's log dict (`{'loss': 0.1, 'grad_norm': nan}`, as JSON `"kl": NaN`) and its table in a notebook (`3 | -0.11 | nan`)
+            # a trainer's log dict (`{'loss': 0.1, 'grad_norm': nan}`, as JSON `"kl": NaN`) and its table in a
+            # notebook (`3 | -0.11 | nan`)
             r"['\"][\w/]{0,40}(?:loss|kl|grad_norm|entropy)\w{0,20}['\"]: (?:np\.float\d+\()?-?(?:nan|inf)\b",
             r"^[ \t]*\|?[ \t]*\d+[ \t]*\|(?:[^|\n]{0,40}\|){0,30}?[ \t]*-?(?:nan|inf)[ \t]*(?:\||$)",
         ),

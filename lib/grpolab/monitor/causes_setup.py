@@ -375,8 +375,8 @@ CAUSES: tuple[Cause, ...] = (
             r"sequence_length=\d+ is larger than max_length=\d+",
             r"Input prompt \(\d+ tokens\) is too long and exceeds limit",
             # a data file that does not read as its format (a Git LFS pointer or an HTML page saved as .parquet)
-            r"Parquet magic bytes not found|Could not open Parquet input source|Error creating dataset\. Could not read "
-            r"schema",
+            r"Parquet magic bytes not found|Could not open Parquet input source|"
+            r"Error creating dataset\. Could not read schema",
         ),
         (
             "longer than the maximum model length",

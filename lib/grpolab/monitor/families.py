@@ -226,8 +226,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.data(first)
     if sg.SIGNAL_THREAD.search(message) or (first.frames and sg.REWARD.search(_user_frames(first))):
         return vd.reward(first)
-    if kind == "TypeError" and (call := sg.SIGNATURE.search(message)) and sg.REWARD.search(call[1]):
-        return vd.reward(first)  # the trainer called the reward function with arguments its signature does not take
+    if vd.reward_called_wrong(first):  # the trainer called the reward with arguments its signature does not take
+        return vd.reward(first)
     if sg.MEDIA_TOKENS.search(message):
         return vd.data(first)
     if sg.PROMPT_TOO_LONG.search(message) or (first.frames and sg.DATA.search(stack) and kind != "ImportError"):
@@ -313,10 +313,9 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         and first.library in TRAINERS
     ):
         return Verdict("unknown", "trainer-bug")
+    # a lookup that no setting makes fail, raised in an engine's own code: that code's bug (its RL path, mostly)
     if kind in ("KeyError", "IndexError", "UnboundLocalError", "NameError") and first.library in ENGINES:
-        return Verdict(
-            "unknown", "trainer-bug"
-        )  # a lookup that cannot fail by a setting: the engine's code (its RL path)
+        return Verdict("unknown", "trainer-bug")
     return None
 
 

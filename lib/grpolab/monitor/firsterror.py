@@ -392,7 +392,7 @@ WORDS = (
 # CANN's `[ERROR] 2025-06-09-06:57:54`, a shell's `error: ` / `Error: ` / `[Error] `, httpx's refusal of a response
 # (`Server error '503 Service Unavailable' for url '...'`, whatever logs it), a native crash.
 _LEVEL_ERROR = re.compile(
-    r"^[ \t]*\[?[EF]\d{4} \d\d:\d\d:\d\d|^[ \t]*(?:(?:error|Error|ERROR|fatal|Fatal|FATAL): |\[(?:error|Error|ERROR)\] )"
+    r"^[ \t]*\[?[EF]\d{4} \d\d:\d\d:\d\d|^[ \t]*(?:(?:[Ee]rror|ERROR|[Ff]atal|FATAL): |\[(?:[Ee]rror|ERROR)\] )"
     r"|^Error executing job with|\b(?:Server|Client) error '\d{3} [^'\n]{1,60}' for url '"
     r"|\bSegmentation fault\b|\bcore dumped\b|\bBus error\b|^[ \t]*Killed\s*$"
     r"|Unhandled error \(suppress with"  # Ray: a task raised and nobody asked for its result

@@ -93,7 +93,8 @@ SUBMODULE = re.compile(r"No module named '\w+\.[\w.]+'")
 # transformers' (and diffusers') lazy import: the import's own error follows on the next line
 LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following error")
 EXTENSION = re.compile(
-    r"socversion \S+ of bin package|\b\w{1,40}\._C\b|_C'|camem|allocator is not available|not compiled with|custom (?:ops?|kernels?) (?:is |are )?"
+    r"socversion \S+ of bin package|"
+    r"\b\w{1,40}\._C\b|_C'|camem|allocator is not available|not compiled with|custom (?:ops?|kernels?) (?:is |are )?"
     r"not (?:available|found|built)|extension (?:is |was )?not (?:available|found|built)|cannot open shared object",
     re.IGNORECASE,
 )
@@ -106,13 +107,16 @@ UNPACK = re.compile(r"(?:too many|not enough) values to unpack")
 RESOURCES = re.compile(
     r"Not enough (?:GPUs|NPUs|devices)|Requested \d+ (?:GPUs|NPUs|devices)[^\n]{0,60}(?:only|available)|"
     r"cannot be scheduled|Total available (?:GPUs|NPUs)|exceeds the total number of available|infeasible|"
-    r"placement group bundle index \d+ is invalid|No available node types can fulfill|node has no (?:NPU|GPU)s? available|"
-    r"(?:cannot|can't|could not|unable to) (?:meet|satisfy) the (?:required|requested) (?:number of )?(?:nodes|GPUs|NPUs)",
+    r"placement group bundle index \d+ is invalid|No available node types can fulfill|"
+    r"node has no (?:NPU|GPU)s? available|"
+    r"(?:cannot|can't|could not|unable to) (?:meet|satisfy) the (?:required|requested) (?:number of )?"
+    r"(?:nodes|GPUs|NPUs)",
     re.IGNORECASE,
 )
 INVISIBLE = re.compile(
     r"visible devices? \(0\)|no visible (?:device|gpu|npu)|VISIBLE_DEVICES[^\n]{0,40}(?:empty|unset|invalid)|Error "
-    r"setting \w{0,40}VISIBLE_DEVICES|Expects tensor to be on the compute device|"  # FSDP: a worker's device not its own
+    r"setting \w{0,40}VISIBLE_DEVICES|"
+    r"Expects tensor to be on the compute device|"  # FSDP: a worker's device not its own
     # CANN refusing the visible-devices setting (`set ASCEND_RT_VISIBLE_DEVICES:4 error, input data rang[0-2)`)
     r"\bset \w{0,40}VISIBLE_DEVICES\S{0,20} error|Set visible device failed",
     re.IGNORECASE,

@@ -24,12 +24,19 @@ class Verdict:
     rule: str | None = None  # the `grpolab check` rule that finds it before launch; "" none
 
 
+def reward_called_wrong(first: FirstError) -> re.Match | None:
+    """A TypeError of a call to a reward function whose signature does not take what the trainer passed
+    (`accuracy_reward() missing 1 required positional argument: 'assistant'`): the call's match, its name group 1."""
+    call = sg.SIGNATURE.search(first.message) if first.short == "TypeError" else None
+    return call if call and sg.REWARD.search(call[1]) else None
+
+
 def reward(first: FirstError) -> Verdict:
     frame = next((f for f in reversed(first.frames) if sg.REWARD.search(f"{f.function} {f.path}")), first.raising)
     where = f" in {frame.function} ({frame.path}:{frame.line})" if frame else ""
     if first.short == "NotImplementedError":  # the reward has no scoring for this input (its data_source): missing
         return Verdict("reward-missing", "reward-missing", f"No reward is implemented for this data{where}")
-    if first.short == "TypeError" and (call := sg.SIGNATURE.search(first.message)) and sg.REWARD.search(call[1]):
+    if call := reward_called_wrong(first):
         said = f"The reward function {call[1]}() does not take the arguments the trainer passes: {first.message[:200]}"
         return Verdict("reward-missing", "reward-missing", said, "", "reward.function", "reward-dry-run")
     row = row_of(first)
