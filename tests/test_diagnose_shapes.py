@@ -115,3 +115,40 @@ def test_a_plain_lookup_error_in_an_engines_code_is_a_bug_of_its_code_and_a_rows
     name = "KeyError: 'model.layers.0.mlp.gate_proj.weight'"
     assert raised("vllm/model_executor/models/qwen2.py", name) == ("weight-sync", "weight-sync")
     assert _said(_log("ms-swift-2399")) == ("data-error", "data-error")  # a row without its column, in datasets
+
+
+# what a log collector puts before every line: kubectl's and docker's `--timestamps`, docker compose's column
+FRAMED = {
+    "kubectl --timestamps": lambda line: "2026-03-01T08:15:42.123456789Z " + line,
+    "docker compose": lambda line: "trainer-1  | " + line,
+}
+
+
+@pytest.mark.parametrize("how", sorted(FRAMED))
+def test_a_log_a_collector_framed_gets_the_answer_of_the_log_itself(how):
+    import yaml
+
+    from tests.test_diagnose_corpus import CASES
+
+    def said(text: str):
+        failure = diagnose_text(text)
+        return (failure.cause, failure.family, failure.rank, failure.node, failure.first_error) if failure else None
+
+    changed = []
+    for path in CASES[::6]:  # a sample across the corpus, rank and node included
+        log = yaml.safe_load(path.read_text())["log"]
+        if how == "docker compose" and len([line for line in log.splitlines() if line.strip()]) < 2:
+            continue  # one line `name  | text` is as likely a table's: a column is told by two lines or more
+        if said("".join(FRAMED[how](line) for line in log.splitlines(True))) != said(log):
+            changed.append(path.stem)
+    assert changed == []
+
+
+def test_a_table_of_steps_is_no_collectors_column_and_one_framed_line_in_many_frames_nothing():
+    # a notebook's table (`1 | -0.28 | ... | nan |`): the rows are the log, not a compose column before it
+    assert _said(_log("open-r1-704")) == ("nan-loss", "nan-loss")
+    # one line in ten with a column is the line's own text: nothing is stripped; nine in ten make the column
+    from grpolab.monitor.logread import framing
+
+    assert framing(("INFO step 1 done\n" * 9 + "trainer-1  | Traceback (most recent call last):\n").encode()) is None
+    assert framing(("trainer-1  | INFO step 1 done\n" * 9 + "Traceback (most recent call last):\n").encode())

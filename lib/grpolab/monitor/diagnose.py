@@ -44,10 +44,12 @@ from grpolab.monitor.logread import (
     decode,
     excerpt,
     find_words,
+    framing,
     gated,
     marks,
     posted,
     readable,
+    unframed,
 )
 from grpolab.monitor.origin import (
     RAY_TASK,
@@ -110,6 +112,7 @@ class Scan:
         self.last: deque[_Hit] = deque(maxlen=4)  # the last error lines (a log's end names what stopped it)
         self.exits: list[_Hit] = []  # a process that ended with a non-zero status
         self.posted: bool | None = None  # the log is a post copied from a page (decided on its first chunk)
+        self.frame: re.Pattern | None = None  # what a collector put before every line (logread.framing)
         self.cut: _Hit | None = None  # the last traceback frame read before any error line (a log cut inside one)
         self.success = False  # a mark of a run that finished well (Ray's "succeeded", verl's final metrics)
         self.warnings = 0  # warning-level records
@@ -164,8 +167,11 @@ class Scan:
 
     def _feed(self, chunk: bytes, name: str, file_rank: int | None, first: int) -> int:
         """Scan one chunk of whole lines whose first line is line `first` of its file; the next chunk's first."""
-        self.posted = posted(chunk) if self.posted is None else self.posted
+        if self.posted is None:  # decided on the first chunk: a post from a page; a collector's frame on every line
+            self.posted = posted(chunk)
+            self.frame = framing(as_posted(chunk) if self.posted else chunk)
         chunk = as_posted(chunk) if self.posted else chunk
+        chunk = unframed(chunk, self.frame) if self.frame else chunk
         self.base = self.bytes
         self.bytes += len(chunk)
         # lazy: numpy (only a diagnosis scans lines; importing the monitor stays light)

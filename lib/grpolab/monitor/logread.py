@@ -7,6 +7,7 @@ with NotALog) and the Hyperscan databases that find, in one linear pass over a c
     marks(chunk, keys) -> {key: offset}       where a run first shows a step, an engine, progress, an NPU stack
     decode(raw) -> str                        a line's text without colours
     posted(head), as_posted(chunk)            a log pasted from a page, and its chunk without the quote's `> `, HTML entities
+    framing(head), unframed(chunk, frame)     what a collector put before every line (k8s time, compose column)
     log_files(path) -> [(path, rank)]         a file, or a folder of one log per rank
 """
 
@@ -171,6 +172,31 @@ def posted(head) -> bool:
     text = b"\n" + bytes(head[:_SNIFF])
     quoted = text.count(b"\n>") + text.count(b"\n&gt;")
     return 2 * quoted >= text.count(b"\n") or _ENTITY.search(text) is not None
+
+
+# what a log collector put before every line: kubectl's and docker's `--timestamps` (RFC 3339, nanoseconds) and docker
+# compose's service column (`trainer-1  | `). Without them each line reads as its process printed it (a traceback's
+# frames, a level at the line's start, a verl step line). Each shape with the fewest lines that tell it (a nanosecond
+# timestamp says so on one line); a service's name starts with a letter, so a table's rows (`1 | -0.28 | nan |`) are
+# no column. (srun's `--label`, `3: `, stays: grpolab.monitor.origin reads the task's rank from it.)
+FRAMES = ((rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z ", 1), (rb"[A-Za-z][\w.\-]{0,62}[ \t]*\| ", 2))
+_FRAMED = 0.8  # the share of the first MiB's non-empty lines that carry one shape
+
+
+def framing(head) -> re.Pattern | None:
+    """The shape of FRAMES a collector put before most lines of the log's first MiB, as a pattern for unframed();
+    None for a log as its processes printed it."""
+    lines = [line for line in bytes(head[:_SNIFF]).split(b"\n") if line.strip()]
+    for shape, fewest in FRAMES:
+        frame = re.compile(shape)
+        if len(lines) >= fewest and sum(1 for line in lines if frame.match(line)) >= _FRAMED * len(lines):
+            return re.compile(rb"\n" + shape)  # (a newline first: `re` finds the line starts by it, twice as fast)
+    return None
+
+
+def unframed(chunk, frame: re.Pattern) -> bytes:
+    """`chunk` (whole lines) without the frame before each line (about 6 s a GB: only framed logs pay it)."""
+    return frame.sub(b"\n", b"\n" + bytes(chunk))[1:]
 
 
 def as_posted(chunk) -> bytes:
