@@ -152,3 +152,22 @@ def test_a_table_of_steps_is_no_collectors_column_and_one_framed_line_in_many_fr
 
     assert framing(("INFO step 1 done\n" * 9 + "trainer-1  | Traceback (most recent call last):\n").encode()) is None
     assert framing(("trainer-1  | INFO step 1 done\n" * 9 + "Traceback (most recent call last):\n").encode())
+
+
+# srun --label's `3: ` stays in the line (grpolab.monitor.origin reads the task's rank from it); the patterns read
+# past it. Logs whose answer it still changes, each for a pattern anchored where the label now stands:
+SRUN_LEFT = {"l1-21", "open-r1-704", "openrlhf-702", "simple-grpo-13", "tinyzero-47", "trl-3304", "vllm-ascend-556"}
+SRUN_LEFT |= {"vllm-ascend-docs-faq-15"}
+
+
+def test_a_log_srun_labelled_gets_the_cause_and_family_of_the_log_itself():
+    import yaml
+
+    from tests.test_diagnose_corpus import CASES
+
+    changed = set()
+    for path in CASES:
+        log = yaml.safe_load(path.read_text())["log"]
+        if _said("".join("3: " + line for line in log.splitlines(True))) != _said(log):
+            changed.add(path.stem)
+    assert changed == SRUN_LEFT

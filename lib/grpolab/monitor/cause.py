@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 # A line prefix that Ray, torchrun and loggers put before the text: "(TaskRunner pid=12, ip=10.0.0.1) ",
-# "(vLLMHttpServer pid=6840) (Worker pid=7181) ", "[rank3]: ". Patterns anchored on a line start write "^{P}".
-PREFIX = r"[ \t]*(?:\([^()\n]*pid=\d+[^()\n]*\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?(?:(?:ERROR|WARNING|INFO) [\d\-: ]+\[[^\]\n]*\][ \t]*)?"
+# "(vLLMHttpServer pid=6840) (Worker pid=7181) ", "[rank3]: ", srun --label's "3: ". Patterns anchored on a line start
+# write "^{P}".
+PREFIX = r"[ \t]*(?:\d{1,5}: )?(?:\([^()\n]*pid=\d+[^()\n]*\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?(?:(?:ERROR|WARNING|INFO) [\d\-: ]+\[[^\]\n]*\][ \t]*)?"
 
 
 @dataclass(frozen=True)

@@ -420,7 +420,7 @@ _LEVEL = re.compile(
     r"(?<![=_.\-])\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b(?![=_])|^[ \t]*\[?([EFWI])\d{4} \d\d:"
     r"|\d\d:\d\d:\d\d[,.]\d+ ([EFWIC]) \d+ \d+\]"  # Ray's C++ log: [2025-06-13 01:49:41,730 E 1 1] (C: a failed check)
 )
-_RAY_PREFIX = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
+_RAY_PREFIX = re.compile(r"^[ \t]*(?:\d{1,5}: )?(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
 # A process that ended with a non-zero status
 _EXIT = re.compile(
     r"\bexit(?:ed)?(?: with)? (?:code|status)[ :=]*(?:-?[1-9]\d*)\b|\bexitcode ?: ?-?[1-9]\d*\b|"
@@ -439,7 +439,7 @@ _HEAD = 600  # characters of a line these patterns read: an error's type, level 
 
 
 def strip_prefix(line: str) -> str:
-    """The line without Ray's `(Actor pid=N, ip=A)` and torchrun's `[rankN]:` prefixes."""
+    """The line without Ray's `(Actor pid=N, ip=A)`, torchrun's `[rankN]:` and srun --label's `N: ` prefixes."""
     return line[_RAY_PREFIX.match(line[:_HEAD]).end() :]
 
 
