@@ -188,6 +188,22 @@ BEYOND = {
     "utility-method dispatch (unknown, read alone); that the weight sync's rank offset was wrong is the fix's PR",
     "verl-5684": f"{CUT}: Ray's `Unhandled error` of actor_init_model and frames, without `ValueError: Checkpoint "
     "engine nccl not registered`",
+    # batches 27-28 (2026-12-06)
+    "easyr1-182": f"{CUT}: Ray's `Unhandled error` of ref_init_model and frames, without `ncclUnhandledCudaError: Call "
+    "to CUDA function failed.`",
+    "logic-rl-26": "a hang: the log as posted holds vLLM's warnings and no error line (warning-only, read alone); the "
+    "collector's unknown is a failure the log does not show",
+    "flow_grpo-72": "the log is DeepSpeed's `AssertionError: no_sync context manager is incompatible with gradient "
+    "partitioning logic of ZeRO stage 2` alone (unknown, read alone); that accelerate and DeepSpeed's versions do "
+    "not fit is the thread's answer",
+    "nemo-rl-659": f"{CUT}: the excerpt stops before its error line; that context parallel with sequence parallel is "
+    "refused is the PR that added the check",
+    "openrlhf-312": "the log is DeepSpeed's `RuntimeError: still have inflight params` (unknown, read alone); that "
+    "OpenRLHF's ZeRO-3 generation path has a bug (trainer-bug) is the collector's reading of an unanswered thread",
+    "trl-2600": "the log is `IndexError: pop from an empty deque` raised below TRL's frames in another library (unknown, "
+    "read alone); that TRL's code is at fault (trainer-bug) is the collector's reading of the PR thread",
+    "verl-tool-86": "the log is Ray's `RayTaskError(ValueError)` of vLLM refusing `max_tokens=0` (unknown, read "
+    "alone); that verl-tool's multi-turn loop computed 0 (trainer-bug) is the reporter's title",
 }
 
 

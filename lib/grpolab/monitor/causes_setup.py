@@ -168,12 +168,10 @@ CAUSES: tuple[Cause, ...] = (
             # kernels built for another chip (vllm-ascend's custom ops on a 310P: `the socversion Ascend910B1 of bin
             # package does not match the current device socverison Ascend310P3`)
             r"socversion \S+ of bin package does not match",
-            r"^{P}No module named '",
         ),
         (
             "modulenotfounderror",
             "failed to import",
-            "no module named",
             "socversion",
             "importerror",
             "versionconflict",

@@ -238,7 +238,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return _conversion(kind)  # start-up) is no weight sync
     if sg.SYNC.search(stack) or sg.SYNC.search(message) or (not first.frames and sg.SYNC.search(context.near)):
         return vd.sync(first)
-    if _crashed_in(first, context, sg.SYNC):  # a segfault in the middle of a weight update
+    # a segfault in the middle of a weight update; a weight of no elements loaded (a shard sent without its gather)
+    if _crashed_in(first, context, sg.SYNC) or sg.EMPTY_WEIGHT.search(message):
         return vd.sync(first)
     if any(f.library == "wandb" and sg.WANDB_LOGIN.search(f.function) for f in first.frames):
         return Verdict("wandb-auth", "wandb-auth")  # raised in W&B's login: the key, whatever the message says
@@ -312,6 +313,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         in ("AttributeError", "TypeError", "KeyError", "IndexError", "UnboundLocalError", "NameError", "AssertionError")
         and first.library in TRAINERS
     ):
+        return Verdict("unknown", "trainer-bug")
+    if sg.DTENSOR_MIX.search(message):  # (a weight sync's says so above, by its stack)
         return Verdict("unknown", "trainer-bug")
     # a lookup that no setting makes fail, raised in an engine's own code: that code's bug (its RL path, mostly)
     if kind in ("KeyError", "IndexError", "UnboundLocalError", "NameError") and first.library in ENGINES:

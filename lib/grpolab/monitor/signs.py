@@ -90,6 +90,11 @@ MISSING = re.compile(
 # Python names the first part of a dotted import it cannot find: `No module named 'vllm.v1.engine.utils'` says vllm is
 # there and lacks the module (another version), where a missing package says `No module named 'vllm'`
 SUBMODULE = re.compile(r"No module named '\w+\.[\w.]+'")
+# a weight of no elements loaded into a parameter (`Attempted to load weight (torch.Size([0])) into parameter`): a
+# ZeRO-3 shard sent to the rollout without its gather
+EMPTY_WEIGHT = re.compile(r"load weight \(torch\.Size\(\[0\]\)\)")
+# torch's dispatch refusing a plain tensor beside a DTensor: the framework's code did not convert one (its sharding)
+DTENSOR_MIX = re.compile(r"got mixed torch\.Tensor and DTensor")
 # transformers' (and diffusers') lazy import: the import's own error follows on the next line
 LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following error")
 EXTENSION = re.compile(
