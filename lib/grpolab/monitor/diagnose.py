@@ -167,10 +167,10 @@ class Scan:
 
     def _feed(self, chunk: bytes, name: str, file_rank: int | None, first: int) -> int:
         """Scan one chunk of whole lines whose first line is line `first` of its file; the next chunk's first."""
-        if self.posted is None:  # decided on the first chunk: a post from a page; a collector's frame on every line
-            self.posted = posted(chunk)
-            self.frame = framing(as_posted(chunk) if self.posted else chunk)
+        decide = self.posted is None  # on the first chunk: a post from a page; a collector's frame on every line
+        self.posted = posted(chunk) if decide else self.posted
         chunk = as_posted(chunk) if self.posted else chunk
+        self.frame = framing(chunk) if decide else self.frame
         chunk = unframed(chunk, self.frame) if self.frame else chunk
         self.base = self.bytes
         self.bytes += len(chunk)
