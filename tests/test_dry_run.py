@@ -15,6 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 from verl_data import parquet, verl_row  # noqa: E402
 
+from grpolab import owned  # noqa: E402
 from grpolab.problems import errors  # noqa: E402
 from grpolab.recipe.loader import load_recipe  # noqa: E402
 from grpolab.rules.data import lines, report  # noqa: E402
@@ -298,7 +299,14 @@ def test_a_null_ground_truth_is_found_anywhere_in_the_file(tmp_path, fmt):
 # ---------------------------------------------------------------------------------------------- containment
 
 
-def test_the_reward_writes_nothing_outside_and_leaves_nothing_running(dry, tmp_path):
+def test_the_reward_writes_nothing_outside_and_leaves_nothing_running(dry, tmp_path, monkeypatch):
+    # The scratch folders this run makes are recorded as they are made: another test running beside this one
+    # makes its own grpolab-reward- folders in /tmp, so a listing of /tmp before and after is not this run's.
+    made = []
+    make_folder = owned.temp_folder
+    monkeypatch.setattr(
+        owned, "temp_folder", lambda prefix, dir=None: made.append(make_folder(prefix, dir)) or made[-1]
+    )
     marker = f"grpolab-test-daemon-{os.getpid()}-{time.monotonic_ns()}"
     reward = (
         "import os, subprocess, sys\n"
@@ -308,7 +316,6 @@ def test_the_reward_writes_nothing_outside_and_leaves_nothing_running(dry, tmp_p
         + "    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'OUTSIDE'), 'a') as f:\n"
         "        f.write('x')\n" + SCORE
     )
-    before = set(os.listdir("/tmp"))
     started = time.monotonic()
     rep = dry(reward)
     assert time.monotonic() - started < 30
@@ -323,7 +330,8 @@ def test_the_reward_writes_nothing_outside_and_leaves_nothing_running(dry, tmp_p
         except OSError:
             continue
     assert left == []
-    assert not [n for n in set(os.listdir("/tmp")) - before if n.startswith("grpolab-reward-")]
+    assert [f for f in made if f.name.startswith("grpolab-reward-")], made
+    assert [f for f in made if f.exists()] == []
 
 
 def test_without_isolation_it_still_runs_bounded_and_says_so(dry):
