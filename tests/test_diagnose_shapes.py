@@ -160,7 +160,7 @@ def test_a_table_of_steps_is_no_collectors_column_and_one_framed_line_in_many_fr
 # srun --label's `3: ` stays in the line (grpolab.monitor.origin reads the task's rank from it); the patterns read
 # past it. Logs whose answer it still changes, each for a pattern anchored where the label now stands:
 SRUN_LEFT = {"l1-21", "open-r1-704", "openrlhf-702", "simple-grpo-13", "tinyzero-47", "trl-3304", "vllm-ascend-556"}
-SRUN_LEFT |= {"vllm-ascend-docs-faq-15"}
+SRUN_LEFT |= {"vllm-ascend-docs-faq-15", "megatron-lm-5052"}  # (a message continued on the next line)
 
 
 def test_a_log_srun_labelled_gets_the_cause_and_family_of_the_log_itself():
@@ -192,3 +192,21 @@ def test_batch_27_28_shapes_and_their_neighbours():
     assert _said(_log("r1-v-132")) == ("weight-sync", "weight-sync")
     other = "AssertionError: Attempted to load weight (torch.Size([640, 3])) into parameter (torch.Size([1280, 3]))\n"
     assert _said(other) != ("weight-sync", "weight-sync")
+
+
+@pytest.mark.parametrize(
+    "path, library",
+    [
+        ("/root/slime/slime/ray/rollout.py", "slime"),  # a trainer's subpackage named after a library: the trainer's
+        ("/home/u/OpenRLHF/openrlhf/trainer/ray/vllm_engine.py", "openrlhf"),
+        ("/app/verl/utils/megatron/optimizer.py", "verl"),
+        ("/workspace/verl/Megatron-LM/megatron/core/transformer.py", "megatron"),  # a checkout inside: the library's
+        ("/workspace/verl/vllm/vllm/engine/llm_engine.py", "vllm"),
+        ("/usr/lib/python3/dist-packages/ray/_private/worker.py", "ray"),
+        ("/opt/vllm/vllm/v1/engine/core.py", "vllm"),
+    ],
+)
+def test_the_library_of_a_frame_is_the_trainers_for_its_own_subpackages(path, library):
+    from grpolab.monitor.firsterror import library_of
+
+    assert library_of(path) == library

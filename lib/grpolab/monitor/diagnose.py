@@ -54,6 +54,7 @@ from grpolab.monitor.logread import (
 from grpolab.monitor.origin import (
     RAY_TASK,
     Where,
+    naming_collective,
     origin_first,
     origin_sentence,
     own_log_sentence,
@@ -450,7 +451,7 @@ class Scan:
         rank is said (a rank's first report of a timeout, not its later echo)."""
         if origin_rank and hits:
             same = [h for h in hits if h.where.rank == hit.where.rank]
-            hit = min(same, key=lambda h: h.order) if same else hit
+            hit = naming_collective(min(same, key=lambda h: h.order), same) if same else hit
         self._late(hit.where)
         kind, inner, message = hit.exception or ("", None, fe.strip_prefix(hit.line).strip())
         said = hit.text or next((h.text for h in self.errors if h.offset == hit.offset and h.text), hit.line)

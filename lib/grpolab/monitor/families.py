@@ -235,7 +235,7 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if sg.DATASET_SAYS.search(message):  # the data set's own content refused
         return vd.data(first)
     if _converting(first) and not sg.UNPACK.search(message):  # a converter's own loader (mbridge's load_weights at
-        return _conversion(kind)  # start-up) is no weight sync
+        return _conversion(kind, message)  # start-up) is no weight sync
     if sg.SYNC.search(stack) or sg.SYNC.search(message) or (not first.frames and sg.SYNC.search(context.near)):
         return vd.sync(first)
     # a segfault in the middle of a weight update; a weight of no elements loaded (a shard sent without its gather)
@@ -250,7 +250,7 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if re.search(r"initialize_cache|_initialize_kv_caches|determine_num_available_blocks", text):
         return Verdict("device-oom", "kv-cache-too-small")  # the engine failed while it sized its KV cache
     if sg.CONVERSION.search(stack) or sg.CONVERSION.search(message):
-        return _conversion(kind)
+        return _conversion(kind, message)
     if sg.UNSUPPORTED_MODEL.search(message):  # a model the installed version does not know: a newer one does
         return vd.version(first, "version-mismatch")
     if first.frames and sg.LOAD_CKPT.search(stack) or "Checkpoint" in kind or sg.LOAD_CKPT.search(message):
@@ -373,10 +373,11 @@ def _crashed_in(first: FirstError | None, context: Context, sign: re.Pattern) ->
     return bool(sign.search(f"{_stack(first)} {context.near}"))
 
 
-def _conversion(kind: str) -> Verdict:
-    """A converter failed: a library's interface it calls (its type says so), else the checkpoint it converts."""
-    cause = "import-error" if kind in ("AttributeError", "ImportError", "TypeError") else "checkpoint-mismatch"
-    return Verdict(cause, "checkpoint-conversion")
+def _conversion(kind: str, message: str) -> Verdict:
+    """A converter failed: a library's interface it calls (its type says so, not a None it met), else the checkpoint
+    it converts."""
+    interface = kind in ("AttributeError", "ImportError", "TypeError") and "'NoneType' object" not in message
+    return Verdict("import-error" if interface else "checkpoint-mismatch", "checkpoint-conversion")
 
 
 def _converting(first: FirstError) -> bool:

@@ -41,50 +41,16 @@ TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 
 # The library a file path lives in: the folder after site-packages / dist-packages, else the nearest folder of a
 # known library (a source checkout: /workspace/verl/verl/workers/...), else the standard library or the user's code.
-KNOWN = (
-    "vllm_ascend",
-    "vllm",
-    "sglang",
-    "sgl_kernel",
-    "mindspeed_rl",
-    "mindspeed_llm",
-    "mindspeed",
-    "megatron",
-    "verl",
-    "ray",
-    "torch_npu",
-    "torch",
-    "transformers",
-    "hydra",
-    "omegaconf",
-    "trl",
-    "deepspeed",
-    "accelerate",
-    "peft",
-    "flash_attn",
-    "openrlhf",
-    "nemo_rl",
-    "nemo",
-    "slime",
-    "areal",
-    "realhf",
-    "roll",
-    "prime_rl",
-    "math_verify",
-    "datasets",
-    "pyarrow",
-    "pandas",
-    "numpy",
-    "pydantic",
-    "triton",
-    "safetensors",
-    "tensordict",
-    "xformers",
-    "wandb",
-    "chatlearn",
-    "skyrl",
-    "torchdata",
+KNOWN = tuple(
+    """
+    vllm_ascend vllm sglang sgl_kernel mindspeed_rl mindspeed_llm mindspeed megatron verl ray torch_npu
+    torch transformers hydra omegaconf trl deepspeed accelerate peft flash_attn openrlhf nemo_rl nemo
+    slime areal realhf roll prime_rl math_verify datasets pyarrow pandas numpy pydantic triton
+    safetensors tensordict xformers wandb chatlearn skyrl torchdata
+    """.split()
 )
+# the training frameworks, whose checkouts hold subpackages named after the libraries they call (slime/ray)
+TRAINERS = ("verl", "openrlhf", "nemo_rl", "slime", "areal", "realhf", "roll", "prime_rl", "chatlearn", "skyrl")
 # a distribution's name -> the package it installs, where they differ (vllm-ascend, megatron-core)
 _NAMES = {name: name for name in KNOWN} | dict((("vllm-ascend", "vllm_ascend"), ("megatron_core", "megatron")))
 # families of packages whose names carry a suffix (mindspeed_llm, megatron_core): the family unless KNOWN has the name
@@ -104,8 +70,15 @@ def library_of(path: str) -> str:
         return _canonical(name)
     parts = re.split(r"[/\\]", path)
     folders = parts[:-1]
-    for part in reversed(folders):
-        if (name := _canonical(part)) in KNOWN:
+    names = [_canonical(part) for part in folders]
+    for i in reversed(range(len(folders))):
+        if (name := names[i]) in KNOWN:
+            # a trainer's own subpackage named after a library (slime/slime/ray, openrlhf/trainer/ray,
+            # verl/utils/megatron) is the trainer's, unless a checkout of that library lies between them
+            # (verl/Megatron-LM/megatron)
+            outer = next((j for j in range(i) if names[j] in TRAINERS and names[j] != name), None)
+            if outer is not None and name not in names[outer + 1 : i]:
+                return names[outer]
             return name
     if _STDLIB.search(path):
         return STDLIB

@@ -48,6 +48,8 @@ _LABEL = re.compile(r"^ {0,4}(\d{1,5}): (?=\S)")  # srun --label's (and torchrun
 _SGLANG_TP = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP\d+)?(?: PP\d+)? TP(\d+)(?: EP\d+)?\]")
 _REMOTE_EXIT = re.compile(r"remote process exit|ncclRemoteError", re.IGNORECASE)
 _PEER = re.compile(r"\b(?:from|to|with) peer (\d{1,3}(?:\.\d{1,3}){3})\b", re.IGNORECASE)
+# HCCL's report of an abnormal device (its heartbeat lost): the device it names, not the Discoverer that saw it
+_CLUSTER = re.compile(r"Cluster Exception Location\[IP/ID\]:\[(\d{1,3}(?:\.\d{1,3}){3})/\d+\]")
 _REMOTE_IP = re.compile(r"remote_ip(?:_addr)?\[(\d{1,3}(?:\.\d{1,3}){3})\]", re.IGNORECASE)
 _LINK_ROW = re.compile(r"\|[ \t]*(\d{1,3}(?:\.\d{1,3}){3})\((\d+)\)[ \t]*\|")  # HCCL LINK_ERROR_INFO: dest(rank)
 _WORKER_PID = re.compile(r"\bWorker PID: (\d+)")  # Ray's "A worker died ..." names the dead worker
@@ -142,6 +144,8 @@ def where(
             w.remote_node = node.group(1)
     if _REMOTE_EXIT.search(line):  # NCCL's net plugin names the peer under it: `Got completion from peer A<port>`
         w.peer = next((m.group(1) for text in list(after or ())[:4] if (m := _PEER.search(text))), None)
+    if w.peer is None and (m := next(filter(None, map(_CLUSTER.search, [line, *list(after or ())[:6]])), None)):
+        w.peer = m.group(1)
     if (m := _LINK_ROW.search(line)) and w.remote is None:
         w.remote, w.remote_node = int(m.group(2)), m.group(1)
     if dead := _WORKER_PID.search(line):
@@ -215,8 +219,17 @@ def ranks_of(hits: list, skip: int | None) -> list[int]:
     return sorted({h.where.rank for h in hits if h.where.rank is not None and h.where.rank != skip})
 
 
+def naming_collective(first, same: list):
+    """`first`, or the line of the same report a few lines below it that names the collective (torch prints "Some
+    NCCL operations have failed or timed out" above the watchdog's `WorkNCCL(SeqNum=.., OpType=ALLREDUCE)`)."""
+    if first.where.op:
+        return first
+    below = [h for h in same if h.where.op and h.file == first.file and 0 < h.number - first.number <= 3]
+    return min(below, key=lambda h: h.number) if below else first
+
+
 def origin_sentence(cause, rank, node, w: Where, hits, collective, group) -> list[str]:
-    if rank is None and node is None:
+    if rank is None and node is None and not w.peer:
         return []
     at = f"rank {rank}" if rank is not None else "a worker"
     if node:
@@ -224,7 +237,8 @@ def origin_sentence(cause, rank, node, w: Where, hits, collective, group) -> lis
     if w.pid is not None and w.remote is None:
         at += f" (pid {w.pid})"
     if w.peer:  # the node it lost is the origin: the one reporting it is a survivor
-        return [f"The node it lost: {w.peer} (a process there exited, or the network to it failed), as {at} reports"]
+        told = f", as {at} reports" if rank is not None or node else ""
+        return [f"The node it lost: {w.peer} (a process there exited, or the network to it failed){told}"]
     if cause != "comm-timeout":
         if w.remote is not None:  # a link that could not be made: to this rank, from the one reporting it
             return [f"Rank {w.rank} could not reach {at}" if w.rank is not None else f"The rank not reached: {at}"]

@@ -15,7 +15,10 @@ import grpolab.monitor.firsterror as fe
 
 _FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "([^"]+)", line \d+')
 _CONFIG_CLASS = re.compile(r"(?<!\w)\w{0,80}Config\.__init__\(\) got an unexpected keyword")
-_WAITED = re.compile(r"Synchroni[sz]e\w{0,20}WithTimeout|npuSynchronize|SynchronizeStream|SynchronizeDevice")
+# a device's wait that failed (CANN's 507048: an internal task timed out), whatever the wait was on
+_WAITED = re.compile(
+    r"Synchroni[sz]e\w{0,20}WithTimeout|npuSynchronize|SynchronizeStream|SynchronizeDevice|error code is 507048\b"
+)
 _WATCHDOG, _order = re.compile(r"watchdog", re.IGNORECASE), attrgetter("order")
 
 

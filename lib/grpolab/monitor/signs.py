@@ -42,7 +42,9 @@ CKPT_WRITE = re.compile(
 )
 LOAD_CKPT = re.compile(
     r"load_checkpoint|_load_base_checkpoint|load_state_dict|dist_checkpointing|CheckpointingException|"
-    r"apply_factory_merges|\bcheckpoint\b",
+    r"apply_factory_merges|\bcheckpoint\b|"
+    # a loader's own verdict on what it read (`Reward model is not correctly loaded.`, LLaMA-Factory's value head)
+    r"\b(?:model|weights?|params|parameters)\w{0,20} (?:is |are |was |were )?not (?:correctly |properly |fully )?loaded",
     re.IGNORECASE,
 )
 CAPTURE = re.compile(
@@ -154,7 +156,8 @@ LAYOUT_WORDS = re.compile(
     r"head_?num|\b(?:tp|pp|ep|cp|etp)_size\b",
     re.IGNORECASE,
 )
-BATCH_WORDS = re.compile(r"batch_size|batch size|mini_batch|micro_batch|chunk", re.IGNORECASE)
+# (not `chunked`: vLLM's chunked prefill and chunked MM input are token budgets, no batch split)
+BATCH_WORDS = re.compile(r"batch_size|batch size|mini_batch|micro_batch|chunk(?!ed)", re.IGNORECASE)
 # the lengths a rollout is configured with (the model's context, a sequence's, the prompt's and the response's)
 LENGTH_WORDS = re.compile(
     r"(?:context|sequence|seq|model|prompt|response|position)[ _](?:length|len)\b|max_model_len|max_position_embeddings|"
