@@ -6,10 +6,13 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+# srun --label's (and torchrun --tee's) `93: ` before a task's line: a prefix to the registry's patterns and the first
+# error's reader (grpolab.monitor.firsterror), and the rank that printed the line to grpolab.monitor.origin
+LABEL = r"\d{1,5}: "
 # A line prefix that Ray, torchrun and loggers put before the text: "(TaskRunner pid=12, ip=10.0.0.1) ",
 # "(vLLMHttpServer pid=6840) (Worker pid=7181) ", "[rank3]: ", srun --label's "3: ". Patterns anchored on a line start
 # write "^{P}".
-PREFIX = r"[ \t]*(?:\d{1,5}: )?(?:\([^()\n]*pid=\d+[^()\n]*\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?(?:(?:ERROR|WARNING|INFO) [\d\-: ]+\[[^\]\n]*\][ \t]*)?"
+PREFIX = rf"[ \t]*(?:{LABEL})?(?:\([^()\n]*pid=\d+[^()\n]*\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?(?:(?:ERROR|WARNING|INFO) [\d\-: ]+\[[^\]\n]*\][ \t]*)?"
 
 
 @dataclass(frozen=True)

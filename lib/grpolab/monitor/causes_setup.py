@@ -4,7 +4,7 @@ layouts, checkpoints, devices. Part of the cause registry (grpolab.monitor.cause
 from __future__ import annotations
 
 from grpolab.monitor.cause import Cause
-from grpolab.monitor.signs import LAZY_IMPORT
+from grpolab.monitor.signs import BUNDLE_INVALID, CLUSTER_TOO_SMALL, LAZY_IMPORT, REQUESTED_MORE
 
 CAUSES: tuple[Cause, ...] = (
     Cause(
@@ -95,15 +95,10 @@ CAUSES: tuple[Cause, ...] = (
             r"no CUDA-capable device is detected",
             r"does not allocate any (?:GPUs|NPUs)|no (?:GPUs|NPUs) (?:are |were )?(?:allocated|assigned)",
             r"exceeds the total number of available (?:GPUs|NPUs|devices)",
-            # more devices asked of Ray (or the cluster) than it has (issue 41: NeMo RL issue 89)
-            r"requested (?:more|\d+) (?:GPUs|NPUs|devices)[^\n]{0,60}(?:only|available)|Not enough (?:GPUs|NPUs|"
-            r"devices) available",
-            # a placement group asked for a bundle (a device slot) it does not have (OpenRLHF PR 728)
-            r"placement group bundle index \d+ is invalid",
-            # a trainer's own check of the Ray cluster's size (ROLL: `The Ray clusters(ray_num_nodes: 0) cannot meet
-            # the required number of nodes`)
-            r"(?:cannot|can't|could not|unable to) (?:meet|satisfy) the (?:required|requested) (?:number of )?"
-            r"(?:nodes|GPUs|NPUs|devices)",
+            # more devices asked of Ray than the cluster has (issue 41: NeMo RL issue 89, OpenRLHF PR 728, ROLL)
+            REQUESTED_MORE,
+            BUNDLE_INVALID,
+            CLUSTER_TOO_SMALL,
         ),
         (
             "no cuda gpus",

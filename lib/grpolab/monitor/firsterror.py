@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from grpolab.jobs.job_entry import ANSI
+from grpolab.monitor.cause import LABEL
 
 # An exception line: `ValueError: ...`, `torch.OutOfMemoryError: ...`, `ray.exceptions.RayTaskError(ValueError): ...`,
 # `omegaconf.errors.MissingMandatoryValue: ...` (any type of a module named errors or exceptions),
@@ -393,7 +394,7 @@ _LEVEL = re.compile(
     r"(?<![=_.\-])\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b(?![=_])|^[ \t]*\[?([EFWI])\d{4} \d\d:"
     r"|\d\d:\d\d:\d\d[,.]\d+ ([EFWIC]) \d+ \d+\]"  # Ray's C++ log: [2025-06-13 01:49:41,730 E 1 1] (C: a failed check)
 )
-_RAY_PREFIX = re.compile(r"^[ \t]*(?:\d{1,5}: )?(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
+_RAY_PREFIX = re.compile(rf"^[ \t]*(?:{LABEL})?(?:\([^()\n]{{0,300}}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
 # A process that ended with a non-zero status
 _EXIT = re.compile(
     r"\bexit(?:ed)?(?: with)? (?:code|status)[ :=]*(?:-?[1-9]\d*)\b|\bexitcode ?: ?-?[1-9]\d*\b|"

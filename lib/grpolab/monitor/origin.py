@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from grpolab.monitor.cause import LABEL
 from grpolab.monitor.firsterror import CANN_CODE
 
 # torchrun's `[rank3]:` prefix, and a Ray actor named by its global rank: `(MegatronPolicyWorker[rank=107] pid=..)`
@@ -43,7 +44,7 @@ _NODE = re.compile(
 _NCCL_HOST = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*([A-Za-z0-9][\w.\-]{0,80}):\d+:\d+ \[\d+\] ")
 # UCX's crash prefix `[host:pid:thread:tid] Caught signal 11 (...)`: the host that crashed
 _UCX_HOST = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*\[([A-Za-z0-9][\w.\-]{0,80}):\d+ ?:\d+:\d+\] ")
-_LABEL = re.compile(r"^ {0,4}(\d{1,5}): (?=\S)")  # srun --label's (and torchrun --tee's) `93: ` before a rank's line
+_LABEL = re.compile(rf"^ {{0,4}}(?={LABEL}\S)(\d+)")  # srun --label's `93: ` (grpolab.monitor.cause.LABEL): the rank
 # SGLang's scheduler prefix, `[2025-02-24 14:09:34 TP14]`, `[... DP0 TP3]`, `[... PP1 TP2 EP2]`: its tensor-parallel rank
 _SGLANG_TP = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP\d+)?(?: PP\d+)? TP(\d+)(?: EP\d+)?\]")
 _REMOTE_EXIT = re.compile(r"remote process exit|ncclRemoteError", re.IGNORECASE)

@@ -111,13 +111,23 @@ ACROSS = re.compile(
     r"(?:too many|not enough) values to unpack"
 )
 UNPACK = re.compile(r"(?:too many|not enough) values to unpack")
-RESOURCES = re.compile(
-    r"Not enough (?:GPUs|NPUs|devices)|Requested \d+ (?:GPUs|NPUs|devices)[^\n]{0,60}(?:only|available)|"
-    r"cannot be scheduled|Total available (?:GPUs|NPUs)|exceeds the total number of available|infeasible|"
-    r"placement group bundle index \d+ is invalid|No available node types can fulfill|"
-    r"node has no (?:NPU|GPU)s? available|"
+# more devices asked of Ray (or the cluster) than it has: phrases of the registry's no-device
+# (grpolab.monitor.causes_setup) and of the family ray-resources (RESOURCES), written once here
+REQUESTED_MORE = (
+    r"[Rr]equested (?:more|\d+) (?:GPUs|NPUs|devices)[^\n]{0,60}(?:only|available)|Not enough (?:GPUs|NPUs|devices)"
+    r" available"
+)
+BUNDLE_INVALID = r"placement group bundle index \d+ is invalid"  # a bundle (a device slot) the group does not have
+# a trainer's own check of the Ray cluster's size (ROLL: `The Ray clusters(ray_num_nodes: 0) cannot meet the required
+# number of nodes`)
+CLUSTER_TOO_SMALL = (
     r"(?:cannot|can't|could not|unable to) (?:meet|satisfy) the (?:required|requested) (?:number of )?"
-    r"(?:nodes|GPUs|NPUs)",
+    r"(?:nodes|GPUs|NPUs|devices)"
+)
+RESOURCES = re.compile(
+    rf"{REQUESTED_MORE}|Not enough (?:GPUs|NPUs|devices)|{BUNDLE_INVALID}|{CLUSTER_TOO_SMALL}|"
+    r"cannot be scheduled|Total available (?:GPUs|NPUs)|exceeds the total number of available|infeasible|"
+    r"No available node types can fulfill|node has no (?:NPU|GPU)s? available",
     re.IGNORECASE,
 )
 INVISIBLE = re.compile(
