@@ -44,7 +44,9 @@ def test_a_segfault_in_a_checkpoints_writer_is_the_save_and_names_its_rank_and_n
     # the native backtrace under torch's banner runs through torch.save's zip writer; srun's `93: ` label is the rank
     failure = diagnose_text(_log("megatron-bridge-2355"))
     assert (failure.cause, failure.family, failure.rank) == ("checkpoint-save", "checkpoint-save", 93)
-    assert failure.first_error.startswith("93: !!!!!!! Segfault encountered")
+    assert failure.first_error.startswith(
+        "!!!!!!! Segfault encountered"
+    )  # its rank said apart, as Ray's and torchrun's
     # UCX's `[host:pid:0:tid] Caught signal 11`, between NeMo's records of the save: the host, and the save
     failure = diagnose_text(_log("nemo-speech-14906"))
     assert (failure.cause, failure.family, failure.node) == ("checkpoint-save", "checkpoint-save", "c608-061")

@@ -281,7 +281,7 @@ CAUSES: tuple[Cause, ...] = (
             # a trainer's log dict (`{'loss': 0.1, 'grad_norm': nan}`, as JSON `"kl": NaN`) and its table in a
             # notebook (`3 | -0.11 | nan`)
             r"['\"][\w/]{0,40}(?:loss|kl|grad_norm|entropy)\w{0,20}['\"]: (?:np\.float\d+\()?-?(?:nan|inf)\b",
-            r"^[ \t]*\|?[ \t]*\d+[ \t]*\|(?:[^|\n]{0,40}\|){0,30}?[ \t]*-?(?:nan|inf)[ \t]*(?:\||$)",
+            r"^{P}\|?[ \t]*\d+[ \t]*\|(?:[^|\n]{0,40}\|){0,30}?[ \t]*-?(?:nan|inf)[ \t]*(?:\||$)",
         ),
         (
             "nan",

@@ -37,7 +37,9 @@ _EXCEPTION = re.compile(
 _NOT_AN_ERROR = re.compile(r"^(?:ERROR|WARNING|INFO)$")
 # A frame: `File "/x/site-packages/vllm/config.py", line 123, in _verify_args`, or its tail where a post cut it
 # (`/verl/protocol.py", line 491, in chunk`); faulthandler's dump of a crash (`File "x.py", line 123 in save`) has no comma
-FRAME = re.compile(r'(?:\bFile "|^[ \t]*"?(?=[^\s"]{1,400}\.py", line \d))([^"\n]+)", line (\d+)(?:,? in ([^\s,]+))?')
+FRAME = re.compile(
+    rf'(?:\bFile "|^[ \t]*(?:{LABEL})?"?(?=[^\s"]{{1,400}}\.py", line \d))([^"\n]+)", line (\d+)(?:,? in ([^\s,]+))?'
+)
 TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 
 # The library a file path lives in: the folder after site-packages / dist-packages, else the nearest folder of a
@@ -211,7 +213,9 @@ _QUOTED = re.compile(r"^[ \t]*[\"'`]+(?=[A-Za-z_])")
 # Ray's count of a line printed by many workers at once: `... [repeated 43x across cluster]`
 _REPEATED = re.compile(r"[ \t]*\[repeated \d+x across cluster\][ \t]*(?=\n|$)", re.MULTILINE)
 # a line's owner as Ray, vLLM and torchrun prefix it: `(MegatronPolicyWorker pid=1, ip=10.0.0.1) `, `[rank3]: `
-_OWNER_PREFIX = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}?\bpid=\d+[^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
+_OWNER_PREFIX = re.compile(
+    rf"^[ \t]*(?:{LABEL})?(?:\([^()\n]{{0,300}}?\bpid=\d+[^()\n]{{0,300}}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?"
+)
 
 
 def plain(said: str) -> str:
@@ -435,7 +439,7 @@ def level_of(line: str, until: int | None = None) -> str | None:
 # a traceback's source line that raises or asserts: `    raise ValueError(`, `    assert camem_available, "..."`
 # (a `raise` of an error type also unindented: a traceback's source line quoted alone)
 SOURCE = re.compile(
-    r"[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?(?:[ \t]+(?:raise [A-Za-z_]|assert [\w(])|[ \t]*raise "
+    rf"[ \t]*(?:{LABEL})?(?:\([^()\n]{{0,300}}\)[ \t]*)*(?:\[rank\d+\]:)?(?:[ \t]+(?:raise [A-Za-z_]|assert [\w(])|[ \t]*raise "
     r"(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b)"
 )
 _RECORD = re.compile(  # a line that starts a record of its own (a rank's prefix before it too)
@@ -484,7 +488,8 @@ def is_success(line: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- as said
-OWNER = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[rank\d+\]:)?")  # Ray's and torchrun's prefixes
+# Ray's, torchrun's and srun's prefixes
+OWNER = re.compile(rf"^[ \t]*(?:{LABEL})?(?:\([^()\n]{{0,300}}\)[ \t]*)*(?:\[rank\d+\]:)?")
 _AFTER = 4096  # bytes after an error line read for the lines its message continues on
 
 

@@ -12,8 +12,9 @@ import re
 from operator import attrgetter
 
 import grpolab.monitor.firsterror as fe
+from grpolab.monitor.cause import LABEL
 
-_FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "([^"]+)", line \d+')
+_FRAME = re.compile(rf'^\s*(?:{LABEL})?\s*(?:\[rank\d+\]:\s*)?File "([^"]+)", line \d+')
 _CONFIG_CLASS = re.compile(r"(?<!\w)\w{0,80}Config\.__init__\(\) got an unexpected keyword")
 # a device's wait that failed (CANN's 507048: an internal task timed out), whatever the wait was on
 _WAITED = re.compile(
