@@ -230,6 +230,34 @@ BEYOND = {
     "alone); that each worker saw one GPU once expert parallelism was on is the reporter's",
     "verl-6627": "the log is verl's `Unregistered model type: qwen3_5_moe, now only support dict_keys([...])` alone "
     "(unknown, read alone); that verl's Megatron converter lacks the model (checkpoint-conversion) is the thread's",
+    # batches 32-33 (2026-12-06: threads of 2023 to early 2025; files of repositories, mostly one author's notes)
+    "colossalai-3423": "the log is ColossalAI's `AssertionError: You should use `zero_ddp_wrapper` first` (unknown, "
+    "read alone); that ColossalChat's Gemini path has a bug (trainer-bug) is the collector's reading of an unanswered "
+    "thread",
+    "deepspeedexamples-525": f"{CUT}: a traceback through DeepSpeed-Chat's step 3, without its exception line",
+    "nemo-aligner-147": "the log is PyTriton's `venv for python backend not found` while the reward model is served "
+    "(a reward's, read alone); that PyTriton needs Python 3.8 (version-mismatch) is the thread's",
+    "openrlhf-256": "the log is `'Namespace' object has no attribute 'ckpt_path'` (an attribute one version has and "
+    "another lacks, read alone); that OpenRLHF's own script defines no such argument (trainer-bug) is the thread's",
+    "openrlhf-313": f"{CUT}: vLLM's `Error executing method start_worker_execution_loop` and a traceback cut in it; "
+    "that the weight broadcast to vLLM failed is the title's",
+    "rldecisionagent-docs-art-shutdown-cancelled": "the log is asyncio's CancelledError twice under a progress bar at "
+    "12% (a failure, read alone); that training had finished and the service was closing is the author's note",
+    "rldecisionagent-docs-stopiteration-resume": "the log is a StopIteration in torchdata's sampler load_state_dict "
+    "while resuming (a checkpoint load, read alone); that the data set has too few rows is the author's",
+    "rldecisionagent-docs-swift-server-500": "the log is ms-swift's `Server 0 failed: 500, Internal Server Error` "
+    "(unknown, read alone); the server's own log, not this one, shows the prompt longer than the model's length",
+    "rldecisionagent-docs-unsloth-sfttrainer-tokenizer": "the cause is right (import-error); the collector's family "
+    "for an unexpected keyword one library passes another is api-mismatch, where the corpus's others (openrlhf-702, "
+    "trl-3304) are version-mismatch",
+    "trl-240": "the log is torch's named-tensor `Please look up dimensions by name, got: name = None.` in TRL's "
+    "masked_mean (unknown, read alone); that torch's interface changed under TRL (api-mismatch) is the thread's",
+    "trl-3128": f"{CUT}: the traceback stops in vLLM's _initialize_kv_caches (read as a KV cache too small for one "
+    "sequence); the thread's out of memory at start-up is not in the excerpt",
+    "trl-614": "the log is `torch.cat(): expected a non-empty list of Tensors` in TRL's batched_forward_pass (unknown, "
+    "read alone); batch-divisible is the collector's reading of the thread's discussion",
+    "verl-649": "the log is a bare AssertionError in vLLM's config (`assert \"factor\" in rope_scaling`: vLLM's check "
+    "refusing the model's config, read alone); that the model's config is newer than vLLM 0.6.3 is the thread's",
 }
 
 
@@ -297,7 +325,11 @@ def test_a_log_without_a_failure_has_the_family_the_thread_names(monkeypatch, ca
 
     import grpolab.cli
 
-    cases = [path for path in CASES if (e := _case(path)["expect"])["cause"] == "none" and "family" in e]
+    cases = [
+        path
+        for path in CASES
+        if (e := _case(path)["expect"])["cause"] == "none" and "family" in e and path.stem not in BEYOND
+    ]
     otherwise = [path for path in cases if path.stem in NO_FAILURE_OTHERWISE]
     assert len(cases) >= 10
     command = str(Path(sys.executable).with_name("grpolab"))

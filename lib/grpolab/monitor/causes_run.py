@@ -164,7 +164,8 @@ CAUSES: tuple[Cause, ...] = (
             r"KV cache[^\n]{0,80}(?:insufficient|not enough|exceeds)",
             r"larger than the maximum number of tokens that can be stored in KV cache",
             # the allocators of vLLM's and SGLang's sleep mode (their own words for a device out of memory)
-            r"CUresult error: 2 \(out of memory\)|error: out of memory at [^\n]{0,80}cumem_allocator",
+            # (CUDA's driver result 2 is CUDA_ERROR_OUT_OF_MEMORY: `CUresult error result=2 ... func=cu_mem_create`)
+            r"CUresult error(?::| result=) ?2\b|error: out of memory at [^\n]{0,80}cumem_allocator",
         ),
         (
             "out of memory",
@@ -282,6 +283,8 @@ CAUSES: tuple[Cause, ...] = (
             # notebook (`3 | -0.11 | nan`)
             r"['\"][\w/]{0,40}(?:loss|kl|grad_norm|entropy)\w{0,20}['\"]: (?:np\.float\d+\()?-?(?:nan|inf)\b",
             r"^{P}\|?[ \t]*\d+[ \t]*\|(?:[^|\n]{0,40}\|){0,30}?[ \t]*-?(?:nan|inf)[ \t]*(?:\||$)",
+            # a step line of fields between bars (DeepSpeed-Chat's `epoch: 0|step: 3198|act_loss: inf|cri_loss: inf`)
+            r"(?:^|\|)[ \t]*\w{0,20}(?:loss|kl|grad_norm)\w{0,20}: ?-?(?:nan|inf)[ \t]*(?:\||$)",
         ),
         (
             "nan",
@@ -420,8 +423,16 @@ CAUSES: tuple[Cause, ...] = (
             r"\b(?:server|engine)s? (?:launch|start(?:-?up)?) failed|\b(?:server|engine) failed to launch",
             # a router with no engine behind it that answers yet (sglang-router's 503 while the engines come up)
             r"No (?:available|healthy) (?:workers|engines|servers)\b[^\n]{0,40}(?:circuits? open|unhealthy|ready)",
+            # a client that waited for its server to be ready (PyTriton's `Waiting for server to be ready timed out.`)
+            r"Waiting for (?:the )?(?:server|engine|worker|actor)s?\b[^\n]{0,40}(?:timed out|timeout)",
+            # a server its client could not reach in the time it gives it (ART's `Unable to reach OpenAI-compatible
+            # server within 30.0 seconds`)
+            r"(?:Unable to reach|could not reach|cannot reach)[^\n]{0,60}\bserver\b[^\n]{0,20} within [\d.]+ ?s",
         ),
         (
+            "unable to reach",
+            "could not reach",
+            "cannot reach",
             "timed out",
             "timeout",
             "did not",

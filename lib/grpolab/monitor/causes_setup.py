@@ -97,6 +97,8 @@ CAUSES: tuple[Cause, ...] = (
             r"exceeds the total number of available (?:GPUs|NPUs|devices)",
             # more devices asked of Ray than the cluster has (issue 41: NeMo RL issue 89, OpenRLHF PR 728, ROLL)
             REQUESTED_MORE,
+            # a device the process was told to use that it does not have (TRL's vLLM on `cuda:1` of a one-GPU host)
+            r"requested device\b[^\n]{0,40}\((?:cuda|npu):\d+\) is not available",
             BUNDLE_INVALID,
             CLUSTER_TOO_SMALL,
         ),

@@ -14,10 +14,9 @@ of the causes whose keywords they hold. What is kept is bounded (a few dozen lin
 Ray pids to nodes), so a multi-gigabyte log is diagnosed in seconds with a few MB of memory
 (benchmarks/diagnose_speed.py).
 
-The cause is the first of the registry's order (the order of origin) that the log shows; its evidence starts
-with the line of the rank that failed first (a rank another rank names as the one it waited for, the lowest
-collective sequence number, the earliest time across ranks), then the rest, then the lines of the causes that
-followed from it (the other ranks' timeouts, Ray's dead workers).
+The cause is the first of the registry's order (the order of origin) that the log shows; its evidence starts with
+the line of the rank that failed first (the rank others waited for, the lowest collective sequence number, the
+earliest time), then the rest, then the lines of the causes that followed (other ranks' timeouts, dead workers).
 """
 
 from __future__ import annotations
@@ -285,6 +284,8 @@ class Scan:
             if exc[1]:  # Ray's RayTaskError(KeyError): the remote task's own frames follow its line, innermost last
                 hit.frames += fe.frames_after(chunk, end)
             hit.text, hit.intro = fe.as_printed(chunk, start, end, exc[2], line), fe.introduced(trace)
+            if fe.generated(hit.intro):  # a sample's own error (a tool the model called wrongly): the run goes on
+                return
             if hit.where.node is None or hit.where.pid is None:  # the actor a relayed traceback names above it
                 for text in reversed(trace):
                     if (m := RAY_TASK.search(text)) and hit.where.node is None:
@@ -378,13 +379,11 @@ class Scan:
         context = self._context(first_hit or hits[cause][0])
         # an error of its own before what followed from it (a dead actor, a timeout): the first error, also an error
         # line without an exception type (a native library's `CUresult error: 1`)
-        before = (
-            first is not None
-            and not first_hit.consequence
-            and cause in _FOLLOW
-            and first_hit.offset < min(h.offset for h in hits[cause])
-        )
+        before = first is not None and not first_hit.consequence and cause in _FOLLOW
+        before = before and first_hit.offset < min(h.offset for h in hits[cause])
         verdict = classify(first, context) if first is not None and (first.type or before) else None
+        if verdict is None and cause == "worker-died" and before and first.type:  # its own error: no death without one
+            verdict = Verdict(UNKNOWN, family_for(UNKNOWN, first, context))
         if verdict is not None and verdict.cause != cause and cause in _FOLLOW and not first_hit.consequence:
             # the registry names only what followed (a dead worker, a timeout): the first error says why
             consequences = [h for c in order for h in hits[c][:2]]
@@ -509,6 +508,8 @@ class Scan:
             )
         if node is None and w.remote is None:  # nor a node: the first line of the same rank (or of no rank) that does
             node = next((h.where.node for h in ordered + later if h.where.node and h.where.rank in (rank, None)), None)
+        if node is None and first is not None and first.file == origin.file and 0 <= first.number - origin.number < 3:
+            node = first.node  # the same error read as the first: the actor a relayed traceback names above it
         with_op = next((h.where for h in ordered if h.where.op), None)  # the collective named, and its group
         collective = with_op.op if with_op else None
         group = (with_op and with_op.group) or next((h.where.group for h in ordered if h.where.group), None)

@@ -154,6 +154,7 @@ _CAUSE_FAMILY = {
 # compiled with CUDA enabled" on an Ascend stack is a library at a version that takes the CUDA path, not a lost device;
 # a worker that died of a segfault in torch.save's writer is a checkpoint that could not be written)
 RECAUSED = ("version-mismatch", "checkpoint-save")
+DS = ("deepspeed",)  # DeepSpeed's hybrid engine is an RL engine of its own (DeepSpeed-Chat's generation)
 # the RL training frameworks: a plain Python error raised in their own code is a bug of theirs (trainer-bug)
 TRAINERS = ("verl", "prime_rl", "slime", "openrlhf", "areal", "realhf", "trl", "nemo_rl", "roll", "chatlearn", "skyrl")
 
@@ -222,6 +223,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict(FAMILIES[family][0], family)
     if sg.REWARD_LOAD.search(first.said or message):  # its reward (function, module, worker class) did not load
         return Verdict("reward-missing", "reward-missing")
+    if sg.FEATURE_TYPE.search(message):  # a data file written by a newer datasets than the one reading it
+        return vd.version(first, "version-mismatch")
     if sg.DATA_FIELD.match(f"{kind}: {message}"):  # a row without the column the code (a reward too) reads: the data's
         return vd.data(first)
     if sg.SIGNAL_THREAD.search(message) or (first.frames and sg.REWARD.search(_user_frames(first))):
@@ -231,6 +234,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if sg.MEDIA_TOKENS.search(message):
         return vd.data(first)
     if sg.PROMPT_TOO_LONG.search(message) or (first.frames and sg.DATA.search(stack) and kind != "ImportError"):
+        return vd.data(first)
+    if sg.DATALOADER.search(message):  # the data loader's worker raised on a row: the data's
         return vd.data(first)
     if sg.DATASET_SAYS.search(message):  # the data set's own content refused
         return vd.data(first)
@@ -243,6 +248,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.sync(first)
     if any(f.library == "wandb" and sg.WANDB_LOGIN.search(f.function) for f in first.frames):
         return Verdict("wandb-auth", "wandb-auth")  # raised in W&B's login: the key, whatever the message says
+    if sg.WANDB_HOST.search(message) and not first.short.startswith("HTTP"):  # its servers out of reach
+        return Verdict("wandb-auth", "wandb-auth", f"Weights & Biases could not be reached: {first.text[:200]}")
     if first.type.startswith("wandb."):  # W&B's own error (its init timed out, its server refused): the logger's
         return Verdict("wandb-auth", "wandb-auth", f"Weights & Biases failed: {first.text[:200]}")
     if sg.UNPACK.search(message):  # a call returned other values than its caller unpacks: an interface changed
@@ -251,6 +258,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("device-oom", "kv-cache-too-small")  # the engine failed while it sized its KV cache
     if sg.CONVERSION.search(stack) or sg.CONVERSION.search(message):
         return _conversion(kind, message)
+    if sg.NOT_A_MODEL.search(f"{message} {' '.join(first.context[:1])}"):  # no model_type: not a model's folder
+        return Verdict("checkpoint-mismatch", "checkpoint-load")
     if sg.UNSUPPORTED_MODEL.search(message):  # a model the installed version does not know: a newer one does
         return vd.version(first, "version-mismatch")
     if first.frames and sg.LOAD_CKPT.search(stack) or "Checkpoint" in kind or sg.LOAD_CKPT.search(message):
@@ -259,11 +268,16 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
             return Verdict(
                 "checkpoint-save" if save else "checkpoint-mismatch", "checkpoint-save" if save else "checkpoint-load"
             )
+    if first.frames and sg.SAVE.search(stack) and kind in ("ValueError", "RuntimeError", "TypeError", "OSError"):
+        return Verdict("checkpoint-save", "checkpoint-save")  # raised in a save (its format refused what it holds)
+    if first.frames and sg.DS_BATCH.search(stack):  # DeepSpeed's batch check, its message cut or not
+        return Verdict("batch-divisible", "batch-divisible")
     if kind == "KeyError" and sg.PARAM_NAME.search(message):  # a parameter's name the receiving side does not know
         return vd.sync(first)  # (not a checkpoint's: that says so above): the name map between trainer and rollout
     if sg.CAPTURE.search(stack) or sg.CAPTURE.search(text):
         return Verdict("unknown", "cuda-graph-capture")
-    if sg.SAVER.search(f"{first.said} {stack}"):  # the allocator refused (its out of memory is the memory's, above)
+    # the allocator refused (its out of memory is the memory's, above; a module without the attribute, a version's)
+    if sg.SAVER.search(f"{first.said} {stack}") and not (kind == "AttributeError" and sg.ACROSS.search(message)):
         return Verdict("unknown", "memory-saver-offload")
     if _device_query(first):  # (a query that failed because the visible-devices setting hid them: that setting)
         return Verdict("no-device", "device-visibility" if sg.INVISIBLE.search(text) else "device-query")
@@ -279,8 +293,15 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("checkpoint-save", "checkpoint-save")
     if not first.type and (phase := cut_phase(first.frames)) is not None:  # a traceback cut in a telling phase
         return Verdict(phase.cause, phase.family, f"The log stops inside {phase.what}, before its error line")
+    if not first.type and (parsed := sg.ARGPARSE.search(first.line)):  # a command's own parser refused its line
+        said = f"{parsed.group(1)}'s command line was refused: {parsed.group(0)}"
+        return Verdict("engine-config", "engine-config", said, f"fix the arguments of {parsed.group(1)} in the launch")
     if not first.type:  # an error line without an exception type: nothing more from its structure
         return None
+    if kind == "ZeroDivisionError" and sg.NO_STEPS.search(context.near):  # 0 steps: fewer rows than one batch
+        return vd.data(first)
+    if sg.DEVICE_ID_RANGE.search(message):  # asked for a device the library does not see
+        return Verdict("no-device", "device-query")
     if kind == "ZeroDivisionError" and sg.BATCH_WORDS.search(context.near):  # a batch size that came out 0: a
         return Verdict("batch-divisible", "batch-divisible")  # batch divided over more workers than it holds
     if sg.CHANGED.search(f"{message} {' '.join(first.context[:2])}"):  # the library says its interface changed
@@ -297,6 +318,10 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("no-device", "ray-resources")
     if sg.RAY_CONNECT.search(text):
         return Verdict("startup-timeout", "ray-cluster-connect")
+    if kind == "TypeError" and sg.STRING_VALUE.search(message) and "'str'" in message and _in_check(first):
+        return Verdict("config-key", "hydra-config", f"A config value has the wrong type: {first.text[:200]}", _TYPED)
+    if kind in ("RuntimeError", "ValueError", "AssertionError") and sg.DEVICE_MESH.search(stack):
+        return Verdict("layout-mismatch", "layout-mismatch")  # a device mesh whose sizes the world does not fill
     if kind in ("ValueError", "AssertionError", "ValidationError", "NotImplementedError", "TypeError"):
         said = f"{message} {' '.join(first.context[:2])}"  # (a message printed over several lines)
         if _config_check(first) or _names_engine_arguments(said) or _relates(message):
@@ -317,7 +342,7 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if sg.DTENSOR_MIX.search(message):  # (a weight sync's says so above, by its stack)
         return Verdict("unknown", "trainer-bug")
     # a lookup that no setting makes fail, raised in an engine's own code: that code's bug (its RL path, mostly)
-    if kind in ("KeyError", "IndexError", "UnboundLocalError", "NameError") and first.library in ENGINES:
+    if kind in ("KeyError", "IndexError", "UnboundLocalError", "NameError") and first.library in ENGINES + DS:
         return Verdict("unknown", "trainer-bug")
     return None
 
@@ -404,6 +429,17 @@ def _reads_config(first: FirstError) -> bool:
         )
     callers = [f for f in first.frames if f.library not in ("omegaconf", "hydra", STDLIB)]
     return bool(callers) and not any(f.library == "hydra" for f in first.frames)
+
+
+_TYPED = (
+    "give the value as a number: a shell variable left unset (`trainer.n_gpus_per_node=$GPUS` with GPUS empty) or a "
+    "quoted override passes a string"
+)
+
+
+def _in_check(first: FirstError) -> bool:
+    """Raised in a check of the config (a _validate_config, a __post_init__, a check_* function)."""
+    return any(sg.CHECK_FUNCTION.search(f.function) or sg.CONFIG_CHECK.search(f.path) for f in first.frames)
 
 
 def _config_check(first: FirstError) -> bool:

@@ -260,7 +260,8 @@ _CONSEQUENCE_MESSAGE = re.compile(
     r"Watchdog caught collective operation timeout|\bNCCL communicator was aborted|ProcessGroup\w{0,40} is aborted|"
     r"terminate called|^ray::|Failed to run the task|one or more workers? (?:died|failed)|"
     r"(?:Ray|worker) (?:task|actor) failed|exitcode ?: ?-?\d+|(?:non-zero|nonzero) exit|"
-    r"Job '[^'\n]*' failed|Fatal Python error|Traceback \(most recent|Error executing job with overrides",
+    r"Job '[^'\n]*' failed|Fatal Python error|Traceback \(most recent|Error executing job with overrides|"
+    r"Caught \w+ in DataLoader worker process",  # torch's relay: the worker's own error follows, `Original Traceback`
     re.IGNORECASE,
 )
 
@@ -386,6 +387,10 @@ _LEVEL_ERROR = re.compile(
     r"(?:set|initiali[sz]ed)\.[ \t]*$"
     # a native library's record tagged by its source file: `[torch_memory_saver.cpp] CUresult error: 1 (...)`
     r"|^[ \t]*\[[\w.\-/]{1,80}\.(?:cpp|cc|cu|cxx|c|h|hpp)(?::\d+)?\][^\n]{0,160}\b(?:error|failed|failure)\b"
+    # CUDA's driver API's result, untagged (`CUresult error result=2 file=csrc/torch_memory_saver.cpp ...`)
+    r"|^[ \t]*CUresult error\b"
+    # argparse's refusal of a command line (`torchrun: error: argument --master-port/--master_port: invalid int value`)
+    r"|^[ \t]*[\w.\-]{1,60}: error: (?:argument |unrecognized arguments|the following arguments are required)"
     # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`
     r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}(?:Invalid|Failed|Unable|Cannot|Could not|Couldn't)\b"
     r"(?![^\n]{0,300}\b(?:retry|retrying|will retry|fall(?:ing)? ?back|skipp?ing|ignor(?:e|ed|ing))\b)"
@@ -470,9 +475,22 @@ def continues(text: str, empty: bool, wrapped: bool = False) -> bool:
 def error_level(line: str) -> bool:
     """A log record at error level (not a warning that mentions an error), or a native crash's line."""
     level = level_of(line)
-    if level is not None:
-        return level in ("ERROR", "CRITICAL", "FATAL")
+    if level is not None:  # (an error record about what the model generated is the rollout's data, not a failure)
+        return level in ("ERROR", "CRITICAL", "FATAL") and not _GENERATED.search(line)
     return bool(_LEVEL_ERROR.search(strip_prefix(line)[:_HEAD]))
+
+
+# a record of the model's own output that did not parse (verl's agent loop: `Failed to decode tool call: Expecting ','
+# delimiter`): a sample's reward, which the run goes on past
+_GENERATED = re.compile(
+    r"Failed to (?:decode|parse) (?:the )?tool call|Error (?:decoding|parsing) tool call|Error when executing tool\b"
+)
+
+
+def generated(record: str) -> bool:
+    """A record of what the model generated, not of the run (`Failed to decode tool call`, a tool it called wrongly):
+    an exception it introduces is a sample's, and the run goes on past it."""
+    return bool(record) and bool(_GENERATED.search(record))
 
 
 # a process's crash (a signal it could not survive): its native backtrace follows its line
@@ -549,7 +567,9 @@ def introduced(trace: list[str]) -> str:
         return ""
     record = trace[at]
     body = strip_prefix(record).strip()
-    if not body or exception_in(body) or in_traceback(record) or not error_level(record) or is_consequence("", body):
+    if not body or exception_in(body) or in_traceback(record) or is_consequence("", body):
+        return ""
+    if not error_level(record) and not generated(record):  # (a generated one's error level is not the run's)
         return ""
     return record.rstrip() + "\n"
 

@@ -22,7 +22,10 @@ SYNC = re.compile(
     r"update_?weights?|weights?_?update|sync_?weights?|weights?_?sync|update_parameter|sync_model_weights|"
     r"sharding_manager|broadcast_weights|send_weights|receive_weights|checkpoint_engine|param_sync|weight_loader|"
     # (an engine's per-layer weight loaders too; TRL's and swift's rollout server setting up the weight channel)
-    r"UpdateWeight|load_weights\b|_load_w\d+\b|_load_model_weight|init_communicator|\bupdating (?:the )?weights\b",
+    r"UpdateWeight|load_weights\b|_load_w\d+\b|_load_model_weight|init_communicator|\bupdating (?:the )?weights\b|"
+    # NeMo's word for it (`refit`, NeMo-Aligner's TensorRT-LLM engine, NeMo RL); DeepSpeed's hybrid engine fusing the
+    # trained LoRA into the weights it generates with
+    r"\brefit|_fuse_lora",
     re.IGNORECASE,
 )
 WAKEUP = re.compile(r"resume_memory_occupation|\bwake_?up\b|waking up|cumem_allocator|torch_memory_saver", re.I)
@@ -68,7 +71,9 @@ STARTUP = re.compile(
 PROMPT_TOO_LONG = re.compile(
     r"prompt (?:length|\(length) ?(?:of )?\(?\d+\)? (?:tokens )?is (?:too )?long(?:er)?|sequence_length=\d+ is larger "
     r"than max_length|prompt \(\d+ tokens\) is too long|is longer than the maximum model length|"
-    r"exceeds (?:the )?max(?:imum)?_?(?:prompt|model)_?len",
+    r"exceeds (?:the )?max(?:imum)?_?(?:prompt|model)_?len|"
+    # the tokens left for a response came out negative: the prompt alone is longer than the model's length
+    r"max_tokens must be at least 1, got -\d+",
     re.IGNORECASE,
 )
 # a call whose arguments do not fit the called function's signature: the function's name is group 1
@@ -80,9 +85,21 @@ SIGNATURE = re.compile(
 DATASET_SAYS = re.compile(
     r"\b(?:the|your) (?:dataset|data set) (?:contains|has|includes|is missing|lacks|does not (?:contain|have))\b", re.I
 )
+# argparse's refusal of a command line: `torchrun: error: argument --master-port/--master_port: invalid int value: ''`
+ARGPARSE = re.compile(
+    r"([\w.\-]{1,60}): error: (?:argument |unrecognized arguments|the following arguments are required)[^\n]*"
+)
+# a config value of the wrong type in a check of numbers: a string where a number was due (an unset shell variable
+# passed as `trainer.n_gpus_per_node=`, an unquoted override)
+STRING_VALUE = re.compile(
+    r"unsupported operand type\(s\) for [^:\n]{1,4}: '(?:int|float|str)' and '(?:int|float|str)'|"
+    r"not supported between instances of '(?:int|float|str)' and '(?:int|float|str)'"
+)
+# torch's device mesh built over the ranks: a mesh shape (sequence, tensor parallel sizes) the world does not fill
+DEVICE_MESH = re.compile(r"init_device_mesh|device_mesh\.py")
 SIGNAL_THREAD = re.compile(r"signal only works in main thread", re.IGNORECASE)
 OOM = re.compile(
-    r"out of memory|OutOfMemoryError|CUresult error: 2\b|ACL_ERROR_RT_MEMORY|207001|"
+    r"out of memory|OutOfMemoryError|CUresult error(?::| result=) ?2\b|ACL_ERROR_RT_MEMORY|207001|"
     r"No available memory for the cache blocks|stored in KV cache",
     re.IGNORECASE,
 )
@@ -163,7 +180,7 @@ HYDRA_PATH = re.compile(
 LAYOUT_WORDS = re.compile(
     r"tensor[_ ]parallel|pipeline[_ ]parallel|expert[_ ]parallel|world[_ ]size|\btp\b|\bpp\b|\bep\b|attention heads|"
     r"num_heads|num_layers|hidden layers|experts|infer_tp|num_?kv_?heads|num_key_value_heads|numHeads|numKvHeads|"
-    r"head_?num|\b(?:tp|pp|ep|cp|etp)_size\b",
+    r"head_?num|\b(?:tp|pp|ep|cp|etp)_size\b|local_world_size",
     re.IGNORECASE,
 )
 # (not `chunked`: vLLM's chunked prefill and chunked MM input are token budgets, no batch split)
@@ -183,12 +200,16 @@ DEVICE_TOOL = re.compile(
     r"get_npu_versions|cudaGetDeviceCount|aclrtGetDeviceCount)\b",
 )
 # the sleep-mode allocators of vLLM and SGLang (their pause, resume, free)
-SAVER = re.compile(r"torch_memory_saver|memory_saver\.|cumem_allocator|CuMemAllocator", re.IGNORECASE)
+SAVER = re.compile(
+    r"torch_memory_saver|memory_saver\.|cumem_allocator|CuMemAllocator|"
+    r"Sleep mode can only be used for one instance",  # vLLM's: a second engine with sleep mode in one process
+    re.IGNORECASE,
+)
 # a check that relates quantities and failed: `256 != 2 * 18 * 7`, "is not equal to", "must be divisible by"
 RELATION = re.compile(
     r"!=|==|\bnot (?:equal|divisible|a multiple)|\bmust (?:be|equal|divide)|\bshould (?:be|equal|divide)|"
     r"\bonly supports? |\bnot supported\b|\bexceeds?\b|\b(?:greater|larger|more|less|smaller|fewer) than\b|"
-    r"\bdivisible\b|\bmultiple of\b|\d+ ?[*%] ?\d+",
+    r"\bdivisible\b|\bmultiple of\b|\d+ ?[*%] ?\d+|\bnot compatible with\b",
     re.IGNORECASE,
 )
 # a part of the framework used before it was set up: "data parallel group is not initialized"
@@ -208,16 +229,37 @@ CHANGED = re.compile(
     r"in\b|\bdoes not support [^\n]{0,200}(?:please )?use [^\n]{0,160}instead|\bis deprecated and (?:has been|was) removed",
     re.IGNORECASE,
 )
+# W&B's own servers out of reach (a proxy, DNS, a refused connection): its logger (or weave) did not start
+WANDB_HOST = re.compile(r"\bapi\.wandb\.ai\b|\bwandb\.ai\b[^\n]{0,80}(?:resolve|connect|proxy)", re.IGNORECASE)
+# DeepSpeed's own check that train batch = micro batch x gradient accumulation x world size (its message cut or not)
+DS_BATCH = re.compile(r"_batch_assertion|_configure_train_batch_size")
+# torch's DataLoader relaying what its worker raised on a row (`Caught ValueError in DataLoader worker process 0`)
+DATALOADER = re.compile(r"Caught \w+ in DataLoader worker process \d+")
+# a count of steps that came out 0 (`Number of steps/epoch 0`): the data set holds fewer rows than one batch
+NO_STEPS = re.compile(
+    r"steps?(?:/| per )epoch:? 0\b|total (?:number of )?(?:training )?steps:? 0\b|"
+    r"[/%] ?(?:self\.)?(?:num_)?steps_per_epoch\b|[/%] ?len\((?:self\.)?train_dataloader\)",  # the division's source line
+    re.IGNORECASE,
+)
+# a device id out of the range of the devices a library sees (`MUJOCO_EGL_DEVICE_ID ... between 0 and 0, got 1`)
+DEVICE_ID_RANGE = re.compile(
+    r"DEVICE_ID\b[^\n]{0,80}\bbetween \d+ and \d+|device id \d+ (?:is )?(?:out of range|invalid)"
+)
+# datasets' reader does not know a feature type the file was written with (datasets 4's `List`, read by 3.x)
+FEATURE_TYPE = re.compile(r"Feature type '[\w.]+' not found")
 # a just-in-time build of a compiled extension (Triton's driver helper, torch's cpp_extension, a kernel library's)
 BUILD = re.compile(
     r"compile_module_from_src|_jit_compile|load_inline|_run_ninja_build|_write_ninja_file|build_extension|"
-    r"cpp_extension|triton[/\\]runtime[/\\]build\.py",
+    r"cpp_extension|triton[/\\]runtime[/\\]build\.py|"
+    r"[/\\]jit[/\\]core\.py",  # a kernel library's JIT build at import (aiter's)
 )
 # a check that refuses a setting of the stack and says which to change ("FRACTAL_NZ mode is enabled. This may cause
 # model parameter precision issues in the RL scenarios. Please set VLLM_ASCEND_ENABLE_NZ=0.")
 SETTING = re.compile(
     r"\b(?:mode|option|flag|feature)\b[^.\n]{0,40}\b(?:is|are) (?:enabled|disabled|not supported|unsupported|not "
-    r"allowed)\b|\bplease (?:set|pass|enable|disable) (?:[A-Z][A-Z0-9_]{2,}=|--?[a-z][\w-]+)",
+    r"allowed)\b|\bplease (?:set|pass|enable|disable) (?:[A-Z][A-Z0-9_]{2,}=|--?[a-z][\w-]+)|"
+    # an environment setting named with the value it has (`Using V1 AsyncLLMEngine, but envs.VLLM_USE_V1=False`)
+    r"\b(?:but|while|with) (?:envs\.)?[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}=\w+",
     re.IGNORECASE,
 )
 # W&B's login on the stack (a key it refused, a prompt for one in a job with no terminal)
@@ -240,9 +282,12 @@ REWARD_LOAD = re.compile(
 # `does not recognize this architecture`): a newer version knows it (a converter's own refusal is the conversion's)
 UNSUPPORTED_MODEL = re.compile(
     r"(?:model )?(?:architecture|model[ _]type)s? [`'\"]?[\w.-]{1,60}[`'\"]? (?:is )?not (?:yet )?(?:supported|recogni[sz]ed)|"
-    r"does not recognize this architecture|Unrecognized model in|not supported for now",
+    r"does not recognize this architecture|not supported for now",
     re.IGNORECASE,
 )
+# a model folder that is no Hugging Face model: its config.json names no model_type (a trainer's own checkpoint, a
+# folder one level off); an unknown model_type says "does not recognize this architecture" instead (a version's)
+NOT_A_MODEL = re.compile(r"Unrecognized model in \S+[^\n]{0,20}Should have a .?model_type.? key")
 # the importer's own frames (a traceback cut inside an import: the module that did not import is below them)
 IMPORTING = re.compile(r"_find_and_load|_load_unlocked|import_module|_call_with_frames_removed|_gcd_import")
 # loading weights from files (a traceback cut there: the checkpoint's load, whatever its error said)
