@@ -258,6 +258,14 @@ BEYOND = {
     "read alone); batch-divisible is the collector's reading of the thread's discussion",
     "verl-649": "the log is a bare AssertionError in vLLM's config (`assert \"factor\" in rope_scaling`: vLLM's check "
     "refusing the model's config, read alone); that the model's config is newer than vLLM 0.6.3 is the thread's",
+    # batches 35-36 (2026-12-06: agent and reasoning RL projects; Ascend NPU)
+    "agent-r1-63": f"{CUT}: the traceback stops before its exception line",
+    "hiascend-docs-hccl-ei0005": "the cause and family are right (comm-init); the first error said is HCCL's "
+    "`Transport init error` (the registry's line), where the collector names the untyped `EI0005` above it, its reason",
+    "torl-18": "the log is `KeyError: 'key \"tool_output_masks\" not found'` alone (unknown, read alone); that an older "
+    "vLLM made ToRL pick a rollout without that key (version-mismatch) is a commenter's",
+    "vllm-ascend-1617": "an engine out of memory while it starts (rollout-startup-oom, read alone); the collector's "
+    "device-oom for an inference run, not a training job",
 }
 
 
@@ -309,6 +317,9 @@ def test_case(path):
 
 # logs without a failure whose family the log itself reads otherwise than the collector (kept to the test's letter)
 NO_FAILURE_OTHERWISE = {
+    "rldecisionagent-docs-tool-decode-benign": "verl's agent loop's `ERROR:...Failed to decode tool call` records (what "
+    "the model generated, read as warnings of the run) and no sign of work done: warning-only, as agent-r1-101's "
+    "collector labels the same records; this collector, after the author's note that they can be ignored, healthy-run",
     "verl-6741": "two lines, `Platform 'huawei' (PlatformNPU) is registered but not available` and its note, with no "
     "level word: healthy-run, read alone; the collector calls the notice a warning (warning-only)",
 }

@@ -252,6 +252,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("wandb-auth", "wandb-auth", f"Weights & Biases could not be reached: {first.text[:200]}")
     if first.type.startswith("wandb."):  # W&B's own error (its init timed out, its server refused): the logger's
         return Verdict("wandb-auth", "wandb-auth", f"Weights & Biases failed: {first.text[:200]}")
+    if kind == "TypeError" and sg.ARITY.search(message):  # a call's arguments its callee does not take: the same
+        return vd.version(first, "api-mismatch")
     if sg.UNPACK.search(message):  # a call returned other values than its caller unpacks: an interface changed
         return vd.version(first, "api-mismatch")
     if re.search(r"initialize_cache|_initialize_kv_caches|determine_num_available_blocks", text):
@@ -293,6 +295,10 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("checkpoint-save", "checkpoint-save")
     if not first.type and (phase := cut_phase(first.frames)) is not None:  # a traceback cut in a telling phase
         return Verdict(phase.cause, phase.family, f"The log stops inside {phase.what}, before its error line")
+    if sg.UNKNOWN_ARGS.search(f"{first.line} {message}"):  # arguments its parser does not know: keys
+        return Verdict(
+            "config-key", "hydra-config", f"The launch passed arguments its parser does not know: {first.text}"
+        )
     if not first.type and (parsed := sg.ARGPARSE.search(first.line)):  # a command's own parser refused its line
         said = f"{parsed.group(1)}'s command line was refused: {parsed.group(0)}"
         return Verdict("engine-config", "engine-config", said, f"fix the arguments of {parsed.group(1)} in the launch")

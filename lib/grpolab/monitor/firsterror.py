@@ -141,7 +141,7 @@ def frames_after(chunk, end: int, innermost_first: bool = False) -> list[Frame]:
 
 _TRACE_AFTER = 32 << 10  # bytes after a relayed error read for its remote frames
 _CODE = re.compile(
-    r"^(?:[ \t]*\[?[EFWI]\d{4} [^\]\n]{0,120}\]|[ \t]*(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) [^\]\n]{0,120}\])? {2,}\S"
+    r"^(?:[ \t]*\[?[EFWI]\d{3,4} [^\]\n]{0,120}\]|[ \t]*(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) [^\]\n]{0,120}\])? {2,}\S"
 )
 
 
@@ -371,7 +371,7 @@ WORDS = (
 # CANN's `[ERROR] 2025-06-09-06:57:54`, a shell's `error: ` / `Error: ` / `[Error] `, httpx's refusal of a response
 # (`Server error '503 Service Unavailable' for url '...'`, whatever logs it), a native crash.
 _LEVEL_ERROR = re.compile(
-    r"^[ \t]*\[?[EF]\d{4} \d\d:\d\d:\d\d|^[ \t]*(?:(?:[Ee]rror|ERROR|[Ff]atal|FATAL): |\[(?:[Ee]rror|ERROR)\] )"
+    r"^[ \t]*\[?[EF]\d{3,4} \d\d:\d\d:\d\d|^[ \t]*(?:(?:[Ee]rror|ERROR|[Ff]atal|FATAL): |\[(?:[Ee]rror|ERROR)\] )"
     r"|^Error executing job with|\b(?:Server|Client) error '\d{3} [^'\n]{1,60}' for url '"
     r"|\bSegmentation fault\b|\bcore dumped\b|\bBus error\b|^[ \t]*Killed\s*$"
     r"|Unhandled error \(suppress with"  # Ray: a task raised and nobody asked for its result
@@ -387,8 +387,8 @@ _LEVEL_ERROR = re.compile(
     r"(?:set|initiali[sz]ed)\.[ \t]*$"
     # a native library's record tagged by its source file: `[torch_memory_saver.cpp] CUresult error: 1 (...)`
     r"|^[ \t]*\[[\w.\-/]{1,80}\.(?:cpp|cc|cu|cxx|c|h|hpp)(?::\d+)?\][^\n]{0,160}\b(?:error|failed|failure)\b"
-    # CUDA's driver API's result, untagged (`CUresult error result=2 file=csrc/torch_memory_saver.cpp ...`)
-    r"|^[ \t]*CUresult error\b"
+    # CANN's error message, its code first (`EI0005: The arguments ...`); CUDA's driver result (`CUresult error result=2`)
+    r"|^[ \t]*E[A-Z]\d{4}: |^[ \t]*CUresult error\b"
     # argparse's refusal of a command line (`torchrun: error: argument --master-port/--master_port: invalid int value`)
     r"|^[ \t]*[\w.\-]{1,60}: error: (?:argument |unrecognized arguments|the following arguments are required)"
     # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`
@@ -400,7 +400,7 @@ _NCCL_WARN = re.compile(r"\bNCCL WARN\b(?![^\n]{0,300}\bretry)", re.IGNORECASE)
 # The level a log record names first, within its first characters (after Ray's and torchrun's prefixes)
 _LEVEL = re.compile(
     # (a level word, not a setting's value: `NCCL_DEBUG=INFO` in a message names no level)
-    r"(?<![=_.\-])\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b(?![=_])|^[ \t]*\[?([EFWI])\d{4} \d\d:"
+    r"(?<![=_.\-])\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b(?![=_])|^[ \t]*\[?([EFWI])\d{3,4} \d\d:"
     r"|\d\d:\d\d:\d\d[,.]\d+ ([EFWIC]) \d+ \d+\]"  # Ray's C++ log: [2025-06-13 01:49:41,730 E 1 1] (C: a failed check)
 )
 _RAY_PREFIX = re.compile(rf"^[ \t]*(?:{LABEL})?(?:\([^()\n]{{0,300}}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
@@ -438,7 +438,9 @@ def level_of(line: str, until: int | None = None) -> str | None:
         return None
     if letter := m.group(2) or m.group(3):
         return {"E": "ERROR", "F": "FATAL", "C": "CRITICAL", "W": "WARNING", "I": "INFO"}[letter]
-    return {"WARN": "WARNING"}.get(m.group(1), m.group(1))
+    level = {"WARN": "WARNING"}.get(m.group(1), m.group(1))
+    # an error record of what the model generated is the rollout's data, not a failure: a warning of the run
+    return "WARNING" if level == "ERROR" and _GENERATED.search(head) else level
 
 
 # a traceback's source line that raises or asserts: `    raise ValueError(`, `    assert camem_available, "..."`
@@ -448,7 +450,7 @@ SOURCE = re.compile(
     r"(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b)"
 )
 _RECORD = re.compile(  # a line that starts a record of its own (a rank's prefix before it too)
-    r"\s*(?:\[rank\d+\]:\s*)?(?:\[?\d{4}-\d\d-\d\d|\[?[EFWI]\d{4} |(?:ERROR|WARNING|INFO|DEBUG)\b|\[repeated|During "
+    r"\s*(?:\[rank\d+\]:\s*)?(?:\[?\d{4}-\d\d-\d\d|\[?[EFWI]\d{3,4} |(?:ERROR|WARNING|INFO|DEBUG)\b|\[repeated|During "
     r"handling|The above exception|Traceback \(|File \")"
 )
 
@@ -475,8 +477,8 @@ def continues(text: str, empty: bool, wrapped: bool = False) -> bool:
 def error_level(line: str) -> bool:
     """A log record at error level (not a warning that mentions an error), or a native crash's line."""
     level = level_of(line)
-    if level is not None:  # (an error record about what the model generated is the rollout's data, not a failure)
-        return level in ("ERROR", "CRITICAL", "FATAL") and not _GENERATED.search(line)
+    if level is not None:
+        return level in ("ERROR", "CRITICAL", "FATAL")
     return bool(_LEVEL_ERROR.search(strip_prefix(line)[:_HEAD]))
 
 
@@ -488,8 +490,7 @@ _GENERATED = re.compile(
 
 
 def generated(record: str) -> bool:
-    """A record of what the model generated, not of the run (`Failed to decode tool call`, a tool it called wrongly):
-    an exception it introduces is a sample's, and the run goes on past it."""
+    """A record of what the model generated (a tool call that did not parse): its exception is a sample's."""
     return bool(record) and bool(_GENERATED.search(record))
 
 

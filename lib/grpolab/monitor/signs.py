@@ -86,6 +86,10 @@ DATASET_SAYS = re.compile(
     r"\b(?:the|your) (?:dataset|data set) (?:contains|has|includes|is missing|lacks|does not (?:contain|have))\b", re.I
 )
 # argparse's refusal of a command line: `torchrun: error: argument --master-port/--master_port: invalid int value: ''`
+# a parser that was given arguments it does not know (argparse's, ms-swift's `remaining_argv: [...]`): keys
+UNKNOWN_ARGS = re.compile(r"unrecognized arguments:|remaining_argv: \[")
+# a call whose number of arguments the callee does not take: an interface that changed under its caller
+ARITY = re.compile(r"takes (?:from )?\d+(?: to \d+)? positional arguments? but \d+ (?:were|was) given")
 ARGPARSE = re.compile(
     r"([\w.\-]{1,60}): error: (?:argument |unrecognized arguments|the following arguments are required)[^\n]*"
 )
