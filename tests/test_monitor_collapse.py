@@ -131,8 +131,8 @@ def test_a_nan_that_stays_is_a_collapse_too_and_the_states_words():
 def load_metrics_of(records):
     import tempfile
 
-    folder = Path(tempfile.mkdtemp(prefix="grpolab-collapse-"))
-    return load_metrics(synthetic.write_jsonl(folder / "metrics.jsonl", records))
+    with tempfile.TemporaryDirectory(prefix="grpolab-collapse-") as folder:  # (read whole: nothing is left behind)
+        return load_metrics(synthetic.write_jsonl(Path(folder) / "metrics.jsonl", records))
 
 
 def test_a_run_recorded_before_the_collapse_rules_gets_them_from_its_recipe():

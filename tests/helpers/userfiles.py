@@ -56,11 +56,19 @@ class UserFiles:
         return done.returncode == 0
 
     def unmount_all(self) -> None:
-        """Every mount below `root`, wherever a rename moved it, deepest first."""
-        below = str(self.root.resolve()) + "/"
+        """Every mount below `root` and every mount of the user's files wherever it was planted (a product's scratch
+        folder in /tmp too) or a rename moved it, deepest first: none outlives the test."""
+        below, home = str(self.root.resolve()) + "/", str(self.home.resolve())
         with open("/proc/self/mountinfo") as fh:
-            points = [line.split()[4].replace("\\040", " ") for line in fh]
-        for target in sorted((p for p in points if p.startswith(below)), key=len, reverse=True):
+            rows = [line.split() for line in fh]
+        points = {
+            target
+            for row in rows
+            if (target := row[4].replace("\\040", " ")).startswith(below)
+            or target in self.mounted
+            or row[3].replace("\\040", " ").removesuffix("//deleted").startswith(home)
+        }
+        for target in sorted(points, key=len, reverse=True):
             subprocess.run(["umount", "-l", target], capture_output=True, timeout=30)
         self.mounted.clear()
 
