@@ -218,8 +218,9 @@ def test_the_imports_scratch_is_removed_without_what_is_planted_in_it(tmp_path, 
     code, out, err = call(capsys, "import", str(script), "--out", "-")
     assert code in (0, 1) and "n: 4" in out, err
     assert user.intact()
-    user.unmount_all()
-    shutil.rmtree(seen[0], ignore_errors=True)  # what the mount points kept (nothing of the user's after unmount)
+    user.unmount_all()  # (the scratch's planted mounts too: none outlives the suite)
+    assert str(user.home.resolve()) not in Path("/proc/self/mountinfo").read_text()
+    shutil.rmtree(seen[0])  # what the mount points kept (nothing of the user's after unmount)
 
 
 def test_a_failed_tiny_model_build_is_removed_without_what_is_planted(tmp_path, monkeypatch, user):
