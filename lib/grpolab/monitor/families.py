@@ -270,7 +270,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
             return Verdict(
                 "checkpoint-save" if save else "checkpoint-mismatch", "checkpoint-save" if save else "checkpoint-load"
             )
-    if first.frames and sg.SAVE.search(stack) and kind in ("ValueError", "RuntimeError", "TypeError", "OSError"):
+    saving = sg.CKPT_WRITE.search(stack) or sg.SAVE_MODEL.search(stack)
+    if first.frames and saving and kind in ("ValueError", "RuntimeError", "TypeError", "OSError"):
         return Verdict("checkpoint-save", "checkpoint-save")  # raised in a save (its format refused what it holds)
     if first.frames and sg.DS_BATCH.search(stack):  # DeepSpeed's batch check, its message cut or not
         return Verdict("batch-divisible", "batch-divisible")

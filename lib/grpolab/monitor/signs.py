@@ -36,6 +36,8 @@ CONVERSION = re.compile(
     re.IGNORECASE,
 )
 SAVE = re.compile(r"save_checkpoint|\bsave\w{0,20}\b|dist_checkpointing[/.]save|async_save", re.IGNORECASE)
+# a model written whole (transformers' save_pretrained, a trainer's save_model): a save, with CKPT_WRITE's writers
+SAVE_MODEL = re.compile(r"\bsave_pretrained\b|\b_?save_model\b")
 # a checkpoint being written: its save's functions, Megatron's distributed checkpoint, torch.save's zip writer (a crash
 # in it is the save's), a trainer's record of the save it is doing
 CKPT_WRITE = re.compile(
