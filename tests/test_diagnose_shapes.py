@@ -209,3 +209,18 @@ def test_the_library_of_a_frame_is_the_trainers_for_its_own_subpackages(path, li
     from grpolab.monitor.firsterror import library_of
 
     assert library_of(path) == library
+
+
+def test_a_failure_inside_a_save_is_the_saves_and_one_under_a_frame_only_named_save_is_not():
+    def raised_in(function: str, path: str) -> str:
+        return (
+            "Traceback (most recent call last):\n"
+            '  File "/opt/app/train.py", line 10, in main\n    step()\n'
+            f'  File "{path}", line 20, in {function}\n    raise ValueError("bad")\n'
+            "ValueError: The generation config instance is invalid\n"
+        )
+
+    save = raised_in("save_pretrained", "/usr/lib/python3.11/site-packages/transformers/modeling_utils.py")
+    assert _said(save) == ("checkpoint-save", "checkpoint-save")
+    hooks = raised_in("saved_tensors_hooks", "/usr/lib/python3.11/site-packages/torch/autograd/graph.py")
+    assert _said(hooks)[1] != "checkpoint-save"
