@@ -419,6 +419,8 @@ CAUSES: tuple[Cause, ...] = (
             r"Timeout (?:while )?waiting for (?:the )?(?:server|engine|worker|actor)",
             # a Ray node or driver that could not reach the head's GCS in time
             r"Failed to connect to GCS at address",
+            # a driver's or worker's own process that could not register with its node's raylet
+            r"Failed to register worker\b[^\n]{0,80}\bto Raylet|Unable to register worker with raylet",
             # a rollout server that did not come up (AReaL's launcher: the server's own log says why)
             r"\b(?:server|engine)s? (?:launch|start(?:-?up)?) failed|\b(?:server|engine) failed to launch",
             # a router with no engine behind it that answers yet (sglang-router's 503 while the engines come up)
@@ -431,6 +433,7 @@ CAUSES: tuple[Cause, ...] = (
         ),
         (
             "unable to reach",
+            "register worker",
             "could not reach",
             "cannot reach",
             "timed out",
@@ -459,11 +462,14 @@ CAUSES: tuple[Cause, ...] = (
             # torchrun's agent stopped from outside (a launcher that saw another process of the job end)
             r"Received \d+ death signal, shutting down workers",
             r"exit(?:ed)? (?:with )?(?:code|status)[ :=]*137\b|\breturn ?code[ :=]*-9\b|exitcode ?: ?-9\b",
+            # DeepSpeed's launcher stopping the other ranks once one of them ended
+            r"sigkill_handler\] Killing subprocess \d+",
         ),
         ("killed", "sigkill", "signal", "exit", "returncode", "return code", "death signal"),
         ("grpolab's seeded list (shell and torchrun messages)",),
         # Ray's list of what may have killed a dead actor (also when a post wraps it mid-sentence): advice, not a kill
         unless=(r"potential root causes", r"ray stop --force", r"killed by SIGKILL by OOM killer due to high memory"),
+        weak=(r"sigkill_handler\] Killing subprocess",),  # the launcher's clean-up: the cause only if nothing else is
     ),
     Cause(
         "worker-died",

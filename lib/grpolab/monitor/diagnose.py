@@ -348,7 +348,7 @@ class Scan:
         hits = {cause: list(kept) for cause, kept in self.hits.items()}
         refine(hits)
         order = [c.id for c in CAUSES if hits.get(c.id)]
-        if not order:  # only warnings name a cause: the first of them
+        if not order and not (first is not None and first.type and not first_hit.consequence):  # only warnings: theirs
             hits = {cause: list(kept) for cause, kept in self.weak.items()}
             order = [c.id for c in CAUSES if hits.get(c.id)]
         if not order:  # no cause of the registry: what the first error's structure says, or unknown

@@ -296,6 +296,16 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("checkpoint-save", "checkpoint-save")
     if not first.type and (phase := cut_phase(first.frames)) is not None:  # a traceback cut in a telling phase
         return Verdict(phase.cause, phase.family, f"The log stops inside {phase.what}, before its error line")
+    if not first.type and sg.COMMAND_MISSING.search(first.line):  # a tool the job runs is not installed
+        return vd.version(first, "missing-dependency")
+    if kind == "ValueError" and sg.EMPTY_VALUE.search(message):  # a setting left empty, read as a number
+        return Verdict("config-key", "hydra-config", f"A setting was left empty: {first.text[:200]}", _TYPED)
+    if kind in ("ValueError", "NotImplementedError") and sg.UNKNOWN_CHOICE.search(message):  # a choice it lacks
+        return vd.engine_config(first)
+    if kind in ("RuntimeError", "ValueError") and sg.PLEASE_SET.search(message):  # a check asking for a setting
+        return vd.engine_config(first)
+    if any(f.library == "wandb" for f in first.frames) and kind not in ("ImportError", "ModuleNotFoundError"):
+        return Verdict("wandb-auth", "wandb-auth", f"Weights & Biases failed: {first.text[:200]}")  # in W&B's code
     if sg.UNKNOWN_ARGS.search(f"{first.line} {message}"):  # arguments its parser does not know: keys
         return Verdict(
             "config-key", "hydra-config", f"The launch passed arguments its parser does not know: {first.text}"

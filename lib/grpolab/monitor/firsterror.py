@@ -59,7 +59,7 @@ _NAMES = {name: name for name in KNOWN} | dict((("vllm-ascend", "vllm_ascend"), 
 # families of packages whose names carry a suffix (mindspeed_llm, megatron_core): the family unless KNOWN has the name
 _PREFIXED = ("mindspeed", "megatron")
 _SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
-_STDLIB = re.compile(r"[/\\]lib[/\\]python\d(?:\.\d+)?[/\\]|^<frozen |^<string>|^<stdin>")
+_STDLIB = re.compile(r"[/\\]lib(?:64)?[/\\]python\d(?:\.\d+)?[/\\]|^<frozen |^<string>|^<stdin>")
 STDLIB = "python"  # the standard library
 USER = "user code"  # the user's own code (a reward function, a data loader, a launch script)
 ENGINES = ("vllm", "vllm_ascend", "sglang", "megatron", "mindspeed", "verl")
@@ -178,7 +178,7 @@ def code_under_frame(line: str, above: list[bytes]) -> bool:
     return FRAME.search(frame) is not None and (in_traceback(line) or _indent(line) > _indent(frame))
 
 
-_WHO = re.compile(r"^(?:\([^()\n]{0,300}\)[ \t]?)*(?:\[rank\d+\]:)?")  # who printed it: its indentation is the rest's
+_WHO = re.compile(rf"^(?:{LABEL})?(?:\([^()\n]{{0,300}}\)[ \t]?)*(?:\[rank\d+\]:)?")  # who printed it
 
 
 def _indent(line: str) -> int:
@@ -389,8 +389,8 @@ _LEVEL_ERROR = re.compile(
     r"|^[ \t]*\[[\w.\-/]{1,80}\.(?:cpp|cc|cu|cxx|c|h|hpp)(?::\d+)?\][^\n]{0,160}\b(?:error|failed|failure)\b"
     # CANN's error message, its code first (`EI0005: The arguments ...`); CUDA's driver result (`CUresult error result=2`)
     r"|^[ \t]*E[A-Z]\d{4}: |^[ \t]*CUresult error\b"
-    # argparse's refusal of a command line (`torchrun: error: argument --master-port/--master_port: invalid int value`)
-    r"|^[ \t]*[\w.\-]{1,60}: error: (?:argument |unrecognized arguments|the following arguments are required)"
+    # argparse's refusal (`torchrun: error: argument --master-port: invalid int value`); a shell's `nvcc: command not found`
+    r"|^[ \t]*[\w.\-]{1,60}: error: (?:argument |unrecognized arguments|the following arguments are required)|: command not found\s*$"
     # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`
     r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}(?:Invalid|Failed|Unable|Cannot|Could not|Couldn't)\b"
     r"(?![^\n]{0,300}\b(?:retry|retrying|will retry|fall(?:ing)? ?back|skipp?ing|ignor(?:e|ed|ing))\b)"

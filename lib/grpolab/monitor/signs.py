@@ -54,7 +54,8 @@ LOAD_CKPT = re.compile(
 )
 CAPTURE = re.compile(
     r"captur\w{0,10} (?:cuda|npu|acl)? ?graph|graph captur|capture_model|cuda_graph_runner|(?:cuda|npu|acl) ?graph\w{0,10}"
-    r"[^\n]{0,60}\bcaptur|capture_begin|NPUGraph\.cpp|AclmdlRICapture",
+    r"[^\n]{0,60}\bcaptur|capture_begin|NPUGraph\.cpp|AclmdlRICapture|"
+    r"captures_underway",  # torch's caching allocator asserting on a graph capture still under way
     re.I,
 )
 CONFIG_CHECK = re.compile(
@@ -87,6 +88,16 @@ SIGNATURE = re.compile(
 DATASET_SAYS = re.compile(
     r"\b(?:the|your) (?:dataset|data set) (?:contains|has|includes|is missing|lacks|does not (?:contain|have))\b", re.I
 )
+# a value the code does not know among its choices (`Unknown lr scheduler: linear`, `Unsupported optimizer: x`)
+UNKNOWN_CHOICE = re.compile(r"^(?:Unknown|Unsupported|Unrecognized) [\w \-]{1,40}: ?\S+")
+# a check that asks for a setting by name (`Please set micro_batch_size or set use_flash_attn=True in config.`)
+PLEASE_SET = re.compile(
+    r"\bplease (?:set|pass|enable|disable|use) [^.\n]{0,80}\bin (?:the |your )?config\b", re.IGNORECASE
+)
+# an empty setting converted to a number (an environment variable or an override set to nothing)
+EMPTY_VALUE = re.compile(r"invalid literal for int\(\) with base \d+: ''|could not convert string to float: ''")
+# a shell that could not find a command (`launch.sh: line 18: nvcc: command not found`): a tool not installed
+COMMAND_MISSING = re.compile(r"[\w.\-/]+: command not found\s*$")
 # argparse's refusal of a command line: `torchrun: error: argument --master-port/--master_port: invalid int value: ''`
 # a parser that was given arguments it does not know (argparse's, ms-swift's `remaining_argv: [...]`): keys
 UNKNOWN_ARGS = re.compile(r"unrecognized arguments:|remaining_argv: \[")
@@ -106,6 +117,7 @@ DEVICE_MESH = re.compile(r"init_device_mesh|device_mesh\.py")
 SIGNAL_THREAD = re.compile(r"signal only works in main thread", re.IGNORECASE)
 OOM = re.compile(
     r"out of memory|OutOfMemoryError|CUresult error(?::| result=) ?2\b|ACL_ERROR_RT_MEMORY|207001|"
+    r"enough GPU RAM to fit|"  # transformers' quantizer: the model does not fit on the device
     r"No available memory for the cache blocks|stored in KV cache",
     re.IGNORECASE,
 )
@@ -176,7 +188,8 @@ MEDIA_TOKENS = re.compile(
 )
 RAY_CONNECT = re.compile(
     r"Failed to connect to GCS|Unable to connect to (?:the )?GCS|could not connect to (?:the )?"
-    r"ray|Failed to (?:connect|register) (?:to )?(?:the )?raylet|ConnectionError: Could not",
+    r"ray|Failed to (?:connect|register) (?:to )?(?:the )?raylet|ConnectionError: Could not|"
+    r"Failed to register worker\b[^\n]{0,80}\bto Raylet|Unable to register worker with raylet",
     re.IGNORECASE,
 )
 HYDRA_PATH = re.compile(
@@ -226,8 +239,11 @@ NOT_SET_UP = re.compile(
 )
 # Hydra applying an override (its errors name it): not code reading a key
 OVERRIDE = re.compile(r"override|Could not append|Could not delete|hydra[/\\.]", re.IGNORECASE)
-SIGKILL = re.compile(r"SIGKILL|exitcode: ?-9\b|signal 9\b|\bKilled\b")
-SIGTERM = re.compile(r"SIGTERM|death signal|signal 15\b|exitcode: ?-15\b|\b15 death", re.IGNORECASE)
+SIGKILL = re.compile(r"SIGKILL|exitcode: ?-9\b|return code ?= ?-9\b|signal 9\b|\bKilled\b")
+# (DeepSpeed's launcher's `sigkill_handler] Killing subprocess N`: it stops the others once one ended)
+SIGTERM = re.compile(
+    r"SIGTERM|death signal|signal 15\b|exitcode: ?-15\b|\b15 death|sigkill_handler\] Killing subprocess", re.IGNORECASE
+)
 # a library's words that its interface changed: what the caller does is no longer there ("TensorDict does not support
 # membership checks with the `in` keyword ... please use `key in tensordict.keys()` instead", "... was removed in")
 CHANGED = re.compile(
