@@ -266,6 +266,49 @@ BEYOND = {
     "vLLM made ToRL pick a rollout without that key (version-mismatch) is a commenter's",
     "vllm-ascend-1617": "an engine out of memory while it starts (rollout-startup-oom, read alone); the collector's "
     "device-oom for an inference run, not a training job",
+    # batches 34, 37, 38 (2026-12-06: notes and run logs in repositories; threads in Chinese; the engines' RL APIs)
+    "fim-rlvr-lean4-docs-unsloth-qwen3moe-gate-up-proj": "the log is `'Qwen3MoeSparseMoeBlock' object has no attribute "
+    "'gate_up_proj'` alone (a version mismatch, read alone); that Unsloth's converter assumes a dense MLP is the note's",
+    "fim-rlvr-lean4-docs-vllm-flashinfer-sink": f"{CUT}: vLLM's `Selected backend ... is not valid for this "
+    "configuration` and its reason, untyped (no error line of the run)",
+    "awesome-ml-sys-docs-verl-triton-no-active-driver": "the log is text recognised from a screenshot (`MorkerDict`, "
+    "`MARMING`), its lines run together; that triton must be downgraded is the note's",
+    "mindspeed-rl-docs-grpo-libgomp-static-tls": "the log is transformers' lazy import failing (a version mismatch, "
+    "read alone); that libgomp's static TLS block must be preloaded (build-missing-extension) is the note's",
+    "ms-swift-1702": "the log is `KeyError: 'prompt_input_ids'` in ms-swift's DPO tokenize_row on the mapped data set "
+    "(a data row, read alone); that ms-swift's own code is at fault (trainer-bug) is the collector's reading",
+    "ms-swift-1922": "the log is `KeyError: 'prompt'` in datasets' formatting under TRL's DPO (a data row, read alone); "
+    "that TRL was too new for ms-swift is in sibling threads (as ms-swift-2399)",
+    "fim-rlvr-lean4-docs-unsloth-vllm-gptoss-embed-tokens": "the cause is right (import-error); an attribute a model "
+    "class lacks reads as a version mismatch, where the note calls it an interface Unsloth assumed (api-mismatch)",
+    "ms-swift-5185": f"{CUT}: a traceback through ms-swift's GRPO trainer, without its exception line",
+    "hebiao-verl-docs-spin-sglang-no-cpu-backend": "the log is `No backend type associated with device type cpu` "
+    "(unknown, read alone); the collector's trainer-bug is read from the recipe's code at that commit (doubtful)",
+    "mindrlhf-docs-verl-fully-async-npu-smi-proc-mem": "the log shows the checkpoint engine's ValueError on the weight "
+    "channel's stack (a weight sync, read alone); the npu-smi call that failed under it is the note's first error",
+    "ms-swift-7200": "the log is torchrun's child ending with SIGSEGV (a dead worker, read alone); the open thread names "
+    "no cause (the collector's unknown)",
+    "qwen3-vl-docs-swift-grpo-server-nccl-communicator": "the cause is right (comm-init); the condensed stack runs "
+    "through the rollout server's weight update (a weight sync, read alone), the draft's own reading is the communicator",
+    "rft-docs-openrlhf-ray-collective-rendezvous-weight-sync": "the log is one line, `Unable to meet other processes at "
+    "the rendezvous store` (unknown, read alone); that OpenRLHF's weight sync made it is the author's note",
+    "rllm-fork-docs-deepcoder-empty-tests-json": "the log is a bare `JSONDecodeError: Expecting value` (unknown, read "
+    "alone); that the data set's empty tests fields broke the reward is the report's",
+    "sglang-17107": f"{CUT}: SGLang's scheduler traceback after a weight update request, without its exception line",
+    "sglang-3726": "the log is `KeyError: 1` in multiprocessing's resource sharer (unknown, read alone); the title's "
+    "EOFError of update_weights_from_tensor is not in the excerpt",
+    "tinyzero-111": f"{CUT}: Hydra's `Error executing job` and the top of a traceback, without `vllm version 0.8.5.post1 "
+    "not supported`",
+    "verl-3147": f"{CUT}: the traceback stops in init_process_group, before the port's `address already in use`",
+    "verl-5188": f"{CUT}: vLLM's engine core traceback stops before its exception line",
+    "verl-6768": f"{CUT}: the driver's `RayTaskError(RuntimeError)` of the actor update without its message; that "
+    "device memory ran out is the title's question",
+    "verl-notes-docs-resume-exhausted-wandb-brokenpipe": "a BrokenPipeError while W&B shuts down (a failure, read "
+    "alone); that it is shutdown noise after a finished run is the author's note",
+    "verl-notes-docs-resume-dataloader-state-num-workers": "the log is torchdata's `State doesn't contain key "
+    "'_num_yielded'` alone (unknown, read alone); that a checkpoint saved with another num_workers was resumed is "
+    "the note's",
+    "vllm-ascend-12226": f"{CUT}: vLLM-Ascend's worker traceback stops in the fused experts' apply, before its error",
 }
 
 

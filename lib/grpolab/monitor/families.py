@@ -323,7 +323,7 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("batch-divisible", "batch-divisible")  # batch divided over more workers than it holds
     if sg.CHANGED.search(f"{message} {' '.join(first.context[:2])}"):  # the library says its interface changed
         return vd.version(first, "version-mismatch")
-    if kind in ("AttributeError", "TypeError") and "'NoneType' object" in message:  # a None where an object was due
+    if kind in ("AttributeError", "TypeError") and "'NoneType'" in message:  # a None where an object was due
         return Verdict("unknown", "trainer-bug")
     if kind == "NotImplementedError" and first.library in ("vllm", "vllm_ascend", "sglang") and first.caller:
         return vd.version(first, "version-mismatch")  # the engine's installed version lacks what another package calls

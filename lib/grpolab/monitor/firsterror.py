@@ -340,6 +340,7 @@ WORDS = (
     "fatal",
     "killed",
     "core dumped",
+    "command not found",
     "assert",
     "raise ",
     "unhandled error",
@@ -355,8 +356,7 @@ WORDS = (
     "could not",
     "couldn't",
     "nccl warn",
-    # a process's crash (a native segfault handler's banner, UCX's `Caught signal 11`), a traceback's frame (the
-    # last resort of a log cut inside one), a bare statement that a required state is missing
+    # a crash's banner (UCX's `Caught signal 11`), a frame (a log cut inside one), a required state said missing
     "segfault",
     "caught signal",
     '", line ',

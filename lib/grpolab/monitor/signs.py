@@ -47,7 +47,8 @@ CKPT_WRITE = re.compile(
 )
 LOAD_CKPT = re.compile(
     r"load_checkpoint|_load_base_checkpoint|load_state_dict|dist_checkpointing|CheckpointingException|"
-    r"apply_factory_merges|\bcheckpoint\b|"
+    # (a module named checkpoint.py is activation checkpointing's: torch's, Megatron's, MindSpeed's recompute)
+    r"apply_factory_merges|\bcheckpoint\b(?!\.py)|"
     # a loader's own verdict on what it read (`Reward model is not correctly loaded.`, LLaMA-Factory's value head)
     r"\b(?:model|weights?|params|parameters)\w{0,20} (?:is |are |was |were )?not (?:correctly |properly |fully )?loaded",
     re.IGNORECASE,

@@ -150,7 +150,7 @@ def engine_config(first: FirstError) -> Verdict:
     text = f"{first.message} {' '.join(first.context[:3])}"
     if sg.LAYOUT_WORDS.search(text) and not sg.BATCH_WORDS.search(text):
         cause = "layout-mismatch"
-    elif sg.BATCH_WORDS.search(text):
+    elif sg.BATCH_WORDS.search(text) and sg.RELATION.search(text):  # a batch's relation refused, not its mere name
         cause = "batch-divisible"
     else:
         cause = "engine-config"
