@@ -449,7 +449,7 @@ def _reads_config(first: FirstError) -> bool:
 
 
 _TYPED = (
-    "give the value as a number: a shell variable left unset (`trainer.n_gpus_per_node=$GPUS` with GPUS empty) or a "
+    "give the value as a number: a shell variable left unset (an override `key=$GPUS` with GPUS empty) or a "
     "quoted override passes a string"
 )
 

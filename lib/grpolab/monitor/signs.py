@@ -108,7 +108,7 @@ ARGPARSE = re.compile(
     r"([\w.\-]{1,60}): error: (?:argument |unrecognized arguments|the following arguments are required)[^\n]*"
 )
 # a config value of the wrong type in a check of numbers: a string where a number was due (an unset shell variable
-# passed as `trainer.n_gpus_per_node=`, an unquoted override)
+# passed as an override `key=`, a quoted number)
 STRING_VALUE = re.compile(
     r"unsupported operand type\(s\) for [^:\n]{1,4}: '(?:int|float|str)' and '(?:int|float|str)'|"
     r"not supported between instances of '(?:int|float|str)' and '(?:int|float|str)'"
