@@ -309,6 +309,14 @@ BEYOND = {
     "'_num_yielded'` alone (unknown, read alone); that a checkpoint saved with another num_workers was resumed is "
     "the note's",
     "vllm-ascend-12226": f"{CUT}: vLLM-Ascend's worker traceback stops in the fused experts' apply, before its error",
+    # batches 39-40 (2026-12-06: notes in repositories; older threads of other trackers)
+    "openrlhf-95": f"{CUT}: the excerpt stops before the out of memory its title names",
+    "open-instruct-393": f"{CUT}: the excerpt stops before the out of memory its title names",
+    "vlm-r1-110": "the post gives the TypeError first, in the reporter's words, and the frames after it (unknown, read "
+    "alone); that TRL's chat template met a list where it wanted text is the thread's",
+    "h2o-llmstudio-529": "the log is `'DeepSpeedDataLoader' object has no attribute 'sampler'` (an attribute one "
+    "version has and another lacks, read alone); that H2O LLM Studio's RLHF loop assumes it (trainer-bug) is its "
+    "maintainer's",
 }
 
 

@@ -235,6 +235,12 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.data(first)
     if sg.PROMPT_TOO_LONG.search(message) or (first.frames and sg.DATA.search(stack) and kind != "ImportError"):
         return vd.data(first)
+    if first.frames and sg.TEMPLATE.search(stack) and kind in ("TypeError", "ValueError", "KeyError"):
+        return Verdict("chat-template", "chat-template")  # raised while the chat template was applied to a row
+    if sg.UNTOKENIZED.search(message):  # a text column where token ids were due
+        return vd.data(first)
+    if kind == "NameError" and any(f.function == "<module>" for f in first.frames[-2:]):  # missing at import
+        return vd.version(first, "version-mismatch")
     if sg.DATALOADER.search(message):  # the data loader's worker raised on a row: the data's
         return vd.data(first)
     if sg.DATASET_SAYS.search(message):  # the data set's own content refused
@@ -315,6 +321,10 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("engine-config", "engine-config", said, f"fix the arguments of {parsed.group(1)} in the launch")
     if not first.type:  # an error line without an exception type: nothing more from its structure
         return None
+    if kind == "RuntimeError" and sg.ZERO_SPLIT.search(message):  # a batch split into pieces of 0
+        return Verdict("batch-divisible", "batch-divisible")
+    if kind == "AssertionError" and sg.NO_STEPS.search(message):  # the trainer's own check of one batch: no rows
+        return vd.data(first)
     if kind == "ZeroDivisionError" and sg.NO_STEPS.search(context.near):  # 0 steps: fewer rows than one batch
         return vd.data(first)
     if sg.DEVICE_ID_RANGE.search(message):  # asked for a device the library does not see

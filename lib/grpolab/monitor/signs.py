@@ -28,7 +28,10 @@ SYNC = re.compile(
     r"\brefit|_fuse_lora",
     re.IGNORECASE,
 )
-WAKEUP = re.compile(r"resume_memory_occupation|\bwake_?up\b|waking up|cumem_allocator|torch_memory_saver", re.I)
+# (Open-Reasoner-Zero's `backload_to_gpu`: the engine moved back onto the device after a training phase)
+WAKEUP = re.compile(
+    r"resume_memory_occupation|\bwake_?up\b|waking up|cumem_allocator|torch_memory_saver|backload", re.I
+)
 KV = re.compile(r"KV cache|cache blocks|initialize_cache|_initialize_kv_caches|determine_num_available_blocks", re.I)
 CONVERSION = re.compile(
     r"[/\\]conversion[/\\]|convert\w{0,40}\.py|model_merger|merge_\w{0,20}checkpoint|to_hf|hf_to_\w{1,20}|"
@@ -258,10 +261,17 @@ WANDB_HOST = re.compile(r"\bapi\.wandb\.ai\b|\bwandb\.ai\b[^\n]{0,80}(?:resolve|
 DS_BATCH = re.compile(r"_batch_assertion|_configure_train_batch_size")
 # torch's DataLoader relaying what its worker raised on a row (`Caught ValueError in DataLoader worker process 0`)
 DATALOADER = re.compile(r"Caught \w+ in DataLoader worker process \d+")
+# a chat template being applied: transformers' apply_chat_template, TRL's maybe_apply_chat_template, Jinja's frame
+TEMPLATE = re.compile(r"apply_chat_template|<template>|top-level template code")
+# a text field where token ids were due (a collator turning an untokenized column into a tensor)
+UNTOKENIZED = re.compile(r"too many dimensions 'str'")
+# a split into pieces of 0 (torch's `split_size must be a positive integer, but got 0`): a batch smaller than its parts
+ZERO_SPLIT = re.compile(r"split_size must be a positive integer, but got 0\b")
 # a count of steps that came out 0 (`Number of steps/epoch 0`): the data set holds fewer rows than one batch
 NO_STEPS = re.compile(
     r"steps?(?:/| per )epoch:? 0\b|total (?:number of )?(?:training )?steps:? 0\b|"
-    r"[/%] ?(?:self\.)?(?:num_)?steps_per_epoch\b|[/%] ?len\((?:self\.)?train_dataloader\)",  # the division's source line
+    r"[/%] ?(?:self\.)?(?:num_)?steps_per_epoch\b|[/%] ?len\((?:self\.)?train_dataloader\)|"  # the division's source line
+    r"len\((?:self\.)?train_dataloader\) ?>=? ?1\b",  # a trainer's own check that one batch is there
     re.IGNORECASE,
 )
 # a device id out of the range of the devices a library sees (`MUJOCO_EGL_DEVICE_ID ... between 0 and 0, got 1`)
