@@ -22,7 +22,7 @@ import grpolab.monitor.signs as sg
 import grpolab.monitor.verdicts as vd
 from grpolab.monitor.cutlog import cut_phase
 from grpolab.monitor.details import engine_arguments
-from grpolab.monitor.firsterror import CRASH, ENGINES, STDLIB, FirstError
+from grpolab.monitor.firsterror import CRASH, ENGINES, STDLIB, TRAINERS, FirstError
 from grpolab.monitor.verdicts import Verdict
 
 # family -> (cause id, what it means). A cause whose family no rule refines has the family of its own name.
@@ -155,8 +155,6 @@ _CAUSE_FAMILY = {
 # a worker that died of a segfault in torch.save's writer is a checkpoint that could not be written)
 RECAUSED = ("version-mismatch", "checkpoint-save")
 DS = ("deepspeed",)  # DeepSpeed's hybrid engine is an RL engine of its own (DeepSpeed-Chat's generation)
-# the RL training frameworks: a plain Python error raised in their own code is a bug of theirs (trainer-bug)
-TRAINERS = ("verl", "prime_rl", "slime", "openrlhf", "areal", "realhf", "trl", "nemo_rl", "roll", "chatlearn", "skyrl")
 
 
 @dataclass

@@ -52,8 +52,8 @@ KNOWN = tuple(
     safetensors tensordict xformers wandb chatlearn skyrl torchdata
     """.split()
 )
-# the training frameworks, whose checkouts hold subpackages named after the libraries they call (slime/ray)
-TRAINERS = ("verl", "openrlhf", "nemo_rl", "slime", "areal", "realhf", "roll", "prime_rl", "chatlearn", "skyrl")
+# the RL frameworks: subpackages named after libraries are theirs (slime/ray); their own plain errors, trainer-bug
+TRAINERS = ("verl", "prime_rl", "slime", "openrlhf", "areal", "realhf", "trl", "nemo_rl", "roll", "chatlearn", "skyrl")
 # a distribution's name -> the package it installs, where they differ (vllm-ascend, megatron-core)
 _NAMES = {name: name for name in KNOWN} | dict((("vllm-ascend", "vllm_ascend"), ("megatron_core", "megatron")))
 # families of packages whose names carry a suffix (mindspeed_llm, megatron_core): the family unless KNOWN has the name
