@@ -26,6 +26,10 @@ from grpolab.problems import Problem, counts, ordered, report
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 KERNEL = "python3"
 KERNEL_ARGS = ["--log-level=ERROR"]  # stage kernels: no start-up warnings in run.ipynb's output
+# a kernel whose stderr is the user's terminal (`papermill notebooks/01_setup.ipynb ...`): ipykernel's own log off.
+# jupyter_client interrupts every kernel it shuts down, and one still inside a message handler logs "KeyboardInterrupt
+# caught in kernel." at ERROR (a race under load, after the notebook ended well); cell errors reach papermill anyway
+TERMINAL_KERNEL_ARGS = ["--log-level=CRITICAL"]
 STAGES = ("01_setup", "02_preflight", "03_launch", "04_monitor")
 NEEDS_RUN = ("04_monitor",)  # stages that only make sense once a run was submitted
 REPORT_TAG = "report"  # cells of the stage notebooks whose outputs run.ipynb shows again

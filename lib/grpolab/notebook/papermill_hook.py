@@ -8,10 +8,10 @@ where the notebook stopped and then the message (the last line), and exits 1 as 
 papermill's full report. The `grpolab` engine it registers is papermill's own nbclient engine, unchanged.
 
 For GRPO Lab's notebooks (a cell imports grpolab) it also keeps the terminal to what the notebook says: the
-kernel starts with ipykernel's log at ERROR (its start-up warning on every run is gone; run.ipynb's stage kernels
-start the same way and write their own stderr to a kernel log), and papermill's cell counter bar is off unless
-`--progress-bar` is given, since the notebooks write their own stage and progress lines to the terminal, which the
-bar's carriage returns would run into.
+kernel starts with ipykernel's own log off (its start-up warning on every run and its shutdown race are gone;
+run.ipynb's stage kernels log errors and write their own stderr to a kernel log), and papermill's cell counter bar
+is off unless `--progress-bar` is given, since the notebooks write their own stage and progress lines to the
+terminal, which the bar's carriage returns would run into.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 
 from papermill.engines import NBClientEngine
 
-from grpolab.notebook.display import KERNEL_ARGS
+from grpolab.notebook.display import TERMINAL_KERNEL_ARGS
 
 
 class Engine(NBClientEngine):
@@ -64,9 +64,9 @@ def _quiet_engine() -> None:
 
     def execute_notebook(cls, nb, kernel_name, output_path=None, progress_bar=True, **kwargs):
         if ours(nb):
-            # ipykernel's own log below errors stays unwritten, as in run.ipynb's stage kernels (whose stderr goes
-            # to a kernel log); this kernel's stderr stays the terminal: its progress lines are written there
-            kwargs.setdefault("extra_arguments", KERNEL_ARGS)
+            # ipykernel's own log stays unwritten (run.ipynb's stage kernels write theirs to a kernel log); this
+            # kernel's stderr stays the terminal: the notebook's progress lines are written there
+            kwargs.setdefault("extra_arguments", TERMINAL_KERNEL_ARGS)
             if "--progress-bar" not in sys.argv:
                 progress_bar = False
         return run_notebook(cls, nb, kernel_name, output_path=output_path, progress_bar=progress_bar, **kwargs)
