@@ -5,6 +5,7 @@ faults, collective and start-up timeouts, kills and dead workers. Part of the ca
 from __future__ import annotations
 
 from grpolab.monitor.cause import Cause
+from grpolab.monitor.signs import LAUNCHER_KILLING, RAYLET_REGISTER
 
 CAUSES: tuple[Cause, ...] = (
     Cause(
@@ -420,7 +421,7 @@ CAUSES: tuple[Cause, ...] = (
             # a Ray node or driver that could not reach the head's GCS in time
             r"Failed to connect to GCS at address",
             # a driver's or worker's own process that could not register with its node's raylet
-            r"Failed to register worker\b[^\n]{0,80}\bto Raylet|Unable to register worker with raylet",
+            RAYLET_REGISTER,
             # a rollout server that did not come up (AReaL's launcher: the server's own log says why)
             r"\b(?:server|engine)s? (?:launch|start(?:-?up)?) failed|\b(?:server|engine) failed to launch",
             # a router with no engine behind it that answers yet (sglang-router's 503 while the engines come up)
@@ -463,13 +464,13 @@ CAUSES: tuple[Cause, ...] = (
             r"Received \d+ death signal, shutting down workers",
             r"exit(?:ed)? (?:with )?(?:code|status)[ :=]*137\b|\breturn ?code[ :=]*-9\b|exitcode ?: ?-9\b",
             # DeepSpeed's launcher stopping the other ranks once one of them ended
-            r"sigkill_handler\] Killing subprocess \d+",
+            LAUNCHER_KILLING + r" \d+",
         ),
         ("killed", "sigkill", "signal", "exit", "returncode", "return code", "death signal"),
         ("grpolab's seeded list (shell and torchrun messages)",),
         # Ray's list of what may have killed a dead actor (also when a post wraps it mid-sentence): advice, not a kill
         unless=(r"potential root causes", r"ray stop --force", r"killed by SIGKILL by OOM killer due to high memory"),
-        weak=(r"sigkill_handler\] Killing subprocess",),  # the launcher's clean-up: the cause only if nothing else is
+        weak=(LAUNCHER_KILLING,),  # the launcher's clean-up: the cause only if nothing else is
     ),
     Cause(
         "worker-died",

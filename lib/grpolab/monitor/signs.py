@@ -102,11 +102,11 @@ PLEASE_SET = re.compile(
 EMPTY_VALUE = re.compile(r"invalid literal for int\(\) with base \d+: ''|could not convert string to float: ''")
 # a shell that could not find a command (`launch.sh: line 18: nvcc: command not found`): a tool not installed
 COMMAND_MISSING = re.compile(r"[\w.\-/]+: command not found\s*$")
-# argparse's refusal of a command line: `torchrun: error: argument --master-port/--master_port: invalid int value: ''`
 # a parser that was given arguments it does not know (argparse's, ms-swift's `remaining_argv: [...]`): keys
 UNKNOWN_ARGS = re.compile(r"unrecognized arguments:|remaining_argv: \[")
 # a call whose number of arguments the callee does not take: an interface that changed under its caller
 ARITY = re.compile(r"takes (?:from )?\d+(?: to \d+)? positional arguments? but \d+ (?:were|was) given")
+# argparse's refusal of a command line: `torchrun: error: argument --master-port/--master_port: invalid int value: ''`
 ARGPARSE = re.compile(
     r"([\w.\-]{1,60}): error: (?:argument |unrecognized arguments|the following arguments are required)[^\n]*"
 )
@@ -190,10 +190,12 @@ MEDIA_TOKENS = re.compile(
     r"Attempted to assign \d+ = \d+ (?:multimodal|image|video) tokens to \d+ placeholders",
     re.IGNORECASE,
 )
+# a driver's or worker's own process that could not register with its node's raylet: the registry's startup-timeout
+# (grpolab.monitor.causes_run) and the family ray-cluster-connect (RAY_CONNECT) read this one phrase
+RAYLET_REGISTER = r"Failed to register worker\b[^\n]{0,80}\bto Raylet|Unable to register worker with raylet"
 RAY_CONNECT = re.compile(
     r"Failed to connect to GCS|Unable to connect to (?:the )?GCS|could not connect to (?:the )?"
-    r"ray|Failed to (?:connect|register) (?:to )?(?:the )?raylet|ConnectionError: Could not|"
-    r"Failed to register worker\b[^\n]{0,80}\bto Raylet|Unable to register worker with raylet",
+    r"ray|Failed to (?:connect|register) (?:to )?(?:the )?raylet|ConnectionError: Could not|" + RAYLET_REGISTER,
     re.IGNORECASE,
 )
 HYDRA_PATH = re.compile(
@@ -244,10 +246,10 @@ NOT_SET_UP = re.compile(
 # Hydra applying an override (its errors name it): not code reading a key
 OVERRIDE = re.compile(r"override|Could not append|Could not delete|hydra[/\\.]", re.IGNORECASE)
 SIGKILL = re.compile(r"SIGKILL|exitcode: ?-9\b|return code ?= ?-9\b|signal 9\b|\bKilled\b")
-# (DeepSpeed's launcher's `sigkill_handler] Killing subprocess N`: it stops the others once one ended)
-SIGTERM = re.compile(
-    r"SIGTERM|death signal|signal 15\b|exitcode: ?-15\b|\b15 death|sigkill_handler\] Killing subprocess", re.IGNORECASE
-)
+# DeepSpeed's launcher stopping the other ranks once one ended (`sigkill_handler] Killing subprocess N`): a weak sign of
+# the registry's killed (grpolab.monitor.causes_run) and a stop by the launcher here (sibling-crash)
+LAUNCHER_KILLING = r"sigkill_handler\] Killing subprocess"
+SIGTERM = re.compile(rf"SIGTERM|death signal|signal 15\b|exitcode: ?-15\b|\b15 death|{LAUNCHER_KILLING}", re.IGNORECASE)
 # a library's words that its interface changed: what the caller does is no longer there ("TensorDict does not support
 # membership checks with the `in` keyword ... please use `key in tensordict.keys()` instead", "... was removed in")
 CHANGED = re.compile(
