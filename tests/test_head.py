@@ -159,6 +159,10 @@ def test_two_launches_share_one_head_that_outlives_their_process_groups_and_stop
             if p.info["name"] == "gcs_server" and f"--gcs_server_port={gcs_port}" in " ".join(p.info["cmdline"] or ())
         ]
         assert len(gcs) == 1, gcs  # one head, shared
+        # the head's processes keep their temp files in its own folder (Ray's end by a signal or os._exit, which
+        # skips their clean-up: each head left a multiprocessing pymp-* folder in /tmp), and stopping it removes it
+        scratch = Path(head_status(env)["state_dir"]) / cluster.HEAD_SCRATCH
+        assert gcs[0].environ()["TMPDIR"] == str(scratch) and scratch.is_dir()
         for proc in starters:  # Jupyter signals a kernel's whole process group on interrupt, restart and shutdown
             os.killpg(proc.pid, signal.SIGINT)
             os.killpg(proc.pid, signal.SIGTERM)
@@ -174,6 +178,7 @@ def test_two_launches_share_one_head_that_outlives_their_process_groups_and_stop
     assert out.returncode == 0 and "stopped the embedded Ray head" in out.stdout, out.stdout + out.stderr
     status = head_status(env)
     assert not status["running"] and status["processes"] == 0
+    assert not scratch.exists()
     assert "not running" in grpolab(env, "head", "status").stdout
     assert cluster.head_alive()  # the session's own head (other ports) was not touched
 
@@ -297,6 +302,39 @@ def test_job_wrapper_reads_and_deletes_secrets_and_records_its_end_and_log(tmp_p
     assert record["exit_code"] == 3 and record["ended"] >= record["started"] and not record["stopped"]
     log = (run_dir / "logs" / "job.log").read_text()
     assert "key 6" in log and f"cwd {run_dir}" in log and "s3cret" not in log
+
+
+def test_the_trainers_temp_files_stay_in_its_run_and_go_when_the_job_ends(tmp_path):
+    from grpolab import run_folder
+    from grpolab.jobs import runs
+
+    # what wandb and multiprocessing make in a process that ends by os._exit (as Ray's workers do): never cleaned
+    code = (
+        "import multiprocessing.util, os, tempfile; print('made', tempfile.mkdtemp(suffix='wandb-media'));"
+        "print('made', multiprocessing.util.get_temp_dir()); os._exit(0)"
+    )
+    run_dir = runs.create_run("tiny", run_id="run", root=tmp_path).path
+    env = {k: v for k, v in os.environ.items() if k not in ("TMPDIR", "GRPOLAB_SCRATCH")}
+    command = [sys.executable, "-m", "grpolab.jobs.job_entry", str(run_dir), "--", sys.executable, "-c", code]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    made = [Path(line.split(" ", 1)[1]) for line in proc.stdout.splitlines() if line.startswith("made ")]
+    assert proc.returncode == 0 and len(made) == 2, proc.stdout + proc.stderr
+    for path in made:
+        assert path.parent == run_folder.tmp_dir(run_dir).resolve() and not path.exists()
+    assert not run_folder.tmp_dir(run_dir).exists()
+    # a temp dir the user chose is theirs: kept, and what the trainer leaves there stays
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    run_dir = runs.create_run("tiny", run_id="run2", root=tmp_path).path
+    proc = subprocess.run(
+        command[:3] + [str(run_dir)] + command[4:],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "TMPDIR": str(mine)},
+    )
+    made = [Path(line.split(" ", 1)[1]) for line in proc.stdout.splitlines() if line.startswith("made ")]
+    assert proc.returncode == 0 and made and all(p.parent == mine and p.exists() for p in made), proc.stdout
 
 
 def _orphan_run(root: Path, run_id: str, record: dict | None):

@@ -11,6 +11,7 @@ import os
 import re
 import site
 import sysconfig
+import tempfile
 from pathlib import Path
 
 from grpolab.problems import InputError
@@ -125,3 +126,22 @@ def recipe_relative(written: str, origin: str) -> Path:
     base = where.parent if where.suffix in (".yaml", ".yml") and where.is_file() else Path.cwd()
     candidates = list(dict.fromkeys((folder / path).resolve() for folder in (base, root, PROJECT_ROOT)))
     return next((c for c in candidates if c.exists()), candidates[0])
+
+
+def scratch_env(folder: str | os.PathLike, env: dict[str, str]) -> dict[str, str]:
+    """`env` with `folder` as the temp dir of the processes started with it (the embedded head's, a run's trainer):
+    what they leave there (wandb's media and artifact folders, multiprocessing's pymp-*: Ray's processes end by
+    os._exit or a signal, which skips their clean-up) goes when the folder does, instead of piling up in /tmp. A
+    TMPDIR the user set is theirs and stays. The caches meant to outlive a process keep the place they had: Ray's
+    own temp dir (RAY_TMPDIR) and torch's compile cache (TORCHINDUCTOR_CACHE_DIR)."""
+    if env.get("TMPDIR") and env.get("GRPOLAB_SCRATCH") != env["TMPDIR"]:
+        return dict(env)
+    system = env.get("RAY_TMPDIR") or tempfile.gettempdir()  # the first scratch_env set it: its children keep it
+    user = env.get("USER") or str(os.getuid())
+    return {
+        **env,
+        "RAY_TMPDIR": system,
+        "TORCHINDUCTOR_CACHE_DIR": env.get("TORCHINDUCTOR_CACHE_DIR") or f"{system}/torchinductor_{user}",
+        "TMPDIR": str(folder),
+        "GRPOLAB_SCRATCH": str(folder),  # ours, so a process started under it may set its own
+    }

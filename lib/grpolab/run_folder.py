@@ -13,6 +13,7 @@
         lineage.json    every attempt of the run and why it ended (grpolab.jobs.lineage, written by grpolab.heal)
         attempts/N/     what attempt N (a restart) wrote of its own: its metrics before they join metrics.jsonl
         telemetry/      one samples file per node: devices, host memory, CPU, disk (grpolab.jobs.telemetry)
+        tmp/            the trainer's TMPDIR while its job runs (grpolab.jobs.job_entry), removed when it ends
 
 Every reader and writer builds these paths from here (tests/test_one_home.py fails on the literals elsewhere). It
 sits in the lowest layer because the CPU trainer and the renderer (layer 1) need the names as much as jobs/ does.
@@ -35,9 +36,10 @@ CHECKPOINT = "checkpoint"  # the default checkpoint folder (trainer.ckpt_dir: nu
 LINEAGE = "lineage.json"
 ATTEMPTS = "attempts"
 TELEMETRY = "telemetry"
+TMP = "tmp"
 
 FILES = (STATUS, RECIPE, LAUNCH, JOB, METRICS, JOB_LOG, STAGE_RESULTS, LINEAGE)
-FOLDERS = (LOGS, NOTEBOOKS, CHECKPOINT, ATTEMPTS, TELEMETRY)
+FOLDERS = (LOGS, NOTEBOOKS, CHECKPOINT, ATTEMPTS, TELEMETRY, TMP)
 
 
 def status_file(run_dir: str | Path) -> Path:
@@ -94,3 +96,7 @@ def attempt_dir(run_dir: str | Path, number: int) -> Path:
 
 def telemetry_dir(run_dir: str | Path) -> Path:
     return Path(run_dir) / TELEMETRY
+
+
+def tmp_dir(run_dir: str | Path) -> Path:
+    return Path(run_dir) / TMP

@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpolab import owned
+from grpolab import owned, paths
 from grpolab.jobs.jobs_api import JobsApi, needs_sdk
 from grpolab.jobs.reach import REACH_TIMEOUT_S, ClusterError, check_reachable, dashboard_of
 from grpolab.jobs.reach import probe as _probe
@@ -89,6 +89,9 @@ class Endpoint:
 
 
 # ------------------------------------------------------------------------------------------ the head's state
+
+
+HEAD_SCRATCH = "scratch"  # inside head_dir(): the temp dir of the head's processes (grpolab.paths.scratch_env)
 
 
 def head_dir() -> Path:
@@ -290,12 +293,17 @@ def _start_head_once(ep: Endpoint) -> str | None:
     if resources:
         cmd.append(f"--resources={resources}")
     log = head_dir() / "head.log"
+    # the head's processes' temp dir, removed with the head (`grpolab head stop`); GRPOLAB_HEAD_DIR pins the head's
+    # folder for grpolab code they run, which would otherwise look for it under their new temp dir
+    scratch = head_dir() / HEAD_SCRATCH
+    owned.remove_tree(scratch)  # a head killed without `head stop` left it
+    owned.make_folder(scratch)
     with open(log, "w") as out:
         # --block keeps `ray start` as the parent of the head's daemons; start_new_session puts them all in a
         # session of their own, out of reach of the signals a Jupyter kernel's process group receives.
         proc = subprocess.Popen(
             cmd,
-            env=embedded_env(),
+            env=paths.scratch_env(scratch, {**embedded_env(), "GRPOLAB_HEAD_DIR": str(head_dir())}),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -384,6 +392,7 @@ def stop_local_head(timeout: float = 10.0) -> int:
         count = _terminate(head_processes(), timeout)
         with contextlib.suppress(FileNotFoundError):
             owned.remove_file(_record_file())
+        owned.remove_tree(head_dir() / HEAD_SCRATCH)
     _discard_secrets_of_unstarted_jobs()
     return count
 

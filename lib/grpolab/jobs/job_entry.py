@@ -11,6 +11,7 @@ COMMAND ...` is the same wrapper around one command, without restarts. The wrapp
   reconciles);
 - copies the command's output, line by line, both to its own stdout (Ray's job log) and to RUN_DIR/logs/job.log,
   so the log survives the head; a full disk stops the copy to the file, never the run;
+- gives the command RUN_DIR/tmp as its temp dir (grpolab.paths.scratch_env) and removes it when the job ends;
 - stops the command when the run directory is deleted (`rm -rf runs/ID`): whatever the trainer wrote next would
   recreate a folder without a record, so it removes what the job recreated there.
 Its exit status is the command's (1 when the run directory was deleted).
@@ -30,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-from grpolab import owned, run_folder
+from grpolab import owned, paths, run_folder
 from grpolab.jobs import secrets
 from grpolab.jobs.retention import Keeper
 from grpolab.recipe.files import atomic_write, json_object
@@ -117,7 +118,7 @@ def take_env(run_dir: Path) -> dict[str, str]:
     handed = {
         k: _REF.sub(lambda m: os.environ.get(m.group(1), m.group(0)), v) for k, v in secrets.take(run_dir).items()
     }
-    return {**os.environ, **handed}
+    return paths.scratch_env(run_folder.tmp_dir(run_dir).resolve(), {**os.environ, **handed})
 
 
 class Wrapper:
@@ -141,6 +142,9 @@ class Wrapper:
             return False
         with contextlib.suppress(OSError):
             run_folder.logs_dir(self.run_dir).mkdir(exist_ok=True)
+        if self.env["TMPDIR"] == str(run_folder.tmp_dir(self.run_dir).resolve()):
+            with contextlib.suppress(OSError):  # none: the trainer's tempfile falls back to /tmp, as before
+                owned.make_folder(run_folder.tmp_dir(self.run_dir))
         try:
             self.log = open(run_folder.job_log(self.run_dir), "ab", buffering=0)
         except OSError as exc:
@@ -196,6 +200,7 @@ class Wrapper:
         """Write the job's end record; the job's exit status (1 when the run directory was deleted)."""
         if self.keeper is not None:
             self.keeper.stop()
+        owned.remove_tree(run_folder.tmp_dir(self.run_dir))
         if self.log is not None:
             with contextlib.suppress(OSError):
                 self.log.close()
