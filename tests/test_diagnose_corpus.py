@@ -317,6 +317,48 @@ BEYOND = {
     "h2o-llmstudio-529": "the log is `'DeepSpeedDataLoader' object has no attribute 'sampler'` (an attribute one "
     "version has and another lacks, read alone); that H2O LLM Studio's RLHF loop assumes it (trainer-bug) is its "
     "maintainer's",
+    # batches 41-44 (2026-12-06: verl threads of any year; other trackers; a repository's notes)
+    "vllm-ascend-8500": f"{CUT}: a pytest failure cut in vLLM's collective_rpc frames, before `E   AttributeError`",
+    "vllm-ascend-4972": "HCCL's watchdog line comes after torch_npu's own `Find exception when "
+    "finishedNPUExecutionInternal` (the AI Core's timeout), which this diagnosis takes as the first error",
+    "vllm-28714": f"{CUT}: vLLM's input dump and no `illegal memory access`; that /sleep ran under live requests is "
+    "the thread's",
+    "verl-864": f"{CUT}: Hydra's `error executing job` line alone, no traceback",
+    "verl-834": f"{CUT}: vLLM's engine traceback stops in _init_executor, before the weight's shape",
+    "verl-747": f"{CUT}: the driver's `RayTaskError(RuntimeError)` without its message; the NaN is the title's",
+    "verl-705": f"{CUT}: the traceback stops in SGLang's scheduler __init__, before `captures_underway.empty()`",
+    "verl-62": "the first error line is pip's resolver note, not its conflict line (a pip `error:` read as the first "
+    "error; the family, a version mismatch, is right)",
+    "verl-5603": "the log is an AttributeError of a model config alone (a version mismatch, read alone); that the "
+    "model merger does not support Qwen3.5's nested config is the reporter's",
+    "verl-4975": f"{CUT}: Hydra's `Error executing job` and nothing after it; the overlong multimodal prompt is the "
+    "maintainer's",
+    "verl-3943": f"{CUT}: Megatron's forward_step frames, no error line; that mbridge's Qwen3-VL-MoE lacks context "
+    "parallelism is the title's",
+    "verl-3481": "a doubtful label (unknown) for a None met in verl's own code, which this diagnosis calls trainer-bug",
+    "verl-2589": f"{CUT}: a worker's traceback stops in verl's single_controller, before SGLang's error",
+    "verl-184": f"{CUT}: `Fatal Python error: Aborted` and the driver's ray.get; the illegal memory access is the "
+    "title's",
+    "verl-1368": f"{CUT}: the post stops inside Hydra's overrides; the unpack error is the maintainer's",
+    "verl-1079": f"{CUT}: the driver's `RayTaskError(NotImplementedError)` stops at the reward call, without its "
+    "message (no reward for the data_source)",
+    "slime-1585": "a missing submodule of an installed package (`megatron.training`) is a version mismatch here; the "
+    "collector followed the maintainer (megatron-core's wheel lacks it: missing-dependency)",
+    "slime-1221": "an assertion in Megatron's distributed optimizer's sharded state (built for a save and for a load "
+    "alike); that it was a save is the thread's",
+    "skyrl-1609": "numpy's `zero-size array to reduction operation` alone (unknown); that the batch was trimmed to "
+    "0 prompts is the reporter's",
+    "roll-80": "a bare ActorDiedError (a worker's death); the host memory leak is the maintainer's",
+    "pytorch-54": "a doubtful label: `ACL stream synchronize failed` after lmdeploy's rank failed, read as the "
+    "communicator's; the collector calls it a timeout",
+    "prime-rl-721": f"{CUT}: pydantic's `validation errors for SFTTrainerConfig` stops before `Extra inputs are not "
+    "permitted` (an engine's config check, read alone)",
+    "prime-rl-1334": "an assertion in the verifiers library's chat processing, read as the reward's (its path says "
+    "verifiers); the collector calls it the trainer's (doubtful)",
+    "nemo-rl-3793": "the out of memory's rank: Ray's relay names the node and pid, and rank 0 only in its repr",
+    "nemo-rl-1128": "a doubtful label: Megatron's `ShardedObject are missing` while loading, read as a checkpoint "
+    "load; the collector calls it a conversion",
+    "nemo-rl-1119": f"{CUT}: the traceback stops in vLLM generation, before `is not a multimodal model`",
 }
 
 

@@ -5,7 +5,7 @@ faults, collective and start-up timeouts, kills and dead workers. Part of the ca
 from __future__ import annotations
 
 from grpolab.monitor.cause import Cause
-from grpolab.monitor.signs import LAUNCHER_KILLING, RAYLET_REGISTER
+from grpolab.monitor.signs import DIST_BACKEND, LAUNCHER_KILLING, RAYLET_REGISTER
 
 CAUSES: tuple[Cause, ...] = (
     Cause(
@@ -41,6 +41,9 @@ CAUSES: tuple[Cause, ...] = (
             r"listen on ip\[[^\]\n]*\][^\n]{0,40}port\[\d+\] fail|port[^\n]{0,40}(?:is )?been using by other process",
             # SGLang's own check of its ports (gpustack issue 5842): "metrics_port at 40290 is not available in 30 s"
             r"\w{0,40}port\b[^\n]{0,40}(?:is not available in|is used by (?:a|another) process|used by a process already)",
+            # Ray's raylet out of worker ports (its range all taken: `No available ports. Please specify a wider port
+            # range using --min-worker-port`): the ports, not the raylet's reach
+            r"No available ports\b",
         ),
         (
             "already in use",
@@ -58,9 +61,11 @@ CAUSES: tuple[Cause, ...] = (
             "other process",
             "used by a process",
             "is not available in",
+            "no available ports",
         ),
         (
             "volcengine/verl issue 6677",
+            "NVIDIA-NeMo/RL issue 951",
             "vllm-project/vllm-ascend issue 1955",
             "vllm-project/vllm-ascend issue 405",
             "om-ai-lab/VLM-R1 issue 289",
@@ -77,6 +82,10 @@ CAUSES: tuple[Cause, ...] = (
         "HCCL_CONNECT_TIMEOUT for large clusters; `grpolab preflight` checks the HCCL ports",
         (
             r"Hccl\w{0,40}(?:CommInit|GetRootInfo|InitCluster|RootInfo)\w{0,40}[^\n]{0,160}(?:error code|failed|error)",
+            r"HCCL function error: Hccl\w{0,40}(?:CommInit|GetRootInfo|InitCluster|RootInfo)",  # torch_npu's create
+            # torch.distributed's backend error as an exception line, relayed or not (a watchdog's: the timeout's; not
+            # C++'s `terminate called after throwing an instance of 'c10::DistBackendError'`, whose `what()` says why)
+            DIST_BACKEND.pattern + r"(?:\)|: )",
             r"\b(?:rdma|nic|rdev|hccp)\w{0,40}[^\n]{0,40}init\w{0,40}[^\n]{0,20}fail|\binit\w{0,40}[^\n]{0,20}(?:rdma|nic)\w{0,40} fail"
             r"|network port is down",
             r"(?:client|server) socket has timed out[^\n]{0,120}connect|\[c10d\][^\n]{0,120}(?:timed out|failed to"
@@ -107,6 +116,7 @@ CAUSES: tuple[Cause, ...] = (
             "ej000",
             "ranktable",
             "rank table",
+            "distbackenderror",
             "init_process_group",
             "rendezvous",
             "tcpstore",

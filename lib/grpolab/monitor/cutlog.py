@@ -17,8 +17,8 @@ from grpolab.monitor.firsterror import FRAME, Frame, strip_prefix
 
 # the first call a source line makes: `x = load_checkpoint(`, `self.bridge.load_weights(module, path)`, `return fn(`
 _CALL = re.compile(
-    r"^(?:return |await |yield |[\w\s,.\[\]()*]{1,200}?=[ \t]*)?(?:[A-Za-z_][\w]*\.){0,6}([A-Za-z_]\w*)\s*\("
-)
+    r"^(?:return |await |yield |[\w\s,.\[\]()*\"']{1,200}?=[ \t]*)?(?:[A-Za-z_][\w]*\.){0,6}([A-Za-z_]\w*)\s*(?:\(|$)"
+)  # (a name at the line's end: the log cut inside the call, `= compute_prompt_mini_batch_bou`)
 _MARKS = re.compile(r"^[\s^~]*$")  # Python 3.11's `^^^^` under the expression
 
 

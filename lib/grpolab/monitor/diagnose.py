@@ -33,7 +33,7 @@ from grpolab.monitor.causes import BY_ID, CAUSES, UNKNOWN, UNKNOWN_CAUSE
 from grpolab.monitor.cutlog import in_progress
 from grpolab.monitor.details import FACTS, Extra, explain, read_facts
 from grpolab.monitor.failure import Failure
-from grpolab.monitor.families import FAMILIES, RECAUSED, Context, Verdict, classify, family_for
+from grpolab.monitor.families import FAMILIES, Context, Verdict, classify, family_for, recaused
 from grpolab.monitor.firsterror import FirstError
 from grpolab.monitor.logread import (
     FIRST,
@@ -397,8 +397,7 @@ class Scan:
             family = verdict.family
         else:
             verdict = None
-        if family in RECAUSED:  # the family says the registry's words were another failure's (its cause, not theirs)
-            cause = FAMILIES[family][0]
+        cause = recaused(cause, family)  # the family says the registry's words were another failure's (its cause)
         return self._failure(
             cause, family, hits[cause] if cause in hits else hits[order[0]], later, first, verdict, context
         )

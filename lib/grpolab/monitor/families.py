@@ -153,7 +153,8 @@ _CAUSE_FAMILY = {
 # families that tell the registry's words belong to another failure: the failure takes the family's cause ("Torch not
 # compiled with CUDA enabled" on an Ascend stack is a library at a version that takes the CUDA path, not a lost device;
 # a worker that died of a segfault in torch.save's writer is a checkpoint that could not be written)
-RECAUSED = ("version-mismatch", "checkpoint-save")
+# (an engine's config class refusing keys it does not have is a config key's: `Extra inputs are not permitted`)
+RECAUSED = ("version-mismatch", "checkpoint-save", "hydra-config")
 DS = ("deepspeed",)  # DeepSpeed's hybrid engine is an RL engine of its own (DeepSpeed-Chat's generation)
 
 
@@ -167,6 +168,12 @@ class Context:
     sync: bool = False  # the log shows the trainer-to-rollout weight channel set up or used, up to the error
     near: str = ""  # the lines around the error and the errors that followed it (the failure's own story)
     signal: str = ""  # a signal the process got from outside (SIGTERM, SIGKILL), where the log says
+
+
+def recaused(cause: str, family: str) -> str:
+    """The failure's cause once its family is known: the family's where RECAUSED says the registry's words were
+    another failure's, unless the registry's cause is already one of that family's (config-missing: hydra-config)."""
+    return FAMILIES[family][0] if family in RECAUSED and _CAUSE_FAMILY.get(cause) != family else cause
 
 
 def family_for(cause: str, first: FirstError | None, context: Context | None = None) -> str:
@@ -192,12 +199,15 @@ def family_for(cause: str, first: FirstError | None, context: Context | None = N
         return "version-mismatch"  # on an Ascend stack: a library took the CUDA path where it should take the NPU's
     if cause == "startup-timeout" and sg.RAY_CONNECT.search(text):
         return "ray-cluster-connect"
+    if cause == "engine-config" and sg.UNKNOWN_ARGS.search(text):  # a config class refusing keys it does not have
+        return "hydra-config"
     if cause == "config-key" and first is not None and _reads_config(first):
         return "config-version-mismatch"
     if cause == "checkpoint-mismatch":
         if sg.CONVERSION.search(stack):
             return "checkpoint-conversion"
-        if sg.SAVE.search(stack) and not re.search(r"load", stack, re.IGNORECASE):
+        writer = stack or (first.line if first is not None else "")  # no stack: the record's own words
+        if sg.SAVE.search(writer) and not re.search(r"load", writer, re.IGNORECASE):
             return "checkpoint-save"
     if cause == "import-error":
         own = f"{first.type}: {first.message} " + " ".join(first.context) if first is not None else ""
@@ -243,7 +253,10 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.data(first)
     if sg.DATASET_SAYS.search(message):  # the data set's own content refused
         return vd.data(first)
-    if _converting(first) and not sg.UNPACK.search(message):  # a converter's own loader (mbridge's load_weights at
+    # (a converter's stack whose error is torch.distributed's backend, NCCL/HCCL: the communicator's, the registry's)
+    if (
+        _converting(first) and not sg.UNPACK.search(message) and not sg.DIST_BACKEND.search(first.type)
+    ):  # a converter's own loader (mbridge's load_weights at
         return _conversion(kind, message)  # start-up) is no weight sync
     if sg.SYNC.search(stack) or sg.SYNC.search(message) or (not first.frames and sg.SYNC.search(context.near)):
         return vd.sync(first)
@@ -270,7 +283,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.version(first, "version-mismatch")
     if first.frames and sg.LOAD_CKPT.search(stack) or "Checkpoint" in kind or sg.LOAD_CKPT.search(message):
         if kind not in ("ImportError", "ModuleNotFoundError"):
-            save = sg.SAVE.search(stack) and not re.search(r"\bload", stack, re.IGNORECASE)
+            writer = stack or first.line  # no stack: the record's own words (Megatron's async writer's error)
+            save = sg.SAVE.search(writer) and not re.search(r"\bload", writer, re.IGNORECASE)
             return Verdict(
                 "checkpoint-save" if save else "checkpoint-mismatch", "checkpoint-save" if save else "checkpoint-load"
             )
@@ -306,11 +320,13 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("config-key", "hydra-config", f"A setting was left empty: {first.text[:200]}", _TYPED)
     if kind in ("ValueError", "NotImplementedError") and sg.UNKNOWN_CHOICE.search(message):  # a choice it lacks
         return vd.engine_config(first)
-    if kind in ("RuntimeError", "ValueError") and sg.PLEASE_SET.search(message):  # a check asking for a setting
+    if kind in ("RuntimeError", "ValueError", "AssertionError") and sg.PLEASE_SET.search(message):  # asks a setting
         return vd.engine_config(first)
     if any(f.library == "wandb" for f in first.frames) and kind not in ("ImportError", "ModuleNotFoundError"):
         return Verdict("wandb-auth", "wandb-auth", f"Weights & Biases failed: {first.text[:200]}")  # in W&B's code
-    if sg.UNKNOWN_ARGS.search(f"{first.line} {message}"):  # arguments its parser does not know: keys
+    if sg.UNKNOWN_ARGS.search(
+        f"{first.line} {message} {' '.join(first.context[:4])}"
+    ):  # arguments its parser does not know: keys
         return Verdict(
             "config-key", "hydra-config", f"The launch passed arguments its parser does not know: {first.text}"
         )
@@ -364,6 +380,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         and first.library in TRAINERS
     ):
         return Verdict("unknown", "trainer-bug")
+    if kind == "FileNotFoundError" and first.library in TRAINERS and f"-packages/{first.library}/" in message:
+        return Verdict("unknown", "trainer-bug")  # a file the trainer's own package should ship: its packaging's
     if sg.DTENSOR_MIX.search(message):  # (a weight sync's says so above, by its stack)
         return Verdict("unknown", "trainer-bug")
     # a lookup that no setting makes fail, raised in an engine's own code: that code's bug (its RL path, mostly)
@@ -449,13 +467,13 @@ def _reads_config(first: FirstError) -> bool:
     if first.short not in ("ConfigAttributeError", "ConfigKeyError", "MissingMandatoryValue"):
         return False
     if not first.frames:  # no stack shown: an attribute read of a struct config (`cfg.key`) unless Hydra's words
-        return first.short == "ConfigAttributeError" and not sg.OVERRIDE.search(
-            f"{first.said} {' '.join(first.context)}"
-        )
+        said = f"{first.said} {' '.join(first.context)}"  # or a dotted key (a read names its leaf; an override, a path)
+        return first.short == "ConfigAttributeError" and not sg.OVERRIDE.search(said) and not _DOTTED.search(said)
     callers = [f for f in first.frames if f.library not in ("omegaconf", "hydra", STDLIB)]
     return bool(callers) and not any(f.library == "hydra" for f in first.frames)
 
 
+_DOTTED = re.compile(r"Key '\w+\.[\w.]+' (?:is )?not in struct")
 _TYPED = (
     "give the value as a number: a shell variable left unset (an override `key=$GPUS` with GPUS empty) or a "
     "quoted override passes a string"

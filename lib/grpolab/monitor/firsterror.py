@@ -11,9 +11,8 @@ what a diagnosis says of any failed log, also when no cause's pattern knows the 
     introduced(trace) -> str             the record that introduced an exception (`Error in X:` above its traceback)
     code_under_frame(line, above) -> bool    a frame's source line: code, whose words report nothing
 
-"The first real error" is the last line of the first traceback that is not a consequence of another failure (a
-dead Ray actor, a collective timeout, vLLM's "Engine core initialization failed. See root cause above"): the
-diagnosis (grpolab.monitor.diagnose) collects every error line in order and picks it.
+"The first real error": the last line of the first traceback not a consequence of another failure (a dead Ray
+actor, a timeout, vLLM's "Engine core initialization failed. See root cause above"); grpolab.monitor.diagnose picks it.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import grpolab.monitor.signs as sg
 from grpolab.jobs.job_entry import ANSI
 from grpolab.monitor.cause import LABEL
 
@@ -169,13 +169,14 @@ _RAISES = re.compile(r"(?:^|\s)(?:raise [A-Za-z_]|assert [\w(])")
 
 
 def code_under_frame(line: str, above: list[bytes]) -> bool:
-    """`line` is the source line printed under a traceback's frame (`above`, raw: the line before it), behind any
-    prefix or logger header: code, whose words (`collective_rpc(method, timeout, ...)`) report nothing. Not a
-    `raise` / `assert` line: its words are the error it raises (a log cut before the error's line)."""
+    """`line` is the source line printed under a traceback's frame (`above`, raw: the line before it), behind any prefix
+    or logger header: code, whose words (`collective_rpc(method, timeout, ...)`) report nothing. Not a `raise` /
+    `assert` line: its words are the error it raises (a log cut before the error's line)."""
     if not above or FRAME.search(line) or _RAISES.search(line) or exception_in(strip_prefix(line)) is not None:
         return False
-    frame = ANSI.sub("", above[-1].decode("utf-8", "replace"))
-    return FRAME.search(frame) is not None and (in_traceback(line) or _indent(line) > _indent(frame))
+    frame = ANSI.sub("", above[-1].decode("utf-8", "replace"))  # (or pytest's: `vllm/llm.py:664: in collective_rpc`)
+    framed = FRAME.search(frame) or re.match(r"\s*\S+\.py:\d+: in [\w<>.]+\s*$", strip_prefix(frame))
+    return framed is not None and (in_traceback(line) or _indent(line) > _indent(frame))
 
 
 _WHO = re.compile(rf"^(?:{LABEL})?(?:\([^()\n]{{0,300}}\)[ \t]?)*(?:\[rank\d+\]:)?")  # who printed it
@@ -372,7 +373,7 @@ WORDS = (
 # (`Server error '503 Service Unavailable' for url '...'`, whatever logs it), a native crash.
 _LEVEL_ERROR = re.compile(
     r"^[ \t]*\[?[EF]\d{3,4} \d\d:\d\d:\d\d|^[ \t]*(?:(?:[Ee]rror|ERROR|[Ff]atal|FATAL): |\[(?:[Ee]rror|ERROR)\] )"
-    r"|^Error executing job with|\b(?:Server|Client) error '\d{3} [^'\n]{1,60}' for url '"
+    r"|^[Ee]rror executing job with|\b(?:Server|Client) error '\d{3} [^'\n]{1,60}' for url '"
     r"|\bSegmentation fault\b|\bcore dumped\b|\bBus error\b|^[ \t]*Killed\s*$"
     r"|Unhandled error \(suppress with"  # Ray: a task raised and nobody asked for its result
     # a process's crash, whatever prints it: torch's `!!!!!!! Segfault encountered !!!!!!!`, UCX's `[host:pid:0:tid]
@@ -389,8 +390,7 @@ _LEVEL_ERROR = re.compile(
     r"|^[ \t]*\[[\w.\-/]{1,80}\.(?:cpp|cc|cu|cxx|c|h|hpp)(?::\d+)?\][^\n]{0,160}\b(?:error|failed|failure)\b"
     # CANN's error message, its code first (`EI0005: The arguments ...`); CUDA's driver result (`CUresult error result=2`)
     r"|^[ \t]*E[A-Z]\d{4}: |^[ \t]*CUresult error\b"
-    # argparse's refusal (`torchrun: error: argument --master-port: invalid int value`); a shell's `nvcc: command not found`
-    r"|^[ \t]*[\w.\-]{1,60}: error: (?:argument |unrecognized arguments|the following arguments are required)|: command not found\s*$"
+    rf"|^[ \t]*{sg.ARGPARSE.pattern}|{sg.COMMAND_MISSING.pattern}"  # argparse's refusal; a shell's `command not found`
     # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`
     r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}(?:Invalid|Failed|Unable|Cannot|Could not|Couldn't)\b"
     r"(?![^\n]{0,300}\b(?:retry|retrying|will retry|fall(?:ing)? ?back|skipp?ing|ignor(?:e|ed|ing))\b)"

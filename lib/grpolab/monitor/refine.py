@@ -35,6 +35,9 @@ def refine(hits: dict[str, list]) -> None:
         hits.pop("device-fault")
     if hits.get("comm-timeout") and hits.get("comm-init") and _WATCHDOG.search(min(hits["comm-init"], key=_order).line):
         hits.pop("comm-init")  # NCCL's errors first reported by a watchdog: a running collective's, not the set-up's
+    ports = {h.line for h in hits.get("port-in-use", [])}  # a raylet out of ports cannot register a worker: the ports
+    if ports and hits.get("startup-timeout") and all(h.line in ports for h in hits["startup-timeout"]):
+        hits.pop("startup-timeout")
     moved = []
     for h in hits.get("config-key", []):
         if "unexpected keyword" in h.line and not _CONFIG_CLASS.search(h.line):

@@ -38,7 +38,8 @@ CONVERSION = re.compile(
     r"export_\w{0,20}checkpoint|AutoBridge|[/\\]mbridge[/\\]|megatron[/\\]bridge[/\\]|_weight_name_mapping",
     re.IGNORECASE,
 )
-SAVE = re.compile(r"save_checkpoint|\bsave\w{0,20}\b|dist_checkpointing[/.]save|async_save", re.IGNORECASE)
+# (Megatron's asynchronous writer, strategies.filesystem_async, writes only: a save's)
+SAVE = re.compile(r"save_checkpoint|\bsave\w{0,20}\b|dist_checkpointing[/.]save|async_save|filesystem_async", re.I)
 # a model written whole (transformers' save_pretrained, a trainer's save_model): a save, with CKPT_WRITE's writers
 SAVE_MODEL = re.compile(r"\bsave_pretrained\b|\b_?save_model\b")
 # a checkpoint being written: its save's functions, Megatron's distributed checkpoint, torch.save's zip writer (a crash
@@ -96,14 +97,20 @@ DATASET_SAYS = re.compile(
 UNKNOWN_CHOICE = re.compile(r"^(?:Unknown|Unsupported|Unrecognized) [\w \-]{1,40}: ?\S+")
 # a check that asks for a setting by name (`Please set micro_batch_size or set use_flash_attn=True in config.`)
 PLEASE_SET = re.compile(
-    r"\bplease (?:set|pass|enable|disable|use) [^.\n]{0,80}\bin (?:the |your )?config\b", re.IGNORECASE
+    r"\bplease (?:set|pass|enable|disable|use) [^.\n]{0,80}\bin (?:the |your )?config\b|"
+    # a check naming the dotted keys it asks for (verl's `Please set at least one of 'actor.ppo_micro_batch_size' or`)
+    r"\bplease (?:set|specify|pass|provide) (?:at least |exactly |only )?one of ['\"`]?\w+\.[\w.]+",
+    re.IGNORECASE,
 )
 # an empty setting converted to a number (an environment variable or an override set to nothing)
 EMPTY_VALUE = re.compile(r"invalid literal for int\(\) with base \d+: ''|could not convert string to float: ''")
 # a shell that could not find a command (`launch.sh: line 18: nvcc: command not found`): a tool not installed
 COMMAND_MISSING = re.compile(r"[\w.\-/]+: command not found\s*$")
 # a parser that was given arguments it does not know (argparse's, ms-swift's `remaining_argv: [...]`): keys
-UNKNOWN_ARGS = re.compile(r"unrecognized arguments:|remaining_argv: \[")
+# (pydantic's refusal of a key its model does not have: `Extra inputs are not permitted`, under the key's name)
+UNKNOWN_ARGS = re.compile(r"unrecognized arguments:|remaining_argv: \[|Extra inputs are not permitted")
+# torch.distributed's error of its backend (NCCL, HCCL, Gloo), relayed or not (the registry's comm-init reads it too)
+DIST_BACKEND = re.compile(r"\bDistBackendError\b")
 # a call whose number of arguments the callee does not take: an interface that changed under its caller
 ARITY = re.compile(r"takes (?:from )?\d+(?: to \d+)? positional arguments? but \d+ (?:were|was) given")
 # argparse's refusal of a command line: `torchrun: error: argument --master-port/--master_port: invalid int value: ''`
@@ -174,7 +181,9 @@ INVISIBLE = re.compile(
     r"setting \w{0,40}VISIBLE_DEVICES|"
     r"Expects tensor to be on the compute device|"  # FSDP: a worker's device not its own
     # CANN refusing the visible-devices setting (`set ASCEND_RT_VISIBLE_DEVICES:4 error, input data rang[0-2)`)
-    r"\bset \w{0,40}VISIBLE_DEVICES\S{0,20} error|Set visible device failed",
+    r"\bset \w{0,40}VISIBLE_DEVICES\S{0,20} error|Set visible device failed|"
+    # a device index beyond those the process sees (torch's lazy init: `device >= 0 && device < num_gpus`)
+    r"device >= 0 && device < num_gpus|invalid device ordinal",
     re.IGNORECASE,
 )
 # a row's field a KeyError names: verl's data columns and the common data sets' ones (a row without it: the data)
@@ -273,7 +282,8 @@ ZERO_SPLIT = re.compile(r"split_size must be a positive integer, but got 0\b")
 NO_STEPS = re.compile(
     r"steps?(?:/| per )epoch:? 0\b|total (?:number of )?(?:training )?steps:? 0\b|"
     r"[/%] ?(?:self\.)?(?:num_)?steps_per_epoch\b|[/%] ?len\((?:self\.)?train_dataloader\)|"  # the division's source line
-    r"len\((?:self\.)?train_dataloader\) ?>=? ?1\b",  # a trainer's own check that one batch is there
+    r"len\((?:self\.)?train_dataloader\) ?>=? ?1\b|"  # a trainer's own check that one batch is there
+    r"\b(?:train(?:ing)?|val(?:idation)?) ?dataloader is empty",
     re.IGNORECASE,
 )
 # a device id out of the range of the devices a library sees (`MUJOCO_EGL_DEVICE_ID ... between 0 and 0, got 1`)
@@ -302,7 +312,8 @@ WANDB_LOGIN = re.compile(r"wandb_login|_login\b|api_key|maybe_login|\blogin\b", 
 # where a batch is split over the data-parallel workers (verl's DataProto.chunk and its dispatch functions): a
 # traceback cut inside one is the batch's split (its assertion names the sizes: `only support equal chunk`)
 BATCH_SPLIT = re.compile(
-    r"protocol\.py:\d+ in (?:chunk|split)\b|_split_args_kwargs_data_proto|dispatch_\w{0,40}data_proto"
+    r"protocol\.py:\d+ in (?:chunk|split)\b|_split_args_kwargs_data_proto|dispatch_\w{0,40}data_proto|"
+    r" in \w{0,40}(?:mini|micro)_batch"  # a trainer's own split into mini/micro batches (SkyRL's boundaries)
 )
 # waiting for Ray's placement groups to be ready (NeMo RL's virtual cluster, verl's resource pools): a traceback cut
 # there is a start-up that did not come up in time (the wait's timeout, a cluster short of what the groups ask)
@@ -322,9 +333,13 @@ UNSUPPORTED_MODEL = re.compile(
 )
 # a model folder that is no Hugging Face model: its config.json names no model_type (a trainer's own checkpoint, a
 # folder one level off); an unknown model_type says "does not recognize this architecture" instead (a version's)
-NOT_A_MODEL = re.compile(r"Unrecognized model in \S+[^\n]{0,20}Should have a .?model_type.? key")
+NOT_A_MODEL = re.compile(
+    r"Unrecognized model in \S+[^\n]{0,20}Should have a .?model_type.? key|"
+    # transformers' refusal of a path that holds no model (`Can't load the configuration of '~/models/x'`)
+    r"Can't load (?:the )?(?:configuration|config|tokenizer|model|weights) (?:of|for) "
+)
 # the importer's own frames (a traceback cut inside an import: the module that did not import is below them)
-IMPORTING = re.compile(r"_find_and_load|_load_unlocked|import_module|_call_with_frames_removed|_gcd_import")
+IMPORTING = re.compile(r"_find_and_load|_load_unlocked|import_module|_call_with_frames|_gcd_import|exec_module")
 # loading weights from files (a traceback cut there: the checkpoint's load, whatever its error said)
 LOADING = re.compile(r"from_pretrained|load_adapter|safe_open|safetensors|load_state_dict|load_checkpoint", re.I)
 # the creation of a process group's store (torch's TCPStore rendezvous; vLLM's distributed set-up): its port
