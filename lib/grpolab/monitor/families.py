@@ -152,8 +152,8 @@ _CAUSE_FAMILY = {
 }
 # families that tell the registry's words belong to another failure: the failure takes the family's cause ("Torch not
 # compiled with CUDA enabled" on an Ascend stack is a library at a version that takes the CUDA path, not a lost device;
-# a worker that died of a segfault in torch.save's writer is a checkpoint that could not be written)
-# (an engine's config class refusing keys it does not have is a config key's: `Extra inputs are not permitted`)
+# a worker that died of a segfault in torch.save's writer is a checkpoint that could not be written; an engine's config
+# class refusing keys it does not have, `Extra inputs are not permitted`, is a config key's)
 RECAUSED = ("version-mismatch", "checkpoint-save", "hydra-config")
 DS = ("deepspeed",)  # DeepSpeed's hybrid engine is an RL engine of its own (DeepSpeed-Chat's generation)
 
@@ -253,11 +253,10 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.data(first)
     if sg.DATASET_SAYS.search(message):  # the data set's own content refused
         return vd.data(first)
-    # (a converter's stack whose error is torch.distributed's backend, NCCL/HCCL: the communicator's, the registry's)
-    if (
-        _converting(first) and not sg.UNPACK.search(message) and not sg.DIST_BACKEND.search(first.type)
-    ):  # a converter's own loader (mbridge's load_weights at
-        return _conversion(kind, message)  # start-up) is no weight sync
+    # a converter's own loader (mbridge's load_weights at start-up) is no weight sync; a converter's stack whose error
+    # is torch.distributed's backend (NCCL/HCCL) is the communicator's (the registry's comm-init)
+    if _converting(first) and not sg.UNPACK.search(message) and not sg.DIST_BACKEND.search(first.type):
+        return _conversion(kind, message)
     if sg.SYNC.search(stack) or sg.SYNC.search(message) or (not first.frames and sg.SYNC.search(context.near)):
         return vd.sync(first)
     # a segfault in the middle of a weight update; a weight of no elements loaded (a shard sent without its gather)
@@ -324,9 +323,7 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.engine_config(first)
     if any(f.library == "wandb" for f in first.frames) and kind not in ("ImportError", "ModuleNotFoundError"):
         return Verdict("wandb-auth", "wandb-auth", f"Weights & Biases failed: {first.text[:200]}")  # in W&B's code
-    if sg.UNKNOWN_ARGS.search(
-        f"{first.line} {message} {' '.join(first.context[:4])}"
-    ):  # arguments its parser does not know: keys
+    if sg.UNKNOWN_ARGS.search(f"{first.line} {message} {' '.join(first.context[:4])}"):  # keys it does not know
         return Verdict(
             "config-key", "hydra-config", f"The launch passed arguments its parser does not know: {first.text}"
         )
