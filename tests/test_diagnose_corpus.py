@@ -359,6 +359,39 @@ BEYOND = {
     "nemo-rl-1128": "a doubtful label: Megatron's `ShardedObject are missing` while loading, read as a checkpoint "
     "load; the collector calls it a conversion",
     "nemo-rl-1119": f"{CUT}: the traceback stops in vLLM generation, before `is not a multimodal model`",
+    # batches 45-47 (2026-12-06: web pages; ms-swift, LLaMA-Factory, Unsloth, TRL, DeepSpeed trackers; the engines'
+    # RL use and Ray)
+    "deepspeed-3518": f"{CUT}: the hybrid engine's frames stop before its AttributeError",
+    "deepspeed-3724": "ZeRO-3's `still have inflight params` raised from torch's module hooks (unknown, read alone); "
+    "that DeepSpeed's own code is wrong there is the thread's (doubtful)",
+    "gitcode-swift-grpo-sp-size-mismatch": "a rewritten page quotes the message without its exception type (`Size "
+    "does not match at dimension 0 ...`): no error line",
+    "llamafactory-1069": "a KeyError raised in peft's inject_adapter, called from LLaMA-Factory (unknown, read "
+    "alone); that the two packages' versions do not fit is the thread's (doubtful)",
+    "llamafactory-3186": f"{CUT}: the PPO trainer's generate frames, before NCCL's timeout",
+    "llamafactory-8320": f'{CUT}: the traceback stops at the `raise RuntimeError("Cannot find valid samples` source '
+    "line, before the error line itself",
+    "megatron-bridge-2375": "Megatron-Bridge's `Cannot determine parallelism type for module` alone, no stack (unknown, "
+    "read alone); that the converter lacks a mapping for that module is the thread's",
+    "ms-swift-4447": "a rollout server's HTTP 422 (`Request failed: 422`) whose body names an image field (unknown, "
+    "read alone); that the data's images were in the wrong format is the thread's",
+    "open-r1-568": "only `Server is not up yet. Retrying` records: a wait still going on, no error line",
+    "openrlhf-233": "vLLM's `No supported device detected` is read as no device; the collector calls it the "
+    "visible-devices setting (doubtful)",
+    "openrlhf-811": f"{CUT}: vLLM's collective_rpc frames, before the illegal memory access",
+    "openrlhf-949": "NCCL INFO lines and vLLM's progress bars only: no error line (the WorkNCCL timeout is the title's)",
+    "ray-11594": "Ray's ObjectStoreFullError during a weight broadcast, read as the sync's; the collector calls it "
+    "host memory (doubtful)",
+    "ray-15226": "Tune's LOW MEMORY status and no error line; the out of memory is the title's",
+    "trl-3622": f"{CUT}: open-r1's grpo frames, before the vLLM client's RemoteDisconnected",
+    "trl-4825": "a reward function called with a keyword it already takes positionally (`got multiple values for "
+    "keyword argument 'completions'`) is read as the reward's error; the collector calls it a reward that cannot be "
+    "called (reward-missing)",
+    "unsloth-2097": f"{CUT}: vLLM's execute_model frames, before `LoRA rank 32 is greater than max_lora_rank 16`",
+    "unsloth-2597": "Unsloth's `Please file a bug report! Error patching SFTTrainer` after a SyntaxError in code it "
+    "generates (unknown, read alone); that TRL's version does not fit Unsloth's is the thread's (doubtful)",
+    "vllm-5477": "NCCL's `WARN Cuda failure 1 'invalid argument'` in a vLLM actor, cut there (unknown); the weight "
+    "broadcast is the thread's (doubtful)",
 }
 
 

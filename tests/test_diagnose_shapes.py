@@ -206,7 +206,7 @@ def test_batch_27_28_shapes_and_their_neighbours():
     ],
 )
 def test_the_library_of_a_frame_is_the_trainers_for_its_own_subpackages(path, library):
-    from grpolab.monitor.firsterror import library_of
+    from grpolab.monitor.libraries import library_of
 
     assert library_of(path) == library
 

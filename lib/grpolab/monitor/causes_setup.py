@@ -99,11 +99,14 @@ CAUSES: tuple[Cause, ...] = (
             REQUESTED_MORE,
             # a device the process was told to use that it does not have (TRL's vLLM on `cuda:1` of a one-GPU host)
             r"requested device\b[^\n]{0,40}\((?:cuda|npu):\d+\) is not available",
+            # vLLM finding no platform it supports (no device the process sees: OpenRLHF issue 233)
+            r"No supported device detected",
             BUNDLE_INVALID,
             CLUSTER_TOO_SMALL,
         ),
         (
             "no cuda gpus",
+            "no supported device",
             "nvidia driver",
             "not compiled with cuda",
             "torch_npu",
@@ -139,7 +142,7 @@ CAUSES: tuple[Cause, ...] = (
             "can't meet",
             "can't satisfy",
         ),
-        ("vllm-project/vllm issue 6956", "NVIDIA-NeMo/RL issue 89"),
+        ("vllm-project/vllm issue 6956", "NVIDIA-NeMo/RL issue 89", "OpenRLHF/OpenRLHF issue 233"),
         # Ray's autoscaler warns while a placement group waits, also in runs that start fine a minute later
         weak=(r"cannot be scheduled right now",),
     ),

@@ -404,7 +404,7 @@ class Scan:
 
     def _after(self, first: _Hit) -> list[_Hit]:
         """The error lines after the first one (a chained exception, the next rank's): shown after it."""
-        return [h for h in self.errors if h is not first][:3]
+        return [h for h in self.errors if h is not first and not fe.header_answered(h, self.errors)][:3]
 
     def family(self) -> str:
         """The family of a log that shows no failure: `warning-only` when it holds warnings and no sign of work
@@ -434,7 +434,7 @@ class Scan:
         errors = self.errors
         if len(self.files) > 1 and all(h.where.time for h in errors):
             errors = sorted(errors, key=lambda h: h.where.time)  # one log per rank: the earliest across them
-        found = next((h for h in errors if h.exception), None)
+        found = next((h for h in errors if h.exception and not fe.header_answered(h, errors)), None)
         if found is None:  # a record that is not a part of a traceback (its header, a frame, a frame's source line)
             found = next((h for h in errors if not fe.in_traceback(h.line)), None)
         if found is None:  # an echo whose message only sounds like one (a command that failed) before a relay

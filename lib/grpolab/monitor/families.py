@@ -22,7 +22,8 @@ import grpolab.monitor.signs as sg
 import grpolab.monitor.verdicts as vd
 from grpolab.monitor.cutlog import cut_phase
 from grpolab.monitor.details import engine_arguments
-from grpolab.monitor.firsterror import CRASH, ENGINES, STDLIB, TRAINERS, FirstError
+from grpolab.monitor.firsterror import CRASH, FirstError
+from grpolab.monitor.libraries import ENGINES, STDLIB, TRAINERS
 from grpolab.monitor.verdicts import Verdict
 
 # family -> (cause id, what it means). A cause whose family no rule refines has the family of its own name.
@@ -323,10 +324,10 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.engine_config(first)
     if any(f.library == "wandb" for f in first.frames) and kind not in ("ImportError", "ModuleNotFoundError"):
         return Verdict("wandb-auth", "wandb-auth", f"Weights & Biases failed: {first.text[:200]}")  # in W&B's code
-    if sg.UNKNOWN_ARGS.search(f"{first.line} {message} {' '.join(first.context[:4])}"):  # keys it does not know
-        return Verdict(
-            "config-key", "hydra-config", f"The launch passed arguments its parser does not know: {first.text}"
-        )
+    if sg.UNKNOWN_ARGS.search(said := f"{first.line} {message} {' '.join(first.context[:4])}"):  # keys not known
+        flag = re.search(r"(?<![\w-])--([A-Za-z][\w.\-]*)", said)  # the first it names: the key rejected
+        said = f"The launch passed arguments its parser does not know: {first.text}"
+        return Verdict("config-key", "hydra-config", said, "", flag.group(1) if flag else None)
     if not first.type and (parsed := sg.ARGPARSE.search(first.line)):  # a command's own parser refused its line
         said = f"{parsed.group(1)}'s command line was refused: {parsed.group(0)}"
         return Verdict("engine-config", "engine-config", said, f"fix the arguments of {parsed.group(1)} in the launch")

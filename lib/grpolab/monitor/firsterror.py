@@ -4,7 +4,6 @@ what a diagnosis says of any failed log, also when no cause's pattern knows the 
 
     exception_in(line) -> (type, inner, message, start) | None   a Python exception line, whatever its prefix
     frames_of(lines) -> [Frame]          the traceback frames (`File "...", line N, in f`) in lines above an error
-    library_of(path) -> str              the library a frame's file lives in (vllm, verl, torch, the user's code, ...)
     is_consequence(type, message) -> bool    an error that reports another's failure (a dead actor, a timeout, ...)
     as_printed(chunk, start, end, ...) -> str   an error line as printed, with the lines its message continues on
     sentence(first, full) -> str         the first error said for a person, with its raising frame and library
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 import grpolab.monitor.signs as sg
 from grpolab.jobs.job_entry import ANSI
 from grpolab.monitor.cause import LABEL
+from grpolab.monitor.libraries import STDLIB, library_of
 
 # An exception line: `ValueError: ...`, `torch.OutOfMemoryError: ...`, `ray.exceptions.RayTaskError(ValueError): ...`,
 # `omegaconf.errors.MissingMandatoryValue: ...` (any type of a module named errors or exceptions),
@@ -32,7 +32,8 @@ _EXCEPTION = re.compile(
     r"(?<![\w.'\"/<-])((?:[A-Za-z_]\w*\.)*(?:errors|exceptions)\.[A-Z]\w*|"  # a type of an errors module
     r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Abort)|"
     r"(?:[A-Za-z_]\w*\.)+[A-Z]\w*?(?:Invalid|NotFound|Timeout|TimedOut|Denied|Refused)|"  # pyarrow.lib.ArrowInvalid
-    r"KeyboardInterrupt|StopIteration|Exception)(?:\(([\w.]+)\))?(?:: ?(.*)|:?$)"  # (`raise Exception(...)`'s too)
+    r"KeyboardInterrupt|StopIteration|Exception)(?:\(([\w.]+)\))?(?:: ?(.*)|:?$|[ \t]{2,}(?=Traceback \(most recent"  # IPython's
+    r" call last\)))"  # (`raise Exception(...)`'s too; IPython's header: `OutOfMemoryError     Traceback (most recent call last)`)
 )
 _NOT_AN_ERROR = re.compile(r"^(?:ERROR|WARNING|INFO)$")
 # A frame: `File "/x/site-packages/vllm/config.py", line 123, in _verify_args`, or its tail where a post cut it
@@ -41,63 +42,6 @@ FRAME = re.compile(
     rf'(?:\bFile "|^[ \t]*(?:{LABEL})?"?(?=[^\s"]{{1,400}}\.py", line \d))([^"\n]+)", line (\d+)(?:,? in ([^\s,]+))?'
 )
 TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
-
-# The library a file path lives in: the folder after site-packages / dist-packages, else the nearest folder of a
-# known library (a source checkout: /workspace/verl/verl/workers/...), else the standard library or the user's code.
-KNOWN = tuple(
-    """
-    vllm_ascend vllm sglang sgl_kernel mindspeed_rl mindspeed_llm mindspeed megatron verl ray torch_npu
-    torch transformers hydra omegaconf trl deepspeed accelerate peft flash_attn openrlhf nemo_rl nemo
-    slime areal realhf roll prime_rl math_verify datasets pyarrow pandas numpy pydantic triton
-    safetensors tensordict xformers wandb chatlearn skyrl torchdata
-    """.split()
-)
-# the RL frameworks: subpackages named after libraries are theirs (slime/ray); their own plain errors, trainer-bug
-TRAINERS = ("verl", "prime_rl", "slime", "openrlhf", "areal", "realhf", "trl", "nemo_rl", "roll", "chatlearn", "skyrl")
-# a distribution's name -> the package it installs, where they differ (vllm-ascend, megatron-core)
-_NAMES = {name: name for name in KNOWN} | dict((("vllm-ascend", "vllm_ascend"), ("megatron_core", "megatron")))
-# families of packages whose names carry a suffix (mindspeed_llm, megatron_core): the family unless KNOWN has the name
-_PREFIXED = ("mindspeed", "megatron")
-_SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
-_STDLIB = re.compile(r"[/\\]lib(?:64)?[/\\]python\d(?:\.\d+)?[/\\]|^<frozen |^<string>|^<stdin>")
-STDLIB = "python"  # the standard library
-USER = "user code"  # the user's own code (a reward function, a data loader, a launch script)
-ENGINES = ("vllm", "vllm_ascend", "sglang", "megatron", "mindspeed", "verl")
-
-
-def library_of(path: str) -> str:
-    """The library `path` (a traceback frame's file) lives in: one of KNOWN (vllm, verl, torch, ...), another
-    installed package's name, STDLIB or USER."""
-    if m := _SITE.search(path):
-        name = re.sub(r"\.py$|-[\d.]+.*$", "", m.group(1))
-        return _canonical(name)
-    parts = re.split(r"[/\\]", path)
-    folders = parts[:-1]
-    names = [_canonical(part) for part in folders]
-    for i in reversed(range(len(folders))):
-        if (name := names[i]) in KNOWN:
-            # a trainer's own subpackage named after a library (slime/slime/ray, openrlhf/trainer/ray,
-            # verl/utils/megatron) is the trainer's, unless a checkout of that library lies between them
-            # (verl/Megatron-LM/megatron)
-            outer = next((j for j in range(i) if names[j] in TRAINERS and names[j] != name), None)
-            if outer is not None and name not in names[outer + 1 : i]:
-                return names[outer]
-            return name
-    if _STDLIB.search(path):
-        return STDLIB
-    for above, part in zip(folders, folders[1:]):  # a source checkout: ChatLearn/chatlearn/..., repo/src/package/...
-        if above.lower().replace("-", "_") == part.lower() or (above == "src" and part != parts[-1]):
-            return _canonical(part)
-    return USER
-
-
-def _canonical(name: str) -> str:
-    low = name.lower()
-    under = low.replace("-", "_")
-    for family in _PREFIXED:
-        if low.startswith(family):
-            return under if under in KNOWN else family
-    return _NAMES.get(low, _NAMES.get(under, low))
 
 
 @dataclass(frozen=True)
@@ -269,6 +213,18 @@ _CONSEQUENCE_MESSAGE = re.compile(
 
 def is_consequence(type_name: str, message: str) -> bool:
     return relays(type_name) or bool(_CONSEQUENCE_MESSAGE.search(message[:_HEAD]))
+
+
+_IPYTHON = re.compile(r"\S[ \t]{2,}Traceback \(most recent call last\)")  # `ValueError     Traceback (most recent ...`
+
+
+def header_answered(hit, errors) -> bool:
+    """`hit` (an error line read, with .exception and .line) is IPython's traceback header, its type alone, and a line
+    of `errors` says the same type with its message (the traceback's last line): that one is the error. A log cut
+    before it keeps the header, the one line that names the type."""
+    if not hit.exception or hit.exception[2] or not _IPYTHON.search(hit.line):
+        return False
+    return any(h.exception and h.exception[0] == hit.exception[0] and h.exception[2] for h in errors if h is not hit)
 
 
 def relays(type_name: str) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from operator import attrgetter
 
-import grpolab.monitor.firsterror as fe
+import grpolab.monitor.libraries as lb
 from grpolab.monitor.cause import LABEL
 
 _FRAME = re.compile(rf'^\s*(?:{LABEL})?\s*(?:\[rank\d+\]:\s*)?File "([^"]+)", line \d+')
@@ -42,7 +42,7 @@ def refine(hits: dict[str, list]) -> None:
     for h in hits.get("config-key", []):
         if "unexpected keyword" in h.line and not _CONFIG_CLASS.search(h.line):
             frames = [m.group(1) for b in h.before if (m := _FRAME.match(b))]
-            if frames and fe.library_of(frames[-1]) not in (fe.USER, fe.STDLIB):  # a library passed it
+            if frames and lb.library_of(frames[-1]) not in (lb.USER, lb.STDLIB):  # a library passed it
                 moved.append(h)
     if moved:
         hits["config-key"] = [h for h in hits["config-key"] if h not in moved]

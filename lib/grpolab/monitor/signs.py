@@ -249,7 +249,9 @@ RELATION = re.compile(
 # a part of the framework used before it was set up: "data parallel group is not initialized"
 NOT_SET_UP = re.compile(
     r"\b(?:is|are|was|were|has|have) not (?:been |yet )?(?:initiali[sz]ed|set up|created|built|started)\b|"
-    r"\bnot yet initiali[sz]ed|\buninitiali[sz]ed\b|\bno (?:running|current) event loop\b",
+    r"\bnot yet initiali[sz]ed|\buninitiali[sz]ed\b|\bno (?:running|current) event loop\b|"
+    # a context a call must run inside (vLLM's `Forward context is not set. Please use set_forward_context`)
+    r"\bcontext is not set\b",
     re.IGNORECASE,
 )
 # Hydra applying an override (its errors name it): not code reading a key

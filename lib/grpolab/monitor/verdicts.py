@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import grpolab.monitor.signs as sg
 from grpolab.monitor.details import engine_arguments
-from grpolab.monitor.firsterror import STDLIB, USER, FirstError
+from grpolab.monitor.firsterror import FirstError
+from grpolab.monitor.libraries import STDLIB, USER
 from grpolab.rules.pins import stack_rules
 
 

@@ -1,9 +1,10 @@
-"""`grpolab diagnose` on what held-out batches 41-44 taught (tests/data/failures/README.md), each rule beside the
+"""`grpolab diagnose` on what held-out batches 41-47 taught (tests/data/failures/README.md), each rule beside the
 neighbour it must leave alone: a check that names the dotted keys it wants, transformers refusing a folder that
 holds no model, an empty data loader, torch_npu failing to create its communicator, torch.distributed's backend
 error under a converter's frames, a raylet out of worker ports, a pytest frame's source line, Megatron's async
 writer, pydantic refusing a key, a device index beyond those seen, a trainer's package missing its own file, an
-override's dotted key, a traceback cut inside an import or a split into mini batches. The real logs are the
+override's dotted key, a traceback cut inside an import or a split into mini batches, IPython's traceback (a
+notebook's), vLLM finding no device, a context not set, ms-swift's and LLaMA-Factory's own code. The real logs are the
 corpus's; the made-up lines are the other side of each rule."""
 
 from __future__ import annotations
@@ -118,3 +119,46 @@ def test_a_traceback_cut_in_a_split_into_mini_batches_is_the_batchs_and_one_cut_
     )
     assert _said(trace.format("compute_prompt_mini_batch_bou")) == ("batch-divisible", "batch-divisible")
     assert _said(trace.format("self.model.forward")) != ("batch-divisible", "batch-divisible")
+
+
+IPYTHON = """---------------------------------------------------------------------------
+ValueError                                Traceback (most recent call last)
+Cell In[3], line 5
+      3 import torch
+----> 5 trainer.train()
+
+File ~/env/lib/python3.10/site-packages/trl/trainer/grpo_trainer.py:120, in GRPOTrainer.train(self)
+    119 def train(self):
+--> 120     raise ValueError("the data set has no column 'prompt'")
+
+ValueError: the data set has no column 'prompt'
+"""
+
+
+def test_ipythons_traceback_is_read_by_its_last_line_and_a_cut_one_by_its_header():
+    failure = diagnose_text(IPYTHON)
+    assert failure.first_error == "ValueError: the data set has no column 'prompt'"
+    assert "Followed by" not in failure.message  # its header is no second error after it
+    # unsloth-3542: a notebook's traceback cut after its header: the header is the one line naming the type
+    assert _said(_log("unsloth-3542")) == ("device-oom", "rollout-startup-oom")
+    assert _said(IPYTHON.split("Cell In")[0]) == ("unknown", "unknown")  # a type alone says no more than its name
+
+
+def test_vllm_finding_no_device_is_no_device():
+    assert _said("RuntimeError: No supported device detected.\n")[0] == "no-device"
+
+
+def test_a_context_not_set_is_the_frameworks_order_and_a_setting_not_set_is_not():
+    text = "AssertionError: Forward context is not set. Please use `set_forward_context` to set the forward context.\n"
+    assert _said(text) == ("unknown", "trainer-bug")
+    assert _said("AssertionError: HF_TOKEN is not set\n") != ("unknown", "trainer-bug")
+
+
+def test_ms_swifts_own_lookup_is_its_bug_and_the_users_is_not():
+    frame = '  File "/env/lib/python3.10/site-packages/swift/plugin/loss.py", line 869, in get_loss_func\n'
+    trace = "Traceback (most recent call last):\n" + frame + "    return loss_mapping[loss_type]\nKeyError: 'grpo'\n"
+    assert _said(trace) == ("unknown", "trainer-bug")
+    assert _said(trace.replace("/env/lib/python3.10/site-packages/swift/plugin", "/home/me")) != (
+        "unknown",
+        "trainer-bug",
+    )
