@@ -7,6 +7,7 @@ package, a notebook in another folder and the tests all find the same files.
 
 from __future__ import annotations
 
+import getpass
 import os
 import re
 import site
@@ -137,7 +138,10 @@ def scratch_env(folder: str | os.PathLike, env: dict[str, str]) -> dict[str, str
     if env.get("TMPDIR") and env.get("GRPOLAB_SCRATCH") != env["TMPDIR"]:
         return dict(env)
     system = env.get("RAY_TMPDIR") or tempfile.gettempdir()  # the first scratch_env set it: its children keep it
-    user = env.get("USER") or str(os.getuid())
+    try:  # torch names its cache after getpass's user
+        user = getpass.getuser()
+    except (OSError, KeyError):
+        user = str(os.getuid())
     return {
         **env,
         "RAY_TMPDIR": system,
