@@ -392,6 +392,33 @@ BEYOND = {
     "generates (unknown, read alone); that TRL's version does not fit Unsloth's is the thread's (doubtful)",
     "vllm-5477": "NCCL's `WARN Cuda failure 1 'invalid argument'` in a vLLM actor, cut there (unknown); the weight "
     "broadcast is the thread's (doubtful)",
+    # batches 48-49 (2026-12-06: RL projects built on verl, OpenRLHF and TRL; distributed training's trackers)
+    "accelerate-2712": "a bare AssertionError relayed by Ray Train (unknown, read alone); the batch that does not "
+    "split is the thread's (doubtful)",
+    "agent-lightning-218": "a rollout server requeuing tasks that timed out, no error line of its own (doubtful)",
+    "areal-1160": "a hang: AReaL's step records stop, no error line; the weight update that never returned is the "
+    "thread's",
+    "ascend-pytorch-43": "torch_npu's `npuSynchronizeDevice ... error code is 107020` beside HCCL's lines, read as "
+    "the communicator's; the collector calls it a timeout (doubtful); its node is a pdsh `worker-1:` prefix",
+    "deepspeed-3089": 'the post quotes a source line (`ValueError(f"unknown zero stage {zero_stage}")`), no error line',
+    "deepspeed-5627": f"{CUT}: the user's script's frames before DeepSpeed's `Ninja is required`",
+    "deepspeed-6912": f"{CUT}: FusedAdam's construction, before its build error",
+    "easyr1-305": "a relayed KeyError of a vision weight's name (unknown, read alone); the transformers version that "
+    "renamed it is the thread's (doubtful)",
+    "easyr1-90": "torch's `torch.cat(): expected a non-empty list of Tensors` (unknown, read alone); the chat "
+    "template that dropped the image tokens is the thread's",
+    "lmm-r1-58": "urllib3's ConnectionRefusedError with no address (unknown, read alone); that `ray job submit` could "
+    "not reach the dashboard is the thread's",
+    "megatron-lm-1880": "a SIGSEGV torchrun reports (a worker's death); the collector calls it unknown (doubtful)",
+    "megatron-lm-818": f"{CUT}: Megatron's linear layer's frames, before CUDA's out of memory",
+    "megatron-lm-934": "the posted log ends in a BrokenPipeError of the shell's pipe; the tokenizer's missing "
+    "vocab_size is the title's",
+    "roll-153": f"{CUT}: ROLL's vLLM adapter's frames, before `Unexpected keyword argument 'prompt'`",
+    "roll-164": "an unexpected keyword refused by a *Config class (`McaModelConfig.__init__()`) is read as a config "
+    "key; the collector calls it the two packages' versions",
+    "roll-186": "ROLL's own `Exception type: ValueError` / `Detail:` record without its message (unknown)",
+    "skyrl-542": f"{CUT}: the driver's ray.get, before the OverflowError of a 5 GB JSON file (its fix's)",
+    "tinyzero-61": "a dead Ray worker without a cause in the log (worker-died); the collector calls it unknown",
 }
 
 

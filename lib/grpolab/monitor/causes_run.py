@@ -101,6 +101,7 @@ CAUSES: tuple[Cause, ...] = (
             r"Connection refused[^\n]{0,80}(?:store|rendezvous|master)",
             r"\bHCCL\b[^\n]{0,80}\binit\w{0,40}[^\n]{0,40}(?:fail|error)",
             r"DistNetworkError: [^\n]+",
+            r"\bUCX\s+ERROR\b[^\n]{0,80}\bconnect\([^\n]{0,120}failed",  # UCX (NCCL's, MPI's transport) not reaching a peer
             r"DIST call hccl api failed",
             # NCCL's error level on a connection it could not make while it set up (its bootstrap, a peer's socket)
             r"NCCL WARN [^\n]{0,80}(?:[Cc]onnect|bootstrap|[Ss]ocket)[^\n]{0,200}(?:No route to host|Connection refused|"
@@ -117,6 +118,7 @@ CAUSES: tuple[Cause, ...] = (
             "ranktable",
             "rank table",
             "distbackenderror",
+            "ucx",
             "init_process_group",
             "rendezvous",
             "tcpstore",

@@ -407,6 +407,8 @@ CAUSES: tuple[Cause, ...] = (
         "verl's model merger first; `grpolab resume` refuses a change the checkpoint cannot take",
         (
             r"(?:size|shape) mismatch for (?:\w+ )?(?:param(?:eter)?|weight|tensor|key)?[ :]*[\w.]+",
+            # Megatron's distributed checkpoint: `Size mismatch between saved torch.Size([6561, 512]) and current`
+            r"(?:size|shape) mismatch between saved\b",
             r"Missing key\(s\) in state_dict",
             r"Unexpected key\(s\) in state_dict",
             r"Error\(s\) in loading state_dict",

@@ -55,6 +55,7 @@ PHASES = (
     (sg.BATCH_SPLIT, 2, "frame", Phase("batch-divisible", "batch-divisible", "the split of a batch over the workers")),
     (sg.IMPORTING, 2, "function", Phase("import-error", "version-mismatch", "an import (a module that is not there)")),
     (sg.LOADING, 3, "function", Phase("checkpoint-mismatch", "checkpoint-load", "a load of weights from files")),
+    (sg.SAVE, 3, "function", Phase("checkpoint-save", "checkpoint-save", "a save of a checkpoint")),
     (sg.PLACEMENT, 3, "function", Phase("startup-timeout", "startup-timeout", "a wait for Ray's placement groups")),
     (
         sg.STORE,

@@ -207,8 +207,9 @@ def family_for(cause: str, first: FirstError | None, context: Context | None = N
     if cause == "checkpoint-mismatch":
         if sg.CONVERSION.search(stack):
             return "checkpoint-conversion"
-        writer = stack or (first.line if first is not None else "")  # no stack: the record's own words
-        if sg.SAVE.search(writer) and not re.search(r"load", writer, re.IGNORECASE):
+        # a save's frames; with no stack shown, the record's own words (Megatron's async writer's error)
+        saving = sg.SAVE.search(stack) if stack else first is not None and sg.SAVING.search(first.line)
+        if saving and not re.search(r"load", stack or first.line, re.IGNORECASE):
             return "checkpoint-save"
     if cause == "import-error":
         own = f"{first.type}: {first.message} " + " ".join(first.context) if first is not None else ""
@@ -283,8 +284,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.version(first, "version-mismatch")
     if first.frames and sg.LOAD_CKPT.search(stack) or "Checkpoint" in kind or sg.LOAD_CKPT.search(message):
         if kind not in ("ImportError", "ModuleNotFoundError"):
-            writer = stack or first.line  # no stack: the record's own words (Megatron's async writer's error)
-            save = sg.SAVE.search(writer) and not re.search(r"\bload", writer, re.IGNORECASE)
+            saving = sg.SAVE.search(stack) if stack else sg.SAVING.search(first.line)  # no stack: the record's words
+            save = saving and not re.search(r"\bload", stack or first.line, re.IGNORECASE)
             return Verdict(
                 "checkpoint-save" if save else "checkpoint-mismatch", "checkpoint-save" if save else "checkpoint-load"
             )

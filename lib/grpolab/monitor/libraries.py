@@ -17,13 +17,13 @@ KNOWN = tuple(
     vllm_ascend vllm sglang sgl_kernel mindspeed_rl mindspeed_llm mindspeed megatron verl ray torch_npu
     torch transformers hydra omegaconf trl deepspeed accelerate peft flash_attn openrlhf nemo_rl nemo
     slime areal realhf roll prime_rl math_verify datasets pyarrow pandas numpy pydantic triton
-    safetensors tensordict xformers wandb chatlearn skyrl torchdata swift llamafactory llmtuner
+    safetensors tensordict xformers wandb chatlearn skyrl torchdata swift llamafactory llmtuner rllm
     """.split()
 )
 # the RL frameworks: subpackages named after libraries are theirs (slime/ray); their own plain errors, trainer-bug
 TRAINERS = (
     *("verl", "prime_rl", "slime", "openrlhf", "areal", "realhf", "trl", "nemo_rl", "roll", "chatlearn", "skyrl"),
-    *("swift", "llamafactory", "llmtuner"),  # ms-swift's and LLaMA-Factory's (its older name) RLHF trainers
+    *("swift", "llamafactory", "llmtuner", "rllm"),  # ms-swift's, LLaMA-Factory's (its older name), rLLM's
 )
 # a distribution's name -> the package it installs, where they differ (vllm-ascend, megatron-core)
 _NAMES = {name: name for name in KNOWN} | dict((("vllm-ascend", "vllm_ascend"), ("megatron_core", "megatron")))

@@ -40,6 +40,8 @@ CONVERSION = re.compile(
 )
 # (Megatron's asynchronous writer, strategies.filesystem_async, writes only: a save's)
 SAVE = re.compile(r"save_checkpoint|\bsave\w{0,20}\b|dist_checkpointing[/.]save|async_save|filesystem_async", re.I)
+# a record's words for a save under way (not `saved`: a load names what was saved, `mismatch between saved ... and`)
+SAVING = re.compile(r"save_checkpoint|\bsav(?:e|ing)\b|async_save|filesystem_async|dist_checkpointing[/.]save", re.I)
 # a model written whole (transformers' save_pretrained, a trainer's save_model): a save, with CKPT_WRITE's writers
 SAVE_MODEL = re.compile(r"\bsave_pretrained\b|\b_?save_model\b")
 # a checkpoint being written: its save's functions, Megatron's distributed checkpoint, torch.save's zip writer (a crash
@@ -173,7 +175,8 @@ CLUSTER_TOO_SMALL = (
 RESOURCES = re.compile(
     rf"{REQUESTED_MORE}|Not enough (?:GPUs|NPUs|devices)|{BUNDLE_INVALID}|{CLUSTER_TOO_SMALL}|"
     r"cannot be scheduled|Total available (?:GPUs|NPUs)|exceeds the total number of available|infeasible|"
-    r"No available node types can fulfill|node has no (?:NPU|GPU)s? available",
+    r"No available node types can fulfill|node has no (?:NPU|GPU)s? available|"
+    r"does not allocate any (?:GPUs|NPUs)",  # Ray's placement gave the driver's node none (OpenRLHF's check)
     re.IGNORECASE,
 )
 INVISIBLE = re.compile(
@@ -204,7 +207,9 @@ MEDIA_TOKENS = re.compile(
 RAYLET_REGISTER = r"Failed to register worker\b[^\n]{0,80}\bto Raylet|Unable to register worker with raylet"
 RAY_CONNECT = re.compile(
     r"Failed to connect to GCS|Unable to connect to (?:the )?GCS|could not connect to (?:the )?"
-    r"ray|Failed to (?:connect|register) (?:to )?(?:the )?raylet|ConnectionError: Could not|" + RAYLET_REGISTER,
+    r"ray|Failed to (?:connect|register) (?:to )?(?:the )?raylet|ConnectionError: Could not|"
+    # Ray's Jobs API refusing a submission (its job head's frames), or a URL at Ray's GCS or dashboard port
+    r"ray[/\\]dashboard[/\\]modules[/\\]job[/\\]|https?://[\w.\-]+:(?:6379|8265)/api/|" + RAYLET_REGISTER,
     re.IGNORECASE,
 )
 HYDRA_PATH = re.compile(

@@ -28,8 +28,12 @@ KERNEL = "python3"
 KERNEL_ARGS = ["--log-level=ERROR"]  # stage kernels: no start-up warnings in run.ipynb's output
 # a kernel whose stderr is the user's terminal (`papermill notebooks/01_setup.ipynb ...`): ipykernel's own log off.
 # jupyter_client interrupts every kernel it shuts down, and one still inside a message handler logs "KeyboardInterrupt
-# caught in kernel." at ERROR (a race under load, after the notebook ended well); cell errors reach papermill anyway
-TERMINAL_KERNEL_ARGS = ["--log-level=CRITICAL"]
+# caught in kernel." at ERROR (a race under load, after the notebook ended well); cell errors reach papermill anyway.
+# zmq's stream logs its own side of that race through tornado's logger ("Uncaught exception in ZMQStream callback",
+# `ZMQError: Socket operation on non-socket` from a flush on a closed socket), which ipykernel's level does not reach:
+# set off too, before any cell (exec_lines run outside the notebook's history and namespace)
+_TORNADO_OFF = "import logging as _l; _l.getLogger('tornado').setLevel(_l.CRITICAL); del _l"
+TERMINAL_KERNEL_ARGS = ["--log-level=CRITICAL", f"--IPKernelApp.exec_lines={_TORNADO_OFF}"]
 STAGES = ("01_setup", "02_preflight", "03_launch", "04_monitor")
 NEEDS_RUN = ("04_monitor",)  # stages that only make sense once a run was submitted
 REPORT_TAG = "report"  # cells of the stage notebooks whose outputs run.ipynb shows again

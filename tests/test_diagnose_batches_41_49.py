@@ -1,10 +1,12 @@
-"""`grpolab diagnose` on what held-out batches 41-47 taught (tests/data/failures/README.md), each rule beside the
+"""`grpolab diagnose` on what held-out batches 41-49 taught (tests/data/failures/README.md), each rule beside the
 neighbour it must leave alone: a check that names the dotted keys it wants, transformers refusing a folder that
 holds no model, an empty data loader, torch_npu failing to create its communicator, torch.distributed's backend
 error under a converter's frames, a raylet out of worker ports, a pytest frame's source line, Megatron's async
 writer, pydantic refusing a key, a device index beyond those seen, a trainer's package missing its own file, an
 override's dotted key, a traceback cut inside an import or a split into mini batches, IPython's traceback (a
-notebook's), vLLM finding no device, a context not set, ms-swift's and LLaMA-Factory's own code. The real logs are the
+notebook's), vLLM finding no device, a context not set, ms-swift's and LLaMA-Factory's own code; and of batches 48-49, Ray's
+Jobs API refusing a submission, Ray giving the driver no device, a size that differs from what was saved, UCX not
+reaching a peer, a traceback cut inside a save. The real logs are the
 corpus's; the made-up lines are the other side of each rule."""
 
 from __future__ import annotations
@@ -162,3 +164,34 @@ def test_ms_swifts_own_lookup_is_its_bug_and_the_users_is_not():
         "unknown",
         "trainer-bug",
     )
+
+
+def test_rays_jobs_api_refusing_a_submission_is_the_clusters_reach():
+    text = "RuntimeError: Request failed with status code 500: Traceback (most recent call last):\n"
+    frame = '  File "/usr/lib/python3.10/dist-packages/ray/dashboard/modules/job/job_head.py", line 287, in submit\n'
+    assert _said(text + frame)[1] == "ray-cluster-connect"
+    url = "requests.exceptions.HTTPError: 502 Server Error: Bad Gateway for url: http://127.0.0.1:6379/api/version\n"
+    assert _said(url)[1] == "ray-cluster-connect"
+    assert _said(url.replace(":6379", ":8000"))[1] != "ray-cluster-connect"  # another server's
+
+
+def test_ray_giving_the_driver_no_gpu_is_the_placement():
+    text = "ValueError: Ray does not allocate any GPUs on the driver node. Consider adjusting the placement group\n"
+    assert _said(text) == ("no-device", "ray-resources")
+
+
+def test_a_size_mismatch_with_what_was_saved_is_a_load_and_a_save_under_way_is_not():
+    text = "ValueError: Size mismatch between saved torch.Size([6561, 512]) and current: torch.Size([5533, 512])\n"
+    assert _said(text) == ("checkpoint-mismatch", "checkpoint-load")
+
+
+def test_ucx_not_reaching_a_peer_is_the_communicators():
+    text = "[1712] UCX  ERROR   connect(fd=168, dest_addr=169.254.4.6:52595) failed: Connection refused\n"
+    assert _said(text)[0] == "comm-init"
+
+
+def test_a_traceback_cut_inside_a_save_is_the_saves_and_one_cut_inside_a_step_is_not():
+    head = 'Traceback (most recent call last):\n  File "/x/deepspeed/runtime/engine.py", line 1595, in {}\n    {}\n'
+    cut = head.format("save_checkpoint", "self._save_zero_checkpoint(save_dir, tag)")
+    assert _said(cut) == ("checkpoint-save", "checkpoint-save")
+    assert _said(head.format("step", "self.optimizer.step()")) != ("checkpoint-save", "checkpoint-save")
