@@ -207,9 +207,7 @@ def family_for(cause: str, first: FirstError | None, context: Context | None = N
     if cause == "checkpoint-mismatch":
         if sg.CONVERSION.search(stack):
             return "checkpoint-conversion"
-        # a save's frames; with no stack shown, the record's own words (Megatron's async writer's error)
-        saving = sg.SAVE.search(stack) if stack else first is not None and sg.SAVING.search(first.line)
-        if saving and not re.search(r"load", stack or first.line, re.IGNORECASE):
+        if _a_save(first, stack, load=r"load"):
             return "checkpoint-save"
     if cause == "import-error":
         own = f"{first.type}: {first.message} " + " ".join(first.context) if first is not None else ""
@@ -284,8 +282,7 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.version(first, "version-mismatch")
     if first.frames and sg.LOAD_CKPT.search(stack) or "Checkpoint" in kind or sg.LOAD_CKPT.search(message):
         if kind not in ("ImportError", "ModuleNotFoundError"):
-            saving = sg.SAVE.search(stack) if stack else sg.SAVING.search(first.line)  # no stack: the record's words
-            save = saving and not re.search(r"\bload", stack or first.line, re.IGNORECASE)
+            save = _a_save(first, stack)
             return Verdict(
                 "checkpoint-save" if save else "checkpoint-mismatch", "checkpoint-save" if save else "checkpoint-load"
             )
@@ -429,6 +426,15 @@ def _memory(first: FirstError | None, context: Context) -> str:
     ):
         return "rollout-startup-oom"
     return "device-oom"
+
+
+def _a_save(first: FirstError | None, stack: str, load: str = r"\bload") -> bool:
+    """A checkpoint being saved, not loaded: a save's frames (`stack`), or with no stack shown the record's own words
+    (Megatron's async writer's error). `load`: the words that say a load after all (the family's reading of a
+    registry cause takes `load` anywhere, `_load_checkpoint` too)."""
+    words = stack or (first.line if first is not None else "")
+    saving = sg.SAVE.search(stack) if stack else sg.SAVING.search(words)
+    return bool(saving) and not re.search(load, words, re.IGNORECASE)
 
 
 def _crashed_in(first: FirstError | None, context: Context, sign: re.Pattern) -> bool:
