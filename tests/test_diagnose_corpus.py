@@ -419,6 +419,39 @@ BEYOND = {
     "roll-186": "ROLL's own `Exception type: ValueError` / `Detail:` record without its message (unknown)",
     "skyrl-542": f"{CUT}: the driver's ray.get, before the OverflowError of a 5 GB JSON file (its fix's)",
     "tinyzero-61": "a dead Ray worker without a cause in the log (worker-died); the collector calls it unknown",
+    # batches 50-52 (2026-12-06: web pages, 2026 threads of RL trackers, the engines and Ray)
+    "brainiky-sglang-abort-crash": "an IndexError inside SGLang's tokenizer manager (a framework's own bug, read "
+    "alone); the collector calls it unknown",
+    "hiascend-forum-02127205553649790011": "torch_npu's `call aclnnArange failed, error code is 561103` (unknown, read "
+    "alone); that CANN's kernels and torch_npu do not fit is the collector's reading (doubtful)",
+    "hiascend-forum-0214196073302639014": "vLLM-Ascend's `The Inner error is reported as above` and the worker's "
+    "start-up frames (unknown, read alone); the versions that do not fit are the collector's reading (doubtful)",
+    "mindspore-forum-1156": "`aclrtSynchronizeStreamWithTimeout` failing with 507011 is read as a device's fault, as "
+    "vllm-ascend-8360's 507011 is; the collector calls it a collective's timeout (doubtful)",
+    "openrlhf-1194": "torch's `AcceleratorError` relayed by Ray without CUDA's message (a device fault, read alone); "
+    "the collector calls it unknown (doubtful)",
+    "ray-51154": f"{CUT}: Ray Serve's `RuntimeError: Traceback (most recent call last):` wraps a traceback cut before "
+    "`No CUDA GPUs are available`",
+    "ray-52454": "urllib3's ConnectionRefusedError with no address (unknown, read alone), as lmm-r1-58; that `ray job "
+    "submit` could not reach the Jobs API is the thread's",
+    "sglang-4985": "SGLang's unlevelled note that torch-memory-saver is not installed, then its server arguments: no "
+    "error line; that the server did not start is the thread's",
+    "sglang-6218": f"{CUT}: only the tail of SGLang's list of remedies after `Capture cuda graph failed`",
+    "slime-1497": f"{CUT}: the rollout's last records and SGLang's cache flush, before `CUDA_ERROR_OUT_OF_MEMORY`",
+    "slime-1739": "a driver's traceback copied from a web console, a timestamp and a pod name between each two "
+    "lines, cut before its `ActorUnavailableError`",
+    "swe-rl-docs-tool-parser-response-mask": "the one line `response_mask must contain at least one valid token (1)` "
+    "with no type or level (no error line); the wrong tool-call parser is the page's",
+    "verl-mirror-5327": "a tool's failed calls relayed as `[SearchTool] Execution failed` records (unknown, read "
+    "alone); the collector reads a trainer bug or warnings (doubtful)",
+    "vllm-ascend-13399": "`aclInit, error code is 507899` is read as a device's fault (the registry's 507899); that "
+    "the device was busy (EL0005) and the device count failed is the collector's device query (doubtful)",
+    "vllm-ascend-6018": "cause and family are right; the AI Core's error report is said as the first error, not the "
+    "runtime's `Task run failed` record just above it, which names no cause",
+    "vllm-ascend-703": "camem's `Failed to import vllm_ascend_C` at error level, alone: read as a missing extension; "
+    "the thread says it is harmless (warning-only)",
+    "vllm-ascend-9099": "vLLM's `No available memory for the cache blocks` is read as the engine's start-up out of "
+    "memory; the collector calls it a KV cache too small (a family apart only by the model's length)",
 }
 
 

@@ -382,7 +382,8 @@ class Scan:
         before = first is not None and not first_hit.consequence and cause in _FOLLOW
         before = before and first_hit.offset < min(h.offset for h in hits[cause])
         verdict = classify(first, context) if first is not None and (first.type or before) else None
-        if verdict is None and cause == "worker-died" and before and first.type:  # its own error: no death without one
+        own = first is not None and (first.type or fe.CPP_WHAT.match(fe.strip_prefix(first.line)))
+        if verdict is None and cause == "worker-died" and before and own:  # its own error: no death without one
             verdict = Verdict(UNKNOWN, family_for(UNKNOWN, first, context))
         if verdict is not None and verdict.cause != cause and cause in _FOLLOW and not first_hit.consequence:
             # the registry names only what followed (a dead worker, a timeout): the first error says why

@@ -257,6 +257,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     # is torch.distributed's backend (NCCL/HCCL) is the communicator's (the registry's comm-init)
     if _converting(first) and not sg.UNPACK.search(message) and not sg.DIST_BACKEND.search(first.type):
         return _conversion(kind, message)
+    if _loading_at_start(first):  # the engine's own load of its weights from files, which no sync call reached
+        return Verdict("checkpoint-mismatch", "checkpoint-load")
     if sg.SYNC.search(stack) or sg.SYNC.search(message) or (not first.frames and sg.SYNC.search(context.near)):
         return vd.sync(first)
     # a segfault in the middle of a weight update; a weight of no elements loaded (a shard sent without its gather)
@@ -277,7 +279,14 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if sg.CONVERSION.search(stack) or sg.CONVERSION.search(message):
         return _conversion(kind, message)
     if sg.NOT_A_MODEL.search(f"{message} {' '.join(first.context[:1])}"):  # no model_type: not a model's folder
-        return Verdict("checkpoint-mismatch", "checkpoint-load")
+        return Verdict(
+            "checkpoint-mismatch",
+            "checkpoint-load",
+            f"The model path holds no model, or is not there (a local path not found is read as a Hub repo id): "
+            f"{first.text[:200]}",
+            "point the recipe's model path (model.path) at a folder with the model's config.json and weights, the "
+            "same path on every node; write it in full (`~` and variables are not expanded there)",
+        )
     if sg.UNSUPPORTED_MODEL.search(message):  # a model the installed version does not know: a newer one does
         return vd.version(first, "version-mismatch")
     if first.frames and sg.LOAD_CKPT.search(stack) or "Checkpoint" in kind or sg.LOAD_CKPT.search(message):
@@ -516,9 +525,25 @@ def _device_query(first: FirstError) -> bool:
 
 
 def _names_engine_arguments(message: str) -> bool:
-    """The message names an engine argument of the field map with a value ("max_num_batched_tokens (8192)")."""
+    """The message names an engine argument of the field map with a value ("max_num_batched_tokens (8192)"), or
+    states a relation that does not hold to an argument's value ("LoRA rank 64 is greater than max_lora_rank 16")."""
+    named = engine_arguments(message)
+    return any(field and value for _, value, field in named) or (
+        bool(sg.RELATION.search(message)) and any(value for _, value, _ in named)
+    )
 
-    return any(field and value for _, value, field in engine_arguments(message))
+
+def _loading_at_start(first: FirstError) -> bool:
+    """The stack is an engine's start-up load of its weights from files (vLLM's and SGLang's model_loader entry
+    points, then the per-layer loaders a weight sync goes through too), with no call of a weight sync on it: a
+    checkpoint's load. (Building the model there, before its weights, is not one.)"""
+    frames = [f"{f.function} {f.path}" for f in first.frames]
+    return (
+        first.short in ("", "KeyError", "RuntimeError", "ValueError", "AssertionError")
+        and any(sg.ENGINE_LOAD.match(text) for text in frames)
+        and any(sg.SYNC.search(f.function) for f in first.frames)
+        and not any(sg.SYNC_CALL.search(text) for text in frames)
+    )
 
 
 def _dependency(first: FirstError | None, text: str, near: str = "") -> str | None:

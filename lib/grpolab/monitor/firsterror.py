@@ -321,8 +321,12 @@ WORDS = (
     "are not set.",
     "is not initialized.",
     "is not initialised.",
+    "what(): ",
 )
 
+# C++'s terminate printing the message of the exception it was thrown (`terminate called after throwing ...`): an
+# error of the process's own, though it names no Python type
+CPP_WHAT = re.compile(r"^[ \t]*what\(\): ")
 # A log record at error level, in the formats of the corpus' logs: vLLM's `ERROR 06-09 17:58:55 [core.py:1]`,
 # logging's `... - ERROR - ` / `ERROR:root:` / `| ERROR    |` / `[ERROR]`, glog's `E1206 18:44:12.7` / `[E1206 ...`,
 # CANN's `[ERROR] 2025-06-09-06:57:54`, a shell's `error: ` / `Error: ` / `[Error] `, httpx's refusal of a response
@@ -346,6 +350,7 @@ _LEVEL_ERROR = re.compile(
     r"|^[ \t]*\[[\w.\-/]{1,80}\.(?:cpp|cc|cu|cxx|c|h|hpp)(?::\d+)?\][^\n]{0,160}\b(?:error|failed|failure)\b"
     # CANN's error message, its code first (`EI0005: The arguments ...`); CUDA's driver result (`CUresult error result=2`)
     r"|^[ \t]*E[A-Z]\d{4}: |^[ \t]*CUresult error\b"
+    rf"|{CPP_WHAT.pattern}"
     rf"|^[ \t]*{sg.ARGPARSE.pattern}|{sg.COMMAND_MISSING.pattern}"  # argparse's refusal; a shell's `command not found`
     # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`
     r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}(?:Invalid|Failed|Unable|Cannot|Could not|Couldn't)\b"

@@ -18,16 +18,21 @@ DATA = re.compile(
     r"postprocess|_build_messages",
     re.IGNORECASE,
 )
-SYNC = re.compile(
+# the weight sync's own calls (not the per-layer loaders it and a load from files both go through)
+SYNC_CALL = re.compile(
     r"update_?weights?|weights?_?update|sync_?weights?|weights?_?sync|update_parameter|sync_model_weights|"
-    r"sharding_manager|broadcast_weights|send_weights|receive_weights|checkpoint_engine|param_sync|weight_loader|"
-    # (an engine's per-layer weight loaders too; TRL's and swift's rollout server setting up the weight channel)
-    r"UpdateWeight|load_weights\b|_load_w\d+\b|_load_model_weight|init_communicator|\bupdating (?:the )?weights\b|"
+    r"sharding_manager|broadcast_weights|send_weights|receive_weights|checkpoint_engine|param_sync|"
+    # (TRL's and swift's rollout server setting up the weight channel)
+    r"UpdateWeight|init_communicator|\bupdating (?:the )?weights\b|"
     # NeMo's word for it (`refit`, NeMo-Aligner's TensorRT-LLM engine, NeMo RL); DeepSpeed's hybrid engine fusing the
     # trained LoRA into the weights it generates with
     r"\brefit|_fuse_lora",
     re.IGNORECASE,
 )
+# the sync's calls, and an engine's per-layer weight loaders (which a sync goes through)
+SYNC = re.compile(rf"{SYNC_CALL.pattern}|weight_loader|load_weights\b|_load_w\d+\b|_load_model_weight", re.IGNORECASE)
+# an engine loading its weights from files as it starts (vLLM's and SGLang's model_loader package, its entry points)
+ENGINE_LOAD = re.compile(r"^(?:get_model|load_model) \S*model_loader[/\\]")
 # (Open-Reasoner-Zero's `backload_to_gpu`: the engine moved back onto the device after a training phase)
 WAKEUP = re.compile(
     r"resume_memory_occupation|\bwake_?up\b|waking up|cumem_allocator|torch_memory_saver|backload", re.I
@@ -62,7 +67,9 @@ LOAD_CKPT = re.compile(
 CAPTURE = re.compile(
     r"captur\w{0,10} (?:cuda|npu|acl)? ?graph|graph captur|capture_model|cuda_graph_runner|(?:cuda|npu|acl) ?graph\w{0,10}"
     r"[^\n]{0,60}\bcaptur|capture_begin|NPUGraph\.cpp|AclmdlRICapture|"
-    r"captures_underway",  # torch's caching allocator asserting on a graph capture still under way
+    r"captures_underway|"  # torch's caching allocator asserting on a graph capture still under way
+    # CUDA's refusal of an operation a stream under capture cannot record (cudaErrorStreamCaptureUnsupported)
+    r"\bstream is capturing\b|cudaErrorStreamCapture",
     re.I,
 )
 CONFIG_CHECK = re.compile(
@@ -149,7 +156,7 @@ DTENSOR_MIX = re.compile(r"got mixed torch\.Tensor and DTensor")
 LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following error")
 EXTENSION = re.compile(
     r"socversion \S+ of bin package|"
-    r"\b\w{1,40}\._C\b|_C'|camem|allocator is not available|not compiled with|custom (?:ops?|kernels?) (?:is |are )?"
+    r"\b\w{1,40}\._C\b|_C'|No module named '(?:[\w.]{1,80}\.)?_?custom_ops'|camem|allocator is not available|not compiled with|custom (?:ops?|kernels?) (?:is |are )?"
     r"not (?:available|found|built)|extension (?:is |was )?not (?:available|found|built)|cannot open shared object",
     re.IGNORECASE,
 )
@@ -311,7 +318,9 @@ SETTING = re.compile(
     r"\b(?:mode|option|flag|feature)\b[^.\n]{0,40}\b(?:is|are) (?:enabled|disabled|not supported|unsupported|not "
     r"allowed)\b|\bplease (?:set|pass|enable|disable) (?:[A-Z][A-Z0-9_]{2,}=|--?[a-z][\w-]+)|"
     # an environment setting named with the value it has (`Using V1 AsyncLLMEngine, but envs.VLLM_USE_V1=False`)
-    r"\b(?:but|while|with) (?:envs\.)?[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}=\w+",
+    r"\b(?:but|while|with) (?:envs\.)?[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}=\w+|"
+    # a dtype the device cannot compute in (vLLM: `Bfloat16 is only supported on GPUs with compute capability ...`)
+    r"\b(?:bfloat16|bf16|float16|fp16|fp8|float8\w{0,10})\b[^.\n]{0,30}\b(?:is |are )?(?:only|not) supported on\b",
     re.IGNORECASE,
 )
 # W&B's login on the stack (a key it refused, a prompt for one in a job with no terminal)
@@ -343,7 +352,9 @@ UNSUPPORTED_MODEL = re.compile(
 NOT_A_MODEL = re.compile(
     r"Unrecognized model in \S+[^\n]{0,20}Should have a .?model_type.? key|"
     # transformers' refusal of a path that holds no model (`Can't load the configuration of '~/models/x'`)
-    r"Can't load (?:the )?(?:configuration|config|tokenizer|model|weights) (?:of|for) "
+    r"Can't load (?:the )?(?:configuration|config|tokenizer|model|weights) (?:of|for) |"
+    # a local path that is not there, which huggingface_hub then validates as a repo id and refuses
+    r"Repo id must be in the form 'repo_name' or 'namespace/repo_name'|Incorrect path_or_model_id"
 )
 # the importer's own frames (a traceback cut inside an import: the module that did not import is below them)
 IMPORTING = re.compile(r"_find_and_load|_load_unlocked|import_module|_call_with_frames|_gcd_import|exec_module")

@@ -1,0 +1,122 @@
+"""`grpolab diagnose` on what held-out batches 50-52 taught (tests/data/failures/README.md), each rule beside the
+neighbour it must leave alone: a model path that is not there (huggingface_hub then refuses it as a repo id), a dtype
+the device cannot compute in, an argument's value a relation refuses, CUDA refusing an operation while a stream is
+captured, an engine loading its weights from files (not a weight sync, though both pass the per-layer loaders), a
+compiled module of custom operators, and C++'s terminate printing its exception's message (the process's own error,
+not a death without a cause). The real logs are the corpus's; the made-up lines are the other side of each rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from grpolab.monitor.diagnose import diagnose_text
+from tests.test_diagnose import _log
+
+
+def _said(text: str) -> tuple[str, str] | None:
+    failure = diagnose_text(text)
+    return (failure.cause, failure.family) if failure else None
+
+
+@pytest.mark.parametrize(
+    ("case", "said"),
+    [
+        ("juejin-7705716341148155919-a", ("checkpoint-mismatch", "checkpoint-load")),
+        ("ttrl-25", ("checkpoint-mismatch", "checkpoint-load")),
+        ("mynw-819281-verl-p40-bf16", ("engine-config", "engine-config")),
+        ("vllm-2847", ("engine-config", "engine-config")),
+        ("sglang-7918", ("unknown", "cuda-graph-capture")),
+        ("vllm-ascend-11368", ("checkpoint-mismatch", "checkpoint-load")),
+        ("vllm-ascend-4449", ("import-error", "build-missing-extension")),
+        ("sglang-docs-ascend-faq-gloo-pd", ("unknown", "unknown")),
+    ],
+)
+def test_the_batchs_real_logs(case, said):
+    assert _said(_log(case)) == said
+
+
+def test_a_model_path_that_is_not_there_says_which_key_and_a_gated_repo_is_not_one():
+    failure = diagnose_text(
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+        "'namespace/repo_name': '~/models/qwen'. Use `repo_type` argument if needed.\n"
+    )
+    assert (failure.cause, failure.family) == ("checkpoint-mismatch", "checkpoint-load")
+    assert "model.path" in failure.fix and "`~`" in failure.fix
+    assert _said("OSError: You are trying to access a gated repo. Make sure to have access\n") != (
+        "checkpoint-mismatch",
+        "checkpoint-load",
+    )
+
+
+def test_a_dtype_the_device_lacks_is_the_engines_setting_and_a_feature_it_lacks_on_a_model_is_not():
+    line = "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your GPU has 6.1.\n"
+    assert _said(line) == ("engine-config", "engine-config")
+    assert _said("ValueError: Bfloat16 weights were found in the file, cannot cast\n") != (
+        "engine-config",
+        "engine-config",
+    )
+
+
+def test_a_relation_to_an_arguments_value_is_the_engines_setting_and_a_value_alone_is_not():
+    assert _said("ValueError: LoRA rank 64 is greater than max_lora_rank 16.\n") == ("engine-config", "engine-config")
+    assert _said("ValueError: invalid literal for int() with base 10: 'max_lora_rank 16'\n") != (
+        "engine-config",
+        "engine-config",
+    )
+
+
+def test_an_operation_refused_while_a_stream_is_captured_is_the_graph_capture_and_an_illegal_access_is_not():
+    assert _said("RuntimeError: CUDA error: operation not permitted when stream is capturing\n") == (
+        "unknown",
+        "cuda-graph-capture",
+    )
+    assert _said("RuntimeError: CUDA error: an illegal memory access was encountered\n")[1] == "device-fault"
+
+
+_LOADER = """Traceback (most recent call last):
+  File "/usr/lib/python3.11/site-packages/vllm/model_executor/model_loader/__init__.py", line 138, in get_model
+    return loader.load_model(
+  File "/usr/lib/python3.11/site-packages/vllm/model_executor/model_loader/base_loader.py", line 62, in load_model
+    self.load_weights(model, model_config)
+  File "/usr/lib/python3.11/site-packages/vllm/model_executor/model_loader/default_loader.py", line 381, in load_weights
+    loaded_weights = model.load_weights(self.get_all_weights(model_config, model))
+{sync}  File "/usr/lib/python3.11/site-packages/vllm/model_executor/models/qwen2.py", line 500, in load_weights
+    param = params_dict[name]
+KeyError: 'layers.0.mlp.gate_up_proj.weight_scale'
+"""
+_SYNC = """  File "/usr/lib/python3.11/site-packages/verl/workers/rollout/vllm_rollout/utils.py", line 90, in update_weights
+    model.load_weights(weights)
+"""
+_BUILD = """Traceback (most recent call last):
+  File "/usr/lib/python3.11/site-packages/vllm/model_executor/model_loader/__init__.py", line 138, in get_model
+    return loader.load_model(
+  File "/usr/lib/python3.11/site-packages/vllm/model_executor/model_loader/base_loader.py", line 50, in load_model
+    model = initialize_model(vllm_config=vllm_config, model_config=model_config)
+  File "/usr/lib/python3.11/site-packages/vllm/attention/layer.py", line 160, in __init__
+    raise ValueError(f"Duplicate layer name: {prefix}")
+ValueError: Duplicate layer name: model.layers.0.self_attn.attn
+"""
+
+
+def test_an_engine_loading_its_files_is_a_checkpoints_load_a_sync_through_the_same_loader_is_the_syncs():
+    assert _said(_LOADER.format(sync="")) == ("checkpoint-mismatch", "checkpoint-load")
+    assert _said(_LOADER.format(sync=_SYNC)) == ("weight-sync", "weight-sync")
+    assert _said(_BUILD) != ("checkpoint-mismatch", "checkpoint-load")  # the model built, before any weight read
+
+
+def test_a_missing_module_of_custom_operators_is_a_build_and_a_missing_package_is_not():
+    assert _said("ModuleNotFoundError: No module named 'custom_ops'\n") == ("import-error", "build-missing-extension")
+    assert _said("ModuleNotFoundError: No module named 'custom_tools'\n") == ("import-error", "missing-dependency")
+
+
+def test_cpp_terminate_says_its_exception_as_the_first_error():
+    log = (
+        "terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+        "  what():  [enforce fail at gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 4 vs 3\n"
+        "Fatal Python error: Aborted\n"
+    )
+    failure = diagnose_text(log)
+    assert failure.first_error.startswith("what():  [enforce fail at gloo/transport/tcp/pair.cc:456]")
+    assert failure.cause != "worker-died"  # its own error: not a death without a cause
+    # a record that only mentions what() is no error line
+    assert diagnose_text("INFO the what(): method of the class returns its message\n") is None
