@@ -452,6 +452,49 @@ BEYOND = {
     "the thread says it is harmless (warning-only)",
     "vllm-ascend-9099": "vLLM's `No available memory for the cache blocks` is read as the engine's start-up out of "
     "memory; the collector calls it a KV cache too small (a family apart only by the model's length)",
+    # batches 53-55 (2026-12-06: vLLM's threads, ms-swift's FAQ, SGLang's and the kernels' threads)
+    "mbridge-10": f"{CUT}: mbridge's load_weights frames (a converter's load, read as a conversion), before its "
+    "ValueError",
+    "ms-swift-docs-faq-dataset-max-length": "cause and family are right; the FAQ's rank prefix is spelled `[rankø]`, "
+    "which names no rank",
+    "sglang-11409": "an AssertionError in SGLang's own sampling code (unknown: an engine's assertion, read alone); the "
+    "collector calls it the framework's bug (doubtful)",
+    "sglang-16855": "an AssertionError on an HTTP 502 in SGLang's warm-up request (unknown, read alone); the proxy "
+    "that answered it is another thread's (doubtful)",
+    "sglang-14062": f"{CUT}: the scheduler's frames, before the cache flush that failed after a weight update",
+    "sglang-764": f"{CUT}: SGLang's import frames, before `cannot import name ... from 'flashinfer.sampling'`",
+    "sglang-3783": f"{CUT}: SGLang's weight-loading records, before the watchdog's collective timeout",
+    "sglang-4330": "SGLang's `Not enough memory. Please try to increase --mem-fraction-static` is read as the "
+    "engine's start-up out of memory (as vLLM's `No available memory for the cache blocks`); the collector calls it "
+    "a KV cache too small",
+    "torch_memory_saver-4": "CUDA's result 2 (out of memory) in torch_memory_saver's cu_mem_create is read as a "
+    "wake-up's; that it came at the engine's start is the collector's reading",
+    "torch_memory_saver-87": "`Fatal Python error: Aborted` in torch_memory_saver's resume (a crash, read alone); "
+    "that the wake-up ran out of memory is the thread's",
+    "vllm-10439": "`No available memory for the cache blocks` is the engine's start-up out of memory here (as in four "
+    "other cases); the collector calls it a KV cache too small",
+    "vllm-13939": f"{CUT}: vLLM's CRITICAL `MQLLMEngine is already dead` (an error now, unknown), without the illegal "
+    "memory access the title names",
+    "vllm-15598": f"{CUT}: `Error executing metho` after the CUDA graph capture's records (read as the capture's), "
+    "before the out of memory",
+    "vllm-13909": f"{CUT}: the engine's start and Ray's connection, before the placement group's wait",
+    "vllm-16456": f"{CUT}: the API server's arguments, before `invalid device ordinal`",
+    "vllm-23025": f"{CUT}: the checkpoint shards' progress bar, before its KeyError",
+    "vllm-21336": "torch's `captures_underway.empty()` assertion is a graph capture still under way (the corpus's "
+    "reading); the collector calls it the sleep-mode allocator's",
+    "vllm-3249": "an unexpected keyword into vLLM's EngineArgs is read as the two packages' versions (as nemo-rl-870 "
+    "and openrlhf-702); the collector calls it a config key of another version",
+    "vllm-9398": "an unexpected keyword into vLLM's EngineArgs (versions, as vllm-3249); the collector calls it a config "
+    "key of another version",
+    "vllm-3568": f"{CUT}: docker's image pull and the server's arguments, before Ray's `is over 95% full`",
+    "vllm-27138": f"{CUT}: the worker's load_model frames, before the KeyError of a weight's name",
+    "vllm-38056": f"{CUT}: the engine core's frames, before its ImportError",
+    "vllm-29265": f"{CUT}: `EngineCore failed to start` and its frames, before `Current node has no GPU available`",
+    "vllm-4432": f"{CUT}: NCCL's INFO lines, before the graph capture's CUDA error",
+    "vllm-42417": f"{CUT}: a warning of torch's process group at exit, without the AssertionError the title names",
+    "vllm-45626": "vLLM's `Engine core initialization failed` alone (an error, unknown); that the host's memory ran out "
+    "is the reporter's",
+    "vllm-7539": f"{CUT}: `Engine background task failed` and frames, before the illegal memory access",
 }
 
 
@@ -506,6 +549,8 @@ NO_FAILURE_OTHERWISE = {
     "rldecisionagent-docs-tool-decode-benign": "verl's agent loop's `ERROR:...Failed to decode tool call` records (what "
     "the model generated, read as warnings of the run) and no sign of work done: warning-only, as agent-r1-101's "
     "collector labels the same records; this collector, after the author's note that they can be ignored, healthy-run",
+    "sglang-9561": "SGLang's `Ignore import error when loading ...` records (no level word): healthy-run, read alone; "
+    "the collector calls them warnings (warning-only)",
     "verl-6741": "two lines, `Platform 'huawei' (PlatformNPU) is registered but not available` and its note, with no "
     "level word: healthy-run, read alone; the collector calls the notice a warning (warning-only)",
 }

@@ -159,7 +159,10 @@ def test_a_table_of_steps_is_no_collectors_column_and_one_framed_line_in_many_fr
 
 # srun --label's `3: ` stays in the line (grpolab.monitor.origin reads the task's rank from it); the patterns read
 # past it. Logs whose answer it still changes, each for a pattern anchored where the label now stands:
-SRUN_LEFT = {"l1-21"}  # a line quoted whole (`"omegaconf.errors.ConfigAttributeError: ...`): its label before the quote
+SRUN_LEFT = {
+    "l1-21",  # a line quoted whole (`"omegaconf.errors.ConfigAttributeError: ...`): its label before the quote
+    "vllm-1465",  # a page's `> ` quote of one line: the label before the quote, so the quote is not read as a page's
+}
 
 
 def test_a_log_srun_labelled_gets_the_cause_and_family_of_the_log_itself():

@@ -178,7 +178,10 @@ CAUSES: tuple[Cause, ...] = (
             r"larger than the maximum number of tokens that can be stored in KV cache",
             # the allocators of vLLM's and SGLang's sleep mode (their own words for a device out of memory)
             # (CUDA's driver result 2 is CUDA_ERROR_OUT_OF_MEMORY: `CUresult error result=2 ... func=cu_mem_create`)
-            r"CUresult error(?::| result=) ?2\b|error: out of memory at [^\n]{0,80}cumem_allocator",
+            r"CUresult error(?::|\s+result=) ?2\b|error: out of memory at [^\n]{0,80}cumem_allocator",
+            # SGLang's pool that the memory left cannot hold (`Not enough memory. Please try to increase
+            # --mem-fraction-static.`)
+            r"Not enough memory\.? Please try to increase --mem-fraction-static",
         ),
         (
             "out of memory",

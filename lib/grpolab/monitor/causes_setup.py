@@ -319,8 +319,13 @@ CAUSES: tuple[Cause, ...] = (
             r"\b(?:tp|pp|ep|cp|tp_size|pp_size|ep_size)\b ?\(?\d*\)? ?[^\n]{0,40}(?:must|should) (?:be )?"
             r"(?:divisible|a multiple|divide)",
             r"Invalid device (?:id|ordinal)|invalid device ordinal",
+            # a parallelism the model's architecture does not support (vLLM: `Pipeline parallelism is only supported
+            # for the following architectures: [...]`)
+            r"\b(?:tensor|pipeline|expert|context|sequence)[ _]parallel(?:ism)? is (?:only|not|not yet) supported "
+            r"(?:for|with|by|on)\b",
         ),
         (
+            "parallelism is",
             "divisib",
             "multiple",
             "divide",

@@ -313,6 +313,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("config-key", "config-version-mismatch")
     if sg.HYDRA_PATH.search(text):
         return Verdict("config-missing", "hydra-config")
+    if sg.RAY_CONNECT.search(text):  # (also a record without a type: Ray's C++ `Failed to connect to GCS within 60 s`)
+        return Verdict("startup-timeout", "ray-cluster-connect")
     if family := _dependency(first, f"{first.type}: {message} " + " ".join(first.context), context.near):
         return vd.version(first, family)
     if sg.BUILD.search(stack):  # raised while a compiled extension was built where the job runs
@@ -362,8 +364,6 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("no-device", "device-visibility")
     if sg.RESOURCES.search(message):
         return Verdict("no-device", "ray-resources")
-    if sg.RAY_CONNECT.search(text):
-        return Verdict("startup-timeout", "ray-cluster-connect")
     if kind == "TypeError" and sg.STRING_VALUE.search(message) and "'str'" in message and _in_check(first):
         return Verdict("config-key", "hydra-config", f"A config value has the wrong type: {first.text[:200]}", _TYPED)
     if kind in ("RuntimeError", "ValueError", "AssertionError") and sg.DEVICE_MESH.search(stack):
@@ -426,7 +426,7 @@ def _memory(first: FirstError | None, context: Context) -> str:
         or sg.STARTUP.search(text)  # an engine's start-up phase (`Error executing method 'load_model'`)
         or re.search(
             # (`gpu_memory_utilization: 0.6`, `=0.6`: a config's line or an override, no engine's message)
-            r"on startup|Free memory on device|cache blocks|gpu_memory_utilization(?! ?[:=] ?[\d.]+\b)|"
+            r"on startup|Free memory on device|cache blocks|gpu_memory_utilization(?! ?[:=] ?[\d.]+\b)|--mem-fraction-static\b|"
             r"Engine core initiali[sz]ation|"
             r"engine (?:failed to start|initiali[sz]ation failed)",
             text,
@@ -550,7 +550,8 @@ def _dependency(first: FirstError | None, text: str, near: str = "") -> str | No
     """missing-dependency / build-missing-extension where the error says so."""
     if first is None:
         return None
-    if sg.EXTENSION.search(text) and (
+    # (an extension that is there and misses a symbol was built against another version: a version mismatch)
+    if sg.EXTENSION.search(text) and "undefined symbol" not in text and (
         first.short
         in ("ImportError", "ModuleNotFoundError", "OSError", "AssertionError", "RuntimeError", "AttributeError")
         or not first.type

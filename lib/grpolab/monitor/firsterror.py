@@ -201,7 +201,7 @@ _CONSEQUENCE_TYPES = {
 }
 _CONSEQUENCE_MESSAGE = re.compile(
     r"see (?:the )?root cause above|Engine core initialization failed|EngineCore encountered an issue|"
-    r"check the stack trace above|died unexpectedly|worker (?:process )?(?:has )?died|is dead|"
+    r"check the stack trace above|died unexpectedly|\bdied during initiali[sz]ation|worker (?:process )?(?:has )?died|is dead|"
     r"Watchdog caught collective operation timeout|\bNCCL communicator was aborted|ProcessGroup\w{0,40} is aborted|"
     r"terminate called|^ray::|Failed to run the task|one or more workers? (?:died|failed)|"
     r"(?:Ray|worker) (?:task|actor) failed|exitcode ?: ?-?\d+|(?:non-zero|nonzero) exit|"
@@ -322,6 +322,7 @@ WORDS = (
     "is not initialized.",
     "is not initialised.",
     "what(): ",
+    "critical",  # (CRITICAL, a level: vLLM's `CRITICAL 02-25 11:11:34 launcher.py:101] ...`)
 )
 
 # C++'s terminate printing the message of the exception it was thrown (`terminate called after throwing ...`): an
@@ -350,10 +351,17 @@ _LEVEL_ERROR = re.compile(
     r"|^[ \t]*\[[\w.\-/]{1,80}\.(?:cpp|cc|cu|cxx|c|h|hpp)(?::\d+)?\][^\n]{0,160}\b(?:error|failed|failure)\b"
     # CANN's error message, its code first (`EI0005: The arguments ...`); CUDA's driver result (`CUresult error result=2`)
     r"|^[ \t]*E[A-Z]\d{4}: |^[ \t]*CUresult error\b"
+    # the dynamic loader's refusal (`python: error while loading shared libraries: libcudart.so.13: cannot open ...`);
+    # an OpenAI-compatible server's refusal as its client says it (`Error code: 400 - {'object': 'error', ...}`)
+    r"|\berror while loading shared libraries: |\bError code: [45]\d\d - \{"
     rf"|{CPP_WHAT.pattern}"
     rf"|^[ \t]*{sg.ARGPARSE.pattern}|{sg.COMMAND_MISSING.pattern}"  # argparse's refusal; a shell's `command not found`
     # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`
-    r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}(?:Invalid|Failed|Unable|Cannot|Could not|Couldn't)\b"
+    # (a C++ source's tag too, where a post dropped the record's head: `gcs_rpc_client.h:552: Failed to connect`);
+    # a part that says it did not start (`Engine core initialization failed.`)
+    r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}(?:[\w.\-]{1,60}\.(?:h|hpp|cc|cpp|cxx|c):\d+:[ \t]*)?"
+    r"(?!Unable to find image '[^'\n]{1,200}' locally)"  # (docker's note before it pulls an image)
+    r"(?:Invalid|Failed|Unable|Cannot|Could not|Couldn't|[A-Z]\w*(?: \w+){0,3} (?:initiali[sz]ation|start-?up) failed)\b"
     r"(?![^\n]{0,300}\b(?:retry|retrying|will retry|fall(?:ing)? ?back|skipp?ing|ignor(?:e|ed|ing))\b)"
 )
 # NCCL's WARN is its error level (NCCL_DEBUG=WARN prints a message when an NCCL call fails); a retry is not one

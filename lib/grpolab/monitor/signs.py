@@ -89,8 +89,14 @@ PROMPT_TOO_LONG = re.compile(
     r"prompt (?:length|\(length) ?(?:of )?\(?\d+\)? (?:tokens )?is (?:too )?long(?:er)?|sequence_length=\d+ is larger "
     r"than max_length|prompt \(\d+ tokens\) is too long|is longer than the maximum model length|"
     r"exceeds (?:the )?max(?:imum)?_?(?:prompt|model)_?len|"
+    # an OpenAI-compatible server's refusal (vLLM: `This model's maximum context length is 16384 tokens. However,
+    # you requested 19591 tokens`)
+    r"maximum context length is \d+ tokens\. However, you requested \d+ tokens|"
     # the tokens left for a response came out negative: the prompt alone is longer than the model's length
-    r"max_tokens must be at least 1, got -\d+",
+    r"max_tokens must be at least 1, got -\d+|"
+    # a multimodal item longer than the engine's encoder cache (vLLM: `the decoder prompt contains a(n) video item
+    # with length 16758, which exceeds the pre-allocated encoder cache size 16384`)
+    r"prompt contains an? ?(?:\(n\) )?\w+ item with length \d+, which exceeds",
     re.IGNORECASE,
 )
 # a call whose arguments do not fit the called function's signature: the function's name is group 1
@@ -157,7 +163,8 @@ LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following erro
 EXTENSION = re.compile(
     r"socversion \S+ of bin package|"
     r"\b\w{1,40}\._C\b|_C'|No module named '(?:[\w.]{1,80}\.)?_?custom_ops'|camem|allocator is not available|not compiled with|custom (?:ops?|kernels?) (?:is |are )?"
-    r"not (?:available|found|built)|extension (?:is |was )?not (?:available|found|built)|cannot open shared object",
+    r"not (?:available|found|built)|extension\b[^.\n]{0,60}\bnot (?:available|found|built|installed)|"
+    r"cannot open shared object",
     re.IGNORECASE,
 )
 ACROSS = re.compile(

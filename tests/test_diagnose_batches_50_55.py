@@ -3,7 +3,11 @@ neighbour it must leave alone: a model path that is not there (huggingface_hub t
 the device cannot compute in, an argument's value a relation refuses, CUDA refusing an operation while a stream is
 captured, an engine loading its weights from files (not a weight sync, though both pass the per-layer loaders), a
 compiled module of custom operators, and C++'s terminate printing its exception's message (the process's own error,
-not a death without a cause). The real logs are the corpus's; the made-up lines are the other side of each rule."""
+not a death without a cause); and of batches 53-55, a CRITICAL record, a C++ source's tag before a verdict, a part that
+says it did not start, the dynamic loader's refusal and an OpenAI-compatible server's (each an error line), docker's
+note before a pull (none), a multimodal item longer than the encoder cache, an extension said not found, a parallelism
+the architecture lacks, an extension missing a symbol (versions), CUDA's result 2 and SGLang's memory fraction. The
+real logs are the corpus's; the made-up lines are the other side of each rule."""
 
 from __future__ import annotations
 
@@ -29,6 +33,13 @@ def _said(text: str) -> tuple[str, str] | None:
         ("vllm-ascend-11368", ("checkpoint-mismatch", "checkpoint-load")),
         ("vllm-ascend-4449", ("import-error", "build-missing-extension")),
         ("sglang-docs-ascend-faq-gloo-pd", ("unknown", "unknown")),
+        ("vllm-1465", ("startup-timeout", "ray-cluster-connect")),
+        ("vllm-20409", ("data-error", "data-error")),
+        ("vllm-9015", ("layout-mismatch", "layout-mismatch")),
+        ("vllm-5501", ("import-error", "version-mismatch")),
+        ("sglang-36533", ("import-error", "build-missing-extension")),
+        ("ms-swift-docs-faq-gradient-accumulation-fusion", ("import-error", "build-missing-extension")),
+        ("ms-swift-docs-faq-vllm-encoder-cache", ("data-error", "data-error")),
     ],
 )
 def test_the_batchs_real_logs(case, said):
@@ -120,3 +131,79 @@ def test_cpp_terminate_says_its_exception_as_the_first_error():
     assert failure.cause != "worker-died"  # its own error: not a death without a cause
     # a record that only mentions what() is no error line
     assert diagnose_text("INFO the what(): method of the class returns its message\n") is None
+
+
+@pytest.mark.parametrize(
+    ("line", "failed"),
+    [
+        ("CRITICAL 02-25 11:11:34 launcher.py:101] MQLLMEngine is already dead, terminating server process", True),
+        ("INFO 02-25 11:11:34 launcher.py:101] the critical path took 3 s", False),
+        ("gcs_rpc_client.h:552: Failed to connect to GCS within 60 seconds. GCS may have been killed.", True),
+        ("notes.md:552: Failed to connect is a heading of this page", False),
+        ("Engine core initialization failed. Failed core proc(s): {}", True),
+        ("Unable to find image 'vllm/vllm-openai:latest' locally", False),
+        ("Unable to open the checkpoint file /data/ckpt/model.safetensors", True),
+        ("python: error while loading shared libraries: libcudart.so.13: cannot open shared object file", True),
+        ("Error Occurs: \"Error code: 400 - {'object': 'error', 'message': 'bad request'}\"", True),
+        ("INFO 11-18 18:07:28 the server answers with an error code of its own when asked", False),
+    ],
+)
+def test_what_reads_as_an_error_line_and_what_does_not(line, failed):
+    assert (diagnose_text(line + "\n") is not None) is failed
+
+
+def test_the_loaders_refusal_comes_before_the_death_it_causes():
+    failure = diagnose_text(
+        "python: error while loading shared libraries: libcudart.so.13: cannot open shared object file\n"
+        "RuntimeError: Rank 0 scheduler died during initialization (exit code: 127).\n"
+    )
+    assert (failure.cause, failure.family) == ("import-error", "build-missing-extension")
+    assert failure.first_error.startswith("python: error while loading shared libraries")
+    alone = diagnose_text("RuntimeError: Rank 0 scheduler died during initialization (exit code: 127).\n")
+    assert alone.first_error.startswith("RuntimeError: Rank 0 scheduler died")  # its own line, when nothing is above
+
+
+def test_a_server_refusing_a_prompt_longer_than_the_model_is_the_datas_and_another_refusal_is_not():
+    said = "Error code: 400 - {'message': \"This model's maximum context length is 16384 tokens. However, you requested"
+    assert _said(said + ' 19591 tokens (9591 in the messages, 10000 in the completion)."}\n') == (
+        "data-error",
+        "data-error",
+    )
+    assert _said("Error code: 401 - {'message': 'invalid api key'}\n") != ("data-error", "data-error")
+
+
+def test_an_encoder_cache_item_too_long_is_the_datas_and_a_cache_too_small_for_the_model_is_memory():
+    line = "ValueError: the decoder prompt contains a(n) video item with length 16758, which exceeds the pre-allocated"
+    assert _said(line + " encoder cache size 16384.\n") == ("data-error", "data-error")
+    assert _said("ValueError: No available memory for the cache blocks.\n")[0] == "device-oom"
+
+
+def test_an_extension_said_not_found_is_a_build_and_one_missing_a_symbol_is_the_versions():
+    line = "RuntimeError: ColumnParallelLinear was called with gradient_accumulation_fusion set to True but the custom"
+    assert _said(line + " CUDA extension fused_weight_gradient_mlp_cuda module is not found.\n") == (
+        "import-error",
+        "build-missing-extension",
+    )
+    symbol = "ImportError: /site-packages/vllm/_C.abi3.so: undefined symbol: _ZN5torch7LibraryC1E\n"
+    assert _said(symbol) == ("import-error", "version-mismatch")
+
+
+def test_a_parallelism_the_architecture_lacks_is_the_layouts_and_a_feature_it_lacks_is_not():
+    line = "NotImplementedError: Pipeline parallelism is only supported for the following architectures: ['X']\n"
+    assert _said(line) == ("layout-mismatch", "layout-mismatch")
+    assert _said("NotImplementedError: LoRA is only supported for the following architectures: ['X']\n") != (
+        "layout-mismatch",
+        "layout-mismatch",
+    )
+
+
+def test_cudas_result_2_is_memory_however_it_is_spaced_and_result_1_is_not():
+    line = "[torch_memory_saver.cpp] CUresult error  result={} file=csrc/torch_memory_saver.cpp func=cu_mem_create\n"
+    assert _said(line.format(2))[0] == "device-oom"
+    assert _said(line.format(1))[0] != "device-oom"
+
+
+def test_sglangs_memory_fraction_too_small_is_memory_at_start_up():
+    line = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n"
+    assert _said(line) == ("device-oom", "rollout-startup-oom")
+    assert _said("RuntimeError: Not enough arguments for the call\n")[0] != "device-oom"
