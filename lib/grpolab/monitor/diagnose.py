@@ -53,6 +53,7 @@ from grpolab.monitor.logread import (
 from grpolab.monitor.origin import (
     RAY_TASK,
     Where,
+    locate,
     naming_collective,
     origin_first,
     origin_sentence,
@@ -491,25 +492,8 @@ class Scan:
         ordered = origin_first(hits)
         origin = ordered[0]
         w = origin.where
-        rank, node = (w.remote, w.remote_node) if w.remote is not None else (w.rank, w.node)
         silent = silent_ranks(self.timed_out) if cause == "comm-timeout" and w.remote is None else []
-        if w.remote is not None and node is None:  # the rank another rank named: its node, if its own lines say
-            node = next((h.where.node for h in hits if h.where.rank == rank and h.where.node), None)
-        if rank is None and w.remote is None:  # the origin line names no rank: the first of the cause's that does
-            rank = next((h.where.rank for h in ordered if h.where.rank is not None), None)
-        if rank is None and w.remote is None and w.pid is None:  # nor does any: the same failure's next lines
-            rank = next(
-                (
-                    h.where.rank
-                    for h in sorted(later + self.errors + self.echoes + self.exits, key=lambda h: h.number)
-                    if h.where.rank is not None and h.file == origin.file and 0 < h.number - origin.number <= _NEAR
-                ),
-                None,
-            )
-        if node is None and w.remote is None:  # nor a node: the first line of the same rank (or of no rank) that does
-            node = next((h.where.node for h in ordered + later if h.where.node and h.where.rank in (rank, None)), None)
-        if node is None and first is not None and first.file == origin.file and 0 <= first.number - origin.number < 3:
-            node = first.node  # the same error read as the first: the actor a relayed traceback names above it
+        rank, node = locate(ordered, hits, later, self.errors + self.echoes + self.exits, first)
         with_op = next((h.where for h in ordered if h.where.op), None)  # the collective named, and its group
         collective = with_op.op if with_op else None
         group = (with_op and with_op.group) or next((h.where.group for h in ordered if h.where.group), None)
@@ -568,7 +552,6 @@ class Scan:
         )
 
 
-_NEAR = 12  # lines after a rank-less origin in which the same failure's rank is looked for (one process's report)
 _FIRST_ERROR = 1200  # characters of the first error said (its line and the lines its message continues on)
 
 

@@ -551,10 +551,14 @@ def _dependency(first: FirstError | None, text: str, near: str = "") -> str | No
     if first is None:
         return None
     # (an extension that is there and misses a symbol was built against another version: a version mismatch)
-    if sg.EXTENSION.search(text) and "undefined symbol" not in text and (
-        first.short
-        in ("ImportError", "ModuleNotFoundError", "OSError", "AssertionError", "RuntimeError", "AttributeError")
-        or not first.type
+    if (
+        sg.EXTENSION.search(text)
+        and "undefined symbol" not in text
+        and (
+            first.short
+            in ("ImportError", "ModuleNotFoundError", "OSError", "AssertionError", "RuntimeError", "AttributeError")
+            or not first.type
+        )
     ):
         return "build-missing-extension"
     relayed = first.short == "RuntimeError" and sg.LAZY_IMPORT.search(first.message)  # its cause on the next line

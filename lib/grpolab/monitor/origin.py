@@ -207,6 +207,36 @@ def origin_first(hits: list) -> list:
     )
 
 
+_NEAR = 12  # lines after a rank-less origin in which the same failure's rank is looked for (one process's report)
+
+
+def locate(ordered: list, hits: list, later: list, nearby: list, first) -> tuple[int | None, str | None]:
+    """The rank and node a failure is said of: its origin's (`ordered[0]`, the hits `ordered` by origin_first), or
+    the rank another rank named; where the origin line names neither, the cause's other lines, then the same
+    failure's next lines (`later` and `nearby`: the log's error, echo and exit lines), then the first error's node."""
+    origin = ordered[0]
+    w = origin.where
+    rank, node = (w.remote, w.remote_node) if w.remote is not None else (w.rank, w.node)
+    if w.remote is not None and node is None:  # the rank another rank named: its node, if its own lines say
+        node = next((h.where.node for h in hits if h.where.rank == rank and h.where.node), None)
+    if rank is None and w.remote is None:  # the origin line names no rank: the first of the cause's that does
+        rank = next((h.where.rank for h in ordered if h.where.rank is not None), None)
+    if rank is None and w.remote is None and w.pid is None:  # nor does any: the same failure's next lines
+        rank = next(
+            (
+                h.where.rank
+                for h in sorted(later + nearby, key=lambda h: h.number)
+                if h.where.rank is not None and h.file == origin.file and 0 < h.number - origin.number <= _NEAR
+            ),
+            None,
+        )
+    if node is None and w.remote is None:  # nor a node: the first line of the same rank (or of no rank) that does
+        node = next((h.where.node for h in ordered + later if h.where.node and h.where.rank in (rank, None)), None)
+    if node is None and first is not None and first.file == origin.file and 0 <= first.number - origin.number < 3:
+        node = first.node  # the same error read as the first: the actor a relayed traceback names above it
+    return rank, node
+
+
 def silent_ranks(timed_out: set[int]) -> list[int]:
     """The ranks below the highest that timed out which did not time out, when they are few (a stuck rank never
     enters the collective its peers wait in, so it reports no timeout); [] when the log cannot say."""
