@@ -495,6 +495,46 @@ BEYOND = {
     "vllm-45626": "vLLM's `Engine core initialization failed` alone (an error, unknown); that the host's memory ran out "
     "is the reporter's",
     "vllm-7539": f"{CUT}: `Engine background task failed` and frames, before the illegal memory access",
+    # batches 56-58 (2026-12-06: TRL, ms-swift, LLaMA-Factory, OpenRLHF, Unsloth; NPU; verl by component)
+    "hiascend-docs-hccl-ei0002-heartbeat": "cause and family are right; the remote node the page names is in a "
+    "reason's words (`remote rank [4]`), not an address the log gives that rank",
+    "hiascend-docs-hccl-tls-mismatch": "HCCL's LINK_ERROR_INFO banner and table (unknown, read alone); that the two "
+    "ends' TLS settings differ is the page's",
+    "llamafactory-3839": "cause and family are right; the rank (`RankID:3`) is on the record under the first error, "
+    "not on its line",
+    "pytorch-166": "torch_npu's `EE9999` code quoted without a level or an error line; the weight broadcast is the "
+    "collector's reading (doubtful)",
+    "llama-factory-762": "a KeyError `'reward'` raised in peft's adapter injection (unknown, read alone); the versions "
+    "that do not fit are the collector's reading (doubtful)",
+    "ms-swift-5157": "transformers' `model_kwargs are not used by the model` (unknown, read alone); that ms-swift "
+    "passed the data's columns to generate is the collector's (doubtful)",
+    "openrlhf-541": f"{CUT}: DeepSpeed's `assert not param.ds_a` (a source line), before its AssertionError",
+    "pytorch-67": "torch_npu's SetDevice failing with 507033 is read as a device's fault (the registry's 5070xx); the "
+    "collector reads the visible-devices setting (doubtful)",
+    "trl-2877": f"{CUT}: contextlib's frames, before the AssertionError of the weight sync",
+    "unsloth-3828": "torch's `Inplace update to inference tensor outside InferenceMode` (unknown, read alone); that "
+    "Unsloth's zoo code caused it is its PR's",
+    "verl-2596": "Ray's autoscaler status ending in `pending placement groups`, no error line (a wait that reads the "
+    "same as a log still being written); the resources that are not there are the thread's",
+    "verl-2680": f"{CUT}: Hydra's `Error executing job` and the driver's frames, before `No module named "
+    "'custom_module'`",
+    "verl-2965": "gloo's `Connection closed by peer` comes first in the log (unknown, read alone); the illegal memory "
+    "access the title names is not in it",
+    "verl-3902": f"{CUT}: verl's profiler frames, before `Memory usage increased after sleeping`",
+    "verl-2082": "an AttributeError of a Megatron layer under a checkpoint's load is read as the load; that the model "
+    "merger converted it is the collector's reading",
+    "verl-4503": "torch's `CUDASymmetricMemoryAllocator::rendezvous` refusal (unknown, read alone); the collector "
+    "reads the communicator's set-up (doubtful)",
+    "verl-7987": "DTensor's `shard_dim=0 is not a valid data dimension` (unknown, read alone); that the weight sync "
+    "sent it is the PR's",
+    "verl-837": "an AttributeError of an int (`'int' object has no attribute 'width'`) read as two packages' versions; "
+    "the collector calls it the framework's bug (doubtful)",
+    "vllm-ascend-379": f"{CUT}: vLLM's custom op's frames, before torch_npu's missing `_npu_rotary_embedding`",
+    "vllm-ascend-4456": f"{CUT}: `EngineCore failed to start` and its frames, before the local world size check",
+    "vllm-ascend-449": f"{CUT}: vLLM's LLM constructor's frames, before `Invalid device id`",
+    "vllm-ascend-1458": f"{CUT}: the API server's frames, before `ACL Graph does not support deepseek`",
+    "vllm-ascend-707": "a missing submodule of an installed vLLM (`vllm.benchmarks.serve`) is read as versions (as "
+    "slime-1585); the collector calls it a missing dependency",
 }
 
 
@@ -551,6 +591,10 @@ NO_FAILURE_OTHERWISE = {
     "collector labels the same records; this collector, after the author's note that they can be ignored, healthy-run",
     "sglang-9561": "SGLang's `Ignore import error when loading ...` records (no level word): healthy-run, read alone; "
     "the collector calls them warnings (warning-only)",
+    "verl-2189": "SGLang's tokenization check's records behind Ray's prefix (`Inconsistent training and inference "
+    "tokenization detected`, no level word): healthy-run, read alone; the collector calls them warnings",
+    "vllm-ascend-644": "vLLM-Ascend's INFO start-up records: healthy-run; the collector reads a model registry's "
+    "note among them as a warning (warning-only)",
     "verl-6741": "two lines, `Platform 'huawei' (PlatformNPU) is registered but not available` and its note, with no "
     "level word: healthy-run, read alone; the collector calls the notice a warning (warning-only)",
 }

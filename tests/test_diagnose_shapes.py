@@ -161,6 +161,7 @@ def test_a_table_of_steps_is_no_collectors_column_and_one_framed_line_in_many_fr
 # past it. Logs whose answer it still changes, each for a pattern anchored where the label now stands:
 SRUN_LEFT = {
     "l1-21",  # a line quoted whole (`"omegaconf.errors.ConfigAttributeError: ...`): its label before the quote
+    "verl-841",  # the same, quoted with `'` (`'RuntimeError: Expected there to be 1 prompt updates ...`)
     "vllm-1465",  # a page's `> ` quote of one line: the label before the quote, so the quote is not read as a page's
 }
 

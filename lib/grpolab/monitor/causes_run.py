@@ -326,7 +326,8 @@ CAUSES: tuple[Cause, ...] = (
         "find the kernel; check the device with `npu-smi info` / `nvidia-smi -q` (ECC, Xid) and take a faulty "
         "node out; an operator error after a CANN or driver upgrade points at the version pins",
         (
-            r"\baicore (?:error|exception|timeout)|\bAICORE_(?:EXCEPTION|TIMEOUT)|\bAIC(?:PU)? error|aivec error",
+            r"\baicore (?:error|exception|timeout)|\bAICORE_(?:EXCEPTION|TIMEOUT)|\bAIC(?:PU)? error|aivec error|"
+            r"\bAicore kernel execute failed",  # CANN's runtime (PrintErrorInfoForDavinciTask)
             r"\bMTE error|\bmte (?:out of range|error)",
             r"ACL_ERROR_RT_(?:AICORE|AIVEC|VECTOR_CORE|AICPU|DEVICE|FEATURE|HBM|MTE)\w{0,40}",
             r"(?:error code(?: is|:)|runtime result =) ?5070\d\d\b|error code(?: is|:) ?507899\b",

@@ -83,7 +83,7 @@ CAUSES: tuple[Cause, ...] = (
             r"No CUDA GPUs are available",
             r"Found no NVIDIA driver on your system",
             r"Torch not compiled with CUDA enabled",
-            r"No module named '?torch_npu'?",
+            r"No module named '?torch_npu\b(?!\.)'?",  # (not its compiled `torch_npu._C`: a build's)
             r"\bNPU (?:is )?not available|\bno (?:available )?NPU (?:device|found)|\bhas no (?:NPU|GPU)s? available\b",
             r"Total available (?:GPUs|NPUs) [\d.]+ is less than total desired",
             r"resource request cannot be scheduled right now: \{[^}\n]*'(?:GPU|NPU)'",

@@ -204,6 +204,8 @@ def family_for(cause: str, first: FirstError | None, context: Context | None = N
         return "hydra-config"
     if cause == "config-key" and first is not None and _reads_config(first):
         return "config-version-mismatch"
+    if cause == "config-key" and first is not None and sg.ENGINE_ARGS.search(first.message):
+        return "version-mismatch"  # (the registry's config class: an engine's, whose caller fits another version)
     if cause == "checkpoint-mismatch":
         if sg.CONVERSION.search(stack):
             return "checkpoint-conversion"
@@ -257,6 +259,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     # is torch.distributed's backend (NCCL/HCCL) is the communicator's (the registry's comm-init)
     if _converting(first) and not sg.UNPACK.search(message) and not sg.DIST_BACKEND.search(first.type):
         return _conversion(kind, message)
+    if sg.SYNC_DEVICE.search(message):  # the weight channel's communicator given a tensor on another device
+        return vd.sync(first)
     if _loading_at_start(first):  # the engine's own load of its weights from files, which no sync call reached
         return Verdict("checkpoint-mismatch", "checkpoint-load")
     if sg.SYNC.search(stack) or sg.SYNC.search(message) or (not first.frames and sg.SYNC.search(context.near)):
@@ -340,6 +344,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if not first.type and (parsed := sg.ARGPARSE.search(first.line)):  # a command's own parser refused its line
         said = f"{parsed.group(1)}'s command line was refused: {parsed.group(0)}"
         return Verdict("engine-config", "engine-config", said, f"fix the arguments of {parsed.group(1)} in the launch")
+    if not first.type and sg.MODULE_LACKS.search(message):  # an AttributeError's words without its type
+        return vd.version(first, "version-mismatch")
     if not first.type:  # an error line without an exception type: nothing more from its structure
         return None
     if kind == "RuntimeError" and sg.ZERO_SPLIT.search(message):  # a batch split into pieces of 0

@@ -361,7 +361,8 @@ _LEVEL_ERROR = re.compile(
     # a part that says it did not start (`Engine core initialization failed.`)
     r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}(?:[\w.\-]{1,60}\.(?:h|hpp|cc|cpp|cxx|c):\d+:[ \t]*)?"
     r"(?!Unable to find image '[^'\n]{1,200}' locally)"  # (docker's note before it pulls an image)
-    r"(?:Invalid|Failed|Unable|Cannot|Could not|Couldn't|[A-Z]\w*(?: \w+){0,3} (?:initiali[sz]ation|start-?up) failed)\b"
+    r"(?:Invalid|Failed|Unable|Cannot|Could not|Couldn't|"
+    r"[A-Za-z]\w*(?: \w+){0,3} (?:initiali[sz](?:ation|ed|e)|start-?up) failed)\b"
     r"(?![^\n]{0,300}\b(?:retry|retrying|will retry|fall(?:ing)? ?back|skipp?ing|ignor(?:e|ed|ing))\b)"
 )
 # NCCL's WARN is its error level (NCCL_DEBUG=WARN prints a message when an NCCL call fails); a retry is not one

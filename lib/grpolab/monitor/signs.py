@@ -29,6 +29,15 @@ SYNC_CALL = re.compile(
     r"\brefit|_fuse_lora",
     re.IGNORECASE,
 )
+# a weight channel's communicator given a tensor on another device (vLLM's PyNcclCommunicator and its HCCL port, which
+# RL frameworks send the weights through: `this nccl communicator is created to work on cuda:0, but the input tensor is
+# on cpu`)
+SYNC_DEVICE = re.compile(r"communicator is created to work on \w+:\d+, but the input tensor is on", re.IGNORECASE)
+# an engine's argument class refusing a keyword its caller passes (vLLM's EngineArgs, SGLang's ServerArgs): the
+# caller was written for another version of the engine
+ENGINE_ARGS = re.compile(r"\b(?:Async)?(?:Engine|Server)Args\.__init__\(\) got an unexpected keyword argument")
+# an attribute a module does not have, said without its type (`module 'torch_npu' has no attribute '_npu_rope'`)
+MODULE_LACKS = re.compile(r"\bmodule '[\w.]+' has no attribute '")
 # the sync's calls, and an engine's per-layer weight loaders (which a sync goes through)
 SYNC = re.compile(rf"{SYNC_CALL.pattern}|weight_loader|load_weights\b|_load_w\d+\b|_load_model_weight", re.IGNORECASE)
 # an engine loading its weights from files as it starts (vLLM's and SGLang's model_loader package, its entry points)
@@ -213,7 +222,9 @@ DATA_FIELD = re.compile(
 # a row whose images or videos do not fit its prompt's placeholders (a multimodal data set's row, not the model)
 MEDIA_TOKENS = re.compile(
     r"(?:Image|Video) features and (?:image|video) tokens do not match|"
-    r"Attempted to assign \d+ = \d+ (?:multimodal|image|video) tokens to \d+ placeholders",
+    r"Attempted to assign \d+ = \d+ (?:multimodal|image|video) tokens to \d+ placeholders|"
+    # vLLM's check of a prompt's placeholders against its media items (the row's text lacks the image tokens)
+    r"Expected there to be \d+ prompt updates corresponding to \d+ (?:image|video|audio) items",
     re.IGNORECASE,
 )
 # a driver's or worker's own process that could not register with its node's raylet: the registry's startup-timeout

@@ -6,8 +6,11 @@ compiled module of custom operators, and C++'s terminate printing its exception'
 not a death without a cause); and of batches 53-55, a CRITICAL record, a C++ source's tag before a verdict, a part that
 says it did not start, the dynamic loader's refusal and an OpenAI-compatible server's (each an error line), docker's
 note before a pull (none), a multimodal item longer than the encoder cache, an extension said not found, a parallelism
-the architecture lacks, an extension missing a symbol (versions), CUDA's result 2 and SGLang's memory fraction. The
-real logs are the corpus's; the made-up lines are the other side of each rule."""
+the architecture lacks, an extension missing a symbol (versions), CUDA's result 2 and SGLang's memory fraction; and of
+batches 56-58, the driver's device manager (dcmi) failing to start, torch_npu's compiled module missing, CANN's AI Core
+kernel failing, a module's missing attribute said without its type, a weight channel given a tensor on another
+device, an engine's argument class refusing its caller's keyword, and a prompt's media placeholders missing. The real
+logs are the corpus's; the made-up lines are the other side of each rule."""
 
 from __future__ import annotations
 
@@ -40,6 +43,14 @@ def _said(text: str) -> tuple[str, str] | None:
         ("sglang-36533", ("import-error", "build-missing-extension")),
         ("ms-swift-docs-faq-gradient-accumulation-fusion", ("import-error", "build-missing-extension")),
         ("ms-swift-docs-faq-vllm-encoder-cache", ("data-error", "data-error")),
+        ("cann-container-image-46", ("no-device", "device-query")),
+        ("vllm-ascend-2698", ("no-device", "device-query")),
+        ("pytorch-24", ("import-error", "build-missing-extension")),
+        ("hiascend-docs-aicore-args-error", ("device-fault", "device-fault")),
+        ("vllm-ascend-218", ("import-error", "version-mismatch")),
+        ("ms-swift-7036", ("weight-sync", "weight-sync")),
+        ("verl-2812", ("import-error", "version-mismatch")),
+        ("verl-841", ("data-error", "data-error")),
     ],
 )
 def test_the_batchs_real_logs(case, said):
@@ -207,3 +218,46 @@ def test_sglangs_memory_fraction_too_small_is_memory_at_start_up():
     line = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n"
     assert _said(line) == ("device-oom", "rollout-startup-oom")
     assert _said("RuntimeError: Not enough arguments for the call\n")[0] != "device-oom"
+
+
+def test_the_device_managers_failed_start_is_a_device_query_and_another_part_that_did_not_start_is_not():
+    assert _said("dcmi module initialize failed. ret is -8005\n") == ("no-device", "device-query")
+    said = _said("tokenizer initialization failed: the vocabulary file is empty\n")
+    assert said is not None and said[1] != "device-query"
+
+
+def test_torch_npus_compiled_module_missing_is_a_build_and_torch_npu_missing_is_no_device():
+    assert _said("ModuleNotFoundError: No module named 'torch_npu._C'\n") == ("import-error", "build-missing-extension")
+    assert _said("ModuleNotFoundError: No module named 'torch_npu'\n")[0] == "no-device"
+
+
+def test_an_ai_core_kernel_that_failed_is_the_devices():
+    line = "[ERROR] RUNTIME(85483,python):2024-04-19-18:13:17 PrintErrorInfoForDavinciTask:Aicore kernel execute failed"
+    assert _said(line + ", device_id=0, stream_id=2\n") == ("device-fault", "device-fault")
+
+
+def test_a_modules_missing_attribute_without_its_type_is_versions_and_an_objects_is_not():
+    line = "ERROR 03-02 22:42:58 [engine.py:409] module 'torch_npu' has no attribute '_npu_rotary_embedding'\n"
+    assert _said(line) == ("import-error", "version-mismatch")
+    assert _said("ERROR 03-02 22:42:58 [engine.py:409] 'NoneType' object has no attribute 'shape'\n") != (
+        "import-error",
+        "version-mismatch",
+    )
+
+
+def test_a_weight_channel_given_a_tensor_on_another_device_is_the_syncs():
+    line = "AssertionError: this nccl communicator is created to work on cuda:0, but the input tensor is on cpu\n"
+    assert _said(line) == ("weight-sync", "weight-sync")
+    assert _said("AssertionError: the input tensor is on cpu\n") != ("weight-sync", "weight-sync")
+
+
+def test_an_engines_argument_class_refusing_a_keyword_is_versions_and_a_trainers_config_class_is_a_key():
+    engine = "TypeError: ServerArgs.__init__() got an unexpected keyword argument 'mm_attention_backend'\n"
+    assert _said(engine) == ("import-error", "version-mismatch")
+    trainer = "TypeError: GRPOConfig.__init__() got an unexpected keyword argument 'top_p'\n"
+    assert _said(trainer)[0] == "config-key"
+
+
+def test_a_prompt_without_its_media_placeholders_is_the_datas():
+    line = "RuntimeError: Expected there to be 1 prompt updates corresponding to 1 image items, but instead found 0"
+    assert _said(line + " prompt updates!\n") == ("data-error", "data-error")
