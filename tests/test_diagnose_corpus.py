@@ -535,6 +535,39 @@ BEYOND = {
     "vllm-ascend-1458": f"{CUT}: the API server's frames, before `ACL Graph does not support deepseek`",
     "vllm-ascend-707": "a missing submodule of an installed vLLM (`vllm.benchmarks.serve`) is read as versions (as "
     "slime-1585); the collector calls it a missing dependency",
+    # batches 59-61 (2026-12-06: Ray and KubeRay; Megatron, DeepSpeed, NeMo, TransformerEngine; agentic RL)
+    "art-176": f"{CUT}: IPython's RuntimeError header and frames, without its message (the versions are the "
+    "reporter's fix)",
+    "deepspeed-3160": "DeepSpeed's launcher killing its subprocess and a record cut inside its command (a stop by the "
+    "launcher, read alone); the `return code = -9` the thread quotes is past the cut",
+    "deepspeed-4533": f"{CUT}: DeepSpeed's loss-scale records, before ZeRO-3's `assert param.ds_status`",
+    "deepspeed-7116": f"{CUT}: the driver's ray.get frames, before the out of memory",
+    "kuberay-3436": f"{CUT}: Ray Serve's `RuntimeError: Traceback (most recent call last):` wraps a traceback cut "
+    "before `Current node has no GPU available`",
+    "megatron-lm-1642": f"{CUT}: Megatron's import frames, before `cannot import name 'check_set_window_size'`",
+    "megatron-lm-3885": "a KeyError `'state'` in the optimizer's load_state_dict (unknown: the load's frames are on "
+    "another rank's traceback, cut); the checkpoint's load is the collector's",
+    "megatron-bridge-1210": "pickle's `Can't get attribute 'MCoreMetadata'` under a checkpoint's load is read as the "
+    "load; the collector reads the two versions that wrote and read it",
+    "megatron-bridge-1697": f"{CUT}: Megatron-Bridge's frames (read as a conversion's), before the batch that does "
+    "not split into micro-batches",
+    "megatron-lm-1877": "a view of a tensor of size 0 (unknown, read alone); the framework's bug is the collector's "
+    "reading (doubtful)",
+    "megatron-lm-992": "`--use-dist-ckpt is not supported in legacy models` under a save's frames (read as the save); "
+    "the conversion that called it is the collector's",
+    "nemo-speech-7607": "Megatron's `Invalid access pattern for ShardedTensor` (a save's sharding check, read alone); "
+    "that a conversion wrote it is the collector's",
+    "openrlhf-846": f"{CUT}: runpy's frames, before the config key of another version",
+    "ray-40931": "cause and family are right; Tune's `Trials did not complete` is said first, not the relayed "
+    "KeyError the collector names",
+    "skyrl-1623": f"{CUT}: the driver's ray.get frames, before the out of memory",
+    "skyrl-362": f"{CUT}: Ray's relayed `RayTaskError` without its message, before the wake-up's out of memory",
+    "transformerengine-1821": "TransformerEngine's `No dot product attention backend is available for the provided "
+    "inputs` read as a setting refused; the collector calls it unknown (doubtful)",
+    "transformerengine-994": "TransformerEngine's userbuffers `Failed, NCCL error <file>:223 ''` (unknown, read "
+    "alone); the communicator's set-up is the maintainer's answer in another thread",
+    "verifiers-599": "cause and family are right; loguru's `An error has been caught in function '_run'` is said "
+    "first, before the connection error the collector names",
 }
 
 

@@ -199,6 +199,8 @@ def test_a_log_as_a_page_shows_it_gets_the_answer_of_the_log_itself(how):
     changed = []
     for path in CASES[::8]:  # a sample across the corpus (every family's cases are spread over its names)
         log = yaml.safe_load(path.read_text())["log"]
+        if all(line.startswith("> ") for line in log.splitlines() if line.strip()):
+            continue  # a page's quote already (vllm-1465): read once as a page's, not twice, nor behind colours
         if _said(POSTED[how](log)) != _said(log):
             changed.append(path.stem)
     assert changed == []

@@ -108,8 +108,11 @@ CAUSES: tuple[Cause, ...] = (
             r"Network is unreachable|failed|timed out|Connection reset)",
             # the communication library itself does not load (a path, an ABI): no communicator can be made
             r"Failed to load (?:the )?(?:NCCL|HCCL|RCCL)\w{0,10} library",
+            # Open MPI's banner when its own set-up failed (`*** An error occurred in MPI_Init_thread`)
+            r"An error occurred in MPI_Init\w{0,10}",
         ),
         (
+            "mpi_init",
             "hccl",
             "nccl",
             "ei000",

@@ -282,6 +282,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("device-oom", "kv-cache-too-small")  # the engine failed while it sized its KV cache
     if sg.CONVERSION.search(stack) or sg.CONVERSION.search(message):
         return _conversion(kind, message)
+    if sg.SHARDING_CHECK.search(f"{first.line} {message}"):  # the shards of a checkpoint being saved do not add up
+        return Verdict("checkpoint-save", "checkpoint-save")
     if sg.NOT_A_MODEL.search(f"{message} {' '.join(first.context[:1])}"):  # no model_type: not a model's folder
         return Verdict(
             "checkpoint-mismatch",

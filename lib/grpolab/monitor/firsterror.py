@@ -354,6 +354,7 @@ _LEVEL_ERROR = re.compile(
     # the dynamic loader's refusal (`python: error while loading shared libraries: libcudart.so.13: cannot open ...`);
     # an OpenAI-compatible server's refusal as its client says it (`Error code: 400 - {'object': 'error', ...}`)
     r"|\berror while loading shared libraries: |\bError code: [45]\d\d - \{"
+    r"|^[ \t]*\*\*\* An error occurred in \w+"  # Open MPI's banner (`*** An error occurred in MPI_Init_thread`)
     rf"|{CPP_WHAT.pattern}"
     rf"|^[ \t]*{sg.ARGPARSE.pattern}|{sg.COMMAND_MISSING.pattern}"  # argparse's refusal; a shell's `command not found`
     # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`

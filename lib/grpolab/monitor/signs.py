@@ -49,6 +49,7 @@ WAKEUP = re.compile(
 KV = re.compile(r"KV cache|cache blocks|initialize_cache|_initialize_kv_caches|determine_num_available_blocks", re.I)
 CONVERSION = re.compile(
     r"[/\\]conversion[/\\]|convert\w{0,40}\.py|model_merger|merge_\w{0,20}checkpoint|to_hf|hf_to_\w{1,20}|"
+    r"_to_(?:nemo|mcore|megatron|dcp)\w{0,20}\.py|"  # a converter script named for its two formats (`ckpt_to_nemo.py`)
     r"export_\w{0,20}checkpoint|AutoBridge|[/\\]mbridge[/\\]|megatron[/\\]bridge[/\\]|_weight_name_mapping",
     re.IGNORECASE,
 )
@@ -56,6 +57,8 @@ CONVERSION = re.compile(
 SAVE = re.compile(r"save_checkpoint|\bsave\w{0,20}\b|dist_checkpointing[/.]save|async_save|filesystem_async", re.I)
 # a record's words for a save under way (not `saved`: a load names what was saved, `mismatch between saved ... and`)
 SAVING = re.compile(r"save_checkpoint|\bsav(?:e|ing)\b|async_save|filesystem_async|dist_checkpointing[/.]save", re.I)
+# Megatron's check of a distributed checkpoint's shards, which its save runs (validate_sharding_integrity)
+SHARDING_CHECK = re.compile(r"Invalid access pattern for ShardedTensor")
 # a model written whole (transformers' save_pretrained, a trainer's save_model): a save, with CKPT_WRITE's writers
 SAVE_MODEL = re.compile(r"\bsave_pretrained\b|\b_?save_model\b")
 # a checkpoint being written: its save's functions, Megatron's distributed checkpoint, torch.save's zip writer (a crash
@@ -199,7 +202,9 @@ RESOURCES = re.compile(
     rf"{REQUESTED_MORE}|Not enough (?:GPUs|NPUs|devices)|{BUNDLE_INVALID}|{CLUSTER_TOO_SMALL}|"
     r"cannot be scheduled|Total available (?:GPUs|NPUs)|exceeds the total number of available|infeasible|"
     r"No available node types can fulfill|node has no (?:NPU|GPU)s? available|"
-    r"does not allocate any (?:GPUs|NPUs)",  # Ray's placement gave the driver's node none (OpenRLHF's check)
+    r"does not allocate any (?:GPUs|NPUs)|"  # Ray's placement gave the driver's node none (OpenRLHF's check)
+    # vLLM's Ray executor (and Ray Serve LLM) could not place its workers' groups
+    r"Not enough resources to allocate \d+ placement groups",
     re.IGNORECASE,
 )
 INVISIBLE = re.compile(

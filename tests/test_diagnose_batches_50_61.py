@@ -9,8 +9,10 @@ note before a pull (none), a multimodal item longer than the encoder cache, an e
 the architecture lacks, an extension missing a symbol (versions), CUDA's result 2 and SGLang's memory fraction; and of
 batches 56-58, the driver's device manager (dcmi) failing to start, torch_npu's compiled module missing, CANN's AI Core
 kernel failing, a module's missing attribute said without its type, a weight channel given a tensor on another
-device, an engine's argument class refusing its caller's keyword, and a prompt's media placeholders missing. The real
-logs are the corpus's; the made-up lines are the other side of each rule."""
+device, an engine's argument class refusing its caller's keyword, and a prompt's media placeholders missing; and of
+batches 59-61, placement groups Ray could not allocate, Open MPI's failed set-up, Megatron's sharding check of a save,
+and a converter script named for its two formats. The real logs are the corpus's; the made-up lines are the other
+side of each rule."""
 
 from __future__ import annotations
 
@@ -51,6 +53,10 @@ def _said(text: str) -> tuple[str, str] | None:
         ("ms-swift-7036", ("weight-sync", "weight-sync")),
         ("verl-2812", ("import-error", "version-mismatch")),
         ("verl-841", ("data-error", "data-error")),
+        ("kuberay-4366", ("no-device", "ray-resources")),
+        ("megatron-bridge-650", ("comm-init", "comm-init")),
+        ("megatron-lm-1234", ("checkpoint-save", "checkpoint-save")),
+        ("nemo-speech-10480", ("checkpoint-mismatch", "checkpoint-conversion")),
     ],
 )
 def test_the_batchs_real_logs(case, said):
@@ -261,3 +267,33 @@ def test_an_engines_argument_class_refusing_a_keyword_is_versions_and_a_trainers
 def test_a_prompt_without_its_media_placeholders_is_the_datas():
     line = "RuntimeError: Expected there to be 1 prompt updates corresponding to 1 image items, but instead found 0"
     assert _said(line + " prompt updates!\n") == ("data-error", "data-error")
+
+
+def test_placement_groups_ray_could_not_allocate_are_its_resources_and_another_allocation_is_not():
+    line = "ValueError: Not enough resources to allocate 2 placement groups, only created 1 placement groups.\n"
+    assert _said(line) == ("no-device", "ray-resources")
+    assert _said("ValueError: Not enough resources to allocate the output buffer\n") != ("no-device", "ray-resources")
+
+
+def test_open_mpis_failed_set_up_is_the_communicators():
+    banner = "*** An error occurred in MPI_Init_thread\n*** on a NULL communicator\n*** MPI_ERRORS_ARE_FATAL\n"
+    assert _said(banner) == ("comm-init", "comm-init")
+    assert _said("*** note: MPI_Init_thread took 3 s\n") is None
+
+
+def test_megatrons_sharding_check_is_a_saves_and_a_missing_key_is_a_loads():
+    line = "[ERROR | megatron.core.dist_checkpointing.validation]: Invalid access pattern for ShardedTensor(key='x')\n"
+    assert _said(line) == ("checkpoint-save", "checkpoint-save")
+    missing = "RuntimeError: Missing key in checkpoint state_dict: model.decoder.layers.0.weight\n"
+    assert _said(missing) != ("checkpoint-save", "checkpoint-save")
+
+
+def test_a_converter_script_named_for_its_formats_is_a_conversion():
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/scripts/megatron_lm_ckpt_to_nemo.py", line 315, in load_from_checkpoint\n'
+        "    state = ckpt['model']\n"
+        "KeyError: 'model'\n"
+    )
+    assert _said(log) == ("checkpoint-mismatch", "checkpoint-conversion")
+    assert _said(log.replace("megatron_lm_ckpt_to_nemo.py", "train_to_the_end.py"))[1] != "checkpoint-conversion"
