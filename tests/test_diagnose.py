@@ -28,6 +28,12 @@ def _log(case: str) -> str:
     return yaml.safe_load((CORPUS / f"{case}.yaml").read_text())["log"]
 
 
+def _said(text: str) -> tuple[str, str] | None:
+    """(cause, family) of a log's text, or None for a log without a failure: what the rule tests compare."""
+    failure = diagnose_text(text)
+    return (failure.cause, failure.family) if failure else None
+
+
 # Interleaved Ray workers on two nodes: rank 3 runs out of memory on 10.0.0.6; the others time out waiting for it,
 # then Ray reports the dead actor. (Lines in the formats of the corpus' cases: Ray prefixes, torchrun's [rankN]:,
 # NCCL's watchdog, torch's OOM message.)

@@ -15,12 +15,7 @@ import sys
 import pytest
 
 from grpolab.monitor.diagnose import diagnose_text
-from tests.test_diagnose import _log
-
-
-def _said(text: str) -> tuple[str, str] | None:
-    failure = diagnose_text(text)
-    return (failure.cause, failure.family) if failure else None
+from tests.test_diagnose import _log, _said
 
 
 def test_a_frame_whose_start_the_post_cut_is_a_failure_and_verls_batch_split_says_the_batch(monkeypatch, capsys):

@@ -13,12 +13,7 @@ import sys
 import pytest
 
 from grpolab.monitor.diagnose import diagnose_text
-from tests.test_diagnose import _log
-
-
-def _said(text: str) -> tuple[str, str] | None:
-    failure = diagnose_text(text)
-    return (failure.cause, failure.family) if failure else None
+from tests.test_diagnose import _log, _said
 
 
 def _family(text: str, monkeypatch, capsys) -> str:

@@ -434,7 +434,8 @@ def _memory(first: FirstError | None, context: Context) -> str:
         or sg.STARTUP.search(text)  # an engine's start-up phase (`Error executing method 'load_model'`)
         or re.search(
             # (`gpu_memory_utilization: 0.6`, `=0.6`: a config's line or an override, no engine's message)
-            r"on startup|Free memory on device|cache blocks|gpu_memory_utilization(?! ?[:=] ?[\d.]+\b)|--mem-fraction-static\b|"
+            r"on startup|Free memory on device|cache blocks|gpu_memory_utilization(?! ?[:=] ?[\d.]+\b)|"
+            r"--mem-fraction-static\b|"  # (SGLang's name for the same share of the device's memory)
             r"Engine core initiali[sz]ation|"
             r"engine (?:failed to start|initiali[sz]ation failed)",
             text,
@@ -549,7 +550,7 @@ def _loading_at_start(first: FirstError) -> bool:
     return (
         first.short in ("", "KeyError", "RuntimeError", "ValueError", "AssertionError")
         and any(sg.ENGINE_LOAD.match(text) for text in frames)
-        and any(sg.SYNC.search(f.function) for f in first.frames)
+        and any(sg.WEIGHT_LOADERS.search(f.function) for f in first.frames)
         and not any(sg.SYNC_CALL.search(text) for text in frames)
     )
 

@@ -38,8 +38,10 @@ SYNC_DEVICE = re.compile(r"communicator is created to work on \w+:\d+, but the i
 ENGINE_ARGS = re.compile(r"\b(?:Async)?(?:Engine|Server)Args\.__init__\(\) got an unexpected keyword argument")
 # an attribute a module does not have, said without its type (`module 'torch_npu' has no attribute '_npu_rope'`)
 MODULE_LACKS = re.compile(r"\bmodule '[\w.]+' has no attribute '")
-# the sync's calls, and an engine's per-layer weight loaders (which a sync goes through)
-SYNC = re.compile(rf"{SYNC_CALL.pattern}|weight_loader|load_weights\b|_load_w\d+\b|_load_model_weight", re.IGNORECASE)
+# an engine's per-layer weight loaders, which a weight sync and a load from files both go through
+WEIGHT_LOADERS = re.compile(r"weight_loader|load_weights\b|_load_w\d+\b|_load_model_weight", re.IGNORECASE)
+# the sync's calls, and the loaders it goes through
+SYNC = re.compile(rf"{SYNC_CALL.pattern}|{WEIGHT_LOADERS.pattern}", re.IGNORECASE)
 # an engine loading its weights from files as it starts (vLLM's and SGLang's model_loader package, its entry points)
 ENGINE_LOAD = re.compile(r"^(?:get_model|load_model) \S*model_loader[/\\]")
 # (Open-Reasoner-Zero's `backload_to_gpu`: the engine moved back onto the device after a training phase)
