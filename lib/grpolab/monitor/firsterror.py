@@ -201,7 +201,8 @@ _CONSEQUENCE_TYPES = {
 }
 _CONSEQUENCE_MESSAGE = re.compile(
     r"see (?:the )?root cause above|Engine core initialization failed|EngineCore encountered an issue|"
-    r"check the stack trace above|died unexpectedly|\bdied during initiali[sz]ation|worker (?:process )?(?:has )?died|is dead|"
+    r"check the stack trace above|died unexpectedly|\bdied during initiali[sz]ation|"
+    r"worker (?:process )?(?:has )?died|is dead|"
     r"Watchdog caught collective operation timeout|\bNCCL communicator was aborted|ProcessGroup\w{0,40} is aborted|"
     r"terminate called|^ray::|Failed to run the task|one or more workers? (?:died|failed)|"
     r"(?:Ray|worker) (?:task|actor) failed|exitcode ?: ?-?\d+|(?:non-zero|nonzero) exit|"

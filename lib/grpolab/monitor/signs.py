@@ -176,7 +176,8 @@ DTENSOR_MIX = re.compile(r"got mixed torch\.Tensor and DTensor")
 LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following error")
 EXTENSION = re.compile(
     r"socversion \S+ of bin package|"
-    r"\b\w{1,40}\._C\b|_C'|No module named '(?:[\w.]{1,80}\.)?_?custom_ops'|camem|allocator is not available|not compiled with|custom (?:ops?|kernels?) (?:is |are )?"
+    r"\b\w{1,40}\._C\b|_C'|No module named '(?:[\w.]{1,80}\.)?_?custom_ops'|"
+    r"camem|allocator is not available|not compiled with|custom (?:ops?|kernels?) (?:is |are )?"
     r"not (?:available|found|built)|extension\b[^.\n]{0,60}\bnot (?:available|found|built|installed)|"
     r"cannot open shared object",
     re.IGNORECASE,
