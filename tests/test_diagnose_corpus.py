@@ -568,6 +568,55 @@ BEYOND = {
     "alone); the communicator's set-up is the maintainer's answer in another thread",
     "verifiers-599": "cause and family are right; loguru's `An error has been caught in function '_run'` is said "
     "first, before the connection error the collector names",
+    # batches 62-67 (2026-12-06: slime, NeMo RL; verl 2026; Chinese pages and the CANN docs; PyTorch, NCCL and
+    # DeepSpeed; transformers, PEFT and LLaMA-Factory; the Hub's model discussions)
+    "deepspeed-3564": f"{CUT}: ZeRO-3's get_grad_norm_direct frames, before `stack expects a non-empty TensorList`",
+    "deepspeed-6793": "DeepSpeed's AssertionError that no_sync is incompatible with ZeRO-3 (unknown, read alone); "
+    "that transformers' Trainer calls a method DeepSpeed 0.16 began to refuse (two versions) is the thread's",
+    "deepspeed-7203": f"{CUT}: torch's module-call frames, before `'Linear' object has no attribute "
+    "'ds_grads_remaining'`",
+    "gitcode-blog-cbcd6ed2": "an unexpected keyword into vLLM's AsyncEngineArgs is read as the two packages' versions "
+    "(as vllm-3249); the collector calls it the engine's setting",
+    "gitcode-blog-f6f42ae2": "`Torch not compiled with CUDA enabled` is read as no usable device; the collector "
+    "reads a "
+    "trainer that took the CUDA path on an Ascend host (its bug), which the one line does not show",
+    "hf-gemma-7b-it-discussion-62": "cause and family are right; transformers' lazy import is said as the first "
+    "error, with the `undefined symbol` it relays on the lines below it",
+    "gitcode-blog-6faa17fa": "an AttributeError of a trainer's object in the user's script is read as versions; the "
+    "collector calls it an interface that changed (api-mismatch), a family apart only by the thread",
+    "gitcode-blog-931611de": "a bare `KeyError: 'rnd_cfg'` (unknown, read alone); that the config and the library came "
+    "from versions that do not fit is the thread's",
+    "gitcode-blog-d4a54ada-a": "accelerate's message without its type or any level (`weight is on the meta device, "
+    "...`): read as no failure; the write-up names it",
+    "gitcode-blog-d4a54ada-b": "a load's note that weights were not initialized, no error line (doubtful); the "
+    "silent failure is the write-up's",
+    "gitcode-blog-eaa3942c": "one line, `self.disable_ds_ckpt is not exist`, without a type or level: read as no "
+    "failure; the trainer's bug is the write-up's",
+    "hf-mixtral-8x7b-v0.1-discussion-12": "a bare `Exception: Attention mask should be of size ...` (unknown, read "
+    "alone); that transformers' attention had a bug fixed upstream is the thread's",
+    "hf-falcon-7b-instruct-discussion-72": f"{CUT}: IPython's OSError header and frames, without `No space left on "
+    "device`",
+    "hiascend-troubleshooting-0055": "the driver's INFO records of memory statistics only (no failure, read alone); "
+    "the page reads memory that ran out in them",
+    "hiascend-tfmigr-000089": "cause and family are right; the driver's `heap_alloc_managed out of memory` record is "
+    "said as the first error, not the `Ioctl device error!` record above it, which names no cause",
+    "hiascend-troubleshooting-0145": "CANN's `E30008: AI CPU operator execution time out.` holds none of the "
+    "prefilter's words (a code, not a level) and its other lines are a traceback's: read as no failure",
+    "llamafactory-8082": "torchrun's `ChildFailedError` alone (a dead worker, read alone); that a leftover process "
+    "held the GPU's memory is the reporter's",
+    "metax-forum-430": "cause and family are right; the rank is in torchelastic's root-cause block 20 lines below the "
+    "error, unindented as posted, and the origin names none",
+    "nccl-1235": "NCCL's trace of a peer's socket that closed comes first; rank 3's `Cuda failure 'out of memory'` "
+    "that caused it is later (the communicator's, read first; doubtful)",
+    "nemo-rl-621": f"{CUT}: Ray's ActorDiedError of the policy worker's creation task, before DTensor's AssertionError",
+    "pytorch-147724": f"{CUT}: Ray Train's RayTaskError(NotImplementedError) headers, without DTensor's message",
+    "pytorch-153354": f"{CUT}: activation checkpointing's recompute frames, before DTensor's mixed-tensor error",
+    "pytorch-156535": f"{CUT}: an embedding's forward frames, before DTensor's mixed-tensor error",
+    "slime-1450": f"{CUT}: Megatron's loss frames, before `torch.OutOfMemoryError`",
+    "verl-4794": f"{CUT}: the traceback stops in fit's `_check_save_checkpoint` (read as a save's), before the "
+    "AttributeError of the trainer's own attribute",
+    "verl-5414": "cause, family and rank are right; rank 0's record of the dump signal rank 7 sent is said as the "
+    "first error, not the watchdog's line the collector quotes",
 }
 
 
@@ -619,6 +668,12 @@ def test_case(path):
 
 # logs without a failure whose family the log itself reads otherwise than the collector (kept to the test's letter)
 NO_FAILURE_OTHERWISE = {
+    "deepspeed-931": "DeepSpeed's `OVERFLOW! ... Skipping step` records at INFO, after an epoch began: healthy-run, "
+    "read "
+    "alone; the collector calls the skipped steps warnings (warning-only)",
+    "gitcode-blog-f6229553-a": "DeepSpeed's `Invalidate trace cache @ step 0 ...` line (no level word): healthy-run, "
+    "read "
+    "alone; the collector calls it a warning (warning-only)",
     "rldecisionagent-docs-tool-decode-benign": "verl's agent loop's `ERROR:...Failed to decode tool call` records (what "
     "the model generated, read as warnings of the run) and no sign of work done: warning-only, as agent-r1-101's "
     "collector labels the same records; this collector, after the author's note that they can be ignored, healthy-run",

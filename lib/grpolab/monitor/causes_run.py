@@ -110,9 +110,18 @@ CAUSES: tuple[Cause, ...] = (
             r"Failed to load (?:the )?(?:NCCL|HCCL|RCCL)\w{0,10} library",
             # Open MPI's banner when its own set-up failed (`*** An error occurred in MPI_Init_thread`)
             r"An error occurred in MPI_Init\w{0,10}",
+            # HCCL's exchange of the cluster's topology at set-up (its server or agents not reached in time)
+            r"TopoDetect ERROR|topo ?exchange \w{1,20} [^\n]{0,80}(?:timeout|fail|error)",
+            # NCCL's trace of a call that failed (`NCCL INFO bootstrap.cc:270 -> 2`: its return code) at set-up, and a
+            # CUDA call inside NCCL that failed (not memory: that is the device's)
+            r"NCCL INFO (?:bootstrap|init|misc/socket|socket|transport/net\w{0,10})\.cc:\d+ -> [1-9]",
+            r"NCCL WARN Cuda failure (?:\d+ )?'(?!out of memory)",
         ),
         (
             "mpi_init",
+            "topodetect",
+            "topo exchange",
+            "topoexchange",
             "hccl",
             "nccl",
             "ei000",
@@ -185,9 +194,13 @@ CAUSES: tuple[Cause, ...] = (
             # SGLang's pool that the memory left cannot hold (`Not enough memory. Please try to increase
             # --mem-fraction-static.`)
             r"Not enough memory\.? Please try to increase --mem-fraction-static",
+            # the Ascend driver's device memory manager (`[devmm] ... heap_alloc_managed out of memory`, `halMemAlloc
+            # failed: device_id=7, size=...`)
+            r"\bheap_alloc_\w{0,20} out of memory|\bhalMemAlloc failed",
         ),
         (
             "out of memory",
+            "halmemalloc failed",
             "outofmemoryerror",
             "acl_error_rt_memory",
             "207001",
@@ -338,13 +351,17 @@ CAUSES: tuple[Cause, ...] = (
             r"device-side assert(?:ion)? triggered",
             r"\bAcceleratorError\b",
             r"\bXid\b[^\n]{0,20}\d+",
-            r"uncorrectable ECC|ECC error|HBM multi[- ]bit",
+            r"uncorrectable ECC|ECC error|HBM multi[- ]bit|multi-bit ECC",
+            r"\[Hardware Error\][^\n]{0,80}(?:Hardware error|ECC)",  # the kernel's record (APEI) of the fault
+            # the Ascend task scheduler's record of an AI Core fault (its ts.log: `TSCH(...) aicore.c:767 ...`)
+            r"\bTSCH\([^)\n]{0,40}\)[^\n]{0,160}\baic(?:ore|pu)?\w{0,30}\.c:\d+",
             r"unspecified launch failure|CUDA error: (?:launch failure|unknown error)",
             r"device (?:task )?abort|DEVICE_TASK_ABORT|device (?:is )?lost|fell off the bus",
         ),
         (
             "aicore",
             "aic",
+            "hardware error",
             "aivec",
             "mte",
             "acl_error_rt",
@@ -396,6 +413,9 @@ CAUSES: tuple[Cause, ...] = (
             r"wait socket establish timeout|LinksEstablishCompleted\] is failed",
             r"watchdog (?:got stuck|thread terminated|timed out|timeout)|communicator was aborted|detected by watchdog",
             r"\|[ \t]*[\d.]+\(\d+\)[ \t]*\|[^\n]*\|[ \t]*time ?out[ \t]*\|",
+            # HCCL's task that timed out on the device, and its heartbeat's report of a rank that stopped answering
+            r"\[TaskExecStage\]\[Timeout\]|ExceptionType:\[Heartbeat Lost\b",
+            r"\bTimeout at NCCL work: \d+",  # torch's watchdog, its record before it aborts the communicator
         ),
         (
             "watchdog",
@@ -412,6 +432,7 @@ CAUSES: tuple[Cause, ...] = (
             "collective",
             "establish",
             "time out",
+            "heartbeat lost",
         ),
         (
             "hiascend.com (CANN HCCL user guide) 建链超时(EI0006) (HCCL link-establishment timeout)",

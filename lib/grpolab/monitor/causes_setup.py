@@ -168,6 +168,9 @@ CAUSES: tuple[Cause, ...] = (
             # kernels built for another chip (vllm-ascend's custom ops on a 310P: `the socversion Ascend910B1 of bin
             # package does not match the current device socverison Ascend310P3`)
             r"socversion \S+ of bin package does not match",
+            # a function the caller looks up in a loaded library that this version of it lacks (torch_npu in CANN's
+            # libhccl: `Failed to find function HcclCommInitRootInfoConfig`)
+            r"Failed to find function \w+",
         ),
         (
             "modulenotfounderror",
@@ -185,6 +188,7 @@ CAUSES: tuple[Cause, ...] = (
             "compiled against",
             "compiled with",
             "cannot import name",
+            "failed to find function",
         ),
         ("Ascend/pytorch issue 35", "huggingface/trl issue 3304", "vllm-project/vllm-ascend issue 117"),
         rule="stack",
@@ -399,8 +403,12 @@ CAUSES: tuple[Cause, ...] = (
         "`grpolab data RECIPE` dry-runs the reward on the data before launch: run it and fix the function; a "
         "signal-based timeout (math_verify's default) must be turned off in threads (parsing_timeout=None, "
         "timeout_seconds=None) and the time bounded otherwise",
-        (r"signal only works in main thread",),
-        ("signal only works in main thread",),
+        (
+            r"signal only works in main thread",
+            # SymPy refusing an answer's expression (math_verify's and the math graders' comparisons)
+            r"Can only compare inequalities with Expr|\bSympifyError\b",
+        ),
+        ("signal only works in main thread", "can only compare inequalities", "sympifyerror"),
         ("huggingface/Math-Verify issue 55", "huggingface/Math-Verify issue 50"),
         rule="reward-dry-run",
     ),
@@ -422,6 +430,9 @@ CAUSES: tuple[Cause, ...] = (
             r"(?:missing|unexpected) keys?[^\n]{0,40}(?:checkpoint|when loading|state[_ ]dict)",
             # Megatron's distributed checkpoint: its own exception, and the merge of a checkpoint's shards
             r"CheckpointingException|Different dict keys encountered in `?apply_factory_merges",
+            # vLLM's loader given a weight its model has no parameter for; accelerate's given one of another shape
+            r"There is no module or parameter named '[^'\n]+' in \w+",
+            r"Trying to set a tensor of shape [^\n]{0,80} in \"[\w.]+\" \(which has shape",
         ),
         (
             "mismatch",
@@ -432,6 +443,8 @@ CAUSES: tuple[Cause, ...] = (
             "does not match",
             "checkpointingexception",
             "apply_factory_merges",
+            "no module or parameter named",
+            "trying to set a tensor of shape",
         ),
         ("NVIDIA/Megatron-LM issue 924", "OpenRLHF/OpenRLHF issue 839"),
         ignorecase=True,

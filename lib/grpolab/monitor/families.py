@@ -257,6 +257,11 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.data(first)
     # a converter's own loader (mbridge's load_weights at start-up) is no weight sync; a converter's stack whose error
     # is torch.distributed's backend (NCCL/HCCL) is the communicator's (the registry's comm-init)
+    # a command's own parser refused its line (a converter's too: its arguments, not the checkpoint); its unknown
+    # arguments are the keys' (below)
+    if not first.type and (parsed := sg.ARGPARSE.search(first.line)) and not sg.UNKNOWN_ARGS.search(first.line):
+        said = f"{parsed.group(1)}'s command line was refused: {parsed.group(0)}"
+        return Verdict("engine-config", "engine-config", said, f"fix the arguments of {parsed.group(1)} in the launch")
     if _converting(first) and not sg.UNPACK.search(message) and not sg.DIST_BACKEND.search(first.type):
         return _conversion(kind, message)
     if sg.SYNC_DEVICE.search(message):  # the weight channel's communicator given a tensor on another device
@@ -306,6 +311,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("checkpoint-save", "checkpoint-save")  # raised in a save (its format refused what it holds)
     if first.frames and sg.DS_BATCH.search(stack):  # DeepSpeed's batch check, its message cut or not
         return Verdict("batch-divisible", "batch-divisible")
+    if kind == "KeyError" and sg.PARAM_KEY.match(message) and sg.LOADING_SHARDS.search(text):
+        return Verdict("checkpoint-mismatch", "checkpoint-load")  # a weight file's parameter, read at the model's load
     if kind == "KeyError" and sg.PARAM_NAME.search(message):  # a parameter's name the receiving side does not know
         return vd.sync(first)  # (not a checkpoint's: that says so above): the name map between trainer and rollout
     if sg.CAPTURE.search(stack) or sg.CAPTURE.search(text):
@@ -323,6 +330,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("startup-timeout", "ray-cluster-connect")
     if family := _dependency(first, f"{first.type}: {message} " + " ".join(first.context), context.near):
         return vd.version(first, family)
+    if kind in ("ModuleNotFoundError", "ImportError"):  # behind a prefix the registry does not read (`error info: `)
+        return vd.version(first, "version-mismatch")
     if sg.BUILD.search(stack):  # raised while a compiled extension was built where the job runs
         return vd.version(first, "build-missing-extension")
     if _crashed_in(first, context, sg.CKPT_WRITE):
@@ -343,9 +352,6 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         flag = re.search(r"(?<![\w-])--([A-Za-z][\w.\-]*)", said)  # the first it names: the key rejected
         said = f"The launch passed arguments its parser does not know: {first.text}"
         return Verdict("config-key", "hydra-config", said, "", flag.group(1) if flag else None)
-    if not first.type and (parsed := sg.ARGPARSE.search(first.line)):  # a command's own parser refused its line
-        said = f"{parsed.group(1)}'s command line was refused: {parsed.group(0)}"
-        return Verdict("engine-config", "engine-config", said, f"fix the arguments of {parsed.group(1)} in the launch")
     if not first.type and sg.MODULE_LACKS.search(message):  # an AttributeError's words without its type
         return vd.version(first, "version-mismatch")
     if not first.type:  # an error line without an exception type: nothing more from its structure

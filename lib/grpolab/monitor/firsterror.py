@@ -314,6 +314,7 @@ WORDS = (
     "could not",
     "couldn't",
     "nccl warn",
+    "nccl info",  # (NCCL's trace of a failed call's return code)
     # a crash's banner (UCX's `Caught signal 11`), a frame (a log cut inside one), a required state said missing
     "segfault",
     "caught signal",
@@ -351,7 +352,9 @@ _LEVEL_ERROR = re.compile(
     # a native library's record tagged by its source file: `[torch_memory_saver.cpp] CUresult error: 1 (...)`
     r"|^[ \t]*\[[\w.\-/]{1,80}\.(?:cpp|cc|cu|cxx|c|h|hpp)(?::\d+)?\][^\n]{0,160}\b(?:error|failed|failure)\b"
     # CANN's error message, its code first (`EI0005: The arguments ...`); CUDA's driver result (`CUresult error result=2`)
-    r"|^[ \t]*E[A-Z]\d{4}: |^[ \t]*CUresult error\b"
+    r"|^[ \t]*E[A-Z0-9]\d{4}: |^[ \t]*CUresult error\b"
+    # the kernel's record of a hardware fault (APEI: `{6}[Hardware Error] Hardware error from APEI Generic ...`)
+    r"|\[Hardware Error\][ \t]*(?:Hardware error from|error_type: )"
     # the dynamic loader's refusal (`python: error while loading shared libraries: libcudart.so.13: cannot open ...`);
     # an OpenAI-compatible server's refusal as its client says it (`Error code: 400 - {'object': 'error', ...}`)
     r"|\berror while loading shared libraries: |\bError code: [45]\d\d - \{"
@@ -369,6 +372,9 @@ _LEVEL_ERROR = re.compile(
 )
 # NCCL's WARN is its error level (NCCL_DEBUG=WARN prints a message when an NCCL call fails); a retry is not one
 _NCCL_WARN = re.compile(r"\bNCCL WARN\b(?![^\n]{0,300}\bretry)", re.IGNORECASE)
+# NCCL's trace of a call that failed, its return code after the arrow (`NCCL INFO bootstrap.cc:270 -> 2`): NCCL
+# prints it at INFO, only for a code other than success (a channel's `NCCL INFO Channel 00 : 0[0] -> 1[1]` is no trace)
+_NCCL_TRACE = re.compile(r"\bNCCL INFO [\w/.\-]{1,80}\.(?:cc|h|cu):\d+ -> [1-9]\d*\b")
 # The level a log record names first, within its first characters (after Ray's and torchrun's prefixes)
 _LEVEL = re.compile(
     # (a level word, not a setting's value: `NCCL_DEBUG=INFO` in a message names no level)
@@ -403,7 +409,7 @@ def level_of(line: str, until: int | None = None) -> str | None:
     INFO), read in its first 80 characters after the prefixes; None when it names none. `until`: where the record's
     message starts (an exception's type): a level is named before it, a word after it is the message's."""
     head = strip_prefix(line[:until] if until is not None else line)
-    if _NCCL_WARN.search(head[:160]):
+    if _NCCL_WARN.search(head[:160]) or _NCCL_TRACE.search(head[:200]):
         return "ERROR"
     m = _LEVEL.search(head[:80])
     if m is None:

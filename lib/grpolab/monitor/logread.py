@@ -120,7 +120,9 @@ MARKS = {
     "npu": rb"torch_npu|torch-npu|\bNPU\b|\bnpu\b|Ascend|CANN|HCCL",
     # a warning-level record or a Python warning (`UserWarning: ...`, `WARNING:megatron...`): a log of only these
     # and no work done is warning-only (the error layer's words do not include a warning's)
-    "warning": rb"Warning: |\bWARNING\b|\bWARN\b",
+    # (transformers' warnings without a level: weights a checkpoint did not fill or did not use, a default template)
+    "warning": rb"Warning: |\bWARNING\b|\bWARN\b|Some weights of [^\n]* were not (?:used|initialized)|"
+    rb"No chat template is defined",
     # the channel the trainer sends weights to the rollout engine on, being set up or used (TRL's, SGLang's, vLLM's,
     # OpenRLHF's, NeMo RL's refit, AReaL's and slime's names for it)
     "sync": rb"init_communicator|update_named_param|init_weights?_update_group|update_weights?_from_(?:distributed|tensor|"

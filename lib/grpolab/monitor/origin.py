@@ -41,9 +41,21 @@ _NODE = re.compile(
     r"(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w\-]*\d[\w\-.]*)",
 )
 # NCCL's own prefix, `node5:240:240 [6] misc/socket.cc:533 NCCL WARN ...`: host:pid:tid [device]
-_NCCL_HOST = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*([A-Za-z0-9][\w.\-]{0,80}):\d+:\d+ \[\d+\] ")
+_NCCL_HOST = re.compile(  # (behind a time a logger or a post put before it: `[2025-04-06 22:31:56] host:1:2 [0] `)
+    r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*(?:\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?[ \t]+)?"
+    r"(?:\([^()\n]{0,300}\)[ \t]*)*"
+    r"([A-Za-z0-9][\w.\-]{0,80}):\d+:\d+ \[\d+\] "
+)
 # UCX's crash prefix `[host:pid:thread:tid] Caught signal 11 (...)`: the host that crashed
 _UCX_HOST = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\)[ \t]*)*\[([A-Za-z0-9][\w.\-]{0,80}):\d+ ?:\d+:\d+\] ")
+# pdsh's prefix (DeepSpeed's multi-node launcher, `pdsh -w`): `worker-1: Traceback ...`, `10.0.0.2: [rank8]: ...`; a
+# host name with a hyphen and a digit, or an ip (not a message's `Step1: ` or a type's `torch.distributed.X: `)
+_PDSH_HOST = re.compile(r"^([A-Za-z]\w*-[\w\-]*\d[\w\-.]*|\d{1,3}(?:\.\d{1,3}){3}): (?=\S| {2,}File )")
+# torch's desync report (TORCH_NCCL_DESYNC_DEBUG): the rank that did not join the collective the others wait in
+_DESYNC = re.compile(r"ranks that caused the desync are:")
+_DESYNC_RANK = re.compile(
+    r"^[ \t]*(?:\[rank\d+\]:)?[ \t]*(?:- )?\[(\d+)\] (?:finished|joined|didn't|did not|is|was|has)\b"
+)
 _LABEL = re.compile(rf"^ {{0,4}}(?={LABEL}\S)(\d+)")  # srun --label's `93: ` (grpolab.monitor.cause.LABEL): the rank
 # SGLang's scheduler prefix, `[2025-02-24 14:09:34 TP14]`, `[... DP0 TP3]`, `[... PP1 TP2 EP2]`: its tensor-parallel rank
 _SGLANG_TP = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP\d+)?(?: PP\d+)? TP(\d+)(?: EP\d+)?\]")
@@ -147,13 +159,20 @@ def where(
         w.peer = next((m.group(1) for text in list(after or ())[:4] if (m := _PEER.search(text))), None)
     if w.peer is None and (m := next(filter(None, map(_CLUSTER.search, [line, *list(after or ())[:6]])), None)):
         w.peer = m.group(1)
+    if w.remote is None:  # torch's desync report under the watchdog's line: the rank that lagged, died or mismatched
+        report = [line, *list(after or ())[:8]]
+        at = next((i for i, text in enumerate(report) if _DESYNC.search(text)), None)
+        if at is not None and (m := next(filter(None, map(_DESYNC_RANK.match, report[at + 1 : at + 3])), None)):
+            w.remote = int(m.group(1))
     if (m := _LINK_ROW.search(line)) and w.remote is None:
         w.remote, w.remote_node = int(m.group(2)), m.group(1)
     if dead := _WORKER_PID.search(line):
         w.pid = int(dead.group(1))
     elif m := _RAY_PID_IP.search(line):
         w.pid, w.node = int(m.group(1)), m.group(2)
-    if w.node is None and (m := _NODE.search(line) or _NCCL_HOST.match(line) or _UCX_HOST.match(line)):
+    if w.node is None and (
+        m := _NODE.search(line) or _NCCL_HOST.match(line) or _UCX_HOST.match(line) or _PDSH_HOST.match(line)
+    ):
         w.node = m.group(1)
     near = list(after or ())[:8] + list(reversed(list(before or ())[-8:]))
     # Ray's block (class_name, actor_id, pid, ip) below or above the error, behind the reporting actor's own prefix

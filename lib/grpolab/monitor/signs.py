@@ -167,6 +167,10 @@ MISSING = re.compile(
 # Python names the first part of a dotted import it cannot find: `No module named 'vllm.v1.engine.utils'` says vllm is
 # there and lacks the module (another version), where a missing package says `No module named 'vllm'`
 SUBMODULE = re.compile(r"No module named '\w+\.[\w.]+'")
+# a checkpoint's parameter named as the key a loader could not find (`KeyError: 'layers.0.mlp.down_proj.weight'`)
+PARAM_KEY = re.compile(r"^'(?:[\w]+\.)+(?:weight|bias|scale|qweight|scales)\w{0,10}'$")
+# a loader reading the model's weight files (vLLM's `Loading safetensors checkpoint shards: 0% Completed`)
+LOADING_SHARDS = re.compile(r"Loading (?:safetensors|pt|bin) checkpoint shards|Loading checkpoint shards")
 # a weight of no elements loaded into a parameter (`Attempted to load weight (torch.Size([0])) into parameter`): a
 # ZeRO-3 shard sent to the rollout without its gather
 EMPTY_WEIGHT = re.compile(r"load weight \(torch\.Size\(\[0\]\)\)")
@@ -346,7 +350,9 @@ SETTING = re.compile(
     # an environment setting named with the value it has (`Using V1 AsyncLLMEngine, but envs.VLLM_USE_V1=False`)
     r"\b(?:but|while|with) (?:envs\.)?[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}=\w+|"
     # a dtype the device cannot compute in (vLLM: `Bfloat16 is only supported on GPUs with compute capability ...`)
-    r"\b(?:bfloat16|bf16|float16|fp16|fp8|float8\w{0,10})\b[^.\n]{0,30}\b(?:is |are )?(?:only|not) supported on\b",
+    r"\b(?:bfloat16|bf16|float16|fp16|fp8|float8\w{0,10})\b[^.\n]{0,30}\b(?:is |are )?(?:only|not) supported on\b|"
+    # a dtype a quantization method cannot compute in (`torch.bfloat16 is not supported for quantization method awq`)
+    r"\b(?:bfloat16|bf16|float16|fp16|float32|half)\b is not supported for quantization method\b",
     re.IGNORECASE,
 )
 # W&B's login on the stack (a key it refused, a prompt for one in a job with no terminal)
@@ -370,7 +376,9 @@ REWARD_LOAD = re.compile(
 # `does not recognize this architecture`): a newer version knows it (a converter's own refusal is the conversion's)
 UNSUPPORTED_MODEL = re.compile(
     r"(?:model )?(?:architecture|model[ _]type)s? [`'\"]?[\w.-]{1,60}[`'\"]? (?:is )?not (?:yet )?(?:supported|recogni[sz]ed)|"
-    r"does not recognize this architecture|not supported for now",
+    r"does not recognize this architecture|not supported for now|"
+    # an older transformers refusing a newer model's RoPE settings (Llama 3.1's `rope_type: llama3`): a version's
+    r"rope_scaling`? must be a dictionary with (?:with )?two fields",
     re.IGNORECASE,
 )
 # a model folder that is no Hugging Face model: its config.json names no model_type (a trainer's own checkpoint, a
@@ -380,7 +388,9 @@ NOT_A_MODEL = re.compile(
     # transformers' refusal of a path that holds no model (`Can't load the configuration of '~/models/x'`)
     r"Can't load (?:the )?(?:configuration|config|tokenizer|model|weights) (?:of|for) |"
     # a local path that is not there, which huggingface_hub then validates as a repo id and refuses
-    r"Repo id must be in the form 'repo_name' or 'namespace/repo_name'|Incorrect path_or_model_id"
+    r"Repo id must be in the form 'repo_name' or 'namespace/repo_name'|Incorrect path_or_model_id|"
+    # vLLM's: neither a config.json nor a format it reads in the model's folder (`No supported config format found`)
+    r"No supported config format found in "
 )
 # the importer's own frames (a traceback cut inside an import: the module that did not import is below them)
 IMPORTING = re.compile(r"_find_and_load|_load_unlocked|import_module|_call_with_frames|_gcd_import|exec_module")
