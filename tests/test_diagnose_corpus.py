@@ -575,8 +575,8 @@ BEYOND = {
     "that transformers' Trainer calls a method DeepSpeed 0.16 began to refuse (two versions) is the thread's",
     "deepspeed-7203": f"{CUT}: torch's module-call frames, before `'Linear' object has no attribute "
     "'ds_grads_remaining'`",
-    "gitcode-blog-cbcd6ed2": "an unexpected keyword into vLLM's AsyncEngineArgs is read as the two packages' versions "
-    "(as vllm-3249); the collector calls it the engine's setting",
+    "gitcode-blog-cbcd6ed2": "family right: a flag's spelling as vLLM's AsyncEngineArgs keyword is the engine's "
+    "setting; its cause is said as the rejected key (config-key), the collector's engine-config",
     "gitcode-blog-f6f42ae2": "`Torch not compiled with CUDA enabled` is read as no usable device; the collector "
     "reads a "
     "trainer that took the CUDA path on an Ascend host (its bug), which the one line does not show",
@@ -600,8 +600,6 @@ BEYOND = {
     "the page reads memory that ran out in them",
     "hiascend-tfmigr-000089": "cause and family are right; the driver's `heap_alloc_managed out of memory` record is "
     "said as the first error, not the `Ioctl device error!` record above it, which names no cause",
-    "hiascend-troubleshooting-0145": "CANN's `E30008: AI CPU operator execution time out.` holds none of the "
-    "prefilter's words (a code, not a level) and its other lines are a traceback's: read as no failure",
     "llamafactory-8082": "torchrun's `ChildFailedError` alone (a dead worker, read alone); that a leftover process "
     "held the GPU's memory is the reporter's",
     "metax-forum-430": "cause and family are right; the rank is in torchelastic's root-cause block 20 lines below the "
@@ -617,6 +615,34 @@ BEYOND = {
     "AttributeError of the trainer's own attribute",
     "verl-5414": "cause, family and rank are right; rank 0's record of the dump signal rank 7 sent is said as the "
     "first error, not the watchdog's line the collector quotes",
+    # batches 68-70 (2026-12-06: RL projects on verl, OpenRLHF and TRL; pull requests of the RL trackers; xLLM)
+    "agent-r1-33": "Ray's dead TaskRunner with `may have exceeded K8s pod memory limits` (a dead worker, read alone, as "
+    "openrlhf-187); the collector reads the host's memory in Ray's hint (doubtful)",
+    "deepeyesv2-26": "`ValueError: No tool registered with name '...'` (unknown, read alone); that the data names a "
+    "tool the run does not register is the collector's reading",
+    "openrlhf-335": "NCCL's `ibv_modify_qp failed ... Connection timed out` while the weights are broadcast: read as "
+    "the weight channel's set-up (weight-sync); the collector calls it the communicator's (comm-init), a family apart "
+    "only by the channel",
+    "r1-v-44": "an AttributeError of the trainer's own object under a newer TRL is read as versions; the collector "
+    "reads a trainer bug in the pull request's work in progress (doubtful)",
+    "search-r1-57": f"{CUT}: faiss's index_cpu_to_gpu frames, before any error (the reporter's `OOM?`)",
+    "sglang-5322": f"{CUT}: Hydra's `Error executing job with overrides`, before torch's `No backend type associated "
+    "with device type cpu`",
+    "toolrl-26": f"{CUT}: the log stops inside Hydra's overrides line, before the dead actor",
+    "verl-2499": f"{CUT}: SGLang's scheduler frames under `Scheduler hit an exception`, before the weight update's "
+    "error",
+    "vllm-ascend-8856": "an unexpected keyword into a scheduler's constructor is read as versions; the collector calls "
+    "it an interface that changed (api-mismatch), a family apart only by the thread",
+    "xllm-220": "xLLM's start-up records and no error line (warning-only, read alone); the collector reads a failure "
+    "the thread names (unknown)",
+    "xllm-41": "`Segmentation fault (core dumped)` and a gdb backtrace cut before its frames (a dead process, read "
+    "alone); that aclrtSetDevice failed is the title's",
+    "xllm-482": "`Segmentation fault (core dumped)` on the first request is a dead process (worker-died, as the "
+    "corpus's 17 other segfaults); the collector reads it as unknown",
+    "xllm-482-b": "`Aborted (core dumped)` after xLLM's `Register server failed` is read as the dead process; the "
+    "collector takes the registration's record, which names no cause, as an unknown first error",
+    "xllm-779": "xLLM's `Hello request failed: [E112]Not connected to 127.0.0.1:44309` (unknown, read alone); that the "
+    "workers advertised a loopback address across two nodes is the collector's reading (comm-init, doubtful)",
 }
 
 
@@ -668,6 +694,8 @@ def test_case(path):
 
 # logs without a failure whose family the log itself reads otherwise than the collector (kept to the test's letter)
 NO_FAILURE_OTHERWISE = {
+    "tinyzero-32": "a hang: a shell's note that a library has no version information, Ray's start and vLLM's INFO "
+    "records, no warning level: healthy-run, read alone; the collector calls the hang's log warning-only",
     "deepspeed-931": "DeepSpeed's `OVERFLOW! ... Skipping step` records at INFO, after an epoch began: healthy-run, "
     "read "
     "alone; the collector calls the skipped steps warnings (warning-only)",

@@ -83,6 +83,8 @@ CAUSES: tuple[Cause, ...] = (
         (
             r"Hccl\w{0,40}(?:CommInit|GetRootInfo|InitCluster|RootInfo)\w{0,40}[^\n]{0,160}(?:error code|failed|error)",
             r"HCCL function error: Hccl\w{0,40}(?:CommInit|GetRootInfo|InitCluster|RootInfo)",  # torch_npu's create
+            # a C++ check of HCCL's result, its call said in words (xLLM's `HCCL get root info failed.`)
+            r"\bHCCL (?:get root info|comm init\w{0,20}|init\w{0,20}) failed",
             # torch.distributed's backend error as an exception line, relayed or not (a watchdog's: the timeout's; not
             # C++'s `terminate called after throwing an instance of 'c10::DistBackendError'`, whose `what()` says why)
             DIST_BACKEND.pattern + r"(?:\)|: )",

@@ -16,7 +16,7 @@ stack and a message) are grpolab.monitor.signs; what a verdict says and its fix,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import grpolab.monitor.signs as sg
 import grpolab.monitor.verdicts as vd
@@ -205,6 +205,8 @@ def family_for(cause: str, first: FirstError | None, context: Context | None = N
     if cause == "config-key" and first is not None and _reads_config(first):
         return "config-version-mismatch"
     if cause == "config-key" and first is not None and sg.ENGINE_ARGS.search(first.message):
+        if sg.FLAG_KEYWORD.search(first.message):  # a flag's spelling given as a keyword: no version takes it
+            return "engine-config"
         return "version-mismatch"  # (the registry's config class: an engine's, whose caller fits another version)
     if cause == "checkpoint-mismatch":
         if sg.CONVERSION.search(stack):
@@ -298,6 +300,15 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
             "point the recipe's model path (model.path) at a folder with the model's config.json and weights, the "
             "same path on every node; write it in full (`~` and variables are not expanded there)",
         )
+    if kind == "UnicodeDecodeError" and "transformers" in (first.library, first.caller):  # a binary file, not a config
+        return Verdict(
+            "checkpoint-mismatch",
+            "checkpoint-load",
+            f"transformers read a file that is not text where the model's config or tokenizer was due (a model path "
+            f"that names a weights file, not the model's folder): {first.text[:200]}",
+            "point the recipe's model path (model.path) at the model's folder (its config.json, tokenizer and "
+            "weights), not at a weights file",
+        )
     if sg.UNSUPPORTED_MODEL.search(message):  # a model the installed version does not know: a newer one does
         return vd.version(first, "version-mismatch")
     if first.frames and sg.LOAD_CKPT.search(stack) or "Checkpoint" in kind or sg.LOAD_CKPT.search(message):
@@ -342,8 +353,9 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.version(first, "missing-dependency")
     if kind == "ValueError" and sg.EMPTY_VALUE.search(message):  # a setting left empty, read as a number
         return Verdict("config-key", "hydra-config", f"A setting was left empty: {first.text[:200]}", _TYPED)
-    if kind in ("ValueError", "NotImplementedError") and sg.UNKNOWN_CHOICE.search(message):  # a choice it lacks
-        return vd.engine_config(first)
+    if kind in ("ValueError", "NotImplementedError", "RuntimeError") and sg.UNKNOWN_CHOICE.search(message):
+        # a choice it lacks (a value no choice has, whatever the setting names: `executor backend tp` is no layout)
+        return replace(vd.engine_config(first), cause="engine-config", family="engine-config")
     if kind in ("RuntimeError", "ValueError", "AssertionError") and sg.PLEASE_SET.search(message):  # asks a setting
         return vd.engine_config(first)
     if any(f.library == "wandb" for f in first.frames) and kind not in ("ImportError", "ModuleNotFoundError"):

@@ -85,7 +85,8 @@ def frames_after(chunk, end: int, innermost_first: bool = False) -> list[Frame]:
 
 _TRACE_AFTER = 32 << 10  # bytes after a relayed error read for its remote frames
 _CODE = re.compile(
-    r"^(?:[ \t]*\[?[EFWI]\d{3,4} [^\]\n]{0,120}\]|[ \t]*(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) [^\]\n]{0,120}\])? {2,}\S"
+    r"^(?:[ \t]*\[?[EFWI](?:\d{8}|\d{3,4}) [^\]\n]{0,120}\]|"
+    r"[ \t]*(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) [^\]\n]{0,120}\])? {2,}\S"
 )
 
 
@@ -327,6 +328,16 @@ WORDS = (
     "critical",  # (CRITICAL, a level: vLLM's `CRITICAL 02-25 11:11:34 launcher.py:101] ...`)
 )
 
+# Keywords that are patterns (case-sensitive, each of one length: the prefilter finds a line by where one ends): an
+# error record's level said by a letter before its time and nothing else (glog's `E1206 18:44:12` and, from glog
+# 0.7, `F20251111 12:28:58`; `E2026... node.operation is null` holds no word), CANN's error code (`E30008: AI CPU
+# operator execution time out.`)
+PATTERN_WORDS = (
+    (r"\b[EF][01]\d[0-3]\d \d\d:\d\d:\d\d", 14),
+    (r"\b[EF]20\d\d[01]\d[0-3]\d \d\d:\d\d:\d\d", 18),
+    (r"\bE[A-Z0-9]\d{4}: ", 8),
+)
+
 # C++'s terminate printing the message of the exception it was thrown (`terminate called after throwing ...`): an
 # error of the process's own, though it names no Python type
 CPP_WHAT = re.compile(r"^[ \t]*what\(\): ")
@@ -335,7 +346,8 @@ CPP_WHAT = re.compile(r"^[ \t]*what\(\): ")
 # CANN's `[ERROR] 2025-06-09-06:57:54`, a shell's `error: ` / `Error: ` / `[Error] `, httpx's refusal of a response
 # (`Server error '503 Service Unavailable' for url '...'`, whatever logs it), a native crash.
 _LEVEL_ERROR = re.compile(
-    r"^[ \t]*\[?[EF]\d{3,4} \d\d:\d\d:\d\d|^[ \t]*(?:(?:[Ee]rror|ERROR|[Ff]atal|FATAL): |\[(?:[Ee]rror|ERROR)\] )"
+    r"^[ \t]*\[?[EF](?:\d{8}|\d{3,4}) \d\d:\d\d:\d\d|"
+    r"^[ \t]*(?:(?:[Ee]rror|ERROR|[Ff]atal|FATAL): |\[(?:[Ee]rror|ERROR)\] )"
     r"|^[Ee]rror executing job with|\b(?:Server|Client) error '\d{3} [^'\n]{1,60}' for url '"
     r"|\bSegmentation fault\b|\bcore dumped\b|\bBus error\b|^[ \t]*Killed\s*$"
     r"|Unhandled error \(suppress with"  # Ray: a task raised and nobody asked for its result
@@ -378,8 +390,9 @@ _NCCL_TRACE = re.compile(r"\bNCCL INFO [\w/.\-]{1,80}\.(?:cc|h|cu):\d+ -> [1-9]\
 # The level a log record names first, within its first characters (after Ray's and torchrun's prefixes)
 _LEVEL = re.compile(
     # (a level word, not a setting's value: `NCCL_DEBUG=INFO` in a message names no level)
-    r"(?<![=_.\-])\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b(?![=_])|^[ \t]*\[?([EFWI])\d{3,4} \d\d:"
+    r"(?<![=_.\-])\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b(?![=_])|^[ \t]*\[?([EFWI])(?:\d{8}|\d{3,4}) \d\d:"
     r"|\d\d:\d\d:\d\d[,.]\d+ ([EFWIC]) \d+ \d+\]"  # Ray's C++ log: [2025-06-13 01:49:41,730 E 1 1] (C: a failed check)
+    r"|\[(error|critical|warning|warn|info|debug)\] "  # spdlog's: `[2026-01-29 12:08:30.614896] [error] [439962] ...`
 )
 _RAY_PREFIX = re.compile(rf"^[ \t]*(?:{LABEL})?(?:\([^()\n]{{0,300}}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
 # A process that ended with a non-zero status
@@ -416,7 +429,8 @@ def level_of(line: str, until: int | None = None) -> str | None:
         return None
     if letter := m.group(2) or m.group(3):
         return {"E": "ERROR", "F": "FATAL", "C": "CRITICAL", "W": "WARNING", "I": "INFO"}[letter]
-    level = {"WARN": "WARNING"}.get(m.group(1), m.group(1))
+    named = (m.group(1) or m.group(4)).upper()
+    level = {"WARN": "WARNING"}.get(named, named)
     # an error record of what the model generated is the rollout's data, not a failure: a warning of the run
     return "WARNING" if level == "ERROR" and _GENERATED.search(head) else level
 
@@ -428,7 +442,8 @@ SOURCE = re.compile(
     r"(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b)"
 )
 _RECORD = re.compile(  # a line that starts a record of its own (a rank's prefix before it too)
-    r"\s*(?:\[rank\d+\]:\s*)?(?:\[?\d{4}-\d\d-\d\d|\[?[EFWI]\d{3,4} |(?:ERROR|WARNING|INFO|DEBUG)\b|\[repeated|During "
+    r"\s*(?:\[rank\d+\]:\s*)?(?:\[?\d{4}-\d\d-\d\d|\[?[EFWI](?:\d{8}|\d{3,4}) |(?:ERROR|WARNING|INFO|DEBUG)\b|"
+    r"\[repeated|During "
     r"handling|The above exception|Traceback \(|File \")"
 )
 

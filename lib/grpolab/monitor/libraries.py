@@ -42,6 +42,8 @@ def library_of(path: str) -> str:
     if m := _SITE.search(path):
         name = re.sub(r"\.py$|-[\d.]+.*$", "", m.group(1))
         return _canonical(name)
+    if _STDLIB.search(path):  # (the standard library of an environment named after a library: envs/sglang/lib/...)
+        return STDLIB
     parts = re.split(r"[/\\]", path)
     folders = parts[:-1]
     names = [_canonical(part) for part in folders]
@@ -54,8 +56,6 @@ def library_of(path: str) -> str:
             if outer is not None and name not in names[outer + 1 : i]:
                 return names[outer]
             return name
-    if _STDLIB.search(path):
-        return STDLIB
     for above, part in zip(folders, folders[1:]):  # a source checkout: ChatLearn/chatlearn/..., repo/src/package/...
         if above.lower().replace("-", "_") == part.lower() or (above == "src" and part != parts[-1]):
             return _canonical(part)

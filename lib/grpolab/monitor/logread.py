@@ -3,6 +3,7 @@ with NotALog) and the Hyperscan databases that find, in one linear pass over a c
 
     readable(handle, name) -> stream          the text of a log stream, or NotALog
     find_words(chunk) -> [(word index, start)] every keyword (WORDS; their owners: OWNERS) in a chunk, caseless
+                                              (and the first-error layer's few fixed-length patterns)
     gated(line) -> {cause id}                 the causes whose patterns may match a line (linear, for crafted lines)
     marks(chunk, keys) -> {key: offset}       where a run first shows a step, an engine, progress, an NPU stack
     decode(raw) -> str                        a line's text without colours
@@ -35,10 +36,14 @@ def _words() -> tuple[list[str], list[tuple[str, ...]]]:
     for owner, words in sources:
         for word in words:
             owners.setdefault(word, []).append(owner)
-    return list(owners), [tuple(v) for v in owners.values()]
+    patterns = [pattern for pattern, _ in fe.PATTERN_WORDS]
+    return list(owners) + patterns, [tuple(v) for v in owners.values()] + [(FIRST,)] * len(patterns)
 
 
+# the keywords (the literal words, caseless, then the first-error layer's patterns) and who reads each one's line
 WORDS, OWNERS = _words()
+_LITERAL = len(WORDS) - len(fe.PATTERN_WORDS)
+_LENGTHS = [len(w) for w in WORDS[:_LITERAL]] + [length for _, length in fe.PATTERN_WORDS]
 _DB: list = []  # the compiled Hyperscan database, built on first use
 
 
@@ -49,10 +54,10 @@ def _database():
 
         db = hyperscan.Database()
         db.compile(
-            expressions=[re.escape(w).encode() for w in WORDS],
+            expressions=[(re.escape(w) if i < _LITERAL else w).encode() for i, w in enumerate(WORDS)],
             ids=list(range(len(WORDS))),
             elements=len(WORDS),
-            flags=[hyperscan.HS_FLAG_CASELESS] * len(WORDS),
+            flags=[hyperscan.HS_FLAG_CASELESS] * _LITERAL + [0] * (len(WORDS) - _LITERAL),
         )
         _DB.append(db)
     return _DB[0]
@@ -100,7 +105,7 @@ def find_words(chunk: bytes) -> list[tuple[int, int]]:
     found: list[tuple[int, int]] = []
 
     def on(index, _start, end, _flags, _context):
-        found.append((index, end - len(WORDS[index])))
+        found.append((index, end - _LENGTHS[index]))
 
     _database().scan(chunk, match_event_handler=on)
     return found
@@ -122,7 +127,8 @@ MARKS = {
     # and no work done is warning-only (the error layer's words do not include a warning's)
     # (transformers' warnings without a level: weights a checkpoint did not fill or did not use, a default template)
     "warning": rb"Warning: |\bWARNING\b|\bWARN\b|Some weights of [^\n]* were not (?:used|initialized)|"
-    rb"No chat template is defined",
+    rb"No chat template is defined|"
+    rb"^[ \t]*\[?W(?:\d{8}|\d{4}) \d\d:\d\d:\d\d",  # glog's warning level (`W20260609 17:30:47.27 ...`, `[W1206 ...`)
     # the channel the trainer sends weights to the rollout engine on, being set up or used (TRL's, SGLang's, vLLM's,
     # OpenRLHF's, NeMo RL's refit, AReaL's and slime's names for it)
     "sync": rb"init_communicator|update_named_param|init_weights?_update_group|update_weights?_from_(?:distributed|tensor|"

@@ -36,6 +36,8 @@ SYNC_DEVICE = re.compile(r"communicator is created to work on \w+:\d+, but the i
 # an engine's argument class refusing a keyword its caller passes (vLLM's EngineArgs, SGLang's ServerArgs): the
 # caller was written for another version of the engine
 ENGINE_ARGS = re.compile(r"\b(?:Async)?(?:Engine|Server)Args\.__init__\(\) got an unexpected keyword argument")
+# a keyword spelled as a command-line flag (`'enable-auto-tool-choice'`): no Python keyword has a hyphen in any version
+FLAG_KEYWORD = re.compile(r"unexpected keyword argument '[A-Za-z]\w*-[\w\-]*'")
 # an attribute a module does not have, said without its type (`module 'torch_npu' has no attribute '_npu_rope'`)
 MODULE_LACKS = re.compile(r"\bmodule '[\w.]+' has no attribute '")
 # an engine's per-layer weight loaders, which a weight sync and a load from files both go through
@@ -123,7 +125,13 @@ DATASET_SAYS = re.compile(
     r"\b(?:the|your) (?:dataset|data set) (?:contains|has|includes|is missing|lacks|does not (?:contain|have))\b", re.I
 )
 # a value the code does not know among its choices (`Unknown lr scheduler: linear`, `Unsupported optimizer: x`)
-UNKNOWN_CHOICE = re.compile(r"^(?:Unknown|Unsupported|Unrecognized) [\w \-]{1,40}: ?\S+")
+UNKNOWN_CHOICE = re.compile(
+    r"^(?:Unknown|Unsupported|Unrecognized) [\w \-]{1,40}: ?\S+|"
+    # the value named in the sentence, the choices after it (`Unrecognized distributed executor backend tp. Supported
+    # values are 'ray', 'mp' ...`)
+    r"^(?:Unknown|Unsupported|Unrecognized) [^\n]{1,80}\. (?:Supported|Valid|Available|Allowed) (?:values|options|"
+    r"choices|backends|types) (?:are|include)\b"
+)
 # a check that asks for a setting by name (`Please set micro_batch_size or set use_flash_attn=True in config.`)
 PLEASE_SET = re.compile(
     r"\bplease (?:set|pass|enable|disable|use) [^.\n]{0,80}\bin (?:the |your )?config\b|"

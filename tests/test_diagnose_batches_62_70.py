@@ -6,8 +6,12 @@ Ascend driver's device memory, torch's desync report naming the rank that lagged
 loader has no parameter for (vLLM's, accelerate's), a parameter's name as the KeyError of a load, a folder with no
 config format, a dtype a quantization method refuses, an older transformers refusing a newer RoPE, a command line its
 parser refused in a converter, an import error behind a prefix, a function a loaded library lacks, SymPy refusing an
-answer (the reward's), and transformers' warnings without a level. The real logs are the corpus's; the made-up lines
-are the other side of each rule."""
+answer (the reward's), transformers' warnings without a level, and a flag's spelling as an engine's keyword; and of
+batches 68-70, glog's records with the year in their date, spdlog's lowercase levels, a C++ check of HCCL's result, a
+value no choice has said in a sentence, a file that is not text where transformers wanted a config, and the standard
+library of an environment named after a library, and the error records that hold no word (a glog record's level
+letter and time, CANN's code), found by the prefilter's patterns. The real logs are the corpus's; the made-up lines are the other
+side of each rule."""
 
 from __future__ import annotations
 
@@ -40,6 +44,11 @@ from tests.test_diagnose import _log, _said
         ("transformers-34582", ("import-error", "version-mismatch")),
         ("gitcode-blog-f8362a96", ("import-error", "version-mismatch")),
         ("gitcode-blog-f6229553-b", ("reward-error", "reward-error")),
+        ("xllm-350", ("comm-init", "comm-init")),
+        ("xllm-767", ("unknown", "unknown")),
+        ("vllm-ascend-288", ("engine-config", "engine-config")),
+        ("open-reasoner-zero-39", ("engine-config", "engine-config")),
+        ("minimind-741", ("checkpoint-mismatch", "checkpoint-load")),
     ],
 )
 def test_the_batchs_real_logs(case, said):
@@ -150,3 +159,88 @@ def test_transformers_warnings_without_a_level_are_warnings_and_a_step_makes_the
 
     assert family(warning + "\n") == (None, "warning-only")
     assert family(warning + "\nstep:1 - actor/pg_loss:0.1 - critic/score/mean:0.2\n") == (None, "healthy-run")
+
+
+def test_a_flags_spelling_as_an_engines_keyword_is_its_setting_and_a_real_keyword_is_the_versions():
+    flag = "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'enable-prefix-caching'\n"
+    assert _said(flag) == ("config-key", "engine-config")
+    keyword = "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'enable_prefix_caching'\n"
+    assert _said(keyword)[1] == "version-mismatch"
+
+
+def test_glogs_records_with_the_year_and_spdlogs_lowercase_levels_are_levels():
+    fatal = (
+        "F20251111 12:28:58.504206 214989 collective_service.cpp:37] Check failed: status == HCCL_SUCCESS (1 vs. 0) "
+        "HCCL get root info failed.\n"
+    )
+    failure = diagnose_text(fatal)
+    assert (failure.cause, failure.family) == ("comm-init", "comm-init") and "Check failed" in failure.first_error
+    assert (
+        diagnose_text("I20251111 12:28:58.504206 214989 server.cpp:1203] Check out http://h-1:36575 in web browser.\n")
+        is None
+    )
+    error = "[2026-01-29 12:08:30.614896] [error] [439962] [tensor_check.cpp:28] tensor dimNum 0 is invalid\n"
+    assert "dimNum 0 is invalid" in diagnose_text(error).first_error
+    assert diagnose_text(error.replace("[error]", "[info]")) is None
+
+
+def test_glogs_warning_letter_is_a_warning():
+    from grpolab.monitor.diagnose import Scan
+
+    (scan := Scan()).feed_text("W20260609 17:30:47.271301 777229 model_config.cpp:123] use_cpp_chat_template off\n")
+    assert scan.result() is None and scan.family() == "warning-only"
+
+
+def test_a_value_no_choice_has_is_the_engines_setting_whatever_the_setting_names():
+    listed = (
+        "ValueError: Unrecognized distributed executor backend tp. Supported values are 'ray', 'mp' 'uni', "
+        "'external_launcher' or custom ExecutorBase subclass.\n"
+    )
+    assert _said(listed) == ("engine-config", "engine-config")
+    assert _said("RuntimeError: Unsupported block size: 256\n") == ("engine-config", "engine-config")
+    assert _said("ValueError: Unrecognized distributed executor backend tp.\n") == ("unknown", "unknown")
+
+
+_UNDECODED = """Traceback (most recent call last):
+  File "/opt/envs/vllm/lib/python3.11/site-packages/transformers/configuration_utils.py", line 866, in _dict_from_json_file
+    text = reader.read()
+  File "/opt/envs/vllm/lib/python3.11/codecs.py", line 322, in decode
+    (result, consumed) = self._buffer_decode(data, self.errors, final)
+UnicodeDecodeError: 'utf-8' codec can't decode byte 0x80 in position 64: invalid start byte
+"""
+
+
+def test_a_file_that_is_not_text_where_transformers_wanted_a_config_is_the_model_path():
+    failure = diagnose_text(_UNDECODED)
+    assert (failure.cause, failure.family) == ("checkpoint-mismatch", "checkpoint-load")
+    assert "model.path" in failure.fix
+    reward = _UNDECODED.replace("transformers/configuration_utils.py", "my_rm/score.py")
+    assert _said(reward.replace("_dict_from_json_file", "read_rows")) == ("reward-error", "reward-error")
+
+
+def test_the_standard_library_of_an_environment_named_after_a_library_is_the_standard_librarys():
+    from grpolab.monitor.libraries import STDLIB, library_of
+
+    assert library_of("/home/u/anaconda3/envs/sglang/lib/python3.10/codecs.py") == STDLIB
+    assert library_of("/home/u/anaconda3/envs/sglang/lib/python3.10/site-packages/transformers/x.py") == "transformers"
+    assert library_of("/workspace/sglang/python/sglang/srt/server.py") == "sglang"
+
+
+@pytest.mark.parametrize(
+    ("record", "first"),
+    [
+        (
+            "E20260118 12:10:31.473901  1219 decoder_layer_impl.cpp:832] node.operation is null",
+            "node.operation is null",
+        ),
+        ("[E1206 18:44:12.700 ProcessGroupNCCL.cpp:1] rank 3 is gone", "rank 3 is gone"),
+        ("E30008: AI CPU operator execution time out.", "E30008: AI CPU operator"),
+    ],
+)
+def test_an_error_record_that_holds_no_word_is_found_by_its_level_letter_or_code(record, first):
+    failure = diagnose_text(f"I20260118 12:10:30.000001  1219 server.cpp:1] started\n{record}\n")
+    assert failure is not None and first in failure.first_error
+    assert (
+        diagnose_text(record.replace("E2026", "I2026").replace("[E1206", "[I1206").replace("E30008: ", "E30008 "))
+        is None
+    )
