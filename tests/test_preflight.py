@@ -29,15 +29,24 @@ from grpolab.preflight import FAIL, OK, SKIP, run_preflight  # noqa: E402
 ray = pytest.importorskip("ray")
 
 
-def _free_block(n: int) -> int:
-    """A first port p such that p..p+n-1 look free now."""
+def _free_block(n: int, avoid: int | None = None) -> int:
+    """A first port p such that p..p+n-1 look free now, above the kernel's range of ephemeral ports: no outgoing
+    connection (Ray's, another test's) takes one of them while the preflight runs, as one from that range once did.
+    `avoid`: the first port of a block already chosen (n ports), which this one must not overlap."""
+    import random
+
     from grpolab.preflight.node.limits import port_free
 
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("0.0.0.0", 0))
-            base = s.getsockname()[1]
-        if base + n < 65000 and all(port_free(p, attempts=1) for p in range(base, base + n)):
+    try:
+        high = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        high = 60999  # Linux's default
+    low = max(high + 1, 1024) if high < 64000 else 20000  # (a kernel lending every port: below Ray's, at least)
+    for _ in range(200):
+        base = random.randrange(low, 65000 - n)
+        if avoid is not None and abs(base - avoid) < n:
+            continue
+        if all(port_free(p, attempts=1) for p in range(base, base + n)):
             return base
     raise RuntimeError("no free port block")
 
@@ -126,7 +135,7 @@ def npu(sim):
     train = write_parquet(root / "train.parquet")
     val = write_parquet(root / "val.parquet", reward=False)
     host = _free_block(4)
-    npu_ports = _free_block(4)
+    npu_ports = _free_block(4, avoid=host)
     held = socket.socket()
     held.bind(("0.0.0.0", host + 2))
     held.listen()
