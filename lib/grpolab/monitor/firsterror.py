@@ -84,8 +84,10 @@ def frames_after(chunk, end: int, innermost_first: bool = False) -> list[Frame]:
 
 
 _TRACE_AFTER = 32 << 10  # bytes after a relayed error read for its remote frames
+# glog's date after its level letter: MMDD (`E1206 18:44:12.7`), or YYYYMMDD from glog 0.7 (`F20251111 12:28:58.5`)
+GLOG_DATE = r"(?:\d{8}|\d{3,4})"
 _CODE = re.compile(
-    r"^(?:[ \t]*\[?[EFWI](?:\d{8}|\d{3,4}) [^\]\n]{0,120}\]|"
+    r"^(?:[ \t]*\[?[EFWI]" + GLOG_DATE + r" [^\]\n]{0,120}\]|"
     r"[ \t]*(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) [^\]\n]{0,120}\])? {2,}\S"
 )
 
@@ -346,7 +348,7 @@ CPP_WHAT = re.compile(r"^[ \t]*what\(\): ")
 # CANN's `[ERROR] 2025-06-09-06:57:54`, a shell's `error: ` / `Error: ` / `[Error] `, httpx's refusal of a response
 # (`Server error '503 Service Unavailable' for url '...'`, whatever logs it), a native crash.
 _LEVEL_ERROR = re.compile(
-    r"^[ \t]*\[?[EF](?:\d{8}|\d{3,4}) \d\d:\d\d:\d\d|"
+    r"^[ \t]*\[?[EF]" + GLOG_DATE + r" \d\d:\d\d:\d\d|"
     r"^[ \t]*(?:(?:[Ee]rror|ERROR|[Ff]atal|FATAL): |\[(?:[Ee]rror|ERROR)\] )"
     r"|^[Ee]rror executing job with|\b(?:Server|Client) error '\d{3} [^'\n]{1,60}' for url '"
     r"|\bSegmentation fault\b|\bcore dumped\b|\bBus error\b|^[ \t]*Killed\s*$"
@@ -390,7 +392,7 @@ _NCCL_TRACE = re.compile(r"\bNCCL INFO [\w/.\-]{1,80}\.(?:cc|h|cu):\d+ -> [1-9]\
 # The level a log record names first, within its first characters (after Ray's and torchrun's prefixes)
 _LEVEL = re.compile(
     # (a level word, not a setting's value: `NCCL_DEBUG=INFO` in a message names no level)
-    r"(?<![=_.\-])\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b(?![=_])|^[ \t]*\[?([EFWI])(?:\d{8}|\d{3,4}) \d\d:"
+    r"(?<![=_.\-])\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b(?![=_])|^[ \t]*\[?([EFWI])" + GLOG_DATE + r" \d\d:"
     r"|\d\d:\d\d:\d\d[,.]\d+ ([EFWIC]) \d+ \d+\]"  # Ray's C++ log: [2025-06-13 01:49:41,730 E 1 1] (C: a failed check)
     r"|\[(error|critical|warning|warn|info|debug)\] "  # spdlog's: `[2026-01-29 12:08:30.614896] [error] [439962] ...`
 )
@@ -442,7 +444,7 @@ SOURCE = re.compile(
     r"(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b)"
 )
 _RECORD = re.compile(  # a line that starts a record of its own (a rank's prefix before it too)
-    r"\s*(?:\[rank\d+\]:\s*)?(?:\[?\d{4}-\d\d-\d\d|\[?[EFWI](?:\d{8}|\d{3,4}) |(?:ERROR|WARNING|INFO|DEBUG)\b|"
+    r"\s*(?:\[rank\d+\]:\s*)?(?:\[?\d{4}-\d\d-\d\d|\[?[EFWI]" + GLOG_DATE + r" |(?:ERROR|WARNING|INFO|DEBUG)\b|"
     r"\[repeated|During "
     r"handling|The above exception|Traceback \(|File \")"
 )
