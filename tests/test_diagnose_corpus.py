@@ -294,7 +294,6 @@ BEYOND = {
     "the rendezvous store` (unknown, read alone); that OpenRLHF's weight sync made it is the author's note",
     "rllm-fork-docs-deepcoder-empty-tests-json": "the log is a bare `JSONDecodeError: Expecting value` (unknown, read "
     "alone); that the data set's empty tests fields broke the reward is the report's",
-    "sglang-17107": f"{CUT}: SGLang's scheduler traceback after a weight update request, without its exception line",
     "sglang-3726": "the log is `KeyError: 1` in multiprocessing's resource sharer (unknown, read alone); the title's "
     "EOFError of update_weights_from_tensor is not in the excerpt",
     "tinyzero-111": f"{CUT}: Hydra's `Error executing job` and the top of a traceback, without `vllm version 0.8.5.post1 "
@@ -462,7 +461,6 @@ BEYOND = {
     "sglang-16855": "an AssertionError on an HTTP 502 in SGLang's warm-up request (unknown, read alone); the proxy "
     "that answered it is another thread's (doubtful)",
     "sglang-14062": f"{CUT}: the scheduler's frames, before the cache flush that failed after a weight update",
-    "sglang-764": f"{CUT}: SGLang's import frames, before `cannot import name ... from 'flashinfer.sampling'`",
     "sglang-3783": f"{CUT}: SGLang's weight-loading records, before the watchdog's collective timeout",
     "sglang-4330": "SGLang's `Not enough memory. Please try to increase --mem-fraction-static` is read as the "
     "engine's start-up out of memory (as vLLM's `No available memory for the cache blocks`); the collector calls it "
@@ -544,7 +542,6 @@ BEYOND = {
     "deepspeed-7116": f"{CUT}: the driver's ray.get frames, before the out of memory",
     "kuberay-3436": f"{CUT}: Ray Serve's `RuntimeError: Traceback (most recent call last):` wraps a traceback cut "
     "before `Current node has no GPU available`",
-    "megatron-lm-1642": f"{CUT}: Megatron's import frames, before `cannot import name 'check_set_window_size'`",
     "megatron-lm-3885": "a KeyError `'state'` in the optimizer's load_state_dict (unknown: the load's frames are on "
     "another rank's traceback, cut); the checkpoint's load is the collector's",
     "megatron-bridge-1210": "pickle's `Can't get attribute 'MCoreMetadata'` under a checkpoint's load is read as the "
@@ -643,6 +640,76 @@ BEYOND = {
     "collector takes the registration's record, which names no cause, as an unknown first error",
     "xllm-779": "xLLM's `Hello request failed: [E112]Not connected to 127.0.0.1:44309` (unknown, read alone); that the "
     "workers advertised a loopback address across two nodes is the collector's reading (comm-init, doubtful)",
+    # batches 71-73 (2026-12-06: the Hub's model discussions, official docs' error pages, English blog posts)
+    "hf-sauerkrautlm-nemo-12b-instruct-discussion-1": "`RuntimeError: start (0) + length (1280) exceeds dimension size "
+    "(1024)` (unknown, read alone); that an older transformers computes Mistral-Nemo's head size from the hidden size "
+    "is the collector's reading",
+    "hf-mistral-nemo-instruct-2407-discussion-62": f"{CUT}: debugpy's runpy frames, before the shape error",
+    "ray-docs-debug-memory-raylet-oom": "cause and family are right; Ray's advice under the kill (`Refer to the "
+    "documentation on how to address the out of memory issue`) is said as the first error, not `Task hungry_hippo "
+    "failed due to oom`, a line with no error word before its retry",
+    "slime-docs-qa-illegal-memory-access": "CUDA's `an illegal memory access was encountered` is the device's fault "
+    "(device-fault, as every other such case); slime's FAQ reads it as memory that ran out (device-oom)",
+    "verl-docs-npu-faq-npu-not-visible": "the FAQ quotes SGLang's message without its `RuntimeError:` (no error line, "
+    "read alone); the RuntimeError itself is read as the visible devices'",
+    "verl-docs-npu-faq-q-layernorm-keyerror": "a KeyError of a Megatron parameter's name alone is read as the weight "
+    "channel's name map (weight-sync); the FAQ's cause, an older MindSpeed, is not in the line",
+    # batches 74-77 (2026-12-06: vLLM and SGLang 2026, Ray and PyTorch, TRL/unsloth/ms-swift, Megatron and NeMo)
+    "sglang-19781": f"{CUT}: SGLang's scheduler frames under `Scheduler hit an exception` (said as the first error), "
+    "before the NPU's out of memory",
+    "vllm-32116": f"{CUT}: the API server's uvloop frames, before the engine's start-up timeout",
+    "vllm-41702": f"{CUT}: the engine core's collective_rpc frames, before `mismatch of LoRA layer names`",
+    "vllm-51071": "the CUDA caching allocator's `memory allocation failed with OOM` records are glog warnings (W804) "
+    "and the excerpt holds no error line (warning-only, read alone); the collector reads the OOM they announce",
+    "pytorch-149984": f"{CUT}: torchrun's warnings, before `ncclSystemError`",
+    "pytorch-73656": f"{CUT}: torchelastic's agent frames, before the rendezvous error",
+    "ray-47792": "`ray status` with a pending placement group and no error line (healthy-run, read alone); the "
+    "collector reads the demand no node can hold (ray-resources)",
+    "ray-53123": "cause and family are right; Ray Tune's `Trial task failed` ERROR record above the ActorDiedError is "
+    "said as the first error",
+    "ms-swift-5087": f"{CUT}: transformers' training-loop frames on Windows, before the KeyError",
+    "ms-swift-5160": "`KeyError: 'grpo'` raised in swift's CLI (a trainer bug, read alone); the collector reads a "
+    "command the CLI does not have as a rejected key (hydra-config, doubtful)",
+    "ms-swift-5231": "`Fatal Python error: none_dealloc` then torchrun's SIGTERM to the others: a dead process, read "
+    "alone (worker-died); the collector reads a C extension's refcount bug (unknown)",
+    "ms-swift-6866": f"{CUT}: vLLM's `Invocation of collective_rpc method failed` (read as the weight channel's), before "
+    "`address already in use`",
+    "ms-swift-6878": f"{CUT}: vLLM's EngineDeadError echoes, before the illegal memory access",
+    "ms-swift-7933": "vLLM's `Engine core proc EngineCore_DP1 died unexpectedly` is an echo, and ms-swift's `Method "
+    "execution failed: infer` above the cut traceback is said (unknown); the collector reads the engine's death alone",
+    "ms-swift-9613": "`torch.OutOfMemoryError` with 66 GiB free is read as memory; the title's `CUDA Error: invalid "
+    "argument at cumem_allocator.cpp:119` (the sleep-mode allocator's) is not in the log",
+    "unsloth-3673": f"{CUT}: a notebook's `ValueError` header without its message",
+    "megatron-lm-1882": f"{CUT}: torchrun's ChildFailedError (a dead worker), before TransformerEngine's cuDNN error",
+    "nemo-14838": f"{CUT}: Lightning's set-up frames, before Megatron's world size check",
+    "transformerengine-2285": f"{CUT}: TransformerEngine's DEBUG records, before `No dot product attention backend`",
+    "verl-3256": "a ValueError of weights the loader did not use, raised in a merge's stack, is read as the "
+    "conversion's (checkpoint-conversion); the collector reads the load's (checkpoint-load, doubtful)",
+    "verl-4656": "a RuntimeError of tensor sizes in verl's code (unknown, read alone); the collector reads a trainer "
+    "bug from the pull request that fixed it",
+    # batches 78-80 (2026-12-06: forums, blogs in Korean and Japanese, smaller agentic-RL projects)
+    "discuss-ray-10958": "Ray's WARNING records of dead workers are read as a dead worker; the reporter says the run "
+    "finished (warning-only), which the log does not show",
+    "discuss-ray-15902": "cause and family are right; the node's `terminated expectedly: received SIGTERM` line above "
+    "the ActorDiedError is said as the first error",
+    "discuss-ray-8598": f"{CUT}: `RuntimeError: NCCL` cut after its first word, in DDP's first broadcast",
+    "discuss-vllm-2584": f"{CUT}: vLLM's start-up records, before the out of memory",
+    "agent-lightning-48": "an AttributeError of the example's own agent object raised in verl's code is read as "
+    "versions; the collector reads a trainer bug (doubtful)",
+    "agent-r1-32": f"{CUT}: no error line in the excerpt",
+    "deepeyes-27": f"{CUT}: the OpenAI client's frames and its `APITimeoutError`, without the reward judge's frame "
+    "that made the call (unknown, read alone)",
+    "easyr1-551": f"{CUT}: Ray's unhandled-error header, before vLLM's `has no vLLM implementation`",
+    "pettingllms-9": f"{CUT}: the trainer's `Training failed` relay and the actor's frames, before CUDA's out of memory",
+    "reasongen-r1-9": "transformers' unknown model type alone is read as versions; that it came from verl's model "
+    "merger (checkpoint-conversion) is the thread's",
+    "simpletir-22": f"{CUT}: Hydra's overrides line, before the sandbox's timeout",
+    "verl-tool-88": f"{CUT}: the launch script's trace (`+ x=y`), before vLLM's `max_tokens must be at least 1`",
+    "video-r1-39": "an IndexError in transformers' rope index (unknown, read alone); the maintainer's guess of a bad "
+    "row is the collector's label (data-error, doubtful)",
+    "visual-rft-58": f"{CUT}: datasets' load frames (read as the data's), before the TypeError of its feature class",
+    "vlm-r1-71": "UCX's `Caught signal 8 (Floating point exception: integer divide by zero)` (unknown, read alone); a "
+    "cuBLAS version behind it is the collector's reading from another tracker (doubtful)",
 }
 
 
@@ -711,6 +778,10 @@ NO_FAILURE_OTHERWISE = {
     "tokenization detected`, no level word): healthy-run, read alone; the collector calls them warnings",
     "vllm-ascend-644": "vLLM-Ascend's INFO start-up records: healthy-run; the collector reads a model registry's "
     "note among them as a warning (warning-only)",
+    "hf-deepseek-coder-v2-instruct-discussion-5": "vLLM's INFO start-up records and no warning: healthy-run, read "
+    "alone; the collector calls the hang's log warning-only",
+    "earino-bf16-on-t4": "`Tesla T4 does not support bfloat16 compilation natively, skipping` has no level word: "
+    "healthy-run, read alone; the collector calls it a warning (warning-only)",
     "verl-6741": "two lines, `Platform 'huawei' (PlatformNPU) is registered but not available` and its note, with no "
     "level word: healthy-run, read alone; the collector calls the notice a warning (warning-only)",
 }
@@ -753,7 +824,7 @@ def test_a_log_without_a_failure_has_the_family_the_thread_names(monkeypatch, ca
 
 def test_every_case_is_sourced_and_uses_the_vocabulary():
     from grpolab.monitor.causes import BY_ID, NONE, UNKNOWN
-    from grpolab.monitor.families import FAMILIES
+    from grpolab.monitor.family_table import FAMILIES
 
     ids = set(BY_ID) | {UNKNOWN, NONE}
     assert len(CASES) >= 180
@@ -766,7 +837,7 @@ def test_every_case_is_sourced_and_uses_the_vocabulary():
 
 
 def test_the_readme_lists_every_family_with_its_cause():
-    from grpolab.monitor.families import FAMILIES
+    from grpolab.monitor.family_table import FAMILIES
 
     readme = (CORPUS / "README.md").read_text()
     rows = dict(re.findall(r"^\| ([a-z][a-z\-]+) \| `([a-z\-]+)` \|", readme, re.MULTILINE))

@@ -158,6 +158,9 @@ SRUN_LEFT = {
     "l1-21",  # a line quoted whole (`"omegaconf.errors.ConfigAttributeError: ...`): its label before the quote
     "verl-841",  # the same, quoted with `'` (`'RuntimeError: Expected there to be 1 prompt updates ...`)
     "vllm-1465",  # a page's `> ` quote of one line: the label before the quote, so the quote is not read as a page's
+    # a line quoted whole, as l1-21's (`"ValueError: No supported config format found in ..."`, `"openai_harmony...`)
+    "hf-llama-3.1-nemotron-70b-instruct-discussion-3",
+    "vllm-ascend-docs-gpt-oss-harmony-vocab",
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from grpolab.monitor.causes import CAUSES, NONE, SILENT, UNKNOWN
 from grpolab.monitor.details import HCCL_CODES, NCCL_CODES
-from grpolab.monitor.families import FAMILIES
+from grpolab.monitor.family_table import FAMILIES
 
 _SILENT = {
     "no-training-step": "the run ended SUCCEEDED without one training step (verl issue 7401)",

@@ -5,7 +5,7 @@ faults, collective and start-up timeouts, kills and dead workers. Part of the ca
 from __future__ import annotations
 
 from grpolab.monitor.cause import Cause
-from grpolab.monitor.signs import DIST_BACKEND, LAUNCHER_KILLING, RAYLET_REGISTER
+from grpolab.monitor.signs import DIST_BACKEND, KERNEL_ASSERT, LAUNCHER_KILLING, NODE_STOPPED, RAYLET_REGISTER
 
 CAUSES: tuple[Cause, ...] = (
     Cause(
@@ -44,6 +44,9 @@ CAUSES: tuple[Cause, ...] = (
             # Ray's raylet out of worker ports (its range all taken: `No available ports. Please specify a wider port
             # range using --min-worker-port`): the ports, not the raylet's reach
             r"No available ports\b",
+            # SGLang's router asking a server for its model that never answered: slime's FAQ names port conflicts
+            # between several SGLang servers on one machine as its usual cause
+            r"Max retries exceeded with url: /get_model_info\b",
         ),
         (
             "already in use",
@@ -62,6 +65,7 @@ CAUSES: tuple[Cause, ...] = (
             "used by a process",
             "is not available in",
             "no available ports",
+            "get_model_info",
         ),
         (
             "volcengine/verl issue 6677",
@@ -70,6 +74,7 @@ CAUSES: tuple[Cause, ...] = (
             "vllm-project/vllm-ascend issue 405",
             "om-ai-lab/VLM-R1 issue 289",
             "gpustack/gpustack issue 5842",
+            "THUDM/slime docs, FAQ (get_model_info)",
         ),
         ignorecase=True,
     ),
@@ -118,9 +123,17 @@ CAUSES: tuple[Cause, ...] = (
             # CUDA call inside NCCL that failed (not memory: that is the device's)
             r"NCCL INFO (?:bootstrap|init|misc/socket|socket|transport/net\w{0,10})\.cc:\d+ -> [1-9]",
             r"NCCL WARN Cuda failure (?:\d+ )?'(?!out of memory)",
+            # two ranks given one device (NCCL: `Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1a000`)
+            r"\brank \d+ and rank \d+ both on (?:CUDA|NPU) device\b",
+            # gloo's transport refusing a connection of the group it sets up (`[gloo/transport/uv/libuv.h:596]
+            # uv_accept: invalid argument`; a pair that closed or a message that did not fit is a collective's)
+            r"\bgloo/transport/[\w/.]{1,80}:\d+\] (?:uv_)?(?:accept|listen|bind|connect)\w{0,20}: ",
         ),
         (
             "mpi_init",
+            "both on cuda device",
+            "both on npu device",
+            "gloo/transport",
             "topodetect",
             "topo exchange",
             "topoexchange",
@@ -319,6 +332,8 @@ CAUSES: tuple[Cause, ...] = (
             r"^{P}\|?[ \t]*\d+[ \t]*\|(?:[^|\n]{0,40}\|){0,30}?[ \t]*-?(?:nan|inf)[ \t]*(?:\||$)",
             # a step line of fields between bars (DeepSpeed-Chat's `epoch: 0|step: 3198|act_loss: inf|cri_loss: inf`)
             r"(?:^|\|)[ \t]*\w{0,20}(?:loss|kl|grad_norm)\w{0,20}: ?-?(?:nan|inf)[ \t]*(?:\||$)",
+            # a check of the model's outputs (NeMo RL's `2047/2048 logprobs are NaN on iteration 2`)
+            r"\b(?:logprobs?|log_probs?|logits|advantages?) (?:are|is|contains?|became|has) (?:all )?(?:nan|inf)s?\b",
         ),
         (
             "nan",
@@ -333,7 +348,7 @@ CAUSES: tuple[Cause, ...] = (
             ":-inf",
             ":inf",
         ),
-        ("huggingface/trl issue 2564", "volcengine/verl issue 870"),
+        ("huggingface/trl issue 2564", "volcengine/verl issue 870", "NVIDIA-NeMo/RL docs, prefix caching and NaN"),
         ignorecase=True,
     ),
     Cause(
@@ -351,6 +366,9 @@ CAUSES: tuple[Cause, ...] = (
             r"(?:error code(?: is|:)|runtime result =) ?5070\d\d\b|error code(?: is|:) ?507899\b",
             r"illegal memory access|an illegal instruction was encountered|misaligned address",
             r"device-side assert(?:ion)? triggered",
+            # a CUDA kernel's own assertion, a line per thread that failed it (`IndexKernel.cu:93: operator(): block:
+            # [0,0,0], thread: [0,0,0] Assertion `... && "index out of bounds"` failed.`): the device-side assert
+            KERNEL_ASSERT.pattern,
             r"\bAcceleratorError\b",
             r"\bXid\b[^\n]{0,20}\d+",
             r"uncorrectable ECC|ECC error|HBM multi[- ]bit|multi-bit ECC",
@@ -372,6 +390,7 @@ CAUSES: tuple[Cause, ...] = (
             "illegal",
             "misaligned",
             "device-side",
+            "] assertion",  # (a kernel's: `thread: [0,0,0] Assertion`)
             "acceleratorerror",
             "xid",
             "ecc",
@@ -403,6 +422,9 @@ CAUSES: tuple[Cause, ...] = (
         "ports, and only then raise the timeout (e.g. trainer.timeout_s: 3600, env HCCL_EXEC_TIMEOUT=3600)",
         (
             r"Watchdog caught collective operation timeout",
+            # gloo's pair waiting for a peer's data (`[gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting
+            # 1800000ms for recv operation to complete`)
+            r"Timed out waiting \d+ ?ms for (?:recv|send) operation",
             r"\bEI0002\b|The wait execution of the Notify register times out",
             r"\bEI0006\b|Getting socket times out",
             r"hccl \w{0,40} ?task timeout",
@@ -455,6 +477,8 @@ CAUSES: tuple[Cause, ...] = (
             r"Placement group creation timed out|placement group[^\n]{0,80}(?:timed out|timeout)",
             r"GetTimeoutError",
             r"Timed out waiting for[^\n]+",
+            # Ray's start of a local node (`Timed out after 60 seconds while waiting for node to startup.`)
+            r"Timed out after [\d.]+ ?s\w{0,6} while waiting for (?:the )?(?:node|raylet|server|engine|worker|actor)",
             r"(?:engine|server|actor|worker|core)[^\n]{0,80}(?:did not|failed to) (?:start|become ready|respond|"
             r"come (?:up|online)|get ready)"
             r"[^\n]{0,40}(?:within|in time|timeout|after)",
@@ -504,11 +528,14 @@ CAUSES: tuple[Cause, ...] = (
             r"\bSIGKILL\b|\bsignal 9\b|\bsignal: killed\b",
             # torchrun's agent stopped from outside (a launcher that saw another process of the job end)
             r"Received \d+ death signal, shutting down workers",
+            # Ray's actor whose node was stopped from outside (an autoscaler or a cluster's scheduler scaled it down:
+            # `the actor's node was terminated expectedly: received SIGTERM`)
+            NODE_STOPPED.pattern,
             r"exit(?:ed)? (?:with )?(?:code|status)[ :=]*137\b|\breturn ?code[ :=]*-9\b|exitcode ?: ?-9\b",
             # DeepSpeed's launcher stopping the other ranks once one of them ended
             LAUNCHER_KILLING + r" \d+",
         ),
-        ("killed", "sigkill", "signal", "exit", "returncode", "return code", "death signal"),
+        ("killed", "sigkill", "signal", "exit", "returncode", "return code", "death signal", "received sigterm"),
         ("grpolab's seeded list (shell and torchrun messages)",),
         # Ray's list of what may have killed a dead actor (also when a post wraps it mid-sentence): advice, not a kill
         unless=(r"potential root causes", r"ray stop --force", r"killed by SIGKILL by OOM killer due to high memory"),

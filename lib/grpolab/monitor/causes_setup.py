@@ -207,11 +207,14 @@ CAUSES: tuple[Cause, ...] = (
             r"apply_chat_template.{0,80}(?:Error|failed)",
             r"TemplateError: ",
             r"default chat template is no longer allowed",  # transformers >= 4.44 with a tokenizer that has none
+            # a runtime's own template engine refusing the model's template (LM Studio's `Error rendering prompt with
+            # jinja template: ...`, llama.cpp-based runtimes' `Failed to parse chat template: 12:21: ...`)
+            r"(?:render(?:ing)?|pars(?:e|ing)) (?:the )?(?:prompt with (?:the |a )?)?(?:jinja|chat) template\b",
             # verifiers / prime-rl: a turn's tokens are not a prefix of the next prompt's (the template re-renders
             # the history differently, e.g. drops a reasoning block)
             r"Token prefix mismatch",
         ),
-        ("chat_template", "chat template", "jinja2", "templateerror", "token prefix mismatch"),
+        ("chat_template", "chat template", "jinja", "templateerror", "token prefix mismatch"),
         (
             "huggingface/open-r1 issue 85",
             "sgl-project/sglang issue 2431",
@@ -424,7 +427,7 @@ CAUSES: tuple[Cause, ...] = (
             r"(?:size|shape) mismatch between saved\b",
             r"Missing key\(s\) in state_dict",
             r"Unexpected key\(s\) in state_dict",
-            r"Error\(s\) in loading state_dict",
+            r"Error\(s\) in loading state_",  # (state_dict: a post cut after its underscore says the same)
             r"(?:checkpoint|state_dict|ckpt)[^\n]{0,80}(?:shape mismatch|do(?:es)? not match|mismatch)",
             r"shape mismatch[^\n]{0,80}(?:checkpoint|loading|load)",
             r"(?:missing|unexpected) keys?[^\n]{0,40}(?:checkpoint|when loading|state[_ ]dict)",
@@ -437,6 +440,7 @@ CAUSES: tuple[Cause, ...] = (
         (
             "mismatch",
             "state_dict",
+            "error(s) in loading",
             "missing key",
             "unexpected key",
             "do not match",

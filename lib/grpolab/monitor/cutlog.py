@@ -20,6 +20,7 @@ _CALL = re.compile(
     r"^(?:return |await |yield |[\w\s,.\[\]()*\"']{1,200}?=[ \t]*)?(?:[A-Za-z_][\w]*\.){0,6}([A-Za-z_]\w*)\s*(?:\(|$)"
 )  # (a name at the line's end: the log cut inside the call, `= compute_prompt_mini_batch_bou`)
 _MARKS = re.compile(r"^[\s^~]*$")  # Python 3.11's `^^^^` under the expression
+_IMPORT = re.compile(r"^(?:from|import) [A-Za-z_]")  # an import statement (`from megatron.core import x`, or cut)
 
 
 def in_progress(frames: list[Frame], after: list[str]) -> list[Frame]:
@@ -35,6 +36,8 @@ def in_progress(frames: list[Frame], after: list[str]) -> list[Frame]:
             continue
         if FRAME.search(text):
             break
+        if _IMPORT.match(body):  # the module it imports raised, or is not there
+            return [*frames, Frame(inner.path, inner.line, "<import>", inner.library)]
         m = _CALL.match(body)
         if m and m.group(1) != inner.function:
             return [*frames, Frame(inner.path, inner.line, m.group(1), inner.library)]

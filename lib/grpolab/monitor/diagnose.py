@@ -29,11 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpolab.monitor.firsterror as fe
+import grpolab.monitor.firstsaid as fs
 from grpolab.monitor.causes import BY_ID, CAUSES, UNKNOWN, UNKNOWN_CAUSE
 from grpolab.monitor.cutlog import in_progress
 from grpolab.monitor.details import FACTS, Extra, explain, read_facts
 from grpolab.monitor.failure import Failure
-from grpolab.monitor.families import FAMILIES, Context, Verdict, classify, family_for, recaused
+from grpolab.monitor.families import Context, Verdict, classify, family_for, recaused
+from grpolab.monitor.family_table import FAMILIES
 from grpolab.monitor.firsterror import FirstError
 from grpolab.monitor.logread import (
     FIRST,
@@ -247,6 +249,8 @@ class Scan:
         if fe.is_success(line):
             self.success = True
             return
+        if fe.after_shutdown(line, fe.lines_before(chunk, start, 1024)):  # an engine that shut down as it was asked
+            return
         exc = fe.exception_in(line)
         if exc is not None and fe.is_source(line, fe.lines_before(chunk, start, 1024)[-1:]):
             exc = None  # a frame's source line (`load()  # RuntimeError: ...` under `File "x.py", line 3`): code
@@ -284,7 +288,7 @@ class Scan:
             hit.frames = fe.frames_of(trace)
             if exc[1]:  # Ray's RayTaskError(KeyError): the remote task's own frames follow its line, innermost last
                 hit.frames += fe.frames_after(chunk, end)
-            hit.text, hit.intro = fe.as_printed(chunk, start, end, exc[2], line), fe.introduced(trace)
+            hit.text, hit.intro = fs.as_printed(chunk, start, end, exc[2], line), fs.introduced(trace)
             if fe.generated(hit.intro):  # a sample's own error (a tool the model called wrongly): the run goes on
                 return
             if hit.where.node is None or hit.where.pid is None:  # the actor a relayed traceback names above it
@@ -296,7 +300,7 @@ class Scan:
                     if fe.TRACEBACK.search(text):
                         break
         if not hit.text:
-            hit.text = fe.as_printed(chunk, start, end, "x", line)
+            hit.text = fs.as_printed(chunk, start, end, "x", line)
         if exc is None and fe.CRASH.search(line):  # a crash: the native backtrace under its line (`File "<unknown>"`)
             hit.frames = fe.frames_after(chunk, end, innermost_first=True)
         elif exc is None and RAY_TASK.search(line):  # Ray's `Unhandled error ...: ray::Worker.wake_up() (pid=...)`:
@@ -468,7 +472,7 @@ class Scan:
             hit.where.pid,
             inner,
             lines[1:],
-            (hit.intro or fe.code_named_above(hit.before, hit.line)) + said,
+            (hit.intro or fs.code_named_above(hit.before, hit.line)) + said,
         )
 
     def _late(self, w: Where) -> None:
@@ -516,7 +520,7 @@ class Scan:
         if extra.message:
             parts.append(extra.message)
         if first is not None and first.type:  # what the first error was and where it was raised
-            parts.append(fe.sentence(first, full=cause == UNKNOWN))
+            parts.append(fs.sentence(first, full=cause == UNKNOWN))
         elif cause == UNKNOWN:
             parts.append(f"The first error: {excerpt(origin.line, origin.at)[:240].strip()}")
         if cause == "worker-died" and (w.pid or node):  # where its own log is: the driver's log has no cause

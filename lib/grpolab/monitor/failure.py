@@ -22,7 +22,9 @@ class Failure:
     rule: str | None = None  # the `grpolab check` rule that finds it before launch
     then: list[str] = field(default_factory=list)  # causes that followed from it (consequences), in order
     files: list[str] = field(default_factory=list)  # the file of each evidence line (when more than one was read)
-    family: str = ""  # the kind of failure (grpolab.monitor.families.FAMILIES): finer than the cause where it can be
+    family: str = (
+        ""  # the kind of failure (grpolab.monitor.family_table.FAMILIES): finer than the cause where it can be
+    )
     first_error: str = ""  # the first real error: `Type: message` (or the first error line), "" when none shows
     library: str | None = None  # the library whose frame raised it (vllm, verl, torch, user code, ...)
     frame: str | None = None  # that frame: `path:line in function`

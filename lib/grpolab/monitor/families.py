@@ -4,7 +4,7 @@ logged before it, an inference engine at work, the rollout waking up), and only 
 
     classify(first, context) -> Verdict | None       a cause and family from the first error alone
     family_for(cause, first, context) -> str         the family of a failure whose cause the registry named
-    FAMILIES                                          every family, what it means and its cause id
+    FAMILIES (grpolab.monitor.family_table)           every family, what it means and its cause id
 
 A family is the kind of failure a person names ("the rollout engine ran out of memory while it woke up", "two
 packages at versions that do not fit"): finer than a cause id where the structure tells more. Cause ids stay stable
@@ -22,127 +22,11 @@ import grpolab.monitor.signs as sg
 import grpolab.monitor.verdicts as vd
 from grpolab.monitor.cutlog import cut_phase
 from grpolab.monitor.details import engine_arguments
+from grpolab.monitor.family_table import FAMILIES
 from grpolab.monitor.firsterror import CRASH, FirstError
 from grpolab.monitor.libraries import ENGINES, STDLIB, TRAINERS
 from grpolab.monitor.verdicts import Verdict
 
-# family -> (cause id, what it means). A cause whose family no rule refines has the family of its own name.
-FAMILIES: dict[str, tuple[str, str]] = {
-    "hydra-config": (
-        "config-key",
-        "a config key or override was rejected by Hydra / OmegaConf, or Hydra found no config on its search path",
-    ),
-    "config-version-mismatch": (
-        "config-key",
-        "the code reads a config key the config does not have: the config "
-        "file and the code come from different versions",
-    ),
-    "engine-config": (
-        "engine-config",
-        "an engine's own argument check refused a value (vLLM, SGLang, Megatron, "
-        "verl's config classes): the argument, its value and the recipe field are named",
-    ),
-    "layout-mismatch": ("layout-mismatch", "the parallel layout does not fit the model or the devices"),
-    "batch-divisible": ("batch-divisible", "a batch does not split evenly over the data-parallel groups or workers"),
-    "version-mismatch": (
-        "import-error",
-        "two installed packages do not fit together: a function, attribute, name or "
-        "symbol one of them uses is not there in the other's installed version",
-    ),
-    "api-mismatch": (
-        "import-error",
-        "code calls a library whose interface changed (a call returns or takes other "
-        "values than the caller was written for)",
-    ),
-    "missing-dependency": ("import-error", "a package is not installed where the job runs"),
-    "build-missing-extension": (
-        "import-error",
-        "a package's compiled extension was not built or not found (its native library, a custom allocator or kernel)",
-    ),
-    "data-error": (
-        "data-error",
-        "a data row the trainer cannot use: a prompt longer than the limit, a missing "
-        "column, a row that does not parse",
-    ),
-    "reward-error": (
-        "reward-error",
-        "the reward function raised or timed out on a sample (signal-based timeouts in threads too)",
-    ),
-    "reward-missing": (
-        "reward-missing",
-        "no reward for the data's data_source, or the reward function cannot be loaded",
-    ),
-    "weight-sync": (
-        "weight-sync",
-        "the weights could not be sent from the trainer to the rollout engine (a layout, a "
-        "device, a shard that was not gathered, the sync's own state)",
-    ),
-    "checkpoint-load": (
-        "checkpoint-mismatch",
-        "a checkpoint could not be loaded: shapes, keys or its format do not fit the model",
-    ),
-    "checkpoint-save": ("checkpoint-save", "a checkpoint could not be written (the layout's tensors, the format)"),
-    "checkpoint-conversion": (
-        "checkpoint-mismatch",
-        "a checkpoint conversion (Hugging Face <-> Megatron, a model "
-        "merger) failed: the model or its config is not one the converter supports",
-    ),
-    "chat-template": ("chat-template", "the tokenizer has no chat template, or applying it failed"),
-    "rollout-startup-oom": (
-        "device-oom",
-        "the rollout engine ran out of device memory while it started (weights, KV cache, graph capture)",
-    ),
-    "rollout-wakeup-oom": (
-        "device-oom",
-        "the rollout engine ran out of device memory when it woke up after a "
-        "training step (wake_up / resume_memory_occupation)",
-    ),
-    "kv-cache-too-small": (
-        "device-oom",
-        "the KV cache the memory leaves cannot hold one sequence of the model's length",
-    ),
-    "device-oom": ("device-oom", "the accelerator ran out of memory while training"),
-    "host-oom": ("host-oom", "the host's RAM ran out"),
-    "disk-full": ("disk-full", "a disk filled up"),
-    "nan-loss": ("nan-loss", "the loss or the gradients became NaN/inf"),
-    "device-fault": ("device-fault", "the device itself failed"),
-    "cuda-graph-capture": ("unknown", "the inference engine failed while it captured its CUDA/NPU graphs"),
-    "memory-saver-offload": (
-        "unknown",
-        "the sleep-mode allocator (torch_memory_saver, vLLM's CuMemAllocator) refused to pause, resume or free "
-        "memory for another reason than memory running out: an offload or wake-up called out of order, twice, or on "
-        "memory it does not hold",
-    ),
-    "no-device": ("no-device", "no usable accelerator"),
-    "ray-resources": ("no-device", "the job asks Ray for more devices (or other resources) than the cluster has"),
-    "device-visibility": ("no-device", "the process sees no devices: the visible-devices setting hides them"),
-    "device-query": (
-        "no-device",
-        "a device tool or query failed (npu-smi, nvidia-smi, the driver's device count): the tool, its driver or "
-        "the device id it was asked about",
-    ),
-    "comm-init": ("comm-init", "the communicator could not be set up"),
-    "comm-timeout": ("comm-timeout", "a collective timed out: a rank stalled or died and the others waited"),
-    "port-in-use": ("port-in-use", "a port was already bound"),
-    "startup-timeout": ("startup-timeout", "something did not come up in time"),
-    "ray-cluster-connect": ("startup-timeout", "a process could not reach the Ray cluster (its GCS / head node)"),
-    "wandb-auth": ("wandb-auth", "Weights & Biases refused the login, or its own call failed (its run did not start)"),
-    "killed": ("killed", "the process was killed from outside (SIGKILL)"),
-    "sibling-crash": (
-        "killed",
-        "the launcher stopped this process (SIGTERM) because another process of the job "
-        "ended: the real error is in that one's log",
-    ),
-    "worker-died": ("worker-died", "a Ray worker or actor died without a cause of its own in the log"),
-    "trainer-bug": (
-        "unknown",
-        "the training framework's own code failed (a None where an object was expected, an "
-        "index out of range, a group not set up) on a path the user did not configure wrongly",
-    ),
-    "unknown": ("unknown", "an error no family above explains (the first error is said in full)"),
-    "warning-only": ("none", "the log shows warnings and no failure, and no sign of work done either"),
-    "healthy-run": ("none", "the log shows no failure"),
-}
 # a cause's family when nothing refines it: the family named after it, else:
 _CAUSE_FAMILY = {
     "config-key": "hydra-config",
@@ -195,7 +79,9 @@ def family_for(cause: str, first: FirstError | None, context: Context | None = N
             return "device-query"
     if cause == "killed":  # stopped by its launcher (SIGTERM) after another process ended, not killed itself
         told = f"{text} {context.signal}"
-        return "sibling-crash" if sg.SIGTERM.search(told) and not sg.SIGKILL.search(told) else "killed"
+        # (a node stopped whole, by an autoscaler or a scheduler, is no launcher's stop of a sibling)
+        sibling = sg.SIGTERM.search(told) and not sg.SIGKILL.search(told) and not sg.NODE_STOPPED.search(told)
+        return "sibling-crash" if sibling else "killed"
     if cause == "no-device" and context.npu and re.search(r"not compiled with CUDA", text):
         return "version-mismatch"  # on an Ascend stack: a library took the CUDA path where it should take the NPU's
     if cause == "startup-timeout" and sg.RAY_CONNECT.search(text):
@@ -253,6 +139,10 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.data(first)
     if kind == "NameError" and any(f.function == "<module>" for f in first.frames[-2:]):  # missing at import
         return vd.version(first, "version-mismatch")
+    if kind == "NameError" and (m := sg.RENAMED.search(message)) and m.group(1).lower() == m.group(2).lower():
+        return vd.version(first, "version-mismatch")  # a name only its case tells from another: a version renamed it
+    if kind in ("ValueError", "InvalidVersion") and sg.VERSION_PARSE.search(message):
+        return vd.version(first, "version-mismatch")
     if sg.DATALOADER.search(message):  # the data loader's worker raised on a row: the data's
         return vd.data(first)
     if sg.DATASET_SAYS.search(message):  # the data set's own content refused
@@ -261,6 +151,10 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     # is torch.distributed's backend (NCCL/HCCL) is the communicator's (the registry's comm-init)
     # a command's own parser refused its line (a converter's too: its arguments, not the checkpoint); its unknown
     # arguments are the keys' (below)
+    if not first.type and (parsed := sg.ARGPARSE.search(first.line)) and (sub := sg.NO_SUBCOMMAND.search(first.line)):
+        said = f"{parsed.group(1)} has no command '{sub.group(1)}' in the installed version: {parsed.group(0)}"
+        fix = f"upgrade the package of {parsed.group(1)} to a version with '{sub.group(1)}', or fix its spelling"
+        return Verdict("import-error", "version-mismatch", said, fix)
     if not first.type and (parsed := sg.ARGPARSE.search(first.line)) and not sg.UNKNOWN_ARGS.search(first.line):
         said = f"{parsed.group(1)}'s command line was refused: {parsed.group(0)}"
         return Verdict("engine-config", "engine-config", said, f"fix the arguments of {parsed.group(1)} in the launch")
@@ -311,6 +205,17 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         )
     if sg.UNSUPPORTED_MODEL.search(message):  # a model the installed version does not know: a newer one does
         return vd.version(first, "version-mismatch")
+    if kind == "FileNotFoundError" and sg.DATA_FILE.search(message):  # the data set's file is not there
+        return vd.data(first)
+    if kind == "FileNotFoundError" and sg.CKPT_FILE.search(message):  # a distributed checkpoint's own file missing
+        return Verdict(
+            "checkpoint-mismatch",
+            "checkpoint-load",
+            f"A file of the checkpoint is not there where this rank reads it (written on another node, or not "
+            f"finished): {first.text[:200]}",
+            "put the checkpoint folder (the recipe's trainer.ckpt_dir) on storage every node mounts at the same "
+            "path, or copy the checkpoint's files to every node before resuming",
+        )
     if first.frames and sg.LOAD_CKPT.search(stack) or "Checkpoint" in kind or sg.LOAD_CKPT.search(message):
         if kind not in ("ImportError", "ModuleNotFoundError"):
             save = _a_save(first, stack)
@@ -324,6 +229,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("batch-divisible", "batch-divisible")
     if kind == "KeyError" and sg.PARAM_KEY.match(message) and sg.LOADING_SHARDS.search(text):
         return Verdict("checkpoint-mismatch", "checkpoint-load")  # a weight file's parameter, read at the model's load
+    if kind == "KeyError" and sg.PARAM_NAME.search(message) and sg.SERVER_LAUNCH.search(text):
+        return Verdict("checkpoint-mismatch", "checkpoint-load")  # a server on its own loads only its weight files
     if kind == "KeyError" and sg.PARAM_NAME.search(message):  # a parameter's name the receiving side does not know
         return vd.sync(first)  # (not a checkpoint's: that says so above): the name map between trainer and rollout
     if sg.CAPTURE.search(stack) or sg.CAPTURE.search(text):
@@ -443,7 +350,10 @@ def _memory(first: FirstError | None, context: Context) -> str:
         return "rollout-wakeup-oom"
     # the KV cache cannot hold one sequence of the model's length (not: no memory left for it at all, a start-up's)
     if sg.KV.search(text) and re.search(
-        r"max(?:imum)? (?:seq|model) len|max_model_len|stored in KV cache|initialize_cache", text, re.IGNORECASE
+        r"max(?:imum)? (?:seq|model) len|max_model_len|stored in KV cache|initialize_cache|"
+        r"is larger than the available KV cache memory",  # (vLLM's message cut before its model length)
+        text,
+        re.IGNORECASE,
     ):
         return "kv-cache-too-small"
     engine = context.engine or (first is not None and _in_engine(first))

@@ -5,9 +5,8 @@ what a diagnosis says of any failed log, also when no cause's pattern knows the 
     exception_in(line) -> (type, inner, message, start) | None   a Python exception line, whatever its prefix
     frames_of(lines) -> [Frame]          the traceback frames (`File "...", line N, in f`) in lines above an error
     is_consequence(type, message) -> bool    an error that reports another's failure (a dead actor, a timeout, ...)
-    as_printed(chunk, start, end, ...) -> str   an error line as printed, with the lines its message continues on
-    sentence(first, full) -> str         the first error said for a person, with its raising frame and library
-    introduced(trace) -> str             the record that introduced an exception (`Error in X:` above its traceback)
+    error_level(line) -> bool            a record at error level, or a native crash's line (not a warning)
+(how the first error is said, as printed and for a person: grpolab.monitor.firstsaid)
     code_under_frame(line, above) -> bool    a frame's source line: code, whose words report nothing
 
 "The first real error": the last line of the first traceback not a consequence of another failure (a dead Ray
@@ -92,10 +91,15 @@ _CODE = re.compile(
 )
 
 
+# a record that says a part raised, its traceback's header behind it (SGLang's `[TP3] Scheduler hit an exception:
+# Traceback (most recent call last):`): the part's failure, said where a log cut before the exception line stops
+_SAYS_RAISED = re.compile(r"\bhit an exception: Traceback \(")
+
+
 def in_traceback(line: str) -> bool:
     """A traceback's part: its header, a frame, or a frame's source line (indented code behind a logger's header:
     vLLM's `ERROR 04-07 12:12:08 [multiproc_executor.py:597]     self.worker.init_device()`)."""
-    if FRAME.search(line) or TRACEBACK.search(line):
+    if FRAME.search(line) or (TRACEBACK.search(line) and not _SAYS_RAISED.search(line)):
         return True
     body = strip_prefix(line)
     return bool(_CODE.match(body)) and exception_in(body) is None
@@ -109,7 +113,7 @@ def is_source(line: str, above: list[bytes]) -> bool:
     frame = ANSI.sub("", above[-1].decode("utf-8", "replace"))
     if FRAME.search(frame) is None:
         return False
-    return _indent(line) > _indent(frame)
+    return indent(line) > indent(frame)
 
 
 _RAISES = re.compile(r"(?:^|\s)(?:raise [A-Za-z_]|assert [\w(])")
@@ -123,13 +127,13 @@ def code_under_frame(line: str, above: list[bytes]) -> bool:
         return False
     frame = ANSI.sub("", above[-1].decode("utf-8", "replace"))  # (or pytest's: `vllm/llm.py:664: in collective_rpc`)
     framed = FRAME.search(frame) or re.match(r"\s*\S+\.py:\d+: in [\w<>.]+\s*$", strip_prefix(frame))
-    return framed is not None and (in_traceback(line) or _indent(line) > _indent(frame))
+    return framed is not None and (in_traceback(line) or indent(line) > indent(frame))
 
 
 _WHO = re.compile(rf"^(?:{LABEL})?(?:\([^()\n]{{0,300}}\)[ \t]?)*(?:\[rank\d+\]:)?")  # who printed it
 
 
-def _indent(line: str) -> int:
+def indent(line: str) -> int:
     rest = line[_WHO.match(line).end() :]
     return len(rest) - len(rest.lstrip(" \t"))
 
@@ -209,7 +213,9 @@ _CONSEQUENCE_MESSAGE = re.compile(
     r"Watchdog caught collective operation timeout|\bNCCL communicator was aborted|ProcessGroup\w{0,40} is aborted|"
     r"terminate called|^ray::|Failed to run the task|one or more workers? (?:died|failed)|"
     r"(?:Ray|worker) (?:task|actor) failed|exitcode ?: ?-?\d+|(?:non-zero|nonzero) exit|"
-    r"Job '[^'\n]*' failed|Fatal Python error|Traceback \(most recent|Error executing job with overrides|"
+    r"Job '[^'\n]*' failed|Fatal Python error|(?<!hit an exception: )Traceback \(most recent|"
+    r"Error executing job with overrides|"
+    r"Received sigquit from a child process|"  # SGLang's launcher: a child's own error is the cause
     r"Caught \w+ in DataLoader worker process",  # torch's relay: the worker's own error follows, `Original Traceback`
     re.IGNORECASE,
 )
@@ -321,12 +327,14 @@ WORDS = (
     # a crash's banner (UCX's `Caught signal 11`), a frame (a log cut inside one), a required state said missing
     "segfault",
     "caught signal",
+    "received at time=",  # (absl's failure handler: `*** SIGABRT received at time=1734086759 ***`)
     '", line ',
     "is not set.",
     "are not set.",
     "is not initialized.",
     "is not initialised.",
     "what(): ",
+    "max retries exceeded",  # (requests' refusal of a connection, said without its type)
     "critical",  # (CRITICAL, a level: vLLM's `CRITICAL 02-25 11:11:34 launcher.py:101] ...`)
 )
 
@@ -356,6 +364,7 @@ _LEVEL_ERROR = re.compile(
     # a process's crash, whatever prints it: torch's `!!!!!!! Segfault encountered !!!!!!!`, UCX's `[host:pid:0:tid]
     # Caught signal 11 (Segmentation fault: ...)`, CPython's `Fatal Python error: Aborted`
     r"|\bSegfault\b|\bCaught signal \d+\b|^[ \t]*Fatal Python error\b"
+    r"|^[ \t]*\*\*\* SIG[A-Z]{2,6} received at time="  # absl's failure handler (Ray's): `*** SIGABRT received`
     # a record that names the call that failed (NeMo RL's `Error in VllmInternalWorkerExtension.update_weights_...: `;
     # not a component's note such as torch's harmless `Error in cpuinfo: ...`, which names no call)
     r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}Error in [A-Za-z_]\w{0,80}\.\w[\w.]{0,120}(?:\(\))?:"
@@ -364,7 +373,7 @@ _LEVEL_ERROR = re.compile(
     r"|^[ \t]*(?![^\n]*\b[A-Z][A-Z0-9]*_[A-Z0-9_]+ (?:is|are) not)[A-Z][\w.\-]{0,40}(?: [\w.\-]{1,40}){0,5} (?:is|are) not "
     r"(?:set|initiali[sz]ed)\.[ \t]*$"
     # a native library's record tagged by its source file: `[torch_memory_saver.cpp] CUresult error: 1 (...)`
-    r"|^[ \t]*\[[\w.\-/]{1,80}\.(?:cpp|cc|cu|cxx|c|h|hpp)(?::\d+)?\][^\n]{0,160}\b(?:error|failed|failure)\b"
+    r"|^[ \t]*\[[\w.\-/]{1,80}\.(?:cpp|cc|cu|cxx|c|h|hpp)(?::\d+)?\][^\n]{0,160}\b(?:error|failed|failure|invalid)\b"
     # CANN's error message, its code first (`EI0005: The arguments ...`); CUDA's driver result (`CUresult error result=2`)
     r"|^[ \t]*E[A-Z0-9]\d{4}: |^[ \t]*CUresult error\b"
     # the kernel's record of a hardware fault (APEI: `{6}[Hardware Error] Hardware error from APEI Generic ...`)
@@ -373,6 +382,17 @@ _LEVEL_ERROR = re.compile(
     # an OpenAI-compatible server's refusal as its client says it (`Error code: 400 - {'object': 'error', ...}`)
     r"|\berror while loading shared libraries: |\bError code: [45]\d\d - \{"
     r"|^[ \t]*\*\*\* An error occurred in \w+"  # Open MPI's banner (`*** An error occurred in MPI_Init_thread`)
+    # an unlevelled record that starts with its error and what it was doing (LM Studio's `Error rendering prompt with
+    # jinja template: ...`; not a tool call the model generated: a sample's), an error said mid-sentence by its verdict
+    # (`I often get a Error: Failed to parse chat template: ...`), requests' refusal of a connection said without its
+    # type (`Max retries exceeded with url: /get_model_info (Caused by NewConnectionError)`)
+    r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}Error (?!(?:decoding|parsing) tool call|executing tool\b)"
+    r"[a-z]+ing\b[^\n:]{0,160}: "
+    r"|\bError: (?:Failed|Invalid|Unable|Cannot|Could not)\b(?![^\n]{0,300}\bretry)|\bMax retries exceeded with url: "
+    # SGLang's scheduler raising, its traceback on the same record (`[2026-05-20 02:29:31 TP3] Scheduler hit an
+    # exception: Traceback ...`), and its launcher told that a child died (`Received sigquit from a child process.`)
+    r"|\b\w+ hit an exception: |\bReceived sigquit from a child process\b"
+    rf"|{sg.KERNEL_ASSERT.pattern}"  # a CUDA kernel's assertion (a device-side assert, said by the kernel)
     rf"|{CPP_WHAT.pattern}"
     rf"|^[ \t]*{sg.ARGPARSE.pattern}|{sg.COMMAND_MISSING.pattern}"  # argparse's refusal; a shell's `command not found`
     # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`
@@ -480,7 +500,8 @@ def error_level(line: str) -> bool:
 # a record of the model's own output that did not parse (verl's agent loop: `Failed to decode tool call: Expecting ','
 # delimiter`): a sample's reward, which the run goes on past
 _GENERATED = re.compile(
-    r"Failed to (?:decode|parse) (?:the )?tool call|Error (?:decoding|parsing) tool call|Error when executing tool\b"
+    r"Failed to (?:decode|parse) (?:the )?tool call|Error (?:decoding|parsing) tool call|"
+    r"Error (?:when )?executing tool\b"
 )
 
 
@@ -489,8 +510,23 @@ def generated(record: str) -> bool:
     return bool(record) and bool(_GENERATED.search(record))
 
 
+# vLLM's client noting its engine gone right after the engine's own `[core.py:1224] Shutdown complete`: the end of a
+# run that finished (vLLM prints it when an offline run exits), not a failure
+_CLIENT_LEFT = re.compile(r"Engine core proc \w+ died unexpectedly, shutting down client")
+_SHUT_DOWN = re.compile(rb"\] Shutdown complete\s*$")
+
+
+def after_shutdown(line: str, before: list[bytes]) -> bool:
+    """An engine's client saying its engine died, the line after the engine said it shut down as asked."""
+    return bool(_CLIENT_LEFT.search(line[:_HEAD])) and any(_SHUT_DOWN.search(b) for b in before[-2:])
+
+
 # a process's crash (a signal it could not survive): its native backtrace follows its line
-CRASH = re.compile(r"\bSegfault\b|\bCaught signal \d+\b|\bSegmentation fault\b|Fatal Python error", re.IGNORECASE)
+CRASH = re.compile(
+    r"\bSegfault\b|\bCaught signal \d+\b|\bSegmentation fault\b|Fatal Python error|"
+    r"\*\*\* SIG[A-Z]{2,6} received at time=",
+    re.IGNORECASE,
+)
 
 
 def is_exit(line: str) -> bool:
@@ -504,7 +540,6 @@ def is_success(line: str) -> bool:
 # ---------------------------------------------------------------------------------------------- as said
 # Ray's, torchrun's and srun's prefixes
 OWNER = re.compile(rf"^[ \t]*(?:{LABEL})?(?:\([^()\n]{{0,300}}\)[ \t]*)*(?:\[rank\d+\]:)?")
-_AFTER = 4096  # bytes after an error line read for the lines its message continues on
 
 
 def lines_before(chunk, start: int, size: int) -> list[bytes]:
@@ -513,82 +548,3 @@ def lines_before(chunk, start: int, size: int) -> list[bytes]:
     begin = max(0, start - size)
     pieces = bytes(chunk[begin:start]).split(b"\n")[:-1]
     return pieces if begin == 0 else pieces[1:]
-
-
-_HEADER = re.compile(r"(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[[\w.\-]+:\d+\] ")
-
-
-def as_printed(chunk, start: int, end: int, message: str, line: str) -> str:
-    """An error line as printed (ANSI colours removed, trailing spaces kept: `ValueError: ` before a message that
-    starts on the next line) and the lines its message continues on: after an empty message, or lines that do not
-    start a record of their own (a lower-case or indented line, a path in parentheses), up to 4, without the
-    Ray / torchrun prefix the error line has."""
-    raw = ANSI.sub("", bytes(chunk[start:end]).decode("utf-8", "replace")).rstrip("\r\n")
-    owner = OWNER.match(line) if line else None
-    prefix = owner.group(0).strip() if owner else ""
-    # vLLM writes each line of a record behind the same header (`ERROR 09-26 10:48:07 [runner.py:3029] `)
-    head = m.group(0) if line and (m := _HEADER.match(line[owner.end() :].lstrip())) else ""
-    out = [raw]
-    for piece in bytes(chunk[end + 1 : end + 1 + _AFTER]).split(b"\n")[:6]:
-        text = ANSI.sub("", piece.decode("utf-8", "replace")).rstrip("\r")
-        if prefix:
-            if not text.lstrip().startswith(prefix):
-                break
-            text = text.lstrip()[len(prefix) :].lstrip(" ")
-        if head:
-            if not text.lstrip().startswith(head):
-                break
-            text = text.lstrip()[len(head) :]
-        body = text.strip()
-        wrapped = not re.search(r"[.!?)\]:;]\s*$", out[-1])  # the line before ends mid-sentence
-        if not body or len(out) > 4 or not continues(text, len(out) == 1 and not message.strip(), wrapped):
-            break
-        out.append(text)
-    return "\n".join(out)
-
-
-def introduced(trace: list[str]) -> str:
-    """The record that introduced an exception (said before it, with a newline): the error-level line just above
-    its traceback's header, or just above the exception line when no traceback is shown (`[ERROR:swift] Method
-    execution failed: collective_rpc` over a bare `NotImplementedError`; `Error in X.update_weights_from_collective:`
-    over its `ValueError`). `trace`: the lines above the exception line, oldest first."""
-    at = len(trace) - 1
-    if at >= 0 and (FRAME.search(trace[at]) or in_traceback(trace[at]) or _indent(trace[at]) > 0):
-        while at >= 0 and not TRACEBACK.search(trace[at]):  # up through this traceback's frames to its header
-            if not (FRAME.search(trace[at]) or in_traceback(trace[at]) or _indent(trace[at]) > 0):
-                return ""  # not one traceback (another error's lines): nothing introduces it
-            at -= 1
-        at -= 1
-    if at < 0 or TRACEBACK.search(trace[at]):
-        return ""
-    record = trace[at]
-    body = strip_prefix(record).strip()
-    if not body or exception_in(body) or in_traceback(record) or is_consequence("", body):
-        return ""
-    if not error_level(record) and not generated(record):  # (a generated one's error level is not the run's)
-        return ""
-    return record.rstrip() + "\n"
-
-
-# CANN's error code (EZ9999, EI0006): its detail follows the line naming it
-CANN_CODE = re.compile(r"\bE[A-Z0-9]\d{4}\b")
-
-
-def code_named_above(before: list[str], line: str) -> str:
-    """The line above a CANN error's detail (`EZ9999[PID: 1] ...`) that named its code first (`[rank9]:[W106 ...]
-    Warning: EZ9999: Inner Error!`, torch_npu's report of it), said before the detail with a newline; else ""."""
-    code = CANN_CODE.search(line)
-    if code is None or not before or code.group(0) not in before[-1] or CANN_CODE.search(line[: code.start()]):
-        return ""
-    return before[-1].rstrip() + "\n" if re.search(r"error", before[-1], re.IGNORECASE) else ""
-
-
-def sentence(first: FirstError, full: bool) -> str:
-    text = first.text if full else first.text[:200]
-    out = f"The first error: {text}"
-    frame = first.raising
-    if frame is not None:
-        out += f" (raised in {frame.library}: {frame}"
-        caller = first.caller
-        out += f"; called from {caller})" if caller and caller != STDLIB else ")"
-    return out

@@ -119,7 +119,9 @@ MARKS = {
     # a bar of work (a trainer's bar has no description, or a training one), not one of loading or preparing
     # (`Loading weights: 100%|...| 339/339 [00:02<00:00, 137.54it/s]`, `Map:`); unbounded classes: Hyperscan compiles
     # a bounded repeat ({0,300}) 20 times slower, for every set of marks still missing
+    # (and an offline run's output: vLLM's example prints `Prompt: '...', Generated text: '...'`)
     "progress": rb"step:\d+ - |throughput|Decode batch|Prefill batch|Training Progress|Processed prompts|"
+    rb"Generated text: |"
     rb"^[ \t]*(?:\([^)\n]*\)[ \t]*)?(?:(?:[Tt]rain|[Ee]poch|[Ss]tep|[Ii]teration)[^\n|:]*: ?)?[ \t]*\d+%\|[^\n]*"
     rb"(?:it/s|s/it)\]",
     "npu": rb"torch_npu|torch-npu|\bNPU\b|\bnpu\b|Ascend|CANN|HCCL",
@@ -192,14 +194,20 @@ _FRAMED = 0.8  # the share of the first MiB's non-empty lines that carry one sha
 
 
 def framing(head) -> re.Pattern | None:
-    """The shape of FRAMES a collector put before most lines of the log's first MiB, as a pattern for unframed();
-    None for a log as its processes printed it."""
+    """The shapes of FRAMES a collector put before most lines of the log's first MiB, as a pattern for unframed();
+    None for a log as its processes printed it. Frames around frames too, outermost first: kubectl's time before the
+    compose column a log already had (`2026-03-01T08:15:42.123456789Z vllm-1  | ERROR ...`) is both."""
     lines = [line for line in bytes(head[:_SNIFF]).split(b"\n") if line.strip()]
-    for shape, fewest in FRAMES:
-        frame = re.compile(shape)
-        if len(lines) >= fewest and sum(1 for line in lines if frame.match(line)) >= _FRAMED * len(lines):
-            return re.compile(rb"\n" + shape)  # (a newline first: `re` finds the line starts by it, twice as fast)
-    return None
+    found = b""
+    for _layer in range(3):  # (a collector's frame around a log another collector framed)
+        for shape, fewest in FRAMES:
+            frame = re.compile(found + shape)
+            if len(lines) >= fewest and sum(1 for line in lines if frame.match(line)) >= _FRAMED * len(lines):
+                found += shape
+                break
+        else:
+            break
+    return re.compile(rb"\n" + found) if found else None  # (a newline first: `re` finds the line starts by it)
 
 
 def unframed(chunk, frame: re.Pattern) -> bytes:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from grpolab.monitor.cause import LABEL
-from grpolab.monitor.firsterror import CANN_CODE
+from grpolab.monitor.firstsaid import CANN_CODE
 
 # torchrun's `[rank3]:` prefix, and a Ray actor named by its global rank: `(MegatronPolicyWorker[rank=107] pid=..)`
 _TORCHRUN = re.compile(r"\[rank(\d+)\]:|\w\[rank=(\d+)\][ \t]+pid=")
@@ -26,8 +26,9 @@ _PG_RANK = re.compile(r"\[PG (?:ID )?(\d+)(?: PG GUID ([^\s\]]+))?(?:\([^)\]]*\)
 _RANK = re.compile(r"\[Rank (\d+)\]|\bRank (\d+): ")
 # torchrun's failure summary (`rank: 3 (local_rank: 3)`), HCCL's `rank[0]` / `userRank[3]`: the reporting rank
 _RANK_OTHER = re.compile(
-    r"\b(?:local_)?rank: ?(\d+)\b|\b(?:user_?|local_?user)?rank\[(\d+)\]|\(\w+ rank=(\d+) pid=", re.IGNORECASE
-)  # also vLLM's `(VllmWorker rank=0 pid=234357)` prefix and HCCL's `rank:1, rankSize:4`
+    r"\b(?:local_)?rank: ?(\d+)\b|\b(?:user_?|local_?user)?rank\[(\d+)\]|\(\w+ rank=(\d+) pid=|\bon rank=(\d+)\b",
+    re.IGNORECASE,
+)  # also vLLM's `(VllmWorker rank=0 pid=234357)` prefix, HCCL's `rank:1, rankSize:4`, NeMo RL's `... on rank=8.`
 _REMOTE = re.compile(
     r"(?P<signal>dump signal due to a collective timeout from +rank ?)(?P<a>\d+)|remote rank ?(?:id)?:? ?\[?(?P<b>\d+)"
     r"|\brank (?P<c>\d+) (?:is|was|did|has) (?:not responding|stuck|slow|dead|not sen|timed)"
@@ -37,7 +38,8 @@ _REMOTE = re.compile(
 _RAY_PID_IP = re.compile(r"\bpid=(\d+)(?:[^()\n]{0,200}?\bip=(\d{1,3}(?:\.\d{1,3}){3}|[\w\-]+))?")
 # (also Ray's structured event, `{"custom_fields":{"ip":"156.176.0.154",...},"label":"RAY_NODE_REMOVED",...}`)
 _NODE = re.compile(
-    r"\b(?:ip[:=] ?|IP: |IP address: \[?|node IP:? |node(?:_ip)?: |host(?:name)?: |ip\[|(?<=\")ip\": ?\")"
+    # (Ray's node marked dead: `The node with node id: 5d0d... and address: 192.168.10.175 and node name: ...`)
+    r"\b(?:ip[:=] ?|IP: |IP address: \[?|node IP:? |node(?:_ip)?: |host(?:name)?: |ip\[|(?<=\")ip\": ?\"|and address: )"
     r"(\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w\-]*\d[\w\-.]*)",
 )
 # NCCL's own prefix, `node5:240:240 [6] misc/socket.cc:533 NCCL WARN ...`: host:pid:tid [device]
@@ -69,8 +71,9 @@ _WORKER_PID = re.compile(r"\bWorker PID: (\d+)")  # Ray's "A worker died ..." na
 RAY_TASK = re.compile(r"ray::[\w.:\-]+\(\) \(pid=(\d+), ip=([\w.\-]+)")  # a relayed error's actor: its pid, node
 _DIED = re.compile(r"actor died|died unexpectedly|ActorDiedError|RayActorError|is dead because", re.IGNORECASE)
 _PREFIXES = re.compile(r"^[ \t]*(?:\([^()\n]{0,300}\) ?)+")  # Ray's `(Actor pid=N, ip=A)` before a relayed line
-_BLOCK_PID = re.compile(r"^\s+pid: (\d+)\s*$")
-_BLOCK_IP = re.compile(r"^\s+ip: (\S+)\s*$")
+# (unindented too: a post that lost the block's indentation)
+_BLOCK_PID = re.compile(r"^\s*pid: (\d+)\s*$")
+_BLOCK_IP = re.compile(r"^\s*ip: (\S+)\s*$")
 # torchelastic's failure summary (`Root Cause (first observed failure):`): the failed rank's host and rank, one a line
 _BLOCK_HOST = re.compile(r"^\s+host\s*: (\S+)\s*$")
 _BLOCK_RANK = re.compile(r"^\s+rank\s*: (\d+)\b")

@@ -32,7 +32,13 @@ SYNC_CALL = re.compile(
 # a weight channel's communicator given a tensor on another device (vLLM's PyNcclCommunicator and its HCCL port, which
 # RL frameworks send the weights through: `this nccl communicator is created to work on cuda:0, but the input tensor is
 # on cpu`)
-SYNC_DEVICE = re.compile(r"communicator is created to work on \w+:\d+, but the input tensor is on", re.IGNORECASE)
+SYNC_DEVICE = re.compile(
+    r"communicator is created to work on \w+:\d+, but the input tensor is on|"
+    # the weight channel's communicator given the trainer's and the engine's ranks on one device (TRL's vLLM server:
+    # `Attempting to use the same CUDA device for multiple distinct roles/ranks within the same communicator`)
+    r"same \w+ device for multiple distinct roles",
+    re.IGNORECASE,
+)
 # an engine's argument class refusing a keyword its caller passes (vLLM's EngineArgs, SGLang's ServerArgs): the
 # caller was written for another version of the engine
 ENGINE_ARGS = re.compile(r"\b(?:Async)?(?:Engine|Server)Args\.__init__\(\) got an unexpected keyword argument")
@@ -107,7 +113,7 @@ PROMPT_TOO_LONG = re.compile(
     r"exceeds (?:the )?max(?:imum)?_?(?:prompt|model)_?len|"
     # an OpenAI-compatible server's refusal (vLLM: `This model's maximum context length is 16384 tokens. However,
     # you requested 19591 tokens`)
-    r"maximum context length is \d+ tokens\. However, you requested \d+ tokens|"
+    r"maximum context length is \d+ tokens\. However, (?:you requested|your request has) \d+ (?:input )?tokens|"
     # the tokens left for a response came out negative: the prompt alone is longer than the model's length
     r"max_tokens must be at least 1, got -\d+|"
     # a multimodal item longer than the engine's encoder cache (vLLM: `the decoder prompt contains a(n) video item
@@ -151,9 +157,20 @@ DIST_BACKEND = re.compile(r"\bDistBackendError\b")
 # a call whose number of arguments the callee does not take: an interface that changed under its caller
 ARITY = re.compile(r"takes (?:from )?\d+(?: to \d+)? positional arguments? but \d+ (?:were|was) given")
 # argparse's refusal of a command line: `torchrun: error: argument --master-port/--master_port: invalid int value: ''`
+# (a program named in words too: TRL's `TRL CLI: error: argument command: invalid choice: 'vllm-serve'`)
 ARGPARSE = re.compile(
-    r"([\w.\-]{1,60}): error: (?:argument |unrecognized arguments|the following arguments are required)[^\n]*"
+    r"([\w.\-]{1,60}(?: [\w.\-]{1,30}){0,2}): error: (?:argument |unrecognized arguments|the following arguments are "
+    r"required)[^\n]*"
 )
+# a name one version spells otherwise (transformers 5's `PreTrainedConfig`: `name 'PreTrainedConfig' is not defined. Did
+# you mean: 'PretrainedConfig'?`): the caller was written for the other version
+RENAMED = re.compile(r"name '(\w+)' is not defined\. Did you mean: '(\w+)'")
+# a version check that could not read a version (unsloth's `Invalid version format: <module 'trl' ...>`, packaging's
+# `Invalid version: '...'`): the checker and the checked package do not fit
+VERSION_PARSE = re.compile(r"\bInvalid version(?: format| string)?: ")
+# a command line's subcommand its program does not have (`argument command: invalid choice: 'vllm-serve' (choose from
+# 'chat', 'dpo', ...)`): the installed version predates it, or it is misspelled
+NO_SUBCOMMAND = re.compile(r"argument (?:command|subcommand|cmd|\{[\w,\-]{1,200}\}): invalid choice: '([^'\n]{1,60})'")
 # a config value of the wrong type in a check of numbers: a string where a number was due (an unset shell variable
 # passed as an override `key=`, a quoted number)
 STRING_VALUE = re.compile(
@@ -179,6 +196,14 @@ SUBMODULE = re.compile(r"No module named '\w+\.[\w.]+'")
 PARAM_KEY = re.compile(r"^'(?:[\w]+\.)+(?:weight|bias|scale|qweight|scales)\w{0,10}'$")
 # a loader reading the model's weight files (vLLM's `Loading safetensors checkpoint shards: 0% Completed`)
 LOADING_SHARDS = re.compile(r"Loading (?:safetensors|pt|bin) checkpoint shards|Loading checkpoint shards")
+# a distributed checkpoint's own files (Megatron's and torch.distributed.checkpoint's `common.pt`, `.metadata`,
+# `metadata.json`, `__0_0.distcp`, Megatron's tracker `latest_checkpointed_iteration.txt`)
+CKPT_FILE = re.compile(
+    r"\bcommon\.pt\b|(?:^|[/\\ '\"])\.metadata\b|\bmetadata\.json\b|\.distcp\b|latest_checkpointed_iteration\.txt|"
+    r"/iter_\d{7}/"  # (a Megatron checkpoint's iteration folder: `.../iter_0000000/run_config.yaml`)
+)
+# an inference server launched on its own: no trainer beside it sends it weights
+SERVER_LAUNCH = re.compile(r"\bsglang\.launch_server\b|\bvllm serve\b|\bvllm\.entrypoints\.openai\.api_server\b")
 # a weight of no elements loaded into a parameter (`Attempted to load weight (torch.Size([0])) into parameter`): a
 # ZeRO-3 shard sent to the rollout without its gather
 EMPTY_WEIGHT = re.compile(r"load weight \(torch\.Size\(\[0\]\)\)")
@@ -188,6 +213,7 @@ DTENSOR_MIX = re.compile(r"got mixed torch\.Tensor and DTensor")
 LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following error")
 EXTENSION = re.compile(
     r"socversion \S+ of bin package|"
+    r"Cannot find bin of op\b|"  # CANN's operator package holds no kernel binary for the op: its kernels not installed
     r"\b\w{1,40}\._C\b|_C'|No module named '(?:[\w.]{1,80}\.)?_?custom_ops'|"
     r"camem|allocator is not available|not compiled with|custom (?:ops?|kernels?) (?:is |are )?"
     r"not (?:available|found|built)|extension\b[^.\n]{0,60}\bnot (?:available|found|built|installed)|"
@@ -226,6 +252,7 @@ INVISIBLE = re.compile(
     r"visible devices? \(0\)|no visible (?:device|gpu|npu)|VISIBLE_DEVICES[^\n]{0,40}(?:empty|unset|invalid)|Error "
     r"setting \w{0,40}VISIBLE_DEVICES|"
     r"Expects tensor to be on the compute device|"  # FSDP: a worker's device not its own
+    r"NPU device is not available or visible|"  # SGLang's and slime's check of torch_npu: no NPU the process sees
     # CANN refusing the visible-devices setting (`set ASCEND_RT_VISIBLE_DEVICES:4 error, input data rang[0-2)`)
     r"\bset \w{0,40}VISIBLE_DEVICES\S{0,20} error|Set visible device failed|"
     # a device index beyond those the process sees (torch's lazy init: `device >= 0 && device < num_gpus`)
@@ -310,6 +337,14 @@ SIGKILL = re.compile(r"SIGKILL|exitcode: ?-9\b|return code ?= ?-9\b|signal 9\b|\
 # DeepSpeed's launcher stopping the other ranks once one ended (`sigkill_handler] Killing subprocess N`): a weak sign of
 # the registry's killed (grpolab.monitor.causes_run) and a stop by the launcher here (sibling-crash)
 LAUNCHER_KILLING = r"sigkill_handler\] Killing subprocess"
+# a CUDA kernel's assertion, printed by each thread that failed it (`IndexKernel.cu:93: operator(): block: [0,0,0],
+# thread: [0,0,0] Assertion `...` failed.`)
+KERNEL_ASSERT = re.compile(r"\.cuh?:\d+: [^\n]{0,120}block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion\b")
+# a data set's own files (datasets' `dataset_dict.json` of a DatasetDict saved to disk, a parquet or JSON-lines file)
+DATA_FILE = re.compile(r"\bdataset_(?:dict|info)\.json\b|\bDatasetDict\b|\.parquet\b|\.jsonl\b")
+# a node stopped from outside, its processes with it (Ray's `the actor's node was terminated expectedly: received
+# SIGTERM`)
+NODE_STOPPED = re.compile(r"node was terminated (?:expectedly|unexpectedly)?:? ?received SIGTERM")
 SIGTERM = re.compile(rf"SIGTERM|death signal|signal 15\b|exitcode: ?-15\b|\b15 death|{LAUNCHER_KILLING}", re.IGNORECASE)
 # a library's words that its interface changed: what the caller does is no longer there ("TensorDict does not support
 # membership checks with the `in` keyword ... please use `key in tensordict.keys()` instead", "... was removed in")
@@ -360,7 +395,9 @@ SETTING = re.compile(
     # a dtype the device cannot compute in (vLLM: `Bfloat16 is only supported on GPUs with compute capability ...`)
     r"\b(?:bfloat16|bf16|float16|fp16|fp8|float8\w{0,10})\b[^.\n]{0,30}\b(?:is |are )?(?:only|not) supported on\b|"
     # a dtype a quantization method cannot compute in (`torch.bfloat16 is not supported for quantization method awq`)
-    r"\b(?:bfloat16|bf16|float16|fp16|float32|half)\b is not supported for quantization method\b",
+    r"\b(?:bfloat16|bf16|float16|fp16|float32|half)\b is not supported for quantization method\b|"
+    # a kernel a setting asks for that the device cannot run (`FP8 block scaled GEMM requires Hopper and CUDA >= 12.9`)
+    r"\brequires (?:Hopper|Ampere|Ada|Blackwell|sm_?\d{2,3}|compute capability)\b",
     re.IGNORECASE,
 )
 # W&B's login on the stack (a key it refused, a prompt for one in a job with no terminal)
@@ -386,7 +423,9 @@ UNSUPPORTED_MODEL = re.compile(
     r"(?:model )?(?:architecture|model[ _]type)s? [`'\"]?[\w.-]{1,60}[`'\"]? (?:is )?not (?:yet )?(?:supported|recogni[sz]ed)|"
     r"does not recognize this architecture|not supported for now|"
     # an older transformers refusing a newer model's RoPE settings (Llama 3.1's `rope_type: llama3`): a version's
-    r"rope_scaling`? must be a dictionary with (?:with )?two fields",
+    r"rope_scaling`? must be a dictionary with (?:with )?two fields|"
+    # a tokenizer class a newer transformers has (GLM-5's `TokenizersBackend`): the installed one is older
+    r"Tokenizer class \w+ does not exist or is not currently imported",
     re.IGNORECASE,
 )
 # a model folder that is no Hugging Face model: its config.json names no model_type (a trainer's own checkpoint, a
@@ -401,7 +440,10 @@ NOT_A_MODEL = re.compile(
     r"No supported config format found in "
 )
 # the importer's own frames (a traceback cut inside an import: the module that did not import is below them)
-IMPORTING = re.compile(r"_find_and_load|_load_unlocked|import_module|_call_with_frames|_gcd_import|exec_module")
+IMPORTING = re.compile(
+    r"_find_and_load|_load_unlocked|import_module|_call_with_frames|_gcd_import|exec_module|"
+    r"<import>"  # (grpolab.monitor.cutlog's name for a frame's import statement, a log cut under it)
+)
 # loading weights from files (a traceback cut there: the checkpoint's load, whatever its error said)
 LOADING = re.compile(r"from_pretrained|load_adapter|safe_open|safetensors|load_state_dict|load_checkpoint", re.I)
 # the creation of a process group's store (torch's TCPStore rendezvous; vLLM's distributed set-up): its port

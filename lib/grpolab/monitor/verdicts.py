@@ -37,6 +37,16 @@ def reward(first: FirstError) -> Verdict:
     where = f" in {frame.function} ({frame.path}:{frame.line})" if frame else ""
     if first.short == "NotImplementedError":  # the reward has no scoring for this input (its data_source): missing
         return Verdict("reward-missing", "reward-missing", f"No reward is implemented for this data{where}")
+    if frame is not None and frame.function == "<module>":  # the reward's module raised while it was imported
+        said = (
+            f"The reward module raised while it was loaded{where}, so there is no reward function: {first.text[:200]}"
+        )
+        fix = (
+            "the reward file runs code when it is imported (a request to a judge server, a file read): make what it "
+            "needs reachable before launch, or move that work into the reward function; `grpolab data RECIPE` "
+            "loads the reward before launch"
+        )
+        return Verdict("reward-missing", "reward-missing", said, fix, "reward.function", "reward-dry-run")
     if call := reward_called_wrong(first):
         said = f"The reward function {call[1]}() does not take the arguments the trainer passes: {first.message[:200]}"
         return Verdict("reward-missing", "reward-missing", said, "", "reward.function", "reward-dry-run")
@@ -65,6 +75,16 @@ def data(first: FirstError) -> Verdict:
             "prompts against the limit before launch",
             "data.max_prompt_length",
             "data-prompt",
+        )
+    if first.short == "FileNotFoundError" and sg.DATA_FILE.search(first.message):
+        return Verdict(
+            "data-error",
+            "data-error",
+            f"The data set is not where the run reads it: {first.text[:200]}",
+            "point the recipe's data.train_files / data.val_files at the data set, a path every node sees, written "
+            "in full; `grpolab data RECIPE` opens each file before launch",
+            None,
+            "data-columns",
         )
     return Verdict(
         "data-error",
@@ -122,7 +142,8 @@ def version(first: FirstError, family: str) -> Verdict:
             "COMPILE_CUSTOM_KERNELS=1) against the installed torch / CANN / CUDA",
         )
     pair = " and ".join(libraries[:2]) if libraries else "two packages"
-    message = f"A version mismatch between {pair}: {first.text[:200]}"
+    between = f"between {pair}" if len(libraries) != 1 else f"of {pair} with another package"
+    message = f"A version mismatch {between}: {first.text[:200]}"
     if rows := stack_rows(libraries):
         message += f"; params/stack_rules.yaml names this stack: {', '.join(rows)}"
     fix = (
