@@ -1,4 +1,4 @@
-"""`grpolab diagnose` on what held-out batches 71-77 taught (tests/data/failures/README.md), each rule beside the
+"""`grpolab diagnose` on what held-out batches 71-83 taught (tests/data/failures/README.md), each rule beside the
 neighbour it must leave alone: a runtime's chat template that does not render or parse (said as an unlevelled record
 or mid-sentence), requests' refusal said without its type, a tokenizer class a newer transformers has, a distributed
 checkpoint's file missing on a rank, a KeyError of a weight in a server launched on its own, the weight channel given
@@ -7,7 +7,9 @@ kernel, NaN said of the model's outputs, two ranks on one device, Ray's block of
 indentation, Ray's node marked dead, Ray's node that did not start in time, absl's failure handler and gloo's
 transport, SGLang's scheduler that hit an exception, vLLM's client after its engine shut down as asked, a traceback
 cut at an import, a subcommand the installed CLI lacks, a name only its case tells from another's, and a version check
-that could not read a version. The real logs are the corpus's; the made-up lines are the other side of each rule."""
+that could not read a version; and of batches 81-83, a block-quantized weight's shard its blocks do not divide (the
+layout's), a tokenizer's apply_chat_template that refuses a keyword, SGLang's `Error in request:` record,
+transformers' image-token check spelled `donot`, and a kernel built for other GPUs (the versions', not the device's). The real logs are the corpus's; the made-up lines are the other side of each rule."""
 
 from __future__ import annotations
 
@@ -200,3 +202,32 @@ def test_a_name_only_its_case_tells_apart_is_a_rename_and_another_name_is_not():
         "import-error",
         "version-mismatch",
     )
+
+
+def test_a_quantized_shard_its_blocks_do_not_divide_is_the_layouts_and_another_check_the_engines():
+    shard = "ValueError: Weight output_partition_size = 576 is not divisible by weight quantization block_n = 128.\n"
+    assert _said(shard) == ("layout-mismatch", "layout-mismatch")
+    other = "ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (4096).\n"
+    assert _said(other) == ("engine-config", "engine-config")
+
+
+def test_a_templates_refused_keyword_in_a_request_is_the_chat_templates_and_a_request_record_an_error():
+    log = (
+        '[2025-08-26 10:36:30] INFO:     127.0.0.1:55274 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error\n'
+        "[2025-08-26 10:38:03] Error in request: TiktokenTokenizer.apply_chat_template() got an unexpected keyword "
+        "argument 'reasoning_effort'\n"
+    )
+    failure = diagnose_text(log)
+    assert (failure.cause, failure.family) == ("chat-template", "chat-template")
+    assert "Error in request" in failure.first_error
+    note = "Error in cpuinfo: prctl(PR_SVE_GET_VL) failed\n"  # a component's note names no call: no error line
+    assert diagnose_text(note) is None
+    typo = "ValueError: Image features and image tokens donot match: tokens: 4, features 655\n"
+    assert _said(typo) == ("data-error", "data-error")
+
+
+def test_a_kernel_built_for_other_gpus_is_the_versions_and_an_illegal_access_the_devices():
+    built = "torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device\n"
+    assert _said(built) == ("import-error", "version-mismatch")
+    fault = "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+    assert _said(fault) == ("device-fault", "device-fault")

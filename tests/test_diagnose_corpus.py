@@ -710,6 +710,46 @@ BEYOND = {
     "visual-rft-58": f"{CUT}: datasets' load frames (read as the data's), before the TypeError of its feature class",
     "vlm-r1-71": "UCX's `Caught signal 8 (Floating point exception: integer divide by zero)` (unknown, read alone); a "
     "cuBLAS version behind it is the collector's reading from another tracker (doubtful)",
+    # batches 81-83 (2026-12-06: ms-swift's RL threads, verl's 2025 threads, SGLang's 2025 RL threads)
+    "modelscope-1239": f"{CUT}: ms-swift's own assertion's source line, before its error",
+    "ms-swift-3522": "`RuntimeError: shape '[1, 1, 1]' is invalid for input of size 4` (unknown, read alone); that the "
+    "layout does not fit is the collector's reading of a maintainer's suggestion (doubtful)",
+    "ms-swift-4248": f"{CUT}: no error line in the excerpt",
+    "ms-swift-4589": f"{CUT}: a traceback's header, before `range() arg 3 must not be zero`",
+    "ms-swift-5297": "`Trying to free a pointer not allocated here` without a level or type (no error line, read alone); "
+    "the collector reads the sleep-mode allocator's abort at exit (doubtful)",
+    "ms-swift-5550": f"{CUT}: no error line in the excerpt",
+    "ms-swift-5948": f"{CUT}: vLLM's engine frames, before the prompt's length",
+    "ms-swift-6771": f"{CUT}: ms-swift's training frames, before `'RolloutInferRequest' is not iterable`",
+    "ms-swift-6960": f"{CUT}: NCCL's `enqueue.cc:2432 -> 1` trace (read as no set-up's), before `unhandled cuda error`",
+    "ms-swift-7879": f"{CUT}: no error line in the excerpt",
+    "ms-swift-8459": f"{CUT}: Megatron-SWIFT's training frames, before the tensors on two devices",
+    "sglang-10641": f"{CUT}: SGLang's scheduler frames under `Scheduler hit an exception`, before the quantization "
+    "block's divisibility",
+    "sglang-11057": f"{CUT}: http.client's frames, before the start-up's timeout",
+    "sglang-14159": "SGLang's warm-up AssertionError quoting torch_npu's refusal, then `Killed` at the end (read as a "
+    "kill); the collector reads the operator's error (unknown, doubtful)",
+    "sglang-15385": f"{CUT}: no error line in the excerpt",
+    "sglang-3575": f"{CUT}: SGLang's scheduler frames, before the KeyError of a weight's scale",
+    "sglang-4208": f"{CUT}: no error line in the excerpt",
+    "sglang-4703": "a TypeError of an unexpected keyword into a model's lambda is read as versions; the collector reads "
+    "SGLang's own bug (trainer-bug, doubtful)",
+    "sglang-4766": f"{CUT}: SGLang's scheduler frames, before the communicator's error",
+    "sglang-4857": "cause and family are right; NCCL's trace of the failed call (`transport/net.cc:1302 -> 6`) above "
+    "its `NET/IB : Got completion from peer ... with error 12` is said as the first error",
+    "sglang-5347": "urllib3's `raise ReadTimeoutError(` source line in SGLang's ERROR record is said, and the warm-up's "
+    "read timeout is not read as a start-up's (unknown; doubtful)",
+    "verl-1703": f"{CUT}: the TaskRunner's RayTaskError(RuntimeError) header, before the save's error",
+    "verl-2320": f"{CUT}: Ray's frames, before the reward's AssertionError",
+    "verl-2597": f"{CUT}: no error line in the excerpt",
+    "verl-2944": f"{CUT}: Ray's executor frames, before `0 active drivers`",
+    "verl-3124": f"{CUT}: the optimizer's frames, before CUDA's out of memory",
+    "verl-3271": "vLLM's `Invocation of wake_up method failed` (unknown, read alone); the collector reads an interface "
+    "that changed from the title (api-mismatch, doubtful)",
+    "verl-3324": "a traceback posted as one line of running text: its RayTaskError(NcclError) is not read as the "
+    "collective's timeout (unknown); doubtful",
+    "verl-3579": f"{CUT}: the TaskRunner's RayTaskError(RuntimeError) header, before `misaligned address`",
+    "verl-4032": f"{CUT}: Hydra's overrides line, before the load's error",
 }
 
 

@@ -171,9 +171,13 @@ CAUSES: tuple[Cause, ...] = (
             # a function the caller looks up in a loaded library that this version of it lacks (torch_npu in CANN's
             # libhccl: `Failed to find function HcclCommInitRootInfoConfig`)
             r"Failed to find function \w+",
+            # a kernel built for other GPUs than these (`no kernel image is available for execution on the device`,
+            # `device kernel image is invalid`): the package's build does not fit the device or the CUDA installed
+            r"no kernel image is available for execution|device kernel image\b",
         ),
         (
             "modulenotfounderror",
+            "kernel image",
             "failed to import",
             "socversion",
             "importerror",
@@ -205,6 +209,9 @@ CAUSES: tuple[Cause, ...] = (
             r"does not have a chat template",
             r"jinja2\.exceptions\.\w+",
             r"apply_chat_template.{0,80}(?:Error|failed)",
+            # a tokenizer whose apply_chat_template does not take what its caller passes (SGLang 0.5.1's
+            # `reasoning_effort` into TiktokenTokenizer's)
+            r"apply_chat_template\(\) got an unexpected keyword argument",
             r"TemplateError: ",
             r"default chat template is no longer allowed",  # transformers >= 4.44 with a tokenizer that has none
             # a runtime's own template engine refusing the model's template (LM Studio's `Error rendering prompt with
@@ -330,9 +337,15 @@ CAUSES: tuple[Cause, ...] = (
             # for the following architectures: [...]`)
             r"\b(?:tensor|pipeline|expert|context|sequence)[ _]parallel(?:ism)? is (?:only|not|not yet) supported "
             r"(?:for|with|by|on)\b",
+            # a tensor-parallel shard of a block-quantized weight that its blocks do not divide (SGLang's and vLLM's
+            # `Weight output_partition_size = 576 is not divisible by weight quantization block_n = 128`): the TP size
+            r"(?:partition_size|output_size\b[^=\n]{0,60}) ?= ?\d+ is not divisible by weight quantization "
+            r"block_[nk]\b",
         ),
         (
             "parallelism is",
+            "local_world_size",
+            "local world size",
             "divisib",
             "multiple",
             "divide",

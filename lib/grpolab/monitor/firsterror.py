@@ -367,7 +367,7 @@ _LEVEL_ERROR = re.compile(
     r"|^[ \t]*\*\*\* SIG[A-Z]{2,6} received at time="  # absl's failure handler (Ray's): `*** SIGABRT received`
     # a record that names the call that failed (NeMo RL's `Error in VllmInternalWorkerExtension.update_weights_...: `;
     # not a component's note such as torch's harmless `Error in cpuinfo: ...`, which names no call)
-    r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}Error in [A-Za-z_]\w{0,80}\.\w[\w.]{0,120}(?:\(\))?:"
+    r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}Error in (?:[A-Za-z_]\w{0,80}\.\w[\w.]{0,120}(?:\(\))?|request):"
     # an unlevelled record that says only that a required state is missing (vLLM's `Current vLLM config is not set.`)
     # (an environment variable's note, `HF_TOKEN is not set.`, is a setting's default, not a failure)
     r"|^[ \t]*(?![^\n]*\b[A-Z][A-Z0-9]*_[A-Z0-9_]+ (?:is|are) not)[A-Z][\w.\-]{0,40}(?: [\w.\-]{1,40}){0,5} (?:is|are) not "

@@ -268,7 +268,7 @@ DATA_FIELD = re.compile(
 )
 # a row whose images or videos do not fit its prompt's placeholders (a multimodal data set's row, not the model)
 MEDIA_TOKENS = re.compile(
-    r"(?:Image|Video) features and (?:image|video) tokens do not match|"
+    r"(?:Image|Video) features and (?:image|video) tokens do ?not match|"
     r"Attempted to assign \d+ = \d+ (?:multimodal|image|video) tokens to \d+ placeholders|"
     # vLLM's check of a prompt's placeholders against its media items (the row's text lacks the image tokens)
     r"Expected there to be \d+ prompt updates corresponding to \d+ (?:image|video|audio) items",
