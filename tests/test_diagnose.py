@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from grpolab.monitor import synthetic
-from grpolab.monitor.diagnose import diagnose_text
+from grpolab.monitor.diagnose import Scan, diagnose_text
 from tests.test_diagnose_corpus import CORPUS
 
 
@@ -26,6 +26,12 @@ def cli(monkeypatch):
 
 def _log(case: str) -> str:
     return yaml.safe_load((CORPUS / f"{case}.yaml").read_text())["log"]
+
+
+def _failure_and_family(text: str) -> tuple[object, str]:
+    """(the failure, the family) of a log's text: a log without a failure says healthy-run or warning-only."""
+    (scan := Scan()).feed_text(text, "<text>")
+    return scan.result(), scan.family()
 
 
 def _said(text: str) -> tuple[str, str] | None:

@@ -17,14 +17,8 @@ from __future__ import annotations
 
 import pytest
 
-from grpolab.monitor.diagnose import Scan, diagnose_text
-from tests.test_diagnose import _log, _said
-
-
-def _family(text: str) -> tuple[object, str]:
-    """(the failure, the family) of a log's text: a log without a failure says healthy-run or warning-only."""
-    (scan := Scan()).feed_text(text, "<text>")
-    return scan.result(), scan.family()
+from grpolab.monitor.diagnose import diagnose_text
+from tests.test_diagnose import _failure_and_family, _log, _said
 
 
 @pytest.mark.parametrize(
@@ -157,8 +151,11 @@ def test_sympy_refusing_an_answer_is_the_rewards():
     ],
 )
 def test_transformers_warnings_without_a_level_are_warnings_and_a_step_makes_the_run_healthy(warning):
-    assert _family(warning + "\n") == (None, "warning-only")
-    assert _family(warning + "\nstep:1 - actor/pg_loss:0.1 - critic/score/mean:0.2\n") == (None, "healthy-run")
+    assert _failure_and_family(warning + "\n") == (None, "warning-only")
+    assert _failure_and_family(warning + "\nstep:1 - actor/pg_loss:0.1 - critic/score/mean:0.2\n") == (
+        None,
+        "healthy-run",
+    )
 
 
 def test_a_flags_spelling_as_an_engines_keyword_is_its_setting_and_a_real_keyword_is_the_versions():
@@ -186,7 +183,7 @@ def test_glogs_records_with_the_year_and_spdlogs_lowercase_levels_are_levels():
 
 def test_glogs_warning_letter_is_a_warning():
     warned = "W20260609 17:30:47.271301 777229 model_config.cpp:123] use_cpp_chat_template off\n"
-    assert _family(warned) == (None, "warning-only")
+    assert _failure_and_family(warned) == (None, "warning-only")
 
 
 def test_a_value_no_choice_has_is_the_engines_setting_whatever_the_setting_names():

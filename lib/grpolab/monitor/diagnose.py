@@ -249,7 +249,7 @@ class Scan:
         if fe.is_success(line):
             self.success = True
             return
-        if fe.after_shutdown(line, fe.lines_before(chunk, start, 1024)):  # an engine that shut down as it was asked
+        if fe.after_shutdown(line, chunk, start):  # an engine that shut down as it was asked
             return
         exc = fe.exception_in(line)
         if exc is not None and fe.is_source(line, fe.lines_before(chunk, start, 1024)[-1:]):

@@ -93,7 +93,10 @@ _CODE = re.compile(
 
 # a record that says a part raised, its traceback's header behind it (SGLang's `[TP3] Scheduler hit an exception:
 # Traceback (most recent call last):`): the part's failure, said where a log cut before the exception line stops
-_SAYS_RAISED = re.compile(r"\bhit an exception: Traceback \(")
+HIT = "hit an exception: "  # (its words, read by three patterns below)
+_SAYS_RAISED = re.compile(rf"\b{HIT}Traceback \(")
+# absl's failure handler (Ray's processes use it): `*** SIGABRT received at time=1734086759 ***`, a crash's banner
+ABSL_CRASH = r"\*\*\* SIG[A-Z]{2,6} received at time="
 
 
 def in_traceback(line: str) -> bool:
@@ -213,7 +216,7 @@ _CONSEQUENCE_MESSAGE = re.compile(
     r"Watchdog caught collective operation timeout|\bNCCL communicator was aborted|ProcessGroup\w{0,40} is aborted|"
     r"terminate called|^ray::|Failed to run the task|one or more workers? (?:died|failed)|"
     r"(?:Ray|worker) (?:task|actor) failed|exitcode ?: ?-?\d+|(?:non-zero|nonzero) exit|"
-    r"Job '[^'\n]*' failed|Fatal Python error|(?<!hit an exception: )Traceback \(most recent|"
+    rf"Job '[^'\n]*' failed|Fatal Python error|(?<!{HIT})Traceback \(most recent|"
     r"Error executing job with overrides|"
     r"Received sigquit from a child process|"  # SGLang's launcher: a child's own error is the cause
     r"Caught \w+ in DataLoader worker process",  # torch's relay: the worker's own error follows, `Original Traceback`
@@ -364,7 +367,7 @@ _LEVEL_ERROR = re.compile(
     # a process's crash, whatever prints it: torch's `!!!!!!! Segfault encountered !!!!!!!`, UCX's `[host:pid:0:tid]
     # Caught signal 11 (Segmentation fault: ...)`, CPython's `Fatal Python error: Aborted`
     r"|\bSegfault\b|\bCaught signal \d+\b|^[ \t]*Fatal Python error\b"
-    r"|^[ \t]*\*\*\* SIG[A-Z]{2,6} received at time="  # absl's failure handler (Ray's): `*** SIGABRT received`
+    rf"|^[ \t]*{ABSL_CRASH}"
     # a record that names the call that failed (NeMo RL's `Error in VllmInternalWorkerExtension.update_weights_...: `;
     # not a component's note such as torch's harmless `Error in cpuinfo: ...`, which names no call)
     r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){0,3}Error in (?:[A-Za-z_]\w{0,80}\.\w[\w.]{0,120}(?:\(\))?|request):"
@@ -391,7 +394,7 @@ _LEVEL_ERROR = re.compile(
     r"|\bError: (?:Failed|Invalid|Unable|Cannot|Could not)\b(?![^\n]{0,300}\bretry)|\bMax retries exceeded with url: "
     # SGLang's scheduler raising, its traceback on the same record (`[2026-05-20 02:29:31 TP3] Scheduler hit an
     # exception: Traceback ...`), and its launcher told that a child died (`Received sigquit from a child process.`)
-    r"|\b\w+ hit an exception: |\bReceived sigquit from a child process\b"
+    rf"|\b\w+ {HIT}|\bReceived sigquit from a child process\b"
     rf"|{sg.KERNEL_ASSERT.pattern}"  # a CUDA kernel's assertion (a device-side assert, said by the kernel)
     rf"|{CPP_WHAT.pattern}"
     rf"|^[ \t]*{sg.ARGPARSE.pattern}|{sg.COMMAND_MISSING.pattern}"  # argparse's refusal; a shell's `command not found`
@@ -516,15 +519,17 @@ _CLIENT_LEFT = re.compile(r"Engine core proc \w+ died unexpectedly, shutting dow
 _SHUT_DOWN = re.compile(rb"\] Shutdown complete\s*$")
 
 
-def after_shutdown(line: str, before: list[bytes]) -> bool:
-    """An engine's client saying its engine died, the line after the engine said it shut down as asked."""
-    return bool(_CLIENT_LEFT.search(line[:_HEAD])) and any(_SHUT_DOWN.search(b) for b in before[-2:])
+def after_shutdown(line: str, chunk, start: int) -> bool:
+    """An engine's client saying its engine died (`line`, at `start` in `chunk`), the line after the engine said it
+    shut down as asked. (The lines above are read only for such a line.)"""
+    if not _CLIENT_LEFT.search(line[:_HEAD]):
+        return False
+    return any(_SHUT_DOWN.search(b) for b in lines_before(chunk, start, 1024)[-2:])
 
 
 # a process's crash (a signal it could not survive): its native backtrace follows its line
 CRASH = re.compile(
-    r"\bSegfault\b|\bCaught signal \d+\b|\bSegmentation fault\b|Fatal Python error|"
-    r"\*\*\* SIG[A-Z]{2,6} received at time=",
+    rf"\bSegfault\b|\bCaught signal \d+\b|\bSegmentation fault\b|Fatal Python error|{ABSL_CRASH}",
     re.IGNORECASE,
 )
 

@@ -15,14 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from grpolab.monitor.diagnose import Scan, diagnose_text
-from tests.test_diagnose import _log, _said
-
-
-def _family(text: str) -> tuple[object, str]:
-    """(the failure, the family) of a log's text: a log without a failure says healthy-run or warning-only."""
-    (scan := Scan()).feed_text(text, "<text>")
-    return scan.result(), scan.family()
+from grpolab.monitor.diagnose import diagnose_text
+from tests.test_diagnose import _failure_and_family, _log, _said
 
 
 @pytest.mark.parametrize(
@@ -151,7 +145,7 @@ def test_vllms_client_after_its_engine_shut_down_is_the_exit_and_before_it_a_fai
         "ERROR 05-12 11:36:01 [core_client.py:704] Engine core proc EngineCore died unexpectedly, shutting down "
         "client.\n"
     )
-    failure, family = _family(shut)
+    failure, family = _failure_and_family(shut)
     assert failure is None and family == "healthy-run"
     died = shut.replace("(EngineCore pid=970) INFO 05-12 11:36:00 [core.py:1224] Shutdown complete\n", "")
     assert diagnose_text(died) is not None
