@@ -338,7 +338,7 @@ CAUSES: tuple[Cause, ...] = (
             r"\b(?:tensor|pipeline|expert|context|sequence)[ _]parallel(?:ism)? is (?:only|not|not yet) supported "
             r"(?:for|with|by|on)\b",
             # a tensor-parallel shard of a block-quantized weight that its blocks do not divide (SGLang's and vLLM's
-            # `Weight output_partition_size = 576 is not divisible by weight quantization block_n = 128`): the TP size
+            # `Weight output_partition_size = N is not divisible by weight quantization block_n = 128`): the TP size
             r"(?:partition_size|output_size\b[^=\n]{0,60}) ?= ?\d+ is not divisible by weight quantization "
             r"block_[nk]\b",
         ),
