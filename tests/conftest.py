@@ -31,7 +31,7 @@ WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 
 OFFSET = SUITE_OFFSET + 10 * WORKER
 os.environ.setdefault("GRPOLAB_RAY_RESOURCES", '{"NPU": 16}')
 os.environ.setdefault("WANDB_MODE", "disabled")
-# one OpenMP thread per process: the workers already keep both cores busy, and a 2-thread tiny trainer beside
+# one OpenMP thread per process: the two workers already keep both cores busy, and a 2-thread tiny trainer beside
 # another process spins on its barrier (alone it is 1.3x faster with 2 threads, for 1.6x the CPU)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
