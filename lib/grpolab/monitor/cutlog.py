@@ -37,7 +37,7 @@ def in_progress(frames: list[Frame], after: list[str]) -> list[Frame]:
         if FRAME.search(text):
             break
         if _IMPORT.match(body):  # the module it imports raised, or is not there
-            return [*frames, Frame(inner.path, inner.line, "<import>", inner.library)]
+            return [*frames, Frame(inner.path, inner.line, sg.IMPORT_FRAME, inner.library)]
         m = _CALL.match(body)
         if m and m.group(1) != inner.function:
             return [*frames, Frame(inner.path, inner.line, m.group(1), inner.library)]

@@ -151,13 +151,15 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     # is torch.distributed's backend (NCCL/HCCL) is the communicator's (the registry's comm-init)
     # a command's own parser refused its line (a converter's too: its arguments, not the checkpoint); its unknown
     # arguments are the keys' (below)
-    if not first.type and (parsed := sg.ARGPARSE.search(first.line)) and (sub := sg.NO_SUBCOMMAND.search(first.line)):
-        said = f"{parsed.group(1)} has no command '{sub.group(1)}' in the installed version: {parsed.group(0)}"
-        fix = f"upgrade the package of {parsed.group(1)} to a version with '{sub.group(1)}', or fix its spelling"
-        return Verdict("import-error", "version-mismatch", said, fix)
-    if not first.type and (parsed := sg.ARGPARSE.search(first.line)) and not sg.UNKNOWN_ARGS.search(first.line):
-        said = f"{parsed.group(1)}'s command line was refused: {parsed.group(0)}"
-        return Verdict("engine-config", "engine-config", said, f"fix the arguments of {parsed.group(1)} in the launch")
+    if not first.type and (parsed := sg.ARGPARSE.search(first.line)):
+        program = parsed.group(1)
+        if sub := sg.NO_SUBCOMMAND.search(first.line):  # a subcommand its installed version does not have
+            said = f"{program} has no command '{sub.group(1)}' in the installed version: {parsed.group(0)}"
+            fix = f"upgrade the package of {program} to a version with '{sub.group(1)}', or fix its spelling"
+            return Verdict("import-error", "version-mismatch", said, fix)
+        if not sg.UNKNOWN_ARGS.search(first.line):
+            said = f"{program}'s command line was refused: {parsed.group(0)}"
+            return Verdict("engine-config", "engine-config", said, f"fix the arguments of {program} in the launch")
     if _converting(first) and not sg.UNPACK.search(message) and not sg.DIST_BACKEND.search(first.type):
         return _conversion(kind, message)
     if sg.SYNC_DEVICE.search(message):  # the weight channel's communicator given a tensor on another device
@@ -205,7 +207,7 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         )
     if sg.UNSUPPORTED_MODEL.search(message):  # a model the installed version does not know: a newer one does
         return vd.version(first, "version-mismatch")
-    if kind == "FileNotFoundError" and sg.DATA_FILE.search(message):  # the data set's file is not there
+    if vd.data_file_missing(first):  # the data set's file is not there
         return vd.data(first)
     if kind == "FileNotFoundError" and sg.CKPT_FILE.search(message):  # a distributed checkpoint's own file missing
         return Verdict(

@@ -440,9 +440,10 @@ NOT_A_MODEL = re.compile(
     r"No supported config format found in "
 )
 # the importer's own frames (a traceback cut inside an import: the module that did not import is below them)
+# the function name grpolab.monitor.cutlog gives a frame whose source line is an import statement (a log cut under it)
+IMPORT_FRAME = "<import>"
 IMPORTING = re.compile(
-    r"_find_and_load|_load_unlocked|import_module|_call_with_frames|_gcd_import|exec_module|"
-    r"<import>"  # (grpolab.monitor.cutlog's name for a frame's import statement, a log cut under it)
+    rf"_find_and_load|_load_unlocked|import_module|_call_with_frames|_gcd_import|exec_module|{IMPORT_FRAME}"
 )
 # loading weights from files (a traceback cut there: the checkpoint's load, whatever its error said)
 LOADING = re.compile(r"from_pretrained|load_adapter|safe_open|safetensors|load_state_dict|load_checkpoint", re.I)

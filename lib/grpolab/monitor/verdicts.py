@@ -63,6 +63,11 @@ def reward(first: FirstError) -> Verdict:
     return Verdict("reward-error", "reward-error", message, fix, "reward.function", "reward-dry-run")
 
 
+def data_file_missing(first: FirstError) -> bool:
+    """A FileNotFoundError of a data set's own file (a parquet, a DatasetDict's `dataset_dict.json`)."""
+    return first.short == "FileNotFoundError" and bool(sg.DATA_FILE.search(first.message))
+
+
 def data(first: FirstError) -> Verdict:
     row = row_of(first)
     if sg.PROMPT_TOO_LONG.search(first.message):
@@ -76,7 +81,7 @@ def data(first: FirstError) -> Verdict:
             "data.max_prompt_length",
             "data-prompt",
         )
-    if first.short == "FileNotFoundError" and sg.DATA_FILE.search(first.message):
+    if data_file_missing(first):
         return Verdict(
             "data-error",
             "data-error",
