@@ -750,6 +750,142 @@ BEYOND = {
     "collective's timeout (unknown); doubtful",
     "verl-3579": f"{CUT}: the TaskRunner's RayTaskError(RuntimeError) header, before `misaligned address`",
     "verl-4032": f"{CUT}: Hydra's overrides line, before the load's error",
+    # batches 84-89 (2026-12-06: verl's 2026 threads, Ascend's, NVIDIA's stack, independent RL frameworks, trainer
+    # libraries' GRPO threads, engines and Ray as RL trainers use them)
+    "agent-lightning-383": "an attribute the trainer's own class lacks after an upgrade (version-mismatch, read alone); "
+    "the collector reads the interface that changed (api-mismatch)",
+    "areal-1099": "cause and family are right; CANN's `ERR02200 DIST call hccl api failed` record above the HCCL "
+    "function's error is said as the first error",
+    "art-411": f"{CUT}: ART's backend frames, before vLLM's missing `engine_step`",
+    "art-656": "tensors on two devices raised in the user's training task (unknown, read alone); the collector reads "
+    "ART's own bug (trainer-bug)",
+    "easyr1-315": f"{CUT}: Ray's get frames, before the logger's ValueError",
+    "llamafactory-965": "`KeyError: 'reward'` in peft's adapter injection (unknown, read alone); the collector reads an "
+    "interface that changed (api-mismatch, doubtful)",
+    "megatron-bridge-2799": "`Tensor exists on more than one PP rank` is read as the layout's; the collector reads the "
+    "conversion's (checkpoint-conversion)",
+    "megatron-bridge-768": f"{CUT}: the config check's `AssertionError: Pl` in Megatron-Bridge's config frames (read as "
+    "a conversion's)",
+    "megatron-lm-1872": f"{CUT}: Megatron's training frames, before the save's error",
+    "megatron-lm-2121": "a size mismatch in Megatron's MoE code (unknown, read alone); the collector reads its bug "
+    "(trainer-bug, doubtful)",
+    "megatron-bridge-1942": f"{CUT}: the user's script's frames, before the optimizer state's assertion in the save",
+    "megatron-bridge-3500": f"{CUT}: Megatron's module frames, before CUDA's out of memory",
+    "ms-swift-5119": "a size mismatch in ms-swift's loss (unknown, read alone); the collector reads its bug "
+    "(trainer-bug, doubtful)",
+    "ms-swift-5592": f"{CUT}: the source line `raise ValueError('GRPO with vLLM`, before its message",
+    "ms-swift-3583": f"{CUT}: no error line in the excerpt (vLLM's start-up records)",
+    "nemo-rl-2110": f"{CUT}: Megatron's tensor-parallel frames, before the layout's error",
+    "nemo-rl-2182": "an expanded size that does not match in sequence packing (unknown, read alone); the collector "
+    "reads NeMo RL's bug (trainer-bug)",
+    "nemo-rl-2352": f"{CUT}: Ray's get frames, before the start-up's timeout",
+    "nemo-rl-2471-b": "`Object present on multiple PP ranks` (unknown, read alone); the collector reads the weight "
+    "sync's (doubtful)",
+    "rlinf-1121": f"{CUT}: RLinf's get_model frames, before the ModuleNotFoundError",
+    "rlinf-1405": f"{CUT}: no error line in the excerpt",
+    "rlinf-262": "a FileNotFoundError of a simulator's asset (unknown, read alone: no data set's file); the collector "
+    "reads the data's (doubtful)",
+    "sglang-15235": "cause and family are right (`Exit code: -9`); SGLang's `Rank 0 scheduler is dead.` above it, a "
+    "line without a level, is not read as the first error",
+    "skyrl-1771": "vLLM's engine core that failed to start, relayed as an ActorDiedError (worker-died, read alone); "
+    "the collector reads the gpu_memory_utilization the author set (engine-config, doubtful)",
+    "trl-3142": f"{CUT}: vLLM's `EngineCore hit an exception` header, before its error",
+    "transformerengine-2543": f"{CUT}: TransformerEngine's graph frames, before CUDA's out of memory",
+    "trl-3678": f"{CUT}: TRL's compute_loss frames, before CUDA's out of memory",
+    "trl-3157": "a bare `NotImplementedError` (unknown, read alone); the collector reads the versions (doubtful)",
+    "trl-3257": "an attribute a TRL class lacks (version-mismatch, read alone); the collector's thread names no cause "
+    "(unknown)",
+    "unsloth-2104": f"{CUT}: no error line in the excerpt",
+    "unsloth-2173": "TRL's `The vLLM server can't be reached` in backticks (unknown, read alone); the collector reads "
+    "the versions (doubtful)",
+    "unsloth-2558": f"{CUT}: unsloth's truncation notice, no error line",
+    "unsloth-2632": f"{CUT}: torch's module frames, before the out of memory",
+    "verifiers-397": f"{CUT}: verifiers' eval frames (read as the reward's), before the data's error",
+    "unsloth-4885": f"{CUT}: unsloth's training frames, before its error",
+    "verl-5357": f"{CUT}: Hydra's overrides line, before the save's FileNotFoundError",
+    "vllm-19703": f"{CUT}: vLLM's `EngineCore encountered a fatal error`, before the collective's timeout",
+    "vllm-26028": "Ray's pending placement group without an error line: no failure, read alone; the collector reads "
+    "the resources it waits for (ray-resources, doubtful)",
+    "vllm-ascend-1058": f"{CUT}: vLLM's KV-cache set-up frames (read as the cache's size), before the refused keyword",
+    "vllm-ascend-1558": "CANN's `Failed to start the device` after SetDevice's 507033 (device-fault, read alone); the "
+    "collector reads a device id the worker should not have been given (device-query, doubtful)",
+    "vllm-ascend-211": f"{CUT}: torch's module frames, before the error",
+    "vllm-ascend-2533": "a custom op missing from a compiled `_C` (build-missing-extension, read alone); the thread "
+    "reads vLLM and vllm-ascend of two versions (version-mismatch)",
+    "vllm-ascend-3090": f"{CUT}: the graph capture's frames (cuda-graph-capture), before the missing operator",
+    "vllm-ascend-4284": "SetDevice's 507033 behind a docker compose service's record (device-fault, read alone); the "
+    "collector reads the driver's and CANN's versions (doubtful)",
+    "vllm-ascend-4546": f"{CUT}: vLLM's WorkerProc frames, before EADDRINUSE",
+    "vllm-ascend-5707": "`No available memory for the cache blocks` at start-up (rollout-startup-oom, as "
+    "reasoning360-mtl-docs-vllm-no-cache-blocks); the collector reads the KV cache's size (kv-cache-too-small)",
+    "vllm-ascend-761": f"{CUT}: uvloop's frames, before the layout's error",
+    # batches 90-93 (2026-12-06: open-instruct, Trinity-RFT and other RL codebases; torchtitan, torchtune and
+    # torchforge; Q&A threads; troubleshooting pages and notes)
+    "agent-lightning-50": "the model's reshape of a tensor of 0 elements (unknown, read alone); that a prompt longer "
+    "than the context (`maximum context length is 4608 tokens`, a line of the server's) emptied it is the thread's",
+    "atropos-24": "a KeyError in the API server's handler (unknown, read alone); the collector reads atropos' bug "
+    "(trainer-bug, doubtful)",
+    "ascend-pytorch-docs-install-faq-submodule-missing": "`The path does not exist` for a file of a git submodule "
+    "(unknown, read alone); that the submodule was not checked out is the page's",
+    "dolly-166": "DeepSpeed's launcher killing a process that exited with -9 (killed, read alone); the collector "
+    "reads the host's memory (host-oom, doubtful)",
+    "hiascend-hcclug-850-000031-socket-ifname": "cause and family are right; HCCL's `get host ip fail by socket "
+    "Ifname` record above `set ifname to [abc] ... not found` is said as the first error",
+    "llamafactory-2750": f"{CUT}: no error line in the excerpt",
+    "ms-swift-5109": "`Trying to free a pointer not allocated here` from CUDAPluggableAllocator (unknown, read "
+    "alone); the collector reads the sleep-mode allocator's (memory-saver-offload, doubtful)",
+    "open-instruct-521": f"{CUT}: no error line in the excerpt",
+    "rldecisionagent-docs-vl-aot-full-cuda-graph": "vLLM's `AoT scheduling is required for full cuda graph` without "
+    "a traceback (unknown, read alone: no config check's frame); the note reads the setting's",
+    "rldecisionagent-docs-vl-bnb-weight-shape-assert": "cause and family are right; the bare `AssertionError` line "
+    "under the source line `assert param_data.shape == loaded_weight.shape` is said",
+    "roll-docs-qa-lr-decay-steps-zero": "the page gives only the source line `assert self.lr_decay_steps > 0`, no "
+    "error line: no failure, read alone",
+    "rldecisionagent-docs-vl-samplingparams-update": "an attribute vLLM's SamplingParams lacks (version-mismatch, "
+    "read alone); the collector reads an interface that changed (api-mismatch, doubtful)",
+    "roll-docs-qa-node2pg-keyerror": "`KeyError: 1` in ROLL's map of nodes to placement groups (unknown, read alone); "
+    "that the cluster has fewer nodes than asked is the page's",
+    "roll-docs-rollout-mock-file-not-found": "ROLL's rollout mock without its dump file (unknown, read alone); the "
+    "collector reads the data's (doubtful)",
+    "streamvggt-10": "UCX's `Caught signal 8` (unknown, read alone); the collector reads the versions (doubtful)",
+    "torchtitan-2184": "`Mesh 'tp' is not available` (unknown, read alone); the collector reads torchtitan's bug",
+    "torchtitan-3211": "`No module named 'torch._C._distributed_c10d'` reads as torch's extension not built; the "
+    "collector reads two versions (version-mismatch)",
+    "torchtitan-848": "`KeyError: 'step'` in a test's output (unknown, read alone); that the checkpoint's state has "
+    "no step is the thread's (doubtful)",
+    "torchforge-630": "Monarch's Rust panic is said (unknown); that torchforge's actor name no longer fits Monarch "
+    "is the collector's reading (api-mismatch)",
+    "torchtitan-1789": f"{CUT}: torch's module frames, before CUDA's out of memory",
+    "torchtitan-932": f"{CUT}: a view's `shape ... is invalid for input of size` (unknown, read alone); that the "
+    "layout does not fit is the collector's (doubtful)",
+    "torchtune-2561": "an attribute torchtune's recipe lacks (version-mismatch, read alone); the collector reads its "
+    "bug (trainer-bug)",
+    "torchtune-1110": "torchtune's `Missing non-LoRA key tok_embeddings.weight` assertion (unknown, read alone: a "
+    "parameter without a layer's name); the collector reads the checkpoint's load (doubtful)",
+    "torchtune-2772": "torchtune's `Error converting the state dict` in a load (checkpoint-load); the collector reads "
+    "the conversion's (doubtful)",
+    "torchtune-1359": "`KeyError: 'QWEN2'` in a model-type lookup (read as the data's); the collector reads the "
+    "versions (doubtful)",
+    "torchtune-946": f"{CUT}: the checkpointer's frames (read as a load), before the conversion's error",
+    "torchtune-1985": f"{CUT}: conda's frames, before the error",
+    "torchtune-2849": "`KeyError: '`tp_plan` requires `output` key'` (unknown, read alone); the collector reads "
+    "torchtune's bug (doubtful)",
+    "trinity-rft-236": f"{CUT}: vLLM's `Invocation of collective_rpc method failed`, before the weight update's error",
+    "trinity-rft-235": f"{CUT}: Ray's ActorDiedError of the trainer's creation, before `Bundles must be a non-empty "
+    "list`",
+    "trinity-rft-293": f"{CUT}: Trinity's `Error in Trainer:` record, before the config's error",
+    "trinity-rft-296": f"{CUT}: the quoted TypeError of an abstract workflow class (unknown, read alone); the "
+    "collector reads Trinity's bug",
+    "trinity-rft-283": "the reporter's summary: `Fatal Python error: Aborted` said first (worker-died), the watchdog's "
+    "timeout below it; the collector reads the collective's timeout on rank 3 (doubtful)",
+    "trinity-rft-docs-faq-flash-attn-import": "the page elides the ImportError's text (`ImportError: ...`), read as "
+    "versions; the page reads flash-attn's build",
+    "trinity-rft-352": f"{CUT}: the weight sync's start and a loading bar, before its failure",
+    "trinity-rft-docs-faq-explorer-actor-lookup": "Ray's `Failed to look up actor with name 'explorer'` (unknown, read "
+    "alone); that the explorer was not up in that Ray namespace is the page's",
+    "verl-1923": f"{CUT}: Ray's `Unhandled error` header, before vLLM's refusal",
+    "vlm-r1-128": "an unexpected keyword into the trainer's own class (version-mismatch, read alone); the collector "
+    "reads an interface that changed (api-mismatch, doubtful)",
 }
 
 

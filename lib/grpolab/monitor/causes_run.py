@@ -249,6 +249,8 @@ CAUSES: tuple[Cause, ...] = (
             r"Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|oom_reaper|invoked oom-killer",
             r"(?:ActorDiedError|actor died|worker died)[^\n]{0,200}memory",
             r"\bMemoryError\b|std::bad_alloc|Cannot allocate memory|\[Errno 12\]",
+            # Kubernetes' record of a container its memory limit killed (`kubectl describe pod`: `Reason: OOMKilled`)
+            r"\bOOMKilled\b",
             # Ray's advice printed only after its memory monitor killed a worker (also when the kill line is cut off)
             r"how to address the out of memory issue: \S*ray-oom-prevention|To adjust the kill threshold, set the "
             r"environment variable .?RAY_memory_usage_threshold",
@@ -271,10 +273,12 @@ CAUSES: tuple[Cause, ...] = (
             "errno 12",
             "ray-oom-prevention",
             "kill threshold",
+            "oomkilled",
         ),
         (
             "ray-project/ray issue 28778",
             "ray-project/ray issue 32730",
+            "ray-project/kuberay issue 4287",
             "volcengine/verl issue 2950",
             "vllm-project/vllm issue 1160",
         ),
@@ -440,6 +444,8 @@ CAUSES: tuple[Cause, ...] = (
             # HCCL's task that timed out on the device, and its heartbeat's report of a rank that stopped answering
             r"\[TaskExecStage\]\[Timeout\]|ExceptionType:\[Heartbeat Lost\b",
             r"\bTimeout at NCCL work: \d+",  # torch's watchdog, its record before it aborts the communicator
+            # Ray's compiled graph (vLLM's Ray executor): a worker's channel that its peer did not write in time
+            r"RayChannelTimeoutError",
         ),
         (
             "watchdog",
@@ -457,6 +463,7 @@ CAUSES: tuple[Cause, ...] = (
             "establish",
             "time out",
             "heartbeat lost",
+            "raychanneltimeouterror",
         ),
         (
             "hiascend.com (CANN HCCL user guide) 建链超时(EI0006) (HCCL link-establishment timeout)",
@@ -464,6 +471,7 @@ CAUSES: tuple[Cause, ...] = (
             "volcengine/verl issue 1158",
             "vllm-project/vllm issue 4653",
             "vllm-project/vllm-ascend issue 3413",
+            "ray-project/ray issue 53845",
         ),
         unless=(r"\bwarn(?:ing)?\b[^\n]*(?:never timeout|bigger than watchdog)", r"set to never timeout"),
     ),
@@ -497,6 +505,8 @@ CAUSES: tuple[Cause, ...] = (
             # a server its client could not reach in the time it gives it (ART's `Unable to reach OpenAI-compatible
             # server within 30.0 seconds`)
             r"(?:Unable to reach|could not reach|cannot reach)[^\n]{0,60}\bserver\b[^\n]{0,20} within [\d.]+ ?s",
+            # SGLang's rank that loaded its weights and waited for the other ranks of its group, which did not
+            r"could finish the model loading, but there are other ranks",
         ),
         (
             "unable to reach",
@@ -512,8 +522,10 @@ CAUSES: tuple[Cause, ...] = (
             "startup failed",
             "no available",
             "no healthy",
+            "could finish the model loading",
         ),
-        ("vllm-project/vllm PR 35616", "vllm-project/vllm-ascend issue 3977", "vllm-project/vllm issue 19543"),
+        ("vllm-project/vllm PR 35616", "vllm-project/vllm-ascend issue 3977", "vllm-project/vllm issue 19543")
+        + ("sgl-project/sglang PR 39128",),
         rule="startup-timeout",
         ignorecase=True,
     ),
@@ -531,12 +543,13 @@ CAUSES: tuple[Cause, ...] = (
             # Ray's actor whose node was stopped from outside (an autoscaler or a cluster's scheduler scaled it down:
             # `the actor's node was terminated expectedly: received SIGTERM`)
             NODE_STOPPED.pattern,
-            r"exit(?:ed)? (?:with )?(?:code|status)[ :=]*137\b|\breturn ?code[ :=]*-9\b|exitcode ?: ?-9\b",
+            # 137 from a shell or a container, -9 from Python's subprocess and SGLang's launcher (`Exit code: -9`)
+            r"(?i:exit(?:ed)? (?:with )?(?:code|status))[ :=]*(?:137|-9)\b|\breturn ?code[ :=]*-9\b|exitcode ?: ?-9\b",
             # DeepSpeed's launcher stopping the other ranks once one of them ended
             LAUNCHER_KILLING + r" \d+",
         ),
         ("killed", "sigkill", "signal", "exit", "returncode", "return code", "death signal", "received sigterm"),
-        ("grpolab's seeded list (shell and torchrun messages)",),
+        ("grpolab's seeded list (shell and torchrun messages)", "sgl-project/sglang issue 15235"),
         # Ray's list of what may have killed a dead actor (also when a post wraps it mid-sentence): advice, not a kill
         unless=(r"potential root causes", r"ray stop --force", r"killed by SIGKILL by OOM killer due to high memory"),
         weak=(LAUNCHER_KILLING,),  # the launcher's clean-up: the cause only if nothing else is

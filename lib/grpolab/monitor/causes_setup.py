@@ -4,7 +4,7 @@ layouts, checkpoints, devices. Part of the cause registry (grpolab.monitor.cause
 from __future__ import annotations
 
 from grpolab.monitor.cause import Cause
-from grpolab.monitor.signs import BUNDLE_INVALID, CLUSTER_TOO_SMALL, LAZY_IMPORT, REQUESTED_MORE
+from grpolab.monitor.signs import BUILD_FAILED, BUNDLE_INVALID, CLUSTER_TOO_SMALL, LAZY_IMPORT, REQUESTED_MORE
 
 CAUSES: tuple[Cause, ...] = (
     Cause(
@@ -101,12 +101,17 @@ CAUSES: tuple[Cause, ...] = (
             r"requested device\b[^\n]{0,40}\((?:cuda|npu):\d+\) is not available",
             # vLLM finding no platform it supports (no device the process sees: OpenRLHF issue 233)
             r"No supported device detected",
+            # CANN refusing the device it was told to use (`Set visible device failed, invalid device=1, input visible
+            # devices:1`; `set ASCEND_RT_VISIBLE_DEVICES:4 error`)
+            r"Set visible device failed|\bset \w{0,40}VISIBLE_DEVICES\S{0,20} error",
             BUNDLE_INVALID,
             CLUSTER_TOO_SMALL,
         ),
         (
             "no cuda gpus",
             "no supported device",
+            "set visible device",
+            "visible_devices",
             "nvidia driver",
             "not compiled with cuda",
             "torch_npu",
@@ -142,7 +147,12 @@ CAUSES: tuple[Cause, ...] = (
             "can't meet",
             "can't satisfy",
         ),
-        ("vllm-project/vllm issue 6956", "NVIDIA-NeMo/RL issue 89", "OpenRLHF/OpenRLHF issue 233"),
+        (
+            "vllm-project/vllm issue 6956",
+            "NVIDIA-NeMo/RL issue 89",
+            "OpenRLHF/OpenRLHF issue 233",
+            "vllm-project/vllm-ascend issue 167",
+        ),
         # Ray's autoscaler warns while a placement group waits, also in runs that start fine a minute later
         weak=(r"cannot be scheduled right now",),
     ),
@@ -174,9 +184,22 @@ CAUSES: tuple[Cause, ...] = (
             # a kernel built for other GPUs than these (`no kernel image is available for execution on the device`,
             # `device kernel image is invalid`): the package's build does not fit the device or the CUDA installed
             r"no kernel image is available for execution|device kernel image\b",
+            # a driver older than the CUDA the installed torch was built with (`The NVIDIA driver on your system is too
+            # old (found version 11070)`): the driver and the wheel do not fit
+            r"driver on your system is too old",
+            # a package's native part that did not build or link (pip's `Failed building wheel for flash-attn`, the
+            # linker's `undefined reference to` and `ld returned 1 exit status`, make's stop)
+            BUILD_FAILED,
         ),
         (
             "modulenotfounderror",
+            "too old",
+            "building wheel",
+            "build wheels",
+            "subprocess-exited-with-error",
+            "undefined reference",
+            "exit status",
+            "*** [",
             "kernel image",
             "failed to import",
             "socversion",
@@ -194,7 +217,8 @@ CAUSES: tuple[Cause, ...] = (
             "cannot import name",
             "failed to find function",
         ),
-        ("Ascend/pytorch issue 35", "huggingface/trl issue 3304", "vllm-project/vllm-ascend issue 117"),
+        ("Ascend/pytorch issue 35", "huggingface/trl issue 3304", "vllm-project/vllm-ascend issue 117")
+        + ("cnblogs.com/marsggbo 17966269",),
         rule="stack",
     ),
     Cause(
@@ -220,14 +244,18 @@ CAUSES: tuple[Cause, ...] = (
             # verifiers / prime-rl: a turn's tokens are not a prefix of the next prompt's (the template re-renders
             # the history differently, e.g. drops a reasoning block)
             r"Token prefix mismatch",
+            # unsloth's check of a template for its generation prompt (`The tokenizer `...` does not have a
+            # {% if add_generation_prompt %} for generation purposes`)
+            r"does not have a \{% ?if add_generation_prompt",
         ),
-        ("chat_template", "chat template", "jinja", "templateerror", "token prefix mismatch"),
+        ("chat_template", "chat template", "jinja", "templateerror", "token prefix mismatch", "add_generation_prompt"),
         (
             "huggingface/open-r1 issue 85",
             "sgl-project/sglang issue 2431",
             "volcengine/verl issue 390",
             "microsoft/agent-lightning issue 57",
             "PrimeIntellect-ai/prime-rl issue 947",
+            "unslothai/unsloth issue 1404",
         ),
         # a notice that it falls back to the tokenizer's own (NeMo RL's "No chat template provided, using
         # tokenizer's default"): the run goes on, nothing failed

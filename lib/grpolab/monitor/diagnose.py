@@ -42,6 +42,7 @@ from grpolab.monitor.logread import (
     MARKS,
     OWNERS,
     as_posted,
+    as_typed,
     decode,
     excerpt,
     find_words,
@@ -50,7 +51,10 @@ from grpolab.monitor.logread import (
     marks,
     posted,
     readable,
+    typographic,
     unframed,
+    unwrapped,
+    wrapping,
 )
 from grpolab.monitor.origin import (
     RAY_TASK,
@@ -116,6 +120,8 @@ class Scan:
         self.exits: list[_Hit] = []  # a process that ended with a non-zero status
         self.posted: bool | None = None  # the log is a post copied from a page (decided on its first chunk)
         self.frame: re.Pattern | None = None  # what a collector put before every line (logread.framing)
+        self.typed = False  # the log holds a page's typographic quotes and spaces (logread.typographic)
+        self.width: int | None = None  # the width a terminal wrapped the log at (logread.wrapping)
         self.cut: _Hit | None = None  # the last traceback frame read before any error line (a log cut inside one)
         self.success = False  # a mark of a run that finished well (Ray's "succeeded", verl's final metrics)
         self.warnings = 0  # warning-level records
@@ -173,8 +179,12 @@ class Scan:
         decide = self.posted is None  # on the first chunk: a post from a page; a collector's frame on every line
         self.posted = posted(chunk) if decide else self.posted
         chunk = as_posted(chunk) if self.posted else chunk
+        self.typed = typographic(chunk) if decide else self.typed
+        chunk = as_typed(chunk) if self.typed else chunk
         self.frame = framing(chunk) if decide else self.frame
         chunk = unframed(chunk, self.frame) if self.frame else chunk
+        self.width = wrapping(chunk) if decide else self.width  # (the lines as printed: a collector's frame off)
+        chunk = unwrapped(chunk, self.width) if self.width else chunk
         self.base = self.bytes
         self.bytes += len(chunk)
         # lazy: numpy (only a diagnosis scans lines; importing the monitor stays light)

@@ -125,6 +125,10 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.version(first, "version-mismatch")
     if sg.DATA_FIELD.match(f"{kind}: {message}"):  # a row without the column the code (a reward too) reads: the data's
         return vd.data(first)
+    if lacks := sg.MODULE_LACKS.search(first.said or message):  # a module without a name another one imports
+        if re.search(r"reward|score", lacks.group(0)):  # a reward module without the function the config names
+            return Verdict("reward-missing", "reward-missing")
+        return vd.version(first, "version-mismatch")  # (a package's, a reward library's too: its version)
     if sg.SIGNAL_THREAD.search(message) or (first.frames and sg.REWARD.search(_user_frames(first))):
         return vd.reward(first)
     if vd.reward_called_wrong(first):  # the trainer called the reward with arguments its signature does not take
@@ -275,6 +279,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("config-key", "hydra-config", said, "", flag.group(1) if flag else None)
     if not first.type and sg.MODULE_LACKS.search(message):  # an AttributeError's words without its type
         return vd.version(first, "version-mismatch")
+    if not first.type and sg.KEYWORD_REFUSED.search(message) and not sg.FLAG_KEYWORD.search(message):
+        return vd.version(first, "version-mismatch")  # a TypeError's words without its type: the callee's version
     if not first.type:  # an error line without an exception type: nothing more from its structure
         return None
     if kind == "RuntimeError" and sg.ZERO_SPLIT.search(message):  # a batch split into pieces of 0

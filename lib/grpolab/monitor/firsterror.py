@@ -85,6 +85,8 @@ def frames_after(chunk, end: int, innermost_first: bool = False) -> list[Frame]:
 _TRACE_AFTER = 32 << 10  # bytes after a relayed error read for its remote frames
 # glog's date after its level letter: MMDD (`E1206 18:44:12.7`), or YYYYMMDD from glog 0.7 (`F20251111 12:28:58.5`)
 GLOG_DATE = r"(?:\d{8}|\d{3,4})"
+# what may stand before glog's level letter: a bracket (`[E1206 ...`), or Monarch's hyperactor's `[-]` before it
+GLOG_LEAD = r"^[ \t]*(?:\[-\])?\[?"
 _CODE = re.compile(
     r"^(?:[ \t]*\[?[EFWI]" + GLOG_DATE + r" [^\]\n]{0,120}\]|"
     r"[ \t]*(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) [^\]\n]{0,120}\])? {2,}\S"
@@ -339,6 +341,8 @@ WORDS = (
     "what(): ",
     "max retries exceeded",  # (requests' refusal of a connection, said without its type)
     "critical",  # (CRITICAL, a level: vLLM's `CRITICAL 02-25 11:11:34 launcher.py:101] ...`)
+    "panicked at",  # (a Rust thread's panic)
+    "*** [",  # (make's stop: `make: *** [all] Error 2`)
 )
 
 # Keywords that are patterns (case-sensitive, each of one length: the prefilter finds a line by where one ends): an
@@ -359,7 +363,7 @@ CPP_WHAT = re.compile(r"^[ \t]*what\(\): ")
 # CANN's `[ERROR] 2025-06-09-06:57:54`, a shell's `error: ` / `Error: ` / `[Error] `, httpx's refusal of a response
 # (`Server error '503 Service Unavailable' for url '...'`, whatever logs it), a native crash.
 _LEVEL_ERROR = re.compile(
-    r"^[ \t]*\[?[EF]" + GLOG_DATE + r" \d\d:\d\d:\d\d|"
+    GLOG_LEAD + r"[EF]" + GLOG_DATE + r" \d\d:\d\d:\d\d|"
     r"^[ \t]*(?:(?:[Ee]rror|ERROR|[Ff]atal|FATAL): |\[(?:[Ee]rror|ERROR)\] )"
     r"|^[Ee]rror executing job with|\b(?:Server|Client) error '\d{3} [^'\n]{1,60}' for url '"
     r"|\bSegmentation fault\b|\bcore dumped\b|\bBus error\b|^[ \t]*Killed\s*$"
@@ -397,6 +401,13 @@ _LEVEL_ERROR = re.compile(
     rf"|\b\w+ {HIT}|\bReceived sigquit from a child process\b"
     rf"|{sg.KERNEL_ASSERT.pattern}"  # a CUDA kernel's assertion (a device-side assert, said by the kernel)
     rf"|{CPP_WHAT.pattern}"
+    # a Rust component's panic (HF tokenizers, sglang-router, Monarch: `thread 'tokio-runtime-worker' panicked at
+    # src/lib.rs:12:5:`, its message after it or on the next line)
+    r"|^[ \t]*thread '[^'\n]{1,80}'(?: \(\d+\))? panicked at "
+    # a build that failed: the compiler's or the linker's error (`collect2: error: ld returned 1 exit status`,
+    # `nvcc fatal   : Unsupported gpu architecture`), make's stop (`make[2]: *** [...] Error 1`)
+    r"|^[ \t]*(?:collect2|ld|gcc|g\+\+|c\+\+|cc1plus|nvcc|clang)(?::| fatal +:) (?:fatal )?(?:error: )?"
+    r"|^[ \t]*make(?:\[\d+\])?: \*\*\* [^\n]{0,300} Error \d+"
     rf"|^[ \t]*{sg.ARGPARSE.pattern}|{sg.COMMAND_MISSING.pattern}"  # argparse's refusal; a shell's `command not found`
     # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`
     # (a C++ source's tag too, where a post dropped the record's head: `gcs_rpc_client.h:552: Failed to connect`);
@@ -415,7 +426,11 @@ _NCCL_TRACE = re.compile(r"\bNCCL INFO [\w/.\-]{1,80}\.(?:cc|h|cu):\d+ -> [1-9]\
 # The level a log record names first, within its first characters (after Ray's and torchrun's prefixes)
 _LEVEL = re.compile(
     # (a level word, not a setting's value: `NCCL_DEBUG=INFO` in a message names no level)
-    r"(?<![=_.\-])\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b(?![=_])|^[ \t]*\[?([EFWI])" + GLOG_DATE + r" \d\d:"
+    r"(?<![=_.\-])\b(ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\b(?![=_])|"
+    + GLOG_LEAD
+    + r"([EFWI])"
+    + GLOG_DATE
+    + r" \d\d:"
     r"|\d\d:\d\d:\d\d[,.]\d+ ([EFWIC]) \d+ \d+\]"  # Ray's C++ log: [2025-06-13 01:49:41,730 E 1 1] (C: a failed check)
     r"|\[(error|critical|warning|warn|info|debug)\] "  # spdlog's: `[2026-01-29 12:08:30.614896] [error] [439962] ...`
 )

@@ -8,6 +8,8 @@ with NotALog) and the Hyperscan databases that find, in one linear pass over a c
     marks(chunk, keys) -> {key: offset}       where a run first shows a step, an engine, progress, an NPU stack
     decode(raw) -> str                        a line's text without colours
     posted(head), as_posted(chunk)            a log pasted from a page, and its chunk without the quote's `> `, HTML entities
+    typographic(head), as_typed(chunk)        a page's typographic quotes and spaces, and its chunk with the console's
+    wrapping(head), unwrapped(chunk, width)   a log a terminal wrapped at its width, and its chunk with the lines joined
     framing(head), unframed(chunk, frame)     what a collector put before every line (k8s time, compose column)
     log_files(path) -> [(path, rank)]         a file, or a folder of one log per rank
 """
@@ -222,12 +224,87 @@ def as_posted(chunk) -> bytes:
     return html.unescape(chunk.decode("utf-8", "replace")).encode("utf-8") if b"&" in chunk else chunk
 
 
+# what a page or an editor made of a log's punctuation: typographic quotes, no-break and zero-width spaces, a byte
+# order mark, the full-width colon of a Chinese post (`AssertionError：`). Read as the console printed them
+# (`'NoneType'`, `Error: `); each is a sequence a console log rarely holds, so a log without them pays one look.
+_TYPOGRAPHIC = tuple(
+    (a.encode(), b.encode())
+    for a, b in (("\u2018", "'"), ("\u2019", "'"), ("\u201c", '"'), ("\u201d", '"'), ("\u00a0", " "))
+    + (("\u200b", ""), ("\ufeff", ""), ("\uff1a", ": "))
+)
+
+
+def typographic(head) -> bool:
+    """The log's first MiB holds a page's or an editor's punctuation (_TYPOGRAPHIC)."""
+    text = bytes(head[:_SNIFF])
+    return any(a in text for a, _ in _TYPOGRAPHIC)
+
+
+def as_typed(chunk) -> bytes:
+    """`chunk` with a page's punctuation read as the console printed it (only logs that typographic() says pay it)."""
+    chunk = bytes(chunk)
+    for a, b in _TYPOGRAPHIC:
+        chunk = chunk.replace(a, b) if a in chunk else chunk
+    return chunk
+
+
+# A log copied from a terminal that wrapped it (tmux, screen, a web console): every longer line cut at the terminal's
+# width, so several lines have exactly the widest length and few are a little shorter. A line of that width goes on in
+# the next one, unless it ends in the spaces that pad a line to the width (rich's) or the next one starts a record of
+# its own: a traceback, a frame, an exception, a level, a prefix, a time, an indented line, or a record of the width
+# line's own shape (a metrics line of the same format, a time stamp); or the line ends a sentence.
+_WIDEST = 70  # the narrowest terminal read as wrapping (80 columns, less what a copy trims)
+_NEW_RECORD = re.compile(
+    r"Traceback |\s{2}|\t|File \"|[A-Z]\w*(?:Error|Exception|Warning)\b|[\[(<]|[IWEF]\d{4}|\d{4}-|\d\d:\d\d|[A-Z]{4,}\b"
+)
+_SHAPE = str.maketrans("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", "a" * 26 + "A" * 26 + "0" * 10)
+
+
+def _goes_on(line: str, following: str, width: int) -> bool:
+    """`following` continues `line`, which a terminal cut at `width`."""
+    line = line.rstrip("\r")
+    return (
+        len(line) == width
+        and not line.endswith("  ")  # (the spaces that pad a line to the width: rich's; one is a cut after a word)
+        and line[-1] != "."  # (a sentence that ends at the width: a record's end, as often as not)
+        and bool(following.strip())
+        and not _NEW_RECORD.match(following)
+        and following[:4].translate(_SHAPE) != line[:4].translate(_SHAPE)
+    )
+
+
+def wrapping(head) -> int | None:
+    """The width a terminal wrapped the log's first MiB at (two or more distinct lines of exactly that many
+    characters going on in the next, not all of one start, and fewer a little shorter), or None."""
+    lines = bytes(head[:_SNIFF]).decode("utf-8", "replace").split("\n")
+    lengths = [len(line.rstrip("\r")) for line in lines]
+    width = max(lengths, default=0)
+    if width < _WIDEST:
+        return None
+    cut = {lines[i] for i in range(len(lines) - 1) if _goes_on(lines[i], lines[i + 1], width)}
+    near = sum(1 for n in lengths if 0.9 * width <= n < width)
+    starts = {line[:10] for line in cut}  # (a format's fixed-width records start alike: no cuts)
+    return width if len(cut) >= 2 and len(starts) >= 2 and len(cut) >= near else None
+
+
+def unwrapped(chunk, width: int) -> bytes:
+    """`chunk` (whole lines) with each line a terminal cut at `width` joined to the next, which goes on from it."""
+    lines = bytes(chunk).decode("utf-8", "replace").split("\n")
+    out = lines[:1]
+    for before, line in zip(lines, lines[1:]):
+        if _goes_on(before, line, width):
+            out[-1] += line
+        else:
+            out.append(line)
+    return "\n".join(out).encode("utf-8")
+
+
 class NotALog(ValueError):
     """The input is not a text log (binary data, or compressed in a format read here only by name)."""
 
 
 _GZIP, _BZIP2, _XZ, _ZSTD = b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd"
-_SNIFF = 64 << 10  # bytes of the input looked at to tell a text log from binary data
+_HEAD = 64 << 10  # bytes of the input looked at to tell a text log from binary data
 
 
 class _Prefixed:
@@ -259,14 +336,14 @@ class _Prefixed:
 def readable(handle, name: str = "<input>"):
     """The text of a log stream: gzip, bzip2 and xz read as they stream; NotALog for zstd (named, not read: no
     decompressor in the standard library) and for binary data (random bytes are not a log, never a device fault)."""
-    head = handle.read(_SNIFF)
+    head = handle.read(_HEAD)
     stream = _Prefixed(head, handle)
     if head.startswith((_GZIP, _BZIP2, _XZ)):
         opener = {_GZIP: gzip.GzipFile, _BZIP2: bz2.BZ2File, _XZ: lzma.LZMAFile}
         kind = next(magic for magic in opener if head.startswith(magic))
         decompressed = opener[kind](fileobj=stream) if kind == _GZIP else opener[kind](stream)
         try:
-            head = decompressed.read(_SNIFF)
+            head = decompressed.read(_HEAD)
         except (OSError, EOFError, lzma.LZMAError) as exc:
             raise NotALog(f"{name}: a compressed file that cannot be read ({exc})") from None
         stream = _Prefixed(head, decompressed)
@@ -283,7 +360,7 @@ def _binary(head: bytes) -> bool:
         return False
     if b"\x00" in head:
         return True
-    sample = head[:_SNIFF]
+    sample = head[:_HEAD]
     control = sum(sample.count(bytes([c])) for c in (*range(1, 9), 11, 12, *range(14, 27), *range(28, 32)))
     bad = len(sample) - len(sample.decode("utf-8", "ignore").encode("utf-8"))
     return (control + bad) > len(sample) // 10

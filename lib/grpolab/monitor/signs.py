@@ -46,6 +46,8 @@ ENGINE_ARGS = re.compile(r"\b(?:Async)?(?:Engine|Server)Args\.__init__\(\) got a
 FLAG_KEYWORD = re.compile(r"unexpected keyword argument '[A-Za-z]\w*-[\w\-]*'")
 # an attribute a module does not have, said without its type (`module 'torch_npu' has no attribute '_npu_rope'`)
 MODULE_LACKS = re.compile(r"\bmodule '[\w.]+' has no attribute '")
+# a call refused a keyword its callee does not take (a TypeError's words, also where a record left out the type)
+KEYWORD_REFUSED = re.compile(r"\w\(\) got an unexpected keyword argument '")
 # an engine's per-layer weight loaders, which a weight sync and a load from files both go through
 WEIGHT_LOADERS = re.compile(r"weight_loader|load_weights\b|_load_w\d+\b|_load_model_weight", re.IGNORECASE)
 # the sync's calls, and the loaders it goes through
@@ -132,6 +134,11 @@ DATASET_SAYS = re.compile(
 )
 # a value the code does not know among its choices (`Unknown lr scheduler: linear`, `Unsupported optimizer: x`)
 UNKNOWN_CHOICE = re.compile(
+    r"^(?:Unknown|Unsupported|Unrecognized|Invalid) [\w \-]{1,40}: ?\S+\. (?:Supported|Valid|Available|Allowed) \w+ "
+    r"(?:are|include)\b|"  # (`Invalid attention backend: ''. Valid backends are: [...]`: a choice, its choices named)
+    # a backend a setting chose that the model does not run with (`Qwen2.5-VL does not support _Backend.FLASHINFER
+    # backend now`)
+    r"\bdoes not support (?:the )?\S{1,60} (?:attention )?backend\b|"
     r"^(?:Unknown|Unsupported|Unrecognized) [\w \-]{1,40}: ?\S+|"
     # the value named in the sentence, the choices after it (`Unrecognized distributed executor backend tp. Supported
     # values are 'ray', 'mp' ...`)
@@ -187,7 +194,11 @@ OOM = re.compile(
     re.IGNORECASE,
 )
 MISSING = re.compile(
-    r"No module named|is not installed|not installed\b|ModuleNotFoundError|\b[Pp]lease install\b|\bpip install\b"
+    r"No module named|is not installed|not installed\b|ModuleNotFoundError|\b[Pp]lease install\b|\bpip install\b|"
+    # a name imported from a package Python found only as a folder (a namespace package: `cannot import name
+    # '__version__' from 'vllm' (unknown location)`): the package is not installed where the job runs, a folder
+    # of its name (a source checkout) stands in its place
+    r"cannot import name '\w+' from '[\w.]+' \(unknown location\)"
 )
 # Python names the first part of a dotted import it cannot find: `No module named 'vllm.v1.engine.utils'` says vllm is
 # there and lacks the module (another version), where a missing package says `No module named 'vllm'`
@@ -211,7 +222,14 @@ EMPTY_WEIGHT = re.compile(r"load weight \(torch\.Size\(\[0\]\)\)")
 DTENSOR_MIX = re.compile(r"got mixed torch\.Tensor and DTensor")
 # transformers' (and diffusers') lazy import: the import's own error follows on the next line
 LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following error")
+# a package's native part that did not build or link: pip's wheel build, the linker, make (their own records)
+BUILD_FAILED = (
+    r"Failed building wheel for |Could not build wheels for |\berror: subprocess-exited-with-error\b|"
+    r"\bundefined reference to [`']|\bld returned \d+ exit status|"
+    r"^[ \t]*make(?:\[\d+\])?: \*\*\* [^\n]{0,300} Error \d+"
+)
 EXTENSION = re.compile(
+    BUILD_FAILED + "|"
     r"socversion \S+ of bin package|"
     r"Cannot find bin of op\b|"  # CANN's operator package holds no kernel binary for the op: its kernels not installed
     r"\b\w{1,40}\._C\b|_C'|No module named '(?:[\w.]{1,80}\.)?_?custom_ops'|"
@@ -313,12 +331,15 @@ DEVICE_TOOL = re.compile(
 # the sleep-mode allocators of vLLM and SGLang (their pause, resume, free)
 SAVER = re.compile(
     r"torch_memory_saver|memory_saver\.|cumem_allocator|CuMemAllocator|"
+    # torch's memory pool, which vLLM's sleep mode allocates in, refusing PYTORCH_CUDA_ALLOC_CONF's expandable segments
+    r"Expandable segments are not compatible with memory pool|"
     r"Sleep mode can only be used for one instance",  # vLLM's: a second engine with sleep mode in one process
     re.IGNORECASE,
 )
 # a check that relates quantities and failed: `256 != 2 * 18 * 7`, "is not equal to", "must be divisible by"
 RELATION = re.compile(
-    r"!=|==|\bnot (?:equal|divisible|a multiple)|\bmust (?:be|equal|divide)|\bshould (?:be|equal|divide)|"
+    r"!=|==|\b\d+ ?<=? ?[a-z_]{0,40} ?\d+\b|"  # (ROLL's `batch_size 32 < chunks 64`)
+    r"\bnot (?:equal|divisible|a multiple)|\bmust (?:be|equal|divide)|\bshould (?:be|equal|divide)|"
     r"\bonly supports? |\bnot supported\b|\bexceeds?\b|\b(?:greater|larger|more|less|smaller|fewer) than\b|"
     r"\bdivisible\b|\bmultiple of\b|\d+ ?[*%] ?\d+|\bnot compatible with\b",
     re.IGNORECASE,
@@ -397,7 +418,10 @@ SETTING = re.compile(
     # a dtype a quantization method cannot compute in (`torch.bfloat16 is not supported for quantization method awq`)
     r"\b(?:bfloat16|bf16|float16|fp16|float32|half)\b is not supported for quantization method\b|"
     # a kernel a setting asks for that the device cannot run (`FP8 block scaled GEMM requires Hopper and CUDA >= 12.9`)
-    r"\brequires (?:Hopper|Ampere|Ada|Blackwell|sm_?\d{2,3}|compute capability)\b",
+    r"\brequires (?:Hopper|Ampere|Ada|Blackwell|sm_?\d{2,3}|compute capability)\b|"
+    # shapes a precision setting cannot compute in (TransformerEngine: `FP8 execution requires 2D input matrices with
+    # height divisible by 8 and width divisible by 16`): the setting is the fix (FP8 off for such layers, or padding)
+    r"\b(?:fp8|float8\w{0,10})\b[^.\n]{0,30}\brequires\b[^.\n]{0,80}\b(?:divisible|multiple of)\b",
     re.IGNORECASE,
 )
 # W&B's login on the stack (a key it refused, a prompt for one in a job with no terminal)
