@@ -236,7 +236,7 @@ BEYOND = {
     "thread",
     "deepspeedexamples-525": f"{CUT}: a traceback through DeepSpeed-Chat's step 3, without its exception line",
     "nemo-aligner-147": "the log is PyTriton's `venv for python backend not found` while the reward model is served "
-    "(a reward's, read alone); that PyTriton needs Python 3.8 (version-mismatch) is the thread's",
+    "from its checkpoint (read as the load's); that PyTriton needs Python 3.8 (version-mismatch) is the thread's",
     "openrlhf-256": "the log is `'Namespace' object has no attribute 'ckpt_path'` (an attribute one version has and "
     "another lacks, read alone); that OpenRLHF's own script defines no such argument (trainer-bug) is the thread's",
     "openrlhf-313": f"{CUT}: vLLM's `Error executing method start_worker_execution_loop` and a traceback cut in it; "
@@ -886,6 +886,48 @@ BEYOND = {
     "verl-1923": f"{CUT}: Ray's `Unhandled error` header, before vLLM's refusal",
     "vlm-r1-128": "an unexpected keyword into the trainer's own class (version-mismatch, read alone); the collector "
     "reads an interface that changed (api-mismatch, doubtful)",
+    # batches 94-97 (2026-12-06: axolotl, Liger and the Hub's trainers; lmdeploy, TensorRT-LLM and NeMo-Aligner;
+    # older RLHF trackers; agentic RL projects)
+    "areal-25": "AReaL's controller connecting to its workers, no error line: no failure, read alone; the collector "
+    "reads a start-up that hung (startup-timeout, doubtful)",
+    "axolotl-2693": f"{CUT}: axolotl's frames, before its error",
+    "axolotl-2767": f"{CUT}: axolotl's trainer frames, before the versions' error",
+    "axolotl-2779": f"{CUT}: axolotl's CLI frames, before its error",
+    "axolotl-2986": f"{CUT}: the data loader's frames, before `KeyError: 'chosen'`",
+    "axolotl-3217": "`KeyError: 'tool'` in a chat template's row handling (unknown, read alone); the collector reads "
+    "the data's (doubtful)",
+    "colossalai-2834": "ColossalAI's `fp32 param and grad have different shape` (unknown, read alone); the collector "
+    "reads its bug (trainer-bug, doubtful)",
+    "colossalai-3614": f"{CUT}: start-up INFO records only; the TypeError is the title's",
+    "deepspeedexamples-380": "DeepSpeed's launcher killing its other ranks after one exited with 1 (sibling-crash, read "
+    "alone); the collector reads that rank's out of memory, which the log does not show (doubtful)",
+    "lmdeploy-1530": "lmdeploy's `TypeError: expected string or bytes-like object` (unknown, read alone); the "
+    "collector reads the versions",
+    "lmdeploy-2382": "lmdeploy's `run out of tokens. session_id=0.` after `Truncate max_new_tokens` (unknown, read "
+    "alone); the collector reads a prompt longer than the session (data-error)",
+    "lmdeploy-3646": "CUDA's out of memory in lmdeploy's pipeline without an engine's start-up on its stack "
+    "(device-oom, read alone); the collector reads the engine's start (doubtful)",
+    "nemo-aligner-483": f"{CUT}: Hydra's frames, before the versions' error",
+    "openrlhf-101": "an attribute OpenRLHF's strategy lacks (version-mismatch, read alone); the collector reads its "
+    "bug (trainer-bug)",
+    "openrlhf-546": f"{CUT}: Ray's RayTaskError(KeyError) header, before the weight broadcast's key",
+    "rllm-137": f"{CUT}: rLLM's env frames, before the ModuleNotFoundError",
+    "rllm-5": f"{CUT}: the launch script's trace (`+ python3 -m verl.trainer.main_ppo ...`), no error line",
+    "skyrl-1274": f"{CUT}: an HTTP 400 relayed from the policy worker's init (unknown, read alone)",
+    "skyrl-428": "the CUDA core dump's `CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS` is the device's fault, read alone; the "
+    "collector reads the sleep mode freeing memory still in use (memory-saver-offload, doubtful)",
+    "skyrl-695": f"{CUT}: the post ends at `TypeError: Q`; that SkyRL passed a rope_scaling the model does not take is "
+    "the thread's",
+    "tensorrt-llm-18373": "TensorRT-LLM's `Executor worker returned error` said first; UCX's `VRAM memory is detected "
+    "as host` below it is the collector's communicator (comm-init)",
+    "tensorrt-llm-2471": f"{CUT}: TensorRT-LLM's model-conversion frames (read as a conversion's), before the "
+    "versions' error",
+    "tensorrt-llm-2539": "`Killed` alone is a kill; the collector reads the host's memory (host-oom, doubtful)",
+    "tensorrt-llm-4392": "cause and family are right; transformers' lazy-import relay is said, the flash-attn "
+    "`undefined symbol` it relays below it is the collector's first error",
+    "tensorrt-llm-5872": "cause and family are right; TensorRT-LLM's `[RANK 1]` tag is not read as a rank",
+    "trl-361": "`'weight' must be 2-D` in an embedding (unknown, read alone); the collector reads TRL's bug",
+    "trlx-451": f"{CUT}: trlx's model frames, before its error",
 }
 
 

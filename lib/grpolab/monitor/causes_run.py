@@ -198,6 +198,7 @@ CAUSES: tuple[Cause, ...] = (
             r"\bHBM\b.{0,60}(?:out of memory|insufficient|not enough|alloc(?:ate|ation)? fail)",
             r"No available memory for the cache blocks",
             r"larger than the available KV cache memory",
+            r"\binsufficient (?:GPU|NPU|device) memory\b",  # (TensorRT-LLM's `Executor creation failed due to ...`)
             r"CUBLAS_STATUS_ALLOC_FAILED",
             r"CUDA error: out of memory",
             r"RuntimeError: .{0,80}\bout of memory\b",
@@ -249,8 +250,7 @@ CAUSES: tuple[Cause, ...] = (
             r"Out of memory: Kill(?:ed)? process|\boom-kill(?:er)?\b|oom_reaper|invoked oom-killer",
             r"(?:ActorDiedError|actor died|worker died)[^\n]{0,200}memory",
             r"\bMemoryError\b|std::bad_alloc|Cannot allocate memory|\[Errno 12\]",
-            # Kubernetes' record of a container its memory limit killed (`kubectl describe pod`: `Reason: OOMKilled`)
-            r"\bOOMKilled\b",
+            r"\bOOMKilled\b",  # Kubernetes' record of a container its memory limit killed (`Reason: OOMKilled`)
             # Ray's advice printed only after its memory monitor killed a worker (also when the kill line is cut off)
             r"how to address the out of memory issue: \S*ray-oom-prevention|To adjust the kill threshold, set the "
             r"environment variable .?RAY_memory_usage_threshold",
@@ -370,6 +370,7 @@ CAUSES: tuple[Cause, ...] = (
             r"(?:error code(?: is|:)|runtime result =) ?5070\d\d\b|error code(?: is|:) ?507899\b",
             r"illegal memory access|an illegal instruction was encountered|misaligned address",
             r"device-side assert(?:ion)? triggered",
+            r"\bCUDBG_EXCEPTION_\w+",  # the CUDA core dump's record of a warp's fault (`Detected an exception of type`)
             # a CUDA kernel's own assertion, a line per thread that failed it (`IndexKernel.cu:93: operator(): block:
             # [0,0,0], thread: [0,0,0] Assertion `... && "index out of bounds"` failed.`): the device-side assert
             KERNEL_ASSERT.pattern,
@@ -444,7 +445,7 @@ CAUSES: tuple[Cause, ...] = (
             # HCCL's task that timed out on the device, and its heartbeat's report of a rank that stopped answering
             r"\[TaskExecStage\]\[Timeout\]|ExceptionType:\[Heartbeat Lost\b",
             r"\bTimeout at NCCL work: \d+",  # torch's watchdog, its record before it aborts the communicator
-            # Ray's compiled graph (vLLM's Ray executor): a worker's channel that its peer did not write in time
+            # Ray's compiled graph (vLLM's Ray executor): a channel its peer did not write in time
             r"RayChannelTimeoutError",
         ),
         (
@@ -505,8 +506,10 @@ CAUSES: tuple[Cause, ...] = (
             # a server its client could not reach in the time it gives it (ART's `Unable to reach OpenAI-compatible
             # server within 30.0 seconds`)
             r"(?:Unable to reach|could not reach|cannot reach)[^\n]{0,60}\bserver\b[^\n]{0,20} within [\d.]+ ?s",
-            # SGLang's rank that loaded its weights and waited for the other ranks of its group, which did not
+            # SGLang's rank that loaded its weights while the other ranks of its group did not
             r"could finish the model loading, but there are other ranks",
+            # a client's check of its server's health that found nothing listening (TRL's wait for `vllm serve`)
+            r"Max retries exceeded with url: /health\b",
         ),
         (
             "unable to reach",
@@ -543,7 +546,7 @@ CAUSES: tuple[Cause, ...] = (
             # Ray's actor whose node was stopped from outside (an autoscaler or a cluster's scheduler scaled it down:
             # `the actor's node was terminated expectedly: received SIGTERM`)
             NODE_STOPPED.pattern,
-            # 137 from a shell or a container, -9 from Python's subprocess and SGLang's launcher (`Exit code: -9`)
+            # 137 from a shell or a container; -9 from Python's subprocess, SGLang's launcher (`Exit code: -9`)
             r"(?i:exit(?:ed)? (?:with )?(?:code|status))[ :=]*(?:137|-9)\b|\breturn ?code[ :=]*-9\b|exitcode ?: ?-9\b",
             # DeepSpeed's launcher stopping the other ranks once one of them ended
             LAUNCHER_KILLING + r" \d+",

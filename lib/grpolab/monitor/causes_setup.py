@@ -165,7 +165,7 @@ CAUSES: tuple[Cause, ...] = (
         (
             r"^{P}(?:ModuleNotFoundError|ImportError):(?: |$)",
             r"RayTaskError\((?:ModuleNotFoundError|ImportError)\)",
-            r"VersionConflict",
+            r"VersionConflict|ResolutionImpossible|No solution found when resolving dependencies",  # (pip's, uv's)
             r"\brequires [\w.\-\[\]]+ *[<>=!~].*, but you have ",
             r"undefined symbol: ",
             r"\bversions? (?:conflict|mismatch)\b",
@@ -195,6 +195,8 @@ CAUSES: tuple[Cause, ...] = (
             "modulenotfounderror",
             "too old",
             "building wheel",
+            "failed to build",
+            "failed to download and build",
             "build wheels",
             "subprocess-exited-with-error",
             "undefined reference",
@@ -205,6 +207,8 @@ CAUSES: tuple[Cause, ...] = (
             "socversion",
             "importerror",
             "versionconflict",
+            "resolutionimpossible",
+            "no solution found",
             "but you have",
             "undefined symbol",
             "version conflict",
@@ -247,8 +251,13 @@ CAUSES: tuple[Cause, ...] = (
             # unsloth's check of a template for its generation prompt (`The tokenizer `...` does not have a
             # {% if add_generation_prompt %} for generation purposes`)
             r"does not have a \{% ?if add_generation_prompt",
+            # an engine's registry of templates without the one named, or told to name one (lmdeploy's: `chat template
+            # 'qwen3' is not registered`, `please specify chat template`, `using base template to handle chat task`)
+            r"\bchat[ _]template '[^'\n]{1,60}' is not registered|please specify (?:a |the )?chat[ _-]?template|"
+            r"using (?:the )?base template to handle chat",
         ),
-        ("chat_template", "chat template", "jinja", "templateerror", "token prefix mismatch", "add_generation_prompt"),
+        ("chat_template", "chat template", "jinja", "templateerror", "token prefix mismatch", "add_generation_prompt")
+        + ("base template",),
         (
             "huggingface/open-r1 issue 85",
             "sgl-project/sglang issue 2431",

@@ -347,9 +347,14 @@ def _stack(first: FirstError | None) -> str:
     return " ".join(f"{f.function} {f.path}" for f in first.frames) if first is not None else ""
 
 
+_REWARD_MODEL = re.compile(r"\w*reward_?model\w*", re.IGNORECASE)
+
+
 def _user_frames(first: FirstError) -> str:
     """The functions and files of the frames outside the training stack's engines (where a reward lives)."""
-    return " ".join(f"{f.function} {f.path}" for f in first.frames if f.library not in ENGINES or "reward" in f.path)
+    frames = (f for f in first.frames if f.library not in ENGINES or "reward" in f.path)
+    # (a reward model's training script, `train_reward_model.py`, `trainer/rm.py`, is no reward function)
+    return _REWARD_MODEL.sub(" ", " ".join(f"{f.function} {f.path}" for f in frames))
 
 
 def _memory(first: FirstError | None, context: Context) -> str:
@@ -373,7 +378,8 @@ def _memory(first: FirstError | None, context: Context) -> str:
             r"on startup|Free memory on device|cache blocks|gpu_memory_utilization(?! ?[:=] ?[\d.]+\b)|"
             r"--mem-fraction-static\b|"  # (SGLang's name for the same share of the device's memory)
             r"Engine core initiali[sz]ation|"
-            r"engine (?:failed to start|initiali[sz]ation failed)",
+            r"engine (?:failed to start|initiali[sz]ation failed)|"
+            r"Executor creation failed",  # (TensorRT-LLM's executor: its model, sampler and KV cache at start)
             text,
             re.IGNORECASE,
         )

@@ -342,6 +342,9 @@ WORDS = (
     "max retries exceeded",  # (requests' refusal of a connection, said without its type)
     "critical",  # (CRITICAL, a level: vLLM's `CRITICAL 02-25 11:11:34 launcher.py:101] ...`)
     "panicked at",  # (a Rust thread's panic)
+    "[e] ",  # (a bracketed one-letter error level: TensorRT-LLM's `[TRT-LLM] [E] `)
+    "cudbg_exception",
+    "× ",  # (uv's and pip's error mark)
     "*** [",  # (make's stop: `make: *** [all] Error 2`)
 )
 
@@ -408,6 +411,11 @@ _LEVEL_ERROR = re.compile(
     # `nvcc fatal   : Unsupported gpu architecture`), make's stop (`make[2]: *** [...] Error 1`)
     r"|^[ \t]*(?:collect2|ld|gcc|g\+\+|c\+\+|cc1plus|nvcc|clang)(?::| fatal +:) (?:fatal )?(?:error: )?"
     r"|^[ \t]*make(?:\[\d+\])?: \*\*\* [^\n]{0,300} Error \d+"
+    # uv's and pip's error mark (`  × Failed to download and build ...`, `× Building wheel for x did not run
+    # successfully.`); a logger's bracketed one-letter level behind its tags (TensorRT-LLM's `[TRT-LLM] [RANK 1] [E] `);
+    # the CUDA core dump's record of a fault (`coredump: Detected an exception of type CUDBG_EXCEPTION_...`)
+    r"|^[ \t]*× (?:Failed|No solution|[^\n]{0,120}did not run successfully)"
+    r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){1,4}\[E\] |\bDetected an exception of type CUDBG_EXCEPTION_"
     rf"|^[ \t]*{sg.ARGPARSE.pattern}|{sg.COMMAND_MISSING.pattern}"  # argparse's refusal; a shell's `command not found`
     # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`
     # (a C++ source's tag too, where a post dropped the record's head: `gcs_rpc_client.h:552: Failed to connect`);

@@ -225,6 +225,7 @@ LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following erro
 # a package's native part that did not build or link: pip's wheel build, the linker, make (their own records)
 BUILD_FAILED = (
     r"Failed building wheel for |Could not build wheels for |\berror: subprocess-exited-with-error\b|"
+    r"Failed to (?:download and )?build [`']|"  # (uv's: `× Failed to download and build `flash-attn==2.8.1``)
     r"\bundefined reference to [`']|\bld returned \d+ exit status|"
     r"^[ \t]*make(?:\[\d+\])?: \*\*\* [^\n]{0,300} Error \d+"
 )
@@ -383,7 +384,7 @@ DATALOADER = re.compile(r"Caught \w+ in DataLoader worker process \d+")
 # a chat template being applied: transformers' apply_chat_template, TRL's maybe_apply_chat_template, Jinja's frame
 TEMPLATE = re.compile(r"apply_chat_template|<template>|top-level template code")
 # a text field where token ids were due (a collator turning an untokenized column into a tensor)
-UNTOKENIZED = re.compile(r"too many dimensions 'str'")
+UNTOKENIZED = re.compile(r"too many dimensions 'str'|invalid data type '(?:numpy\.)?str_?'")
 # a split into pieces of 0 (torch's `split_size must be a positive integer, but got 0`): a batch smaller than its parts
 ZERO_SPLIT = re.compile(r"split_size must be a positive integer, but got 0\b")
 # a count of steps that came out 0 (`Number of steps/epoch 0`): the data set holds fewer rows than one batch

@@ -1,4 +1,4 @@
-"""`grpolab diagnose` on what held-out batches 84-93 taught (tests/data/failures/README.md), each rule beside the
+"""`grpolab diagnose` on what held-out batches 84-97 taught (tests/data/failures/README.md), each rule beside the
 neighbour it must leave alone: a log as a page or an editor left it (typographic quotes, no-break spaces) and as a
 terminal wrapped it (tmux, screen: every long line cut at the width), Kubernetes' OOMKilled, an exit code of -9, Ray's
 compiled-graph channel that timed out, SGLang's rank waiting for the others to load, a name imported from a package
@@ -6,7 +6,10 @@ that is only a folder, a refused keyword said without its type, torch's memory p
 shape requirement, CANN refusing the visible device, and a module without a name inside a reward library; and of
 batches 90-93, unsloth's check of a template's generation prompt, a driver older than the wheel's CUDA, an attention
 backend refused, a relation said with `<`, a reward module without the function named, a build or link that failed,
-a Rust component's panic and glog behind Monarch's `[-]`. The real logs are the corpus's; the made-up lines are the
+a Rust component's panic and glog behind Monarch's `[-]`; and of batches 94-97, an engine's registry without the chat
+template named, a server's health endpoint that nothing answers, TensorRT-LLM's bracketed error level and its
+executor without memory, uv's failed build and its unsolvable dependencies, the CUDA core dump's fault, a string
+where a tensor was due, and a reward model's training script (no reward function). The real logs are the corpus's; the made-up lines are the
 other side of each rule."""
 
 from __future__ import annotations
@@ -148,13 +151,23 @@ def test_a_wrapped_error_line_is_read_whole_and_a_bar_at_the_width_or_a_format_o
         ("ascend-pytorch-docs-install-faq-libgfortran", ("import-error", "build-missing-extension")),  # the linker
         ("monarch-1813", ("unknown", "unknown")),  # glog's E record behind hyperactor's `[-]`
         ("torchforge-630", ("unknown", "unknown")),  # a Rust thread's panic
+        # batches 94-97
+        ("lmdeploy-1319", ("chat-template", "chat-template")),  # `please specify chat template`
+        ("lmdeploy-3498", ("chat-template", "chat-template")),  # `chat template 'qwen3' is not registered`
+        ("lmdeploy-4102", ("chat-template", "chat-template")),  # `You are using base template to handle chat task`
+        ("axolotl-2528", ("startup-timeout", "startup-timeout")),  # nothing answers `/health/`
+        ("tensorrt-llm-5872", ("device-oom", "rollout-startup-oom")),  # `[E] ... insufficient GPU memory`
+        ("skyrl-1382", ("import-error", "build-missing-extension")),  # uv's `× Failed to download and build`
+        ("skyrl-428", ("device-fault", "device-fault")),  # `CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS`
+        ("trl-590", ("data-error", "data-error")),  # `new(): invalid data type 'numpy.str_'`
+        ("colossalai-2834", ("unknown", "unknown")),  # raised under train_reward_model.py: no reward function's
     ],
 )
-def test_batch_84_93_rules_on_real_logs(case, said):
+def test_batch_84_97_rules_on_real_logs(case, said):
     assert _said(_log(case)) == said
 
 
-def test_batch_84_93_rules_leave_their_neighbours_alone():
+def test_batch_84_97_rules_leave_their_neighbours_alone():
     # an exit status that is no kill: 1 is the process's own error, -1 no signal
     assert _said("ERROR: process exited with code 1\nExit code: 1\n") != ("killed", "killed")
     assert _said('Traceback (most recent call last):\n  File "a.py", line 1\nValueError: x\nExit code: -1\n')[0] != (
@@ -198,3 +211,9 @@ def test_batch_84_93_rules_leave_their_neighbours_alone():
     # a module without a name that is no reward's: the versions'
     plain = "AttributeError: module 'transformers.utils' has no attribute 'is_flash_attn_available'\n"
     assert _said(plain) == ("import-error", "version-mismatch")
+    # a server's other endpoint refused is no start-up's; TensorRT-LLM's [I] level is no error; uv's unsolvable
+    # dependencies are the versions'
+    refused = "requests.exceptions.ConnectionError: Max retries exceeded with url: /v1/completions (Caused by x)\n"
+    assert _said(refused) != ("startup-timeout", "startup-timeout")
+    assert _said("[07/08/2025-19:47:15] [TRT-LLM] [RANK 0] [I] Initialized executor on rank 0\n") is None
+    assert _said("  × No solution found when resolving dependencies:\n") == ("import-error", "version-mismatch")
