@@ -410,7 +410,7 @@ _LEVEL_ERROR = re.compile(
     # a build that failed: the compiler's or the linker's error (`collect2: error: ld returned 1 exit status`,
     # `nvcc fatal   : Unsupported gpu architecture`), make's stop (`make[2]: *** [...] Error 1`)
     r"|^[ \t]*(?:collect2|ld|gcc|g\+\+|c\+\+|cc1plus|nvcc|clang)(?::| fatal +:) (?:fatal )?(?:error: )?"
-    r"|^[ \t]*make(?:\[\d+\])?: \*\*\* [^\n]{0,300} Error \d+"
+    rf"|{sg.MAKE_STOPPED}"
     # uv's and pip's error mark (`  × Failed to download and build ...`, `× Building wheel for x did not run
     # successfully.`); a logger's bracketed one-letter level behind its tags (TensorRT-LLM's `[TRT-LLM] [RANK 1] [E] `);
     # the CUDA core dump's record of a fault (`coredump: Detected an exception of type CUDBG_EXCEPTION_...`)

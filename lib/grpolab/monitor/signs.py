@@ -222,12 +222,13 @@ EMPTY_WEIGHT = re.compile(r"load weight \(torch\.Size\(\[0\]\)\)")
 DTENSOR_MIX = re.compile(r"got mixed torch\.Tensor and DTensor")
 # transformers' (and diffusers') lazy import: the import's own error follows on the next line
 LAZY_IMPORT = re.compile(r"Failed to import [\w.]+ because of the following error")
+# make's stop after a command of its failed (`make[2]: *** [CMakeFiles/x.dir/build.make:101: x] Error 1`)
+MAKE_STOPPED = r"^[ \t]*make(?:\[\d+\])?: \*\*\* [^\n]{0,300} Error \d+"
 # a package's native part that did not build or link: pip's wheel build, the linker, make (their own records)
 BUILD_FAILED = (
     r"Failed building wheel for |Could not build wheels for |\berror: subprocess-exited-with-error\b|"
     r"Failed to (?:download and )?build [`']|"  # (uv's: `× Failed to download and build `flash-attn==2.8.1``)
-    r"\bundefined reference to [`']|\bld returned \d+ exit status|"
-    r"^[ \t]*make(?:\[\d+\])?: \*\*\* [^\n]{0,300} Error \d+"
+    r"\bundefined reference to [`']|\bld returned \d+ exit status|" + MAKE_STOPPED
 )
 EXTENSION = re.compile(
     BUILD_FAILED + "|"
