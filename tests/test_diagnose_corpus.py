@@ -173,9 +173,6 @@ BEYOND = {
     # batches 25-26 (2026-12-06)
     "gpustack-4171": "the cause and family are right (the Ray cluster could not be reached); the first error said is "
     "the log's first line, `Failed to connect to GCS at address ...`, one line above the collector's quote",
-    "pytorch-72": "the log is torch_npu's `AclrtSynchronizeDeviceWithTimeout, error code is 107020` on every rank "
-    "during a checkpoint save (unknown, read alone); that a collective stalled (comm-timeout) is the collector's "
-    "reading of an unanswered thread",
     "vllm-ascend-116": f"{CUT}: the excerpt holds the engine's INFO and WARNING lines, not `copy_d2d ... error code "
     "is 507001`",
     "vllm-ascend-3196": "the post lost its line breaks: the whole log is one line of thousands of characters, of which "
@@ -498,8 +495,6 @@ BEYOND = {
     "reason's words (`remote rank [4]`), not an address the log gives that rank",
     "hiascend-docs-hccl-tls-mismatch": "HCCL's LINK_ERROR_INFO banner and table (unknown, read alone); that the two "
     "ends' TLS settings differ is the page's",
-    "llamafactory-3839": "cause and family are right; the rank (`RankID:3`) is on the record under the first error, "
-    "not on its line",
     "pytorch-166": "torch_npu's `EE9999` code quoted without a level or an error line; the weight broadcast is the "
     "collector's reading (doubtful)",
     "llama-factory-762": "a KeyError `'reward'` raised in peft's adapter injection (unknown, read alone); the versions "
@@ -928,6 +923,77 @@ BEYOND = {
     "tensorrt-llm-5872": "cause and family are right; TensorRT-LLM's `[RANK 1]` tag is not read as a rank",
     "trl-361": "`'weight' must be 2-D` in an embedding (unknown, read alone); the collector reads TRL's bug",
     "trlx-451": f"{CUT}: trlx's model frames, before its error",
+    # batches 98-104 (2026-12-06: slime and miles; prime-rl and verifiers; OpenRLHF; NPU threads of LLaMA-Factory,
+    # torch_npu and ms-swift; verl's 2025 threads; vLLM and SGLang; ROLL, EasyR1 and ms-swift)
+    "easyr1-233": f"{CUT}: Ray's frames of the rollout, before the template's error",
+    "easyr1-260": "vLLM's sleep and wake records, no error line: no failure, read alone; the collector reads the "
+    "host's memory (host-oom, doubtful)",
+    "miles-687": f"{CUT}: the weight update's progress and SGLang's requests, before the out of memory",
+    "miles-735": "`ValueError: Unknown parameter name` said before its converter's traceback, read as a config's "
+    "refusal (engine-config); the converter's frames below it are the collector's (checkpoint-conversion, doubtful)",
+    "miles-751": "an attribute miles' own actor lacks (version-mismatch, read alone); the reporter reads its bug "
+    "(trainer-bug)",
+    "mindspore-252": "cause and family are right; the fallback's `Failed to call hccn_tool` line is said, the shell's "
+    "`hccn_tool: not found` above it is the collector's first error",
+    "ms-swift-6968": f"{CUT}: transformer_engine's cuDNN probe in a subprocess, before its error",
+    "ms-swift-8017": "a bare `num_iterations > 1 is not supported for Megatron GRPO right now`, no level or type: "
+    "no failure, read alone; the thread's check that raised it is the collector's (engine-config)",
+    "openrlhf-184": f"{CUT}: vLLM 0.2's worker frames in a dead actor (worker-died, read alone); the versions are "
+    "the thread's",
+    "openrlhf-519": f"{CUT}: DeepSpeed's launcher echoing the command line (`--load_checkpoint`, read as a "
+    "checkpoint's load); the out of memory is the title's",
+    "openrlhf-741": f"{CUT}: import frames and Ray's exit record (worker-died, read alone); the versions are the "
+    "thread's",
+    "openrlhf-762": f"{CUT}: the traceback's first frame after the training bar, before the out of memory",
+    "openrlhf-795": f"{CUT}: vLLM's CUDA graph capture, no error line; the hang until the timeout is the title's",
+    "openrlhf-796": "a circular import of OpenRLHF's own module (version-mismatch, read alone); the reporter's fix, "
+    "the runtime env's working_dir that shadowed the packages, is the collector's (missing-dependency)",
+    "openrlhf-829": f"{CUT}: Ray's RayTaskError(RuntimeError) header, before the CUDA launch failure",
+    "prime-rl-1179": f"{CUT}: loguru's frames of the orchestrator, before its error; the collector reads prime-rl's "
+    "bug",
+    "prime-rl-3020": "`Trainer failed with exit code 1` after `Initializing NCCL broadcast` (unknown, read alone); the "
+    "collector reads the communicator's set-up (comm-init, doubtful)",
+    "prime-rl-918": "`TypeError: where(): argument 'other' ... must be Tensor, not tuple` in vLLM's fused MoE "
+    "(unknown, read alone); the vLLM upgrade behind it is the thread's (api-mismatch, doubtful)",
+    "ray-49024": f"{CUT}: DistributedDataParallel's frames, before `No backend type associated with device type npu`",
+    "roll-159": f"{CUT}: Megatron's forward frames in ROLL's reference worker, before the out of memory",
+    "roll-189": "an import a newer library no longer has (version-mismatch, read alone); the collector reads the "
+    "interface that changed (api-mismatch)",
+    "roll-240": "`Call to collective_rpc method failed: 'visual.patch_embed.proj.weight'` (unknown, read alone); that "
+    "transformers renamed the vision tower's keys is the thread's (version-mismatch)",
+    "sglang-4547": "the out of memory is right and read as the engine's start (rollout-startup-oom); the collector "
+    "reads the device's memory (device-oom, doubtful)",
+    "sglang-9707": "cause and family are right (ptxas too old for sm_120a); SGLang's `TP1` tag is not read as the "
+    "rank of its scheduler's exception",
+    "slime-1043": "`Dummy health check server started`, one line: no failure, read alone; the hang after it is the "
+    "title's (startup-timeout, doubtful)",
+    "slime-1136": f"{CUT}: healthy steps and SGLang's health checks, before the out of memory",
+    "slime-148": f"{CUT}: Ray's job status and SGLang's import frames, before the GPUs asked for",
+    "slime-1622": "Ray's RayTaskError(AcceleratorError) is the device's fault (device-fault, read alone); the "
+    "collector leaves cuBLAS' failed launch unknown (doubtful)",
+    "slime-1656": "cause and family are right; the node is an IPv6 address, not read as one",
+    "slime-178": f"{CUT}: Ray's RayTaskError(AttributeError) header, before its message; the collector reads slime's "
+    "bug (trainer-bug)",
+    "slime-1839": "a bare `raise` line quoted from slime's code (unknown, read alone); the collector reads its bug "
+    "(trainer-bug)",
+    "slime-1886": "`CUDA error: invalid argument` in torch.distributed's object broadcast (device-fault, read alone); "
+    "that the actor slept before the save is the thread's (checkpoint-save)",
+    "slime-795": f"{CUT}: Megatron's finalize_model_grads frames, before `Unexpected result nan`",
+    "verifiers-139": "the PyNcclCommunicator that failed is the weight channel's (weight-sync, read alone); the "
+    "collector reads the communicator's set-up (comm-init, doubtful)",
+    "verifiers-208": "vLLM's `Invocation of collective_rpc method failed` after the PyNcclCommunicator's set-up "
+    "(unknown, read alone); the collector reads the set-up (comm-init, doubtful)",
+    "verifiers-226": f"{CUT}: vf-eval's progress and summary, before the AttributeError",
+    "verifiers-46": f"{CUT}: TRL's frames of the reward's preparation (reward-error, read alone), before the "
+    "versions' error",
+    "verl-270": "a checkpoint's load in verl's frames (checkpoint-load, read alone); the collector reads verl's bug "
+    "(trainer-bug, doubtful)",
+    "verl-2658": "`OSError: ... does not appear to have a file named generation_config.json` alone (unknown); that "
+    "the FSDP checkpoint manager asked for it while saving is the thread's (checkpoint-save)",
+    "verl-3043": f"{CUT}: Hydra's frames, before the Megatron registry's refusal of the model",
+    "vllm-13593": "cause and family are right; vLLM's `'_OpNamespace' '_C' object has no attribute` record is said, "
+    "the collector's first error is the import warning above it",
+    "vllm-43222": f"{CUT}: vLLM's scheduler dump after its workers' frames, before the out of memory",
 }
 
 

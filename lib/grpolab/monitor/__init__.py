@@ -17,9 +17,10 @@ The live JupyterLab dashboard is `grpolab.monitor.dashboard.live(run, interval=5
 because it needs ipywidgets, which headless code never imports. matplotlib is imported only when drawing.
 
 Modules: metrics (incremental reading), figures (the key figures, named once), clock (how a run's time is written),
-alerts, causes (the cause registry: cause, causes_setup, causes_run, causes_doc), diagnose (the streaming
-diagnosis, with origin and details), diagnosis (a run's), silent (failures without an error line), compare, plots and overlay (every chart: matplotlib), summary, progress (the one loop that follows a run), outcome, thresholds, dashboard,
-synthetic (healthy or broken verl-format metrics for tests, benchmarks and demos).
+alerts, causes (the cause registry: cause, causes_setup, causes_run, causes_end, causes_doc), diagnose (the
+streaming diagnosis, with origin and details), diagnosis (a run's), silent (failures without an error line),
+compare, plots and overlay (every chart: matplotlib), summary, progress (the one loop that follows a run), outcome,
+thresholds, dashboard, synthetic (healthy or broken verl-format metrics for tests, benchmarks and demos).
 """
 
 from grpolab.monitor.alerts import ALERT_RULES, Alert, alerts

@@ -16,12 +16,13 @@ then devices, memory and communicators, then timeouts, kills and dead workers).
 from __future__ import annotations
 
 from grpolab.monitor.cause import PREFIX, Cause
+from grpolab.monitor.causes_end import CAUSES as _END
 from grpolab.monitor.causes_run import CAUSES as _RUN
 from grpolab.monitor.causes_setup import CAUSES as _SETUP
 
 __all__ = ["CAUSES", "PREFIX", "Cause", "BY_ID", "NONE", "UNKNOWN", "UNKNOWN_CAUSE", "SILENT"]
 
-CAUSES: tuple[Cause, ...] = _SETUP + _RUN
+CAUSES: tuple[Cause, ...] = _SETUP + _RUN + _END
 
 # The causes a diagnosis may also name that no log pattern finds.
 UNKNOWN = "unknown"  # the log shows an error that no cause above explains

@@ -4,7 +4,15 @@ layouts, checkpoints, devices. Part of the cause registry (grpolab.monitor.cause
 from __future__ import annotations
 
 from grpolab.monitor.cause import Cause
-from grpolab.monitor.signs import BUILD_FAILED, BUNDLE_INVALID, CLUSTER_TOO_SMALL, LAZY_IMPORT, REQUESTED_MORE
+from grpolab.monitor.signs import (
+    BUILD_FAILED,
+    BUNDLE_INVALID,
+    CANN_IMPORT,
+    CLUSTER_TOO_SMALL,
+    LAZY_IMPORT,
+    NO_BINARY,
+    REQUESTED_MORE,
+)
 
 CAUSES: tuple[Cause, ...] = (
     Cause(
@@ -190,9 +198,21 @@ CAUSES: tuple[Cause, ...] = (
             # a package's native part that did not build or link (pip's `Failed building wheel for flash-attn`, the
             # linker's `undefined reference to` and `ld returned 1 exit status`, make's stop)
             BUILD_FAILED,
+            # pip's resolver without a version of a requirement for this platform or Python (`Could not find a
+            # version that satisfies the requirement xgrammar==0.1.11`, `No matching distribution found for`)
+            r"Could not find a version that satisfies the requirement|No matching distribution found for",
+            # CANN's own Python modules not importable, and its operators without a kernel binary (signs)
+            CANN_IMPORT,
+            NO_BINARY,
         ),
         (
             "modulenotfounderror",
+            "failed to import python module",
+            "does not has any binary",
+            "does not have any binary",
+            "satisfies the requirement",
+            "no matching distribution",
+            "calledprocesserror",
             "too old",
             "building wheel",
             "failed to build",
@@ -224,6 +244,9 @@ CAUSES: tuple[Cause, ...] = (
         ("Ascend/pytorch issue 35", "huggingface/trl issue 3304", "vllm-project/vllm-ascend issue 117")
         + ("cnblogs.com/marsggbo 17966269",),
         rule="stack",
+        # glog's warning level (torch_npu's `[W AclInterface.cpp:181] Warning: Failed to find function
+        # aclrtCreateEventExWithFlag`: an optional function the CANN installed lacks, and the job goes on)
+        unless=(r"\[W [\w.]+:\d+\] Warning: ",),
     ),
     Cause(
         "chat-template",
@@ -248,6 +271,9 @@ CAUSES: tuple[Cause, ...] = (
             # verifiers / prime-rl: a turn's tokens are not a prefix of the next prompt's (the template re-renders
             # the history differently, e.g. drops a reasoning block)
             r"Token prefix mismatch",
+            # transformers' check of a continued final message the model's template rewrote (`continue_final_message
+            # is set but the final message does not appear in the chat after applying the chat template!`)
+            r"does not appear in the chat after applying the chat template",
             # unsloth's check of a template for its generation prompt (`The tokenizer `...` does not have a
             # {% if add_generation_prompt %} for generation purposes`)
             r"does not have a \{% ?if add_generation_prompt",
@@ -511,8 +537,14 @@ CAUSES: tuple[Cause, ...] = (
         "reshardable format, or without the distributed optimizer's flattened ranges), or the library version the "
         "saver was written for; `grpolab check` sizes the checkpoints against the free disk (a full disk is "
         "disk-full)",
-        (r"(?:Failed|Unable) to save (?:the )?checkpoint", r"save_checkpoint[^\n]{0,80}(?:failed|error)"),
-        ("save checkpoint", "save the checkpoint", "save_checkpoint"),
+        (
+            r"(?:Failed|Unable) to save (?:the )?checkpoint",
+            r"save_checkpoint[^\n]{0,80}(?:failed|error)",
+            # torch.save into a folder that is not there (only a save says it: `RuntimeError: Parent directory
+            # /ckpts/global_step_20 does not exist.`, a step's folder written before it was made)
+            r"Parent directory \S+ does not exist",
+        ),
+        ("save checkpoint", "save the checkpoint", "save_checkpoint", "parent directory"),
         ("areal-project/AReaL PR 1468",),
         ignorecase=True,
     ),

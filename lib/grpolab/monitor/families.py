@@ -501,6 +501,13 @@ def _dependency(first: FirstError | None, text: str, near: str = "") -> str | No
     """missing-dependency / build-missing-extension where the error says so."""
     if first is None:
         return None
+    told = f"{text} {near}"
+    if sg.ARCH_COMPILE.search(told):  # a compiler older than the device it builds for
+        return "version-mismatch"
+    if re.search(sg.CANN_IMPORT, told):  # CANN's own Python modules not there (its toolkit's environment not set)
+        return "missing-dependency"
+    if re.search(sg.NO_BINARY, told):  # CANN's kernels package not installed, or (its config unread) another one's
+        return "version-mismatch" if sg.KERNEL_CONFIG.search(told) else "missing-dependency"
     # (an extension that is there and misses a symbol was built against another version: a version mismatch)
     if (
         sg.EXTENSION.search(text)

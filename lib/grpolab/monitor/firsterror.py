@@ -356,6 +356,9 @@ PATTERN_WORDS = (
     (r"\b[EF][01]\d[0-3]\d \d\d:\d\d:\d\d", 14),
     (r"\b[EF]20\d\d[01]\d[0-3]\d \d\d:\d\d:\d\d", 18),
     (r"\bE[A-Z0-9]\d{4}: ", 8),
+    # (behind a colour code a page's copy lost its escape character from, `[36mE30008: `: no word boundary there)
+    (r"\[\dmE[A-Z0-9]\d{4}: ", 11),
+    (r"\[\d\dmE[A-Z0-9]\d{4}: ", 12),
 )
 
 # C++'s terminate printing the message of the exception it was thrown (`terminate called after throwing ...`): an

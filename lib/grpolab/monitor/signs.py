@@ -227,9 +227,21 @@ MAKE_STOPPED = r"^[ \t]*make(?:\[\d+\])?: \*\*\* [^\n]{0,300} Error \d+"
 # a package's native part that did not build or link: pip's wheel build, the linker, make (their own records)
 BUILD_FAILED = (
     r"Failed building wheel for |Could not build wheels for |\berror: subprocess-exited-with-error\b|"
+    # a compiler a package runs to build its kernels on the fly, failed (FlashInfer's ninja, Triton's ptxas)
+    r"CalledProcessError: Command '\['(?:[^'\n]{0,200}/)?(?:ninja|nvcc|ptxas|gcc|g\+\+|c\+\+|cc|clang|cmake|make)'|"
     r"Failed to (?:download and )?build [`']|"  # (uv's: `× Failed to download and build `flash-attn==2.8.1``)
     r"\bundefined reference to [`']|\bld returned \d+ exit status|" + MAKE_STOPPED
 )
+# a compiler older than the device it builds for (Triton's ptxas asked for `--gpu-name=sm_120a`): its version's
+ARCH_COMPILE = re.compile(r"ptxas'[^\n]{0,300}--gpu-name=sm_\d+a?\b|Unsupported gpu architecture")
+# CANN failing to import one of its own Python modules (TBE's: set_env.sh not sourced, or the toolkit's Python
+# packages not installed): `EC0010: Failed to import Python module [ModuleNotFoundError: No module named ...]`, and its
+# TUNE record quoting Python's line (`"ModuleNotFoundError: No module named 'tbe.common'`)
+CANN_IMPORT = r"Failed to import Python module \[|\]\"(?:ModuleNotFoundError|ImportError): No module named '"
+# CANN's operators without a kernel binary for an op (`Op Cast does not has any binary`): the kernels package not
+# installed, or (its config not parsed: KERNEL_CONFIG) installed for another toolkit or driver
+NO_BINARY = r"\bOp \w+ does not ha(?:s|ve) any binary"
+KERNEL_CONFIG = re.compile(r"Parse dynamic kernel config fail|Cannot parse json for config file")
 EXTENSION = re.compile(
     BUILD_FAILED + "|"
     r"socversion \S+ of bin package|"
