@@ -5,7 +5,7 @@ causes that follow from these (start-up timeouts, kills, dead workers) are grpol
 from __future__ import annotations
 
 from grpolab.monitor.cause import Cause
-from grpolab.monitor.signs import DIST_BACKEND, KERNEL_ASSERT
+from grpolab.monitor.signs import DIST_BACKEND, GLOG_WARNING, KERNEL_ASSERT
 
 CAUSES: tuple[Cause, ...] = (
     Cause(
@@ -497,7 +497,7 @@ CAUSES: tuple[Cause, ...] = (
             r"set to never timeout",
             # glog's warning level: torch_npu's `[W NPUStream.cpp:409] Warning: NPU warning, error code is 507046`
             # (CANN's own error record of the same wait follows it: that is the error)
-            r"\bW [\w.]+:\d+\] Warning: NPU warning",
+            r"\b" + GLOG_WARNING + "NPU warning",
         ),
     ),
 )

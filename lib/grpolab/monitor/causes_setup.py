@@ -9,6 +9,7 @@ from grpolab.monitor.signs import (
     BUNDLE_INVALID,
     CANN_IMPORT,
     CLUSTER_TOO_SMALL,
+    GLOG_WARNING,
     LAZY_IMPORT,
     NO_BINARY,
     REQUESTED_MORE,
@@ -246,7 +247,7 @@ CAUSES: tuple[Cause, ...] = (
         rule="stack",
         # glog's warning level (torch_npu's `[W AclInterface.cpp:181] Warning: Failed to find function
         # aclrtCreateEventExWithFlag`: an optional function the CANN installed lacks, and the job goes on)
-        unless=(r"\[W [\w.]+:\d+\] Warning: ",),
+        unless=(r"\[" + GLOG_WARNING,),
     ),
     Cause(
         "chat-template",

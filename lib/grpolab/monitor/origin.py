@@ -21,9 +21,6 @@ from grpolab.monitor.firstsaid import CANN_CODE
 
 # torchrun's `[rank3]:` prefix, and a Ray actor named by its global rank: `(MegatronPolicyWorker[rank=107] pid=..)`
 _TORCHRUN = re.compile(r"\[rank(\d+)\]:|\w\[rank=(\d+)\][ \t]+pid=")
-# CANN's error record (`EL0004: ... Failed to allocate memory.`) printed under its header line, which names the rank
-# (`[ERROR] 2024-08-28-16:15:00 (PID:15597, Device:2, RankID:2) ERR00100 PTA call acl api failed`)
-_CANN_RECORD = re.compile(r"[ \t]*E[A-Z]\d{4}\b")
 _RANK_ID = re.compile(r"\bRank ?ID:? ?(\d+)\b", re.IGNORECASE)  # CANN's (PID:.., Device:.., RankID:..); -1: none
 _PG_RANK = re.compile(r"\[PG (?:ID )?(\d+)(?: PG GUID ([^\s\]]+))?(?:\([^)\]]*\))? Rank (\d+)\]")
 _RANK = re.compile(r"\[Rank (\d+)\]|\bRank (\d+): ")
@@ -138,8 +135,10 @@ def where(
         w.rank = int(m.group(1))
     if w.rank is None:
         w.rank = file_rank
-    if w.rank is None and before and _CANN_RECORD.match(line) and (m := _RANK_ID.search(before[-1])):
-        w.rank = int(m.group(1)) if m.group(1) != "-1" else None  # CANN's record under its header's RankID
+    # CANN's error record (`EL0004: ... Failed to allocate memory.`) under its header line, which names the rank
+    # (`[ERROR] 2024-08-28-16:15:00 (PID:15597, Device:2, RankID:2) ERR00100 PTA call acl api failed`)
+    if w.rank is None and before and CANN_CODE.match(line.lstrip()) and (m := _RANK_ID.search(before[-1])):
+        w.rank = int(m.group(1)) if m.group(1) != "-1" else None
     if w.rank is None and before and (code := CANN_CODE.search(line)) and code.group(0) in before[-1]:
         if above := _TORCHRUN.search(before[-1]):  # CANN's detail of an error code a rank's line above named first
             w.rank = int(above.group(1) or above.group(2))

@@ -234,6 +234,10 @@ BUILD_FAILED = (
 )
 # a compiler older than the device it builds for (Triton's ptxas asked for `--gpu-name=sm_120a`): its version's
 ARCH_COMPILE = re.compile(r"ptxas'[^\n]{0,300}--gpu-name=sm_\d+a?\b|Unsupported gpu architecture")
+# torch's (and torch_npu's) glog record at warning level, after its `[` or where a post dropped it
+# (`[W NPUStream.cpp:409] Warning: NPU warning, error code is 507046`, `[W AclInterface.cpp:181] Warning: Failed to
+# find function ...`): a warning the job goes on after, whatever words it holds
+GLOG_WARNING = r"W [\w.]+:\d+\] Warning: "
 # CANN failing to import one of its own Python modules (TBE's: set_env.sh not sourced, or the toolkit's Python
 # packages not installed): `EC0010: Failed to import Python module [ModuleNotFoundError: No module named ...]`, and its
 # TUNE record quoting Python's line (`"ModuleNotFoundError: No module named 'tbe.common'`)
