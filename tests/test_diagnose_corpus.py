@@ -418,8 +418,6 @@ BEYOND = {
     # batches 50-52 (2026-12-06: web pages, 2026 threads of RL trackers, the engines and Ray)
     "brainiky-sglang-abort-crash": "an IndexError inside SGLang's tokenizer manager (a framework's own bug, read "
     "alone); the collector calls it unknown",
-    "hiascend-forum-02127205553649790011": "torch_npu's `call aclnnArange failed, error code is 561103` (unknown, read "
-    "alone); that CANN's kernels and torch_npu do not fit is the collector's reading (doubtful)",
     "hiascend-forum-0214196073302639014": "vLLM-Ascend's `The Inner error is reported as above` and the worker's "
     "start-up frames (unknown, read alone); the versions that do not fit are the collector's reading (doubtful)",
     "mindspore-forum-1156": "`aclrtSynchronizeStreamWithTimeout` failing with 507011 is read as a device's fault, as "
@@ -799,8 +797,6 @@ BEYOND = {
     "unsloth-4885": f"{CUT}: unsloth's training frames, before its error",
     "verl-5357": f"{CUT}: Hydra's overrides line, before the save's FileNotFoundError",
     "vllm-19703": f"{CUT}: vLLM's `EngineCore encountered a fatal error`, before the collective's timeout",
-    "vllm-26028": "Ray's pending placement group without an error line: no failure, read alone; the collector reads "
-    "the resources it waits for (ray-resources, doubtful)",
     "vllm-ascend-1058": f"{CUT}: vLLM's KV-cache set-up frames (read as the cache's size), before the refused keyword",
     "vllm-ascend-1558": "CANN's `Failed to start the device` after SetDevice's 507033 (device-fault, read alone); the "
     "collector reads a device id the worker should not have been given (device-query, doubtful)",
@@ -940,8 +936,8 @@ BEYOND = {
     "no failure, read alone; the thread's check that raised it is the collector's (engine-config)",
     "openrlhf-184": f"{CUT}: vLLM 0.2's worker frames in a dead actor (worker-died, read alone); the versions are "
     "the thread's",
-    "openrlhf-519": f"{CUT}: DeepSpeed's launcher echoing the command line (`--load_checkpoint`, read as a "
-    "checkpoint's load); the out of memory is the title's",
+    "openrlhf-519": f"{CUT}: DeepSpeed's launcher echoing the command line of a rank that exited (unknown, read "
+    "alone); the out of memory is the title's",
     "openrlhf-741": f"{CUT}: import frames and Ray's exit record (worker-died, read alone); the versions are the "
     "thread's",
     "openrlhf-762": f"{CUT}: the traceback's first frame after the training bar, before the out of memory",
@@ -963,8 +959,6 @@ BEYOND = {
     "transformers renamed the vision tower's keys is the thread's (version-mismatch)",
     "sglang-4547": "the out of memory is right and read as the engine's start (rollout-startup-oom); the collector "
     "reads the device's memory (device-oom, doubtful)",
-    "sglang-9707": "cause and family are right (ptxas too old for sm_120a); SGLang's `TP1` tag is not read as the "
-    "rank of its scheduler's exception",
     "slime-1043": "`Dummy health check server started`, one line: no failure, read alone; the hang after it is the "
     "title's (startup-timeout, doubtful)",
     "slime-1136": f"{CUT}: healthy steps and SGLang's health checks, before the out of memory",
@@ -994,6 +988,100 @@ BEYOND = {
     "vllm-13593": "cause and family are right; vLLM's `'_OpNamespace' '_C' object has no attribute` record is said, "
     "the collector's first error is the import warning above it",
     "vllm-43222": f"{CUT}: vLLM's scheduler dump after its workers' frames, before the out of memory",
+    # batches 105-111 (2026-12-06: forums and Q&A; Hugging Face's trackers; NVIDIA's training stacks; smaller RL
+    # frameworks; DeepSpeed, torchtitan, torchtune, PyTorch, Lightning and Ray; the Ascend stack; vLLM and SGLang as
+    # rollout and verl 2026)
+    "areal-132": f"{CUT}: Ray's frames of the save, before Megatron's `KeyError: 'step'`",
+    "areal-548": "AReaL's `Reward API WARNING: Computing reward timeout after 15s. Set reward to 0.`, a warning "
+    "(warning-only, read alone); that every sample's reward timed out is the thread's (reward-error, doubtful)",
+    "art-144": "cause and family are right; IPython's `RuntimeError    Traceback (most recent call last)` header is "
+    "said, the collector's first error is the device-side assert below it",
+    "art-386": f"{CUT}: vLLM's `_log_task_completion` frames, before the CUDA error",
+    "axolotl-3142": f"{CUT}: axolotl's frames, before flash-attn's undefined symbol",
+    "axolotl-3443": "a store's `wait timeout after 1800000ms` while a rank retrieves ncclUniqueId is the "
+    "communicator's set-up (comm-init, as trl-3119); the collector reads the wait for a slow rank 0 (comm-timeout, "
+    "doubtful)",
+    "cosmos-reason1-11": "`KeyError: 'rollout'` in a launcher's own code (unknown, read alone); that the config "
+    "loaded was written for another version of the launcher is the thread's (doubtful)",
+    "deepspeed-1879": "an undefined symbol in DeepSpeed's prebuilt op is versions (version-mismatch, read alone); the "
+    "collector reads a link flag the build lacked (build-missing-extension)",
+    "deepspeed-4907": f"{CUT}: the launcher's ssh check that failed (`CalledProcessError: Command 'ssh ...'`), "
+    "unknown read alone; that the nodes could not reach each other is the thread's (comm-init, doubtful)",
+    "discuss-pytorch-222561-dcp-save-ranks": f"{CUT}: `Saving to ... via torch.distributed.checkpoint` records only "
+    "(no failure, read alone); ranks that did not write are the thread's (doubtful)",
+    "megatron-bridge-4587": f"{CUT}: Megatron's forward frames, before the out of memory",
+    "megatron-lm-1476": f"{CUT}: Megatron's import frames (versions, read alone), before `No module named "
+    "'transformer_engine'`",
+    "megatron-lm-1708": f"{CUT}: the converter's process frames, before its saver's error",
+    "megatron-lm-3240": f"{CUT}: `The size of tensor a (32768) must match ...` in a process's frames (unknown, read "
+    "alone), the converter's own frames not posted",
+    "megatron-lm-5025": "TE's fused kernel's `Assertion failed: num_experts == num_cols` in a pytest log (the layout's "
+    "words, read alone); that TE 2.16 changed the kernel's interface is the thread's (api-mismatch, doubtful)",
+    "megatron-lm-5174": f"{CUT}: Megatron-Bridge's train and save frames (a converter's path, read alone), before the "
+    "save's error",
+    "mindspeed-core-ms-faq-libsndfile": "`OSError:cannot load library ... cannot open sharedobject file` with its spaces "
+    "lost (unknown, read alone); the FAQ names the system library libsndfile1 not installed",
+    "nemo-gym-186": "`KeyError: 'truncated'` of a batch's field (data-error, read alone); that NeMo RL reads a field "
+    "the Gym rollout never writes is the thread's (trainer-bug)",
+    "nemo-rl-2618": "cause and family are right; NeMo RL's `Error: Worker failed to update weights` printed above the "
+    "worker's own error is said first",
+    "nemo-rl-790": "a CUDA kernel's device-side assert (device-fault, read alone); that sequence packing breaks "
+    "Gemma's indices is the thread's (trainer-bug)",
+    "nemo-run-266": "cause and family are right; NCCL's `WARN Could not find NET with id 0`, above the "
+    "DistBackendError the collector names, is said first",
+    "open-r1-129": f"{CUT}: vLLM's engine frames, before its error",
+    "open-r1-145": f"{CUT}: transformers' evaluation frames, before the AttributeError",
+    "open-r1-410": "argparse's `the following arguments are required: --dataset_name` is the command line's "
+    "(engine-config, read alone); the collector reads the recipe's keys (hydra-config, doubtful)",
+    "openrlhf-970": f"{CUT}: the NCCL watchdog's BROADCAST timeout (comm-timeout, read alone), the OOM killer's "
+    "record not posted",
+    "pytorch-107021": "cause and family are right; the RendezvousConnectionError is said, the collector's first error "
+    "is the `[E socket.cpp:860]` record above it",
+    "ray-40401": "Lightning's `You selected an invalid strategy name: strategy=<ray.train.lightning...>` (unknown, read "
+    "alone); that Ray's integration and the installed lightning do not fit is the thread's (version-mismatch)",
+    "rex-thinker-14": "Ray's note that a pydantic ValidationError could not be subclassed (unknown, read alone); the "
+    "data set's nested rows are the thread's (data-error)",
+    "roll-348": f"{CUT}: ROLL's pipeline frames, before the kill",
+    "sglang-11291": f"{CUT}: SGLang's layer frames, before `vllm is not installed`",
+    "sglang-26194": "`The size of tensor a (64) must match the size of tensor b (2048)`, one line (unknown, read "
+    "alone); that the weight update skipped a shape restore is the thread's (weight-sync)",
+    "sglang-26265": f"{CUT}: SGLang's scheduler header, before the KV pool's exhaustion",
+    "skyrl-1463": f"{CUT}: the test's frames, before the out of memory",
+    "skyrl-70": f"{CUT}: Ray's RayTaskError header of the entry point, before the wake-up's out of memory",
+    "skyrl-789": "`NCCL error : invalid argument`, one line (comm-init, read alone); that SkyRL's weight-sync group "
+    "broke after a torch upgrade is the thread's (weight-sync)",
+    "skyrl-797": f"{CUT}: vLLM's EngineCore record, before the CUDA error",
+    "torchtitan-1396": "`KeyError: (\"Mesh dimension 'ep' does not exist.\", ...)` (unknown, read alone); that "
+    "torchtitan's mesh never makes one for this layout is the thread's (trainer-bug, doubtful)",
+    "torchtune-2907": "`DistributedCheckpointer.__init__() got an unexpected keyword argument 'model_type'` reads as "
+    "versions (version-mismatch, read alone); the collector reads a key of the recipe's config (hydra-config)",
+    "torchtune-2907-b": "OmegaConf's `Missing key model_type` read by the recipe's own code (unknown, read alone, as a "
+    "read of a loaded config); the collector reads the config's key (hydra-config, doubtful)",
+    "transformerengine-1407": "cuDNN's `CUDNN_STATUS_EXECUTION_FAILED` (unknown, read alone); the flash-attn version "
+    "TE warned of is the thread's (version-mismatch)",
+    "trl-3221": f"{CUT}: TRL's profiling frames, before the store's timeout",
+    "trl-3788": f"{CUT}: vLLM's LLM() frames, before its check of max_num_batched_tokens",
+    "trl-4669": f"{CUT}: transformers' evaluate frames, before the AttributeError",
+    "trl-4850": f"{CUT}: transformers' evaluate frames, before the AttributeError",
+    "trl-5142": "the AI Core's `The DDR address of the MTE instruction is out of range` is the device's (device-fault, "
+    "read alone); that the sync wrote into a sleeping engine is the thread's (weight-sync)",
+    "trl-5150": f"{CUT}: pytest's frames of safetensors' save_file, before its error",
+    "verl-2987": f"{CUT}: Ray's dead worker (worker-died, read alone); the timeout is a triage comment's (doubtful)",
+    "verl-4651": f"{CUT}: Ray's RayTaskError frames of the weight-sync group's creation, before `NCCL is not "
+    "available`",
+    "vime-434": f"{CUT}: `WorkerProc failed to start.`, before the layout's error (doubtful)",
+    "vime-56": f"{CUT}: vLLM's WorkerProc record of a weight update (weight-sync, read alone), before the KV cache "
+    "asleep (doubtful)",
+    "vllm-35679": f"{CUT}: vLLM's chat warmup frames, before ChatTemplateResolutionError",
+    "vllm-41564": "`AttributeError: 'list' object has no attribute 'zero_'`, one line (version-mismatch, read alone); "
+    "that vLLM's wake-up zeroes a hybrid model's cache is the thread's",
+    "vllm-ascend-13185": f"{CUT}: vLLM's input dump and the shared-memory broadcast's TimeoutError, before the HCCL "
+    "out of memory (doubtful)",
+    "vllm-ascend-5020": "the NPU's out of memory, one line (device-oom, read alone); that the server was starting is "
+    "the thread's (rollout-startup-oom, doubtful)",
+    "vllm-ascend-7123": f"{CUT}: `WorkerProc failed to start.`, before the out of memory",
+    "vllm-omni-3477": f"{CUT}: vLLM's engine frames of its KV cache's set-up (kv-cache-too-small, read alone), before "
+    "the out of memory",
 }
 
 

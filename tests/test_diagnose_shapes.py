@@ -90,7 +90,7 @@ def test_ascend_shapes_of_batch_25_and_their_neighbours():
     )
     assert _said(query) == ("no-device", "device-query")
     assert _said(_log("vllm-ascend-11990")) == ("unknown", "cuda-graph-capture")  # NPUGraph's capture_begin
-    assert _said(_log("vllm-ascend-2725")) == ("import-error", "build-missing-extension")  # kernels of another chip
+    assert _said(_log("vllm-ascend-2725")) == ("import-error", "version-mismatch")  # kernels of another chip
     # out of memory while the engine loads its model (`Error executing method 'load_model'`) is its start-up's; the
     # same line after a training step is training's
     assert _said(_log("vllm-ascend-2378")) == ("device-oom", "rollout-startup-oom")

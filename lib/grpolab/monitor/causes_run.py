@@ -101,7 +101,7 @@ CAUSES: tuple[Cause, ...] = (
             r"(?:rank ?table|ranktable)[^\n]{0,80}(?:invalid|error|failed|not found|mismatch)",
             r"ncclCommInit\w{0,40}[^\n]{0,40}failed",
             r"\bnccl(?:SystemError|InternalError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)\b",
-            r"NCCL error in: [^\n]+|NCCL error: [^\n]+",
+            r"NCCL error in: [^\n]+|NCCL error ?: [^\n]+",
             r"DistStoreError|waiting for clients\. \d+/\d+ clients joined|connectFullMesh failed",
             r"is setting up [NH]CCL communicator[^\n]+(?:error|Timeout)",
             r"(?:init_process_group|rendezvous|TCPStore)[^\n]{0,120}(?:failed|error|timed out|refused)",
@@ -130,6 +130,11 @@ CAUSES: tuple[Cause, ...] = (
             # CUDA call inside NCCL that failed (not memory: that is the device's)
             r"NCCL INFO (?:bootstrap|init|misc/socket|socket|transport/net\w{0,10})\.cc:\d+ -> [1-9]",
             r"NCCL WARN Cuda failure (?:\d+ )?'(?!out of memory)",
+            # NCCL's network plugin without the interface it was told to use (`NCCL WARN Could not find NET with id 0`)
+            r"NCCL WARN Could not find NET with id\b",
+            # the KV-cache transfer engine between prefill and decode servers could not start (`RuntimeError: Ascend
+            # Transfer Engine initialization failed.`: the store it registers with, its address)
+            r"\bTransfer Engine initiali[sz]ation failed",
             # two ranks given one device (NCCL: `Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1a000`)
             r"\brank \d+ and rank \d+ both on (?:CUDA|NPU) device\b",
             # gloo's transport refusing a connection of the group it sets up (`[gloo/transport/uv/libuv.h:596]
@@ -174,6 +179,7 @@ CAUSES: tuple[Cause, ...] = (
             "diststoreerror",
             "clients joined",
             "connectfullmesh",
+            "transfer engine",
         ),
         (
             "EvolvingLMMs-Lab/open-r1-multimodal issue 7",
@@ -187,7 +193,7 @@ CAUSES: tuple[Cause, ...] = (
             # (NCCL's WARN is its error level, and `run with NCCL_DEBUG=WARN for details` its advice under an error)
             r"(?<!NCCL )(?<!NCCL_DEBUG=)\bwarn(?:ing)?\b",
             r"NCCL WARN[^\n]*\bretry",
-            r"NCCL error: [^\n]*(?:timed out|timeout)",
+            r"NCCL error ?: [^\n]*(?:timed out|timeout)",
             r"DistNetworkError: The server socket has failed",
         ),
         # torch_npu's wrapper line for any HCCL call that failed: set-up is the likely one, when nothing else says
@@ -334,6 +340,7 @@ CAUSES: tuple[Cause, ...] = (
             r"found NaN in local grad norm",
             r"grad_norm is not finite",
             r"\bloss (?:is|=|:) ?(?:nan|inf)\b",
+            r"\bstep \d+: loss (?:nan|inf),",  # litgpt's step line (`iter 16 step 1: loss nan, train time: ...`)
             r"returned nan values in its \d+\w{0,40} output",
             r"is non-finite, so it cannot be clipped",
             r"Unexpected result nan",
@@ -376,6 +383,8 @@ CAUSES: tuple[Cause, ...] = (
             r"\baicore (?:error|exception|timeout)|\bAICORE_(?:EXCEPTION|TIMEOUT)|\bAIC(?:PU)? error|aivec error|"
             r"\bAicore kernel execute failed|\baivector error",  # CANN's runtime (PrintErrorInfoForDavinciTask)
             r"\bMTE error|\bmte (?:out of range|error)",
+            # (CANN's AI Core record of it: `[AIC_INFO] The DDR address of the MTE instruction is out of range.`)
+            r"\baddress of the MTE instruction is out of range",
             r"ACL_ERROR_RT_(?:AICORE|AIVEC|VECTOR_CORE|AICPU|DEVICE|FEATURE|HBM|MTE)\w{0,40}",
             # (not 507046, the stream's synchronize timed out: a wait, comm-timeout's)
             r"(?:error code(?: is|:)|runtime result =) ?5070(?!46)\d\d\b|error code(?: is|:) ?507899\b",
@@ -407,6 +416,7 @@ CAUSES: tuple[Cause, ...] = (
             "misaligned",
             "device-side",
             "] assertion",  # (a kernel's: `thread: [0,0,0] Assertion`)
+            "[assert] ",  # (an Ascend C kernel's)
             "acceleratorerror",
             "xid",
             "ecc",

@@ -12,6 +12,7 @@ from grpolab.monitor.signs import (
     GLOG_WARNING,
     LAZY_IMPORT,
     NO_BINARY,
+    PG_WAIT,
     REQUESTED_MORE,
 )
 
@@ -115,8 +116,10 @@ CAUSES: tuple[Cause, ...] = (
             r"Set visible device failed|\bset \w{0,40}VISIBLE_DEVICES\S{0,20} error",
             BUNDLE_INVALID,
             CLUSTER_TOO_SMALL,
+            PG_WAIT,
         ),
         (
+            "waiting for creating a placement group",
             "no cuda gpus",
             "no supported device",
             "set visible device",
@@ -163,7 +166,7 @@ CAUSES: tuple[Cause, ...] = (
             "vllm-project/vllm-ascend issue 167",
         ),
         # Ray's autoscaler warns while a placement group waits, also in runs that start fine a minute later
-        weak=(r"cannot be scheduled right now",),
+        weak=(r"cannot be scheduled right now", PG_WAIT),
     ),
     Cause(
         "import-error",
@@ -202,6 +205,11 @@ CAUSES: tuple[Cause, ...] = (
             # pip's resolver without a version of a requirement for this platform or Python (`Could not find a
             # version that satisfies the requirement xgrammar==0.1.11`, `No matching distribution found for`)
             r"Could not find a version that satisfies the requirement|No matching distribution found for",
+            # pip's resolver refusing two requirements together (`ERROR: Cannot install mistral-common[image]==1.11.5
+            # and trinity-rft`), and a package's check of another's version (Megatron's `Supported flash-attn versions
+            # are >= 2.1.1, <= 2.7.4.post1. Found flash-attn 2.8.3.`)
+            r"^{P}ERROR: Cannot install \S[^\n]{0,200} and \S",
+            r"\bSupported [\w.\-]{1,40} versions are [^\n]{1,120}\bFound [\w.\-]{1,40} \d",
             # CANN's own Python modules not importable, and its operators without a kernel binary (signs)
             CANN_IMPORT,
             NO_BINARY,
@@ -241,6 +249,8 @@ CAUSES: tuple[Cause, ...] = (
             "compiled with",
             "cannot import name",
             "failed to find function",
+            "cannot install",
+            "versions are",
         ),
         ("Ascend/pytorch issue 35", "huggingface/trl issue 3304", "vllm-project/vllm-ascend issue 117")
         + ("cnblogs.com/marsggbo 17966269",),
@@ -427,6 +437,7 @@ CAUSES: tuple[Cause, ...] = (
             "fewer",
             "must be",
             "should be",
+            "invalid device",
         ),
         ("vllm-project/vllm issue 1705", "vllm-project/vllm issue 52435", "vllm-project/vllm-ascend issue 2879"),
         rule="world-divisible",

@@ -73,6 +73,14 @@ PHASES = (
         Phase("device-oom", "rollout-wakeup-oom", "the rollout engine's wake-up (its memory: most often too little)"),
     ),
     (sg.GROUP_GETTER, 2, "function", Phase("unknown", "trainer-bug", "a getter of a parallel group not set up yet")),
+    (
+        sg.PLUGIN_PATCH,
+        2,
+        "function",
+        Phase(
+            "import-error", "version-mismatch", "a platform plugin's patch of its engine (most often another version)"
+        ),
+    ),
 )
 
 

@@ -483,6 +483,7 @@ class Scan:
             inner,
             lines[1:],
             (hit.intro or fs.code_named_above(hit.before, hit.line)) + said,
+            fs.frame_code(hit.before) if hit.frames else "",
         )
 
     def _late(self, w: Where) -> None:

@@ -113,12 +113,16 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     """A cause and family from the first error's structure, or None when it says nothing beyond its type."""
     context = context or Context()
     kind = first.short
-    text = _story(first, context)
-    message = first.message
+    text = sg.ARGV_ECHO.sub("[...]", _story(first, context))
+    message = sg.ARGV_ECHO.sub("[...]", first.message)
     stack = _stack(first)
     if sg.OOM.search(f"{first.type}: {message}") or sg.OOM.search(first.short):  # also relayed (RayTaskError(...))
         family = _memory(first, context)
         return Verdict(FAMILIES[family][0], family)
+    if first.frames and sg.LOAD_LIBRARY.search(first.frames[-1].function) and kind in sg.NOT_FOUND_TYPES:
+        return vd.version(first, "build-missing-extension")  # a package's loader did not find its compiled library
+    if sg.KERNEL_CONFIG.search(text):  # CANN could not read its operators' kernel config: another CANN's, or chip's
+        return vd.version(first, "version-mismatch")
     if sg.REWARD_LOAD.search(first.said or message):  # its reward (function, module, worker class) did not load
         return Verdict("reward-missing", "reward-missing")
     if sg.FEATURE_TYPE.search(message):  # a data file written by a newer datasets than the one reading it
@@ -170,6 +174,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return vd.sync(first)
     if _loading_at_start(first):  # the engine's own load of its weights from files, which no sync call reached
         return Verdict("checkpoint-mismatch", "checkpoint-load")
+    if kind == "TypeError" and sg.KEYWORD_REFUSED.search(message) and sg.SYNC.search(message):
+        return vd.version(first, "version-mismatch")  # the sync's own call refused a keyword: the engine's version
     if sg.SYNC.search(stack) or sg.SYNC.search(message) or (not first.frames and sg.SYNC.search(context.near)):
         return vd.sync(first)
     # a segfault in the middle of a weight update; a weight of no elements loaded (a shard sent without its gather)
@@ -231,12 +237,18 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     saving = sg.CKPT_WRITE.search(stack) or sg.SAVE_MODEL.search(stack)
     if first.frames and saving and kind in ("ValueError", "RuntimeError", "TypeError", "OSError"):
         return Verdict("checkpoint-save", "checkpoint-save")  # raised in a save (its format refused what it holds)
+    if sg.RESHAPE.search(message) and sg.GROUP_SIZE.search(first.code):  # a view by the group size
+        return Verdict("batch-divisible", "batch-divisible")
     if first.frames and sg.DS_BATCH.search(stack):  # DeepSpeed's batch check, its message cut or not
         return Verdict("batch-divisible", "batch-divisible")
     if kind == "KeyError" and sg.PARAM_KEY.match(message) and sg.LOADING_SHARDS.search(text):
         return Verdict("checkpoint-mismatch", "checkpoint-load")  # a weight file's parameter, read at the model's load
     if kind == "KeyError" and sg.PARAM_NAME.search(message) and sg.SERVER_LAUNCH.search(text):
         return Verdict("checkpoint-mismatch", "checkpoint-load")  # a server on its own loads only its weight files
+    frames = [f"{f.function} {f.path}" for f in first.frames]
+    if kind == "KeyError" and sg.PARAM_NAME.search(message) and any(sg.ENGINE_LOAD.match(t) for t in frames):
+        if not any(sg.SYNC_CALL.search(t) for t in frames):  # an engine's start-up load: its checkpoint's names
+            return Verdict("checkpoint-mismatch", "checkpoint-load")
     if kind == "KeyError" and sg.PARAM_NAME.search(message):  # a parameter's name the receiving side does not know
         return vd.sync(first)  # (not a checkpoint's: that says so above): the name map between trainer and rollout
     if sg.CAPTURE.search(stack) or sg.CAPTURE.search(text):

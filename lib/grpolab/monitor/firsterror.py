@@ -264,6 +264,7 @@ class FirstError:
     inner: str | None = None  # the type a wrapper names (RayTaskError(ValueError))
     context: list[str] = field(default_factory=list)  # the lines its message continues on
     said: str = ""  # the error as printed: its line (prefixes kept) and the lines its message continues on
+    code: str = ""  # the source line the innermost frame shows (`x.view(num_devices, self.num_generations)`)
 
     @property
     def short(self) -> str:
@@ -346,6 +347,9 @@ WORDS = (
     "cudbg_exception",
     "× ",  # (uv's and pip's error mark)
     "*** [",  # (make's stop: `make: *** [all] Error 2`)
+    "the size of tensor a",  # (torch's shape and device errors, posted without their type)
+    "expected all tensors",
+    "shapes cannot be multiplied",
 )
 
 # Keywords that are patterns (case-sensitive, each of one length: the prefilter finds a line by where one ends): an
@@ -419,6 +423,12 @@ _LEVEL_ERROR = re.compile(
     # the CUDA core dump's record of a fault (`coredump: Detected an exception of type CUDBG_EXCEPTION_...`)
     r"|^[ \t]*× (?:Failed|No solution|[^\n]{0,120}did not run successfully)"
     r"|^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*){1,4}\[E\] |\bDetected an exception of type CUDBG_EXCEPTION_"
+    # torch's shape and device errors posted without their `RuntimeError: ` (`The size of tensor a (64) must match the
+    # size of tensor b (2048)`); cuDNN's API log at its error level (`E! CuDNN (v90100 70) function ... called:`,
+    # `e!  Error: CUDNN_STATUS_EXECUTION_FAILED`); Ray naming the exception a task raised that it could not subclass
+    r"|^[ \t]*(?:The size of tensor a \(\d+\) must match the size of tensor b|Expected all tensors to be on the same "
+    r"device|mat1 and mat2 shapes cannot be multiplied)\b|^[ \t]*[Ee]! +(?:CuDNN \(v\d+|Error: CUDNN_STATUS_)"
+    r"|\bUser exception type <class '[\w.]{1,120}'> in RayTaskError can't be subclassed"
     rf"|^[ \t]*{sg.ARGPARSE.pattern}|{sg.COMMAND_MISSING.pattern}"  # argparse's refusal; a shell's `command not found`
     # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`
     # (a C++ source's tag too, where a post dropped the record's head: `gcs_rpc_client.h:552: Failed to connect`);

@@ -4,6 +4,7 @@ introduced it, the CANN code named above its detail) and, for a person, with the
     as_printed(chunk, start, end, message, line) -> str   an error line as printed, with its message's other lines
     introduced(trace) -> str             the record that introduced an exception (`Error in X:` above its traceback)
     code_named_above(before, line) -> str    the line above a CANN error's detail that named its code first
+    frame_code(before) -> str            the source line its innermost frame shows
     sentence(first, full) -> str         the first error said for a person, with its raising frame and library
 """
 
@@ -95,6 +96,16 @@ def code_named_above(before: list[str], line: str) -> str:
     if code is None or not before or code.group(0) not in before[-1] or CANN_CODE.search(line[: code.start()]):
         return ""
     return before[-1].rstrip() + "\n" if re.search(r"error", before[-1], re.IGNORECASE) else ""
+
+
+def frame_code(before: list[str]) -> str:
+    """The source line under the innermost frame of the traceback `before` ends with (Python prints it below its
+    `File "...", line N, in f`, 3.11's carets `^^^` below it), or "" where none is shown."""
+    lines = [strip_prefix(text).strip() for text in before[-4:]]
+    lines = [text for text in lines if text and not set(text) <= set("^~ ")]
+    if len(lines) < 2 or not lines[-2].startswith('File "') or lines[-1].startswith('File "'):
+        return ""
+    return lines[-1]
 
 
 def sentence(first: FirstError, full: bool) -> str:

@@ -150,6 +150,8 @@ def where(
         below = _TORCHRUN.search(after[0]) if after else None  # the error line that ends a rank's traceback
         if below is None or below.groups() == above.groups():
             w.rank = int(above.group(1) or above.group(2))
+    if w.rank is None and before and not line[:1].isspace() and (head := _traceback_head(before)):
+        w.rank = where(head).rank  # a traceback's exception line: the rank its header names (SGLang's `[.. TP1]`)
     if w.rank is None and pg:  # only a rank within a process group: better than none
         w.rank = int(pg.group(3))
     if pg:
@@ -234,6 +236,17 @@ def origin_first(hits: list) -> list:
 
 
 _NEAR = 12  # lines after a rank-less origin in which the same failure's rank is looked for (one process's report)
+
+
+def _traceback_head(before: list[str]) -> str | None:
+    """The header line (`... Traceback (most recent call last):`) of the traceback whose frames `before` ends with,
+    where no other line than its frames and their code lies between."""
+    for text in reversed(before):
+        if "Traceback (most recent call last)" in text:
+            return text
+        if not text[:1].isspace():
+            return None
+    return None
 
 
 def locate(ordered: list, hits: list, later: list, nearby: list, first) -> tuple[int | None, str | None]:

@@ -62,7 +62,8 @@ KV = re.compile(r"KV cache|cache blocks|initialize_cache|_initialize_kv_caches|d
 CONVERSION = re.compile(
     r"[/\\]conversion[/\\]|convert\w{0,40}\.py|model_merger|merge_\w{0,20}checkpoint|to_hf|hf_to_\w{1,20}|"
     r"_to_(?:nemo|mcore|megatron|dcp)\w{0,20}\.py|"  # a converter script named for its two formats (`ckpt_to_nemo.py`)
-    r"export_\w{0,20}checkpoint|AutoBridge|[/\\]mbridge[/\\]|megatron[/\\]bridge[/\\]|_weight_name_mapping",
+    r"export_\w{0,20}checkpoint|AutoBridge|[/\\]mbridge[/\\]|megatron[/\\]bridge[/\\]|_weight_name_mapping|"
+    r"No connector found for extension",  # NeMo's import_ckpt: no importer for the source it was given
     re.IGNORECASE,
 )
 # (Megatron's asynchronous writer, strategies.filesystem_async, writes only: a save's)
@@ -248,7 +249,6 @@ NO_BINARY = r"\bOp \w+ does not ha(?:s|ve) any binary"
 KERNEL_CONFIG = re.compile(r"Parse dynamic kernel config fail|Cannot parse json for config file")
 EXTENSION = re.compile(
     BUILD_FAILED + "|"
-    r"socversion \S+ of bin package|"
     r"Cannot find bin of op\b|"  # CANN's operator package holds no kernel binary for the op: its kernels not installed
     r"\b\w{1,40}\._C\b|_C'|No module named '(?:[\w.]{1,80}\.)?_?custom_ops'|"
     r"camem|allocator is not available|not compiled with|custom (?:ops?|kernels?) (?:is |are )?"
@@ -275,13 +275,18 @@ CLUSTER_TOO_SMALL = (
     r"(?:cannot|can't|could not|unable to) (?:meet|satisfy) the (?:required|requested) (?:number of )?"
     r"(?:nodes|GPUs|NPUs|devices)"
 )
+# vLLM's Ray executor still waiting for the placement group of its workers' devices (`Waiting for creating a placement
+# group of specs for 150 seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]`): a warning while it waits, a cause if the log
+# says nothing else
+PG_WAIT = r"Waiting for creating a placement group of specs for \d+ seconds"
 RESOURCES = re.compile(
     rf"{REQUESTED_MORE}|Not enough (?:GPUs|NPUs|devices)|{BUNDLE_INVALID}|{CLUSTER_TOO_SMALL}|"
     r"cannot be scheduled|Total available (?:GPUs|NPUs)|exceeds the total number of available|infeasible|"
     r"No available node types can fulfill|node has no (?:NPU|GPU)s? available|"
     r"does not allocate any (?:GPUs|NPUs)|"  # Ray's placement gave the driver's node none (OpenRLHF's check)
     # vLLM's Ray executor (and Ray Serve LLM) could not place its workers' groups
-    r"Not enough resources to allocate \d+ placement groups",
+    r"Not enough resources to allocate \d+ placement groups|"
+    rf"{PG_WAIT}",
     re.IGNORECASE,
 )
 INVISIBLE = re.compile(
@@ -378,7 +383,11 @@ SIGKILL = re.compile(r"SIGKILL|exitcode: ?-9\b|return code ?= ?-9\b|signal 9\b|\
 LAUNCHER_KILLING = r"sigkill_handler\] Killing subprocess"
 # a CUDA kernel's assertion, printed by each thread that failed it (`IndexKernel.cu:93: operator(): block: [0,0,0],
 # thread: [0,0,0] Assertion `...` failed.`)
-KERNEL_ASSERT = re.compile(r"\.cuh?:\d+: [^\n]{0,120}block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion\b")
+KERNEL_ASSERT = re.compile(
+    r"\.cuh?:\d+: [^\n]{0,120}block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion\b|"
+    # an Ascend C kernel's (CANN's operator code: `[ASSERT] .../gather_v3/gather_v3_base.h:137: Assertion ...`)
+    r"\[ASSERT\] \S{1,300}[/\\]op_impl[/\\]\S{1,300}\.h:\d+: Assertion\b"
+)
 # a data set's own files (datasets' `dataset_dict.json` of a DatasetDict saved to disk, a parquet or JSON-lines file)
 DATA_FILE = re.compile(r"\bdataset_(?:dict|info)\.json\b|\bDatasetDict\b|\.parquet\b|\.jsonl\b")
 # a node stopped from outside, its processes with it (Ray's `the actor's node was terminated expectedly: received
@@ -496,3 +505,17 @@ STORE = re.compile(
 )
 # Megatron's getters of a parallel group (they assert it was set up: `... group is not initialized`)
 GROUP_GETTER = re.compile(r"\bget_\w{1,60}_(?:group|world_size|rank)\b")
+# a command line a launcher echoes as a Python list (DeepSpeed's `sigkill_handler ['python', '-m', ...,
+# '--load_checkpoint', ...] exits with return code = 1`): its arguments are the launch's words, not what failed
+ARGV_ECHO = re.compile(r"\[(?:'[^']{0,300}', ){3,}'[^']{0,300}'\]")
+# a package's loader of its own compiled library (Transformer Engine's `_load_library`: `next(so_dir.glob(...))`
+# raising StopIteration when the .so is not there), and what such a search raises when it finds nothing
+LOAD_LIBRARY = re.compile(r"^_?load_(?:\w{0,20}_)?(?:library|lib|so|extension|ext)$")
+NOT_FOUND_TYPES = ("StopIteration", "FileNotFoundError", "OSError", "IndexError")
+# a reshape by the group size that the gathered batch does not divide (`rewards.view(num_devices,
+# self.num_generations)`: `shape '[2, 8]' is invalid for input of size 17`), the batch's split, not a layout
+RESHAPE = re.compile(r"shape '\[[-\d, ]{1,60}\]' is invalid for input of size \d+")
+GROUP_SIZE = re.compile(r"\bnum_generations\b|\bn_samples\w{0,20}|\bgroup_size\b|\brollout_n\b|num_return_sequences")
+# a platform plugin patching the engine it runs on as it registers (vllm-ascend's `pre_register_and_update`,
+# `adapt_patch`): a traceback cut there is most often the plugin and the engine at versions that do not fit
+PLUGIN_PATCH = re.compile(r"\b(?:pre_register_and_update|adapt_patch|apply_\w{0,20}patch\w{0,20})\b")
