@@ -83,6 +83,9 @@ WRAP_LEFT = {
     "openrlhf-265",  # wrapped twice (at 149 as posted, then at 120): the second width is not the widest line
     "openrlhf-621",  # cuts right after `shape: torch.` (a sentence's end, read as one) and before `(`
     "vllm-ascend-1955",  # HCCL's record cut before its `[1], listen on ip[...]`: a bracket starts a record
+    # its records end in a typed `^M` (a carriage return as the page shows it): as posted the checkpoint's words of a
+    # dump run into its error (a BEYOND answer); without the `^M`, or wrapped and joined again, unknown
+    "vllm-ascend-13185",
 }
 
 

@@ -365,8 +365,6 @@ BEYOND = {
     "llamafactory-1069": "a KeyError raised in peft's inject_adapter, called from LLaMA-Factory (unknown, read "
     "alone); that the two packages' versions do not fit is the thread's (doubtful)",
     "llamafactory-3186": f"{CUT}: the PPO trainer's generate frames, before NCCL's timeout",
-    "llamafactory-8320": f'{CUT}: the traceback stops at the `raise RuntimeError("Cannot find valid samples` source '
-    "line, before the error line itself",
     "megatron-bridge-2375": "Megatron-Bridge's `Cannot determine parallelism type for module` alone, no stack (unknown, "
     "read alone); that the converter lacks a mapping for that module is the thread's",
     "ms-swift-4447": "a rollout server's HTTP 422 (`Request failed: 422`) whose body names an image field (unknown, "
@@ -1082,6 +1080,101 @@ BEYOND = {
     "vllm-ascend-7123": f"{CUT}: `WorkerProc failed to start.`, before the out of memory",
     "vllm-omni-3477": f"{CUT}: vLLM's engine frames of its KV cache's set-up (kv-cache-too-small, read alone), before "
     "the out of memory",
+    # batches 112-118 (2026-12-06: verl's 2025 threads by exception; repositories' FAQ and error pages; NCCL,
+    # containers and launchers; ms-swift, LLaMA-Factory and other toolkits; Chinese threads; lmdeploy, vLLM-Omni,
+    # Mooncake and other engines; pull requests of the RL trainers)
+    "areal-115": f"{CUT}: AReaL's `raise e` frames, before the generation servers' start-up timeout",
+    "awsome-distributed-ai-192": "cause and family are right; srun's `10: ` labels inside a line joined from a wrapped "
+    "post are not read as the rank",
+    "chatglm-efficient-tuning-75": f"{CUT}: torchelastic's failure summary (`exitcode  : 1`), unknown read alone; the "
+    "out of memory is the maintainer's reading",
+    "d-fine-289": "NCCL's `invalid usage` of two ranks on one device is the communicator's (comm-init, as the corpus's "
+    "`Duplicate GPU detected` cases); the collector reads the device the script hard-coded (layout-mismatch)",
+    "deepspeed-docs-advanced-install-no-kernel-image": "`no kernel image is available for execution on the device` is "
+    "the versions' (as the corpus reads a kernel built for other GPUs); DeepSpeed's guide reads its extensions not "
+    "built for the device (build-missing-extension)",
+    "grail-investigation-report": "`AttributeError: 'Namespace' object has no attribute 'model_id'` reads as versions "
+    "(read alone); that the training script read an argument it never defined is the report's (trainer-bug)",
+    "llama-cpp-python-1944": "`ValueError: Failed to create llama_context` (unknown, read alone); that llama.cpp could "
+    "not allocate its KV cache at start is the thread's (doubtful)",
+    "llamafactory-3698": "cause and family are right; the `[4]` of `[4] is setting up NCCL communicator` is not read "
+    "as the rank",
+    "llamafactory-7827": f"{CUT}: LLaMA-Factory's check_dependencies frames (versions, read alone), before its message",
+    "lmcache-1478": f"{CUT}: vLLM's KV-transfer frames (the store's port, read alone), before LMCache's own error",
+    "lmdeploy-3154": f"{CUT}: TurboMind's `_create_weight` frames, before the out of memory",
+    "lmdeploy-4722": "cause and family are right; torch_npu's `HcclGetRootInfo` error above HCCL's port record is "
+    "said first",
+    "lmm-r1-42": "vLLM's cumem allocator out of memory reads as the wake-up's (rollout-wakeup-oom); the collector "
+    "reads the engine's start (rollout-startup-oom, doubtful)",
+    "miles-572": "SGLang's launcher's `Server process terminated unexpectedly.`, one line (unknown, read alone); the "
+    "four engines out of memory at start are the PR's (doubtful)",
+    "mindspore-docs-cann-e39999-aicpu-getnext": "CANN's E39999 of an AI CPU operator (unknown, read alone); the guide "
+    "reads the device's fault (doubtful)",
+    "mindspore-docs-cann-ee1001-device-id": "`Device 8 call rtSetDevice failed, ret[107001]` (unknown, read alone); "
+    "a device id beyond the server's cards is the guide's (device-query)",
+    "mindspore-docs-cann-ee9999-task-execute-getnext": "CANN's `Task execute failed` of GetNext (unknown, read alone); "
+    "the data queue's timeout is the guide's usual cause (data-error, doubtful)",
+    "mindspore-docs-cann-ei0002-notify-wait": "cause and family are right; the ASCENDCL record above CANN's EI0002 "
+    "code is said first",
+    "mindspore-docs-cann-ei0005-count-mismatch": "cause and family are right; MindSpore's `Preprocess failed before "
+    "run graph` above CANN's EI0005 code is said first",
+    "mindspore-docs-cann-ei0006-socket-timeout": "cause and family are right; MindSpore's `Preprocess failed before "
+    "run graph` above CANN's EI0006 code is said first",
+    "mindspore-docs-cann-ej0001-hccp-init": "cause and family are right; the driver's DRV record above CANN's EJ0001 "
+    "code is said first",
+    "mindspore-docs-cann-ek0001-profiler-path": "cause and family are right; MindSpore's InitProfiling error above "
+    "CANN's EK0001 code is said first",
+    "mindspore-docs-cann-ez9999-aicore": "cause and family are right; MindSpore's `run task error` above CANN's "
+    "EZ9999 code is said first",
+    "mlc-llm-2714": "TVM's refusal of a KV-cache constructor's arguments (unknown, read alone); that the app's runtime "
+    "and the model library were built from different versions is the thread's (doubtful)",
+    "mooncake-2177": "Mooncake's glog `Local segment descriptor not found` (unknown, read alone); the version upgrade "
+    "is the thread's (doubtful)",
+    "mooncake-386": "Mooncake's `Unable to find metadata storage plugin etcd` (unknown, read alone); a build without "
+    "its etcd plugin is the thread's (doubtful)",
+    "ms-swift-3393": f"{CUT}: one frame of ms-swift's `_prefetch`, before the IndexError",
+    "ms-swift-4194": f"{CUT}: ms-swift's multi-turn inference frames, before its error",
+    "ms-swift-4234": f"{CUT}: ms-swift's step metrics and evalscope's records, before the AssertionError",
+    "ms-swift-4388": f"{CUT}: ms-swift's training frames, before the out of memory",
+    "ms-swift-6011": "vLLM's `Worker failed with error ''` on NPU (unknown, read alone); that the weight-sync "
+    "communicator got no device is the thread's (doubtful)",
+    "ms-swift-6033": "`No module named 'megatron.training'`, a submodule of an installed package, reads as versions; "
+    "the collector reads Megatron-LM not installed (missing-dependency, doubtful)",
+    "ms-swift-8287": f"{CUT}: transformers' lazy import relay (a package missing, read alone), before the versions' "
+    "error",
+    "nccl-1705": f"{CUT}: NCCL's `Cuda failure 1 'invalid argument'` in NVLS (comm-init, read alone); the driver "
+    "older than the build's CUDA is the thread's",
+    "nccl-tests-291": f"{CUT}: nccl-tests' banner and device list, before its error",
+    "nemo-rl-2867": "`cannot import name 'PARENT_DIR' from 'nemo_gym'` reads as versions; that another folder named "
+    "nemo_gym shadowed the package is the PR's (missing-dependency, doubtful)",
+    "nemo-rl-4058": "`No module named 'cutlass.cute'`, a submodule, reads as versions; the PR reads the CUTLASS DSL "
+    "not installed (missing-dependency)",
+    "nemo-rl-4058-b": "`AssertionError: RowParallelLinear already registered!` (unknown, read alone); the vLLM bump "
+    "is the PR's (version-mismatch)",
+    "production-stack-782": "the router's DEBUG records only (no failure, read alone); the pod's memory limit is the "
+    "maintainer's (host-oom)",
+    "text-generation-inference-556": "TGI's `Error: ShardCannotStart` (unknown, read alone); the tensor the loader "
+    "looks for is the thread's (checkpoint-load, doubtful)",
+    "verl-1138": f"{CUT}: vLLM's `EngineCore hit an exception` header, before the worker's death",
+    "verl-1144": f"{CUT}: verl's worker-group frames, before the registration's timeout",
+    "verl-3469": "a debug printout of a ValueError (`Original error message: Image features and image tokens do not "
+    "match`), no error line (no failure, read alone)",
+    "verl-5762": "`The size of tensor a (3058) must match the size of tensor b (1529)` (unknown, read alone); that "
+    "Ulysses split the sequence twice is the thread's (trainer-bug, doubtful)",
+    "verl-595": "`failed to get register_center_actor` in verl's code (a trainer bug, read alone); the collector "
+    "reads a start-up that did not finish (startup-timeout, doubtful)",
+    "verl-6467": "`'vLLMHttpServer' object has no attribute 'engine'` on the rollout's stack reads as the weight "
+    "sync's; the PR reads verl's bug (trainer-bug)",
+    "verl-6673": "a call chain of a hang, no error line (no failure, read alone); the reward function that never "
+    "returned is the PR's",
+    "verl-7380": "Megatron's `When overlap_grad_reduce is True, config.no_sync_func must be None` (unknown, read "
+    "alone); verl's VPP path that set it is the PR's (trainer-bug, doubtful)",
+    "verl-746": f"{CUT}: Ray's RayTaskError(ValueError) header, before the resource pool's check",
+    "vllm-38529": f"{CUT}: Ray's dead worker (worker-died, read alone), before the segfault under GPU virtualization",
+    "vllm-omni-168": "CUDA's out of memory, one record (device-oom, read alone); that the stages' engines were "
+    "starting is the thread's (rollout-startup-oom)",
+    "xtuner-952": "mmengine's `command error: ''Adafactor is already registered''` at WARNING (warning-only, read "
+    "alone); the torch version that added its own Adafactor is the thread's (version-mismatch, doubtful)",
 }
 
 

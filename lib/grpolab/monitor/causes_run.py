@@ -129,12 +129,12 @@ CAUSES: tuple[Cause, ...] = (
             # NCCL's trace of a call that failed (`NCCL INFO bootstrap.cc:270 -> 2`: its return code) at set-up, and a
             # CUDA call inside NCCL that failed (not memory: that is the device's)
             r"NCCL INFO (?:bootstrap|init|misc/socket|socket|transport/net\w{0,10})\.cc:\d+ -> [1-9]",
-            r"NCCL WARN Cuda failure (?:\d+ )?'(?!out of memory)",
+            r"NCCL WARN Cuda failure (?:\d+ )?'(?!out of memory|named symbol not found)",
             # NCCL's network plugin without the interface it was told to use (`NCCL WARN Could not find NET with id 0`)
             r"NCCL WARN Could not find NET with id\b",
             # the KV-cache transfer engine between prefill and decode servers could not start (`RuntimeError: Ascend
             # Transfer Engine initialization failed.`: the store it registers with, its address)
-            r"\bTransfer Engine initiali[sz]ation failed",
+            r"\bTransfer Engine initiali[sz]ation failed|\bMooncake memory registration failed",
             # two ranks given one device (NCCL: `Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1a000`)
             r"\brank \d+ and rank \d+ both on (?:CUDA|NPU) device\b",
             # gloo's transport refusing a connection of the group it sets up (`[gloo/transport/uv/libuv.h:596]
@@ -180,6 +180,7 @@ CAUSES: tuple[Cause, ...] = (
             "clients joined",
             "connectfullmesh",
             "transfer engine",
+            "mooncake memory registration",
         ),
         (
             "EvolvingLMMs-Lab/open-r1-multimodal issue 7",
@@ -229,6 +230,11 @@ CAUSES: tuple[Cause, ...] = (
             # the Ascend driver's device memory manager (`[devmm] ... heap_alloc_managed out of memory`, `halMemAlloc
             # failed: device_id=7, size=...`)
             r"\bheap_alloc_\w{0,20} out of memory|\bhalMemAlloc failed",
+            # an engine's warm-up that found too little memory for its batch (text-generation-inference: `Not enough
+            # memory to handle 4096 prefill tokens`), and vLLM's KV cache left below zero by the weights
+            # (`Available KV cache memory: -0.87 GiB`)
+            r"Not enough memory to handle \d+ prefill tokens",
+            r"Available KV cache memory: -\d",
         ),
         (
             "out of memory",

@@ -12,7 +12,9 @@ from grpolab.monitor.signs import (
     GLOG_WARNING,
     LAZY_IMPORT,
     NO_BINARY,
+    NVML_FAILED,
     PG_WAIT,
+    REMOVED_ARGUMENT,
     REQUESTED_MORE,
 )
 
@@ -117,9 +119,24 @@ CAUSES: tuple[Cause, ...] = (
             BUNDLE_INVALID,
             CLUSTER_TOO_SMALL,
             PG_WAIT,
+            # the driver's management library not usable (`Failed to initialize NVML: Driver/library version
+            # mismatch`: a driver upgraded under a running kernel module; `Unknown Error`: a container that lost its
+            # devices), torch's accelerator API with none (`Cannot access accelerator device when none is
+            # available`), CUDA's `system not yet initialized` (an NVSwitch system whose fabric manager is not
+            # running), and docker without the NVIDIA runtime (`could not select device driver "" with capabilities:
+            # [[gpu]]`)
+            NVML_FAILED,
+            r"Cannot access accelerator device when none is available",
+            r"'system not yet initialized'|\bcudaErrorSystemNotReady\b",
+            r"could not select device driver \"[^\"\n]{0,40}\" with capabilities: \[\[gpu\]\]",
         ),
         (
             "waiting for creating a placement group",
+            "nvml",
+            "cannot access accelerator",
+            "system not yet initialized",
+            "cudaerrorsystemnotready",
+            "could not select device driver",
             "no cuda gpus",
             "no supported device",
             "set visible device",
@@ -210,6 +227,10 @@ CAUSES: tuple[Cause, ...] = (
             # are >= 2.1.1, <= 2.7.4.post1. Found flash-attn 2.8.3.`)
             r"^{P}ERROR: Cannot install \S[^\n]{0,200} and \S",
             r"\bSupported [\w.\-]{1,40} versions are [^\n]{1,120}\bFound [\w.\-]{1,40} \d",
+            # an argument a newer version removed (SGLang: `Removed server argument(s): warmup -> warmup_mode=...`);
+            # NCCL's kernels not loadable by this CUDA (`NCCL WARN Cuda failure 'named symbol not found'`)
+            REMOVED_ARGUMENT.pattern,
+            r"NCCL WARN Cuda failure (?:\d+ )?'named symbol not found'",
             # CANN's own Python modules not importable, and its operators without a kernel binary (signs)
             CANN_IMPORT,
             NO_BINARY,
@@ -224,6 +245,7 @@ CAUSES: tuple[Cause, ...] = (
             "calledprocesserror",
             "too old",
             "building wheel",
+            "ninja build failed",
             "failed to build",
             "failed to download and build",
             "build wheels",
@@ -251,13 +273,15 @@ CAUSES: tuple[Cause, ...] = (
             "failed to find function",
             "cannot install",
             "versions are",
+            "removed server argument",
+            "named symbol not found",
         ),
         ("Ascend/pytorch issue 35", "huggingface/trl issue 3304", "vllm-project/vllm-ascend issue 117")
         + ("cnblogs.com/marsggbo 17966269",),
         rule="stack",
         # glog's warning level (torch_npu's `[W AclInterface.cpp:181] Warning: Failed to find function
         # aclrtCreateEventExWithFlag`: an optional function the CANN installed lacks, and the job goes on)
-        unless=(r"\[" + GLOG_WARNING,),
+        unless=(r"\[" + GLOG_WARNING, NVML_FAILED),
     ),
     Cause(
         "chat-template",
@@ -475,8 +499,12 @@ CAUSES: tuple[Cause, ...] = (
             # a data file that does not read as its format (a Git LFS pointer or an HTML page saved as .parquet)
             r"Parquet magic bytes not found|Could not open Parquet input source|"
             r"Error creating dataset\. Could not read schema",
+            # a data set none of whose rows read in the format asked for (LLaMA-Factory: `Cannot find valid samples,
+            # check `data/README.md` for the data format.`)
+            r"Cannot find valid samples\b",
         ),
         (
+            "cannot find valid samples",
             "longer than the maximum model length",
             "is larger than max_length",
             "too long and exceeds limit",
@@ -524,6 +552,9 @@ CAUSES: tuple[Cause, ...] = (
             # vLLM's loader given a weight its model has no parameter for; accelerate's given one of another shape
             r"There is no module or parameter named '[^'\n]+' in \w+",
             r"Trying to set a tensor of shape [^\n]{0,80} in \"[\w.]+\" \(which has shape",
+            # a weights file that is not one (a Git LFS pointer, a file cut short: safetensors' `Error while
+            # deserializing header: HeaderTooLarge`)
+            r"SafetensorError: Error while deserializing header",
         ),
         (
             "mismatch",
@@ -537,6 +568,7 @@ CAUSES: tuple[Cause, ...] = (
             "apply_factory_merges",
             "no module or parameter named",
             "trying to set a tensor of shape",
+            "deserializing header",
         ),
         ("NVIDIA/Megatron-LM issue 924", "OpenRLHF/OpenRLHF issue 839"),
         ignorecase=True,

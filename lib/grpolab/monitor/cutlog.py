@@ -81,6 +81,12 @@ PHASES = (
             "import-error", "version-mismatch", "a platform plugin's patch of its engine (most often another version)"
         ),
     ),
+    (
+        sg.VERSION_CHECK,
+        2,
+        "function",
+        Phase("import-error", "version-mismatch", "a check of the installed packages' versions"),
+    ),
 )
 
 

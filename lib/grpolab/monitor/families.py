@@ -275,7 +275,9 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     if not first.type and (phase := cut_phase(first.frames)) is not None:  # a traceback cut in a telling phase
         return Verdict(phase.cause, phase.family, f"The log stops inside {phase.what}, before its error line")
     if not first.type and sg.COMMAND_MISSING.search(first.line):  # a tool the job runs is not installed
-        return vd.version(first, "missing-dependency")
+        # (a compiler, in a build that then failed: the package it would have built has no native part)
+        building = sg.COMPILER.search(first.line) and re.search(sg.BUILD_FAILED, text)
+        return vd.version(first, "build-missing-extension" if building else "missing-dependency")
     if kind == "ValueError" and sg.EMPTY_VALUE.search(message):  # a setting left empty, read as a number
         return Verdict("config-key", "hydra-config", f"A setting was left empty: {first.text[:200]}", _TYPED)
     if kind in ("ValueError", "NotImplementedError", "RuntimeError") and sg.UNKNOWN_CHOICE.search(message):
@@ -376,7 +378,8 @@ def _memory(first: FirstError | None, context: Context) -> str:
     # the KV cache cannot hold one sequence of the model's length (not: no memory left for it at all, a start-up's)
     if sg.KV.search(text) and re.search(
         r"max(?:imum)? (?:seq|model) len|max_model_len|stored in KV cache|initialize_cache|"
-        r"is larger than the available KV cache memory",  # (vLLM's message cut before its model length)
+        r"is larger than the available KV cache memory|"  # (vLLM's message cut before its model length)
+        r"Available KV cache memory: -\d",  # (the weights alone took more than the engine's share)
         text,
         re.IGNORECASE,
     ):
@@ -391,7 +394,10 @@ def _memory(first: FirstError | None, context: Context) -> str:
             r"--mem-fraction-static\b|"  # (SGLang's name for the same share of the device's memory)
             r"Engine core initiali[sz]ation|"
             r"engine (?:failed to start|initiali[sz]ation failed)|"
-            r"Executor creation failed",  # (TensorRT-LLM's executor: its model, sampler and KV cache at start)
+            r"Executor creation failed|"  # (TensorRT-LLM's executor: its model, sampler and KV cache at start)
+            # a server's warm-up before it serves (text-generation-inference's `Warmup`), an orchestrator of
+            # engines that did not start (vLLM-Omni's `Orchestrator initialization failed: CUDA out of memory`)
+            r"\bwarmup\b|\b(?:Orchestrator|Server|Scheduler) initiali[sz]ation failed",
             text,
             re.IGNORECASE,
         )
@@ -510,10 +516,13 @@ def _loading_at_start(first: FirstError) -> bool:
 
 
 def _dependency(first: FirstError | None, text: str, near: str = "") -> str | None:
-    """missing-dependency / build-missing-extension where the error says so."""
+    """missing-dependency / build-missing-extension (or api-mismatch, an argument a newer version removed) where the
+    error says so."""
     if first is None:
         return None
     told = f"{text} {near}"
+    if sg.REMOVED_ARGUMENT.search(told):  # the command line an older version took: the interface changed
+        return "api-mismatch"
     if sg.ARCH_COMPILE.search(told):  # a compiler older than the device it builds for
         return "version-mismatch"
     if re.search(sg.CANN_IMPORT, told):  # CANN's own Python modules not there (its toolkit's environment not set)

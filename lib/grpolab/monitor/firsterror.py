@@ -217,7 +217,7 @@ _CONSEQUENCE_MESSAGE = re.compile(
     r"worker (?:process )?(?:has )?died|is dead|"
     r"Watchdog caught collective operation timeout|\bNCCL communicator was aborted|ProcessGroup\w{0,40} is aborted|"
     r"terminate called|^ray::|Failed to run the task|one or more workers? (?:died|failed)|"
-    r"(?:Ray|worker) (?:task|actor) failed|exitcode ?: ?-?\d+|(?:non-zero|nonzero) exit|"
+    rf"(?:Ray|worker) (?:task|actor) failed|{sg.EXITCODE}-?\d+|(?:non-zero|nonzero) exit|"
     rf"Job '[^'\n]*' failed|Fatal Python error|(?<!{HIT})Traceback \(most recent|"
     r"Error executing job with overrides|"
     r"Received sigquit from a child process|"  # SGLang's launcher: a child's own error is the cause
@@ -350,6 +350,8 @@ WORDS = (
     "the size of tensor a",  # (torch's shape and device errors, posted without their type)
     "expected all tensors",
     "shapes cannot be multiplied",
+    "unexpectedly",
+    ": not found",  # (dash's `/bin/sh: 1: nvcc: not found`)
 )
 
 # Keywords that are patterns (case-sensitive, each of one length: the prefilter finds a line by where one ends): an
@@ -357,8 +359,9 @@ WORDS = (
 # 0.7, `F20251111 12:28:58`; `E2026... node.operation is null` holds no word), CANN's error code (`E30008: AI CPU
 # operator execution time out.`)
 PATTERN_WORDS = (
-    (r"\b[EF][01]\d[0-3]\d \d\d:\d\d:\d\d", 14),
-    (r"\b[EF]20\d\d[01]\d[0-3]\d \d\d:\d\d:\d\d", 18),
+    # (no word boundary before glog's letter: behind a colour code that lost its escape, `[36mE20260118 12:10:31`)
+    (r"[EF][01]\d[0-3]\d \d\d:\d\d:\d\d", 14),
+    (r"[EF]20\d\d[01]\d[0-3]\d \d\d:\d\d:\d\d", 18),
     (r"\bE[A-Z0-9]\d{4}: ", 8),
     # (behind a colour code a page's copy lost its escape character from, `[36mE30008: `: no word boundary there)
     (r"\[\dmE[A-Z0-9]\d{4}: ", 11),
@@ -429,6 +432,9 @@ _LEVEL_ERROR = re.compile(
     r"|^[ \t]*(?:The size of tensor a \(\d+\) must match the size of tensor b|Expected all tensors to be on the same "
     r"device|mat1 and mat2 shapes cannot be multiplied)\b|^[ \t]*[Ee]! +(?:CuDNN \(v\d+|Error: CUDNN_STATUS_)"
     r"|\bUser exception type <class '[\w.]{1,120}'> in RayTaskError can't be subclassed"
+    # docker's refusal (`docker: Error response from daemon: could not select device driver ...`); a launcher told
+    # that the process it started is gone (SGLang's `Server process terminated unexpectedly.`)
+    r"|\bError response from daemon: |^[ \t]*(?:[A-Z]\w{0,30} )?process (?:terminated|exited|died) unexpectedly\b"
     rf"|^[ \t]*{sg.ARGPARSE.pattern}|{sg.COMMAND_MISSING.pattern}"  # argparse's refusal; a shell's `command not found`
     # a record that starts with its verdict, behind a time or a tag at most: `[14:26:31] Invalid object: ...`
     # (a C++ source's tag too, where a post dropped the record's head: `gcs_rpc_client.h:552: Failed to connect`);
@@ -458,7 +464,7 @@ _LEVEL = re.compile(
 _RAY_PREFIX = re.compile(rf"^[ \t]*(?:{LABEL})?(?:\([^()\n]{{0,300}}\)[ \t]*)*(?:\[rank\d+\]:[ \t]*)?")
 # A process that ended with a non-zero status
 _EXIT = re.compile(
-    r"\bexit(?:ed)?(?: with)? (?:code|status)[ :=]*(?:-?[1-9]\d*)\b|\bexitcode ?: ?-?[1-9]\d*\b|"
+    rf"\bexit(?:ed)?(?: with)? (?:code|status)[ :=]*(?:-?[1-9]\d*)\b|\b{sg.EXITCODE}-?[1-9]\d*\b|"
     r"returned non-zero exit status|failed with exit code -?[1-9]|\bexit code -?[1-9]\d*\b",
     re.IGNORECASE,
 )

@@ -62,6 +62,8 @@ KV = re.compile(r"KV cache|cache blocks|initialize_cache|_initialize_kv_caches|d
 CONVERSION = re.compile(
     r"[/\\]conversion[/\\]|convert\w{0,40}\.py|model_merger|merge_\w{0,20}checkpoint|to_hf|hf_to_\w{1,20}|"
     r"_to_(?:nemo|mcore|megatron|dcp)\w{0,20}\.py|"  # a converter script named for its two formats (`ckpt_to_nemo.py`)
+    # (Pai-Megatron-Patch's `model_checkpoints_convertor/.../hf2mcore_qwen2.py`, `checkpoint_conversion/x.py`)
+    r"\b(?:hf2mcore|mcore2hf|hf2mg|mg2hf)\w{0,40}\.py|[/\\]\w{0,30}(?:_convertor|_conversion)[/\\]|"
     r"export_\w{0,20}checkpoint|AutoBridge|[/\\]mbridge[/\\]|megatron[/\\]bridge[/\\]|_weight_name_mapping|"
     r"No connector found for extension",  # NeMo's import_ckpt: no importer for the source it was given
     re.IGNORECASE,
@@ -156,7 +158,15 @@ PLEASE_SET = re.compile(
 # an empty setting converted to a number (an environment variable or an override set to nothing)
 EMPTY_VALUE = re.compile(r"invalid literal for int\(\) with base \d+: ''|could not convert string to float: ''")
 # a shell that could not find a command (`launch.sh: line 18: nvcc: command not found`): a tool not installed
-COMMAND_MISSING = re.compile(r"[\w.\-/]+: command not found\s*$")
+# (a shell's `command not found`, and dash's `/bin/sh: 1: /usr/local/cuda/bin/nvcc: not found`)
+COMMAND_MISSING = re.compile(
+    r"(?:[\w.\-/]+: command not found|^[ \t]*(?:/usr)?(?:/bin/)?(?:ba|da|z)?sh: (?:\d+: |line \d+: )?[\w.\-/]{1,200}: "
+    r"not found)\s*$"
+)
+# a compiler or build tool said not found (in a build that failed: the package's native part could not be built)
+COMPILER = re.compile(
+    r"(?:^|[/\s])(?:nvcc|gcc|g\+\+|c\+\+|cc|clang|ninja|cmake|make|hipcc)(?=: (?:command )?not found)"
+)
 # a parser that was given arguments it does not know (argparse's, ms-swift's `remaining_argv: [...]`): keys
 # (pydantic's refusal of a key its model does not have: `Extra inputs are not permitted`, under the key's name)
 UNKNOWN_ARGS = re.compile(r"unrecognized arguments:|remaining_argv: \[|Extra inputs are not permitted")
@@ -231,6 +241,7 @@ BUILD_FAILED = (
     # a compiler a package runs to build its kernels on the fly, failed (FlashInfer's ninja, Triton's ptxas)
     r"CalledProcessError: Command '\['(?:[^'\n]{0,200}/)?(?:ninja|nvcc|ptxas|gcc|g\+\+|c\+\+|cc|clang|cmake|make)'|"
     r"Failed to (?:download and )?build [`']|"  # (uv's: `× Failed to download and build `flash-attn==2.8.1``)
+    r"\bNinja build failed\b|"  # (torch's cpp_extension, its own words for the same)
     r"\bundefined reference to [`']|\bld returned \d+ exit status|" + MAKE_STOPPED
 )
 # a compiler older than the device it builds for (Triton's ptxas asked for `--gpu-name=sm_120a`): its version's
@@ -349,6 +360,7 @@ PARAM_NAME = re.compile(r"\b(?:[a-z_]+\.){1,3}layers\.(?:\d+|N)\.[\w.]{1,120}?(?
 # the tools and calls that ask the driver about its devices
 DEVICE_TOOL = re.compile(
     r"\b(?:npu-smi|nvidia-smi|rocm-smi|hl-smi|xpu-smi|dcmi\w{0,20}|nvmlInit\w{0,10}|NVML\w{0,20} (?:error|failed)|"
+    r"Failed to initiali[sz]e NVML|nvml error|"
     r"get_npu_versions|cudaGetDeviceCount|aclrtGetDeviceCount)\b",
 )
 # the sleep-mode allocators of vLLM and SGLang (their pause, resume, free)
@@ -377,7 +389,10 @@ NOT_SET_UP = re.compile(
 )
 # Hydra applying an override (its errors name it): not code reading a key
 OVERRIDE = re.compile(r"override|Could not append|Could not delete|hydra[/\\.]", re.IGNORECASE)
-SIGKILL = re.compile(r"SIGKILL|exitcode: ?-9\b|return code ?= ?-9\b|signal 9\b|\bKilled\b")
+# torchelastic's exit code in its failure summary, its colon aligned with the other fields'
+# (`exitcode  : 1 (pid: 39886)`)
+EXITCODE = r"exitcode {0,4}: ?"
+SIGKILL = re.compile(rf"SIGKILL|{EXITCODE}-9\b|return code ?= ?-9\b|signal 9\b|\bKilled\b")
 # DeepSpeed's launcher stopping the other ranks once one ended (`sigkill_handler] Killing subprocess N`): a weak sign of
 # the registry's killed (grpolab.monitor.causes_run) and a stop by the launcher here (sibling-crash)
 LAUNCHER_KILLING = r"sigkill_handler\] Killing subprocess"
@@ -393,7 +408,7 @@ DATA_FILE = re.compile(r"\bdataset_(?:dict|info)\.json\b|\bDatasetDict\b|\.parqu
 # a node stopped from outside, its processes with it (Ray's `the actor's node was terminated expectedly: received
 # SIGTERM`)
 NODE_STOPPED = re.compile(r"node was terminated (?:expectedly|unexpectedly)?:? ?received SIGTERM")
-SIGTERM = re.compile(rf"SIGTERM|death signal|signal 15\b|exitcode: ?-15\b|\b15 death|{LAUNCHER_KILLING}", re.IGNORECASE)
+SIGTERM = re.compile(rf"SIGTERM|death signal|signal 15\b|{EXITCODE}-15\b|\b15 death|{LAUNCHER_KILLING}", re.IGNORECASE)
 # a library's words that its interface changed: what the caller does is no longer there ("TensorDict does not support
 # membership checks with the `in` keyword ... please use `key in tensordict.keys()` instead", "... was removed in")
 CHANGED = re.compile(
@@ -519,3 +534,12 @@ GROUP_SIZE = re.compile(r"\bnum_generations\b|\bn_samples\w{0,20}|\bgroup_size\b
 # a platform plugin patching the engine it runs on as it registers (vllm-ascend's `pre_register_and_update`,
 # `adapt_patch`): a traceback cut there is most often the plugin and the engine at versions that do not fit
 PLUGIN_PATCH = re.compile(r"\b(?:pre_register_and_update|adapt_patch|apply_\w{0,20}patch\w{0,20})\b")
+# the driver's management library that could not start (`Failed to initialize NVML: Driver/library version mismatch`,
+# nvidia-container-cli's `nvml error: driver/library version mismatch`): the devices cannot be queried
+NVML_FAILED = r"Failed to initiali[sz]e NVML\b|\bnvml error: "
+# a trainer's or a library's check of the installed packages' versions (LLaMA-Factory's `check_dependencies`,
+# transformers' `require_version`): a traceback cut there is that check refusing a version
+VERSION_CHECK = re.compile(r"\b(?:check_dependencies|require_version\w{0,20}|_?check_\w{0,20}versions?)\b")
+# an argument a newer version removed, its replacement named (SGLang: `Removed server argument(s): warmup ->
+# warmup_mode=request or warmup_mode=off`)
+REMOVED_ARGUMENT = re.compile(r"\bRemoved server argument\(s\): ")
