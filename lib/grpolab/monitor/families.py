@@ -245,10 +245,8 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
         return Verdict("checkpoint-mismatch", "checkpoint-load")  # a weight file's parameter, read at the model's load
     if kind == "KeyError" and sg.PARAM_NAME.search(message) and sg.SERVER_LAUNCH.search(text):
         return Verdict("checkpoint-mismatch", "checkpoint-load")  # a server on its own loads only its weight files
-    frames = [f"{f.function} {f.path}" for f in first.frames]
-    if kind == "KeyError" and sg.PARAM_NAME.search(message) and any(sg.ENGINE_LOAD.match(t) for t in frames):
-        if not any(sg.SYNC_CALL.search(t) for t in frames):  # an engine's start-up load: its checkpoint's names
-            return Verdict("checkpoint-mismatch", "checkpoint-load")
+    if kind == "KeyError" and sg.PARAM_NAME.search(message) and _engine_loading(first):  # its checkpoint's names
+        return Verdict("checkpoint-mismatch", "checkpoint-load")
     if kind == "KeyError" and sg.PARAM_NAME.search(message):  # a parameter's name the receiving side does not know
         return vd.sync(first)  # (not a checkpoint's: that says so above): the name map between trainer and rollout
     if sg.CAPTURE.search(stack) or sg.CAPTURE.search(text):
@@ -506,13 +504,17 @@ def _loading_at_start(first: FirstError) -> bool:
     """The stack is an engine's start-up load of its weights from files (vLLM's and SGLang's model_loader entry
     points, then the per-layer loaders a weight sync goes through too), with no call of a weight sync on it: a
     checkpoint's load. (Building the model there, before its weights, is not one.)"""
-    frames = [f"{f.function} {f.path}" for f in first.frames]
     return (
         first.short in ("", "KeyError", "RuntimeError", "ValueError", "AssertionError")
-        and any(sg.ENGINE_LOAD.match(text) for text in frames)
+        and _engine_loading(first)
         and any(sg.WEIGHT_LOADERS.search(f.function) for f in first.frames)
-        and not any(sg.SYNC_CALL.search(text) for text in frames)
     )
+
+
+def _engine_loading(first: FirstError) -> bool:
+    """The stack holds an engine's start-up load (its model_loader's entry point) and no call of a weight sync."""
+    frames = [f"{f.function} {f.path}" for f in first.frames]
+    return any(sg.ENGINE_LOAD.match(text) for text in frames) and not any(sg.SYNC_CALL.search(text) for text in frames)
 
 
 def _dependency(first: FirstError | None, text: str, near: str = "") -> str | None:

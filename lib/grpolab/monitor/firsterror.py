@@ -359,13 +359,11 @@ WORDS = (
 # 0.7, `F20251111 12:28:58`; `E2026... node.operation is null` holds no word), CANN's error code (`E30008: AI CPU
 # operator execution time out.`)
 PATTERN_WORDS = (
-    # (no word boundary before glog's letter: behind a colour code that lost its escape, `[36mE20260118 12:10:31`)
+    # (no word boundary before the letter: behind a colour code a page's copy lost its escape character from,
+    # `[36mE20260118 12:10:31`, `[36mE30008: `, there is none; the error-line patterns below decide, this only admits)
     (r"[EF][01]\d[0-3]\d \d\d:\d\d:\d\d", 14),
     (r"[EF]20\d\d[01]\d[0-3]\d \d\d:\d\d:\d\d", 18),
-    (r"\bE[A-Z0-9]\d{4}: ", 8),
-    # (behind a colour code a page's copy lost its escape character from, `[36mE30008: `: no word boundary there)
-    (r"\[\dmE[A-Z0-9]\d{4}: ", 11),
-    (r"\[\d\dmE[A-Z0-9]\d{4}: ", 12),
+    (r"E[A-Z0-9]\d{4}: ", 8),
 )
 
 # C++'s terminate printing the message of the exception it was thrown (`terminate called after throwing ...`): an

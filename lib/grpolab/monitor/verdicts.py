@@ -131,12 +131,11 @@ def version(first: FirstError, family: str) -> Verdict:
     other = next((g.split(".")[0] for g in named.groups() if g), None) if named else None
     libraries = [x for x in dict.fromkeys([raising, other, caller]) if x and x not in (STDLIB, USER)]
     if family == "missing-dependency":
-        module = other or "the package"  # a sentence starts with a module's own spelling, or with "The"
         return Verdict(
             "import-error",
             family,
-            f"{module[0].upper() + module[1:] if not other else module} is not installed where the job runs",
-            f"install {module} on every node (in the image the Ray workers use) and restart Ray",
+            f"{other or 'The package'} is not installed where the job runs",
+            f"install {other or 'the package'} on every node (in the image the Ray workers use) and restart Ray",
         )
     if family == "build-missing-extension":
         return Verdict(
