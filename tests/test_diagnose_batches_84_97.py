@@ -70,12 +70,14 @@ WRAPPED = {
     "openrlhf-265",
     "prime-rl-1119",
     "simplerl-reason-38",
+    "torchtitan-1335",  # (batch 123: a PR's log wrapped at 121)
     "verifiers-586",
     "verl-1224",
     "verl-1759",
     "verl-1986",
     "vllm-1160",
     "vllm-ascend-3114",
+    "vllm-ascend-9994",  # (batch 120: a PR's pydantic error wrapped at 70)
     "wmpo-3",
 }
 # wrapped at 120 columns, the logs whose answer still changes: a cut that falls where a record could start
@@ -86,6 +88,9 @@ WRAP_LEFT = {
     # its records end in a typed `^M` (a carriage return as the page shows it): as posted the checkpoint's words of a
     # dump run into its error (a BEYOND answer); without the `^M`, or wrapped and joined again, unknown
     "vllm-ascend-13185",
+    # DeepSpeed's echo of a rank's argv, one line of 2000 characters: cut at 120 and joined again it is no longer the
+    # list it was, and `'--load_checkpoint'` reads as words (a BEYOND answer either way: the title names the memory)
+    "openrlhf-519",
 }
 
 

@@ -24,7 +24,8 @@ BEYOND = {
     "open-r1-85": "the log as posted stops inside the traceback, before its error line: only a frame's source line "
     "names apply_chat_template, and a frame a traceback passes through is not its error",
     "easyr1-44": f"{CUT}: a traceback whose last frame is ray.get, no exception line",
-    "ttrl-43": f"{CUT}: only Ray's RayTaskError(ActorDiedError) from the driver, the worker's AssertionError is not in it",
+    "ttrl-43": f"{CUT}: only Ray's RayTaskError(ActorDiedError) from the driver, the worker's AssertionError is not in "
+    "it",
     "verl-1191": f"{CUT}: only Hydra's `Error executing job with overrides: [...]`",
     "ray-54739": f"{CUT}: only the ActorDiedError that reports the engine's creation task failed; its AttributeError is "
     "in the thread, not in the log",
@@ -33,7 +34,8 @@ BEYOND = {
     "(the stack is not posted); a load is what it says more often",
     "megatron-bridge-2100": "the log is the AttributeError alone; that a checkpoint conversion raised it is in the "
     "thread (the stack is not posted), and read alone it is a version mismatch",
-    "easyr1-69": f"{CUT}: a driver's traceback through ray.get, after wandb's start-up line, without wandb's UsageError",
+    "easyr1-69": f"{CUT}: a driver's traceback through ray.get, after wandb's start-up line, without wandb's "
+    "UsageError",
     "automodel-3300": "the log is the AssertionError and the reporter's note of the function that raised it "
     "(state_dict_utils.get_expert_slice_for_rank); that loading a checkpoint called it is in the thread",
     "mindspeed-mm-docs-lr-none": "the log is `AssertionError: learning_rate is None` alone; that a pipeline stage "
@@ -104,8 +106,6 @@ BEYOND = {
     "the DistBackendError under its detail), so its first line read is NCCL's detail, not the thread's DistBackendError",
     "roll-275": "the log is `'NoneType' object has no attribute '__name__'` where ROLL wraps a worker class (a trainer "
     "bug, read alone); the collector reads a class that failed to import (a missing package) in it",
-    "soup-565": "the log is torch's `The expanded size of the tensor (2) must match the existing size (0)` alone; that "
-    "the trainer's code (not the data) is at fault is the collector's reading of the thread",
     # batches 17-18 (held out, measured after this round's changes)
     "nemo-rl-627": "the log is torch's `found no DeviceMesh from dtensor args for c10d.broadcast_` alone; that NeMo RL "
     "broadcast DTensor buffers with sequence parallelism on (a trainer bug) is in the PR",
@@ -373,7 +373,8 @@ BEYOND = {
     "openrlhf-233": "vLLM's `No supported device detected` is read as no device; the collector calls it the "
     "visible-devices setting (doubtful)",
     "openrlhf-811": f"{CUT}: vLLM's collective_rpc frames, before the illegal memory access",
-    "openrlhf-949": "NCCL INFO lines and vLLM's progress bars only: no error line (the WorkNCCL timeout is the title's)",
+    "openrlhf-949": "NCCL INFO lines and vLLM's progress bars only: no error line (the WorkNCCL timeout is the "
+    "title's)",
     "ray-11594": "Ray's ObjectStoreFullError during a weight broadcast, read as the sync's; the collector calls it "
     "host memory (doubtful)",
     "ray-15226": "Tune's LOW MEMORY status and no error line; the out of memory is the title's",
@@ -539,8 +540,6 @@ BEYOND = {
     "load; the collector reads the two versions that wrote and read it",
     "megatron-bridge-1697": f"{CUT}: Megatron-Bridge's frames (read as a conversion's), before the batch that does "
     "not split into micro-batches",
-    "megatron-lm-1877": "a view of a tensor of size 0 (unknown, read alone); the framework's bug is the collector's "
-    "reading (doubtful)",
     "megatron-lm-992": "`--use-dist-ckpt is not supported in legacy models` under a save's frames (read as the save); "
     "the conversion that called it is the collector's",
     "nemo-speech-7607": "Megatron's `Invalid access pattern for ShardedTensor` (a save's sharding check, read alone); "
@@ -676,8 +675,6 @@ BEYOND = {
     "transformerengine-2285": f"{CUT}: TransformerEngine's DEBUG records, before `No dot product attention backend`",
     "verl-3256": "a ValueError of weights the loader did not use, raised in a merge's stack, is read as the "
     "conversion's (checkpoint-conversion); the collector reads the load's (checkpoint-load, doubtful)",
-    "verl-4656": "a RuntimeError of tensor sizes in verl's code (unknown, read alone); the collector reads a trainer "
-    "bug from the pull request that fixed it",
     # batches 78-80 (2026-12-06: forums, blogs in Korean and Japanese, smaller agentic-RL projects)
     "discuss-ray-10958": "Ray's WARNING records of dead workers are read as a dead worker; the reporter says the run "
     "finished (warning-only), which the log does not show",
@@ -691,7 +688,8 @@ BEYOND = {
     "deepeyes-27": f"{CUT}: the OpenAI client's frames and its `APITimeoutError`, without the reward judge's frame "
     "that made the call (unknown, read alone)",
     "easyr1-551": f"{CUT}: Ray's unhandled-error header, before vLLM's `has no vLLM implementation`",
-    "pettingllms-9": f"{CUT}: the trainer's `Training failed` relay and the actor's frames, before CUDA's out of memory",
+    "pettingllms-9": f"{CUT}: the trainer's `Training failed` relay and the actor's frames, before CUDA's out of "
+    "memory",
     "reasongen-r1-9": "transformers' unknown model type alone is read as versions; that it came from verl's model "
     "merger (checkpoint-conversion) is the thread's",
     "simpletir-22": f"{CUT}: Hydra's overrides line, before the sandbox's timeout",
@@ -748,8 +746,6 @@ BEYOND = {
     "areal-1099": "cause and family are right; CANN's `ERR02200 DIST call hccl api failed` record above the HCCL "
     "function's error is said as the first error",
     "art-411": f"{CUT}: ART's backend frames, before vLLM's missing `engine_step`",
-    "art-656": "tensors on two devices raised in the user's training task (unknown, read alone); the collector reads "
-    "ART's own bug (trainer-bug)",
     "easyr1-315": f"{CUT}: Ray's get frames, before the logger's ValueError",
     "llamafactory-965": "`KeyError: 'reward'` in peft's adapter injection (unknown, read alone); the collector reads an "
     "interface that changed (api-mismatch, doubtful)",
@@ -758,17 +754,11 @@ BEYOND = {
     "megatron-bridge-768": f"{CUT}: the config check's `AssertionError: Pl` in Megatron-Bridge's config frames (read as "
     "a conversion's)",
     "megatron-lm-1872": f"{CUT}: Megatron's training frames, before the save's error",
-    "megatron-lm-2121": "a size mismatch in Megatron's MoE code (unknown, read alone); the collector reads its bug "
-    "(trainer-bug, doubtful)",
     "megatron-bridge-1942": f"{CUT}: the user's script's frames, before the optimizer state's assertion in the save",
     "megatron-bridge-3500": f"{CUT}: Megatron's module frames, before CUDA's out of memory",
-    "ms-swift-5119": "a size mismatch in ms-swift's loss (unknown, read alone); the collector reads its bug "
-    "(trainer-bug, doubtful)",
     "ms-swift-5592": f"{CUT}: the source line `raise ValueError('GRPO with vLLM`, before its message",
     "ms-swift-3583": f"{CUT}: no error line in the excerpt (vLLM's start-up records)",
     "nemo-rl-2110": f"{CUT}: Megatron's tensor-parallel frames, before the layout's error",
-    "nemo-rl-2182": "an expanded size that does not match in sequence packing (unknown, read alone); the collector "
-    "reads NeMo RL's bug (trainer-bug)",
     "nemo-rl-2352": f"{CUT}: Ray's get frames, before the start-up's timeout",
     "nemo-rl-2471-b": "`Object present on multiple PP ranks` (unknown, read alone); the collector reads the weight "
     "sync's (doubtful)",
@@ -1159,8 +1149,6 @@ BEYOND = {
     "verl-1144": f"{CUT}: verl's worker-group frames, before the registration's timeout",
     "verl-3469": "a debug printout of a ValueError (`Original error message: Image features and image tokens do not "
     "match`), no error line (no failure, read alone)",
-    "verl-5762": "`The size of tensor a (3058) must match the size of tensor b (1529)` (unknown, read alone); that "
-    "Ulysses split the sequence twice is the thread's (trainer-bug, doubtful)",
     "verl-595": "`failed to get register_center_actor` in verl's code (a trainer bug, read alone); the collector "
     "reads a start-up that did not finish (startup-timeout, doubtful)",
     "verl-6467": "`'vLLMHttpServer' object has no attribute 'engine'` on the rollout's stack reads as the weight "
@@ -1175,6 +1163,167 @@ BEYOND = {
     "starting is the thread's (rollout-startup-oom)",
     "xtuner-952": "mmengine's `command error: ''Adafactor is already registered''` at WARNING (warning-only, read "
     "alone); the torch version that added its own Adafactor is the thread's (version-mismatch, doubtful)",
+    "ascend-pytorch-docs-failed-verify-op-parameters": "a torch_npu check's `Expected all tensors to be on the same "
+    "device` in a test (trainer-bug, read alone, as tensors that do not fit); the page names no cause (unknown)",
+    # batches 119-123 (2026-12-06, the search budget spent: pull requests' descriptions as their merge commits keep
+    # them (verl, vllm-ascend, Ascend/pytorch, slime, OpenRLHF, torchtitan, accelerate) and NeMo RL's committed notes)
+    "accelerate-3346": "`FAILED tests/test_data_loader.py::StatefulDataLoaderTester::test_datal...` (unknown, read "
+    "alone); the thread names trainer-bug",
+    "accelerate-3405": "no error line of the job (no failure, read alone); the thread names device-oom, doubtful",
+    "accelerate-3659": "`UnboundLocalError: local variable 'current_batch' referenced before as...` (unknown, read "
+    "alone); the thread names trainer-bug",
+    "ascend-pytorch-pr-31164": "`torch._dynamo.exc.InternalTorchDynamoError: NotImplementedError: Event...` (unknown, "
+    "read alone); the thread names api-mismatch",
+    "ascend-pytorch-pr-32969": "`[ERROR] - initDeviceProperty:../torch_npu/csrc/npu/Module.cpp:207 NPU...` "
+    "(device-fault, read alone); the thread names device-query",
+    "ascend-pytorch-pr-37817": "`RuntimeError: a leaf Variable that requires grad is being used in an i...` (unknown, "
+    "read alone); the thread names checkpoint-load",
+    "nemo-rl-cuda-chat-ddp-hook-handles-assert": "`AssertionError: remove_forward_pre_hook_handles is not empty, it "
+    "is: {...` (unknown, read alone); the thread names trainer-bug",
+    "nemo-rl-cuda-chat-ddp-keyerror-cudagraphmanager": "cause and family are right; the rank the collector names is "
+    "not read from the log",
+    "nemo-rl-cuda-chat-step2-train-oom": "cause and family are right; the rank the collector names is not read from "
+    "the log",
+    "nemo-rl-eval-ckpt-layers-block-type-missing": "`ValueError: The model is an hybrid without alayers_block_type or "
+    "an at...` (unknown, read alone); the thread names checkpoint-load",
+    "nemo-rl-eval-ckpt-nano-vl-config-missing": "`AttributeError: module "
+    "'transformers_modules.mcore_to_hf.configuration...` (version-mismatch, read alone); the thread names "
+    "checkpoint-load",
+    "nemo-rl-failures-md-qwen2.5-32b-oom": "cause and family are right; `torch.OutOfMemoryError: CUDA out of memory. "
+    "Tried to allocate 320.00 M...` is said first, the collector names another line",
+    "nemo-rl-tv5-err1-fp8-input-scale": "`AttributeError: 'QKVParallelLinear' object has no attribute 'input_sca...` "
+    "(version-mismatch, read alone); the thread names api-mismatch",
+    "nemo-rl-tv5-err3-actor-already-exists": "`ray.exceptions.ActorAlreadyExistsError: The name lm_policy-0-0 "
+    "(namesp...` (unknown, read alone); the thread names trainer-bug",
+    "nemo-rl-tv5-err6-gemma3-dtensor-init-weights": "`AssertionError` (unknown, read alone); the thread names "
+    "api-mismatch",
+    "nemo-rl-tv5-err7-tied-weights-fsdp-to-device": "`RuntimeError: start (0) + length (128256) exceeds dimension size "
+    "(6412...` (unknown, read alone); the thread names trainer-bug",
+    "nemo-rl-tv5-nerr1-nemotronh-backbone": "`AttributeError: 'NemotronHForCausalLM' object has no attribute "
+    "'backbo...` (version-mismatch, read alone); the thread names api-mismatch",
+    "nemo-rl-tv5-nerr2-sglang-server-terminated": "`RuntimeError: [SGLang Server] Rank 0 Server process terminated "
+    "unexpec...` (unknown, read alone); the thread names cuda-graph-capture, doubtful",
+    "nemo-rl-tv5-nerr5-fp8moe-flashinfer-backend": "`AttributeError: 'Fp8MoEMethod' object has no attribute "
+    "'flashinfer_moe...` (version-mismatch, read alone); the thread names api-mismatch",
+    "nemo-rl-tv5-nerr7-unknown-parallel-style": "`ValueError: Unknown parallel style: colwise_gather_output` "
+    "(engine-config, read alone); the thread names version-mismatch",
+    "nemo-rl-tv5-nerr8-broadcast-state-dict-timeout": "`torch.distributed.DistBackendError: wait timeout after "
+    "600000ms` (comm-init, read alone); the thread names comm-timeout, doubtful",
+    "nemo-rl-tv5-rerr3-gemma3-pad-token-id": "`AttributeError: 'Gemma3Config' object has no attribute 'pad_token_id'` "
+    "(version-mismatch, read alone); the thread names api-mismatch",
+    "nemo-rl-vllm020-fp8-remainder-cuda": "`NotImplementedError: 'remainder_cuda' not implemented for 'Float8_e4m3...` "
+    "(unknown, read alone); the thread names version-mismatch, doubtful",
+    "openrlhf-1199": "`RuntimeError: Attempting to deserialize object on a CUDA device` (unknown, read alone); the "
+    "thread names trainer-bug",
+    "openrlhf-1238": "`TypeError: get_X_schedule_with_warmup() got an unexpected keyword` (unknown, read alone); the "
+    "thread names trainer-bug",
+    "slime-1470": "`TypeError: unsupported operand type(s) for +: 'int' and 'dict'` (unknown, read alone); the thread "
+    "names reward-missing",
+    "slime-1835-d": "`Could not deserialize ATN with version 3` (unknown, read alone); the thread names "
+    "version-mismatch",
+    "slime-1835": "`AttributeError: 'tuple' object has no attribute 'strip'` (version-mismatch, read alone); the "
+    "thread names trainer-bug",
+    "slime-1923": "`AssertionError: release_memory_occupation should be called only when` (unknown, read alone); the "
+    "thread names memory-saver-offload",
+    "slime-1926": "`TypeError: unsupported operand type(s) for +: 'int' and 'list'` (unknown, read alone); the thread "
+    "names trainer-bug",
+    "slime-1950": "`IndexError: list index out of range` (unknown, read alone); the thread names trainer-bug",
+    "slime-2012": "`OSError: [Errno 99] Cannot assign requested address` (unknown, read alone); the thread names "
+    "layout-mismatch",
+    "slime-2071": "`ValueError: not enough values to unpack (expected 2, got 1)` (api-mismatch, read alone); the "
+    "thread names trainer-bug",
+    "slime-2113": "`TypeError: _patch_bridge_expert_cache_to_cpu.<locals>._patched()` (unknown, read alone); the "
+    "thread names api-mismatch",
+    "slime-2115": "`TypeError: argument of type NoneType is not iterable` (unknown, read alone); the thread names "
+    "reward-error",
+    "slime-2126": "`TypeError: string indices must be integers, not 'str'` (unknown, read alone); the thread names "
+    "trainer-bug",
+    "slime-2234": "`IndexError: list index out of range` (unknown, read alone); the thread names trainer-bug",
+    "slime-2241": "`ValueError: Indices for islice() must be None or an integer:` (unknown, read alone); the thread "
+    "names trainer-bug",
+    "slime-63": "`Error: Client error '422 Unprocessable Entity' for url 'http://172.16....` (unknown, read alone); "
+    "the thread names api-mismatch",
+    "torchtitan-1158": "`AttributeError: 'MergedJobConfig' object has no attribute 'to_dict'` (version-mismatch, read "
+    "alone); the thread names trainer-bug, doubtful",
+    "torchtitan-1541": "`AttributeError: 'Tensor' object has no attribute 'full_tensor'` (version-mismatch, read "
+    "alone); the thread names trainer-bug",
+    "torchtitan-2359-b": "`TypeError: VLLMCompatibleFlashAttention.forward() got an unexpected ke...` "
+    "(version-mismatch, read alone); the thread names api-mismatch",
+    "torchtitan-2359": "`TypeError: init_batch_invariance() missing 1 required positional argum...` (version-mismatch, "
+    "read alone); the thread names api-mismatch",
+    "torchtitan-2959": "`RuntimeError: operator torchvision::nms does not exist` (unknown, read alone); the thread "
+    "names version-mismatch",
+    "torchtitan-3002": "`RuntimeError: operator torchvision::nms does not exist` (unknown, read alone); the thread "
+    "names version-mismatch, doubtful",
+    "torchtitan-3047": "`RuntimeError: operator torchvision::nms does not exist` (unknown, read alone); the thread "
+    "names version-mismatch",
+    "torchtitan-3576": "`ImportError: HybridEP requires deep_ep library. Install from: https://...` (version-mismatch, "
+    "read alone); the thread names missing-dependency",
+    "torchtitan-3662": "`RuntimeError: Attempting to broadcast a dimension of length 8192 at -2...` (unknown, read "
+    "alone); the thread names trainer-bug",
+    "torchtitan-3738-b": "`RuntimeError: num_splits is not supported on ROCm` (unknown, read alone); the thread names "
+    "trainer-bug, doubtful",
+    "torchtitan-3738": "`ModuleNotFoundError: No module named 'flash_attn_interface'` (missing-dependency, read "
+    "alone); the thread names trainer-bug, doubtful",
+    "torchtitan-3760": "`ValueError: Failed to swap to Float8Linear because float8 is only supp...` (engine-config, "
+    "read alone); the thread names trainer-bug, doubtful",
+    "torchtitan-3764": "`SafetensorError: Error while deserializing header: invalid JSON in` (checkpoint-load, read "
+    "alone); the thread names checkpoint-save, doubtful",
+    "torchtitan-816": "`[rank0]: AssertionError: dp_degree is inconsistent before and after ch...` (data-error, read "
+    "alone); the thread names checkpoint-load",
+    "torchtitan-822-b": "`[rank0]: ValueError: Invalid reshard_after_forward_policy: invalid.` (unknown, read alone); "
+    "the thread names engine-config, doubtful",
+    "verl-4777-a": "`AssertionError: Expects tensor to be on the compute device cuda:0, was...` (device-visibility, "
+    "read alone); the thread names weight-sync",
+    "verl-4799": "`AssertionError(s)` (device-visibility, read alone); the thread names checkpoint-save",
+    "verl-4836-b": "`AttributeError: 'AutoBridge' object has no attribute 'export_weights'....` "
+    "(checkpoint-conversion, read alone); the thread names version-mismatch",
+    "verl-5155": "`TypeError: patched_routing() got an unexpected keyword argument 'paddi...` (version-mismatch, read "
+    "alone); the thread names api-mismatch",
+    "verl-5742": "`AttributeError: 'str' object has no attribute 'value'` (version-mismatch, read alone); the thread "
+    "names checkpoint-conversion",
+    "verl-5743": "`ValueError: The truth value of an array with more than one element is...` (unknown, read alone); "
+    "the thread names chat-template",
+    "verl-5771": "cause and family are right; `botocore.exceptions.CredentialRetrievalError: ***redacted*** when "
+    "retr...` is said first, the collector names another line",
+    "verl-5782": "`AttributeError: 'NoneType' object has no attribute 'storage'` (trainer-bug, read alone); the thread "
+    "names checkpoint-save",
+    "verl-5884": "`TypeError: MLATransformerConfig.__init__() got an unexpected keyword a...` (hydra-config, read "
+    "alone); the thread names api-mismatch",
+    "verl-6195": "`ray.exceptions.RaySystemError: System error: Attempting to deserialize...` (unknown, read alone); "
+    "the thread names trainer-bug",
+    "verl-6290": "`Exception: Could not find the transformer layer class to wrap in the m...` (unknown, read alone); "
+    "the thread names version-mismatch",
+    "verl-6438": "`AttributeError: 'FullyAsyncTrainer' object has no attribute '_dump_exe...` (version-mismatch, read "
+    "alone); the thread names trainer-bug",
+    "verl-6442": "`KeyError: 'kv_cache'` (weight-sync, read alone); the thread names memory-saver-offload",
+    "verl-6919": "`RuntimeError: view size is not compatible with input tensor's size and...` (trainer-bug, read "
+    "alone); the thread names weight-sync",
+    "verl-7103": "`RuntimeError: Attempted to set the storage of a tensor on device 'cpu'` (unknown, read alone); the "
+    "thread names trainer-bug",
+    "vllm-ascend-10125": "`RuntimeError: ExchangeDevice:../torch_npu/csrc/core/npu/sys_ctrl/npu_s...` "
+    "(layout-mismatch, read alone); the thread names device-visibility, doubtful",
+    "vllm-ascend-10138": "`RuntimeError: operator name is token_bin_counts_and_mask_kernel.` (unknown, read alone); "
+    "the thread names trainer-bug",
+    "vllm-ascend-11466": "`ValueError: could not broadcast input array from shape (2,) into shape` (unknown, read "
+    "alone); the thread names trainer-bug",
+    "vllm-ascend-12940-b": f"{CUT}: `ERROR 07-27 10:06:06 [multiproc_executor.py:1000] assert positions.sha...`, "
+    "before the error line the thread names",
+    "vllm-ascend-12940": "`ERROR 07-28 02:12:55 [multiproc_executor.py:1000] AssertionError: Shap...` (unknown, read "
+    "alone); the thread names engine-config",
+    "vllm-ascend-7158": "`KeyError: 132` (trainer-bug, read alone); the thread names cuda-graph-capture, doubtful",
+    "vllm-ascend-7426-c": "`RuntimeError: NPUModelRunner init failed, error is NPUModelRunner fail...` "
+    "(cuda-graph-capture, read alone); the thread names engine-config",
+    "vllm-ascend-7426": "`TypeError: Unexpected keyword argument 'max_completion_tokens'` (unknown, read alone); the "
+    "thread names api-mismatch",
+    "vllm-ascend-7790": "`AttributeError: module 'triton' has no attribute 'language'` (version-mismatch, read alone); "
+    "the thread names missing-dependency",
+    "vllm-ascend-8937": "`PicklingError: Can't pickle <class 'vllm.v1.kv_cache_interface.MLAAtte...` (unknown, read "
+    "alone); the thread names trainer-bug",
+    "vllm-ascend-9334": "`RuntimeError: npu_add rms norm_dynamic_quant:../third party/op-plugin/` (unknown, read "
+    "alone); the thread names trainer-bug",
+    "vllm-ascend-9994": "`E pydantic_core._pydantic_core.ValidationError: 1 validation error for...` (unknown, read "
+    "alone); the thread names engine-config",
 }
 
 

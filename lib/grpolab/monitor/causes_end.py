@@ -82,8 +82,12 @@ CAUSES: tuple[Cause, ...] = (
             r"(?i:exit(?:ed)? (?:with )?(?:code|status))[ :=]*(?:137|-9)\b|\breturn ?code[ :=]*-9\b|exitcode ?: ?-9\b",
             # DeepSpeed's launcher stopping the other ranks once one of them ended
             LAUNCHER_KILLING + r" \d+",
+            # Slurm's job past its time limit (`slurmstepd: error: *** JOB 42 ON n1 CANCELLED AT 2026-01-02T03:04:05
+            # DUE TO TIME LIMIT ***`)
+            r"\bCANCELLED (?:AT \S+ )?DUE TO TIME LIMIT\b",
         ),
-        ("killed", "sigkill", "signal", "exit", "returncode", "return code", "death signal", "received sigterm"),
+        ("killed", "sigkill", "signal", "exit", "returncode", "return code", "death signal", "received sigterm")
+        + ("due to time limit",),
         ("grpolab's seeded list (shell and torchrun messages)", "sgl-project/sglang issue 15235"),
         # Ray's list of what may have killed a dead actor (also when a post wraps it mid-sentence): advice, not a kill
         unless=(r"potential root causes", r"ray stop --force", r"killed by SIGKILL by OOM killer due to high memory"),

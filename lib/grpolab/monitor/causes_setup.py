@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from grpolab.monitor.cause import Cause
 from grpolab.monitor.signs import (
+    ARCH_COMPILE,
     BUILD_FAILED,
     BUNDLE_INVALID,
     CANN_IMPORT,
@@ -119,12 +120,8 @@ CAUSES: tuple[Cause, ...] = (
             BUNDLE_INVALID,
             CLUSTER_TOO_SMALL,
             PG_WAIT,
-            # the driver's management library not usable (`Failed to initialize NVML: Driver/library version
-            # mismatch`: a driver upgraded under a running kernel module; `Unknown Error`: a container that lost its
-            # devices), torch's accelerator API with none (`Cannot access accelerator device when none is
-            # available`), CUDA's `system not yet initialized` (an NVSwitch system whose fabric manager is not
-            # running), and docker without the NVIDIA runtime (`could not select device driver "" with capabilities:
-            # [[gpu]]`)
+            # NVML not usable (signs.NVML_FAILED), torch's accelerator API with none, CUDA's `system not yet
+            # initialized` (a fabric manager not running), docker without the NVIDIA runtime
             NVML_FAILED,
             r"Cannot access accelerator device when none is available",
             r"'system not yet initialized'|\bcudaErrorSystemNotReady\b",
@@ -196,7 +193,8 @@ CAUSES: tuple[Cause, ...] = (
             r"RayTaskError\((?:ModuleNotFoundError|ImportError)\)",
             r"VersionConflict|ResolutionImpossible|No solution found when resolving dependencies",  # (pip's, uv's)
             r"\brequires [\w.\-\[\]]+ *[<>=!~].*, but you have ",
-            r"undefined symbol: ",
+            r"undefined symbol:? [_A-Za-z]",  # (a post without its colon: `undefined symbol _ZN3c104cuda...`)
+            ARCH_COMPILE.pattern,
             r"\bversions? (?:conflict|mismatch)\b",
             r"version `GLIBC(?:XX)?_[\d.]+' not found",
             r"(?:was|were) compiled (?:against|with) .{0,80}(?:but|while) ",
@@ -262,6 +260,8 @@ CAUSES: tuple[Cause, ...] = (
             "no solution found",
             "but you have",
             "undefined symbol",
+            "ptxas",
+            "unsupported gpu architecture",
             "version conflict",
             "versions conflict",
             "version mismatch",
@@ -481,8 +481,11 @@ CAUSES: tuple[Cause, ...] = (
             r"\d+ validation errors? for \w{0,40}Config\b",
             # vLLM's start-up check of gpu_memory_utilization against the memory free then: a setting to lower
             r"Free memory on device[^\n]{0,80}on startup is less than desired",
+            # an Ascend MoE kernel's check of HCCL's buffer against its dispatch (`HCCL_BUFFSIZE is too SMALL, ...
+            # NEEDED_HCCL_BUFFSIZE(...) = 305MB, HCCL_BUFFSIZE=200MB.`): a setting to raise
+            r"\bHCCL_BUFFSIZE is too SMALL\b",
         ),
-        ("max_num_batched_tokens", "max_num_seqs", "validation error", "free memory on device"),
+        ("max_num_batched_tokens", "max_num_seqs", "validation error", "free memory on device", "hccl_buffsize"),
         ("verl-project/verl PR 259", "verl-project/verl PR 7632"),
     ),
     Cause(

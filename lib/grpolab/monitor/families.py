@@ -345,6 +345,13 @@ def classify(first: FirstError, context: Context | None = None) -> Verdict | Non
     # a lookup that no setting makes fail, raised in an engine's own code: that code's bug (its RL path, mostly)
     if kind in ("KeyError", "IndexError", "UnboundLocalError", "NameError") and first.library in ENGINES + DS:
         return Verdict("unknown", "trainer-bug")
+    if kind == "RuntimeError" and sg.TENSORS_DO_NOT_FIT.search(message):  # nothing above named a setting or a sync
+        return Verdict(
+            "unknown",
+            "trainer-bug",
+            f"Tensors the code built do not fit together (shapes, sizes or devices), and no setting, sync or load "
+            f"is named: most often a bug of the framework's path for this model or layout: {first.text[:200]}",
+        )
     return None
 
 

@@ -417,7 +417,7 @@ _LEVEL_ERROR = re.compile(
     r"|^[ \t]*thread '[^'\n]{1,80}'(?: \(\d+\))? panicked at "
     # a build that failed: the compiler's or the linker's error (`collect2: error: ld returned 1 exit status`,
     # `nvcc fatal   : Unsupported gpu architecture`), make's stop (`make[2]: *** [...] Error 1`)
-    r"|^[ \t]*(?:collect2|ld|gcc|g\+\+|c\+\+|cc1plus|nvcc|clang)(?::| fatal +:) (?:fatal )?(?:error: )?"
+    r"|^[ \t]*(?:collect2|ld|gcc|g\+\+|c\+\+|cc1plus|nvcc|ptxas|clang)(?::| fatal +:) (?:fatal )?(?:error: )?"
     rf"|{sg.MAKE_STOPPED}"
     # uv's and pip's error mark (`  × Failed to download and build ...`, `× Building wheel for x did not run
     # successfully.`); a logger's bracketed one-letter level behind its tags (TensorRT-LLM's `[TRT-LLM] [RANK 1] [E] `);

@@ -245,7 +245,10 @@ BUILD_FAILED = (
     r"\bundefined reference to [`']|\bld returned \d+ exit status|" + MAKE_STOPPED
 )
 # a compiler older than the device it builds for (Triton's ptxas asked for `--gpu-name=sm_120a`): its version's
-ARCH_COMPILE = re.compile(r"ptxas'[^\n]{0,300}--gpu-name=sm_\d+a?\b|Unsupported gpu architecture")
+ARCH_COMPILE = re.compile(
+    r"ptxas'[^\n]{0,300}--gpu-name=sm_\d+a?\b|Unsupported gpu architecture|"
+    r"ptxas fatal *: Value 'sm_\d+a?' is not defined"
+)
 # torch's (and torch_npu's) glog record at warning level, after its `[` or where a post dropped it
 # (`[W NPUStream.cpp:409] Warning: NPU warning, error code is 507046`, `[W AclInterface.cpp:181] Warning: Failed to
 # find function ...`): a warning the job goes on after, whatever words it holds
@@ -543,3 +546,12 @@ VERSION_CHECK = re.compile(r"\b(?:check_dependencies|require_version\w{0,20}|_?c
 # an argument a newer version removed, its replacement named (SGLang: `Removed server argument(s): warmup ->
 # warmup_mode=request or warmup_mode=off`)
 REMOVED_ARGUMENT = re.compile(r"\bRemoved server argument\(s\): ")
+# torch refusing tensors that do not fit together: shapes, sizes, devices (`The expanded size of the tensor (1024)
+# must match the existing size (32)`, `Expected all tensors to be on the same device`, `shape '[14, -1]' is invalid
+# for input of size 7`): read last, after every sign of a setting, a sync or a load, it is the code's own computation
+TENSORS_DO_NOT_FIT = re.compile(
+    r"The expanded size of the tensor|Sizes of tensors must match|Expected all tensors to be on the same device|"
+    r"The size of tensor a \(\d+\) must match|is invalid for input of size|Split sizes doesn't match|"
+    r"view size is not compatible with input tensor|cannot be converted to Scalar|Expected reduction dim|"
+    r"mat1 and mat2 shapes cannot be multiplied"
+)
