@@ -86,8 +86,17 @@ CAUSES: tuple[Cause, ...] = (
             # DUE TO TIME LIMIT ***`)
             r"\bCANCELLED (?:AT \S+ )?DUE TO TIME LIMIT\b",
         ),
-        ("killed", "sigkill", "signal", "exit", "returncode", "return code", "death signal", "received sigterm")
-        + ("due to time limit",),
+        (
+            "killed",
+            "sigkill",
+            "signal",
+            "exit",
+            "returncode",
+            "return code",
+            "death signal",
+            "received sigterm",
+            "due to time limit",
+        ),
         ("grpolab's seeded list (shell and torchrun messages)", "sgl-project/sglang issue 15235"),
         # Ray's list of what may have killed a dead actor (also when a post wraps it mid-sentence): advice, not a kill
         unless=(r"potential root causes", r"ray stop --force", r"killed by SIGKILL by OOM killer due to high memory"),
