@@ -360,10 +360,13 @@ LENGTH_WORDS = re.compile(
 # a model parameter's name (Megatron's `decoder.layers.0.self_attention.linear_proj.weight`, Hugging Face's
 # `model.layers.3.mlp.gate_proj.weight`): a key the other side of a weight transfer or a load does not know
 PARAM_NAME = re.compile(r"\b(?:[a-z_]+\.){1,3}layers\.(?:\d+|N)\.[\w.]{1,120}?(?:weight|bias|scale)\w{0,10}\b")
+# the driver's management library that could not start (`Failed to initialize NVML: Driver/library version mismatch`,
+# nvidia-container-cli's `nvml error: driver/library version mismatch`): the devices cannot be queried
+NVML_FAILED = r"Failed to initiali[sz]e NVML\b|\bnvml error: "
 # the tools and calls that ask the driver about its devices
 DEVICE_TOOL = re.compile(
     r"\b(?:npu-smi|nvidia-smi|rocm-smi|hl-smi|xpu-smi|dcmi\w{0,20}|nvmlInit\w{0,10}|NVML\w{0,20} (?:error|failed)|"
-    r"Failed to initiali[sz]e NVML|nvml error|"
+    rf"{NVML_FAILED}|"
     r"get_npu_versions|cudaGetDeviceCount|aclrtGetDeviceCount)\b",
 )
 # the sleep-mode allocators of vLLM and SGLang (their pause, resume, free)
@@ -537,9 +540,6 @@ GROUP_SIZE = re.compile(r"\bnum_generations\b|\bn_samples\w{0,20}|\bgroup_size\b
 # a platform plugin patching the engine it runs on as it registers (vllm-ascend's `pre_register_and_update`,
 # `adapt_patch`): a traceback cut there is most often the plugin and the engine at versions that do not fit
 PLUGIN_PATCH = re.compile(r"\b(?:pre_register_and_update|adapt_patch|apply_\w{0,20}patch\w{0,20})\b")
-# the driver's management library that could not start (`Failed to initialize NVML: Driver/library version mismatch`,
-# nvidia-container-cli's `nvml error: driver/library version mismatch`): the devices cannot be queried
-NVML_FAILED = r"Failed to initiali[sz]e NVML\b|\bnvml error: "
 # a trainer's or a library's check of the installed packages' versions (LLaMA-Factory's `check_dependencies`,
 # transformers' `require_version`): a traceback cut there is that check refusing a version
 VERSION_CHECK = re.compile(r"\b(?:check_dependencies|require_version\w{0,20}|_?check_\w{0,20}versions?)\b")
